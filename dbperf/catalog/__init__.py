@@ -1,0 +1,1 @@
+"""The microbenchmark catalog: declarative workload files and the schema they run against."""

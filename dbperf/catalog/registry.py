@@ -1,0 +1,82 @@
+"""The built-in catalog, its groups, and resolving what an experiment asks for into an ordered list of workloads.
+
+Groups run in the order of the sysbench-based harness (BRIEF §1): reads; writes; the reads again, now on the data
+the writes left; then delete and insert. The second pass of reads is named `<benchmark>@after-writes`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from functools import cache
+from pathlib import Path
+
+from dbperf.catalog.workload import Workload, parse_workload_file
+from dbperf.errors import UserError
+
+WORKLOAD_DIR = Path(__file__).parent / "workloads"
+GROUP_NAMES = ("reads", "writes", "all")
+AFTER_WRITES = "@after-writes"
+
+
+@cache
+def builtin() -> dict[str, Workload]:
+    """Every built-in workload by name, in catalog order."""
+    found: list[Workload] = []
+    for path in sorted(WORKLOAD_DIR.glob("*.toml")):
+        found.extend(parse_workload_file(path))
+    found.sort(key=lambda w: (w.order, w.name))
+    names = [w.name for w in found]
+    duplicate = next((n for n in names if names.count(n) > 1), None)
+    if duplicate:
+        raise UserError(f"catalog: workload {duplicate!r} is defined twice")
+    return {w.name: w for w in found}
+
+
+def _by_phase(phase: str) -> list[Workload]:
+    return [w for w in builtin().values() if w.phase == phase]
+
+
+def expand_group(group: str) -> list[Workload]:
+    reads, writes, final = _by_phase("read"), _by_phase("write"), _by_phase("final")
+    if group == "reads":
+        return reads
+    if group == "writes":
+        return writes + final
+    again = [replace(w, name=w.name + AFTER_WRITES) for w in reads]
+    return reads + writes + again + final
+
+
+def resolve(requested: list[str], base_dir: Path, where: str) -> list[Workload]:
+    """Names, groups and workload file paths, in the order given; groups expand in harness order.
+
+    When both reads and writes are asked for, reads listed after a write run on the written data and are
+    named `@after-writes`, so that the two passes stay apart in the report.
+    """
+    out: list[Workload] = []
+    for item in requested:
+        if not isinstance(item, str) or not item:
+            raise UserError(f"{where}: benchmark entries must be non-empty strings, got {item!r}")
+        if item in GROUP_NAMES:
+            out.extend(expand_group(item))
+        elif item in builtin():
+            out.append(builtin()[item])
+        elif item.endswith(".toml") or "/" in item:
+            path = Path(item) if Path(item).is_absolute() else base_dir / item
+            if not path.is_file():
+                raise UserError(f"{where}: workload file {item} not found")
+            out.extend(parse_workload_file(path))
+        else:
+            known = ", ".join([*GROUP_NAMES, *builtin()])
+            raise UserError(f"{where}: unknown benchmark {item!r} (known: {known})")
+    seen: set[str] = set()
+    written = False
+    ordered = []
+    for w in out:
+        if written and w.phase == "read" and not w.name.endswith(AFTER_WRITES):
+            w = replace(w, name=w.name + AFTER_WRITES)
+        written = written or w.phase != "read"
+        if w.name in seen:
+            raise UserError(f"{where}: benchmark {w.name!r} is listed twice")
+        seen.add(w.name)
+        ordered.append(w)
+    return ordered

@@ -1,0 +1,269 @@
+"""Workload files: parsing, variable substitution, and compiling placeholders into the driver's binds.
+
+A workload file describes one event: its statements, with `{name}` placeholders bound to parameter generators,
+whether the event is a transaction, and how it is reported. `{table}` is the table number, drawn per statement
+execution. A file may declare `variants`, each a catalog entry of its own with its own `vars`, which replace
+`${var}` anywhere in the file (a string that is exactly `${var}` takes the variable's value and type).
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dbperf.errors import UserError
+
+GROUPS = ("point", "range", "write")
+PHASES = ("read", "write", "final")
+GENERATORS = ("uniform", "zipf", "hot", "range", "digits")
+PLACEHOLDER = re.compile(r"\{(\w+)\}")
+VARIABLE = re.compile(r"\$\{(\w+)\}")
+FILE_KEYS = {"name", "description", "group", "phase", "order", "transaction", "rows_per_event", "vars", "variants",
+             "statement"}
+STATEMENT_KEYS = {"sql", "repeat", "params"}
+GEN_KEYS = {"uniform": {"count"}, "zipf": {"count", "exponent"}, "hot": {"count", "start"}, "range": {"size"},
+            "digits": {"groups"}}
+
+
+@dataclass(frozen=True)
+class Statement:
+    sql: str
+    repeat: int
+    params: dict[str, dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class Workload:
+    name: str
+    description: str
+    group: str
+    phase: str
+    order: int
+    transaction: bool
+    statements: tuple[Statement, ...]
+    rows_per_event: str | None = None
+    source: str = ""
+    writes: bool = field(default=False)
+
+    @property
+    def queries_per_event(self) -> int:
+        """sysbench counts BEGIN and COMMIT as queries."""
+        return sum(s.repeat for s in self.statements) + (2 if self.transaction else 0)
+
+    def display_sql(self) -> list[str]:
+        """The statements with placeholders shown as `?` (lists as `?×N`), for `dbperf list`."""
+        lines = []
+        for s in self.statements:
+            def shown(m: re.Match[str], s: Statement = s) -> str:
+                name = m.group(1)
+                spec = s.params.get(name)
+                if name == "table":
+                    return "{table}"
+                if spec and spec["gen"] == "range":
+                    return "? AND ?"
+                count = spec.get("count", 1) if spec else 1
+                return "?" if count == 1 else f"?×{count}"
+            text = PLACEHOLDER.sub(shown, s.sql)
+            lines.append(text if s.repeat == 1 else f"{text}   (×{s.repeat})")
+        if self.transaction:
+            lines = ["BEGIN", *lines, "COMMIT"]
+        return lines
+
+
+def _substitute(value: Any, variables: dict[str, Any], where: str) -> Any:
+    if isinstance(value, str):
+        whole = VARIABLE.fullmatch(value)
+        if whole:
+            name = whole.group(1)
+            if name not in variables:
+                raise UserError(f"{where}: unknown variable ${{{name}}}")
+            return _substitute(variables[name], variables, where)
+
+        def one(m: re.Match[str]) -> str:
+            if m.group(1) not in variables:
+                raise UserError(f"{where}: unknown variable ${{{m.group(1)}}}")
+            return str(variables[m.group(1)])
+        return VARIABLE.sub(one, value)
+    if isinstance(value, dict):
+        return {k: _substitute(v, variables, f"{where}.{k}") for k, v in value.items()}
+    if isinstance(value, list):
+        return [_substitute(v, variables, f"{where}[{i}]") for i, v in enumerate(value)]
+    return value
+
+
+def _positive_int(value: Any, where: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise UserError(f"{where}: expected a positive integer, got {value!r}")
+    return value
+
+
+def _check_param(spec: Any, where: str) -> dict[str, Any]:
+    if not isinstance(spec, dict) or "gen" not in spec:
+        raise UserError(f"{where}: expected a table with a 'gen' key, one of {', '.join(GENERATORS)}")
+    gen = spec["gen"]
+    if gen not in GENERATORS:
+        raise UserError(f"{where}: unknown generator {gen!r} (known: {', '.join(GENERATORS)})")
+    unknown = set(spec) - {"gen"} - GEN_KEYS[gen]
+    if unknown:
+        raise UserError(f"{where}: unknown key {sorted(unknown)[0]!r} for generator {gen!r}")
+    for key in ("count", "size", "groups"):
+        if key in spec:
+            _positive_int(spec[key], f"{where}.{key}")
+    if gen == "zipf":
+        exponent = spec.get("exponent", 0.8)
+        if isinstance(exponent, bool) or not isinstance(exponent, (int, float)) or exponent <= 0:
+            raise UserError(f"{where}.exponent: expected a positive number, got {exponent!r}")
+    if gen == "hot":
+        start = spec.get("start", "middle")
+        if start != "middle" and (isinstance(start, bool) or not isinstance(start, int) or start < 1):
+            raise UserError(f"{where}.start: expected \"middle\" or a positive id, got {start!r}")
+    return spec
+
+
+def _build(doc: dict[str, Any], name: str, source: str) -> Workload:
+    where = f"{source} ({name})"
+    unknown = set(doc) - FILE_KEYS
+    if unknown:
+        raise UserError(f"{where}: unknown key {sorted(unknown)[0]!r}")
+    group = doc.get("group", "point")
+    phase = doc.get("phase", "read")
+    if group not in GROUPS:
+        raise UserError(f"{where}: group must be one of {', '.join(GROUPS)}, got {group!r}")
+    if phase not in PHASES:
+        raise UserError(f"{where}: phase must be one of {', '.join(PHASES)}, got {phase!r}")
+    transaction = doc.get("transaction", False)
+    if not isinstance(transaction, bool):
+        raise UserError(f"{where}: transaction must be true or false")
+    rows_per_event = doc.get("rows_per_event")
+    if rows_per_event not in (None, "table_size"):
+        raise UserError(f"{where}: rows_per_event can only be \"table_size\"")
+    raw_statements = doc.get("statement")
+    if not isinstance(raw_statements, list) or not raw_statements:
+        raise UserError(f"{where}: needs at least one [[statement]]")
+    statements = []
+    for i, raw in enumerate(raw_statements, 1):
+        swhere = f"{where} statement {i}"
+        if not isinstance(raw, dict):
+            raise UserError(f"{swhere}: expected a table")
+        unknown = set(raw) - STATEMENT_KEYS
+        if unknown:
+            raise UserError(f"{swhere}: unknown key {sorted(unknown)[0]!r}")
+        sql = raw.get("sql")
+        if not isinstance(sql, str) or not sql.strip():
+            raise UserError(f"{swhere}: 'sql' must be a non-empty string")
+        params = raw.get("params", {})
+        if not isinstance(params, dict):
+            raise UserError(f"{swhere}: 'params' must be a table")
+        params = {k: _check_param(v, f"{swhere} params.{k}") for k, v in params.items()}
+        statements.append(Statement(sql=sql, repeat=_positive_int(raw.get("repeat", 1), f"{swhere}.repeat"),
+                                    params=params))
+    workload = Workload(
+        name=name, description=str(doc.get("description", "")), group=group, phase=phase,
+        order=_positive_int(doc.get("order", 1000), f"{where}.order"), transaction=transaction, statements=tuple(statements),
+        rows_per_event=rows_per_event, source=source,
+        writes=any(re.match(r"\s*(INSERT|UPDATE|DELETE|REPLACE)\b", s.sql, re.I) for s in statements),
+    )
+    # Compiling once here reports placeholder mistakes when the file is read, not when a cell runs.
+    compile_statements(workload, table_size=100)
+    return workload
+
+
+def parse_workload_file(path: Path) -> list[Workload]:
+    """All catalog entries a workload file defines (one, or one per variant)."""
+    source = str(path)
+    try:
+        doc = tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as e:
+        raise UserError(f"{source}: malformed TOML: {e}") from None
+    except OSError as e:
+        raise UserError(f"{source}: cannot read: {e.strerror}") from None
+    variants = doc.pop("variants", None)
+    base_vars = doc.pop("vars", {})
+    if not isinstance(base_vars, dict):
+        raise UserError(f"{source}: 'vars' must be a table")
+    if variants is None:
+        name = doc.get("name") or path.stem
+        return [_build(_substitute(doc, base_vars, source), name, source)]
+    if not isinstance(variants, list) or not all(isinstance(v, dict) and "name" in v for v in variants):
+        raise UserError(f"{source}: 'variants' must be a list of tables with a 'name'")
+    out = []
+    for v in variants:
+        unknown = set(v) - {"name", "vars", "description"}
+        if unknown:
+            raise UserError(f"{source} variant {v['name']}: unknown key {sorted(unknown)[0]!r}")
+        merged = dict(doc, name=v["name"])
+        if "description" in v:
+            merged["description"] = v["description"]
+        out.append(_build(_substitute(merged, {**base_vars, **v.get("vars", {})}, source), v["name"], source))
+    return out
+
+
+def _binds_for(spec: dict[str, Any], table_size: int, slots: dict[str, int], name: str) -> tuple[str, list[dict]]:
+    """The SQL text replacing one placeholder's first use, and its binds."""
+    gen = spec["gen"]
+    count = spec.get("count", 1)
+    if gen == "uniform":
+        binds = [{"gen": {"kind": "uniform", "lo": 1, "hi": table_size}, "slot": None} for _ in range(count)]
+    elif gen == "zipf":
+        binds = [{"gen": {"kind": "zipf", "n": table_size, "exponent": float(spec.get("exponent", 0.8))},
+                  "slot": None} for _ in range(count)]
+    elif gen == "hot":
+        start = spec.get("start", "middle")
+        first = max(1, table_size // 2) if start == "middle" else start
+        binds = [{"gen": {"kind": "fixed", "value": first + i}, "slot": None} for i in range(count)]
+    elif gen == "range":
+        slot = slots.setdefault(name, len(slots))
+        return "? AND ?", [
+            {"gen": {"kind": "uniform", "lo": 1, "hi": table_size}, "slot": slot},
+            {"gen": {"kind": "ref", "slot": slot, "add": spec["size"] - 1}, "slot": None},
+        ]
+    else:  # digits
+        return "?", [{"gen": {"kind": "digits", "groups": spec["groups"]}, "slot": None}]
+    if count == 1:  # a scalar can be repeated later in the event; a list cannot
+        binds[0]["slot"] = slots.setdefault(name, len(slots))
+    return ", ".join("?" for _ in binds), binds
+
+
+def compile_statements(workload: Workload, table_size: int) -> dict[str, Any]:
+    """The driver's view of a workload: SQL with `?`, and one bind per `?`.
+
+    A placeholder's first use in a statement draws from that statement's generator; a later use, or a use of a
+    name that an earlier statement of the event drew, repeats that value (write-only re-inserts the row it
+    deleted this way).
+    """
+    slots: dict[str, int] = {}
+    out = []
+    for i, s in enumerate(workload.statements, 1):
+        where = f"{workload.source} ({workload.name}) statement {i}"
+        binds: list[dict] = []
+        drawn_here: set[str] = set()
+        used: set[str] = set()
+
+        def replace(m: re.Match[str]) -> str:
+            name = m.group(1)
+            if name == "table":
+                return "{table}"
+            used.add(name)
+            spec = s.params.get(name)
+            if spec is not None and name not in drawn_here:
+                drawn_here.add(name)
+                text, new = _binds_for(spec, table_size, slots, name)
+                binds.extend(new)
+                return text
+            if name in slots:
+                binds.append({"gen": {"kind": "ref", "slot": slots[name], "add": 0}, "slot": None})
+                return "?"
+            raise UserError(f"{where}: placeholder {{{name}}} has no parameter in this or an earlier statement")
+
+        sql = PLACEHOLDER.sub(replace, s.sql)
+        unused = set(s.params) - used
+        if unused:
+            raise UserError(f"{where}: parameter {sorted(unused)[0]!r} is not used in the SQL")
+        if "?" in PLACEHOLDER.sub("", s.sql):
+            raise UserError(f"{where}: write parameters as {{name}} placeholders, not '?'")
+        out.append({"sql": sql, "repeat": s.repeat, "binds": binds})
+    return {"name": workload.name, "transaction": workload.transaction, "writes": workload.writes,
+            "statements": out, "slots": len(slots)}

@@ -1,0 +1,1 @@
+"""Experiment files: what to run (benchmarks, sizes, durations, repeats) against which targets."""

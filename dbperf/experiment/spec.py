@@ -1,0 +1,174 @@
+"""Parsing and validating an experiment file into an Experiment. Every problem is a UserError naming the file and key."""
+
+from __future__ import annotations
+
+import re
+import sysconfig
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dbperf.catalog.registry import resolve
+from dbperf.catalog.workload import Workload
+from dbperf.errors import UserError
+from dbperf.experiment.durations import parse_duration
+
+ENGINES = ("sqlite",)
+RUN_KEYS = {"benchmarks", "tables", "table_size", "threads", "time", "warmup", "repeats", "base", "seed",
+            "aggregate", "prepared"}
+TARGET_KEYS = {"name", "engine", "library", "config"}
+AGGREGATES = ("median", "trimmed")
+NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]{0,63}$")
+# PRAGMA names and values reach SQL text, so only plain words and numbers are allowed.
+PRAGMA_NAME = re.compile(r"^[a-z_][a-z0-9_]*$")
+PRAGMA_VALUE = re.compile(r"^-?[A-Za-z0-9_.]+$")
+
+
+def default_sqlite_library() -> str:
+    """The system's libsqlite3.so.0 (Debian package libsqlite3-0) for this architecture."""
+    multiarch = sysconfig.get_config_var("MULTIARCH") or "x86_64-linux-gnu"
+    return f"/usr/lib/{multiarch}/libsqlite3.so.0"
+
+
+@dataclass(frozen=True)
+class Target:
+    name: str
+    engine: str
+    library: str
+    config: dict[str, str] = field(default_factory=dict)
+
+    def settings(self, threads: int) -> list[tuple[str, str]]:
+        """Per-connection settings; multi-threaded SQLite defaults to WAL (readers then do not block the writer)."""
+        config = dict(self.config)
+        if threads > 1 and "journal_mode" not in config:
+            config["journal_mode"] = "WAL"
+        return list(config.items())
+
+
+@dataclass(frozen=True)
+class Experiment:
+    path: Path
+    text: str
+    benchmarks: tuple[Workload, ...]
+    targets: tuple[Target, ...]
+    base: str
+    tables: int = 1
+    table_size: int = 100_000
+    threads: tuple[int, ...] = (1,)
+    time_s: float = 10.0
+    warmup_s: float = 2.0
+    repeats: int = 3
+    seed: int = 1
+    aggregate: str = "median"
+    prepared: bool = True
+
+
+def _int(doc: dict[str, Any], key: str, default: int, where: str, minimum: int = 1) -> int:
+    value = doc.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise UserError(f"{where}.{key}: expected an integer >= {minimum}, got {value!r}")
+    return value
+
+
+def _config_value(value: object, where: str) -> str:
+    if isinstance(value, bool):
+        return "ON" if value else "OFF"
+    text = str(value)
+    if not isinstance(value, (int, float, str)) or not PRAGMA_VALUE.match(text):
+        raise UserError(f"{where}: value {value!r} is not a plain word or number")
+    return text
+
+
+def _target(raw: Any, i: int, where: str, base_dir: Path) -> Target:
+    twhere = f"{where} [[target]] #{i}"
+    if not isinstance(raw, dict):
+        raise UserError(f"{twhere}: expected a table")
+    unknown = set(raw) - TARGET_KEYS
+    if unknown:
+        raise UserError(f"{twhere}: unknown key {sorted(unknown)[0]!r} (known: {', '.join(sorted(TARGET_KEYS))})")
+    name = raw.get("name")
+    if not isinstance(name, str) or not NAME.match(name):
+        raise UserError(f"{twhere}: 'name' must be letters, digits, '_', '.', '+' or '-' (got {name!r})")
+    twhere = f"{where} target {name!r}"
+    engine = raw.get("engine", "sqlite")
+    if engine not in ENGINES:
+        raise UserError(f"{twhere}: unknown engine {engine!r} (known: {', '.join(ENGINES)})")
+    library = raw.get("library", default_sqlite_library())
+    if not isinstance(library, str) or not library:
+        raise UserError(f"{twhere}: 'library' must be a path")
+    library_path = Path(library).expanduser()
+    if not library_path.is_absolute():
+        library_path = base_dir / library_path
+    if not library_path.is_file():
+        raise UserError(f"{twhere}: library {library_path} not found")
+    config = raw.get("config", {})
+    if not isinstance(config, dict):
+        raise UserError(f"{twhere}: 'config' must be a table of PRAGMA = value")
+    checked = {}
+    for key, value in config.items():
+        if not PRAGMA_NAME.match(key):
+            raise UserError(f"{twhere}: config key {key!r} is not a PRAGMA name")
+        checked[key] = _config_value(value, f"{twhere} config.{key}")
+    return Target(name=name, engine=engine, library=str(library_path), config=checked)
+
+
+def parse_experiment(path: Path) -> Experiment:
+    where = str(path)
+    try:
+        text = path.read_text()
+    except OSError as e:
+        raise UserError(f"{where}: cannot read: {e.strerror}") from None
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise UserError(f"{where}: malformed TOML: {e}") from None
+    unknown = set(doc) - {"run", "target"}
+    if unknown:
+        raise UserError(f"{where}: unknown section {sorted(unknown)[0]!r} (known: run, target)")
+    run = doc.get("run")
+    if not isinstance(run, dict):
+        raise UserError(f"{where}: missing [run] section")
+    rwhere = f"{where} [run]"
+    unknown = set(run) - RUN_KEYS
+    if unknown:
+        raise UserError(f"{rwhere}: unknown key {sorted(unknown)[0]!r} (known: {', '.join(sorted(RUN_KEYS))})")
+    requested = run.get("benchmarks")
+    if isinstance(requested, str):
+        requested = [requested]
+    if not isinstance(requested, list) or not requested:
+        raise UserError(f"{rwhere}.benchmarks: expected a non-empty list of names, groups or workload files")
+    benchmarks = resolve(requested, path.parent, f"{rwhere}.benchmarks")
+    threads = run.get("threads", [1])
+    if isinstance(threads, int) and not isinstance(threads, bool):
+        threads = [threads]
+    if (not isinstance(threads, list) or not threads
+            or any(isinstance(t, bool) or not isinstance(t, int) or t < 1 for t in threads)):
+        raise UserError(f"{rwhere}.threads: expected a positive integer or a list of them, got {threads!r}")
+    time_s = parse_duration(run.get("time", "10s"), f"{rwhere}.time")
+    if time_s <= 0:
+        raise UserError(f"{rwhere}.time: must be longer than 0")
+    aggregate = run.get("aggregate", "median")
+    if aggregate not in AGGREGATES:
+        raise UserError(f"{rwhere}.aggregate: expected one of {', '.join(AGGREGATES)}, got {aggregate!r}")
+    prepared = run.get("prepared", True)
+    if not isinstance(prepared, bool):
+        raise UserError(f"{rwhere}.prepared: expected true or false")
+    raw_targets = doc.get("target")
+    if not isinstance(raw_targets, list) or not raw_targets:
+        raise UserError(f"{where}: needs at least one [[target]]")
+    targets = [_target(t, i, where, path.parent) for i, t in enumerate(raw_targets, 1)]
+    names = [t.name for t in targets]
+    duplicate = next((n for n in names if names.count(n) > 1), None)
+    if duplicate:
+        raise UserError(f"{where}: target name {duplicate!r} is used twice")
+    base = run.get("base", names[0])
+    if base not in names:
+        raise UserError(f"{rwhere}.base: {base!r} is not a target (targets: {', '.join(names)})")
+    return Experiment(
+        path=path, text=text, benchmarks=tuple(benchmarks), targets=tuple(targets), base=base,
+        tables=_int(run, "tables", 1, rwhere), table_size=_int(run, "table_size", 100_000, rwhere),
+        threads=tuple(threads), time_s=time_s, warmup_s=parse_duration(run.get("warmup", "2s"), f"{rwhere}.warmup"),
+        repeats=_int(run, "repeats", 3, rwhere), seed=_int(run, "seed", 1, rwhere, minimum=0),
+        aggregate=aggregate, prepared=prepared,
+    )

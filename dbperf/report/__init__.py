@@ -1,0 +1,1 @@
+"""Reports of a results directory: the rQPS matrix and per-target absolute figures, in several formats."""

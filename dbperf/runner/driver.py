@@ -1,0 +1,93 @@
+"""Finding and running dbperf-driver: one process per cell, JSON in, JSON out, killed if it hangs."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from dbperf.errors import UserError
+
+REPO_DRIVER = Path(__file__).resolve().parents[2] / "driver" / "target" / "release" / "dbperf-driver"
+STDERR_TAIL_LINES = 20
+
+
+@cache
+def driver_path() -> str:
+    """$DBPERF_DRIVER, else the repository's release build, else dbperf-driver on PATH."""
+    env = os.environ.get("DBPERF_DRIVER")
+    if env:
+        return env
+    if REPO_DRIVER.is_file():
+        return str(REPO_DRIVER)
+    found = shutil.which("dbperf-driver")
+    if found:
+        return found
+    raise UserError("dbperf-driver not found: run `make setup` (builds driver/target/release/dbperf-driver)")
+
+
+@dataclass
+class DriverOutcome:
+    ok: bool
+    result: dict[str, Any] | None
+    error: str | None
+    stderr_tail: str
+
+
+def _tail(text: str) -> str:
+    return "\n".join(text.strip().splitlines()[-STDERR_TAIL_LINES:])
+
+
+def run_job(command: str, job: dict[str, Any], timeout_s: float) -> DriverOutcome:
+    """Runs `dbperf-driver COMMAND -` with the job on stdin. A crash or hang is an outcome, not an exception;
+    Ctrl-C kills the driver's whole process group and propagates."""
+    proc = subprocess.Popen([driver_path(), command, "-"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        out, err = proc.communicate(json.dumps(job), timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        _kill(proc)
+        out, err = proc.communicate()
+        return DriverOutcome(False, None, f"driver hung past {timeout_s:.0f} s and was killed", _tail(err))
+    except BaseException:
+        _kill(proc)
+        proc.communicate()
+        raise
+    if proc.returncode != 0:
+        if proc.returncode < 0:
+            reason = f"driver died with signal {signal.Signals(-proc.returncode).name}"
+        else:
+            lines = err.strip().splitlines()
+            reason = lines[-1].removeprefix("dbperf-driver: ") if lines else f"driver exited {proc.returncode}"
+        return DriverOutcome(False, None, reason, _tail(err))
+    try:
+        return DriverOutcome(True, json.loads(out), None, _tail(err))
+    except json.JSONDecodeError:
+        return DriverOutcome(False, None, "driver printed no JSON result", _tail(err + out))
+
+
+def _kill(proc: subprocess.Popen[str]) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def library_info(engine: str, library: str) -> dict[str, Any]:
+    """Engine version of a library, or a UserError if it is not a library of that engine."""
+    proc = subprocess.run([driver_path(), "info", engine, library], capture_output=True, text=True, timeout=60)
+    if proc.returncode != 0:
+        lines = proc.stderr.strip().splitlines()
+        raise UserError(lines[-1].removeprefix("dbperf-driver: ") if lines else f"cannot inspect {library}")
+    return json.loads(proc.stdout)
+
+
+def driver_version() -> str:
+    proc = subprocess.run([driver_path(), "--version"], capture_output=True, text=True, timeout=60)
+    return proc.stdout.strip()

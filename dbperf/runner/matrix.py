@@ -1,0 +1,132 @@
+"""The matrix run: every (benchmark, threads, repeat, target) cell, repeats interleaved across targets
+(A B C A B C ...) so that drift hits every target alike, each result written the moment it is measured."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from dataclasses import asdict, dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+from dbperf.catalog.workload import Workload, compile_statements
+from dbperf.experiment.spec import Experiment, Target
+from dbperf.runner.driver import driver_version, library_info, run_job
+from dbperf.runner.sqlite_data import SqliteData
+from dbperf.storage.host import host_metadata, sha256_of
+from dbperf.storage.results import ResultsWriter
+
+# A driver still running this long after its cell's warmup + time is hung. Tests shorten it through the environment.
+HANG_GRACE_S = float(os.environ.get("DBPERF_HANG_GRACE_S", "30"))
+
+
+@dataclass(frozen=True)
+class CellPlan:
+    benchmark: Workload
+    threads: int
+    repeat: int
+    target: Target
+
+
+def plan_cells(e: Experiment) -> list[CellPlan]:
+    """Benchmark-major, then threads, then repeat, with targets innermost: interleaved repeats."""
+    return [CellPlan(b, t, r, target) for b in e.benchmarks for t in e.threads for r in range(1, e.repeats + 1)
+            for target in e.targets]
+
+
+def _meta(e: Experiment, infos: dict[str, dict[str, Any]], settings: dict[str, list]) -> dict[str, Any]:
+    return {
+        "dbperf_results": 1,
+        "status": "running",
+        "started_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "experiment": str(e.path),
+        "host": host_metadata(),
+        "driver": driver_version(),
+        "base": e.base,
+        "aggregate": e.aggregate,
+        "tables": e.tables,
+        "table_size": e.table_size,
+        "threads": list(e.threads),
+        "time_s": e.time_s,
+        "warmup_s": e.warmup_s,
+        "repeats": e.repeats,
+        "seed": e.seed,
+        "prepared": e.prepared,
+        "data_restore": "write cells copy the target's pristine loaded file before each repeat",
+        "benchmarks": [{"name": b.name, "group": b.group, "phase": b.phase, "source": b.source,
+                        "queries_per_event": b.queries_per_event, "sql": b.display_sql()} for b in e.benchmarks],
+        "targets": [{**asdict(t), "settings": settings[t.name], **infos[t.name]} for t in e.targets],
+    }
+
+
+def run_matrix(e: Experiment, out: Path, console: Console, keep_data: bool = False) -> Path:
+    """Runs the experiment into `out`. Interrupts propagate after the run's status is recorded."""
+    writer = ResultsWriter(out)
+    infos = {}
+    for t in e.targets:
+        info = library_info(t.engine, t.library)
+        infos[t.name] = {"engine_version": info["engine_version"], "library_sha256": sha256_of(t.library),
+                         "threadsafe": info["threadsafe"]}
+    data_root = out / ".data"
+    data = {t.name: SqliteData(data_root, t, e) for t in e.targets}
+    meta = _meta(e, infos, {name: d.settings for name, d in data.items()})
+    writer.write_meta(meta, e.text)
+    cells = plan_cells(e)
+    try:
+        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                      console=console, transient=True) as progress:
+            loading = progress.add_task("loading", total=len(e.targets))
+            for t in e.targets:
+                progress.update(loading, description=f"loading {e.tables}×{e.table_size:,} rows for {t.name}")
+                meta["targets"][[x.name for x in e.targets].index(t.name)]["load"] = data[t.name].load()
+                progress.advance(loading)
+            writer.update_meta(meta)
+            progress.remove_task(loading)
+            task = progress.add_task("cells", total=len(cells))
+            for cell in cells:
+                progress.update(task, description=f"{cell.benchmark.name} t={cell.threads} "
+                                                  f"#{cell.repeat}/{e.repeats} {cell.target.name}")
+                writer.append(_run_cell(e, cell, data[cell.target.name]))
+                progress.advance(task)
+        meta["status"] = "complete"
+    except KeyboardInterrupt:
+        meta["status"] = "interrupted"
+        raise
+    except BaseException:
+        meta["status"] = "failed"
+        raise
+    finally:
+        meta["finished_at"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        writer.update_meta(meta)
+        writer.close()
+        if not keep_data:
+            shutil.rmtree(data_root, ignore_errors=True)
+    return out
+
+
+def _run_cell(e: Experiment, cell: CellPlan, data: SqliteData) -> dict[str, Any]:
+    if cell.benchmark.phase != "read":
+        data.restore()
+    job = {**data.job(data.working), "mode": "run", "threads": cell.threads, "time_s": e.time_s,
+           "warmup_s": e.warmup_s, "seed": e.seed + cell.repeat,
+           "workload": compile_statements(cell.benchmark, e.table_size)}
+    started = time.time()
+    outcome = run_job("run", job, e.time_s + e.warmup_s + HANG_GRACE_S)
+    record: dict[str, Any] = {
+        "target": cell.target.name, "benchmark": cell.benchmark.name, "threads": cell.threads,
+        "repeat": cell.repeat, "started_at": started, "wall_s": round(time.time() - started, 3),
+        "queries_per_event": cell.benchmark.queries_per_event,
+        "rows_per_event": e.table_size if cell.benchmark.rows_per_event == "table_size" else None,
+    }
+    if outcome.ok and outcome.result is not None:
+        result = outcome.result
+        if result["events"] == 0:
+            samples = "; ".join(result.get("error_samples", [])) or "no event completed in the measured time"
+            return {**record, "status": "failed", "error": samples, "result": result}
+        return {**record, "status": "ok", "result": result}
+    return {**record, "status": "failed", "error": outcome.error, "stderr_tail": outcome.stderr_tail}

@@ -1,0 +1,52 @@
+"""The sbtest data of a SQLite target: loaded once into a pristine file, copied to a working file before every
+write cell so that each repeat of a write benchmark starts from the same data. Read cells use the working file
+as the previous cells left it, which is how reads `@after-writes` see the written data."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+from dbperf.catalog.schema import sbtest
+from dbperf.errors import UserError
+from dbperf.experiment.spec import Experiment, Target
+from dbperf.runner.driver import run_job
+
+LOAD_TIMEOUT_S = 3600.0
+
+
+class SqliteData:
+    def __init__(self, root: Path, target: Target, experiment: Experiment) -> None:
+        self.dir = root / target.name
+        self.target = target
+        self.experiment = experiment
+        self.pristine = self.dir / "pristine.db"
+        self.working = self.dir / "work.db"
+        self.settings = target.settings(max(experiment.threads))
+
+    def job(self, database: Path) -> dict[str, Any]:
+        e = self.experiment
+        return {"engine": "sqlite", "library": self.target.library, "database": str(database),
+                "settings": self.settings, "tables": e.tables, "table_size": e.table_size, "seed": e.seed,
+                "prepared": e.prepared}
+
+    def load(self) -> dict[str, Any]:
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.dir.chmod(0o700)
+        _remove_db(self.pristine)
+        job = {**self.job(self.pristine), "mode": "load", "schema": sbtest("sqlite")}
+        outcome = run_job("load", job, LOAD_TIMEOUT_S)
+        if not outcome.ok or outcome.result is None:
+            raise UserError(f"target {self.target.name!r}: loading the tables failed: {outcome.error}")
+        self.restore()
+        return outcome.result
+
+    def restore(self) -> None:
+        _remove_db(self.working)
+        shutil.copyfile(self.pristine, self.working)
+
+
+def _remove_db(path: Path) -> None:
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        Path(str(path) + suffix).unlink(missing_ok=True)

@@ -1,0 +1,1 @@
+"""Statistics of repeated measurements: central values, confidence, significance, and the rQPS matrix."""

@@ -1,0 +1,106 @@
+"""The rQPS matrix: per (target, benchmark, threads) the summary of its repeats, and its QPS relative to the base
+target's, with significance. rQPS = center QPS(target) / center QPS(base); center is the median, or the trimmed
+mean with `--aggregate trimmed`."""
+
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from dbperf.stats.summary import Summary, significance, summarize
+
+GROUP_ORDER = ("point", "range", "write")
+
+
+@dataclass
+class Cell:
+    target: str
+    benchmark: str
+    group: str
+    threads: int
+    runs: list[dict[str, Any]] = field(default_factory=list)
+    failures: list[dict[str, Any]] = field(default_factory=list)
+    qps: Summary | None = None
+    rqps: float | None = None
+    significant: bool | None = None
+    p_value: float | None = None
+
+    def per_run(self, key: str) -> list[float]:
+        return [derived(r)[key] for r in self.runs if derived(r)[key] is not None]
+
+    def median_of(self, key: str) -> float | None:
+        values = self.per_run(key)
+        return statistics.median(values) if values else None
+
+
+def derived(record: dict[str, Any]) -> dict[str, float | None]:
+    """Per-query costs of one repeat: CPU from the driver's getrusage, context switches, latency."""
+    r = record["result"]
+    queries = r["queries"]
+    usage = r["client_usage"]
+    per_query = (lambda x: x / queries) if queries else (lambda x: None)
+    rows_per_event = record.get("rows_per_event")
+    return {
+        "qps": r["qps"],
+        "eps": r["eps"],
+        "rows_per_s": r["eps"] * rows_per_event if rows_per_event else None,
+        "cpu_us_per_query": per_query(usage["user_us"] + usage["system_us"]),
+        "cpu_user_us_per_query": per_query(usage["user_us"]),
+        "cpu_system_us_per_query": per_query(usage["system_us"]),
+        "cs_per_query": per_query(usage["voluntary_cs"] + usage["involuntary_cs"]),
+        "cs_voluntary_per_query": per_query(usage["voluntary_cs"]),
+        "cs_involuntary_per_query": per_query(usage["involuntary_cs"]),
+        "p50_us": r["latency"]["p50_us"],
+        "p99_us": r["latency"]["p99_us"],
+        "max_us": r["latency"]["max_us"],
+        "errors": r["errors"],
+    }
+
+
+@dataclass
+class Matrix:
+    base: str
+    targets: list[str]
+    benchmarks: list[str]
+    threads: list[int]
+    cells: dict[tuple[str, str, int], Cell]
+    aggregate: str
+
+    def cell(self, target: str, benchmark: str, threads: int) -> Cell | None:
+        return self.cells.get((target, benchmark, threads))
+
+    def rows(self) -> list[tuple[str, str, int]]:
+        """(group, benchmark, threads) in report order: point, range, write; run order within a group."""
+        groups = {b: g for (_, b, _), c in self.cells.items() for g in [c.group]}
+        return [(g, b, t) for g in GROUP_ORDER for b in self.benchmarks if groups.get(b) == g for t in self.threads
+                if any(self.cell(x, b, t) for x in self.targets)]
+
+
+def build_matrix(meta: dict[str, Any], records: list[dict[str, Any]], aggregate: str | None = None) -> Matrix:
+    aggregate = aggregate or meta.get("aggregate", "median")
+    targets = [t["name"] for t in meta["targets"]]
+    benchmarks = [b["name"] for b in meta["benchmarks"]]
+    group_of = {b["name"]: b["group"] for b in meta["benchmarks"]}
+    cells: dict[tuple[str, str, int], Cell] = {}
+    for rec in records:
+        key = (rec["target"], rec["benchmark"], rec["threads"])
+        cell = cells.setdefault(key, Cell(rec["target"], rec["benchmark"], group_of.get(rec["benchmark"], "point"),
+                                          rec["threads"]))
+        (cell.runs if rec["status"] == "ok" else cell.failures).append(rec)
+    for cell in cells.values():
+        cell.runs.sort(key=lambda r: r["repeat"])
+        if cell.runs:
+            cell.qps = summarize(cell.per_run("qps"), aggregate)
+    base = meta["base"]
+    for (target, benchmark, threads), cell in cells.items():
+        base_cell = cells.get((base, benchmark, threads))
+        if cell.qps is None or base_cell is None or base_cell.qps is None or base_cell.qps.center == 0:
+            continue
+        cell.rqps = cell.qps.center / base_cell.qps.center
+        if target != base:
+            cell.significant, cell.p_value = significance(cell.per_run("qps"), base_cell.per_run("qps"))
+    threads = sorted({t for (_, _, t) in cells} | set(meta.get("threads", [])))
+    return Matrix(base=base, targets=targets, benchmarks=benchmarks, threads=threads, cells=cells,
+                  aggregate=aggregate)

@@ -1,0 +1,1 @@
+"""Results on disk: one directory per run, written as cells are measured."""

@@ -1,0 +1,73 @@
+"""What a result must say about where it was measured: CPU, cores, kernel, governor, compiler, dbperf's commit."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import platform
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import dbperf
+
+
+def _first_line(cmd: list[str]) -> str | None:
+    if not shutil.which(cmd[0]):
+        return None
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=10).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.splitlines()[0].strip() if out.strip() else None
+
+
+def _read(path: str) -> str | None:
+    try:
+        return Path(path).read_text().strip()
+    except OSError:
+        return None
+
+
+def cpu_model() -> str:
+    for line in (_read("/proc/cpuinfo") or "").splitlines():
+        if line.startswith("model name"):
+            return line.split(":", 1)[1].strip()
+    return platform.processor() or "unknown"
+
+
+def git_commit() -> str | None:
+    """dbperf's own commit, with '-dirty' when the work tree has changes."""
+    repo = Path(dbperf.__file__).resolve().parents[1]
+    if not (repo / ".git").exists():
+        return None
+    commit = _first_line(["git", "-C", str(repo), "rev-parse", "HEAD"])
+    if commit is None:
+        return None
+    dirty = subprocess.run(["git", "-C", str(repo), "status", "--porcelain", "--untracked-files=no"],
+                           capture_output=True, text=True, timeout=10).stdout.strip()
+    return commit + ("-dirty" if dirty else "")
+
+
+def host_metadata() -> dict[str, Any]:
+    return {
+        "cpu_model": cpu_model(),
+        "cores": os.cpu_count(),
+        "kernel": platform.release(),
+        "governor": _read("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"),
+        "clocksource": _read("/sys/devices/system/clocksource/clocksource0/current_clocksource"),
+        "compiler": _first_line(["cc", "--version"]),
+        "python": platform.python_version(),
+        "dbperf_version": dbperf.__version__,
+        "dbperf_commit": git_commit(),
+        "hostname": platform.node(),
+    }
+
+
+def sha256_of(path: str) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()

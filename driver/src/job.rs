@@ -1,0 +1,160 @@
+//! The job a caller hands to the driver, and the result it prints. Both are JSON; Python builds the job from the
+//! declarative workload files, resolving names and placeholders, so the driver only executes.
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Job {
+    /// "run" measures a workload, "load" creates and fills the tables.
+    pub mode: Mode,
+    pub engine: String,
+    /// Path of the engine's shared library (embedded engines).
+    pub library: String,
+    /// Database file (embedded engines).
+    pub database: String,
+    /// Per-connection settings in order, e.g. [["journal_mode", "WAL"]] for SQLite PRAGMAs.
+    #[serde(default)]
+    pub settings: Vec<(String, String)>,
+    #[serde(default = "default_busy_timeout")]
+    pub busy_timeout_ms: u32,
+    pub tables: u32,
+    pub table_size: u64,
+    #[serde(default = "one")]
+    pub threads: u32,
+    #[serde(default)]
+    pub time_s: f64,
+    #[serde(default)]
+    pub warmup_s: f64,
+    #[serde(default)]
+    pub seed: u64,
+    #[serde(default = "yes")]
+    pub prepared: bool,
+    /// Present for mode "run".
+    pub workload: Option<Workload>,
+    /// Present for mode "load".
+    pub schema: Option<Schema>,
+}
+
+#[derive(Debug, Deserialize, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    Run,
+    Load,
+}
+
+fn default_busy_timeout() -> u32 {
+    10_000
+}
+fn one() -> u32 {
+    1
+}
+fn yes() -> bool {
+    true
+}
+
+#[derive(Debug, Deserialize, Clone)]
+#[serde(deny_unknown_fields)]
+pub struct Workload {
+    pub name: String,
+    /// Wrap each event in BEGIN/COMMIT; both count as queries, as sysbench counts them.
+    pub transaction: bool,
+    /// The event writes: embedded engines take the write lock at BEGIN to avoid lock-upgrade deadlocks.
+    pub writes: bool,
+    pub statements: Vec<Statement>,
+    /// Number of event-level parameter slots that `ref` parameters read from.
+    pub slots: usize,
+}
+
+#[derive(Debug, Deserialize, Clone)]
+#[serde(deny_unknown_fields)]
+pub struct Statement {
+    /// SQL with `?` placeholders and `{table}` for the table number.
+    pub sql: String,
+    /// Executions per event, each drawing fresh parameters.
+    #[serde(default = "one")]
+    pub repeat: u32,
+    /// One entry per `?` placeholder, in order.
+    pub binds: Vec<Bind>,
+}
+
+#[derive(Debug, Deserialize, Clone)]
+#[serde(deny_unknown_fields)]
+pub struct Bind {
+    pub gen: Gen,
+    /// Event-level slot that keeps this value for later `ref` binds.
+    pub slot: Option<usize>,
+}
+
+#[derive(Debug, Deserialize, Clone)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Gen {
+    /// Integer uniform in [lo, hi].
+    Uniform { lo: i64, hi: i64 },
+    /// Integer in [1, n] from a Zipf distribution of this exponent.
+    Zipf { n: u64, exponent: f64 },
+    /// Always this integer.
+    Fixed { value: i64 },
+    /// The value another bind stored in `slot` in this event, plus `add`.
+    Ref { slot: usize, add: i64 },
+    /// sysbench's string of `groups` runs of 11 random digits joined by '-'.
+    Digits { groups: u32 },
+}
+
+#[derive(Debug, Deserialize, Clone)]
+#[serde(deny_unknown_fields)]
+pub struct Schema {
+    /// Statements run before loading each table, `{table}` replaced.
+    pub create: Vec<String>,
+    /// Prepared insert of one row: (id, k, c, pad).
+    pub insert: String,
+    /// Statements run after loading each table (secondary indexes).
+    pub after_load: Vec<String>,
+    /// Digit groups of the c and pad columns.
+    pub c_groups: u32,
+    pub pad_groups: u32,
+}
+
+#[derive(Debug, Serialize, Default)]
+pub struct Latency {
+    pub min_us: f64,
+    pub mean_us: f64,
+    pub p50_us: f64,
+    pub p95_us: f64,
+    pub p99_us: f64,
+    pub max_us: f64,
+}
+
+#[derive(Debug, Serialize, Default, Clone, Copy)]
+pub struct Usage {
+    pub user_us: f64,
+    pub system_us: f64,
+    pub voluntary_cs: i64,
+    pub involuntary_cs: i64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct RunResult {
+    pub engine_version: String,
+    pub threads: u32,
+    pub duration_s: f64,
+    pub events: u64,
+    pub queries: u64,
+    pub rows: u64,
+    pub errors: u64,
+    pub error_samples: Vec<String>,
+    pub qps: f64,
+    pub eps: f64,
+    /// Event latency, measured from the event's start to its end (closed loop).
+    pub latency: Latency,
+    /// Resource usage of the whole driver process over the measured phase.
+    pub client_usage: Usage,
+}
+
+#[derive(Debug, Serialize)]
+pub struct LoadResult {
+    pub engine_version: String,
+    pub tables: u32,
+    pub rows: u64,
+    pub seconds: f64,
+}

@@ -1,0 +1,49 @@
+//! Creates the sbtest tables and fills them in one transaction per table with a prepared insert,
+//! deterministically for a seed.
+
+use std::time::Instant;
+
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+
+use crate::engine::{Engine, Value};
+use crate::job::{Job, LoadResult};
+use crate::params::digits;
+
+pub fn load(job: &Job) -> Result<LoadResult, String> {
+    let schema = job.schema.as_ref().ok_or("load job has no schema")?;
+    let engine = Engine::open(job)?;
+    let mut conn = engine.connect()?;
+    let started = Instant::now();
+    let mut rng = SmallRng::seed_from_u64(job.seed);
+    let mut values = vec![Value::Int(0), Value::Int(0), Value::Text(String::new()), Value::Text(String::new())];
+    for t in 1..=job.tables {
+        let table = t.to_string();
+        for sql in &schema.create {
+            conn.batch(&sql.replace("{table}", &table))?;
+        }
+        conn.batch(engine.begin_sql(true))?;
+        let insert = conn.prepare(&schema.insert.replace("{table}", &table))?;
+        for id in 1..=job.table_size {
+            values[0] = Value::Int(id as i64);
+            values[1] = Value::Int(rng.gen_range(1..=job.table_size) as i64);
+            if let Value::Text(s) = &mut values[2] {
+                digits(&mut rng, schema.c_groups, s);
+            }
+            if let Value::Text(s) = &mut values[3] {
+                digits(&mut rng, schema.pad_groups, s);
+            }
+            conn.execute(insert, &values).map_err(|e| format!("loading sbtest{table} row {id}: {e}"))?;
+        }
+        conn.batch("COMMIT")?;
+        for sql in &schema.after_load {
+            conn.batch(&sql.replace("{table}", &table))?;
+        }
+    }
+    Ok(LoadResult {
+        engine_version: engine.version(),
+        tables: job.tables,
+        rows: job.tables as u64 * job.table_size,
+        seconds: started.elapsed().as_secs_f64(),
+    })
+}

@@ -1,0 +1,70 @@
+//! dbperf-driver: runs one benchmark cell (or loads the tables) as described by a JSON job and prints a JSON
+//! result on stdout. Errors are one line on stderr and exit code 2.
+//!
+//! Usage: dbperf-driver run|load JOB.json   (or `-` for stdin)
+//!        dbperf-driver info sqlite LIBRARY  (engine version of a library)
+//!        dbperf-driver --version
+
+mod engine;
+mod job;
+mod load;
+mod params;
+mod run;
+mod sqlite;
+mod usage;
+
+use std::io::Read;
+use std::process::ExitCode;
+
+use job::{Job, Mode};
+
+fn read_job(path: &str) -> Result<Job, String> {
+    let text = if path == "-" {
+        let mut s = String::new();
+        std::io::stdin().read_to_string(&mut s).map_err(|e| format!("reading stdin: {e}"))?;
+        s
+    } else {
+        std::fs::read_to_string(path).map_err(|e| format!("reading {path}: {e}"))?
+    };
+    serde_json::from_str(&text).map_err(|e| format!("bad job: {e}"))
+}
+
+fn main_inner(args: &[String]) -> Result<String, String> {
+    match args {
+        [flag] if flag == "--version" => Ok(format!("dbperf-driver {}", env!("CARGO_PKG_VERSION"))),
+        [cmd, engine, library] if cmd == "info" => {
+            if engine != "sqlite" {
+                return Err(format!("engine {engine:?} is not supported by this driver"));
+            }
+            let api = sqlite::Api::load(library)?;
+            Ok(serde_json::json!({"engine_version": api.version(), "threadsafe": api.threadsafe()}).to_string())
+        }
+        [cmd, path] if cmd == "run" || cmd == "load" => {
+            let job = read_job(path)?;
+            let expected = if cmd == "run" { Mode::Run } else { Mode::Load };
+            if job.mode != expected {
+                return Err(format!("job mode is {:?} but the command is {cmd}", job.mode));
+            }
+            let out = match job.mode {
+                Mode::Run => serde_json::to_string(&run::run(&job)?),
+                Mode::Load => serde_json::to_string(&load::load(&job)?),
+            };
+            out.map_err(|e| e.to_string())
+        }
+        _ => Err("usage: dbperf-driver run|load JOB.json | info sqlite LIBRARY | --version".into()),
+    }
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match main_inner(&args) {
+        Ok(out) => {
+            println!("{out}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("dbperf-driver: {}", e.replace('\n', " "));
+            ExitCode::from(2)
+        }
+    }
+}

@@ -1,0 +1,14 @@
+#!/bin/sh
+# Installs the Debian packages dbperf needs, only those missing. Idempotent; needs root (or sudo) to install.
+set -eu
+PACKAGES="libsqlite3-0 gcc libc6-dev make python3-venv"
+missing=""
+for p in $PACKAGES; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+echo "installing:$missing"
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+$SUDO apt-get update -q
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends $missing
