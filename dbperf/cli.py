@@ -15,7 +15,7 @@ from dbperf.catalog.registry import GROUP_NAMES, builtin, expand_group
 from dbperf.errors import UserError
 from dbperf.experiment.spec import AGGREGATES, parse_experiment
 from dbperf.report.render import render_table, to_csv, to_json, to_markdown
-from dbperf.runner.matrix import run_matrix
+from dbperf.runner.matrix import inspect_targets, run_matrix
 from dbperf.stats.rqps_matrix import build_matrix
 from dbperf.storage.results import read_results
 
@@ -23,7 +23,7 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_
                   help="dbperf: a performance lab for database engines.")
 # Reports are wide; when piped (no terminal width to respect) do not wrap them at 80 columns.
 out_console = Console(width=None if sys.stdout.isatty() else 200)
-err_console = Console(stderr=True)
+err_console = Console(stderr=True, width=None if sys.stderr.isatty() else 200)
 FORMATS = ("table", "markdown", "csv", "json")
 
 
@@ -57,6 +57,7 @@ def run(
     """Run an experiment's matrix and print the rQPS table."""
     _check_aggregate(aggregate)
     exp = parse_experiment(experiment)
+    inspect_targets(exp)
     directory = out or Path("results") / f"{experiment.stem}-{datetime.now():%Y%m%d-%H%M%S}"
     err_console.print(f"dbperf: {len(exp.benchmarks)} benchmarks × {len(exp.threads)} thread counts × "
                       f"{exp.repeats} repeats × {len(exp.targets)} targets, results in {directory}",

@@ -158,11 +158,12 @@ def _build(doc: dict[str, Any], name: str, source: str) -> Workload:
         if not isinstance(params, dict):
             raise UserError(f"{swhere}: 'params' must be a table")
         params = {k: _check_param(v, f"{swhere} params.{k}") for k, v in params.items()}
-        statements.append(Statement(sql=sql, repeat=_positive_int(raw.get("repeat", 1), f"{swhere}.repeat"),
-                                    params=params))
+        repeat = _positive_int(raw.get("repeat", 1), f"{swhere}.repeat")
+        statements.append(Statement(sql=sql, repeat=repeat, params=params))
     workload = Workload(
         name=name, description=str(doc.get("description", "")), group=group, phase=phase,
-        order=_positive_int(doc.get("order", 1000), f"{where}.order"), transaction=transaction, statements=tuple(statements),
+        order=_positive_int(doc.get("order", 1000), f"{where}.order"), transaction=transaction,
+        statements=tuple(statements),
         rows_per_event=rows_per_event, source=source,
         writes=any(re.match(r"\s*(INSERT|UPDATE|DELETE|REPLACE)\b", s.sql, re.I) for s in statements),
     )
@@ -235,35 +236,37 @@ def compile_statements(workload: Workload, table_size: int) -> dict[str, Any]:
     deleted this way).
     """
     slots: dict[str, int] = {}
-    out = []
-    for i, s in enumerate(workload.statements, 1):
-        where = f"{workload.source} ({workload.name}) statement {i}"
-        binds: list[dict] = []
-        drawn_here: set[str] = set()
-        used: set[str] = set()
-
-        def replace(m: re.Match[str]) -> str:
-            name = m.group(1)
-            if name == "table":
-                return "{table}"
-            used.add(name)
-            spec = s.params.get(name)
-            if spec is not None and name not in drawn_here:
-                drawn_here.add(name)
-                text, new = _binds_for(spec, table_size, slots, name)
-                binds.extend(new)
-                return text
-            if name in slots:
-                binds.append({"gen": {"kind": "ref", "slot": slots[name], "add": 0}, "slot": None})
-                return "?"
-            raise UserError(f"{where}: placeholder {{{name}}} has no parameter in this or an earlier statement")
-
-        sql = PLACEHOLDER.sub(replace, s.sql)
-        unused = set(s.params) - used
-        if unused:
-            raise UserError(f"{where}: parameter {sorted(unused)[0]!r} is not used in the SQL")
-        if "?" in PLACEHOLDER.sub("", s.sql):
-            raise UserError(f"{where}: write parameters as {{name}} placeholders, not '?'")
-        out.append({"sql": sql, "repeat": s.repeat, "binds": binds})
+    out = [_compile_statement(s, f"{workload.source} ({workload.name}) statement {i}", table_size, slots)
+           for i, s in enumerate(workload.statements, 1)]
     return {"name": workload.name, "transaction": workload.transaction, "writes": workload.writes,
             "statements": out, "slots": len(slots)}
+
+
+def _compile_statement(s: Statement, where: str, table_size: int, slots: dict[str, int]) -> dict[str, Any]:
+    binds: list[dict] = []
+    drawn_here: set[str] = set()
+    used: set[str] = set()
+
+    def replace(m: re.Match[str]) -> str:
+        name = m.group(1)
+        if name == "table":
+            return "{table}"
+        used.add(name)
+        spec = s.params.get(name)
+        if spec is not None and name not in drawn_here:
+            drawn_here.add(name)
+            text, new = _binds_for(spec, table_size, slots, name)
+            binds.extend(new)
+            return text
+        if name in slots:
+            binds.append({"gen": {"kind": "ref", "slot": slots[name], "add": 0}, "slot": None})
+            return "?"
+        raise UserError(f"{where}: placeholder {{{name}}} has no parameter in this or an earlier statement")
+
+    sql = PLACEHOLDER.sub(replace, s.sql)
+    unused = set(s.params) - used
+    if unused:
+        raise UserError(f"{where}: parameter {sorted(unused)[0]!r} is not used in the SQL")
+    if "?" in PLACEHOLDER.sub("", s.sql):
+        raise UserError(f"{where}: write parameters as {{name}} placeholders, not '?'")
+    return {"sql": sql, "repeat": s.repeat, "binds": binds}

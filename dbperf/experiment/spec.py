@@ -1,4 +1,4 @@
-"""Parsing and validating an experiment file into an Experiment. Every problem is a UserError naming the file and key."""
+"""Parsing and validating an experiment file. Every problem is a UserError naming the file and the key."""
 
 from __future__ import annotations
 

@@ -7,7 +7,7 @@ import os
 import shutil
 import time
 from dataclasses import asdict, dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +15,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from dbperf.catalog.workload import Workload, compile_statements
+from dbperf.errors import UserError
 from dbperf.experiment.spec import Experiment, Target
 from dbperf.runner.driver import driver_version, library_info, run_job
 from dbperf.runner.sqlite_data import SqliteData
@@ -43,7 +44,7 @@ def _meta(e: Experiment, infos: dict[str, dict[str, Any]], settings: dict[str, l
     return {
         "dbperf_results": 1,
         "status": "running",
-        "started_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "experiment": str(e.path),
         "host": host_metadata(),
         "driver": driver_version(),
@@ -64,14 +65,24 @@ def _meta(e: Experiment, infos: dict[str, dict[str, Any]], settings: dict[str, l
     }
 
 
-def run_matrix(e: Experiment, out: Path, console: Console, keep_data: bool = False) -> Path:
-    """Runs the experiment into `out`. Interrupts propagate after the run's status is recorded."""
-    writer = ResultsWriter(out)
+def inspect_targets(e: Experiment) -> dict[str, dict[str, Any]]:
+    """Engine version and sha256 of every target's library; a UserError before anything runs if one is not a
+    library of its engine."""
     infos = {}
     for t in e.targets:
-        info = library_info(t.engine, t.library)
+        try:
+            info = library_info(t.engine, t.library)
+        except UserError as err:
+            raise UserError(f"{e.path} target {t.name!r}: {err}") from None
         infos[t.name] = {"engine_version": info["engine_version"], "library_sha256": sha256_of(t.library),
                          "threadsafe": info["threadsafe"]}
+    return infos
+
+
+def run_matrix(e: Experiment, out: Path, console: Console, keep_data: bool = False) -> Path:
+    """Runs the experiment into `out`. Interrupts propagate after the run's status is recorded."""
+    infos = inspect_targets(e)
+    writer = ResultsWriter(out)
     data_root = out / ".data"
     data = {t.name: SqliteData(data_root, t, e) for t in e.targets}
     meta = _meta(e, infos, {name: d.settings for name, d in data.items()})
@@ -101,7 +112,7 @@ def run_matrix(e: Experiment, out: Path, console: Console, keep_data: bool = Fal
         meta["status"] = "failed"
         raise
     finally:
-        meta["finished_at"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        meta["finished_at"] = datetime.now(UTC).isoformat(timespec="seconds")
         writer.update_meta(meta)
         writer.close()
         if not keep_data:

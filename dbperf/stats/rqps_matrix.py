@@ -5,7 +5,6 @@ mean with `--aggregate trimmed`."""
 from __future__ import annotations
 
 import statistics
-from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 

@@ -30,7 +30,8 @@ class ResultsWriter:
             raise UserError(f"{directory}: cannot create results directory: {e.strerror}") from None
         if (directory / RESULTS).exists():
             raise UserError(f"{directory}: already holds results; choose another --out")
-        self._results = open(directory / RESULTS, "a", encoding="utf-8")
+        # Kept open for the whole run: every record is appended and fsynced as it is measured.
+        self._results = open(directory / RESULTS, "a", encoding="utf-8")  # noqa: SIM115
 
     def write_meta(self, meta: dict[str, Any], experiment_text: str) -> None:
         (self.directory / EXPERIMENT).write_text(experiment_text)

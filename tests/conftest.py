@@ -1,0 +1,27 @@
+"""Shared helpers: running the real CLI as a subprocess, writing experiment files."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+DBPERF = [sys.executable, "-m", "dbperf.cli"]
+
+
+def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*DBPERF, *args], capture_output=True, text=True, cwd=REPO, timeout=timeout,
+                          env={**os.environ, **(env or {})})
+
+
+@pytest.fixture
+def write_experiment(tmp_path: Path):
+    def write(body: str, name: str = "exp.toml") -> Path:
+        path = tmp_path / name
+        path.write_text(body)
+        return path
+    return write

@@ -1,0 +1,75 @@
+from pathlib import Path
+
+import pytest
+
+from dbperf.errors import UserError
+from dbperf.experiment.durations import parse_duration
+from dbperf.experiment.spec import parse_experiment
+
+GOOD = """
+[run]
+benchmarks = ["point-query", "writes"]
+threads = [1, 2]
+time = "1.5s"
+warmup = "500ms"
+repeats = 4
+
+[[target]]
+name = "a"
+
+[[target]]
+name = "b"
+config = { journal_mode = "WAL", cache_size = -20000, foreign_keys = true }
+"""
+
+
+@pytest.mark.parametrize(("text", "seconds"), [("10s", 10.0), ("500ms", 0.5), ("2m", 120.0), (3, 3.0),
+                                                ("1.5s", 1.5), ("1h", 3600.0), ("7", 7.0)])
+def test_durations(text, seconds):
+    assert parse_duration(text, "x") == seconds
+
+
+@pytest.mark.parametrize("text", ["ten seconds", "5 parsecs", "", True, "-1s", [1]])
+def test_bad_durations(text):
+    with pytest.raises(UserError, match=r"run\.time|cannot parse|negative"):
+        parse_duration(text, "run.time")
+
+
+def test_good_experiment(write_experiment):
+    e = parse_experiment(write_experiment(GOOD))
+    assert e.base == "a" and e.threads == (1, 2) and e.time_s == 1.5 and e.warmup_s == 0.5 and e.repeats == 4
+    assert [t.name for t in e.targets] == ["a", "b"]
+    assert e.targets[1].config == {"journal_mode": "WAL", "cache_size": "-20000", "foreign_keys": "ON"}
+    assert e.benchmarks[0].name == "point-query" and e.benchmarks[-1].name == "insert"
+    # multi-threaded SQLite defaults to WAL unless the target says otherwise
+    assert ("journal_mode", "WAL") in e.targets[0].settings(2)
+    assert e.targets[0].settings(1) == []
+
+
+@pytest.mark.parametrize(("edit", "message"), [
+    (lambda s: s.replace('repeats = 4', 'repeats = 0'), "[run].repeats: expected an integer >= 1"),
+    (lambda s: s.replace('time = "1.5s"', 'time = "soon"'), "[run].time: cannot parse duration 'soon'"),
+    (lambda s: s.replace('"point-query"', '"point-queries"'), "unknown benchmark 'point-queries'"),
+    (lambda s: s.replace("repeats = 4", "repeats = 4\ncolour = 1"), "[run]: unknown key 'colour'"),
+    (lambda s: s.replace('name = "b"', 'name = "a"'), "target name 'a' is used twice"),
+    (lambda s: s.replace('name = "b"', 'name = "b"\nlibrary = "/nonexistent/libsqlite3.so"'),
+     "library /nonexistent/libsqlite3.so not found"),
+    (lambda s: s.replace("journal_mode", '"Journal-Mode"'), "is not a PRAGMA name"),
+    (lambda s: s.replace('"WAL"', '"WAL; DROP TABLE x"'), "is not a plain word or number"),
+    (lambda s: s.replace('name = "b"', 'name = "b"\nengine = "oracle"'), "unknown engine 'oracle'"),
+    (lambda s: s.replace("[run]", "[run]\nbase = \"c\""), "[run].base: 'c' is not a target"),
+    (lambda s: s.replace("[[target]]", "[[targets]]"), "unknown section 'targets'"),
+    (lambda s: s.replace("threads = [1, 2]", "threads = [0]"), "[run].threads"),
+    (lambda s: s.replace("[run]", "[run"), "malformed TOML"),
+])
+def test_bad_experiments_name_the_problem_and_where(write_experiment, edit, message):
+    path = write_experiment(edit(GOOD))
+    with pytest.raises(UserError) as err:
+        parse_experiment(path)
+    assert message in str(err.value)
+    assert str(path) in str(err.value)
+
+
+def test_missing_file():
+    with pytest.raises(UserError, match="cannot read"):
+        parse_experiment(Path("/nonexistent/exp.toml"))

@@ -1,0 +1,86 @@
+"""Report formats on a results set built by hand (the e2e test checks them on a real run)."""
+
+import csv
+import io
+import json
+
+import pytest
+from rich.console import Console
+
+from dbperf.report.render import render_table, to_csv, to_json, to_markdown
+from dbperf.stats.rqps_matrix import build_matrix
+
+META = {
+    "base": "old", "aggregate": "median", "threads": [1], "status": "complete",
+    "targets": [{"name": "old", "engine": "sqlite"}, {"name": "new", "engine": "sqlite"}],
+    "benchmarks": [{"name": "point-query", "group": "point"}, {"name": "scan", "group": "range"},
+                   {"name": "update-index", "group": "write"}],
+}
+
+
+def record(target, benchmark, repeat, qps, status="ok", rows_per_event=None):
+    rec = {"target": target, "benchmark": benchmark, "threads": 1, "repeat": repeat, "status": status,
+           "rows_per_event": rows_per_event}
+    if status != "ok":
+        return {**rec, "error": "driver died with signal SIGSEGV"}
+    return {**rec, "result": {
+        "qps": qps, "eps": qps, "queries": int(qps * 10), "errors": 0,
+        "latency": {"p50_us": 10.0, "p99_us": 40.0, "max_us": 90.0},
+        "client_usage": {"user_us": qps * 30, "system_us": qps * 10, "voluntary_cs": qps // 10,
+                         "involuntary_cs": 0},
+    }}
+
+
+def records():
+    out = []
+    for r, (a, b) in enumerate([(1000, 560), (1010, 570), (990, 555), (1005, 565)], 1):
+        out += [record("old", "update-index", r, a), record("new", "update-index", r, b)]
+    for r, (a, b) in enumerate([(5000, 5100), (5100, 4950), (4900, 5050), (5050, 5000)], 1):
+        out += [record("old", "point-query", r, a), record("new", "point-query", r, b)]
+    out += [record("old", "scan", 1, 40, rows_per_event=100_000), record("new", "scan", 1, status="failed", qps=0)]
+    return out
+
+
+def test_json_has_the_keys_a_check_reads():
+    doc = json.loads(to_json(build_matrix(META, records()), META))
+    assert doc["base"] == "old" and doc["targets"] == ["old", "new"]
+    cells = {(c["target"], c["benchmark"]): c for c in doc["cells"]}
+    for key in ("target", "benchmark", "threads", "qps_median", "qps_runs", "rqps", "significant",
+                "cpu_us_per_query", "cs_per_query", "p99_us"):
+        assert all(key in c for c in doc["cells"]), key
+    upd = cells[("new", "update-index")]
+    assert upd["rqps"] == (562.5 / 1002.5) and upd["significant"] is True
+    assert upd["qps_runs"] == [560, 570, 555, 565]
+    assert upd["cpu_us_per_query"] == 4.0 and upd["p99_us"] == 40.0
+    assert upd["cs_per_query"] == pytest.approx(0.01, rel=0.01)
+    assert cells[("new", "point-query")]["significant"] is False
+    assert cells[("old", "point-query")]["rqps"] == 1.0 and cells[("old", "point-query")]["significant"] is None
+    assert cells[("old", "scan")]["rows_per_s_median"] == 4_000_000
+    assert cells[("new", "scan")]["status"] == "failed" and cells[("new", "scan")]["rqps"] is None
+
+
+def test_markdown_lays_out_legend_and_groups():
+    md = to_markdown(build_matrix(META, records()), META)
+    assert "    col-1 : old  (base)" in md and "    col-2 : new" in md
+    assert md.index("**point**") < md.index("**range**") < md.index("**write**")
+    assert "| update-index | 1.00 | 0.56 |" in md
+    assert "| point-query | 1.00 | 1.00 ~ |" in md
+    assert "failed: driver died with signal SIGSEGV" in md
+
+
+def test_trimmed_aggregate_changes_the_center():
+    m = build_matrix(META, records(), aggregate="trimmed")
+    assert m.cell("old", "update-index", 1).qps.center == (1000 + 1005) / 2
+
+
+def test_csv_one_row_per_cell():
+    rows = list(csv.DictReader(io.StringIO(to_csv(build_matrix(META, records()), META))))
+    assert len(rows) == 6
+    assert {r["benchmark"] for r in rows} == {"point-query", "scan", "update-index"}
+
+
+def test_table_renders_legend_and_absolute_figures():
+    console = Console(record=True, width=200)
+    render_table(build_matrix(META, records()), META, console)
+    text = console.export_text()
+    assert "col-1 : old  (base)" in text and "0.56" in text and "1,002" in text and "failed" in text
