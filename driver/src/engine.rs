@@ -58,7 +58,8 @@ impl Engine {
     }
 
     pub fn connect(&self) -> Result<Box<dyn Connection>, String> {
-        let mut c = sqlite::SqliteConnection::open(self.api.clone(), &self.database, self.busy_timeout_ms, self.prepared)?;
+        let mut c =
+            sqlite::SqliteConnection::open(self.api.clone(), &self.database, self.busy_timeout_ms, self.prepared)?;
         for (key, value) in &self.settings {
             c.batch(&format!("PRAGMA {key} = {value}")).map_err(|e| format!("setting {key}: {e}"))?;
         }

@@ -32,9 +32,9 @@ pub fn compile(binds: &[Bind]) -> Result<Vec<CompiledBind>, String> {
                     }
                     Draw::Uniform(Uniform::new_inclusive(*lo, *hi))
                 }
-                Gen::Zipf { n, exponent } => Draw::Zipf(
-                    Zipf::new(*n, *exponent).map_err(|e| format!("zipf(n={n}, exponent={exponent}): {e}"))?,
-                ),
+                Gen::Zipf { n, exponent } => {
+                    Draw::Zipf(Zipf::new(*n, *exponent).map_err(|e| format!("zipf(n={n}, exponent={exponent}): {e}"))?)
+                }
                 Gen::Fixed { value } => Draw::Fixed(*value),
                 Gen::Ref { slot, add } => Draw::Ref { slot: *slot, add: *add },
                 Gen::Digits { groups } => Draw::Digits(*groups),
@@ -105,11 +105,8 @@ mod tests {
 
     #[test]
     fn uniform_stays_in_range_and_ref_follows_slot() {
-        let binds = compile(&[
-            bind(Gen::Uniform { lo: 5, hi: 9 }, Some(0)),
-            bind(Gen::Ref { slot: 0, add: 99 }, None),
-        ])
-        .unwrap();
+        let binds = compile(&[bind(Gen::Uniform { lo: 5, hi: 9 }, Some(0)), bind(Gen::Ref { slot: 0, add: 99 }, None)])
+            .unwrap();
         let mut rng = SmallRng::seed_from_u64(7);
         let mut slots = vec![0i64; 1];
         let mut values = Vec::new();
@@ -141,8 +138,9 @@ mod tests {
 
     #[test]
     fn same_seed_same_values() {
-        let binds = compile(&[bind(Gen::Uniform { lo: 1, hi: 1_000_000 }, None), bind(Gen::Digits { groups: 2 }, None)])
-            .unwrap();
+        let binds =
+            compile(&[bind(Gen::Uniform { lo: 1, hi: 1_000_000 }, None), bind(Gen::Digits { groups: 2 }, None)])
+                .unwrap();
         let draw = |seed| {
             let mut rng = SmallRng::seed_from_u64(seed);
             let (mut slots, mut values) = (vec![], vec![]);

@@ -11,7 +11,7 @@ use rand::rngs::SmallRng;
 use rand::SeedableRng;
 
 use crate::engine::{Connection, Engine, Value};
-use crate::job::{Job, Latency, RunResult, Workload};
+use crate::job::{Job, Latency, RunResult, Usage, Workload};
 use crate::params::{self, CompiledBind};
 use crate::usage;
 
@@ -98,84 +98,36 @@ pub fn run(job: &Job) -> Result<RunResult, String> {
     let queries_per_event: u64 =
         workload.statements.iter().map(|s| s.repeat as u64).sum::<u64>() + if workload.transaction { 2 } else { 0 };
 
-    // Connect and prepare on every thread before the clock starts, then release all threads at once.
-    let gate = Arc::new(Barrier::new(job.threads as usize + 1));
+    // Connect and prepare on every thread before the clock starts, then release all threads at once. Thread 0 is
+    // the calling thread, so that a 1-thread cell is a single-threaded process as a minimal C client would be
+    // (glibc's malloc and stdio skip their locks until a second thread exists).
+    let gate = Arc::new(Barrier::new(job.threads as usize));
     let start_at: Arc<Mutex<Option<Instant>>> = Arc::new(Mutex::new(None));
-    let warmup = Duration::from_secs_f64(job.warmup_s);
-    let measured = Duration::from_secs_f64(job.time_s);
+    let window =
+        Window { warmup: Duration::from_secs_f64(job.warmup_s), measured: Duration::from_secs_f64(job.time_s) };
     let mut handles = Vec::new();
-    for t in 0..job.threads {
+    for t in 1..job.threads {
         let (engine, gate, start_at, workload) = (engine.clone(), gate.clone(), start_at.clone(), workload.clone());
         let (tables, seed) = (job.tables, job.seed);
-        handles.push(thread::spawn(move || -> Result<ThreadTally, String> {
-            let setup = (|| {
-                let mut conn = engine.connect()?;
-                let stmts = prepare_all(conn.as_mut(), &workload, tables)
-                    .map_err(|e| format!("workload {}: {e}", workload.name))?;
-                Ok::<_, String>((conn, stmts))
-            })();
-            gate.wait();
-            let (mut conn, stmts) = setup?;
-            let t0 = start_at.lock().unwrap().expect("start time set before the gate opens");
-            let (warm_end, end) = (t0 + warmup, t0 + warmup + measured);
-            let mut rng = SmallRng::seed_from_u64(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15).wrapping_add(t as u64));
-            let table_pick = Uniform::new(0usize, tables as usize);
-            let mut slots = vec![0i64; workload.slots];
-            let mut values = Vec::new();
-            let begin = workload.transaction.then(|| engine.begin_sql(workload.writes));
-            let mut tally = ThreadTally {
-                events: 0,
-                rows: 0,
-                errors: 0,
-                error_samples: BTreeSet::new(),
-                latency_ns: new_histogram(),
-            };
-            loop {
-                let started = Instant::now();
-                if started >= end {
-                    break;
-                }
-                let outcome =
-                    run_event(conn.as_mut(), &stmts, begin, &mut rng, &table_pick, &mut slots, &mut values);
-                let done = Instant::now();
-                if started < warm_end || done > end {
-                    continue;
-                }
-                match outcome {
-                    Ok(rows) => {
-                        tally.events += 1;
-                        tally.rows += rows;
-                        tally.latency_ns.saturating_record((done - started).as_nanos() as u64);
-                    }
-                    Err(e) => {
-                        tally.errors += 1;
-                        if tally.error_samples.len() < MAX_ERROR_SAMPLES {
-                            tally.error_samples.insert(e);
-                        }
-                    }
-                }
-            }
-            Ok(tally)
+        handles.push(thread::spawn(move || {
+            client_loop(&engine, &workload, tables, seed, t, &gate, &start_at, window, false).map(|(tally, _)| tally)
         }));
     }
-    let t0 = Instant::now();
-    *start_at.lock().unwrap() = Some(t0);
-    gate.wait();
-    sleep_until(t0 + warmup);
-    let before = usage::process();
-    sleep_until(t0 + warmup + measured);
-    let after = usage::process();
+    let own = client_loop(&engine, &workload, job.tables, job.seed, 0, &gate, &start_at, window, true);
 
-    let mut total = ThreadTally {
-        events: 0,
-        rows: 0,
-        errors: 0,
-        error_samples: BTreeSet::new(),
-        latency_ns: new_histogram(),
-    };
+    let mut total =
+        ThreadTally { events: 0, rows: 0, errors: 0, error_samples: BTreeSet::new(), latency_ns: new_histogram() };
     let mut setup_error = None;
+    let (own_tally, client_usage) = match own {
+        Ok((tally, usage)) => (Ok(tally), usage),
+        Err(e) => (Err(e), None),
+    };
+    let mut outcomes = vec![own_tally];
     for h in handles {
-        match h.join().map_err(|_| "a driver thread panicked".to_string())? {
+        outcomes.push(h.join().map_err(|_| "a driver thread panicked".to_string())?);
+    }
+    for outcome in outcomes {
+        match outcome {
             Ok(t) => {
                 total.events += t.events;
                 total.rows += t.rows;
@@ -189,7 +141,7 @@ pub fn run(job: &Job) -> Result<RunResult, String> {
     if let Some(e) = setup_error {
         return Err(e);
     }
-    let secs = measured.as_secs_f64();
+    let secs = window.measured.as_secs_f64();
     let h = &total.latency_ns;
     let latency = if h.is_empty() {
         Latency::default()
@@ -215,15 +167,80 @@ pub fn run(job: &Job) -> Result<RunResult, String> {
         qps: (total.events * queries_per_event) as f64 / secs,
         eps: total.events as f64 / secs,
         latency,
-        client_usage: usage::delta(after, before),
+        client_usage: client_usage.unwrap_or_default(),
     })
 }
 
-fn sleep_until(t: Instant) {
-    let now = Instant::now();
-    if t > now {
-        thread::sleep(t - now);
+#[derive(Clone, Copy)]
+struct Window {
+    warmup: Duration,
+    measured: Duration,
+}
+
+/// One client: connect, prepare, wait at the gate, then run events until the window closes. Events that end
+/// inside the measured window are counted. The thread that `takes_usage` samples the process's getrusage when
+/// the measured window opens and when its loop ends, so the CPU and context switches cover the counted events.
+#[allow(clippy::too_many_arguments)]
+fn client_loop(
+    engine: &Engine,
+    workload: &Workload,
+    tables: u32,
+    seed: u64,
+    index: u32,
+    gate: &Barrier,
+    start_at: &Mutex<Option<Instant>>,
+    window: Window,
+    takes_usage: bool,
+) -> Result<(ThreadTally, Option<Usage>), String> {
+    let setup = (|| {
+        let mut conn = engine.connect()?;
+        let stmts =
+            prepare_all(conn.as_mut(), workload, tables).map_err(|e| format!("workload {}: {e}", workload.name))?;
+        Ok::<_, String>((conn, stmts))
+    })();
+    if takes_usage {
+        *start_at.lock().unwrap() = Some(Instant::now());
     }
+    gate.wait();
+    let (mut conn, stmts) = setup?;
+    let t0 = start_at.lock().unwrap().expect("start time set before the gate opens");
+    let (warm_end, end) = (t0 + window.warmup, t0 + window.warmup + window.measured);
+    let mut rng = SmallRng::seed_from_u64(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15).wrapping_add(index as u64));
+    let table_pick = Uniform::new(0usize, tables as usize);
+    let mut slots = vec![0i64; workload.slots];
+    let mut values = Vec::new();
+    let begin = workload.transaction.then(|| engine.begin_sql(workload.writes));
+    let mut tally =
+        ThreadTally { events: 0, rows: 0, errors: 0, error_samples: BTreeSet::new(), latency_ns: new_histogram() };
+    let mut before = None;
+    // Closed loop: the next event starts when the previous one ends, so one clock read per event suffices.
+    let mut started = Instant::now();
+    while started < end {
+        if takes_usage && before.is_none() && started >= warm_end {
+            before = Some(usage::process());
+            started = Instant::now();
+        }
+        let outcome = run_event(conn.as_mut(), &stmts, begin, &mut rng, &table_pick, &mut slots, &mut values);
+        let done = Instant::now();
+        if started >= warm_end && done <= end {
+            match outcome {
+                Ok(rows) => {
+                    tally.events += 1;
+                    tally.rows += rows;
+                    tally.latency_ns.saturating_record((done - started).as_nanos() as u64);
+                }
+                Err(e) => {
+                    tally.errors += 1;
+                    if tally.error_samples.len() < MAX_ERROR_SAMPLES {
+                        tally.error_samples.insert(e);
+                    }
+                }
+            }
+        }
+        started = done;
+    }
+    let usage = before.map(|b| usage::delta(usage::process(), b));
+    Ok((tally, usage))
 }
 
 /// Event latencies in ns from 1 ns to one hour at 3 significant digits; longer events saturate at one hour.

@@ -45,16 +45,12 @@ pub struct Api {
 impl Api {
     pub fn load(path: &str) -> Result<Arc<Api>, String> {
         // SAFETY: loading a library runs its initialisers; the user named this file as a SQLite library.
-        let lib = unsafe { libloading::Library::new(path) }
-            .map_err(|e| format!("cannot load library {path}: {e}"))?;
+        let lib = unsafe { libloading::Library::new(path) }.map_err(|e| format!("cannot load library {path}: {e}"))?;
         macro_rules! sym {
             ($name:literal) => {
                 // SAFETY: the signature matches SQLite's documented C API for this symbol.
                 *unsafe { lib.get($name.as_bytes()) }.map_err(|_| {
-                    format!(
-                        "{path} is not a SQLite library (symbol {} not found)",
-                        $name.trim_end_matches('\0')
-                    )
+                    format!("{path} is not a SQLite library (symbol {} not found)", $name.trim_end_matches('\0'))
                 })?
             };
         }
