@@ -84,3 +84,30 @@ def test_table_renders_legend_and_absolute_figures():
     render_table(build_matrix(META, records()), META, console)
     text = console.export_text()
     assert "col-1 : old  (base)" in text and "0.56" in text and "1,002" in text and "failed" in text
+
+
+def test_ladder_flags_a_losing_step():
+    from dbperf.stats.ladder import ladder
+
+    meta = {**META, "targets": [{"name": "old"}, {"name": "new"}, {"name": "newer"}],
+            "benchmarks": [{"name": "update-index", "group": "write"}]}
+    recs = []
+    for r, (a, b, c) in enumerate([(100, 110, 105), (101, 111, 104), (99, 109, 106), (100, 110, 104)], 1):
+        recs += [record("old", "update-index", r, a), record("new", "update-index", r, b),
+                 record("newer", "update-index", r, c)]
+    steps = ladder(build_matrix(meta, recs))
+    assert [s.target for s in steps] == ["old", "new", "newer"]
+    assert steps[1].geomean_vs_previous == pytest.approx(110 / 100) and not steps[1].loses
+    assert steps[2].loses and steps[2].geomean_vs_base == pytest.approx(104.5 / 100)
+    assert [b.benchmark for b in steps[2].losing_benchmarks()] == ["update-index"]
+
+
+def test_trained_benchmarks_are_marked():
+    meta = {**META, "targets": [{"name": "old"}, {"name": "new", "trained_on": ["point-query"]}]}
+    m = build_matrix(meta, records())
+    md = to_markdown(m, meta)
+    assert "col-2 : new  (PGO trained on: point-query)" in md
+    assert "| point-query | 1.00 | 1.00 ~T |" in md
+    cells = {(c["target"], c["benchmark"]): c for c in json.loads(to_json(m, meta))["cells"]}
+    assert cells[("new", "point-query")]["trained_on_this"] is True
+    assert cells[("new", "update-index")]["trained_on_this"] is False

@@ -9,15 +9,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from dbperf.buildlab.variants import BuildSpec, parse_build, parse_source
 from dbperf.catalog.registry import resolve
 from dbperf.catalog.workload import Workload
 from dbperf.errors import UserError
 from dbperf.experiment.durations import parse_duration
+from dbperf.runner.process_variants import ALLOCATORS, HUGEPAGES, ProcessVariant, allocator_library
 
 ENGINES = ("sqlite",)
 RUN_KEYS = {"benchmarks", "tables", "table_size", "threads", "time", "warmup", "repeats", "base", "seed",
             "aggregate", "prepared"}
-TARGET_KEYS = {"name", "engine", "library", "config"}
+TARGET_KEYS = {"name", "engine", "library", "config", "source", "build", "cflags", "pgo_train",
+               "pgo_partial_training", "allocator", "hugepages"}
+BUILD_KEYS = {"build", "cflags", "pgo_train", "pgo_partial_training"}
 AGGREGATES = ("median", "trimmed")
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]{0,63}$")
 # PRAGMA names and values reach SQL text, so only plain words and numbers are allowed.
@@ -35,8 +39,10 @@ def default_sqlite_library() -> str:
 class Target:
     name: str
     engine: str
-    library: str
+    library: str  # for a `source` target: empty until the build lab has built it
     config: dict[str, str] = field(default_factory=dict)
+    build: BuildSpec | None = None
+    process: ProcessVariant = field(default_factory=ProcessVariant)
 
     def settings(self, threads: int) -> list[tuple[str, str]]:
         """Per-connection settings; multi-threaded SQLite defaults to WAL (readers then do not block the writer)."""
@@ -94,14 +100,32 @@ def _target(raw: Any, i: int, where: str, base_dir: Path) -> Target:
     engine = raw.get("engine", "sqlite")
     if engine not in ENGINES:
         raise UserError(f"{twhere}: unknown engine {engine!r} (known: {', '.join(ENGINES)})")
-    library = raw.get("library", default_sqlite_library())
-    if not isinstance(library, str) or not library:
-        raise UserError(f"{twhere}: 'library' must be a path")
-    library_path = Path(library).expanduser()
-    if not library_path.is_absolute():
-        library_path = base_dir / library_path
-    if not library_path.is_file():
-        raise UserError(f"{twhere}: library {library_path} not found")
+    build = None
+    if "source" in raw:
+        if "library" in raw:
+            raise UserError(f"{twhere}: give either 'source' (the build lab builds it) or 'library', not both")
+        build = parse_build(raw, parse_source(raw["source"], f"{twhere}.source"), twhere)
+        library_path = None
+    else:
+        misplaced = sorted(BUILD_KEYS & set(raw))
+        if misplaced:
+            raise UserError(f"{twhere}: {misplaced[0]!r} needs a 'source' such as \"sqlite@3.54.1\"")
+        library = raw.get("library", default_sqlite_library())
+        if not isinstance(library, str) or not library:
+            raise UserError(f"{twhere}: 'library' must be a path")
+        library_path = Path(library).expanduser()
+        if not library_path.is_absolute():
+            library_path = base_dir / library_path
+        if not library_path.is_file():
+            raise UserError(f"{twhere}: library {library_path} not found")
+    allocator = raw.get("allocator")
+    if allocator is not None and allocator not in ALLOCATORS:
+        raise UserError(f"{twhere}.allocator: expected one of {', '.join(ALLOCATORS)}, got {allocator!r}")
+    if allocator:
+        allocator_library(allocator)  # a missing package is an input error, named now
+    hugepages = raw.get("hugepages")
+    if hugepages is not None and hugepages not in HUGEPAGES:
+        raise UserError(f"{twhere}.hugepages: expected one of {', '.join(HUGEPAGES)}, got {hugepages!r}")
     config = raw.get("config", {})
     if not isinstance(config, dict):
         raise UserError(f"{twhere}: 'config' must be a table of PRAGMA = value")
@@ -110,7 +134,8 @@ def _target(raw: Any, i: int, where: str, base_dir: Path) -> Target:
         if not PRAGMA_NAME.match(key):
             raise UserError(f"{twhere}: config key {key!r} is not a PRAGMA name")
         checked[key] = _config_value(value, f"{twhere} config.{key}")
-    return Target(name=name, engine=engine, library=str(library_path), config=checked)
+    return Target(name=name, engine=engine, library=str(library_path) if library_path else "", config=checked,
+                  build=build, process=ProcessVariant(allocator, hugepages))
 
 
 def parse_experiment(path: Path) -> Experiment:

@@ -25,7 +25,8 @@ HOW_MEASURED = (
 )
 SIGNIFICANCE = (
     f"~ : not significant (Mann-Whitney U p >= 0.05) or fewer than {MIN_REPEATS_FOR_TEST} repeats a side to test; "
-    f"! : a cell's repeats spread more than {NOISY_SPREAD:.0%} of its median"
+    f"! : a cell's repeats spread more than {NOISY_SPREAD:.0%} of its median; "
+    "T : this PGO build was trained on this benchmark (not a train/test split)"
 )
 
 
@@ -48,11 +49,19 @@ def rqps_text(m: Matrix, cell: Cell | None) -> str:
         marks += "~"
     if _noisy(m, cell):
         marks += "!"
+    if m.was_trained_on(cell.target, cell.benchmark):
+        marks += "T"
     return f"{cell.rqps:.2f}{(' ' + marks) if marks else ''}"
 
 
 def legend(m: Matrix) -> list[str]:
-    return [f"col-{i} : {t}" + ("  (base)" if t == m.base else "") for i, t in enumerate(m.targets, 1)]
+    lines = []
+    for i, t in enumerate(m.targets, 1):
+        notes = ["base"] if t == m.base else []
+        if m.trained_on.get(t):
+            notes.append("PGO trained on: " + ", ".join(m.trained_on[t]))
+        lines.append(f"col-{i} : {t}" + (f"  ({'; '.join(notes)})" if notes else ""))
+    return lines
 
 
 def _center_name(m: Matrix) -> str:
@@ -135,8 +144,16 @@ def render_table(m: Matrix, meta: dict[str, Any], console: Console) -> None:
 
 
 def _config_text(info: dict[str, Any]) -> str:
-    settings = info.get("settings") or []
-    return " ".join(f"{k}={v}" for k, v in settings)
+    parts = [f"{k}={v}" for k, v in info.get("settings") or []]
+    build = info.get("build")
+    if build:
+        parts.append(f"built {' '.join(build['flags'])} ({build['compiler']['version']})")
+    variant = info.get("process_variant") or {}
+    if variant.get("allocator"):
+        parts.append(f"allocator={variant['allocator']}")
+    if variant.get("hugepages"):
+        parts.append(f"hugepages={variant['hugepages']} (kernel THP: {variant.get('kernel_thp')})")
+    return " ".join(parts)
 
 
 def to_markdown(m: Matrix, meta: dict[str, Any]) -> str:
@@ -186,6 +203,7 @@ def cell_json(m: Matrix, cell: Cell) -> dict[str, Any]:
         "eps_median": cell.median_of("eps"),
         "rows_per_s_median": cell.median_of("rows_per_s"),
         "rqps": cell.rqps,
+        "trained_on_this": m.was_trained_on(cell.target, cell.benchmark),
         "significant": cell.significant if cell.target != m.base else None,
         "p_value": cell.p_value,
         "cpu_us_per_query": cell.median_of("cpu_us_per_query"),

@@ -45,11 +45,12 @@ def _tail(text: str) -> str:
     return "\n".join(text.strip().splitlines()[-STDERR_TAIL_LINES:])
 
 
-def run_job(command: str, job: dict[str, Any], timeout_s: float) -> DriverOutcome:
-    """Runs `dbperf-driver COMMAND -` with the job on stdin. A crash or hang is an outcome, not an exception;
-    Ctrl-C kills the driver's whole process group and propagates."""
+def run_job(command: str, job: dict[str, Any], timeout_s: float, env: dict[str, str] | None = None) -> DriverOutcome:
+    """Runs `dbperf-driver COMMAND -` with the job on stdin, `env` added to the environment. A crash or hang is an
+    outcome, not an exception; Ctrl-C kills the driver's whole process group and propagates."""
     proc = subprocess.Popen([driver_path(), command, "-"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+                            stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            env={**os.environ, **env} if env else None)
     try:
         out, err = proc.communicate(json.dumps(job), timeout=timeout_s)
     except subprocess.TimeoutExpired:

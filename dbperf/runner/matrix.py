@@ -15,11 +15,11 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from dbperf.catalog.workload import Workload, compile_statements
-from dbperf.errors import UserError
 from dbperf.experiment.spec import Experiment, Target
-from dbperf.runner.driver import driver_version, library_info, run_job
+from dbperf.runner.driver import driver_version, run_job
 from dbperf.runner.sqlite_data import SqliteData
-from dbperf.storage.host import host_metadata, sha256_of
+from dbperf.runner.targets import inspect_targets
+from dbperf.storage.host import host_metadata
 from dbperf.storage.results import ResultsWriter
 
 # A driver still running this long after its cell's warmup + time is hung. Tests shorten it through the environment.
@@ -65,23 +65,16 @@ def _meta(e: Experiment, infos: dict[str, dict[str, Any]], settings: dict[str, l
     }
 
 
-def inspect_targets(e: Experiment) -> dict[str, dict[str, Any]]:
-    """Engine version and sha256 of every target's library; a UserError before anything runs if one is not a
-    library of its engine."""
-    infos = {}
-    for t in e.targets:
-        try:
-            info = library_info(t.engine, t.library)
-        except UserError as err:
-            raise UserError(f"{e.path} target {t.name!r}: {err}") from None
-        infos[t.name] = {"engine_version": info["engine_version"], "library_sha256": sha256_of(t.library),
-                         "threadsafe": info["threadsafe"]}
-    return infos
-
-
-def run_matrix(e: Experiment, out: Path, console: Console, keep_data: bool = False) -> Path:
-    """Runs the experiment into `out`. Interrupts propagate after the run's status is recorded."""
+def run_matrix(e: Experiment, out: Path, console: Console, keep_data: bool = False,
+               builds: dict[str, dict[str, Any]] | None = None) -> Path:
+    """Runs the experiment (its targets already built, see targets.py) into `out`. Interrupts propagate after the
+    run's status is recorded."""
     infos = inspect_targets(e)
+    for name, manifest in (builds or {}).items():
+        infos[name]["build"] = manifest
+        infos[name]["trained_on"] = (manifest.get("pgo") or {}).get("training_set", [])
+    for t in e.targets:
+        infos[t.name]["process_variant"] = t.process.describe()
     writer = ResultsWriter(out)
     data_root = out / ".data"
     data = {t.name: SqliteData(data_root, t, e) for t in e.targets}
@@ -123,11 +116,12 @@ def run_matrix(e: Experiment, out: Path, console: Console, keep_data: bool = Fal
 def _run_cell(e: Experiment, cell: CellPlan, data: SqliteData) -> dict[str, Any]:
     if cell.benchmark.phase != "read":
         data.restore()
-    job = {**data.job(data.working), "mode": "run", "threads": cell.threads, "time_s": e.time_s,
-           "warmup_s": e.warmup_s, "seed": e.seed + cell.repeat,
+    variant = cell.target.process
+    job = {**data.job(data.working), **variant.job_fields(), "mode": "run", "threads": cell.threads,
+           "time_s": e.time_s, "warmup_s": e.warmup_s, "seed": e.seed + cell.repeat,
            "workload": compile_statements(cell.benchmark, e.table_size)}
     started = time.time()
-    outcome = run_job("run", job, e.time_s + e.warmup_s + HANG_GRACE_S)
+    outcome = run_job("run", job, e.time_s + e.warmup_s + HANG_GRACE_S, env=variant.environment())
     record: dict[str, Any] = {
         "target": cell.target.name, "benchmark": cell.benchmark.name, "threads": cell.threads,
         "repeat": cell.repeat, "started_at": started, "wall_s": round(time.time() - started, 3),
@@ -139,5 +133,8 @@ def _run_cell(e: Experiment, cell: CellPlan, data: SqliteData) -> dict[str, Any]
         if result["events"] == 0:
             samples = "; ".join(result.get("error_samples", [])) or "no event completed in the measured time"
             return {**record, "status": "failed", "error": samples, "result": result}
+        unmet = variant.check(result.get("process", {}))
+        if unmet:
+            return {**record, "status": "failed", "error": unmet, "result": result}
         return {**record, "status": "ok", "result": result}
     return {**record, "status": "failed", "error": outcome.error, "stderr_tail": outcome.stderr_tail}

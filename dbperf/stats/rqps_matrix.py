@@ -8,6 +8,7 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
+from dbperf.catalog.registry import AFTER_WRITES
 from dbperf.stats.summary import Summary, significance, summarize
 
 GROUP_ORDER = ("point", "range", "write")
@@ -66,6 +67,11 @@ class Matrix:
     threads: list[int]
     cells: dict[tuple[str, str, int], Cell]
     aggregate: str
+    trained_on: dict[str, list[str]] = field(default_factory=dict)
+
+    def was_trained_on(self, target: str, benchmark: str) -> bool:
+        """The target is a PGO build whose training set includes this benchmark: its gain is not a fair one."""
+        return benchmark.removesuffix(AFTER_WRITES) in self.trained_on.get(target, [])
 
     def cell(self, target: str, benchmark: str, threads: int) -> Cell | None:
         return self.cells.get((target, benchmark, threads))
@@ -101,5 +107,6 @@ def build_matrix(meta: dict[str, Any], records: list[dict[str, Any]], aggregate:
         if target != base:
             cell.significant, cell.p_value = significance(cell.per_run("qps"), base_cell.per_run("qps"))
     threads = sorted({t for (_, _, t) in cells} | set(meta.get("threads", [])))
+    trained_on = {t["name"]: t.get("trained_on", []) for t in meta["targets"]}
     return Matrix(base=base, targets=targets, benchmarks=benchmarks, threads=threads, cells=cells,
-                  aggregate=aggregate)
+                  aggregate=aggregate, trained_on=trained_on)

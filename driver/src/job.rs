@@ -30,6 +30,9 @@ pub struct Job {
     pub seed: u64,
     #[serde(default = "yes")]
     pub prepared: bool,
+    /// Ask the kernel not to use transparent huge pages for this process (hugepages = "off").
+    #[serde(default)]
+    pub thp_disable: bool,
     /// Present for mode "run".
     pub workload: Option<Workload>,
     /// Present for mode "load".
@@ -149,6 +152,7 @@ pub struct RunResult {
     pub latency: Latency,
     /// Resource usage of the whole driver process over the measured phase.
     pub client_usage: Usage,
+    pub process: crate::process::ProcessFacts,
 }
 
 #[derive(Debug, Serialize)]

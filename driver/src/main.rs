@@ -9,6 +9,7 @@ mod engine;
 mod job;
 mod load;
 mod params;
+mod process;
 mod run;
 mod sqlite;
 mod usage;

@@ -13,7 +13,7 @@ use rand::SeedableRng;
 use crate::engine::{Connection, Engine, Value};
 use crate::job::{Job, Latency, RunResult, Usage, Workload};
 use crate::params::{self, CompiledBind};
-use crate::usage;
+use crate::{process, usage};
 
 const MAX_ERROR_SAMPLES: usize = 5;
 
@@ -94,6 +94,9 @@ pub fn run(job: &Job) -> Result<RunResult, String> {
     if job.time_s.is_nan() || job.time_s <= 0.0 || job.warmup_s.is_nan() || job.warmup_s < 0.0 {
         return Err("time must be positive and warmup not negative".into());
     }
+    if job.thp_disable {
+        process::disable_thp()?;
+    }
     let engine = Arc::new(Engine::open(job)?);
     let queries_per_event: u64 =
         workload.statements.iter().map(|s| s.repeat as u64).sum::<u64>() + if workload.transaction { 2 } else { 0 };
@@ -168,6 +171,7 @@ pub fn run(job: &Job) -> Result<RunResult, String> {
         eps: total.events as f64 / secs,
         latency,
         client_usage: client_usage.unwrap_or_default(),
+        process: process::facts(job.thp_disable),
     })
 }
 

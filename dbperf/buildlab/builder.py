@@ -1,0 +1,187 @@
+"""Building SQLite shared libraries from an amalgamation, cached by what determines the result.
+
+Cache: $DBPERF_CACHE/builds/<key>/ with libsqlite3.so, build.log and manifest.json (written last: a build without a
+manifest is incomplete and is rebuilt). The key hashes the SQLite version and amalgamation sha256, the flags, the
+compiler's version and, for PGO, the training set.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from dbperf.buildlab.compiler import Compiler, find_compiler
+from dbperf.buildlab.paths import cache_root
+from dbperf.buildlab.sqlite_source import SqliteSource, resolve
+from dbperf.buildlab.training import run_training, training_identity, training_workloads
+from dbperf.buildlab.variants import BuildSpec
+from dbperf.errors import UserError
+from dbperf.storage.host import sha256_of
+
+LIBS = ["-lpthread", "-ldl", "-lm"]
+TAIL_LINES = 6
+
+
+@dataclass(frozen=True)
+class Build:
+    library: Path
+    manifest: dict[str, Any]
+    cached: bool
+
+
+def builds_dir() -> Path:
+    d = cache_root() / "builds"
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
+def build_key(spec: BuildSpec, source: SqliteSource, compiler: Compiler, base_dir: Path | None = None) -> str:
+    identity = {
+        "sqlite_version": source.sqlite_version,
+        "sqlite3_c_sha256": source.sqlite3_c_sha256,
+        "flags": spec.flags(),
+        "compiler": compiler.version,
+        "pgo": {"train": training_identity(training_workloads(spec.pgo_train, base_dir)),
+                "partial_training": spec.pgo_partial_training} if spec.pgo else None,
+    }
+    return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:20]
+
+
+def _compile(cc: Compiler, flags: list[str], source: SqliteSource, work: Path, log: Path,
+             extra: list[str], spec: BuildSpec) -> list[list[str]]:
+    """Compiles sqlite3.c to work/sqlite3.o and links work/libsqlite3.so. The object path is the same for the
+    instrumented and the profile-using build, because gcc names the profile after it."""
+    obj = work / "sqlite3.o"
+    lib = work / "libsqlite3.so"
+    compile_cmd = [cc.path, *flags, *extra, "-fPIC", "-c", str(Path(source.amalgamation) / "sqlite3.c"),
+                   "-o", str(obj)]
+    link_cmd = [cc.path, *flags, *extra, "-shared", "-o", str(lib), str(obj), *LIBS]
+    for cmd in (compile_cmd, link_cmd):
+        with open(log, "a") as f:
+            f.write("$ " + " ".join(cmd) + "\n")
+            f.flush()
+            proc = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, cwd=work)
+        if proc.returncode != 0:
+            tail = " | ".join(log.read_text().strip().splitlines()[-TAIL_LINES:])
+            raise UserError(f"build of {spec.label()} failed (log {log}): {tail}")
+    return [compile_cmd, link_cmd]
+
+
+def _profile_files(profile_dir: Path) -> list[dict[str, Any]]:
+    return [{"file": p.name, "bytes": p.stat().st_size, "sha256": sha256_of(str(p))}
+            for p in sorted(profile_dir.rglob("*.gcda"))]
+
+
+def _build_pgo(cc: Compiler, spec: BuildSpec, source: SqliteSource, work: Path, log: Path,
+               base_dir: Path | None) -> dict[str, Any]:
+    if not cc.is_gcc:
+        raise UserError(f"{spec.label()}: the pgo variant needs gcc (found {cc.version})")
+    profile = work / "profile"
+    shutil.rmtree(profile, ignore_errors=True)
+    profile.mkdir()
+    flags = spec.flags()
+    instrumented = _compile(cc, flags, source, work, log,
+                            [f"-fprofile-generate={profile}", "-fprofile-update=atomic"], spec)
+    trained_lib = work / "libsqlite3-instrumented.so"
+    os.replace(work / "libsqlite3.so", trained_lib)
+    workloads = training_workloads(spec.pgo_train, base_dir)
+    started = time.monotonic()
+    runs = run_training(trained_lib, workloads)
+    training_s = time.monotonic() - started
+    gcda = _profile_files(profile)
+    if not gcda or not any(g["bytes"] > 0 for g in gcda):
+        raise UserError(f"{spec.label()}: PGO training wrote no profile (.gcda) under {profile}")
+    use = [f"-fprofile-use={profile}", "-fprofile-correction", "-Werror=missing-profile"]
+    if spec.pgo_partial_training:
+        use.append("-fprofile-partial-training")
+    log_before = log.read_text()
+    used = _compile(cc, flags, source, work, log, use, spec)
+    # -Werror=missing-profile fails the build if the profile was not found; say so in the manifest as well.
+    warnings = [line for line in log.read_text()[len(log_before):].splitlines()
+                if not line.startswith("$ ") and "profile" in line and ("warning" in line or "error" in line)]
+    trained_lib.unlink()
+    return {"training_set": list(spec.pgo_train), "training_runs": runs, "training_seconds": round(training_s, 1),
+            "profile_files": gcda, "profile_use_flags": use, "profile_warnings": warnings,
+            "profile_consumed": "the -fprofile-use build passed -Werror=missing-profile with the .gcda above",
+            "commands": instrumented + used}
+
+
+def build(spec: BuildSpec, source: SqliteSource, base_dir: Path | None = None) -> Build:
+    cc = find_compiler()
+    key = build_key(spec, source, cc, base_dir)
+    out = builds_dir() / key
+    manifest_path = out / "manifest.json"
+    if manifest_path.is_file():
+        manifest = json.loads(manifest_path.read_text())
+        library = out / "libsqlite3.so"
+        if library.is_file() and sha256_of(str(library)) == manifest["library_sha256"]:
+            return Build(library, manifest, cached=True)
+    shutil.rmtree(out, ignore_errors=True)
+    work = out / "work"
+    work.mkdir(parents=True)
+    log = out / "build.log"
+    started = time.monotonic()
+    pgo = None
+    if spec.pgo:
+        pgo = _build_pgo(cc, spec, source, work, log, base_dir)
+        commands = pgo.pop("commands")
+    else:
+        commands = _compile(cc, spec.flags(), source, work, log, [], spec)
+    library = out / "libsqlite3.so"
+    os.replace(work / "libsqlite3.so", library)
+    (work / "sqlite3.o").unlink(missing_ok=True)
+    manifest = {
+        "key": key,
+        "label": spec.label(),
+        "source": source.provenance(),
+        "variants": list(spec.variants),
+        "cflags": list(spec.cflags),
+        "flags": spec.flags(),
+        "compiler": {"path": cc.path, "version": cc.version},
+        "commands": commands,
+        "pgo": pgo,
+        "library": str(library),
+        "library_sha256": sha256_of(str(library)),
+        "build_seconds": round(time.monotonic() - started, 1),
+        "built_at": datetime.now(UTC).isoformat(timespec="seconds"),
+    }
+    tmp = out / "manifest.json.tmp"
+    tmp.write_text(json.dumps(manifest, indent=2) + "\n")
+    os.replace(tmp, manifest_path)
+    return Build(library, manifest, cached=False)
+
+
+def build_all(specs: list[BuildSpec], base_dir: Path | None = None, on_done=None) -> dict[BuildSpec, Build]:
+    """Builds distinct specs in parallel, one compiler per core. Sources are fetched first, once per version."""
+    sources = {v: resolve(v) for v in dict.fromkeys(s.sqlite_version for s in specs)}
+    unique = list(dict.fromkeys(specs))
+    workers = max(1, min(len(unique), os.cpu_count() or 1))
+    results: dict[BuildSpec, Build] = {}
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        # PGO builds take longest (two compiles and a training run): start them first.
+        ordered = sorted(unique, key=lambda s: not s.pgo)
+        futures = {s: pool.submit(build, s, sources[s.sqlite_version], base_dir) for s in ordered}
+        for spec, future in futures.items():
+            results[spec] = future.result()
+            if on_done:
+                on_done(spec, results[spec])
+    return results
+
+
+def cached_builds() -> list[dict[str, Any]]:
+    out = []
+    for manifest in sorted(builds_dir().glob("*/manifest.json")):
+        try:
+            out.append(json.loads(manifest.read_text()))
+        except json.JSONDecodeError:
+            continue
+    return sorted(out, key=lambda m: m.get("built_at", ""))

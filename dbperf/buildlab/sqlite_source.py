@@ -1,0 +1,155 @@
+"""SQLite sources by version, from the amalgamation that the crates.io crate libsqlite3-sys bundles.
+
+The crate is fetched through cargo with an exact version pin (`=X.Y.Z`), so cargo verifies its checksum against the
+registry index and records it in Cargo.lock; nothing of SQLite's code is kept in this repository. Which crate
+version carries which SQLite version is read from the amalgamation's own SQLITE_VERSION.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import shutil
+import subprocess
+import time
+import tomllib
+import urllib.error
+import urllib.request
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from dbperf.buildlab.paths import cache_root
+from dbperf.errors import UserError
+
+CRATE = "libsqlite3-sys"
+INDEX_URL = "https://index.crates.io/li/bs/libsqlite3-sys"
+HINTS = Path(__file__).with_name("sqlite_versions.toml")
+INDEX_MAX_AGE_S = 24 * 3600
+MAX_SCAN = 12
+SQLITE_VERSION = re.compile(r'#define SQLITE_VERSION\s+"([\d.]+)"')
+
+
+@dataclass(frozen=True)
+class SqliteSource:
+    sqlite_version: str
+    crate: str
+    crate_version: str
+    crate_checksum: str
+    amalgamation: str  # the directory holding sqlite3.c and sqlite3.h
+    sqlite3_c_sha256: str
+
+    def provenance(self) -> dict[str, str]:
+        return asdict(self)
+
+
+def _semver(v: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in re.findall(r"\d+", v))
+
+
+def _discovered_path() -> Path:
+    return cache_root() / "sqlite-versions.json"
+
+
+def known_versions() -> dict[str, str]:
+    """crate version -> SQLite version, from the shipped hints and what this machine has discovered."""
+    known = dict(tomllib.loads(HINTS.read_text()))
+    path = _discovered_path()
+    if path.is_file():
+        known.update(json.loads(path.read_text()))
+    return known
+
+
+def _remember(crate_version: str, sqlite_version: str) -> None:
+    path = _discovered_path()
+    found = json.loads(path.read_text()) if path.is_file() else {}
+    found[crate_version] = sqlite_version
+    path.write_text(json.dumps(found, indent=1, sort_keys=True))
+
+
+def crate_versions() -> list[str]:
+    """Non-yanked versions of the crate on crates.io, newest first (the sparse index, cached for a day)."""
+    cached = cache_root() / "libsqlite3-sys.index"
+    if not cached.is_file() or time.time() - cached.stat().st_mtime > INDEX_MAX_AGE_S:
+        try:
+            with urllib.request.urlopen(INDEX_URL, timeout=30) as response:
+                cached.write_bytes(response.read())
+        except (urllib.error.URLError, TimeoutError, OSError) as e:
+            if not cached.is_file():
+                raise UserError(f"cannot read the crates.io index for {CRATE}: {e}") from None
+    entries = [json.loads(line) for line in cached.read_text().splitlines() if line.strip()]
+    return sorted((e["vers"] for e in entries if not e.get("yanked")), key=_semver, reverse=True)
+
+
+def _cargo() -> str:
+    cargo = shutil.which("cargo") or str(Path.home() / ".cargo" / "bin" / "cargo")
+    if not Path(cargo).exists():
+        raise UserError("cargo not found: it fetches SQLite sources from crates.io (apt install cargo)")
+    return cargo
+
+
+def fetch(crate_version: str) -> SqliteSource:
+    """Fetches one exact crate version through cargo and reads the SQLite version of its amalgamation."""
+    project = cache_root() / "fetch" / crate_version
+    (project / "src").mkdir(parents=True, exist_ok=True)
+    (project / "src" / "lib.rs").write_text("")
+    (project / "Cargo.toml").write_text(
+        '[package]\nname = "dbperf-sqlite-fetch"\nversion = "0.0.0"\nedition = "2021"\n\n'
+        f'[dependencies]\n{CRATE} = {{ version = "={crate_version}", default-features = false }}\n')
+    proc = subprocess.run([_cargo(), "fetch", "--quiet"], cwd=project, capture_output=True, text=True)
+    if proc.returncode != 0:
+        last = (proc.stderr.strip().splitlines() or ["cargo fetch failed"])[-1]
+        raise UserError(f"fetching {CRATE} {crate_version} through cargo failed: {last}")
+    meta = json.loads(subprocess.run([_cargo(), "metadata", "--format-version", "1", "--offline", "--quiet"],
+                                     cwd=project, capture_output=True, text=True, check=True).stdout)
+    manifest = next(p["manifest_path"] for p in meta["packages"] if p["name"] == CRATE)
+    amalgamation = Path(manifest).parent / "sqlite3"
+    lock = tomllib.loads((project / "Cargo.lock").read_text())
+    checksum = next(p.get("checksum", "") for p in lock["package"] if p["name"] == CRATE)
+    header = amalgamation / "sqlite3.h"
+    if not header.is_file():
+        raise UserError(f"{CRATE} {crate_version} bundles no SQLite amalgamation")
+    match = SQLITE_VERSION.search(header.read_text(errors="replace"))
+    if not match:
+        raise UserError(f"{header}: no SQLITE_VERSION")
+    sqlite_version = match.group(1)
+    _remember(crate_version, sqlite_version)
+    digest = hashlib.sha256((amalgamation / "sqlite3.c").read_bytes()).hexdigest()
+    return SqliteSource(sqlite_version, CRATE, crate_version, checksum, str(amalgamation), digest)
+
+
+def resolve(sqlite_version: str) -> SqliteSource:
+    """The newest crate version that bundles this SQLite version."""
+    known = known_versions()
+    for crate_version in sorted((c for c, v in known.items() if v == sqlite_version), key=_semver, reverse=True):
+        source = fetch(crate_version)
+        if source.sqlite_version == sqlite_version:
+            return source
+    # Scan crate versions not yet mapped, newest first, until an older SQLite shows up.
+    wanted = _semver(sqlite_version)
+    scanned = 0
+    for crate_version in crate_versions():
+        if crate_version in known:
+            if _semver(known[crate_version]) < wanted:
+                break
+            continue
+        if scanned >= MAX_SCAN:
+            break
+        scanned += 1
+        source = fetch(crate_version)
+        if source.sqlite_version == sqlite_version:
+            return source
+        if _semver(source.sqlite_version) < wanted:
+            break
+    available = ", ".join(sorted(set(known_versions().values()), key=_semver, reverse=True))
+    raise UserError(f"sqlite@{sqlite_version}: no {CRATE} release on crates.io bundles it "
+                    f"(known here: {available}; `dbperf build --versions` scans for more)")
+
+
+def scan_versions(limit: int) -> dict[str, str]:
+    """Maps the newest `limit` crate versions (fetching those not yet known) and returns crate -> SQLite."""
+    known = known_versions()
+    out = {}
+    for crate_version in crate_versions()[:limit]:
+        out[crate_version] = known.get(crate_version) or fetch(crate_version).sqlite_version
+    return out

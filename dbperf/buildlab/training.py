@@ -1,0 +1,68 @@
+"""PGO training: what a training set is, and running it through dbperf-driver against an instrumented library."""
+
+from __future__ import annotations
+
+import hashlib
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from dbperf.catalog.registry import builtin
+from dbperf.catalog.schema import sbtest
+from dbperf.catalog.workload import Workload, compile_statements, parse_workload_file
+from dbperf.errors import UserError
+from dbperf.runner.driver import run_job
+
+TRAINING_DIR = Path(__file__).resolve().parents[1] / "catalog" / "training"
+TRAIN_TABLES = 2
+TRAIN_TABLE_SIZE = 20_000
+TRAIN_SECONDS = 3.0
+
+
+def training_workloads(names: tuple[str, ...], base_dir: Path | None = None) -> list[Workload]:
+    """Training-only workloads (catalog/training), catalog entries, or workload files, in that order of lookup."""
+    out = []
+    for name in names:
+        own = TRAINING_DIR / f"{name}.toml"
+        if own.is_file():
+            out.extend(parse_workload_file(own))
+        elif name in builtin():
+            out.append(builtin()[name])
+        elif name.endswith(".toml"):
+            path = Path(name) if Path(name).is_absolute() or base_dir is None else base_dir / name
+            if not path.is_file():
+                raise UserError(f"pgo_train: workload file {name} not found")
+            out.extend(parse_workload_file(path))
+        else:
+            raise UserError(f"pgo_train: unknown workload {name!r} (training sets: "
+                            f"{', '.join(p.stem for p in TRAINING_DIR.glob('*.toml'))}; or a catalog name or file)")
+    return out
+
+
+def training_identity(workloads: list[Workload]) -> list[dict[str, Any]]:
+    """What the build cache key needs to know of the training set: names and the exact statements."""
+    return [{"name": w.name, "statements": hashlib.sha256(repr(w.statements).encode()).hexdigest()[:16],
+             "seconds": TRAIN_SECONDS, "tables": TRAIN_TABLES, "table_size": TRAIN_TABLE_SIZE} for w in workloads]
+
+
+def run_training(library: Path, workloads: list[Workload]) -> list[dict[str, Any]]:
+    """Loads a small database with the instrumented library, then runs every training workload with prepared
+    statements and without. The instrumented library writes its profile when each driver process exits."""
+    runs = []
+    with tempfile.TemporaryDirectory(prefix="dbperf-train-") as tmp:
+        db = Path(tmp) / "train.db"
+        base = {"engine": "sqlite", "library": str(library), "database": str(db), "settings": [["journal_mode", "WAL"]],
+                "tables": TRAIN_TABLES, "table_size": TRAIN_TABLE_SIZE, "seed": 7}
+        loaded = run_job("load", {**base, "mode": "load", "schema": sbtest("sqlite")}, 600)
+        if not loaded.ok:
+            raise UserError(f"PGO training: loading with the instrumented library failed: {loaded.error}")
+        for w in workloads:
+            for prepared in (True, False):
+                job = {**base, "mode": "run", "threads": 1, "time_s": TRAIN_SECONDS / 2, "warmup_s": 0,
+                       "prepared": prepared, "workload": compile_statements(w, TRAIN_TABLE_SIZE)}
+                outcome = run_job("run", job, TRAIN_SECONDS + 120)
+                if not outcome.ok or outcome.result is None:
+                    raise UserError(f"PGO training run {w.name} failed: {outcome.error}")
+                runs.append({"workload": w.name, "prepared": prepared, "events": outcome.result["events"],
+                             "errors": outcome.result["errors"]})
+    return runs

@@ -1,0 +1,81 @@
+"""Named, composable build variants and the compiler flags they stand for."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from dbperf.errors import UserError
+
+NAMED_FLAGS: dict[str, tuple[str, ...]] = {
+    "O2": ("-O2",),
+    "O3": ("-O3",),
+    "native": ("-march=native", "-mtune=native"),
+    "lto": ("-flto=auto",),
+    "frame-pointers": ("-fno-omit-frame-pointer", "-mno-omit-leaf-frame-pointer"),
+    "pgo": (),  # two builds around a training run, see pgo.py
+}
+DEFAULT_TRAINING = ("train-mix",)
+# A flag is one compiler argument; it never passes through a shell, but refuse anything that is not an option.
+FLAG = re.compile(r"^-[A-Za-z0-9][A-Za-z0-9_=.,+:/-]*$")
+VERSION = re.compile(r"^\d+\.\d+\.\d+$")
+
+
+@dataclass(frozen=True)
+class BuildSpec:
+    sqlite_version: str
+    variants: tuple[str, ...] = ("O2",)
+    cflags: tuple[str, ...] = ()
+    pgo_train: tuple[str, ...] = field(default=())
+    pgo_partial_training: bool = False
+
+    @property
+    def pgo(self) -> bool:
+        return "pgo" in self.variants
+
+    def flags(self) -> list[str]:
+        """Compiler flags in order: optimisation level (O2 unless O3 is named), named variants, then cflags."""
+        level = ["-O3"] if "O3" in self.variants else ["-O2"]
+        named = [f for v in self.variants if v not in ("O2", "O3") for f in NAMED_FLAGS[v]]
+        return [*level, *named, *self.cflags]
+
+    def label(self) -> str:
+        parts = [*self.variants, *self.cflags]
+        return f"sqlite@{self.sqlite_version} [{' '.join(parts)}]"
+
+
+def parse_source(value: object, where: str) -> str:
+    if not isinstance(value, str) or not value.startswith("sqlite@") or not VERSION.match(value[7:]):
+        raise UserError(f"{where}: source must look like \"sqlite@3.54.1\", got {value!r}")
+    return value[7:]
+
+
+def parse_build(raw: dict[str, object], sqlite_version: str, where: str) -> BuildSpec:
+    variants = raw.get("build", ["O2"])
+    if isinstance(variants, str):
+        variants = [variants]
+    if not isinstance(variants, list) or not all(isinstance(v, str) for v in variants):
+        raise UserError(f"{where}.build: expected a list of variant names ({', '.join(NAMED_FLAGS)})")
+    for v in variants:
+        if v not in NAMED_FLAGS:
+            raise UserError(f"{where}.build: unknown variant {v!r} (known: {', '.join(NAMED_FLAGS)})")
+    if "O2" in variants and "O3" in variants:
+        raise UserError(f"{where}.build: O2 and O3 exclude each other")
+    cflags = raw.get("cflags", [])
+    if not isinstance(cflags, list) or not all(isinstance(f, str) and FLAG.match(f) for f in cflags):
+        raise UserError(f"{where}.cflags: expected a list of compiler options such as \"-DSQLITE_THREADSAFE=0\"")
+    pgo_train = raw.get("pgo_train")
+    if pgo_train is not None and "pgo" not in variants:
+        raise UserError(f"{where}.pgo_train: only meaningful with the \"pgo\" variant in build")
+    if pgo_train is None:
+        pgo_train = list(DEFAULT_TRAINING) if "pgo" in variants else []
+    if isinstance(pgo_train, str):
+        pgo_train = [pgo_train]
+    if not isinstance(pgo_train, list) or not all(isinstance(t, str) and t for t in pgo_train) or (
+            "pgo" in variants and not pgo_train):
+        raise UserError(f"{where}.pgo_train: expected a non-empty list of workload names or files")
+    partial = raw.get("pgo_partial_training", False)
+    if not isinstance(partial, bool):
+        raise UserError(f"{where}.pgo_partial_training: expected true or false")
+    ordered = tuple(dict.fromkeys(variants))  # keep the user's order, drop repeats
+    return BuildSpec(sqlite_version, ordered, tuple(cflags), tuple(pgo_train), partial)

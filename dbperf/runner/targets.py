@@ -1,0 +1,51 @@
+"""Turning an experiment's targets into runnable ones: build the `source` targets (in parallel, cached), then check
+every library is a library of its engine, before anything is measured."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from rich.console import Console
+from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+from dbperf.buildlab.builder import Build, build_all
+from dbperf.buildlab.variants import BuildSpec
+from dbperf.errors import UserError
+from dbperf.experiment.spec import Experiment
+from dbperf.runner.driver import library_info
+from dbperf.storage.host import sha256_of
+
+
+def build_targets(e: Experiment, console: Console) -> tuple[Experiment, dict[str, dict[str, Any]]]:
+    """The experiment with every `source` target's library set, and each such target's build manifest."""
+    specs = [t.build for t in e.targets if t.build is not None]
+    if not specs:
+        return e, {}
+    with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=console,
+                  transient=True) as progress:
+        task = progress.add_task(f"building {len(set(specs))} SQLite variant(s) (cached builds are reused)")
+
+        def done(spec: BuildSpec, b: Build) -> None:
+            console.print(f"  {'cached' if b.cached else 'built '} {spec.label()}  {b.library}", highlight=False)
+            progress.advance(task)
+
+        builds = build_all(specs, e.path.parent, on_done=done)
+    targets = tuple(replace(t, library=str(builds[t.build].library)) if t.build else t for t in e.targets)
+    manifests = {t.name: {**builds[t.build].manifest, "cached": builds[t.build].cached}
+                 for t in e.targets if t.build}
+    return replace(e, targets=targets), manifests
+
+
+def inspect_targets(e: Experiment) -> dict[str, dict[str, Any]]:
+    """Engine version and sha256 of every target's library; a UserError before anything runs if one is not a
+    library of its engine."""
+    infos = {}
+    for t in e.targets:
+        try:
+            info = library_info(t.engine, t.library)
+        except UserError as err:
+            raise UserError(f"{e.path} target {t.name!r}: {err}") from None
+        infos[t.name] = {"engine_version": info["engine_version"], "library_sha256": sha256_of(t.library),
+                         "threadsafe": info["threadsafe"]}
+    return infos

@@ -1,0 +1,140 @@
+"""The build lab on real SQLite sources from crates.io and the machine's gcc. To keep CI short the builds are -O0
+or -O1 (a trailing cflag overrides the variant's level); what is checked is the lab's behaviour, not speed."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from dbperf.buildlab.builder import build, build_key
+from dbperf.buildlab.compiler import find_compiler
+from dbperf.buildlab.sqlite_source import resolve
+from dbperf.buildlab.variants import BuildSpec
+from dbperf.errors import UserError
+from dbperf.runner import process_variants
+from dbperf.runner.driver import library_info
+from tests.conftest import run_cli
+
+VERSION = "3.54.1"
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory: pytest.TempPathFactory):
+    root = tmp_path_factory.mktemp("cache")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("DBPERF_CACHE", str(root))
+        yield root
+
+
+@pytest.fixture(scope="module")
+def source(cache):
+    return resolve(VERSION)
+
+
+def test_source_is_pinned_checksummed_and_versioned(source):
+    assert source.sqlite_version == VERSION
+    assert source.crate == "libsqlite3-sys" and len(source.crate_checksum) == 64
+    assert Path(source.amalgamation, "sqlite3.c").is_file() and len(source.sqlite3_c_sha256) == 64
+
+
+def test_variants_give_distinct_libraries_with_flags_in_the_manifest(source):
+    quick = BuildSpec(VERSION, ("O2", "frame-pointers"), ("-O0",))
+    single = BuildSpec(VERSION, ("O2",), ("-O0", "-DSQLITE_THREADSAFE=0"))
+    a, b = build(quick, source), build(single, source)
+    assert a.library != b.library and a.manifest["library_sha256"] != b.manifest["library_sha256"]
+    assert a.manifest["flags"] == ["-O2", "-fno-omit-frame-pointer", "-mno-omit-leaf-frame-pointer", "-O0"]
+    assert "-DSQLITE_THREADSAFE=0" in b.manifest["flags"]
+    assert a.manifest["compiler"]["version"] == find_compiler().version
+    assert a.manifest["source"]["crate_checksum"] == source.crate_checksum
+    assert library_info("sqlite", str(a.library)) == {"engine_version": VERSION, "threadsafe": True}
+    assert library_info("sqlite", str(b.library))["threadsafe"] is False
+    again = build(quick, source)
+    assert again.cached and again.library == a.library
+
+
+def test_pgo_build_consumed_a_profile(source):
+    spec = BuildSpec(VERSION, ("O2", "pgo"), ("-O1",), ("train-mix",))
+    b = build(spec, source)
+    pgo = b.manifest["pgo"]
+    assert pgo["training_set"] == ["train-mix"]
+    assert pgo["profile_files"] and all(f["bytes"] > 0 for f in pgo["profile_files"])
+    assert "-Werror=missing-profile" in pgo["profile_use_flags"] and pgo["profile_warnings"] == []
+    assert all(r["events"] > 0 and r["errors"] == 0 for r in pgo["training_runs"])
+    assert {r["prepared"] for r in pgo["training_runs"]} == {True, False}
+    assert any("-fprofile-use=" in " ".join(c) for c in b.manifest["commands"])
+    assert library_info("sqlite", str(b.library))["engine_version"] == VERSION
+
+
+def test_training_set_is_part_of_the_cache_key(source):
+    cc = find_compiler()
+    mix = BuildSpec(VERSION, ("O2", "pgo"), (), ("train-mix",))
+    other = BuildSpec(VERSION, ("O2", "pgo"), (), ("point-query",))
+    plain = BuildSpec(VERSION, ("O2",))
+    assert len({build_key(mix, source, cc), build_key(other, source, cc), build_key(plain, source, cc)}) == 3
+
+
+def _experiment(tmp_path: Path, target: str) -> Path:
+    path = tmp_path / "exp.toml"
+    path.write_text(f'[run]\nbenchmarks = ["point-query"]\ntime = "1s"\n\n[[target]]\nname = "t"\n{target}\n')
+    return path
+
+
+def _one_line_error(proc) -> str:
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr
+    (line,) = proc.stderr.strip().splitlines()
+    return line
+
+
+def test_unknown_version_is_one_line(tmp_path, cache):
+    line = _one_line_error(run_cli("build", str(_experiment(tmp_path, 'source = "sqlite@9.0.0"'))))
+    assert "sqlite@9.0.0: no libsqlite3-sys release on crates.io bundles it" in line and "3.54.1" in line
+
+
+def test_failed_build_shows_the_compiler(tmp_path, cache):
+    exp = _experiment(tmp_path, 'source = "sqlite@3.54.1"\ncflags = ["-O0", "-fno-such-option-anywhere"]')
+    line = _one_line_error(run_cli("build", str(exp)))
+    assert "build of sqlite@3.54.1" in line and "failed" in line and "-fno-such-option-anywhere" in line
+
+
+def test_no_compiler(tmp_path, cache):
+    exp = _experiment(tmp_path, 'source = "sqlite@3.54.1"\ncflags = ["-O0"]')
+    line = _one_line_error(run_cli("build", str(exp), env={"CC": "no-such-cc"}))
+    assert "no C compiler" in line and "apt install gcc" in line
+
+
+def test_missing_allocator_names_the_package(monkeypatch):
+    monkeypatch.setitem(process_variants.ALLOCATORS, "jemalloc", ("libjemalloc.so.99", "libjemalloc2"))
+    expected = r"allocator jemalloc: .*libjemalloc\.so\.99 not found \(apt install libjemalloc2\)"
+    with pytest.raises(UserError, match=expected):
+        process_variants.allocator_library("jemalloc")
+
+
+def test_unmapped_allocator_fails_the_check():
+    variant = process_variants.ProcessVariant(allocator="jemalloc")
+    assert "is not mapped" in variant.check({"allocators_mapped": []})
+    assert variant.check({"allocators_mapped": ["/usr/lib/x86_64-linux-gnu/libjemalloc.so.2"]}) is None
+
+
+def test_allocator_preload_and_hugepages_are_verified_and_recorded(tmp_path):
+    body = ('[run]\nbenchmarks = ["point-query"]\ntable_size = 5000\ntime = "0.5s"\nwarmup = "0.1s"\nrepeats = 1\n'
+            '[[target]]\nname = "glibc"\nhugepages = "off"\n'
+            '[[target]]\nname = "jemalloc"\nallocator = "jemalloc"\n'
+            '[[target]]\nname = "thp"\nhugepages = "thp"\n')
+    path = tmp_path / "alloc.toml"
+    path.write_text(body)
+    out = tmp_path / "out"
+    proc = run_cli("run", str(path), "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    runs = {r["target"]: r for r in map(json.loads, (out / "results.jsonl").read_text().splitlines())}
+    assert all(r["status"] == "ok" for r in runs.values())
+    assert any("libjemalloc.so.2" in p for p in runs["jemalloc"]["result"]["process"]["allocators_mapped"])
+    assert runs["glibc"]["result"]["process"]["allocators_mapped"] == []
+    assert runs["glibc"]["result"]["process"]["thp_disabled"] is True
+    meta = json.loads((out / "meta.json").read_text())
+    variants = {t["name"]: t["process_variant"] for t in meta["targets"]}
+    assert variants["jemalloc"]["environment"]["LD_PRELOAD"].endswith("libjemalloc.so.2")
+    assert variants["thp"]["environment"] == {"GLIBC_TUNABLES": "glibc.malloc.hugetlb=1"}
+    assert variants["thp"]["kernel_thp"] in ("always", "madvise", "never", None)
