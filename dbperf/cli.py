@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
+import shutil
 import sys
+import tempfile
 from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Optional
@@ -14,10 +17,15 @@ from rich.table import Table
 from dbperf import __version__
 from dbperf.buildlab.builder import cached_builds
 from dbperf.buildlab.sqlite_source import CRATE, scan_versions
-from dbperf.catalog.registry import GROUP_NAMES, builtin, expand_group
+from dbperf.catalog.registry import GROUP_NAMES, builtin, expand_group, resolve
+from dbperf.catalog.workload import Workload
 from dbperf.errors import UserError
-from dbperf.experiment.spec import AGGREGATES, parse_experiment
+from dbperf.experiment.spec import AGGREGATES, Experiment, Target, parse_experiment
+from dbperf.explain.diff import profile_diff
+from dbperf.explain.mode import CounterMode, detect_mode
+from dbperf.explain.profile import Profiler
 from dbperf.report.ladder import render_ladder
+from dbperf.report.profile_view import render_diff, render_profile
 from dbperf.report.render import render_table, to_csv, to_json, to_markdown
 from dbperf.runner.matrix import run_matrix
 from dbperf.runner.targets import build_targets, inspect_targets
@@ -53,7 +61,7 @@ def print_report(directory: Path, fmt: str, aggregate: str | None) -> None:
         sys.stdout.write(render(matrix, meta))
 
 
-def run_experiment(experiment: Path, out: Path | None, keep_data: bool) -> tuple[Path, bool]:
+def run_experiment(experiment: Path, out: Path | None, keep_data: bool, profile: bool = False) -> tuple[Path, bool]:
     """Builds what the targets need, runs the matrix; (results directory, whether it was interrupted)."""
     exp, builds = build_targets(parse_experiment(experiment), err_console)
     inspect_targets(exp)
@@ -62,7 +70,10 @@ def run_experiment(experiment: Path, out: Path | None, keep_data: bool) -> tuple
                       f"{exp.repeats} repeats × {len(exp.targets)} targets, results in {directory}",
                       highlight=False)
     try:
-        run_matrix(exp, directory, err_console, keep_data=keep_data, builds=builds)
+        if profile:
+            mode = detect_mode()
+            err_console.print(f"dbperf: counters mode {mode.mode}: {mode.reason}", highlight=False)
+        run_matrix(exp, directory, err_console, keep_data=keep_data, builds=builds, profile=profile)
     except KeyboardInterrupt:
         err_console.print(f"dbperf: interrupted; what was measured is in {directory}", highlight=False)
         return directory, True
@@ -78,10 +89,11 @@ def run(
     out: Annotated[Optional[Path], OUT_OPTION] = None,
     aggregate: Annotated[Optional[str], typer.Option(help="median (default) or trimmed")] = None,
     keep_data: Annotated[bool, typer.Option(help="keep the loaded databases under DIR/.data")] = False,
+    profile: Annotated[bool, typer.Option("--profile", help="also measure counters per (target, benchmark)")] = False,
 ) -> None:
     """Run an experiment's matrix and print the rQPS table."""
     _check_aggregate(aggregate)
-    directory, interrupted = run_experiment(experiment, out, keep_data)
+    directory, interrupted = run_experiment(experiment, out, keep_data, profile)
     print_report(directory, "table", aggregate)
     if interrupted:
         raise typer.Exit(130)
@@ -157,6 +169,124 @@ def report(
         print_ladder(directory, aggregate)
     else:
         print_report(directory, format, aggregate)
+
+
+MODES = ("auto", "simulated", "hardware")
+
+
+def _profiler_setup(experiment: Path, mode: str, queries: int) -> tuple[Experiment, Profiler, Path]:
+    if mode not in MODES:
+        fail(f"--mode: expected one of {', '.join(MODES)}, got {mode!r}")
+    if queries < 1:
+        fail("--queries: must be at least 1")
+    exp, _ = build_targets(parse_experiment(experiment), err_console)
+    inspect_targets(exp)
+    detected = detect_mode()
+    if mode == "hardware" and detected.mode != "hardware":
+        fail(f"hardware counters asked for, but {detected.reason}")
+    chosen = detected if mode == "auto" else CounterMode(mode, detected.reason if mode == detected.mode
+                                                          else f"asked for {mode} counters")
+    err_console.print(f"dbperf: counters mode {chosen.mode}: {chosen.reason}", highlight=False)
+    work = Path(tempfile.mkdtemp(prefix="dbperf-profile-"))
+    return exp, Profiler(exp, work, queries=queries, mode=chosen), work
+
+
+def _target(exp: Experiment, name: str) -> Target:
+    for t in exp.targets:
+        if t.name == name:
+            return t
+    fail(f"{exp.path}: no target {name!r} (targets: {', '.join(t.name for t in exp.targets)})")
+    raise AssertionError
+
+
+def _benchmark(exp: Experiment, name: str) -> Workload:
+    (w,) = resolve([name], exp.path.parent, "--benchmark")
+    return w
+
+
+@app.command()
+def profile(
+    experiment: Annotated[Path, typer.Argument(help="experiment file")],
+    target: Annotated[str, typer.Option(help="target name")],
+    benchmark: Annotated[str, typer.Option(help="benchmark name or workload file")],
+    queries: Annotated[int, typer.Option(help="queries in the profiled phase")] = 20_000,
+    mode: Annotated[str, typer.Option(help="auto, simulated or hardware")] = "auto",
+    json_out: Annotated[Optional[Path], typer.Option("--json", help="also write the profile as JSON here")] = None,
+) -> None:
+    """Counters per query and the top functions of one target on one benchmark."""
+    exp, profiler, work = _profiler_setup(experiment, mode, queries)
+    try:
+        p = profiler.profile(_target(exp, target), _benchmark(exp, benchmark))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    render_profile(p, out_console)
+    if json_out:
+        json_out.write_text(json.dumps(p, indent=2) + "\n")
+
+
+@app.command()
+def diff(
+    experiment: Annotated[Path, typer.Argument(help="experiment file")],
+    a: Annotated[str, typer.Argument(help="target A (before)")],
+    b: Annotated[str, typer.Argument(help="target B (after)")],
+    benchmark: Annotated[str, typer.Option(help="benchmark name or workload file")],
+    queries: Annotated[int, typer.Option(help="queries in the profiled phase")] = 20_000,
+    mode: Annotated[str, typer.Option(help="auto, simulated or hardware")] = "auto",
+    top: Annotated[int, typer.Option(help="functions to show")] = 25,
+) -> None:
+    """Per-function cost per query of B minus A on one benchmark, largest changes first."""
+    exp, profiler, work = _profiler_setup(experiment, mode, queries)
+    try:
+        bench = _benchmark(exp, benchmark)
+        pa, pb = profiler.profile(_target(exp, a), bench), profiler.profile(_target(exp, b), bench)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    metric, rows, total_a, total_b = profile_diff(pa, pb)
+    render_diff(a, b, metric, rows, total_a, total_b, pa["mode"], out_console, top)
+
+
+@app.command()
+def check(
+    experiment: Annotated[Path, typer.Argument(help="experiment file: every target against the base")],
+    instructions: Annotated[bool, typer.Option("--instructions", help="gate on simulated instructions per query")]
+    = False,
+    max_regression: Annotated[str, typer.Option(help="allowed growth over the base, e.g. 1%")] = "1%",
+    queries: Annotated[int, typer.Option(help="queries in the profiled phase")] = 20_000,
+) -> None:
+    """Exit 1 when a target's simulated instructions per query exceed the base's by more than the threshold."""
+    if not instructions:
+        fail("check: say what to gate on (--instructions)")
+    text = max_regression.strip().removesuffix("%")
+    try:
+        threshold = float(text) / 100
+    except ValueError:
+        fail(f"--max-regression: expected a percentage such as 1%, got {max_regression!r}")
+    exp, profiler, work = _profiler_setup(experiment, "simulated", queries)
+    base = _target(exp, exp.base)
+    failures = []
+    table = Table(show_edge=False, pad_edge=False,
+                  title=f"simulated instructions per query (cachegrind), threshold +{threshold:.2%}")
+    for title in ("benchmark", "target", "instructions/query", f"vs {base.name}", "verdict"):
+        table.add_column(title, justify="left" if title in ("benchmark", "target", "verdict") else "right")
+    try:
+        for bench in exp.benchmarks:
+            base_ir = profiler.profile(base, bench)["per_query"]["instructions"]
+            table.add_row(bench.name, base.name, f"{base_ir:,.1f}", "base", "")
+            for t in exp.targets:
+                if t.name == base.name:
+                    continue
+                ir = profiler.profile(t, bench)["per_query"]["instructions"]
+                change = ir / base_ir - 1
+                bad = change > threshold
+                if bad:
+                    failures.append(f"{t.name}/{bench.name} {change:+.2%}")
+                table.add_row("", t.name, f"{ir:,.1f}", f"{change:+.3%}", "[red]REGRESSION[/red]" if bad else "ok")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    out_console.print(table)
+    if failures:
+        err_console.print(f"dbperf: check failed: {'; '.join(failures)}", highlight=False)
+        raise typer.Exit(1)
 
 
 @app.command("list")

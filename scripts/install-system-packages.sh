@@ -1,7 +1,7 @@
 #!/bin/sh
 # Installs the Debian packages dbperf needs, only those missing. Idempotent; needs root (or sudo) to install.
 set -eu
-PACKAGES="libsqlite3-0 gcc libc6-dev make python3-venv libjemalloc2 libtcmalloc-minimal4 libmimalloc2.0"
+PACKAGES="libsqlite3-0 gcc libc6-dev make python3-venv valgrind binutils libjemalloc2 libtcmalloc-minimal4 libmimalloc2.0"
 missing=""
 for p in $PACKAGES; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"

@@ -138,9 +138,40 @@ def render_table(m: Matrix, meta: dict[str, Any], console: Console) -> None:
             else:
                 t.add_row(*[row[k] for k, _ in ABS_COLUMNS])
         console.print(t)
+    if m.counters:
+        render_counters(m, console)
     console.print(f"\n[dim]{HOW_MEASURED}[/dim]")
     if meta.get("status") not in (None, "complete"):
         console.print(f"[yellow]run status: {meta.get('status')}: the matrix is partial[/yellow]")
+
+
+def render_counters(m: Matrix, console: Console) -> None:
+    modes = {p.get("mode") for p in m.counters.values() if p.get("mode")}
+    console.print(f"\n[bold]Counters per query[/bold] (mode: {', '.join(sorted(modes)) or 'none'}; 1 thread)")
+    t = Table(show_edge=False, pad_edge=False)
+    simulated = modes == {"simulated"}
+    columns = (["instructions", "I1 miss %", "D1 misses", "LL misses", "mispredicts (sim.)", "est. cycles"]
+               if simulated else ["cycles", "instructions", "IPC", "L1i miss/1k instr", "branch miss/1k instr"])
+    for title in ["benchmark", "target", *columns, "top function"]:
+        t.add_column(title, justify="left" if title in ("benchmark", "target", "top function") else "right")
+    for benchmark in m.benchmarks:
+        for target in m.targets:
+            p = m.counters.get((target, benchmark))
+            if p is None:
+                continue
+            if "per_query" not in p:
+                t.add_row(benchmark, target, f"failed: {p.get('error')}", *[""] * len(columns))
+                continue
+            q = p["per_query"]
+            top = (p.get("top_by_instructions") or p.get("top_by_cycles") or [{}])[0].get("function", "-")
+            if p["mode"] == "simulated":
+                values = [q["instructions"], q["i1_miss_pct_of_instructions"], q["d1_misses"], q["ll_misses"],
+                          q["branch_mispredicts_simulated_predictor"], q["estimated_cycles"]]
+            else:
+                values = [q.get("cycles"), q.get("instructions"), q.get("ipc"),
+                          q.get("l1i_misses_per_1000_instructions"), q.get("branch_misses_per_1000_instructions")]
+            t.add_row(benchmark, target, *[_fmt(v, 2) for v in values], top)
+    console.print(t)
 
 
 def _config_text(info: dict[str, Any]) -> str:
@@ -216,7 +247,15 @@ def cell_json(m: Matrix, cell: Cell) -> dict[str, Any]:
         "p99_us": cell.median_of("p99_us"),
         "max_us": cell.median_of("max_us"),
         "query_errors": sum(int(e) for e in cell.per_run("errors")),
+        "counters": _counters_summary(m.counters.get((cell.target, cell.benchmark))),
     }
+
+
+def _counters_summary(p: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A cell's counters without the full per-function table (that stays in results.jsonl)."""
+    if p is None:
+        return None
+    return {k: v for k, v in p.items() if k != "functions"}
 
 
 def to_json(m: Matrix, meta: dict[str, Any]) -> str:

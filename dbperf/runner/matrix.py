@@ -15,7 +15,9 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from dbperf.catalog.workload import Workload, compile_statements
+from dbperf.errors import UserError
 from dbperf.experiment.spec import Experiment, Target
+from dbperf.explain.profile import Profiler
 from dbperf.runner.driver import driver_version, run_job
 from dbperf.runner.sqlite_data import SqliteData
 from dbperf.runner.targets import inspect_targets
@@ -66,7 +68,7 @@ def _meta(e: Experiment, infos: dict[str, dict[str, Any]], settings: dict[str, l
 
 
 def run_matrix(e: Experiment, out: Path, console: Console, keep_data: bool = False,
-               builds: dict[str, dict[str, Any]] | None = None) -> Path:
+               builds: dict[str, dict[str, Any]] | None = None, profile: bool = False) -> Path:
     """Runs the experiment (its targets already built, see targets.py) into `out`. Interrupts propagate after the
     run's status is recorded."""
     infos = inspect_targets(e)
@@ -97,6 +99,8 @@ def run_matrix(e: Experiment, out: Path, console: Console, keep_data: bool = Fal
                                                   f"#{cell.repeat}/{e.repeats} {cell.target.name}")
                 writer.append(_run_cell(e, cell, data[cell.target.name]))
                 progress.advance(task)
+            if profile:
+                _profile_cells(e, data_root / "profile", writer, progress)
         meta["status"] = "complete"
     except KeyboardInterrupt:
         meta["status"] = "interrupted"
@@ -111,6 +115,22 @@ def run_matrix(e: Experiment, out: Path, console: Console, keep_data: bool = Fal
         if not keep_data:
             shutil.rmtree(data_root, ignore_errors=True)
     return out
+
+
+def _profile_cells(e: Experiment, work: Path, writer: ResultsWriter, progress: Progress) -> None:
+    """Counters per (target, benchmark) after the timed cells, one thread, written as `counters` records."""
+    profiler = Profiler(e, work)
+    pairs = [(t, b) for b in e.benchmarks for t in e.targets]
+    task = progress.add_task("profiling", total=len(pairs))
+    for target, benchmark in pairs:
+        progress.update(task, description=f"profiling ({profiler.mode.mode}) {benchmark.name} {target.name}")
+        record: dict[str, Any] = {"type": "counters", "target": target.name, "benchmark": benchmark.name}
+        try:
+            record["counters"] = profiler.profile(target, benchmark)
+        except UserError as err:
+            record["error"] = str(err)
+        writer.append(record)
+        progress.advance(task)
 
 
 def _run_cell(e: Experiment, cell: CellPlan, data: SqliteData) -> dict[str, Any]:

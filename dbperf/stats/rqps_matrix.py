@@ -68,6 +68,7 @@ class Matrix:
     cells: dict[tuple[str, str, int], Cell]
     aggregate: str
     trained_on: dict[str, list[str]] = field(default_factory=dict)
+    counters: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
 
     def was_trained_on(self, target: str, benchmark: str) -> bool:
         """The target is a PGO build whose training set includes this benchmark: its gain is not a fair one."""
@@ -89,7 +90,11 @@ def build_matrix(meta: dict[str, Any], records: list[dict[str, Any]], aggregate:
     benchmarks = [b["name"] for b in meta["benchmarks"]]
     group_of = {b["name"]: b["group"] for b in meta["benchmarks"]}
     cells: dict[tuple[str, str, int], Cell] = {}
+    counters = {(r["target"], r["benchmark"]): r.get("counters") or {"error": r.get("error")}
+                for r in records if r.get("type") == "counters"}
     for rec in records:
+        if rec.get("type", "cell") != "cell":
+            continue
         key = (rec["target"], rec["benchmark"], rec["threads"])
         cell = cells.setdefault(key, Cell(rec["target"], rec["benchmark"], group_of.get(rec["benchmark"], "point"),
                                           rec["threads"]))
@@ -109,4 +114,4 @@ def build_matrix(meta: dict[str, Any], records: list[dict[str, Any]], aggregate:
     threads = sorted({t for (_, _, t) in cells} | set(meta.get("threads", [])))
     trained_on = {t["name"]: t.get("trained_on", []) for t in meta["targets"]}
     return Matrix(base=base, targets=targets, benchmarks=benchmarks, threads=threads, cells=cells,
-                  aggregate=aggregate, trained_on=trained_on)
+                  aggregate=aggregate, trained_on=trained_on, counters=counters)

@@ -30,6 +30,14 @@ pub struct Job {
     pub seed: u64,
     #[serde(default = "yes")]
     pub prepared: bool,
+    /// Run exactly this many events per thread instead of a timed window (no warmup): profilers run N and 0
+    /// events and subtract, so that only the measured phase is counted.
+    #[serde(default)]
+    pub events: Option<u64>,
+    /// For instruction counting: record no latencies and print no timing or resource figures, whose varying
+    /// values would make two identical runs execute different instruction counts.
+    #[serde(default)]
+    pub deterministic: bool,
     /// Ask the kernel not to use transparent huge pages for this process (hugepages = "off").
     #[serde(default)]
     pub thp_disable: bool,

@@ -91,7 +91,8 @@ pub fn run(job: &Job) -> Result<RunResult, String> {
     if job.threads == 0 || job.tables == 0 || job.table_size == 0 {
         return Err("threads, tables and table_size must be positive".into());
     }
-    if job.time_s.is_nan() || job.time_s <= 0.0 || job.warmup_s.is_nan() || job.warmup_s < 0.0 {
+    let counted = job.events.is_some();
+    if !counted && (job.time_s.is_nan() || job.time_s <= 0.0 || job.warmup_s.is_nan() || job.warmup_s < 0.0) {
         return Err("time must be positive and warmup not negative".into());
     }
     if job.thp_disable {
@@ -106,8 +107,22 @@ pub fn run(job: &Job) -> Result<RunResult, String> {
     // (glibc's malloc and stdio skip their locks until a second thread exists).
     let gate = Arc::new(Barrier::new(job.threads as usize));
     let start_at: Arc<Mutex<Option<Instant>>> = Arc::new(Mutex::new(None));
-    let window =
-        Window { warmup: Duration::from_secs_f64(job.warmup_s), measured: Duration::from_secs_f64(job.time_s) };
+    let window = match job.events {
+        // Counted mode: the window never closes on its own (a century), the event limit ends the loop.
+        Some(n) => Window {
+            warmup: Duration::ZERO,
+            measured: Duration::from_secs(100 * 365 * 86_400),
+            limit: Some(n),
+            deterministic: job.deterministic,
+        },
+        None => Window {
+            warmup: Duration::from_secs_f64(job.warmup_s),
+            measured: Duration::from_secs_f64(job.time_s),
+            limit: None,
+            deterministic: job.deterministic,
+        },
+    };
+    let run_started = Instant::now();
     let mut handles = Vec::new();
     for t in 1..job.threads {
         let (engine, gate, start_at, workload) = (engine.clone(), gate.clone(), start_at.clone(), workload.clone());
@@ -144,9 +159,15 @@ pub fn run(job: &Job) -> Result<RunResult, String> {
     if let Some(e) = setup_error {
         return Err(e);
     }
-    let secs = window.measured.as_secs_f64();
+    let secs = if job.deterministic {
+        0.0
+    } else if counted {
+        run_started.elapsed().as_secs_f64()
+    } else {
+        window.measured.as_secs_f64()
+    };
     let h = &total.latency_ns;
-    let latency = if h.is_empty() {
+    let latency = if h.is_empty() || job.deterministic {
         Latency::default()
     } else {
         Latency {
@@ -167,10 +188,10 @@ pub fn run(job: &Job) -> Result<RunResult, String> {
         rows: total.rows,
         errors: total.errors,
         error_samples: total.error_samples.into_iter().take(MAX_ERROR_SAMPLES).collect(),
-        qps: (total.events * queries_per_event) as f64 / secs,
-        eps: total.events as f64 / secs,
+        qps: if secs > 0.0 { (total.events * queries_per_event) as f64 / secs } else { 0.0 },
+        eps: if secs > 0.0 { total.events as f64 / secs } else { 0.0 },
         latency,
-        client_usage: client_usage.unwrap_or_default(),
+        client_usage: if job.deterministic { Usage::default() } else { client_usage.unwrap_or_default() },
         process: process::facts(job.thp_disable),
     })
 }
@@ -179,6 +200,10 @@ pub fn run(job: &Job) -> Result<RunResult, String> {
 struct Window {
     warmup: Duration,
     measured: Duration,
+    /// Counted mode: stop after this many events, count them all.
+    limit: Option<u64>,
+    /// Record no latencies (see Job::deterministic).
+    deterministic: bool,
 }
 
 /// One client: connect, prepare, wait at the gate, then run events until the window closes. Events that end
@@ -219,19 +244,26 @@ fn client_loop(
     let mut before = None;
     // Closed loop: the next event starts when the previous one ends, so one clock read per event suffices.
     let mut started = Instant::now();
-    while started < end {
+    loop {
+        match window.limit {
+            Some(n) if tally.events + tally.errors >= n => break,
+            None if started >= end => break,
+            _ => {}
+        }
         if takes_usage && before.is_none() && started >= warm_end {
             before = Some(usage::process());
             started = Instant::now();
         }
         let outcome = run_event(conn.as_mut(), &stmts, begin, &mut rng, &table_pick, &mut slots, &mut values);
         let done = Instant::now();
-        if started >= warm_end && done <= end {
+        if window.limit.is_some() || (started >= warm_end && done <= end) {
             match outcome {
                 Ok(rows) => {
                     tally.events += 1;
                     tally.rows += rows;
-                    tally.latency_ns.saturating_record((done - started).as_nanos() as u64);
+                    if !window.deterministic {
+                        tally.latency_ns.saturating_record((done - started).as_nanos() as u64);
+                    }
                 }
                 Err(e) => {
                     tally.errors += 1;

@@ -1,0 +1,85 @@
+"""Simulated counters: the driver under valgrind's cachegrind with pinned cache geometry and ASLR off, so the same
+binary, inputs and environment give the same counts on any machine (BRIEF §8)."""
+
+from __future__ import annotations
+
+import json
+import platform
+import shutil
+import subprocess
+import tempfile
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dbperf.errors import UserError
+
+# The geometry CI tools pin: I1 32K/8-way/64B, D1 32K/8-way/64B, LL 8M/16-way/64B.
+GEOMETRY = ["--I1=32768,8,64", "--D1=32768,8,64", "--LL=8388608,16,64"]
+EVENTS = ("Ir", "I1mr", "ILmr", "Dr", "D1mr", "DLmr", "Dw", "D1mw", "DLmw", "Bc", "Bcm", "Bi", "Bim")
+
+
+@dataclass
+class CachegrindProfile:
+    """Event counts per function (and in total) of one process."""
+    events: tuple[str, ...]
+    functions: dict[str, dict[str, int]] = field(default_factory=dict)
+
+    def total(self) -> dict[str, int]:
+        out = {e: 0 for e in self.events}
+        for counts in self.functions.values():
+            for e, v in counts.items():
+                out[e] += v
+        return out
+
+    def minus(self, other: CachegrindProfile) -> CachegrindProfile:
+        names = set(self.functions) | set(other.functions)
+        zero = {e: 0 for e in self.events}
+        return CachegrindProfile(self.events, {
+            n: {e: self.functions.get(n, zero)[e] - other.functions.get(n, zero).get(e, 0) for e in self.events}
+            for n in names})
+
+
+def parse_cachegrind_out(text: str) -> CachegrindProfile:
+    """Sums the per-line counts of a cachegrind.out file by function (`fn=`), whatever the source file."""
+    events: tuple[str, ...] = ()
+    functions: dict[str, dict[str, int]] = defaultdict(dict)
+    current: dict[str, int] | None = None
+    for line in text.splitlines():
+        if line.startswith("events:"):
+            events = tuple(line.split(":", 1)[1].split())
+        elif line.startswith("fn="):
+            current = functions[line[3:]]
+            for e in events:
+                current.setdefault(e, 0)
+        elif line and line[0].isdigit() and current is not None:
+            values = line.split()[1:]
+            for e, v in zip(events, values, strict=False):  # trailing zero counts may be omitted
+                current[e] += int(v)
+    if not events:
+        raise ValueError("not a cachegrind output file (no events: line)")
+    return CachegrindProfile(events, dict(functions))
+
+
+def valgrind_available() -> None:
+    if shutil.which("valgrind") is None:
+        raise UserError("valgrind not found: simulated counters need it (apt install valgrind)")
+
+
+def run_under_cachegrind(driver: str, job: dict[str, Any], env: dict[str, str] | None = None,
+                         timeout_s: float = 1800) -> tuple[CachegrindProfile, dict[str, Any]]:
+    """Runs `driver run JOB` under cachegrind with ASLR off; returns the profile and the driver's result."""
+    valgrind_available()
+    with tempfile.TemporaryDirectory(prefix="dbperf-cg-") as tmp:
+        job_file = Path(tmp) / "job.json"
+        job_file.write_text(json.dumps(job))
+        out_file = Path(tmp) / "cachegrind.out"
+        cmd = ["setarch", platform.machine(), "-R", "valgrind", "--tool=cachegrind", "--cache-sim=yes",
+               "--branch-sim=yes", *GEOMETRY, f"--cachegrind-out-file={out_file}", driver, "run", str(job_file)]
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s,
+                              env={"PATH": "/usr/bin:/bin", "LC_ALL": "C", **(env or {})})
+        if proc.returncode != 0:
+            tail = " | ".join(proc.stderr.strip().splitlines()[-4:])
+            raise UserError(f"cachegrind run failed: {tail}")
+        return parse_cachegrind_out(out_file.read_text()), json.loads(proc.stdout)

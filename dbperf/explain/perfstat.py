@@ -1,0 +1,108 @@
+"""Hardware counters through perf, for machines with a PMU: `perf stat -x,` around the driver, and `perf record`
+for the per-function split. Nothing here runs on a machine whose mode is `simulated`."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dbperf.errors import UserError
+
+STAT_EVENTS = ("cycles", "instructions", "L1-icache-load-misses", "branch-misses", "branches")
+
+
+@dataclass
+class PerfStat:
+    counts: dict[str, float] = field(default_factory=dict)
+    unsupported: list[str] = field(default_factory=list)
+    metrics: dict[str, float] = field(default_factory=dict)
+
+
+def parse_perf_stat_csv(text: str) -> PerfStat:
+    """Parses `perf stat -x,` output: `value,unit,event,run-time,pct,metric-value,metric-unit` per line.
+    `<not supported>` and `<not counted>` values are listed as unsupported, never as zero. Metric lines (TopdownL1)
+    carry their value in field 6 and their name in field 7."""
+    stat = PerfStat()
+    for line in text.splitlines():
+        if not line.strip() or line.startswith("#"):
+            continue
+        fields = line.split(",")
+        if len(fields) < 3:
+            continue
+        value, event = fields[0].strip(), fields[2].strip()
+        metric_value = fields[5].strip() if len(fields) > 5 else ""
+        metric_name = fields[6].strip() if len(fields) > 6 else ""
+        if value.startswith("<"):
+            if event:
+                stat.unsupported.append(event)
+            continue
+        if event and value:
+            try:
+                stat.counts[event] = stat.counts.get(event, 0.0) + float(value)
+            except ValueError:
+                continue
+        if metric_value and metric_name:
+            try:
+                stat.metrics[metric_name.lstrip("% ").strip()] = float(metric_value)
+            except ValueError:
+                continue
+    return stat
+
+
+def _perf() -> str:
+    perf = shutil.which("perf")
+    if perf is None:
+        raise UserError("perf not found (apt install linux-perf)")
+    return perf
+
+
+def perf_stat(driver: str, job: dict[str, Any], extra: list[str], env: dict[str, str] | None = None,
+              timeout_s: float = 900) -> tuple[PerfStat, dict[str, Any]]:
+    with tempfile.TemporaryDirectory(prefix="dbperf-perf-") as tmp:
+        job_file = Path(tmp) / "job.json"
+        job_file.write_text(json.dumps(job))
+        out = Path(tmp) / "stat.csv"
+        cmd = [_perf(), "stat", "-x,", "-o", str(out), *extra, "--", driver, "run", str(job_file)]
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s,
+                              env={"PATH": "/usr/bin:/bin", "LC_ALL": "C", **(env or {})})
+        if proc.returncode != 0:
+            raise UserError(f"perf stat failed: {proc.stderr.strip().splitlines()[-1:]}")
+        return parse_perf_stat_csv(out.read_text()), json.loads(proc.stdout)
+
+
+def perf_record_top(driver: str, job: dict[str, Any], event: str, env: dict[str, str] | None = None,
+                    timeout_s: float = 900) -> list[tuple[str, float]]:
+    """(symbol, share of samples) from `perf record -e EVENT` of one driver run, largest first."""
+    with tempfile.TemporaryDirectory(prefix="dbperf-perf-") as tmp:
+        job_file = Path(tmp) / "job.json"
+        job_file.write_text(json.dumps(job))
+        data = Path(tmp) / "perf.data"
+        subprocess.run([_perf(), "record", "-q", "-e", event, "-o", str(data), "--", driver, "run", str(job_file)],
+                       capture_output=True, text=True, timeout=timeout_s, check=True,
+                       env={"PATH": "/usr/bin:/bin", "LC_ALL": "C", **(env or {})})
+        report = subprocess.run([_perf(), "report", "-i", str(data), "--stdio", "--no-children", "--sort", "symbol",
+                                 "-F", "overhead,sym"], capture_output=True, text=True, timeout=timeout_s).stdout
+    return parse_perf_report(report)
+
+
+def parse_perf_report(text: str) -> list[tuple[str, float]]:
+    rows = []
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith("#") or "%" not in line:
+            continue
+        share, _, rest = line.partition("%")
+        try:
+            pct = float(share)
+        except ValueError:
+            continue
+        symbol = rest.strip()
+        if symbol.startswith("[") and "]" in symbol:
+            symbol = symbol.split("]", 1)[1].strip()
+        rows.append((symbol, pct / 100))
+    return sorted(rows, key=lambda r: -r[1])

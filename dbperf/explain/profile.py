@@ -1,0 +1,182 @@
+"""Profiling one (target, benchmark): counters per query of the measured phase only, and the per-function split.
+
+The driver runs a fixed number of events N, then 0 events, from the same freshly restored data; the difference is
+what the N events cost, without connection setup, statement preparation or process start and exit. Simulated mode
+runs both under cachegrind; hardware mode under `perf stat` (and `perf record` for the functions).
+"""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+from dbperf.catalog.workload import Workload, compile_statements
+from dbperf.errors import UserError
+from dbperf.experiment.spec import Experiment, Target
+from dbperf.explain.cachegrind import GEOMETRY, CachegrindProfile, run_under_cachegrind
+from dbperf.explain.mode import CounterMode, detect_mode
+from dbperf.explain.perfstat import STAT_EVENTS, perf_record_top, perf_stat
+from dbperf.runner.driver import driver_path, run_job
+from dbperf.runner.sqlite_data import SqliteData
+
+TOP_N = 15
+KEEP_FUNCTIONS = 300  # per-function figures kept for diffs
+# Cycle estimate of the CI tools: L1 hit 1, LL hit 5, RAM 35.
+LL_HIT_CYCLES, RAM_CYCLES = 5, 35
+
+
+def _valgrind_version() -> str:
+    try:
+        return subprocess.run(["valgrind", "--version"], capture_output=True, text=True, timeout=30).stdout.strip()
+    except OSError:
+        return "valgrind"
+
+
+def simulated_per_query(delta: CachegrindProfile, queries: int) -> dict[str, float]:
+    t = delta.total()
+    instructions = t["Ir"]
+    l1_misses = t["I1mr"] + t["D1mr"] + t["D1mw"]
+    ll_misses = t["ILmr"] + t["DLmr"] + t["DLmw"]
+    l1_hits = t["Ir"] + t["Dr"] + t["Dw"] - l1_misses
+    ll_hits = l1_misses - ll_misses
+    return {
+        "instructions": instructions / queries,
+        "i1_misses": t["I1mr"] / queries,
+        "i1_miss_pct_of_instructions": 100.0 * t["I1mr"] / instructions if instructions else 0.0,
+        "d1_misses": (t["D1mr"] + t["D1mw"]) / queries,
+        "ll_misses": ll_misses / queries,
+        "branches": (t["Bc"] + t["Bi"]) / queries,
+        "branch_mispredicts_simulated_predictor": (t["Bcm"] + t["Bim"]) / queries,
+        "estimated_cycles": (l1_hits + LL_HIT_CYCLES * ll_hits + RAM_CYCLES * ll_misses) / queries,
+    }
+
+
+def _top(functions: dict[str, dict[str, float]], key: str, n: int) -> list[dict[str, Any]]:
+    total = sum(max(f.get(key, 0), 0) for f in functions.values()) or 1
+    ranked = sorted(functions.items(), key=lambda kv: -kv[1].get(key, 0))[:n]
+    return [{"function": name, "per_query": f.get(key, 0), "share": f.get(key, 0) / total} for name, f in ranked
+            if f.get(key, 0) > 0]
+
+
+class Profiler:
+    """Profiles cells of one experiment, loading each target's data once."""
+
+    def __init__(self, e: Experiment, work: Path, queries: int = 20_000, mode: CounterMode | None = None) -> None:
+        self.e = e
+        self.work = work
+        self.queries = queries
+        self.mode = mode or detect_mode()
+        self.data: dict[str, SqliteData] = {}
+
+    def _data(self, target: Target) -> SqliteData:
+        if target.name not in self.data:
+            d = SqliteData(self.work, target, self.e)
+            d.load()
+            self.data[target.name] = d
+        return self.data[target.name]
+
+    def _jobs(self, target: Target, benchmark: Workload) -> tuple[dict[str, Any], int]:
+        data = self._data(target)
+        events = max(1, math.ceil(self.queries / benchmark.queries_per_event))
+        job = {**data.job(data.working), **target.process.job_fields(), "mode": "run", "threads": 1,
+               "time_s": 1.0, "warmup_s": 0.0, "seed": self.e.seed, "events": events,
+               "workload": compile_statements(benchmark, self.e.table_size)}
+        return job, events
+
+    def profile(self, target: Target, benchmark: Workload, mode: str | None = None) -> dict[str, Any]:
+        mode = mode or self.mode.mode
+        if mode == "simulated":
+            return self._simulated(target, benchmark)
+        return self._hardware(target, benchmark)
+
+    def _simulated(self, target: Target, benchmark: Workload) -> dict[str, Any]:
+        job, events = self._jobs(target, benchmark)
+        data = self._data(target)
+        env = target.process.environment()
+        data.restore()
+        native_started = time.monotonic()
+        native = run_job("run", job, 600, env=env)
+        native_s = time.monotonic() - native_started
+        if not native.ok or native.result is None:
+            raise UserError(f"{target.name} {benchmark.name}: native run failed: {native.error}")
+        data.restore()
+        started = time.monotonic()
+        counted = {**job, "deterministic": True}
+        full, result_n = run_under_cachegrind(driver_path(), counted, env)
+        simulated_s = time.monotonic() - started
+        data.restore()
+        empty, _ = run_under_cachegrind(driver_path(), {**counted, "events": 0}, env)
+        if result_n["events"] != events or result_n["errors"]:
+            raise UserError(f"{target.name} {benchmark.name}: the profiled run did {result_n['events']} events with "
+                            f"{result_n['errors']} errors, expected {events} clean ones")
+        queries = events * benchmark.queries_per_event
+        delta = full.minus(empty)
+        per_function = {name: {e: v / queries for e, v in counts.items()} for name, counts in delta.functions.items()}
+        kept = dict(sorted(per_function.items(), key=lambda kv: -abs(kv[1]["Ir"]))[:KEEP_FUNCTIONS])
+        return {
+            "mode": "simulated",
+            "mode_reason": self.mode.reason if self.mode.mode == "simulated" else "asked for simulated counters",
+            "tool": f"{_valgrind_version()} cachegrind, {' '.join(GEOMETRY)}, ASLR off (setarch -R), "
+                    "branch predictor simulated",
+            "target": target.name, "benchmark": benchmark.name, "threads": 1,
+            "events": events, "queries": queries,
+            "method": f"cachegrind of {events} events minus cachegrind of 0 events, divided by {queries} queries",
+            "per_query": simulated_per_query(delta, queries),
+            "top_by_instructions": _top(per_function, "Ir", TOP_N),
+            "top_by_i1_misses": _top(per_function, "I1mr", TOP_N),
+            "functions": {name: {"instructions": f["Ir"], "i1_misses": f["I1mr"]} for name, f in kept.items()},
+            "slowdown": {"native_s": round(native_s, 3), "simulated_s": round(simulated_s, 3),
+                         "factor": round(simulated_s / native_s, 1) if native_s else None,
+                         "what": "wall time of the driver process under cachegrind / natively, same job"},
+        }
+
+    def _hardware(self, target: Target, benchmark: Workload) -> dict[str, Any]:
+        job, events = self._jobs(target, benchmark)
+        data = self._data(target)
+        env = target.process.environment()
+        stats = []
+        for n in (events, 0):
+            data.restore()
+            stat, _ = perf_stat(driver_path(), {**job, "events": n}, ["-e", ",".join(STAT_EVENTS)], env)
+            stats.append(stat)
+        full, empty = stats
+        queries = events * benchmark.queries_per_event
+        counts = {k: (full.counts[k] - empty.counts.get(k, 0.0)) / queries for k in full.counts}
+        per_query: dict[str, Any] = {k.replace("-", "_"): v for k, v in counts.items()}
+        unsupported = sorted(set(full.unsupported))
+        cycles, instructions = counts.get("cycles"), counts.get("instructions")
+        if cycles and instructions:
+            per_query["ipc"] = instructions / cycles
+        if instructions and "L1-icache-load-misses" in counts:
+            per_query["l1i_misses_per_1000_instructions"] = 1000 * counts["L1-icache-load-misses"] / instructions
+            per_query["l1i_miss_pct_of_instructions"] = 100 * counts["L1-icache-load-misses"] / instructions
+        if instructions and "branch-misses" in counts:
+            per_query["branch_misses_per_1000_instructions"] = 1000 * counts["branch-misses"] / instructions
+        if cycles and "branch-misses" in counts:
+            per_query["branch_miss_cost_estimate_pct"] = 100 * 20 * counts["branch-misses"] / cycles
+        data.restore()
+        topdown: dict[str, Any]
+        try:
+            td, _ = perf_stat(driver_path(), job, ["-M", "TopdownL1"], env)
+            topdown = td.metrics or {"unavailable": "perf printed no TopdownL1 metrics"}
+        except UserError as err:
+            topdown = {"unavailable": str(err)}
+        data.restore()
+        top_cycles = perf_record_top(driver_path(), job, "cycles", env)
+        data.restore()
+        top_icache = [] if "L1-icache-load-misses" in unsupported else perf_record_top(
+            driver_path(), job, "L1-icache-load-misses", env)
+        cyc = cycles or 0.0
+        return {
+            "mode": "hardware", "mode_reason": self.mode.reason, "tool": "perf stat -x, / perf record",
+            "target": target.name, "benchmark": benchmark.name, "threads": 1, "events": events, "queries": queries,
+            "method": f"perf stat of {events} events minus perf stat of 0 events, divided by {queries} queries",
+            "per_query": per_query, "unsupported_events": unsupported, "topdown_l1": topdown,
+            "top_by_cycles": [{"function": s, "per_query": share * cyc, "share": share}
+                              for s, share in top_cycles[:TOP_N]],
+            "top_by_i1_misses": [{"function": s, "per_query": None, "share": share} for s, share in top_icache[:TOP_N]],
+            "functions": {s: {"cycles": share * cyc} for s, share in top_cycles[:KEEP_FUNCTIONS]},
+        }

@@ -1,0 +1,75 @@
+"""Terminal views of a profile, of a profile diff and of the instruction-count gate."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from dbperf.explain.diff import FunctionDelta
+
+SIMULATED_LABELS = {
+    "instructions": "instructions",
+    "i1_misses": "I1 misses",
+    "i1_miss_pct_of_instructions": "I1 miss % of instructions",
+    "d1_misses": "D1 misses",
+    "ll_misses": "LL misses",
+    "branches": "branches",
+    "branch_mispredicts_simulated_predictor": "branch mispredicts (simulated predictor)",
+    "estimated_cycles": "estimated cycles (L1 hits + 5×LL hits + 35×RAM)",
+}
+
+
+def render_profile(p: dict[str, Any], console: Console) -> None:
+    console.print(f"[bold]{p['target']}[/bold] / [bold]{p['benchmark']}[/bold]: counters mode "
+                  f"[bold]{p['mode']}[/bold] ({p['mode_reason']})", highlight=False)
+    console.print(f"[dim]{p['tool']}; {p['method']}[/dim]", highlight=False)
+    table = Table(show_edge=False, pad_edge=False, title="per query")
+    table.add_column("counter")
+    table.add_column("value", justify="right")
+    labels = SIMULATED_LABELS if p["mode"] == "simulated" else {}
+    for key, value in p["per_query"].items():
+        label = labels.get(key, key.replace("_", " "))
+        table.add_row(label + (r" \[simulated]" if p["mode"] == "simulated" else ""), f"{value:,.2f}")
+    console.print(table)
+    if p["mode"] == "simulated":
+        pct = p["per_query"]["i1_miss_pct_of_instructions"]
+        verdict = "above" if pct > 1.0 else "below"
+        console.print(f"I1 misses are {pct:.2f}% of instructions, {verdict} the 1% that BRIEF §2 calls significant "
+                      "(simulated 32K 8-way I1)", highlight=False)
+        slow = p.get("slowdown") or {}
+        console.print(f"[dim]cachegrind slowdown: {slow.get('factor')}× ({slow.get('simulated_s')} s against "
+                      f"{slow.get('native_s')} s natively, whole driver process)[/dim]", highlight=False)
+    else:
+        unsupported = p.get("unsupported_events") or []
+        if unsupported:
+            console.print(f"not supported by this PMU (not shown): {', '.join(unsupported)}", highlight=False)
+        console.print(f"TopdownL1: {p.get('topdown_l1')}", highlight=False)
+    for key, title in (("top_by_instructions", "top functions by instructions per query"),
+                       ("top_by_cycles", "top functions by cycles per query (sampled)"),
+                       ("top_by_i1_misses", "top functions by I1 misses")):
+        rows = p.get(key)
+        if not rows:
+            continue
+        t = Table(show_edge=False, pad_edge=False, title=title)
+        t.add_column("function")
+        t.add_column("per query", justify="right")
+        t.add_column("share", justify="right")
+        for r in rows:
+            t.add_row(r["function"], "-" if r["per_query"] is None else f"{r['per_query']:,.1f}", f"{r['share']:.1%}")
+        console.print(t)
+
+
+def render_diff(a: str, b: str, metric: str, rows: list[FunctionDelta], total_a: float, total_b: float,
+                mode: str, console: Console, top: int) -> None:
+    change = (total_b / total_a - 1) * 100 if total_a else 0.0
+    console.print(f"[bold]{metric} per query[/bold] ({mode}): {a} {total_a:,.1f} → {b} {total_b:,.1f} "
+                  f"({change:+.2f}%)", highlight=False)
+    t = Table(show_edge=False, pad_edge=False)
+    for title in ("function", a, b, "delta", "delta %"):
+        t.add_column(title, justify="left" if title == "function" else "right")
+    for r in rows[:top]:
+        pct = f"{r.delta / r.a * 100:+.1f}%" if r.a else "new"
+        t.add_row(r.function, f"{r.a:,.1f}", f"{r.b:,.1f}", f"{r.delta:+,.1f}", pct)
+    console.print(t)
