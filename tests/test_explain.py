@@ -57,7 +57,8 @@ def test_perf_stat_parser_keeps_unsupported_apart_and_reads_topdown():
 
 def test_perf_report_parser():
     text = "# Overhead  Symbol\n#\n    42.10%  [.] sqlite3VdbeExec\n     7.50%  [k] do_syscall_64\n\n"
-    assert parse_perf_report(text) == [("sqlite3VdbeExec", pytest.approx(0.421)), ("do_syscall_64", pytest.approx(0.075))]
+    expected = [("sqlite3VdbeExec", pytest.approx(0.421)), ("do_syscall_64", pytest.approx(0.075))]
+    assert parse_perf_report(text) == expected
 
 
 def test_cachegrind_parser_sums_by_function_and_subtracts():
