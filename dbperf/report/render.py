@@ -178,7 +178,8 @@ def _config_text(info: dict[str, Any]) -> str:
     parts = [f"{k}={v}" for k, v in info.get("settings") or []]
     build = info.get("build")
     if build:
-        parts.append(f"built {' '.join(build['flags'])} ({build['compiler']['version']})")
+        pgo = " + PGO" if build.get("pgo") else ""
+        parts.append(f"built {' '.join(build['flags'])}{pgo} ({build['compiler']['version']})")
     variant = info.get("process_variant") or {}
     if variant.get("allocator"):
         parts.append(f"allocator={variant['allocator']}")
