@@ -24,7 +24,10 @@ from dbperf.experiment.spec import AGGREGATES, Experiment, Target, parse_experim
 from dbperf.explain.diff import profile_diff
 from dbperf.explain.mode import CounterMode, detect_mode
 from dbperf.explain.profile import Profiler
+from dbperf.probes.catalog import FAMILIES
+from dbperf.probes.run import run_probes
 from dbperf.report.ladder import render_ladder
+from dbperf.report.probe_view import render_compare, render_probes
 from dbperf.report.profile_view import render_diff, render_profile
 from dbperf.report.render import render_table, to_csv, to_json, to_markdown
 from dbperf.runner.matrix import run_matrix
@@ -287,6 +290,51 @@ def check(
     if failures:
         err_console.print(f"dbperf: check failed: {'; '.join(failures)}", highlight=False)
         raise typer.Exit(1)
+
+
+@app.command()
+def probe(
+    names: Annotated[Optional[list[str]], typer.Argument(help=f"probe families (default all: {', '.join(FAMILIES)})")]
+    = None,
+    json_output: Annotated[bool, typer.Option("--json", help="print the results as JSON")] = False,
+    out: Annotated[Optional[Path], typer.Option("--out", help="store the results (probes.json) in this directory")]
+    = None,
+    repeats: Annotated[int, typer.Option(help="repeats per figure (at least 5 for the published tables)")] = 5,
+    scale: Annotated[float, typer.Option(help="multiplies every iteration count")] = 1.0,
+    compare: Annotated[Optional[list[Path]], typer.Option("--compare", help="two stored result directories")]
+    = None,
+) -> None:
+    """Measure what barriers, mutexes, PAUSE, PRNGs, timers and false sharing cost on this CPU."""
+    if compare:
+        if len(compare) != 2:
+            fail("--compare takes two result directories (--compare DIR1 --compare DIR2)")
+        loaded = [_load_probes(d) for d in compare]
+        render_compare(loaded[0], loaded[1], str(compare[0]), str(compare[1]), out_console)
+        return
+    if scale <= 0:
+        fail("--scale must be positive")
+    result = run_probes(names or list(FAMILIES), repeats=repeats, scale=scale,
+                        on_family=lambda f: err_console.print(f"dbperf: probing {f.name}: {f.description}",
+                                                              highlight=False))
+    if out:
+        try:
+            out.mkdir(parents=True, exist_ok=True)
+            (out / "probes.json").write_text(json.dumps(result, indent=2) + "\n")
+        except OSError as e:
+            fail(f"{out}: cannot write results: {e.strerror}")
+    if json_output:
+        sys.stdout.write(json.dumps(result, indent=2) + "\n")
+    else:
+        render_probes(result, out_console)
+
+
+def _load_probes(directory: Path) -> dict:
+    path = directory / "probes.json" if directory.is_dir() else directory
+    try:
+        return json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as e:
+        fail(f"{path}: not a stored probe result ({e})")
+        raise AssertionError from None
 
 
 @app.command("list")

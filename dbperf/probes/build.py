@@ -1,0 +1,34 @@
+"""Compiling a probe at first use with the user's cc at -O2, cached by source and compiler."""
+
+from __future__ import annotations
+
+import hashlib
+import subprocess
+from pathlib import Path
+
+from dbperf.buildlab.compiler import find_compiler
+from dbperf.buildlab.paths import cache_root
+from dbperf.errors import UserError
+from dbperf.probes.catalog import SOURCE_DIR, ProbeFamily
+
+FLAGS = ["-O2", "-pthread"]
+
+
+def probe_binary(family: ProbeFamily) -> tuple[Path, list[str]]:
+    """(executable, compile command); compiled once per source, header, compiler and flags."""
+    cc = find_compiler()
+    source = SOURCE_DIR / family.source
+    digest = hashlib.sha256()
+    for part in (source.read_bytes(), (SOURCE_DIR / "probe.h").read_bytes(), cc.version.encode(),
+                 " ".join(FLAGS).encode()):
+        digest.update(part)
+    out_dir = cache_root() / "probes" / digest.hexdigest()[:16]
+    exe = out_dir / family.name
+    cmd = [cc.path, *FLAGS, "-o", str(exe), str(source)]
+    if not exe.is_file():
+        out_dir.mkdir(parents=True, exist_ok=True)
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        if proc.returncode != 0:
+            tail = " | ".join(proc.stderr.strip().splitlines()[-4:])
+            raise UserError(f"compiling probe {family.name} failed: {tail}")
+    return exe, cmd

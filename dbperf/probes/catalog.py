@@ -1,0 +1,29 @@
+"""The probe families: which C file, what it needs, and the defaults of a full run."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+SOURCE_DIR = Path(__file__).parent / "c"
+
+
+@dataclass(frozen=True)
+class ProbeFamily:
+    name: str
+    source: str
+    description: str
+    x86_only: bool = False
+    needs_cpus: int = 1
+
+
+FAMILIES = {
+    f.name: f for f in (
+        ProbeFamily("barriers", "barriers.c", "thread-state update with and without barriers; single atomic ops"),
+        ProbeFamily("spin", "spin.c", "PAUSE latency, ut_delay calibration, the backoff off-by-one", x86_only=True),
+        ProbeFamily("prng", "prng.c", "backoff PRNGs, alone and a shared-counter LCG under two threads"),
+        ProbeFamily("timers", "timers.c", "rdtsc, rdtscp, clock_gettime clocks, gettimeofday"),
+        ProbeFamily("sharing", "sharing.c", "false sharing: counters per cache line; a read-mostly flag",
+                    needs_cpus=2),
+    )
+}

@@ -1,0 +1,48 @@
+"""What a probe result must say about the CPU: model, microcode, cores, caches, virtualisation, TSC flags."""
+
+from __future__ import annotations
+
+import os
+import platform
+from pathlib import Path
+from typing import Any
+
+from dbperf.buildlab.compiler import find_compiler
+
+
+def _cpuinfo_field(name: str) -> str | None:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith(name):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        return None
+    return None
+
+
+def _caches() -> list[dict[str, str]]:
+    out = []
+    for index in sorted(Path("/sys/devices/system/cpu/cpu0/cache").glob("index*")):
+        try:
+            out.append({k: (index / k).read_text().strip() for k in ("level", "type", "size",
+                                                                       "coherency_line_size")})
+        except OSError:
+            continue
+    return out
+
+
+def cpu_metadata() -> dict[str, Any]:
+    flags = set((_cpuinfo_field("flags") or "").split())
+    return {
+        "model": _cpuinfo_field("model name") or platform.processor(),
+        "microcode": _cpuinfo_field("microcode"),
+        "cores": os.cpu_count(),
+        "machine": platform.machine(),
+        "kernel": platform.release(),
+        "hostname": platform.node(),
+        "virtualised": "hypervisor" in flags,
+        "caches": _caches(),
+        "tsc": {"constant_tsc": "constant_tsc" in flags, "nonstop_tsc": "nonstop_tsc" in flags,
+                "invariant": "constant_tsc" in flags and "nonstop_tsc" in flags},
+        "compiler": find_compiler().version,
+    }
