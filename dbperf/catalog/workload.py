@@ -23,7 +23,8 @@ PLACEHOLDER = re.compile(r"\{(\w+)\}")
 VARIABLE = re.compile(r"\$\{(\w+)\}")
 FILE_KEYS = {"name", "description", "group", "phase", "order", "transaction", "rows_per_event", "vars", "variants",
              "statement"}
-STATEMENT_KEYS = {"sql", "repeat", "params"}
+STATEMENT_KEYS = {"sql", "repeat", "params", "dialect"}
+ENGINES = ("sqlite", "postgres", "mariadb")
 GEN_KEYS = {"uniform": {"count"}, "zipf": {"count", "exponent"}, "hot": {"count", "start"}, "range": {"size"},
             "digits": {"groups"}}
 
@@ -33,6 +34,14 @@ class Statement:
     sql: str
     repeat: int
     params: dict[str, dict[str, Any]]
+    # Engine-specific SQL where the dialects differ: {"postgres": "...", "mariadb": "..."}.
+    dialect: dict[str, str] = field(default_factory=dict)
+
+    def __hash__(self) -> int:
+        return hash((self.sql, self.repeat, repr(self.params), repr(self.dialect)))
+
+    def sql_for(self, engine: str) -> str:
+        return self.dialect.get(engine, self.sql)
 
 
 @dataclass(frozen=True)
@@ -159,7 +168,10 @@ def _build(doc: dict[str, Any], name: str, source: str) -> Workload:
             raise UserError(f"{swhere}: 'params' must be a table")
         params = {k: _check_param(v, f"{swhere} params.{k}") for k, v in params.items()}
         repeat = _positive_int(raw.get("repeat", 1), f"{swhere}.repeat")
-        statements.append(Statement(sql=sql, repeat=repeat, params=params))
+        dialect = raw.get("dialect", {})
+        if not isinstance(dialect, dict) or not all(k in ENGINES and isinstance(v, str) for k, v in dialect.items()):
+            raise UserError(f"{swhere}: 'dialect' maps an engine ({', '.join(ENGINES)}) to its SQL")
+        statements.append(Statement(sql=sql, repeat=repeat, params=params, dialect=dialect))
     workload = Workload(
         name=name, description=str(doc.get("description", "")), group=group, phase=phase,
         order=_positive_int(doc.get("order", 1000), f"{where}.order"), transaction=transaction,
@@ -168,7 +180,8 @@ def _build(doc: dict[str, Any], name: str, source: str) -> Workload:
         writes=any(re.match(r"\s*(INSERT|UPDATE|DELETE|REPLACE)\b", s.sql, re.I) for s in statements),
     )
     # Compiling once here reports placeholder mistakes when the file is read, not when a cell runs.
-    compile_statements(workload, table_size=100)
+    for engine in ENGINES:
+        compile_statements(workload, table_size=100, engine=engine)
     return workload
 
 
@@ -228,7 +241,7 @@ def _binds_for(spec: dict[str, Any], table_size: int, slots: dict[str, int], nam
     return ", ".join("?" for _ in binds), binds
 
 
-def compile_statements(workload: Workload, table_size: int) -> dict[str, Any]:
+def compile_statements(workload: Workload, table_size: int, engine: str = "sqlite") -> dict[str, Any]:
     """The driver's view of a workload: SQL with `?`, and one bind per `?`.
 
     A placeholder's first use in a statement draws from that statement's generator; a later use, or a use of a
@@ -236,13 +249,14 @@ def compile_statements(workload: Workload, table_size: int) -> dict[str, Any]:
     deleted this way).
     """
     slots: dict[str, int] = {}
-    out = [_compile_statement(s, f"{workload.source} ({workload.name}) statement {i}", table_size, slots)
+    out = [_compile_statement(s, f"{workload.source} ({workload.name}) statement {i}", table_size, slots, engine)
            for i, s in enumerate(workload.statements, 1)]
     return {"name": workload.name, "transaction": workload.transaction, "writes": workload.writes,
             "statements": out, "slots": len(slots)}
 
 
-def _compile_statement(s: Statement, where: str, table_size: int, slots: dict[str, int]) -> dict[str, Any]:
+def _compile_statement(s: Statement, where: str, table_size: int, slots: dict[str, int],
+                       engine: str) -> dict[str, Any]:
     binds: list[dict] = []
     drawn_here: set[str] = set()
     used: set[str] = set()
@@ -263,10 +277,11 @@ def _compile_statement(s: Statement, where: str, table_size: int, slots: dict[st
             return "?"
         raise UserError(f"{where}: placeholder {{{name}}} has no parameter in this or an earlier statement")
 
-    sql = PLACEHOLDER.sub(replace, s.sql)
+    source = s.sql_for(engine)
+    sql = PLACEHOLDER.sub(replace, source)
     unused = set(s.params) - used
     if unused:
-        raise UserError(f"{where}: parameter {sorted(unused)[0]!r} is not used in the SQL")
-    if "?" in PLACEHOLDER.sub("", s.sql):
+        raise UserError(f"{where}: parameter {sorted(unused)[0]!r} is not used in the {engine} SQL")
+    if "?" in PLACEHOLDER.sub("", source):
         raise UserError(f"{where}: write parameters as {{name}} placeholders, not '?'")
     return {"sql": sql, "repeat": s.repeat, "binds": binds}

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import re
 import sysconfig
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from dbperf.buildlab.variants import BuildSpec, parse_build, parse_source
 from dbperf.catalog.registry import resolve
@@ -16,11 +18,18 @@ from dbperf.errors import UserError
 from dbperf.experiment.durations import parse_duration
 from dbperf.runner.process_variants import ALLOCATORS, HUGEPAGES, ProcessVariant, allocator_library
 
-ENGINES = ("sqlite",)
+ENGINES = ("sqlite", "postgres", "mariadb")
+SERVER_ENGINES = ("postgres", "mariadb")
 RUN_KEYS = {"benchmarks", "tables", "table_size", "threads", "time", "warmup", "repeats", "base", "seed",
             "aggregate", "prepared"}
 TARGET_KEYS = {"name", "engine", "library", "config", "source", "build", "cflags", "pgo_train",
-               "pgo_partial_training", "allocator", "hugepages"}
+               "pgo_partial_training", "allocator", "hugepages", "binaries", "dsn", "password_env", "password_file",
+               "port"}
+SERVER_KEYS = {"binaries", "dsn", "password_env", "password_file", "port"}
+# Server settings end up in postgresql.conf or my.cnf: plain words, numbers, sizes and paths only.
+SERVER_SETTING_NAME = re.compile(r"^[a-z_][a-z0-9_.-]*$")
+SERVER_SETTING_VALUE = re.compile(r"^[A-Za-z0-9_.+:/,-]+$")
+DSN_SCHEMES = {"postgres": ("postgresql://", "postgres://"), "mariadb": ("mysql://", "mariadb://")}
 BUILD_KEYS = {"build", "cflags", "pgo_train", "pgo_partial_training"}
 AGGREGATES = ("median", "trimmed")
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]{0,63}$")
@@ -43,6 +52,29 @@ class Target:
     config: dict[str, str] = field(default_factory=dict)
     build: BuildSpec | None = None
     process: ProcessVariant = field(default_factory=ProcessVariant)
+    binaries: str | None = None
+    dsn: str | None = None
+    password_env: str | None = None
+    password_file: str | None = None
+    port: int | None = None
+
+    @property
+    def is_server(self) -> bool:
+        return self.engine in SERVER_ENGINES
+
+    def password(self) -> str | None:
+        """An external target's password, from the environment or a file (never from the experiment file)."""
+        if self.password_env:
+            value = os.environ.get(self.password_env)
+            if value is None:
+                raise UserError(f"target {self.name!r}: environment variable {self.password_env} is not set")
+            return value
+        if self.password_file:
+            try:
+                return Path(self.password_file).read_text().strip()
+            except OSError as e:
+                raise UserError(f"target {self.name!r}: cannot read password_file: {e.strerror}") from None
+        return None
 
     def settings(self, threads: int) -> list[tuple[str, str]]:
         """Per-connection settings; multi-threaded SQLite defaults to WAL (readers then do not block the writer)."""
@@ -100,6 +132,11 @@ def _target(raw: Any, i: int, where: str, base_dir: Path) -> Target:
     engine = raw.get("engine", "sqlite")
     if engine not in ENGINES:
         raise UserError(f"{twhere}: unknown engine {engine!r} (known: {', '.join(ENGINES)})")
+    if engine in SERVER_ENGINES:
+        return _server_target(raw, name, engine, twhere)
+    misplaced = sorted(SERVER_KEYS & set(raw))
+    if misplaced:
+        raise UserError(f"{twhere}: {misplaced[0]!r} is for server engines ({', '.join(SERVER_ENGINES)})")
     build = None
     if "source" in raw:
         if "library" in raw:
@@ -136,6 +173,59 @@ def _target(raw: Any, i: int, where: str, base_dir: Path) -> Target:
         checked[key] = _config_value(value, f"{twhere} config.{key}")
     return Target(name=name, engine=engine, library=str(library_path) if library_path else "", config=checked,
                   build=build, process=ProcessVariant(allocator, hugepages))
+
+
+def _server_target(raw: dict[str, Any], name: str, engine: str, twhere: str) -> Target:
+    for key in ("library", "source", "build", "cflags", "pgo_train", "pgo_partial_training"):
+        if key in raw:
+            raise UserError(f"{twhere}: {key!r} is for SQLite targets")
+    config = raw.get("config", {})
+    if not isinstance(config, dict):
+        raise UserError(f"{twhere}: 'config' must be a table of server settings")
+    checked = {}
+    for key, value in config.items():
+        if not SERVER_SETTING_NAME.match(key):
+            raise UserError(f"{twhere}: config key {key!r} is not a server setting name")
+        text = ("ON" if value else "OFF") if isinstance(value, bool) else str(value)
+        if not isinstance(value, (int, float, str, bool)) or not SERVER_SETTING_VALUE.match(text):
+            raise UserError(f"{twhere} config.{key}: value {value!r} is not a plain word, number or size")
+        checked[key] = text
+    dsn = raw.get("dsn")
+    if dsn is not None:
+        if not isinstance(dsn, str) or not dsn.startswith(DSN_SCHEMES[engine]):
+            raise UserError(f"{twhere}.dsn: expected {' or '.join(DSN_SCHEMES[engine])}... for engine {engine}")
+        if urlsplit(dsn).password is not None:
+            raise UserError(f"{twhere}.dsn: keep the password out of the experiment file "
+                            "(password_env = \"VAR\" or password_file = \"path\")")
+        if engine == "mariadb" and dsn.startswith("mariadb://"):
+            dsn = "mysql://" + dsn.removeprefix("mariadb://")
+        for key in ("binaries", "port"):
+            if key in raw:
+                raise UserError(f"{twhere}: {key!r} is for servers the lab starts, not for a dsn")
+    elif "password_env" in raw or "password_file" in raw:
+        raise UserError(f"{twhere}: password_env/password_file are for external targets (dsn)")
+    port = raw.get("port")
+    if port is not None and (isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65535):
+        raise UserError(f"{twhere}.port: expected a port number")
+    binaries = raw.get("binaries")
+    if binaries is not None and not isinstance(binaries, str):
+        raise UserError(f"{twhere}.binaries: expected a path")
+    allocator = raw.get("allocator")
+    if allocator is not None and allocator not in ALLOCATORS:
+        raise UserError(f"{twhere}.allocator: expected one of {', '.join(ALLOCATORS)}, got {allocator!r}")
+    if allocator:
+        allocator_library(allocator)
+    hugepages = raw.get("hugepages")
+    if hugepages is not None and hugepages not in HUGEPAGES:
+        raise UserError(f"{twhere}.hugepages: expected one of {', '.join(HUGEPAGES)}, got {hugepages!r}")
+    if dsn is not None and (allocator or hugepages):
+        raise UserError(f"{twhere}: allocator/hugepages apply to servers the lab starts, not to a dsn")
+    for key in ("password_env", "password_file"):
+        if key in raw and not isinstance(raw[key], str):
+            raise UserError(f"{twhere}.{key}: expected a string")
+    return Target(name=name, engine=engine, library="", config=checked, process=ProcessVariant(allocator, hugepages),
+                  binaries=binaries, dsn=dsn, password_env=raw.get("password_env"),
+                  password_file=raw.get("password_file"), port=port)
 
 
 def parse_experiment(path: Path) -> Experiment:

@@ -72,6 +72,9 @@ class Profiler:
         self.data: dict[str, SqliteData] = {}
 
     def _data(self, target: Target) -> SqliteData:
+        if target.is_server:
+            raise UserError(f"target {target.name!r}: counters are measured for in-process SQLite targets only; "
+                            "server processes under cachegrind or perf are not supported yet")
         if target.name not in self.data:
             d = SqliteData(self.work, target, self.e)
             d.load()

@@ -21,7 +21,9 @@ from dbperf.stats.summary import MIN_REPEATS_FOR_TEST, NOISY_SPREAD
 HOW_MEASURED = (
     "QPS: queries / measured wall-clock time of dbperf-driver (sysbench counting: BEGIN and COMMIT are queries). "
     "CPU µs/query and cs/query: getrusage of the driver process over the measured phase; with an in-process engine "
-    "that is client and engine together. Latency: per event, HdrHistogram."
+    "that is client and engine together. Server targets: the server's processes (MariaDB's threads; PostgreSQL's "
+    "postmaster and backends, exited ones through the postmaster's reaped-children times) from /proc over the same "
+    "window; context switches of exited backends are not in /proc. Latency: per event, HdrHistogram."
 )
 SIGNIFICANCE = (
     f"~ : not significant (Mann-Whitney U p >= 0.05) or fewer than {MIN_REPEATS_FOR_TEST} repeats a side to test; "
@@ -94,6 +96,9 @@ def absolute_rows(m: Matrix, target: str) -> list[dict[str, str]]:
             "cpu": f"{_fmt(cell.median_of('cpu_us_per_query'), 2)} ({_fmt(cell.median_of('cpu_user_us_per_query'), 2)}"
                    f"+{_fmt(cell.median_of('cpu_system_us_per_query'), 2)})",
             "cs": _fmt(cell.median_of("cs_per_query"), 3),
+            "server_cpu": _fmt(cell.median_of("server_cpu_us_per_query"), 2),
+            "total_cpu": _fmt(cell.median_of("total_cpu_us_per_query"), 2),
+            "server_cs": _fmt(cell.median_of("server_cs_per_query"), 3),
             "p99": _fmt(cell.median_of("p99_us")),
             "errors": f"{sum(int(e) for e in cell.per_run('errors'))}"
                       + (f", {len(cell.failures)} failed" if cell.failures else ""),
@@ -105,6 +110,17 @@ def absolute_rows(m: Matrix, target: str) -> list[dict[str, str]]:
 ABS_COLUMNS = [("benchmark", "benchmark"), ("qps", "QPS"), ("range", "min–max"), ("ci", "95% CI"),
                ("spread", "spread"), ("eps", "events/s"), ("cpu", "CPU µs/q (usr+sys)"), ("cs", "cs/q"),
                ("p99", "p99 µs"), ("errors", "errors"), ("n", "n")]
+# Server targets: the driver's figures are the client's; the server's processes are measured apart.
+SERVER_COLUMNS = [("benchmark", "benchmark"), ("qps", "QPS"), ("range", "min–max"), ("spread", "spread"),
+                  ("eps", "events/s"), ("cpu", "client CPU µs/q (usr+sys)"), ("server_cpu", "server CPU µs/q"),
+                  ("total_cpu", "total CPU µs/q"), ("cs", "client cs/q"), ("server_cs", "server cs/q"),
+                  ("p99", "p99 µs"), ("errors", "errors"), ("n", "n")]
+
+
+def _columns(m: Matrix, target: str) -> list[tuple[str, str]]:
+    has_server = any(c.median_of("server_cpu_us_per_query") is not None
+                     for (t, _, _), c in m.cells.items() if t == target)
+    return SERVER_COLUMNS if has_server else ABS_COLUMNS
 
 
 def render_table(m: Matrix, meta: dict[str, Any], console: Console) -> None:
@@ -130,13 +146,14 @@ def render_table(m: Matrix, meta: dict[str, Any], console: Console) -> None:
         console.print(f"\n[bold]{target}[/bold]  {info.get('engine', '')} {info.get('engine_version', '')}  "
                       f"{info.get('library', '')}  {_config_text(info)}")
         t = Table(show_edge=False, pad_edge=False)
-        for _, title in ABS_COLUMNS:
+        columns = _columns(m, target)
+        for _, title in columns:
             t.add_column(title, justify="left" if title == "benchmark" else "right")
         for row in absolute_rows(m, target):
             if row["qps"] == "failed":
-                t.add_row(row["benchmark"], "[red]failed[/red]", row["error"][:80], *[""] * (len(ABS_COLUMNS) - 3))
+                t.add_row(row["benchmark"], "[red]failed[/red]", row["error"][:80], *[""] * (len(columns) - 3))
             else:
-                t.add_row(*[row[k] for k, _ in ABS_COLUMNS])
+                t.add_row(*[row[k] for k, _ in columns])
         console.print(t)
     if m.counters:
         render_counters(m, console)
@@ -202,13 +219,14 @@ def to_markdown(m: Matrix, meta: dict[str, Any]) -> str:
         out.append(f"| {_row_label(m, benchmark, threads)} | " + " | ".join(cells) + " |")
     out += ["", SIGNIFICANCE]
     for target in m.targets:
-        out += ["", f"**{target}**", "", "| " + " | ".join(t for _, t in ABS_COLUMNS) + " |",
-                "|---|" + "---:|" * (len(ABS_COLUMNS) - 1)]
+        columns = _columns(m, target)
+        out += ["", f"**{target}**", "", "| " + " | ".join(t for _, t in columns) + " |",
+                "|---|" + "---:|" * (len(columns) - 1)]
         for row in absolute_rows(m, target):
             if row["qps"] == "failed":
-                out.append(f"| {row['benchmark']} | failed: {row['error']} |" + " |" * (len(ABS_COLUMNS) - 2))
+                out.append(f"| {row['benchmark']} | failed: {row['error']} |" + " |" * (len(columns) - 2))
             else:
-                out.append("| " + " | ".join(row[k] for k, _ in ABS_COLUMNS) + " |")
+                out.append("| " + " | ".join(row[k] for k, _ in columns) + " |")
     out += ["", HOW_MEASURED]
     return "\n".join(out) + "\n"
 
@@ -244,6 +262,12 @@ def cell_json(m: Matrix, cell: Cell) -> dict[str, Any]:
         "cs_per_query": cell.median_of("cs_per_query"),
         "cs_voluntary_per_query": cell.median_of("cs_voluntary_per_query"),
         "cs_involuntary_per_query": cell.median_of("cs_involuntary_per_query"),
+        "server_cpu_us_per_query": cell.median_of("server_cpu_us_per_query"),
+        "server_cpu_user_us_per_query": cell.median_of("server_cpu_user_us_per_query"),
+        "server_cpu_system_us_per_query": cell.median_of("server_cpu_system_us_per_query"),
+        "server_cs_per_query": cell.median_of("server_cs_per_query"),
+        "total_cpu_us_per_query": cell.median_of("total_cpu_us_per_query"),
+        "total_cs_per_query": cell.median_of("total_cs_per_query"),
         "p50_us": cell.median_of("p50_us"),
         "p99_us": cell.median_of("p99_us"),
         "max_us": cell.median_of("max_us"),

@@ -21,9 +21,11 @@ from dbperf.explain.profile import Profiler
 from dbperf.runner.driver import driver_version, run_job
 from dbperf.runner.sqlite_data import SqliteData
 from dbperf.runner.targets import inspect_targets
+from dbperf.servers.lifecycle import ServerTarget
 from dbperf.storage.host import host_metadata
 from dbperf.storage.results import ResultsWriter
 
+TargetData = SqliteData | ServerTarget
 # A driver still running this long after its cell's warmup + time is hung. Tests shorten it through the environment.
 HANG_GRACE_S = float(os.environ.get("DBPERF_HANG_GRACE_S", "30"))
 
@@ -79,17 +81,26 @@ def run_matrix(e: Experiment, out: Path, console: Console, keep_data: bool = Fal
         infos[t.name]["process_variant"] = t.process.describe()
     writer = ResultsWriter(out)
     data_root = out / ".data"
-    data = {t.name: SqliteData(data_root, t, e) for t in e.targets}
+    data: dict[str, TargetData] = {
+        t.name: ServerTarget(data_root, out / "logs", t, e) if t.is_server else SqliteData(data_root, t, e)
+        for t in e.targets}
     meta = _meta(e, infos, {name: d.settings for name, d in data.items()})
     writer.write_meta(meta, e.text)
     cells = plan_cells(e)
+    index = {t.name: i for i, t in enumerate(e.targets)}
     try:
         with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
                       console=console, transient=True) as progress:
             loading = progress.add_task("loading", total=len(e.targets))
             for t in e.targets:
+                progress.update(loading, description=f"starting {t.name}" if t.is_server else "")
+                data[t.name].start()
                 progress.update(loading, description=f"loading {e.tables}×{e.table_size:,} rows for {t.name}")
-                meta["targets"][[x.name for x in e.targets].index(t.name)]["load"] = data[t.name].load()
+                loaded = data[t.name].load()
+                meta["targets"][index[t.name]].update(load=loaded, **data[t.name].describe())
+                if t.is_server:
+                    meta["targets"][index[t.name]]["engine_version"] = loaded.get("engine_version")
+                writer.update_meta(meta)
                 progress.advance(loading)
             writer.update_meta(meta)
             progress.remove_task(loading)
@@ -97,7 +108,14 @@ def run_matrix(e: Experiment, out: Path, console: Console, keep_data: bool = Fal
             for cell in cells:
                 progress.update(task, description=f"{cell.benchmark.name} t={cell.threads} "
                                                   f"#{cell.repeat}/{e.repeats} {cell.target.name}")
-                writer.append(_run_cell(e, cell, data[cell.target.name]))
+                target_data = data[cell.target.name]
+                restarted = target_data.ensure_running()
+                record = _run_cell(e, cell, target_data)
+                if restarted:
+                    record["server_restarted_before"] = True
+                    meta["targets"][index[cell.target.name]]["restarts"] = target_data.describe()["restarts"]
+                    writer.update_meta(meta)
+                writer.append(record)
                 progress.advance(task)
             if profile:
                 _profile_cells(e, data_root / "profile", writer, progress)
@@ -133,15 +151,17 @@ def _profile_cells(e: Experiment, work: Path, writer: ResultsWriter, progress: P
         progress.advance(task)
 
 
-def _run_cell(e: Experiment, cell: CellPlan, data: SqliteData) -> dict[str, Any]:
+def _run_cell(e: Experiment, cell: CellPlan, data: TargetData) -> dict[str, Any]:
     if cell.benchmark.phase != "read":
         data.restore()
     variant = cell.target.process
-    job = {**data.job(data.working), **variant.job_fields(), "mode": "run", "threads": cell.threads,
+    job = {**data.working_job(), **variant.job_fields(), "mode": "run", "threads": cell.threads,
            "time_s": e.time_s, "warmup_s": e.warmup_s, "seed": e.seed + cell.repeat,
-           "workload": compile_statements(cell.benchmark, e.table_size)}
+           "workload": compile_statements(cell.benchmark, e.table_size, cell.target.engine)}
+    # The allocator and huge pages go to the process that runs the engine: the driver, or the server.
+    env = data.env() if cell.target.is_server else {**variant.environment(), **data.env()}
     started = time.time()
-    outcome = run_job("run", job, e.time_s + e.warmup_s + HANG_GRACE_S, env=variant.environment())
+    outcome = run_job("run", job, e.time_s + e.warmup_s + HANG_GRACE_S, env=env)
     record: dict[str, Any] = {
         "target": cell.target.name, "benchmark": cell.benchmark.name, "threads": cell.threads,
         "repeat": cell.repeat, "started_at": started, "wall_s": round(time.time() - started, 3),
@@ -153,8 +173,25 @@ def _run_cell(e: Experiment, cell: CellPlan, data: SqliteData) -> dict[str, Any]
         if result["events"] == 0:
             samples = "; ".join(result.get("error_samples", [])) or "no event completed in the measured time"
             return {**record, "status": "failed", "error": samples, "result": result}
-        unmet = variant.check(result.get("process", {}))
+        facts = server_process_facts(data) if cell.target.is_server else result.get("process", {})
+        unmet = variant.check(facts)
         if unmet:
             return {**record, "status": "failed", "error": unmet, "result": result}
         return {**record, "status": "ok", "result": result}
+    if data.died():
+        return {**record, "status": "failed", "error": f"the server died during the cell: {outcome.error}",
+                "server_log_tail": data.log_tail(), "stderr_tail": outcome.stderr_tail}
     return {**record, "status": "failed", "error": outcome.error, "stderr_tail": outcome.stderr_tail}
+
+
+def server_process_facts(data: TargetData) -> dict[str, Any]:
+    """Which allocator libraries the server process has mapped (/proc/PID/maps)."""
+    pid = data.describe().get("server_pid")
+    if not pid:
+        return {}
+    try:
+        maps = Path(f"/proc/{pid}/maps").read_text()
+    except OSError:
+        return {}
+    paths = {line.split()[-1] for line in maps.splitlines() if len(line.split()) >= 6}
+    return {"allocators_mapped": sorted(p for p in paths if any(m in p for m in ("jemalloc", "tcmalloc", "mimalloc")))}

@@ -46,6 +46,31 @@ class SqliteData:
         _remove_db(self.working)
         shutil.copyfile(self.pristine, self.working)
 
+    # The same surface as a server target, so that the matrix treats every target alike.
+    def start(self) -> None:
+        """Nothing to start: the engine runs inside the driver."""
+
+    def stop(self) -> None:
+        """Nothing to stop."""
+
+    def working_job(self) -> dict[str, Any]:
+        return self.job(self.working)
+
+    def env(self) -> dict[str, str]:
+        return {}
+
+    def ensure_running(self) -> bool:
+        return False
+
+    def died(self) -> bool:
+        return False
+
+    def log_tail(self) -> str:
+        return ""
+
+    def describe(self) -> dict[str, Any]:
+        return {}
+
 
 def _remove_db(path: Path) -> None:
     for suffix in ("", "-wal", "-shm", "-journal"):

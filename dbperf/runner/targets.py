@@ -40,8 +40,11 @@ def build_targets(e: Experiment, console: Console) -> tuple[Experiment, dict[str
 def inspect_targets(e: Experiment) -> dict[str, dict[str, Any]]:
     """Engine version and sha256 of every target's library; a UserError before anything runs if one is not a
     library of its engine."""
-    infos = {}
+    infos: dict[str, dict[str, Any]] = {}
     for t in e.targets:
+        if t.is_server:
+            infos[t.name] = {}  # the version is read from the running server
+            continue
         try:
             info = library_info(t.engine, t.library)
         except UserError as err:

@@ -28,7 +28,7 @@ class Cell:
     p_value: float | None = None
 
     def per_run(self, key: str) -> list[float]:
-        return [derived(r)[key] for r in self.runs if derived(r)[key] is not None]
+        return [v for r in self.runs if (v := derived(r).get(key)) is not None]
 
     def median_of(self, key: str) -> float | None:
         values = self.per_run(key)
@@ -52,10 +52,28 @@ def derived(record: dict[str, Any]) -> dict[str, float | None]:
         "cs_per_query": per_query(usage["voluntary_cs"] + usage["involuntary_cs"]),
         "cs_voluntary_per_query": per_query(usage["voluntary_cs"]),
         "cs_involuntary_per_query": per_query(usage["involuntary_cs"]),
+        **_server(r.get("server_usage"), per_query, usage),
         "p50_us": r["latency"]["p50_us"],
         "p99_us": r["latency"]["p99_us"],
         "max_us": r["latency"]["max_us"],
         "errors": r["errors"],
+    }
+
+
+def _server(server: dict[str, Any] | None, per_query, client: dict[str, Any]) -> dict[str, float | None]:
+    """Server-side costs (servers the lab started), and client + server totals; None for in-process engines."""
+    if not server:
+        return {"server_cpu_us_per_query": None, "server_cs_per_query": None, "total_cpu_us_per_query": None,
+                "total_cs_per_query": None}
+    cpu = server["user_us"] + server["system_us"]
+    cs = server["voluntary_cs"] + server["involuntary_cs"]
+    return {
+        "server_cpu_us_per_query": per_query(cpu),
+        "server_cpu_user_us_per_query": per_query(server["user_us"]),
+        "server_cpu_system_us_per_query": per_query(server["system_us"]),
+        "server_cs_per_query": per_query(cs),
+        "total_cpu_us_per_query": per_query(cpu + client["user_us"] + client["system_us"]),
+        "total_cs_per_query": per_query(cs + client["voluntary_cs"] + client["involuntary_cs"]),
     }
 
 

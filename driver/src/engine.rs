@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use crate::job::Job;
-use crate::sqlite;
+use crate::{my, pg, sqlite};
 
 #[derive(Debug, Clone)]
 pub enum Value {
@@ -21,18 +21,39 @@ pub trait Connection: Send {
     fn execute(&mut self, id: usize, values: &[Value]) -> Result<u64, String>;
 }
 
+/// The password of a server engine comes from the environment only, never from the job or the command line.
+const PASSWORD_ENV: &str = "DBPERF_PASSWORD";
+
+enum Kind {
+    Sqlite { api: Arc<sqlite::Api>, database: String, busy_timeout_ms: u32, settings: Vec<(String, String)> },
+    Postgres { config: Box<postgres::Config>, label: String },
+    Mysql { opts: Box<mysql::Opts>, label: String },
+}
+
 /// An engine opened for a job: it knows how to make connections and how to begin a transaction.
 pub struct Engine {
-    api: Arc<sqlite::Api>,
-    database: String,
-    busy_timeout_ms: u32,
+    kind: Kind,
     prepared: bool,
-    settings: Vec<(String, String)>,
+    version: String,
+}
+
+/// The DSN without anything after a user's ':' (a password never reaches a message).
+fn label(dsn: &str) -> String {
+    match (dsn.find("://"), dsn.rfind('@')) {
+        (Some(s), Some(at)) if at > s => {
+            let userinfo = &dsn[s + 3..at];
+            let user = userinfo.split(':').next().unwrap_or("");
+            format!("{}{}{}", &dsn[..s + 3], user, &dsn[at..])
+        }
+        _ => dsn.to_string(),
+    }
 }
 
 impl Engine {
     pub fn open(job: &Job) -> Result<Engine, String> {
-        match job.engine.as_str() {
+        let password = std::env::var(PASSWORD_ENV).ok();
+        let dsn = || job.dsn.clone().ok_or_else(|| format!("engine {} needs a dsn", job.engine));
+        let (kind, version) = match job.engine.as_str() {
             "sqlite" => {
                 let api = sqlite::Api::load(&job.library)?;
                 if job.threads > 1 && !api.threadsafe() {
@@ -41,38 +62,70 @@ impl Engine {
                         job.library, job.threads
                     ));
                 }
-                Ok(Engine {
+                let version = api.version();
+                let kind = Kind::Sqlite {
                     api,
                     database: job.database.clone(),
                     busy_timeout_ms: job.busy_timeout_ms,
-                    prepared: job.prepared,
                     settings: job.settings.clone(),
-                })
+                };
+                (kind, version)
             }
-            other => Err(format!("engine {other:?} is not supported by this driver")),
-        }
+            "postgres" => {
+                let dsn = dsn()?;
+                let config = pg::config(&dsn, password.as_deref())?;
+                let label = label(&dsn);
+                let version = pg::PgConnection::open(&config, &label, false)?.version()?;
+                (Kind::Postgres { config: Box::new(config), label }, version)
+            }
+            "mariadb" | "mysql" => {
+                let dsn = dsn()?;
+                let opts = my::options(&dsn, password.as_deref())?;
+                let label = label(&dsn);
+                let version = my::MyConnection::open(&opts, &label, false)?.version()?;
+                (Kind::Mysql { opts: Box::new(opts), label }, version)
+            }
+            other => return Err(format!("engine {other:?} is not supported by this driver")),
+        };
+        Ok(Engine { kind, prepared: job.prepared, version })
     }
 
     pub fn version(&self) -> String {
-        self.api.version()
+        self.version.clone()
     }
 
     pub fn connect(&self) -> Result<Box<dyn Connection>, String> {
-        let mut c =
-            sqlite::SqliteConnection::open(self.api.clone(), &self.database, self.busy_timeout_ms, self.prepared)?;
-        for (key, value) in &self.settings {
-            c.batch(&format!("PRAGMA {key} = {value}")).map_err(|e| format!("setting {key}: {e}"))?;
+        match &self.kind {
+            Kind::Sqlite { api, database, busy_timeout_ms, settings } => {
+                let mut c = sqlite::SqliteConnection::open(api.clone(), database, *busy_timeout_ms, self.prepared)?;
+                for (key, value) in settings {
+                    c.batch(&format!("PRAGMA {key} = {value}")).map_err(|e| format!("setting {key}: {e}"))?;
+                }
+                Ok(Box::new(c))
+            }
+            Kind::Postgres { config, label } => Ok(Box::new(pg::PgConnection::open(config, label, self.prepared)?)),
+            Kind::Mysql { opts, label } => Ok(Box::new(my::MyConnection::open(opts, label, self.prepared)?)),
         }
-        Ok(Box::new(c))
     }
 
     /// SQLite: a writing transaction takes the write lock at BEGIN, otherwise two readers upgrading to writers
-    /// deadlock and the busy handler cannot help.
+    /// deadlock and the busy handler cannot help. Servers lock rows as they go.
     pub fn begin_sql(&self, writes: bool) -> &'static str {
-        if writes {
-            "BEGIN IMMEDIATE"
-        } else {
-            "BEGIN"
+        match self.kind {
+            Kind::Sqlite { .. } if writes => "BEGIN IMMEDIATE",
+            _ => "BEGIN",
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::label;
+
+    #[test]
+    fn labels_drop_passwords() {
+        assert_eq!(label("postgresql://bob:secret@127.0.0.1:5432/db"), "postgresql://bob@127.0.0.1:5432/db");
+        assert_eq!(label("mysql://bob@127.0.0.1:3306/db"), "mysql://bob@127.0.0.1:3306/db");
+        assert_eq!(label("mysql://127.0.0.1/db"), "mysql://127.0.0.1/db");
     }
 }

@@ -10,9 +10,18 @@ pub struct Job {
     pub mode: Mode,
     pub engine: String,
     /// Path of the engine's shared library (embedded engines).
+    #[serde(default)]
     pub library: String,
     /// Database file (embedded engines).
+    #[serde(default)]
     pub database: String,
+    /// Server engines: postgresql://user@host:port/db or mysql://user@host:port/db; the password comes from the
+    /// DBPERF_PASSWORD environment variable.
+    #[serde(default)]
+    pub dsn: Option<String>,
+    /// Server engines started by the lab: the server's main pid, whose process tree is measured.
+    #[serde(default)]
+    pub server_pid: Option<u32>,
     /// Per-connection settings in order, e.g. [["journal_mode", "WAL"]] for SQLite PRAGMAs.
     #[serde(default)]
     pub settings: Vec<(String, String)>,
@@ -45,6 +54,9 @@ pub struct Job {
     pub workload: Option<Workload>,
     /// Present for mode "load".
     pub schema: Option<Schema>,
+    /// Present for mode "exec".
+    #[serde(default)]
+    pub statements: Vec<String>,
 }
 
 #[derive(Debug, Deserialize, Clone, Copy, PartialEq, Eq)]
@@ -52,6 +64,8 @@ pub struct Job {
 pub enum Mode {
     Run,
     Load,
+    /// Run `statements` one after another (server setup: databases, data restore).
+    Exec,
 }
 
 fn default_busy_timeout() -> u32 {
@@ -161,6 +175,9 @@ pub struct RunResult {
     /// Resource usage of the whole driver process over the measured phase.
     pub client_usage: Usage,
     pub process: crate::process::ProcessFacts,
+    /// CPU and context switches of the server's processes over the measured phase (servers started by the lab).
+    pub server_usage: Option<Usage>,
+    pub server_processes: Option<usize>,
 }
 
 #[derive(Debug, Serialize)]

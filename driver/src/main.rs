@@ -1,17 +1,21 @@
 //! dbperf-driver: runs one benchmark cell (or loads the tables) as described by a JSON job and prints a JSON
 //! result on stdout. Errors are one line on stderr and exit code 2.
 //!
-//! Usage: dbperf-driver run|load JOB.json   (or `-` for stdin)
+//! Usage: dbperf-driver run|load|exec JOB.json   (or `-` for stdin)
 //!        dbperf-driver info sqlite LIBRARY  (engine version of a library)
 //!        dbperf-driver --version
 
 mod engine;
 mod job;
 mod load;
+mod my;
 mod params;
+mod pg;
 mod process;
+mod procstat;
 mod run;
 mod sqlite;
+mod sqltext;
 mod usage;
 
 use std::io::Read;
@@ -40,19 +44,31 @@ fn main_inner(args: &[String]) -> Result<String, String> {
             let api = sqlite::Api::load(library)?;
             Ok(serde_json::json!({"engine_version": api.version(), "threadsafe": api.threadsafe()}).to_string())
         }
-        [cmd, path] if cmd == "run" || cmd == "load" => {
+        [cmd, path] if cmd == "run" || cmd == "load" || cmd == "exec" => {
             let job = read_job(path)?;
-            let expected = if cmd == "run" { Mode::Run } else { Mode::Load };
+            let expected = match cmd.as_str() {
+                "run" => Mode::Run,
+                "load" => Mode::Load,
+                _ => Mode::Exec,
+            };
             if job.mode != expected {
                 return Err(format!("job mode is {:?} but the command is {cmd}", job.mode));
             }
             let out = match job.mode {
                 Mode::Run => serde_json::to_string(&run::run(&job)?),
                 Mode::Load => serde_json::to_string(&load::load(&job)?),
+                Mode::Exec => {
+                    let engine = engine::Engine::open(&job)?;
+                    let mut conn = engine.connect()?;
+                    for sql in &job.statements {
+                        conn.batch(sql)?;
+                    }
+                    serde_json::to_string(&serde_json::json!({"engine_version": engine.version()}))
+                }
             };
             out.map_err(|e| e.to_string())
         }
-        _ => Err("usage: dbperf-driver run|load JOB.json | info sqlite LIBRARY | --version".into()),
+        _ => Err("usage: dbperf-driver run|load|exec JOB.json | info sqlite LIBRARY | --version".into()),
     }
 }
 

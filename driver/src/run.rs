@@ -13,6 +13,7 @@ use rand::SeedableRng;
 use crate::engine::{Connection, Engine, Value};
 use crate::job::{Job, Latency, RunResult, Usage, Workload};
 use crate::params::{self, CompiledBind};
+use crate::procstat::{self, ServerSample};
 use crate::{process, usage};
 
 const MAX_ERROR_SAMPLES: usize = 5;
@@ -114,12 +115,14 @@ pub fn run(job: &Job) -> Result<RunResult, String> {
             measured: Duration::from_secs(100 * 365 * 86_400),
             limit: Some(n),
             deterministic: job.deterministic,
+            server_pid: job.server_pid,
         },
         None => Window {
             warmup: Duration::from_secs_f64(job.warmup_s),
             measured: Duration::from_secs_f64(job.time_s),
             limit: None,
             deterministic: job.deterministic,
+            server_pid: job.server_pid,
         },
     };
     let run_started = Instant::now();
@@ -128,7 +131,7 @@ pub fn run(job: &Job) -> Result<RunResult, String> {
         let (engine, gate, start_at, workload) = (engine.clone(), gate.clone(), start_at.clone(), workload.clone());
         let (tables, seed) = (job.tables, job.seed);
         handles.push(thread::spawn(move || {
-            client_loop(&engine, &workload, tables, seed, t, &gate, &start_at, window, false).map(|(tally, _)| tally)
+            client_loop(&engine, &workload, tables, seed, t, &gate, &start_at, window, false).map(|(tally, ..)| tally)
         }));
     }
     let own = client_loop(&engine, &workload, job.tables, job.seed, 0, &gate, &start_at, window, true);
@@ -136,9 +139,9 @@ pub fn run(job: &Job) -> Result<RunResult, String> {
     let mut total =
         ThreadTally { events: 0, rows: 0, errors: 0, error_samples: BTreeSet::new(), latency_ns: new_histogram() };
     let mut setup_error = None;
-    let (own_tally, client_usage) = match own {
-        Ok((tally, usage)) => (Ok(tally), usage),
-        Err(e) => (Err(e), None),
+    let (own_tally, client_usage, server) = match own {
+        Ok((tally, usage, server)) => (Ok(tally), usage, server),
+        Err(e) => (Err(e), None, None),
     };
     let mut outcomes = vec![own_tally];
     for h in handles {
@@ -193,6 +196,8 @@ pub fn run(job: &Job) -> Result<RunResult, String> {
         latency,
         client_usage: if job.deterministic { Usage::default() } else { client_usage.unwrap_or_default() },
         process: process::facts(job.thp_disable),
+        server_usage: server.map(|s| s.usage),
+        server_processes: server.map(|s| s.processes),
     })
 }
 
@@ -204,6 +209,8 @@ struct Window {
     limit: Option<u64>,
     /// Record no latencies (see Job::deterministic).
     deterministic: bool,
+    /// The server whose processes are measured alongside the driver.
+    server_pid: Option<u32>,
 }
 
 /// One client: connect, prepare, wait at the gate, then run events until the window closes. Events that end
@@ -220,7 +227,7 @@ fn client_loop(
     start_at: &Mutex<Option<Instant>>,
     window: Window,
     takes_usage: bool,
-) -> Result<(ThreadTally, Option<Usage>), String> {
+) -> Result<(ThreadTally, Option<Usage>, Option<ServerSample>), String> {
     let setup = (|| {
         let mut conn = engine.connect()?;
         let stmts =
@@ -242,6 +249,7 @@ fn client_loop(
     let mut tally =
         ThreadTally { events: 0, rows: 0, errors: 0, error_samples: BTreeSet::new(), latency_ns: new_histogram() };
     let mut before = None;
+    let mut server_before = None;
     // Closed loop: the next event starts when the previous one ends, so one clock read per event suffices.
     let mut started = Instant::now();
     loop {
@@ -251,6 +259,7 @@ fn client_loop(
             _ => {}
         }
         if takes_usage && before.is_none() && started >= warm_end {
+            server_before = window.server_pid.map(procstat::sample);
             before = Some(usage::process());
             started = Instant::now();
         }
@@ -276,7 +285,11 @@ fn client_loop(
         started = done;
     }
     let usage = before.map(|b| usage::delta(usage::process(), b));
-    Ok((tally, usage))
+    let server = server_before.map(|b| {
+        let after = procstat::sample(window.server_pid.expect("sampled before"));
+        ServerSample { usage: usage::delta(after.usage, b.usage), processes: after.processes }
+    });
+    Ok((tally, usage, server))
 }
 
 /// Event latencies in ns from 1 ns to one hour at 3 significant digits; longer events saturate at one hour.

@@ -1,0 +1,1 @@
+"""Server engines the lab installs, starts, configures and stops itself: PostgreSQL and MariaDB."""

@@ -1,0 +1,111 @@
+"""A server process the lab started: started in its own session, stopped TERM then KILL on every exit path
+(normal end, errors, Ctrl-C, interpreter exit), its log kept in the results directory."""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+from dbperf.errors import UserError
+
+STOP_TIMEOUT_S = 30.0
+LOG_TAIL_LINES = 15
+_running: set[ServerProcess] = set()
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def check_port_free(port: int) -> None:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            raise UserError(f"port {port} on 127.0.0.1 is already in use") from None
+
+
+def log_tail(log: Path, lines: int = LOG_TAIL_LINES) -> str:
+    try:
+        return "\n".join(log.read_text(errors="replace").strip().splitlines()[-lines:])
+    except OSError:
+        return ""
+
+
+class ServerProcess:
+    def __init__(self, argv: list[str], log: Path, user: str | None, env: dict[str, str] | None = None) -> None:
+        self.argv = argv
+        self.log = log
+        self.user = user
+        self.env = env or {}
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        self.log.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.log, "ab") as log:
+            self.proc = subprocess.Popen(self.argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                         user=self.user, start_new_session=True,
+                                         env={**os.environ, **self.env}, cwd="/")
+        _running.add(self)
+
+    @property
+    def pid(self) -> int:
+        assert self.proc is not None
+        return self.proc.pid
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def wait_port(self, port: int, timeout_s: float) -> None:
+        """Until the server accepts TCP connections on 127.0.0.1:port; a UserError with the log's tail if it
+        exits or does not come up in time."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if not self.alive():
+                raise UserError(f"server exited during start-up: {last_error_line(self.log)}")
+            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+                s.settimeout(0.5)
+                if s.connect_ex(("127.0.0.1", port)) == 0:
+                    return
+            time.sleep(0.1)
+        self.stop()
+        raise UserError(f"server did not accept connections within {timeout_s:.0f} s: {last_error_line(self.log)}")
+
+    def stop(self) -> None:
+        if self.proc is None:
+            return
+        if self.proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=STOP_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+        # Whatever the server forked and left behind in its session goes too.
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        _running.discard(self)
+
+
+def last_error_line(log: Path) -> str:
+    lines = log_tail(log, 40).splitlines()
+    for line in reversed(lines):
+        if any(w in line for w in ("ERROR", "FATAL", "error", "unknown variable", "unrecognized")):
+            return line.strip()
+    return lines[-1].strip() if lines else f"no output in {log}"
+
+
+@atexit.register
+def _stop_all() -> None:
+    for server in list(_running):
+        server.stop()

@@ -1,0 +1,100 @@
+//! PostgreSQL through the `postgres` crate (synchronous, one connection per thread).
+
+use postgres::types::{ToSql, Type};
+use postgres::{Client, NoTls, Statement};
+
+use crate::engine::{Connection, Value};
+use crate::sqltext::{dollar_placeholders, inline};
+
+pub struct PgConnection {
+    client: Client,
+    prepared: bool,
+    sql: Vec<String>,
+    stmts: Vec<Option<Statement>>,
+}
+
+pub fn config(dsn: &str, password: Option<&str>) -> Result<postgres::Config, String> {
+    let mut cfg: postgres::Config = dsn.parse().map_err(|e| format!("bad PostgreSQL DSN: {e}"))?;
+    if let Some(p) = password {
+        cfg.password(p);
+    }
+    Ok(cfg)
+}
+
+impl PgConnection {
+    pub fn open(cfg: &postgres::Config, label: &str, prepared: bool) -> Result<Self, String> {
+        let client = cfg.connect(NoTls).map_err(|e| format!("cannot connect to {label}: {e}"))?;
+        Ok(PgConnection { client, prepared, sql: Vec::new(), stmts: Vec::new() })
+    }
+
+    pub fn version(&mut self) -> Result<String, String> {
+        let row = self.client.query_one("SHOW server_version", &[]).map_err(|e| e.to_string())?;
+        Ok(row.get::<_, String>(0))
+    }
+}
+
+/// A parameter converted to the type the server inferred for its placeholder.
+enum Param<'a> {
+    I16(i16),
+    I32(i32),
+    I64(i64),
+    F64(f64),
+    Str(&'a str),
+    Owned(String),
+}
+
+impl Param<'_> {
+    fn as_sql(&self) -> &(dyn ToSql + Sync) {
+        match self {
+            Param::I16(x) => x,
+            Param::I32(x) => x,
+            Param::I64(x) => x,
+            Param::F64(x) => x,
+            Param::Str(s) => s,
+            Param::Owned(s) => s,
+        }
+    }
+}
+
+fn convert<'a>(v: &'a Value, ty: &Type) -> Result<Param<'a>, String> {
+    Ok(match (v, ty) {
+        (Value::Int(x), t) if *t == Type::INT2 => Param::I16(i16::try_from(*x).map_err(|e| e.to_string())?),
+        (Value::Int(x), t) if *t == Type::INT4 => Param::I32(i32::try_from(*x).map_err(|e| e.to_string())?),
+        (Value::Int(x), t) if *t == Type::INT8 => Param::I64(*x),
+        (Value::Int(x), t) if *t == Type::FLOAT8 => Param::F64(*x as f64),
+        (Value::Int(x), _) => Param::Owned(x.to_string()),
+        (Value::Text(s), _) => Param::Str(s),
+    })
+}
+
+impl Connection for PgConnection {
+    fn batch(&mut self, sql: &str) -> Result<(), String> {
+        self.client.batch_execute(sql).map_err(|e| e.to_string())
+    }
+
+    fn prepare(&mut self, sql: &str) -> Result<usize, String> {
+        let text = dollar_placeholders(sql);
+        // Prepare even in unprepared mode so that bad SQL fails before the clock starts.
+        let stmt = self.client.prepare(&text).map_err(|e| format!("prepare failed: {e}: {text}"))?;
+        self.stmts.push(self.prepared.then_some(stmt));
+        self.sql.push(sql.to_string());
+        Ok(self.stmts.len() - 1)
+    }
+
+    fn execute(&mut self, id: usize, values: &[Value]) -> Result<u64, String> {
+        match &self.stmts[id] {
+            Some(stmt) => {
+                let params =
+                    values.iter().zip(stmt.params()).map(|(v, t)| convert(v, t)).collect::<Result<Vec<_>, _>>()?;
+                let refs: Vec<&(dyn ToSql + Sync)> = params.iter().map(Param::as_sql).collect();
+                let rows = self.client.query(stmt, &refs).map_err(|e| e.to_string())?;
+                Ok(rows.len() as u64)
+            }
+            None => {
+                let text = inline(&self.sql[id], values, false);
+                let messages = self.client.simple_query(&text).map_err(|e| e.to_string())?;
+                Ok(messages.iter().filter(|m| matches!(m, postgres::SimpleQueryMessage::Row(_))).count() as u64)
+            }
+        }
+    }
+}
