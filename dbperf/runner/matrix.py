@@ -168,6 +168,12 @@ def _run_cell(e: Experiment, cell: CellPlan, data: TargetData) -> dict[str, Any]
         "queries_per_event": cell.benchmark.queries_per_event,
         "rows_per_event": e.table_size if cell.benchmark.rows_per_event == "table_size" else None,
     }
+    if data.died():
+        # A server that died mid-cell fails the cell even if some events completed before it went.
+        failed_events = (outcome.result or {}).get("errors", 0)
+        why = outcome.error or f"the driver finished with {failed_events} failed events"
+        return {**record, "status": "failed", "error": f"the server died during the cell ({why})",
+                "server_log_tail": data.log_tail(), "stderr_tail": outcome.stderr_tail, "result": outcome.result}
     if outcome.ok and outcome.result is not None:
         result = outcome.result
         if result["events"] == 0:
@@ -178,9 +184,6 @@ def _run_cell(e: Experiment, cell: CellPlan, data: TargetData) -> dict[str, Any]
         if unmet:
             return {**record, "status": "failed", "error": unmet, "result": result}
         return {**record, "status": "ok", "result": result}
-    if data.died():
-        return {**record, "status": "failed", "error": f"the server died during the cell: {outcome.error}",
-                "server_log_tail": data.log_tail(), "stderr_tail": outcome.stderr_tail}
     return {**record, "status": "failed", "error": outcome.error, "stderr_tail": outcome.stderr_tail}
 
 

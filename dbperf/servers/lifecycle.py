@@ -79,7 +79,9 @@ class ServerTarget:
         self.port: int | None = None
         self.restarts = 0
         self.external = target.dsn is not None
-        self.password = target.password() if self.external else secrets.token_urlsafe(24)
+        # Lab servers get a fresh random password per run unless the user sets one (DBPERF_SERVER_PASSWORD).
+        self.password = target.password() if self.external else (
+            os.environ.get("DBPERF_SERVER_PASSWORD") or secrets.token_urlsafe(24))
         self._databases_created = False
 
     # --- connection strings (never with the password) ---

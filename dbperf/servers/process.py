@@ -97,8 +97,15 @@ class ServerProcess:
         _running.discard(self)
 
 
+# Lines that name the bad setting itself, preferred over the generic FATAL that follows them.
+SPECIFIC = ("unrecognized configuration parameter", "unknown variable", "invalid value", "unknown option")
+
+
 def last_error_line(log: Path) -> str:
     lines = log_tail(log, 40).splitlines()
+    for line in lines:
+        if any(s in line for s in SPECIFIC):
+            return line.strip()
     for line in reversed(lines):
         if any(w in line for w in ("ERROR", "FATAL", "error", "unknown variable", "unrecognized")):
             return line.strip()

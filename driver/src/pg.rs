@@ -21,14 +21,25 @@ pub fn config(dsn: &str, password: Option<&str>) -> Result<postgres::Config, Str
     Ok(cfg)
 }
 
+/// The server's own message where there is one ("password authentication failed for user ..."), not "db error".
+fn describe(e: &postgres::Error) -> String {
+    match e.as_db_error() {
+        Some(db) => format!("{}: {} ({})", db.severity(), db.message(), db.code().code()),
+        None => match std::error::Error::source(e) {
+            Some(source) => format!("{e}: {source}"),
+            None => e.to_string(),
+        },
+    }
+}
+
 impl PgConnection {
     pub fn open(cfg: &postgres::Config, label: &str, prepared: bool) -> Result<Self, String> {
-        let client = cfg.connect(NoTls).map_err(|e| format!("cannot connect to {label}: {e}"))?;
+        let client = cfg.connect(NoTls).map_err(|e| format!("cannot connect to {label}: {}", describe(&e)))?;
         Ok(PgConnection { client, prepared, sql: Vec::new(), stmts: Vec::new() })
     }
 
     pub fn version(&mut self) -> Result<String, String> {
-        let row = self.client.query_one("SHOW server_version", &[]).map_err(|e| e.to_string())?;
+        let row = self.client.query_one("SHOW server_version", &[]).map_err(|e| describe(&e))?;
         Ok(row.get::<_, String>(0))
     }
 }
@@ -69,13 +80,13 @@ fn convert<'a>(v: &'a Value, ty: &Type) -> Result<Param<'a>, String> {
 
 impl Connection for PgConnection {
     fn batch(&mut self, sql: &str) -> Result<(), String> {
-        self.client.batch_execute(sql).map_err(|e| e.to_string())
+        self.client.batch_execute(sql).map_err(|e| describe(&e))
     }
 
     fn prepare(&mut self, sql: &str) -> Result<usize, String> {
         let text = dollar_placeholders(sql);
         // Prepare even in unprepared mode so that bad SQL fails before the clock starts.
-        let stmt = self.client.prepare(&text).map_err(|e| format!("prepare failed: {e}: {text}"))?;
+        let stmt = self.client.prepare(&text).map_err(|e| format!("prepare failed: {}: {text}", describe(&e)))?;
         self.stmts.push(self.prepared.then_some(stmt));
         self.sql.push(sql.to_string());
         Ok(self.stmts.len() - 1)
@@ -87,12 +98,12 @@ impl Connection for PgConnection {
                 let params =
                     values.iter().zip(stmt.params()).map(|(v, t)| convert(v, t)).collect::<Result<Vec<_>, _>>()?;
                 let refs: Vec<&(dyn ToSql + Sync)> = params.iter().map(Param::as_sql).collect();
-                let rows = self.client.query(stmt, &refs).map_err(|e| e.to_string())?;
+                let rows = self.client.query(stmt, &refs).map_err(|e| describe(&e))?;
                 Ok(rows.len() as u64)
             }
             None => {
                 let text = inline(&self.sql[id], values, false);
-                let messages = self.client.simple_query(&text).map_err(|e| e.to_string())?;
+                let messages = self.client.simple_query(&text).map_err(|e| describe(&e))?;
                 Ok(messages.iter().filter(|m| matches!(m, postgres::SimpleQueryMessage::Row(_))).count() as u64)
             }
         }
