@@ -73,3 +73,38 @@ def test_bad_experiments_name_the_problem_and_where(write_experiment, edit, mess
 def test_missing_file():
     with pytest.raises(UserError, match="cannot read"):
         parse_experiment(Path("/nonexistent/exp.toml"))
+
+
+SERVER = """
+[run]
+benchmarks = ["point-query"]
+
+[[target]]
+name = "pg"
+engine = "postgres"
+config = { shared_buffers = "1GB", jit = false }
+"""
+
+
+def test_server_target(write_experiment):
+    (t,) = parse_experiment(write_experiment(SERVER)).targets
+    assert t.is_server and t.config == {"shared_buffers": "1GB", "jit": "OFF"} and t.dsn is None
+
+
+@pytest.mark.parametrize(("edit", "message"), [
+    (lambda s: s.replace('"1GB"', '"1GB\'; DROP"'), "is not a plain word, number or size"),
+    (lambda s: s.replace('name = "pg"', 'name = "pg"\ndsn = "postgresql://u:pw@h/db"'), "keep the password out"),
+    (lambda s: s.replace('name = "pg"', 'name = "pg"\ndsn = "mysql://u@h/db"'), "expected postgresql://"),
+    (lambda s: s.replace('name = "pg"', 'name = "pg"\nlibrary = "/x.so"'), "'library' is for SQLite targets"),
+    (lambda s: s.replace('name = "pg"', 'name = "pg"\nport = 70000'), "expected a port number"),
+    (lambda s: s.replace('name = "pg"', 'name = "pg"\npassword_env = "X"'), "are for external targets"),
+])
+def test_bad_server_targets(write_experiment, edit, message):
+    with pytest.raises(UserError) as err:
+        parse_experiment(write_experiment(edit(SERVER)))
+    assert message in str(err.value)
+
+
+def test_sqlite_target_refuses_server_keys(write_experiment):
+    with pytest.raises(UserError, match="'dsn' is for server engines"):
+        parse_experiment(write_experiment(GOOD.replace('name = "b"', 'name = "b"\ndsn = "postgresql://h/db"')))

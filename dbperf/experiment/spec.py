@@ -155,14 +155,6 @@ def _target(raw: Any, i: int, where: str, base_dir: Path) -> Target:
             library_path = base_dir / library_path
         if not library_path.is_file():
             raise UserError(f"{twhere}: library {library_path} not found")
-    allocator = raw.get("allocator")
-    if allocator is not None and allocator not in ALLOCATORS:
-        raise UserError(f"{twhere}.allocator: expected one of {', '.join(ALLOCATORS)}, got {allocator!r}")
-    if allocator:
-        allocator_library(allocator)  # a missing package is an input error, named now
-    hugepages = raw.get("hugepages")
-    if hugepages is not None and hugepages not in HUGEPAGES:
-        raise UserError(f"{twhere}.hugepages: expected one of {', '.join(HUGEPAGES)}, got {hugepages!r}")
     config = raw.get("config", {})
     if not isinstance(config, dict):
         raise UserError(f"{twhere}: 'config' must be a table of PRAGMA = value")
@@ -172,7 +164,20 @@ def _target(raw: Any, i: int, where: str, base_dir: Path) -> Target:
             raise UserError(f"{twhere}: config key {key!r} is not a PRAGMA name")
         checked[key] = _config_value(value, f"{twhere} config.{key}")
     return Target(name=name, engine=engine, library=str(library_path) if library_path else "", config=checked,
-                  build=build, process=ProcessVariant(allocator, hugepages))
+                  build=build, process=_process_variant(raw, twhere))
+
+
+def _process_variant(raw: dict[str, Any], twhere: str) -> ProcessVariant:
+    """allocator and hugepages of the process that runs the engine."""
+    allocator = raw.get("allocator")
+    if allocator is not None and allocator not in ALLOCATORS:
+        raise UserError(f"{twhere}.allocator: expected one of {', '.join(ALLOCATORS)}, got {allocator!r}")
+    if allocator:
+        allocator_library(allocator)  # a missing package is an input error, named now
+    hugepages = raw.get("hugepages")
+    if hugepages is not None and hugepages not in HUGEPAGES:
+        raise UserError(f"{twhere}.hugepages: expected one of {', '.join(HUGEPAGES)}, got {hugepages!r}")
+    return ProcessVariant(allocator, hugepages)
 
 
 def _server_target(raw: dict[str, Any], name: str, engine: str, twhere: str) -> Target:
@@ -210,20 +215,13 @@ def _server_target(raw: dict[str, Any], name: str, engine: str, twhere: str) -> 
     binaries = raw.get("binaries")
     if binaries is not None and not isinstance(binaries, str):
         raise UserError(f"{twhere}.binaries: expected a path")
-    allocator = raw.get("allocator")
-    if allocator is not None and allocator not in ALLOCATORS:
-        raise UserError(f"{twhere}.allocator: expected one of {', '.join(ALLOCATORS)}, got {allocator!r}")
-    if allocator:
-        allocator_library(allocator)
-    hugepages = raw.get("hugepages")
-    if hugepages is not None and hugepages not in HUGEPAGES:
-        raise UserError(f"{twhere}.hugepages: expected one of {', '.join(HUGEPAGES)}, got {hugepages!r}")
-    if dsn is not None and (allocator or hugepages):
+    variant = _process_variant(raw, twhere)
+    if dsn is not None and (variant.allocator or variant.hugepages):
         raise UserError(f"{twhere}: allocator/hugepages apply to servers the lab starts, not to a dsn")
     for key in ("password_env", "password_file"):
         if key in raw and not isinstance(raw[key], str):
             raise UserError(f"{twhere}.{key}: expected a string")
-    return Target(name=name, engine=engine, library="", config=checked, process=ProcessVariant(allocator, hugepages),
+    return Target(name=name, engine=engine, library="", config=checked, process=variant,
                   binaries=binaries, dsn=dsn, password_env=raw.get("password_env"),
                   password_file=raw.get("password_file"), port=port)
 

@@ -1,0 +1,113 @@
+"""benchmarks/vs_sysbench: dbperf-driver against sysbench 1.0.20 (Debian) on the same freshly started MariaDB, then
+PostgreSQL, 1 thread, the same table (1 x 100k rows, loaded by dbperf), sysbench `oltp_point_select` and dbperf
+`point-query` alternately, 3 pairs x 15 s. Both clients are measured the same way: the rusage of the client process
+(wait4), divided by the queries it reports. Prints the QPS ratio dbperf/sysbench and the client CPU us/query ratios
+(user, and user+system); the last line is `ratio <QPS ratio>` over both servers (geometric mean).
+Targets: QPS ratio >= 1.0, total client CPU ratio <= 1.0, user client CPU ratio <= 0.5.
+A benchmark, not a test: it asserts nothing.
+
+Usage: .venv/bin/python benchmarks/vs_sysbench/run.py [--time 15] [--pairs 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+from dbperf.catalog.registry import builtin
+from dbperf.catalog.workload import compile_statements
+from dbperf.experiment.spec import parse_experiment
+from dbperf.runner.driver import driver_path
+from dbperf.servers.lifecycle import PASSWORD_ENV, ServerTarget
+
+TABLE_SIZE = 100_000
+
+
+def measured(argv: list[str], env: dict[str, str], stdin: str | None = None) -> tuple[str, float, float]:
+    """(stdout, user s, system s) of a client process, from wait4's rusage."""
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as inp:
+        if stdin is not None:
+            inp.write(stdin)
+            inp.seek(0)
+        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=inp, env={**os.environ, **env})
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        text = out.read()
+    if proc.returncode != 0:
+        raise SystemExit(f"{argv[0]} failed: {text[-500:]}")
+    return text, usage.ru_utime, usage.ru_stime
+
+
+def sysbench_argv(server: ServerTarget, seconds: float) -> list[str]:
+    common = ["sysbench", "oltp_point_select", "--threads=1", f"--time={seconds:g}", "--tables=1",
+              f"--table-size={TABLE_SIZE}", "--db-ps-mode=auto", "--rand-type=uniform"]
+    if server.engine == "mariadb":
+        return [*common, "--db-driver=mysql", "--mysql-host=127.0.0.1", f"--mysql-port={server.port}",
+                "--mysql-user=dbperf", f"--mysql-password={server.password}", "--mysql-db=sbtest", "run"]
+    return [*common, "--db-driver=pgsql", "--pgsql-host=127.0.0.1", f"--pgsql-port={server.port}",
+            "--pgsql-user=dbperf", f"--pgsql-password={server.password}", "--pgsql-db=sbtest", "run"]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--time", type=float, default=15.0)
+    ap.add_argument("--pairs", type=int, default=3)
+    args = ap.parse_args()
+    if shutil.which("sysbench") is None:
+        raise SystemExit("sysbench not found (apt install sysbench)")
+    base = Path(tempfile.mkdtemp(prefix="dbperf-vs-sysbench-", dir="/tmp"))
+    base.chmod(0o755)
+    qps_ratios = []
+    try:
+        for engine in ("mariadb", "postgres"):
+            exp_file = base / f"{engine}.toml"
+            exp_file.write_text(f'[run]\nbenchmarks = ["point-query"]\ntable_size = {TABLE_SIZE}\n'
+                                f'[[target]]\nname = "{engine}"\nengine = "{engine}"\n')
+            exp = parse_experiment(exp_file)
+            server = ServerTarget(base / "data", base / "logs", exp.targets[0], exp)
+            server.start()
+            try:
+                server.load()
+                job = {**server.working_job(), "mode": "run", "threads": 1, "time_s": args.time, "warmup_s": 0.0,
+                       "workload": compile_statements(builtin()["point-query"], TABLE_SIZE, engine)}
+                job_file = base / "job.json"
+                job_file.write_text(json.dumps(job))
+                rows = []
+                for _ in range(args.pairs):
+                    text, su, ss = measured(sysbench_argv(server, args.time), {})
+                    queries = int(re.search(r"total:\s+(\d+)", text).group(1))
+                    sb_qps = float(re.search(r"queries:\s+\d+\s+\(([\d.]+) per sec", text).group(1))
+                    out, du, ds = measured([driver_path(), "run", str(job_file)], {PASSWORD_ENV: server.password})
+                    result = json.loads(out.strip().splitlines()[-1])
+                    rows.append({"sb_qps": sb_qps, "sb_user": su / queries * 1e6, "sb_total": (su + ss) / queries * 1e6,
+                                 "d_qps": result["qps"], "d_user": du / result["queries"] * 1e6,
+                                 "d_total": (du + ds) / result["queries"] * 1e6})
+            finally:
+                server.stop()
+            print(f"{engine} {server.describe()['port'] and ''}(1 thread, 1 x {TABLE_SIZE:,} rows, "
+                  f"{args.pairs} pairs x {args.time:g} s; client CPU = wait4 rusage / queries)")
+            for i, r in enumerate(rows, 1):
+                print(f"  pair {i}: sysbench {r['sb_qps']:9,.0f} qps, {r['sb_user']:5.2f} user "
+                      f"{r['sb_total']:6.2f} total us/q | dbperf {r['d_qps']:9,.0f} qps, {r['d_user']:5.2f} user "
+                      f"{r['d_total']:6.2f} total us/q")
+            med = {k: sorted(r[k] for r in rows)[len(rows) // 2] for k in rows[0]}
+            qps_ratio = med["d_qps"] / med["sb_qps"]
+            qps_ratios.append(qps_ratio)
+            print(f"  {engine}: QPS ratio dbperf/sysbench {qps_ratio:.3f}; client CPU ratio user "
+                  f"{med['d_user'] / med['sb_user']:.3f}, user+system {med['d_total'] / med['sb_total']:.3f} "
+                  f"(medians of the pairs)")
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+    print(f"ratio {math.exp(sum(math.log(r) for r in qps_ratios) / len(qps_ratios)):.3f}")
+
+
+if __name__ == "__main__":
+    main()
