@@ -1,6 +1,8 @@
 //! PostgreSQL through the `postgres` crate (synchronous, one connection per thread).
 
-use postgres::types::{ToSql, Type};
+use bytes::BytesMut;
+use postgres::fallible_iterator::FallibleIterator;
+use postgres::types::{to_sql_checked, IsNull, ToSql, Type};
 use postgres::{Client, NoTls, Statement};
 
 use crate::engine::{Connection, Value};
@@ -44,7 +46,9 @@ impl PgConnection {
     }
 }
 
-/// A parameter converted to the type the server inferred for its placeholder.
+/// A parameter converted to the type the server inferred for its placeholder, passed without boxing or collecting
+/// (the hot loop allocates nothing per parameter).
+#[derive(Debug)]
 enum Param<'a> {
     I16(i16),
     I32(i32),
@@ -54,28 +58,39 @@ enum Param<'a> {
     Owned(String),
 }
 
-impl Param<'_> {
-    fn as_sql(&self) -> &(dyn ToSql + Sync) {
+impl ToSql for Param<'_> {
+    fn to_sql(&self, ty: &Type, out: &mut BytesMut) -> Result<IsNull, Box<dyn std::error::Error + Sync + Send>> {
         match self {
-            Param::I16(x) => x,
-            Param::I32(x) => x,
-            Param::I64(x) => x,
-            Param::F64(x) => x,
-            Param::Str(s) => s,
-            Param::Owned(s) => s,
+            Param::I16(x) => x.to_sql(ty, out),
+            Param::I32(x) => x.to_sql(ty, out),
+            Param::I64(x) => x.to_sql(ty, out),
+            Param::F64(x) => x.to_sql(ty, out),
+            Param::Str(s) => s.to_sql(ty, out),
+            Param::Owned(s) => s.as_str().to_sql(ty, out),
         }
     }
+
+    // `convert` already chose the representation from the statement's parameter type.
+    fn accepts(_: &Type) -> bool {
+        true
+    }
+
+    to_sql_checked!();
 }
 
-fn convert<'a>(v: &'a Value, ty: &Type) -> Result<Param<'a>, String> {
-    Ok(match (v, ty) {
-        (Value::Int(x), t) if *t == Type::INT2 => Param::I16(i16::try_from(*x).map_err(|e| e.to_string())?),
-        (Value::Int(x), t) if *t == Type::INT4 => Param::I32(i32::try_from(*x).map_err(|e| e.to_string())?),
+fn convert<'a>(v: &'a Value, ty: &Type) -> Param<'a> {
+    match (v, ty) {
+        (Value::Int(x), t) if *t == Type::INT2 => {
+            i16::try_from(*x).map_or_else(|_| Param::Owned(x.to_string()), Param::I16)
+        }
+        (Value::Int(x), t) if *t == Type::INT4 => {
+            i32::try_from(*x).map_or_else(|_| Param::Owned(x.to_string()), Param::I32)
+        }
         (Value::Int(x), t) if *t == Type::INT8 => Param::I64(*x),
         (Value::Int(x), t) if *t == Type::FLOAT8 => Param::F64(*x as f64),
         (Value::Int(x), _) => Param::Owned(x.to_string()),
         (Value::Text(s), _) => Param::Str(s),
-    })
+    }
 }
 
 impl Connection for PgConnection {
@@ -95,11 +110,13 @@ impl Connection for PgConnection {
     fn execute(&mut self, id: usize, values: &[Value]) -> Result<u64, String> {
         match &self.stmts[id] {
             Some(stmt) => {
-                let params =
-                    values.iter().zip(stmt.params()).map(|(v, t)| convert(v, t)).collect::<Result<Vec<_>, _>>()?;
-                let refs: Vec<&(dyn ToSql + Sync)> = params.iter().map(Param::as_sql).collect();
-                let rows = self.client.query(stmt, &refs).map_err(|e| describe(&e))?;
-                Ok(rows.len() as u64)
+                let params = values.iter().zip(stmt.params()).map(|(v, t)| convert(v, t));
+                let mut rows = self.client.query_raw(stmt, params).map_err(|e| describe(&e))?;
+                let mut n = 0u64;
+                while rows.next().map_err(|e| describe(&e))?.is_some() {
+                    n += 1;
+                }
+                Ok(n)
             }
             None => {
                 let text = inline(&self.sql[id], values, false);
