@@ -97,7 +97,8 @@ def run(
     """Run an experiment's matrix and print the rQPS table."""
     _check_aggregate(aggregate)
     directory, interrupted = run_experiment(experiment, out, keep_data, profile)
-    print_report(directory, "table", aggregate)
+    if (directory / "meta.json").is_file():
+        print_report(directory, "table", aggregate)
     if interrupted:
         raise typer.Exit(130)
 
@@ -111,7 +112,8 @@ def ladder(
     """Run the targets as a tuning ladder and report each step's gain over the previous step and the base."""
     _check_aggregate(aggregate)
     directory, interrupted = run_experiment(experiment, out, keep_data=False)
-    print_ladder(directory, aggregate)
+    if (directory / "meta.json").is_file():
+        print_ladder(directory, aggregate)
     if interrupted:
         raise typer.Exit(130)
 
@@ -369,6 +371,10 @@ def main() -> None:
     except UserError as e:
         err_console.print(f"dbperf: error: {e}", markup=False, highlight=False, soft_wrap=True)
         sys.exit(2)
+    except KeyboardInterrupt:
+        # Interrupted outside a matrix run (building, starting servers, probing): nothing measured to report.
+        err_console.print("dbperf: interrupted", highlight=False)
+        sys.exit(130)
 
 
 if __name__ == "__main__":

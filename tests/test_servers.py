@@ -49,6 +49,7 @@ config = { shared_buffers = "64MB" }
 name = "maria"
 engine = "mariadb"
 config = { innodb_buffer_pool_size = "64M" }
+allocator = "jemalloc"
 """
 
 
@@ -72,6 +73,8 @@ def test_both_servers_end_to_end(where):
                                                             rel=0.2)
     meta = json.loads((out / "meta.json").read_text())
     versions = {t["name"]: t["engine_version"] for t in meta["targets"]}
+    # the allocator was preloaded into the server and every cell checked /proc/PID/maps for it
+    assert meta["targets"][1]["process_variant"]["environment"]["LD_PRELOAD"].endswith("libjemalloc.so.2")
     assert versions["pg"].startswith("15.") and "MariaDB" in versions["maria"]
     for t in meta["targets"]:
         assert t["dsn"].startswith(("postgresql://dbperf@127.0.0.1:", "mysql://dbperf@127.0.0.1:"))
@@ -89,8 +92,7 @@ def test_both_servers_end_to_end(where):
 
 
 def test_unprepared_statements(where):
-    body = BOTH.replace('name = "maria"', 'name = "maria"')
-    proc = run_cli("run", str(experiment(where, body, '"point-query", "write-only"', "prepared = false")),
+    proc = run_cli("run", str(experiment(where, BOTH, '"point-query", "write-only"', "prepared = false")),
                    "--out", str(where / "out"), timeout=600)
     assert proc.returncode == 0, proc.stderr
     lines = [json.loads(x) for x in (where / "out" / "results.jsonl").read_text().splitlines()]

@@ -44,6 +44,7 @@ name = "O2-pgo"
 source = "sqlite@{version}"
 build = ["O2", "pgo"]
 pgo_train = [{train}]
+pgo_partial_training = {partial}
 config = {{ locking_mode = "EXCLUSIVE", journal_mode = "WAL", synchronous = "OFF" }}
 """
 
@@ -55,20 +56,23 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--table-size", type=int, default=100_000)
     ap.add_argument("--train", default="train-mix", help="comma-separated training workloads")
+    ap.add_argument("--partial", action="store_true", help="-fprofile-partial-training")
     args = ap.parse_args()
     console = Console(stderr=True)
     with tempfile.TemporaryDirectory(prefix="dbperf-pgo-gain-") as tmp:
         path = Path(tmp) / "pgo_gain.toml"
         train = ", ".join(f'"{t.strip()}"' for t in args.train.split(","))
         path.write_text(EXPERIMENT.format(version=args.version, time=args.time, repeats=args.repeats,
-                                          table_size=args.table_size, train=train))
+                                          table_size=args.table_size, train=train,
+                                          partial="true" if args.partial else "false"))
         exp, builds = build_targets(parse_experiment(path), console)
         out = Path(tmp) / "results"
         run_matrix(exp, out, console, builds=builds)
         meta, records = read_results(out)
     m = build_matrix(meta, records)
-    print(f"SQLite {args.version}: O2 vs O2+PGO trained on {args.train}; {args.repeats} interleaved repeats of "
-          f"{args.time:g} s cells, wall-clock QPS, median per cell")
+    partial = " with -fprofile-partial-training" if args.partial else ""
+    print(f"SQLite {args.version}: O2 vs O2+PGO{partial} trained on {args.train}; {args.repeats} interleaved "
+          f"repeats of {args.time:g} s cells, wall-clock QPS, median per cell")
     ratios = []
     for _, benchmark, threads in m.rows():
         cell = m.cell("O2-pgo", benchmark, threads)

@@ -62,7 +62,8 @@ def _meta(e: Experiment, infos: dict[str, dict[str, Any]], settings: dict[str, l
         "repeats": e.repeats,
         "seed": e.seed,
         "prepared": e.prepared,
-        "data_restore": "write cells copy the target's pristine loaded file before each repeat",
+        "data_restore": "before each write cell: SQLite targets copy their pristine loaded file; servers the lab "
+                        "started recreate the working database from a pristine one; external servers reload",
         "benchmarks": [{"name": b.name, "group": b.group, "phase": b.phase, "source": b.source,
                         "queries_per_event": b.queries_per_event, "sql": b.display_sql()} for b in e.benchmarks],
         "targets": [{**asdict(t), "settings": settings[t.name], **infos[t.name]} for t in e.targets],
@@ -127,6 +128,8 @@ def run_matrix(e: Experiment, out: Path, console: Console, keep_data: bool = Fal
         meta["status"] = "failed"
         raise
     finally:
+        for d in data.values():
+            d.stop()  # every server the lab started, on every exit path
         meta["finished_at"] = datetime.now(UTC).isoformat(timespec="seconds")
         writer.update_meta(meta)
         writer.close()
