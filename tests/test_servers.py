@@ -210,3 +210,26 @@ def test_wrong_password_against_a_lab_server(where):
     finally:
         server.stop()
     assert lab_processes() == []
+
+
+def test_external_target_runs_without_lifecycle(where):
+    """An external DSN: the lab neither starts nor stops it, loads its tables and reloads them before writes."""
+    from dbperf.experiment.spec import parse_experiment
+    from dbperf.servers.lifecycle import ServerTarget
+
+    exp = parse_experiment(experiment(where, '[[target]]\nname = "m"\nengine = "mariadb"\n'))
+    server = ServerTarget(where / "data", where / "logs", exp.targets[0], exp)
+    server.start()
+    try:
+        server._exec(None, ["CREATE DATABASE IF NOT EXISTS ext"], "creating the external database")
+        body = (f'[[target]]\nname = "ext"\nengine = "mariadb"\n'
+                f'dsn = "mariadb://dbperf@127.0.0.1:{server.port}/ext"\npassword_env = "EXT_PW"\n')
+        proc = run_cli("run", str(experiment(where, body, '"point-query", "update-index", "delete"')),
+                       "--out", str(where / "out"), env={"EXT_PW": server.password}, timeout=300)
+        assert proc.returncode == 0, proc.stderr
+        lines = [json.loads(x) for x in (where / "out" / "results.jsonl").read_text().splitlines()]
+        assert [x["status"] for x in lines] == ["ok", "ok", "ok"]
+        assert "server_usage" not in lines[0]["result"] or lines[0]["result"]["server_usage"] is None
+        assert server.server is not None and server.server.alive()  # the lab left it running
+    finally:
+        server.stop()

@@ -15,6 +15,7 @@ import shutil
 import stat
 import subprocess
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -83,6 +84,7 @@ class ServerTarget:
         self.password = target.password() if self.external else (
             os.environ.get("DBPERF_SERVER_PASSWORD") or secrets.token_urlsafe(24))
         self._databases_created = False
+        self._loaded_once = False  # external targets: the first restore follows the load itself
 
     # --- connection strings (never with the password) ---
     def dsn(self, database: str | None) -> str:
@@ -210,8 +212,6 @@ class ServerTarget:
 
     def _wait_sql(self, database: str | None) -> None:
         """The port opens before the server takes logins (PostgreSQL recovery, MariaDB's init-file)."""
-        import time
-
         deadline = time.monotonic() + READY_TIMEOUT_S
         while True:
             outcome = run_job("exec", {**self.job(database), "mode": "exec", "statements": []}, 60, env=self.env())
@@ -252,7 +252,7 @@ class ServerTarget:
     def restore(self) -> None:
         """Write cells start from the loaded data: a copy of the pristine database (external targets: a reload)."""
         if self.external:
-            if getattr(self, "_loaded_once", False):
+            if self._loaded_once:
                 job = {**self.job(None), "mode": "load", "schema": sbtest(self.engine)}
                 outcome = run_job("load", job, LOAD_TIMEOUT_S, env=self.env())
                 if not outcome.ok:
