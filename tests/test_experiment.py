@@ -55,7 +55,7 @@ def test_good_experiment(write_experiment):
     (lambda s: s.replace('name = "b"', 'name = "b"\nlibrary = "/nonexistent/libsqlite3.so"'),
      "library /nonexistent/libsqlite3.so not found"),
     (lambda s: s.replace("journal_mode", '"Journal-Mode"'), "is not a PRAGMA name"),
-    (lambda s: s.replace('"WAL"', '"WAL; DROP TABLE x"'), "is not a plain word or number"),
+    (lambda s: s.replace('"WAL"', '"WAL; DROP TABLE x"'), "is not a plain word, number or size"),
     (lambda s: s.replace('name = "b"', 'name = "b"\nengine = "oracle"'), "unknown engine 'oracle'"),
     (lambda s: s.replace("[run]", "[run]\nbase = \"c\""), "[run].base: 'c' is not a target"),
     (lambda s: s.replace("[[target]]", "[[targets]]"), "unknown section 'targets'"),

@@ -92,7 +92,7 @@ def main() -> None:
                                  "d_total": (du + ds) / result["queries"] * 1e6})
             finally:
                 server.stop()
-            print(f"{engine} {server.describe()['port'] and ''}(1 thread, 1 x {TABLE_SIZE:,} rows, "
+            print(f"{engine} (1 thread, 1 x {TABLE_SIZE:,} rows, "
                   f"{args.pairs} pairs x {args.time:g} s; client CPU = wait4 rusage / queries)")
             for i, r in enumerate(rows, 1):
                 print(f"  pair {i}: sysbench {r['sb_qps']:9,.0f} qps, {r['sb_user']:5.2f} user "

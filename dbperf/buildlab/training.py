@@ -7,7 +7,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from dbperf.catalog.registry import builtin
+from dbperf.catalog.registry import resolve
 from dbperf.catalog.schema import sbtest
 from dbperf.catalog.workload import Workload, compile_statements, parse_workload_file
 from dbperf.errors import UserError
@@ -20,22 +20,14 @@ TRAIN_SECONDS = 3.0
 
 
 def training_workloads(names: tuple[str, ...], base_dir: Path | None = None) -> list[Workload]:
-    """Training-only workloads (catalog/training), catalog entries, or workload files, in that order of lookup."""
+    """Training-only workloads (catalog/training) first, then whatever the catalog resolves (names, files)."""
     out = []
     for name in names:
         own = TRAINING_DIR / f"{name}.toml"
         if own.is_file():
             out.extend(parse_workload_file(own))
-        elif name in builtin():
-            out.append(builtin()[name])
-        elif name.endswith(".toml"):
-            path = Path(name) if Path(name).is_absolute() or base_dir is None else base_dir / name
-            if not path.is_file():
-                raise UserError(f"pgo_train: workload file {name} not found")
-            out.extend(parse_workload_file(path))
         else:
-            raise UserError(f"pgo_train: unknown workload {name!r} (training sets: "
-                            f"{', '.join(p.stem for p in TRAINING_DIR.glob('*.toml'))}; or a catalog name or file)")
+            out.extend(resolve([name], base_dir or Path.cwd(), "pgo_train"))
     return out
 
 

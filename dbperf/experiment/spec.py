@@ -109,13 +109,21 @@ def _int(doc: dict[str, Any], key: str, default: int, where: str, minimum: int =
     return value
 
 
-def _config_value(value: object, where: str) -> str:
-    if isinstance(value, bool):
-        return "ON" if value else "OFF"
-    text = str(value)
-    if not isinstance(value, (int, float, str)) or not PRAGMA_VALUE.match(text):
-        raise UserError(f"{where}: value {value!r} is not a plain word or number")
-    return text
+def _settings(raw: dict[str, Any], twhere: str, name_re: re.Pattern[str], value_re: re.Pattern[str],
+              kind: str) -> dict[str, str]:
+    """A target's `config` table, checked: these names and values end up in SQL text or a config file."""
+    config = raw.get("config", {})
+    if not isinstance(config, dict):
+        raise UserError(f"{twhere}: 'config' must be a table of {kind} = value")
+    checked = {}
+    for key, value in config.items():
+        if not name_re.match(key):
+            raise UserError(f"{twhere}: config key {key!r} is not a {kind} name")
+        text = ("ON" if value else "OFF") if isinstance(value, bool) else str(value)
+        if not isinstance(value, (int, float, str, bool)) or not value_re.match(text):
+            raise UserError(f"{twhere} config.{key}: value {value!r} is not a plain word, number or size")
+        checked[key] = text
+    return checked
 
 
 def _target(raw: Any, i: int, where: str, base_dir: Path) -> Target:
@@ -155,14 +163,7 @@ def _target(raw: Any, i: int, where: str, base_dir: Path) -> Target:
             library_path = base_dir / library_path
         if not library_path.is_file():
             raise UserError(f"{twhere}: library {library_path} not found")
-    config = raw.get("config", {})
-    if not isinstance(config, dict):
-        raise UserError(f"{twhere}: 'config' must be a table of PRAGMA = value")
-    checked = {}
-    for key, value in config.items():
-        if not PRAGMA_NAME.match(key):
-            raise UserError(f"{twhere}: config key {key!r} is not a PRAGMA name")
-        checked[key] = _config_value(value, f"{twhere} config.{key}")
+    checked = _settings(raw, twhere, PRAGMA_NAME, PRAGMA_VALUE, "PRAGMA")
     return Target(name=name, engine=engine, library=str(library_path) if library_path else "", config=checked,
                   build=build, process=_process_variant(raw, twhere))
 
@@ -184,17 +185,7 @@ def _server_target(raw: dict[str, Any], name: str, engine: str, twhere: str) -> 
     for key in ("library", "source", "build", "cflags", "pgo_train", "pgo_partial_training"):
         if key in raw:
             raise UserError(f"{twhere}: {key!r} is for SQLite targets")
-    config = raw.get("config", {})
-    if not isinstance(config, dict):
-        raise UserError(f"{twhere}: 'config' must be a table of server settings")
-    checked = {}
-    for key, value in config.items():
-        if not SERVER_SETTING_NAME.match(key):
-            raise UserError(f"{twhere}: config key {key!r} is not a server setting name")
-        text = ("ON" if value else "OFF") if isinstance(value, bool) else str(value)
-        if not isinstance(value, (int, float, str, bool)) or not SERVER_SETTING_VALUE.match(text):
-            raise UserError(f"{twhere} config.{key}: value {value!r} is not a plain word, number or size")
-        checked[key] = text
+    checked = _settings(raw, twhere, SERVER_SETTING_NAME, SERVER_SETTING_VALUE, "server setting")
     dsn = raw.get("dsn")
     if dsn is not None:
         if not isinstance(dsn, str) or not dsn.startswith(DSN_SCHEMES[engine]):

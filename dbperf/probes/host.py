@@ -8,16 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from dbperf.buildlab.compiler import find_compiler
-
-
-def _cpuinfo_field(name: str) -> str | None:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith(name):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        return None
-    return None
+from dbperf.storage.host import cpu_model, cpuinfo_field
 
 
 def _caches() -> list[dict[str, str]]:
@@ -32,10 +23,10 @@ def _caches() -> list[dict[str, str]]:
 
 
 def cpu_metadata() -> dict[str, Any]:
-    flags = set((_cpuinfo_field("flags") or "").split())
+    flags = set((cpuinfo_field("flags") or "").split())
     return {
-        "model": _cpuinfo_field("model name") or platform.processor(),
-        "microcode": _cpuinfo_field("microcode"),
+        "model": cpu_model(),
+        "microcode": cpuinfo_field("microcode"),
         "cores": os.cpu_count(),
         "machine": platform.machine(),
         "kernel": platform.release(),

@@ -19,6 +19,7 @@ from dbperf.errors import UserError
 from dbperf.experiment.spec import Experiment, Target
 from dbperf.explain.profile import Profiler
 from dbperf.runner.driver import driver_version, run_job
+from dbperf.runner.process_variants import mapped_allocators
 from dbperf.runner.sqlite_data import SqliteData
 from dbperf.runner.targets import inspect_targets
 from dbperf.servers.lifecycle import ServerTarget
@@ -182,22 +183,10 @@ def _run_cell(e: Experiment, cell: CellPlan, data: TargetData) -> dict[str, Any]
         if result["events"] == 0:
             samples = "; ".join(result.get("error_samples", [])) or "no event completed in the measured time"
             return {**record, "status": "failed", "error": samples, "result": result}
-        facts = server_process_facts(data) if cell.target.is_server else result.get("process", {})
+        pid = data.describe().get("server_pid")
+        facts = mapped_allocators(pid) if cell.target.is_server and pid else result.get("process", {})
         unmet = variant.check(facts)
         if unmet:
             return {**record, "status": "failed", "error": unmet, "result": result}
         return {**record, "status": "ok", "result": result}
     return {**record, "status": "failed", "error": outcome.error, "stderr_tail": outcome.stderr_tail}
-
-
-def server_process_facts(data: TargetData) -> dict[str, Any]:
-    """Which allocator libraries the server process has mapped (/proc/PID/maps)."""
-    pid = data.describe().get("server_pid")
-    if not pid:
-        return {}
-    try:
-        maps = Path(f"/proc/{pid}/maps").read_text()
-    except OSError:
-        return {}
-    paths = {line.split()[-1] for line in maps.splitlines() if len(line.split()) >= 6}
-    return {"allocators_mapped": sorted(p for p in paths if any(m in p for m in ("jemalloc", "tcmalloc", "mimalloc")))}

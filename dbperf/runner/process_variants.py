@@ -76,3 +76,13 @@ class ProcessVariant:
             if not any(expected in p for p in process.get("allocators_mapped", [])):
                 return f"allocator {self.allocator} was preloaded but {expected} is not mapped in the driver process"
         return None
+
+
+def mapped_allocators(pid: int) -> dict[str, Any]:
+    """Which allocator libraries a process has mapped (/proc/PID/maps), in the shape the driver reports its own."""
+    try:
+        maps = Path(f"/proc/{pid}/maps").read_text()
+    except OSError:
+        return {}
+    paths = {line.split()[-1] for line in maps.splitlines() if len(line.split()) >= 6}
+    return {"allocators_mapped": sorted(p for p in paths if any(name in p for name in ALLOCATORS))}

@@ -94,9 +94,7 @@ class ServerTarget:
         scheme = "postgresql" if self.engine == "postgres" else "mysql"
         return f"{scheme}://dbperf@127.0.0.1:{self.port}/{database or ''}"
 
-    @property
-    def work_db(self) -> str:
-        return "sbtest"
+    work_db = "sbtest"  # cells run here; sbtest_pristine is what it is restored from
 
     def env(self) -> dict[str, str]:
         return {PASSWORD_ENV: self.password} if self.password else {}
@@ -270,7 +268,7 @@ class ServerTarget:
             self._exec(None, statements, "restoring the data")
 
     def working_job(self) -> dict[str, Any]:
-        return self.job(self.work_db if not self.external else None)
+        return self.job(self.work_db)  # an external target's DSN names its own database
 
     def describe(self) -> dict[str, Any]:
         return {"dsn": self.dsn(self.work_db) if not self.external else _without_password(self.target.dsn or ""),

@@ -27,8 +27,10 @@ class Cell:
     significant: bool | None = None
     p_value: float | None = None
 
+    figures: list[dict[str, float | None]] = field(default_factory=list)  # derived(run), in repeat order
+
     def per_run(self, key: str) -> list[float]:
-        return [v for r in self.runs if (v := derived(r).get(key)) is not None]
+        return [v for f in self.figures if (v := f.get(key)) is not None]
 
     def median_of(self, key: str) -> float | None:
         values = self.per_run(key)
@@ -119,6 +121,7 @@ def build_matrix(meta: dict[str, Any], records: list[dict[str, Any]], aggregate:
         (cell.runs if rec["status"] == "ok" else cell.failures).append(rec)
     for cell in cells.values():
         cell.runs.sort(key=lambda r: r["repeat"])
+        cell.figures = [derived(r) for r in cell.runs]
         if cell.runs:
             cell.qps = summarize(cell.per_run("qps"), aggregate)
     base = meta["base"]

@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import dbperf
+from dbperf.buildlab.compiler import find_compiler
+from dbperf.errors import UserError
 
 
 def _first_line(cmd: list[str]) -> str | None:
@@ -30,11 +32,23 @@ def _read(path: str) -> str | None:
         return None
 
 
-def cpu_model() -> str:
+def cpuinfo_field(name: str) -> str | None:
+    """The first value of a /proc/cpuinfo field, e.g. "model name", "microcode", "flags"."""
     for line in (_read("/proc/cpuinfo") or "").splitlines():
-        if line.startswith("model name"):
+        if line.startswith(name):
             return line.split(":", 1)[1].strip()
-    return platform.processor() or "unknown"
+    return None
+
+
+def cpu_model() -> str:
+    return cpuinfo_field("model name") or platform.processor() or "unknown"
+
+
+def compiler_version() -> str | None:
+    try:
+        return find_compiler().version
+    except UserError:
+        return None
 
 
 def git_commit() -> str | None:
@@ -57,7 +71,7 @@ def host_metadata() -> dict[str, Any]:
         "kernel": platform.release(),
         "governor": _read("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"),
         "clocksource": _read("/sys/devices/system/clocksource/clocksource0/current_clocksource"),
-        "compiler": _first_line(["cc", "--version"]),
+        "compiler": compiler_version(),
         "python": platform.python_version(),
         "dbperf_version": dbperf.__version__,
         "dbperf_commit": git_commit(),
