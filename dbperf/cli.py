@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 import sys
 import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Optional
@@ -30,6 +33,8 @@ from dbperf.report.ladder import render_ladder
 from dbperf.report.probe_view import render_compare, render_probes
 from dbperf.report.profile_view import render_diff, render_profile
 from dbperf.report.render import render_table, to_csv, to_json, to_markdown
+from dbperf.runner import interrupts
+from dbperf.runner.estimate import estimate
 from dbperf.runner.matrix import run_matrix
 from dbperf.runner.targets import build_targets, inspect_targets
 from dbperf.stats.ladder import ladder as ladder_steps
@@ -42,6 +47,7 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_
 out_console = Console(width=None if sys.stdout.isatty() else 200)
 err_console = Console(stderr=True, width=None if sys.stderr.isatty() else 200)
 FORMATS = ("table", "markdown", "csv", "json")
+NO_CELL_SUCCEEDED = 3
 
 
 def fail(message: str, code: int = 2) -> None:
@@ -64,23 +70,52 @@ def print_report(directory: Path, fmt: str, aggregate: str | None) -> None:
         sys.stdout.write(render(matrix, meta))
 
 
-def run_experiment(experiment: Path, out: Path | None, keep_data: bool, profile: bool = False) -> tuple[Path, bool]:
-    """Builds what the targets need, runs the matrix; (results directory, whether it was interrupted)."""
-    exp, builds = build_targets(parse_experiment(experiment), err_console)
+@dataclass
+class RunEnd:
+    directory: Path
+    exit_code: int  # 0, 3 when no cell succeeded, 128 + signal when interrupted
+
+
+def run_experiment(experiment: Path, out: Path | None, keep_data: bool, profile: bool = False,
+                   yes: bool = False) -> RunEnd:
+    """Builds what the targets need, runs the matrix."""
+    # Absolute once, here: servers and set-up tools run with another working directory.
+    directory = (out or Path("results") / f"{experiment.stem}-{datetime.now():%Y%m%d-%H%M%S}").absolute()
+    spec = parse_experiment(experiment)
+    size = estimate(spec, directory)
+    for line in size.warnings():
+        err_console.print(f"dbperf: warning: {line}", markup=False, highlight=False)
+    if size.needs_confirmation() and not yes:
+        fail(f"{experiment}: {size.summary()}; add --yes to run it anyway")
+    exp, builds = build_targets(spec, err_console)
     inspect_targets(exp)
-    directory = out or Path("results") / f"{experiment.stem}-{datetime.now():%Y%m%d-%H%M%S}"
     err_console.print(f"dbperf: {len(exp.benchmarks)} benchmarks × {len(exp.threads)} thread counts × "
                       f"{exp.repeats} repeats × {len(exp.targets)} targets, results in {directory}",
-                      highlight=False)
+                      markup=False, highlight=False)
     try:
         if profile:
             mode = detect_mode()
             err_console.print(f"dbperf: counters mode {mode.mode}: {mode.reason}", highlight=False)
-        run_matrix(exp, directory, err_console, keep_data=keep_data, builds=builds, profile=profile)
-    except KeyboardInterrupt:
-        err_console.print(f"dbperf: interrupted; what was measured is in {directory}", highlight=False)
-        return directory, True
-    return directory, False
+        outcome = run_matrix(exp, directory, err_console, keep_data=keep_data, builds=builds, profile=profile)
+    except KeyboardInterrupt as interrupt:
+        err_console.print(f"dbperf: interrupted ({interrupt}); what was measured is in {directory}", markup=False,
+                          highlight=False)
+        return RunEnd(directory, interrupts.exit_code(interrupt))
+    if outcome.cells_ok == 0 and outcome.cells_failed > 0:
+        err_console.print(f"dbperf: error: no cell succeeded ({outcome.cells_failed} failed); the errors are in "
+                          f"{directory / 'results.jsonl'}", markup=False, highlight=False)
+        return RunEnd(directory, NO_CELL_SUCCEEDED)
+    return RunEnd(directory, 0)
+
+
+def _report_after_run(end: RunEnd, show: Callable[[Path], None]) -> None:
+    """The (partial) report of a run that ended; a terminal that went away (SIGHUP) does not turn into a
+    traceback."""
+    if (end.directory / "meta.json").is_file():
+        with contextlib.suppress(OSError):
+            show(end.directory)
+    if end.exit_code:
+        raise typer.Exit(end.exit_code)
 
 
 OUT_OPTION = typer.Option("--out", help="results directory (default results/NAME-TIME)")
@@ -91,16 +126,16 @@ def run(
     experiment: Annotated[Path, typer.Argument(help="experiment file (TOML)")],
     out: Annotated[Optional[Path], OUT_OPTION] = None,
     aggregate: Annotated[Optional[str], typer.Option(help="median (default) or trimmed")] = None,
-    keep_data: Annotated[bool, typer.Option(help="keep the loaded databases under DIR/.data")] = False,
+    keep_data: Annotated[bool, typer.Option(help="keep the loaded databases (SQLite: DIR/.data; servers: the "
+                                                   "runtime directory named in meta.json)")] = False,
     profile: Annotated[bool, typer.Option("--profile", help="also measure counters per (target, benchmark)")] = False,
+    yes: Annotated[bool, typer.Option("--yes", help="run even if it will take over an hour or more than the free "
+                                                    "disk")] = False,
 ) -> None:
     """Run an experiment's matrix and print the rQPS table."""
     _check_aggregate(aggregate)
-    directory, interrupted = run_experiment(experiment, out, keep_data, profile)
-    if (directory / "meta.json").is_file():
-        print_report(directory, "table", aggregate)
-    if interrupted:
-        raise typer.Exit(130)
+    end = run_experiment(experiment, out, keep_data, profile, yes)
+    _report_after_run(end, lambda d: print_report(d, "table", aggregate))
 
 
 @app.command()
@@ -108,14 +143,13 @@ def ladder(
     experiment: Annotated[Path, typer.Argument(help="experiment file: its targets are cumulative tuning steps")],
     out: Annotated[Optional[Path], OUT_OPTION] = None,
     aggregate: Annotated[Optional[str], typer.Option(help="median (default) or trimmed")] = None,
+    yes: Annotated[bool, typer.Option("--yes", help="run even if it will take over an hour or more than the free "
+                                                    "disk")] = False,
 ) -> None:
     """Run the targets as a tuning ladder and report each step's gain over the previous step and the base."""
     _check_aggregate(aggregate)
-    directory, interrupted = run_experiment(experiment, out, keep_data=False)
-    if (directory / "meta.json").is_file():
-        print_ladder(directory, aggregate)
-    if interrupted:
-        raise typer.Exit(130)
+    end = run_experiment(experiment, out, keep_data=False, yes=yes)
+    _report_after_run(end, lambda d: print_ladder(d, aggregate))
 
 
 def print_ladder(directory: Path, aggregate: str | None) -> None:
@@ -366,15 +400,16 @@ def version() -> None:
 
 
 def main() -> None:
+    interrupts.install()
     try:
         app()
     except UserError as e:
         err_console.print(f"dbperf: error: {e}", markup=False, highlight=False, soft_wrap=True)
         sys.exit(2)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as interrupt:
         # Interrupted outside a matrix run (building, starting servers, probing): nothing measured to report.
         err_console.print("dbperf: interrupted", highlight=False)
-        sys.exit(130)
+        sys.exit(interrupts.exit_code(interrupt))
 
 
 if __name__ == "__main__":

@@ -54,8 +54,13 @@ allocator = "jemalloc"
 
 
 def lab_processes() -> list[str]:
+    """Servers still running from a lab data directory: the runtime directory, or a test's own directory."""
+    from dbperf.servers.runtime import runtime_base
+
     out = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True).stdout
-    return [line for line in out.splitlines() if "dbperf-srv-" in line and ("postgres" in line or "mariadbd" in line)]
+    places = ("dbperf-srv-", str(runtime_base()))
+    return [line for line in out.splitlines()
+            if any(p in line for p in places) and ("postgres" in line or "mariadbd" in line)]
 
 
 def test_both_servers_end_to_end(where):

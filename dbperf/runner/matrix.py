@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import shutil
 import time
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -23,8 +24,10 @@ from dbperf.runner.process_variants import mapped_allocators
 from dbperf.runner.sqlite_data import SqliteData
 from dbperf.runner.targets import inspect_targets
 from dbperf.servers.lifecycle import ServerTarget
+from dbperf.servers.runtime import RuntimeDir
+from dbperf.servers.watchdog import Watchdog
 from dbperf.storage.host import host_metadata
-from dbperf.storage.results import ResultsWriter
+from dbperf.storage.results import ResultsWriteError, ResultsWriter
 
 TargetData = SqliteData | ServerTarget
 # A driver still running this long after its cell's warmup + time is hung. Tests shorten it through the environment.
@@ -39,10 +42,25 @@ class CellPlan:
     target: Target
 
 
-def plan_cells(e: Experiment) -> list[CellPlan]:
-    """Benchmark-major, then threads, then repeat, with targets innermost: interleaved repeats."""
-    return [CellPlan(b, t, r, target) for b in e.benchmarks for t in e.threads for r in range(1, e.repeats + 1)
-            for target in e.targets]
+def plan_cells(e: Experiment) -> Iterator[CellPlan]:
+    """Benchmark-major, then threads, then repeat, with targets innermost: interleaved repeats. Lazy, so that a
+    huge matrix costs no memory before it runs (its size is `cell_count`)."""
+    for b in e.benchmarks:
+        for t in e.threads:
+            for r in range(1, e.repeats + 1):
+                for target in e.targets:
+                    yield CellPlan(b, t, r, target)
+
+
+def cell_count(e: Experiment) -> int:
+    return len(e.benchmarks) * len(e.threads) * e.repeats * len(e.targets)
+
+
+@dataclass
+class RunOutcome:
+    directory: Path
+    cells_ok: int = 0
+    cells_failed: int = 0
 
 
 def _meta(e: Experiment, infos: dict[str, dict[str, Any]], settings: dict[str, list]) -> dict[str, Any]:
@@ -72,9 +90,11 @@ def _meta(e: Experiment, infos: dict[str, dict[str, Any]], settings: dict[str, l
 
 
 def run_matrix(e: Experiment, out: Path, console: Console, keep_data: bool = False,
-               builds: dict[str, dict[str, Any]] | None = None, profile: bool = False) -> Path:
+               builds: dict[str, dict[str, Any]] | None = None, profile: bool = False) -> RunOutcome:
     """Runs the experiment (its targets already built, see targets.py) into `out`. Interrupts propagate after the
-    run's status is recorded."""
+    run's status is recorded; a results file that cannot be written (disk full, read-only) is a ResultsWriteError
+    naming the path, the run's status `failed`, with everything written so far kept."""
+    out = out.absolute()  # servers and tools run with another working directory
     infos = inspect_targets(e)
     for name, manifest in (builds or {}).items():
         infos[name]["build"] = manifest
@@ -82,15 +102,27 @@ def run_matrix(e: Experiment, out: Path, console: Console, keep_data: bool = Fal
     for t in e.targets:
         infos[t.name]["process_variant"] = t.process.describe()
     writer = ResultsWriter(out)
-    data_root = out / ".data"
-    data: dict[str, TargetData] = {
-        t.name: ServerTarget(data_root, out / "logs", t, e) if t.is_server else SqliteData(data_root, t, e)
-        for t in e.targets}
+    outcome = RunOutcome(out)
+    data_root = out / ".data"  # SQLite files; the lab created `out`, so this is the lab's to remove
+    started_servers = [t for t in e.targets if t.is_server and t.dsn is None]
+    runtime = RuntimeDir() if started_servers else None
+    if runtime and not keep_data:
+        Watchdog.get().watch_dir(runtime.path)  # removed even if the lab is killed hard
+    data: dict[str, TargetData] = {}
+    for i, t in enumerate(e.targets, 1):
+        if t.is_server:
+            directory = runtime.target_dir(i) if runtime else data_root / t.name
+            data[t.name] = ServerTarget(directory, out / "logs", t, e)
+        else:
+            data[t.name] = SqliteData(data_root, t, e)
     meta = _meta(e, infos, {name: d.settings for name, d in data.items()})
-    writer.write_meta(meta, e.text)
-    cells = plan_cells(e)
+    if runtime:
+        meta["runtime_dir"] = str(runtime.path)
+    total = cell_count(e)
     index = {t.name: i for i, t in enumerate(e.targets)}
+    completed = False
     try:
+        writer.write_meta(meta, e.text)
         with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
                       console=console, transient=True) as progress:
             loading = progress.add_task("loading", total=len(e.targets))
@@ -106,8 +138,8 @@ def run_matrix(e: Experiment, out: Path, console: Console, keep_data: bool = Fal
                 progress.advance(loading)
             writer.update_meta(meta)
             progress.remove_task(loading)
-            task = progress.add_task("cells", total=len(cells))
-            for cell in cells:
+            task = progress.add_task("cells", total=total)
+            for cell in plan_cells(e):
                 progress.update(task, description=f"{cell.benchmark.name} t={cell.threads} "
                                                   f"#{cell.repeat}/{e.repeats} {cell.target.name}")
                 target_data = data[cell.target.name]
@@ -118,25 +150,50 @@ def run_matrix(e: Experiment, out: Path, console: Console, keep_data: bool = Fal
                     meta["targets"][index[cell.target.name]]["restarts"] = target_data.describe()["restarts"]
                     writer.update_meta(meta)
                 writer.append(record)
+                if record["status"] == "ok":
+                    outcome.cells_ok += 1
+                else:
+                    outcome.cells_failed += 1
                 progress.advance(task)
             if profile:
                 _profile_cells(e, data_root / "profile", writer, progress)
         meta["status"] = "complete"
+        completed = True
     except KeyboardInterrupt:
         meta["status"] = "interrupted"
         raise
+    except OSError as err:
+        # Loading or restoring the data (a full disk, mostly): one line naming the path, never a traceback.
+        meta["status"] = "failed"
+        raise ResultsWriteError(f"{err.filename or out}: {err.strerror or err}") from None
     except BaseException:
         meta["status"] = "failed"
         raise
     finally:
-        for d in data.values():
-            d.stop()  # every server the lab started, on every exit path
-        meta["finished_at"] = datetime.now(UTC).isoformat(timespec="seconds")
+        _finish(data, meta, writer, data_root, runtime, keep_data, report_write_errors=completed)
+    return outcome
+
+
+def _finish(data: dict[str, TargetData], meta: dict[str, Any], writer: ResultsWriter, data_root: Path,
+            runtime: RuntimeDir | None, keep_data: bool, report_write_errors: bool) -> None:
+    """On every exit path: stop every server the lab started, remove the loaded data (first: on a full disk that
+    frees the space the last meta.json needs), record the status."""
+    for d in data.values():
+        d.stop()
+    if not keep_data:
+        shutil.rmtree(data_root, ignore_errors=True)
+        if runtime:
+            runtime.remove()
+            Watchdog.get().forget_dir(runtime.path)
+    meta["finished_at"] = datetime.now(UTC).isoformat(timespec="seconds")
+    try:
         writer.update_meta(meta)
+    except ResultsWriteError:
+        if report_write_errors:
+            raise
+        # otherwise the error that ended the run is already on its way to the user
+    finally:
         writer.close()
-        if not keep_data:
-            shutil.rmtree(data_root, ignore_errors=True)
-    return out
 
 
 def _profile_cells(e: Experiment, work: Path, writer: ResultsWriter, progress: Progress) -> None:

@@ -38,7 +38,8 @@ class SqliteData:
         job = {**self.job(self.pristine), "mode": "load", "schema": sbtest("sqlite")}
         outcome = run_job("load", job, LOAD_TIMEOUT_S)
         if not outcome.ok or outcome.result is None:
-            raise UserError(f"target {self.target.name!r}: loading the tables failed: {outcome.error}")
+            raise UserError(f"target {self.target.name!r}: loading the tables into {self.pristine} failed: "
+                            f"{outcome.error}")
         self.restore()
         return outcome.result
 

@@ -1,20 +1,22 @@
-"""Server targets: a private data directory, initialised and configured by the lab, a free port on 127.0.0.1,
-start, readiness, the sbtest data (a pristine copy that write cells restore from), and stop on every exit path.
-External targets (`dsn`) have no lifecycle: their tables are reloaded before each write cell.
+"""Server targets: a private data directory (in the lab's runtime directory, see runtime.py, never under the
+user's --out), initialised and configured by the lab, a free port on 127.0.0.1, start, readiness, the sbtest data
+(a pristine copy that write cells restore from), and stop on every exit path. External targets (`dsn`) have no
+lifecycle: their tables are reloaded before each write cell.
 
-The password of the lab's servers is generated per run and reaches the driver through its environment only; it is
-never written to a result, report or log.
+Every value the lab writes into postgresql.conf, my.cnf or MariaDB's init file is quoted for that format, or
+refused. The password of the lab's servers is generated per run (or DBPERF_SERVER_PASSWORD) and reaches the driver
+through its environment only; it is never written to a result, report or log, nor passed on to a server.
 """
 
 from __future__ import annotations
 
 import os
 import pwd
+import re
 import secrets
 import shutil
 import stat
 import subprocess
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -24,7 +26,15 @@ from dbperf.catalog.schema import sbtest
 from dbperf.errors import UserError
 from dbperf.experiment.spec import Experiment, Target
 from dbperf.runner.driver import run_job
-from dbperf.servers.process import ServerProcess, check_port_free, free_port, last_error_line, log_tail
+from dbperf.servers.process import (
+    SECRET_ENV,
+    ServerProcess,
+    check_port_free,
+    free_port,
+    last_error_line,
+    log_tail,
+    server_environ,
+)
 
 READY_TIMEOUT_S = 120.0
 LOAD_TIMEOUT_S = 3600.0
@@ -32,6 +42,45 @@ PASSWORD_ENV = "DBPERF_PASSWORD"
 DEFAULT_BINARIES = {"postgres": "/usr/lib/postgresql/15/bin", "mariadb": "/usr/sbin/mariadbd"}
 APT_PACKAGE = {"postgres": "postgresql", "mariadb": "mariadb-server"}
 SERVICE_USER = {"postgres": "postgres", "mariadb": "mysql"}
+# my.cnf has its own escapes (\\, \s, ...) and comments (#): only values made of these characters are written there.
+CNF_VALUE = re.compile(r"^[A-Za-z0-9_.+:/,-]+$")
+
+
+def _no_control_characters(value: str, what: str) -> str:
+    if any(ord(c) < 32 or ord(c) == 127 for c in value):
+        raise UserError(f"{what} holds a control character (newline, tab, ...); refused")
+    return value
+
+
+def pg_conf_value(value: str, what: str) -> str:
+    """A quoted postgresql.conf string: quotes doubled, backslashes escaped, no line breaks."""
+    _no_control_characters(value, what)
+    return "'" + value.replace("\\", "\\\\").replace("'", "''") + "'"
+
+
+def cnf_value(value: str, what: str) -> str:
+    if not CNF_VALUE.match(value):
+        raise UserError(f"{what}: {value!r} cannot be written to my.cnf safely (letters, digits and _ . + : / , - "
+                        "only)")
+    return value
+
+
+def sql_string(value: str, what: str, backslash_escapes: bool = True) -> str:
+    """A MariaDB string literal, one line; backslashes are escapes unless sql_mode has NO_BACKSLASH_ESCAPES."""
+    _no_control_characters(value, what)
+    if backslash_escapes:
+        value = value.replace("\\", "\\\\")
+    return "'" + value.replace("'", "''") + "'"
+
+
+def lab_password() -> str:
+    """DBPERF_SERVER_PASSWORD if set, else a fresh random one for this run."""
+    value = os.environ.get("DBPERF_SERVER_PASSWORD")
+    if value is None:
+        return secrets.token_urlsafe(24)
+    if not value:
+        raise UserError("DBPERF_SERVER_PASSWORD is set but empty")
+    return _no_control_characters(value, "DBPERF_SERVER_PASSWORD")
 
 
 def _reachable_by(path: Path, uid: int, gid: int) -> bool:
@@ -61,28 +110,31 @@ def _private_dir(path: Path, owner: pwd.struct_passwd) -> None:
 def _run_setup(argv: list[str], log: Path, user: str | None, what: str) -> None:
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "ab") as f:
-        proc = subprocess.run(argv, stdout=f, stderr=subprocess.STDOUT, user=user, cwd="/", timeout=600)
+        proc = subprocess.run(argv, stdout=f, stderr=subprocess.STDOUT, user=user, cwd="/", timeout=600,
+                              env=server_environ())
     if proc.returncode != 0:
         raise UserError(f"{what} failed: {last_error_line(log)}")
 
 
 class ServerTarget:
-    """One server target of an experiment, from data directory to stop."""
+    """One server target of an experiment, from data directory to stop. `directory` is the target's own data
+    directory, in the lab's runtime directory; logs go to `logs` (in the results directory)."""
 
-    def __init__(self, root: Path, logs: Path, target: Target, e: Experiment) -> None:
+    def __init__(self, directory: Path, logs: Path, target: Target, e: Experiment) -> None:
         self.target = target
         self.e = e
         self.engine = target.engine
-        self.dir = root / target.name
+        self.dir = directory
         self.log = logs / f"{target.name}.log"
         self.settings = list(target.config.items())
         self.server: ServerProcess | None = None
         self.port: int | None = None
         self.restarts = 0
         self.external = target.dsn is not None
+        if target.password_env:
+            SECRET_ENV.add(target.password_env)  # no server the lab starts inherits another target's password
         # Lab servers get a fresh random password per run unless the user sets one (DBPERF_SERVER_PASSWORD).
-        self.password = target.password() if self.external else (
-            os.environ.get("DBPERF_SERVER_PASSWORD") or secrets.token_urlsafe(24))
+        self.password = target.password() if self.external else lab_password()
         self._databases_created = False
         self._loaded_once = False  # external targets: the first restore follows the load itself
 
@@ -128,11 +180,9 @@ class ServerTarget:
             check_port_free(self.target.port)
         self.port = self.target.port or free_port()
         first = not self.dir.exists()
-        self.dir.parent.mkdir(parents=True, exist_ok=True)
-        self.dir.parent.chmod(0o711)  # traversable by the service user, not listable
         if not _reachable_by(self.dir, user.pw_uid, user.pw_gid):
             raise UserError(f"the server runs as user {user_name}, who cannot reach {self.dir} (a parent directory "
-                            "is not searchable); choose another --out")
+                            "is not searchable)")
         _private_dir(self.dir, user)
         if self.engine == "postgres":
             self._start_postgres(binaries, user, first)
@@ -145,8 +195,10 @@ class ServerTarget:
             raise UserError(f"PostgreSQL binaries not found in {binaries} (apt install postgresql)")
         data = self.dir / "pgdata"
         if first or not (data / "PG_VERSION").is_file():
-            fd, pwfile = tempfile.mkstemp(prefix="dbperf-pw-")
+            # In the target's private directory (0700, the postgres user's), beside the data directory to be.
+            pwfile = self.dir / "pwfile"
             try:
+                fd = os.open(pwfile, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
                 os.write(fd, self.password.encode() + b"\n")
                 os.close(fd)
                 os.chown(pwfile, user.pw_uid, user.pw_gid)
@@ -156,8 +208,9 @@ class ServerTarget:
             finally:
                 Path(pwfile).unlink(missing_ok=True)
         lines = ["listen_addresses = '127.0.0.1'", f"port = {self.port}",
-                 f"unix_socket_directories = '{data}'", "logging_collector = off"]
-        lines += [f"{k} = '{v}'" for k, v in self.settings]
+                 f"unix_socket_directories = {pg_conf_value(str(data), 'the data directory')}",
+                 "logging_collector = off"]
+        lines += [f"{k} = {pg_conf_value(v, f'config.{k}')}" for k, v in self.settings]
         conf = data / "dbperf.conf"
         conf.write_text("# written by dbperf for this run\n" + "\n".join(lines) + "\n")
         os.chown(conf, user.pw_uid, user.pw_gid)
@@ -183,30 +236,53 @@ class ServerTarget:
         if first or not (data / "mysql").is_dir():
             _run_setup([install, "--no-defaults", f"--datadir={data}", f"--user={user.pw_name}", "--skip-test-db",
                         "--auth-root-authentication-method=socket"], self.log, None, "mariadb-install-db")
-        fd, init_file = tempfile.mkstemp(prefix="dbperf-init-", suffix=".sql")
-        quoted = self.password.replace("'", "''")
-        os.write(fd, (f"CREATE USER IF NOT EXISTS 'dbperf'@'127.0.0.1' IDENTIFIED BY '{quoted}';\n"
-                      f"ALTER USER 'dbperf'@'127.0.0.1' IDENTIFIED BY '{quoted}';\n"
+        sql_mode = dict(self.settings).get("sql_mode", dict(self.settings).get("sql-mode", ""))
+        quoted = sql_string(self.password, "the server password", "NO_BACKSLASH_ESCAPES" not in sql_mode.upper())
+        # The init file lives in the target's private directory (0700, the mysql user's), not in a shared /tmp.
+        init_file = self.dir / "init.sql"
+        fd = os.open(init_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        os.write(fd, (f"CREATE USER IF NOT EXISTS 'dbperf'@'127.0.0.1' IDENTIFIED BY {quoted};\n"
+                      f"ALTER USER 'dbperf'@'127.0.0.1' IDENTIFIED BY {quoted};\n"
                       "GRANT ALL PRIVILEGES ON *.* TO 'dbperf'@'127.0.0.1';\n").encode())
         os.close(fd)
         os.chown(init_file, user.pw_uid, user.pw_gid)
         cnf = self.dir / "my.cnf"
-        lines = ["[mariadbd]", f"datadir = {data}", f"port = {self.port}", "bind-address = 127.0.0.1",
-                 f"socket = {data / 'mariadb.sock'}", f"pid-file = {data / 'mariadb.pid'}", f"user = {user.pw_name}",
-                 "skip-name-resolve", f"init-file = {init_file}"]
-        lines += [f"{k} = {v}" for k, v in self.settings]
+        lines = ["[mariadbd]", f"datadir = {cnf_value(str(data), 'the data directory')}", f"port = {self.port}",
+                 "bind-address = 127.0.0.1", f"socket = {cnf_value(str(data / 'mariadb.sock'), 'the socket')}",
+                 f"pid-file = {cnf_value(str(data / 'mariadb.pid'), 'the pid file')}", f"user = {user.pw_name}",
+                 "skip-name-resolve", f"init-file = {cnf_value(str(init_file), 'the init file')}"]
+        lines += [f"{k} = {cnf_value(v, f'config.{k}')}" for k, v in self.settings]
         cnf.write_text("\n".join(lines) + "\n")
         self.server = ServerProcess([str(mariadbd), f"--defaults-file={cnf}"], self.log, None,
                                     self.target.process.environment())
+        log_start = self.log.stat().st_size if self.log.exists() else 0
         try:
             self.server.start()
             self.server.wait_port(self.port, READY_TIMEOUT_S)
             self._wait_sql(None)
         finally:
-            Path(init_file).unlink(missing_ok=True)
+            init_file.unlink(missing_ok=True)
+        self._check_adjusted_settings(log_start)
         if not self._databases_created:
             self._exec(None, ["CREATE DATABASE IF NOT EXISTS sbtest_pristine"], "creating the database")
             self._databases_created = True
+
+    def _check_adjusted_settings(self, log_start: int) -> None:
+        """MariaDB clamps an out-of-range value with a warning ("option 'x': unsigned value 7 adjusted to 3") and
+        starts anyway: a setting that did not take as written fails the target, quoting the server's line."""
+        try:
+            with open(self.log, "rb") as f:
+                f.seek(log_start)
+                text = f.read().decode(errors="replace")
+        except OSError:
+            return
+        names = {k.replace("-", "_") for k, _ in self.settings}
+        for line in text.splitlines():
+            m = re.search(r"option '([^']+)': .* adjusted to", line)
+            if m and m.group(1).replace("-", "_") in names:
+                self.stop()
+                raise UserError(f"target {self.target.name!r}: the server did not take a setting as written: "
+                                f"{line.strip()}")
 
     def _wait_sql(self, database: str | None) -> None:
         """The port opens before the server takes logins (PostgreSQL recovery, MariaDB's init-file)."""

@@ -1,5 +1,6 @@
 """A server process the lab started: started in its own session, stopped TERM then KILL on every exit path
-(normal end, errors, Ctrl-C, interpreter exit), its log kept in the results directory."""
+(normal end, errors, Ctrl-C, TERM/HUP, interpreter exit; when the lab is killed hard, the watchdog), its log kept
+in the results directory. Servers get the lab's environment without any password in it."""
 
 from __future__ import annotations
 
@@ -13,10 +14,19 @@ import time
 from pathlib import Path
 
 from dbperf.errors import UserError
+from dbperf.servers.watchdog import Watchdog
 
 STOP_TIMEOUT_S = 30.0
 LOG_TAIL_LINES = 15
 _running: set[ServerProcess] = set()
+# Environment variables that hold a password (the lab's own, and every external target's password_env): never
+# passed on to a server or a set-up tool.
+SECRET_ENV = {"DBPERF_SERVER_PASSWORD", "DBPERF_PASSWORD"}
+
+
+def server_environ(extra: dict[str, str] | None = None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in SECRET_ENV}
+    return {**env, **(extra or {})}
 
 
 def free_port() -> int:
@@ -53,8 +63,9 @@ class ServerProcess:
         with open(self.log, "ab") as log:
             self.proc = subprocess.Popen(self.argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                          user=self.user, start_new_session=True,
-                                         env={**os.environ, **self.env}, cwd="/")
+                                         env=server_environ(self.env), cwd="/")
         _running.add(self)
+        Watchdog.get().watch_group(self.proc.pid)  # its own session: the process group id is its pid
 
     @property
     def pid(self) -> int:
@@ -95,10 +106,13 @@ class ServerProcess:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(self.proc.pid, signal.SIGKILL)
         _running.discard(self)
+        Watchdog.get().forget_group(self.proc.pid)
 
 
-# Lines that name the bad setting itself, preferred over the generic FATAL that follows them.
-SPECIFIC = ("unrecognized configuration parameter", "unknown variable", "invalid value", "unknown option")
+# Lines that name the bad setting itself (and its value), preferred over the generic FATAL or "[ERROR] Aborting"
+# that follows them.
+SPECIFIC = ("unrecognized configuration parameter", "unknown variable", "invalid value", "unknown option",
+            "Unknown suffix", "Error while setting value", "is outside the valid range")
 
 
 def last_error_line(log: Path) -> str:

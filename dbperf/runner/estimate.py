@@ -1,0 +1,113 @@
+"""How long a run will take and how much disk its data needs, worked out before anything is built or loaded, so
+that a typo (`repeats = 100000000000`, `tables = 100000`) is caught before it costs hours or fills the disk.
+
+Rough on purpose: per cell, its warm-up and measured time plus the lab's own overhead (process start, restoring
+the data before write cells); per target, the rows to load at a rate measured on a 2-core VM; data size as bytes per
+sbtest row measured per engine (pristine copy + working copy), plus what an empty server's data directory holds.
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from dbperf.experiment.spec import Experiment
+from dbperf.servers.runtime import runtime_base
+
+LONG_RUN_S = 3600.0
+CELL_OVERHEAD_S = 0.5
+SERVER_START_S = 10.0
+# Measured with `dbperf run --keep-data` at table_size = 100000, 1 table (du of the data directories): SQLite
+# 21.1 MB per copy; PostgreSQL 176 MB and MariaDB 249 MB for pristine + working database with WAL/redo and system tables.
+ROW_BYTES = {"sqlite": 211, "postgres": 600, "mariadb": 650}
+LOAD_ROWS_PER_S = {"sqlite": 300_000, "postgres": 100_000, "mariadb": 60_000}
+EMPTY_SERVER_BYTES = {"sqlite": 0, "postgres": 60_000_000, "mariadb": 120_000_000}
+
+
+def _existing_parent(path: Path) -> Path:
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    return path
+
+
+def _free_bytes(path: Path) -> int | None:
+    try:
+        return shutil.disk_usage(_existing_parent(path)).free
+    except OSError:
+        return None
+
+
+def human_bytes(n: float) -> str:
+    for unit in ("B", "KB", "MB", "GB", "TB", "PB"):
+        if n < 1000 or unit == "PB":
+            return f"{n:,.0f} {unit}" if unit == "B" else f"{n:,.1f} {unit}"
+        n /= 1000
+    raise AssertionError
+
+
+def human_seconds(s: float) -> str:
+    if s < 120:
+        return f"{s:.0f} s"
+    if s < 7200:
+        return f"{s / 60:.0f} min"
+    if s < 3 * 86400:
+        return f"{s / 3600:.1f} h"
+    if s < 3 * 365 * 86400:
+        return f"{s / 86400:,.0f} days"
+    return f"{s / (365 * 86400):,.0f} years"
+
+
+@dataclass(frozen=True)
+class Estimate:
+    seconds: float
+    # bytes needed and free, per file system that receives data: --out (SQLite files) and the runtime directory
+    needs: tuple[tuple[str, int, int | None], ...]
+
+    def too_long(self) -> bool:
+        return self.seconds > LONG_RUN_S
+
+    def too_big(self) -> list[tuple[str, int, int]]:
+        return [(where, need, free) for where, need, free in self.needs if free is not None and need > free]
+
+    def needs_confirmation(self) -> bool:
+        return self.too_long() or bool(self.too_big())
+
+    def summary(self) -> str:
+        size = ", ".join(f"about {human_bytes(need)} of data in {where} (free: "
+                         f"{'unknown' if free is None else human_bytes(free)})" for where, need, free in self.needs)
+        parts = [f"this run will take about {human_seconds(self.seconds)}"]
+        if size:
+            parts.append(f"write {size}")
+        why = []
+        if self.too_long():
+            why.append(f"over {human_seconds(LONG_RUN_S)}")
+        if self.too_big():
+            why.append("more data than the free disk")
+        return " and ".join(parts) + (f" ({'; '.join(why)})" if why else "")
+
+    def warnings(self) -> list[str]:
+        return [self.summary()] if self.needs_confirmation() else []
+
+
+def estimate(e: Experiment, out: Path) -> Estimate:
+    rows = e.tables * e.table_size
+    seconds = 0.0
+    per_place: dict[str, int] = {}
+    for t in e.targets:
+        seconds += rows / LOAD_ROWS_PER_S[t.engine]
+        if t.is_server and t.dsn is not None:
+            continue  # an external server's disk is not this machine's business
+        if t.is_server:
+            seconds += SERVER_START_S
+            place = str(runtime_base())
+        else:
+            place = str(out)
+        per_place[place] = per_place.get(place, 0) + 2 * rows * ROW_BYTES[t.engine] + EMPTY_SERVER_BYTES[t.engine]
+    restores = sum(1 for b in e.benchmarks if b.phase != "read") * len(e.threads) * e.repeats
+    for t in e.targets:
+        seconds += restores * rows / (3 * LOAD_ROWS_PER_S[t.engine])
+    cells = len(e.benchmarks) * len(e.threads) * e.repeats * len(e.targets)
+    seconds += cells * (e.time_s + e.warmup_s + CELL_OVERHEAD_S)
+    needs = tuple((place, need, _free_bytes(Path(place))) for place, need in per_place.items())
+    return Estimate(seconds, needs)
