@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -25,3 +27,13 @@ def write_experiment(tmp_path: Path):
         path.write_text(body)
         return path
     return write
+
+
+@pytest.fixture
+def where():
+    """A directory the service users can traverse (pytest's own tmp directories are private to root): for tests
+    that start servers through the lab's API directly, with data directories of their own."""
+    base = Path(tempfile.mkdtemp(prefix="dbperf-srv-", dir="/tmp"))
+    base.chmod(0o755)
+    yield base
+    shutil.rmtree(base, ignore_errors=True)

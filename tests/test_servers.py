@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -20,15 +19,6 @@ from tests.conftest import DBPERF, REPO, run_cli
 pytestmark = pytest.mark.skipif(not (Path("/usr/lib/postgresql/15/bin/postgres").exists()
                                      and Path("/usr/sbin/mariadbd").exists()),
                                 reason="postgresql and mariadb-server are installed by make setup")
-
-
-@pytest.fixture
-def where():
-    """A directory the service users can traverse (pytest's own tmp directories are private to root)."""
-    base = Path(tempfile.mkdtemp(prefix="dbperf-srv-", dir="/tmp"))
-    base.chmod(0o755)
-    yield base
-    shutil.rmtree(base, ignore_errors=True)
 
 
 def experiment(where: Path, targets: str, benchmarks: str = '"point-query", "update-index", "read-write-10"',

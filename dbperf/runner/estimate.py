@@ -19,7 +19,8 @@ LONG_RUN_S = 3600.0
 CELL_OVERHEAD_S = 0.5
 SERVER_START_S = 10.0
 # Measured with `dbperf run --keep-data` at table_size = 100000, 1 table (du of the data directories): SQLite
-# 21.1 MB per copy; PostgreSQL 176 MB and MariaDB 249 MB for pristine + working database with WAL/redo and system tables.
+# 21.1 MB per copy; PostgreSQL 176 MB and MariaDB 249 MB for pristine + working database with WAL/redo and system
+# tables.
 ROW_BYTES = {"sqlite": 211, "postgres": 600, "mariadb": 650}
 LOAD_ROWS_PER_S = {"sqlite": 300_000, "postgres": 100_000, "mariadb": 60_000}
 EMPTY_SERVER_BYTES = {"sqlite": 0, "postgres": 60_000_000, "mariadb": 120_000_000}
