@@ -101,6 +101,9 @@ def run_experiment(experiment: Path, out: Path | None, keep_data: bool, profile:
         err_console.print(f"dbperf: interrupted ({interrupt}); what was measured is in {directory}", markup=False,
                           highlight=False)
         return RunEnd(directory, interrupts.exit_code(interrupt))
+    if keep_data and outcome.runtime_dir:
+        err_console.print(f"dbperf: the servers' data directories are kept in {outcome.runtime_dir}", markup=False,
+                          highlight=False)
     if outcome.cells_ok == 0 and outcome.cells_failed > 0:
         err_console.print(f"dbperf: error: no cell succeeded ({outcome.cells_failed} failed); the errors are in "
                           f"{directory / 'results.jsonl'}", markup=False, highlight=False)

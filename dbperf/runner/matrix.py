@@ -61,6 +61,7 @@ class RunOutcome:
     directory: Path
     cells_ok: int = 0
     cells_failed: int = 0
+    runtime_dir: Path | None = None  # where the servers' data directories were (kept with --keep-data)
 
 
 def _meta(e: Experiment, infos: dict[str, dict[str, Any]], settings: dict[str, list]) -> dict[str, Any]:
@@ -106,6 +107,7 @@ def run_matrix(e: Experiment, out: Path, console: Console, keep_data: bool = Fal
     data_root = out / ".data"  # SQLite files; the lab created `out`, so this is the lab's to remove
     started_servers = [t for t in e.targets if t.is_server and t.dsn is None]
     runtime = RuntimeDir() if started_servers else None
+    outcome.runtime_dir = runtime.path if runtime else None
     if runtime and not keep_data:
         Watchdog.get().watch_dir(runtime.path)  # removed even if the lab is killed hard
     data: dict[str, TargetData] = {}
