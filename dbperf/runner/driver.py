@@ -41,6 +41,11 @@ class DriverOutcome:
     stderr_tail: str
 
 
+def driver_environ(env: dict[str, str] | None = None) -> dict[str, str]:
+    """The driver's environment: the lab's, `env`, and the lab's pid, so that the driver dies with the lab."""
+    return {**os.environ, **(env or {}), "DBPERF_PARENT_PID": str(os.getpid())}
+
+
 def _tail(text: str) -> str:
     return "\n".join(text.strip().splitlines()[-STDERR_TAIL_LINES:])
 
@@ -49,8 +54,7 @@ def run_job(command: str, job: dict[str, Any], timeout_s: float, env: dict[str, 
     """Runs `dbperf-driver COMMAND -` with the job on stdin, `env` added to the environment. A crash or hang is an
     outcome, not an exception; Ctrl-C kills the driver's whole process group and propagates."""
     proc = subprocess.Popen([driver_path(), command, "-"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True,
-                            env={**os.environ, **env} if env else None)
+                            stderr=subprocess.PIPE, text=True, start_new_session=True, env=driver_environ(env))
     try:
         out, err = proc.communicate(json.dumps(job), timeout=timeout_s)
     except subprocess.TimeoutExpired:
@@ -81,7 +85,8 @@ def _kill(proc: subprocess.Popen[str]) -> None:
 
 def library_info(engine: str, library: str) -> dict[str, Any]:
     """Engine version of a library, or a UserError if it is not a library of that engine."""
-    proc = subprocess.run([driver_path(), "info", engine, library], capture_output=True, text=True, timeout=60)
+    proc = subprocess.run([driver_path(), "info", engine, library], capture_output=True, text=True, timeout=60,
+                          env=driver_environ())
     if proc.returncode != 0:
         lines = proc.stderr.strip().splitlines()
         raise UserError(lines[-1].removeprefix("dbperf-driver: ") if lines else f"cannot inspect {library}")
@@ -89,5 +94,6 @@ def library_info(engine: str, library: str) -> dict[str, Any]:
 
 
 def driver_version() -> str:
-    proc = subprocess.run([driver_path(), "--version"], capture_output=True, text=True, timeout=60)
+    proc = subprocess.run([driver_path(), "--version"], capture_output=True, text=True, timeout=60,
+                          env=driver_environ())
     return proc.stdout.strip()

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use crate::job::Job;
-use crate::{my, pg, sqlite};
+use crate::{my, pg, pragmas, sqlite};
 
 #[derive(Debug, Clone)]
 pub enum Value {
@@ -99,7 +99,7 @@ impl Engine {
             Kind::Sqlite { api, database, busy_timeout_ms, settings } => {
                 let mut c = sqlite::SqliteConnection::open(api.clone(), database, *busy_timeout_ms, self.prepared)?;
                 for (key, value) in settings {
-                    c.batch(&format!("PRAGMA {key} = {value}")).map_err(|e| format!("setting {key}: {e}"))?;
+                    pragmas::apply(&mut c, key, value)?;
                 }
                 Ok(Box::new(c))
             }

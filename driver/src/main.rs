@@ -11,6 +11,7 @@ mod load;
 mod my;
 mod params;
 mod pg;
+mod pragmas;
 mod process;
 mod procstat;
 mod run;
@@ -72,7 +73,38 @@ fn main_inner(args: &[String]) -> Result<String, String> {
     }
 }
 
+/// The lab passes its pid: the driver then dies with its parent (SIGKILL when the lab goes, however it goes),
+/// instead of running on under PID 1. PR_SET_PDEATHSIG fires when the thread that forked us exits; the lab starts
+/// drivers from the thread that waits for them. Run by hand (no pid given), nothing is set.
+fn die_with_the_lab() {
+    let Some(lab) = std::env::var("DBPERF_PARENT_PID").ok().and_then(|v| v.parse::<libc::pid_t>().ok()) else {
+        return;
+    };
+    // SAFETY: prctl with PR_SET_PDEATHSIG takes a signal number; getppid has no arguments.
+    let parent = unsafe {
+        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+        libc::getppid()
+    };
+    // If the lab died before the prctl we have been adopted, and no signal will come. A parent other than the lab
+    // (a wrapper script, valgrind's launcher) is fine as long as the lab itself lives.
+    if parent != lab && !alive(lab) {
+        eprintln!("dbperf-driver: the lab (pid {lab}) is gone; exiting");
+        std::process::exit(3);
+    }
+}
+
+/// Running, not a zombie: a lab killed hard is a zombie until its own parent reaps it.
+fn alive(pid: libc::pid_t) -> bool {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return false;
+    };
+    // The state follows the command name, which is in parentheses and may itself hold spaces or ')'.
+    let state = stat.rfind(')').and_then(|i| stat[i + 1..].split_whitespace().next());
+    !matches!(state, None | Some("Z") | Some("X"))
+}
+
 fn main() -> ExitCode {
+    die_with_the_lab();
     let args: Vec<String> = std::env::args().skip(1).collect();
     match main_inner(&args) {
         Ok(out) => {

@@ -40,6 +40,7 @@ pub struct Api {
     column_type: unsafe extern "C" fn(Stmt, c_int) -> c_int,
     column_int64: unsafe extern "C" fn(Stmt, c_int) -> i64,
     column_bytes: unsafe extern "C" fn(Stmt, c_int) -> c_int,
+    column_text: unsafe extern "C" fn(Stmt, c_int) -> *const c_char,
 }
 
 impl Api {
@@ -72,6 +73,7 @@ impl Api {
             column_type: sym!("sqlite3_column_type\0"),
             column_int64: sym!("sqlite3_column_int64\0"),
             column_bytes: sym!("sqlite3_column_bytes\0"),
+            column_text: sym!("sqlite3_column_text\0"),
             _lib: lib,
         };
         Ok(Arc::new(api))
@@ -131,6 +133,34 @@ impl SqliteConnection {
             return Err(format!("prepare failed: {}: {}", self.errmsg(), sql.to_string_lossy()));
         }
         Ok(stmt)
+    }
+
+    /// The first column of every row of `sql`, as text (NULL as an empty string): for reading settings back.
+    pub fn first_column(&self, sql: &str) -> Result<Vec<String>, String> {
+        let c = CString::new(sql).map_err(|_| "SQL contains NUL".to_string())?;
+        let stmt = self.prepare_raw(&c)?;
+        let mut out = Vec::new();
+        let result = loop {
+            // SAFETY: stmt was just prepared on this connection.
+            let rc = unsafe { (self.api.step)(stmt) };
+            if rc == SQLITE_ROW {
+                // SAFETY: the statement is on a row; the text is copied before the next step.
+                let text = unsafe { (self.api.column_text)(stmt, 0) };
+                out.push(if text.is_null() {
+                    String::new()
+                } else {
+                    // SAFETY: column_text returns a NUL-terminated string valid until the next step.
+                    unsafe { CStr::from_ptr(text) }.to_string_lossy().into_owned()
+                });
+            } else if rc == SQLITE_DONE {
+                break Ok(out);
+            } else {
+                break Err(format!("{}: {sql}", self.errmsg()));
+            }
+        };
+        // SAFETY: stmt is not used after this.
+        unsafe { (self.api.finalize)(stmt) };
+        result
     }
 
     /// Binds, steps through every row reading each column as a client would, and resets. Returns rows.
