@@ -8,7 +8,7 @@ import shutil
 import sys
 import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Optional
@@ -29,6 +29,7 @@ from dbperf.explain.mode import CounterMode, detect_mode
 from dbperf.explain.profile import Profiler
 from dbperf.probes.catalog import FAMILIES
 from dbperf.probes.run import run_probes
+from dbperf.report.escape import term
 from dbperf.report.ladder import render_ladder
 from dbperf.report.probe_view import render_compare, render_probes
 from dbperf.report.profile_view import render_diff, render_profile
@@ -39,7 +40,7 @@ from dbperf.runner.matrix import run_matrix
 from dbperf.runner.targets import build_targets, inspect_targets
 from dbperf.stats.ladder import ladder as ladder_steps
 from dbperf.stats.rqps_matrix import build_matrix
-from dbperf.storage.results import read_results
+from dbperf.storage.results import SkippedLine, read_results
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="dbperf: a performance lab for database engines.")
@@ -60,14 +61,25 @@ def _check_aggregate(aggregate: str | None) -> None:
         fail(f"--aggregate: expected one of {', '.join(AGGREGATES)}, got {aggregate!r}")
 
 
+def _note_skipped(directory: Path, skipped: list[SkippedLine]) -> None:
+    """Lines of results.jsonl that were not used are said, never dropped without a word (on stderr, so that
+    markdown, CSV and JSON on stdout stay parseable; JSON also carries them as `skipped_lines`)."""
+    if skipped:
+        where = ", ".join(f"line {s.line}: {s.reason}" for s in skipped[:5]) + (", ..." if len(skipped) > 5 else "")
+        err_console.print(f"dbperf: note: {directory / 'results.jsonl'}: {len(skipped)} line(s) skipped ({where})",
+                          markup=False, highlight=False)
+
+
 def print_report(directory: Path, fmt: str, aggregate: str | None) -> None:
-    meta, records = read_results(directory)
+    meta, records, skipped = read_results(directory)
     matrix = build_matrix(meta, records, aggregate)
     if fmt == "table":
         render_table(matrix, meta, out_console)
+    elif fmt == "json":
+        sys.stdout.write(to_json(matrix, meta, skipped=[asdict(s) for s in skipped]))
     else:
-        render = {"markdown": to_markdown, "csv": to_csv, "json": to_json}[fmt]
-        sys.stdout.write(render(matrix, meta))
+        sys.stdout.write({"markdown": to_markdown, "csv": to_csv}[fmt](matrix, meta))
+    _note_skipped(directory, skipped)
 
 
 @dataclass
@@ -156,8 +168,9 @@ def ladder(
 
 
 def print_ladder(directory: Path, aggregate: str | None) -> None:
-    meta, records = read_results(directory)
+    meta, records, skipped = read_results(directory)
     render_ladder(ladder_steps(build_matrix(meta, records, aggregate)), out_console)
+    _note_skipped(directory, skipped)
 
 
 @app.command()
@@ -193,7 +206,8 @@ def build(
         fail(f"{experiment}: no target has a 'source' to build")
     for name, manifest in builds.items():
         how = "cached" if manifest["cached"] else f"built in {manifest['build_seconds']} s"
-        out_console.print(f"{name}: {manifest['label']} -> {manifest['library']} ({how})", highlight=False)
+        out_console.print(f"{name}: {manifest['label']} -> {manifest['library']} ({how})", highlight=False,
+                          markup=False)
 
 
 @app.command()
@@ -389,8 +403,8 @@ def list_benchmarks(
             names = " ".join(w.name for w in expand_group(group))
         out_console.print(f"[bold]group {group}[/bold]: {names}", highlight=False)
     for w in builtin().values():
-        out_console.print(f"\n[bold]{w.name}[/bold]  [dim]{w.group}/{w.phase}, {w.queries_per_event} "
-                          f"queries per event[/dim]\n  {w.description}", highlight=False)
+        out_console.print(f"\n[bold]{term(w.name)}[/bold]  [dim]{w.group}/{w.phase}, {w.queries_per_event} "
+                          f"queries per event[/dim]\n  {term(w.description)}", highlight=False)
         if sql:
             for line in w.display_sql():
                 out_console.print(f"    {line}", markup=False, highlight=False)

@@ -68,7 +68,7 @@ def main() -> None:
         exp, builds = build_targets(parse_experiment(path), console)
         out = Path(tmp) / "results"
         run_matrix(exp, out, console, builds=builds)
-        meta, records = read_results(out)
+        meta, records, _ = read_results(out)
     m = build_matrix(meta, records)
     partial = " with -fprofile-partial-training" if args.partial else ""
     print(f"SQLite {args.version}: O2 vs O2+PGO{partial} trained on {args.train}; {args.repeats} interleaved "

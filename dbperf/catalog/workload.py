@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from dbperf.errors import UserError
+from dbperf.names import check_name
 
 GROUPS = ("point", "range", "write")
 PHASES = ("read", "write", "final")
@@ -132,13 +133,17 @@ def _check_param(spec: Any, where: str) -> dict[str, Any]:
     return spec
 
 
-def _build(doc: dict[str, Any], name: str, source: str) -> Workload:
+def _build(doc: dict[str, Any], name: Any, source: str) -> Workload:
+    name = check_name(name, source)
     where = f"{source} ({name})"
     unknown = set(doc) - FILE_KEYS
     if unknown:
         raise UserError(f"{where}: unknown key {sorted(unknown)[0]!r}")
     group = doc.get("group", "point")
     phase = doc.get("phase", "read")
+    description = doc.get("description", "")
+    if not isinstance(description, str):
+        raise UserError(f"{where}: description must be a string")
     if group not in GROUPS:
         raise UserError(f"{where}: group must be one of {', '.join(GROUPS)}, got {group!r}")
     if phase not in PHASES:
@@ -173,7 +178,7 @@ def _build(doc: dict[str, Any], name: str, source: str) -> Workload:
             raise UserError(f"{swhere}: 'dialect' maps an engine ({', '.join(ENGINES)}) to its SQL")
         statements.append(Statement(sql=sql, repeat=repeat, params=params, dialect=dialect))
     workload = Workload(
-        name=name, description=str(doc.get("description", "")), group=group, phase=phase,
+        name=name, description=description, group=group, phase=phase,
         order=_positive_int(doc.get("order", 1000), f"{where}.order"), transaction=transaction,
         statements=tuple(statements),
         rows_per_event=rows_per_event, source=source,
@@ -189,22 +194,27 @@ def parse_workload_file(path: Path) -> list[Workload]:
     """All catalog entries a workload file defines (one, or one per variant)."""
     source = str(path)
     try:
-        doc = tomllib.loads(path.read_text())
+        doc = tomllib.loads(path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as e:
         raise UserError(f"{source}: malformed TOML: {e}") from None
     except OSError as e:
         raise UserError(f"{source}: cannot read: {e.strerror}") from None
+    except UnicodeDecodeError:
+        raise UserError(f"{source}: not a text (UTF-8) file; a workload file is TOML") from None
     variants = doc.pop("variants", None)
     base_vars = doc.pop("vars", {})
     if not isinstance(base_vars, dict):
         raise UserError(f"{source}: 'vars' must be a table")
     if variants is None:
-        name = doc.get("name") or path.stem
+        name = doc["name"] if "name" in doc else path.stem
         return [_build(_substitute(doc, base_vars, source), name, source)]
     if not isinstance(variants, list) or not all(isinstance(v, dict) and "name" in v for v in variants):
         raise UserError(f"{source}: 'variants' must be a list of tables with a 'name'")
     out = []
     for v in variants:
+        check_name(v["name"], f"{source} variant")
+        if not isinstance(v.get("vars", {}), dict):
+            raise UserError(f"{source} variant {v['name']}: 'vars' must be a table")
         unknown = set(v) - {"name", "vars", "description"}
         if unknown:
             raise UserError(f"{source} variant {v['name']}: unknown key {sorted(unknown)[0]!r}")

@@ -7,6 +7,7 @@ import re
 from dbperf.errors import UserError
 
 UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0}
+MAX_SECONDS = 7 * 86400.0
 DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|min|m|h)?\s*$")
 
 
@@ -22,4 +23,7 @@ def parse_duration(value: object, where: str) -> float:
         raise UserError(f"{where}: cannot parse duration {value!r} (write e.g. \"10s\", \"500ms\", \"2m\")")
     if seconds < 0:
         raise UserError(f"{where}: duration must not be negative")
+    if seconds > MAX_SECONDS:
+        # Per cell: beyond this the timeouts derived from it overflow, and it is a typo anyway.
+        raise UserError(f"{where}: {value!r} is longer than a week per cell")
     return seconds

@@ -16,6 +16,7 @@ from dbperf.catalog.registry import resolve
 from dbperf.catalog.workload import Workload
 from dbperf.errors import UserError
 from dbperf.experiment.durations import parse_duration
+from dbperf.names import check_name
 from dbperf.runner.process_variants import ALLOCATORS, HUGEPAGES, ProcessVariant, allocator_library
 
 ENGINES = ("sqlite", "postgres", "mariadb")
@@ -26,13 +27,22 @@ TARGET_KEYS = {"name", "engine", "library", "config", "source", "build", "cflags
                "pgo_partial_training", "allocator", "hugepages", "binaries", "dsn", "password_env", "password_file",
                "port"}
 SERVER_KEYS = {"binaries", "dsn", "password_env", "password_file", "port"}
+# Where a server the lab starts listens, keeps its files and who it runs as are the lab's business (127.0.0.1 only,
+# a private data directory): these settings are refused for such targets. MariaDB treats '-' and '_' alike.
+LAB_OWNED_SETTINGS = {
+    "postgres": {"listen_addresses", "port", "unix_socket_directories", "unix_socket_group", "unix_socket_permissions",
+                 "data_directory", "hba_file", "ident_file", "config_file", "external_pid_file", "include",
+                 "include_dir", "include_if_exists"},
+    "mariadb": {"bind_address", "port", "socket", "datadir", "user", "skip_networking", "networking", "init_file",
+                "pid_file", "basedir", "defaults_file", "defaults_extra_file", "skip_grant_tables", "plugin_dir",
+                "secure_file_priv", "tmpdir", "log_error", "named_pipe"},
+}
 # Server settings end up in postgresql.conf or my.cnf: plain words, numbers, sizes and paths only.
 SERVER_SETTING_NAME = re.compile(r"^[a-z_][a-z0-9_.-]*$")
 SERVER_SETTING_VALUE = re.compile(r"^[A-Za-z0-9_.+:/,-]+$")
 DSN_SCHEMES = {"postgres": ("postgresql://", "postgres://"), "mariadb": ("mysql://", "mariadb://")}
 BUILD_KEYS = {"build", "cflags", "pgo_train", "pgo_partial_training"}
 AGGREGATES = ("median", "trimmed")
-NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]{0,63}$")
 # PRAGMA names and values reach SQL text, so only plain words and numbers are allowed.
 PRAGMA_NAME = re.compile(r"^[a-z_][a-z0-9_]*$")
 PRAGMA_VALUE = re.compile(r"^-?[A-Za-z0-9_.]+$")
@@ -133,9 +143,7 @@ def _target(raw: Any, i: int, where: str, base_dir: Path) -> Target:
     unknown = set(raw) - TARGET_KEYS
     if unknown:
         raise UserError(f"{twhere}: unknown key {sorted(unknown)[0]!r} (known: {', '.join(sorted(TARGET_KEYS))})")
-    name = raw.get("name")
-    if not isinstance(name, str) or not NAME.match(name):
-        raise UserError(f"{twhere}: 'name' must be letters, digits, '_', '.', '+' or '-' (got {name!r})")
+    name = check_name(raw.get("name"), twhere)
     twhere = f"{where} target {name!r}"
     engine = raw.get("engine", "sqlite")
     if engine not in ENGINES:
@@ -187,6 +195,12 @@ def _server_target(raw: dict[str, Any], name: str, engine: str, twhere: str) -> 
             raise UserError(f"{twhere}: {key!r} is for SQLite targets")
     checked = _settings(raw, twhere, SERVER_SETTING_NAME, SERVER_SETTING_VALUE, "server setting")
     dsn = raw.get("dsn")
+    if dsn is None:
+        for key in checked:
+            if key.replace("-", "_").lower() in LAB_OWNED_SETTINGS[engine]:
+                raise UserError(f"{twhere} config.{key}: the lab's servers listen on 127.0.0.1 only and keep their "
+                                "files in the lab's private directory; this setting is the lab's (use port = N on "
+                                "the target for a fixed port)")
     if dsn is not None:
         if not isinstance(dsn, str) or not dsn.startswith(DSN_SCHEMES[engine]):
             raise UserError(f"{twhere}.dsn: expected {' or '.join(DSN_SCHEMES[engine])}... for engine {engine}")
@@ -220,9 +234,11 @@ def _server_target(raw: dict[str, Any], name: str, engine: str, twhere: str) -> 
 def parse_experiment(path: Path) -> Experiment:
     where = str(path)
     try:
-        text = path.read_text()
+        text = path.read_text(encoding="utf-8")
     except OSError as e:
         raise UserError(f"{where}: cannot read: {e.strerror}") from None
+    except UnicodeDecodeError:
+        raise UserError(f"{where}: not a text (UTF-8) file; an experiment file is TOML") from None
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
@@ -249,6 +265,9 @@ def parse_experiment(path: Path) -> Experiment:
     if (not isinstance(threads, list) or not threads
             or any(isinstance(t, bool) or not isinstance(t, int) or t < 1 for t in threads)):
         raise UserError(f"{rwhere}.threads: expected a positive integer or a list of them, got {threads!r}")
+    if len(set(threads)) != len(threads):
+        duplicate = next(t for t in threads if threads.count(t) > 1)
+        raise UserError(f"{rwhere}.threads: {duplicate} is listed twice (each thread count is a row of cells)")
     time_s = parse_duration(run.get("time", "10s"), f"{rwhere}.time")
     if time_s <= 0:
         raise UserError(f"{rwhere}.time: must be longer than 0")

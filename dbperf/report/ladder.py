@@ -5,6 +5,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
+from dbperf.report.escape import term
 from dbperf.stats.ladder import Step
 
 
@@ -27,19 +28,19 @@ def render_ladder(steps: list[Step], console: Console) -> None:
             verdict = "gains"
         losing = s.losing_benchmarks()
         if losing and s.index:
-            verdict += "; slower: " + ", ".join(f"{b.benchmark} {_pct(b.vs_previous)}" for b in losing)
-        table.add_row(str(s.index), s.target, _pct(s.geomean_vs_previous) if s.index else "",
+            verdict += "; slower: " + ", ".join(f"{term(b.benchmark)} {_pct(b.vs_previous)}" for b in losing)
+        table.add_row(str(s.index), term(s.target), _pct(s.geomean_vs_previous) if s.index else "",
                       _pct(s.geomean_vs_base) if s.index else "", verdict)
     console.print(table)
     line = " → ".join(
         f"{s.target}" if s.index == 0 else f"{s.target} ({_pct(s.geomean_vs_previous)})" for s in steps)
-    console.print(line, highlight=False)
+    console.print(line, highlight=False, markup=False)
     if steps:
         console.print()
         detail = Table(show_edge=False, pad_edge=False, title="QPS per step (change over the previous step)")
         detail.add_column("benchmark")
         for s in steps:
-            detail.add_column(s.target, justify="right")
+            detail.add_column(term(s.target), justify="right")
         for i, row in enumerate(steps[0].benchmarks):
             cells = []
             for s in steps:
@@ -51,7 +52,7 @@ def render_ladder(steps: list[Step], console: Console) -> None:
                 else:
                     mark = "" if b.significant else " ~"
                     cells.append(f"{b.qps:,.0f} ({_pct(b.vs_previous)}{mark})")
-            detail.add_row(row.benchmark, *cells)
+            detail.add_row(term(row.benchmark), *cells)
         console.print(detail)
         console.print("[dim]~ : the change over the previous step is not significant (Mann-Whitney U, p >= 0.05, "
                       "or fewer than 4 repeats a side)[/dim]")

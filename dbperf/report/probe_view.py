@@ -7,6 +7,8 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from dbperf.report.escape import term
+
 # BRIEF §3, seed 003: 1e8 iterations of the thread-state update, for comparison.
 SEED_BARRIERS = {
     "two locked cmpxchg (original)": (3.70, 81),
@@ -41,9 +43,10 @@ def render_host(result: dict[str, Any], console: Console) -> None:
                 if tsc else "no TSC")
     invariant = "" if h["tsc"]["invariant"] else " [yellow](TSC NOT invariant: tick figures may drift)[/yellow]"
     caches = ", ".join(f"L{c['level']} {c['type'].lower()} {c['size']}" for c in h.get("caches", []))
-    console.print(f"[bold]{h['model']}[/bold], {h['cores']} cores, microcode {h.get('microcode')}, "
-                  f"{'virtualised' if h['virtualised'] else 'bare metal'}, kernel {h['kernel']}", highlight=False)
-    console.print(f"caches: {caches or 'unknown'}; {tsc_text}{invariant}; {h['compiler']} -O2", highlight=False)
+    console.print(f"[bold]{term(h['model'])}[/bold], {h['cores']} cores, microcode {term(h.get('microcode'))}, "
+                  f"{'virtualised' if h['virtualised'] else 'bare metal'}, kernel {term(h['kernel'])}", highlight=False)
+    console.print(f"caches: {term(caches or 'unknown')}; {tsc_text}{invariant}; {term(h['compiler'])} -O2",
+                  highlight=False)
     console.print(f"[dim]every figure: median of {result['repeats']} repeats \\[min–max], wall clock "
                   "(CLOCK_MONOTONIC) and TSC ticks, pinned threads[/dim]")
 
@@ -139,10 +142,10 @@ def _key(f: dict[str, Any]) -> tuple:
 
 def render_compare(a: dict[str, Any], b: dict[str, Any], label_a: str, label_b: str, console: Console) -> None:
     for label, r in ((label_a, a), (label_b, b)):
-        console.print(f"[bold]{label}[/bold]:", highlight=False)
+        console.print(f"[bold]{term(label)}[/bold]:", highlight=False)
         render_host(r, console)
     for family in dict.fromkeys([*a["families"], *b["families"]]):
-        t = _table(f"\n{family}: median ns/op", ["figure", label_a, label_b, "B / A"])
+        t = _table(f"\n{family}: median ns/op", ["figure", term(label_a), term(label_b), "B / A"])
         fa = {_key(f): f for f in _figures(a, family)}
         fb = {_key(f): f for f in _figures(b, family)}
         for key in dict.fromkeys([*fa, *fb]):

@@ -8,6 +8,7 @@ from rich.console import Console
 from rich.table import Table
 
 from dbperf.explain.diff import FunctionDelta
+from dbperf.report.escape import term
 
 SIMULATED_LABELS = {
     "instructions": "instructions",
@@ -22,9 +23,9 @@ SIMULATED_LABELS = {
 
 
 def render_profile(p: dict[str, Any], console: Console) -> None:
-    console.print(f"[bold]{p['target']}[/bold] / [bold]{p['benchmark']}[/bold]: counters mode "
-                  f"[bold]{p['mode']}[/bold] ({p['mode_reason']})", highlight=False)
-    console.print(f"[dim]{p['tool']}; {p['method']}[/dim]", highlight=False)
+    console.print(f"[bold]{term(p['target'])}[/bold] / [bold]{term(p['benchmark'])}[/bold]: counters mode "
+                  f"[bold]{p['mode']}[/bold] ({term(p['mode_reason'])})", highlight=False)
+    console.print(f"[dim]{term(p['tool'])}; {term(p['method'])}[/dim]", highlight=False)
     table = Table(show_edge=False, pad_edge=False, title="per query")
     table.add_column("counter")
     table.add_column("value", justify="right")
@@ -44,8 +45,9 @@ def render_profile(p: dict[str, Any], console: Console) -> None:
     else:
         unsupported = p.get("unsupported_events") or []
         if unsupported:
-            console.print(f"not supported by this PMU (not shown): {', '.join(unsupported)}", highlight=False)
-        console.print(f"TopdownL1: {p.get('topdown_l1')}", highlight=False)
+            console.print(f"not supported by this PMU (not shown): {', '.join(unsupported)}", highlight=False,
+                          markup=False)
+        console.print(f"TopdownL1: {p.get('topdown_l1')}", highlight=False, markup=False)
     for key, title in (("top_by_instructions", "top functions by instructions per query"),
                        ("top_by_cycles", "top functions by cycles per query (sampled)"),
                        ("top_by_i1_misses", "top functions by I1 misses")):
@@ -57,19 +59,20 @@ def render_profile(p: dict[str, Any], console: Console) -> None:
         t.add_column("per query", justify="right")
         t.add_column("share", justify="right")
         for r in rows:
-            t.add_row(r["function"], "-" if r["per_query"] is None else f"{r['per_query']:,.1f}", f"{r['share']:.1%}")
+            per_query = "-" if r["per_query"] is None else f"{r['per_query']:,.1f}"
+            t.add_row(term(r["function"]), per_query, f"{r['share']:.1%}")
         console.print(t)
 
 
 def render_diff(a: str, b: str, metric: str, rows: list[FunctionDelta], total_a: float, total_b: float,
                 mode: str, console: Console, top: int) -> None:
     change = (total_b / total_a - 1) * 100 if total_a else 0.0
-    console.print(f"[bold]{metric} per query[/bold] ({mode}): {a} {total_a:,.1f} → {b} {total_b:,.1f} "
+    console.print(f"[bold]{metric} per query[/bold] ({mode}): {term(a)} {total_a:,.1f} → {term(b)} {total_b:,.1f} "
                   f"({change:+.2f}%)", highlight=False)
     t = Table(show_edge=False, pad_edge=False)
     for title in ("function", a, b, "delta", "delta %"):
-        t.add_column(title, justify="left" if title == "function" else "right")
+        t.add_column(term(title), justify="left" if title == "function" else "right")
     for r in rows[:top]:
         pct = f"{r.delta / r.a * 100:+.1f}%" if r.a else "new"
-        t.add_row(r.function, f"{r.a:,.1f}", f"{r.b:,.1f}", f"{r.delta:+,.1f}", pct)
+        t.add_row(term(r.function), f"{r.a:,.1f}", f"{r.b:,.1f}", f"{r.delta:+,.1f}", pct)
     console.print(t)

@@ -15,6 +15,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from dbperf.report.escape import md, term
 from dbperf.stats.rqps_matrix import Cell, Matrix
 from dbperf.stats.summary import MIN_REPEATS_FOR_TEST, NOISY_SPREAD
 
@@ -124,9 +125,9 @@ def _columns(m: Matrix, target: str) -> list[tuple[str, str]]:
 
 
 def render_table(m: Matrix, meta: dict[str, Any], console: Console) -> None:
-    console.print(f"[bold]rQPS[/bold] relative to [bold]{m.base}[/bold], {_center_name(m)} of repeats")
+    console.print(f"[bold]rQPS[/bold] relative to [bold]{term(m.base)}[/bold], {_center_name(m)} of repeats")
     for line in legend(m):
-        console.print(line)
+        console.print(line, markup=False, highlight=False)
     table = Table(show_edge=False, pad_edge=False)
     table.add_column("benchmark")
     for i in range(1, len(m.targets) + 1):
@@ -136,24 +137,26 @@ def render_table(m: Matrix, meta: dict[str, Any], console: Console) -> None:
         if group != current:
             table.add_row(f"[dim]{group}[/dim]", *[""] * len(m.targets))
             current = group
-        table.add_row(_row_label(m, benchmark, threads),
+        table.add_row(term(_row_label(m, benchmark, threads)),
                       *[rqps_text(m, m.cell(t, benchmark, threads)) for t in m.targets])
     console.print(table)
     console.print(f"[dim]{SIGNIFICANCE}[/dim]")
     by_name = {t["name"]: t for t in meta.get("targets", [])}
     for target in m.targets:
         info = by_name.get(target, {})
-        console.print(f"\n[bold]{target}[/bold]  {info.get('engine', '')} {info.get('engine_version', '')}  "
-                      f"{info.get('library', '')}  {_config_text(info)}")
+        console.print(f"\n[bold]{term(target)}[/bold]  {term(info.get('engine', ''))} "
+                      f"{term(info.get('engine_version', ''))}  {term(info.get('library', ''))}  "
+                      f"{term(_config_text(info))}")
         t = Table(show_edge=False, pad_edge=False)
         columns = _columns(m, target)
         for _, title in columns:
             t.add_column(title, justify="left" if title == "benchmark" else "right")
         for row in absolute_rows(m, target):
             if row["qps"] == "failed":
-                t.add_row(row["benchmark"], "[red]failed[/red]", row["error"][:80], *[""] * (len(columns) - 3))
+                t.add_row(term(row["benchmark"]), "[red]failed[/red]", term(row["error"][:80]),
+                          *[""] * (len(columns) - 3))
             else:
-                t.add_row(*[row[k] for k, _ in columns])
+                t.add_row(*[term(row[k]) for k, _ in columns])
         console.print(t)
     if m.counters:
         render_counters(m, console)
@@ -177,7 +180,7 @@ def render_counters(m: Matrix, console: Console) -> None:
             if p is None:
                 continue
             if "per_query" not in p:
-                t.add_row(benchmark, target, f"failed: {p.get('error')}", *[""] * len(columns))
+                t.add_row(term(benchmark), term(target), term(f"failed: {p.get('error')}"), *[""] * len(columns))
                 continue
             q = p["per_query"]
             top = (p.get("top_by_instructions") or p.get("top_by_cycles") or [{}])[0].get("function", "-")
@@ -187,7 +190,7 @@ def render_counters(m: Matrix, console: Console) -> None:
             else:
                 values = [q.get("cycles"), q.get("instructions"), q.get("ipc"),
                           q.get("l1i_misses_per_1000_instructions"), q.get("branch_misses_per_1000_instructions")]
-            t.add_row(benchmark, target, *[_fmt(v, 2) for v in values], top)
+            t.add_row(term(benchmark), term(target), *[_fmt(v, 2) for v in values], term(top))
     console.print(t)
 
 
@@ -206,7 +209,7 @@ def _config_text(info: dict[str, Any]) -> str:
 
 
 def to_markdown(m: Matrix, meta: dict[str, Any]) -> str:
-    out = [f"rQPS relative to `{m.base}`, {_center_name(m)} of repeats", ""]
+    out = [f"rQPS relative to **{md(m.base)}**, {_center_name(m)} of repeats", ""]
     out += [f"    {line}" for line in legend(m)]
     out += ["", "| benchmark | " + " | ".join(f"col-{i}" for i in range(1, len(m.targets) + 1)) + " |",
             "|---|" + "---:|" * len(m.targets)]
@@ -216,17 +219,17 @@ def to_markdown(m: Matrix, meta: dict[str, Any]) -> str:
             out.append(f"| **{group}** |" + " |" * len(m.targets))
             current = group
         cells = [rqps_text(m, m.cell(t, benchmark, threads)) for t in m.targets]
-        out.append(f"| {_row_label(m, benchmark, threads)} | " + " | ".join(cells) + " |")
+        out.append(f"| {md(_row_label(m, benchmark, threads))} | " + " | ".join(cells) + " |")
     out += ["", SIGNIFICANCE]
     for target in m.targets:
         columns = _columns(m, target)
-        out += ["", f"**{target}**", "", "| " + " | ".join(t for _, t in columns) + " |",
+        out += ["", f"**{md(target)}**", "", "| " + " | ".join(t for _, t in columns) + " |",
                 "|---|" + "---:|" * (len(columns) - 1)]
         for row in absolute_rows(m, target):
             if row["qps"] == "failed":
-                out.append(f"| {row['benchmark']} | failed: {row['error']} |" + " |" * (len(columns) - 2))
+                out.append(f"| {md(row['benchmark'])} | failed: {md(row['error'])} |" + " |" * (len(columns) - 2))
             else:
-                out.append("| " + " | ".join(row[k] for k, _ in columns) + " |")
+                out.append("| " + " | ".join(md(row[k]) for k, _ in columns) + " |")
     out += ["", HOW_MEASURED]
     return "\n".join(out) + "\n"
 
@@ -283,7 +286,7 @@ def _counters_summary(p: dict[str, Any] | None) -> dict[str, Any] | None:
     return {k: v for k, v in p.items() if k != "functions"}
 
 
-def to_json(m: Matrix, meta: dict[str, Any]) -> str:
+def to_json(m: Matrix, meta: dict[str, Any], skipped: list[dict[str, Any]] | None = None) -> str:
     cells = [cell_json(m, c) for _, b, t in m.rows() for target in m.targets
              if (c := m.cell(target, b, t)) is not None]
     doc = {
@@ -294,6 +297,7 @@ def to_json(m: Matrix, meta: dict[str, Any]) -> str:
         "measured_by": HOW_MEASURED,
         "significance": SIGNIFICANCE,
         "cells": cells,
+        "skipped_lines": skipped or [],
         "meta": meta,
     }
     return json.dumps(doc, indent=2) + "\n"

@@ -27,7 +27,8 @@ def build_targets(e: Experiment, console: Console) -> tuple[Experiment, dict[str
         task = progress.add_task(f"building {len(set(specs))} SQLite variant(s) (cached builds are reused)")
 
         def done(spec: BuildSpec, b: Build) -> None:
-            console.print(f"  {'cached' if b.cached else 'built '} {spec.label()}  {b.library}", highlight=False)
+            console.print(f"  {'cached' if b.cached else 'built '} {spec.label()}  {b.library}", highlight=False,
+                          markup=False)
             progress.advance(task)
 
         builds = build_all(specs, e.path.parent, on_done=done)

@@ -13,6 +13,7 @@ import contextlib
 import json
 import os
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -88,20 +89,112 @@ class ResultsWriter:
             self._results.close()
 
 
-def read_results(directory: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """meta and records; a torn last line (the run was killed mid-write) is skipped."""
-    if not (directory / META).is_file():
+FORMAT_VERSION = 1  # meta.json's "dbperf_results"
+
+
+@dataclass(frozen=True)
+class SkippedLine:
+    line: int
+    reason: str
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _meta_problem(meta: Any) -> str | None:
+    """Why a meta.json cannot be reported, or None. The fields the reports read, checked once here."""
+    if not isinstance(meta, dict):
+        return "expected a JSON object"
+    version = meta.get("dbperf_results")
+    if version != FORMAT_VERSION:
+        return f"results format version {version!r} is not one this dbperf reads (it reads {FORMAT_VERSION})"
+    targets, benchmarks = meta.get("targets"), meta.get("benchmarks")
+    if not isinstance(targets, list) or not targets or not all(
+            isinstance(t, dict) and isinstance(t.get("name"), str) for t in targets):
+        return "'targets' must be a non-empty list of objects with a 'name'"
+    if not isinstance(benchmarks, list) or not all(
+            isinstance(b, dict) and isinstance(b.get("name"), str) and isinstance(b.get("group"), str)
+            for b in benchmarks):
+        return "'benchmarks' must be a list of objects with a 'name' and a 'group'"
+    if meta.get("base") not in [t["name"] for t in targets]:
+        return f"'base' {meta.get('base')!r} is not one of the targets"
+    if not isinstance(meta.get("threads", []), list) or not all(_number(t) for t in meta.get("threads", [])):
+        return "'threads' must be a list of numbers"
+    if not all(isinstance(t.get("trained_on", []), list) for t in targets):
+        return "a target's 'trained_on' must be a list"
+    return None
+
+
+_USAGE_KEYS = ("user_us", "system_us", "voluntary_cs", "involuntary_cs")
+
+
+def _record_problem(rec: Any) -> str | None:
+    """Why one results.jsonl line cannot be used, or None."""
+    if not isinstance(rec, dict):
+        return "not a JSON object"
+    if not isinstance(rec.get("target"), str) or not isinstance(rec.get("benchmark"), str):
+        return "no 'target' or 'benchmark'"
+    kind = rec.get("type", "cell")
+    if kind == "counters":
+        return None if isinstance(rec.get("counters", {}), dict) else "'counters' is not an object"
+    if kind != "cell":
+        return f"unknown record type {kind!r}"
+    if not isinstance(rec.get("threads"), int) or not isinstance(rec.get("repeat"), int):
+        return "'threads' and 'repeat' must be integers"
+    if rec.get("status") != "ok":
+        return None if isinstance(rec.get("status"), str) else "no 'status'"
+    r = rec.get("result")
+    if not isinstance(r, dict):
+        return "an ok cell without a 'result'"
+    usage, latency = r.get("client_usage"), r.get("latency")
+    if not (all(_number(r.get(k)) for k in ("qps", "eps", "queries", "errors"))
+            and isinstance(usage, dict) and all(_number(usage.get(k)) for k in _USAGE_KEYS)
+            and isinstance(latency, dict) and all(_number(latency.get(k)) for k in ("p50_us", "p99_us", "max_us"))):
+        return "the result lacks qps, eps, queries, errors, client_usage or latency figures"
+    server = r.get("server_usage")
+    if server is not None and not (isinstance(server, dict) and all(_number(server.get(k)) for k in _USAGE_KEYS)):
+        return "'server_usage' lacks figures"
+    if rec.get("rows_per_event") is not None and not _number(rec["rows_per_event"]):
+        return "'rows_per_event' is not a number"
+    return None
+
+
+def read_results(directory: Path) -> tuple[dict[str, Any], list[dict[str, Any]], list[SkippedLine]]:
+    """meta, the usable records, and the lines skipped (a torn last line: the run was killed mid-write; a line
+    edited by hand) with why. A meta.json that cannot be reported is a UserError naming the file."""
+    meta_path = directory / META
+    if not meta_path.is_file():
         raise UserError(f"{directory}: not a dbperf results directory (no {META})")
     try:
-        meta = json.loads((directory / META).read_text())
-    except json.JSONDecodeError as e:
-        raise UserError(f"{directory / META}: unreadable: {e}") from None
-    records = []
+        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise UserError(f"{meta_path}: unreadable: {e}") from None
+    except OSError as e:
+        raise UserError(f"{meta_path}: cannot read: {e.strerror}") from None
+    problem = _meta_problem(meta)
+    if problem:
+        raise UserError(f"{meta_path}: {problem}")
+    records: list[dict[str, Any]] = []
+    skipped: list[SkippedLine] = []
     path = directory / RESULTS
-    if path.is_file():
-        for line in path.read_text().splitlines():
-            try:
-                records.append(json.loads(line))
-            except json.JSONDecodeError:
-                continue
-    return meta, records
+    try:
+        lines = path.read_bytes().decode("utf-8", errors="replace").splitlines() if path.is_file() else []
+    except OSError as e:
+        raise UserError(f"{path}: cannot read: {e.strerror}") from None
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError:
+            torn = number == len(lines)
+            skipped.append(SkippedLine(number, "torn last line (the run was cut off while writing it)" if torn
+                                       else "not JSON"))
+            continue
+        problem = _record_problem(rec)
+        if problem:
+            skipped.append(SkippedLine(number, problem))
+        else:
+            records.append(rec)
+    return meta, records, skipped
