@@ -206,7 +206,7 @@ def parse_workload_file(path: Path) -> list[Workload]:
     if not isinstance(base_vars, dict):
         raise UserError(f"{source}: 'vars' must be a table")
     if variants is None:
-        name = doc["name"] if "name" in doc else path.stem
+        name = doc.get("name", path.stem)
         return [_build(_substitute(doc, base_vars, source), name, source)]
     if not isinstance(variants, list) or not all(isinstance(v, dict) and "name" in v for v in variants):
         raise UserError(f"{source}: 'variants' must be a list of tables with a 'name'")
