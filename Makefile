@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV := .venv
 DRIVER := driver/target/release/dbperf-driver
 
-.PHONY: setup system-packages venv driver demo test lint clean
+.PHONY: setup system-packages venv driver demo test test-fast lint clean
 
 setup: system-packages venv driver
 
@@ -16,7 +16,7 @@ venv: $(VENV)/.installed
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(VENV)/bin/pip install -q -e '.[dev]'
+	SETUPTOOLS_RUST_CARGO_PROFILE=release $(VENV)/bin/pip install -q -e '.[dev]'
 	@touch $@
 
 driver:
@@ -28,6 +28,10 @@ demo: setup
 test: setup
 	cd driver && cargo test --release --quiet
 	$(VENV)/bin/pytest -q
+
+# The unit tier only (no engine is run): under a minute.
+test-fast: setup
+	$(VENV)/bin/pytest -q -m unit
 
 lint: setup
 	$(VENV)/bin/ruff check dbperf tests benchmarks

@@ -13,6 +13,19 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 DBPERF = [sys.executable, "-m", "dbperf.cli"]
+TIERS = ("unit", "e2e", "server", "network")
+NEEDS_SERVERS = pytest.mark.skipif(not (Path("/usr/lib/postgresql/15/bin/postgres").exists()
+                                        and Path("/usr/sbin/mariadbd").exists()),
+                                   reason="postgresql and mariadb-server are installed by make setup")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every test belongs to exactly one tier (see pyproject.toml's markers), so `make test-fast` misses none by
+    accident."""
+    for item in items:
+        tiers = [m.name for m in item.iter_markers() if m.name in TIERS]
+        if len(tiers) != 1:
+            raise pytest.UsageError(f"{item.nodeid}: needs exactly one tier marker of {', '.join(TIERS)}, has {tiers}")
 
 
 def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 300) -> subprocess.CompletedProcess[str]:

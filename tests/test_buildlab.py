@@ -17,6 +17,8 @@ from dbperf.runner import process_variants
 from dbperf.runner.driver import library_info
 from tests.conftest import run_cli
 
+pytestmark = pytest.mark.e2e
+
 VERSION = "3.54.1"
 
 

@@ -6,6 +6,8 @@ from dbperf.catalog.registry import AFTER_WRITES, builtin, expand_group, resolve
 from dbperf.catalog.workload import compile_statements, parse_workload_file
 from dbperf.errors import UserError
 
+pytestmark = pytest.mark.unit
+
 BRIEF_NAMES = [
     "point-query", "random-points-10", "random-points-100", "random-points-1000", "hot-points",
     "points-covered-pk", "points-covered-si", "points-notcovered-pk", "points-notcovered-si", "range-covered-pk",

@@ -4,6 +4,8 @@ import pytest
 
 from tests.conftest import run_cli
 
+pytestmark = pytest.mark.unit
+
 GOOD = """
 [run]
 benchmarks = ["point-query"]

@@ -11,8 +11,12 @@ import textwrap
 import time
 from pathlib import Path
 
+import pytest
+
 from dbperf.runner.driver import driver_path
 from tests.conftest import DBPERF, REPO, run_cli
+
+pytestmark = pytest.mark.e2e
 
 MATRIX = """
 [run]

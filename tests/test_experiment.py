@@ -6,6 +6,8 @@ from dbperf.errors import UserError
 from dbperf.experiment.durations import parse_duration
 from dbperf.experiment.spec import parse_experiment
 
+pytestmark = pytest.mark.unit
+
 GOOD = """
 [run]
 benchmarks = ["point-query", "writes"]

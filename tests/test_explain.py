@@ -14,6 +14,8 @@ from dbperf.explain.mode import detect_mode
 from dbperf.explain.perfstat import parse_perf_report, parse_perf_stat_csv
 from tests.conftest import run_cli
 
+pytestmark = pytest.mark.e2e
+
 # Recorded `perf stat -x, -e cycles,instructions,L1-icache-load-misses,branch-misses,branches` on a PMU machine,
 # with one event the PMU lacks, and `perf stat -x, -M TopdownL1` metric lines.
 PERF_STAT = """\

@@ -14,6 +14,8 @@ import pytest
 from tests.conftest import DBPERF, REPO, run_cli
 from tests.test_hardening_run import one_error_line
 
+pytestmark = pytest.mark.e2e
+
 EXP = """
 [run]
 benchmarks = ["point-query"]

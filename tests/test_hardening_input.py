@@ -13,6 +13,8 @@ import pytest
 from tests.conftest import run_cli
 from tests.test_hardening_run import one_error_line
 
+pytestmark = pytest.mark.e2e
+
 RUN = """
 [run]
 benchmarks = [{benchmarks}]

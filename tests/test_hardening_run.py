@@ -16,6 +16,8 @@ import pytest
 
 from tests.conftest import DBPERF, REPO, run_cli
 
+pytestmark = pytest.mark.e2e
+
 SMALL = """
 [run]
 benchmarks = ["point-query", "update-index"]

@@ -14,12 +14,10 @@ import pytest
 
 from dbperf.servers.lifecycle import cnf_value, pg_conf_value, sql_string
 from dbperf.servers.runtime import runtime_base
-from tests.conftest import DBPERF, REPO, run_cli
+from tests.conftest import DBPERF, NEEDS_SERVERS, REPO, run_cli
 from tests.test_servers import BOTH, experiment, lab_processes, one_line
 
-pytestmark = pytest.mark.skipif(not (Path("/usr/lib/postgresql/15/bin/postgres").exists()
-                                     and Path("/usr/sbin/mariadbd").exists()),
-                                reason="postgresql and mariadb-server are installed by make setup")
+pytestmark = [pytest.mark.server, NEEDS_SERVERS]
 
 
 def runtime_dirs() -> set[str]:

@@ -11,6 +11,8 @@ import pytest
 from dbperf.probes.run import aggregate, run_probes
 from tests.conftest import run_cli
 
+pytestmark = pytest.mark.e2e
+
 X86 = platform.machine() in ("x86_64", "i686")
 NOISE = 1.5  # a loaded 2-core machine: allow this factor before calling an order wrong
 

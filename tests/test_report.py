@@ -10,6 +10,8 @@ from rich.console import Console
 from dbperf.report.render import render_table, to_csv, to_json, to_markdown
 from dbperf.stats.rqps_matrix import build_matrix
 
+pytestmark = pytest.mark.unit
+
 META = {
     "base": "old", "aggregate": "median", "threads": [1], "status": "complete",
     "targets": [{"name": "old", "engine": "sqlite"}, {"name": "new", "engine": "sqlite"}],

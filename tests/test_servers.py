@@ -14,11 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import DBPERF, REPO, run_cli
+from tests.conftest import DBPERF, NEEDS_SERVERS, REPO, run_cli
 
-pytestmark = pytest.mark.skipif(not (Path("/usr/lib/postgresql/15/bin/postgres").exists()
-                                     and Path("/usr/sbin/mariadbd").exists()),
-                                reason="postgresql and mariadb-server are installed by make setup")
+pytestmark = [pytest.mark.server, NEEDS_SERVERS]
 
 
 def experiment(where: Path, targets: str, benchmarks: str = '"point-query", "update-index", "read-write-10"',

@@ -2,6 +2,8 @@ import pytest
 
 from dbperf.stats.summary import median_ci, significance, summarize, trimmed_mean
 
+pytestmark = pytest.mark.unit
+
 
 def test_median_ci_needs_six_samples_for_95_percent():
     assert median_ci([1.0, 2.0, 3.0, 4.0, 5.0]) is None  # [min, max] covers only 93.75%

@@ -8,6 +8,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sysconfig
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -21,16 +22,21 @@ STDERR_TAIL_LINES = 20
 
 @cache
 def driver_path() -> str:
-    """$DBPERF_DRIVER, else the repository's release build, else dbperf-driver on PATH."""
+    """$DBPERF_DRIVER, else the checkout's release build (development), else the one installed with the package
+    (beside the `dbperf` script: pip puts a wheel's binaries in the environment's scripts directory), else
+    dbperf-driver on PATH."""
     env = os.environ.get("DBPERF_DRIVER")
     if env:
         return env
-    if REPO_DRIVER.is_file():
-        return str(REPO_DRIVER)
+    installed = Path(sysconfig.get_path("scripts")) / "dbperf-driver"
+    for candidate in (REPO_DRIVER, installed):
+        if candidate.is_file():
+            return str(candidate)
     found = shutil.which("dbperf-driver")
     if found:
         return found
-    raise UserError("dbperf-driver not found: run `make setup` (builds driver/target/release/dbperf-driver)")
+    raise UserError("dbperf-driver not found: run `make setup` in a checkout (builds driver/target/release/"
+                    "dbperf-driver), or install dbperf with pip, which builds it")
 
 
 @dataclass
