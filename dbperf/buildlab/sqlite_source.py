@@ -11,7 +11,6 @@ import hashlib
 import json
 import re
 import shutil
-import subprocess
 import time
 import tomllib
 import urllib.error
@@ -21,6 +20,7 @@ from pathlib import Path
 
 from dbperf.buildlab.paths import cache_root
 from dbperf.errors import UserError
+from dbperf.tools import run_tool
 
 CRATE = "libsqlite3-sys"
 INDEX_URL = "https://index.crates.io/li/bs/libsqlite3-sys"
@@ -96,12 +96,9 @@ def fetch(crate_version: str) -> SqliteSource:
     (project / "Cargo.toml").write_text(
         '[package]\nname = "dbperf-sqlite-fetch"\nversion = "0.0.0"\nedition = "2021"\n\n'
         f'[dependencies]\n{CRATE} = {{ version = "={crate_version}", default-features = false }}\n')
-    proc = subprocess.run([_cargo(), "fetch", "--quiet"], cwd=project, capture_output=True, text=True)
-    if proc.returncode != 0:
-        last = (proc.stderr.strip().splitlines() or ["cargo fetch failed"])[-1]
-        raise UserError(f"fetching {CRATE} {crate_version} through cargo failed: {last}")
-    meta = json.loads(subprocess.run([_cargo(), "metadata", "--format-version", "1", "--offline", "--quiet"],
-                                     cwd=project, capture_output=True, text=True, check=True).stdout)
+    run_tool([_cargo(), "fetch", "--quiet"], f"fetching {CRATE} {crate_version} through cargo", cwd=project)
+    meta = json.loads(run_tool([_cargo(), "metadata", "--format-version", "1", "--offline", "--quiet"],
+                               f"reading the metadata of {CRATE} {crate_version}", cwd=project).stdout)
     manifest = next(p["manifest_path"] for p in meta["packages"] if p["name"] == CRATE)
     amalgamation = Path(manifest).parent / "sqlite3"
     lock = tomllib.loads((project / "Cargo.lock").read_text())

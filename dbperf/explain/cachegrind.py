@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import platform
 import shutil
-import subprocess
 import tempfile
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -14,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from dbperf.errors import UserError
+from dbperf.tools import run_tool
 
 # The geometry CI tools pin: I1 32K/8-way/64B, D1 32K/8-way/64B, LL 8M/16-way/64B.
 GEOMETRY = ["--I1=32768,8,64", "--D1=32768,8,64", "--LL=8388608,16,64"]
@@ -77,9 +77,6 @@ def run_under_cachegrind(driver: str, job: dict[str, Any], env: dict[str, str] |
         out_file = Path(tmp) / "cachegrind.out"
         cmd = ["setarch", platform.machine(), "-R", "valgrind", "--tool=cachegrind", "--cache-sim=yes",
                "--branch-sim=yes", *GEOMETRY, f"--cachegrind-out-file={out_file}", driver, "run", str(job_file)]
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s,
-                              env={"PATH": "/usr/bin:/bin", "LC_ALL": "C", **(env or {})})
-        if proc.returncode != 0:
-            tail = " | ".join(proc.stderr.strip().splitlines()[-4:])
-            raise UserError(f"cachegrind run failed: {tail}")
+        proc = run_tool(cmd, "cachegrind run", timeout=timeout_s,
+                        env={"PATH": "/usr/bin:/bin", "LC_ALL": "C", **(env or {})})
         return parse_cachegrind_out(out_file.read_text()), json.loads(proc.stdout)

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from dbperf.errors import UserError
+from dbperf.tools import run_tool
 
 STAT_EVENTS = ("cycles", "instructions", "L1-icache-load-misses", "branch-misses", "branches")
 
@@ -68,10 +68,8 @@ def perf_stat(driver: str, job: dict[str, Any], extra: list[str], env: dict[str,
         job_file.write_text(json.dumps(job))
         out = Path(tmp) / "stat.csv"
         cmd = [_perf(), "stat", "-x,", "-o", str(out), *extra, "--", driver, "run", str(job_file)]
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s,
-                              env={"PATH": "/usr/bin:/bin", "LC_ALL": "C", **(env or {})})
-        if proc.returncode != 0:
-            raise UserError(f"perf stat failed: {proc.stderr.strip().splitlines()[-1:]}")
+        proc = run_tool(cmd, "perf stat", timeout=timeout_s,
+                        env={"PATH": "/usr/bin:/bin", "LC_ALL": "C", **(env or {})})
         return parse_perf_stat_csv(out.read_text()), json.loads(proc.stdout)
 
 
@@ -82,11 +80,10 @@ def perf_record_top(driver: str, job: dict[str, Any], event: str, env: dict[str,
         job_file = Path(tmp) / "job.json"
         job_file.write_text(json.dumps(job))
         data = Path(tmp) / "perf.data"
-        subprocess.run([_perf(), "record", "-q", "-e", event, "-o", str(data), "--", driver, "run", str(job_file)],
-                       capture_output=True, text=True, timeout=timeout_s, check=True,
-                       env={"PATH": "/usr/bin:/bin", "LC_ALL": "C", **(env or {})})
-        report = subprocess.run([_perf(), "report", "-i", str(data), "--stdio", "--no-children", "--sort", "symbol",
-                                 "-F", "overhead,sym"], capture_output=True, text=True, timeout=timeout_s).stdout
+        run_tool([_perf(), "record", "-q", "-e", event, "-o", data, "--", driver, "run", job_file], "perf record",
+                 timeout=timeout_s, env={"PATH": "/usr/bin:/bin", "LC_ALL": "C", **(env or {})})
+        report = run_tool([_perf(), "report", "-i", data, "--stdio", "--no-children", "--sort", "symbol",
+                           "-F", "overhead,sym"], "perf report", timeout=timeout_s).stdout
     return parse_perf_report(report)
 
 

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import hashlib
-import subprocess
 from pathlib import Path
 
 from dbperf.buildlab.compiler import find_compiler
 from dbperf.buildlab.paths import cache_root
-from dbperf.errors import UserError
 from dbperf.probes.catalog import SOURCE_DIR, ProbeFamily
+from dbperf.tools import run_tool
 
 FLAGS = ["-O2", "-pthread"]
 
@@ -27,8 +26,5 @@ def probe_binary(family: ProbeFamily) -> tuple[Path, list[str]]:
     cmd = [cc.path, *FLAGS, "-o", str(exe), str(source)]
     if not exe.is_file():
         out_dir.mkdir(parents=True, exist_ok=True)
-        proc = subprocess.run(cmd, capture_output=True, text=True)
-        if proc.returncode != 0:
-            tail = " | ".join(proc.stderr.strip().splitlines()[-4:])
-            raise UserError(f"compiling probe {family.name} failed: {tail}")
+        run_tool(cmd, f"compiling probe {family.name}")
     return exe, cmd

@@ -7,7 +7,6 @@ import json
 import os
 import platform
 import statistics
-import subprocess
 from collections import defaultdict
 from datetime import UTC, datetime
 from typing import Any
@@ -16,6 +15,7 @@ from dbperf.errors import UserError
 from dbperf.probes.build import probe_binary
 from dbperf.probes.catalog import FAMILIES, ProbeFamily
 from dbperf.probes.host import cpu_metadata
+from dbperf.tools import run_tool
 
 # Extra fields that tell figures apart (the others are measurements, reduced to their median).
 IDENTITY = ("x", "multiplier", "offset", "flag_offset", "n")
@@ -47,9 +47,7 @@ def aggregate(samples: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def _run_binary(family: ProbeFamily, repeats: int, scale: float) -> list[dict[str, Any]]:
     exe, _ = probe_binary(family)
-    proc = subprocess.run([str(exe), str(repeats), repr(scale)], capture_output=True, text=True, timeout=TIMEOUT_S)
-    if proc.returncode != 0:
-        raise UserError(f"probe {family.name} failed (exit {proc.returncode}): {proc.stderr.strip()[-200:]}")
+    proc = run_tool([exe, str(repeats), repr(scale)], f"probe {family.name}", timeout=TIMEOUT_S)
     return [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
 
 
@@ -66,8 +64,7 @@ def tsc_ghz(repeats: int, scale: float) -> dict[str, float] | None:
     if platform.machine() not in ("x86_64", "i686", "i386"):
         return None
     exe, _ = probe_binary(ProbeFamily("tsc", "tsc.c", "calibration"))
-    proc = subprocess.run([str(exe), str(repeats), repr(min(scale, 1.0))], capture_output=True, text=True,
-                          timeout=TIMEOUT_S, check=True)
+    proc = run_tool([exe, str(repeats), repr(min(scale, 1.0))], "TSC calibration probe", timeout=TIMEOUT_S)
     samples = [json.loads(line) for line in proc.stdout.splitlines()]
     return _spread([s["ticks"] / s["ns"] for s in samples])
 
