@@ -35,6 +35,7 @@ test-fast: setup
 
 lint: setup
 	$(VENV)/bin/ruff check dbperf tests benchmarks
+	$(VENV)/bin/mypy
 	cd driver && cargo clippy --release --quiet -- -D warnings
 
 clean:

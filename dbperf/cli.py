@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, NoReturn, Optional
 
 import typer
 from rich.console import Console
@@ -51,7 +51,7 @@ FORMATS = ("table", "markdown", "csv", "json")
 NO_CELL_SUCCEEDED = 3
 
 
-def fail(message: str, code: int = 2) -> None:
+def fail(message: str, code: int = 2) -> NoReturn:
     err_console.print(f"dbperf: error: {message}", markup=False, highlight=False, soft_wrap=True)
     raise typer.Exit(code)
 

@@ -229,6 +229,7 @@ def _binds_for(spec: dict[str, Any], table_size: int, slots: dict[str, int], nam
     """The SQL text replacing one placeholder's first use, and its binds."""
     gen = spec["gen"]
     count = spec.get("count", 1)
+    binds: list[dict[str, Any]]
     if gen == "uniform":
         binds = [{"gen": {"kind": "uniform", "lo": 1, "hi": table_size}, "slot": None} for _ in range(count)]
     elif gen == "zipf":

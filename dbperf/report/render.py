@@ -166,7 +166,7 @@ def render_table(m: Matrix, meta: dict[str, Any], console: Console) -> None:
 
 
 def render_counters(m: Matrix, console: Console) -> None:
-    modes = {p.get("mode") for p in m.counters.values() if p.get("mode")}
+    modes = {str(p["mode"]) for p in m.counters.values() if p.get("mode")}
     console.print(f"\n[bold]Counters per query[/bold] (mode: {', '.join(sorted(modes)) or 'none'}; 1 thread)")
     t = Table(show_edge=False, pad_edge=False)
     simulated = modes == {"simulated"}

@@ -178,18 +178,20 @@ class ServerTarget:
             raise UserError(f"user {user_name} not found (apt install {APT_PACKAGE[self.engine]})") from None
         if self.target.port:
             check_port_free(self.target.port)
-        self.port = self.target.port or free_port()
+        port = self.port = self.target.port or free_port()
+        password = self.password
+        assert password is not None  # lab servers always have one: lab_password()
         first = not self.dir.exists()
         if not _reachable_by(self.dir, user.pw_uid, user.pw_gid):
             raise UserError(f"the server runs as user {user_name}, who cannot reach {self.dir} (a parent directory "
                             "is not searchable)")
         _private_dir(self.dir, user)
         if self.engine == "postgres":
-            self._start_postgres(binaries, user, first)
+            self._start_postgres(binaries, user, first, port, password)
         else:
-            self._start_mariadb(binaries, user, first)
+            self._start_mariadb(binaries, user, first, port, password)
 
-    def _start_postgres(self, binaries: Path, user: pwd.struct_passwd, first: bool) -> None:
+    def _start_postgres(self, binaries: Path, user: pwd.struct_passwd, first: bool, port: int, password: str) -> None:
         initdb, postgres = binaries / "initdb", binaries / "postgres"
         if not (initdb.is_file() and postgres.is_file()):
             raise UserError(f"PostgreSQL binaries not found in {binaries} (apt install postgresql)")
@@ -199,7 +201,7 @@ class ServerTarget:
             pwfile = self.dir / "pwfile"
             try:
                 fd = os.open(pwfile, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-                os.write(fd, self.password.encode() + b"\n")
+                os.write(fd, password.encode() + b"\n")
                 os.close(fd)
                 os.chown(pwfile, user.pw_uid, user.pw_gid)
                 _run_setup([str(initdb), "-D", str(data), "-U", "dbperf", "--auth=scram-sha-256",
@@ -207,7 +209,7 @@ class ServerTarget:
                            "initdb")
             finally:
                 Path(pwfile).unlink(missing_ok=True)
-        lines = ["listen_addresses = '127.0.0.1'", f"port = {self.port}",
+        lines = ["listen_addresses = '127.0.0.1'", f"port = {port}",
                  f"unix_socket_directories = {pg_conf_value(str(data), 'the data directory')}",
                  "logging_collector = off"]
         lines += [f"{k} = {pg_conf_value(v, f'config.{k}')}" for k, v in self.settings]
@@ -221,14 +223,14 @@ class ServerTarget:
         self.server = ServerProcess([str(postgres), "-D", str(data)], self.log, user.pw_name,
                                     self.target.process.environment())
         self.server.start()
-        self.server.wait_port(self.port, READY_TIMEOUT_S)
+        self.server.wait_port(port, READY_TIMEOUT_S)
         self._wait_sql("postgres")
         if not self._databases_created:
             self._exec("postgres", ["DROP DATABASE IF EXISTS sbtest_pristine WITH (FORCE)",
                                     "CREATE DATABASE sbtest_pristine"], "creating the database")
             self._databases_created = True
 
-    def _start_mariadb(self, mariadbd: Path, user: pwd.struct_passwd, first: bool) -> None:
+    def _start_mariadb(self, mariadbd: Path, user: pwd.struct_passwd, first: bool, port: int, password: str) -> None:
         install = shutil.which("mariadb-install-db") or str(mariadbd.parent.parent / "bin" / "mariadb-install-db")
         if not mariadbd.is_file() or not Path(install).is_file():
             raise UserError(f"MariaDB server not found at {mariadbd} (apt install mariadb-server)")
@@ -237,7 +239,7 @@ class ServerTarget:
             _run_setup([install, "--no-defaults", f"--datadir={data}", f"--user={user.pw_name}", "--skip-test-db",
                         "--auth-root-authentication-method=socket"], self.log, None, "mariadb-install-db")
         sql_mode = dict(self.settings).get("sql_mode", dict(self.settings).get("sql-mode", ""))
-        quoted = sql_string(self.password, "the server password", "NO_BACKSLASH_ESCAPES" not in sql_mode.upper())
+        quoted = sql_string(password, "the server password", "NO_BACKSLASH_ESCAPES" not in sql_mode.upper())
         # The init file lives in the target's private directory (0700, the mysql user's), not in a shared /tmp.
         init_file = self.dir / "init.sql"
         fd = os.open(init_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -247,7 +249,7 @@ class ServerTarget:
         os.close(fd)
         os.chown(init_file, user.pw_uid, user.pw_gid)
         cnf = self.dir / "my.cnf"
-        lines = ["[mariadbd]", f"datadir = {cnf_value(str(data), 'the data directory')}", f"port = {self.port}",
+        lines = ["[mariadbd]", f"datadir = {cnf_value(str(data), 'the data directory')}", f"port = {port}",
                  "bind-address = 127.0.0.1", f"socket = {cnf_value(str(data / 'mariadb.sock'), 'the socket')}",
                  f"pid-file = {cnf_value(str(data / 'mariadb.pid'), 'the pid file')}", f"user = {user.pw_name}",
                  "skip-name-resolve", f"init-file = {cnf_value(str(init_file), 'the init file')}"]
@@ -258,7 +260,7 @@ class ServerTarget:
         log_start = self.log.stat().st_size if self.log.exists() else 0
         try:
             self.server.start()
-            self.server.wait_port(self.port, READY_TIMEOUT_S)
+            self.server.wait_port(port, READY_TIMEOUT_S)
             self._wait_sql(None)
         finally:
             init_file.unlink(missing_ok=True)

@@ -37,9 +37,10 @@ class Step:
         return [b for b in self.benchmarks if b.vs_previous is not None and b.vs_previous < 1.0 and b.significant]
 
 
-def geomean(values: list[float]) -> float | None:
-    values = [v for v in values if v is not None and v > 0]
-    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else None
+def geomean(values: list[float | None]) -> float | None:
+    """Of the values that exist; None when none does."""
+    present = [v for v in values if v is not None and v > 0]
+    return math.exp(sum(math.log(v) for v in present) / len(present)) if present else None
 
 
 def ladder(m: Matrix) -> list[Step]:

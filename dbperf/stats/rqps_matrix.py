@@ -132,7 +132,7 @@ def build_matrix(meta: dict[str, Any], records: list[dict[str, Any]], aggregate:
         cell.rqps = cell.qps.center / base_cell.qps.center
         if target != base:
             cell.significant, cell.p_value = significance(cell.per_run("qps"), base_cell.per_run("qps"))
-    threads = sorted({t for (_, _, t) in cells} | set(meta.get("threads", [])))
+    thread_counts = sorted({t for (_, _, t) in cells} | set(meta.get("threads", [])))
     trained_on = {t["name"]: t.get("trained_on", []) for t in meta["targets"]}
-    return Matrix(base=base, targets=targets, benchmarks=benchmarks, threads=threads, cells=cells,
+    return Matrix(base=base, targets=targets, benchmarks=benchmarks, threads=thread_counts, cells=cells,
                   aggregate=aggregate, trained_on=trained_on, counters=counters)
