@@ -76,7 +76,7 @@ def test_a_private_long_hostile_out_injects_nothing(where):
 @pytest.mark.parametrize("engine", ["postgres", "mariadb"])
 def test_no_password_reaches_a_server_environment(where, monkeypatch, engine):
     from dbperf.experiment.spec import parse_experiment
-    from dbperf.servers.lifecycle import ServerTarget
+    from dbperf.servers.engines import server_target
 
     secret, other = "srv-secret\\'\"1", "external-secret-2"
     monkeypatch.setenv("DBPERF_SERVER_PASSWORD", secret)
@@ -85,8 +85,8 @@ def test_no_password_reaches_a_server_environment(where, monkeypatch, engine):
     body = (f'[[target]]\nname = "lab"\nengine = "{engine}"\n\n'
             f'[[target]]\nname = "ext"\nengine = "{engine}"\ndsn = "{dsn}"\npassword_env = "EXT_SECRET"\n')
     exp = parse_experiment(experiment(where, body))
-    ServerTarget(where / "ext", where / "logs", exp.targets[1], exp)  # registers its password variable
-    server = ServerTarget(where / "data", where / "logs", exp.targets[0], exp)
+    server_target(where / "ext", where / "logs", exp.targets[1], exp)  # registers its password variable
+    server = server_target(where / "data", where / "logs", exp.targets[0], exp)
     server.start()
     try:
         assert server.server is not None

@@ -188,10 +188,10 @@ def test_unreachable_dsn_and_wrong_password(where):
 def test_wrong_password_against_a_lab_server(where):
     """Start a lab server, then point an external target at it with a wrong password."""
     from dbperf.experiment.spec import parse_experiment
-    from dbperf.servers.lifecycle import ServerTarget
+    from dbperf.servers.engines import server_target
 
     exp = parse_experiment(experiment(where, '[[target]]\nname = "pg"\nengine = "postgres"\n'))
-    server = ServerTarget(where / "data", where / "logs", exp.targets[0], exp)
+    server = server_target(where / "data", where / "logs", exp.targets[0], exp)
     server.start()
     try:
         body = (f'[[target]]\nname = "ext"\nengine = "postgres"\n'
@@ -208,10 +208,10 @@ def test_wrong_password_against_a_lab_server(where):
 def test_external_target_runs_without_lifecycle(where):
     """An external DSN: the lab neither starts nor stops it, loads its tables and reloads them before writes."""
     from dbperf.experiment.spec import parse_experiment
-    from dbperf.servers.lifecycle import ServerTarget
+    from dbperf.servers.engines import server_target
 
     exp = parse_experiment(experiment(where, '[[target]]\nname = "m"\nengine = "mariadb"\n'))
-    server = ServerTarget(where / "data", where / "logs", exp.targets[0], exp)
+    server = server_target(where / "data", where / "logs", exp.targets[0], exp)
     server.start()
     try:
         server._exec(None, ["CREATE DATABASE IF NOT EXISTS ext"], "creating the external database")

@@ -25,7 +25,8 @@ from dbperf.catalog.registry import builtin
 from dbperf.catalog.workload import compile_statements
 from dbperf.experiment.spec import parse_experiment
 from dbperf.runner.driver import driver_path
-from dbperf.servers.lifecycle import PASSWORD_ENV, ServerTarget
+from dbperf.servers.engines import server_target
+from dbperf.servers.lifecycle import PASSWORD_ENV, LabServer
 
 TABLE_SIZE = 100_000
 
@@ -46,7 +47,7 @@ def measured(argv: list[str], env: dict[str, str], stdin: str | None = None) -> 
     return text, usage.ru_utime, usage.ru_stime
 
 
-def sysbench_argv(server: ServerTarget, seconds: float) -> list[str]:
+def sysbench_argv(server: LabServer, seconds: float) -> list[str]:
     common = ["sysbench", "oltp_point_select", "--threads=1", f"--time={seconds:g}", "--tables=1",
               f"--table-size={TABLE_SIZE}", "--db-ps-mode=auto", "--rand-type=uniform"]
     if server.engine == "mariadb":
@@ -72,7 +73,7 @@ def main() -> None:
             exp_file.write_text(f'[run]\nbenchmarks = ["point-query"]\ntable_size = {TABLE_SIZE}\n'
                                 f'[[target]]\nname = "{engine}"\nengine = "{engine}"\n')
             exp = parse_experiment(exp_file)
-            server = ServerTarget(base / "data", base / "logs", exp.targets[0], exp)
+            server = server_target(base / "data", base / "logs", exp.targets[0], exp)
             server.start()
             try:
                 server.load()

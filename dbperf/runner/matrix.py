@@ -22,14 +22,14 @@ from dbperf.explain.profile import Profiler
 from dbperf.runner.driver import driver_version, run_job
 from dbperf.runner.process_variants import mapped_allocators
 from dbperf.runner.sqlite_data import SqliteData
+from dbperf.runner.target_lifecycle import TargetLifecycle
 from dbperf.runner.targets import inspect_targets
-from dbperf.servers.lifecycle import ServerTarget
+from dbperf.servers.engines import server_target
 from dbperf.servers.runtime import RuntimeDir
 from dbperf.servers.watchdog import Watchdog
 from dbperf.storage.host import host_metadata
 from dbperf.storage.results import ResultsWriteError, ResultsWriter
 
-TargetData = SqliteData | ServerTarget
 # A driver still running this long after its cell's warmup + time is hung. Tests shorten it through the environment.
 HANG_GRACE_S = float(os.environ.get("DBPERF_HANG_GRACE_S", "30"))
 
@@ -110,11 +110,11 @@ def run_matrix(e: Experiment, out: Path, console: Console, keep_data: bool = Fal
     outcome.runtime_dir = runtime.path if runtime else None
     if runtime and not keep_data:
         Watchdog.get().watch_dir(runtime.path)  # removed even if the lab is killed hard
-    data: dict[str, TargetData] = {}
+    data: dict[str, TargetLifecycle] = {}
     for i, t in enumerate(e.targets, 1):
         if t.is_server:
             directory = runtime.target_dir(i) if runtime else data_root / t.name
-            data[t.name] = ServerTarget(directory, out / "logs", t, e)
+            data[t.name] = server_target(directory, out / "logs", t, e)
         else:
             data[t.name] = SqliteData(data_root, t, e)
     meta = _meta(e, infos, {name: d.settings for name, d in data.items()})
@@ -176,7 +176,7 @@ def run_matrix(e: Experiment, out: Path, console: Console, keep_data: bool = Fal
     return outcome
 
 
-def _finish(data: dict[str, TargetData], meta: dict[str, Any], writer: ResultsWriter, data_root: Path,
+def _finish(data: dict[str, TargetLifecycle], meta: dict[str, Any], writer: ResultsWriter, data_root: Path,
             runtime: RuntimeDir | None, keep_data: bool, report_write_errors: bool) -> None:
     """On every exit path: stop every server the lab started, remove the loaded data (first: on a full disk that
     frees the space the last meta.json needs), record the status."""
@@ -214,7 +214,7 @@ def _profile_cells(e: Experiment, work: Path, writer: ResultsWriter, progress: P
         progress.advance(task)
 
 
-def _run_cell(e: Experiment, cell: CellPlan, data: TargetData) -> dict[str, Any]:
+def _run_cell(e: Experiment, cell: CellPlan, data: TargetLifecycle) -> dict[str, Any]:
     if cell.benchmark.phase != "read":
         data.restore()
     variant = cell.target.process

@@ -1,7 +1,8 @@
-"""Server targets: a private data directory (in the lab's runtime directory, see runtime.py, never under the
-user's --out), initialised and configured by the lab, a free port on 127.0.0.1, start, readiness, the sbtest data
-(a pristine copy that write cells restore from), and stop on every exit path. External targets (`dsn`) have no
-lifecycle: their tables are reloaded before each write cell.
+"""Server targets. `LabServer`: a private data directory (in the lab's runtime directory, see runtime.py, never
+under the user's --out), initialised and configured by the lab, a free port on 127.0.0.1, start, readiness, the
+sbtest data (a pristine copy that write cells restore from), and stop on every exit path; one subclass per engine
+(postgres.py, mariadb.py) supplies what differs. `ExternalServer` (`dsn`) has no lifecycle: its tables are reloaded
+before each write cell.
 
 Every value the lab writes into postgresql.conf, my.cnf or MariaDB's init file is quoted for that format, or
 refused. The password of the lab's servers is generated per run (or DBPERF_SERVER_PASSWORD) and reaches the driver
@@ -14,12 +15,12 @@ import os
 import pwd
 import re
 import secrets
-import shutil
 import stat
 import subprocess
 import time
+from abc import ABC, abstractmethod
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
 from dbperf.catalog.schema import sbtest
@@ -39,9 +40,6 @@ from dbperf.servers.process import (
 READY_TIMEOUT_S = 120.0
 LOAD_TIMEOUT_S = 3600.0
 PASSWORD_ENV = "DBPERF_PASSWORD"
-DEFAULT_BINARIES = {"postgres": "/usr/lib/postgresql/15/bin", "mariadb": "/usr/sbin/mariadbd"}
-APT_PACKAGE = {"postgres": "postgresql", "mariadb": "mariadb-server"}
-SERVICE_USER = {"postgres": "postgres", "mariadb": "mysql"}
 # my.cnf has its own escapes (\\, \s, ...) and comments (#): only values made of these characters are written there.
 CNF_VALUE = re.compile(r"^[A-Za-z0-9_.+:/,-]+$")
 
@@ -107,7 +105,7 @@ def _private_dir(path: Path, owner: pwd.struct_passwd) -> None:
         raise UserError(f"cannot create data directory {path}: {e.strerror}") from None
 
 
-def _run_setup(argv: list[str], log: Path, user: str | None, what: str) -> None:
+def run_setup(argv: list[str], log: Path, user: str | None, what: str) -> None:
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "ab") as f:
         proc = subprocess.run(argv, stdout=f, stderr=subprocess.STDOUT, user=user, cwd="/", timeout=600,
@@ -116,37 +114,48 @@ def _run_setup(argv: list[str], log: Path, user: str | None, what: str) -> None:
         raise UserError(f"{what} failed: {last_error_line(log)}")
 
 
-class ServerTarget:
-    """One server target of an experiment, from data directory to stop. `directory` is the target's own data
-    directory, in the lab's runtime directory; logs go to `logs` (in the results directory)."""
+class ServerTarget(ABC):
+    """What lab-started and external servers share: the driver's jobs against a DSN, and the password."""
 
-    def __init__(self, directory: Path, logs: Path, target: Target, e: Experiment) -> None:
+    engine: str  # a class attribute of each engine's LabServer; the target's own for an ExternalServer
+    work_db = "sbtest"  # cells run here; sbtest_pristine is what it is restored from
+
+    def __init__(self, target: Target, e: Experiment, logs: Path) -> None:
         self.target = target
         self.e = e
-        self.engine = target.engine
-        self.dir = directory
         self.log = logs / f"{target.name}.log"
         self.settings = list(target.config.items())
         self.server: ServerProcess | None = None
-        self.port: int | None = None
         self.restarts = 0
-        self.external = target.dsn is not None
         if target.password_env:
             SECRET_ENV.add(target.password_env)  # no server the lab starts inherits another target's password
-        # Lab servers get a fresh random password per run unless the user sets one (DBPERF_SERVER_PASSWORD).
-        self.password = target.password() if self.external else lab_password()
-        self._databases_created = False
-        self._loaded_once = False  # external targets: the first restore follows the load itself
+        self.password: str | None = None
 
-    # --- connection strings (never with the password) ---
+    @abstractmethod
     def dsn(self, database: str | None) -> str:
-        if self.external:
-            assert self.target.dsn is not None
-            return self.target.dsn
-        scheme = "postgresql" if self.engine == "postgres" else "mysql"
-        return f"{scheme}://dbperf@127.0.0.1:{self.port}/{database or ''}"
+        """A connection string without the password."""
 
-    work_db = "sbtest"  # cells run here; sbtest_pristine is what it is restored from
+    # The rest of runner.target_lifecycle.TargetLifecycle, which lab and external servers implement apart.
+    @abstractmethod
+    def start(self) -> None: ...
+
+    @abstractmethod
+    def load(self) -> dict[str, Any]: ...
+
+    @abstractmethod
+    def restore(self) -> None: ...
+
+    @abstractmethod
+    def ensure_running(self) -> bool: ...
+
+    @abstractmethod
+    def died(self) -> bool: ...
+
+    @abstractmethod
+    def describe(self) -> dict[str, Any]: ...
+
+    @abstractmethod
+    def stop(self) -> None: ...
 
     def env(self) -> dict[str, str]:
         return {PASSWORD_ENV: self.password} if self.password else {}
@@ -165,126 +174,116 @@ class ServerTarget:
             raise UserError(f"target {self.target.name!r}: {what}: {outcome.error}")
         return outcome.result
 
-    # --- lifecycle ---
+    def _load_into(self, database: str | None, what: str) -> dict[str, Any]:
+        job = {**self.job(database), "mode": "load", "schema": sbtest(self.engine)}
+        outcome = run_job("load", job, LOAD_TIMEOUT_S, env=self.env())
+        if not outcome.ok or outcome.result is None:
+            raise UserError(f"target {self.target.name!r}: {what} failed: {outcome.error}")
+        return outcome.result
+
+    def log_tail(self) -> str:
+        return log_tail(self.log)
+
+    def working_job(self) -> dict[str, Any]:
+        return self.job(self.work_db)
+
+
+class ExternalServer(ServerTarget):
+    """A server the user runs (`dsn`): connected to, loaded, reloaded before write cells; never started or stopped."""
+
+    def __init__(self, target: Target, e: Experiment, logs: Path) -> None:
+        super().__init__(target, e, logs)
+        assert target.dsn is not None
+        self.engine = target.engine
+        self.password = target.password()
+        self._loaded_once = False  # the first restore follows the load itself
+
+    def dsn(self, database: str | None) -> str:
+        assert self.target.dsn is not None
+        return self.target.dsn  # it names its own database
+
     def start(self) -> None:
-        if self.external:
-            self._exec(None, [], "connecting")
-            return
-        binaries = Path(self.target.binaries or DEFAULT_BINARIES[self.engine])
-        user_name = SERVICE_USER[self.engine]
+        self._exec(None, [], "connecting")
+
+    def stop(self) -> None:
+        """Not the lab's to stop."""
+
+    def ensure_running(self) -> bool:
+        return False
+
+    def died(self) -> bool:
+        return False
+
+    def load(self) -> dict[str, Any]:
+        result = self._load_into(None, "loading the tables")
+        self.restore()
+        return result
+
+    def restore(self) -> None:
+        if self._loaded_once:
+            self._load_into(None, "reloading")
+        self._loaded_once = True
+
+    def describe(self) -> dict[str, Any]:
+        return {"dsn": _without_password(self.target.dsn or ""), "external": True, "port": None, "server_pid": None,
+                "log": str(self.log), "data_dir": None, "restarts": 0}
+
+
+class LabServer(ServerTarget):
+    """A server the lab starts in `directory` (its own, in the runtime directory) and stops. Subclasses say how the
+    engine is initialised, configured and started, and how the working database is restored."""
+
+    scheme: ClassVar[str]  # of the DSNs the lab writes
+    service_user: ClassVar[str]
+    apt_package: ClassVar[str]
+    default_binaries: ClassVar[str]
+    admin_database: ClassVar[str | None]  # where the lab's own statements run
+
+    def __init__(self, directory: Path, logs: Path, target: Target, e: Experiment) -> None:
+        super().__init__(target, e, logs)
+        self.dir = directory
+        self.port: int | None = None
+        # A fresh random password per run unless the user sets one (DBPERF_SERVER_PASSWORD).
+        self.password = lab_password()
+        self._databases_created = False
+
+    def dsn(self, database: str | None) -> str:
+        return f"{self.scheme}://dbperf@127.0.0.1:{self.port}/{database or ''}"
+
+    def start(self) -> None:
+        binaries = Path(self.target.binaries or self.default_binaries)
         try:
-            user = pwd.getpwnam(user_name)
+            user = pwd.getpwnam(self.service_user)
         except KeyError:
-            raise UserError(f"user {user_name} not found (apt install {APT_PACKAGE[self.engine]})") from None
+            raise UserError(f"user {self.service_user} not found (apt install {self.apt_package})") from None
         if self.target.port:
             check_port_free(self.target.port)
         port = self.port = self.target.port or free_port()
         password = self.password
-        assert password is not None  # lab servers always have one: lab_password()
+        assert password is not None  # lab_password() always gives one
         first = not self.dir.exists()
         if not _reachable_by(self.dir, user.pw_uid, user.pw_gid):
-            raise UserError(f"the server runs as user {user_name}, who cannot reach {self.dir} (a parent directory "
-                            "is not searchable)")
+            raise UserError(f"the server runs as user {self.service_user}, who cannot reach {self.dir} (a parent "
+                            "directory is not searchable)")
         _private_dir(self.dir, user)
-        if self.engine == "postgres":
-            self._start_postgres(binaries, user, first, port, password)
-        else:
-            self._start_mariadb(binaries, user, first, port, password)
-
-    def _start_postgres(self, binaries: Path, user: pwd.struct_passwd, first: bool, port: int, password: str) -> None:
-        initdb, postgres = binaries / "initdb", binaries / "postgres"
-        if not (initdb.is_file() and postgres.is_file()):
-            raise UserError(f"PostgreSQL binaries not found in {binaries} (apt install postgresql)")
-        data = self.dir / "pgdata"
-        if first or not (data / "PG_VERSION").is_file():
-            # In the target's private directory (0700, the postgres user's), beside the data directory to be.
-            pwfile = self.dir / "pwfile"
-            try:
-                fd = os.open(pwfile, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-                os.write(fd, password.encode() + b"\n")
-                os.close(fd)
-                os.chown(pwfile, user.pw_uid, user.pw_gid)
-                _run_setup([str(initdb), "-D", str(data), "-U", "dbperf", "--auth=scram-sha-256",
-                            f"--pwfile={pwfile}", "-E", "UTF8", "--no-instructions"], self.log, user.pw_name,
-                           "initdb")
-            finally:
-                Path(pwfile).unlink(missing_ok=True)
-        lines = ["listen_addresses = '127.0.0.1'", f"port = {port}",
-                 f"unix_socket_directories = {pg_conf_value(str(data), 'the data directory')}",
-                 "logging_collector = off"]
-        lines += [f"{k} = {pg_conf_value(v, f'config.{k}')}" for k, v in self.settings]
-        conf = data / "dbperf.conf"
-        conf.write_text("# written by dbperf for this run\n" + "\n".join(lines) + "\n")
-        os.chown(conf, user.pw_uid, user.pw_gid)
-        main = data / "postgresql.conf"
-        text = main.read_text()
-        if "include_if_exists = 'dbperf.conf'" not in text:
-            main.write_text(text + "\ninclude_if_exists = 'dbperf.conf'\n")
-        self.server = ServerProcess([str(postgres), "-D", str(data)], self.log, user.pw_name,
-                                    self.target.process.environment())
-        self.server.start()
-        self.server.wait_port(port, READY_TIMEOUT_S)
-        self._wait_sql("postgres")
+        self.launch(binaries, user, first, port, password)
+        self._wait_sql(self.admin_database)
         if not self._databases_created:
-            self._exec("postgres", ["DROP DATABASE IF EXISTS sbtest_pristine WITH (FORCE)",
-                                    "CREATE DATABASE sbtest_pristine"], "creating the database")
+            self._exec(self.admin_database, self.create_pristine_sql(), "creating the database")
             self._databases_created = True
 
-    def _start_mariadb(self, mariadbd: Path, user: pwd.struct_passwd, first: bool, port: int, password: str) -> None:
-        install = shutil.which("mariadb-install-db") or str(mariadbd.parent.parent / "bin" / "mariadb-install-db")
-        if not mariadbd.is_file() or not Path(install).is_file():
-            raise UserError(f"MariaDB server not found at {mariadbd} (apt install mariadb-server)")
-        data = self.dir / "data"
-        if first or not (data / "mysql").is_dir():
-            _run_setup([install, "--no-defaults", f"--datadir={data}", f"--user={user.pw_name}", "--skip-test-db",
-                        "--auth-root-authentication-method=socket"], self.log, None, "mariadb-install-db")
-        sql_mode = dict(self.settings).get("sql_mode", dict(self.settings).get("sql-mode", ""))
-        quoted = sql_string(password, "the server password", "NO_BACKSLASH_ESCAPES" not in sql_mode.upper())
-        # The init file lives in the target's private directory (0700, the mysql user's), not in a shared /tmp.
-        init_file = self.dir / "init.sql"
-        fd = os.open(init_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        os.write(fd, (f"CREATE USER IF NOT EXISTS 'dbperf'@'127.0.0.1' IDENTIFIED BY {quoted};\n"
-                      f"ALTER USER 'dbperf'@'127.0.0.1' IDENTIFIED BY {quoted};\n"
-                      "GRANT ALL PRIVILEGES ON *.* TO 'dbperf'@'127.0.0.1';\n").encode())
-        os.close(fd)
-        os.chown(init_file, user.pw_uid, user.pw_gid)
-        cnf = self.dir / "my.cnf"
-        lines = ["[mariadbd]", f"datadir = {cnf_value(str(data), 'the data directory')}", f"port = {port}",
-                 "bind-address = 127.0.0.1", f"socket = {cnf_value(str(data / 'mariadb.sock'), 'the socket')}",
-                 f"pid-file = {cnf_value(str(data / 'mariadb.pid'), 'the pid file')}", f"user = {user.pw_name}",
-                 "skip-name-resolve", f"init-file = {cnf_value(str(init_file), 'the init file')}"]
-        lines += [f"{k} = {cnf_value(v, f'config.{k}')}" for k, v in self.settings]
-        cnf.write_text("\n".join(lines) + "\n")
-        self.server = ServerProcess([str(mariadbd), f"--defaults-file={cnf}"], self.log, None,
-                                    self.target.process.environment())
-        log_start = self.log.stat().st_size if self.log.exists() else 0
-        try:
-            self.server.start()
-            self.server.wait_port(port, READY_TIMEOUT_S)
-            self._wait_sql(None)
-        finally:
-            init_file.unlink(missing_ok=True)
-        self._check_adjusted_settings(log_start)
-        if not self._databases_created:
-            self._exec(None, ["CREATE DATABASE IF NOT EXISTS sbtest_pristine"], "creating the database")
-            self._databases_created = True
+    @abstractmethod
+    def launch(self, binaries: Path, user: pwd.struct_passwd, first: bool, port: int, password: str) -> None:
+        """Initialise the data directory if `first`, write the configuration, start `self.server` and wait until
+        it accepts connections on 127.0.0.1:`port`."""
 
-    def _check_adjusted_settings(self, log_start: int) -> None:
-        """MariaDB clamps an out-of-range value with a warning ("option 'x': unsigned value 7 adjusted to 3") and
-        starts anyway: a setting that did not take as written fails the target, quoting the server's line."""
-        try:
-            with open(self.log, "rb") as f:
-                f.seek(log_start)
-                text = f.read().decode(errors="replace")
-        except OSError:
-            return
-        names = {k.replace("-", "_") for k, _ in self.settings}
-        for line in text.splitlines():
-            m = re.search(r"option '([^']+)': .* adjusted to", line)
-            if m and m.group(1).replace("-", "_") in names:
-                self.stop()
-                raise UserError(f"target {self.target.name!r}: the server did not take a setting as written: "
-                                f"{line.strip()}")
+    @abstractmethod
+    def create_pristine_sql(self) -> list[str]:
+        """Statements that create an empty sbtest_pristine."""
+
+    @abstractmethod
+    def restore_sql(self) -> list[str]:
+        """Statements that recreate the working database from sbtest_pristine."""
 
     def _wait_sql(self, database: str | None) -> None:
         """The port opens before the server takes logins (PostgreSQL recovery, MariaDB's init-file)."""
@@ -299,59 +298,32 @@ class ServerTarget:
 
     def ensure_running(self) -> bool:
         """Starts the server again if it died; True when it had to."""
-        if self.external or (self.server and self.server.alive()):
+        if self.server and self.server.alive():
             return False
         self.restarts += 1
         self.start()
         return True
 
     def died(self) -> bool:
-        return not self.external and not (self.server and self.server.alive())
-
-    def log_tail(self) -> str:
-        return log_tail(self.log)
+        return not (self.server and self.server.alive())
 
     def stop(self) -> None:
         if self.server:
             self.server.stop()
 
-    # --- data ---
     def load(self) -> dict[str, Any]:
-        database = None if self.external else "sbtest_pristine"
-        job = {**self.job(database), "mode": "load", "schema": sbtest(self.engine)}
-        outcome = run_job("load", job, LOAD_TIMEOUT_S, env=self.env())
-        if not outcome.ok or outcome.result is None:
-            raise UserError(f"target {self.target.name!r}: loading the tables failed: {outcome.error}")
+        result = self._load_into("sbtest_pristine", "loading the tables")
         self.restore()
-        return outcome.result
+        return result
 
     def restore(self) -> None:
-        """Write cells start from the loaded data: a copy of the pristine database (external targets: a reload)."""
-        if self.external:
-            if self._loaded_once:
-                job = {**self.job(None), "mode": "load", "schema": sbtest(self.engine)}
-                outcome = run_job("load", job, LOAD_TIMEOUT_S, env=self.env())
-                if not outcome.ok:
-                    raise UserError(f"target {self.target.name!r}: reloading failed: {outcome.error}")
-            self._loaded_once = True
-            return
-        if self.engine == "postgres":
-            self._exec("postgres", ["DROP DATABASE IF EXISTS sbtest WITH (FORCE)",
-                                    "CREATE DATABASE sbtest TEMPLATE sbtest_pristine"], "restoring the data")
-        else:
-            statements = ["DROP DATABASE IF EXISTS sbtest", "CREATE DATABASE sbtest"]
-            for t in range(1, self.e.tables + 1):
-                statements += [f"CREATE TABLE sbtest.sbtest{t} LIKE sbtest_pristine.sbtest{t}",
-                               f"INSERT INTO sbtest.sbtest{t} SELECT * FROM sbtest_pristine.sbtest{t}"]
-            self._exec(None, statements, "restoring the data")
-
-    def working_job(self) -> dict[str, Any]:
-        return self.job(self.work_db)  # an external target's DSN names its own database
+        """Write cells start from the loaded data: a copy of the pristine database."""
+        self._exec(self.admin_database, self.restore_sql(), "restoring the data")
 
     def describe(self) -> dict[str, Any]:
-        return {"dsn": self.dsn(self.work_db) if not self.external else _without_password(self.target.dsn or ""),
-                "external": self.external, "port": self.port, "server_pid": self.server.pid if self.server else None,
-                "log": str(self.log), "data_dir": str(self.dir), "restarts": self.restarts}
+        return {"dsn": self.dsn(self.work_db), "external": False, "port": self.port,
+                "server_pid": self.server.pid if self.server else None, "log": str(self.log),
+                "data_dir": str(self.dir), "restarts": self.restarts}
 
 
 def _without_password(dsn: str) -> str:

@@ -1,0 +1,41 @@
+"""What the matrix needs of a target's data and engine, whatever the engine: SQLite files (sqlite_data.py), servers
+the lab starts or the user runs (servers/). A new kind of target implements this and nothing in the matrix
+changes."""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+
+class TargetLifecycle(Protocol):
+    settings: list[tuple[str, str]]  # as applied (recorded in meta.json)
+
+    def start(self) -> None:
+        """Ready to load: a server started and taking logins; nothing for an in-process engine."""
+
+    def load(self) -> dict[str, Any]:
+        """Load the tables once; the driver's load result."""
+
+    def restore(self) -> None:
+        """Before a write cell: the data as loaded."""
+
+    def working_job(self) -> dict[str, Any]:
+        """The driver job's fields that say where to connect."""
+
+    def env(self) -> dict[str, str]:
+        """What the driver's environment needs (a password)."""
+
+    def ensure_running(self) -> bool:
+        """Start again what died; True when it had to."""
+
+    def died(self) -> bool:
+        """Whether the engine died (during the last cell)."""
+
+    def log_tail(self) -> str:
+        """The engine's last log lines, for a failed cell."""
+
+    def describe(self) -> dict[str, Any]:
+        """Facts for meta.json: DSN without password, port, pid, log, data directory, restarts."""
+
+    def stop(self) -> None:
+        """Stop what the lab started; on every exit path."""

@@ -1,0 +1,89 @@
+"""MariaDB started by the lab: mariadb-install-db, a my.cnf of the lab's, the dbperf user created by an init file,
+restore by CREATE TABLE ... LIKE + INSERT ... SELECT. A setting MariaDB clamps at start-up fails the target."""
+
+from __future__ import annotations
+
+import os
+import pwd
+import re
+import shutil
+from pathlib import Path
+
+from dbperf.errors import UserError
+from dbperf.servers.lifecycle import READY_TIMEOUT_S, LabServer, cnf_value, run_setup, sql_string
+from dbperf.servers.process import ServerProcess
+
+ADJUSTED = re.compile(r"option '([^']+)': .* adjusted to")
+
+
+class MariaDBServer(LabServer):
+    engine = "mariadb"
+    scheme = "mysql"
+    service_user = "mysql"
+    apt_package = "mariadb-server"
+    default_binaries = "/usr/sbin/mariadbd"
+    admin_database = None
+
+    def launch(self, mariadbd: Path, user: pwd.struct_passwd, first: bool, port: int, password: str) -> None:
+        install = shutil.which("mariadb-install-db") or str(mariadbd.parent.parent / "bin" / "mariadb-install-db")
+        if not mariadbd.is_file() or not Path(install).is_file():
+            raise UserError(f"MariaDB server not found at {mariadbd} (apt install mariadb-server)")
+        data = self.dir / "data"
+        if first or not (data / "mysql").is_dir():
+            run_setup([install, "--no-defaults", f"--datadir={data}", f"--user={user.pw_name}", "--skip-test-db",
+                       "--auth-root-authentication-method=socket"], self.log, None, "mariadb-install-db")
+        settings = {k.replace("-", "_"): v for k, v in self.settings}
+        escapes = "NO_BACKSLASH_ESCAPES" not in settings.get("sql_mode", "").upper()
+        quoted = sql_string(password, "the server password", escapes)
+        # The init file lives in the target's private directory (0700, the mysql user's), not in a shared /tmp.
+        init_file = self.dir / "init.sql"
+        fd = os.open(init_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        os.write(fd, (f"CREATE USER IF NOT EXISTS 'dbperf'@'127.0.0.1' IDENTIFIED BY {quoted};\n"
+                      f"ALTER USER 'dbperf'@'127.0.0.1' IDENTIFIED BY {quoted};\n"
+                      "GRANT ALL PRIVILEGES ON *.* TO 'dbperf'@'127.0.0.1';\n").encode())
+        os.close(fd)
+        os.chown(init_file, user.pw_uid, user.pw_gid)
+        cnf = self.dir / "my.cnf"
+        lines = ["[mariadbd]", f"datadir = {cnf_value(str(data), 'the data directory')}", f"port = {port}",
+                 "bind-address = 127.0.0.1", f"socket = {cnf_value(str(data / 'mariadb.sock'), 'the socket')}",
+                 f"pid-file = {cnf_value(str(data / 'mariadb.pid'), 'the pid file')}", f"user = {user.pw_name}",
+                 "skip-name-resolve", f"init-file = {cnf_value(str(init_file), 'the init file')}"]
+        lines += [f"{k} = {cnf_value(v, f'config.{k}')}" for k, v in self.settings]
+        cnf.write_text("\n".join(lines) + "\n")
+        self.server = ServerProcess([str(mariadbd), f"--defaults-file={cnf}"], self.log, None,
+                                    self.target.process.environment())
+        log_start = self.log.stat().st_size if self.log.exists() else 0
+        try:
+            self.server.start()
+            self.server.wait_port(port, READY_TIMEOUT_S)
+            self._wait_sql(None)  # the init file has run once logins work
+        finally:
+            init_file.unlink(missing_ok=True)
+        self._check_adjusted_settings(log_start)
+
+    def _check_adjusted_settings(self, log_start: int) -> None:
+        """MariaDB clamps an out-of-range value with a warning ("option 'x': unsigned value 7 adjusted to 3") and
+        starts anyway: a setting that did not take as written fails the target, quoting the server's line."""
+        try:
+            with open(self.log, "rb") as f:
+                f.seek(log_start)
+                text = f.read().decode(errors="replace")
+        except OSError:
+            return
+        names = {k.replace("-", "_") for k, _ in self.settings}
+        for line in text.splitlines():
+            m = ADJUSTED.search(line)
+            if m and m.group(1).replace("-", "_") in names:
+                self.stop()
+                raise UserError(f"target {self.target.name!r}: the server did not take a setting as written: "
+                                f"{line.strip()}")
+
+    def create_pristine_sql(self) -> list[str]:
+        return ["CREATE DATABASE IF NOT EXISTS sbtest_pristine"]
+
+    def restore_sql(self) -> list[str]:
+        statements = ["DROP DATABASE IF EXISTS sbtest", "CREATE DATABASE sbtest"]
+        for t in range(1, self.e.tables + 1):
+            statements += [f"CREATE TABLE sbtest.sbtest{t} LIKE sbtest_pristine.sbtest{t}",
+                           f"INSERT INTO sbtest.sbtest{t} SELECT * FROM sbtest_pristine.sbtest{t}"]
+        return statements
