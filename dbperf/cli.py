@@ -23,7 +23,9 @@ from dbperf.buildlab.sqlite_source import CRATE, scan_versions
 from dbperf.catalog.registry import GROUP_NAMES, builtin, expand_group, resolve
 from dbperf.catalog.workload import Workload
 from dbperf.errors import UserError
-from dbperf.experiment.spec import AGGREGATES, Experiment, Target, parse_experiment
+from dbperf.experiment import keys as key_table
+from dbperf.experiment.keys import AGGREGATES
+from dbperf.experiment.spec import Experiment, Target, parse_experiment
 from dbperf.explain.diff import profile_diff
 from dbperf.explain.mode import CounterMode, detect_mode
 from dbperf.explain.profile import Profiler
@@ -408,6 +410,19 @@ def list_benchmarks(
         if sql:
             for line in w.display_sql():
                 out_console.print(f"    {line}", markup=False, highlight=False)
+
+
+@app.command()
+def keys() -> None:
+    """Every key of an experiment's [run] and [[target]] and of a workload file: type, default, unit, meaning."""
+    for section, declared in key_table.SECTIONS.items():
+        table = Table(title=term(section), title_justify="left", show_edge=False, pad_edge=False)
+        for title in ("key", "type", "default", "unit", "meaning"):
+            table.add_column(title)
+        for k in declared:
+            table.add_row(term(k.name), term(k.kind), term(k.default), term(k.unit), term(k.doc))
+        out_console.print(table)
+        out_console.print()
 
 
 @app.command()

@@ -68,3 +68,14 @@ def test_list_shows_names_and_sql():
     proc = run_cli("list")
     assert proc.returncode == 0
     assert "update-index" in proc.stdout and "UPDATE sbtest{table} SET k = k + 1 WHERE id = ?" in proc.stdout
+
+
+def test_keys_prints_every_declared_key():
+    from dbperf.experiment.keys import SECTIONS
+
+    proc = run_cli("keys")
+    assert proc.returncode == 0, proc.stderr
+    for section, declared in SECTIONS.items():
+        assert section in proc.stdout
+        for key in declared:
+            assert f"\n{key.name} " in proc.stdout, key.name

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from dbperf.errors import UserError
+from dbperf.experiment import keys
 from dbperf.names import check_name
 
 GROUPS = ("point", "range", "write")
@@ -22,9 +23,8 @@ PHASES = ("read", "write", "final")
 GENERATORS = ("uniform", "zipf", "hot", "range", "digits")
 PLACEHOLDER = re.compile(r"\{(\w+)\}")
 VARIABLE = re.compile(r"\$\{(\w+)\}")
-FILE_KEYS = {"name", "description", "group", "phase", "order", "transaction", "rows_per_event", "vars", "variants",
-             "statement"}
-STATEMENT_KEYS = {"sql", "repeat", "params", "dialect"}
+FILE_KEYS = keys.names(keys.WORKLOAD)
+STATEMENT_KEYS = keys.names(keys.STATEMENT)
 ENGINES = ("sqlite", "postgres", "mariadb")
 GEN_KEYS = {"uniform": {"count"}, "zipf": {"count", "exponent"}, "hot": {"count", "start"}, "range": {"size"},
             "digits": {"groups"}}

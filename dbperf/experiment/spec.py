@@ -15,17 +15,11 @@ from dbperf.buildlab.variants import BuildSpec, parse_build, parse_source
 from dbperf.catalog.registry import resolve
 from dbperf.catalog.workload import Workload
 from dbperf.errors import UserError
-from dbperf.experiment.durations import parse_duration
+from dbperf.experiment import keys
 from dbperf.names import check_name
-from dbperf.runner.process_variants import ALLOCATORS, HUGEPAGES, ProcessVariant, allocator_library
+from dbperf.runner.process_variants import ProcessVariant, allocator_library
 
-ENGINES = ("sqlite", "postgres", "mariadb")
 SERVER_ENGINES = ("postgres", "mariadb")
-RUN_KEYS = {"benchmarks", "tables", "table_size", "threads", "time", "warmup", "repeats", "base", "seed",
-            "aggregate", "prepared"}
-TARGET_KEYS = {"name", "engine", "library", "config", "source", "build", "cflags", "pgo_train",
-               "pgo_partial_training", "allocator", "hugepages", "binaries", "dsn", "password_env", "password_file",
-               "port"}
 SERVER_KEYS = {"binaries", "dsn", "password_env", "password_file", "port"}
 # Where a server the lab starts listens, keeps its files and who it runs as are the lab's business (127.0.0.1 only,
 # a private data directory): these settings are refused for such targets. MariaDB treats '-' and '_' alike.
@@ -42,7 +36,6 @@ SERVER_SETTING_NAME = re.compile(r"^[a-z_][a-z0-9_.-]*$")
 SERVER_SETTING_VALUE = re.compile(r"^[A-Za-z0-9_.+:/,-]+$")
 DSN_SCHEMES = {"postgres": ("postgresql://", "postgres://"), "mariadb": ("mysql://", "mariadb://")}
 BUILD_KEYS = {"build", "cflags", "pgo_train", "pgo_partial_training"}
-AGGREGATES = ("median", "trimmed")
 # PRAGMA names and values reach SQL text, so only plain words and numbers are allowed.
 PRAGMA_NAME = re.compile(r"^[a-z_][a-z0-9_]*$")
 PRAGMA_VALUE = re.compile(r"^-?[A-Za-z0-9_.]+$")
@@ -112,13 +105,6 @@ class Experiment:
     prepared: bool = True
 
 
-def _int(doc: dict[str, Any], key: str, default: int, where: str, minimum: int = 1) -> int:
-    value = doc.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise UserError(f"{where}.{key}: expected an integer >= {minimum}, got {value!r}")
-    return value
-
-
 def _settings(raw: dict[str, Any], twhere: str, name_re: re.Pattern[str], value_re: re.Pattern[str],
               kind: str) -> dict[str, str]:
     """A target's `config` table, checked: these names and values end up in SQL text or a config file."""
@@ -140,14 +126,10 @@ def _target(raw: Any, i: int, where: str, base_dir: Path) -> Target:
     twhere = f"{where} [[target]] #{i}"
     if not isinstance(raw, dict):
         raise UserError(f"{twhere}: expected a table")
-    unknown = set(raw) - TARGET_KEYS
-    if unknown:
-        raise UserError(f"{twhere}: unknown key {sorted(unknown)[0]!r} (known: {', '.join(sorted(TARGET_KEYS))})")
     name = check_name(raw.get("name"), twhere)
     twhere = f"{where} target {name!r}"
-    engine = raw.get("engine", "sqlite")
-    if engine not in ENGINES:
-        raise UserError(f"{twhere}: unknown engine {engine!r} (known: {', '.join(ENGINES)})")
+    values = keys.checked(raw, keys.TARGET, twhere)
+    engine = values.get("engine", "sqlite")
     if engine in SERVER_ENGINES:
         return _server_target(raw, name, engine, twhere)
     misplaced = sorted(SERVER_KEYS & set(raw))
@@ -177,16 +159,11 @@ def _target(raw: Any, i: int, where: str, base_dir: Path) -> Target:
 
 
 def _process_variant(raw: dict[str, Any], twhere: str) -> ProcessVariant:
-    """allocator and hugepages of the process that runs the engine."""
+    """allocator and hugepages of the process that runs the engine (their values checked by the key table)."""
     allocator = raw.get("allocator")
-    if allocator is not None and allocator not in ALLOCATORS:
-        raise UserError(f"{twhere}.allocator: expected one of {', '.join(ALLOCATORS)}, got {allocator!r}")
     if allocator:
         allocator_library(allocator)  # a missing package is an input error, named now
-    hugepages = raw.get("hugepages")
-    if hugepages is not None and hugepages not in HUGEPAGES:
-        raise UserError(f"{twhere}.hugepages: expected one of {', '.join(HUGEPAGES)}, got {hugepages!r}")
-    return ProcessVariant(allocator, hugepages)
+    return ProcessVariant(allocator, raw.get("hugepages"))
 
 
 def _server_target(raw: dict[str, Any], name: str, engine: str, twhere: str) -> Target:
@@ -214,21 +191,12 @@ def _server_target(raw: dict[str, Any], name: str, engine: str, twhere: str) -> 
                 raise UserError(f"{twhere}: {key!r} is for servers the lab starts, not for a dsn")
     elif "password_env" in raw or "password_file" in raw:
         raise UserError(f"{twhere}: password_env/password_file are for external targets (dsn)")
-    port = raw.get("port")
-    if port is not None and (isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65535):
-        raise UserError(f"{twhere}.port: expected a port number")
-    binaries = raw.get("binaries")
-    if binaries is not None and not isinstance(binaries, str):
-        raise UserError(f"{twhere}.binaries: expected a path")
     variant = _process_variant(raw, twhere)
     if dsn is not None and (variant.allocator or variant.hugepages):
         raise UserError(f"{twhere}: allocator/hugepages apply to servers the lab starts, not to a dsn")
-    for key in ("password_env", "password_file"):
-        if key in raw and not isinstance(raw[key], str):
-            raise UserError(f"{twhere}.{key}: expected a string")
     return Target(name=name, engine=engine, library="", config=checked, process=variant,
-                  binaries=binaries, dsn=dsn, password_env=raw.get("password_env"),
-                  password_file=raw.get("password_file"), port=port)
+                  binaries=raw.get("binaries"), dsn=dsn, password_env=raw.get("password_env"),
+                  password_file=raw.get("password_file"), port=raw.get("port"))
 
 
 def parse_experiment(path: Path) -> Experiment:
@@ -250,9 +218,7 @@ def parse_experiment(path: Path) -> Experiment:
     if not isinstance(run, dict):
         raise UserError(f"{where}: missing [run] section")
     rwhere = f"{where} [run]"
-    unknown = set(run) - RUN_KEYS
-    if unknown:
-        raise UserError(f"{rwhere}: unknown key {sorted(unknown)[0]!r} (known: {', '.join(sorted(RUN_KEYS))})")
+    values = keys.checked(run, keys.RUN, rwhere)
     requested = run.get("benchmarks")
     if isinstance(requested, str):
         requested = [requested]
@@ -268,15 +234,9 @@ def parse_experiment(path: Path) -> Experiment:
     if len(set(threads)) != len(threads):
         duplicate = next(t for t in threads if threads.count(t) > 1)
         raise UserError(f"{rwhere}.threads: {duplicate} is listed twice (each thread count is a row of cells)")
-    time_s = parse_duration(run.get("time", "10s"), f"{rwhere}.time")
+    time_s = values.get("time", 10.0)
     if time_s <= 0:
         raise UserError(f"{rwhere}.time: must be longer than 0")
-    aggregate = run.get("aggregate", "median")
-    if aggregate not in AGGREGATES:
-        raise UserError(f"{rwhere}.aggregate: expected one of {', '.join(AGGREGATES)}, got {aggregate!r}")
-    prepared = run.get("prepared", True)
-    if not isinstance(prepared, bool):
-        raise UserError(f"{rwhere}.prepared: expected true or false")
     raw_targets = doc.get("target")
     if not isinstance(raw_targets, list) or not raw_targets:
         raise UserError(f"{where}: needs at least one [[target]]")
@@ -290,8 +250,8 @@ def parse_experiment(path: Path) -> Experiment:
         raise UserError(f"{rwhere}.base: {base!r} is not a target (targets: {', '.join(names)})")
     return Experiment(
         path=path, text=text, benchmarks=tuple(benchmarks), targets=tuple(targets), base=base,
-        tables=_int(run, "tables", 1, rwhere), table_size=_int(run, "table_size", 100_000, rwhere),
-        threads=tuple(threads), time_s=time_s, warmup_s=parse_duration(run.get("warmup", "2s"), f"{rwhere}.warmup"),
-        repeats=_int(run, "repeats", 3, rwhere), seed=_int(run, "seed", 1, rwhere, minimum=0),
-        aggregate=aggregate, prepared=prepared,
+        tables=values.get("tables", 1), table_size=values.get("table_size", 100_000),
+        threads=tuple(threads), time_s=time_s, warmup_s=values.get("warmup", 2.0),
+        repeats=values.get("repeats", 3), seed=values.get("seed", 1),
+        aggregate=values.get("aggregate", "median"), prepared=values.get("prepared", True),
     )
