@@ -98,9 +98,7 @@ impl Engine {
         match &self.kind {
             Kind::Sqlite { api, database, busy_timeout_ms, settings } => {
                 let mut c = sqlite::SqliteConnection::open(api.clone(), database, *busy_timeout_ms, self.prepared)?;
-                for (key, value) in settings {
-                    pragmas::apply(&mut c, key, value)?;
-                }
+                pragmas::apply_all(&mut c, settings)?;
                 Ok(Box::new(c))
             }
             Kind::Postgres { config, label } => Ok(Box::new(pg::PgConnection::open(config, label, self.prepared)?)),

@@ -73,9 +73,13 @@ fn main_inner(args: &[String]) -> Result<String, String> {
     }
 }
 
-/// The lab passes its pid: the driver then dies with its parent (SIGKILL when the lab goes, however it goes),
-/// instead of running on under PID 1. PR_SET_PDEATHSIG fires when the thread that forked us exits; the lab starts
-/// drivers from the thread that waits for them. Run by hand (no pid given), nothing is set.
+/// The lab passes its pid (DBPERF_PARENT_PID, set by dbperf/runner/driver.py): the driver then dies with its parent
+/// (SIGKILL when the lab goes, however it goes, SIGKILL and the OOM killer included) instead of running on under PID 1.
+/// PR_SET_PDEATHSIG fires when the *thread* that forked us exits, not the process: the lab forks drivers from its main
+/// thread (cells, loads), PGO training from a build pool thread, and in every case the forking thread blocks until the
+/// driver has exited, so a thread's end never kills a running driver. Run by hand, or under valgrind or perf by
+/// `dbperf profile` (dbperf/explain/cachegrind.py and perfstat.py give the tool an environment of their own, without
+/// the variable; perf forks us, so our parent would not be the lab), nothing is set.
 fn die_with_the_lab() {
     let Some(lab) = std::env::var("DBPERF_PARENT_PID").ok().and_then(|v| v.parse::<libc::pid_t>().ok()) else {
         return;
@@ -86,7 +90,8 @@ fn die_with_the_lab() {
         libc::getppid()
     };
     // If the lab died before the prctl we have been adopted, and no signal will come. A parent other than the lab
-    // (a wrapper script, valgrind's launcher) is fine as long as the lab itself lives.
+    // (a wrapper script given as DBPERF_DRIVER that starts us as its child) is fine as long as the lab itself lives;
+    // the signal then comes when the wrapper goes.
     if parent != lab && !alive(lab) {
         eprintln!("dbperf-driver: the lab (pid {lab}) is gone; exiting");
         std::process::exit(3);
