@@ -1,0 +1,217 @@
+"""What a report shows, built once from a Matrix: the rQPS matrix laid out as BRIEF §1 (a legend `col-N : target`,
+one row per benchmark grouped point, range, write, one column per target, two decimals; `~` not significant, `!`
+noisy, `T` trained on), then a block of absolute figures per target, then counters where profiled, then notes. The
+terminal table and Markdown only render this (hyperfine's export/markup.rs is the model); JSON and CSV render the
+cells through one field list (render.py)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from dbperf.stats.rqps_matrix import Cell, Matrix
+from dbperf.stats.summary import MIN_REPEATS_FOR_TEST, NOISY_SPREAD
+
+HOW_MEASURED = (
+    "QPS: queries / measured wall-clock time of dbperf-driver (sysbench counting: BEGIN and COMMIT are queries). "
+    "CPU µs/query and cs/query: getrusage of the driver process over the measured phase; with an in-process engine "
+    "that is client and engine together. Server targets: the server's processes (MariaDB's threads; PostgreSQL's "
+    "postmaster and backends, exited ones through the postmaster's reaped-children times) from /proc over the same "
+    "window; context switches of exited backends are not in /proc. Latency: per event, HdrHistogram."
+)
+SIGNIFICANCE = (
+    f"~ : not significant (Mann-Whitney U p >= 0.05) or fewer than {MIN_REPEATS_FOR_TEST} repeats a side to test; "
+    f"! : a cell's repeats spread more than {NOISY_SPREAD:.0%} of its median; "
+    "T : this PGO build was trained on this benchmark (not a train/test split)"
+)
+
+
+
+@dataclass(frozen=True)
+class Row:
+    cells: tuple[str, ...]
+    group: bool = False  # a section header (point, range, write)
+    failed: str | None = None  # a failed cell: its error; cells hold the row label only
+
+
+@dataclass(frozen=True)
+class Block:
+    title: str
+    subtitle: str
+    header: tuple[str, ...]
+    rows: tuple[Row, ...]
+    text_columns: int = 1  # left-aligned columns; the rest are figures
+
+
+@dataclass(frozen=True)
+class Report:
+    heading: str
+    legend: tuple[str, ...]
+    blocks: tuple[Block, ...]
+    notes: tuple[str, ...]
+    warning: str | None  # a partial run says so
+
+
+def _row_label(m: Matrix, benchmark: str, threads: int) -> str:
+    return benchmark if len(m.threads) == 1 else f"{benchmark} t={threads}"
+
+
+def noisy(m: Matrix, cell: Cell) -> bool:
+    base = m.cell(m.base, cell.benchmark, cell.threads)
+    return bool((cell.qps and cell.qps.noisy) or (base and base.qps and base.qps.noisy))
+
+
+def rqps_text(m: Matrix, cell: Cell | None) -> str:
+    if cell is None:
+        return "-"
+    if cell.rqps is None:
+        return "failed" if cell.failures and not cell.runs else "-"
+    marks = ""
+    if cell.target != m.base and not cell.significant:
+        marks += "~"
+    if noisy(m, cell):
+        marks += "!"
+    if m.was_trained_on(cell.target, cell.benchmark):
+        marks += "T"
+    return f"{cell.rqps:.2f}{(' ' + marks) if marks else ''}"
+
+
+def legend(m: Matrix) -> list[str]:
+    lines = []
+    for i, t in enumerate(m.targets, 1):
+        notes = ["base"] if t == m.base else []
+        if m.trained_on.get(t):
+            notes.append("PGO trained on: " + ", ".join(m.trained_on[t]))
+        lines.append(f"col-{i} : {t}" + (f"  ({'; '.join(notes)})" if notes else ""))
+    return lines
+
+
+def _center_name(m: Matrix) -> str:
+    return "trimmed mean (best and worst repeat dropped)" if m.aggregate == "trimmed" else "median"
+
+
+def _fmt(value: float | None, digits: int = 1) -> str:
+    return "-" if value is None else f"{value:,.{digits}f}"
+
+
+def absolute_rows(m: Matrix, target: str) -> list[dict[str, str]]:
+    rows = []
+    for _, benchmark, threads in m.rows():
+        cell = m.cell(target, benchmark, threads)
+        if cell is None:
+            continue
+        if cell.qps is None:
+            error = cell.failures[-1].get("error", "failed") if cell.failures else "no runs"
+            rows.append({"benchmark": _row_label(m, benchmark, threads), "qps": "failed", "error": error})
+            continue
+        q = cell.qps
+        rows_per_s = cell.median_of("rows_per_s")
+        rows.append({
+            "benchmark": _row_label(m, benchmark, threads),
+            "qps": f"{q.center:,.0f}",
+            "range": f"{q.minimum:,.0f}–{q.maximum:,.0f}",
+            "ci": "-" if q.ci_low is None else f"{q.ci_low:,.0f}–{q.ci_high:,.0f}",
+            "spread": f"{q.spread:.1%}" + (" !" if q.noisy else ""),
+            "eps": f"{cell.median_of('eps'):,.0f}" + (f" ({rows_per_s:,.0f} rows/s)" if rows_per_s else ""),
+            "cpu": f"{_fmt(cell.median_of('cpu_us_per_query'), 2)} ({_fmt(cell.median_of('cpu_user_us_per_query'), 2)}"
+                   f"+{_fmt(cell.median_of('cpu_system_us_per_query'), 2)})",
+            "cs": _fmt(cell.median_of("cs_per_query"), 3),
+            "server_cpu": _fmt(cell.median_of("server_cpu_us_per_query"), 2),
+            "total_cpu": _fmt(cell.median_of("total_cpu_us_per_query"), 2),
+            "server_cs": _fmt(cell.median_of("server_cs_per_query"), 3),
+            "p99": _fmt(cell.median_of("p99_us")),
+            "errors": f"{sum(int(e) for e in cell.per_run('errors'))}"
+                      + (f", {len(cell.failures)} failed" if cell.failures else ""),
+            "n": str(q.n),
+        })
+    return rows
+
+
+ABS_COLUMNS = [("benchmark", "benchmark"), ("qps", "QPS"), ("range", "min–max"), ("ci", "95% CI"),
+               ("spread", "spread"), ("eps", "events/s"), ("cpu", "CPU µs/q (usr+sys)"), ("cs", "cs/q"),
+               ("p99", "p99 µs"), ("errors", "errors"), ("n", "n")]
+# Server targets: the driver's figures are the client's; the server's processes are measured apart.
+SERVER_COLUMNS = [("benchmark", "benchmark"), ("qps", "QPS"), ("range", "min–max"), ("spread", "spread"),
+                  ("eps", "events/s"), ("cpu", "client CPU µs/q (usr+sys)"), ("server_cpu", "server CPU µs/q"),
+                  ("total_cpu", "total CPU µs/q"), ("cs", "client cs/q"), ("server_cs", "server cs/q"),
+                  ("p99", "p99 µs"), ("errors", "errors"), ("n", "n")]
+
+
+def _columns(m: Matrix, target: str) -> list[tuple[str, str]]:
+    has_server = any(c.median_of("server_cpu_us_per_query") is not None
+                     for (t, _, _), c in m.cells.items() if t == target)
+    return SERVER_COLUMNS if has_server else ABS_COLUMNS
+
+
+def _config_text(info: dict[str, Any]) -> str:
+    parts = [f"{k}={v}" for k, v in info.get("settings") or []]
+    build = info.get("build")
+    if build:
+        pgo = " + PGO" if build.get("pgo") else ""
+        parts.append(f"built {' '.join(build['flags'])}{pgo} ({build['compiler']['version']})")
+    variant = info.get("process_variant") or {}
+    if variant.get("allocator"):
+        parts.append(f"allocator={variant['allocator']}")
+    if variant.get("hugepages"):
+        parts.append(f"hugepages={variant['hugepages']} (kernel THP: {variant.get('kernel_thp')})")
+    return " ".join(parts)
+
+
+
+def _rqps_block(m: Matrix) -> Block:
+    rows: list[Row] = []
+    current = None
+    for group, benchmark, threads in m.rows():
+        if group != current:
+            rows.append(Row((group,), group=True))
+            current = group
+        rows.append(Row((_row_label(m, benchmark, threads),
+                         *[rqps_text(m, m.cell(t, benchmark, threads)) for t in m.targets])))
+    return Block("rQPS", "", ("benchmark", *[f"col-{i}" for i in range(1, len(m.targets) + 1)]), tuple(rows))
+
+
+def _target_block(m: Matrix, target: str, info: dict[str, Any]) -> Block:
+    columns = _columns(m, target)
+    rows = tuple(Row((r["benchmark"],), failed=r["error"]) if r["qps"] == "failed"
+                 else Row(tuple(r[k] for k, _ in columns)) for r in absolute_rows(m, target))
+    subtitle = "  ".join(x for x in (f"{info.get('engine', '')} {info.get('engine_version', '')}".strip(),
+                                     str(info.get("library") or ""), _config_text(info)) if x)
+    return Block(target, subtitle, tuple(title for _, title in columns), rows)
+
+
+def _counters_block(m: Matrix) -> Block:
+    modes = {str(p["mode"]) for p in m.counters.values() if p.get("mode")}
+    simulated = modes == {"simulated"}
+    columns = (("instructions", "I1 miss %", "D1 misses", "LL misses", "mispredicts (sim.)", "est. cycles")
+               if simulated else ("cycles", "instructions", "IPC", "L1i miss/1k instr", "branch miss/1k instr"))
+    rows: list[Row] = []
+    for benchmark in m.benchmarks:
+        for target in m.targets:
+            p = m.counters.get((target, benchmark))
+            if p is None:
+                continue
+            if "per_query" not in p:
+                rows.append(Row((benchmark, target), failed=str(p.get("error"))))
+                continue
+            q = p["per_query"]
+            top = (p.get("top_by_instructions") or p.get("top_by_cycles") or [{}])[0].get("function", "-")
+            if p["mode"] == "simulated":
+                values = [q["instructions"], q["i1_miss_pct_of_instructions"], q["d1_misses"], q["ll_misses"],
+                          q["branch_mispredicts_simulated_predictor"], q["estimated_cycles"]]
+            else:
+                values = [q.get("cycles"), q.get("instructions"), q.get("ipc"),
+                          q.get("l1i_misses_per_1000_instructions"), q.get("branch_misses_per_1000_instructions")]
+            rows.append(Row((benchmark, target, *[_fmt(v, 2) for v in values], str(top))))
+    return Block("Counters per query", f"mode: {', '.join(sorted(modes)) or 'none'}; 1 thread",
+                 ("benchmark", "target", *columns, "top function"), tuple(rows), text_columns=2)
+
+
+def build_report(m: Matrix, meta: dict[str, Any]) -> Report:
+    by_name = {t["name"]: t for t in meta.get("targets", [])}
+    blocks = [_rqps_block(m), *[_target_block(m, t, by_name.get(t, {})) for t in m.targets]]
+    if m.counters:
+        blocks.append(_counters_block(m))
+    status = meta.get("status")
+    return Report(heading=f"rQPS relative to {m.base}, {_center_name(m)} of repeats", legend=tuple(legend(m)),
+                  blocks=tuple(blocks), notes=(SIGNIFICANCE, HOW_MEASURED),
+                  warning=None if status in (None, "complete") else f"run status: {status}: the matrix is partial")
