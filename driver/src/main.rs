@@ -5,6 +5,8 @@
 //!        dbperf-driver info sqlite LIBRARY  (engine version of a library)
 //!        dbperf-driver --version
 
+#[cfg(test)]
+mod contract;
 mod engine;
 mod job;
 mod load;
