@@ -154,3 +154,13 @@ def test_values_are_quoted_for_their_format():
     for bad in ("with space", "hash#comment", "quote'", "back\\slash", "new\nline"):
         with pytest.raises(Exception, match=r"cannot be written to my\.cnf"):
             cnf_value(bad, "x")
+
+
+def test_a_refused_server_target_leaves_nothing_behind(where):
+    body = ('[[target]]\nname = "ext"\nengine = "postgres"\ndsn = "postgresql://bob@127.0.0.1:1/db"\n'
+            'password_env = "NOT_SET_ANYWHERE"\n\n[[target]]\nname = "pg"\nengine = "postgres"\n')
+    before = runtime_dirs()
+    out = where / "out"
+    line = one_line(run_cli("run", str(experiment(where, body, '"point-query"')), "--out", str(out)))
+    assert "environment variable NOT_SET_ANYWHERE is not set" in line
+    assert not out.exists() and runtime_dirs() == before

@@ -102,21 +102,27 @@ def run_matrix(e: Experiment, out: Path, console: Console, keep_data: bool = Fal
         infos[name]["trained_on"] = (manifest.get("pgo") or {}).get("training_set", [])
     for t in e.targets:
         infos[t.name]["process_variant"] = t.process.describe()
-    writer = ResultsWriter(out)
-    outcome = RunOutcome(out)
     data_root = out / ".data"  # SQLite files; the lab created `out`, so this is the lab's to remove
     started_servers = [t for t in e.targets if t.is_server and t.dsn is None]
     runtime = RuntimeDir() if started_servers else None
-    outcome.runtime_dir = runtime.path if runtime else None
+    try:
+        # Everything that can refuse the run (a password variable not set, an --out that is not empty) before
+        # anything is written, so that a refused run leaves nothing behind.
+        data: dict[str, TargetLifecycle] = {}
+        for i, t in enumerate(e.targets, 1):
+            if t.is_server:
+                directory = runtime.target_dir(i) if runtime else data_root / t.name
+                data[t.name] = server_target(directory, out / "logs", t, e)
+            else:
+                data[t.name] = SqliteData(data_root, t, e)
+        writer = ResultsWriter(out)
+    except BaseException:
+        if runtime:
+            runtime.remove()
+        raise
+    outcome = RunOutcome(out, runtime_dir=runtime.path if runtime else None)
     if runtime and not keep_data:
         Watchdog.get().watch_dir(runtime.path)  # removed even if the lab is killed hard
-    data: dict[str, TargetLifecycle] = {}
-    for i, t in enumerate(e.targets, 1):
-        if t.is_server:
-            directory = runtime.target_dir(i) if runtime else data_root / t.name
-            data[t.name] = server_target(directory, out / "logs", t, e)
-        else:
-            data[t.name] = SqliteData(data_root, t, e)
     meta = _meta(e, infos, {name: d.settings for name, d in data.items()})
     if runtime:
         meta["runtime_dir"] = str(runtime.path)
