@@ -31,6 +31,7 @@ from dbperf.explain.mode import CounterMode, detect_mode
 from dbperf.explain.profile import Profiler
 from dbperf.probes.catalog import FAMILIES
 from dbperf.probes.run import run_probes
+from dbperf.records import to_builtins
 from dbperf.report.escape import term
 from dbperf.report.ladder import render_ladder
 from dbperf.report.probe_view import render_compare, render_probes
@@ -279,7 +280,7 @@ def profile(
         shutil.rmtree(work, ignore_errors=True)
     render_profile(p, out_console)
     if json_out:
-        json_out.write_text(json.dumps(p, indent=2) + "\n")
+        json_out.write_text(json.dumps(to_builtins(p), indent=2) + "\n")
 
 
 @app.command()
@@ -300,7 +301,7 @@ def diff(
     finally:
         shutil.rmtree(work, ignore_errors=True)
     metric, rows, total_a, total_b = profile_diff(pa, pb)
-    render_diff(a, b, metric, rows, total_a, total_b, pa["mode"], out_console, top)
+    render_diff(a, b, metric, rows, total_a, total_b, pa.mode, out_console, top)
 
 
 @app.command()
@@ -328,12 +329,12 @@ def check(
         table.add_column(title, justify="left" if title in ("benchmark", "target", "verdict") else "right")
     try:
         for bench in exp.benchmarks:
-            base_ir = profiler.profile(base, bench)["per_query"]["instructions"]
+            base_ir = profiler.profile(base, bench).per_query["instructions"]
             table.add_row(bench.name, base.name, f"{base_ir:,.1f}", "base", "")
             for t in exp.targets:
                 if t.name == base.name:
                     continue
-                ir = profiler.profile(t, bench)["per_query"]["instructions"]
+                ir = profiler.profile(t, bench).per_query["instructions"]
                 change = ir / base_ir - 1
                 bad = change > threshold
                 if bad:

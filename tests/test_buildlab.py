@@ -13,6 +13,7 @@ from dbperf.buildlab.compiler import find_compiler
 from dbperf.buildlab.sqlite_source import resolve
 from dbperf.buildlab.variants import BuildSpec
 from dbperf.errors import UserError
+from dbperf.records import LibraryInfo
 from dbperf.runner import process_variants
 from dbperf.runner.driver import library_info
 from tests.conftest import run_cli
@@ -50,8 +51,8 @@ def test_variants_give_distinct_libraries_with_flags_in_the_manifest(source):
     assert "-DSQLITE_THREADSAFE=0" in b.manifest["flags"]
     assert a.manifest["compiler"]["version"] == find_compiler().version
     assert a.manifest["source"]["crate_checksum"] == source.crate_checksum
-    assert library_info("sqlite", str(a.library)) == {"engine_version": VERSION, "threadsafe": True}
-    assert library_info("sqlite", str(b.library))["threadsafe"] is False
+    assert library_info("sqlite", str(a.library)) == LibraryInfo(engine_version=VERSION, threadsafe=True)
+    assert library_info("sqlite", str(b.library)).threadsafe is False
     again = build(quick, source)
     assert again.cached and again.library == a.library
 
@@ -66,7 +67,7 @@ def test_pgo_build_consumed_a_profile(source):
     assert all(r["events"] > 0 and r["errors"] == 0 for r in pgo["training_runs"])
     assert {r["prepared"] for r in pgo["training_runs"]} == {True, False}
     assert any("-fprofile-use=" in " ".join(c) for c in b.manifest["commands"])
-    assert library_info("sqlite", str(b.library))["engine_version"] == VERSION
+    assert library_info("sqlite", str(b.library)).engine_version == VERSION
 
 
 def test_training_set_is_part_of_the_cache_key(source):
@@ -116,8 +117,8 @@ def test_missing_allocator_names_the_package(monkeypatch):
 
 def test_unmapped_allocator_fails_the_check():
     variant = process_variants.ProcessVariant(allocator="jemalloc")
-    assert "is not mapped" in variant.check({"allocators_mapped": []})
-    assert variant.check({"allocators_mapped": ["/usr/lib/x86_64-linux-gnu/libjemalloc.so.2"]}) is None
+    assert "is not mapped" in variant.check([])
+    assert variant.check(["/usr/lib/x86_64-linux-gnu/libjemalloc.so.2"]) is None
 
 
 def test_allocator_preload_and_hugepages_are_verified_and_recorded(tmp_path):

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from dbperf.records import DriverJob, ExecResult
 from tests.conftest import DBPERF, REPO, run_cli
 
 pytestmark = pytest.mark.e2e
@@ -164,11 +165,11 @@ def test_the_lab_passes_its_pid_to_every_driver_it_starts(tmp_path, monkeypatch)
     d.driver_path.cache_clear()
     try:
         assert d.driver_version().startswith("dbperf-driver ")
-        assert d.library_info("sqlite", "/usr/lib/x86_64-linux-gnu/libsqlite3.so.0")["engine_version"]
-        job = {"engine": "sqlite", "library": "/usr/lib/x86_64-linux-gnu/libsqlite3.so.0",
-               "database": str(tmp_path / "x.db"), "settings": [["journal_mode", "WAL"]], "mode": "exec",
-               "statements": ["CREATE TABLE t (x)"], "tables": 1, "table_size": 1}
-        outcome = d.run_job("exec", job, 60)
+        assert d.library_info("sqlite", "/usr/lib/x86_64-linux-gnu/libsqlite3.so.0").engine_version
+        job = DriverJob(engine="sqlite", library="/usr/lib/x86_64-linux-gnu/libsqlite3.so.0",
+                        database=str(tmp_path / "x.db"), settings=[("journal_mode", "WAL")], mode="exec",
+                        statements=["CREATE TABLE t (x)"], tables=1, table_size=1)
+        outcome = d.run_job(job, ExecResult, 60)
         assert outcome.ok, outcome
     finally:
         monkeypatch.delenv("DBPERF_DRIVER")

@@ -7,6 +7,7 @@ import json
 import pytest
 from rich.console import Console
 
+from dbperf.records import results_record
 from dbperf.report.render import render_table, to_csv, to_json, to_markdown
 from dbperf.stats.rqps_matrix import build_matrix
 
@@ -21,6 +22,11 @@ META = {
 
 
 def record(target, benchmark, repeat, qps, status="ok", rows_per_event=None):
+    """A results.jsonl line as the reader parses it."""
+    return results_record(_line(target, benchmark, repeat, qps, status, rows_per_event))
+
+
+def _line(target, benchmark, repeat, qps, status, rows_per_event):
     rec = {"target": target, "benchmark": benchmark, "threads": 1, "repeat": repeat, "status": status,
            "rows_per_event": rows_per_event}
     if status != "ok":

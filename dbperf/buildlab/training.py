@@ -11,6 +11,7 @@ from dbperf.catalog.registry import resolve
 from dbperf.catalog.schema import sbtest
 from dbperf.catalog.workload import Workload, compile_statements, parse_workload_file
 from dbperf.errors import UserError
+from dbperf.records import DriverJob, LoadResult, RunResult
 from dbperf.runner.driver import run_job
 
 TRAINING_DIR = Path(__file__).resolve().parents[1] / "catalog" / "training"
@@ -43,18 +44,18 @@ def run_training(library: Path, workloads: list[Workload]) -> list[dict[str, Any
     runs = []
     with tempfile.TemporaryDirectory(prefix="dbperf-train-") as tmp:
         db = Path(tmp) / "train.db"
-        base = {"engine": "sqlite", "library": str(library), "database": str(db), "settings": [["journal_mode", "WAL"]],
-                "tables": TRAIN_TABLES, "table_size": TRAIN_TABLE_SIZE, "seed": 7}
-        loaded = run_job("load", {**base, "mode": "load", "schema": sbtest("sqlite")}, 600)
+        base = DriverJob(mode="run", engine="sqlite", library=str(library), database=str(db),
+                         settings=[("journal_mode", "WAL")], tables=TRAIN_TABLES, table_size=TRAIN_TABLE_SIZE, seed=7)
+        loaded = run_job(base.replace(mode="load", schema=sbtest("sqlite")), LoadResult, 600)
         if not loaded.ok:
             raise UserError(f"PGO training: loading with the instrumented library failed: {loaded.error}")
         for w in workloads:
             for prepared in (True, False):
-                job = {**base, "mode": "run", "threads": 1, "time_s": TRAIN_SECONDS / 2, "warmup_s": 0,
-                       "prepared": prepared, "workload": compile_statements(w, TRAIN_TABLE_SIZE)}
-                outcome = run_job("run", job, TRAIN_SECONDS + 120)
+                job = base.replace(mode="run", threads=1, time_s=TRAIN_SECONDS / 2, warmup_s=0.0, prepared=prepared,
+                                   workload=compile_statements(w, TRAIN_TABLE_SIZE))
+                outcome = run_job(job, RunResult, TRAIN_SECONDS + 120)
                 if not outcome.ok or outcome.result is None:
                     raise UserError(f"PGO training run {w.name} failed: {outcome.error}")
-                runs.append({"workload": w.name, "prepared": prepared, "events": outcome.result["events"],
-                             "errors": outcome.result["errors"]})
+                runs.append({"workload": w.name, "prepared": prepared, "events": outcome.result.events,
+                             "errors": outcome.result.errors})
     return runs

@@ -3,16 +3,15 @@ binary, inputs and environment give the same counts on any machine (BRIEF §8)."
 
 from __future__ import annotations
 
-import json
 import platform
 import shutil
 import tempfile
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from dbperf.errors import UserError
+from dbperf.records import DriverJob, RunResult, driver_result, encode
 from dbperf.tools import run_tool
 
 # The geometry CI tools pin: I1 32K/8-way/64B, D1 32K/8-way/64B, LL 8M/16-way/64B.
@@ -67,16 +66,16 @@ def valgrind_available() -> None:
         raise UserError("valgrind not found: simulated counters need it (apt install valgrind)")
 
 
-def run_under_cachegrind(driver: str, job: dict[str, Any], env: dict[str, str] | None = None,
-                         timeout_s: float = 1800) -> tuple[CachegrindProfile, dict[str, Any]]:
+def run_under_cachegrind(driver: str, job: DriverJob, env: dict[str, str] | None = None,
+                         timeout_s: float = 1800) -> tuple[CachegrindProfile, RunResult]:
     """Runs `driver run JOB` under cachegrind with ASLR off; returns the profile and the driver's result."""
     valgrind_available()
     with tempfile.TemporaryDirectory(prefix="dbperf-cg-") as tmp:
         job_file = Path(tmp) / "job.json"
-        job_file.write_text(json.dumps(job))
+        job_file.write_bytes(encode(job))
         out_file = Path(tmp) / "cachegrind.out"
         cmd = ["setarch", platform.machine(), "-R", "valgrind", "--tool=cachegrind", "--cache-sim=yes",
                "--branch-sim=yes", *GEOMETRY, f"--cachegrind-out-file={out_file}", driver, "run", str(job_file)]
         proc = run_tool(cmd, "cachegrind run", timeout=timeout_s,
                         env={"PATH": "/usr/bin:/bin", "LC_ALL": "C", **(env or {})})
-        return parse_cachegrind_out(out_file.read_text()), json.loads(proc.stdout)
+        return parse_cachegrind_out(out_file.read_text()), driver_result(RunResult, proc.stdout, "cachegrind run")

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from dbperf.errors import UserError
+from dbperf.records import Profile
 
 
 @dataclass(frozen=True)
@@ -19,18 +19,14 @@ class FunctionDelta:
         return self.b - self.a
 
 
-def cost_key(profile: dict[str, Any]) -> str:
-    return "instructions" if profile["mode"] == "simulated" else "cycles"
-
-
-def profile_diff(a: dict[str, Any], b: dict[str, Any]) -> tuple[str, list[FunctionDelta], float, float]:
+def profile_diff(a: Profile, b: Profile) -> tuple[str, list[FunctionDelta], float, float]:
     """(metric, per-function deltas sorted by |delta| descending, total of A, total of B), per query."""
-    if a["mode"] != b["mode"]:
-        raise UserError(f"cannot diff a {a['mode']} profile against a {b['mode']} one")
-    key = cost_key(a)
-    names = set(a["functions"]) | set(b["functions"])
-    rows = [FunctionDelta(n, a["functions"].get(n, {}).get(key, 0.0), b["functions"].get(n, {}).get(key, 0.0))
+    if a.mode != b.mode:
+        raise UserError(f"cannot diff a {a.mode} profile against a {b.mode} one")
+    key = a.cost_key
+    names = set(a.functions) | set(b.functions)
+    rows = [FunctionDelta(n, a.functions.get(n, {}).get(key, 0.0), b.functions.get(n, {}).get(key, 0.0))
             for n in names]
     rows = [r for r in rows if r.a or r.b]
     rows.sort(key=lambda r: (-abs(r.delta), r.function))
-    return key, rows, a["per_query"].get(key, 0.0), b["per_query"].get(key, 0.0)
+    return key, rows, a.per_query.get(key, 0.0), b.per_query.get(key, 0.0)

@@ -3,14 +3,13 @@ for the per-function split. Nothing here runs on a machine whose mode is `simula
 
 from __future__ import annotations
 
-import json
 import shutil
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from dbperf.errors import UserError
+from dbperf.records import DriverJob, RunResult, driver_result, encode
 from dbperf.tools import run_tool
 
 STAT_EVENTS = ("cycles", "instructions", "L1-icache-load-misses", "branch-misses", "branches")
@@ -61,24 +60,24 @@ def _perf() -> str:
     return perf
 
 
-def perf_stat(driver: str, job: dict[str, Any], extra: list[str], env: dict[str, str] | None = None,
-              timeout_s: float = 900) -> tuple[PerfStat, dict[str, Any]]:
+def perf_stat(driver: str, job: DriverJob, extra: list[str], env: dict[str, str] | None = None,
+              timeout_s: float = 900) -> tuple[PerfStat, RunResult]:
     with tempfile.TemporaryDirectory(prefix="dbperf-perf-") as tmp:
         job_file = Path(tmp) / "job.json"
-        job_file.write_text(json.dumps(job))
+        job_file.write_bytes(encode(job))
         out = Path(tmp) / "stat.csv"
         cmd = [_perf(), "stat", "-x,", "-o", str(out), *extra, "--", driver, "run", str(job_file)]
         proc = run_tool(cmd, "perf stat", timeout=timeout_s,
                         env={"PATH": "/usr/bin:/bin", "LC_ALL": "C", **(env or {})})
-        return parse_perf_stat_csv(out.read_text()), json.loads(proc.stdout)
+        return parse_perf_stat_csv(out.read_text()), driver_result(RunResult, proc.stdout, "perf stat")
 
 
-def perf_record_top(driver: str, job: dict[str, Any], event: str, env: dict[str, str] | None = None,
+def perf_record_top(driver: str, job: DriverJob, event: str, env: dict[str, str] | None = None,
                     timeout_s: float = 900) -> list[tuple[str, float]]:
     """(symbol, share of samples) from `perf record -e EVENT` of one driver run, largest first."""
     with tempfile.TemporaryDirectory(prefix="dbperf-perf-") as tmp:
         job_file = Path(tmp) / "job.json"
-        job_file.write_text(json.dumps(job))
+        job_file.write_bytes(encode(job))
         data = Path(tmp) / "perf.data"
         run_tool([_perf(), "record", "-q", "-e", event, "-o", data, "--", driver, "run", job_file], "perf record",
                  timeout=timeout_s, env={"PATH": "/usr/bin:/bin", "LC_ALL": "C", **(env or {})})

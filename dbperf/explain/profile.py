@@ -19,6 +19,7 @@ from dbperf.experiment.spec import Experiment, Target
 from dbperf.explain.cachegrind import GEOMETRY, CachegrindProfile, run_under_cachegrind
 from dbperf.explain.mode import CounterMode, detect_mode
 from dbperf.explain.perfstat import STAT_EVENTS, perf_record_top, perf_stat
+from dbperf.records import DriverJob, Profile, RunResult, Slowdown, TopFunction
 from dbperf.runner.driver import driver_path, run_job
 from dbperf.runner.sqlite_data import SqliteData
 
@@ -54,11 +55,10 @@ def simulated_per_query(delta: CachegrindProfile, queries: int) -> dict[str, flo
     }
 
 
-def _top(functions: dict[str, dict[str, float]], key: str, n: int) -> list[dict[str, Any]]:
+def _top(functions: dict[str, dict[str, float]], key: str, n: int) -> list[TopFunction]:
     total = sum(max(f.get(key, 0), 0) for f in functions.values()) or 1
     ranked = sorted(functions.items(), key=lambda kv: -kv[1].get(key, 0))[:n]
-    return [{"function": name, "per_query": f.get(key, 0), "share": f.get(key, 0) / total} for name, f in ranked
-            if f.get(key, 0) > 0]
+    return [TopFunction(name, f.get(key, 0), f.get(key, 0) / total) for name, f in ranked if f.get(key, 0) > 0]
 
 
 class Profiler:
@@ -81,74 +81,73 @@ class Profiler:
             self.data[target.name] = d
         return self.data[target.name]
 
-    def _jobs(self, target: Target, benchmark: Workload) -> tuple[dict[str, Any], int]:
+    def _jobs(self, target: Target, benchmark: Workload) -> tuple[DriverJob, int]:
         data = self._data(target)
         events = max(1, math.ceil(self.queries / benchmark.queries_per_event))
-        job = {**data.job(data.working), **target.process.job_fields(), "mode": "run", "threads": 1,
-               "time_s": 1.0, "warmup_s": 0.0, "seed": self.e.seed, "events": events,
-               "workload": compile_statements(benchmark, self.e.table_size)}
+        job = target.process.apply(data.job(data.working)).replace(
+            mode="run", threads=1, time_s=1.0, warmup_s=0.0, seed=self.e.seed, events=events,
+            workload=compile_statements(benchmark, self.e.table_size))
         return job, events
 
-    def profile(self, target: Target, benchmark: Workload, mode: str | None = None) -> dict[str, Any]:
+    def profile(self, target: Target, benchmark: Workload, mode: str | None = None) -> Profile:
         mode = mode or self.mode.mode
         if mode == "simulated":
             return self._simulated(target, benchmark)
         return self._hardware(target, benchmark)
 
-    def _simulated(self, target: Target, benchmark: Workload) -> dict[str, Any]:
+    def _simulated(self, target: Target, benchmark: Workload) -> Profile:
         job, events = self._jobs(target, benchmark)
         data = self._data(target)
         env = target.process.environment()
         data.restore()
         native_started = time.monotonic()
-        native = run_job("run", job, 600, env=env)
+        native = run_job(job, RunResult, 600, env=env)
         native_s = time.monotonic() - native_started
         if not native.ok or native.result is None:
             raise UserError(f"{target.name} {benchmark.name}: native run failed: {native.error}")
         data.restore()
         started = time.monotonic()
-        counted = {**job, "deterministic": True}
+        counted = job.replace(deterministic=True)
         full, result_n = run_under_cachegrind(driver_path(), counted, env)
         simulated_s = time.monotonic() - started
         data.restore()
-        empty, _ = run_under_cachegrind(driver_path(), {**counted, "events": 0}, env)
-        if result_n["events"] != events or result_n["errors"]:
-            raise UserError(f"{target.name} {benchmark.name}: the profiled run did {result_n['events']} events with "
-                            f"{result_n['errors']} errors, expected {events} clean ones")
+        empty, _ = run_under_cachegrind(driver_path(), counted.replace(events=0), env)
+        if result_n.events != events or result_n.errors:
+            raise UserError(f"{target.name} {benchmark.name}: the profiled run did {result_n.events} events with "
+                            f"{result_n.errors} errors, expected {events} clean ones")
         queries = events * benchmark.queries_per_event
         delta = full.minus(empty)
         per_function = {name: {e: v / queries for e, v in counts.items()} for name, counts in delta.functions.items()}
         kept = dict(sorted(per_function.items(), key=lambda kv: -abs(kv[1]["Ir"]))[:KEEP_FUNCTIONS])
-        return {
-            "mode": "simulated",
-            "mode_reason": self.mode.reason if self.mode.mode == "simulated" else "asked for simulated counters",
-            "tool": f"{_valgrind_version()} cachegrind, {' '.join(GEOMETRY)}, ASLR off (setarch -R), "
-                    "branch predictor simulated",
-            "target": target.name, "benchmark": benchmark.name, "threads": 1,
-            "events": events, "queries": queries,
-            "method": f"cachegrind of {events} events minus cachegrind of 0 events, divided by {queries} queries",
-            "per_query": simulated_per_query(delta, queries),
-            "top_by_instructions": _top(per_function, "Ir", TOP_N),
-            "top_by_i1_misses": _top(per_function, "I1mr", TOP_N),
-            "functions": {name: {"instructions": f["Ir"], "i1_misses": f["I1mr"]} for name, f in kept.items()},
-            "slowdown": {"native_s": round(native_s, 3), "simulated_s": round(simulated_s, 3),
-                         "factor": round(simulated_s / native_s, 1) if native_s else None,
-                         "what": "wall time of the driver process under cachegrind / natively, same job"},
-        }
+        return Profile(
+            mode="simulated",
+            mode_reason=self.mode.reason if self.mode.mode == "simulated" else "asked for simulated counters",
+            tool=f"{_valgrind_version()} cachegrind, {' '.join(GEOMETRY)}, ASLR off (setarch -R), "
+                 "branch predictor simulated",
+            target=target.name, benchmark=benchmark.name, threads=1, events=events, queries=queries,
+            method=f"cachegrind of {events} events minus cachegrind of 0 events, divided by {queries} queries",
+            per_query=simulated_per_query(delta, queries),
+            top_by_instructions=_top(per_function, "Ir", TOP_N),
+            top_by_i1_misses=_top(per_function, "I1mr", TOP_N),
+            functions={name: {"instructions": f["Ir"], "i1_misses": f["I1mr"]} for name, f in kept.items()},
+            slowdown=Slowdown(native_s=round(native_s, 3), simulated_s=round(simulated_s, 3),
+                              factor=round(simulated_s / native_s, 1) if native_s else None,
+                              what="wall time of the driver process under cachegrind / natively, same job"),
+        )
 
-    def _hardware(self, target: Target, benchmark: Workload) -> dict[str, Any]:
+    def _hardware(self, target: Target, benchmark: Workload) -> Profile:
         job, events = self._jobs(target, benchmark)
         data = self._data(target)
         env = target.process.environment()
         stats = []
         for n in (events, 0):
             data.restore()
-            stat, _ = perf_stat(driver_path(), {**job, "events": n}, ["-e", ",".join(STAT_EVENTS)], env)
+            stat, _ = perf_stat(driver_path(), job.replace(events=n), ["-e", ",".join(STAT_EVENTS)], env)
             stats.append(stat)
         full, empty = stats
         queries = events * benchmark.queries_per_event
         counts = {k: (full.counts[k] - empty.counts.get(k, 0.0)) / queries for k in full.counts}
-        per_query: dict[str, Any] = {k.replace("-", "_"): v for k, v in counts.items()}
+        per_query: dict[str, float] = {k.replace("-", "_"): v for k, v in counts.items()}
         unsupported = sorted(set(full.unsupported))
         cycles, instructions = counts.get("cycles"), counts.get("instructions")
         if cycles and instructions:
@@ -173,13 +172,12 @@ class Profiler:
         top_icache = [] if "L1-icache-load-misses" in unsupported else perf_record_top(
             driver_path(), job, "L1-icache-load-misses", env)
         cyc = cycles or 0.0
-        return {
-            "mode": "hardware", "mode_reason": self.mode.reason, "tool": "perf stat -x, / perf record",
-            "target": target.name, "benchmark": benchmark.name, "threads": 1, "events": events, "queries": queries,
-            "method": f"perf stat of {events} events minus perf stat of 0 events, divided by {queries} queries",
-            "per_query": per_query, "unsupported_events": unsupported, "topdown_l1": topdown,
-            "top_by_cycles": [{"function": s, "per_query": share * cyc, "share": share}
-                              for s, share in top_cycles[:TOP_N]],
-            "top_by_i1_misses": [{"function": s, "per_query": None, "share": share} for s, share in top_icache[:TOP_N]],
-            "functions": {s: {"cycles": share * cyc} for s, share in top_cycles[:KEEP_FUNCTIONS]},
-        }
+        return Profile(
+            mode="hardware", mode_reason=self.mode.reason, tool="perf stat -x, / perf record",
+            target=target.name, benchmark=benchmark.name, threads=1, events=events, queries=queries,
+            method=f"perf stat of {events} events minus perf stat of 0 events, divided by {queries} queries",
+            per_query=per_query, unsupported_events=unsupported, topdown_l1=topdown,
+            top_by_cycles=[TopFunction(s, share * cyc, share) for s, share in top_cycles[:TOP_N]],
+            top_by_i1_misses=[TopFunction(s, None, share) for s, share in top_icache[:TOP_N]],
+            functions={s: {"cycles": share * cyc} for s, share in top_cycles[:KEEP_FUNCTIONS]},
+        )

@@ -101,7 +101,7 @@ def absolute_rows(m: Matrix, target: str) -> list[dict[str, str]]:
         if cell is None:
             continue
         if cell.qps is None:
-            error = cell.failures[-1].get("error", "failed") if cell.failures else "no runs"
+            error = (cell.failures[-1].error or "failed") if cell.failures else "no runs"
             rows.append({"benchmark": _row_label(m, benchmark, threads), "qps": "failed", "error": error})
             continue
         q = cell.qps
@@ -180,22 +180,25 @@ def _target_block(m: Matrix, target: str, info: dict[str, Any]) -> Block:
 
 
 def _counters_block(m: Matrix) -> Block:
-    modes = {str(p["mode"]) for p in m.counters.values() if p.get("mode")}
+    modes = {r.counters.mode for r in m.counters.values() if r.counters}
     simulated = modes == {"simulated"}
     columns = (("instructions", "I1 miss %", "D1 misses", "LL misses", "mispredicts (sim.)", "est. cycles")
                if simulated else ("cycles", "instructions", "IPC", "L1i miss/1k instr", "branch miss/1k instr"))
     rows: list[Row] = []
     for benchmark in m.benchmarks:
         for target in m.targets:
-            p = m.counters.get((target, benchmark))
+            record = m.counters.get((target, benchmark))
+            if record is None:
+                continue
+            p = record.counters
             if p is None:
+                rows.append(Row((benchmark, target), failed=str(record.error)))
                 continue
-            if "per_query" not in p:
-                rows.append(Row((benchmark, target), failed=str(p.get("error"))))
-                continue
-            q = p["per_query"]
-            top = (p.get("top_by_instructions") or p.get("top_by_cycles") or [{}])[0].get("function", "-")
-            if p["mode"] == "simulated":
+            q = p.per_query
+            ranked = p.top_by_instructions or p.top_by_cycles
+            top = ranked[0].function if ranked else "-"
+            values: list[float | None]
+            if p.mode == "simulated":
                 values = [q["instructions"], q["i1_miss_pct_of_instructions"], q["d1_misses"], q["ll_misses"],
                           q["branch_mispredicts_simulated_predictor"], q["estimated_cycles"]]
             else:

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from rich.console import Console
 from rich.table import Table
 
 from dbperf.explain.diff import FunctionDelta
+from dbperf.records import Profile
 from dbperf.report.escape import term
 
 SIMULATED_LABELS = {
@@ -22,36 +21,34 @@ SIMULATED_LABELS = {
 }
 
 
-def render_profile(p: dict[str, Any], console: Console) -> None:
-    console.print(f"[bold]{term(p['target'])}[/bold] / [bold]{term(p['benchmark'])}[/bold]: counters mode "
-                  f"[bold]{p['mode']}[/bold] ({term(p['mode_reason'])})", highlight=False)
-    console.print(f"[dim]{term(p['tool'])}; {term(p['method'])}[/dim]", highlight=False)
+def render_profile(p: Profile, console: Console) -> None:
+    console.print(f"[bold]{term(p.target)}[/bold] / [bold]{term(p.benchmark)}[/bold]: counters mode "
+                  f"[bold]{p.mode}[/bold] ({term(p.mode_reason)})", highlight=False)
+    console.print(f"[dim]{term(p.tool)}; {term(p.method)}[/dim]", highlight=False)
     table = Table(show_edge=False, pad_edge=False, title="per query")
     table.add_column("counter")
     table.add_column("value", justify="right")
-    labels = SIMULATED_LABELS if p["mode"] == "simulated" else {}
-    for key, value in p["per_query"].items():
+    labels = SIMULATED_LABELS if p.mode == "simulated" else {}
+    for key, value in p.per_query.items():
         label = labels.get(key, key.replace("_", " "))
-        table.add_row(label + (r" \[simulated]" if p["mode"] == "simulated" else ""), f"{value:,.2f}")
+        table.add_row(label + (r" \[simulated]" if p.mode == "simulated" else ""), f"{value:,.2f}")
     console.print(table)
-    if p["mode"] == "simulated":
-        pct = p["per_query"]["i1_miss_pct_of_instructions"]
+    if p.mode == "simulated":
+        pct = p.per_query["i1_miss_pct_of_instructions"]
         verdict = "above" if pct > 1.0 else "below"
         console.print(f"I1 misses are {pct:.2f}% of instructions, {verdict} the 1% that BRIEF §2 calls significant "
                       "(simulated 32K 8-way I1)", highlight=False)
-        slow = p.get("slowdown") or {}
-        console.print(f"[dim]cachegrind slowdown: {slow.get('factor')}× ({slow.get('simulated_s')} s against "
-                      f"{slow.get('native_s')} s natively, whole driver process)[/dim]", highlight=False)
+        if p.slowdown:
+            console.print(f"[dim]cachegrind slowdown: {p.slowdown.factor}× ({p.slowdown.simulated_s} s against "
+                          f"{p.slowdown.native_s} s natively, whole driver process)[/dim]", highlight=False)
     else:
-        unsupported = p.get("unsupported_events") or []
-        if unsupported:
-            console.print(f"not supported by this PMU (not shown): {', '.join(unsupported)}", highlight=False,
-                          markup=False)
-        console.print(f"TopdownL1: {p.get('topdown_l1')}", highlight=False, markup=False)
-    for key, title in (("top_by_instructions", "top functions by instructions per query"),
-                       ("top_by_cycles", "top functions by cycles per query (sampled)"),
-                       ("top_by_i1_misses", "top functions by I1 misses")):
-        rows = p.get(key)
+        if p.unsupported_events:
+            console.print(f"not supported by this PMU (not shown): {', '.join(p.unsupported_events)}",
+                          highlight=False, markup=False)
+        console.print(f"TopdownL1: {p.topdown_l1}", highlight=False, markup=False)
+    for rows, title in ((p.top_by_instructions, "top functions by instructions per query"),
+                        (p.top_by_cycles, "top functions by cycles per query (sampled)"),
+                        (p.top_by_i1_misses, "top functions by I1 misses")):
         if not rows:
             continue
         t = Table(show_edge=False, pad_edge=False, title=title)
@@ -59,8 +56,8 @@ def render_profile(p: dict[str, Any], console: Console) -> None:
         t.add_column("per query", justify="right")
         t.add_column("share", justify="right")
         for r in rows:
-            per_query = "-" if r["per_query"] is None else f"{r['per_query']:,.1f}"
-            t.add_row(term(r["function"]), per_query, f"{r['share']:.1%}")
+            per_query = "-" if r.per_query is None else f"{r.per_query:,.1f}"
+            t.add_row(term(r.function), per_query, f"{r.share:.1%}")
         console.print(t)
 
 

@@ -13,6 +13,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from dbperf.records import CountersRecord, to_builtins
 from dbperf.report.escape import md, term
 from dbperf.report.layout import HOW_MEASURED, SIGNIFICANCE, Block, build_report, noisy
 from dbperf.stats.rqps_matrix import Cell, Matrix
@@ -104,7 +105,7 @@ CELL_FIELDS: tuple[Field, ...] = (
     Field("status", lambda m, c: "ok" if c.qps else "failed"),
     Field("n", lambda m, c: c.qps.n if c.qps else 0),
     Field("failed_runs", lambda m, c: len(c.failures)),
-    Field("errors", lambda m, c: [f.get("error") for f in c.failures], csv=False),
+    Field("errors", lambda m, c: [f.error for f in c.failures], csv=False),
     Field("qps_median", lambda m, c: c.qps.median if c.qps else None),
     Field("qps_center", lambda m, c: c.qps.center if c.qps else None),
     Field("qps_min", lambda m, c: c.qps.minimum if c.qps else None),
@@ -134,11 +135,13 @@ def cell_json(m: Matrix, cell: Cell) -> dict[str, Any]:
     return {f.name: f.value(m, cell) for f in CELL_FIELDS}
 
 
-def _counters_summary(p: dict[str, Any] | None) -> dict[str, Any] | None:
+def _counters_summary(record: CountersRecord | None) -> dict[str, Any] | None:
     """A cell's counters without the full per-function table (that stays in results.jsonl)."""
-    if p is None:
+    if record is None:
         return None
-    return {k: v for k, v in p.items() if k != "functions"}
+    if record.counters is None:
+        return {"error": record.error}
+    return {k: v for k, v in to_builtins(record.counters).items() if k != "functions"}
 
 
 def _cells(m: Matrix) -> list[Cell]:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import shutil
 import signal
@@ -12,9 +11,10 @@ import sysconfig
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Generic, TypeVar
 
 from dbperf.errors import UserError
+from dbperf.records import DriverJob, ExecResult, LibraryInfo, LoadResult, RecordError, RunResult, decode, encode
 
 REPO_DRIVER = Path(__file__).resolve().parents[2] / "driver" / "target" / "release" / "dbperf-driver"
 STDERR_TAIL_LINES = 20
@@ -39,10 +39,13 @@ def driver_path() -> str:
                     "dbperf-driver), or install dbperf with pip, which builds it")
 
 
+R = TypeVar("R", RunResult, LoadResult, ExecResult)
+
+
 @dataclass
-class DriverOutcome:
+class DriverOutcome(Generic[R]):
     ok: bool
-    result: dict[str, Any] | None
+    result: R | None
     error: str | None
     stderr_tail: str
 
@@ -56,13 +59,15 @@ def _tail(text: str) -> str:
     return "\n".join(text.strip().splitlines()[-STDERR_TAIL_LINES:])
 
 
-def run_job(command: str, job: dict[str, Any], timeout_s: float, env: dict[str, str] | None = None) -> DriverOutcome:
-    """Runs `dbperf-driver COMMAND -` with the job on stdin, `env` added to the environment. A crash or hang is an
-    outcome, not an exception; Ctrl-C kills the driver's whole process group and propagates."""
-    proc = subprocess.Popen([driver_path(), command, "-"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+def run_job(job: DriverJob, result: type[R], timeout_s: float,
+            env: dict[str, str] | None = None) -> DriverOutcome[R]:
+    """Runs `dbperf-driver MODE -` with the job on stdin, `env` added to the environment, and reads its result as
+    `result` (the type of the job's mode). A crash, a hang or a result of the wrong shape is an outcome, not an
+    exception; Ctrl-C kills the driver's whole process group and propagates."""
+    proc = subprocess.Popen([driver_path(), job.mode, "-"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, start_new_session=True, env=driver_environ(env))
     try:
-        out, err = proc.communicate(json.dumps(job), timeout=timeout_s)
+        out, err = proc.communicate(encode(job).decode(), timeout=timeout_s)
     except subprocess.TimeoutExpired:
         _kill(proc)
         out, err = proc.communicate()
@@ -78,10 +83,12 @@ def run_job(command: str, job: dict[str, Any], timeout_s: float, env: dict[str, 
             lines = err.strip().splitlines()
             reason = lines[-1].removeprefix("dbperf-driver: ") if lines else f"driver exited {proc.returncode}"
         return DriverOutcome(False, None, reason, _tail(err))
+    if not out.strip():
+        return DriverOutcome(False, None, "driver printed no JSON result", _tail(err))
     try:
-        return DriverOutcome(True, json.loads(out), None, _tail(err))
-    except json.JSONDecodeError:
-        return DriverOutcome(False, None, "driver printed no JSON result", _tail(err + out))
+        return DriverOutcome(True, decode(result, out), None, _tail(err))
+    except RecordError as e:
+        return DriverOutcome(False, None, f"driver printed an unexpected {job.mode} result: {e}", _tail(err + out))
 
 
 def _kill(proc: subprocess.Popen[str]) -> None:
@@ -89,14 +96,17 @@ def _kill(proc: subprocess.Popen[str]) -> None:
         os.killpg(proc.pid, signal.SIGKILL)
 
 
-def library_info(engine: str, library: str) -> dict[str, Any]:
+def library_info(engine: str, library: str) -> LibraryInfo:
     """Engine version of a library, or a UserError if it is not a library of that engine."""
     proc = subprocess.run([driver_path(), "info", engine, library], capture_output=True, text=True, timeout=60,
                           env=driver_environ())
     if proc.returncode != 0:
         lines = proc.stderr.strip().splitlines()
         raise UserError(lines[-1].removeprefix("dbperf-driver: ") if lines else f"cannot inspect {library}")
-    return json.loads(proc.stdout)
+    try:
+        return decode(LibraryInfo, proc.stdout)
+    except RecordError as e:
+        raise UserError(f"{library}: dbperf-driver info printed an unexpected result: {e}") from None
 
 
 def driver_version() -> str:

@@ -19,6 +19,7 @@ from dbperf.catalog.workload import Workload, compile_statements
 from dbperf.errors import UserError
 from dbperf.experiment.spec import Experiment, Target
 from dbperf.explain.profile import Profiler
+from dbperf.records import CellRecord, CountersRecord, RunResult, to_builtins
 from dbperf.runner.driver import driver_version, run_job
 from dbperf.runner.process_variants import mapped_allocators
 from dbperf.runner.sqlite_data import SqliteData
@@ -139,9 +140,9 @@ def run_matrix(e: Experiment, out: Path, console: Console, keep_data: bool = Fal
                 data[t.name].start()
                 progress.update(loading, description=f"loading {e.tables}×{e.table_size:,} rows for {t.name}")
                 loaded = data[t.name].load()
-                meta["targets"][index[t.name]].update(load=loaded, **data[t.name].describe())
+                meta["targets"][index[t.name]].update(load=to_builtins(loaded), **data[t.name].describe())
                 if t.is_server:
-                    meta["targets"][index[t.name]]["engine_version"] = loaded.get("engine_version")
+                    meta["targets"][index[t.name]]["engine_version"] = loaded.engine_version
                 writer.update_meta(meta)
                 progress.advance(loading)
             writer.update_meta(meta)
@@ -154,11 +155,11 @@ def run_matrix(e: Experiment, out: Path, console: Console, keep_data: bool = Fal
                 restarted = target_data.ensure_running()
                 record = _run_cell(e, cell, target_data)
                 if restarted:
-                    record["server_restarted_before"] = True
+                    record.server_restarted_before = True
                     meta["targets"][index[cell.target.name]]["restarts"] = target_data.describe()["restarts"]
                     writer.update_meta(meta)
                 writer.append(record)
-                if record["status"] == "ok":
+                if record.ok:
                     outcome.cells_ok += 1
                 else:
                     outcome.cells_failed += 1
@@ -211,47 +212,46 @@ def _profile_cells(e: Experiment, work: Path, writer: ResultsWriter, progress: P
     task = progress.add_task("profiling", total=len(pairs))
     for target, benchmark in pairs:
         progress.update(task, description=f"profiling ({profiler.mode.mode}) {benchmark.name} {target.name}")
-        record: dict[str, Any] = {"type": "counters", "target": target.name, "benchmark": benchmark.name}
+        record = CountersRecord(type="counters", target=target.name, benchmark=benchmark.name)
         try:
-            record["counters"] = profiler.profile(target, benchmark)
+            record.counters = profiler.profile(target, benchmark)
         except UserError as err:
-            record["error"] = str(err)
+            record.error = str(err)
         writer.append(record)
         progress.advance(task)
 
 
-def _run_cell(e: Experiment, cell: CellPlan, data: TargetLifecycle) -> dict[str, Any]:
+def _run_cell(e: Experiment, cell: CellPlan, data: TargetLifecycle) -> CellRecord:
     if cell.benchmark.phase != "read":
         data.restore()
     variant = cell.target.process
-    job = {**data.working_job(), **variant.job_fields(), "mode": "run", "threads": cell.threads,
-           "time_s": e.time_s, "warmup_s": e.warmup_s, "seed": e.seed + cell.repeat,
-           "workload": compile_statements(cell.benchmark, e.table_size, cell.target.engine)}
+    job = variant.apply(data.working_job()).replace(
+        mode="run", threads=cell.threads, time_s=e.time_s, warmup_s=e.warmup_s, seed=e.seed + cell.repeat,
+        workload=compile_statements(cell.benchmark, e.table_size, cell.target.engine))
     # The allocator and huge pages go to the process that runs the engine: the driver, or the server.
     env = data.env() if cell.target.is_server else {**variant.environment(), **data.env()}
     started = time.time()
-    outcome = run_job("run", job, e.time_s + e.warmup_s + HANG_GRACE_S, env=env)
-    record: dict[str, Any] = {
-        "target": cell.target.name, "benchmark": cell.benchmark.name, "threads": cell.threads,
-        "repeat": cell.repeat, "started_at": started, "wall_s": round(time.time() - started, 3),
-        "queries_per_event": cell.benchmark.queries_per_event,
-        "rows_per_event": e.table_size if cell.benchmark.rows_per_event == "table_size" else None,
-    }
+    outcome = run_job(job, RunResult, e.time_s + e.warmup_s + HANG_GRACE_S, env=env)
+    record = CellRecord(
+        target=cell.target.name, benchmark=cell.benchmark.name, threads=cell.threads, repeat=cell.repeat,
+        status="failed", started_at=started, wall_s=round(time.time() - started, 3),
+        queries_per_event=cell.benchmark.queries_per_event,
+        rows_per_event=e.table_size if cell.benchmark.rows_per_event == "table_size" else None,
+        result=outcome.result)
+    result = outcome.result
     if data.died():
         # A server that died mid-cell fails the cell even if some events completed before it went.
-        failed_events = (outcome.result or {}).get("errors", 0)
+        failed_events = result.errors if result else 0
         why = outcome.error or f"the driver finished with {failed_events} failed events"
-        return {**record, "status": "failed", "error": f"the server died during the cell ({why})",
-                "server_log_tail": data.log_tail(), "stderr_tail": outcome.stderr_tail, "result": outcome.result}
-    if outcome.ok and outcome.result is not None:
-        result = outcome.result
-        if result["events"] == 0:
-            samples = "; ".join(result.get("error_samples", [])) or "no event completed in the measured time"
-            return {**record, "status": "failed", "error": samples, "result": result}
+        record.error = f"the server died during the cell ({why})"
+        record.server_log_tail, record.stderr_tail = data.log_tail(), outcome.stderr_tail
+    elif result is None:
+        record.error, record.stderr_tail = outcome.error, outcome.stderr_tail
+    elif result.events == 0:
+        record.error = "; ".join(result.error_samples) or "no event completed in the measured time"
+    else:
         pid = data.describe().get("server_pid")
-        facts = mapped_allocators(pid) if cell.target.is_server and pid else result.get("process", {})
-        unmet = variant.check(facts)
-        if unmet:
-            return {**record, "status": "failed", "error": unmet, "result": result}
-        return {**record, "status": "ok", "result": result}
-    return {**record, "status": "failed", "error": outcome.error, "stderr_tail": outcome.stderr_tail}
+        mapped = mapped_allocators(pid) if cell.target.is_server and pid else result.process.allocators_mapped
+        record.error = variant.check(mapped)
+        record.status = "failed" if record.error else "ok"
+    return record

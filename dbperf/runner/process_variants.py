@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from dbperf.errors import UserError
+from dbperf.records import DriverJob
 
 ALLOCATORS = {
     "jemalloc": ("libjemalloc.so.2", "libjemalloc2"),
@@ -60,8 +61,9 @@ class ProcessVariant:
             env["GLIBC_TUNABLES"] = "glibc.malloc.hugetlb=0"
         return env
 
-    def job_fields(self) -> dict[str, Any]:
-        return {"thp_disable": self.hugepages == "off"}
+    def apply(self, job: DriverJob) -> DriverJob:
+        """The job as this variant runs it (in-process engines)."""
+        return job.replace(thp_disable=self.hugepages == "off")
 
     def describe(self) -> dict[str, Any]:
         return {"allocator": self.allocator,
@@ -69,20 +71,20 @@ class ProcessVariant:
                 "hugepages": self.hugepages, "kernel_thp": kernel_thp_setting(),
                 "environment": self.environment()}
 
-    def check(self, process: dict[str, Any]) -> str | None:
-        """Why a run does not satisfy this variant, or None."""
+    def check(self, allocators_mapped: list[str]) -> str | None:
+        """Why a run whose engine process mapped these allocator libraries does not satisfy this variant, or None."""
         if self.allocator:
             expected = ALLOCATORS[self.allocator][0]
-            if not any(expected in p for p in process.get("allocators_mapped", [])):
+            if not any(expected in p for p in allocators_mapped):
                 return f"allocator {self.allocator} was preloaded but {expected} is not mapped in the driver process"
         return None
 
 
-def mapped_allocators(pid: int) -> dict[str, Any]:
-    """Which allocator libraries a process has mapped (/proc/PID/maps), in the shape the driver reports its own."""
+def mapped_allocators(pid: int) -> list[str]:
+    """Which allocator libraries a process has mapped (/proc/PID/maps), as the driver reports its own."""
     try:
         maps = Path(f"/proc/{pid}/maps").read_text()
     except OSError:
-        return {}
+        return []
     paths = {line.split()[-1] for line in maps.splitlines() if len(line.split()) >= 6}
-    return {"allocators_mapped": sorted(p for p in paths if any(name in p for name in ALLOCATORS))}
+    return sorted(p for p in paths if any(name in p for name in ALLOCATORS))

@@ -11,6 +11,7 @@ from typing import Any
 from dbperf.catalog.schema import sbtest
 from dbperf.errors import UserError
 from dbperf.experiment.spec import Experiment, Target
+from dbperf.records import DriverJob, LoadResult
 from dbperf.runner.driver import run_job
 
 LOAD_TIMEOUT_S = 3600.0
@@ -25,18 +26,18 @@ class SqliteData:
         self.working = self.dir / "work.db"
         self.settings = target.settings(max(experiment.threads))
 
-    def job(self, database: Path) -> dict[str, Any]:
+    def job(self, database: Path) -> DriverJob:
         e = self.experiment
-        return {"engine": "sqlite", "library": self.target.library, "database": str(database),
-                "settings": self.settings, "tables": e.tables, "table_size": e.table_size, "seed": e.seed,
-                "prepared": e.prepared}
+        return DriverJob(mode="run", engine="sqlite", library=self.target.library, database=str(database),
+                         settings=self.settings, tables=e.tables, table_size=e.table_size, seed=e.seed,
+                         prepared=e.prepared)
 
-    def load(self) -> dict[str, Any]:
+    def load(self) -> LoadResult:
         self.dir.mkdir(parents=True, exist_ok=True)
         self.dir.chmod(0o700)
         _remove_db(self.pristine)
-        job = {**self.job(self.pristine), "mode": "load", "schema": sbtest("sqlite")}
-        outcome = run_job("load", job, LOAD_TIMEOUT_S)
+        job = self.job(self.pristine).replace(mode="load", schema=sbtest("sqlite"))
+        outcome = run_job(job, LoadResult, LOAD_TIMEOUT_S)
         if not outcome.ok or outcome.result is None:
             raise UserError(f"target {self.target.name!r}: loading the tables into {self.pristine} failed: "
                             f"{outcome.error}")
@@ -54,7 +55,7 @@ class SqliteData:
     def stop(self) -> None:
         """Nothing to stop."""
 
-    def working_job(self) -> dict[str, Any]:
+    def working_job(self) -> DriverJob:
         return self.job(self.working)
 
     def env(self) -> dict[str, str]:

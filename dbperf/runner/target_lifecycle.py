@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
+from dbperf.records import DriverJob, LoadResult
+
 
 class TargetLifecycle(Protocol):
     settings: list[tuple[str, str]]  # as applied (recorded in meta.json)
@@ -13,14 +15,14 @@ class TargetLifecycle(Protocol):
     def start(self) -> None:
         """Ready to load: a server started and taking logins; nothing for an in-process engine."""
 
-    def load(self) -> dict[str, Any]:
+    def load(self) -> LoadResult:
         """Load the tables once; the driver's load result."""
 
     def restore(self) -> None:
         """Before a write cell: the data as loaded."""
 
-    def working_job(self) -> dict[str, Any]:
-        """The driver job's fields that say where to connect."""
+    def working_job(self) -> DriverJob:
+        """A driver job that says where to connect (its mode and workload are the caller's to set)."""
 
     def env(self) -> dict[str, str]:
         """What the driver's environment needs (a password)."""

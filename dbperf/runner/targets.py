@@ -50,6 +50,6 @@ def inspect_targets(e: Experiment) -> dict[str, dict[str, Any]]:
             info = library_info(t.engine, t.library)
         except UserError as err:
             raise UserError(f"{e.path} target {t.name!r}: {err}") from None
-        infos[t.name] = {"engine_version": info["engine_version"], "library_sha256": sha256_of(t.library),
-                         "threadsafe": info["threadsafe"]}
+        infos[t.name] = {"engine_version": info.engine_version, "library_sha256": sha256_of(t.library),
+                         "threadsafe": info.threadsafe}
     return infos

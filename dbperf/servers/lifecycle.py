@@ -26,6 +26,7 @@ from urllib.parse import urlsplit
 from dbperf.catalog.schema import sbtest
 from dbperf.errors import UserError
 from dbperf.experiment.spec import Experiment, Target
+from dbperf.records import DriverJob, ExecResult, LoadResult
 from dbperf.runner.driver import run_job
 from dbperf.servers.process import (
     SECRET_ENV,
@@ -140,7 +141,7 @@ class ServerTarget(ABC):
     def start(self) -> None: ...
 
     @abstractmethod
-    def load(self) -> dict[str, Any]: ...
+    def load(self) -> LoadResult: ...
 
     @abstractmethod
     def restore(self) -> None: ...
@@ -160,23 +161,24 @@ class ServerTarget(ABC):
     def env(self) -> dict[str, str]:
         return {PASSWORD_ENV: self.password} if self.password else {}
 
-    def job(self, database: str | None = None) -> dict[str, Any]:
+    def job(self, database: str | None = None) -> DriverJob:
         e = self.e
-        job: dict[str, Any] = {"engine": self.engine, "dsn": self.dsn(database), "tables": e.tables,
-                               "table_size": e.table_size, "seed": e.seed, "prepared": e.prepared}
-        if self.server is not None:
-            job["server_pid"] = self.server.pid
-        return job
+        return DriverJob(mode="run", engine=self.engine, dsn=self.dsn(database), tables=e.tables,
+                         table_size=e.table_size, seed=e.seed, prepared=e.prepared,
+                         server_pid=self.server.pid if self.server is not None else None)
 
-    def _exec(self, database: str | None, statements: list[str], what: str) -> dict[str, Any]:
-        outcome = run_job("exec", {**self.job(database), "mode": "exec", "statements": statements}, 600, env=self.env())
+    def _exec_job(self, database: str | None, statements: list[str]) -> DriverJob:
+        return self.job(database).replace(mode="exec", statements=statements)
+
+    def _exec(self, database: str | None, statements: list[str], what: str) -> ExecResult:
+        outcome = run_job(self._exec_job(database, statements), ExecResult, 600, env=self.env())
         if not outcome.ok or outcome.result is None:
             raise UserError(f"target {self.target.name!r}: {what}: {outcome.error}")
         return outcome.result
 
-    def _load_into(self, database: str | None, what: str) -> dict[str, Any]:
-        job = {**self.job(database), "mode": "load", "schema": sbtest(self.engine)}
-        outcome = run_job("load", job, LOAD_TIMEOUT_S, env=self.env())
+    def _load_into(self, database: str | None, what: str) -> LoadResult:
+        job = self.job(database).replace(mode="load", schema=sbtest(self.engine))
+        outcome = run_job(job, LoadResult, LOAD_TIMEOUT_S, env=self.env())
         if not outcome.ok or outcome.result is None:
             raise UserError(f"target {self.target.name!r}: {what} failed: {outcome.error}")
         return outcome.result
@@ -184,7 +186,7 @@ class ServerTarget(ABC):
     def log_tail(self) -> str:
         return log_tail(self.log)
 
-    def working_job(self) -> dict[str, Any]:
+    def working_job(self) -> DriverJob:
         return self.job(self.work_db)
 
 
@@ -214,7 +216,7 @@ class ExternalServer(ServerTarget):
     def died(self) -> bool:
         return False
 
-    def load(self) -> dict[str, Any]:
+    def load(self) -> LoadResult:
         result = self._load_into(None, "loading the tables")
         self.restore()
         return result
@@ -289,7 +291,7 @@ class LabServer(ServerTarget):
         """The port opens before the server takes logins (PostgreSQL recovery, MariaDB's init-file)."""
         deadline = time.monotonic() + READY_TIMEOUT_S
         while True:
-            outcome = run_job("exec", {**self.job(database), "mode": "exec", "statements": []}, 60, env=self.env())
+            outcome = run_job(self._exec_job(database, []), ExecResult, 60, env=self.env())
             if outcome.ok:
                 return
             if time.monotonic() > deadline or not (self.server and self.server.alive()):
@@ -311,7 +313,7 @@ class LabServer(ServerTarget):
         if self.server:
             self.server.stop()
 
-    def load(self) -> dict[str, Any]:
+    def load(self) -> LoadResult:
         result = self._load_into("sbtest_pristine", "loading the tables")
         self.restore()
         return result

@@ -5,10 +5,12 @@ mean with `--aggregate trimmed`."""
 from __future__ import annotations
 
 import statistics
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from dbperf.catalog.registry import AFTER_WRITES
+from dbperf.records import CellRecord, CountersRecord, ResultsRecord, Usage
 from dbperf.stats.summary import Summary, significance, summarize
 
 GROUP_ORDER = ("point", "range", "write")
@@ -20,8 +22,8 @@ class Cell:
     benchmark: str
     group: str
     threads: int
-    runs: list[dict[str, Any]] = field(default_factory=list)
-    failures: list[dict[str, Any]] = field(default_factory=list)
+    runs: list[CellRecord] = field(default_factory=list)
+    failures: list[CellRecord] = field(default_factory=list)
     qps: Summary | None = None
     rqps: float | None = None
     significant: bool | None = None
@@ -37,45 +39,47 @@ class Cell:
         return statistics.median(values) if values else None
 
 
-def derived(record: dict[str, Any]) -> dict[str, float | None]:
+def derived(record: CellRecord) -> dict[str, float | None]:
     """Per-query costs of one repeat: CPU from the driver's getrusage, context switches, latency."""
-    r = record["result"]
-    queries = r["queries"]
-    usage = r["client_usage"]
-    per_query = (lambda x: x / queries) if queries else (lambda x: None)
-    rows_per_event = record.get("rows_per_event")
+    r = record.result
+    assert r is not None, "derived figures of a cell without a result"
+    queries = r.queries
+
+    def per_query(x: float) -> float | None:
+        return x / queries if queries else None
+
+    usage = r.client_usage
     return {
-        "qps": r["qps"],
-        "eps": r["eps"],
-        "rows_per_s": r["eps"] * rows_per_event if rows_per_event else None,
-        "cpu_us_per_query": per_query(usage["user_us"] + usage["system_us"]),
-        "cpu_user_us_per_query": per_query(usage["user_us"]),
-        "cpu_system_us_per_query": per_query(usage["system_us"]),
-        "cs_per_query": per_query(usage["voluntary_cs"] + usage["involuntary_cs"]),
-        "cs_voluntary_per_query": per_query(usage["voluntary_cs"]),
-        "cs_involuntary_per_query": per_query(usage["involuntary_cs"]),
-        **_server(r.get("server_usage"), per_query, usage),
-        "p50_us": r["latency"]["p50_us"],
-        "p99_us": r["latency"]["p99_us"],
-        "max_us": r["latency"]["max_us"],
-        "errors": r["errors"],
+        "qps": r.qps,
+        "eps": r.eps,
+        "rows_per_s": r.eps * record.rows_per_event if record.rows_per_event else None,
+        "cpu_us_per_query": per_query(usage.cpu_us),
+        "cpu_user_us_per_query": per_query(usage.user_us),
+        "cpu_system_us_per_query": per_query(usage.system_us),
+        "cs_per_query": per_query(usage.cs),
+        "cs_voluntary_per_query": per_query(usage.voluntary_cs),
+        "cs_involuntary_per_query": per_query(usage.involuntary_cs),
+        **_server(r.server_usage, per_query, usage),
+        "p50_us": r.latency.p50_us,
+        "p99_us": r.latency.p99_us,
+        "max_us": r.latency.max_us,
+        "errors": r.errors,
     }
 
 
-def _server(server: dict[str, Any] | None, per_query, client: dict[str, Any]) -> dict[str, float | None]:
+def _server(server: Usage | None, per_query: Callable[[float], float | None],
+            client: Usage) -> dict[str, float | None]:
     """Server-side costs (servers the lab started), and client + server totals; None for in-process engines."""
     if not server:
         return {"server_cpu_us_per_query": None, "server_cs_per_query": None, "total_cpu_us_per_query": None,
                 "total_cs_per_query": None}
-    cpu = server["user_us"] + server["system_us"]
-    cs = server["voluntary_cs"] + server["involuntary_cs"]
     return {
-        "server_cpu_us_per_query": per_query(cpu),
-        "server_cpu_user_us_per_query": per_query(server["user_us"]),
-        "server_cpu_system_us_per_query": per_query(server["system_us"]),
-        "server_cs_per_query": per_query(cs),
-        "total_cpu_us_per_query": per_query(cpu + client["user_us"] + client["system_us"]),
-        "total_cs_per_query": per_query(cs + client["voluntary_cs"] + client["involuntary_cs"]),
+        "server_cpu_us_per_query": per_query(server.cpu_us),
+        "server_cpu_user_us_per_query": per_query(server.user_us),
+        "server_cpu_system_us_per_query": per_query(server.system_us),
+        "server_cs_per_query": per_query(server.cs),
+        "total_cpu_us_per_query": per_query(server.cpu_us + client.cpu_us),
+        "total_cs_per_query": per_query(server.cs + client.cs),
     }
 
 
@@ -88,7 +92,7 @@ class Matrix:
     cells: dict[tuple[str, str, int], Cell]
     aggregate: str
     trained_on: dict[str, list[str]] = field(default_factory=dict)
-    counters: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+    counters: dict[tuple[str, str], CountersRecord] = field(default_factory=dict)
 
     def was_trained_on(self, target: str, benchmark: str) -> bool:
         """The target is a PGO build whose training set includes this benchmark: its gain is not a fair one."""
@@ -104,23 +108,22 @@ class Matrix:
                 if any(self.cell(x, b, t) for x in self.targets)]
 
 
-def build_matrix(meta: dict[str, Any], records: list[dict[str, Any]], aggregate: str | None = None) -> Matrix:
+def build_matrix(meta: dict[str, Any], records: list[ResultsRecord], aggregate: str | None = None) -> Matrix:
     aggregate = aggregate or meta.get("aggregate", "median")
     targets = [t["name"] for t in meta["targets"]]
     benchmarks = [b["name"] for b in meta["benchmarks"]]
     group_of = {b["name"]: b["group"] for b in meta["benchmarks"]}
     cells: dict[tuple[str, str, int], Cell] = {}
-    counters = {(r["target"], r["benchmark"]): r.get("counters") or {"error": r.get("error")}
-                for r in records if r.get("type") == "counters"}
+    counters = {(r.target, r.benchmark): r for r in records if isinstance(r, CountersRecord)}
     for rec in records:
-        if rec.get("type", "cell") != "cell":
+        if not isinstance(rec, CellRecord):
             continue
-        key = (rec["target"], rec["benchmark"], rec["threads"])
-        cell = cells.setdefault(key, Cell(rec["target"], rec["benchmark"], group_of.get(rec["benchmark"], "point"),
-                                          rec["threads"]))
-        (cell.runs if rec["status"] == "ok" else cell.failures).append(rec)
+        key = (rec.target, rec.benchmark, rec.threads)
+        cell = cells.setdefault(key, Cell(rec.target, rec.benchmark, group_of.get(rec.benchmark, "point"),
+                                          rec.threads))
+        (cell.runs if rec.ok else cell.failures).append(rec)
     for cell in cells.values():
-        cell.runs.sort(key=lambda r: r["repeat"])
+        cell.runs.sort(key=lambda r: r.repeat)
         cell.figures = [derived(r) for r in cell.runs]
         if cell.runs:
             cell.qps = summarize(cell.per_run("qps"), aggregate)

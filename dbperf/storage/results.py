@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from dbperf.errors import UserError
+from dbperf.records import RecordError, ResultsRecord, encode, results_record
 
 META = "meta.json"
 RESULTS = "results.jsonl"
@@ -78,9 +79,9 @@ class ResultsWriter:
             tmp.unlink(missing_ok=True)  # the last complete meta.json stays as it was
             raise
 
-    def append(self, record: dict[str, Any]) -> None:
+    def append(self, record: ResultsRecord) -> None:
         with _writing(self.directory / RESULTS):
-            self._results.write(json.dumps(record) + "\n")
+            self._results.write(encode(record).decode() + "\n")
             self._results.flush()
             os.fsync(self._results.fileno())
 
@@ -126,41 +127,7 @@ def _meta_problem(meta: Any) -> str | None:
     return None
 
 
-_USAGE_KEYS = ("user_us", "system_us", "voluntary_cs", "involuntary_cs")
-
-
-def _record_problem(rec: Any) -> str | None:
-    """Why one results.jsonl line cannot be used, or None."""
-    if not isinstance(rec, dict):
-        return "not a JSON object"
-    if not isinstance(rec.get("target"), str) or not isinstance(rec.get("benchmark"), str):
-        return "no 'target' or 'benchmark'"
-    kind = rec.get("type", "cell")
-    if kind == "counters":
-        return None if isinstance(rec.get("counters", {}), dict) else "'counters' is not an object"
-    if kind != "cell":
-        return f"unknown record type {kind!r}"
-    if not isinstance(rec.get("threads"), int) or not isinstance(rec.get("repeat"), int):
-        return "'threads' and 'repeat' must be integers"
-    if rec.get("status") != "ok":
-        return None if isinstance(rec.get("status"), str) else "no 'status'"
-    r = rec.get("result")
-    if not isinstance(r, dict):
-        return "an ok cell without a 'result'"
-    usage, latency = r.get("client_usage"), r.get("latency")
-    if not (all(_number(r.get(k)) for k in ("qps", "eps", "queries", "errors"))
-            and isinstance(usage, dict) and all(_number(usage.get(k)) for k in _USAGE_KEYS)
-            and isinstance(latency, dict) and all(_number(latency.get(k)) for k in ("p50_us", "p99_us", "max_us"))):
-        return "the result lacks qps, eps, queries, errors, client_usage or latency figures"
-    server = r.get("server_usage")
-    if server is not None and not (isinstance(server, dict) and all(_number(server.get(k)) for k in _USAGE_KEYS)):
-        return "'server_usage' lacks figures"
-    if rec.get("rows_per_event") is not None and not _number(rec["rows_per_event"]):
-        return "'rows_per_event' is not a number"
-    return None
-
-
-def read_results(directory: Path) -> tuple[dict[str, Any], list[dict[str, Any]], list[SkippedLine]]:
+def read_results(directory: Path) -> tuple[dict[str, Any], list[ResultsRecord], list[SkippedLine]]:
     """meta, the usable records, and the lines skipped (a torn last line: the run was killed mid-write; a line
     edited by hand) with why. A meta.json that cannot be reported is a UserError naming the file."""
     meta_path = directory / META
@@ -175,7 +142,7 @@ def read_results(directory: Path) -> tuple[dict[str, Any], list[dict[str, Any]],
     problem = _meta_problem(meta)
     if problem:
         raise UserError(f"{meta_path}: {problem}")
-    records: list[dict[str, Any]] = []
+    records: list[ResultsRecord] = []
     skipped: list[SkippedLine] = []
     path = directory / RESULTS
     try:
@@ -192,9 +159,8 @@ def read_results(directory: Path) -> tuple[dict[str, Any], list[dict[str, Any]],
             skipped.append(SkippedLine(number, "torn last line (the run was cut off while writing it)" if torn
                                        else "not JSON"))
             continue
-        problem = _record_problem(rec)
-        if problem:
-            skipped.append(SkippedLine(number, problem))
-        else:
-            records.append(rec)
+        try:
+            records.append(results_record(rec))
+        except RecordError as e:
+            skipped.append(SkippedLine(number, str(e)))
     return meta, records, skipped

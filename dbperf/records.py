@@ -1,0 +1,251 @@
+"""The typed records that cross a boundary as JSON: the job handed to dbperf-driver and the results it prints
+(mirroring driver/src/job.rs), a line of results.jsonl, and a counters profile. Each is decoded and checked once,
+where the JSON enters Python (runner/driver.py, storage/results.py); everything after reads attributes.
+
+msgspec does the decoding and the checks: a wrong type or a missing field is a ValidationError naming the path
+(`$.result.qps`). Fields a newer driver or lab adds are ignored by an older reader; fields added over time carry
+defaults, so that results directories written before them still read.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, TypeVar
+
+import msgspec
+
+from dbperf.errors import UserError
+
+Mode = Literal["run", "load", "exec"]
+
+
+class DriverJob(msgspec.Struct, omit_defaults=True, forbid_unknown_fields=True):
+    """What one driver process does (driver/src/job.rs `Job`). Defaults are the driver's, and are not sent; the
+    mode has none, so that it is always sent (the driver requires it)."""
+    mode: Mode
+    engine: str
+    tables: int
+    table_size: int
+    library: str = ""  # embedded engines: the shared library
+    database: str = ""  # embedded engines: the database file
+    dsn: str | None = None  # servers; the password travels in the environment only
+    server_pid: int | None = None  # servers the lab started: whose processes' CPU is measured
+    settings: list[tuple[str, str]] = []
+    busy_timeout_ms: int = 10_000
+    threads: int = 1
+    time_s: float = 0.0
+    warmup_s: float = 0.0
+    seed: int = 0
+    prepared: bool = True
+    events: int | None = None  # exactly this many events per thread, no warmup (profilers)
+    deterministic: bool = False  # no timing figures, so that instruction counts repeat
+    thp_disable: bool = False
+    workload: dict[str, Any] | None = None  # mode run: catalog.workload.compile_statements
+    schema: dict[str, Any] | None = None  # mode load: catalog.schema.sbtest
+    statements: list[str] = []  # mode exec
+
+    def replace(self, **changes: Any) -> DriverJob:
+        """This job with some fields changed (a job is built once per target, then varied per mode and cell)."""
+        return msgspec.structs.replace(self, **changes)
+
+
+class Usage(msgspec.Struct, frozen=True):
+    """getrusage-style CPU (microseconds) and context switches of a process (tree) over the measured phase."""
+    user_us: float
+    system_us: float
+    voluntary_cs: int
+    involuntary_cs: int
+
+    @property
+    def cpu_us(self) -> float:
+        return self.user_us + self.system_us
+
+    @property
+    def cs(self) -> int:
+        return self.voluntary_cs + self.involuntary_cs
+
+
+class Latency(msgspec.Struct, frozen=True):
+    """Event latency, start to end (closed loop), in microseconds."""
+    p50_us: float
+    p99_us: float
+    max_us: float
+    min_us: float = 0.0
+    mean_us: float = 0.0
+    p95_us: float = 0.0
+
+
+class ProcessFacts(msgspec.Struct, frozen=True):
+    """What the driver found in its own process: allocators mapped, huge pages."""
+    allocators_mapped: list[str] = []
+    anon_huge_kb: int | None = None
+    thp_disabled: bool = False
+
+
+class RunResult(msgspec.Struct, frozen=True):
+    """The driver's result of mode run."""
+    qps: float
+    eps: float
+    queries: int
+    errors: int
+    latency: Latency
+    client_usage: Usage
+    events: int = 0
+    rows: int = 0
+    engine_version: str = ""
+    threads: int = 1
+    duration_s: float = 0.0
+    error_samples: list[str] = []
+    process: ProcessFacts = ProcessFacts()
+    server_usage: Usage | None = None  # servers the lab started: their process tree
+    server_processes: int | None = None
+
+
+class LoadResult(msgspec.Struct, frozen=True):
+    engine_version: str
+    tables: int
+    rows: int
+    seconds: float
+
+
+class ExecResult(msgspec.Struct, frozen=True):
+    engine_version: str
+
+
+class LibraryInfo(msgspec.Struct, frozen=True):
+    """`dbperf-driver info ENGINE LIBRARY`."""
+    engine_version: str
+    threadsafe: bool  # sqlite3_threadsafe() != 0
+
+
+RESULT_OF_MODE: dict[str, type[RunResult] | type[LoadResult] | type[ExecResult]] = {
+    "run": RunResult, "load": LoadResult, "exec": ExecResult}
+
+
+class TopFunction(msgspec.Struct, frozen=True):
+    function: str
+    per_query: float | None  # None where only a share was sampled
+    share: float
+
+
+class Slowdown(msgspec.Struct, frozen=True):
+    native_s: float
+    simulated_s: float
+    factor: float | None
+    what: str
+
+
+class Profile(msgspec.Struct, omit_defaults=True):
+    """Counters per query of the measured phase of one (target, benchmark), and its per-function split."""
+    mode: Literal["simulated", "hardware"]
+    mode_reason: str
+    tool: str
+    target: str
+    benchmark: str
+    events: int
+    queries: int
+    method: str
+    per_query: dict[str, float]
+    functions: dict[str, dict[str, float]] = {}  # per query, kept for diffs
+    threads: int = 1
+    top_by_instructions: list[TopFunction] = []
+    top_by_cycles: list[TopFunction] = []
+    top_by_i1_misses: list[TopFunction] = []
+    slowdown: Slowdown | None = None  # simulated
+    unsupported_events: list[str] = []  # hardware: events this PMU does not count
+    topdown_l1: dict[str, Any] | None = None  # hardware
+
+    @property
+    def cost_key(self) -> str:
+        """The per-function cost a diff ranks by."""
+        return "instructions" if self.mode == "simulated" else "cycles"
+
+
+class CellRecord(msgspec.Struct, omit_defaults=True):
+    """One measured repeat of one (target, benchmark, threads) cell: a line of results.jsonl."""
+    target: str
+    benchmark: str
+    threads: int
+    repeat: int
+    status: str  # "ok" or "failed"
+    started_at: float = 0.0
+    wall_s: float = 0.0
+    queries_per_event: int = 1
+    rows_per_event: int | None = None  # rows an event scans, for rows/s (range scans over the whole table)
+    result: RunResult | None = None
+    error: str | None = None
+    stderr_tail: str | None = None
+    server_log_tail: str | None = None
+    server_restarted_before: bool = False
+    type: Literal["cell"] = "cell"  # omitted when written: cell lines predate the type field
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok" and self.result is not None
+
+
+class CountersRecord(msgspec.Struct, omit_defaults=True):
+    """The counters of one (target, benchmark), measured after the timed cells (`run --profile`)."""
+    type: Literal["counters"]
+    target: str
+    benchmark: str
+    counters: Profile | None = None
+    error: str | None = None
+
+
+ResultsRecord = CellRecord | CountersRecord
+
+T = TypeVar("T")
+
+
+class RecordError(ValueError):
+    """JSON that is not the record it should be: the message says what and where."""
+
+
+def decode(kind: type[T], text: str | bytes) -> T:
+    """JSON text as `kind`, or RecordError."""
+    try:
+        return msgspec.json.decode(text, type=kind)
+    except msgspec.ValidationError as e:
+        raise RecordError(str(e)) from None
+    except msgspec.DecodeError as e:
+        raise RecordError(f"not JSON: {e}") from None
+
+
+def driver_result(kind: type[T], text: str, what: str) -> T:
+    """A driver's result printed under a tool (cachegrind, perf), or a UserError naming the tool."""
+    try:
+        return decode(kind, text)
+    except RecordError as e:
+        raise UserError(f"{what}: dbperf-driver printed an unexpected result: {e}") from None
+
+
+def convert(kind: type[T], obj: Any) -> T:
+    """Already-decoded JSON as `kind`, or RecordError."""
+    try:
+        return msgspec.convert(obj, kind)
+    except msgspec.ValidationError as e:
+        raise RecordError(str(e)) from None
+
+
+def results_record(obj: Any) -> ResultsRecord:
+    """A decoded results.jsonl line as its record type (a line with no `type` is a cell), or RecordError."""
+    if not isinstance(obj, dict):
+        raise RecordError("not a JSON object")
+    kind = obj.get("type", "cell")
+    if kind == "counters":
+        return convert(CountersRecord, obj)
+    if kind != "cell":
+        raise RecordError(f"unknown record type {kind!r}")
+    cell = convert(CellRecord, obj)
+    if cell.status == "ok" and cell.result is None:
+        raise RecordError("an ok cell without a 'result'")
+    return cell
+
+
+def encode(record: msgspec.Struct) -> bytes:
+    return msgspec.json.encode(record)
+
+
+def to_builtins(record: Any) -> Any:
+    """A record as plain JSON-able values (for reports that embed it)."""
+    return msgspec.to_builtins(record)
