@@ -18,6 +18,7 @@ from dbperf.catalog.registry import builtin
 from dbperf.catalog.schema import sbtest
 from dbperf.catalog.workload import compile_statements
 from dbperf.experiment.spec import default_sqlite_library
+from dbperf.records import DriverJob, LoadResult, RunResult
 from dbperf.runner.driver import run_job
 
 HERE = Path(__file__).parent
@@ -37,13 +38,13 @@ def main() -> None:
         subprocess.run([shutil.which("cc") or "cc", "-O2", "-o", str(exe), str(HERE / "point_query.c"), "-ldl"],
                        check=True)
         db = work / "bench.db"
-        base = {"engine": "sqlite", "library": args.library, "database": str(db), "settings": [],
-                "tables": 1, "table_size": TABLE_SIZE, "seed": 1}
-        loaded = run_job("load", {**base, "mode": "load", "schema": sbtest("sqlite")}, 600)
+        base = DriverJob(mode="load", engine="sqlite", library=args.library, database=str(db), tables=1,
+                         table_size=TABLE_SIZE, seed=1)
+        loaded = run_job(base.replace(schema=sbtest("sqlite")), LoadResult, 600)
         if not loaded.ok:
             raise SystemExit(f"load failed: {loaded.error}")
-        job = {**base, "mode": "run", "threads": 1, "time_s": args.time, "warmup_s": args.warmup,
-               "workload": compile_statements(builtin()["point-query"], TABLE_SIZE)}
+        job = base.replace(mode="run", threads=1, time_s=args.time, warmup_s=args.warmup,
+                           workload=compile_statements(builtin()["point-query"], TABLE_SIZE))
         print(f"library {args.library}, table 1 x {TABLE_SIZE:,} rows, {args.pairs} pairs of {args.time:g} s cells, "
               f"wall-clock QPS")
         ratios = []
@@ -51,10 +52,10 @@ def main() -> None:
             c_out = subprocess.run([str(exe), args.library, str(db), str(TABLE_SIZE), str(args.warmup),
                                     str(args.time)], capture_output=True, text=True, check=True).stdout
             c_qps = float(c_out.split()[1])
-            outcome = run_job("run", job, args.time + args.warmup + 60)
+            outcome = run_job(job, RunResult, args.time + args.warmup + 60)
             if not outcome.ok or outcome.result is None:
                 raise SystemExit(f"driver failed: {outcome.error}")
-            d_qps = outcome.result["qps"]
+            d_qps = outcome.result.qps
             ratios.append(d_qps / c_qps)
             print(f"pair {i}: C {c_qps:12,.0f} qps   dbperf-driver {d_qps:12,.0f} qps   ratio {ratios[-1]:.3f}")
         print(f"median of {len(ratios)} pair ratios, min {min(ratios):.3f}, max {max(ratios):.3f}")

@@ -12,7 +12,6 @@ Usage: .venv/bin/python benchmarks/vs_sysbench/run.py [--time 15] [--pairs 3]
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import re
@@ -24,6 +23,7 @@ from pathlib import Path
 from dbperf.catalog.registry import builtin
 from dbperf.catalog.workload import compile_statements
 from dbperf.experiment.spec import parse_experiment
+from dbperf.records import RunResult, decode, encode
 from dbperf.runner.driver import driver_path
 from dbperf.servers.engines import server_target
 from dbperf.servers.lifecycle import PASSWORD_ENV, LabServer
@@ -77,20 +77,21 @@ def main() -> None:
             server.start()
             try:
                 server.load()
-                job = {**server.working_job(), "mode": "run", "threads": 1, "time_s": args.time, "warmup_s": 0.0,
-                       "workload": compile_statements(builtin()["point-query"], TABLE_SIZE, engine)}
+                job = server.working_job().replace(
+                    mode="run", threads=1, time_s=args.time, warmup_s=0.0,
+                    workload=compile_statements(builtin()["point-query"], TABLE_SIZE, engine))
                 job_file = base / "job.json"
-                job_file.write_text(json.dumps(job))
+                job_file.write_bytes(encode(job))
                 rows = []
                 for _ in range(args.pairs):
                     text, su, ss = measured(sysbench_argv(server, args.time), {})
                     queries = int(re.search(r"total:\s+(\d+)", text).group(1))
                     sb_qps = float(re.search(r"queries:\s+\d+\s+\(([\d.]+) per sec", text).group(1))
                     out, du, ds = measured([driver_path(), "run", str(job_file)], {PASSWORD_ENV: server.password})
-                    result = json.loads(out.strip().splitlines()[-1])
+                    result = decode(RunResult, out.strip().splitlines()[-1])
                     rows.append({"sb_qps": sb_qps, "sb_user": su / queries * 1e6, "sb_total": (su + ss) / queries * 1e6,
-                                 "d_qps": result["qps"], "d_user": du / result["queries"] * 1e6,
-                                 "d_total": (du + ds) / result["queries"] * 1e6})
+                                 "d_qps": result.qps, "d_user": du / result.queries * 1e6,
+                                 "d_total": (du + ds) / result.queries * 1e6})
             finally:
                 server.stop()
             print(f"{engine} (1 thread, 1 x {TABLE_SIZE:,} rows, "
