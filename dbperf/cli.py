@@ -19,6 +19,8 @@ from rich.table import Table
 
 from dbperf import __version__
 from dbperf.buildlab.builder import cached_builds
+from dbperf.buildlab.server_releases import SOURCES as SERVER_RELEASES
+from dbperf.buildlab.server_releases import available_versions, cached_releases, release_name
 from dbperf.buildlab.sqlite_source import CRATE, scan_versions
 from dbperf.catalog.registry import GROUP_NAMES, builtin, expand_group, resolve
 from dbperf.catalog.workload import Workload
@@ -180,10 +182,13 @@ def print_ladder(directory: Path, aggregate: str | None) -> None:
 def build(
     experiment: Annotated[Optional[Path], typer.Argument(help="build every `source` target of this experiment")] = None,
     list_cache: Annotated[bool, typer.Option("--list", help="show the build cache")] = False,
-    versions: Annotated[bool, typer.Option("--versions", help="which SQLite versions crates.io bundles")] = False,
-    scan: Annotated[int, typer.Option(help="with --versions: how many newest crate releases to map")] = 8,
+    versions: Annotated[Optional[str], typer.Option(
+        "--versions", help="which versions exist: sqlite (crates.io), postgres or mariadb (released binaries)")]
+    = None,
+    scan: Annotated[int, typer.Option(help="with --versions sqlite: how many newest crate releases to map")] = 8,
 ) -> None:
-    """Build SQLite variants without running anything, list the build cache, or list available versions."""
+    """Build SQLite variants or fetch server releases without running anything, list the caches, or list the
+    versions that exist."""
     if list_cache:
         table = Table(show_edge=False, pad_edge=False)
         for title in ("key", "sqlite", "variants / cflags", "PGO training", "built", "seconds", "library"):
@@ -194,7 +199,25 @@ def build(
                           ", ".join(pgo.get("training_set", [])) or "-", m["built_at"], str(m["build_seconds"]),
                           m["library"])
         out_console.print(table)
+        releases = cached_releases()
+        if releases:
+            table = Table(show_edge=False, pad_edge=False, title="server releases")
+            for title in ("engine", "version", "published as", "jar sha256", "fetched"):
+                table.add_column(title)
+            for r in releases:
+                table.add_row(r["engine"], r["version"], r["published_version"], r["jar_sha256"][:16],
+                              r["fetched_at"])
+            out_console.print(table)
         return
+    if versions in SERVER_RELEASES:
+        published = available_versions(versions)
+        out_console.print(f"{SERVER_RELEASES[versions].description}: write source = \"{versions}@VERSION\"",
+                          highlight=False)
+        names = dict.fromkeys(release_name(versions, p) for p in published)  # rebuilds (-1) once
+        out_console.print("  " + ", ".join(names), highlight=False)
+        return
+    if versions is not None and versions != "sqlite":
+        fail(f"--versions: expected sqlite, postgres or mariadb, got {versions!r}")
     if versions:
         mapping = scan_versions(scan)
         out_console.print(f"SQLite versions bundled by the newest {len(mapping)} {CRATE} releases on crates.io "
@@ -208,6 +231,11 @@ def build(
     if not builds:
         fail(f"{experiment}: no target has a 'source' to build")
     for name, manifest in builds.items():
+        if "release" in manifest:
+            release = manifest["release"]
+            out_console.print(f"{name}: {release['engine']}@{release['version']} released binaries, jar sha256 "
+                              f"{release['jar_sha256']}", highlight=False, markup=False)
+            continue
         how = "cached" if manifest["cached"] else f"built in {manifest['build_seconds']} s"
         out_console.print(f"{name}: {manifest['label']} -> {manifest['library']} ({how})", highlight=False,
                           markup=False)

@@ -37,6 +37,7 @@ SERVER_SETTING_VALUE = re.compile(r"^[A-Za-z0-9_.+:/,-]+$")
 DSN_SCHEMES = {"postgres": ("postgresql://", "postgres://"), "mariadb": ("mysql://", "mariadb://")}
 BUILD_KEYS = {"build", "cflags", "pgo_train", "pgo_partial_training"}
 # PRAGMA names and values reach SQL text, so only plain words and numbers are allowed.
+RELEASE_VERSION = re.compile(r"^\d+(\.\d+){0,2}(-\d+)?$")
 PRAGMA_NAME = re.compile(r"^[a-z_][a-z0-9_]*$")
 PRAGMA_VALUE = re.compile(r"^-?[A-Za-z0-9_.]+$")
 
@@ -56,6 +57,7 @@ class Target:
     build: BuildSpec | None = None
     process: ProcessVariant = field(default_factory=ProcessVariant)
     binaries: str | None = None
+    release: str | None = None  # servers: the released version (`source = "postgres@16.4"`), fetched before the run
     dsn: str | None = None
     password_env: str | None = None
     password_file: str | None = None
@@ -130,6 +132,12 @@ def _target(raw: Any, i: int, where: str, base_dir: Path) -> Target:
     twhere = f"{where} target {name!r}"
     values = keys.checked(raw, keys.TARGET, twhere)
     engine = values.get("engine", "sqlite")
+    source = raw.get("source")
+    source_engine = source.split("@", 1)[0] if isinstance(source, str) else None
+    if source_engine in SERVER_ENGINES:
+        if "engine" in raw and engine != source_engine:
+            raise UserError(f"{twhere}: source {source!r} is a {source_engine} release but engine is {engine!r}")
+        engine = source_engine
     if engine in SERVER_ENGINES:
         return _server_target(raw, name, engine, twhere)
     misplaced = sorted(SERVER_KEYS & set(raw))
@@ -167,9 +175,15 @@ def _process_variant(raw: dict[str, Any], twhere: str) -> ProcessVariant:
 
 
 def _server_target(raw: dict[str, Any], name: str, engine: str, twhere: str) -> Target:
-    for key in ("library", "source", "build", "cflags", "pgo_train", "pgo_partial_training"):
+    for key in ("library", "build", "cflags", "pgo_train", "pgo_partial_training"):
         if key in raw:
             raise UserError(f"{twhere}: {key!r} is for SQLite targets")
+    release = None
+    if "source" in raw:
+        release = _release(raw["source"], engine, f"{twhere}.source")
+        for key in ("binaries", "dsn"):
+            if key in raw:
+                raise UserError(f"{twhere}: give either 'source' (a released version the lab fetches) or {key!r}")
     checked = _settings(raw, twhere, SERVER_SETTING_NAME, SERVER_SETTING_VALUE, "server setting")
     dsn = raw.get("dsn")
     if dsn is None:
@@ -195,8 +209,16 @@ def _server_target(raw: dict[str, Any], name: str, engine: str, twhere: str) -> 
     if dsn is not None and (variant.allocator or variant.hugepages):
         raise UserError(f"{twhere}: allocator/hugepages apply to servers the lab starts, not to a dsn")
     return Target(name=name, engine=engine, library="", config=checked, process=variant,
-                  binaries=raw.get("binaries"), dsn=dsn, password_env=raw.get("password_env"),
+                  binaries=raw.get("binaries"), release=release, dsn=dsn, password_env=raw.get("password_env"),
                   password_file=raw.get("password_file"), port=raw.get("port"))
+
+
+def _release(value: object, engine: str, where: str) -> str:
+    version = value.split("@", 1)[1] if isinstance(value, str) and value.startswith(f"{engine}@") else ""
+    if not RELEASE_VERSION.match(version):
+        raise UserError(f"{where}: expected \"{engine}@VERSION\" such as \"{engine}@"
+                        f"{'16.4' if engine == 'postgres' else '11.4.5'}\", got {value!r}")
+    return version
 
 
 def parse_experiment(path: Path) -> Experiment:

@@ -146,7 +146,10 @@ def _columns(m: Matrix, target: str) -> list[tuple[str, str]]:
 def _config_text(info: dict[str, Any]) -> str:
     parts = [f"{k}={v}" for k, v in info.get("settings") or []]
     build = info.get("build")
-    if build:
+    release = (build or {}).get("release")
+    if release:
+        parts.append(f"released binaries {release.get('engine')}@{release.get('version')}")
+    elif build:
         pgo = " + PGO" if build.get("pgo") else ""
         parts.append(f"built {' '.join(build['flags'])}{pgo} ({build['compiler']['version']})")
     variant = info.get("process_variant") or {}

@@ -7,9 +7,10 @@ from dataclasses import replace
 from typing import Any
 
 from rich.console import Console
-from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, DownloadColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from dbperf.buildlab.builder import Build, build_all
+from dbperf.buildlab.server_releases import ServerInstall, fetch_release
 from dbperf.buildlab.variants import BuildSpec
 from dbperf.errors import UserError
 from dbperf.experiment.spec import Experiment
@@ -17,11 +18,41 @@ from dbperf.runner.driver import library_info
 from dbperf.storage.host import sha256_of
 
 
+def fetch_releases(e: Experiment, console: Console) -> tuple[Experiment, dict[str, dict[str, Any]]]:
+    """The experiment with every released-server target's binaries set (fetched once, then cached), and each such
+    target's release manifest."""
+    wanted = [t for t in e.targets if t.release is not None]
+    if not wanted:
+        return e, {}
+    installs: dict[tuple[str, str], ServerInstall] = {}
+    with Progress(TextColumn("{task.description}"), BarColumn(), DownloadColumn(), console=console,
+                  transient=True) as progress:
+        for t in wanted:
+            assert t.release is not None
+            key = (t.engine, t.release)
+            if key in installs:
+                continue
+            task = progress.add_task(f"{t.engine}@{t.release}", total=None)
+            installs[key] = install = fetch_release(
+                t.engine, t.release, lambda done, total, task=task: progress.update(task, completed=done,
+                                                                                   total=total or None))
+            progress.remove_task(task)
+            console.print(f"  {'cached ' if install.cached else 'fetched'} {t.engine}@{install.version}  "
+                          f"{install.root}", highlight=False, markup=False)
+    targets = tuple(replace(t, binaries=str(installs[(t.engine, t.release)].binaries)) if t.release else t
+                    for t in e.targets)
+    manifests = {t.name: {"release": installs[(t.engine, t.release)].manifest}
+                 for t in e.targets if t.release is not None}
+    return replace(e, targets=targets), manifests
+
+
 def build_targets(e: Experiment, console: Console) -> tuple[Experiment, dict[str, dict[str, Any]]]:
-    """The experiment with every `source` target's library set, and each such target's build manifest."""
+    """The experiment with every `source` target's library or binaries set, and each such target's build or
+    release manifest."""
+    e, releases = fetch_releases(e, console)
     specs = [t.build for t in e.targets if t.build is not None]
     if not specs:
-        return e, {}
+        return e, releases
     with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=console,
                   transient=True) as progress:
         task = progress.add_task(f"building {len(set(specs))} SQLite variant(s) (cached builds are reused)")
@@ -35,7 +66,7 @@ def build_targets(e: Experiment, console: Console) -> tuple[Experiment, dict[str
     targets = tuple(replace(t, library=str(builds[t.build].library)) if t.build else t for t in e.targets)
     manifests = {t.name: {**builds[t.build].manifest, "cached": builds[t.build].cached}
                  for t in e.targets if t.build}
-    return replace(e, targets=targets), manifests
+    return replace(e, targets=targets), {**releases, **manifests}
 
 
 def inspect_targets(e: Experiment) -> dict[str, dict[str, Any]]:

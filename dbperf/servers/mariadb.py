@@ -25,13 +25,20 @@ class MariaDBServer(LabServer):
     admin_database = None
 
     def launch(self, mariadbd: Path, user: pwd.struct_passwd, first: bool, port: int, password: str) -> None:
-        install = shutil.which("mariadb-install-db") or str(mariadbd.parent.parent / "bin" / "mariadb-install-db")
+        # A release (or a build) keeps everything under one base directory: bin/mariadbd, scripts/, share/.
+        basedir = mariadbd.parent.parent
+        own_install = basedir / "scripts" / "mariadb-install-db"
+        relocated = own_install.is_file()
+        install = str(own_install) if relocated else shutil.which("mariadb-install-db") or str(
+            basedir / "bin" / "mariadb-install-db")
         if not mariadbd.is_file() or not Path(install).is_file():
             raise UserError(f"MariaDB server not found at {mariadbd} (apt install mariadb-server)")
         data = self.dir / "data"
         if first or not (data / "mysql").is_dir():
-            run_setup([install, "--no-defaults", f"--datadir={data}", f"--user={user.pw_name}", "--skip-test-db",
-                       "--auth-root-authentication-method=socket"], self.log, None, "mariadb-install-db")
+            run_setup([install, "--no-defaults", *([f"--basedir={basedir}"] if relocated else []),
+                       f"--datadir={data}", f"--user={user.pw_name}", "--skip-test-db",
+                       "--auth-root-authentication-method=socket"], self.log, None,
+                      f"target {self.target.name!r}: mariadb-install-db")
         settings = {k.replace("-", "_"): v for k, v in self.settings}
         escapes = "NO_BACKSLASH_ESCAPES" not in settings.get("sql_mode", "").upper()
         quoted = sql_string(password, "the server password", escapes)
@@ -48,6 +55,8 @@ class MariaDBServer(LabServer):
                  "bind-address = 127.0.0.1", f"socket = {cnf_value(str(data / 'mariadb.sock'), 'the socket')}",
                  f"pid-file = {cnf_value(str(data / 'mariadb.pid'), 'the pid file')}", f"user = {user.pw_name}",
                  "skip-name-resolve", f"init-file = {cnf_value(str(init_file), 'the init file')}"]
+        if relocated:
+            lines.append(f"basedir = {cnf_value(str(basedir), 'the base directory')}")
         lines += [f"{k} = {cnf_value(v, f'config.{k}')}" for k, v in self.settings]
         cnf.write_text("\n".join(lines) + "\n")
         self.server = ServerProcess([str(mariadbd), f"--defaults-file={cnf}"], self.log, None,

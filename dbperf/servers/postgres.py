@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import os
 import pwd
+import re
 from pathlib import Path
 
 from dbperf.errors import UserError
 from dbperf.servers.lifecycle import READY_TIMEOUT_S, LabServer, pg_conf_value, run_setup
 from dbperf.servers.process import ServerProcess
+from dbperf.tools import run_tool
 
 INCLUDE = "include_if_exists = 'dbperf.conf'"
 
@@ -22,10 +24,13 @@ class PostgresServer(LabServer):
     default_binaries = "/usr/lib/postgresql/15/bin"
     admin_database = "postgres"
 
+    major = 15  # of the binaries launched; read from `postgres --version` before the first start
+
     def launch(self, binaries: Path, user: pwd.struct_passwd, first: bool, port: int, password: str) -> None:
         initdb, postgres = binaries / "initdb", binaries / "postgres"
         if not (initdb.is_file() and postgres.is_file()):
             raise UserError(f"PostgreSQL binaries not found in {binaries} (apt install postgresql)")
+        self.major = postgres_major(postgres)
         data = self.dir / "pgdata"
         if first or not (data / "PG_VERSION").is_file():
             # In the target's private directory (0700, the postgres user's), beside the data directory to be.
@@ -35,8 +40,11 @@ class PostgresServer(LabServer):
                 os.write(fd, password.encode() + b"\n")
                 os.close(fd)
                 os.chown(pwfile, user.pw_uid, user.pw_gid)
-                run_setup([str(initdb), "-D", str(data), "-U", "dbperf", "--auth=scram-sha-256",
-                           f"--pwfile={pwfile}", "-E", "UTF8", "--no-instructions"], self.log, user.pw_name, "initdb")
+                # SCRAM from PostgreSQL 10 on (initdb then sets password_encryption to match); md5 before.
+                auth = "scram-sha-256" if self.major >= 10 else "md5"
+                run_setup([str(initdb), "-D", str(data), "-U", "dbperf", f"--auth={auth}",
+                           f"--pwfile={pwfile}", "-E", "UTF8", *(["--no-instructions"] if self.major >= 14 else [])],
+                          self.log, user.pw_name, f"target {self.target.name!r}: initdb")
             finally:
                 pwfile.unlink(missing_ok=True)
         lines = ["listen_addresses = '127.0.0.1'", f"port = {port}",
@@ -55,8 +63,24 @@ class PostgresServer(LabServer):
         self.server.start()
         self.server.wait_port(port, READY_TIMEOUT_S)
 
+    def _drop(self, database: str) -> list[str]:
+        if self.major >= 13:
+            return [f"DROP DATABASE IF EXISTS {database} WITH (FORCE)"]
+        # Before 13 there is no FORCE: end the sessions still attached (a driver that just exited) first.
+        return [f"SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '{database}' "
+                "AND pid <> pg_backend_pid()", f"DROP DATABASE IF EXISTS {database}"]
+
     def create_pristine_sql(self) -> list[str]:
-        return ["DROP DATABASE IF EXISTS sbtest_pristine WITH (FORCE)", "CREATE DATABASE sbtest_pristine"]
+        return [*self._drop("sbtest_pristine"), "CREATE DATABASE sbtest_pristine"]
 
     def restore_sql(self) -> list[str]:
-        return ["DROP DATABASE IF EXISTS sbtest WITH (FORCE)", "CREATE DATABASE sbtest TEMPLATE sbtest_pristine"]
+        return [*self._drop("sbtest"), "CREATE DATABASE sbtest TEMPLATE sbtest_pristine"]
+
+
+def postgres_major(postgres: Path) -> int:
+    """10 and later: the first number of `postgres (PostgreSQL) 16.4`; 9.6 is 9."""
+    out = run_tool([postgres, "--version"], "reading the PostgreSQL version", timeout=60).stdout
+    m = re.search(r"\(PostgreSQL\) (\d+)", out)
+    if not m:
+        raise UserError(f"{postgres}: not a PostgreSQL server (`--version` printed {out.strip()[:80]!r})")
+    return int(m.group(1))
