@@ -237,7 +237,8 @@ def build(
                               f"{release['jar_sha256']}", highlight=False, markup=False)
             continue
         how = "cached" if manifest["cached"] else f"built in {manifest['build_seconds']} s"
-        out_console.print(f"{name}: {manifest['label']} -> {manifest['library']} ({how})", highlight=False,
+        out_console.print(f"{name}: {manifest['label']} -> {manifest.get('library') or manifest['install']} ({how})",
+                          highlight=False,
                           markup=False)
 
 

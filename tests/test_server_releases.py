@@ -131,7 +131,7 @@ def test_run_with_an_unknown_version_is_one_line(maven, write_experiment):
     ('source = "postgres@16.4"\nengine = "mariadb"', "is a postgres release but engine is 'mariadb'"),
     ('source = "postgres@16.4"\nbinaries = "/usr/lib/postgresql/15/bin"', "give either 'source'"),
     ('source = "postgres@latest"', "expected \"postgres@VERSION\""),
-    ('source = "mariadb@11.4.5"\nbuild = ["O3"]', "'build' is for SQLite targets"),
+    ('source = "mariadb@11.4.5"\nbuild = ["O3"]', "'build' needs a source to build"),
 ])
 def test_bad_release_targets_are_one_line(write_experiment, target, message):
     exp = write_experiment(f'[run]\nbenchmarks = ["point-query"]\n[[target]]\nname = "a"\n{target}\n')

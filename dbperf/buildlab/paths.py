@@ -28,3 +28,13 @@ def server_cache() -> Path:
         raise UserError(f"{root}: the server cache must be reachable by the servers' users, but {closed} is not "
                         "searchable by others (chmod o+x it, or set DBPERF_SERVER_CACHE elsewhere)")
     return root
+
+
+def open_to_service_users(root: Path) -> None:
+    """A server install is run by the postgres or mysql user: readable and traversable by all (never writable)."""
+    for dirpath, _, filenames in os.walk(root):
+        os.chmod(dirpath, 0o755)
+        for name in filenames:
+            path = Path(dirpath) / name
+            if not path.is_symlink():
+                path.chmod(path.stat().st_mode | 0o444)

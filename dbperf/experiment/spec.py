@@ -11,7 +11,14 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from dbperf.buildlab.variants import BuildSpec, parse_build, parse_source
+from dbperf.buildlab.variants import (
+    SERVER_ORIGINS,
+    BuildSpec,
+    ServerBuildSpec,
+    parse_build,
+    parse_server_build,
+    parse_source,
+)
 from dbperf.catalog.registry import resolve
 from dbperf.catalog.workload import Workload
 from dbperf.errors import UserError
@@ -58,6 +65,7 @@ class Target:
     process: ProcessVariant = field(default_factory=ProcessVariant)
     binaries: str | None = None
     release: str | None = None  # servers: the released version (`source = "postgres@16.4"`), fetched before the run
+    server_build: ServerBuildSpec | None = None  # servers built from source (`source = "postgres@debian-src"`)
     dsn: str | None = None
     password_env: str | None = None
     password_file: str | None = None
@@ -175,15 +183,23 @@ def _process_variant(raw: dict[str, Any], twhere: str) -> ProcessVariant:
 
 
 def _server_target(raw: dict[str, Any], name: str, engine: str, twhere: str) -> Target:
-    for key in ("library", "build", "cflags", "pgo_train", "pgo_partial_training"):
-        if key in raw:
-            raise UserError(f"{twhere}: {key!r} is for SQLite targets")
-    release = None
+    if "library" in raw:
+        raise UserError(f"{twhere}: 'library' is for SQLite targets")
+    release, server_build = None, None
+    source = raw.get("source")
+    if isinstance(source, str) and source.split("@", 1)[-1] in SERVER_ORIGINS:
+        server_build = parse_server_build(raw, engine, source.split("@", 1)[1], twhere)
+    else:
+        for key in ("build", "cflags", "pgo_train", "pgo_partial_training"):
+            if key in raw:
+                raise UserError(f"{twhere}: {key!r} needs a source to build: \"sqlite@X.Y.Z\" or "
+                                f"\"{engine}@debian-src\"")
     if "source" in raw:
-        release = _release(raw["source"], engine, f"{twhere}.source")
+        if server_build is None:
+            release = _release(raw["source"], engine, f"{twhere}.source")
         for key in ("binaries", "dsn"):
             if key in raw:
-                raise UserError(f"{twhere}: give either 'source' (a released version the lab fetches) or {key!r}")
+                raise UserError(f"{twhere}: give either 'source' (a server the lab fetches or builds) or {key!r}")
     checked = _settings(raw, twhere, SERVER_SETTING_NAME, SERVER_SETTING_VALUE, "server setting")
     dsn = raw.get("dsn")
     if dsn is None:
@@ -209,15 +225,16 @@ def _server_target(raw: dict[str, Any], name: str, engine: str, twhere: str) -> 
     if dsn is not None and (variant.allocator or variant.hugepages):
         raise UserError(f"{twhere}: allocator/hugepages apply to servers the lab starts, not to a dsn")
     return Target(name=name, engine=engine, library="", config=checked, process=variant,
-                  binaries=raw.get("binaries"), release=release, dsn=dsn, password_env=raw.get("password_env"),
-                  password_file=raw.get("password_file"), port=raw.get("port"))
+                  binaries=raw.get("binaries"), release=release, server_build=server_build, dsn=dsn,
+                  password_env=raw.get("password_env"), password_file=raw.get("password_file"), port=raw.get("port"))
 
 
 def _release(value: object, engine: str, where: str) -> str:
     version = value.split("@", 1)[1] if isinstance(value, str) and value.startswith(f"{engine}@") else ""
     if not RELEASE_VERSION.match(version):
         raise UserError(f"{where}: expected \"{engine}@VERSION\" such as \"{engine}@"
-                        f"{'16.4' if engine == 'postgres' else '11.4.5'}\", got {value!r}")
+                        f"{'16.4' if engine == 'postgres' else '11.4.5'}\" (released binaries) or "
+                        f"\"{engine}@debian-src\" (built from Debian's source package), got {value!r}")
     return version
 
 

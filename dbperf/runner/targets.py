@@ -7,11 +7,22 @@ from dataclasses import replace
 from typing import Any
 
 from rich.console import Console
-from rich.progress import BarColumn, DownloadColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    DownloadColumn,
+    MofNCompleteColumn,
+    Progress,
+    SpinnerColumn,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 
 from dbperf.buildlab.builder import Build, build_all
+from dbperf.buildlab.server_build import ServerBuild, build_server
 from dbperf.buildlab.server_releases import ServerInstall, fetch_release
-from dbperf.buildlab.variants import BuildSpec
+from dbperf.buildlab.variants import BuildSpec, ServerBuildSpec
 from dbperf.errors import UserError
 from dbperf.experiment.spec import Experiment
 from dbperf.runner.driver import library_info
@@ -46,10 +57,40 @@ def fetch_releases(e: Experiment, console: Console) -> tuple[Experiment, dict[st
     return replace(e, targets=targets), manifests
 
 
+def build_servers(e: Experiment, console: Console) -> tuple[Experiment, dict[str, dict[str, Any]]]:
+    """The experiment with every server-from-source target's binaries set (built once, then cached), and each
+    such target's build manifest. Server builds run one after another: each uses every core."""
+    builds: dict[ServerBuildSpec, ServerBuild] = {}
+    for t in e.targets:
+        spec = t.server_build
+        if spec is None or spec in builds:
+            continue
+        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                      console=console, transient=True) as progress:
+            task = progress.add_task(f"{spec.label()}: fetching Debian's source", total=None)
+
+            def step(phase: str, done: int, expected: int, task: TaskID = task, label: str = spec.label()) -> None:
+                progress.update(task, description=f"{label}: {phase}", completed=done, total=max(done, expected))
+
+            builds[spec] = b = build_server(spec, step)
+        how = "cached" if b.cached else f"built in {b.manifest['build_seconds']} s"
+        console.print(f"  {how} {spec.label()} from {b.manifest['source']['package']} "
+                      f"{b.manifest['source']['version']}  {b.root}", highlight=False, markup=False)
+    if not builds:
+        return e, {}
+    targets = tuple(replace(t, binaries=str(builds[t.server_build].binaries)) if t.server_build else t
+                    for t in e.targets)
+    manifests = {t.name: {**builds[t.server_build].manifest, "cached": builds[t.server_build].cached}
+                 for t in e.targets if t.server_build is not None}
+    return replace(e, targets=targets), manifests
+
+
 def build_targets(e: Experiment, console: Console) -> tuple[Experiment, dict[str, dict[str, Any]]]:
     """The experiment with every `source` target's library or binaries set, and each such target's build or
     release manifest."""
     e, releases = fetch_releases(e, console)
+    e, server_builds = build_servers(e, console)
+    releases = {**releases, **server_builds}
     specs = [t.build for t in e.targets if t.build is not None]
     if not specs:
         return e, releases

@@ -1,0 +1,121 @@
+"""A server's Debian source package, fetched through the lab's own apt configuration and state directory.
+
+apt reads a `deb-src` list for the release this machine runs (from /etc/os-release) and the Debian archive keyring,
+never the system's apt configuration or state: `apt-get update` verifies the Sources indexes' signatures, `apt-get
+source --download-only` the files' checksums against them, and `dpkg-source -x` the .dsc's checksums again while it
+unpacks and applies Debian's patches. The newest version is tried first; when the archive does not serve it (a
+security pool that is not mirrored), the next one is taken and the manifest says which and why.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from dbperf.buildlab.paths import server_cache
+from dbperf.errors import UserError
+from dbperf.tools import run_tool
+
+ARCHIVE = "http://deb.debian.org/debian"
+SECURITY = "http://deb.debian.org/debian-security"
+KEYRING = Path("/usr/share/keyrings/debian-archive-keyring.gpg")
+# Which source package holds each engine's server (Debian 12 names).
+SOURCE_PACKAGES = {"postgres": "postgresql-15", "mariadb": "mariadb"}
+
+
+@dataclass(frozen=True)
+class DebianSource:
+    engine: str
+    package: str
+    version: str  # Debian's, e.g. 15.18-0+deb12u1
+    tree: Path  # unpacked, patches applied
+    provenance: dict[str, Any]
+
+
+def _codename() -> str:
+    try:
+        text = Path("/etc/os-release").read_text()
+    except OSError as e:
+        raise UserError(f"/etc/os-release: cannot read: {e.strerror} (Debian source packages need a Debian host)") \
+            from None
+    m = re.search(r"^VERSION_CODENAME=\"?(\w+)", text, re.M)
+    if not m:
+        raise UserError("/etc/os-release names no VERSION_CODENAME: Debian source packages need a Debian release")
+    return m.group(1)
+
+
+class PrivateApt:
+    """apt-get and apt-cache with every directory they read or write under `root`."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        codename = _codename()
+        if not KEYRING.is_file():
+            raise UserError(f"{KEYRING} not found (apt install debian-archive-keyring)")
+        for d in ("state/lists/partial", "cache/archives/partial", "etc"):
+            (root / d).mkdir(parents=True, exist_ok=True)
+        signed = f"[signed-by={KEYRING}]"
+        (root / "etc" / "sources.list").write_text(
+            f"deb-src {signed} {ARCHIVE} {codename} main\n"
+            f"deb-src {signed} {ARCHIVE} {codename}-updates main\n"
+            f"deb-src {signed} {SECURITY} {codename}-security main\n")
+        self.options = [
+            "-o", f"Dir::Etc::sourcelist={root / 'etc' / 'sources.list'}", "-o", "Dir::Etc::sourceparts=-",
+            "-o", f"Dir::State={root / 'state'}", "-o", f"Dir::Cache={root / 'cache'}",
+            "-o", "Dir::State::status=/var/lib/dpkg/status", "-o", "Debug::NoLocking=1",
+            "-o", "APT::Sandbox::User=root", "-q"]
+
+    def update(self) -> None:
+        run_tool(["apt-get", *self.options, "update"], "apt-get update (the lab's deb-src list)", timeout=600)
+
+    def versions(self, package: str) -> list[str]:
+        out = run_tool(["apt-cache", *self.options, "showsrc", package], f"apt-cache showsrc {package}",
+                       timeout=120).stdout
+        found = re.findall(r"^Version: (\S+)$", out, re.M)
+        if not found:
+            raise UserError(f"no Debian source package {package} in the archive's Sources")
+        return sorted(set(found), key=_debian_version_key, reverse=True)
+
+    def download(self, package: str, version: str, into: Path) -> None:
+        run_tool(["apt-get", *self.options, "source", "--download-only", f"{package}={version}"],
+                 f"apt-get source {package}={version}", timeout=1800, cwd=into)
+
+
+def _debian_version_key(v: str) -> list[int]:
+    return [int(x) for x in re.findall(r"\d+", v.split(":", 1)[-1])]
+
+
+def candidate_versions(engine: str) -> tuple[PrivateApt, str, list[str]]:
+    """The lab's apt, the engine's source package, and its versions in the archive, newest first."""
+    package = SOURCE_PACKAGES[engine]
+    apt = PrivateApt(server_cache() / "apt")
+    apt.update()
+    return apt, package, apt.versions(package)
+
+
+def fetch_debian_source(apt: PrivateApt, package: str, engine: str, version: str, work: Path,
+                        skipped: list[str]) -> DebianSource:
+    """That version of the source package, unpacked with Debian's patches into work/src; a UserError when the
+    archive does not serve it."""
+    download = Path(tempfile.mkdtemp(prefix="download-", dir=work))
+    try:
+        apt.download(package, version, download)
+        (dsc,) = download.glob("*.dsc")
+        tree = work / "src"
+        run_tool(["dpkg-source", "-x", dsc, tree], f"dpkg-source -x {dsc.name}", timeout=600)
+        files = sorted(p for p in download.iterdir() if p.is_file())
+        provenance = {
+            "origin": "debian-src", "package": package, "version": version,
+            "upstream_version": version.split(":", 1)[-1].split("-")[0],
+            "files": [{"name": p.name, "sha256": hashlib.sha256(p.read_bytes()).hexdigest()} for p in files],
+            "verified_by": "apt (signed Sources index, file checksums) and dpkg-source -x (.dsc checksums)",
+            "skipped_versions": skipped,
+        }
+        return DebianSource(engine, package, version, tree, provenance)
+    finally:
+        shutil.rmtree(download, ignore_errors=True)
