@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from dbperf.buildlab.server_build import RECIPES as SERVER_RECIPES
 from dbperf.buildlab.variants import (
     SERVER_ORIGINS,
     BuildSpec,
@@ -188,6 +189,10 @@ def _server_target(raw: dict[str, Any], name: str, engine: str, twhere: str) -> 
     release, server_build = None, None
     source = raw.get("source")
     if isinstance(source, str) and source.split("@", 1)[-1] in SERVER_ORIGINS:
+        if engine not in SERVER_RECIPES:
+            raise UserError(f"{twhere}.source: building {engine} from source is not supported yet (only "
+                            f"{', '.join(SERVER_RECIPES)}); use released binaries (\"{engine}@VERSION\") or "
+                            "Debian's package")
         server_build = parse_server_build(raw, engine, source.split("@", 1)[1], twhere)
     else:
         for key in ("build", "cflags", "pgo_train", "pgo_partial_training"):

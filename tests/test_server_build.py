@@ -1,0 +1,87 @@
+"""Servers built from source: the experiment keys, what a failed build leaves (unit), and PostgreSQL built from
+Debian's source package with -O2, then measured (network: the archive)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import ClassVar
+
+import pytest
+
+from dbperf.buildlab import server_build
+from dbperf.buildlab.compiler import find_compiler
+from dbperf.buildlab.variants import ServerBuildSpec
+from dbperf.errors import UserError
+from tests.conftest import NEEDS_SERVERS, run_cli
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(("target", "message"), [
+    ('source = "postgres@debian-src"\nbuild = ["O2", "pgo"]', "the pgo variant is not available for server builds"),
+    ('source = "postgres@debian-src"\nbuild = ["O9"]', "unknown variant 'O9'"),
+    ('source = "postgres@debian-src"\ncflags = ["; rm -rf /"]', "expected a list of compiler options"),
+    ('source = "mariadb@debian-src"', "building mariadb from source is not supported yet"),
+    ('engine = "postgres"\nbuild = ["O3"]', "'build' needs a source to build"),
+])
+def test_bad_server_builds_are_one_line(write_experiment, target, message):
+    exp = write_experiment(f'[run]\nbenchmarks = ["point-query"]\n[[target]]\nname = "a"\n{target}\n')
+    proc = run_cli("run", str(exp), "--yes")
+    assert proc.returncode == 2 and message in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+
+
+class FailingRecipe:
+    engine: ClassVar[str] = "postgres"
+    options: ClassVar[tuple[str, ...]] = ()
+
+    def expected_steps(self, tree: Path) -> int:
+        return 2
+
+    def commands(self, tree, prefix, cc, flags, jobs):
+        return [["sh", "-c", "echo 'cc -c a.c'; echo 'a.c:1: error: expected ;'; exit 3"]]
+
+    def binaries(self, prefix: Path) -> Path:
+        return prefix / "bin"
+
+    def server_binary(self, prefix: Path) -> Path:
+        return prefix / "bin" / "postgres"
+
+    def is_step(self, line: str) -> bool:
+        return " -c " in line
+
+
+@pytest.mark.unit
+def test_a_failed_build_names_its_last_lines_and_leaves_no_cache_entry(where, monkeypatch):
+    monkeypatch.setenv("DBPERF_SERVER_CACHE", str(where / "servers"))
+    builds = server_build.server_cache() / "build"
+    builds.mkdir(parents=True)
+    work = builds / ".k-work"
+    (work / "src").mkdir(parents=True)
+    steps = []
+    with pytest.raises(UserError, match=r"failed at `sh -c .*a.c:1: error: expected ;") as err:
+        server_build._build(ServerBuildSpec("postgres"), FailingRecipe(), find_compiler(), work / "src", {}, "k",
+                            work, builds / "k", lambda phase, done, expected: steps.append(done))
+    assert steps == [1]
+    assert not (builds / "k").exists()  # the caller removes the staging directory
+    kept = list((builds / "failed").glob("*.log"))
+    assert len(kept) == 1 and "expected ;" in kept[0].read_text() and str(kept[0]) in str(err.value)
+
+
+@pytest.mark.network
+@NEEDS_SERVERS
+def test_postgres_from_debian_source_is_built_once_and_measured(write_experiment, tmp_path):
+    exp = write_experiment('[run]\nbenchmarks = ["point-query"]\ntable_size = 2000\ntime = "1s"\nwarmup = "0s"\n'
+                           'repeats = 1\n[[target]]\nname = "src"\nsource = "postgres@debian-src"\nbuild = ["O2"]\n')
+    out = tmp_path / "out"
+    proc = run_cli("run", str(exp), "--yes", "--out", str(out), timeout=3600)
+    assert proc.returncode == 0, proc.stderr
+    meta = json.loads((out / "meta.json").read_text())
+    (target,) = meta["targets"]
+    build = target["build"]
+    assert build["flags"] == ["-O2"] and build["source"]["origin"] == "debian-src"
+    assert build["source"]["package"] == "postgresql-15" and build["compile_steps"] > 500
+    assert target["engine_version"].startswith(build["source"]["upstream_version"])
+    (cell,) = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert cell["status"] == "ok" and cell["result"]["server_usage"]["user_us"] > 0
+    again = run_cli("build", str(exp))
+    assert again.returncode == 0 and "(cached)" in again.stdout, again.stderr
