@@ -2,7 +2,7 @@
 # Installs the Debian packages dbperf needs, only those missing. Idempotent; needs root (or sudo) to install.
 set -eu
 PACKAGES="libsqlite3-0 gcc libc6-dev make python3-venv valgrind binutils libjemalloc2 libtcmalloc-minimal4 libmimalloc2.0
-postgresql mariadb-server sysbench"
+postgresql mariadb-server sysbench dpkg-dev debian-archive-keyring zlib1g-dev xz-utils"
 missing=""
 for p in $PACKAGES; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"
