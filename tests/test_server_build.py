@@ -18,7 +18,8 @@ from tests.conftest import NEEDS_SERVERS, run_cli
 
 @pytest.mark.unit
 @pytest.mark.parametrize(("target", "message"), [
-    ('source = "postgres@debian-src"\nbuild = ["O2", "pgo"]', "the pgo variant is not available for server builds"),
+    ('source = "postgres@debian-src"\nbuild = ["O2", "pgo"]\npgo_train = ["point-query"]',
+     "server builds train on the server training set"),
     ('source = "postgres@debian-src"\nbuild = ["O9"]', "unknown variant 'O9'"),
     ('source = "postgres@debian-src"\ncflags = ["; rm -rf /"]', "expected a list of compiler options"),
     ('source = "mariadb@debian-src"', "building mariadb from source is not supported yet"),

@@ -11,11 +11,14 @@ recipe). Parallel compile on all cores; progress is the build's own compile step
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
+import pwd
 import re
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
@@ -28,7 +31,8 @@ from typing import Any, ClassVar, Protocol
 from dbperf.buildlab.compiler import Compiler, find_compiler
 from dbperf.buildlab.debian_source import candidate_versions, fetch_debian_source
 from dbperf.buildlab.paths import open_to_service_users, server_cache
-from dbperf.buildlab.variants import ServerBuildSpec
+from dbperf.buildlab.training import training_identity, training_workloads
+from dbperf.buildlab.variants import SERVER_TRAINING, ServerBuildSpec
 from dbperf.errors import UserError
 from dbperf.storage.host import sha256_of
 from dbperf.tools import tail
@@ -95,7 +99,8 @@ class ServerBuild:
 
 def _key(spec: ServerBuildSpec, package: str, version: str, cc: Compiler, recipe: Recipe) -> str:
     identity = {"engine": spec.engine, "origin": spec.origin, "package": package, "version": version,
-                "flags": spec.flags(), "compiler": cc.version, "recipe": list(recipe.options)}
+                "flags": spec.flags(), "compiler": cc.version, "recipe": list(recipe.options),
+                "pgo": training_identity(training_workloads(SERVER_TRAINING)) if spec.pgo else None}
     return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:20]
 
 
@@ -135,44 +140,68 @@ def build_server(spec: ServerBuildSpec, on_progress: Progress | None = None) -> 
     raise UserError(f"{spec.label()}: no version of Debian's {package} could be fetched ({'; '.join(skipped)[-300:]})")
 
 
-def _build(spec: ServerBuildSpec, recipe: Recipe, cc: Compiler, tree: Path, provenance: dict[str, Any], key: str,
-           work: Path, final: Path, on_progress: Progress | None) -> ServerBuild:
-    """Configures, builds and installs into work/install, then moves work into `final`."""
-    prefix = work / "install"
-    log = work / "build.log"
-    jobs = os.cpu_count() or 1
-    commands = recipe.commands(tree, prefix, cc, spec.flags(), jobs)
-    expected = recipe.expected_steps(tree)
-    started = time.monotonic()
-    steps = 0
-    try:
-        with open(log, "w") as f:
+class _Runner:
+    """Runs a build's commands in the source tree, every line into the log, counting compile steps."""
+
+    def __init__(self, spec: ServerBuildSpec, recipe: Recipe, tree: Path, log: Path,
+                 on_progress: Progress | None) -> None:
+        self.spec, self.recipe, self.tree, self.log, self.on_progress = spec, recipe, tree, log, on_progress
+        self.expected = recipe.expected_steps(tree)
+        self.steps = 0
+
+    def run(self, commands: list[list[str]], phase: str) -> int:
+        """The commands one after another; the compile steps they took."""
+        before = self.steps
+        with open(self.log, "a") as f:
             for cmd in commands:
                 f.write("$ " + " ".join(cmd) + "\n")
                 f.flush()
-                proc = subprocess.Popen(cmd, cwd=tree, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                        errors="replace", env={**os.environ, "LC_ALL": "C"})
+                proc = subprocess.Popen(cmd, cwd=self.tree, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                        text=True, errors="replace", env={**os.environ, "LC_ALL": "C"},
+                                        start_new_session=True)
                 assert proc.stdout is not None
-                for line in proc.stdout:
-                    f.write(line)
-                    if recipe.is_step(line):
-                        steps += 1
-                        if on_progress:
-                            on_progress("compiling", steps, expected)
-                if proc.wait() != 0:
+                try:
+                    for line in proc.stdout:
+                        f.write(line)
+                        if self.recipe.is_step(line):
+                            self.steps += 1
+                            if self.on_progress:
+                                self.on_progress(phase, self.steps - before, self.expected)
+                    proc.wait()
+                except BaseException:
+                    # Ctrl-C or an error: make and every compiler it started, then the caller's clean-up.
+                    with contextlib.suppress(ProcessLookupError):
+                        os.killpg(proc.pid, signal.SIGKILL)
+                    proc.wait()
+                    raise
+                if proc.returncode != 0:
                     f.flush()
-                    raise UserError(f"build of {spec.label()} failed at `{' '.join(cmd)[:60]}` (log {_keep_log(log)}):"
-                                    f" {tail(log.read_text(errors='replace'), 3)}")
-    except BaseException:
-        if "proc" in locals() and proc.poll() is None:
-            proc.kill()
-        raise
+                    raise UserError(f"build of {self.spec.label()} failed at `{' '.join(cmd)[:60]}` (log "
+                                    f"{_keep_log(self.log)}): {tail(self.log.read_text(errors='replace'), 3)}")
+        return self.steps - before
+
+
+def _build(spec: ServerBuildSpec, recipe: Recipe, cc: Compiler, tree: Path, provenance: dict[str, Any], key: str,
+           work: Path, final: Path, on_progress: Progress | None) -> ServerBuild:
+    """Configures, builds and installs into work/install (for pgo: an instrumented build, its training, and the
+    build that uses the profile), then moves work into `final`."""
+    prefix = work / "install"
+    runner = _Runner(spec, recipe, tree, work / "build.log", on_progress)
+    jobs = os.cpu_count() or 1
+    started = time.monotonic()
+    pgo = None
+    if spec.pgo:
+        pgo, commands = _build_pgo(spec, recipe, cc, runner, work, prefix, jobs)
+    else:
+        commands = recipe.commands(tree, prefix, cc, spec.flags(), jobs)
+        runner.run(commands, "compiling")
     shutil.rmtree(tree, ignore_errors=True)  # the sources: only the install and the log are kept
     manifest = {
         "key": key, "label": spec.label(), "engine": spec.engine, "source": provenance,
         "variants": list(spec.variants), "cflags": list(spec.cflags), "flags": spec.flags(),
         "compiler": {"path": cc.path, "version": cc.version}, "commands": commands, "jobs": jobs,
-        "compile_steps": steps, "server_binary_sha256": sha256_of(str(recipe.server_binary(prefix))),
+        "compile_steps": runner.steps, "pgo": pgo,
+        "server_binary_sha256": sha256_of(str(recipe.server_binary(prefix))),
         "build_seconds": round(time.monotonic() - started, 1),
         "built_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "install": str(final / "install"),
@@ -183,6 +212,45 @@ def _build(spec: ServerBuildSpec, recipe: Recipe, cc: Compiler, tree: Path, prov
         shutil.rmtree(final)  # a leftover without a manifest
     os.replace(work, final)
     return ServerBuild(final / "install", recipe.binaries(final / "install"), manifest, cached=False)
+
+
+def _build_pgo(spec: ServerBuildSpec, recipe: Recipe, cc: Compiler, runner: _Runner, work: Path, prefix: Path,
+               jobs: int) -> tuple[dict[str, Any], list[list[str]]]:
+    """Instrumented build, training against the instrumented server, then the build that uses the profile, in the
+    same tree (gcc names each profile after its object's path)."""
+    # Imported here: the servers import the experiment parser, which imports this module.
+    from dbperf.buildlab.server_training import train_server
+    from dbperf.servers.engines import LAB_SERVERS
+
+    if not cc.is_gcc:
+        raise UserError(f"{spec.label()}: the pgo variant needs gcc (found {cc.version})")
+    work.chmod(0o755)  # the instrumented server runs as the service user, inside the staging directory
+    profile = work / "profile"
+    profile.mkdir()
+    user = pwd.getpwnam(LAB_SERVERS[spec.engine].service_user)
+    os.chown(profile, user.pw_uid, user.pw_gid)  # the server's processes write their counts here
+    instrumented = work / "instrumented"
+    generate = [*spec.flags(), f"-fprofile-generate={profile}", "-fprofile-update=atomic"]
+    commands = recipe.commands(runner.tree, instrumented, cc, generate, jobs)
+    runner.run(commands, "compiling (instrumented)")
+    open_to_service_users(instrumented)
+    training = train_server(spec.engine, recipe.binaries(instrumented), work / "training-logs")
+    gcda = sorted(profile.rglob("*.gcda"))
+    if not gcda:
+        raise UserError(f"{spec.label()}: PGO training wrote no profile (.gcda) under {profile}")
+    shutil.rmtree(instrumented)
+    use = [*spec.flags(), f"-fprofile-use={profile}", "-fprofile-correction", "-Wno-missing-profile"]
+    use_commands = [["make", "clean"], *recipe.commands(runner.tree, prefix, cc, use, jobs)]
+    compiled = runner.run(use_commands, "compiling (with the profile)")
+    names = [p.name.replace("#", "/").split("/src/", 1)[-1] for p in gcda]
+    profile_bytes = sum(p.stat().st_size for p in gcda)
+    shutil.rmtree(profile)
+    return {**training, "profile_files": len(gcda), "profile_bytes": profile_bytes,
+            "objects_compiled_with_profile_use": compiled,
+            "profiled_objects": names,
+            "profile_consumed": "the -fprofile-use build compiled every object with the directory of these .gcda; "
+                                "objects without one (tools the training never ran) were built without a profile",
+            "profile_use_flags": use}, [*commands, *use_commands]
 
 
 def _keep_log(log: Path) -> Path:

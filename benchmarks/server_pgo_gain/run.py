@@ -1,0 +1,95 @@
+"""benchmarks/server_pgo_gain: a server built from Debian's source package -O2 against -O2 + PGO (optionally + LTO),
+the PGO build trained on the server training set (catalog/training/train-mix: secondary-key lookups, a small join,
+aggregates, inserts, updates and deletes, prepared and as text, 1 and 4 connections), which is none of the measured
+benchmarks. The read and write microbenchmarks, 1 thread, repeats interleaved. Prints per-benchmark rQPS, the
+geometric mean, the worst benchmark and both builds' build times; the last line is `ratio <geomean>`. Target:
+geomean >= 1.10, no benchmark below 0.97. A benchmark, not a test: it asserts nothing.
+
+Counters (simulated I1-miss % and instructions per point query of both builds) need profiling of server processes,
+which the lab does not do yet: this script says so instead of printing them.
+
+Usage: .venv/bin/python benchmarks/server_pgo_gain/run.py [--engine postgres] [--time 3] [--repeats 3] [--lto]
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+from pathlib import Path
+
+from rich.console import Console
+
+from dbperf.experiment.spec import parse_experiment
+from dbperf.runner.matrix import run_matrix
+from dbperf.runner.targets import build_targets
+from dbperf.stats.ladder import geomean
+from dbperf.stats.rqps_matrix import build_matrix
+from dbperf.storage.results import read_results
+
+EXPERIMENT = """
+[run]
+benchmarks = ["reads", "writes"]
+table_size = {table_size}
+time = "{time}s"
+warmup = "1s"
+repeats = {repeats}
+
+[[target]]
+name = "O2"
+source = "{engine}@debian-src"
+build = ["O2"]
+
+[[target]]
+name = "{name}"
+source = "{engine}@debian-src"
+build = {variants}
+"""
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--engine", default="postgres", choices=["postgres", "mariadb"])
+    ap.add_argument("--time", type=float, default=3.0)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--table-size", type=int, default=100_000)
+    ap.add_argument("--lto", action="store_true", help="the PGO build with LTO as well")
+    args = ap.parse_args()
+    console = Console(stderr=True)
+    variants = ["O2", "pgo", "lto"] if args.lto else ["O2", "pgo"]
+    name = "O2-" + "-".join(variants[1:])
+    with tempfile.TemporaryDirectory(prefix="dbperf-server-pgo-", dir="/tmp") as tmp:
+        path = Path(tmp) / "server_pgo_gain.toml"
+        path.write_text(EXPERIMENT.format(engine=args.engine, time=args.time, repeats=args.repeats,
+                                          table_size=args.table_size, name=name,
+                                          variants="[" + ", ".join(f'"{v}"' for v in variants) + "]"))
+        exp, builds = build_targets(parse_experiment(path), console)
+        out = Path(tmp) / "results"
+        run_matrix(exp, out, console, builds=builds)
+        meta, records, _ = read_results(out)
+    m = build_matrix(meta, records)
+    for target, manifest in builds.items():
+        pgo = manifest.get("pgo") or {}
+        trained = (f", PGO: {pgo['profile_files']} .gcda files from {len(pgo['training_runs'])} training runs in "
+                   f"{pgo['training_seconds']} s" if pgo else "")
+        print(f"{target}: {manifest['label']} from {manifest['source']['package']} {manifest['source']['version']}, "
+              f"built in {manifest['build_seconds']} s{' (cached)' if manifest['cached'] else ''}{trained}")
+    print(f"{args.engine}: O2 vs {name}; {args.repeats} interleaved repeats of {args.time:g} s cells, 1 thread, "
+          "wall-clock QPS, median per cell")
+    ratios = []
+    for _, benchmark, threads in m.rows():
+        cell = m.cell(name, benchmark, threads)
+        if cell is None or cell.rqps is None or cell.qps is None:
+            print(f"{benchmark:32s} failed")
+            continue
+        ratios.append((cell.rqps, benchmark))
+        sig = "" if cell.significant else " ~"
+        print(f"{benchmark:32s} rQPS {cell.rqps:.3f}{sig}   spread {cell.qps.spread:.1%}")
+    worst = min(ratios)
+    print("counters: not measured (the lab does not profile server processes yet)")
+    print(f"geomean rQPS {geomean([r for r, _ in ratios]):.3f} over {len(ratios)} benchmarks; "
+          f"worst {worst[1]} {worst[0]:.3f}")
+    print(f"ratio {geomean([r for r, _ in ratios]):.3f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,55 @@
+"""PGO training of a server build: the instrumented server started by the lab as any lab server is, the training set
+(kept apart from the measured catalog, see catalog/training) run through dbperf-driver against it, prepared and as
+SQL text, with one connection and with several at once, as seed 000's gen_profile_load did. The server is then
+stopped cleanly, so that every process (PostgreSQL's postmaster and backends) writes its .gcda counts at exit."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from dbperf.buildlab.training import TRAIN_SECONDS, TRAIN_TABLE_SIZE, TRAIN_TABLES, training_workloads
+from dbperf.buildlab.variants import SERVER_TRAINING
+from dbperf.catalog.workload import compile_statements
+from dbperf.errors import UserError
+from dbperf.experiment.spec import Experiment, Target
+from dbperf.records import RunResult
+from dbperf.runner.driver import run_job
+from dbperf.servers.engines import server_target
+from dbperf.servers.runtime import RuntimeDir
+
+TRAIN_THREADS = (1, 4)  # one connection, then several at once
+
+
+def train_server(engine: str, binaries: Path, logs: Path) -> dict[str, Any]:
+    """Runs the training set against the server at `binaries`; what ran, for the manifest."""
+    workloads = training_workloads(SERVER_TRAINING)
+    target = Target(name="pgo-training", engine=engine, library="", binaries=str(binaries))
+    e = Experiment(path=logs / "training.toml", text="", benchmarks=tuple(workloads), targets=(target,),
+                   base=target.name, tables=TRAIN_TABLES, table_size=TRAIN_TABLE_SIZE, seed=7)
+    runtime = RuntimeDir()
+    server = server_target(runtime.target_dir(1), logs, target, e)
+    runs = []
+    started = time.monotonic()
+    try:
+        server.start()
+        server.load()
+        for w in workloads:
+            for threads in TRAIN_THREADS:
+                for prepared in (True, False):
+                    job = server.working_job().replace(
+                        mode="run", threads=threads, time_s=TRAIN_SECONDS / 2, warmup_s=0.0, prepared=prepared,
+                        workload=compile_statements(w, TRAIN_TABLE_SIZE, engine))
+                    outcome = run_job(job, RunResult, TRAIN_SECONDS + 120, env=server.env())
+                    if not outcome.ok or outcome.result is None:
+                        raise UserError(f"PGO training run {w.name} against the instrumented {engine} failed: "
+                                        f"{outcome.error}")
+                    runs.append({"workload": w.name, "threads": threads, "prepared": prepared,
+                                 "events": outcome.result.events, "errors": outcome.result.errors})
+                    server.restore()
+    finally:
+        server.stop()  # a clean shutdown: the processes write their profiles as they exit
+        runtime.remove()
+    return {"training_set": list(SERVER_TRAINING), "training_runs": runs,
+            "training_seconds": round(time.monotonic() - started, 1)}
