@@ -306,6 +306,7 @@ def profile(
     try:
         p = profiler.profile(_target(exp, target), _benchmark(exp, benchmark))
     finally:
+        profiler.close()
         shutil.rmtree(work, ignore_errors=True)
     render_profile(p, out_console)
     if json_out:
@@ -328,6 +329,7 @@ def diff(
         bench = _benchmark(exp, benchmark)
         pa, pb = profiler.profile(_target(exp, a), bench), profiler.profile(_target(exp, b), bench)
     finally:
+        profiler.close()
         shutil.rmtree(work, ignore_errors=True)
     metric, rows, total_a, total_b = profile_diff(pa, pb)
     render_diff(a, b, metric, rows, total_a, total_b, pa.mode, out_console, top)
@@ -370,6 +372,7 @@ def check(
                     failures.append(f"{t.name}/{bench.name} {change:+.2%}")
                 table.add_row("", t.name, f"{ir:,.1f}", f"{change:+.3%}", "[red]REGRESSION[/red]" if bad else "ok")
     finally:
+        profiler.close()
         shutil.rmtree(work, ignore_errors=True)
     out_console.print(table)
     if failures:

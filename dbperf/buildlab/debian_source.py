@@ -106,9 +106,11 @@ def fetch_debian_source(apt: PrivateApt, package: str, engine: str, version: str
     try:
         apt.download(package, version, download)
         (dsc,) = download.glob("*.dsc")
-        tree = work / "src"
-        run_tool(["dpkg-source", "-x", dsc, tree], f"dpkg-source -x {dsc.name}", timeout=600)
         files = sorted(p for p in download.iterdir() if p.is_file())
+        # Unpacked beside the downloads (dpkg-source copies the tarballs next to the tree it makes), then moved.
+        run_tool(["dpkg-source", "-x", dsc, download / "src"], f"dpkg-source -x {dsc.name}", timeout=600)
+        tree = work / "src"
+        shutil.move(download / "src", tree)
         provenance = {
             "origin": "debian-src", "package": package, "version": version,
             "upstream_version": version.split(":", 1)[-1].split("-")[0],

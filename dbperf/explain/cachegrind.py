@@ -32,6 +32,15 @@ class CachegrindProfile:
                 out[e] += v
         return out
 
+    def plus(self, other: CachegrindProfile) -> CachegrindProfile:
+        """Two processes' counts together (an empty profile adds nothing)."""
+        events = self.events or other.events
+        names = set(self.functions) | set(other.functions)
+        zero = {e: 0 for e in events}
+        return CachegrindProfile(events, {
+            n: {e: self.functions.get(n, zero).get(e, 0) + other.functions.get(n, zero).get(e, 0) for e in events}
+            for n in names})
+
     def minus(self, other: CachegrindProfile) -> CachegrindProfile:
         names = set(self.functions) | set(other.functions)
         zero = {e: 0 for e in self.events}

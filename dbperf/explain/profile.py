@@ -19,6 +19,7 @@ from dbperf.experiment.spec import Experiment, Target
 from dbperf.explain.cachegrind import GEOMETRY, CachegrindProfile, run_under_cachegrind
 from dbperf.explain.mode import CounterMode, detect_mode
 from dbperf.explain.perfstat import STAT_EVENTS, perf_record_top, perf_stat
+from dbperf.explain.server_profile import ServerProfiling
 from dbperf.records import DriverJob, Profile, RunResult, Slowdown, TopFunction
 from dbperf.runner.driver import driver_path, run_job
 from dbperf.runner.sqlite_data import SqliteData
@@ -70,11 +71,13 @@ class Profiler:
         self.queries = queries
         self.mode = mode or detect_mode()
         self.data: dict[str, SqliteData] = {}
+        self.servers = ServerProfiling(e)
+
+    def close(self) -> None:
+        """Stops the servers started for profiling."""
+        self.servers.close()
 
     def _data(self, target: Target) -> SqliteData:
-        if target.is_server:
-            raise UserError(f"target {target.name!r}: counters are measured for in-process SQLite targets only; "
-                            "server processes under cachegrind or perf are not supported yet")
         if target.name not in self.data:
             d = SqliteData(self.work, target, self.e)
             d.load()
@@ -91,9 +94,32 @@ class Profiler:
 
     def profile(self, target: Target, benchmark: Workload, mode: str | None = None) -> Profile:
         mode = mode or self.mode.mode
+        if target.is_server:
+            if mode != "simulated":
+                raise UserError(f"target {target.name!r}: hardware counters of server processes (perf on the "
+                                "server's PIDs) are not measured yet; use --mode simulated")
+            return self._server_simulated(target, benchmark)
         if mode == "simulated":
             return self._simulated(target, benchmark)
         return self._hardware(target, benchmark)
+
+    def _server_simulated(self, target: Target, benchmark: Workload) -> Profile:
+        events = max(1, math.ceil(self.queries / benchmark.queries_per_event))
+        started = time.monotonic()
+        full, result_n = self.servers.window(target, benchmark, events)
+        empty, _ = self.servers.window(target, benchmark, 0)
+        simulated_s = time.monotonic() - started
+        if result_n.events != events or result_n.errors:
+            raise UserError(f"{target.name} {benchmark.name}: the profiled run did {result_n.events} events with "
+                            f"{result_n.errors} errors, expected {events} clean ones")
+        queries = events * benchmark.queries_per_event
+        return self._simulated_profile(
+            target, benchmark, full.minus(empty), events, queries,
+            method=f"cachegrind of the server processes that exited during {events} events (the connection's "
+                   f"backend and any worker it started) minus the same for 0 events, divided by {queries} queries; "
+                   "autovacuum off on the profiled server; the driver ran natively",
+            slowdown=Slowdown(native_s=0.0, simulated_s=round(simulated_s, 3), factor=None,
+                              what="wall time of both server windows under cachegrind; not timed natively"))
 
     def _simulated(self, target: Target, benchmark: Workload) -> Profile:
         job, events = self._jobs(target, benchmark)
@@ -116,7 +142,15 @@ class Profiler:
             raise UserError(f"{target.name} {benchmark.name}: the profiled run did {result_n.events} events with "
                             f"{result_n.errors} errors, expected {events} clean ones")
         queries = events * benchmark.queries_per_event
-        delta = full.minus(empty)
+        return self._simulated_profile(
+            target, benchmark, full.minus(empty), events, queries,
+            method=f"cachegrind of {events} events minus cachegrind of 0 events, divided by {queries} queries",
+            slowdown=Slowdown(native_s=round(native_s, 3), simulated_s=round(simulated_s, 3),
+                              factor=round(simulated_s / native_s, 1) if native_s else None,
+                              what="wall time of the driver process under cachegrind / natively, same job"))
+
+    def _simulated_profile(self, target: Target, benchmark: Workload, delta: CachegrindProfile, events: int,
+                           queries: int, method: str, slowdown: Slowdown) -> Profile:
         per_function = {name: {e: v / queries for e, v in counts.items()} for name, counts in delta.functions.items()}
         kept = dict(sorted(per_function.items(), key=lambda kv: -abs(kv[1]["Ir"]))[:KEEP_FUNCTIONS])
         return Profile(
@@ -125,15 +159,11 @@ class Profiler:
             tool=f"{_valgrind_version()} cachegrind, {' '.join(GEOMETRY)}, ASLR off (setarch -R), "
                  "branch predictor simulated",
             target=target.name, benchmark=benchmark.name, threads=1, events=events, queries=queries,
-            method=f"cachegrind of {events} events minus cachegrind of 0 events, divided by {queries} queries",
-            per_query=simulated_per_query(delta, queries),
+            method=method, per_query=simulated_per_query(delta, queries),
             top_by_instructions=_top(per_function, "Ir", TOP_N),
             top_by_i1_misses=_top(per_function, "I1mr", TOP_N),
             functions={name: {"instructions": f["Ir"], "i1_misses": f["I1mr"]} for name, f in kept.items()},
-            slowdown=Slowdown(native_s=round(native_s, 3), simulated_s=round(simulated_s, 3),
-                              factor=round(simulated_s / native_s, 1) if native_s else None,
-                              what="wall time of the driver process under cachegrind / natively, same job"),
-        )
+            slowdown=slowdown)
 
     def _hardware(self, target: Target, benchmark: Workload) -> Profile:
         job, events = self._jobs(target, benchmark)

@@ -210,15 +210,18 @@ def _profile_cells(e: Experiment, work: Path, writer: ResultsWriter, progress: P
     profiler = Profiler(e, work)
     pairs = [(t, b) for b in e.benchmarks for t in e.targets]
     task = progress.add_task("profiling", total=len(pairs))
-    for target, benchmark in pairs:
-        progress.update(task, description=f"profiling ({profiler.mode.mode}) {benchmark.name} {target.name}")
-        record = CountersRecord(type="counters", target=target.name, benchmark=benchmark.name)
-        try:
-            record.counters = profiler.profile(target, benchmark)
-        except UserError as err:
-            record.error = str(err)
-        writer.append(record)
-        progress.advance(task)
+    try:
+        for target, benchmark in pairs:
+            progress.update(task, description=f"profiling ({profiler.mode.mode}) {benchmark.name} {target.name}")
+            record = CountersRecord(type="counters", target=target.name, benchmark=benchmark.name)
+            try:
+                record.counters = profiler.profile(target, benchmark)
+            except UserError as err:
+                record.error = str(err)
+            writer.append(record)
+            progress.advance(task)
+    finally:
+        profiler.close()
 
 
 def _run_cell(e: Experiment, cell: CellPlan, data: TargetLifecycle) -> CellRecord:

@@ -248,6 +248,8 @@ class LabServer(ServerTarget):
         # A fresh random password per run unless the user sets one (DBPERF_SERVER_PASSWORD).
         self.password = lab_password()
         self._databases_created = False
+        # What the server's command runs under (a profiler: valgrind); empty for a measured run.
+        self.launch_prefix: list[str] = []
 
     def dsn(self, database: str | None) -> str:
         return f"{self.scheme}://dbperf@127.0.0.1:{self.port}/{database or ''}"

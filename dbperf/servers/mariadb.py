@@ -59,7 +59,7 @@ class MariaDBServer(LabServer):
             lines.append(f"basedir = {cnf_value(str(basedir), 'the base directory')}")
         lines += [f"{k} = {cnf_value(v, f'config.{k}')}" for k, v in self.settings]
         cnf.write_text("\n".join(lines) + "\n")
-        self.server = ServerProcess([str(mariadbd), f"--defaults-file={cnf}"], self.log, None,
+        self.server = ServerProcess([*self.launch_prefix, str(mariadbd), f"--defaults-file={cnf}"], self.log, None,
                                     self.target.process.environment())
         log_start = self.log.stat().st_size if self.log.exists() else 0
         try:

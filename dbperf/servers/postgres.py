@@ -58,7 +58,7 @@ class PostgresServer(LabServer):
         text = main.read_text()
         if INCLUDE not in text:
             main.write_text(text + f"\n{INCLUDE}\n")
-        self.server = ServerProcess([str(postgres), "-D", str(data)], self.log, user.pw_name,
+        self.server = ServerProcess([*self.launch_prefix, str(postgres), "-D", str(data)], self.log, user.pw_name,
                                     self.target.process.environment())
         self.server.start()
         self.server.wait_port(port, READY_TIMEOUT_S)

@@ -1,0 +1,120 @@
+"""Simulated counters of a PostgreSQL server's processes: the server started under cachegrind (ASLR off, the pinned
+geometry; valgrind follows the backends the postmaster forks, each writing its own file when it exits), the
+driver natively outside it.
+
+The data is loaded by the server running natively; then it is started again under cachegrind. Per benchmark, the
+data is restored, the server left to settle, and the driver runs N events and then (after another restore) 0 events
+on one connection; the files of the processes that exited in each window (the connection's backend, and any parallel
+worker it started) are summed, and the 0-event window subtracted from the N-event one: connection start-up,
+statement preparation and backend exit cancel out. Autovacuum is off on the profiled server so that no other process
+exits inside a window; it is said in the profile's method.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import pwd
+import shutil
+import time
+from dataclasses import replace
+from pathlib import Path
+
+from dbperf.catalog.workload import Workload, compile_statements
+from dbperf.errors import UserError
+from dbperf.experiment.spec import Experiment, Target
+from dbperf.explain.cachegrind import GEOMETRY, CachegrindProfile, parse_cachegrind_out, valgrind_available
+from dbperf.records import RunResult
+from dbperf.runner.driver import run_job
+from dbperf.servers.engines import server_target
+from dbperf.servers.lifecycle import LabServer
+from dbperf.servers.runtime import RuntimeDir
+
+SETTLE_S = 3.0  # no new profile file for this long: every process that was going to exit has
+WINDOW_TIMEOUT_S = 300.0
+PROFILED_SETTINGS = {"autovacuum": "off"}
+
+
+def _complete(path: Path) -> bool:
+    try:
+        return "\nsummary:" in path.read_text(errors="replace")[-4096:]
+    except OSError:
+        return False
+
+
+class ServerProfiling:
+    """One server per profiled target, started under cachegrind once its data is loaded; stopped by close()."""
+
+    def __init__(self, e: Experiment) -> None:
+        self.e = e
+        self.runtime: RuntimeDir | None = None
+        self.servers: dict[str, tuple[LabServer, Path]] = {}
+
+    def _server(self, target: Target) -> tuple[LabServer, Path]:
+        if target.name in self.servers:
+            return self.servers[target.name]
+        if target.engine != "postgres" or target.dsn is not None:
+            raise UserError(f"target {target.name!r}: counters of server processes are measured for PostgreSQL "
+                            "servers the lab starts (each backend is a process of its own); MariaDB's one "
+                            "multi-threaded process is not profiled yet")
+        valgrind_available()
+        self.runtime = self.runtime or RuntimeDir()
+        profiled = replace(target, config={**target.config, **PROFILED_SETTINGS})
+        directory = self.runtime.target_dir(len(self.servers) + 1)
+        server = server_target(directory, directory.parent / "logs", profiled, self.e)
+        assert isinstance(server, LabServer)
+        self.servers[target.name] = (server, directory / "cachegrind")
+        server.start()
+        server.load()
+        server.stop()
+        out = directory / "cachegrind"
+        out.mkdir()
+        user = pwd.getpwnam(server.service_user)
+        os.chown(out, user.pw_uid, user.pw_gid)
+        server.launch_prefix = [
+            shutil.which("setarch") or "setarch", platform.machine(), "-R", shutil.which("valgrind") or "valgrind",
+            "--tool=cachegrind", "--cache-sim=yes", "--branch-sim=yes", *GEOMETRY,
+            f"--cachegrind-out-file={out}/cachegrind.out.%p"]
+        server.start()
+        return server, out
+
+    def _settle(self, out: Path, before: set[Path], need_new: bool) -> set[Path]:
+        """Waits until no process writes a new profile for SETTLE_S (and, if asked, one has); the new files."""
+        deadline = time.monotonic() + WINDOW_TIMEOUT_S
+        seen: set[Path] = set()
+        quiet_since = time.monotonic()
+        while time.monotonic() < deadline:
+            now = set(out.glob("cachegrind.out.*")) - before
+            if now != seen:
+                seen, quiet_since = now, time.monotonic()
+            elif (seen or not need_new) and all(_complete(p) for p in seen) and \
+                    time.monotonic() - quiet_since >= SETTLE_S:
+                return seen
+            time.sleep(0.2)
+        raise UserError(f"profiling the server: its processes did not finish writing their profiles within "
+                        f"{WINDOW_TIMEOUT_S:.0f} s")
+
+    def window(self, target: Target, benchmark: Workload, events: int) -> tuple[CachegrindProfile, RunResult]:
+        """The summed profile of the server processes that exited while the driver ran `events` events."""
+        server, out = self._server(target)
+        server.restore()
+        before = set(out.glob("cachegrind.out.*"))
+        before |= self._settle(out, before, need_new=False)  # the restore's own backend
+        job = server.working_job().replace(
+            mode="run", threads=1, time_s=1.0, warmup_s=0.0, seed=self.e.seed, events=events, deterministic=True,
+            workload=compile_statements(benchmark, self.e.table_size, target.engine))
+        outcome = run_job(job, RunResult, WINDOW_TIMEOUT_S, env=server.env())
+        if not outcome.ok or outcome.result is None:
+            raise UserError(f"{target.name} {benchmark.name}: the driver against the profiled server failed: "
+                            f"{outcome.error}")
+        files = self._settle(out, before, need_new=True)
+        total = CachegrindProfile(())
+        for path in files:
+            total = total.plus(parse_cachegrind_out(path.read_text(errors="replace")))
+        return total, outcome.result
+
+    def close(self) -> None:
+        for server, _ in self.servers.values():
+            server.stop()
+        if self.runtime:
+            self.runtime.remove()
