@@ -128,7 +128,7 @@ class TopFunction(msgspec.Struct, frozen=True):
 
 
 class Slowdown(msgspec.Struct, frozen=True):
-    native_s: float
+    native_s: float | None  # None where the native run was not timed (server profiles)
     simulated_s: float
     factor: float | None
     what: str

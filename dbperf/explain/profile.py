@@ -118,7 +118,7 @@ class Profiler:
             method=f"cachegrind of the server processes that exited during {events} events (the connection's "
                    f"backend and any worker it started) minus the same for 0 events, divided by {queries} queries; "
                    "autovacuum off on the profiled server; the driver ran natively",
-            slowdown=Slowdown(native_s=0.0, simulated_s=round(simulated_s, 3), factor=None,
+            slowdown=Slowdown(native_s=None, simulated_s=round(simulated_s, 3), factor=None,
                               what="wall time of both server windows under cachegrind; not timed natively"))
 
     def _simulated(self, target: Target, benchmark: Workload) -> Profile:

@@ -38,9 +38,11 @@ def render_profile(p: Profile, console: Console) -> None:
         verdict = "above" if pct > 1.0 else "below"
         console.print(f"I1 misses are {pct:.2f}% of instructions, {verdict} the 1% that BRIEF §2 calls significant "
                       "(simulated 32K 8-way I1)", highlight=False)
-        if p.slowdown:
+        if p.slowdown and p.slowdown.factor is not None:
             console.print(f"[dim]cachegrind slowdown: {p.slowdown.factor}× ({p.slowdown.simulated_s} s against "
                           f"{p.slowdown.native_s} s natively, whole driver process)[/dim]", highlight=False)
+        elif p.slowdown:
+            console.print(f"[dim]{term(p.slowdown.what)}: {p.slowdown.simulated_s} s[/dim]", highlight=False)
     else:
         if p.unsupported_events:
             console.print(f"not supported by this PMU (not shown): {', '.join(p.unsupported_events)}",
