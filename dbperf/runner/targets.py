@@ -90,10 +90,10 @@ def build_targets(e: Experiment, console: Console) -> tuple[Experiment, dict[str
     release manifest."""
     e, releases = fetch_releases(e, console)
     e, server_builds = build_servers(e, console)
-    releases = {**releases, **server_builds}
+    servers = {**releases, **server_builds}
     specs = [t.build for t in e.targets if t.build is not None]
     if not specs:
-        return e, releases
+        return e, servers
     with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=console,
                   transient=True) as progress:
         task = progress.add_task(f"building {len(set(specs))} SQLite variant(s) (cached builds are reused)")
@@ -107,7 +107,7 @@ def build_targets(e: Experiment, console: Console) -> tuple[Experiment, dict[str
     targets = tuple(replace(t, library=str(builds[t.build].library)) if t.build else t for t in e.targets)
     manifests = {t.name: {**builds[t.build].manifest, "cached": builds[t.build].cached}
                  for t in e.targets if t.build}
-    return replace(e, targets=targets), {**releases, **manifests}
+    return replace(e, targets=targets), {**servers, **manifests}
 
 
 def inspect_targets(e: Experiment) -> dict[str, dict[str, Any]]:
