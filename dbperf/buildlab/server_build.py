@@ -70,14 +70,20 @@ class PostgresRecipe:
                    if not any(part in str(p.relative_to(tree / "src")) for part in skip))
 
     def commands(self, tree: Path, prefix: Path, cc: Compiler, flags: list[str], jobs: int) -> list[list[str]]:
-        ldflags = [f for f in flags if f.startswith("-flto") or f.startswith("-fprofile")]
-        # libpq's build refuses a library that can call exit(); gcov's runtime does, so the instrumented build
-        # skips that check the way PostgreSQL's own coverage builds do.
-        instrumented = ["enable_coverage=yes"] if any(f.startswith("-fprofile-generate") for f in flags) else []
-        return [["./configure", f"--prefix={prefix}", *self.options, f"CC={cc.path}", f"CFLAGS={' '.join(flags)}",
+        # Profile flags go to make's PROFILE (added to CFLAGS and LDFLAGS of every object PostgreSQL builds), not
+        # to configure: configure's test programs would otherwise write and then mismatch profiles of their own.
+        profile = [f for f in flags if f.startswith("-fprofile")]
+        plain = [f for f in flags if f not in profile]
+        ldflags = [f for f in plain if f.startswith("-flto")]
+        make_vars = [f"PROFILE={' '.join(profile)}"] if profile else []
+        if any(f.startswith("-fprofile-generate") for f in profile):
+            # libpq's build refuses a library that can call exit(); gcov's runtime does, so the instrumented build
+            # skips that check the way PostgreSQL's own coverage builds do.
+            make_vars.append("enable_coverage=yes")
+        return [["./configure", f"--prefix={prefix}", *self.options, f"CC={cc.path}", f"CFLAGS={' '.join(plain)}",
                  f"LDFLAGS={' '.join(ldflags)}"],
-                ["make", f"-j{jobs}", *instrumented],
-                ["make", "install", *instrumented]]
+                ["make", f"-j{jobs}", *make_vars],
+                ["make", "install", *make_vars]]
 
     def binaries(self, prefix: Path) -> Path:
         return prefix / "bin"
