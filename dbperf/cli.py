@@ -19,6 +19,7 @@ from rich.table import Table
 
 from dbperf import __version__
 from dbperf.buildlab.builder import cached_builds
+from dbperf.buildlab.server_build import cached_server_builds
 from dbperf.buildlab.server_releases import SOURCES as SERVER_RELEASES
 from dbperf.buildlab.server_releases import available_versions, cached_releases, release_name
 from dbperf.buildlab.sqlite_source import CRATE, scan_versions
@@ -199,6 +200,16 @@ def build(
                           ", ".join(pgo.get("training_set", [])) or "-", m["built_at"], str(m["build_seconds"]),
                           m["library"])
         out_console.print(table)
+        server_builds = cached_server_builds()
+        if server_builds:
+            table = Table(show_edge=False, pad_edge=False, title="server builds")
+            for title in ("key", "build", "source package", "PGO .gcda", "built", "seconds", "install"):
+                table.add_column(title)
+            for m in server_builds:
+                table.add_row(m["key"], m["label"], f"{m['source']['package']} {m['source']['version']}",
+                              str((m.get("pgo") or {}).get("profile_files", "-")), m["built_at"],
+                              str(m["build_seconds"]), m["install"])
+            out_console.print(table)
         releases = cached_releases()
         if releases:
             table = Table(show_edge=False, pad_edge=False, title="server releases")
