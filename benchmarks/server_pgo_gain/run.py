@@ -19,6 +19,7 @@ from pathlib import Path
 
 from rich.console import Console
 
+from dbperf.errors import UserError
 from dbperf.experiment.spec import parse_experiment
 from dbperf.runner.matrix import run_matrix
 from dbperf.runner.targets import build_targets
@@ -92,4 +93,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except UserError as e:
+        raise SystemExit(f"server_pgo_gain: {e}") from None
