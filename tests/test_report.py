@@ -71,8 +71,8 @@ def test_markdown_lays_out_legend_and_groups():
     md = to_markdown(build_matrix(META, records()), META)
     assert "    col-1 : old  (base)" in md and "    col-2 : new" in md
     assert md.index("**point**") < md.index("**range**") < md.index("**write**")
-    assert "| update-index | 1.00 | 0.56 |" in md
-    assert "| point-query | 1.00 | 1.00 ~ |" in md
+    assert "| update-index | 1.00 | 0.56 ? |" in md  # 4 repeats a side: no test at 1% can call anything
+    assert "| point-query | 1.00 | 1.00 ? |" in md
     assert "failed: driver died with signal SIGSEGV" in md
 
 
@@ -115,7 +115,30 @@ def test_trained_benchmarks_are_marked():
     m = build_matrix(meta, records())
     md = to_markdown(m, meta)
     assert "col-2 : new  (PGO trained on: point-query)" in md
-    assert "| point-query | 1.00 | 1.00 ~T |" in md
+    assert "| point-query | 1.00 | 1.00 ? T |" in md
     cells = {(c["target"], c["benchmark"]): c for c in json.loads(to_json(m, meta))["cells"]}
     assert cells[("new", "point-query")]["trained_on_this"] is True
     assert cells[("new", "update-index")]["trained_on_this"] is False
+
+
+def test_verdict_beside_rqps_and_in_json():
+    """8 interleaved rounds: update-index clearly slower, point-query within 2% with a tight noise threshold."""
+    recs = []
+    for r in range(1, 9):
+        drift = 1 + 0.15 * (r % 3)  # a slow round is slow for both targets
+        recs += [record("old", "update-index", r, round(1000 * drift)),
+                 record("new", "update-index", r, round(940 * drift) + r),
+                 record("old", "point-query", r, 5000 + r), record("new", "point-query", r, 5005 + r)]
+    meta = {**META, "benchmarks": META["benchmarks"][:1] + META["benchmarks"][2:]}
+    m = build_matrix(meta, recs)
+    md = to_markdown(m, meta)
+    assert "| update-index | 1.00 ! | 0.94 slower·p ! |" in md  # the drift: unpaired threshold 16%
+    assert "| point-query | 1.00 | 1.00 same·p |" in md
+    assert "min_effect 2.0%" in md
+    cells = {(c["target"], c["benchmark"]): c for c in json.loads(to_json(m, meta))["cells"]}
+    upd = cells[("new", "update-index")]
+    assert upd["verdict"] == "slower" and upd["decided_by"] == "paired" and 0 < upd["noise_threshold"] < 0.06
+    assert upd["verdict_views"]["unpaired"]["n"] == 8 and upd["significant"] is not None  # Mann-Whitney kept
+    assert cells[("old", "update-index")]["verdict"] is None
+    row = next(r for r in csv.DictReader(io.StringIO(to_csv(m, meta))) if r["target"] == "new")
+    assert row["verdict"] in ("slower", "same") and "noise_threshold" in row

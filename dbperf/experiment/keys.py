@@ -76,6 +76,19 @@ def name(value: Any, where: str) -> str:
     return check_name(value, where.rsplit(".", 1)[0])
 
 
+def fraction(value: Any, where: str) -> float:
+    """A relative effect: 0.02 or "2%", above 0 and below 1."""
+    number = value
+    if isinstance(value, str) and value.strip().endswith("%"):
+        try:
+            number = float(value.strip()[:-1]) / 100
+        except ValueError:
+            number = None
+    if isinstance(number, bool) or not isinstance(number, (int, float)) or not 0 < number < 1:
+        raise UserError(f"{where}: expected a fraction such as 0.02 or \"2%\" (above 0, below 100%), got {value!r}")
+    return float(number)
+
+
 @dataclass(frozen=True)
 class Key:
     name: str
@@ -98,6 +111,7 @@ RUN = (
     Key("seed", "integer >= 0", "seed of the data and of the parameters", "1", "", integer(0)),
     Key("aggregate", " | ".join(AGGREGATES), "center of the repeats", "median", "", one_of(*AGGREGATES)),
     Key("prepared", "boolean", "prepared statements; false sends SQL text every time", "true", "", boolean),
+    Key("min_effect", "fraction or \"N%\"", "smallest change a verdict calls faster or slower", "0.02", "", fraction),
 )
 TARGET = (
     Key("name", "name", "the target's name in reports", "required", "", name),

@@ -26,6 +26,7 @@ from dbperf.errors import UserError
 from dbperf.experiment import keys
 from dbperf.names import check_name
 from dbperf.runner.process_variants import ProcessVariant, allocator_library
+from dbperf.stats.verdict import DEFAULT_MIN_EFFECT
 
 SERVER_ENGINES = ("postgres", "mariadb")
 SERVER_KEYS = {"binaries", "dsn", "password_env", "password_file", "port"}
@@ -114,6 +115,7 @@ class Experiment:
     seed: int = 1
     aggregate: str = "median"
     prepared: bool = True
+    min_effect: float = DEFAULT_MIN_EFFECT
 
 
 def _settings(raw: dict[str, Any], twhere: str, name_re: re.Pattern[str], value_re: re.Pattern[str],
@@ -298,4 +300,5 @@ def parse_experiment(path: Path) -> Experiment:
         threads=tuple(threads), time_s=time_s, warmup_s=values.get("warmup", 2.0),
         repeats=values.get("repeats", 3), seed=values.get("seed", 1),
         aggregate=values.get("aggregate", "median"), prepared=values.get("prepared", True),
+        min_effect=values.get("min_effect", DEFAULT_MIN_EFFECT),
     )

@@ -11,6 +11,7 @@ from typing import Any
 
 from dbperf.stats.rqps_matrix import Cell, Matrix
 from dbperf.stats.summary import MIN_REPEATS_FOR_TEST, NOISY_SPREAD
+from dbperf.stats.verdict import QUANTILE, UNSTABLE_MARGIN
 
 HOW_MEASURED = (
     "QPS: queries / measured wall-clock time of dbperf-driver (sysbench counting: BEGIN and COMMIT are queries). "
@@ -20,10 +21,24 @@ HOW_MEASURED = (
     "window; context switches of exited backends are not in /proc. Latency: per event, HdrHistogram."
 )
 SIGNIFICANCE = (
-    f"~ : not significant (Mann-Whitney U p >= 0.05) or fewer than {MIN_REPEATS_FOR_TEST} repeats a side to test; "
+    f"Mann-Whitney U (p < 0.05, at least {MIN_REPEATS_FOR_TEST} repeats a side) is kept in JSON as a second opinion; "
     f"! : a cell's repeats spread more than {NOISY_SPREAD:.0%} of its median; "
     "T : this PGO build was trained on this benchmark (not a train/test split)"
 )
+
+
+def verdict_legend(min_effect: float) -> str:
+    """How the verdict beside each rQPS was decided (stats/verdict.py)."""
+    return (
+        "Verdicts (ClickHouse's rule): faster/slower when |diff| exceeds both the noise threshold and min_effect "
+        f"{min_effect:.1%}; noise threshold = {round(QUANTILE * 100)}th percentile of |diff| over random "
+        "relabelings of the pooled repeats (unpaired, medians) or random sign flips of the per-round ratios "
+        "target/base (paired, geometric mean), whichever is tighter; ·p : the paired view decided; "
+        "same : no change of min_effect or more, and one would have been seen; "
+        "? ±x% : undecided, a change up to x% could hide at this n; "
+        "? alone : too few repeats for any test at 1% (8 a side, or 8 rounds, are needed); "
+        f"unstable : the noise threshold exceeds min_effect + {UNSTABLE_MARGIN:.0%}. "
+    ) + SIGNIFICANCE
 
 
 
@@ -67,13 +82,26 @@ def rqps_text(m: Matrix, cell: Cell | None) -> str:
     if cell.rqps is None:
         return "failed" if cell.failures and not cell.runs else "-"
     marks = ""
-    if cell.target != m.base and not cell.significant:
-        marks += "~"
     if noisy(m, cell):
         marks += "!"
     if m.was_trained_on(cell.target, cell.benchmark):
         marks += "T"
-    return f"{cell.rqps:.2f}{(' ' + marks) if marks else ''}"
+    verdict = "" if cell.target == m.base else " " + verdict_text(cell)
+    return f"{cell.rqps:.2f}{verdict}{(' ' + marks) if marks else ''}"
+
+
+def verdict_text(cell: Cell) -> str:
+    """faster, slower, same, unstable; `?` with what an undecided cell could hide; `·p` when the paired view
+    decided."""
+    v = cell.verdict
+    if v is None:
+        return "?"
+    if v.verdict == "undecided":
+        mde = v.min_detectable_effect
+        word = f"?±{mde:.1%}" if mde is not None else "?"
+    else:
+        word = v.verdict
+    return word + ("·p" if v.decided_by == "paired" and v.verdict != "undecided" else "")
 
 
 def legend(m: Matrix) -> list[str]:
@@ -219,5 +247,5 @@ def build_report(m: Matrix, meta: dict[str, Any]) -> Report:
         blocks.append(_counters_block(m))
     status = meta.get("status")
     return Report(heading=f"rQPS relative to {m.base}, {_center_name(m)} of repeats", legend=tuple(legend(m)),
-                  blocks=tuple(blocks), notes=(SIGNIFICANCE, HOW_MEASURED),
+                  blocks=tuple(blocks), notes=(verdict_legend(m.min_effect), HOW_MEASURED),
                   warning=None if status in (None, "complete") else f"run status: {status}: the matrix is partial")

@@ -7,7 +7,7 @@ import csv
 import io
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from rich.console import Console
@@ -15,7 +15,7 @@ from rich.table import Table
 
 from dbperf.records import CountersRecord, to_builtins
 from dbperf.report.escape import md, term
-from dbperf.report.layout import HOW_MEASURED, SIGNIFICANCE, Block, build_report, noisy
+from dbperf.report.layout import HOW_MEASURED, SIGNIFICANCE, Block, build_report, noisy, verdict_legend
 from dbperf.stats.rqps_matrix import Cell, Matrix
 
 FAILED_TEXT_WIDTH = 80
@@ -121,6 +121,13 @@ CELL_FIELDS: tuple[Field, ...] = (
     Field("trained_on_this", lambda m, c: m.was_trained_on(c.target, c.benchmark)),
     Field("significant", lambda m, c: c.significant if c.target != m.base else None),
     Field("p_value", lambda m, c: c.p_value),
+    Field("verdict", lambda m, c: c.verdict.verdict if c.verdict else None),
+    Field("decided_by", lambda m, c: c.verdict.decided_by if c.verdict else None),
+    Field("noise_threshold", lambda m, c: c.verdict.noise_threshold if c.verdict else None),
+    Field("diff", lambda m, c: c.verdict.diff if c.verdict else None),
+    Field("min_effect", lambda m, c: c.verdict.min_effect if c.verdict else None),
+    Field("min_detectable_effect", lambda m, c: c.verdict.min_detectable_effect if c.verdict else None),
+    Field("verdict_views", lambda m, c: _views(c), csv=False),
     *[Field(key, _median(key)) for key in (
         "cpu_us_per_query", "cpu_user_us_per_query", "cpu_system_us_per_query", "cs_per_query",
         "cs_voluntary_per_query", "cs_involuntary_per_query", "server_cpu_us_per_query",
@@ -129,6 +136,14 @@ CELL_FIELDS: tuple[Field, ...] = (
     Field("query_errors", lambda m, c: sum(int(e) for e in c.per_run("errors"))),
     Field("counters", lambda m, c: _counters_summary(m.counters.get((c.target, c.benchmark))), csv=False),
 )
+
+
+def _views(cell: Cell) -> dict[str, Any] | None:
+    """Both views of the verdict, the one that did not decide included."""
+    v = cell.verdict
+    if v is None:
+        return None
+    return {view.name: asdict(view) for view in (v.unpaired, v.paired) if view is not None}
 
 
 def cell_json(m: Matrix, cell: Cell) -> dict[str, Any]:
@@ -156,6 +171,7 @@ def to_json(m: Matrix, meta: dict[str, Any], skipped: list[dict[str, Any]] | Non
         "status": meta.get("status"),
         "measured_by": HOW_MEASURED,
         "significance": SIGNIFICANCE,
+        "verdicts": verdict_legend(m.min_effect),
         "cells": [cell_json(m, c) for c in _cells(m)],
         "skipped_lines": skipped or [],
         "meta": meta,

@@ -83,6 +83,7 @@ def _meta(e: Experiment, infos: dict[str, dict[str, Any]], settings: dict[str, l
         "repeats": e.repeats,
         "seed": e.seed,
         "prepared": e.prepared,
+        "min_effect": e.min_effect,
         "data_restore": "before each write cell: SQLite targets copy their pristine loaded file; servers the lab "
                         "started recreate the working database from a pristine one; external servers reload",
         "benchmarks": [{"name": b.name, "group": b.group, "phase": b.phase, "source": b.source,

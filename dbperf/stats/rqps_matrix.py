@@ -12,6 +12,7 @@ from typing import Any
 from dbperf.catalog.registry import AFTER_WRITES
 from dbperf.records import CellRecord, CountersRecord, ResultsRecord, Usage
 from dbperf.stats.summary import Summary, significance, summarize
+from dbperf.stats.verdict import DEFAULT_MIN_EFFECT, CellVerdict, decide
 
 GROUP_ORDER = ("point", "range", "write")
 
@@ -28,6 +29,7 @@ class Cell:
     rqps: float | None = None
     significant: bool | None = None
     p_value: float | None = None
+    verdict: CellVerdict | None = None  # against the base (stats/verdict.py); Mann-Whitney above is a second opinion
 
     figures: list[dict[str, float | None]] = field(default_factory=list)  # derived(run), in repeat order
 
@@ -92,6 +94,7 @@ class Matrix:
     cells: dict[tuple[str, str, int], Cell]
     aggregate: str
     trained_on: dict[str, list[str]] = field(default_factory=dict)
+    min_effect: float = DEFAULT_MIN_EFFECT
     counters: dict[tuple[str, str], CountersRecord] = field(default_factory=dict)
 
     def was_trained_on(self, target: str, benchmark: str) -> bool:
@@ -135,7 +138,17 @@ def build_matrix(meta: dict[str, Any], records: list[ResultsRecord], aggregate: 
         cell.rqps = cell.qps.center / base_cell.qps.center
         if target != base:
             cell.significant, cell.p_value = significance(cell.per_run("qps"), base_cell.per_run("qps"))
+            cell.verdict = cell_verdict(cell, base_cell, meta.get("min_effect", DEFAULT_MIN_EFFECT))
     thread_counts = sorted({t for (_, _, t) in cells} | set(meta.get("threads", [])))
     trained_on = {t["name"]: t.get("trained_on", []) for t in meta["targets"]}
     return Matrix(base=base, targets=targets, benchmarks=benchmarks, threads=thread_counts, cells=cells,
-                  aggregate=aggregate, trained_on=trained_on, counters=counters)
+                  aggregate=aggregate, trained_on=trained_on, counters=counters,
+                  min_effect=meta.get("min_effect", DEFAULT_MIN_EFFECT))
+
+
+def cell_verdict(cell: Cell, base: Cell, min_effect: float) -> CellVerdict | None:
+    """The verdict on a cell's QPS against the base's; repeats with the same number were measured in the same
+    round, which gives the paired view."""
+    base_by_round = {r.repeat: r.result.qps for r in base.runs if r.result}
+    rounds = [(r.result.qps, base_by_round[r.repeat]) for r in cell.runs if r.result and r.repeat in base_by_round]
+    return decide(cell.per_run("qps"), base.per_run("qps"), rounds, min_effect)
