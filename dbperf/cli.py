@@ -107,8 +107,10 @@ def run_experiment(experiment: Path, out: Path | None, keep_data: bool, profile:
         fail(f"{experiment}: {size.summary()}; add --yes to run it anyway")
     exp, builds = build_targets(spec, err_console)
     inspect_targets(exp)
+    repeats = (f"auto repeats (at least {exp.repeats} rounds, budget {exp.budget_s:.0f} s)"
+               if exp.budget_s is not None else f"{exp.repeats} repeats")
     err_console.print(f"dbperf: {len(exp.benchmarks)} benchmarks × {len(exp.threads)} thread counts × "
-                      f"{exp.repeats} repeats × {len(exp.targets)} targets, results in {directory}",
+                      f"{repeats} × {len(exp.targets)} targets, results in {directory}",
                       markup=False, highlight=False)
     try:
         if profile:

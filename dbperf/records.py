@@ -176,6 +176,7 @@ class CellRecord(msgspec.Struct, omit_defaults=True):
     stderr_tail: str | None = None
     server_log_tail: str | None = None
     server_restarted_before: bool = False
+    position: int | None = None  # the target's place within its round (repeat): 1 = first; None before it was kept
     type: Literal["cell"] = "cell"  # omitted when written: cell lines predate the type field
 
     @property

@@ -44,8 +44,9 @@ def test_two_targets_two_benchmarks_two_repeats(write_experiment, tmp_path):
 
     lines = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()]
     assert len(lines) == 8 and all(x["status"] == "ok" for x in lines)
-    # interleaved: the targets alternate within each repeat
-    assert [x["target"] for x in lines[:4]] == ["wal", "delete", "wal", "delete"]
+    # interleaved: both targets in each repeat (round), in an order reversed every other round
+    assert [x["target"] for x in lines[:4]] == ["wal", "delete", "delete", "wal"]
+    assert [x["position"] for x in lines[:4]] == [1, 2, 1, 2]
     meta = json.loads((out / "meta.json").read_text())
     assert meta["status"] == "complete"
     for key in ("cpu_model", "cores", "kernel", "governor", "compiler", "dbperf_version", "dbperf_commit"):

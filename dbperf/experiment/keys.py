@@ -14,6 +14,7 @@ from dbperf.errors import UserError
 from dbperf.experiment.durations import parse_duration
 from dbperf.names import check_name
 from dbperf.runner.process_variants import ALLOCATORS, HUGEPAGES
+from dbperf.runner.rounds import ORDERS
 
 Check = Callable[[Any, str], Any]
 ENGINES = ("sqlite", "postgres", "mariadb")
@@ -89,6 +90,14 @@ def fraction(value: Any, where: str) -> float:
     return float(number)
 
 
+def repeats(value: Any, where: str) -> int | str:
+    if value == "auto":
+        return "auto"
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise UserError(f"{where}: expected an integer >= 1 or \"auto\", got {value!r}")
+    return value
+
+
 @dataclass(frozen=True)
 class Key:
     name: str
@@ -106,12 +115,17 @@ RUN = (
     Key("threads", "integer or list", "client threads; a list sweeps, each count once", "[1]", "threads"),
     Key("time", "duration", "measured time per cell, at most a week", "10s", "s", duration),
     Key("warmup", "duration", "unmeasured time before each cell, at most a week", "2s", "s", duration),
-    Key("repeats", "integer >= 1", "repeats per (benchmark, threads, target), interleaved", "3", "", integer(1)),
+    Key("repeats", "integer >= 1 or \"auto\"", "repeats (rounds) per (benchmark, threads), interleaved; auto: at "
+        "least 5 clean rounds, then more until every cell is decided or the budget is spent", "3", "", repeats),
+    Key("budget", "duration", "repeats = \"auto\": time for the measured rounds of the whole run", "10m", "s",
+        duration),
     Key("base", "target name", "the target rQPS is relative to", "the first target"),
     Key("seed", "integer >= 0", "seed of the data and of the parameters", "1", "", integer(0)),
     Key("aggregate", " | ".join(AGGREGATES), "center of the repeats", "median", "", one_of(*AGGREGATES)),
     Key("prepared", "boolean", "prepared statements; false sends SQL text every time", "true", "", boolean),
     Key("min_effect", "fraction or \"N%\"", "smallest change a verdict calls faster or slower", "0.02", "", fraction),
+    Key("order", " | ".join(ORDERS), "order of the targets within a round: reversed every other round, or drawn "
+        "at random from the seed (recorded)", "alternate", "", one_of(*ORDERS)),
 )
 TARGET = (
     Key("name", "name", "the target's name in reports", "required", "", name),

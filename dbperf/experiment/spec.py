@@ -26,7 +26,10 @@ from dbperf.errors import UserError
 from dbperf.experiment import keys
 from dbperf.names import check_name
 from dbperf.runner.process_variants import ProcessVariant, allocator_library
+from dbperf.runner.rounds import MIN_ROUNDS
 from dbperf.stats.verdict import DEFAULT_MIN_EFFECT
+
+AUTO_BUDGET_S = 600.0
 
 SERVER_ENGINES = ("postgres", "mariadb")
 SERVER_KEYS = {"binaries", "dsn", "password_env", "password_file", "port"}
@@ -111,11 +114,13 @@ class Experiment:
     threads: tuple[int, ...] = (1,)
     time_s: float = 10.0
     warmup_s: float = 2.0
-    repeats: int = 3
+    repeats: int = 3  # repeats = "auto": the minimum of clean rounds (budget_s is then set)
     seed: int = 1
     aggregate: str = "median"
     prepared: bool = True
     min_effect: float = DEFAULT_MIN_EFFECT
+    order: str = "alternate"  # of the targets within a round (runner/rounds.py)
+    budget_s: float | None = None  # repeats = "auto": the time budget of the measured rounds; None: fixed repeats
 
 
 def _settings(raw: dict[str, Any], twhere: str, name_re: re.Pattern[str], value_re: re.Pattern[str],
@@ -294,11 +299,19 @@ def parse_experiment(path: Path) -> Experiment:
     base = run.get("base", names[0])
     if base not in names:
         raise UserError(f"{rwhere}.base: {base!r} is not a target (targets: {', '.join(names)})")
+    repeats = values.get("repeats", 3)
+    budget_s = None
+    if repeats == "auto":
+        repeats, budget_s = MIN_ROUNDS, values.get("budget", AUTO_BUDGET_S)
+        if budget_s <= 0:
+            raise UserError(f"{rwhere}.budget: must be longer than 0")
+    elif "budget" in run:
+        raise UserError(f"{rwhere}.budget: only with repeats = \"auto\" (repeats is {repeats})")
     return Experiment(
         path=path, text=text, benchmarks=tuple(benchmarks), targets=tuple(targets), base=base,
         tables=values.get("tables", 1), table_size=values.get("table_size", 100_000),
         threads=tuple(threads), time_s=time_s, warmup_s=values.get("warmup", 2.0),
-        repeats=values.get("repeats", 3), seed=values.get("seed", 1),
+        repeats=repeats, budget_s=budget_s, seed=values.get("seed", 1),
         aggregate=values.get("aggregate", "median"), prepared=values.get("prepared", True),
-        min_effect=values.get("min_effect", DEFAULT_MIN_EFFECT),
+        min_effect=values.get("min_effect", DEFAULT_MIN_EFFECT), order=values.get("order", "alternate"),
     )

@@ -9,6 +9,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,7 @@ from dbperf.explain.profile import Profiler
 from dbperf.records import CellRecord, CountersRecord, RunResult, to_builtins
 from dbperf.runner.driver import driver_version, run_job
 from dbperf.runner.process_variants import mapped_allocators
+from dbperf.runner.rounds import GroupState, Measured, RoundPolicy, round_order, run_rounds
 from dbperf.runner.sqlite_data import SqliteData
 from dbperf.runner.target_lifecycle import TargetLifecycle
 from dbperf.runner.targets import inspect_targets
@@ -41,16 +43,18 @@ class CellPlan:
     threads: int
     repeat: int
     target: Target
+    position: int = 1  # place of the target within its round (rounds.py: alternating or seeded random order)
 
 
 def plan_cells(e: Experiment) -> Iterator[CellPlan]:
-    """Benchmark-major, then threads, then repeat, with targets innermost: interleaved repeats. Lazy, so that a
-    huge matrix costs no memory before it runs (its size is `cell_count`)."""
+    """Benchmark-major, then threads, then repeat (a round), with targets innermost in the round's order:
+    interleaved repeats. Lazy, so that a huge matrix costs no memory before it runs (its size is `cell_count`).
+    With `repeats = "auto"` this is the minimum; the run adds rounds (rounds.py)."""
     for b in e.benchmarks:
         for t in e.threads:
             for r in range(1, e.repeats + 1):
-                for target in e.targets:
-                    yield CellPlan(b, t, r, target)
+                for position, target in enumerate(round_order(e.targets, e.order, e.seed, b.name, t, r), 1):
+                    yield CellPlan(b, t, r, target, position)
 
 
 def cell_count(e: Experiment) -> int:
@@ -80,10 +84,13 @@ def _meta(e: Experiment, infos: dict[str, dict[str, Any]], settings: dict[str, l
         "threads": list(e.threads),
         "time_s": e.time_s,
         "warmup_s": e.warmup_s,
-        "repeats": e.repeats,
+        "repeats": "auto" if e.budget_s is not None else e.repeats,
         "seed": e.seed,
         "prepared": e.prepared,
         "min_effect": e.min_effect,
+        "order": e.order,
+        "order_seed": e.seed,
+        "budget_s": e.budget_s,
         "data_restore": "before each write cell: SQLite targets copy their pristine loaded file; servers the lab "
                         "started recreate the working database from a pristine one; external servers reload",
         "benchmarks": [{"name": b.name, "group": b.group, "phase": b.phase, "source": b.source,
@@ -128,7 +135,7 @@ def run_matrix(e: Experiment, out: Path, console: Console, keep_data: bool = Fal
     meta = _meta(e, infos, {name: d.settings for name, d in data.items()})
     if runtime:
         meta["runtime_dir"] = str(runtime.path)
-    total = cell_count(e)
+    total = len(e.benchmarks) * len(e.threads) if e.budget_s is not None else cell_count(e)
     index = {t.name: i for i, t in enumerate(e.targets)}
     completed = False
     try:
@@ -149,22 +156,47 @@ def run_matrix(e: Experiment, out: Path, console: Console, keep_data: bool = Fal
             writer.update_meta(meta)
             progress.remove_task(loading)
             task = progress.add_task("cells", total=total)
-            for cell in plan_cells(e):
-                progress.update(task, description=f"{cell.benchmark.name} t={cell.threads} "
-                                                  f"#{cell.repeat}/{e.repeats} {cell.target.name}")
-                target_data = data[cell.target.name]
-                restarted = target_data.ensure_running()
-                record = _run_cell(e, cell, target_data)
-                if restarted:
-                    record.server_restarted_before = True
-                    meta["targets"][index[cell.target.name]]["restarts"] = target_data.describe()["restarts"]
-                    writer.update_meta(meta)
-                writer.append(record)
-                if record.ok:
-                    outcome.cells_ok += 1
-                else:
-                    outcome.cells_failed += 1
-                progress.advance(task)
+            policy = RoundPolicy(e.repeats, e.budget_s)
+            groups = [(b, t) for b in e.benchmarks for t in e.threads]
+            budget_end = time.monotonic() + (e.budget_s or 0.0)
+            meta["rounds"] = []
+
+            def measure(benchmark: Workload, threads: int, round_: int) -> list[Measured]:
+                measured = []
+                for position, target in enumerate(
+                        round_order(e.targets, e.order, e.seed, benchmark.name, threads, round_), 1):
+                    cell = CellPlan(benchmark, threads, round_, target, position)
+                    of = "" if policy.auto else f"/{e.repeats}"
+                    progress.update(task, description=f"{benchmark.name} t={threads} #{round_}{of} {target.name}")
+                    target_data = data[target.name]
+                    restarted = target_data.ensure_running()
+                    record = _run_cell(e, cell, target_data)
+                    if restarted:
+                        record.server_restarted_before = True
+                        meta["targets"][index[target.name]]["restarts"] = target_data.describe()["restarts"]
+                        writer.update_meta(meta)
+                    writer.append(record)
+                    if record.ok:
+                        outcome.cells_ok += 1
+                    else:
+                        outcome.cells_failed += 1
+                    if not policy.auto:
+                        progress.advance(task)
+                    measured.append(Measured(target.name, round_, record.result.qps if record.ok and record.result
+                                             else None, interfered=_interfered(record)))
+                return measured
+
+            for i, (benchmark, threads) in enumerate(groups):
+                # auto: each (benchmark, threads) gets an equal share of what is left of the budget, so that time
+                # one group did not need goes to the next ones.
+                deadline = time.monotonic() + (budget_end - time.monotonic()) / (len(groups) - i)
+                state = GroupState(e.base, [t.name for t in e.targets], e.min_effect)
+                run_rounds(state, policy, partial(measure, benchmark, threads), deadline)
+                meta["rounds"].append({"benchmark": benchmark.name, "threads": threads, "rounds": state.rounds,
+                                       "stopped": state.stop_reason})
+                writer.update_meta(meta)
+                if policy.auto:
+                    progress.advance(task)
             if profile:
                 _profile_cells(e, data_root / "profile", writer, progress)
         meta["status"] = "complete"
@@ -238,7 +270,7 @@ def _run_cell(e: Experiment, cell: CellPlan, data: TargetLifecycle) -> CellRecor
     outcome = run_job(job, RunResult, e.time_s + e.warmup_s + HANG_GRACE_S, env=env)
     record = CellRecord(
         target=cell.target.name, benchmark=cell.benchmark.name, threads=cell.threads, repeat=cell.repeat,
-        status="failed", started_at=started, wall_s=round(time.time() - started, 3),
+        position=cell.position, status="failed", started_at=started, wall_s=round(time.time() - started, 3),
         queries_per_event=cell.benchmark.queries_per_event,
         rows_per_event=e.table_size if cell.benchmark.rows_per_event == "table_size" else None,
         result=outcome.result)
@@ -259,3 +291,7 @@ def _run_cell(e: Experiment, cell: CellPlan, data: TargetLifecycle) -> CellRecor
         record.error = variant.check(mapped)
         record.status = "failed" if record.error else "ok"
     return record
+
+
+def _interfered(record: CellRecord) -> bool:
+    return False

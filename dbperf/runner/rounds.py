@@ -1,0 +1,118 @@
+"""Rounds: one repeat of every target for one (benchmark, threads), in an order that alternates or is drawn at random
+(seeded), so that a drift within a round (cache warmth, thermal, a neighbour waking up) does not always favour the
+first target; and how many rounds to run: a fixed number, or `repeats = "auto"`: at least MIN_ROUNDS clean rounds,
+then more until every cell of the (benchmark, threads) is decided or its share of the budget is spent.
+
+The loop (`run_rounds`) is written against a measurement function and a clock, so that its stopping rule is tested
+with a fake measurement source (tests/test_rounds.py)."""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TypeVar
+
+from dbperf.stats.verdict import CellVerdict, decide
+
+ORDERS = ("alternate", "random")
+MIN_ROUNDS = 5  # clean rounds a side before `auto` may stop
+MAX_EXTRA_MIN_ROUNDS = MIN_ROUNDS  # interfered rounds replaced at most this many times within the minimum
+MAX_ROUNDS = 10_000  # a safety net: a budget spent on cells of a millisecond would otherwise loop for ever
+
+T = TypeVar("T")
+
+
+def round_order(targets: Sequence[T], order: str, seed: int, benchmark: str, threads: int, round_: int) -> list[T]:
+    """`alternate`: as listed in odd rounds, reversed in even ones (ClickHouse flips the order every run);
+    `random`: a permutation drawn from the seed, the cell and the round, so a rerun draws the same orders."""
+    items = list(targets)
+    if order == "random":
+        random.Random(f"{seed}/{benchmark}/{threads}/{round_}").shuffle(items)
+        return items
+    return items if round_ % 2 else items[::-1]
+
+
+@dataclass(frozen=True)
+class Measured:
+    """What the stopping rule needs of one measured repeat."""
+    target: str
+    round: int
+    qps: float | None  # None: the repeat failed
+    interfered: bool = False  # its noise sensors saw heavy interference
+
+
+@dataclass
+class GroupState:
+    """The repeats of one (benchmark, threads) so far, and why its rounds stopped."""
+    base: str
+    targets: list[str]
+    min_effect: float
+    measured: list[Measured] = field(default_factory=list)
+    rounds: int = 0
+    stop_reason: str = ""
+
+    def clean_rounds(self) -> int:
+        interfered = {m.round for m in self.measured if m.interfered}
+        return sum(1 for r in range(1, self.rounds + 1) if r not in interfered)
+
+    def verdicts(self) -> dict[str, CellVerdict | None]:
+        qps = {t: {m.round: m.qps for m in self.measured if m.target == t and m.qps} for t in self.targets}
+        base = qps[self.base]
+        out: dict[str, CellVerdict | None] = {}
+        for t in self.targets:
+            if t == self.base:
+                continue
+            rounds = [(q, base[r]) for r, q in sorted(qps[t].items()) if r in base]
+            out[t] = decide(list(qps[t].values()), list(base.values()), rounds, self.min_effect)
+        return out
+
+    def all_decided(self) -> bool:
+        return all(v is not None and v.decided for v in self.verdicts().values())
+
+
+@dataclass(frozen=True)
+class RoundPolicy:
+    """Fixed: exactly `repeats` rounds. Auto (`budget_s` set): see the module's docstring."""
+    repeats: int
+    budget_s: float | None = None
+    min_rounds: int = MIN_ROUNDS
+
+    @property
+    def auto(self) -> bool:
+        return self.budget_s is not None
+
+    def another_round(self, state: GroupState, now: float, deadline: float, last_round_s: float) -> bool:
+        """Whether to run another round; sets the state's stop reason when not."""
+        if not self.auto:
+            if state.rounds >= self.repeats:
+                state.stop_reason = f"{self.repeats} repeats"
+                return False
+            return True
+        if state.rounds >= MAX_ROUNDS:
+            state.stop_reason = f"{MAX_ROUNDS} rounds"
+            return False
+        clean = state.clean_rounds()
+        if clean < self.min_rounds and state.rounds < self.min_rounds + MAX_EXTRA_MIN_ROUNDS:
+            return True  # the minimum runs whatever the budget says; an interfered round is run again
+        if state.all_decided():
+            state.stop_reason = f"every cell decided after {state.rounds} rounds"
+            return False
+        if now + last_round_s > deadline:
+            state.stop_reason = f"budget spent after {state.rounds} rounds"
+            return False
+        return True
+
+
+def run_rounds(state: GroupState, policy: RoundPolicy, measure: Callable[[int], list[Measured]],
+               deadline: float, clock: Callable[[], float] = time.monotonic) -> GroupState:
+    """Runs rounds (`measure(round)` measures every target once and returns what it measured) until the policy
+    says stop. An exception (Ctrl-C) propagates with everything measured already kept by `measure`."""
+    last_round_s = 0.0
+    while policy.another_round(state, clock(), deadline, last_round_s):
+        started = clock()
+        state.rounds += 1
+        state.measured.extend(measure(state.rounds))
+        last_round_s = clock() - started
+    return state
