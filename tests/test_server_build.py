@@ -24,6 +24,7 @@ from tests.conftest import NEEDS_SERVERS, run_cli
     ('source = "postgres@debian-src"\ncflags = ["; rm -rf /"]', "expected a list of compiler options"),
     ('source = "mariadb@debian-src"', "building mariadb from source is not supported yet"),
     ('engine = "postgres"\nbuild = ["O3"]', "'build' needs a source to build"),
+    ('source = "sqlite@3.45.1"\nbuild = ["O2", "bolt"]', "the bolt variant is for servers built from source"),
 ])
 def test_bad_server_builds_are_one_line(write_experiment, target, message):
     exp = write_experiment(f'[run]\nbenchmarks = ["point-query"]\n[[target]]\nname = "a"\n{target}\n')
@@ -86,3 +87,25 @@ def test_postgres_from_debian_source_is_built_once_and_measured(write_experiment
     assert cell["status"] == "ok" and cell["result"]["server_usage"]["user_us"] > 0
     again = run_cli("build", str(exp))
     assert again.returncode == 0 and "(cached)" in again.stdout, again.stderr
+
+
+@pytest.mark.unit
+def test_bolt_without_the_bolt_tools_is_refused_before_any_fetch(write_experiment, tmp_path):
+    bin_dir = tmp_path / "bin"  # a PATH with the compiler but no llvm-bolt-16
+    bin_dir.mkdir()
+    (bin_dir / "cc").symlink_to(find_compiler().path)
+    exp = write_experiment('[run]\nbenchmarks = ["point-query"]\n[[target]]\nname = "a"\n'
+                           'source = "postgres@debian-src"\nbuild = ["O2", "pgo", "bolt"]\n')
+    proc = run_cli("run", str(exp), "--yes", env={"PATH": str(bin_dir), "CC": "cc"})
+    assert proc.returncode == 2, proc.stderr
+    assert "needs llvm-bolt-16 and merge-fdata-16 (apt install bolt-16)" in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.unit
+def test_bolt_links_with_relocations_and_keeps_other_keys():
+    recipe = server_build.PostgresRecipe()
+    spec = ServerBuildSpec("postgres", variants=("O2", "lto", "bolt"))
+    configure = recipe.commands(Path("/src"), Path("/p"), find_compiler(), spec.flags(), 2)[0]
+    assert "CFLAGS=-O2 -flto=auto" in configure and "LDFLAGS=-flto=auto -Wl,-q" in configure
+    assert ServerBuildSpec("postgres", variants=("O2", "pgo")).flags() == ["-O2"]

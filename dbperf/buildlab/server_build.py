@@ -31,6 +31,7 @@ from typing import Any, ClassVar, Protocol
 from dbperf.buildlab.compiler import Compiler, find_compiler
 from dbperf.buildlab.debian_source import candidate_versions, fetch_debian_source
 from dbperf.buildlab.paths import open_to_service_users, server_cache
+from dbperf.buildlab.server_bolt import bolt_identity, bolt_server, bolt_tools
 from dbperf.buildlab.training import training_identity, training_workloads
 from dbperf.buildlab.variants import SERVER_TRAINING, ServerBuildSpec
 from dbperf.errors import UserError
@@ -73,8 +74,9 @@ class PostgresRecipe:
         # Profile flags go to make's PROFILE (added to CFLAGS and LDFLAGS of every object PostgreSQL builds), not
         # to configure: configure's test programs would otherwise write and then mismatch profiles of their own.
         profile = [f for f in flags if f.startswith("-fprofile")]
-        plain = [f for f in flags if f not in profile]
-        ldflags = [f for f in plain if f.startswith("-flto")]
+        link_only = [f for f in flags if f.startswith("-Wl,")]  # bolt's -Wl,-q: for the linker alone
+        plain = [f for f in flags if f not in profile and f not in link_only]
+        ldflags = [f for f in plain if f.startswith("-flto")] + link_only
         make_vars = [f"PROFILE={' '.join(profile)}"] if profile else []
         if any(f.startswith("-fprofile-generate") for f in profile):
             # libpq's build refuses a library that can call exit(); gcov's runtime does, so the instrumented build
@@ -107,9 +109,11 @@ class ServerBuild:
 
 
 def _key(spec: ServerBuildSpec, package: str, version: str, cc: Compiler, recipe: Recipe) -> str:
-    identity = {"engine": spec.engine, "origin": spec.origin, "package": package, "version": version,
+    identity: dict[str, Any] = {"engine": spec.engine, "origin": spec.origin, "package": package, "version": version,
                 "flags": spec.flags(), "compiler": cc.version, "recipe": list(recipe.options),
                 "pgo": training_identity(training_workloads(SERVER_TRAINING)) if spec.pgo else None}
+    if spec.bolt:  # only then: the keys of builds without BOLT stay as they were
+        identity["bolt"] = {**bolt_identity(), "training": training_identity(training_workloads(SERVER_TRAINING))}
     return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:20]
 
 
@@ -127,6 +131,8 @@ def build_server(spec: ServerBuildSpec, on_progress: Progress | None = None) -> 
         raise UserError(f"{spec.label()}: building {spec.engine} from source is not supported yet (PostgreSQL is); "
                         f"use released binaries (source = \"{spec.engine}@VERSION\") or Debian's package")
     cc = find_compiler()
+    if spec.bolt:
+        bolt_tools()  # refused before any fetch when the BOLT tools are missing
     apt, package, versions = candidate_versions(spec.engine)
     builds = server_cache() / "build"
     builds.mkdir(parents=True, exist_ok=True)
@@ -204,12 +210,15 @@ def _build(spec: ServerBuildSpec, recipe: Recipe, cc: Compiler, tree: Path, prov
     else:
         commands = recipe.commands(tree, prefix, cc, spec.flags(), jobs)
         runner.run(commands, "compiling")
+    bolt = None
+    if spec.bolt:
+        bolt = _bolt(spec, recipe, prefix, work, runner)
     shutil.rmtree(tree, ignore_errors=True)  # the sources: only the install and the log are kept
     manifest = {
         "key": key, "label": spec.label(), "engine": spec.engine, "source": provenance,
         "variants": list(spec.variants), "cflags": list(spec.cflags), "flags": spec.flags(),
         "compiler": {"path": cc.path, "version": cc.version}, "commands": commands, "jobs": jobs,
-        "compile_steps": runner.steps, "pgo": pgo,
+        "compile_steps": runner.steps, "pgo": pgo, "bolt": bolt,
         "server_binary_sha256": sha256_of(str(recipe.server_binary(prefix))),
         "build_seconds": round(time.monotonic() - started, 1),
         "built_at": datetime.now(UTC).isoformat(timespec="seconds"),
@@ -260,6 +269,18 @@ def _build_pgo(spec: ServerBuildSpec, recipe: Recipe, cc: Compiler, runner: _Run
             "profile_consumed": "the -fprofile-use build compiled every object with the directory of these .gcda; "
                                 "objects without one (tools the training never ran) were built without a profile",
             "profile_use_flags": use}, [*commands, *use_commands]
+
+
+def _bolt(spec: ServerBuildSpec, recipe: Recipe, prefix: Path, work: Path, runner: _Runner) -> dict[str, Any]:
+    from dbperf.servers.engines import LAB_SERVERS  # see _build_pgo
+
+    if runner.on_progress:
+        runner.on_progress("BOLT (instrument, train, optimize)", 0, 0)
+    try:
+        return bolt_server(spec.engine, spec.label(), prefix, recipe.server_binary(prefix), recipe.binaries, work,
+                           runner.log, LAB_SERVERS[spec.engine].service_user)
+    except UserError as e:
+        raise UserError(f"{e} (log {_keep_log(runner.log)})") from None
 
 
 def _keep_log(log: Path) -> Path:

@@ -14,6 +14,7 @@ NAMED_FLAGS: dict[str, tuple[str, ...]] = {
     "lto": ("-flto=auto",),
     "frame-pointers": ("-fno-omit-frame-pointer", "-mno-omit-leaf-frame-pointer"),
     "pgo": (),  # two builds around a training run, see pgo.py
+    "bolt": ("-Wl,-q",),  # server builds: relocations kept for llvm-bolt, see server_bolt.py
 }
 DEFAULT_TRAINING = ("train-mix",)
 # A flag is one compiler argument; it never passes through a shell, but refuse anything that is not an option.
@@ -65,6 +66,10 @@ class ServerBuildSpec:
     def pgo(self) -> bool:
         return "pgo" in self.variants
 
+    @property
+    def bolt(self) -> bool:
+        return "bolt" in self.variants
+
     def flags(self) -> list[str]:
         return compile_flags(self.variants, self.cflags)
 
@@ -107,6 +112,9 @@ def parse_server_build(raw: dict[str, object], engine: str, origin: str, where: 
 
 def parse_build(raw: dict[str, object], sqlite_version: str, where: str) -> BuildSpec:
     ordered, cflags = _variants_and_cflags(raw, where)
+    if "bolt" in ordered:
+        raise UserError(f"{where}.build: the bolt variant is for servers built from source (source = "
+                        "\"postgres@debian-src\"), not SQLite")
     variants = list(ordered)
     pgo_train = raw.get("pgo_train")
     if pgo_train is not None and "pgo" not in variants:
