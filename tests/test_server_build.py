@@ -22,7 +22,12 @@ from tests.conftest import NEEDS_SERVERS, run_cli
      "server builds train on the server training set"),
     ('source = "postgres@debian-src"\nbuild = ["O9"]', "unknown variant 'O9'"),
     ('source = "postgres@debian-src"\ncflags = ["; rm -rf /"]', "expected a list of compiler options"),
-    ('source = "mariadb@debian-src"', "building mariadb from source is not supported yet"),
+    ('source = "postgres@debian-src"\ncompiler = "icc"', "compiler: expected one of 'clang-16'"),
+    ('source = "postgres@debian-src"\nbuild = ["O2", "pgo"]\ncompiler = "clang-16"', "pgo variant of server builds "
+     "needs gcc"),
+    ('engine = "postgres"\ncompiler = "clang-16"', "'compiler' needs a source to build"),
+    ('source = "sqlite@3.45.1"\ncompiler = "clang-16"', "compiler: only for servers built from source"),
+    ('source = "mariadb@debian-src"\ncflags = ["-O1 x"]', "expected a list of compiler options"),
     ('engine = "postgres"\nbuild = ["O3"]', "'build' needs a source to build"),
     ('source = "sqlite@3.45.1"\nbuild = ["O2", "bolt"]', "the bolt variant is for servers built from source"),
 ])
@@ -109,3 +114,19 @@ def test_bolt_links_with_relocations_and_keeps_other_keys():
     configure = recipe.commands(Path("/src"), Path("/p"), find_compiler(), spec.flags(), 2)[0]
     assert "CFLAGS=-O2 -flto=auto" in configure and "LDFLAGS=-flto=auto -Wl,-q" in configure
     assert ServerBuildSpec("postgres", variants=("O2", "pgo")).flags() == ["-O2"]
+
+
+@pytest.mark.unit
+def test_mariadb_recipe_is_cmake_with_the_minimal_plugin_set_and_the_variants_flags():
+    recipe = server_build.MariadbRecipe()
+    cc = find_compiler()
+    configure, build, install = recipe.commands(Path("/src"), Path("/p"), cc, ["-O3", "-flto=auto", "-Wl,-q"], 2)
+    for plugin in ("COLUMNSTORE", "ROCKSDB", "MROONGA", "SPIDER", "CONNECT", "TOKUDB", "OQGRAPH", "S3"):
+        assert f"-DPLUGIN_{plugin}=NO" in configure
+    assert "-DWITH_EMBEDDED_SERVER=OFF" in configure and "-DWITH_UNIT_TESTS=OFF" in configure
+    assert "-DCMAKE_CXX_FLAGS=-O3 -flto=auto" in configure and f"-DCMAKE_CXX_COMPILER={cc.cxx}" in configure
+    assert "-DCMAKE_EXE_LINKER_FLAGS=-flto=auto -Wl,-q" in configure
+    assert build == ["ninja", "-C", "/src/lab-build", "-j2"] and install[-1] == "install"
+    assert recipe.is_step("[12/1149] Building CXX object sql/CMakeFiles/sql.dir/item.cc.o")
+    assert not recipe.is_step("[13/1149] Linking CXX executable sql/mariadbd")
+    assert recipe.binaries(Path("/p")) == Path("/p/bin/mariadbd")

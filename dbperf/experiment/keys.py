@@ -110,6 +110,8 @@ TARGET = (
     Key("build", "list of variants",
         "O2 | O3, native, lto, frame-pointers, pgo (with source); bolt (servers from source)", "[\"O2\"]"),
     Key("cflags", "list of options", "compiler options appended last (with source)", "[]"),
+    Key("compiler", "\"clang-16\"", "servers built from source: Debian's clang-16 instead of the user's CC",
+        "CC (gcc)"),
     Key("pgo_train", "list of workloads", "PGO training set (with build = [..., \"pgo\"])", "[\"train-mix\"]"),
     Key("pgo_partial_training", "boolean", "-fprofile-partial-training", "false", "", boolean),
     Key("allocator", " | ".join(ALLOCATORS), "preloaded into the process that runs the engine", "", "",
