@@ -22,8 +22,14 @@ from tests.conftest import NEEDS_SERVERS, run_cli
      "server builds train on the server training set"),
     ('source = "postgres@debian-src"\nbuild = ["O9"]', "unknown variant 'O9'"),
     ('source = "postgres@debian-src"\ncflags = ["; rm -rf /"]', "expected a list of compiler options"),
-    ('source = "mariadb@debian-src"', "building mariadb from source is not supported yet"),
+    ('source = "postgres@debian-src"\ncompiler = "icc"', "compiler: expected one of 'clang-16'"),
+    ('source = "postgres@debian-src"\nbuild = ["O2", "pgo"]\ncompiler = "clang-16"', "pgo variant of server builds "
+     "needs gcc"),
+    ('engine = "postgres"\ncompiler = "clang-16"', "'compiler' needs a source to build"),
+    ('source = "sqlite@3.45.1"\ncompiler = "clang-16"', "compiler: only for servers built from source"),
+    ('source = "mariadb@debian-src"\ncflags = ["-O1 x"]', "expected a list of compiler options"),
     ('engine = "postgres"\nbuild = ["O3"]', "'build' needs a source to build"),
+    ('source = "sqlite@3.45.1"\nbuild = ["O2", "bolt"]', "the bolt variant is for servers built from source"),
 ])
 def test_bad_server_builds_are_one_line(write_experiment, target, message):
     exp = write_experiment(f'[run]\nbenchmarks = ["point-query"]\n[[target]]\nname = "a"\n{target}\n')
@@ -86,3 +92,41 @@ def test_postgres_from_debian_source_is_built_once_and_measured(write_experiment
     assert cell["status"] == "ok" and cell["result"]["server_usage"]["user_us"] > 0
     again = run_cli("build", str(exp))
     assert again.returncode == 0 and "(cached)" in again.stdout, again.stderr
+
+
+@pytest.mark.unit
+def test_bolt_without_the_bolt_tools_is_refused_before_any_fetch(write_experiment, tmp_path):
+    bin_dir = tmp_path / "bin"  # a PATH with the compiler but no llvm-bolt-16
+    bin_dir.mkdir()
+    (bin_dir / "cc").symlink_to(find_compiler().path)
+    exp = write_experiment('[run]\nbenchmarks = ["point-query"]\n[[target]]\nname = "a"\n'
+                           'source = "postgres@debian-src"\nbuild = ["O2", "pgo", "bolt"]\n')
+    proc = run_cli("run", str(exp), "--yes", env={"PATH": str(bin_dir), "CC": "cc"})
+    assert proc.returncode == 2, proc.stderr
+    assert "needs llvm-bolt-16 and merge-fdata-16 (apt install bolt-16)" in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.unit
+def test_bolt_links_with_relocations_and_keeps_other_keys():
+    recipe = server_build.PostgresRecipe()
+    spec = ServerBuildSpec("postgres", variants=("O2", "lto", "bolt"))
+    configure = recipe.commands(Path("/src"), Path("/p"), find_compiler(), spec.flags(), 2)[0]
+    assert "CFLAGS=-O2 -flto=auto" in configure and "LDFLAGS=-flto=auto -Wl,-q" in configure
+    assert ServerBuildSpec("postgres", variants=("O2", "pgo")).flags() == ["-O2"]
+
+
+@pytest.mark.unit
+def test_mariadb_recipe_is_cmake_with_the_minimal_plugin_set_and_the_variants_flags():
+    recipe = server_build.MariadbRecipe()
+    cc = find_compiler()
+    configure, build, install = recipe.commands(Path("/src"), Path("/p"), cc, ["-O3", "-flto=auto", "-Wl,-q"], 2)
+    for plugin in ("COLUMNSTORE", "ROCKSDB", "MROONGA", "SPIDER", "CONNECT", "TOKUDB", "OQGRAPH", "S3"):
+        assert f"-DPLUGIN_{plugin}=NO" in configure
+    assert "-DWITH_EMBEDDED_SERVER=OFF" in configure and "-DWITH_UNIT_TESTS=OFF" in configure
+    assert "-DCMAKE_CXX_FLAGS=-O3 -flto=auto" in configure and f"-DCMAKE_CXX_COMPILER={cc.cxx}" in configure
+    assert "-DCMAKE_EXE_LINKER_FLAGS=-flto=auto -Wl,-q" in configure
+    assert build == ["ninja", "-C", "/src/lab-build", "-j2"] and install[-1] == "install"
+    assert recipe.is_step("[12/1149] Building CXX object sql/CMakeFiles/sql.dir/item.cc.o")
+    assert not recipe.is_step("[13/1149] Linking CXX executable sql/mariadbd")
+    assert recipe.binaries(Path("/p")) == Path("/p/bin/mariadbd")

@@ -5,10 +5,12 @@ benchmarks. The read and write microbenchmarks, 1 thread, repeats interleaved. P
 geometric mean, the worst benchmark and both builds' build times; the last line is `ratio <geomean>`. Target:
 geomean >= 1.10, no benchmark below 0.97. A benchmark, not a test: it asserts nothing.
 
-Counters (simulated I1-miss % and instructions per point query of both builds) need profiling of server processes,
-which the lab does not do yet: this script says so instead of printing them.
+Then the evidence chain of both builds on the point query, through the lab's server profiles (dbperf profile):
+simulated I1 misses per instruction and instructions per query of the server's processes under cachegrind (pinned
+geometry, N-minus-0 windows), next to the wall-clock rQPS of the point-query benchmark (part of `reads`).
 
 Usage: .venv/bin/python benchmarks/server_pgo_gain/run.py [--engine postgres] [--time 3] [--repeats 3] [--lto]
+       [--profile-queries 5000] [--no-counters]
 """
 
 from __future__ import annotations
@@ -19,8 +21,12 @@ from pathlib import Path
 
 from rich.console import Console
 
+from dbperf.catalog.registry import resolve
 from dbperf.errors import UserError
-from dbperf.experiment.spec import parse_experiment
+from dbperf.experiment.spec import Experiment, parse_experiment
+from dbperf.explain.mode import CounterMode
+from dbperf.explain.profile import Profiler
+from dbperf.records import Profile
 from dbperf.runner.matrix import run_matrix
 from dbperf.runner.targets import build_targets
 from dbperf.stats.ladder import geomean
@@ -47,6 +53,17 @@ build = {variants}
 """
 
 
+def profiles(exp: Experiment, queries: int, work: Path) -> dict[str, Profile]:
+    """Simulated counters of each target's server processes on the point query."""
+    (point,) = resolve(["point-query"], exp.path.parent, "point-query")
+    profiler = Profiler(exp, work, queries=queries, mode=CounterMode("simulated", "the benchmark asks for simulated "
+                                                                                  "counters"))
+    try:
+        return {t.name: profiler.profile(t, point, "simulated") for t in exp.targets}
+    finally:
+        profiler.close()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--engine", default="postgres", choices=["postgres", "mariadb"])
@@ -54,6 +71,8 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--table-size", type=int, default=100_000)
     ap.add_argument("--lto", action="store_true", help="the PGO build with LTO as well")
+    ap.add_argument("--profile-queries", type=int, default=5000, help="point queries in each profiled window")
+    ap.add_argument("--no-counters", action="store_true", help="skip the simulated counters")
     args = ap.parse_args()
     console = Console(stderr=True)
     variants = ["O2", "pgo", "lto"] if args.lto else ["O2", "pgo"]
@@ -67,6 +86,7 @@ def main() -> None:
         out = Path(tmp) / "results"
         run_matrix(exp, out, console, builds=builds)
         meta, records, _ = read_results(out)
+        counters = None if args.no_counters else profiles(exp, args.profile_queries, Path(tmp) / "profile")
     m = build_matrix(meta, records)
     for target, manifest in builds.items():
         pgo = manifest.get("pgo") or {}
@@ -86,7 +106,19 @@ def main() -> None:
         sig = "" if cell.significant else " ~"
         print(f"{benchmark:32s} rQPS {cell.rqps:.3f}{sig}   spread {cell.qps.spread:.1%}")
     worst = min(ratios)
-    print("counters: not measured (the lab does not profile server processes yet)")
+    if counters is None:
+        print("counters: not measured (--no-counters)")
+    else:
+        some = next(iter(counters.values()))
+        print(f"counters, point-query, {some.queries} queries per window: {some.tool}; {some.method}")
+        for target, p in counters.items():
+            q = p.per_query
+            print(f"{target:12s} I1 misses {q['i1_miss_pct_of_instructions']:.2f}% of instructions   "
+                  f"instructions/query {q['instructions']:,.0f}   I1 misses/query {q['i1_misses']:,.0f}   "
+                  f"est. cycles/query {q['estimated_cycles']:,.0f}")
+        base, pgo = counters["O2"].per_query, counters[name].per_query
+        print(f"{name} / O2: instructions x{pgo['instructions'] / base['instructions']:.3f}, I1 misses per "
+              f"instruction {base['i1_miss_pct_of_instructions']:.2f}% -> {pgo['i1_miss_pct_of_instructions']:.2f}%")
     print(f"geomean rQPS {geomean([r for r, _ in ratios]):.3f} over {len(ratios)} benchmarks; "
           f"worst {worst[1]} {worst[0]:.3f}")
     print(f"ratio {geomean([r for r, _ in ratios]):.3f}")

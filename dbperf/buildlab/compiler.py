@@ -1,4 +1,7 @@
-"""The user's C compiler: which one, which version. The build lab and the probes compile with it."""
+"""The user's C compiler: which one, which version. The build lab and the probes compile with it.
+
+Server builds may name another compiler (`compiler = "clang-16"`, Debian's clang-16); the default is the user's
+(CC, else cc: gcc 12 on Debian 12)."""
 
 from __future__ import annotations
 
@@ -10,21 +13,35 @@ from functools import cache
 
 from dbperf.errors import UserError
 
+# compiler name -> (C compiler, C++ compiler, Debian package)
+NAMED_COMPILERS = {"clang-16": ("clang-16", "clang++-16", "clang-16")}
+
 
 @dataclass(frozen=True)
 class Compiler:
     path: str
     version: str  # first line of --version, e.g. "gcc (Debian 12.2.0-14+deb12u1) 12.2.0"
     is_gcc: bool
+    cxx: str = "c++"  # the matching C++ compiler (MariaDB is C++)
+    name: str = ""  # the name the target gave (`compiler = "clang-16"`); "" for the user's default
 
 
 @cache
-def find_compiler() -> Compiler:
-    name = os.environ.get("CC", "cc")
-    path = shutil.which(name)
+def find_compiler(named: str | None = None) -> Compiler:
+    if named is not None:
+        if named not in NAMED_COMPILERS:
+            raise UserError(f"compiler: unknown compiler {named!r} (known: {', '.join(NAMED_COMPILERS)}; the "
+                            "default is the user's CC)")
+        cc_name, cxx_name, package = NAMED_COMPILERS[named]
+        if shutil.which(cc_name) is None or shutil.which(cxx_name) is None:
+            raise UserError(f"compiler {named!r}: {cc_name} not found (apt install {package})")
+    else:
+        cc_name, cxx_name = os.environ.get("CC", "cc"), os.environ.get("CXX", "c++")
+    path = shutil.which(cc_name)
     if path is None:
-        raise UserError(f"no C compiler: {name!r} not found (apt install gcc, or set CC)")
+        raise UserError(f"no C compiler: {cc_name!r} not found (apt install gcc, or set CC)")
     out = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=30).stdout
     version = out.splitlines()[0].strip() if out.strip() else "unknown"
     is_gcc = "clang" not in out.lower() and ("gcc" in out.lower() or "free software foundation" in out.lower())
-    return Compiler(path=path, version=version, is_gcc=is_gcc)
+    return Compiler(path=path, version=version, is_gcc=is_gcc, cxx=shutil.which(cxx_name) or cxx_name,
+                    name=named or "")

@@ -31,6 +31,7 @@ from typing import Any, ClassVar, Protocol
 from dbperf.buildlab.compiler import Compiler, find_compiler
 from dbperf.buildlab.debian_source import candidate_versions, fetch_debian_source
 from dbperf.buildlab.paths import open_to_service_users, server_cache
+from dbperf.buildlab.server_bolt import bolt_identity, bolt_server, bolt_tools
 from dbperf.buildlab.training import training_identity, training_workloads
 from dbperf.buildlab.variants import SERVER_TRAINING, ServerBuildSpec
 from dbperf.errors import UserError
@@ -56,6 +57,10 @@ class Recipe(Protocol):
         """Whether a line of the build's output is one compile step."""
         ...
 
+    def clean_commands(self, tree: Path) -> list[list[str]]:
+        """What removes the objects of a build (between PGO's instrumented and profile-use builds)."""
+        ...
+
 
 class PostgresRecipe:
     """configure + make: the server, its libraries and tools; no readline or ICU (the lab needs neither), no LLVM
@@ -73,8 +78,9 @@ class PostgresRecipe:
         # Profile flags go to make's PROFILE (added to CFLAGS and LDFLAGS of every object PostgreSQL builds), not
         # to configure: configure's test programs would otherwise write and then mismatch profiles of their own.
         profile = [f for f in flags if f.startswith("-fprofile")]
-        plain = [f for f in flags if f not in profile]
-        ldflags = [f for f in plain if f.startswith("-flto")]
+        link_only = [f for f in flags if f.startswith("-Wl,")]  # bolt's -Wl,-q: for the linker alone
+        plain = [f for f in flags if f not in profile and f not in link_only]
+        ldflags = [f for f in plain if f.startswith("-flto")] + link_only
         make_vars = [f"PROFILE={' '.join(profile)}"] if profile else []
         if any(f.startswith("-fprofile-generate") for f in profile):
             # libpq's build refuses a library that can call exit(); gcov's runtime does, so the instrumented build
@@ -94,8 +100,64 @@ class PostgresRecipe:
     def is_step(self, line: str) -> bool:
         return bool(self.COMPILE.search(line))
 
+    def clean_commands(self, tree: Path) -> list[list[str]]:
+        return [["make", "clean"]]
 
-RECIPES: dict[str, Recipe] = {"postgres": PostgresRecipe()}
+
+class MariadbRecipe:
+    """cmake + ninja, a minimal plugin set: the server with InnoDB, Aria, MyISAM and the small storage engines and
+    plugins MariaDB builds by default; not ColumnStore, RocksDB, Mroonga, Spider, Connect, TokuDB, OQGraph, S3 (each
+    large, none used by the lab's benchmarks), nor Galera (wsrep), mariabackup, PAM/GSSAPI/HashiCorp/AWS plugins
+    (which need more libraries), the embedded server or the unit tests. System zlib, OpenSSL, PCRE2 and libfmt (the
+    bundled ones would be downloaded at build time). Release build type with its flags emptied, so the variants'
+    flags are the only optimisation flags (NDEBUG and MariaDB's own DBUG_OFF stay). The standalone layout (bin/,
+    scripts/, share/) is what the lab's MariaDB start-up knows from released binaries."""
+    engine: ClassVar[str] = "mariadb"
+    options: ClassVar[tuple[str, ...]] = (
+        "-GNinja", "-DCMAKE_BUILD_TYPE=Release", "-DCMAKE_C_FLAGS_RELEASE=-DNDEBUG",
+        "-DCMAKE_CXX_FLAGS_RELEASE=-DNDEBUG", "-DINSTALL_LAYOUT=STANDALONE", "-DMYSQL_MAINTAINER_MODE=OFF",
+        "-DPLUGIN_COLUMNSTORE=NO", "-DPLUGIN_ROCKSDB=NO", "-DPLUGIN_MROONGA=NO", "-DPLUGIN_SPIDER=NO",
+        "-DPLUGIN_CONNECT=NO", "-DPLUGIN_TOKUDB=NO", "-DPLUGIN_OQGRAPH=NO", "-DPLUGIN_S3=NO",
+        "-DPLUGIN_AUTH_PAM=NO", "-DPLUGIN_AUTH_GSSAPI=NO", "-DPLUGIN_HASHICORP_KEY_MANAGEMENT=NO",
+        "-DPLUGIN_AWS_KEY_MANAGEMENT=NO", "-DWITH_WSREP=OFF", "-DWITH_MARIABACKUP=OFF",
+        "-DWITH_EMBEDDED_SERVER=OFF", "-DWITH_UNIT_TESTS=OFF", "-DWITH_SSL=system", "-DWITH_ZLIB=system",
+        "-DWITH_PCRE=system", "-DWITH_LIBFMT=system", "-DWITH_SYSTEMD=no", "-DWITH_NUMA=OFF",
+        "-DCONC_WITH_UNITTEST=OFF", "-DIGNORE_AIO_CHECK=ON")
+    SKIPPED = ("columnstore", "rocksdb", "mroonga", "spider", "connect", "oqgraph", "unittest", "test", "wsrep",
+               "mariabackup", "libmysqld", "galera", "wolfssl", "pcre", "zlib", "extra/libfmt")
+    STEP = re.compile(r"^\[\d+/\d+\] Building (C|CXX) object ")
+    BUILD_DIR = "lab-build"
+
+    def expected_steps(self, tree: Path) -> int:
+        return sum(1 for p in tree.rglob("*") if p.suffix in (".c", ".cc", ".cpp")
+                   and not any(s in str(p.relative_to(tree)).lower() for s in self.SKIPPED))
+
+    def commands(self, tree: Path, prefix: Path, cc: Compiler, flags: list[str], jobs: int) -> list[list[str]]:
+        link_only = [f for f in flags if f.startswith("-Wl,")]
+        compile_flags = " ".join(f for f in flags if f not in link_only)
+        link = " ".join(f for f in flags if f.startswith(("-flto", "-fprofile")) or f in link_only)
+        build = tree / self.BUILD_DIR
+        return [["cmake", "-S", str(tree), "-B", str(build), *self.options, f"-DCMAKE_INSTALL_PREFIX={prefix}",
+                 f"-DCMAKE_C_COMPILER={cc.path}", f"-DCMAKE_CXX_COMPILER={cc.cxx}",
+                 f"-DCMAKE_C_FLAGS={compile_flags}", f"-DCMAKE_CXX_FLAGS={compile_flags}",
+                 *(f"-DCMAKE_{kind}_LINKER_FLAGS={link}" for kind in ("EXE", "SHARED", "MODULE"))],
+                ["ninja", "-C", str(build), f"-j{jobs}"],
+                ["ninja", "-C", str(build), "install"]]
+
+    def binaries(self, prefix: Path) -> Path:
+        return prefix / "bin" / "mariadbd"  # what a MariaDB target's `binaries` names: the server binary
+
+    def server_binary(self, prefix: Path) -> Path:
+        return prefix / "bin" / "mariadbd"
+
+    def is_step(self, line: str) -> bool:
+        return bool(self.STEP.match(line))
+
+    def clean_commands(self, tree: Path) -> list[list[str]]:
+        return [["ninja", "-C", str(tree / self.BUILD_DIR), "clean"]]
+
+
+RECIPES: dict[str, Recipe] = {"postgres": PostgresRecipe(), "mariadb": MariadbRecipe()}
 
 
 @dataclass(frozen=True)
@@ -107,9 +169,13 @@ class ServerBuild:
 
 
 def _key(spec: ServerBuildSpec, package: str, version: str, cc: Compiler, recipe: Recipe) -> str:
-    identity = {"engine": spec.engine, "origin": spec.origin, "package": package, "version": version,
+    identity: dict[str, Any] = {"engine": spec.engine, "origin": spec.origin, "package": package, "version": version,
                 "flags": spec.flags(), "compiler": cc.version, "recipe": list(recipe.options),
                 "pgo": training_identity(training_workloads(SERVER_TRAINING)) if spec.pgo else None}
+    if spec.compiler:  # only then, as bolt below: the keys of builds with the user's CC stay as they were
+        identity["compiler_named"] = {"name": spec.compiler, "cxx": cc.cxx}
+    if spec.bolt:  # only then: the keys of builds without BOLT stay as they were
+        identity["bolt"] = {**bolt_identity(), "training": training_identity(training_workloads(SERVER_TRAINING))}
     return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:20]
 
 
@@ -126,7 +192,9 @@ def build_server(spec: ServerBuildSpec, on_progress: Progress | None = None) -> 
     if recipe is None:
         raise UserError(f"{spec.label()}: building {spec.engine} from source is not supported yet (PostgreSQL is); "
                         f"use released binaries (source = \"{spec.engine}@VERSION\") or Debian's package")
-    cc = find_compiler()
+    cc = find_compiler(spec.compiler)
+    if spec.bolt:
+        bolt_tools()  # refused before any fetch when the BOLT tools are missing
     apt, package, versions = candidate_versions(spec.engine)
     builds = server_cache() / "build"
     builds.mkdir(parents=True, exist_ok=True)
@@ -204,12 +272,16 @@ def _build(spec: ServerBuildSpec, recipe: Recipe, cc: Compiler, tree: Path, prov
     else:
         commands = recipe.commands(tree, prefix, cc, spec.flags(), jobs)
         runner.run(commands, "compiling")
+    bolt = None
+    if spec.bolt:
+        bolt = _bolt(spec, recipe, prefix, work, runner)
     shutil.rmtree(tree, ignore_errors=True)  # the sources: only the install and the log are kept
     manifest = {
         "key": key, "label": spec.label(), "engine": spec.engine, "source": provenance,
         "variants": list(spec.variants), "cflags": list(spec.cflags), "flags": spec.flags(),
-        "compiler": {"path": cc.path, "version": cc.version}, "commands": commands, "jobs": jobs,
-        "compile_steps": runner.steps, "pgo": pgo,
+        "compiler": {"path": cc.path, "version": cc.version, "cxx": cc.cxx, "named": spec.compiler},
+        "commands": commands, "jobs": jobs,
+        "compile_steps": runner.steps, "pgo": pgo, "bolt": bolt,
         "server_binary_sha256": sha256_of(str(recipe.server_binary(prefix))),
         "build_seconds": round(time.monotonic() - started, 1),
         "built_at": datetime.now(UTC).isoformat(timespec="seconds"),
@@ -249,7 +321,7 @@ def _build_pgo(spec: ServerBuildSpec, recipe: Recipe, cc: Compiler, runner: _Run
         raise UserError(f"{spec.label()}: PGO training wrote no profile (.gcda) under {profile}")
     shutil.rmtree(instrumented)
     use = [*spec.flags(), f"-fprofile-use={profile}", "-fprofile-correction", "-Wno-missing-profile"]
-    use_commands = [["make", "clean"], *recipe.commands(runner.tree, prefix, cc, use, jobs)]
+    use_commands = [*recipe.clean_commands(runner.tree), *recipe.commands(runner.tree, prefix, cc, use, jobs)]
     compiled = runner.run(use_commands, "compiling (with the profile)")
     names = [p.name.replace("#", "/").split("/src/", 1)[-1] for p in gcda]
     profile_bytes = sum(p.stat().st_size for p in gcda)
@@ -260,6 +332,18 @@ def _build_pgo(spec: ServerBuildSpec, recipe: Recipe, cc: Compiler, runner: _Run
             "profile_consumed": "the -fprofile-use build compiled every object with the directory of these .gcda; "
                                 "objects without one (tools the training never ran) were built without a profile",
             "profile_use_flags": use}, [*commands, *use_commands]
+
+
+def _bolt(spec: ServerBuildSpec, recipe: Recipe, prefix: Path, work: Path, runner: _Runner) -> dict[str, Any]:
+    from dbperf.servers.engines import LAB_SERVERS  # see _build_pgo
+
+    if runner.on_progress:
+        runner.on_progress("BOLT (instrument, train, optimize)", 0, 0)
+    try:
+        return bolt_server(spec.engine, spec.label(), prefix, recipe.server_binary(prefix), recipe.binaries, work,
+                           runner.log, LAB_SERVERS[spec.engine].service_user)
+    except UserError as e:
+        raise UserError(f"{e} (log {_keep_log(runner.log)})") from None
 
 
 def _keep_log(log: Path) -> Path:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from dbperf.buildlab.compiler import NAMED_COMPILERS
 from dbperf.errors import UserError
 
 NAMED_FLAGS: dict[str, tuple[str, ...]] = {
@@ -14,6 +15,7 @@ NAMED_FLAGS: dict[str, tuple[str, ...]] = {
     "lto": ("-flto=auto",),
     "frame-pointers": ("-fno-omit-frame-pointer", "-mno-omit-leaf-frame-pointer"),
     "pgo": (),  # two builds around a training run, see pgo.py
+    "bolt": ("-Wl,-q",),  # server builds: relocations kept for llvm-bolt, see server_bolt.py
 }
 DEFAULT_TRAINING = ("train-mix",)
 # A flag is one compiler argument; it never passes through a shell, but refuse anything that is not an option.
@@ -60,16 +62,22 @@ class ServerBuildSpec:
     origin: str = "debian-src"
     variants: tuple[str, ...] = ("O2",)
     cflags: tuple[str, ...] = ()
+    compiler: str | None = None  # a named compiler (compiler.NAMED_COMPILERS); None: the user's CC
 
     @property
     def pgo(self) -> bool:
         return "pgo" in self.variants
 
+    @property
+    def bolt(self) -> bool:
+        return "bolt" in self.variants
+
     def flags(self) -> list[str]:
         return compile_flags(self.variants, self.cflags)
 
     def label(self) -> str:
-        return f"{self.engine}@{self.origin} [{' '.join([*self.variants, *self.cflags])}]"
+        with_compiler = f" with {self.compiler}" if self.compiler else ""
+        return f"{self.engine}@{self.origin} [{' '.join([*self.variants, *self.cflags])}]{with_compiler}"
 
 
 def parse_source(value: object, where: str) -> str:
@@ -102,11 +110,24 @@ def parse_server_build(raw: dict[str, object], engine: str, origin: str, where: 
         if key in raw:
             raise UserError(f"{where}.{key}: server builds train on the server training set "
                             f"({', '.join(SERVER_TRAINING)}), kept apart from the measured benchmarks")
-    return ServerBuildSpec(engine, origin, variants, cflags)
+    compiler = raw.get("compiler")
+    if compiler is not None:
+        if compiler not in NAMED_COMPILERS:
+            raise UserError(f"{where}.compiler: expected one of {', '.join(map(repr, NAMED_COMPILERS))} (the default "
+                            f"is the user's CC, gcc), got {compiler!r}")
+        if "pgo" in variants:
+            raise UserError(f"{where}.compiler: the pgo variant of server builds needs gcc (its .gcda profiles); "
+                            f"drop compiler = {compiler!r} or pgo")
+    return ServerBuildSpec(engine, origin, variants, cflags, compiler)
 
 
 def parse_build(raw: dict[str, object], sqlite_version: str, where: str) -> BuildSpec:
     ordered, cflags = _variants_and_cflags(raw, where)
+    if "compiler" in raw:
+        raise UserError(f"{where}.compiler: only for servers built from source; SQLite builds use CC")
+    if "bolt" in ordered:
+        raise UserError(f"{where}.build: the bolt variant is for servers built from source (source = "
+                        "\"postgres@debian-src\"), not SQLite")
     variants = list(ordered)
     pgo_train = raw.get("pgo_train")
     if pgo_train is not None and "pgo" not in variants:

@@ -135,8 +135,11 @@ TARGET = (
     Key("source", "\"sqlite@X.Y.Z\" | \"postgres@V\" | \"mariadb@V\" | \"postgres@debian-src\"",
         "SQLite built from that version's amalgamation; a server's released binaries, or built from Debian's "
         "source package (the engine follows)"),
-    Key("build", "list of variants", "O2 | O3, native, lto, frame-pointers, pgo (with source)", "[\"O2\"]"),
+    Key("build", "list of variants",
+        "O2 | O3, native, lto, frame-pointers, pgo (with source); bolt (servers from source)", "[\"O2\"]"),
     Key("cflags", "list of options", "compiler options appended last (with source)", "[]"),
+    Key("compiler", "\"clang-16\"", "servers built from source: Debian's clang-16 instead of the user's CC",
+        "CC (gcc)"),
     Key("pgo_train", "list of workloads", "PGO training set (with build = [..., \"pgo\"])", "[\"train-mix\"]"),
     Key("pgo_partial_training", "boolean", "-fprofile-partial-training", "false", "", boolean),
     Key("allocator", " | ".join(ALLOCATORS), "preloaded into the process that runs the engine", "", "",

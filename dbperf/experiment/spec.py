@@ -202,7 +202,7 @@ def _server_target(raw: dict[str, Any], name: str, engine: str, twhere: str) -> 
                             "Debian's package")
         server_build = parse_server_build(raw, engine, source.split("@", 1)[1], twhere)
     else:
-        for key in ("build", "cflags", "pgo_train", "pgo_partial_training"):
+        for key in ("build", "cflags", "pgo_train", "pgo_partial_training", "compiler"):
             if key in raw:
                 raise UserError(f"{twhere}: {key!r} needs a source to build: \"sqlite@X.Y.Z\" or "
                                 f"\"{engine}@debian-src\"")
