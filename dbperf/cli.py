@@ -36,6 +36,7 @@ from dbperf.probes.catalog import FAMILIES
 from dbperf.probes.run import run_probes
 from dbperf.records import to_builtins
 from dbperf.report.escape import term
+from dbperf.report.html import to_html
 from dbperf.report.ladder import render_ladder
 from dbperf.report.probe_view import render_compare, render_probes
 from dbperf.report.profile_view import render_diff, render_profile
@@ -53,7 +54,7 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_
 # Reports are wide; when piped (no terminal width to respect) do not wrap them at 80 columns.
 out_console = Console(width=None if sys.stdout.isatty() else 200)
 err_console = Console(stderr=True, width=None if sys.stderr.isatty() else 200)
-FORMATS = ("table", "markdown", "csv", "json")
+FORMATS = ("table", "markdown", "csv", "json", "html")
 NO_CELL_SUCCEEDED = 3
 
 
@@ -76,16 +77,36 @@ def _note_skipped(directory: Path, skipped: list[SkippedLine]) -> None:
                           markup=False, highlight=False)
 
 
-def print_report(directory: Path, fmt: str, aggregate: str | None) -> None:
+def print_report(directory: Path, fmt: str, aggregate: str | None, output: Path | None = None) -> None:
     meta, records, skipped = read_results(directory)
     matrix = build_matrix(meta, records, aggregate)
-    if fmt == "table":
+    if fmt == "html":
+        write_output(to_html(matrix, meta), output)
+    elif output is not None:
+        fail("-o/--output: only with --format html (other formats print to stdout)")
+    elif fmt == "table":
         render_table(matrix, meta, out_console)
     elif fmt == "json":
         sys.stdout.write(to_json(matrix, meta, skipped=[asdict(s) for s in skipped]))
     else:
         sys.stdout.write({"markdown": to_markdown, "csv": to_csv}[fmt](matrix, meta))
     _note_skipped(directory, skipped)
+
+
+def write_output(document: str, output: Path | None) -> None:
+    """A document to a file (written whole, then renamed into place) or to stdout."""
+    if output is None:
+        sys.stdout.write(document)
+        return
+    tmp = output.with_name(output.name + ".tmp")
+    try:
+        tmp.write_text(document, encoding="utf-8")
+        tmp.replace(output)
+    except OSError as e:
+        tmp.unlink(missing_ok=True)
+        fail(f"{output}: cannot write: {e.strerror or e}")
+    err_console.print(f"dbperf: wrote {output} ({len(document.encode()) / 1e6:.1f} MB)", markup=False,
+                      highlight=False)
 
 
 @dataclass
@@ -258,9 +279,11 @@ def build(
 @app.command()
 def report(
     directory: Annotated[Path, typer.Argument(help="results directory of a run")],
-    format: Annotated[str, typer.Option("--format", help="table, markdown, csv or json")] = "table",
+    format: Annotated[str, typer.Option("--format", help="table, markdown, csv, json or html")] = "table",
     aggregate: Annotated[Optional[str], typer.Option(help="median or trimmed (default: the run's)")] = None,
     as_ladder: Annotated[bool, typer.Option("--ladder", help="report the targets as a tuning ladder")] = False,
+    output: Annotated[Optional[Path], typer.Option("-o", "--output", help="write the HTML report to this file")]
+    = None,
 ) -> None:
     """Report a results directory, complete or partial."""
     if format not in FORMATS:
@@ -269,7 +292,7 @@ def report(
     if as_ladder:
         print_ladder(directory, aggregate)
     else:
-        print_report(directory, format, aggregate)
+        print_report(directory, format, aggregate, output)
 
 
 MODES = ("auto", "simulated", "hardware")

@@ -1,0 +1,130 @@
+"""`dbperf report DIR --format html`: the run's report as one self-contained page. The tables are the layout's
+(layout.py: the rQPS matrix, each target's absolute figures, counters, notes), rendered as HTML; the charts
+(charts.py) draw the same Matrix: the rQPS heat map coloured by verdict, every repeat with its center and CI, CPU per
+query stacked, latency percentiles, per-interval throughput where the driver reported it, counters with their mode;
+then the run's metadata."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dbperf.report import charts
+from dbperf.report.html_page import Page, key_values, legend_swatches, table, text
+from dbperf.report.layout import Block, build_report
+from dbperf.report.verdict import MANN_WHITNEY, VERDICT_COLOURS
+from dbperf.stats.rqps_matrix import Matrix
+
+VERDICT_MEANINGS = {
+    "base": "the base target",
+    "faster": "faster than the base, decided by the verdict rule (today: " + MANN_WHITNEY + ")",
+    "slower": "slower than the base, decided likewise",
+    "same": "no difference the rule can tell from noise",
+    "unstable": "too noisy to decide at the minimum effect (verdict rule with a noise threshold)",
+    "undecided": "too few repeats to test (Mann-Whitney needs 4 a side)",
+    "failed": "no successful repeat",
+}
+RUN_FIELDS = ("status", "started_at", "finished_at", "experiment", "base", "aggregate", "tables", "table_size",
+              "threads", "time_s", "warmup_s", "repeats", "seed", "prepared", "data_restore", "runtime_dir")
+TARGET_FIELDS = ("engine", "engine_version", "source", "library", "library_sha256", "dsn", "binaries",
+                 "settings", "trained_on", "process_variant", "restarts")
+
+
+def block_html(block: Block) -> str:
+    width = len(block.header)
+    head = "".join(f'<th class="{"text" if i < block.text_columns else ""}">{text(h)}</th>'
+                   for i, h in enumerate(block.header))
+    rows = []
+    for row in block.rows:
+        if row.group:
+            rows.append(f'<tr class="group"><td colspan="{width}">{text(row.cells[0])}</td></tr>')
+        elif row.failed is not None:
+            cells = "".join(f'<td class="text">{text(c)}</td>' for c in row.cells)
+            rows.append(f'<tr>{cells}<td class="failed" colspan="{max(1, width - len(row.cells))}">failed: '
+                        f"{text(row.failed)}</td></tr>")
+        else:
+            rows.append("<tr>" + "".join(f'<td class="{"text" if i < block.text_columns else ""}">{text(c)}</td>'
+                                         for i, c in enumerate(row.cells)) + "</tr>")
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+
+
+def _build_text(build: dict[str, Any] | None) -> str:
+    if not build:
+        return "-"
+    if build.get("release"):
+        r = build["release"]
+        return f"released binaries {r.get('engine')}@{r.get('version')}"
+    parts = [str(build.get("label") or " ".join(build.get("flags") or []))]
+    compiler = (build.get("compiler") or {}).get("version")
+    if compiler:
+        parts.append(f"({compiler})")
+    if build.get("pgo"):
+        parts.append(f"PGO trained on {', '.join((build['pgo'] or {}).get('training_set', []))}")
+    return " ".join(parts)
+
+
+def metadata_html(meta: dict[str, Any]) -> str:
+    out = ["<h3>Host</h3>", key_values(sorted((meta.get("host") or {}).items()))]
+    if meta.get("driver"):
+        out += ["<h3>Driver</h3>", key_values([("dbperf-driver", meta["driver"])])]
+    out += ["<h3>Run</h3>", key_values((k, meta[k]) for k in RUN_FIELDS if k in meta)]
+    rows = []
+    for t in meta.get("targets", []):
+        rows.append((t.get("name"), t.get("engine") or "-", t.get("engine_version") or "-",
+                     t.get("library") or t.get("binaries") or t.get("dsn") or "-", _build_text(t.get("build")),
+                     " ".join(f"{k}={v}" for k, v in (t.get("settings") or [])) or "-",
+                     " ".join(f"{k}={v}" for k, v in (t.get("process_variant") or {}).items() if v) or "-"))
+    out += ["<h3>Targets</h3>", table(("target", "engine", "version", "library / binaries / DSN", "build", "settings",
+                                       "process variant"), rows, text_columns=7)]
+    benchmarks = [(b.get("name"), b.get("group"), b.get("phase", "-"), b.get("queries_per_event", "-"),
+                   " ; ".join(b.get("sql") or [])) for b in meta.get("benchmarks", [])]
+    out += ["<h3>Benchmarks</h3>", table(("benchmark", "group", "phase", "queries/event", "SQL"), benchmarks,
+                                         text_columns=5)]
+    return "\n".join(out)
+
+
+def to_html(m: Matrix, meta: dict[str, Any]) -> str:
+    report = build_report(m, meta)
+    rqps, *rest = report.blocks
+    page = Page(f"dbperf: {report.heading}")
+    if report.warning:
+        page.add(f'<p class="warning">{text(report.warning)}</p>')
+    page.section("rqps", "rQPS matrix")
+    page.add(page.figure(charts.rqps_heatmap(m)))
+    page.add(legend_swatches(VERDICT_COLOURS, VERDICT_MEANINGS))
+    page.add("<pre>" + text("\n".join(report.legend)) + "</pre>")
+    page.add(block_html(rqps))
+    page.add(f'<p class="note">{text(report.notes[0])}</p>')
+
+    page.section("repeats", "Repeats per benchmark")
+    page.add('<p class="note">Every repeat of every target is a point; the bar marks the center with its 95% CI on '
+             "the median (order statistics, n ≥ 6), or min–max where n is too small for a CI (hover says which).</p>")
+    page.add('<div class="grid">' + "".join(page.figure(charts.repeats_figure(m, b, t)) for _, b, t in m.rows())
+             + "</div>")
+
+    page.section("cpu", "CPU per query")
+    page.add(page.figure(charts.cpu_figure(m)))
+    page.section("latency", "Latency")
+    page.add(page.figure(charts.latency_figure(m)))
+
+    series = [f for _, b, t in m.rows() if (f := charts.intervals_figure(m, b, t)) is not None]
+    if series:
+        page.section("throughput", "Throughput per interval")
+        page.add('<div class="grid">' + "".join(page.figure(f) for f in series) + "</div>")
+
+    counters = charts.counters_figure(m)
+    if counters is not None:
+        page.section("counters", "Counters")
+        page.add(page.figure(counters))
+
+    page.section("figures", "Figures per target")
+    for block in rest:
+        page.add(f"<h3>{text(block.title)}</h3>")
+        if block.subtitle:
+            page.add(f'<p class="note">{text(block.subtitle)}</p>')
+        page.add(block_html(block))
+    for note in report.notes[1:]:
+        page.add(f'<p class="note">{text(note)}</p>')
+
+    page.section("metadata", "Run metadata")
+    page.add(metadata_html(meta))
+    return page.render()

@@ -1,0 +1,67 @@
+"""Results directories written by the lab's own writer (storage.results.ResultsWriter) from made-up figures: for
+report, history and speed tests that need runs of a given shape without running engines. The figures are random
+but seeded; nothing here is presented as a measurement."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+from typing import Any
+
+from dbperf.records import CellRecord, Latency, RunResult, Usage
+from dbperf.storage.results import ResultsWriter
+
+GROUPS = ("point", "range", "write")
+
+
+def write_run(directory: Path, targets: list[str], benchmarks: list[str], repeats: int, *, seed: int = 1,
+              speed: dict[str, float] | None = None, noise: float = 0.03, engine: str = "sqlite",
+              engine_version: str = "3.54.1", host: str = "synthetic-host",
+              started_at: str = "2026-11-01T00:00:00+00:00", server: bool = False,
+              meta_extra: dict[str, Any] | None = None) -> Path:
+    """A complete results directory: every (target, benchmark) measured `repeats` times at 1 thread. `speed` scales
+    a target's QPS (default 1.0)."""
+    rng = random.Random(seed)
+    speed = speed or {}
+    meta = {
+        "dbperf_results": 1, "status": "complete", "started_at": started_at, "finished_at": started_at,
+        "experiment": "synthetic.toml", "host": {"hostname": host, "cpu_model": "synthetic CPU", "cores": 2},
+        "driver": "dbperf-driver synthetic", "base": targets[0], "aggregate": "median", "tables": 1,
+        "table_size": 1000, "threads": [1], "time_s": 1.0, "warmup_s": 0.1, "repeats": repeats, "seed": seed,
+        "prepared": True,
+        "benchmarks": [{"name": b, "group": GROUPS[i % 3], "phase": "read", "queries_per_event": 1,
+                        "sql": [f"SELECT c FROM sbtest1 WHERE id=? -- {b}"]} for i, b in enumerate(benchmarks)],
+        "targets": [{"name": t, "engine": engine, "engine_version": engine_version, "library": f"/lib/{t}.so",
+                     "settings": [["journal_mode", "WAL"]], "build": {"flags": ["-O2"], "label": "O2",
+                                                                     "compiler": {"version": "gcc 12"}}}
+                    for t in targets],
+        **(meta_extra or {}),
+    }
+    writer = ResultsWriter(directory)
+    writer.write_meta(meta, "# synthetic\n")
+    base_qps = {b: rng.uniform(2_000, 200_000) for b in benchmarks}
+    for b in benchmarks:
+        for r in range(1, repeats + 1):
+            for t in targets:
+                qps = base_qps[b] * speed.get(t, 1.0) * (1 + rng.gauss(0, noise))
+                writer.append(_cell(t, b, r, qps, server))
+    writer.close()
+    return directory
+
+
+def _cell(target: str, benchmark: str, repeat: int, qps: float, server: bool) -> CellRecord:
+    queries = int(qps)
+    cpu = 1e6 / qps * 0.9
+    result = RunResult(
+        qps=qps, eps=qps, queries=queries, errors=0,
+        latency=Latency(p50_us=1e6 / qps, p99_us=3e6 / qps, max_us=20e6 / qps, p95_us=2e6 / qps),
+        client_usage=Usage(user_us=cpu * queries * 0.6, system_us=cpu * queries * 0.4, voluntary_cs=queries // 100,
+                           involuntary_cs=3),
+        server_usage=Usage(user_us=cpu * queries, system_us=cpu * queries * 0.3, voluntary_cs=queries,
+                           involuntary_cs=1) if server else None,
+        duration_s=1.0, threads=1)
+    return CellRecord(target=target, benchmark=benchmark, threads=1, repeat=repeat, status="ok", result=result)
+
+
+def make_matrix_dir(tmp: Path, name: str = "run", **kwargs: Any) -> Path:
+    return write_run(tmp / name, **kwargs)

@@ -1,0 +1,161 @@
+"""The HTML report: what it holds and escapes (unit), and that a real browser draws it (e2e: Debian's chromium)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from dbperf.report import charts
+from dbperf.report.html import to_html
+from dbperf.report.render import to_csv, to_json, to_markdown
+from dbperf.report.verdict import cell_verdict
+from dbperf.stats.rqps_matrix import build_matrix
+from dbperf.storage.results import read_results
+from tests.conftest import run_cli
+from tests.synthetic import write_run
+
+EVIL_TARGET = "<script>window.__xss=1</script>"
+EVIL_BENCH = '<img src=x onerror="window.__xss=2">'
+
+
+def _figures(document: str) -> dict:
+    raw = re.search(r'<script id="dbperf-figures" type="application/json">(.*?)</script>', document, re.S)
+    assert raw
+    return json.loads(raw.group(1))
+
+
+def _evil_run(tmp_path: Path) -> Path:
+    return write_run(tmp_path / "evil", ["base", EVIL_TARGET], ["point-query", EVIL_BENCH], 6,
+                     speed={EVIL_TARGET: 0.8})
+
+
+@pytest.mark.unit
+def test_user_strings_are_escaped_everywhere(tmp_path):
+    document = to_html(*_matrix(_evil_run(tmp_path)))
+    # Only the page's own three script elements; the names show as text.
+    assert len(re.findall(r"<script", document)) == 3
+    assert "<img" not in document
+    assert "&lt;script&gt;window.__xss=1&lt;/script&gt;" in document
+    figures_json = re.search(r'type="application/json">(.*?)</script>', document, re.S).group(1)
+    assert "<" not in figures_json and ">" not in figures_json
+    # Inside figures the names are entity-escaped for Plotly, which shows them as text.
+    assert "&lt;script&gt;" in json.dumps(_figures(document))
+
+
+def _matrix(directory: Path):
+    meta, records, _ = read_results(directory)
+    return build_matrix(meta, records), meta
+
+
+@pytest.mark.unit
+def test_heat_map_colours_by_significance_and_by_a_verdict_when_cells_carry_one(tmp_path):
+    m, _ = _matrix(write_run(tmp_path / "r", ["a", "b", "c"], ["point-query", "update-index"], 6,
+                                speed={"b": 0.8, "c": 1.0}, noise=0.005))
+    assert cell_verdict(m, m.cell("a", "point-query", 1)).word == "base"
+    assert cell_verdict(m, m.cell("b", "point-query", 1)).word == "slower"
+    slower = cell_verdict(m, m.cell("b", "update-index", 1))
+    assert "Mann-Whitney" in slower.decided_by
+    # The verdicts issue's fields win where present.
+    cell = m.cell("c", "update-index", 1)
+    cell.verdict, cell.decided_by, cell.noise_threshold = "unstable", "randomization test", 0.12  # type: ignore
+    v = cell_verdict(m, cell)
+    assert (v.word, v.decided_by, v.noise_threshold) == ("unstable", "randomization test", 0.12)
+    heat = charts.rqps_heatmap(m)["data"][0]
+    from dbperf.report.verdict import VERDICTS
+    assert heat["z"][1][1] == VERDICTS.index("slower") and heat["z"][1][2] == VERDICTS.index("unstable")
+    assert "noise threshold 12.0%" in heat["customdata"][1][2]
+
+
+@pytest.mark.unit
+def test_report_holds_every_view_and_the_metadata(tmp_path):
+    m, meta = _matrix(write_run(tmp_path / "r", ["a", "b"], ["point-query", "update-index", "scan"], 3,
+                                server=True, host="box-1"))
+    document = to_html(m, meta)
+    figures = _figures(document)
+    titles = [f["layout"]["title"]["text"] for f in figures.values()]
+    assert titles[0].startswith("rQPS against a")
+    assert sum("QPS of each repeat" in t for t in titles) == 3
+    assert any(t.startswith("CPU µs per query") for t in titles) and any(t.startswith("Latency") for t in titles)
+    cpu = next(f for f in figures.values() if f["layout"]["title"]["text"].startswith("CPU"))
+    assert [t["name"] for t in cpu["data"]] == ["client user", "client system", "server user", "server system"]
+    assert "Throughput per interval" not in document  # no series in these results: the view is left out
+    for text in ("box-1", "Run metadata", "journal_mode=WAL", "col-1 : a  (base)"):
+        assert text in document
+    assert len(document.encode()) < 5e6
+
+
+@pytest.mark.unit
+def test_per_interval_throughput_is_drawn_when_the_driver_reports_it(tmp_path):
+    m, _ = _matrix(write_run(tmp_path / "r", ["a"], ["point-query"], 2))
+    cell = m.cell("a", "point-query", 1)
+    assert charts.intervals_figure(m, "point-query", 1) is None
+    cell.runs = [SimpleNamespace(repeat=1, result=SimpleNamespace(intervals=[{"t_s": 1, "qps": 10.0},
+                                                                            {"t_s": 2, "qps": 12.0}])),
+                 SimpleNamespace(repeat=2, result=SimpleNamespace(intervals=[{"second": 1, "queries": 30,
+                                                                              "interval_s": 2.0}]))]
+    assert charts.intervals_of(cell.runs[1]) == [(1.0, 15.0)]
+    fig = charts.intervals_figure(m, "point-query", 1)
+    assert fig is not None and fig["data"][0]["y"] == [10.0, 12.0]
+
+
+OLD_META = {"dbperf_results": 1, "status": "complete", "base": "old", "aggregate": "median", "threads": [1],
+            "targets": [{"name": "old", "engine": "sqlite"}, {"name": "new", "engine": "sqlite"}],
+            "benchmarks": [{"name": "point-query", "group": "point"}]}
+
+
+def write_old_results(directory: Path) -> Path:
+    """A results directory as the lab wrote it before this issue (and before p95 and server usage existed)."""
+    directory.mkdir()
+    (directory / "meta.json").write_text(json.dumps(OLD_META))
+    lines = []
+    for r in range(1, 4):
+        for t, qps in (("old", 1000 + r), ("new", 900 + r)):
+            lines.append({"target": t, "benchmark": "point-query", "threads": 1, "repeat": r, "status": "ok",
+                          "result": {"qps": qps, "eps": qps, "queries": qps * 10, "errors": 0,
+                                     "latency": {"p50_us": 10.0, "p99_us": 40.0, "max_us": 90.0},
+                                     "client_usage": {"user_us": 5e3, "system_us": 1e3, "voluntary_cs": 1,
+                                                      "involuntary_cs": 0}}})
+    (directory / "results.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    return directory
+
+
+@pytest.mark.unit
+def test_cli_writes_the_file_and_an_older_results_directory_still_reports(tmp_path):
+    old = write_old_results(tmp_path / "old-run")
+    out = tmp_path / "report.html"
+    done = run_cli("report", str(old), "--format", "html", "-o", str(out))
+    assert done.returncode == 0, done.stderr
+    assert out.is_file() and "point-query" in out.read_text() and "wrote" in done.stderr
+    latency = next(f for f in _figures(out.read_text()).values() if f["layout"]["title"]["text"].startswith("Lat"))
+    assert [t["name"] for t in latency["data"]] == ["p50", "p99", "max"]  # no p95 in old results: not drawn
+    m, meta = _matrix(old)
+    assert "0.90" in to_markdown(m, meta) and to_csv(m, meta).count("\n") == 3 and json.loads(to_json(m, meta))
+    bad = run_cli("report", str(old), "--format", "csv", "-o", str(tmp_path / "x.csv"))
+    assert bad.returncode == 2 and "only with --format html" in bad.stderr and "Traceback" not in bad.stderr
+    gone = run_cli("report", str(tmp_path / "nope"), "--format", "html", "-o", str(out))
+    assert gone.returncode == 2 and "Traceback" not in gone.stderr
+
+
+@pytest.mark.e2e
+def test_chromium_draws_every_chart_without_a_script_error_and_shows_names_as_text(tmp_path):
+    from tests.browser import browser, render
+    evil = _evil_run(tmp_path)
+    out = tmp_path / "report.html"
+    done = run_cli("report", str(evil), "--format", "html", "-o", str(out))
+    assert done.returncode == 0, done.stderr
+    with browser() as context:
+        shown = render(context, out, "report-escaping.png")
+        assert shown.state == "rendered", shown.state
+        assert shown.errors == []
+        assert shown.page.evaluate("window.__xss") is None
+        assert len(shown.charts) == len(_figures(out.read_text())) >= 5
+        for chart in shown.charts:
+            assert chart["svg"] >= 1 and chart["marks"] >= 1, chart
+        headers = shown.page.evaluate("[...document.querySelectorAll('h3')].map(h => h.textContent)")
+        assert EVIL_TARGET in headers
+        ticks = shown.page.evaluate("[...document.querySelectorAll('.xtick text')].map(t => t.textContent)")
+        assert EVIL_TARGET in ticks  # Plotly drew the name as text
