@@ -18,6 +18,7 @@ from dbperf.runner.process_variants import ALLOCATORS, HUGEPAGES
 Check = Callable[[Any, str], Any]
 ENGINES = ("sqlite", "postgres", "mariadb")
 AGGREGATES = ("median", "trimmed")
+WRITE_MODES = ("restore", "cumulative")
 
 
 def integer(minimum: int, maximum: int | None = None) -> Check:
@@ -60,6 +61,10 @@ def duration(value: Any, where: str) -> float:
     return parse_duration(value, where)
 
 
+def post_write_wait(value: Any, where: str) -> float | str:
+    return "harness" if value == "harness" else parse_duration(value, where)
+
+
 def engine(value: Any, where: str) -> str:
     if value not in ENGINES:
         raise UserError(f"{where.rsplit('.', 1)[0]}: unknown engine {value!r} (known: {', '.join(ENGINES)})")
@@ -98,6 +103,14 @@ RUN = (
     Key("seed", "integer >= 0", "seed of the data and of the parameters", "1", "", integer(0)),
     Key("aggregate", " | ".join(AGGREGATES), "center of the repeats", "median", "", one_of(*AGGREGATES)),
     Key("prepared", "boolean", "prepared statements; false sends SQL text every time", "true", "", boolean),
+    # Harness fidelity (runner/post_write.py): how writes carry over, and the step between writes and reads.
+    Key("writes", " | ".join(WRITE_MODES), "restore: every write cell starts from the loaded data; cumulative: "
+        "writes accumulate across the run, as the harness (BRIEF §9)", "restore", "", one_of(*WRITE_MODES)),
+    Key("post_write", "boolean", "before the first read after writes: VACUUM ANALYZE + CHECKPOINT (PostgreSQL), "
+        "flush dirty pages (InnoDB), wal_checkpoint(TRUNCATE) (SQLite), then wait", "true with cumulative writes",
+        "", boolean),
+    Key("post_write_wait", "duration or \"harness\"", "the wait after the post-write step; harness: 60 s + 1 s per "
+        "million rows, at most 1200 s", "harness", "s", post_write_wait),
 )
 TARGET = (
     Key("name", "name", "the target's name in reports", "required", "", name),

@@ -21,6 +21,7 @@ from dbperf.experiment.spec import Experiment, Target
 from dbperf.explain.profile import Profiler
 from dbperf.records import CellRecord, CountersRecord, RunResult, to_builtins
 from dbperf.runner.driver import driver_version, run_job
+from dbperf.runner.post_write import PostWriteSteps, meta_fields
 from dbperf.runner.process_variants import mapped_allocators
 from dbperf.runner.sqlite_data import SqliteData
 from dbperf.runner.target_lifecycle import TargetLifecycle
@@ -88,6 +89,7 @@ def _meta(e: Experiment, infos: dict[str, dict[str, Any]], settings: dict[str, l
         "benchmarks": [{"name": b.name, "group": b.group, "phase": b.phase, "source": b.source,
                         "queries_per_event": b.queries_per_event, "sql": b.display_sql()} for b in e.benchmarks],
         "targets": [{**asdict(t), "settings": settings[t.name], **infos[t.name]} for t in e.targets],
+        **meta_fields(e),
     }
 
 
@@ -130,6 +132,7 @@ def run_matrix(e: Experiment, out: Path, console: Console, keep_data: bool = Fal
     total = cell_count(e)
     index = {t.name: i for i, t in enumerate(e.targets)}
     completed = False
+    post_write = PostWriteSteps(e)
     try:
         writer.write_meta(meta, e.text)
         with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
@@ -153,6 +156,10 @@ def run_matrix(e: Experiment, out: Path, console: Console, keep_data: bool = Fal
                                                   f"#{cell.repeat}/{e.repeats} {cell.target.name}")
                 target_data = data[cell.target.name]
                 restarted = target_data.ensure_running()
+                step = post_write.before_cell(cell.benchmark, cell.target, target_data)
+                if step:
+                    meta["targets"][index[cell.target.name]].setdefault("post_write", []).append(step)
+                    writer.update_meta(meta)
                 record = _run_cell(e, cell, target_data)
                 if restarted:
                     record.server_restarted_before = True
@@ -225,7 +232,7 @@ def _profile_cells(e: Experiment, work: Path, writer: ResultsWriter, progress: P
 
 
 def _run_cell(e: Experiment, cell: CellPlan, data: TargetLifecycle) -> CellRecord:
-    if cell.benchmark.phase != "read":
+    if cell.benchmark.phase != "read" and e.writes == "restore":
         data.restore()
     variant = cell.target.process
     job = variant.apply(data.working_job()).replace(
