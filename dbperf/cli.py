@@ -23,6 +23,7 @@ from dbperf.buildlab.server_build import cached_server_builds
 from dbperf.buildlab.server_releases import SOURCES as SERVER_RELEASES
 from dbperf.buildlab.server_releases import available_versions, cached_releases, release_name
 from dbperf.buildlab.sqlite_source import CRATE, scan_versions
+from dbperf.catalog.harness import DESCRIPTIONS as HARNESS_GROUPS
 from dbperf.catalog.registry import GROUP_NAMES, builtin, expand_group, resolve
 from dbperf.catalog.workload import Workload
 from dbperf.errors import UserError
@@ -467,11 +468,7 @@ def list_benchmarks(
 ) -> None:
     """List the catalog's benchmarks and groups."""
     for group in GROUP_NAMES:
-        if group == "all":
-            names = "reads, writes (update-*, write-only, read-write-*), the reads again as NAME@after-writes, " \
-                    "then delete, insert"
-        else:
-            names = " ".join(w.name for w in expand_group(group))
+        names = HARNESS_GROUPS.get(group) or " ".join(w.name for w in expand_group(group))
         out_console.print(f"[bold]group {group}[/bold]: {names}", highlight=False)
     for w in builtin().values():
         out_console.print(f"\n[bold]{term(w.name)}[/bold]  [dim]{w.group}/{w.phase}, {w.queries_per_event} "

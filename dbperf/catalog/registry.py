@@ -1,7 +1,8 @@
 """The built-in catalog, its groups, and resolving what an experiment asks for into an ordered list of workloads.
 
-Groups run in the order of the sysbench-based harness (BRIEF §1): reads; writes; the reads again, now on the data
-the writes left; then delete and insert. The second pass of reads is named `<benchmark>@after-writes`.
+Groups: `reads`, `writes` (delete and insert last), and the harness's own orders (`all`, `all-2025`, see
+harness.py: reads; writes; the reads again, now on the data the writes left; then delete and insert). Reads listed
+after a write are named `<benchmark>@after-writes`.
 """
 
 from __future__ import annotations
@@ -10,11 +11,12 @@ from dataclasses import replace
 from functools import cache
 from pathlib import Path
 
+from dbperf.catalog.harness import ORDERS, harness_order, warm_cell
 from dbperf.catalog.workload import Workload, parse_workload_file
 from dbperf.errors import UserError
 
 WORKLOAD_DIR = Path(__file__).parent / "workloads"
-GROUP_NAMES = ("reads", "writes", "all")
+GROUP_NAMES = ("reads", "writes", *ORDERS)  # all, all-2025: the harness's orders (catalog/harness.py)
 AFTER_WRITES = "@after-writes"
 
 
@@ -42,8 +44,18 @@ def expand_group(group: str) -> list[Workload]:
         return reads
     if group == "writes":
         return writes + final
-    again = [replace(w, name=w.name + AFTER_WRITES) for w in reads]
-    return reads + writes + again + final
+    return _after_writes(harness_order(group, builtin()))
+
+
+def _after_writes(workloads: list[Workload]) -> list[Workload]:
+    """Reads that follow a write, renamed `NAME@after-writes`."""
+    written, out = False, []
+    for w in workloads:
+        if written and w.phase == "read" and not w.name.endswith(AFTER_WRITES):
+            w = replace(w, name=w.name + AFTER_WRITES)
+        written = written or w.phase != "read"
+        out.append(w)
+    return out
 
 
 def resolve(requested: list[str], base_dir: Path, where: str) -> list[Workload]:
@@ -60,6 +72,8 @@ def resolve(requested: list[str], base_dir: Path, where: str) -> list[Workload]:
             out.extend(expand_group(item))
         elif item in builtin():
             out.append(builtin()[item])
+        elif warm_cell(item, builtin()) is not None:
+            out.append(warm_cell(item, builtin()))  # type: ignore[arg-type]
         elif item.endswith(".toml") or "/" in item:
             path = Path(item) if Path(item).is_absolute() else base_dir / item
             if not path.is_file():
@@ -69,14 +83,9 @@ def resolve(requested: list[str], base_dir: Path, where: str) -> list[Workload]:
             known = ", ".join([*GROUP_NAMES, *builtin()])
             raise UserError(f"{where}: unknown benchmark {item!r} (known: {known})")
     seen: set[str] = set()
-    written = False
-    ordered = []
-    for w in out:
-        if written and w.phase == "read" and not w.name.endswith(AFTER_WRITES):
-            w = replace(w, name=w.name + AFTER_WRITES)
-        written = written or w.phase != "read"
+    ordered = _after_writes(out)
+    for w in ordered:
         if w.name in seen:
             raise UserError(f"{where}: benchmark {w.name!r} is listed twice")
         seen.add(w.name)
-        ordered.append(w)
     return ordered

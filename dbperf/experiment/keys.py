@@ -19,6 +19,7 @@ from dbperf.runner.rounds import ORDERS
 Check = Callable[[Any, str], Any]
 ENGINES = ("sqlite", "postgres", "mariadb")
 AGGREGATES = ("median", "trimmed")
+WRITE_MODES = ("restore", "cumulative")
 
 
 def integer(minimum: int, maximum: int | None = None) -> Check:
@@ -59,6 +60,10 @@ def table(value: Any, where: str) -> dict[str, Any]:
 
 def duration(value: Any, where: str) -> float:
     return parse_duration(value, where)
+
+
+def post_write_wait(value: Any, where: str) -> float | str:
+    return "harness" if value == "harness" else parse_duration(value, where)
 
 
 def engine(value: Any, where: str) -> str:
@@ -126,6 +131,14 @@ RUN = (
     Key("min_effect", "fraction or \"N%\"", "smallest change a verdict calls faster or slower", "0.02", "", fraction),
     Key("order", " | ".join(ORDERS), "order of the targets within a round: reversed every other round, or drawn "
         "at random from the seed (recorded)", "alternate", "", one_of(*ORDERS)),
+    # Harness fidelity (runner/post_write.py): how writes carry over, and the step between writes and reads.
+    Key("writes", " | ".join(WRITE_MODES), "restore: every write cell starts from the loaded data; cumulative: "
+        "writes accumulate across the run, as the harness (BRIEF §9)", "restore", "", one_of(*WRITE_MODES)),
+    Key("post_write", "boolean", "before the first read after writes: VACUUM ANALYZE + CHECKPOINT (PostgreSQL), "
+        "flush dirty pages (InnoDB), wal_checkpoint(TRUNCATE) (SQLite), then wait", "true with cumulative writes",
+        "", boolean),
+    Key("post_write_wait", "duration or \"harness\"", "the wait after the post-write step; harness: 60 s + 1 s per "
+        "million rows, at most 1200 s", "harness", "s", post_write_wait),
 )
 TARGET = (
     Key("name", "name", "the target's name in reports", "required", "", name),

@@ -24,6 +24,7 @@ from dbperf.catalog.registry import resolve
 from dbperf.catalog.workload import Workload
 from dbperf.errors import UserError
 from dbperf.experiment import keys
+from dbperf.experiment.harness_settings import harness_settings
 from dbperf.names import check_name
 from dbperf.runner.process_variants import ProcessVariant, allocator_library
 from dbperf.runner.rounds import MIN_ROUNDS
@@ -121,6 +122,9 @@ class Experiment:
     min_effect: float = DEFAULT_MIN_EFFECT
     order: str = "alternate"  # of the targets within a round (runner/rounds.py)
     budget_s: float | None = None  # repeats = "auto": the time budget of the measured rounds; None: fixed repeats
+    writes: str = "restore"  # or "cumulative": write cells do not restore the loaded data
+    post_write: bool = False
+    post_write_wait_s: float = 0.0
 
 
 def _settings(raw: dict[str, Any], twhere: str, name_re: re.Pattern[str], value_re: re.Pattern[str],
@@ -314,4 +318,5 @@ def parse_experiment(path: Path) -> Experiment:
         repeats=repeats, budget_s=budget_s, seed=values.get("seed", 1),
         aggregate=values.get("aggregate", "median"), prepared=values.get("prepared", True),
         min_effect=values.get("min_effect", DEFAULT_MIN_EFFECT), order=values.get("order", "alternate"),
+        **harness_settings(values, values.get("tables", 1) * values.get("table_size", 100_000)),
     )

@@ -22,6 +22,7 @@ from dbperf.experiment.spec import Experiment, Target
 from dbperf.explain.profile import Profiler
 from dbperf.records import CellRecord, CountersRecord, RunResult, to_builtins
 from dbperf.runner.driver import driver_version, run_job
+from dbperf.runner.post_write import PostWriteSteps, meta_fields
 from dbperf.runner.process_variants import mapped_allocators
 from dbperf.runner.rounds import GroupState, Measured, RoundPolicy, round_order, run_rounds
 from dbperf.runner.sqlite_data import SqliteData
@@ -96,6 +97,7 @@ def _meta(e: Experiment, infos: dict[str, dict[str, Any]], settings: dict[str, l
         "benchmarks": [{"name": b.name, "group": b.group, "phase": b.phase, "source": b.source,
                         "queries_per_event": b.queries_per_event, "sql": b.display_sql()} for b in e.benchmarks],
         "targets": [{**asdict(t), "settings": settings[t.name], **infos[t.name]} for t in e.targets],
+        **meta_fields(e),
     }
 
 
@@ -138,6 +140,7 @@ def run_matrix(e: Experiment, out: Path, console: Console, keep_data: bool = Fal
     total = len(e.benchmarks) * len(e.threads) if e.budget_s is not None else cell_count(e)
     index = {t.name: i for i, t in enumerate(e.targets)}
     completed = False
+    post_write = PostWriteSteps(e)
     try:
         writer.write_meta(meta, e.text)
         with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
@@ -170,6 +173,10 @@ def run_matrix(e: Experiment, out: Path, console: Console, keep_data: bool = Fal
                     progress.update(task, description=f"{benchmark.name} t={threads} #{round_}{of} {target.name}")
                     target_data = data[target.name]
                     restarted = target_data.ensure_running()
+                    step = post_write.before_cell(benchmark, target, target_data)
+                    if step:
+                        meta["targets"][index[target.name]].setdefault("post_write", []).append(step)
+                        writer.update_meta(meta)
                     record = _run_cell(e, cell, target_data)
                     if restarted:
                         record.server_restarted_before = True
@@ -258,7 +265,7 @@ def _profile_cells(e: Experiment, work: Path, writer: ResultsWriter, progress: P
 
 
 def _run_cell(e: Experiment, cell: CellPlan, data: TargetLifecycle) -> CellRecord:
-    if cell.benchmark.phase != "read":
+    if cell.benchmark.phase != "read" and e.writes == "restore":
         data.restore()
     variant = cell.target.process
     job = variant.apply(data.working_job()).replace(
