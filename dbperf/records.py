@@ -176,6 +176,7 @@ class CellRecord(msgspec.Struct, omit_defaults=True):
     stderr_tail: str | None = None
     server_log_tail: str | None = None
     server_restarted_before: bool = False
+    host: str | None = None  # `dbperf fleet`: the host that measured it (None: a local run)
     type: Literal["cell"] = "cell"  # omitted when written: cell lines predate the type field
 
     @property

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import shutil
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Container, Iterator
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -41,6 +41,13 @@ class CellPlan:
     threads: int
     repeat: int
     target: Target
+
+    @property
+    def key(self) -> CellKey:
+        return (self.target.name, self.benchmark.name, self.threads, self.repeat)
+
+
+CellKey = tuple[str, str, int, int]  # (target, benchmark, threads, repeat)
 
 
 def plan_cells(e: Experiment) -> Iterator[CellPlan]:
@@ -92,10 +99,13 @@ def _meta(e: Experiment, infos: dict[str, dict[str, Any]], settings: dict[str, l
 
 
 def run_matrix(e: Experiment, out: Path, console: Console, keep_data: bool = False,
-               builds: dict[str, dict[str, Any]] | None = None, profile: bool = False) -> RunOutcome:
+               builds: dict[str, dict[str, Any]] | None = None, profile: bool = False,
+               on_record: Callable[[CellRecord], None] | None = None,
+               skip: Container[CellKey] = ()) -> RunOutcome:
     """Runs the experiment (its targets already built, see targets.py) into `out`. Interrupts propagate after the
     run's status is recorded; a results file that cannot be written (disk full, read-only) is a ResultsWriteError
-    naming the path, the run's status `failed`, with everything written so far kept."""
+    naming the path, the run's status `failed`, with everything written so far kept. The fleet (dbperf/fleet) sees
+    each cell's record as it is written (`on_record`) and resumes a run by skipping the cells already measured."""
     out = out.absolute()  # servers and tools run with another working directory
     infos = inspect_targets(e)
     for name, manifest in (builds or {}).items():
@@ -149,6 +159,9 @@ def run_matrix(e: Experiment, out: Path, console: Console, keep_data: bool = Fal
             progress.remove_task(loading)
             task = progress.add_task("cells", total=total)
             for cell in plan_cells(e):
+                if cell.key in skip:
+                    progress.advance(task)
+                    continue
                 progress.update(task, description=f"{cell.benchmark.name} t={cell.threads} "
                                                   f"#{cell.repeat}/{e.repeats} {cell.target.name}")
                 target_data = data[cell.target.name]
@@ -159,6 +172,8 @@ def run_matrix(e: Experiment, out: Path, console: Console, keep_data: bool = Fal
                     meta["targets"][index[cell.target.name]]["restarts"] = target_data.describe()["restarts"]
                     writer.update_meta(meta)
                 writer.append(record)
+                if on_record:
+                    on_record(record)
                 if record.ok:
                     outcome.cells_ok += 1
                 else:
