@@ -531,11 +531,12 @@ def worker(
                                                        "~/.cache/dbperf)")] = None,
     listen: Annotated[Optional[str], typer.Option(help="address to listen on (default: the interface that "
                                                        "reaches the scheduler)")] = None,
+    join_timeout: Annotated[float, typer.Option(help="seconds to keep trying to join the scheduler")] = 60,
 ) -> None:
     """Join the fleet as host NAME: one cell at a time, run with this host's dbperf, compiler and caches."""
     from dbperf.fleet.cluster import run_worker
     from dbperf.names import check_name
-    run_worker(scheduler, check_name(name, "--name"), certs, cache, listen)
+    run_worker(scheduler, check_name(name, "--name"), certs, cache, listen, join_timeout)
 
 
 def _fleet_end(end: Any) -> None:
