@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Annotated, NoReturn, Optional
+from typing import Annotated, Any, NoReturn, Optional
 
 import typer
 from rich.console import Console
@@ -36,8 +36,10 @@ from dbperf.explain.profile import Profiler
 from dbperf.probes.catalog import FAMILIES
 from dbperf.probes.run import run_probes
 from dbperf.records import to_builtins
-from dbperf.report.escape import term
 from dbperf.report.html import to_html
+from dbperf.report.escape import md, term
+from dbperf.report.hosts import csv_with_host, host_view, hosts_in, json_by_host
+from dbperf.report.hosts import heading as host_heading
 from dbperf.report.ladder import render_ladder
 from dbperf.report.probe_view import render_compare, render_probes
 from dbperf.report.profile_view import render_diff, render_profile
@@ -80,6 +82,9 @@ def _note_skipped(directory: Path, skipped: list[SkippedLine]) -> None:
 
 def print_report(directory: Path, fmt: str, aggregate: str | None, output: Path | None = None) -> None:
     meta, records, skipped = read_results(directory)
+    if hosts_in(records):
+        print_host_reports(directory, meta, records, skipped, fmt, aggregate)
+        return
     matrix = build_matrix(meta, records, aggregate)
     if fmt == "html":
         write_output(to_html(matrix, meta), output)
@@ -108,6 +113,31 @@ def write_output(document: str, output: Path | None) -> None:
         fail(f"{output}: cannot write: {e.strerror or e}")
     err_console.print(f"dbperf: wrote {output} ({len(document.encode()) / 1e6:.1f} MB)", markup=False,
                       highlight=False)
+
+
+def print_host_reports(directory: Path, meta: dict, records: list, skipped: list[SkippedLine], fmt: str,
+                       aggregate: str | None) -> None:
+    """A fleet run: one report per host (dbperf/report/hosts.py)."""
+    if fmt == "html":
+        fail("--format html: a fleet run's report is per host in table, markdown, csv or json, not html yet")
+    parts = []
+    for host in hosts_in(records, meta):
+        view, mine = host_view(meta, records, host)
+        matrix = build_matrix(view, mine, aggregate)
+        if fmt == "table":
+            out_console.print(f"\n[bold reverse] {term(host_heading(meta, host))} [/bold reverse]")
+            render_table(matrix, view, out_console)
+        elif fmt == "json":
+            parts.append((host, to_json(matrix, view)))
+        elif fmt == "markdown":
+            sys.stdout.write(f"## {md(host_heading(meta, host))}\n\n" + to_markdown(matrix, view) + "\n")
+        else:
+            parts.append((host, to_csv(matrix, view)))
+    if fmt == "json":
+        sys.stdout.write(json_by_host(parts, [asdict(s) for s in skipped]))
+    elif fmt == "csv":
+        sys.stdout.write(csv_with_host(parts))
+    _note_skipped(directory, skipped)
 
 
 @dataclass
@@ -495,6 +525,87 @@ def keys() -> None:
 def version() -> None:
     """Print dbperf's version."""
     out_console.print(f"dbperf {__version__}")
+
+# -- the fleet (dbperf/fleet): many benchmark hosts on Dask distributed ------------------------------------------
+
+fleet_app = typer.Typer(no_args_is_help=True, help="Run an experiment across many benchmark hosts (Dask).")
+app.add_typer(fleet_app, name="fleet")
+CERTS_OPTION = typer.Option("--certs", help="the lab's TLS certificates (dbperf fleet certs DIR)")
+
+
+@app.command()
+def scheduler(
+    host: Annotated[str, typer.Option(help="address to listen on")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="port (0: a free one)")] = 8786,
+    certs: Annotated[Optional[Path], CERTS_OPTION] = None,
+    address_file: Annotated[Optional[Path], typer.Option(help="write the address here once listening")] = None,
+) -> None:
+    """A Dask scheduler for the fleet (tls:// with --certs), until Ctrl-C."""
+    from dbperf.fleet.cluster import run_scheduler
+    run_scheduler(host, port, certs, address_file,
+                  announce=lambda line: err_console.print(line, markup=False, highlight=False))
+
+
+@app.command()
+def worker(
+    scheduler: Annotated[str, typer.Option("--scheduler", help="tls://HOST:PORT (or tcp://) of the scheduler")],
+    name: Annotated[str, typer.Option("--name", help="this host's name in experiments and results")],
+    certs: Annotated[Optional[Path], CERTS_OPTION] = None,
+    cache: Annotated[Optional[Path], typer.Option(help="the lab's cache on this host (default $DBPERF_CACHE or "
+                                                       "~/.cache/dbperf)")] = None,
+    listen: Annotated[Optional[str], typer.Option(help="address to listen on (default: the interface that "
+                                                       "reaches the scheduler)")] = None,
+    join_timeout: Annotated[float, typer.Option(help="seconds to keep trying to join the scheduler")] = 60,
+) -> None:
+    """Join the fleet as host NAME: one cell at a time, run with this host's dbperf, compiler and caches."""
+    from dbperf.fleet.cluster import run_worker
+    from dbperf.names import check_name
+    run_worker(scheduler, check_name(name, "--name"), certs, cache, listen, join_timeout)
+
+
+def _fleet_end(end: Any) -> None:
+    _report_after_run(RunEnd(end.directory, end.exit_code), lambda d: print_report(d, "table", None))
+
+
+@fleet_app.command("run")
+def fleet_run(
+    experiment: Annotated[Path, typer.Argument(help="experiment file with a [fleet] section")],
+    out: Annotated[Optional[Path], OUT_OPTION] = None,
+    scheduler: Annotated[Optional[str], typer.Option(help="overrides [fleet] scheduler")] = None,
+    certs: Annotated[Optional[Path], CERTS_OPTION] = None,
+    resume: Annotated[bool, typer.Option("--resume", help="run the cells --out DIR lacks")] = False,
+    keep_data: Annotated[bool, typer.Option(help="keep each host's loaded data")] = False,
+) -> None:
+    """Run the matrix on the fleet's hosts; every record carries its host."""
+    from dbperf.fleet.run import run_fleet
+    _fleet_end(run_fleet(experiment, out, scheduler, certs, err_console, resume=resume, keep_data=keep_data))
+
+
+@fleet_app.command("local")
+def fleet_local(
+    experiment: Annotated[Path, typer.Argument(help="experiment file")],
+    workers: Annotated[int, typer.Option(help="workers (hosts local-1 ... local-N)")] = 2,
+    out: Annotated[Optional[Path], OUT_OPTION] = None,
+    tls: Annotated[bool, typer.Option("--tls", help="TLS with a fresh self-signed set")] = False,
+    resume: Annotated[bool, typer.Option("--resume", help="run the cells --out DIR lacks")] = False,
+    keep_data: Annotated[bool, typer.Option(help="keep each host's loaded data")] = False,
+) -> None:
+    """Start a scheduler and N workers on 127.0.0.1, run the experiment on them, stop them."""
+    from dbperf.fleet.run import run_local
+    _fleet_end(run_local(experiment, workers, out, err_console, tls=tls, resume=resume, keep_data=keep_data))
+
+
+@fleet_app.command("certs")
+def fleet_certs(
+    directory: Annotated[Path, typer.Argument(help="new directory for the certificate set")],
+    host: Annotated[Optional[list[str]], typer.Option("--host", help="a name or address the scheduler is reached "
+                                                                     "by (repeat)")] = None,
+) -> None:
+    """Make a self-signed CA and a lab certificate for the scheduler, the workers and the controller."""
+    from dbperf.fleet.certs import make_certs
+    for path in make_certs(directory, host or []):
+        out_console.print(str(path), markup=False, highlight=False)
+
 
 
 def main() -> None:

@@ -177,6 +177,7 @@ class CellRecord(msgspec.Struct, omit_defaults=True):
     server_log_tail: str | None = None
     server_restarted_before: bool = False
     position: int | None = None  # the target's place within its round (repeat): 1 = first; None before it was kept
+    host: str | None = None  # `dbperf fleet`: the host that measured it (None: a local run)
     type: Literal["cell"] = "cell"  # omitted when written: cell lines predate the type field
 
     @property

@@ -164,6 +164,8 @@ TARGET = (
     Key("password_env", "variable name", "external servers: the password's environment variable", "", "", string),
     Key("password_file", "path", "external servers: a file holding the password", "", "", string),
     Key("port", "1..65535", "lab servers: a fixed port on 127.0.0.1", "a free port", "", port),
+    Key("host", "host name", "`dbperf fleet`: the one host this target runs on", "every host of [fleet] hosts", "",
+        name),
 )
 WORKLOAD = (
     Key("name", "name", "the catalog name", "the file's name", "", name),
@@ -183,7 +185,33 @@ STATEMENT = (
     Key("params", "table", "a generator per placeholder: uniform, zipf, hot, range, digits", "{}"),
     Key("dialect", "table", "SQL per engine where it differs", "{}"),
 )
-SECTIONS = {"[run]": RUN, "[[target]]": TARGET, "workload file": WORKLOAD, "[[statement]]": STATEMENT}
+
+def host_names(value: Any, where: str) -> tuple[str, ...]:
+    if not isinstance(value, list) or not value:
+        raise UserError(f"{where}: expected a non-empty list of host names")
+    checked = tuple(check_name(v, where) for v in value)
+    duplicate = next((h for h in checked if checked.count(h) > 1), None)
+    if duplicate:
+        raise UserError(f"{where}: host {duplicate!r} is listed twice")
+    return checked
+
+
+def scheduler_address(value: Any, where: str) -> str:
+    if not isinstance(value, str) or not value.startswith(("tls://", "tcp://")) or ":" not in value[6:]:
+        raise UserError(f"{where}: expected tls://HOST:PORT (or tcp://HOST:PORT), got {value!r}")
+    return value
+
+
+FLEET = (
+    Key("scheduler", "tls://HOST:PORT", "`dbperf fleet run`: the Dask scheduler the hosts' workers joined", "", "",
+        scheduler_address),
+    Key("hosts", "list of host names", "run the whole matrix on each (hosts become a dimension); targets with "
+        "`host` run there only", "", "", host_names),
+    Key("certs", "directory", "TLS certificates (`dbperf fleet certs`), relative to the experiment file", "", "",
+        string),
+)
+SECTIONS = {"[run]": RUN, "[[target]]": TARGET, "[fleet]": FLEET, "workload file": WORKLOAD,
+            "[[statement]]": STATEMENT}
 
 
 def names(keys: tuple[Key, ...]) -> set[str]:

@@ -6,7 +6,7 @@ import os
 import re
 import sysconfig
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -76,6 +76,7 @@ class Target:
     password_env: str | None = None
     password_file: str | None = None
     port: int | None = None
+    host: str | None = None  # `dbperf fleet`: the one host this target runs on
 
     @property
     def is_server(self) -> bool:
@@ -104,6 +105,14 @@ class Target:
 
 
 @dataclass(frozen=True)
+class FleetSection:
+    """`[fleet]`: where `dbperf fleet run` finds its hosts (dbperf/fleet); a local `dbperf run` ignores it."""
+    scheduler: str | None = None
+    hosts: tuple[str, ...] = ()
+    certs: Path | None = None
+
+
+@dataclass(frozen=True)
 class Experiment:
     path: Path
     text: str
@@ -125,6 +134,7 @@ class Experiment:
     writes: str = "restore"  # or "cumulative": write cells do not restore the loaded data
     post_write: bool = False
     post_write_wait_s: float = 0.0
+    fleet: FleetSection | None = None
 
 
 def _settings(raw: dict[str, Any], twhere: str, name_re: re.Pattern[str], value_re: re.Pattern[str],
@@ -266,9 +276,9 @@ def parse_experiment(path: Path) -> Experiment:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise UserError(f"{where}: malformed TOML: {e}") from None
-    unknown = set(doc) - {"run", "target"}
+    unknown = set(doc) - {"run", "target", "fleet"}
     if unknown:
-        raise UserError(f"{where}: unknown section {sorted(unknown)[0]!r} (known: run, target)")
+        raise UserError(f"{where}: unknown section {sorted(unknown)[0]!r} (known: run, target, fleet)")
     run = doc.get("run")
     if not isinstance(run, dict):
         raise UserError(f"{where}: missing [run] section")
@@ -296,6 +306,8 @@ def parse_experiment(path: Path) -> Experiment:
     if not isinstance(raw_targets, list) or not raw_targets:
         raise UserError(f"{where}: needs at least one [[target]]")
     targets = [_target(t, i, where, path.parent) for i, t in enumerate(raw_targets, 1)]
+    targets = [replace(t, host=raw["host"]) if "host" in raw else t
+               for t, raw in zip(targets, raw_targets, strict=True)]
     names = [t.name for t in targets]
     duplicate = next((n for n in names if names.count(n) > 1), None)
     if duplicate:
@@ -319,4 +331,16 @@ def parse_experiment(path: Path) -> Experiment:
         aggregate=values.get("aggregate", "median"), prepared=values.get("prepared", True),
         min_effect=values.get("min_effect", DEFAULT_MIN_EFFECT), order=values.get("order", "alternate"),
         **harness_settings(values, values.get("tables", 1) * values.get("table_size", 100_000)),
+        fleet=_fleet(doc.get("fleet"), where, path.parent),
     )
+
+
+def _fleet(raw: Any, where: str, base_dir: Path) -> FleetSection | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        raise UserError(f"{where} [fleet]: expected a table")
+    values = keys.checked(raw, keys.FLEET, f"{where} [fleet]")
+    certs = Path(values["certs"]).expanduser() if "certs" in values else None
+    return FleetSection(scheduler=values.get("scheduler"), hosts=values.get("hosts", ()),
+                        certs=base_dir / certs if certs and not certs.is_absolute() else certs)

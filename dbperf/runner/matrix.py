@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import shutil
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Container, Iterator
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from functools import partial
@@ -45,6 +45,13 @@ class CellPlan:
     repeat: int
     target: Target
     position: int = 1  # place of the target within its round (rounds.py: alternating or seeded random order)
+
+    @property
+    def key(self) -> CellKey:
+        return (self.target.name, self.benchmark.name, self.threads, self.repeat)
+
+
+CellKey = tuple[str, str, int, int]  # (target, benchmark, threads, repeat)
 
 
 def plan_cells(e: Experiment) -> Iterator[CellPlan]:
@@ -102,10 +109,13 @@ def _meta(e: Experiment, infos: dict[str, dict[str, Any]], settings: dict[str, l
 
 
 def run_matrix(e: Experiment, out: Path, console: Console, keep_data: bool = False,
-               builds: dict[str, dict[str, Any]] | None = None, profile: bool = False) -> RunOutcome:
+               builds: dict[str, dict[str, Any]] | None = None, profile: bool = False,
+               on_record: Callable[[CellRecord], None] | None = None,
+               skip: Container[CellKey] = ()) -> RunOutcome:
     """Runs the experiment (its targets already built, see targets.py) into `out`. Interrupts propagate after the
     run's status is recorded; a results file that cannot be written (disk full, read-only) is a ResultsWriteError
-    naming the path, the run's status `failed`, with everything written so far kept."""
+    naming the path, the run's status `failed`, with everything written so far kept. The fleet (dbperf/fleet) sees
+    each cell's record as it is written (`on_record`) and resumes a run by skipping the cells already measured."""
     out = out.absolute()  # servers and tools run with another working directory
     infos = inspect_targets(e)
     for name, manifest in (builds or {}).items():
@@ -169,6 +179,8 @@ def run_matrix(e: Experiment, out: Path, console: Console, keep_data: bool = Fal
                 for position, target in enumerate(
                         round_order(e.targets, e.order, e.seed, benchmark.name, threads, round_), 1):
                     cell = CellPlan(benchmark, threads, round_, target, position)
+                    if cell.key in skip:
+                        continue
                     of = "" if policy.auto else f"/{e.repeats}"
                     progress.update(task, description=f"{benchmark.name} t={threads} #{round_}{of} {target.name}")
                     target_data = data[target.name]
@@ -183,6 +195,8 @@ def run_matrix(e: Experiment, out: Path, console: Console, keep_data: bool = Fal
                         meta["targets"][index[target.name]]["restarts"] = target_data.describe()["restarts"]
                         writer.update_meta(meta)
                     writer.append(record)
+                    if on_record:
+                        on_record(record)
                     if record.ok:
                         outcome.cells_ok += 1
                     else:

@@ -64,6 +64,24 @@ class ResultsWriter:
         with _writing(directory / RESULTS):
             self._results = open(directory / RESULTS, "a", encoding="utf-8")  # noqa: SIM115
 
+    @classmethod
+    def reopen(cls, directory: Path) -> ResultsWriter:
+        """An earlier run's directory, appended to (`dbperf fleet ... --resume`). A torn last line (a run killed
+        mid-write) is ended first, so that it stays one skipped line and the next record starts a line of its own."""
+        writer = cls.__new__(cls)
+        writer.directory = directory
+        path = directory / RESULTS
+        with _writing(path):
+            torn = False
+            if path.is_file() and path.stat().st_size:
+                with open(path, "rb") as f:
+                    f.seek(-1, os.SEEK_END)
+                    torn = f.read(1) != b"\n"
+            writer._results = open(path, "a", encoding="utf-8")  # noqa: SIM115
+            if torn:
+                writer._results.write("\n")
+        return writer
+
     def write_meta(self, meta: dict[str, Any], experiment_text: str) -> None:
         with _writing(self.directory / EXPERIMENT):
             (self.directory / EXPERIMENT).write_text(experiment_text)

@@ -1,0 +1,142 @@
+"""Dask's scheduler and worker as the lab runs them (`dbperf scheduler`, `dbperf worker`), and the controller's
+client. TLS with the lab's certificates (certs.py) and `require_encryption`, so nothing crosses the wire in clear and
+a peer without a certificate of the lab's CA is refused during the handshake.
+
+A benchmark host must stay quiet between cells: the event loop's tick monitor, the system monitor, the memory
+monitor and the statistical profiler wake Dask's processes tens of times a second by default; the lab slows them
+down (IDLE_CONFIG). The scheduler marks a task erred the first time its worker dies (allowed_failures 0): a
+matrix is never silently run twice on a host that came back."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+from pathlib import Path
+from typing import Any
+
+import dask
+from distributed import Client, Scheduler, Security, Worker
+
+from dbperf.errors import UserError
+from dbperf.fleet.certs import cert_files
+
+IDLE_CONFIG: dict[str, Any] = {
+    "distributed.admin.tick.interval": "1s",
+    "distributed.admin.tick.limit": "30s",
+    "distributed.admin.system-monitor.interval": "5s",
+    "distributed.admin.system-monitor.disk": False,
+    "distributed.admin.system-monitor.host-cpu": False,
+    "distributed.admin.system-monitor.gil.enabled": False,
+    "distributed.worker.profile.enabled": False,
+    "distributed.worker.memory.monitor-interval": "5s",
+    "distributed.worker.memory.spill": False,
+    "distributed.worker.memory.target": False,
+    "distributed.worker.memory.pause": False,
+    "distributed.worker.memory.terminate": False,
+    "distributed.scheduler.work-stealing": False,
+    "distributed.scheduler.allowed-failures": 0,
+    "distributed.scheduler.worker-ttl": "60s",
+}
+
+
+def resource_of(host: str) -> str:
+    """The worker resource that pins a task to one host: one unit, so one matrix at a time."""
+    return f"host-{host}"
+
+
+def security(certs: Path | None, address: str) -> Security:
+    """Mutual TLS with the lab's set for tls:// addresses; a tls:// address without certificates is refused here,
+    and a tcp:// address with certificates too (they would not be used)."""
+    if certs is None:
+        if address.startswith("tls://"):
+            raise UserError(f"{address}: a tls:// scheduler needs the lab's certificates (--certs DIR; "
+                            "dbperf fleet certs DIR makes a set)")
+        return Security()
+    if not address.startswith("tls://"):
+        raise UserError(f"{address}: certificates given but the address is not tls://")
+    ca, cert, key = (str(p) for p in cert_files(certs))
+    return Security(tls_ca_file=ca, tls_client_cert=cert, tls_client_key=key, tls_scheduler_cert=cert,
+                    tls_scheduler_key=key, tls_worker_cert=cert, tls_worker_key=key, require_encryption=True)
+
+
+def _quiet_logs() -> None:
+    # Dask logs every connection at INFO; a refused handshake is still logged at WARNING and above.
+    for name in ("distributed", "distributed.scheduler", "distributed.worker", "distributed.core"):
+        logging.getLogger(name).setLevel(logging.WARNING)
+
+
+async def _until_signal(stopped: asyncio.Future[Any] | None = None) -> None:
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[None] = loop.create_future()
+    for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        loop.add_signal_handler(s, lambda: None if done.done() else done.set_result(None))
+    waits: list[asyncio.Future[Any]] = [done] + ([stopped] if stopped is not None else [])
+    await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+
+
+def run_scheduler(host: str, port: int, certs: Path | None, address_file: Path | None,
+                  announce: Any = print) -> None:
+    """A Dask scheduler until SIGINT/SIGTERM/SIGHUP. Listens on `host` (127.0.0.1 by default: safe by default)."""
+    protocol = "tls" if certs else "tcp"
+    sec = security(certs, f"{protocol}://")
+    _quiet_logs()
+
+    async def main() -> None:
+        with dask.config.set(IDLE_CONFIG):
+            async with Scheduler(host=host, port=port, protocol=protocol, security=sec, dashboard=False,
+                                 dashboard_address=None, allowed_failures=0) as scheduler:
+                announce(f"dbperf: scheduler listening on {scheduler.address}")
+                if address_file:
+                    tmp = address_file.with_suffix(".tmp")
+                    tmp.write_text(scheduler.address + "\n")
+                    os.replace(tmp, address_file)
+                await _until_signal()
+
+    asyncio.run(main())
+
+
+def run_worker(scheduler: str, name: str, certs: Path | None, cache: Path | None, listen: str | None,
+               join_timeout: float = 60) -> None:
+    """A Dask worker for host `name` until it is stopped or loses the scheduler: one thread, resource host-NAME.
+    `cache` becomes the lab's cache directory for everything this worker builds (DBPERF_CACHE)."""
+    sec = security(certs, scheduler)
+    if cache:
+        os.environ["DBPERF_CACHE"] = str(cache.absolute())
+    _quiet_logs()
+    work = Path(os.environ.get("DBPERF_CACHE") or Path.home() / ".cache" / "dbperf") / "fleet-worker" / name
+    work.mkdir(parents=True, exist_ok=True)
+
+    async def main() -> None:
+        with dask.config.set(IDLE_CONFIG):
+            try:
+                worker = await Worker(scheduler, name=name, nthreads=1, resources={resource_of(name): 1},
+                                      security=sec, local_directory=str(work), host=listen, dashboard=False,
+                                      death_timeout=join_timeout)
+            except (OSError, TimeoutError) as e:
+                raise UserError(f"{scheduler}: cannot join the scheduler as {name!r}: {e}") from None
+            finished = asyncio.ensure_future(worker.finished())
+            await _until_signal(finished)
+            with contextlib.suppress(Exception):
+                await worker.close(reason="dbperf worker stopped")
+
+    asyncio.run(main())
+
+
+def connect(address: str, certs: Path | None, timeout: float = 30) -> Client:
+    """The controller's client."""
+    sec = security(certs, address)
+    _quiet_logs()
+    dask.config.set(IDLE_CONFIG)  # this process's Dask config: the controller has no other Dask work
+    try:
+        return Client(address, security=sec, timeout=timeout, set_as_default=False)
+    except (OSError, TimeoutError) as e:
+        raise UserError(f"{address}: cannot reach the Dask scheduler: {e}") from None
+
+
+def connected_hosts(client: Client) -> dict[str, str]:
+    """Worker name -> address, as the scheduler sees them now."""
+    info = client.scheduler_info()
+    return {str(w.get("name")): addr for addr, w in info.get("workers", {}).items()}

@@ -1,0 +1,228 @@
+"""The fleet on a real Dask cluster: a scheduler and workers as separate processes on 127.0.0.1 (hosts local-1,
+local-2 with cache directories of their own), running real SQLite cells with the driver."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from dbperf.errors import UserError
+from dbperf.experiment.spec import parse_experiment
+from dbperf.fleet.certs import make_certs
+from dbperf.fleet.cluster import connect, connected_hosts
+from dbperf.fleet.controller import LOST
+from dbperf.fleet.local import local_fleet
+from dbperf.fleet.plan import split
+from dbperf.fleet.run import _run
+from dbperf.records import CellRecord
+from dbperf.storage.results import read_results
+from tests.conftest import DBPERF, REPO, run_cli
+
+MATRIX = """
+[run]
+benchmarks = ["point-query", "update-index"]
+table_size = 2000
+time = "0.5s"
+warmup = "0.1s"
+repeats = 2
+
+[[target]]
+name = "A"
+
+[[target]]
+name = "B"
+config = { journal_mode = "WAL" }
+"""
+
+
+def _cells(directory: Path) -> list[CellRecord]:
+    _, records, skipped = read_results(directory)
+    assert not skipped
+    return [r for r in records if isinstance(r, CellRecord)]
+
+
+@pytest.mark.e2e
+def test_two_hosts_two_targets_every_record_carries_its_host(write_experiment, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    proc = run_cli("fleet", "local", "--workers", "2", str(write_experiment(MATRIX)), "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    cells = _cells(out)
+    assert len(cells) == 2 * 2 * 2 * 2  # hosts × targets × benchmarks × repeats
+    assert all(c.ok for c in cells)
+    for host in ("local-1", "local-2"):
+        mine = {(c.target, c.benchmark, c.repeat) for c in cells if c.host == host}
+        assert len(mine) == 8, host
+    lines = (out / "results.jsonl").read_text().splitlines()
+    assert all(json.loads(line)["host"] in ("local-1", "local-2") for line in lines)
+    meta = json.loads((out / "meta.json").read_text())
+    assert meta["status"] == "complete"
+    for host in ("local-1", "local-2"):
+        h = meta["fleet"]["hosts"][host]
+        assert h["status"] == "complete"
+        assert h["host"]["cores"] and h["host"]["cpu_model"]  # that host's metadata
+        assert [t["name"] for t in h["targets"]] == ["A", "B"] and h["targets"][0]["engine_version"]
+    assert "host local-1: complete" in proc.stdout and "host local-2: complete" in proc.stdout
+    report = json.loads(run_cli("report", str(out), "--format", "json").stdout)
+    assert [h["host"] for h in report["hosts"]] == ["local-1", "local-2"]
+    assert all(c["rqps"] is not None for h in report["hosts"] for c in h["cells"])
+    csv = run_cli("report", str(out), "--format", "csv").stdout.splitlines()
+    assert csv[0].startswith("host,") and {row.split(",")[0] for row in csv[1:]} == {"local-1", "local-2"}
+
+
+@pytest.mark.e2e
+def test_a_worker_killed_mid_run_fails_its_cell_the_other_host_completes_and_resume_finishes(
+        write_experiment, tmp_path: Path) -> None:
+    experiment = write_experiment(MATRIX)
+    out = tmp_path / "out"
+    console = Console(stderr=True)
+    with local_fleet(2) as fleet:
+        killed = threading.Event()
+
+        def kill_local_2_after_its_first_cell() -> None:
+            deadline = time.monotonic() + 240
+            while time.monotonic() < deadline:
+                text = (out / "results.jsonl").read_text() if (out / "results.jsonl").exists() else ""
+                if '"host":"local-2"' in text:
+                    os.kill(fleet.worker_pid("local-2"), signal.SIGKILL)
+                    killed.set()
+                    return
+                time.sleep(0.05)
+
+        killer = threading.Thread(target=kill_local_2_after_its_first_cell, daemon=True)
+        killer.start()
+        end = _run(parse_experiment(experiment), out, fleet.scheduler, None, console, ["local-1", "local-2"],
+                   resume=False, keep_data=False, resume_hint="")
+        assert killed.is_set()
+        assert end.exit_code == 4  # a host did not complete
+        cells = _cells(out)
+        one = [c for c in cells if c.host == "local-1"]
+        assert len(one) == 8 and all(c.ok for c in one)
+        two = [c for c in cells if c.host == "local-2"]
+        lost = [c for c in two if not c.ok]
+        assert len(lost) == 1 and lost[0].error and lost[0].error.startswith(LOST), lost
+        assert "local-2" in lost[0].error
+        meta = json.loads((out / "meta.json").read_text())
+        h2 = meta["fleet"]["hosts"]["local-2"]
+        assert h2["status"] == "lost" and h2["reason"]
+        assert h2["not_run"] == 8 - len(two) and h2["not_run"] > 0
+        assert meta["fleet"]["hosts"]["local-1"]["status"] == "complete"
+        assert meta["status"] == "incomplete"
+
+        # The host returns: --resume runs its cells not run and the one the lost worker failed, nothing else.
+        fleet.start_worker("local-2")
+        end = _run(parse_experiment(experiment), out, fleet.scheduler, None, console, ["local-1", "local-2"],
+                   resume=True, keep_data=False, resume_hint="")
+        assert end.exit_code == 0
+        cells = _cells(out)
+        assert len([c for c in cells if c.host == "local-1"]) == 8  # not run again
+        ok_two = {(c.target, c.benchmark, c.repeat) for c in cells if c.host == "local-2" and c.ok}
+        assert len(ok_two) == 8
+        assert json.loads((out / "meta.json").read_text())["status"] == "complete"
+    # every process of the fleet is gone
+    assert all(p.poll() is not None for p in fleet.processes.values())
+
+
+@pytest.mark.e2e
+def test_tls_fleet_runs_and_a_worker_without_the_lab_certificate_is_refused(write_experiment, tmp_path: Path) -> None:
+    body = MATRIX.replace('benchmarks = ["point-query", "update-index"]', 'benchmarks = ["point-query"]').replace(
+        "repeats = 2", "repeats = 1")
+    experiment = write_experiment(body)
+    out = tmp_path / "out"
+    with local_fleet(1, tls=True) as fleet:
+        assert fleet.scheduler.startswith("tls://") and fleet.certs
+        # a worker whose certificate another CA signed: the scheduler refuses the handshake, it never joins
+        other = tmp_path / "other-ca"
+        make_certs(other)
+        intruder = subprocess.run([*DBPERF, "worker", "--scheduler", fleet.scheduler, "--name", "intruder",
+                                   "--certs", str(other), "--join-timeout", "5", "--cache", str(tmp_path / "c")],
+                                  capture_output=True, text=True, cwd=REPO, timeout=120)
+        assert intruder.returncode != 0
+        # without any certificate: refused before it tries (nothing would cross the wire in clear)
+        bare = run_cli("worker", "--scheduler", fleet.scheduler, "--name", "bare", "--join-timeout", "5")
+        assert bare.returncode == 2 and "certificates" in bare.stderr and "Traceback" not in bare.stderr
+        # the controller without the certificate cannot connect either
+        with pytest.raises(UserError):
+            connect(fleet.scheduler, other, timeout=5).close()
+        client = connect(fleet.scheduler, fleet.certs)
+        try:
+            assert set(connected_hosts(client)) == {"local-1"}
+        finally:
+            client.close()
+        end = _run(parse_experiment(experiment), out, fleet.scheduler, fleet.certs, Console(stderr=True),
+                   ["local-1"], resume=False, keep_data=False, resume_hint="")
+        assert end.exit_code == 0
+    cells = _cells(out)
+    assert len(cells) == 2 and all(c.ok and c.host == "local-1" for c in cells)
+    assert json.loads((out / "meta.json").read_text())["fleet"]["scheduler"].startswith("tls://")
+
+
+@pytest.mark.unit
+def test_fleet_section_and_hosts_split_the_matrix(write_experiment) -> None:
+    e = parse_experiment(write_experiment(MATRIX + """
+[[target]]
+name = "C"
+host = "dell32"
+
+[fleet]
+scheduler = "tls://bench-controller:8786"
+hosts = ["beelink", "pn53"]
+certs = "lab-certs"
+"""))
+    assert e.fleet and e.fleet.hosts == ("beelink", "pn53") and e.fleet.certs == e.path.parent / "lab-certs"
+    parts = {p.host: [t.name for t in p.experiment.targets] for p in split(e)}
+    assert parts == {"beelink": ["A", "B"], "pn53": ["A", "B"], "dell32": ["C"]}
+    assert {p.host: p.experiment.base for p in split(e)}["dell32"] == "C"
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("fleet, message", [
+    ('scheduler = "http://x:1"', "expected tls://HOST:PORT"),
+    ('hosts = ["a", "a"]', "listed twice"),
+    ('hosts = ["a b"]', "hosts"),
+    ('workers = 3', "unknown key 'workers'"),
+])
+def test_bad_fleet_sections_are_refused(write_experiment, fleet: str, message: str) -> None:
+    with pytest.raises(UserError, match=message):
+        parse_experiment(write_experiment(MATRIX + "\n[fleet]\n" + fleet + "\n"))
+
+
+@pytest.mark.unit
+def test_fleet_run_errors_are_one_line(write_experiment) -> None:
+    proc = run_cli("fleet", "run", str(write_experiment(MATRIX + '\n[fleet]\nscheduler = "http://x:1"\n')))
+    assert proc.returncode == 2 and "expected tls://HOST:PORT" in proc.stderr and "Traceback" not in proc.stderr
+    proc = run_cli("fleet", "run", str(write_experiment(MATRIX)))
+    assert proc.returncode == 2 and "no scheduler" in proc.stderr and "Traceback" not in proc.stderr
+
+
+@pytest.mark.unit
+def test_a_target_without_host_needs_fleet_hosts(write_experiment) -> None:
+    with pytest.raises(UserError, match="has no host"):
+        split(parse_experiment(write_experiment(MATRIX)))
+
+
+@pytest.mark.unit
+def test_fleet_certs_makes_a_private_set_and_refuses_to_overwrite(tmp_path: Path) -> None:
+    d = tmp_path / "certs"
+    proc = run_cli("fleet", "certs", str(d))
+    assert proc.returncode == 0, proc.stderr
+    assert (d / "ca-key.pem").stat().st_mode & 0o077 == 0 and (d / "lab-key.pem").stat().st_mode & 0o077 == 0
+    again = run_cli("fleet", "certs", str(d))
+    assert again.returncode == 2 and "already exists" in again.stderr
+
+
+@pytest.mark.unit
+def test_records_of_a_local_run_have_no_host_and_old_lines_still_read() -> None:
+    from dbperf.records import encode, results_record
+    record = CellRecord(target="A", benchmark="b", threads=1, repeat=1, status="failed", error="x")
+    assert b"host" not in encode(record)
+    assert results_record(json.loads(encode(record))).host is None
+    record.host = "pn53"
+    assert results_record(json.loads(encode(record))).host == "pn53"
