@@ -36,10 +36,10 @@ from dbperf.explain.profile import Profiler
 from dbperf.probes.catalog import FAMILIES
 from dbperf.probes.run import run_probes
 from dbperf.records import to_builtins
-from dbperf.report.html import to_html
 from dbperf.report.escape import md, term
 from dbperf.report.hosts import csv_with_host, host_view, hosts_in, json_by_host
 from dbperf.report.hosts import heading as host_heading
+from dbperf.report.html import to_html
 from dbperf.report.ladder import render_ladder
 from dbperf.report.probe_view import render_compare, render_probes
 from dbperf.report.profile_view import render_diff, render_profile
