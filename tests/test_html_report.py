@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -12,7 +13,7 @@ import pytest
 from dbperf.report import charts
 from dbperf.report.html import to_html
 from dbperf.report.render import to_csv, to_json, to_markdown
-from dbperf.report.verdict import cell_verdict
+from dbperf.report.verdict import cell_verdict, verdict_of
 from dbperf.stats.rqps_matrix import build_matrix
 from dbperf.storage.results import read_results
 from tests.conftest import run_cli
@@ -53,17 +54,18 @@ def _matrix(directory: Path):
 
 @pytest.mark.unit
 def test_heat_map_colours_by_significance_and_by_a_verdict_when_cells_carry_one(tmp_path):
-    m, _ = _matrix(write_run(tmp_path / "r", ["a", "b", "c"], ["point-query", "update-index"], 6,
+    m, _ = _matrix(write_run(tmp_path / "r", ["a", "b", "c"], ["point-query", "update-index"], 10,
                                 speed={"b": 0.8, "c": 1.0}, noise=0.005))
     assert cell_verdict(m, m.cell("a", "point-query", 1)).word == "base"
     assert cell_verdict(m, m.cell("b", "point-query", 1)).word == "slower"
     slower = cell_verdict(m, m.cell("b", "update-index", 1))
-    assert "Mann-Whitney" in slower.decided_by
-    # The verdicts issue's fields win where present.
+    assert "randomization test" in slower.decided_by
+    # Without the verdict rule's result (a cell of a series or a compare), Mann-Whitney's significance speaks.
+    assert "Mann-Whitney" in verdict_of(0.8, True, False, False).decided_by
     cell = m.cell("c", "update-index", 1)
-    cell.verdict, cell.decided_by, cell.noise_threshold = "unstable", "randomization test", 0.12  # type: ignore
+    cell.verdict = replace(cell.verdict, verdict="unstable", noise_threshold=0.12)
     v = cell_verdict(m, cell)
-    assert (v.word, v.decided_by, v.noise_threshold) == ("unstable", "randomization test", 0.12)
+    assert (v.word, v.noise_threshold) == ("unstable", 0.12)
     heat = charts.rqps_heatmap(m)["data"][0]
     from dbperf.report.verdict import VERDICTS
     assert heat["z"][1][1] == VERDICTS.index("slower") and heat["z"][1][2] == VERDICTS.index("unstable")

@@ -1,8 +1,8 @@
 """One word per cell against the base, for the views that colour by it (the HTML heat map, series, compare).
 
-The verdicts issue adds `verdict`, `noise_threshold` and `decided_by` to a cell (ClickHouse's rule: faster,
-slower, same, unstable); where a cell carries them they are used as they are. Before that, the word comes from the
-Mann-Whitney significance every cell already has: significant and above or below 1.0 is faster or slower, not
+A compared cell carries the verdict of stats/verdict.py (ClickHouse's rule: faster, slower, same, unstable,
+undecided), used as it is. Where it has none (series and compare across runs without rounds), the word comes from
+the Mann-Whitney significance: significant and above or below 1.0 is faster or slower, not
 significant is same, untestable (under 4 repeats a side) is undecided. `decided_by` always says which rule spoke."""
 
 from __future__ import annotations
@@ -50,9 +50,8 @@ def verdict_of(rqps: float | None, significant: bool | None, is_base: bool, fail
 def cell_verdict(m: Matrix, cell: Cell | None) -> Verdict:
     if cell is None:
         return Verdict("undecided", "not measured")
-    word = getattr(cell, "verdict", None)  # the verdicts issue's rule, when the cell carries it
-    if isinstance(word, str) and word:
-        return Verdict(word if word in VERDICT_COLOURS else "undecided",
-                       str(getattr(cell, "decided_by", None) or "verdict rule"),
-                       getattr(cell, "noise_threshold", None))
+    v = cell.verdict  # the verdicts issue's rule (stats/verdict.py), on every compared cell with runs
+    if v is not None:
+        return Verdict(v.verdict, f"{v.decided_by} randomization test, min effect {v.min_effect:.0%}",
+                       v.noise_threshold)
     return verdict_of(cell.rqps, cell.significant, cell.target == m.base, bool(cell.failures) and not cell.runs)
