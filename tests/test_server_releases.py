@@ -33,8 +33,9 @@ def fake_jar() -> bytes:
         tar.addfile(info, io.BytesIO(data))
     jar = io.BytesIO()
     with zipfile.ZipFile(jar, "w") as z:
-        z.writestr("META-INF/MANIFEST.MF", "Manifest-Version: 1.0\n")
-        z.writestr("postgres-linux-x86_64.txz", txz.getvalue())
+        # Fixed timestamps: the same bytes every call (a name alone stamps the current time, 2 s resolution).
+        z.writestr(zipfile.ZipInfo("META-INF/MANIFEST.MF", (2024, 1, 1, 0, 0, 0)), "Manifest-Version: 1.0\n")
+        z.writestr(zipfile.ZipInfo("postgres-linux-x86_64.txz", (2024, 1, 1, 0, 0, 0)), txz.getvalue())
     return jar.getvalue()
 
 
