@@ -14,6 +14,12 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 DBPERF = [sys.executable, "-m", "dbperf.cli"]
 TIERS = ("unit", "e2e", "server", "network")
+# One runtime directory and one server-directory prefix per test session, so that two sessions on one machine (two
+# checkouts, CI beside a developer's run) never count each other's servers or runtime directories as their own.
+SESSION = str(os.getpid())
+SERVER_DIR_PREFIX = f"dbperf-srv-{SESSION}-"
+if os.geteuid() == 0 and "DBPERF_RUNTIME_DIR" not in os.environ:
+    os.environ["DBPERF_RUNTIME_DIR"] = f"/var/lib/dbperf/pytest-{SESSION}"
 NEEDS_SERVERS = pytest.mark.skipif(not (Path("/usr/lib/postgresql/15/bin/postgres").exists()
                                         and Path("/usr/sbin/mariadbd").exists()),
                                    reason="postgresql and mariadb-server are installed by make setup")
@@ -26,6 +32,11 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         tiers = [m.name for m in item.iter_markers() if m.name in TIERS]
         if len(tiers) != 1:
             raise pytest.UsageError(f"{item.nodeid}: needs exactly one tier marker of {', '.join(TIERS)}, has {tiers}")
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    if os.environ.get("DBPERF_RUNTIME_DIR", "").startswith(f"/var/lib/dbperf/pytest-{SESSION}"):
+        shutil.rmtree(os.environ["DBPERF_RUNTIME_DIR"], ignore_errors=True)
 
 
 def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 300) -> subprocess.CompletedProcess[str]:
@@ -46,7 +57,7 @@ def write_experiment(tmp_path: Path):
 def where():
     """A directory the service users can traverse (pytest's own tmp directories are private to root): for tests
     that start servers through the lab's API directly, with data directories of their own."""
-    base = Path(tempfile.mkdtemp(prefix="dbperf-srv-", dir="/tmp"))
+    base = Path(tempfile.mkdtemp(prefix=SERVER_DIR_PREFIX, dir="/tmp"))
     base.chmod(0o755)
     yield base
     shutil.rmtree(base, ignore_errors=True)

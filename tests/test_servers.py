@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import DBPERF, NEEDS_SERVERS, REPO, run_cli
+from tests.conftest import DBPERF, NEEDS_SERVERS, REPO, SERVER_DIR_PREFIX, run_cli
 
 pytestmark = [pytest.mark.server, NEEDS_SERVERS]
 
@@ -46,7 +46,7 @@ def lab_processes() -> list[str]:
     from dbperf.servers.runtime import runtime_base
 
     out = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True).stdout
-    places = ("dbperf-srv-", str(runtime_base()))
+    places = (SERVER_DIR_PREFIX, str(runtime_base()))
     return [line for line in out.splitlines()
             if any(p in line for p in places) and ("postgres" in line or "mariadbd" in line)]
 
