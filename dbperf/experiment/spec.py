@@ -25,6 +25,7 @@ from dbperf.catalog.workload import Workload
 from dbperf.errors import UserError
 from dbperf.experiment import keys
 from dbperf.names import check_name
+from dbperf.runner.cpus import NOT_PINNED, CpuPlan, plan_cpus
 from dbperf.runner.process_variants import ProcessVariant, allocator_library
 from dbperf.runner.rounds import MIN_ROUNDS
 from dbperf.stats.verdict import DEFAULT_MIN_EFFECT
@@ -121,6 +122,7 @@ class Experiment:
     min_effect: float = DEFAULT_MIN_EFFECT
     order: str = "alternate"  # of the targets within a round (runner/rounds.py)
     budget_s: float | None = None  # repeats = "auto": the time budget of the measured rounds; None: fixed repeats
+    cpus: CpuPlan = NOT_PINNED  # where the driver and lab-started servers run (runner/cpus.py)
 
 
 def _settings(raw: dict[str, Any], twhere: str, name_re: re.Pattern[str], value_re: re.Pattern[str],
@@ -314,4 +316,5 @@ def parse_experiment(path: Path) -> Experiment:
         repeats=repeats, budget_s=budget_s, seed=values.get("seed", 1),
         aggregate=values.get("aggregate", "median"), prepared=values.get("prepared", True),
         min_effect=values.get("min_effect", DEFAULT_MIN_EFFECT), order=values.get("order", "alternate"),
+        cpus=plan_cpus(run.get("cpus"), f"{rwhere}.cpus"),
     )
