@@ -111,3 +111,11 @@ def test_bad_auto_keys(write_experiment, extra, message):
         parse_experiment(write_experiment(AUTO.format(extra=extra)))
     with pytest.raises(UserError, match="budget: only with repeats"):
         parse_experiment(write_experiment(AUTO.replace('"auto"', "3").format(extra='budget = "1m"')))
+
+
+def test_aa_adds_a_copy_of_the_base(write_experiment):
+    e = parse_experiment(write_experiment(AUTO.format(extra="aa = true") + '\n[[target]]\nname = "b"\n'))
+    assert [t.name for t in e.targets] == ["a", "a-aa", "b"] and e.aa_target == "a-aa"
+    assert e.targets[1].library == e.targets[0].library and e.base == "a"
+    with pytest.raises(UserError, match="would be named 'a-aa', which is already a target"):
+        parse_experiment(write_experiment(AUTO.format(extra="aa = true") + '\n[[target]]\nname = "a-aa"\n'))

@@ -128,6 +128,8 @@ RUN = (
     Key("cpus", "{ client = \"0\", server = \"1\" } | \"off\"", "CPUs of the driver and of lab-started servers, "
         "pinned from their start (an in-process engine with several threads gets both)",
         "first two CPUs when there are two or more", "", check_cpus),
+    Key("aa", "boolean", "also run the base against itself (target BASE-aa): the report counts the A/A cells called "
+        "changed", "false", "", boolean),
     Key("order", " | ".join(ORDERS), "order of the targets within a round: reversed every other round, or drawn "
         "at random from the seed (recorded)", "alternate", "", one_of(*ORDERS)),
 )

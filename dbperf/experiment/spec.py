@@ -123,6 +123,7 @@ class Experiment:
     order: str = "alternate"  # of the targets within a round (runner/rounds.py)
     budget_s: float | None = None  # repeats = "auto": the time budget of the measured rounds; None: fixed repeats
     cpus: CpuPlan = NOT_PINNED  # where the driver and lab-started servers run (runner/cpus.py)
+    aa_target: str | None = None  # the base's A/A copy (experiment/aa.py), when the run has one
 
 
 def _settings(raw: dict[str, Any], twhere: str, name_re: re.Pattern[str], value_re: re.Pattern[str],
@@ -309,7 +310,7 @@ def parse_experiment(path: Path) -> Experiment:
             raise UserError(f"{rwhere}.budget: must be longer than 0")
     elif "budget" in run:
         raise UserError(f"{rwhere}.budget: only with repeats = \"auto\" (repeats is {repeats})")
-    return Experiment(
+    experiment = Experiment(
         path=path, text=text, benchmarks=tuple(benchmarks), targets=tuple(targets), base=base,
         tables=values.get("tables", 1), table_size=values.get("table_size", 100_000),
         threads=tuple(threads), time_s=time_s, warmup_s=values.get("warmup", 2.0),
@@ -318,3 +319,7 @@ def parse_experiment(path: Path) -> Experiment:
         min_effect=values.get("min_effect", DEFAULT_MIN_EFFECT), order=values.get("order", "alternate"),
         cpus=plan_cpus(run.get("cpus"), f"{rwhere}.cpus"),
     )
+    if values.get("aa"):
+        from dbperf.experiment.aa import with_aa  # aa.py builds on this module
+        experiment = with_aa(experiment)
+    return experiment

@@ -250,6 +250,29 @@ def _counters_block(m: Matrix) -> Block:
                  ("benchmark", "target", *columns, "top function"), tuple(rows), text_columns=2)
 
 
+def aa_check(m: Matrix, meta: dict[str, Any]) -> dict[str, Any] | None:
+    """The A/A copy's cells (experiment/aa.py): how many were called faster or slower (false alarms), of how many
+    have a verdict, and how many were decided at all."""
+    target = meta.get("aa_target")
+    if not target:
+        return None
+    cells = [c for (t, _, _), c in m.cells.items() if t == target and c.verdict is not None]
+    changed = [c for c in cells if c.verdict and c.verdict.verdict in ("faster", "slower")]
+    return {"target": target, "cells": len(cells), "changed": len(changed),
+            "decided": sum(1 for c in cells if c.verdict and c.verdict.decided),
+            "changed_cells": [f"{c.benchmark} t={c.threads}: {c.verdict.verdict if c.verdict else ''}"
+                              for c in changed]}
+
+
+def _aa_line(m: Matrix, meta: dict[str, Any]) -> list[str]:
+    aa = aa_check(m, meta)
+    if aa is None:
+        return []
+    named = f" ({', '.join(aa['changed_cells'])})" if aa["changed_cells"] else ""
+    return [f"A/A: {aa['target']} is {m.base} run against itself: {aa['changed']} of {aa['cells']} cells called "
+            f"changed{named} (false alarms on this host; {aa['decided']} of {aa['cells']} decided)"]
+
+
 def _run_lines(meta: dict[str, Any]) -> list[str]:
     """How the rounds ran: CPUs, order of targets, repeats (auto: why each stopped)."""
     lines = []
@@ -275,6 +298,6 @@ def build_report(m: Matrix, meta: dict[str, Any]) -> Report:
         blocks.append(_counters_block(m))
     status = meta.get("status")
     return Report(heading=f"rQPS relative to {m.base}, {_center_name(m)} of repeats",
-                  legend=(*legend(m), *_run_lines(meta)),
+                  legend=(*legend(m), *_run_lines(meta), *_aa_line(m, meta)),
                   blocks=tuple(blocks), notes=(verdict_legend(m.min_effect), HOW_MEASURED),
                   warning=None if status in (None, "complete") else f"run status: {status}: the matrix is partial")

@@ -93,6 +93,7 @@ def _meta(e: Experiment, infos: dict[str, dict[str, Any]], settings: dict[str, l
         "order_seed": e.seed,
         "budget_s": e.budget_s,
         "cpus": e.cpus.describe(),
+        "aa_target": e.aa_target,
         "noise_thresholds": {"steal": HEAVY_STEAL, "foreign_cpu": HEAVY_FOREIGN_CPU},
         "data_restore": "before each write cell: SQLite targets copy their pristine loaded file; servers the lab "
                         "started recreate the working database from a pristine one; external servers reload",
