@@ -77,6 +77,18 @@ def test_interfered_rounds_are_run_again_within_the_minimum():
     assert everything.rounds == 2 * MIN_ROUNDS  # bounded: a host that is always busy does not loop for ever
 
 
+def test_a_target_that_always_fails_does_not_hold_the_loop():
+    source = FakeSource({"A": 1000.0, "B": 1000.0}, noise=0.001)
+    measure = source.measure
+
+    def failing_c(round_: int) -> list[Measured]:
+        return [*measure(round_), Measured("C", round_, None)]
+
+    state = run_rounds(GroupState("A", ["A", "B", "C"], 0.02), RoundPolicy(MIN_ROUNDS, budget_s=10_000), failing_c,
+                       deadline=10_000, clock=source.clock)
+    assert state.stop_reason.startswith("every cell decided") and state.verdicts()["C"] is None
+
+
 def test_fixed_repeats_ignore_verdicts():
     source = FakeSource({"A": 1000.0, "B": 500.0}, noise=0.0)
     state = run_rounds(GroupState("A", ["A", "B"], 0.02), RoundPolicy(3), source.measure, deadline=0.0,

@@ -69,7 +69,12 @@ class GroupState:
         return out
 
     def all_decided(self) -> bool:
-        return all(v is not None and v.decided for v in self.verdicts().values())
+        """Every target with measurements has a decided verdict. A target (or a base) none of whose repeats
+        succeeded has nothing more rounds could decide: it does not hold the loop."""
+        measured = {m.target for m in self.measured if m.qps}
+        if self.base not in measured:
+            return True
+        return all(v is not None and v.decided for t, v in self.verdicts().items() if t in measured)
 
 
 @dataclass(frozen=True)
