@@ -28,6 +28,7 @@ from dbperf.catalog.registry import GROUP_NAMES, builtin, expand_group, resolve
 from dbperf.catalog.workload import Workload
 from dbperf.errors import UserError
 from dbperf.experiment import keys as key_table
+from dbperf.experiment.aa import with_aa
 from dbperf.experiment.keys import AGGREGATES
 from dbperf.experiment.spec import Experiment, Target, parse_experiment
 from dbperf.explain.diff import profile_diff
@@ -147,11 +148,13 @@ class RunEnd:
 
 
 def run_experiment(experiment: Path, out: Path | None, keep_data: bool, profile: bool = False,
-                   yes: bool = False) -> RunEnd:
+                   yes: bool = False, aa: bool = False) -> RunEnd:
     """Builds what the targets need, runs the matrix."""
     # Absolute once, here: servers and set-up tools run with another working directory.
     directory = (out or Path("results") / f"{experiment.stem}-{datetime.now():%Y%m%d-%H%M%S}").absolute()
     spec = parse_experiment(experiment)
+    if aa:
+        spec = with_aa(spec)
     size = estimate(spec, directory)
     for line in size.warnings():
         err_console.print(f"dbperf: warning: {line}", markup=False, highlight=False)
@@ -206,10 +209,12 @@ def run(
     profile: Annotated[bool, typer.Option("--profile", help="also measure counters per (target, benchmark)")] = False,
     yes: Annotated[bool, typer.Option("--yes", help="run even if it will take over an hour or more than the free "
                                                     "disk")] = False,
+    aa: Annotated[bool, typer.Option("--aa", help="also run the base against itself: how many A/A cells are called "
+                                                  "changed")] = False,
 ) -> None:
     """Run an experiment's matrix and print the rQPS table."""
     _check_aggregate(aggregate)
-    end = run_experiment(experiment, out, keep_data, profile, yes)
+    end = run_experiment(experiment, out, keep_data, profile, yes, aa)
     _report_after_run(end, lambda d: print_report(d, "table", aggregate))
 
 

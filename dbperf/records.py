@@ -160,6 +160,19 @@ class Profile(msgspec.Struct, omit_defaults=True):
         return "instructions" if self.mode == "simulated" else "cycles"
 
 
+class NoiseSensors(msgspec.Struct, frozen=True):
+    """What else the host did over a cell's measured window (runner/noise.py)."""
+    window_s: float
+    cpus: list[int]  # the CPUs the cell's processes ran on (all the lab may use when not pinned)
+    steal: float  # share of those CPUs' time stolen by the hypervisor
+    foreign_cpu: float  # CPUs' worth used on those CPUs by processes that are not the lab's
+    host_foreign_cpu: float = 0.0  # the same over every CPU of the host
+    lab_cpu: float = 0.0  # CPUs' worth the lab's processes used
+    freq_mhz: float | None = None
+    freq_source: str = ""
+    interfered: bool = False  # heavy interference: flagged in reports, its round repeated under repeats = "auto"
+
+
 class CellRecord(msgspec.Struct, omit_defaults=True):
     """One measured repeat of one (target, benchmark, threads) cell: a line of results.jsonl."""
     target: str
@@ -178,6 +191,7 @@ class CellRecord(msgspec.Struct, omit_defaults=True):
     server_restarted_before: bool = False
     position: int | None = None  # the target's place within its round (repeat): 1 = first; None before it was kept
     host: str | None = None  # `dbperf fleet`: the host that measured it (None: a local run)
+    noise: NoiseSensors | None = None  # None: measured before the sensors existed, or nothing measured
     type: Literal["cell"] = "cell"  # omitted when written: cell lines predate the type field
 
     @property

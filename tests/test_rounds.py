@@ -70,11 +70,27 @@ def test_auto_runs_the_minimum_then_stops_at_the_budget():
     assert not state.verdicts()["B"].decided
 
 
-def test_interfered_rounds_are_run_again_within_the_minimum():
-    state = _run({"A": 1000.0, "B": 1000.0}, noise=0.2, budget_s=0, interfered={2, 4})
-    assert state.clean_rounds() == MIN_ROUNDS and state.rounds == MIN_ROUNDS + 2
-    everything = _run({"A": 1000.0, "B": 1000.0}, noise=0.2, budget_s=0, interfered=set(range(1, 100)))
-    assert everything.rounds == 2 * MIN_ROUNDS  # bounded: a host that is always busy does not loop for ever
+def test_interfered_rounds_are_run_again_within_the_budget():
+    quiet = _run({"A": 1000.0, "B": 1000.0}, noise=0.001, budget_s=10_000)
+    assert quiet.rounds == 8 and quiet.verdicts()["B"].verdict == "same"  # decided as soon as a test can
+    # rounds 1-7 interfered: only 1 clean round at 8, so rounds go on to the cap of 5 extra
+    busy = _run({"A": 1000.0, "B": 1000.0}, noise=0.001, budget_s=10_000, interfered=set(range(1, 8)))
+    assert busy.rounds == 2 * MIN_ROUNDS and busy.stop_reason.startswith("every cell decided")
+    assert busy.clean_rounds() == 3
+    no_time = _run({"A": 1000.0, "B": 1000.0}, noise=0.001, budget_s=0, interfered=set(range(1, 8)))
+    assert no_time.rounds == MIN_ROUNDS and no_time.stop_reason.startswith("budget spent")
+
+
+def test_a_target_that_always_fails_does_not_hold_the_loop():
+    source = FakeSource({"A": 1000.0, "B": 1000.0}, noise=0.001)
+    measure = source.measure
+
+    def failing_c(round_: int) -> list[Measured]:
+        return [*measure(round_), Measured("C", round_, None)]
+
+    state = run_rounds(GroupState("A", ["A", "B", "C"], 0.02), RoundPolicy(MIN_ROUNDS, budget_s=10_000), failing_c,
+                       deadline=10_000, clock=source.clock)
+    assert state.stop_reason.startswith("every cell decided") and state.verdicts()["C"] is None
 
 
 def test_fixed_repeats_ignore_verdicts():
@@ -111,3 +127,11 @@ def test_bad_auto_keys(write_experiment, extra, message):
         parse_experiment(write_experiment(AUTO.format(extra=extra)))
     with pytest.raises(UserError, match="budget: only with repeats"):
         parse_experiment(write_experiment(AUTO.replace('"auto"', "3").format(extra='budget = "1m"')))
+
+
+def test_aa_adds_a_copy_of_the_base(write_experiment):
+    e = parse_experiment(write_experiment(AUTO.format(extra="aa = true") + '\n[[target]]\nname = "b"\n'))
+    assert [t.name for t in e.targets] == ["a", "a-aa", "b"] and e.aa_target == "a-aa"
+    assert e.targets[1].library == e.targets[0].library and e.base == "a"
+    with pytest.raises(UserError, match="would be named 'a-aa', which is already a target"):
+        parse_experiment(write_experiment(AUTO.format(extra="aa = true") + '\n[[target]]\nname = "a-aa"\n'))

@@ -13,6 +13,7 @@ from typing import Any
 from dbperf.errors import UserError
 from dbperf.experiment.durations import parse_duration
 from dbperf.names import check_name
+from dbperf.runner.cpus import check_cpus
 from dbperf.runner.process_variants import ALLOCATORS, HUGEPAGES
 from dbperf.runner.rounds import ORDERS
 
@@ -129,6 +130,11 @@ RUN = (
     Key("aggregate", " | ".join(AGGREGATES), "center of the repeats", "median", "", one_of(*AGGREGATES)),
     Key("prepared", "boolean", "prepared statements; false sends SQL text every time", "true", "", boolean),
     Key("min_effect", "fraction or \"N%\"", "smallest change a verdict calls faster or slower", "0.02", "", fraction),
+    Key("cpus", "{ client = \"0\", server = \"1\" } | \"off\"", "CPUs of the driver and of lab-started servers, "
+        "pinned from their start (an in-process engine with several threads gets both)",
+        "first two CPUs when there are two or more", "", check_cpus),
+    Key("aa", "boolean", "also run the base against itself (target BASE-aa): the report counts the A/A cells called "
+        "changed", "false", "", boolean),
     Key("order", " | ".join(ORDERS), "order of the targets within a round: reversed every other round, or drawn "
         "at random from the seed (recorded)", "alternate", "", one_of(*ORDERS)),
     # Harness fidelity (runner/post_write.py): how writes carry over, and the step between writes and reads.

@@ -26,6 +26,7 @@ from dbperf.errors import UserError
 from dbperf.experiment import keys
 from dbperf.experiment.harness_settings import harness_settings
 from dbperf.names import check_name
+from dbperf.runner.cpus import NOT_PINNED, CpuPlan, plan_cpus
 from dbperf.runner.process_variants import ProcessVariant, allocator_library
 from dbperf.runner.rounds import MIN_ROUNDS
 from dbperf.stats.verdict import DEFAULT_MIN_EFFECT
@@ -135,6 +136,8 @@ class Experiment:
     post_write: bool = False
     post_write_wait_s: float = 0.0
     fleet: FleetSection | None = None
+    cpus: CpuPlan = NOT_PINNED  # where the driver and lab-started servers run (runner/cpus.py)
+    aa_target: str | None = None  # the base's A/A copy (experiment/aa.py), when the run has one
 
 
 def _settings(raw: dict[str, Any], twhere: str, name_re: re.Pattern[str], value_re: re.Pattern[str],
@@ -323,7 +326,7 @@ def parse_experiment(path: Path) -> Experiment:
             raise UserError(f"{rwhere}.budget: must be longer than 0")
     elif "budget" in run:
         raise UserError(f"{rwhere}.budget: only with repeats = \"auto\" (repeats is {repeats})")
-    return Experiment(
+    experiment = Experiment(
         path=path, text=text, benchmarks=tuple(benchmarks), targets=tuple(targets), base=base,
         tables=values.get("tables", 1), table_size=values.get("table_size", 100_000),
         threads=tuple(threads), time_s=time_s, warmup_s=values.get("warmup", 2.0),
@@ -332,7 +335,12 @@ def parse_experiment(path: Path) -> Experiment:
         min_effect=values.get("min_effect", DEFAULT_MIN_EFFECT), order=values.get("order", "alternate"),
         **harness_settings(values, values.get("tables", 1) * values.get("table_size", 100_000)),
         fleet=_fleet(doc.get("fleet"), where, path.parent),
+        cpus=plan_cpus(run.get("cpus"), f"{rwhere}.cpus"),
     )
+    if values.get("aa"):
+        from dbperf.experiment.aa import with_aa  # aa.py builds on this module
+        experiment = with_aa(experiment)
+    return experiment
 
 
 def _fleet(raw: Any, where: str, base_dir: Path) -> FleetSection | None:

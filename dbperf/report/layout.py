@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from dbperf.runner.noise import HEAVY_FOREIGN_CPU, HEAVY_STEAL
 from dbperf.stats.rqps_matrix import Cell, Matrix
 from dbperf.stats.summary import MIN_REPEATS_FOR_TEST, NOISY_SPREAD
 from dbperf.stats.verdict import QUANTILE, UNSTABLE_MARGIN
@@ -23,7 +24,9 @@ HOW_MEASURED = (
 SIGNIFICANCE = (
     f"Mann-Whitney U (p < 0.05, at least {MIN_REPEATS_FOR_TEST} repeats a side) is kept in JSON as a second opinion; "
     f"! : a cell's repeats spread more than {NOISY_SPREAD:.0%} of its median; "
-    "T : this PGO build was trained on this benchmark (not a train/test split)"
+    "T : this PGO build was trained on this benchmark (not a train/test split); "
+    f"h : in at least one repeat the noise sensors saw heavy interference (steal over {HEAVY_STEAL:.0%} or processes "
+    f"not the lab's using over {HEAVY_FOREIGN_CPU} CPU on the cell's CPUs)"
 )
 
 
@@ -71,6 +74,11 @@ def _row_label(m: Matrix, benchmark: str, threads: int) -> str:
     return benchmark if len(m.threads) == 1 else f"{benchmark} t={threads}"
 
 
+def interfered_runs(cell: Cell) -> int:
+    """Repeats whose noise sensors saw heavy interference (runner/noise.py)."""
+    return sum(1 for r in cell.runs if r.noise and r.noise.interfered)
+
+
 def noisy(m: Matrix, cell: Cell) -> bool:
     base = m.cell(m.base, cell.benchmark, cell.threads)
     return bool((cell.qps and cell.qps.noisy) or (base and base.qps and base.qps.noisy))
@@ -86,6 +94,8 @@ def rqps_text(m: Matrix, cell: Cell | None) -> str:
         marks += "!"
     if m.was_trained_on(cell.target, cell.benchmark):
         marks += "T"
+    if interfered_runs(cell):
+        marks += "h"
     verdict = "" if cell.target == m.base else " " + verdict_text(cell)
     return f"{cell.rqps:.2f}{verdict}{(' ' + marks) if marks else ''}"
 
@@ -240,12 +250,54 @@ def _counters_block(m: Matrix) -> Block:
                  ("benchmark", "target", *columns, "top function"), tuple(rows), text_columns=2)
 
 
+def aa_check(m: Matrix, meta: dict[str, Any]) -> dict[str, Any] | None:
+    """The A/A copy's cells (experiment/aa.py): how many were called faster or slower (false alarms), of how many
+    have a verdict, and how many were decided at all."""
+    target = meta.get("aa_target")
+    if not target:
+        return None
+    cells = [c for (t, _, _), c in m.cells.items() if t == target and c.verdict is not None]
+    changed = [c for c in cells if c.verdict and c.verdict.verdict in ("faster", "slower")]
+    return {"target": target, "cells": len(cells), "changed": len(changed),
+            "decided": sum(1 for c in cells if c.verdict and c.verdict.decided),
+            "changed_cells": [f"{c.benchmark} t={c.threads}: {c.verdict.verdict if c.verdict else ''}"
+                              for c in changed]}
+
+
+def _aa_line(m: Matrix, meta: dict[str, Any]) -> list[str]:
+    aa = aa_check(m, meta)
+    if aa is None:
+        return []
+    named = f" ({', '.join(aa['changed_cells'])})" if aa["changed_cells"] else ""
+    return [f"A/A: {aa['target']} is {m.base} run against itself: {aa['changed']} of {aa['cells']} cells called "
+            f"changed{named} (false alarms on this host; {aa['decided']} of {aa['cells']} decided)"]
+
+
+def _run_lines(meta: dict[str, Any]) -> list[str]:
+    """How the rounds ran: CPUs, order of targets, repeats (auto: why each stopped)."""
+    lines = []
+    cpus = meta.get("cpus")
+    if cpus:
+        where = ("not pinned" if cpus.get("client") is None else
+                 f"driver on CPU {','.join(map(str, cpus['client']))}, lab servers on CPU "
+                 f"{','.join(map(str, cpus['server'] or [])) or 'any'}")
+        lines.append(f"cpus: {where} ({cpus.get('how')})")
+    if meta.get("order"):
+        lines.append(f"order of targets within a round: {meta['order']}")
+    if meta.get("repeats") == "auto":
+        rounds = meta.get("rounds") or []
+        stopped = "; ".join(f"{r['benchmark']} t={r['threads']}: {r['stopped']}" for r in rounds)
+        lines.append(f"repeats: auto, budget {meta.get('budget_s', 0):.0f} s" + (f" ({stopped})" if stopped else ""))
+    return lines
+
+
 def build_report(m: Matrix, meta: dict[str, Any]) -> Report:
     by_name = {t["name"]: t for t in meta.get("targets", [])}
     blocks = [_rqps_block(m), *[_target_block(m, t, by_name.get(t, {})) for t in m.targets]]
     if m.counters:
         blocks.append(_counters_block(m))
     status = meta.get("status")
-    return Report(heading=f"rQPS relative to {m.base}, {_center_name(m)} of repeats", legend=tuple(legend(m)),
+    return Report(heading=f"rQPS relative to {m.base}, {_center_name(m)} of repeats",
+                  legend=(*legend(m), *_run_lines(meta), *_aa_line(m, meta)),
                   blocks=tuple(blocks), notes=(verdict_legend(m.min_effect), HOW_MEASURED),
                   warning=None if status in (None, "complete") else f"run status: {status}: the matrix is partial")

@@ -15,7 +15,16 @@ from rich.table import Table
 
 from dbperf.records import CountersRecord, to_builtins
 from dbperf.report.escape import md, term
-from dbperf.report.layout import HOW_MEASURED, SIGNIFICANCE, Block, build_report, noisy, verdict_legend
+from dbperf.report.layout import (
+    HOW_MEASURED,
+    SIGNIFICANCE,
+    Block,
+    aa_check,
+    build_report,
+    interfered_runs,
+    noisy,
+    verdict_legend,
+)
 from dbperf.stats.rqps_matrix import Cell, Matrix
 
 FAILED_TEXT_WIDTH = 80
@@ -128,6 +137,10 @@ CELL_FIELDS: tuple[Field, ...] = (
     Field("min_effect", lambda m, c: c.verdict.min_effect if c.verdict else None),
     Field("min_detectable_effect", lambda m, c: c.verdict.min_detectable_effect if c.verdict else None),
     Field("verdict_views", lambda m, c: _views(c), csv=False),
+    Field("interfered_runs", lambda m, c: interfered_runs(c)),
+    Field("foreign_cpu_max", lambda m, c: max((r.noise.foreign_cpu for r in c.runs if r.noise), default=None)),
+    Field("steal_max", lambda m, c: max((r.noise.steal for r in c.runs if r.noise), default=None)),
+    Field("noise", lambda m, c: [to_builtins(r.noise) if r.noise else None for r in c.runs], csv=False),
     *[Field(key, _median(key)) for key in (
         "cpu_us_per_query", "cpu_user_us_per_query", "cpu_system_us_per_query", "cs_per_query",
         "cs_voluntary_per_query", "cs_involuntary_per_query", "server_cpu_us_per_query",
@@ -172,6 +185,7 @@ def to_json(m: Matrix, meta: dict[str, Any], skipped: list[dict[str, Any]] | Non
         "measured_by": HOW_MEASURED,
         "significance": SIGNIFICANCE,
         "verdicts": verdict_legend(m.min_effect),
+        "aa": aa_check(m, meta),
         "cells": [cell_json(m, c) for c in _cells(m)],
         "skipped_lines": skipped or [],
         "meta": meta,

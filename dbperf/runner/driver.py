@@ -15,6 +15,7 @@ from typing import Generic, TypeVar
 
 from dbperf.errors import UserError
 from dbperf.records import DriverJob, ExecResult, LibraryInfo, LoadResult, RecordError, RunResult, decode, encode
+from dbperf.runner.cpus import pinned
 
 REPO_DRIVER = Path(__file__).resolve().parents[2] / "driver" / "target" / "release" / "dbperf-driver"
 STDERR_TAIL_LINES = 20
@@ -60,12 +61,14 @@ def _tail(text: str) -> str:
 
 
 def run_job(job: DriverJob, result: type[R], timeout_s: float,
-            env: dict[str, str] | None = None) -> DriverOutcome[R]:
-    """Runs `dbperf-driver MODE -` with the job on stdin, `env` added to the environment, and reads its result as
-    `result` (the type of the job's mode). A crash, a hang or a result of the wrong shape is an outcome, not an
-    exception; Ctrl-C kills the driver's whole process group and propagates."""
-    proc = subprocess.Popen([driver_path(), job.mode, "-"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True, env=driver_environ(env))
+            env: dict[str, str] | None = None, cpus: frozenset[int] | None = None) -> DriverOutcome[R]:
+    """Runs `dbperf-driver MODE -` with the job on stdin, `env` added to the environment, pinned to `cpus` (when
+    given) from before it starts, and reads its result as `result` (the type of the job's mode). A crash, a hang or
+    a result of the wrong shape is an outcome, not an exception; Ctrl-C kills the driver's whole process group and
+    propagates."""
+    with pinned(cpus):
+        proc = subprocess.Popen([driver_path(), job.mode, "-"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, start_new_session=True, env=driver_environ(env))
     try:
         out, err = proc.communicate(encode(job).decode(), timeout=timeout_s)
     except subprocess.TimeoutExpired:

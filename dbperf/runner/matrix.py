@@ -23,6 +23,7 @@ from dbperf.explain.profile import Profiler
 from dbperf.records import CellRecord, CountersRecord, RunResult, to_builtins
 from dbperf.runner.driver import driver_version, run_job
 from dbperf.runner.post_write import PostWriteSteps, meta_fields
+from dbperf.runner.noise import HEAVY_FOREIGN_CPU, HEAVY_STEAL, NoiseWindow
 from dbperf.runner.process_variants import mapped_allocators
 from dbperf.runner.rounds import GroupState, Measured, RoundPolicy, round_order, run_rounds
 from dbperf.runner.sqlite_data import SqliteData
@@ -99,6 +100,9 @@ def _meta(e: Experiment, infos: dict[str, dict[str, Any]], settings: dict[str, l
         "order": e.order,
         "order_seed": e.seed,
         "budget_s": e.budget_s,
+        "cpus": e.cpus.describe(),
+        "aa_target": e.aa_target,
+        "noise_thresholds": {"steal": HEAVY_STEAL, "foreign_cpu": HEAVY_FOREIGN_CPU},
         "data_restore": "before each write cell: SQLite targets copy their pristine loaded file; servers the lab "
                         "started recreate the working database from a pristine one; external servers reload",
         "benchmarks": [{"name": b.name, "group": b.group, "phase": b.phase, "source": b.source,
@@ -288,10 +292,19 @@ def _run_cell(e: Experiment, cell: CellPlan, data: TargetLifecycle) -> CellRecor
     # The allocator and huge pages go to the process that runs the engine: the driver, or the server.
     env = data.env() if cell.target.is_server else {**variant.environment(), **data.env()}
     started = time.time()
-    outcome = run_job(job, RunResult, e.time_s + e.warmup_s + HANG_GRACE_S, env=env)
+    cpus = e.cpus.for_driver(not cell.target.is_server, cell.threads)
+    # The noise sensors watch the CPUs the cell's processes run on: the driver's and a lab-started server's (all
+    # CPUs where either is not pinned; an external server runs elsewhere).
+    watched: set[int] | None = set(cpus) if cpus else None
+    if watched is not None and cell.target.is_server and cell.target.dsn is None:
+        watched = watched | set(e.cpus.server) if e.cpus.server else None
+    window = NoiseWindow(e.warmup_s, watched)
+    outcome = run_job(job, RunResult, e.time_s + e.warmup_s + HANG_GRACE_S, env=env, cpus=cpus)
+    noise = window.finish(outcome.result)
     record = CellRecord(
         target=cell.target.name, benchmark=cell.benchmark.name, threads=cell.threads, repeat=cell.repeat,
-        position=cell.position, status="failed", started_at=started, wall_s=round(time.time() - started, 3),
+        position=cell.position, noise=noise, status="failed", started_at=started,
+        wall_s=round(time.time() - started, 3),
         queries_per_event=cell.benchmark.queries_per_event,
         rows_per_event=e.table_size if cell.benchmark.rows_per_event == "table_size" else None,
         result=outcome.result)
@@ -315,4 +328,4 @@ def _run_cell(e: Experiment, cell: CellPlan, data: TargetLifecycle) -> CellRecor
 
 
 def _interfered(record: CellRecord) -> bool:
-    return False
+    return bool(record.noise and record.noise.interfered)

@@ -69,7 +69,12 @@ class GroupState:
         return out
 
     def all_decided(self) -> bool:
-        return all(v is not None and v.decided for v in self.verdicts().values())
+        """Every target with measurements has a decided verdict. A target (or a base) none of whose repeats
+        succeeded has nothing more rounds could decide: it does not hold the loop."""
+        measured = {m.target for m in self.measured if m.qps}
+        if self.base not in measured:
+            return True
+        return all(v is not None and v.decided for t, v in self.verdicts().items() if t in measured)
 
 
 @dataclass(frozen=True)
@@ -93,14 +98,15 @@ class RoundPolicy:
         if state.rounds >= MAX_ROUNDS:
             state.stop_reason = f"{MAX_ROUNDS} rounds"
             return False
-        clean = state.clean_rounds()
-        if clean < self.min_rounds and state.rounds < self.min_rounds + MAX_EXTRA_MIN_ROUNDS:
-            return True  # the minimum runs whatever the budget says; an interfered round is run again
-        if state.all_decided():
-            state.stop_reason = f"every cell decided after {state.rounds} rounds"
-            return False
+        if state.rounds < self.min_rounds:
+            return True  # the minimum runs whatever the budget says
         if now + last_round_s > deadline:
             state.stop_reason = f"budget spent after {state.rounds} rounds"
+            return False
+        if state.clean_rounds() < self.min_rounds and state.rounds < self.min_rounds + MAX_EXTRA_MIN_ROUNDS:
+            return True  # an interfered round is run again, while the budget lasts
+        if state.all_decided():
+            state.stop_reason = f"every cell decided after {state.rounds} rounds"
             return False
         return True
 

@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 from dbperf.errors import UserError
+from dbperf.runner.cpus import pinned
 from dbperf.servers.watchdog import Watchdog
 
 STOP_TIMEOUT_S = 30.0
@@ -57,10 +58,11 @@ class ServerProcess:
         self.user = user
         self.env = env or {}
         self.proc: subprocess.Popen[bytes] | None = None
+        self.cpus: frozenset[int] | None = None  # pinned from the start: backends and threads inherit it
 
     def start(self) -> None:
         self.log.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.log, "ab") as log:
+        with open(self.log, "ab") as log, pinned(self.cpus):
             self.proc = subprocess.Popen(self.argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                          user=self.user, start_new_session=True,
                                          env=server_environ(self.env), cwd="/")
