@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from pathlib import Path
 
 import pytest
@@ -163,3 +164,37 @@ def test_a_real_run_is_recorded_at_its_end_and_its_report_draws_in_chromium(writ
         shown = render(context, page, "report-real-run.png")
     assert shown.state == "rendered" and shown.errors == []
     assert all(c["svg"] >= 1 and c["marks"] >= 1 for c in shown.charts), shown.charts
+
+
+@pytest.mark.unit
+def test_compare_sets_the_same_target_from_two_runs_side_by_side(tmp_path):
+    from dbperf.report.compare_view import compare_json, compare_markdown
+    from dbperf.stats.compare import load_side, pair_matrices
+    a = load_side(write_run(tmp_path / "monday", ["O2", "O3"], ["point-query", "scan"], 6, seed=1, host="h1",
+                            noise=0.01), "monday")
+    b = load_side(write_run(tmp_path / "tuesday", ["O2", "O3", "extra"], ["point-query"], 6, seed=2, host="h2",
+                            speed={"O3": 0.8}, noise=0.01), "tuesday")
+    pairs = pair_matrices(a, b, None)
+    assert [p.target for p in pairs] == ["O2", "O3"]
+    doc = json.loads(compare_json(a, b, pairs))
+    o3 = {r["benchmark"]: r for r in doc["targets"]["O3"]}
+    assert o3["point-query"]["verdict"] == "slower" and o3["point-query"]["ratio"] == pytest.approx(0.8, rel=0.05)
+    assert o3["scan"]["verdict"] == "not in B"
+    assert doc["a"]["host"]["hostname"] == "h1" and doc["b"]["host"]["hostname"] == "h2"
+    text = compare_markdown(a, b, pairs)
+    assert text.count("<details><summary><b>") == 2 and text.count("</details>") == 2
+    row = next(line for line in text.splitlines() if line.startswith("| point-query |"))
+    assert re.fullmatch(r"\| point-query \| [01]\.\d\d [~+-] \| 0\.[78]\d - \|", row), row
+    with pytest.raises(UserError, match="--target extra: not a target of"):
+        pair_matrices(a, b, ["extra"])
+    assert [p.target for p in pair_matrices(a, b, ["O3"])] == ["O3"]
+
+
+@pytest.mark.unit
+def test_compare_command(tmp_path):
+    a = write_run(tmp_path / "a", ["x"], ["point-query"], 4, seed=1)
+    b = write_run(tmp_path / "b", ["y"], ["point-query"], 4, seed=2)
+    done = run_cli("compare", str(a), str(b))
+    assert done.returncode == 2 and "no target name in common" in done.stderr and "Traceback" not in done.stderr
+    md = run_cli("compare", str(a), str(a), "--format", "markdown")
+    assert md.returncode == 0 and "<details>" in md.stdout and "**B / A**" in md.stdout

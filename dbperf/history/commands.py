@@ -14,8 +14,10 @@ from rich.console import Console
 from rich.table import Table
 
 from dbperf.errors import UserError
+from dbperf.experiment.keys import AGGREGATES
 from dbperf.history.series import BY, Series, build_series
 from dbperf.history.store import Result, Store, history_path, open_store
+from dbperf.report.compare_view import compare_csv, compare_html, compare_json, compare_markdown, compare_table
 from dbperf.report.escape import term
 from dbperf.report.series_view import (
     regressions_render,
@@ -25,6 +27,7 @@ from dbperf.report.series_view import (
     series_markdown,
     series_table,
 )
+from dbperf.stats.compare import load_side, pair_matrices, side_labels
 
 SERIES_FORMATS = ("table", "markdown", "csv", "json", "html")
 
@@ -132,6 +135,32 @@ def register(app: typer.Typer, out: Console, err: Console, fail: Callable[[str],
             return
         render = {"markdown": series_markdown, "csv": series_csv, "json": series_json, "html": series_html}[format]
         write_output(render(s), output)
+
+    @app.command()
+    def compare(
+        dir_a: Annotated[Path, typer.Argument(help="results directory A (the reference)")],
+        dir_b: Annotated[Path, typer.Argument(help="results directory B")],
+        target: Annotated[Optional[list[str]], typer.Option(help="target(s) to compare (default: every target "
+                                                                 "name both runs have)")] = None,
+        format: Annotated[str, typer.Option("--format", help="table, markdown, csv, json or html")] = "table",
+        aggregate: Annotated[Optional[str], typer.Option(help="median or trimmed (default: A's)")] = None,
+        output: Annotated[Optional[Path], typer.Option("-o", "--output", help="write to this file")] = None,
+    ) -> None:
+        """The same target(s) from two runs (two hosts, two days) side by side, with the same verdict rules."""
+        if format not in SERIES_FORMATS:
+            fail(f"--format: expected one of {', '.join(SERIES_FORMATS)}, got {format!r}")
+        if aggregate is not None and aggregate not in AGGREGATES:
+            fail(f"--aggregate: expected one of {', '.join(AGGREGATES)}, got {aggregate!r}")
+        label_a, label_b = side_labels(dir_a, dir_b)
+        a, b = load_side(dir_a, label_a), load_side(dir_b, label_b)
+        pairs = pair_matrices(a, b, target, aggregate)
+        if format == "table":
+            if output is not None:
+                fail("-o/--output: not with --format table")
+            compare_table(a, b, pairs, out)
+            return
+        render = {"markdown": compare_markdown, "csv": compare_csv, "json": compare_json, "html": compare_html}
+        write_output(render[format](a, b, pairs), output)
 
     @app.command()
     def regressions(
