@@ -15,6 +15,7 @@ from rich.table import Table
 
 from dbperf.errors import UserError
 from dbperf.experiment.keys import AGGREGATES
+from dbperf.history.changepoints import PVALUE
 from dbperf.history.series import BY, Series, build_series
 from dbperf.history.store import Result, Store, history_path, open_store
 from dbperf.report.compare_view import compare_csv, compare_html, compare_json, compare_markdown, compare_table
@@ -30,6 +31,8 @@ from dbperf.report.series_view import (
 from dbperf.stats.compare import load_side, pair_matrices, side_labels
 
 SERIES_FORMATS = ("table", "markdown", "csv", "json", "html")
+PVALUE_OPTION = typer.Option(help="E-divisive's permutation-test threshold for a change point (0.05 finds more "
+                                  "steps in short series, and more false ones)")
 
 
 def record_run(directory: Path, err: Console) -> None:
@@ -124,10 +127,11 @@ def register(app: typer.Typer, out: Console, err: Console, fail: Callable[[str],
         = "version",
         format: Annotated[str, typer.Option("--format", help="table, markdown, csv, json or html")] = "table",
         output: Annotated[Optional[Path], typer.Option("-o", "--output", help="write to this file")] = None,
+        pvalue: Annotated[float, PVALUE_OPTION] = PVALUE,
     ) -> None:
         """A version (or run) series from the history: rows benchmarks, columns versions, rQPS against the first,
         verdicts, change points."""
-        s = _series(fail, engine, benchmark, threads, host, build, config, target, by, format)
+        s = _series(fail, engine, benchmark, threads, host, build, config, target, by, format, pvalue)
         if format == "table":
             if output is not None:
                 fail("-o/--output: not with --format table")
@@ -175,10 +179,11 @@ def register(app: typer.Typer, out: Console, err: Console, fail: Callable[[str],
         show_all: Annotated[bool, typer.Option("--all", help="also steps up (improvements)")] = False,
         format: Annotated[str, typer.Option("--format", help="table, markdown, csv, json or html")] = "table",
         output: Annotated[Optional[Path], typer.Option("-o", "--output", help="write to this file")] = None,
+        pvalue: Annotated[float, PVALUE_OPTION] = PVALUE,
     ) -> None:
         """Change points (E-divisive means) in every benchmark's series: each step's size, the two versions or runs
         it falls between, and its significance."""
-        s = _series(fail, engine, benchmark, threads, host, build, config, target, by, format)
+        s = _series(fail, engine, benchmark, threads, host, build, config, target, by, format, pvalue)
         document = regressions_render(s, format, out, show_all)
         if document is not None:
             write_output(document, output)
@@ -188,11 +193,13 @@ def register(app: typer.Typer, out: Console, err: Console, fail: Callable[[str],
 
 def _series(fail: Callable[[str], NoReturn], engine: str | None, benchmarks: list[str] | None, threads: int | None,
             host: str | None, build: str | None, config: str | None, target: str | None, by: str,
-            fmt: str) -> Series:
+            fmt: str, pvalue: float) -> Series:
     if fmt not in SERIES_FORMATS:
         fail(f"--format: expected one of {', '.join(SERIES_FORMATS)}, got {fmt!r}")
     if by not in BY:
         fail(f"--by: expected one of {', '.join(BY)}, got {by!r}")
+    if not 0 < pvalue < 1:
+        fail(f"--pvalue: expected a probability between 0 and 1, got {pvalue}")
     store = open_store()
     try:
         results = store.results(engine=engine, threads=threads, host=host, build=build, config=config,
@@ -204,7 +211,7 @@ def _series(fail: Callable[[str], NoReturn], engine: str | None, benchmarks: lis
         if unknown:
             fail(f"--benchmark: nothing stored for {', '.join(sorted(unknown))}")
         results = [r for r in results if r.benchmark in benchmarks]
-    return build_series(results, by)
+    return build_series(results, by, pvalue=pvalue)
 
 
 def _results_table(results: list[Result], out: Console) -> None:

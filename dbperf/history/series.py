@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from dbperf.errors import UserError
-from dbperf.history.changepoints import Step, steps
+from dbperf.history.changepoints import PVALUE, Step, steps
 from dbperf.history.store import Result
 from dbperf.report.verdict import Verdict, verdict_of
 from dbperf.stats.summary import significance
@@ -71,7 +71,8 @@ def _identity(results: Sequence[Result]) -> dict[str, str]:
     return {k: next(iter(v)) for k, v in found.items()}
 
 
-def build_series(results: Sequence[Result], by: str = "version", detect: bool = True) -> Series:
+def build_series(results: Sequence[Result], by: str = "version", detect: bool = True,
+                 pvalue: float = PVALUE) -> Series:
     if by not in BY:
         raise UserError(f"--by: expected one of {', '.join(BY)}, got {by!r}")
     if not results:
@@ -107,6 +108,6 @@ def build_series(results: Sequence[Result], by: str = "version", detect: bool = 
         if detect:
             present = [(i, p.result.qps_center) for i, p in enumerate(row.points) if p and p.result.qps_center]
             row.steps = [Step(present[s.index][0], s.before, s.after, s.p_value)
-                         for s in steps([v for _, v in present])]
+                         for s in steps([v for _, v in present], pvalue)]
         rows.append(row)
     return Series(by, identity, [columns[k] for k in keys], rows)
