@@ -198,3 +198,16 @@ def test_compare_command(tmp_path):
     assert done.returncode == 2 and "no target name in common" in done.stderr and "Traceback" not in done.stderr
     md = run_cli("compare", str(a), str(a), "--format", "markdown")
     assert md.returncode == 0 and "<details>" in md.stdout and "**B / A**" in md.stdout
+
+
+@pytest.mark.unit
+def test_many_tests_at_once_give_the_single_tests_answers():
+    from dbperf.history.series import significance_many
+    from dbperf.stats.summary import significance
+    rng = random.Random(5)
+    base = [rng.gauss(100, 3) for _ in range(6)]
+    samples = [[rng.gauss(100 + shift, 3) for _ in range(n)] for shift in (0, 5, 10) for n in (3, 4, 6, 10)]
+    samples += [[1.0, 1.0, 2.0, 3.0], [base[0], 101, 102, 103, 104], base[:]]  # ties take scipy's own path
+    for sample, got in zip(samples, significance_many(base, samples), strict=True):
+        want = significance(sample, base)
+        assert got[0] == want[0] and (got[1] == pytest.approx(want[1]) if want[1] is not None else got[1] is None)

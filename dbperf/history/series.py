@@ -13,7 +13,7 @@ from dbperf.errors import UserError
 from dbperf.history.changepoints import PVALUE, Step, steps
 from dbperf.history.store import Result
 from dbperf.report.verdict import Verdict, verdict_of
-from dbperf.stats.summary import significance
+from dbperf.stats.summary import ALPHA, MIN_REPEATS_FOR_TEST, significance
 
 BY = ("version", "run")
 
@@ -71,6 +71,31 @@ def _identity(results: Sequence[Result]) -> dict[str, str]:
     return {k: next(iter(v)) for k, v in found.items()}
 
 
+def significance_many(base: list[float], samples: list[list[float]]) -> list[tuple[bool | None, float | None]]:
+    """summary.significance(sample, base) for many samples at once: the same rules and p-values (Mann-Whitney U,
+    two-sided; scipy's choice of exact or asymptotic), but one vectorized call per sample size for the samples
+    without ties, since a long series makes thousands of these tests."""
+    import numpy as np
+    from scipy import stats as scipy_stats
+
+    out: list[tuple[bool | None, float | None]] = [(None, None)] * len(samples)
+    groups: dict[int, list[int]] = {}
+    for i, sample in enumerate(samples):
+        distinct = len(set(sample) | set(base))
+        untestable = len(sample) < MIN_REPEATS_FOR_TEST or len(base) < MIN_REPEATS_FOR_TEST
+        if untestable or distinct < len(sample) + len(base):  # too few, or ties: scipy's own path, one at a time
+            out[i] = significance(sample, base)
+        else:
+            groups.setdefault(len(sample), []).append(i)
+    for n, members in groups.items():
+        method = "asymptotic" if n > 8 and len(base) > 8 else "exact"
+        p = scipy_stats.mannwhitneyu(np.array([samples[i] for i in members]), np.array(base)[None, :], axis=1,
+                                     alternative="two-sided", method=method).pvalue
+        for i, value in zip(members, np.atleast_1d(p), strict=True):
+            out[i] = (bool(value < ALPHA), float(value))
+    return out
+
+
 def build_series(results: Sequence[Result], by: str = "version", detect: bool = True,
                  pvalue: float = PVALUE) -> Series:
     if by not in BY:
@@ -92,22 +117,22 @@ def build_series(results: Sequence[Result], by: str = "version", detect: bool = 
     rows: list[Row] = []
     for benchmark, threads in dict.fromkeys((b, t) for _, b, t in chosen):
         row = Row(benchmark, threads, [])
-        first: Result | None = None
-        for key in keys:
-            here = chosen.get((key, benchmark, threads))
-            if here is None or here.qps_center is None:
+        found = [chosen.get((key, benchmark, threads)) for key in keys]
+        present = [r for r in found if r is not None and r.qps_center is not None]
+        first = present[0] if present else None
+        tests = iter(significance_many(first.qps_runs, [r.qps_runs for r in present[1:]]) if first else [])
+        for here in found:
+            if here is None or here.qps_center is None or first is None:
                 row.points.append(None)
-                continue
-            if first is None:
-                first = here
+            elif here is first:
                 row.points.append(Point(here, 1.0, verdict_of(1.0, None, True, False)))
-                continue
-            rqps = here.qps_center / first.qps_center if first.qps_center else None
-            significant, _ = significance(here.qps_runs, first.qps_runs)
-            row.points.append(Point(here, rqps, verdict_of(rqps, significant, False, False)))
+            else:
+                rqps = here.qps_center / first.qps_center if first.qps_center else None
+                significant, _ = next(tests)
+                row.points.append(Point(here, rqps, verdict_of(rqps, significant, False, False)))
         if detect:
-            present = [(i, p.result.qps_center) for i, p in enumerate(row.points) if p and p.result.qps_center]
-            row.steps = [Step(present[s.index][0], s.before, s.after, s.p_value)
-                         for s in steps([v for _, v in present], pvalue)]
+            values = [(i, p.result.qps_center) for i, p in enumerate(row.points) if p and p.result.qps_center]
+            row.steps = [Step(values[s.index][0], s.before, s.after, s.p_value)
+                         for s in steps([v for _, v in values], pvalue)]
         rows.append(row)
     return Series(by, identity, [columns[k] for k in keys], rows)
