@@ -34,6 +34,8 @@ from dbperf.experiment.spec import Experiment, Target, parse_experiment
 from dbperf.explain.diff import profile_diff
 from dbperf.explain.mode import CounterMode, detect_mode
 from dbperf.explain.profile import Profiler
+from dbperf.history.commands import record_run
+from dbperf.history.commands import register as register_history
 from dbperf.probes.catalog import FAMILIES
 from dbperf.probes.run import run_probes
 from dbperf.records import to_builtins
@@ -179,6 +181,7 @@ def run_experiment(experiment: Path, out: Path | None, keep_data: bool, profile:
     if keep_data and outcome.runtime_dir:
         err_console.print(f"dbperf: the servers' data directories are kept in {outcome.runtime_dir}", markup=False,
                           highlight=False)
+    record_run(directory, err_console)  # into the history store (issue 13); a warning if it cannot be
     if outcome.cells_ok == 0 and outcome.cells_failed > 0:
         err_console.print(f"dbperf: error: no cell succeeded ({outcome.cells_failed} failed); the errors are in "
                           f"{directory / 'results.jsonl'}", markup=False, highlight=False)
@@ -524,6 +527,10 @@ def keys() -> None:
             table.add_row(term(k.name), term(k.kind), term(k.default), term(k.unit), term(k.doc))
         out_console.print(table)
         out_console.print()
+
+
+# The history store, series, regressions and compare (dbperf/history/commands.py).
+register_history(app, out_console, err_console, fail, write_output)
 
 
 @app.command()

@@ -61,3 +61,10 @@ def where():
     base.chmod(0o755)
     yield base
     shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _private_history(tmp_path_factory: pytest.TempPathFactory):
+    """Runs made by tests are recorded in a store of the session's own, never the user's history."""
+    os.environ["DBPERF_HISTORY"] = str(tmp_path_factory.mktemp("history") / "history.sqlite")
+    yield

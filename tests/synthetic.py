@@ -39,7 +39,7 @@ def write_run(directory: Path, targets: list[str], benchmarks: list[str], repeat
     }
     writer = ResultsWriter(directory)
     writer.write_meta(meta, "# synthetic\n")
-    base_qps = {b: rng.uniform(2_000, 200_000) for b in benchmarks}
+    base_qps = {b: random.Random(b).uniform(2_000, 200_000) for b in benchmarks}  # the same in every run
     for b in benchmarks:
         for r in range(1, repeats + 1):
             for t in targets:

@@ -144,20 +144,35 @@ def test_cli_writes_the_file_and_an_older_results_directory_still_reports(tmp_pa
 
 @pytest.mark.e2e
 def test_chromium_draws_every_chart_without_a_script_error_and_shows_names_as_text(tmp_path):
+    """The run report (with hostile names), a compare page and a series page, in one browser."""
     from tests.browser import browser, render
     evil = _evil_run(tmp_path)
-    out = tmp_path / "report.html"
-    done = run_cli("report", str(evil), "--format", "html", "-o", str(out))
-    assert done.returncode == 0, done.stderr
+    pages = {name: tmp_path / f"{name}.html" for name in ("report", "compare", "series")}
+    history = {"DBPERF_HISTORY": str(tmp_path / "h.sqlite")}
+    runs = [write_run(tmp_path / f"v{i}", ["t"], ["point-query", "update-index"], 4, seed=i,
+                      engine_version=f"2.{i}", speed={"t": 0.85 if i >= 5 else 1.0},
+                      started_at=f"2026-10-{i + 1:02d}") for i in range(10)]
+    for args in (("report", str(evil), "--format", "html", "-o", str(pages["report"])),
+                 ("compare", str(evil), str(evil), "--format", "html", "-o", str(pages["compare"])),
+                 ("history", "add", *map(str, runs)),
+                 ("series", "--format", "html", "-o", str(pages["series"]))):
+        done = run_cli(*args, env=history)
+        assert done.returncode == 0, done.stderr
     with browser() as context:
-        shown = render(context, out, "report-escaping.png")
-        assert shown.state == "rendered", shown.state
-        assert shown.errors == []
-        assert shown.page.evaluate("window.__xss") is None
-        assert len(shown.charts) == len(_figures(out.read_text())) >= 5
-        for chart in shown.charts:
-            assert chart["svg"] >= 1 and chart["marks"] >= 1, chart
-        headers = shown.page.evaluate("[...document.querySelectorAll('h3')].map(h => h.textContent)")
-        assert EVIL_TARGET in headers
-        ticks = shown.page.evaluate("[...document.querySelectorAll('.xtick text')].map(t => t.textContent)")
-        assert EVIL_TARGET in ticks  # Plotly drew the name as text
+        for name, path in pages.items():
+            shown = render(context, path, f"{name}.png")
+            assert shown.state == "rendered", (name, shown.state)
+            assert shown.errors == [], name
+            assert shown.page.evaluate("window.__xss") is None
+            assert len(shown.charts) == len(_figures(path.read_text())) >= 2, name
+            for chart in shown.charts:
+                assert chart["svg"] >= 1 and chart["marks"] >= 1, (name, chart)
+            if name == "report":
+                headers = shown.page.evaluate("[...document.querySelectorAll('h3')].map(h => h.textContent)")
+                assert EVIL_TARGET in headers
+                ticks = shown.page.evaluate("[...document.querySelectorAll('.xtick text')].map(t => t.textContent)")
+                assert EVIL_TARGET in ticks  # Plotly drew the name as text
+            if name == "series":  # the change point is marked on the charts
+                marks = shown.page.evaluate("[...document.querySelectorAll('.annotation-text')].map(t => "
+                                            "t.textContent)")
+                assert any(m.startswith("-") and m.endswith("%") for m in marks), marks

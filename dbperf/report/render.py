@@ -85,9 +85,12 @@ def to_markdown(m: Matrix, meta: dict[str, Any]) -> str:
     out = [md(report.heading), ""]
     out += [f"    {line}" for line in report.legend]  # a code block: shown as written
     out += ["", *_markdown_block(rqps), "", md(report.notes[0])]
+    # Per-target tables are collapsed, as a GitHub comment or pull request shows <details> (blank lines around the
+    # table let the Markdown inside render).
     for block in rest:
-        out += ["", f"**{md(block.title)}**" + (f" {md(block.subtitle)}" if block.subtitle else ""), "",
-                *_markdown_block(block)]
+        out += ["", f"<details><summary><b>{md(block.title)}</b>"
+                    + (f" {md(block.subtitle)}" if block.subtitle else "") + "</summary>", "",
+                *_markdown_block(block), "", "</details>"]
     out += ["", *[md(n) for n in report.notes[1:]]]
     if report.warning:
         out += ["", f"**{md(report.warning)}**"]

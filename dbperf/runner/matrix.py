@@ -22,8 +22,8 @@ from dbperf.experiment.spec import Experiment, Target
 from dbperf.explain.profile import Profiler
 from dbperf.records import CellRecord, CountersRecord, RunResult, to_builtins
 from dbperf.runner.driver import driver_version, run_job
-from dbperf.runner.post_write import PostWriteSteps, meta_fields
 from dbperf.runner.noise import HEAVY_FOREIGN_CPU, HEAVY_STEAL, NoiseWindow
+from dbperf.runner.post_write import PostWriteSteps, meta_fields
 from dbperf.runner.process_variants import mapped_allocators
 from dbperf.runner.rounds import GroupState, Measured, RoundPolicy, round_order, run_rounds
 from dbperf.runner.sqlite_data import SqliteData

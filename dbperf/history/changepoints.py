@@ -1,0 +1,63 @@
+"""Change points in a series by E-divisive means (Matteson and James 2014), the method MongoDB and Apache Otava use
+to find the commit or version where performance stepped: MongoDB's `signal-processing-algorithms` package does
+the detection (its C extension computes the statistics). Each step is then described: its size (median after /
+median before − 1, each over the segment up to the neighbouring change point), the two columns it falls between,
+and a Mann-Whitney U p-value of the two segments as its significance.
+
+E-divisive's permutation test draws from NumPy's global generator: it is seeded here (and the caller's state put
+back), so the same series gives the same change points every time."""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats as scipy_stats
+
+PVALUE = 0.01  # of E-divisive's permutation test; stricter than MongoDB's 0.05: fewer false steps per series
+PERMUTATIONS = 100
+SEED = 1
+
+
+@dataclass(frozen=True)
+class Step:
+    index: int  # the first point after the step
+    before: float  # median of the segment before
+    after: float  # median of the segment after
+    p_value: float | None  # Mann-Whitney U, two-sided, of the two segments
+
+    @property
+    def size(self) -> float:
+        return self.after / self.before - 1 if self.before else 0.0
+
+
+def change_points(values: Sequence[float], pvalue: float = PVALUE, permutations: int = PERMUTATIONS,
+                  seed: int = SEED) -> list[int]:
+    """Indices where a new segment begins, ascending."""
+    from signal_processing_algorithms.energy_statistics.energy_statistics import e_divisive
+
+    if len(values) < 4:
+        return []
+    state = np.random.get_state()
+    np.random.seed(seed)
+    try:
+        found = e_divisive(np.asarray(values, dtype=np.float64), pvalue=pvalue, permutations=permutations)
+    finally:
+        np.random.set_state(state)
+    return sorted(int(i) for i in found if 0 < int(i) < len(values))
+
+
+def steps(values: Sequence[float], pvalue: float = PVALUE, permutations: int = PERMUTATIONS,
+          seed: int = SEED) -> list[Step]:
+    points = change_points(values, pvalue, permutations, seed)
+    bounds = [0, *points, len(values)]
+    out = []
+    for k, index in enumerate(points, 1):
+        before, after = list(values[bounds[k - 1]:index]), list(values[index:bounds[k + 1]])
+        p = None
+        if len(before) >= 2 and len(after) >= 2:
+            p = float(scipy_stats.mannwhitneyu(before, after, alternative="two-sided").pvalue)
+        out.append(Step(index, statistics.median(before), statistics.median(after), p))
+    return out

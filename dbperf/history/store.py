@@ -1,0 +1,253 @@
+"""The results store: every run's figures, one row per (run, target, benchmark, threads), in a SQLite file (Python's
+sqlite3; one file, no server). Where: `$DBPERF_HISTORY`, else `$XDG_DATA_HOME/dbperf/history.sqlite`
+(`~/.local/share/dbperf/history.sqlite`); `DBPERF_HISTORY=off` records nothing.
+
+A row is keyed by what makes two figures comparable: engine, engine version, build (flags, PGO, release), config
+(settings and process variant), host, benchmark and threads; it keeps the summary of the repeats (center, min, max,
+CI, every repeat's QPS, so that later comparisons can test significance), rQPS against its run's base, the verdict
+fields where the run had them, CPU and latency. A run is identified by its start time, host, experiment and
+targets, so adding the same directory twice records it once."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import sqlite3
+from collections.abc import Iterator
+from dataclasses import dataclass, fields
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from dbperf.errors import UserError
+from dbperf.report.verdict import cell_verdict
+from dbperf.stats.rqps_matrix import Matrix, build_matrix
+from dbperf.storage.results import read_results
+
+SCHEMA_VERSION = 1
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS runs (
+    id INTEGER PRIMARY KEY,
+    run_key TEXT NOT NULL UNIQUE,
+    directory TEXT NOT NULL,
+    started_at TEXT,
+    finished_at TEXT,
+    status TEXT,
+    host TEXT NOT NULL,
+    experiment TEXT,
+    base TEXT,
+    aggregate TEXT,
+    added_at TEXT NOT NULL,
+    meta TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS results (
+    id INTEGER PRIMARY KEY,
+    run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    target TEXT NOT NULL,
+    engine TEXT NOT NULL,
+    version TEXT NOT NULL,
+    build TEXT NOT NULL,
+    config TEXT NOT NULL,
+    host TEXT NOT NULL,
+    benchmark TEXT NOT NULL,
+    threads INTEGER NOT NULL,
+    n INTEGER NOT NULL,
+    failed_runs INTEGER NOT NULL,
+    qps_center REAL,
+    qps_min REAL,
+    qps_max REAL,
+    qps_ci_low REAL,
+    qps_ci_high REAL,
+    qps_runs TEXT NOT NULL,
+    rqps REAL,
+    verdict TEXT,
+    decided_by TEXT,
+    p_value REAL,
+    cpu_us_per_query REAL,
+    p99_us REAL
+);
+CREATE INDEX IF NOT EXISTS results_key ON results (engine, benchmark, threads, host, build, config, version);
+"""
+COLUMNS = ("run_id", "target", "engine", "version", "build", "config", "host", "benchmark", "threads", "n",
+           "failed_runs", "qps_center", "qps_min", "qps_max", "qps_ci_low", "qps_ci_high", "qps_runs", "rqps",
+           "verdict", "decided_by", "p_value", "cpu_us_per_query", "p99_us")
+
+
+def history_path() -> Path | None:
+    """The store's file, or None when recording is off."""
+    value = os.environ.get("DBPERF_HISTORY")
+    if value == "off":
+        return None
+    if value:
+        return Path(value).expanduser()
+    return Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share") / "dbperf" / "history.sqlite"
+
+
+@dataclass(frozen=True)
+class Run:
+    id: int
+    directory: str
+    started_at: str | None
+    status: str | None
+    host: str
+    experiment: str | None
+    base: str | None
+    targets: int
+    benchmarks: int
+    rows: int
+
+
+@dataclass(frozen=True)
+class Result:
+    run_id: int
+    started_at: str | None
+    target: str
+    engine: str
+    version: str
+    build: str
+    config: str
+    host: str
+    benchmark: str
+    threads: int
+    n: int
+    qps_center: float | None
+    qps_runs: list[float]
+    rqps: float | None
+    verdict: str | None
+    p_value: float | None
+
+
+def build_text(info: dict[str, Any]) -> str:
+    build = info.get("build") or {}
+    if build.get("release"):
+        r = build["release"]
+        return f"release {r.get('engine')}@{r.get('version')}"
+    if not build:
+        return "as installed" if info.get("library") or info.get("binaries") else "external"
+    parts = list(build.get("flags") or []) or [str(build.get("label") or "")]
+    if build.get("pgo"):
+        parts.append("pgo:" + ",".join((build["pgo"] or {}).get("training_set", [])))
+    return " ".join(p for p in parts if p)
+
+
+def config_text(info: dict[str, Any]) -> str:
+    parts = sorted(f"{k}={v}" for k, v in info.get("settings") or [])
+    parts += sorted(f"{k}={v}" for k, v in (info.get("process_variant") or {}).items()
+                    if k in ("allocator", "hugepages") and v)
+    return " ".join(parts) or "default"
+
+
+def host_text(meta: dict[str, Any]) -> str:
+    return str((meta.get("host") or {}).get("hostname") or "unknown")
+
+
+def run_key(meta: dict[str, Any]) -> str:
+    ident = [meta.get("started_at"), host_text(meta), meta.get("experiment"), [t["name"] for t in meta["targets"]]]
+    return hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:32]
+
+
+class Store:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self.db = sqlite3.connect(path)
+            self.db.execute("PRAGMA foreign_keys = ON")
+            version = self.db.execute("PRAGMA user_version").fetchone()[0]
+            if version not in (0, SCHEMA_VERSION):
+                raise UserError(f"{path}: history schema version {version} is not one this dbperf reads "
+                                f"({SCHEMA_VERSION})")
+            self.db.executescript(SCHEMA)
+            self.db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        except (OSError, sqlite3.Error) as e:
+            raise UserError(f"{path}: cannot open the history store: {e}") from None
+
+    def close(self) -> None:
+        self.db.close()
+
+    def add_run(self, directory: Path) -> tuple[int, bool]:
+        """(run id, True when newly recorded). Reads the directory as `dbperf report` does."""
+        meta, records, _ = read_results(directory)
+        matrix = build_matrix(meta, records)
+        key = run_key(meta)
+        with self._tx():
+            row = self.db.execute("SELECT id FROM runs WHERE run_key = ?", (key,)).fetchone()
+            if row:
+                return int(row[0]), False
+            cur = self.db.execute(
+                "INSERT INTO runs (run_key, directory, started_at, finished_at, status, host, experiment, base, "
+                "aggregate, added_at, meta) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                (key, str(directory.absolute()), meta.get("started_at"), meta.get("finished_at"),
+                 meta.get("status"), host_text(meta), meta.get("experiment"), meta.get("base"), matrix.aggregate,
+                 datetime.now(UTC).isoformat(timespec="seconds"), json.dumps(meta, default=str)))
+            run_id = int(cur.lastrowid or 0)
+            self.db.executemany(f"INSERT INTO results ({', '.join(COLUMNS)}) VALUES ({', '.join('?' * len(COLUMNS))})",
+                                list(_rows(run_id, matrix, meta)))
+        return run_id, True
+
+    @contextlib.contextmanager
+    def _tx(self) -> Iterator[None]:
+        try:
+            with self.db:
+                yield
+        except sqlite3.Error as e:
+            raise UserError(f"{self.path}: cannot write the history store: {e}") from None
+
+    def runs(self) -> list[Run]:
+        rows = self.db.execute(
+            "SELECT r.id, r.directory, r.started_at, r.status, r.host, r.experiment, r.base, "
+            "COUNT(DISTINCT x.target), COUNT(DISTINCT x.benchmark), COUNT(x.id) "
+            "FROM runs r LEFT JOIN results x ON x.run_id = r.id GROUP BY r.id ORDER BY r.started_at, r.id").fetchall()
+        return [Run(*row) for row in rows]
+
+    def meta(self, run_id: int) -> dict[str, Any]:
+        row = self.db.execute("SELECT meta FROM runs WHERE id = ?", (run_id,)).fetchone()
+        if row is None:
+            raise UserError(f"{self.path}: no run {run_id} in the history (dbperf history list shows them)")
+        return dict(json.loads(row[0]))
+
+    def results(self, run_id: int | None = None, **equal: Any) -> list[Result]:
+        """Stored results, optionally of one run and with columns equal to the given values (None: any)."""
+        where, args = [], []
+        if run_id is not None:
+            where.append("x.run_id = ?")
+            args.append(run_id)
+        for column, value in equal.items():
+            if value is not None:
+                assert column in COLUMNS, column
+                where.append(f"x.{column} = ?")
+                args.append(value)
+        sql = ("SELECT x.run_id, r.started_at, x.target, x.engine, x.version, x.build, x.config, x.host, "
+               "x.benchmark, x.threads, x.n, x.qps_center, x.qps_runs, x.rqps, x.verdict, x.p_value "
+               "FROM results x JOIN runs r ON r.id = x.run_id"
+               + (" WHERE " + " AND ".join(where) if where else "") + " ORDER BY r.started_at, x.run_id, x.id")
+        names = [f.name for f in fields(Result)]
+        return [Result(**{**dict(zip(names, row, strict=True)), "qps_runs": json.loads(row[12])})
+                for row in self.db.execute(sql, args)]
+
+
+def _rows(run_id: int, m: Matrix, meta: dict[str, Any]) -> Iterator[tuple[Any, ...]]:
+    info = {t["name"]: t for t in meta["targets"]}
+    host = host_text(meta)
+    for _, benchmark, threads in m.rows():
+        for target in m.targets:
+            cell = m.cell(target, benchmark, threads)
+            if cell is None:
+                continue
+            t = info.get(target, {})
+            q = cell.qps
+            v = cell_verdict(m, cell)
+            yield (run_id, target, str(t.get("engine") or "sqlite"), str(t.get("engine_version") or "unknown"),
+                   build_text(t), config_text(t), host, benchmark, threads, q.n if q else 0, len(cell.failures),
+                   q.center if q else None, q.minimum if q else None, q.maximum if q else None,
+                   q.ci_low if q else None, q.ci_high if q else None, json.dumps(cell.per_run("qps")), cell.rqps,
+                   v.word, v.decided_by, cell.p_value, cell.median_of("cpu_us_per_query"), cell.median_of("p99_us"))
+
+
+def open_store(path: Path | None = None) -> Store:
+    chosen = path or history_path()
+    if chosen is None:
+        raise UserError("DBPERF_HISTORY=off: the history store is turned off")
+    return Store(chosen)

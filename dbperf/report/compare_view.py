@@ -1,0 +1,160 @@
+"""`dbperf compare DIR_A DIR_B`: a summary (rows benchmarks, one column per target: B's rQPS against A's with its
+verdict), then per target the figures of both runs; Markdown collapses the per-target tables in <details>, as a
+GitHub comment or pull request shows them. Every format renders the same rows (`compare_rows`)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from dbperf.report import charts
+from dbperf.report.escape import md, term
+from dbperf.report.html import VERDICT_MEANINGS
+from dbperf.report.html_page import Page, legend_swatches, table, text
+from dbperf.report.layout import noisy
+from dbperf.report.verdict import VERDICT_COLOURS, cell_verdict
+from dbperf.stats.compare import Pair, Side
+
+DETAIL_HEADER = ("benchmark", "QPS A", "QPS B", "B / A", "verdict", "p", "spread A", "spread B", "CPU µs/q A",
+                 "CPU µs/q B", "p99 µs A", "p99 µs B", "n A", "n B")
+
+
+def _f(value: float | None, fmt: str) -> str:
+    return "-" if value is None else format(value, fmt)
+
+
+def compare_rows(pair: Pair) -> list[dict[str, Any]]:
+    m = pair.matrix
+    rows = []
+    for _, benchmark, threads in m.rows():
+        a, b = m.cell(pair.a, benchmark, threads), m.cell(pair.b, benchmark, threads)
+        v = cell_verdict(m, b)
+        word = v.word if b is not None else "not in B" if a is not None else "-"
+        rows.append({
+            "benchmark": benchmark if len(m.threads) == 1 else f"{benchmark} t={threads}",
+            "threads": threads,
+            "qps_a": a.qps.center if a and a.qps else None, "qps_b": b.qps.center if b and b.qps else None,
+            "ratio": b.rqps if b else None, "verdict": word, "decided_by": v.decided_by,
+            "p_value": b.p_value if b else None,
+            "spread_a": a.qps.spread if a and a.qps else None, "spread_b": b.qps.spread if b and b.qps else None,
+            "noisy": bool(b and noisy(m, b)),
+            "cpu_a": a.median_of("cpu_us_per_query") if a else None,
+            "cpu_b": b.median_of("cpu_us_per_query") if b else None,
+            "p99_a": a.median_of("p99_us") if a else None, "p99_b": b.median_of("p99_us") if b else None,
+            "n_a": a.qps.n if a and a.qps else 0, "n_b": b.qps.n if b and b.qps else 0,
+        })
+    return rows
+
+
+MARK = {"faster": "+", "slower": "-", "same": "~", "undecided": "?", "unstable": "!", "failed": "failed"}
+
+
+def _short(row: dict[str, Any]) -> str:
+    if row["ratio"] is None:
+        return "failed" if row["verdict"] == "failed" else "-"
+    return f"{row['ratio']:.2f} {MARK.get(row['verdict'], '')}".strip() + (" !" if row["noisy"] else "")
+
+
+def _detail(row: dict[str, Any]) -> tuple[str, ...]:
+    return (row["benchmark"], _f(row["qps_a"], ",.0f"), _f(row["qps_b"], ",.0f"), _f(row["ratio"], ".3f"),
+            row["verdict"], _f(row["p_value"], ".2g"), _f(row["spread_a"], ".1%"), _f(row["spread_b"], ".1%"),
+            _f(row["cpu_a"], ".2f"), _f(row["cpu_b"], ".2f"), _f(row["p99_a"], ",.1f"), _f(row["p99_b"], ",.1f"),
+            str(row["n_a"]), str(row["n_b"]))
+
+
+def _side_text(side: Side) -> str:
+    host = side.meta.get("host") or {}
+    return (f"{side.label}: {side.directory} (host {host.get('hostname', '?')}, {host.get('cpu_model', '?')}; "
+            f"started {side.meta.get('started_at', '?')}; status {side.meta.get('status', '?')})")
+
+
+def _summary(pairs: list[Pair]) -> tuple[list[str], list[tuple[str, ...]]]:
+    per = [{r["benchmark"]: r for r in compare_rows(p)} for p in pairs]
+    order = list(dict.fromkeys(b for rows in per for b in rows))
+    return ([p.target for p in pairs],
+            [(b, *[_short(rows[b]) if b in rows else "-" for rows in per]) for b in order])
+
+
+NOTE = ("B / A: B's center QPS over A's; + faster, - slower, ~ same by the verdict rule of a single run's report "
+        "(today Mann-Whitney U, p < 0.05, 4 repeats a side), ? too few repeats to test, ! a side spread over 10%. "
+        "The two runs may differ in host, day and load: compare their metadata before reading a verdict as the "
+        "engine's.")
+
+
+def compare_table(a: Side, b: Side, pairs: list[Pair], console: Console) -> None:
+    console.print(f"[bold]B / A[/bold]\n{term(_side_text(a))}\n{term(_side_text(b))}")
+    targets, rows = _summary(pairs)
+    t = Table(show_edge=False, pad_edge=False)
+    t.add_column("benchmark")
+    for name in targets:
+        t.add_column(term(name), justify="right")
+    for summary_row in rows:
+        t.add_row(*[term(c) for c in summary_row])
+    console.print(t)
+    for p in pairs:
+        console.print(f"\n[bold]{term(p.target)}[/bold]")
+        d = Table(show_edge=False, pad_edge=False)
+        for i, h in enumerate(DETAIL_HEADER):
+            d.add_column(h, justify="left" if i in (0, 4) else "right")
+        for row in compare_rows(p):
+            d.add_row(*[term(c) for c in _detail(row)])
+        console.print(d)
+    console.print(f"[dim]{term(NOTE)}[/dim]")
+
+
+def compare_markdown(a: Side, b: Side, pairs: list[Pair]) -> str:
+    targets, rows = _summary(pairs)
+    out = [f"**{md(b.label)} / {md(a.label)}**", "", f"- {md(_side_text(a))}", f"- {md(_side_text(b))}", "",
+           "| benchmark | " + " | ".join(md(t) for t in targets) + " |", "|---|" + "---:|" * len(targets)]
+    out += ["| " + " | ".join(md(c) for c in row) + " |" for row in rows]
+    for p in pairs:
+        out += ["", f"<details><summary><b>{md(p.target)}</b>: both runs' figures</summary>", "",
+                "| " + " | ".join(DETAIL_HEADER) + " |", "|---|" + "---:|" * 3 + "---|" + "---:|" * 9]
+        out += ["| " + " | ".join(md(c) for c in _detail(r)) + " |" for r in compare_rows(p)]
+        out += ["", "</details>"]
+    out += ["", md(NOTE)]
+    return "\n".join(out) + "\n"
+
+
+def compare_json(a: Side, b: Side, pairs: list[Pair]) -> str:
+    doc = {"a": {"label": a.label, "directory": str(a.directory), "host": a.meta.get("host"),
+                 "started_at": a.meta.get("started_at")},
+           "b": {"label": b.label, "directory": str(b.directory), "host": b.meta.get("host"),
+                 "started_at": b.meta.get("started_at")},
+           "targets": {p.target: compare_rows(p) for p in pairs}, "note": NOTE}
+    return json.dumps(doc, indent=2) + "\n"
+
+
+def compare_csv(a: Side, b: Side, pairs: list[Pair]) -> str:
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    keys: list[str] = []
+    for p in pairs:
+        for row in compare_rows(p):
+            if not keys:
+                keys = list(row)
+                w.writerow(["target", *keys])
+            w.writerow([p.target, *[row[k] for k in keys]])
+    return buf.getvalue()
+
+
+def compare_html(a: Side, b: Side, pairs: list[Pair]) -> str:
+    page = Page(f"dbperf compare: {b.label} / {a.label}")
+    page.add(f'<p class="note">{text(_side_text(a))}<br>{text(_side_text(b))}</p>')
+    page.section("summary", "B / A")
+    targets, rows = _summary(pairs)
+    page.add(table(("benchmark", *targets), rows))
+    page.add(legend_swatches(VERDICT_COLOURS, VERDICT_MEANINGS))
+    page.add(f'<p class="note">{text(NOTE)}</p>')
+    for i, p in enumerate(pairs):
+        page.section(f"target-{i}", p.target)
+        page.add(page.figure(charts.rqps_heatmap(p.matrix)))
+        page.add('<div class="grid">' + "".join(page.figure(charts.repeats_figure(p.matrix, bench, th))
+                                                for _, bench, th in p.matrix.rows()) + "</div>")
+        page.add(table(DETAIL_HEADER, [_detail(r) for r in compare_rows(p)]))
+    return page.render()

@@ -1,0 +1,83 @@
+"""The same target from two runs (two hosts, two days) side by side. Each target's pair is made a two-target Matrix,
+A's repeats as the base and B's as the other target, so that the comparison goes through exactly the statistics and
+verdict rules of a single run's report (rQPS, Mann-Whitney, and whatever verdict fields build_matrix gives cells)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from dbperf.errors import UserError
+from dbperf.records import CellRecord, CountersRecord, ResultsRecord
+from dbperf.stats.rqps_matrix import Matrix, build_matrix
+from dbperf.storage.results import read_results
+
+
+@dataclass(frozen=True)
+class Side:
+    label: str
+    directory: Path
+    meta: dict[str, Any]
+    records: list[ResultsRecord]
+
+
+@dataclass(frozen=True)
+class Pair:
+    target: str
+    a: str  # the pair matrix's target names
+    b: str
+    matrix: Matrix
+
+
+def load_side(directory: Path, label: str) -> Side:
+    meta, records, _ = read_results(directory)
+    return Side(label, directory, meta, records)
+
+
+def side_labels(a: Path, b: Path) -> tuple[str, str]:
+    """Short names for the two runs: their directory names, or A and B when those are the same."""
+    na, nb = a.absolute().name, b.absolute().name
+    return (na, nb) if na != nb else ("A", "B")
+
+
+def pair_matrices(a: Side, b: Side, targets: list[str] | None, aggregate: str | None = None) -> list[Pair]:
+    names_a = [t["name"] for t in a.meta["targets"]]
+    names_b = [t["name"] for t in b.meta["targets"]]
+    if targets:
+        for t in targets:
+            for side, names in ((a, names_a), (b, names_b)):
+                if t not in names:
+                    raise UserError(f"--target {t}: not a target of {side.directory} (it has {', '.join(names)})")
+        chosen = targets
+    else:
+        chosen = [t for t in names_a if t in names_b]
+        if not chosen:
+            raise UserError(f"{a.directory} and {b.directory} have no target name in common ({', '.join(names_a)} / "
+                            f"{', '.join(names_b)}); name one with --target")
+    return [_pair(a, b, t, aggregate) for t in chosen]
+
+
+def _renamed(records: list[ResultsRecord], target: str, new: str) -> list[ResultsRecord]:
+    out: list[ResultsRecord] = []
+    for r in records:
+        if isinstance(r, (CellRecord, CountersRecord)) and r.target == target:
+            out.append(msgspec.structs.replace(r, target=new))
+    return out
+
+
+def _pair(a: Side, b: Side, target: str, aggregate: str | None) -> Pair:
+    name_a, name_b = f"{target} @{a.label}", f"{target} @{b.label}"
+    info_a = next(t for t in a.meta["targets"] if t["name"] == target)
+    info_b = next(t for t in b.meta["targets"] if t["name"] == target)
+    benchmarks = list({x["name"]: x for x in [*a.meta["benchmarks"], *b.meta["benchmarks"]]}.values())
+    center = str(aggregate or a.meta.get("aggregate", "median"))
+    meta: dict[str, Any] = {"base": name_a, "aggregate": center,
+            "threads": sorted(set(a.meta.get("threads", [])) | set(b.meta.get("threads", []))),
+            "benchmarks": benchmarks,
+            "targets": [{**info_a, "name": name_a, "trained_on": info_a.get("trained_on", [])},
+                        {**info_b, "name": name_b, "trained_on": info_b.get("trained_on", [])}]}
+    records = _renamed(a.records, target, name_a) + _renamed(b.records, target, name_b)
+    return Pair(target, name_a, name_b, build_matrix(meta, records, center))
