@@ -43,6 +43,24 @@ config = { journal_mode = "WAL" }
 """
 
 
+def _gone_within(seconds: float, *words: str) -> bool:
+    """No process whose command line holds every word, within `seconds`."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        alive = []
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            except OSError:
+                continue
+            if all(w in cmdline for w in words):
+                alive.append(pid)
+        if not alive:
+            return True
+        time.sleep(0.2)
+    return False
+
+
 def _cells(directory: Path) -> list[CellRecord]:
     _, records, skipped = read_results(directory)
     assert not skipped
@@ -115,6 +133,8 @@ def test_a_worker_killed_mid_run_fails_its_cell_the_other_host_completes_and_res
         assert h2["not_run"] == 8 - len(two) and h2["not_run"] > 0
         assert meta["fleet"]["hosts"]["local-1"]["status"] == "complete"
         assert meta["status"] == "incomplete"
+        # the killed worker's child (which ran its matrix) saw its parent go and stopped, driver and all
+        assert _gone_within(30, "dbperf.fleet.hostrun", "/fleet-local/local-2/")
 
         # The host returns: --resume runs its cells not run and the one the lost worker failed, nothing else.
         fleet.start_worker("local-2")
