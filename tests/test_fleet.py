@@ -21,8 +21,10 @@ from dbperf.fleet.cluster import connect, connected_hosts
 from dbperf.fleet.controller import LOST
 from dbperf.fleet.local import local_fleet
 from dbperf.fleet.plan import split
+from dbperf.fleet.probe import probe_fleet
 from dbperf.fleet.run import _run
 from dbperf.records import CellRecord
+from dbperf.report.probe_hosts import render_hosts
 from dbperf.storage.results import read_results
 from tests.conftest import DBPERF, REPO, run_cli
 
@@ -179,6 +181,17 @@ def test_tls_fleet_runs_and_a_worker_without_the_lab_certificate_is_refused(writ
         end = _run(parse_experiment(experiment), out, fleet.scheduler, fleet.certs, Console(stderr=True),
                    ["local-1"], resume=False, keep_data=False, resume_hint="")
         assert end.exit_code == 0
+        # probe --fleet: the host runs `dbperf probe` itself; one column per host
+        client = connect(fleet.scheduler, fleet.certs)
+        try:
+            probes = probe_fleet(client, ["timers", "--repeats", "1", "--scale", "0.05"])
+        finally:
+            client.close()
+        assert set(probes) == {"local-1"} and probes["local-1"]["families"]["timers"]["figures"]
+        console = Console(record=True, width=200)
+        render_hosts(probes, console)
+        text = console.export_text()
+        assert "local-1" in text and "clock_gettime(CLOCK_MONOTONIC)" in text
     cells = _cells(out)
     assert len(cells) == 2 and all(c.ok and c.host == "local-1" for c in cells)
     assert json.loads((out / "meta.json").read_text())["fleet"]["scheduler"].startswith("tls://")
