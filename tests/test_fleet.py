@@ -259,3 +259,15 @@ def test_records_of_a_local_run_have_no_host_and_old_lines_still_read() -> None:
     assert results_record(json.loads(encode(record))).host is None
     record.host = "pn53"
     assert results_record(json.loads(encode(record))).host == "pn53"
+
+
+@pytest.mark.unit
+def test_plain_tcp_only_on_this_machine_and_tls_needs_certificates(tmp_path: Path) -> None:
+    from dbperf.fleet.cluster import security
+    assert security(None, "tcp://127.0.0.1:8786") is not None
+    with pytest.raises(UserError, match="127.0.0.1 only"):
+        security(None, "tcp://10.1.2.3:8786")
+    with pytest.raises(UserError, match="needs the lab's certificates"):
+        security(None, "tls://bench-controller:8786")
+    make_certs(tmp_path / "c")
+    assert security(tmp_path / "c", "tls://bench-controller:8786").require_encryption
