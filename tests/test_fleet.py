@@ -233,6 +233,8 @@ def test_fleet_run_errors_are_one_line(write_experiment) -> None:
     assert proc.returncode == 2 and "expected tls://HOST:PORT" in proc.stderr and "Traceback" not in proc.stderr
     proc = run_cli("fleet", "run", str(write_experiment(MATRIX)))
     assert proc.returncode == 2 and "no scheduler" in proc.stderr and "Traceback" not in proc.stderr
+    proc = run_cli("fleet", "local", str(REPO / "examples" / "fleet.toml"))
+    assert proc.returncode == 2 and "names host(s) beelink" in proc.stderr and "Traceback" not in proc.stderr
 
 
 @pytest.mark.unit
@@ -265,7 +267,7 @@ def test_records_of_a_local_run_have_no_host_and_old_lines_still_read() -> None:
 def test_plain_tcp_only_on_this_machine_and_tls_needs_certificates(tmp_path: Path) -> None:
     from dbperf.fleet.cluster import security
     assert security(None, "tcp://127.0.0.1:8786") is not None
-    with pytest.raises(UserError, match="127.0.0.1 only"):
+    with pytest.raises(UserError, match=r"127\.0\.0\.1 only"):
         security(None, "tcp://10.1.2.3:8786")
     with pytest.raises(UserError, match="needs the lab's certificates"):
         security(None, "tls://bench-controller:8786")
