@@ -466,8 +466,16 @@ def probe(
     scale: Annotated[float, typer.Option(help="multiplies every iteration count")] = 1.0,
     compare: Annotated[Optional[list[Path]], typer.Option("--compare", help="two stored result directories")]
     = None,
+    fleet: Annotated[bool, typer.Option("--fleet", help="run on every host of a fleet: a table per family, a "
+                                                        "column per host")] = False,
+    scheduler: Annotated[Optional[str], typer.Option(help="with --fleet: the fleet's scheduler")] = None,
+    certs: Annotated[Optional[Path], typer.Option(help="with --fleet: the lab's TLS certificates")] = None,
+    local: Annotated[int, typer.Option(help="with --fleet: a local fleet of N workers instead of --scheduler")] = 0,
 ) -> None:
     """Measure what barriers, mutexes, PAUSE, PRNGs, timers and false sharing cost on this CPU."""
+    if fleet:
+        _probe_fleet(names or [], json_output, out, repeats, scale, scheduler, certs, local)
+        return
     if compare:
         if len(compare) != 2:
             fail("--compare takes two result directories (--compare DIR1 --compare DIR2)")
@@ -489,6 +497,52 @@ def probe(
         sys.stdout.write(json.dumps(result, indent=2) + "\n")
     else:
         render_probes(result, out_console)
+
+
+def _probe_fleet(names: list[str], json_output: bool, out: Path | None, repeats: int, scale: float,
+                 scheduler: str | None, certs: Path | None, local: int) -> None:
+    """`probe --fleet`: each host probes itself (dbperf/fleet/probe.py); DIR/HOST/probes.json with --out."""
+    from dbperf.fleet.cluster import connect
+    from dbperf.fleet.local import local_fleet
+    from dbperf.fleet.probe import probe_fleet
+    from dbperf.report.probe_hosts import render_hosts
+    if (scheduler is None) == (local == 0):
+        fail("--fleet: give the fleet's --scheduler, or --local N for N workers on this machine")
+    args = [*names, "--repeats", str(repeats), "--scale", str(scale)]
+    with contextlib.ExitStack() as stack:
+        if local:
+            lf = stack.enter_context(local_fleet(local))
+            scheduler, certs = lf.scheduler, lf.certs
+        assert scheduler is not None
+        client = connect(scheduler, certs)
+        stack.callback(client.close)
+        if local:
+            _wait_local(client, local)
+        err_console.print("dbperf: probing every host of the fleet", highlight=False)
+        results = probe_fleet(client, args, one_at_a_time=bool(local))
+    if out:
+        try:
+            for host, result in results.items():
+                (out / host).mkdir(parents=True, exist_ok=True)
+                (out / host / "probes.json").write_text(json.dumps(result, indent=2) + "\n")
+        except OSError as e:
+            fail(f"{out}: cannot write results: {e.strerror}")
+    if json_output:
+        sys.stdout.write(json.dumps(results, indent=2) + "\n")
+    else:
+        render_hosts(results, out_console)
+
+
+def _wait_local(client: Any, workers: int) -> None:
+    import time
+
+    from dbperf.fleet.cluster import connected_hosts
+    from dbperf.fleet.local import START_TIMEOUT_S, local_names
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while not set(local_names(workers)) <= set(connected_hosts(client)):
+        if time.monotonic() > deadline:
+            fail("the local workers did not join the scheduler")
+        time.sleep(0.2)
 
 
 def _load_probes(directory: Path) -> dict:

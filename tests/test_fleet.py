@@ -21,8 +21,10 @@ from dbperf.fleet.cluster import connect, connected_hosts
 from dbperf.fleet.controller import LOST
 from dbperf.fleet.local import local_fleet
 from dbperf.fleet.plan import split
+from dbperf.fleet.probe import probe_fleet
 from dbperf.fleet.run import _run
 from dbperf.records import CellRecord
+from dbperf.report.probe_hosts import render_hosts
 from dbperf.storage.results import read_results
 from tests.conftest import DBPERF, REPO, run_cli
 
@@ -41,6 +43,24 @@ name = "A"
 name = "B"
 config = { journal_mode = "WAL" }
 """
+
+
+def _gone_within(seconds: float, *words: str) -> bool:
+    """No process whose command line holds every word, within `seconds`."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        alive = []
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            except OSError:
+                continue
+            if all(w in cmdline for w in words):
+                alive.append(pid)
+        if not alive:
+            return True
+        time.sleep(0.2)
+    return False
 
 
 def _cells(directory: Path) -> list[CellRecord]:
@@ -115,6 +135,8 @@ def test_a_worker_killed_mid_run_fails_its_cell_the_other_host_completes_and_res
         assert h2["not_run"] == 8 - len(two) and h2["not_run"] > 0
         assert meta["fleet"]["hosts"]["local-1"]["status"] == "complete"
         assert meta["status"] == "incomplete"
+        # the killed worker's child (which ran its matrix) saw its parent go and stopped, driver and all
+        assert _gone_within(30, "dbperf.fleet.hostrun", "/fleet-local/local-2/")
 
         # The host returns: --resume runs its cells not run and the one the lost worker failed, nothing else.
         fleet.start_worker("local-2")
@@ -159,6 +181,17 @@ def test_tls_fleet_runs_and_a_worker_without_the_lab_certificate_is_refused(writ
         end = _run(parse_experiment(experiment), out, fleet.scheduler, fleet.certs, Console(stderr=True),
                    ["local-1"], resume=False, keep_data=False, resume_hint="")
         assert end.exit_code == 0
+        # probe --fleet: the host runs `dbperf probe` itself; one column per host
+        client = connect(fleet.scheduler, fleet.certs)
+        try:
+            probes = probe_fleet(client, ["timers", "--repeats", "1", "--scale", "0.05"])
+        finally:
+            client.close()
+        assert set(probes) == {"local-1"} and probes["local-1"]["families"]["timers"]["figures"]
+        console = Console(record=True, width=200)
+        render_hosts(probes, console)
+        text = console.export_text()
+        assert "local-1" in text and "clock_gettime(CLOCK_MONOTONIC)" in text
     cells = _cells(out)
     assert len(cells) == 2 and all(c.ok and c.host == "local-1" for c in cells)
     assert json.loads((out / "meta.json").read_text())["fleet"]["scheduler"].startswith("tls://")
@@ -200,6 +233,8 @@ def test_fleet_run_errors_are_one_line(write_experiment) -> None:
     assert proc.returncode == 2 and "expected tls://HOST:PORT" in proc.stderr and "Traceback" not in proc.stderr
     proc = run_cli("fleet", "run", str(write_experiment(MATRIX)))
     assert proc.returncode == 2 and "no scheduler" in proc.stderr and "Traceback" not in proc.stderr
+    proc = run_cli("fleet", "local", str(REPO / "examples" / "fleet.toml"))
+    assert proc.returncode == 2 and "names host(s) beelink" in proc.stderr and "Traceback" not in proc.stderr
 
 
 @pytest.mark.unit
@@ -226,3 +261,15 @@ def test_records_of_a_local_run_have_no_host_and_old_lines_still_read() -> None:
     assert results_record(json.loads(encode(record))).host is None
     record.host = "pn53"
     assert results_record(json.loads(encode(record))).host == "pn53"
+
+
+@pytest.mark.unit
+def test_plain_tcp_only_on_this_machine_and_tls_needs_certificates(tmp_path: Path) -> None:
+    from dbperf.fleet.cluster import security
+    assert security(None, "tcp://127.0.0.1:8786") is not None
+    with pytest.raises(UserError, match=r"127\.0\.0\.1 only"):
+        security(None, "tcp://10.1.2.3:8786")
+    with pytest.raises(UserError, match="needs the lab's certificates"):
+        security(None, "tls://bench-controller:8786")
+    make_certs(tmp_path / "c")
+    assert security(tmp_path / "c", "tls://bench-controller:8786").require_encryption

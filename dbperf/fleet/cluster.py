@@ -47,9 +47,24 @@ def resource_of(host: str) -> str:
     return f"host-{host}"
 
 
+LOOPBACK = ("127.0.0.1", "localhost", "::1", "[::1]")
+
+
+def _loopback(address: str) -> bool:
+    host = address.split("://", 1)[-1].rsplit(":", 1)[0]
+    return host in LOOPBACK or host == ""
+
+
 def security(certs: Path | None, address: str) -> Security:
     """Mutual TLS with the lab's set for tls:// addresses; a tls:// address without certificates is refused here,
-    and a tcp:// address with certificates too (they would not be used)."""
+    and a tcp:// address with certificates too (they would not be used). Plain tcp:// only on this machine
+    (127.0.0.1): a Dask scheduler runs the code its clients send on every worker, so one that other machines can
+    reach must authenticate them."""
+    if not address.startswith(("tls://", "tcp://")):
+        raise UserError(f"{address}: expected tls://HOST:PORT (or tcp://127.0.0.1:PORT on this machine)")
+    if address.startswith("tcp://") and not _loopback(address):
+        raise UserError(f"{address}: plain tcp:// is for 127.0.0.1 only; between machines the fleet uses tls:// "
+                        "with the lab's certificates (dbperf fleet certs DIR)")
     if certs is None:
         if address.startswith("tls://"):
             raise UserError(f"{address}: a tls:// scheduler needs the lab's certificates (--certs DIR; "
@@ -81,7 +96,7 @@ def run_scheduler(host: str, port: int, certs: Path | None, address_file: Path |
                   announce: Any = print) -> None:
     """A Dask scheduler until SIGINT/SIGTERM/SIGHUP. Listens on `host` (127.0.0.1 by default: safe by default)."""
     protocol = "tls" if certs else "tcp"
-    sec = security(certs, f"{protocol}://")
+    sec = security(certs, f"{protocol}://{host}:{port}")
     _quiet_logs()
 
     async def main() -> None:

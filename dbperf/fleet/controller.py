@@ -48,6 +48,7 @@ class HostRun:
     status: str = "pending"  # running, complete, interrupted, failed, lost
     reason: str | None = None
     finished_at: float | None = None  # when its task ended without the final report (yet)
+    worker: str | None = None  # the address of the worker that runs it
 
     @property
     def host(self) -> str:
@@ -211,7 +212,10 @@ class Controller:
                 record.host = run.host
                 self._write(writer, record)
         elif kind == "host":
-            self._host_meta(run.host).update(host=msg.get("metadata"), worker=msg.get("worker"))
+            if run.worker is not None and run.worker != msg.get("worker"):  # started again elsewhere: not ours
+                return
+            run.worker = msg.get("worker")
+            self._host_meta(run.host).update(host=msg.get("metadata"), worker=run.worker)
             writer.update_meta(self.meta)
         elif kind == "done" and run.active:
             child_meta = msg.get("meta") or {}
@@ -243,7 +247,7 @@ class Controller:
         for run in self.hosts.values():
             if not run.active:
                 continue
-            if run.host not in present:
+            if run.host not in present or (run.worker and present[run.host] != run.worker):
                 self._end_host(writer, run, "lost", "its worker left the cluster (killed, crashed or disconnected)")
             elif run.finished_at and time.monotonic() - run.finished_at > DONE_GRACE_S:
                 self._end_host(writer, run, "failed", "the task ended without its final report")

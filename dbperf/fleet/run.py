@@ -14,6 +14,7 @@ from dbperf.experiment.spec import Experiment, parse_experiment
 from dbperf.fleet.cluster import connect
 from dbperf.fleet.controller import Controller, FleetOutcome
 from dbperf.fleet.local import local_fleet, local_names
+from dbperf.fleet.plan import fleet_hosts
 from dbperf.runner import interrupts
 
 NO_CELL_SUCCEEDED = 3
@@ -92,6 +93,10 @@ def run_local(experiment: Path, workers: int, out: Path | None, console: Console
               resume: bool = False, keep_data: bool = False, fake_cell_s: float | None = None) -> FleetEnd:
     """`dbperf fleet local`: a scheduler and `workers` workers on 127.0.0.1 for this run only."""
     e = parse_experiment(experiment)
+    foreign = [h for h in fleet_hosts(e, local_names(workers)) if h not in local_names(workers)]
+    if foreign:
+        raise UserError(f"{experiment}: names host(s) {', '.join(foreign)}; fleet local runs on local-1 ... "
+                        f"local-{workers} (name those, or none, in the experiment; or use dbperf fleet run)")
     directory = _directory(experiment, out, resume)
     with local_fleet(workers, tls=tls) as fleet:
         return _run(e, directory, fleet.scheduler, fleet.certs, console, local_names(workers), resume, keep_data,

@@ -41,8 +41,7 @@ def _tail(path: Path) -> str:
         return ""
 
 
-def _watch_cancel(child: subprocess.Popen[bytes], run_id: str, stop: threading.Event) -> None:
-    event = Event(cancel_event_of(run_id), client=get_client())
+def _watch_cancel(child: subprocess.Popen[bytes], event: Event, stop: threading.Event) -> None:
     while not stop.is_set() and child.poll() is None:
         with contextlib.suppress(Exception):  # a scheduler gone for a moment: keep waiting
             if event.wait(timeout=1.0):
@@ -79,7 +78,9 @@ def host_matrix(job: dict[str, Any], run_id: str) -> dict[str, Any]:
     child.stdin.write(pickle.dumps(job))
     child.stdin.flush()  # left open: its end of file tells the child that this worker is gone
     stop = threading.Event()
-    watcher = threading.Thread(target=_watch_cancel, args=(child, run_id, stop), daemon=True)
+    # The client is the task's (get_client works in the task's thread only).
+    cancel = Event(cancel_event_of(run_id), client=get_client())
+    watcher = threading.Thread(target=_watch_cancel, args=(child, cancel, stop), daemon=True)
     watcher.start()
     sent = 0
     try:
