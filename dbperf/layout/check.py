@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import shlex
-import time
 from collections import Counter
 from dataclasses import asdict
 from pathlib import Path
@@ -126,9 +125,7 @@ def check(binary: Path, run: str | None, line: int | None, mode: str = "auto",
           min_hot_stores: int = MIN_HOT_STORES) -> tuple[StaticMap, DynamicCounts | None, list[Finding]]:
     if not binary.is_file():
         raise UserError(f"{binary}: no such file")
-    started = time.monotonic()
     static = static_map(binary, line)
-    static.seconds["total"] = round(time.monotonic() - started, 3)
     if run is None:
         return static, None, []
     command = [str(binary.absolute()), *parse_run(run)]

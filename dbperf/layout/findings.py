@@ -8,8 +8,11 @@ from dataclasses import dataclass, field
 from dbperf.layout.dynamic import Access, DynamicCounts
 from dbperf.layout.static_map import GlobalObject, StaticMap
 
-# Fewer stores than this in the whole traced run is "written once at start-up" (or rarely), not hot-written.
-MIN_HOT_STORES = 1000
+# Fewer stores than this in the whole traced run is "written once at start-up" (or rarely), not hot-written; low,
+# because a run under lackey is about a hundred times slower, so a 1-second cell makes few queries.
+MIN_HOT_STORES = 100
+# A read-mostly object loaded fewer times than this in the whole run cannot cost anything worth a layout change.
+MIN_LOADS = 10
 READ_MOSTLY_SECTION = ".data.read_mostly"
 
 
@@ -58,6 +61,8 @@ def findings(static: StaticMap, counts: DynamicCounts, min_hot_stores: int = MIN
         cost = 0
         for o in objs:
             if o in hot:
+                continue
+            if _total(per[o.name]).loads < MIN_LOADS:
                 continue
             o_cost = sum(a.loads * (all_stores - stores_by_thread.get(tid, 0)) for tid, a in per[o.name].items())
             if o_cost > 0:

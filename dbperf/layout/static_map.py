@@ -304,6 +304,7 @@ def static_map(path: Path, line: int | None = None) -> StaticMap:
         else:
             m.stores = f"not disassembled on {machine}: \"written in code\" unknown"
         m.seconds["stores"] = round(time.monotonic() - t, 3)
+        m.seconds["total"] = round(time.monotonic() - started, 3)
         return m
     finally:
         handle.close()  # type: ignore[attr-defined]
