@@ -160,3 +160,48 @@ def test_stripped_mariadbd_static_map_comes_from_dynsym(tmp_path):
     assert len(data["objects"]) > 1000 and data["findings"] == []
     assert any(o["written_in_code"] for o in data["objects"])
     assert "static suspects" in proc.stdout
+
+
+@pytest.mark.e2e
+@pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind not installed")
+def test_demo_fix_moves_the_flag_rechecks_and_measures(tmp_path):
+    out = tmp_path / "fix.json"
+    proc = run_cli("layout", "--demo", "--fix", "--json", str(out), timeout=1200)
+    assert proc.returncode == 0, proc.stderr
+    fix = json.loads(out.read_text())["fix"]
+    assert fix["moved"] == ["demo_search_enabled"] and fix["gone"] and fix["findings_after"] == []
+    assert "INSERT BEFORE .data" in fix["linker_script"] and "-fdata-sections" in fix["flags"]
+    ab = fix["ab"]
+    assert len(ab["original"]) == len(ab["fixed"]) >= 5 and all(x > 0 for x in ab["original"] + ab["fixed"])
+    assert "after the fix:" in proc.stdout and "A/B" in proc.stdout
+
+
+@pytest.mark.e2e
+@pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind not installed")
+def test_experiment_counts_a_lab_target_driven_by_a_catalog_benchmark(tmp_path, write_experiment):
+    system = Path("/usr/lib/x86_64-linux-gnu/libsqlite3.so.0")
+    if not system.is_file():
+        pytest.skip("the system SQLite is not installed")
+    exp = write_experiment(f"""
+[run]
+benchmarks = ["point-query"]
+table_size = 1000
+time = "0.5s"
+warmup = "0s"
+
+[[target]]
+name = "sys"
+library = "{system}"
+""")
+    out = tmp_path / "e.json"
+    proc = run_cli("layout", "--experiment", str(exp), "--target", "sys", "--benchmark", "point-query",
+                   "--json", str(out), timeout=1200)
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(out.read_text())
+    assert data["cell"]["threads"] == 2 and data["cell"]["benchmark"] == "point-query"
+    assert Path(data["binary"]).resolve() == system.resolve()
+    dyn = data["dynamic"]
+    assert dyn["mode"] == "simulated" and dyn["threads"] >= 2 and dyn["records_in_binary"] > 0
+    assert isinstance(data["findings"], list)
+    bad = run_cli("layout", "--experiment", str(exp), "--target", "nope", "--benchmark", "point-query")
+    assert bad.returncode == 2 and "no target 'nope'" in bad.stderr

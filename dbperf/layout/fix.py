@@ -103,10 +103,11 @@ def _demo_ab(original: Path, fixed: Path, out: Console) -> dict[str, Any]:
     ma, mb = statistics.median(a), statistics.median(b)
     p = float(mannwhitneyu(a, b, alternative="two-sided").pvalue)
     verdict = ("faster" if mb < ma else "slower") if p < 0.05 else "no significant difference"
-    _say(out, f"A/B, reader thread CPU time, {DEMO_AB_REPEATS} interleaved runs of {DEMO_AB_ITERATIONS} reader iterations "
-              f"each: original {ma:.2f} ns/iteration ({min(a):.2f}–{max(a):.2f}), fixed {mb:.2f} "
+    _say(out, f"A/B, reader thread CPU time, {DEMO_AB_REPEATS} interleaved runs of {DEMO_AB_ITERATIONS} reader "
+              f"iterations each: original {ma:.2f} ns/iteration ({min(a):.2f}–{max(a):.2f}), fixed {mb:.2f} "
               f"({min(b):.2f}–{max(b):.2f}); fixed/original {mb / ma:.3f}, Mann-Whitney p={p:.3g}: {verdict}")
-    return {"unit": "ns of reader thread CPU time per iteration (CLOCK_THREAD_CPUTIME_ID)", "original": a, "fixed": b, "median_original": ma,
+    return {"unit": "ns of reader thread CPU time per iteration (CLOCK_THREAD_CPUTIME_ID)", "original": a,
+            "fixed": b, "median_original": ma,
             "median_fixed": mb, "ratio_fixed_over_original": mb / ma, "p_value": p, "verdict": verdict}
 
 
@@ -172,7 +173,7 @@ def sqlite_fix(experiment: Path, exp: Experiment, target: Target, benchmark: str
     if end.exit_code:
         raise UserError(f"--fix: the A/B run failed (exit {end.exit_code}); results in {end.directory}")
     print_report(end.directory, "table", None)
-    meta, records, _ = read_results(end.directory)
+    _, records, _ = read_results(end.directory)
     return {"moved": names, "linker_script": script.read_text(), "flags": fix_flags(script),
             "findings_after": [f.line for f in found2], "still_flagged": left, "gone": not left,
             "fixed_library": fixed.library, "ab_results": str(end.directory),

@@ -15,6 +15,7 @@ from dbperf.catalog.workload import compile_statements
 from dbperf.errors import UserError
 from dbperf.experiment.spec import Experiment, Target, parse_experiment
 from dbperf.layout.check import dynamic_counts, render, result_json, write_json
+from dbperf.layout.dynamic import DynamicCounts
 from dbperf.layout.findings import Finding, findings
 from dbperf.layout.static_map import StaticMap, static_map
 from dbperf.records import encode
@@ -39,7 +40,7 @@ def lab_target(experiment: Path, name: str, err: Console) -> tuple[Experiment, T
 
 
 def count_target(exp: Experiment, target: Target, benchmark: str, library: Path, line: int | None, mode: str,
-                 err: Console) -> tuple[StaticMap, object, list[Finding], dict]:
+                 err: Console) -> tuple[StaticMap, DynamicCounts, list[Finding], dict]:
     (bench,) = resolve([benchmark], exp.path.parent, "--benchmark")
     static = static_map(library, line)
     threads = max(MIN_THREADS, *exp.threads)
@@ -68,8 +69,8 @@ def experiment_layout(binary: Path | None, experiment: Path, target: str, benchm
     exp, t = lab_target(experiment, target, err)
     library = binary or Path(t.library)
     static, counts, found, cell = count_target(exp, t, benchmark, library, line, mode, err)
-    render(static, counts, found, out)  # type: ignore[arg-type]
-    data = result_json(static, counts, found, {"cell": cell})  # type: ignore[arg-type]
+    render(static, counts, found, out)
+    data = result_json(static, counts, found, {"cell": cell})
     if fix:
         from dbperf.layout.fix import sqlite_fix
 

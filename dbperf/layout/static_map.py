@@ -128,18 +128,49 @@ def line_size(machine: str, override: int | None, path: Path) -> int:
     return override or LINE_BY_MACHINE[machine]
 
 
+BINDINGS = {0: "LOCAL", 1: "GLOBAL", 2: "WEAK", 10: "GNU_UNIQUE"}
+STT_OBJECT, STT_TLS = 1, 6
+SHN_LORESERVE = 0xFF00
+
+
+def _raw_symbols(elf: ELFFile, symtab, sections: list) -> list[GlobalObject]:
+    """ELF64 little-endian symbol tables read with struct: pyelftools' per-symbol objects take seconds on tens of
+    thousands of symbols."""
+    import struct
+
+    strtab = sections[symtab["sh_link"]].data()
+    kinds = [(sec.name, _kind(sec)) for sec in sections]
+    seen: set[tuple[str, int]] = set()
+    objects = []
+    for name_at, info, _other, shndx, value, size in struct.iter_unpack("<IBBHQQ", symtab.data()):
+        if (info & 0xF) not in (STT_OBJECT, STT_TLS) or shndx == 0 or shndx >= SHN_LORESERVE or not name_at:
+            continue  # functions, sections, undefined, absolute and common symbols
+        name = strtab[name_at:strtab.index(b"\0", name_at)].decode(errors="replace")
+        if (name, value) in seen or shndx >= len(kinds):
+            continue
+        seen.add((name, value))
+        section, kind = kinds[shndx]
+        objects.append(GlobalObject(name, value, size, section, kind, BINDINGS.get(info >> 4, str(info >> 4))))
+    return objects
+
+
 def _symbols(elf: ELFFile, path: Path) -> tuple[str, list[GlobalObject]]:
     sections = list(elf.iter_sections())
     for table in (".symtab", ".dynsym"):
         symtab = elf.get_section_by_name(table)
         if symtab is None or not hasattr(symtab, "iter_symbols"):
             continue
+        if elf.elfclass == 64 and elf.little_endian:
+            objects = _raw_symbols(elf, symtab, sections)
+            if objects:
+                return table, objects
+            continue
         seen: set[tuple[str, int]] = set()
         objects = []
         for sym in symtab.iter_symbols():
             entry = sym.entry
             if entry.st_info.type not in ("STT_OBJECT", "STT_TLS") or not isinstance(entry.st_shndx, int):
-                continue  # functions, sections, undefined, absolute and common symbols
+                continue
             key = (sym.name, entry.st_value)
             if key in seen or not sym.name:
                 continue
