@@ -588,6 +588,31 @@ register_history(app, out_console, err_console, fail, write_output)
 
 
 @app.command()
+def layout(
+    binary: Annotated[Optional[Path], typer.Argument(help="ELF executable or shared library to check")] = None,
+    run: Annotated[Optional[str], typer.Option("--run", help="run BINARY with these arguments under the dynamic "
+                                                              "count")] = None,
+    experiment: Annotated[Optional[Path], typer.Option(help="drive this experiment's target engine ...")] = None,
+    target: Annotated[Optional[str], typer.Option(help="... this target (its SQLite library is checked) ...")]
+    = None,
+    benchmark: Annotated[Optional[str], typer.Option(help="... with this catalog benchmark")] = None,
+    line: Annotated[Optional[int], typer.Option(help="cache line bytes, 64 or 128 (default: from the ELF "
+                                                     "machine)")] = None,
+    json_file: Annotated[Optional[Path], typer.Option("--json", help="write the map and findings as JSON")] = None,
+    fix: Annotated[bool, typer.Option("--fix", help="rebuild with the remedy, recheck, and A/B the workload")]
+    = False,
+    demo: Annotated[bool, typer.Option("--demo", help="check the repo's demo program (the seed's pattern and "
+                                                      "decoys)")] = False,
+    mode: Annotated[str, typer.Option(help="auto, simulated or hardware (perf mem)")] = "auto",
+) -> None:
+    """Find read-mostly globals sharing a cache line with written ones, propose the fix, and prove it."""
+    from dbperf.layout.command import layout_command
+
+    layout_command(binary, run, experiment, target, benchmark, line, json_file, fix, demo, mode, out_console,
+                   err_console)
+
+
+@app.command()
 def version() -> None:
     """Print dbperf's version."""
     out_console.print(f"dbperf {__version__}")

@@ -1,0 +1,138 @@
+/* Reads valgrind's lackey memory trace (--trace-mem=yes) interleaved with its scheduler trace (--trace-sched=yes)
+ * on stdin and counts loads and stores per (valgrind thread id, address) inside the mappings of the objects named
+ * on the command line (their file mappings and the anonymous .bss mapping right after them). The mappings are read
+ * from /proc/PID/maps of the valgrind process at the first record and every REMAP records, so libraries loaded
+ * later (dlopen) are seen too. Output, one record a line:
+ *   MAP <object index> <start> <end> <file offset>    (hex, the mappings seen)
+ *   C <tid> <address> <loads> <stores>                 (address hex)
+ *   T <records> <records counted> <thread switches>
+ * Lackey prints no thread ids; valgrind runs one thread at a time and "SCHED[n]:  acquired lock" says which. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define REMAP 65536
+#define MAX_RANGES 256
+
+struct range { uint64_t start, end, offset; int object; };
+static struct range ranges[MAX_RANGES];
+static int n_ranges;
+static char **objects;
+static int n_objects;
+static char maps_path[64];
+
+struct entry { uint64_t key_addr; uint32_t tid; uint32_t used; uint64_t loads, stores; };
+static struct entry *table;
+static uint64_t capacity = 1 << 16, used;
+
+static void remap(void) {
+    FILE *f = fopen(maps_path, "r");
+    if (!f) return;
+    char line[4096];
+    int n = 0, last_object = -1;
+    uint64_t last_end = 0;
+    while (fgets(line, sizeof line, f) && n < MAX_RANGES) {
+        unsigned long long start, end, offset;
+        char perms[8];
+        int path_at = 0;
+        if (sscanf(line, "%llx-%llx %7s %llx %*s %*s %n", &start, &end, perms, &offset, &path_at) < 4) continue;
+        char *path = line + path_at;
+        path[strcspn(path, "\n")] = 0;
+        int object = -1;
+        for (int i = 0; i < n_objects && path_at; i++)
+            if (strcmp(path, objects[i]) == 0) object = i;
+        if (object < 0 && (!path_at || path[0] == 0) && last_object >= 0 && start == last_end)
+            object = last_object; /* .bss beyond the file's last page */
+        if (object >= 0) {
+            ranges[n].start = start; ranges[n].end = end; ranges[n].offset = offset; ranges[n].object = object;
+            n++;
+        }
+        last_object = object; last_end = end;
+    }
+    fclose(f);
+    if (n > 0 || n_ranges == 0) n_ranges = n; /* keep the last good view once the process has gone */
+}
+
+static int in_ranges(uint64_t a) {
+    for (int i = 0; i < n_ranges; i++)
+        if (a >= ranges[i].start && a < ranges[i].end) return 1;
+    return 0;
+}
+
+static void grow(void);
+
+static struct entry *slot(uint32_t tid, uint64_t addr) {
+    uint64_t h = (addr * 0x9E3779B97F4A7C15ULL) ^ (tid * 0xC2B2AE3D27D4EB4FULL);
+    for (uint64_t i = h & (capacity - 1);; i = (i + 1) & (capacity - 1)) {
+        struct entry *e = &table[i];
+        if (!e->used) {
+            if ((used + 1) * 2 > capacity) { grow(); return slot(tid, addr); }
+            e->used = 1; e->tid = tid; e->key_addr = addr; used++;
+            return e;
+        }
+        if (e->key_addr == addr && e->tid == tid) return e;
+    }
+}
+
+static void grow(void) {
+    struct entry *old = table;
+    uint64_t old_capacity = capacity;
+    capacity *= 2; used = 0;
+    table = calloc(capacity, sizeof *table);
+    if (!table) { perror("trace_filter"); exit(1); }
+    for (uint64_t i = 0; i < old_capacity; i++)
+        if (old[i].used) {
+            struct entry *e = slot(old[i].tid, old[i].key_addr);
+            e->loads = old[i].loads; e->stores = old[i].stores;
+        }
+    free(old);
+}
+
+static uint64_t hex(const char *p) {
+    uint64_t v = 0;
+    for (;; p++) {
+        char c = *p;
+        if (c >= '0' && c <= '9') v = v * 16 + (uint64_t)(c - '0');
+        else if (c >= 'a' && c <= 'f') v = v * 16 + (uint64_t)(c - 'a' + 10);
+        else return v;
+    }
+}
+
+int main(int argc, char **argv) {
+    if (argc < 3) { fprintf(stderr, "usage: trace_filter PID OBJECT...\n"); return 2; }
+    snprintf(maps_path, sizeof maps_path, "/proc/%s/maps", argv[1]);
+    objects = argv + 2; n_objects = argc - 2;
+    table = calloc(capacity, sizeof *table);
+    static char buf[1 << 20];
+    setvbuf(stdin, buf, _IOFBF, sizeof buf);
+    char line[512];
+    uint32_t tid = 1;
+    uint64_t records = 0, counted = 0, switches = 0;
+    while (fgets(line, sizeof line, stdin)) {
+        char c = line[1];
+        if (line[0] == ' ' && (c == 'L' || c == 'S' || c == 'M')) {
+            if ((records++ & (REMAP - 1)) == 0) remap();
+            uint64_t a = hex(line + 3);
+            if (!in_ranges(a)) continue;
+            struct entry *e = slot(tid, a);
+            if (c != 'S') e->loads++;
+            if (c != 'L') e->stores++;
+            counted++;
+        } else if (line[0] == '-') {
+            char *s = strstr(line, "SCHED[");
+            if (s && strstr(s, "acquired lock")) { tid = (uint32_t)atoi(s + 6); switches++; }
+        }
+    }
+    remap();
+    for (int i = 0; i < n_ranges; i++)
+        printf("MAP %d %llx %llx %llx\n", ranges[i].object, (unsigned long long)ranges[i].start,
+               (unsigned long long)ranges[i].end, (unsigned long long)ranges[i].offset);
+    for (uint64_t i = 0; i < capacity; i++)
+        if (table[i].used)
+            printf("C %u %llx %llu %llu\n", table[i].tid, (unsigned long long)table[i].key_addr,
+                   (unsigned long long)table[i].loads, (unsigned long long)table[i].stores);
+    printf("T %llu %llu %llu\n", (unsigned long long)records, (unsigned long long)counted,
+           (unsigned long long)switches);
+    return 0;
+}

@@ -1,0 +1,133 @@
+"""`dbperf layout`: the static map, the dynamic counts under a workload, the findings, and the report (terminal or
+JSON)."""
+
+from __future__ import annotations
+
+import json
+import shlex
+from collections import Counter
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from dbperf.errors import UserError
+from dbperf.layout.dynamic import DynamicCounts, count_simulated, memory_sampling_available
+from dbperf.layout.findings import MIN_HOT_STORES, Finding, findings
+from dbperf.layout.static_map import StaticMap, static_map
+from dbperf.report.escape import term
+
+SHOW_CANDIDATES = 15
+
+
+def parse_run(args: str) -> list[str]:
+    try:
+        return shlex.split(args)
+    except ValueError as e:
+        raise UserError(f"--run: cannot split {args!r}: {e}") from None
+
+
+def dynamic_counts(static: StaticMap, command: list[str], mode: str, env: dict[str, str] | None = None,
+                   cwd: Path | None = None) -> DynamicCounts:
+    """Simulated counts, or refuses the hardware path with perf's reason (not implemented without a PMU to test on
+    is not the same as silently simulating)."""
+    ok, reason = memory_sampling_available()
+    if mode == "hardware":
+        if not ok:
+            raise UserError(f"hardware memory sampling asked for, but {reason}")
+        raise UserError("perf mem sampling works on this host, but dbperf layout only counts simulated so far; "
+                        "use --mode simulated (or perf c2c record/report by hand)")
+    counts = count_simulated(static, command, env=env, cwd=cwd)
+    counts.mode_reason = "asked for simulated counts" if mode == "simulated" else (
+        f"no precise memory sampling here ({reason})" if not ok else
+        "perf mem works here, but dbperf layout counts simulated so far (asked for auto)")
+    return counts
+
+
+def result_json(static: StaticMap, counts: DynamicCounts | None, found: list[Finding],
+                extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    kinds = Counter(o.kind for o in static.objects)
+    return {
+        "binary": static.path, "machine": static.machine, "line_size": static.line,
+        "symbol_table": static.symbol_table, "dwarf": static.dwarf, "stores": static.stores,
+        "objects_by_kind": dict(kinds), "static_seconds": static.seconds,
+        "static_candidate_lines": [
+            {"line": hex(a), "objects": [{"name": o.name, "written_in_code": o.written_in_code} for o in objs]}
+            for a, objs in static.candidate_lines()],
+        "dynamic": None if counts is None else {
+            "mode": counts.mode, "mode_reason": counts.mode_reason, "tool": counts.tool, "command": counts.command,
+            "seconds": counts.seconds,
+            "memory_records": counts.records, "records_in_binary": counts.counted, "threads": counts.threads,
+            "unattributed_accesses": counts.unattributed, "hot_written_means": f">= {MIN_HOT_STORES} stores",
+            "per_object": {name: {str(t): {"loads": a.loads, "stores": a.stores} for t, a in sorted(per.items())}
+                           for name, per in sorted(counts.per_object.items())}},
+        "findings": [asdict(f) for f in found],
+        "objects": [{"name": o.name, "address": hex(o.address), "size": o.size, "section": o.section,
+                     "kind": o.kind, "binding": o.binding, "source": o.source,
+                     "written_in_code": o.written_in_code} for o in sorted(static.objects, key=lambda o: o.address)],
+        **(extra or {}),
+    }
+
+
+def render(static: StaticMap, counts: DynamicCounts | None, found: list[Finding], console: Console) -> None:
+    kinds = Counter(o.kind for o in static.objects)
+    say = lambda text: console.print(text, markup=False, highlight=False, soft_wrap=True)  # noqa: E731
+    say(f"{static.path}: {static.machine}, {static.line}-byte lines, {len(static.objects)} objects from "
+        f"{static.symbol_table} ({', '.join(f'{n} {k}' for k, n in sorted(kinds.items()))}); TLS and read-only "
+        "objects set apart")
+    say(f"  {static.dwarf}")
+    say(f"  {static.stores}")
+    say(f"  static map in {static.seconds.get('total', 0.0):.2f} s "
+        f"({', '.join(f'{k} {v:.2f} s' for k, v in static.seconds.items() if k != 'total')})")
+    candidates = static.candidate_lines()
+    if counts is None:
+        say(f"{len(candidates)} lines mix objects written in code with objects no instruction stores to (static "
+            "suspects). No workload was run, so nothing is known to be hot: give --run \"ARGS\" or --experiment to "
+            "count accesses and get findings.")
+        table = Table(show_edge=False, pad_edge=False, title="static suspects (first lines by address)")
+        table.add_column("line")
+        table.add_column("objects (* written in code)")
+        for a, objs in candidates[:SHOW_CANDIDATES]:
+            table.add_row(hex(a), term(", ".join(o.name + ("*" if o.written_in_code else "") for o in objs)))
+        if candidates:
+            console.print(table)
+        return
+    say(f"dynamic counts, {counts.mode} ({counts.mode_reason}): {counts.tool}; {counts.threads} threads, "
+        f"{counts.counted:,} of {counts.records:,} loads/stores in the binary, {counts.seconds:.1f} s")
+    if not found:
+        say("no finding: no hot-written object shares a line with objects other threads load")
+        return
+    table = Table(show_edge=False, pad_edge=False, title=f"findings, costliest first ({static.line}-byte lines)")
+    for title in ("#", "line", "read-mostly (loads)", "hot-written (stores)", "cost"):
+        table.add_column(title, justify="right" if title in ("#", "cost") else "left")
+    for i, f in enumerate(found, 1):
+        reads = "; ".join(f"{r['name']}{' ' + r['source'] if r['source'] else ''} "
+                          f"{sum(r['loads_by_thread'].values()):,}" for r in f.read_mostly)
+        writes = "; ".join(f"{w['name']}{' ' + w['source'] if w['source'] else ''} "
+                           f"{sum(w['stores_by_thread'].values()):,}" for w in f.hot_written)
+        table.add_row(str(i), f.line, term(reads), term(writes), f"{f.cost:.3g}")
+    console.print(table)
+    say("cost = loads of the read-mostly objects × stores to the line by other threads (simulated counts)")
+    for i, f in enumerate(found, 1):
+        say(f"remedy {i}: {f.remedy}")
+
+
+def write_json(path: Path, data: dict[str, Any]) -> None:
+    try:
+        path.write_text(json.dumps(data, indent=2) + "\n")
+    except OSError as e:
+        raise UserError(f"{path}: cannot write: {e.strerror}") from None
+
+
+def check(binary: Path, run: str | None, line: int | None, mode: str = "auto",
+          min_hot_stores: int = MIN_HOT_STORES) -> tuple[StaticMap, DynamicCounts | None, list[Finding]]:
+    if not binary.is_file():
+        raise UserError(f"{binary}: no such file")
+    static = static_map(binary, line)
+    if run is None:
+        return static, None, []
+    command = [str(binary.absolute()), *parse_run(run)]
+    counts = dynamic_counts(static, command, mode)
+    return static, counts, findings(static, counts, min_hot_stores)

@@ -1,0 +1,52 @@
+"""The `dbperf layout` command: which binary, which workload, which proof."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.console import Console
+
+from dbperf.errors import UserError
+from dbperf.layout import build
+from dbperf.layout.check import check, render, result_json, write_json
+
+MODES = ("auto", "simulated", "hardware")
+DEMO_ITERATIONS = "50000"
+
+
+def layout_command(binary: Path | None, run: str | None, experiment: Path | None, target: str | None,
+                   benchmark: str | None, line: int | None, json_file: Path | None, fix: bool, demo: bool,
+                   mode: str, out: Console, err: Console) -> None:
+    if mode not in MODES:
+        raise UserError(f"--mode: expected one of {', '.join(MODES)}, got {mode!r}")
+    if line is not None and line not in (64, 128):
+        raise UserError(f"--line: expected 64 or 128, got {line}")
+    if experiment is not None or target is not None or benchmark is not None:
+        if experiment is None or target is None or benchmark is None:
+            raise UserError("--experiment, --target and --benchmark go together")
+        if run is not None or demo:
+            raise UserError("--experiment drives a lab target: it does not take --run or --demo")
+        from dbperf.layout.lab import experiment_layout
+
+        experiment_layout(binary, experiment, target, benchmark, line, json_file, fix, mode, out, err)
+        return
+    if demo:
+        if binary is not None:
+            raise UserError("--demo checks the repo's demo program: give no BINARY")
+        binary = build.demo()
+        run = DEMO_ITERATIONS if run is None else run
+        err.print(f"dbperf: demo program {binary} (dbperf/layout/c/demo.c), run with {run}", markup=False,
+                  highlight=False)
+        if fix:
+            from dbperf.layout.fix import demo_fix
+
+            demo_fix(binary, run, line, json_file, mode, out, err)
+            return
+    elif binary is None:
+        raise UserError("layout: give a BINARY, --demo, or --experiment E --target T --benchmark B")
+    elif fix:
+        raise UserError("--fix rebuilds what the lab builds: use it with --demo or --experiment (a SQLite target)")
+    static, counts, found = check(binary, run, line, mode)
+    render(static, counts, found, out)
+    if json_file is not None:
+        write_json(json_file, result_json(static, counts, found))

@@ -1,0 +1,183 @@
+"""--fix: rebuild with the remedy (the read-mostly objects of every finding gathered in their own line-aligned
+section by a generated GNU ld fragment, with -fdata-sections so that each object has a section of its own to
+move), rerun the layout check (the finding must be gone), and A/B the workload: the usual rQPS for a SQLite target
+of the lab, the demo's own wall-clock figure for the demo program."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import statistics
+import subprocess
+import tempfile
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from scipy.stats import mannwhitneyu
+
+from dbperf.buildlab.paths import cache_root
+from dbperf.errors import UserError
+from dbperf.experiment.spec import Experiment, Target
+from dbperf.layout import build
+from dbperf.layout.check import check, parse_run, render, result_json, write_json
+from dbperf.layout.findings import Finding, linker_script
+from dbperf.layout.static_map import StaticMap
+
+FIXED_SUFFIX = "-read-mostly"
+DEMO_AB_ITERATIONS = "20000000"
+DEMO_AB_REPEATS = 7
+
+
+def moved_objects(found: list[Finding]) -> list[str]:
+    return list(dict.fromkeys(r["name"] for f in found for r in f.read_mostly))
+
+
+def write_script(names: list[str], line: int) -> Path:
+    """The fragment in a content-addressed file, so that the build lab's cache key (which holds the flags) changes
+    with its content."""
+    text = linker_script(names, line)
+    path = cache_root() / "layout" / "scripts" / f"{hashlib.sha256(text.encode()).hexdigest()[:16]}.ld"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if not path.is_file():
+        path.write_text(text)
+    return path
+
+
+def fix_flags(script: Path) -> list[str]:
+    return ["-fdata-sections", f"-Wl,-T,{script}"]
+
+
+def _still_flagged(names: list[str], found: list[Finding]) -> list[str]:
+    return [r["name"] for f in found for r in f.read_mostly if r["name"] in names]
+
+
+def _say(console: Console, text: str) -> None:
+    console.print(text, markup=False, highlight=False, soft_wrap=True)
+
+
+def _demo_ns(exe: Path) -> float:
+    proc = subprocess.run([str(exe), DEMO_AB_ITERATIONS], capture_output=True, text=True, timeout=600)
+    m = re.match(r"([0-9.]+) ns/iteration reader CPU", proc.stdout)
+    if proc.returncode != 0 or m is None:
+        raise UserError(f"{exe} failed in the A/B (exit {proc.returncode}): {proc.stderr.strip()[:200]}")
+    return float(m.group(1))
+
+
+def demo_fix(binary: Path, run: str, line: int | None, json_file: Path | None, mode: str, out: Console,
+             err: Console) -> None:
+    static, counts, found = check(binary, run, line, mode)
+    _say(out, "before the fix:")
+    render(static, counts, found, out)
+    if not found:
+        raise UserError("--fix: the demo program has no finding to fix")
+    names = moved_objects(found)
+    script = write_script(names, static.line)
+    fixed_dir = Path(tempfile.mkdtemp(prefix="dbperf-layout-fix-"))
+    fixed = build.demo(fix_flags(script), out_dir=fixed_dir)
+    _say(err, f"dbperf: rebuilt the demo with {' '.join(fix_flags(script))} (moves {', '.join(names)})")
+    static2, counts2, found2 = check(fixed, run, line, mode)
+    _say(out, "after the fix:")
+    render(static2, counts2, found2, out)
+    left = _still_flagged(names, found2)
+    ab = _demo_ab(binary, fixed, out)
+    data = result_json(static, counts, found, {
+        "fix": {"moved": names, "linker_script": script.read_text(), "flags": fix_flags(script),
+                "findings_after": [f.line for f in found2], "still_flagged": left, "gone": not left,
+                "ab": ab}})
+    if json_file is not None:
+        write_json(json_file, data)
+    if left:
+        raise UserError(f"--fix: {', '.join(left)} still flagged after the rebuild")
+
+
+def _demo_ab(original: Path, fixed: Path, out: Console) -> dict[str, Any]:
+    """Both builds natively, interleaved A B A B ..., the reader thread's CPU ns per iteration while the writer
+    hammers its counter."""
+    a: list[float] = []
+    b: list[float] = []
+    for _ in range(DEMO_AB_REPEATS):
+        a.append(_demo_ns(original))
+        b.append(_demo_ns(fixed))
+    ma, mb = statistics.median(a), statistics.median(b)
+    p = float(mannwhitneyu(a, b, alternative="two-sided").pvalue)
+    verdict = ("faster" if mb < ma else "slower") if p < 0.05 else "no significant difference"
+    _say(out, f"A/B, reader thread CPU time, {DEMO_AB_REPEATS} interleaved runs of {DEMO_AB_ITERATIONS} reader "
+              f"iterations each: original {ma:.2f} ns/iteration ({min(a):.2f}–{max(a):.2f}), fixed {mb:.2f} "
+              f"({min(b):.2f}–{max(b):.2f}); fixed/original {mb / ma:.3f}, Mann-Whitney p={p:.3g}: {verdict}")
+    return {"unit": "ns of reader thread CPU time per iteration (CLOCK_THREAD_CPUTIME_ID)", "original": a,
+            "fixed": b, "median_original": ma,
+            "median_fixed": mb, "ratio_fixed_over_original": mb / ma, "p_value": p, "verdict": verdict}
+
+
+def _raw_target(experiment: Path, name: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    raw = tomllib.loads(experiment.read_text())
+    for t in raw.get("target", []):
+        if t.get("name") == name:
+            return raw.get("run", {}), t
+    raise UserError(f"{experiment}: no target {name!r}")
+
+
+def _toml_value(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int | float):
+        return repr(v)
+    if isinstance(v, str):
+        return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(v, list):
+        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
+    if isinstance(v, dict):
+        return "{ " + ", ".join(f"{_toml_value(str(k))} = {_toml_value(x)}" for k, x in v.items()) + " }"
+    raise UserError(f"--fix: cannot carry the value {v!r} into the A/B experiment")
+
+
+def _table(name: str, raw: dict[str, Any]) -> str:
+    return f"[{name}]\n" + "".join(f"{_toml_value(str(k))} = {_toml_value(v)}\n" for k, v in raw.items())
+
+
+def ab_experiment(experiment: Path, target: Target, benchmark: str, threads: int, script: Path) -> str:
+    """The A/B experiment: the target as written and the same target rebuilt with the remedy, on the one
+    benchmark at the counted thread count, with the original [run]'s time, repeats and data."""
+    run, raw = _raw_target(experiment, target.name)
+    if "source" not in raw:
+        raise UserError(f"--fix: target {target.name!r} has no 'source': the lab can only rebuild what it builds")
+    run = {**run, "benchmarks": [benchmark], "threads": [threads], "base": target.name}
+    fixed = {**raw, "name": target.name + FIXED_SUFFIX, "cflags": [*raw.get("cflags", []), *fix_flags(script)]}
+    return _table("run", run) + "\n" + _table("[target]", raw) + "\n" + _table("[target]", fixed)
+
+
+def sqlite_fix(experiment: Path, exp: Experiment, target: Target, benchmark: str, found: list[Finding],
+               static: StaticMap, line: int | None, mode: str, out: Console, err: Console) -> dict[str, Any]:
+    from dbperf.cli import print_report, run_experiment
+    from dbperf.layout.lab import MIN_THREADS, count_target, lab_target
+    from dbperf.storage.results import read_results
+
+    if not found:
+        raise UserError(f"--fix: {target.name} has no finding on {benchmark}: nothing to fix")
+    names = moved_objects(found)
+    script = write_script(names, static.line)
+    threads = max(MIN_THREADS, *exp.threads)
+    work = Path(tempfile.mkdtemp(prefix="dbperf-layout-ab-"))
+    ab_file = work / "ab.toml"
+    ab_file.write_text(ab_experiment(experiment, target, benchmark, threads, script))
+    _say(err, f"dbperf: rebuilding {target.name} with {' '.join(fix_flags(script))} (moves {', '.join(names)})")
+    ab_exp, fixed = lab_target(ab_file, target.name + FIXED_SUFFIX, err)
+    static2, counts2, found2, _ = count_target(ab_exp, fixed, benchmark, Path(fixed.library), line, mode, err)
+    _say(out, "after the fix:")
+    render(static2, counts2, found2, out)
+    left = _still_flagged(names, found2)
+    _say(out, f"moved objects still flagged: {', '.join(left) or 'none'}")
+    end = run_experiment(ab_file, work / "results", keep_data=False)
+    if end.exit_code:
+        raise UserError(f"--fix: the A/B run failed (exit {end.exit_code}); results in {end.directory}")
+    print_report(end.directory, "table", None)
+    _, records, _ = read_results(end.directory)
+    return {"moved": names, "linker_script": script.read_text(), "flags": fix_flags(script),
+            "findings_after": [f.line for f in found2], "still_flagged": left, "gone": not left,
+            "fixed_library": fixed.library, "ab_results": str(end.directory),
+            "ab_cells": len(records)}
+
+
+__all__ = ["demo_fix", "parse_run", "sqlite_fix"]

@@ -1,0 +1,79 @@
+"""`dbperf layout --experiment E --target T --benchmark B`: the target's engine driven by a catalog benchmark under
+the dynamic count, the way `dbperf profile` runs the driver under valgrind: data loaded natively once, then one
+driver process (the cell's threads, time, no warm-up) under lackey, the job in a file."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+
+from rich.console import Console
+
+from dbperf.catalog.registry import resolve
+from dbperf.catalog.workload import compile_statements
+from dbperf.errors import UserError
+from dbperf.experiment.spec import Experiment, Target, parse_experiment
+from dbperf.layout.check import dynamic_counts, render, result_json, write_json
+from dbperf.layout.dynamic import DynamicCounts
+from dbperf.layout.findings import Finding, findings
+from dbperf.layout.static_map import StaticMap, static_map
+from dbperf.records import encode
+from dbperf.runner.driver import driver_environ, driver_path
+from dbperf.runner.sqlite_data import SqliteData
+from dbperf.runner.targets import build_targets, inspect_targets
+
+# False sharing needs two threads at least; an experiment of one thread is counted with two.
+MIN_THREADS = 2
+
+
+def lab_target(experiment: Path, name: str, err: Console) -> tuple[Experiment, Target]:
+    exp, _ = build_targets(parse_experiment(experiment), err)
+    inspect_targets(exp)
+    for t in exp.targets:
+        if t.name == name:
+            if t.is_server:
+                raise UserError(f"target {name!r} is a server: check its binary with `dbperf layout BINARY --run` "
+                                "(the lab counts the driver's process, where SQLite runs)")
+            return exp, t
+    raise UserError(f"{experiment}: no target {name!r} (targets: {', '.join(t.name for t in exp.targets)})")
+
+
+def count_target(exp: Experiment, target: Target, benchmark: str, library: Path, line: int | None, mode: str,
+                 err: Console) -> tuple[StaticMap, DynamicCounts, list[Finding], dict]:
+    (bench,) = resolve([benchmark], exp.path.parent, "--benchmark")
+    static = static_map(library, line)
+    threads = max(MIN_THREADS, *exp.threads)
+    work = Path(tempfile.mkdtemp(prefix="dbperf-layout-"))
+    try:
+        data = SqliteData(work, target, exp)
+        data.load()
+        job = target.process.apply(data.job(data.working)).replace(
+            mode="run", threads=threads, time_s=exp.time_s, warmup_s=0.0, seed=exp.seed,
+            workload=compile_statements(bench, exp.table_size))
+        job_file = work / "job.json"
+        job_file.write_bytes(encode(job))
+        err.print(f"dbperf: counting {target.name} {bench.name}, {threads} threads, {exp.time_s:g} s under lackey",
+                  markup=False, highlight=False)
+        counts = dynamic_counts(static, [driver_path(), "run", str(job_file)], mode,
+                                env=driver_environ(target.process.environment()), cwd=work)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    cell = {"target": target.name, "benchmark": bench.name, "threads": threads, "time_s": exp.time_s,
+            "library": str(library)}
+    return static, counts, findings(static, counts), cell
+
+
+def experiment_layout(binary: Path | None, experiment: Path, target: str, benchmark: str, line: int | None,
+                      json_file: Path | None, fix: bool, mode: str, out: Console, err: Console) -> None:
+    exp, t = lab_target(experiment, target, err)
+    library = binary or Path(t.library)
+    static, counts, found, cell = count_target(exp, t, benchmark, library, line, mode, err)
+    render(static, counts, found, out)
+    data = result_json(static, counts, found, {"cell": cell})
+    if fix:
+        from dbperf.layout.fix import sqlite_fix
+
+        data["fix"] = sqlite_fix(experiment, exp, t, benchmark, found, static, line, mode, out, err)
+    if json_file is not None:
+        write_json(json_file, data)

@@ -1,0 +1,207 @@
+"""dbperf layout: the static map, the findings logic, bad input (unit); the demo program's report under valgrind
+and Debian's mariadbd static map (e2e)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import struct
+import sys
+from pathlib import Path
+
+import pytest
+
+from dbperf.cli import main
+from dbperf.layout.dynamic import Access, DynamicCounts, parse_filter_output
+from dbperf.layout.findings import findings, linker_script
+from dbperf.layout.static_map import GlobalObject, StaticMap
+from tests.conftest import run_cli
+
+MARIADBD = Path("/usr/sbin/mariadbd")
+
+
+def _elf_header(machine: int) -> bytes:
+    """A 64-bit little-endian ELF header with no sections and no segments."""
+    ident = b"\x7fELF" + bytes([2, 1, 1, 0]) + bytes(8)
+    return ident + struct.pack("<HHIQQQIHHHHHH", 2, machine, 1, 0, 0, 0, 0, 64, 56, 0, 64, 0, 0)
+
+
+def _map(objects: list[GlobalObject]) -> StaticMap:
+    return StaticMap("/x/app", "EM_X86_64", "ET_DYN", 64, ".symtab", objects, [(0, 0, 0x10000)], "", "")
+
+
+def _obj(name: str, address: int, size: int = 8, stores: int = 0) -> GlobalObject:
+    return GlobalObject(name, address, size, ".data", "data", "GLOBAL", source=f"app.c:{address & 0xff}",
+                        store_sites=stores)
+
+
+def _counts(per: dict[str, dict[int, tuple[int, int]]]) -> DynamicCounts:
+    return DynamicCounts("simulated", "test", ["app"], 0.0,
+                         {n: {t: Access(*la) for t, la in th.items()} for n, th in per.items()})
+
+
+def _in_process(monkeypatch, capsys, *args: str) -> tuple[int, str]:
+    """The CLI in this process (a subprocess costs seconds of start-up on a loaded machine): exit code, stderr."""
+    monkeypatch.setattr(sys, "argv", ["dbperf", *args])
+    with pytest.raises(SystemExit) as exited:
+        main()
+    return int(exited.value.code or 0), capsys.readouterr().err
+
+
+@pytest.mark.unit
+def test_only_the_line_with_a_hot_written_object_and_a_read_mostly_one_read_by_another_thread_is_a_finding():
+    objs = [_obj("flag", 0x4000), _obj("rnd", 0x4008, stores=1),       # the seed's pattern
+            _obj("table", 0x4040, 64),                                   # read-mostly alone
+            _obj("ops", 0x4080, stores=1),                               # hot-written alone
+            _obj("config", 0x40c0, stores=1), _obj("limit", 0x40c8),     # written once, beside a read one
+            _obj("own", 0x4100, stores=1), _obj("mine", 0x4108)]         # written and read by the same thread
+    counts = _counts({"flag": {3: (50_000, 0)}, "rnd": {2: (200_000, 200_000)}, "table": {3: (50_000, 0)},
+                      "ops": {2: (200_000, 200_000)}, "config": {1: (0, 1)}, "limit": {3: (50_000, 0)},
+                      "own": {2: (0, 10_000)}, "mine": {2: (10_000, 0)}})
+    found = findings(_map(objs), counts)
+    assert [f.line for f in found] == ["0x4000"]
+    f = found[0]
+    assert f.objects == ["flag", "rnd"]
+    assert f.cost == 50_000 * 200_000
+    assert [r["name"] for r in f.read_mostly] == ["flag"] and [w["name"] for w in f.hot_written] == ["rnd"]
+    assert "app.c:0" in f.remedy and ".data.read_mostly" in f.remedy and "aligned(64)" in f.remedy
+
+
+@pytest.mark.unit
+def test_findings_are_ranked_by_cost_and_an_object_spanning_lines_is_in_each():
+    objs = [_obj("a", 0x1000), _obj("w1", 0x1008), _obj("big", 0x1030, 0x20), _obj("w2", 0x1048)]
+    counts = _counts({"a": {1: (10, 0)}, "w1": {2: (0, 5000)}, "big": {1: (1000, 0)}, "w2": {2: (0, 5000)}})
+    found = findings(_map(objs), counts)
+    assert [f.line for f in found] == ["0x1000", "0x1040"]
+    assert found[0].cost == (10 + 1000) * 5000 and found[1].cost == 1000 * 5000
+
+
+@pytest.mark.unit
+def test_filter_output_is_mapped_back_to_link_time_addresses():
+    objs = [_obj("flag", 0x4100), _obj("rnd", 0x4108)]
+    text = "MAP 0 108000 10a000 0\nMAP 0 10b000 10d000 2000\nC 3 10c100 7 0\nC 2 10c108 5 5\nC 2 10c200 1 1\n" \
+           "T 100 13 4\n"
+    per, totals = parse_filter_output(text, _map(objs))
+    assert per["flag"][3].loads == 7 and per["rnd"][2].stores == 5
+    assert totals["unattributed"] == 2 and totals["threads"] == 2 and totals["records"] == 100
+
+
+@pytest.mark.unit
+def test_linker_script_gathers_the_named_objects_in_an_aligned_section_before_data():
+    text = linker_script(["flag", "limit"], 128)
+    assert "*(.data.flag .data.rel.local.flag .data.rel.flag .bss.flag)" in text
+    assert "ALIGN(128)" in text and "INSERT BEFORE .data;" in text
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(("content", "message"), [
+    (b"hello, not an ELF\n" * 4, "not an ELF file"),
+    (_elf_header(62), "no symbols at all"),
+    (_elf_header(0x2345), "unknown architecture"),
+])
+def test_bad_binaries_are_one_line_and_exit_2(tmp_path, monkeypatch, capsys, content, message):
+    path = tmp_path / "bad"
+    path.write_bytes(content)
+    code, err = _in_process(monkeypatch, capsys, "layout", str(path))
+    assert code == 2, err
+    assert message in err and len(err.strip().splitlines()) == 1, err
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("args", [["layout"], ["layout", "/bin/true", "--line", "96"],
+                                  ["layout", "/bin/true", "--fix"], ["layout", "--experiment", "x.toml"],
+                                  ["layout", "/bin/true", "--mode", "psychic"]])
+def test_bad_options_are_one_line_and_exit_2(monkeypatch, capsys, args):
+    code, err = _in_process(monkeypatch, capsys, *args)
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+
+
+@pytest.mark.e2e
+@pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind not installed")
+def test_failing_workload_is_one_line_and_exit_2():
+    proc = run_cli("layout", "/bin/false", "--run", "", timeout=600)
+    assert proc.returncode == 2 and "workload failed" in proc.stderr, proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.e2e
+@pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind not installed")
+def test_demo_report_flags_exactly_the_seeded_line(tmp_path):
+    out = tmp_path / "layout.json"
+    proc = run_cli("layout", "--demo", "--json", str(out), timeout=900)
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(out.read_text())
+    assert data["dynamic"]["mode"] == "simulated"
+    assert len(data["findings"]) == 1, data["findings"]
+    f = data["findings"][0]
+    assert set(f) >= {"line", "objects", "cost", "remedy"}
+    assert set(f["objects"]) == {"demo_search_enabled", "demo_rnd_counter"}
+    assert [r["name"] for r in f["read_mostly"]] == ["demo_search_enabled"]
+    assert f["read_mostly"][0]["source"].startswith("demo.c:")
+    assert f["cost"] > 0 and "demo_search_enabled" in f["remedy"]
+    kinds = {o["name"]: o["kind"] for o in data["objects"]}
+    assert kinds["demo_tls_count"] == "tls" and kinds["demo_primes"] == "read-only"
+    per = data["dynamic"]["per_object"]
+    # The decoys were really exercised: read, written (once or hot), and still not flagged.
+    assert sum(t["loads"] for t in per["demo_table"].values()) >= 50_000
+    assert sum(t["stores"] for t in per["demo_ops"].values()) >= 50_000
+    assert sum(t["stores"] for t in per["demo_config_word"].values()) == 1
+    assert "demo_search_enabled" in proc.stdout
+
+
+@pytest.mark.e2e
+@pytest.mark.skipif(not MARIADBD.is_file(), reason="Debian's mariadbd is not installed")
+def test_stripped_mariadbd_static_map_comes_from_dynsym(tmp_path):
+    out = tmp_path / "m.json"
+    proc = run_cli("layout", str(MARIADBD), "--json", str(out), timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(out.read_text())
+    assert data["symbol_table"] == ".dynsym" and data["line_size"] == 64
+    assert len(data["objects"]) > 1000 and data["findings"] == []
+    assert any(o["written_in_code"] for o in data["objects"])
+    assert "static suspects" in proc.stdout
+
+
+@pytest.mark.e2e
+@pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind not installed")
+def test_demo_fix_moves_the_flag_rechecks_and_measures(tmp_path):
+    out = tmp_path / "fix.json"
+    proc = run_cli("layout", "--demo", "--fix", "--json", str(out), timeout=1200)
+    assert proc.returncode == 0, proc.stderr
+    fix = json.loads(out.read_text())["fix"]
+    assert fix["moved"] == ["demo_search_enabled"] and fix["gone"] and fix["findings_after"] == []
+    assert "INSERT BEFORE .data" in fix["linker_script"] and "-fdata-sections" in fix["flags"]
+    ab = fix["ab"]
+    assert len(ab["original"]) == len(ab["fixed"]) >= 5 and all(x > 0 for x in ab["original"] + ab["fixed"])
+    assert "after the fix:" in proc.stdout and "A/B" in proc.stdout
+
+
+@pytest.mark.e2e
+@pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind not installed")
+def test_experiment_counts_a_lab_target_driven_by_a_catalog_benchmark(tmp_path, write_experiment):
+    system = Path("/usr/lib/x86_64-linux-gnu/libsqlite3.so.0")
+    if not system.is_file():
+        pytest.skip("the system SQLite is not installed")
+    exp = write_experiment(f"""
+[run]
+benchmarks = ["point-query"]
+table_size = 1000
+time = "0.5s"
+warmup = "0s"
+
+[[target]]
+name = "sys"
+library = "{system}"
+""")
+    out = tmp_path / "e.json"
+    proc = run_cli("layout", "--experiment", str(exp), "--target", "sys", "--benchmark", "point-query",
+                   "--json", str(out), timeout=1200)
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(out.read_text())
+    assert data["cell"]["threads"] == 2 and data["cell"]["benchmark"] == "point-query"
+    assert Path(data["binary"]).resolve() == system.resolve()
+    dyn = data["dynamic"]
+    assert dyn["mode"] == "simulated" and dyn["threads"] >= 2 and dyn["records_in_binary"] > 0
+    assert isinstance(data["findings"], list)
+    bad = run_cli("layout", "--experiment", str(exp), "--target", "nope", "--benchmark", "point-query")
+    assert bad.returncode == 2 and "no target 'nope'" in bad.stderr
