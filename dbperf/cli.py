@@ -41,6 +41,8 @@ from dbperf.report.ladder import render_ladder
 from dbperf.report.probe_view import render_compare, render_probes
 from dbperf.report.profile_view import render_diff, render_profile
 from dbperf.report.render import render_table, to_csv, to_json, to_markdown
+from dbperf.report.resources_view import render_resources
+from dbperf.report.resources_view import to_json as resources_json
 from dbperf.runner import interrupts
 from dbperf.runner.estimate import estimate
 from dbperf.runner.matrix import run_matrix
@@ -174,6 +176,17 @@ def ladder(
     _report_after_run(end, lambda d: print_ladder(d, aggregate))
 
 
+def print_resources(directory: Path, fmt: str) -> None:
+    if fmt not in ("table", "json"):
+        fail("--resources: --format table or json")
+    meta, records, skipped = read_results(directory)
+    if fmt == "json":
+        sys.stdout.write(resources_json(meta, records))
+    else:
+        render_resources(meta, records, out_console)
+    _note_skipped(directory, skipped)
+
+
 def print_ladder(directory: Path, aggregate: str | None) -> None:
     meta, records, skipped = read_results(directory)
     render_ladder(ladder_steps(build_matrix(meta, records, aggregate)), out_console)
@@ -260,12 +273,16 @@ def report(
     format: Annotated[str, typer.Option("--format", help="table, markdown, csv or json")] = "table",
     aggregate: Annotated[Optional[str], typer.Option(help="median or trimmed (default: the run's)")] = None,
     as_ladder: Annotated[bool, typer.Option("--ladder", help="report the targets as a tuning ladder")] = False,
+    resources: Annotated[bool, typer.Option("--resources", help="I/O and engine counters per query, database "
+                                            "sizes (table or json)")] = False,
 ) -> None:
     """Report a results directory, complete or partial."""
     if format not in FORMATS:
         fail(f"--format: expected one of {', '.join(FORMATS)}, got {format!r}")
     _check_aggregate(aggregate)
-    if as_ladder:
+    if resources:
+        print_resources(directory, format)
+    elif as_ladder:
         print_ladder(directory, aggregate)
     else:
         print_report(directory, format, aggregate)

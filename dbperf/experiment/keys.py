@@ -111,6 +111,8 @@ RUN = (
         "", boolean),
     Key("post_write_wait", "duration or \"harness\"", "the wait after the post-write step; harness: 60 s + 1 s per "
         "million rows, at most 1200 s", "harness", "s", post_write_wait),
+    Key("resources", "boolean", "I/O per query (driver and server /proc/PID/io, the data's device), engine counters "
+        "per query and database sizes (runner/resources.py)", "true", "", boolean),
 )
 TARGET = (
     Key("name", "name", "the target's name in reports", "required", "", name),

@@ -118,6 +118,7 @@ class Experiment:
     writes: str = "restore"  # or "cumulative": write cells do not restore the loaded data
     post_write: bool = False
     post_write_wait_s: float = 0.0
+    resources: bool = True  # I/O and engine counters per cell (runner/resources.py)
 
 
 def _settings(raw: dict[str, Any], twhere: str, name_re: re.Pattern[str], value_re: re.Pattern[str],
@@ -303,4 +304,5 @@ def parse_experiment(path: Path) -> Experiment:
         repeats=values.get("repeats", 3), seed=values.get("seed", 1),
         aggregate=values.get("aggregate", "median"), prepared=values.get("prepared", True),
         **harness_settings(values, values.get("tables", 1) * values.get("table_size", 100_000)),
+        resources=values.get("resources", True),
     )

@@ -23,6 +23,7 @@ from dbperf.records import CellRecord, CountersRecord, RunResult, to_builtins
 from dbperf.runner.driver import driver_version, run_job
 from dbperf.runner.post_write import PostWriteSteps, meta_fields
 from dbperf.runner.process_variants import mapped_allocators
+from dbperf.runner.resources import CellSampler, database_bytes
 from dbperf.runner.sqlite_data import SqliteData
 from dbperf.runner.target_lifecycle import TargetLifecycle
 from dbperf.runner.targets import inspect_targets
@@ -146,6 +147,7 @@ def run_matrix(e: Experiment, out: Path, console: Console, keep_data: bool = Fal
                 meta["targets"][index[t.name]].update(load=to_builtins(loaded), **data[t.name].describe())
                 if t.is_server:
                     meta["targets"][index[t.name]]["engine_version"] = loaded.engine_version
+                meta["targets"][index[t.name]]["db_bytes_after_load"] = database_bytes(t, data[t.name])
                 writer.update_meta(meta)
                 progress.advance(loading)
             writer.update_meta(meta)
@@ -171,6 +173,8 @@ def run_matrix(e: Experiment, out: Path, console: Console, keep_data: bool = Fal
                 else:
                     outcome.cells_failed += 1
                 progress.advance(task)
+            for t in e.targets:
+                meta["targets"][index[t.name]]["db_bytes_at_end"] = database_bytes(t, data[t.name])
             if profile:
                 _profile_cells(e, data_root / "profile", writer, progress)
         meta["status"] = "complete"
@@ -241,13 +245,17 @@ def _run_cell(e: Experiment, cell: CellPlan, data: TargetLifecycle) -> CellRecor
     # The allocator and huge pages go to the process that runs the engine: the driver, or the server.
     env = data.env() if cell.target.is_server else {**variant.environment(), **data.env()}
     started = time.time()
+    sampler = CellSampler(e, cell.target, data) if e.resources else None
+    if sampler:
+        sampler.start()
     outcome = run_job(job, RunResult, e.time_s + e.warmup_s + HANG_GRACE_S, env=env)
+    resources = sampler.finish(outcome.result) if sampler else None
     record = CellRecord(
         target=cell.target.name, benchmark=cell.benchmark.name, threads=cell.threads, repeat=cell.repeat,
         status="failed", started_at=started, wall_s=round(time.time() - started, 3),
         queries_per_event=cell.benchmark.queries_per_event,
         rows_per_event=e.table_size if cell.benchmark.rows_per_event == "table_size" else None,
-        result=outcome.result)
+        result=outcome.result, resources=resources)
     result = outcome.result
     if data.died():
         # A server that died mid-cell fails the cell even if some events completed before it went.
