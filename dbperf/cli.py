@@ -50,6 +50,7 @@ from dbperf.runner.targets import build_targets, inspect_targets
 from dbperf.stats.ladder import ladder as ladder_steps
 from dbperf.stats.rqps_matrix import build_matrix
 from dbperf.storage.results import SkippedLine, read_results
+from dbperf.tooldrivers.importer import import_outputs
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="dbperf: a performance lab for database engines.")
@@ -286,6 +287,20 @@ def report(
         print_ladder(directory, aggregate)
     else:
         print_report(directory, format, aggregate)
+
+
+@app.command("import")
+def import_command(
+    files: Annotated[list[Path], typer.Argument(help="saved sysbench or pgbench output, one run per file")],
+    tool: Annotated[str, typer.Option("--tool", help="sysbench or pgbench")],
+    out: Annotated[Path, typer.Option("--out", help="a new or empty results directory")],
+    target: Annotated[Optional[str], typer.Option("--target", help="the target's name (default: the tool)")] = None,
+    queries_per_transaction: Annotated[int, typer.Option(help="pgbench: SQL commands per transaction")] = 1,
+) -> None:
+    """Read saved sysbench/pgbench output into a results directory (benchmark = file name up to its first dot)."""
+    count = import_outputs(files, tool, out, target, queries_per_transaction)
+    err_console.print(f"dbperf: imported {count} {tool} run(s) into {out}", highlight=False)
+    print_report(out, "table", None)
 
 
 MODES = ("auto", "simulated", "hardware")

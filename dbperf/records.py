@@ -210,6 +210,8 @@ class CellRecord(msgspec.Struct, omit_defaults=True):
     server_log_tail: str | None = None
     server_restarted_before: bool = False
     resources: Resources | None = None  # issue 14: I/O and engine counters (runner/resources.py)
+    tool: str | None = None  # issue 14: "sysbench" or "pgbench" ran this cell instead of dbperf-driver
+    imported: bool = False  # issue 14: read from saved tool output (dbperf import): its CPU was never measured
     type: Literal["cell"] = "cell"  # omitted when written: cell lines predate the type field
 
     @property

@@ -135,6 +135,11 @@ TARGET = (
     Key("password_env", "variable name", "external servers: the password's environment variable", "", "", string),
     Key("password_file", "path", "external servers: a file holding the password", "", "", string),
     Key("port", "1..65535", "lab servers: a fixed port on 127.0.0.1", "a free port", "", port),
+    Key("driver", "dbperf | sysbench | pgbench", "servers: what runs the cells (tooldrivers/): the lab's driver, "
+        "sysbench 1.0 (bundled oltp_* scripts or .lua benchmarks) or pgbench (scripts from the catalog or .sql "
+        "benchmarks)", "dbperf", "", one_of("dbperf", "sysbench", "pgbench")),
+    Key("driver_options", "list of options", "sysbench/pgbench: options added to the tool's command line (not "
+        "connection, password, time or threads)", "[]"),
 )
 WORKLOAD = (
     Key("name", "name", "the catalog name", "the file's name", "", name),

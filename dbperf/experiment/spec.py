@@ -27,6 +27,7 @@ from dbperf.experiment import keys
 from dbperf.experiment.harness_settings import harness_settings
 from dbperf.names import check_name
 from dbperf.runner.process_variants import ProcessVariant, allocator_library
+from dbperf.tooldrivers.targets import check_tool_benchmarks, tool_fields
 
 SERVER_ENGINES = ("postgres", "mariadb")
 SERVER_KEYS = {"binaries", "dsn", "password_env", "password_file", "port"}
@@ -72,6 +73,8 @@ class Target:
     password_env: str | None = None
     password_file: str | None = None
     port: int | None = None
+    tool: str | None = None  # "sysbench" or "pgbench" runs the cells instead of dbperf-driver (tooldrivers/)
+    tool_options: tuple[str, ...] = ()
 
     @property
     def is_server(self) -> bool:
@@ -154,9 +157,12 @@ def _target(raw: Any, i: int, where: str, base_dir: Path) -> Target:
         engine = source_engine
     if engine in SERVER_ENGINES:
         return _server_target(raw, name, engine, twhere)
-    misplaced = sorted(SERVER_KEYS & set(raw))
+    misplaced = sorted((SERVER_KEYS | {"driver_options"}) & set(raw))
     if misplaced:
         raise UserError(f"{twhere}: {misplaced[0]!r} is for server engines ({', '.join(SERVER_ENGINES)})")
+    if raw.get("driver", "dbperf") != "dbperf":
+        raise UserError(f"{twhere}: driver = {raw['driver']!r} drives server engines only (SQLite runs in the "
+                        "lab's driver)")
     build = None
     if "source" in raw:
         if "library" in raw:
@@ -236,7 +242,8 @@ def _server_target(raw: dict[str, Any], name: str, engine: str, twhere: str) -> 
         raise UserError(f"{twhere}: allocator/hugepages apply to servers the lab starts, not to a dsn")
     return Target(name=name, engine=engine, library="", config=checked, process=variant,
                   binaries=raw.get("binaries"), release=release, server_build=server_build, dsn=dsn,
-                  password_env=raw.get("password_env"), password_file=raw.get("password_file"), port=raw.get("port"))
+                  password_env=raw.get("password_env"), password_file=raw.get("password_file"), port=raw.get("port"),
+                  **tool_fields(raw, engine, twhere))
 
 
 def _release(value: object, engine: str, where: str) -> str:
@@ -294,6 +301,7 @@ def parse_experiment(path: Path) -> Experiment:
     duplicate = next((n for n in names if names.count(n) > 1), None)
     if duplicate:
         raise UserError(f"{where}: target name {duplicate!r} is used twice")
+    check_tool_benchmarks(benchmarks, targets, values.get("tables", 1), rwhere)
     base = run.get("base", names[0])
     if base not in names:
         raise UserError(f"{rwhere}.base: {base!r} is not a target (targets: {', '.join(names)})")

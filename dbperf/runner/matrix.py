@@ -32,6 +32,7 @@ from dbperf.servers.runtime import RuntimeDir
 from dbperf.servers.watchdog import Watchdog
 from dbperf.storage.host import host_metadata
 from dbperf.storage.results import ResultsWriteError, ResultsWriter
+from dbperf.tooldrivers.cell import run_tool_cell
 
 # A driver still running this long after its cell's warmup + time is hung. Tests shorten it through the environment.
 HANG_GRACE_S = float(os.environ.get("DBPERF_HANG_GRACE_S", "30"))
@@ -162,7 +163,8 @@ def run_matrix(e: Experiment, out: Path, console: Console, keep_data: bool = Fal
                 if step:
                     meta["targets"][index[cell.target.name]].setdefault("post_write", []).append(step)
                     writer.update_meta(meta)
-                record = _run_cell(e, cell, target_data)
+                record = (run_tool_cell(e, cell, target_data, HANG_GRACE_S) if cell.target.tool
+                          else _run_cell(e, cell, target_data))
                 if restarted:
                     record.server_restarted_before = True
                     meta["targets"][index[cell.target.name]]["restarts"] = target_data.describe()["restarts"]
