@@ -47,6 +47,8 @@ from dbperf.report.ladder import render_ladder
 from dbperf.report.probe_view import render_compare, render_probes
 from dbperf.report.profile_view import render_diff, render_profile
 from dbperf.report.render import render_table, to_csv, to_json, to_markdown
+from dbperf.report.resources_view import render_resources
+from dbperf.report.resources_view import to_json as resources_json
 from dbperf.runner import interrupts
 from dbperf.runner.estimate import estimate
 from dbperf.runner.matrix import run_matrix
@@ -54,6 +56,7 @@ from dbperf.runner.targets import build_targets, inspect_targets
 from dbperf.stats.ladder import ladder as ladder_steps
 from dbperf.stats.rqps_matrix import build_matrix
 from dbperf.storage.results import SkippedLine, read_results
+from dbperf.tooldrivers.importer import import_outputs
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="dbperf: a performance lab for database engines.")
@@ -235,6 +238,17 @@ def ladder(
     _report_after_run(end, lambda d: print_ladder(d, aggregate))
 
 
+def print_resources(directory: Path, fmt: str) -> None:
+    if fmt not in ("table", "json"):
+        fail("--resources: --format table or json")
+    meta, records, skipped = read_results(directory)
+    if fmt == "json":
+        sys.stdout.write(resources_json(meta, records))
+    else:
+        render_resources(meta, records, out_console)
+    _note_skipped(directory, skipped)
+
+
 def print_ladder(directory: Path, aggregate: str | None) -> None:
     meta, records, skipped = read_results(directory)
     render_ladder(ladder_steps(build_matrix(meta, records, aggregate)), out_console)
@@ -323,15 +337,33 @@ def report(
     as_ladder: Annotated[bool, typer.Option("--ladder", help="report the targets as a tuning ladder")] = False,
     output: Annotated[Optional[Path], typer.Option("-o", "--output", help="write the HTML report to this file")]
     = None,
+    resources: Annotated[bool, typer.Option("--resources", help="I/O and engine counters per query, database "
+                                            "sizes (table or json)")] = False,
 ) -> None:
     """Report a results directory, complete or partial."""
     if format not in FORMATS:
         fail(f"--format: expected one of {', '.join(FORMATS)}, got {format!r}")
     _check_aggregate(aggregate)
-    if as_ladder:
+    if resources:
+        print_resources(directory, format)
+    elif as_ladder:
         print_ladder(directory, aggregate)
     else:
         print_report(directory, format, aggregate, output)
+
+
+@app.command("import")
+def import_command(
+    files: Annotated[list[Path], typer.Argument(help="saved sysbench or pgbench output, one run per file")],
+    tool: Annotated[str, typer.Option("--tool", help="sysbench or pgbench")],
+    out: Annotated[Path, typer.Option("--out", help="a new or empty results directory")],
+    target: Annotated[Optional[str], typer.Option("--target", help="the target's name (default: the tool)")] = None,
+    queries_per_transaction: Annotated[int, typer.Option(help="pgbench: SQL commands per transaction")] = 1,
+) -> None:
+    """Read saved sysbench/pgbench output into a results directory (benchmark = file name up to its first dot)."""
+    count = import_outputs(files, tool, out, target, queries_per_transaction)
+    err_console.print(f"dbperf: imported {count} {tool} run(s) into {out}", highlight=False)
+    print_report(out, "table", None)
 
 
 MODES = ("auto", "simulated", "hardware")

@@ -173,6 +173,39 @@ class NoiseSensors(msgspec.Struct, frozen=True):
     interfered: bool = False  # heavy interference: flagged in reports, its round repeated under repeats = "auto"
 
 
+# --- Resources per query (issue 14, runner/resources.py): sampled by the lab, not the driver. ---
+
+class IoBytes(msgspec.Struct, frozen=True):
+    """/proc/PID/io deltas: read_bytes/write_bytes reached the storage layer; rchar/wchar are every read()- and
+    write()-family call, sockets and the page cache included."""
+    read_bytes: int = 0
+    write_bytes: int = 0
+    rchar: int = 0
+    wchar: int = 0
+    processes: int = 1
+
+
+class DeviceIo(msgspec.Struct, frozen=True):
+    """/proc/diskstats deltas of the block device holding the data (host-wide: every process on that device)."""
+    device: str
+    read_bytes: int = 0
+    write_bytes: int = 0
+    reads: int = 0
+    writes: int = 0
+
+
+class Resources(msgspec.Struct, frozen=True, omit_defaults=True):
+    """What one cell cost beyond CPU, over the lab's sampling window; per query = delta / queries."""
+    window_s: float
+    queries: float  # QPS × window_s
+    method: str
+    client_io: IoBytes | None = None
+    server_io: IoBytes | None = None
+    device: DeviceIo | None = None
+    engine_counters: dict[str, float] = {}  # deltas over the window (PostgreSQL pg_stat_*, MariaDB SHOW STATUS)
+    unavailable: dict[str, str] = {}  # figure -> why it was not measured
+
+
 class CellRecord(msgspec.Struct, omit_defaults=True):
     """One measured repeat of one (target, benchmark, threads) cell: a line of results.jsonl."""
     target: str
@@ -192,6 +225,9 @@ class CellRecord(msgspec.Struct, omit_defaults=True):
     position: int | None = None  # the target's place within its round (repeat): 1 = first; None before it was kept
     host: str | None = None  # `dbperf fleet`: the host that measured it (None: a local run)
     noise: NoiseSensors | None = None  # None: measured before the sensors existed, or nothing measured
+    resources: Resources | None = None  # issue 14: I/O and engine counters (runner/resources.py)
+    tool: str | None = None  # issue 14: "sysbench" or "pgbench" ran this cell instead of dbperf-driver
+    imported: bool = False  # issue 14: read from saved tool output (dbperf import): its CPU was never measured
     type: Literal["cell"] = "cell"  # omitted when written: cell lines predate the type field
 
     @property

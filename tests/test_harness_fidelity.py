@@ -105,3 +105,18 @@ def test_writes_accumulate_or_restore_and_post_write_is_recorded(tmp_path: Path,
     [step] = meta["targets"][0]["post_write"]
     assert step["before"] == "scan" + AFTER_WRITES
     assert step["statements"] == ["PRAGMA wal_checkpoint(TRUNCATE)"] and step["wait_s"] == 0.1
+    # Resources of the same run (runner/resources.py): the driver is the engine, so an insert writes through it.
+    insert = [c["resources"] for c in cells if c["benchmark"] == "insert"]
+    assert all(r["window_s"] > 0.2 and r["queries"] > 0 for r in insert)
+    assert any(r["client_io"]["wchar"] > 0 for r in insert)
+    assert all("server_io" not in r and "server_io" not in r.get("unavailable", {}) for r in insert)
+    assert all(("device" in r) != ("device" in r.get("unavailable", {})) for r in insert)
+    assert meta["targets"][0]["db_bytes_after_load"] > 0
+    assert meta["targets"][0]["db_bytes_at_end"] >= meta["targets"][0]["db_bytes_after_load"]
+    view = run_cli("report", str(out), "--resources", "--format", "json")
+    assert view.returncode == 0, view.stderr
+    doc = json.loads(view.stdout)
+    row = next(c for c in doc["cells"] if c["benchmark"] == "insert")
+    assert row["repeats"] == 2 and row["per_query"]["client_wchar"] > 0
+    table = run_cli("report", str(out), "--resources")
+    assert table.returncode == 0 and "drv wr KB" in table.stdout and "insert" in table.stdout

@@ -41,8 +41,8 @@ NEWER = (
 )
 ORDERS = {"all": CLASSIC, "all-2025": NEWER}
 DESCRIPTIONS = {
-    "all": "the harness's classic run (BRIEF §9): point-query.warm, 15 reads, 8 writes, the post-write step, "
-           "17 reads again as NAME@after-writes, delete, insert",
+    "all": "the harness's classic run (BRIEF §9): point-query.warm, 15 reads, 8 writes, the post-write step (with "
+           "post_write), 17 reads again as NAME@after-writes, delete, insert",
     "all-2025": "the harness's newer run: scan.warm, scan, 8 writes, the post-write step (with post_write), 23 "
                 "reads as NAME@after-writes (read-only-simple/-sum/-order/-distinct/-count at range 1000 among them), "
                 "delete, insert: 32 reported steps",

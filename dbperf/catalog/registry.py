@@ -14,6 +14,7 @@ from pathlib import Path
 from dbperf.catalog.harness import ORDERS, harness_order, warm_cell
 from dbperf.catalog.workload import Workload, parse_workload_file
 from dbperf.errors import UserError
+from dbperf.names import check_name
 
 WORKLOAD_DIR = Path(__file__).parent / "workloads"
 GROUP_NAMES = ("reads", "writes", *ORDERS)  # all, all-2025: the harness's orders (catalog/harness.py)
@@ -58,6 +59,16 @@ def _after_writes(workloads: list[Workload]) -> list[Workload]:
     return out
 
 
+def tool_script(item: str, base_dir: Path, where: str) -> Workload:
+    """A sysbench Lua script or a pgbench script as a benchmark of its own (run by targets with that driver; see
+    tooldrivers/): named after the file, a read (its data is not restored), no statements of the lab's."""
+    path = Path(item) if Path(item).is_absolute() else base_dir / item
+    if not path.is_file():
+        raise UserError(f"{where}: script {item} not found")
+    return Workload(name=check_name(path.stem, f"{where} ({item})"), description=f"script {path}", group="point",
+                    phase="read", order=1000, transaction=False, statements=(), source=str(path.resolve()))
+
+
 def resolve(requested: list[str], base_dir: Path, where: str) -> list[Workload]:
     """Names, groups and workload file paths, in the order given; groups expand in harness order.
 
@@ -74,6 +85,8 @@ def resolve(requested: list[str], base_dir: Path, where: str) -> list[Workload]:
             out.append(builtin()[item])
         elif warm_cell(item, builtin()) is not None:
             out.append(warm_cell(item, builtin()))  # type: ignore[arg-type]
+        elif item.endswith((".lua", ".sql")):
+            out.append(tool_script(item, base_dir, where))
         elif item.endswith(".toml") or "/" in item:
             path = Path(item) if Path(item).is_absolute() else base_dir / item
             if not path.is_file():

@@ -145,6 +145,8 @@ RUN = (
         "", boolean),
     Key("post_write_wait", "duration or \"harness\"", "the wait after the post-write step; harness: 60 s + 1 s per "
         "million rows, at most 1200 s", "harness", "s", post_write_wait),
+    Key("resources", "boolean", "I/O per query (driver and server /proc/PID/io, the data's device), engine counters "
+        "per query and database sizes (runner/resources.py)", "true", "", boolean),
 )
 TARGET = (
     Key("name", "name", "the target's name in reports", "required", "", name),
@@ -172,6 +174,11 @@ TARGET = (
     Key("port", "1..65535", "lab servers: a fixed port on 127.0.0.1", "a free port", "", port),
     Key("host", "host name", "`dbperf fleet`: the one host this target runs on", "every host of [fleet] hosts", "",
         name),
+    Key("driver", "dbperf | sysbench | pgbench", "servers: what runs the cells (tooldrivers/): the lab's driver, "
+        "sysbench 1.0 (bundled oltp_* scripts or .lua benchmarks) or pgbench (scripts from the catalog or .sql "
+        "benchmarks)", "dbperf", "", one_of("dbperf", "sysbench", "pgbench")),
+    Key("driver_options", "list of options", "sysbench/pgbench: options added to the tool's command line (not "
+        "connection, password, time or threads)", "[]"),
 )
 WORKLOAD = (
     Key("name", "name", "the catalog name", "the file's name", "", name),

@@ -30,6 +30,7 @@ from dbperf.runner.cpus import NOT_PINNED, CpuPlan, plan_cpus
 from dbperf.runner.process_variants import ProcessVariant, allocator_library
 from dbperf.runner.rounds import MIN_ROUNDS
 from dbperf.stats.verdict import DEFAULT_MIN_EFFECT
+from dbperf.tooldrivers.targets import check_tool_benchmarks, tool_fields
 
 AUTO_BUDGET_S = 600.0
 
@@ -78,6 +79,8 @@ class Target:
     password_file: str | None = None
     port: int | None = None
     host: str | None = None  # `dbperf fleet`: the one host this target runs on
+    tool: str | None = None  # "sysbench" or "pgbench" runs the cells instead of dbperf-driver (tooldrivers/)
+    tool_options: tuple[str, ...] = ()
 
     @property
     def is_server(self) -> bool:
@@ -138,6 +141,7 @@ class Experiment:
     fleet: FleetSection | None = None
     cpus: CpuPlan = NOT_PINNED  # where the driver and lab-started servers run (runner/cpus.py)
     aa_target: str | None = None  # the base's A/A copy (experiment/aa.py), when the run has one
+    resources: bool = True  # I/O and engine counters per cell (runner/resources.py)
 
 
 def _settings(raw: dict[str, Any], twhere: str, name_re: re.Pattern[str], value_re: re.Pattern[str],
@@ -173,9 +177,12 @@ def _target(raw: Any, i: int, where: str, base_dir: Path) -> Target:
         engine = source_engine
     if engine in SERVER_ENGINES:
         return _server_target(raw, name, engine, twhere)
-    misplaced = sorted(SERVER_KEYS & set(raw))
+    misplaced = sorted((SERVER_KEYS | {"driver_options"}) & set(raw))
     if misplaced:
         raise UserError(f"{twhere}: {misplaced[0]!r} is for server engines ({', '.join(SERVER_ENGINES)})")
+    if raw.get("driver", "dbperf") != "dbperf":
+        raise UserError(f"{twhere}: driver = {raw['driver']!r} drives server engines only (SQLite runs in the "
+                        "lab's driver)")
     build = None
     if "source" in raw:
         if "library" in raw:
@@ -255,7 +262,8 @@ def _server_target(raw: dict[str, Any], name: str, engine: str, twhere: str) -> 
         raise UserError(f"{twhere}: allocator/hugepages apply to servers the lab starts, not to a dsn")
     return Target(name=name, engine=engine, library="", config=checked, process=variant,
                   binaries=raw.get("binaries"), release=release, server_build=server_build, dsn=dsn,
-                  password_env=raw.get("password_env"), password_file=raw.get("password_file"), port=raw.get("port"))
+                  password_env=raw.get("password_env"), password_file=raw.get("password_file"), port=raw.get("port"),
+                  **tool_fields(raw, engine, twhere))
 
 
 def _release(value: object, engine: str, where: str) -> str:
@@ -315,6 +323,7 @@ def parse_experiment(path: Path) -> Experiment:
     duplicate = next((n for n in names if names.count(n) > 1), None)
     if duplicate:
         raise UserError(f"{where}: target name {duplicate!r} is used twice")
+    check_tool_benchmarks(benchmarks, targets, values.get("tables", 1), rwhere)
     base = run.get("base", names[0])
     if base not in names:
         raise UserError(f"{rwhere}.base: {base!r} is not a target (targets: {', '.join(names)})")
@@ -336,6 +345,7 @@ def parse_experiment(path: Path) -> Experiment:
         **harness_settings(values, values.get("tables", 1) * values.get("table_size", 100_000)),
         fleet=_fleet(doc.get("fleet"), where, path.parent),
         cpus=plan_cpus(run.get("cpus"), f"{rwhere}.cpus"),
+        resources=values.get("resources", True),
     )
     if values.get("aa"):
         from dbperf.experiment.aa import with_aa  # aa.py builds on this module

@@ -25,6 +25,7 @@ from dbperf.runner.driver import driver_version, run_job
 from dbperf.runner.noise import HEAVY_FOREIGN_CPU, HEAVY_STEAL, NoiseWindow
 from dbperf.runner.post_write import PostWriteSteps, meta_fields
 from dbperf.runner.process_variants import mapped_allocators
+from dbperf.runner.resources import CellSampler, database_bytes
 from dbperf.runner.rounds import GroupState, Measured, RoundPolicy, round_order, run_rounds
 from dbperf.runner.sqlite_data import SqliteData
 from dbperf.runner.target_lifecycle import TargetLifecycle
@@ -34,6 +35,7 @@ from dbperf.servers.runtime import RuntimeDir
 from dbperf.servers.watchdog import Watchdog
 from dbperf.storage.host import host_metadata
 from dbperf.storage.results import ResultsWriteError, ResultsWriter
+from dbperf.tooldrivers.cell import run_tool_cell
 
 # A driver still running this long after its cell's warmup + time is hung. Tests shorten it through the environment.
 HANG_GRACE_S = float(os.environ.get("DBPERF_HANG_GRACE_S", "30"))
@@ -168,6 +170,7 @@ def run_matrix(e: Experiment, out: Path, console: Console, keep_data: bool = Fal
                 meta["targets"][index[t.name]].update(load=to_builtins(loaded), **data[t.name].describe())
                 if t.is_server:
                     meta["targets"][index[t.name]]["engine_version"] = loaded.engine_version
+                meta["targets"][index[t.name]]["db_bytes_after_load"] = database_bytes(t, data[t.name])
                 writer.update_meta(meta)
                 progress.advance(loading)
             writer.update_meta(meta)
@@ -193,7 +196,8 @@ def run_matrix(e: Experiment, out: Path, console: Console, keep_data: bool = Fal
                     if step:
                         meta["targets"][index[target.name]].setdefault("post_write", []).append(step)
                         writer.update_meta(meta)
-                    record = _run_cell(e, cell, target_data)
+                    record = (run_tool_cell(e, cell, target_data, HANG_GRACE_S) if target.tool
+                              else _run_cell(e, cell, target_data))
                     if restarted:
                         record.server_restarted_before = True
                         meta["targets"][index[target.name]]["restarts"] = target_data.describe()["restarts"]
@@ -222,6 +226,8 @@ def run_matrix(e: Experiment, out: Path, console: Console, keep_data: bool = Fal
                 writer.update_meta(meta)
                 if policy.auto:
                     progress.advance(task)
+            for t in e.targets:
+                meta["targets"][index[t.name]]["db_bytes_at_end"] = database_bytes(t, data[t.name])
             if profile:
                 _profile_cells(e, data_root / "profile", writer, progress)
         meta["status"] = "complete"
@@ -299,7 +305,11 @@ def _run_cell(e: Experiment, cell: CellPlan, data: TargetLifecycle) -> CellRecor
     if watched is not None and cell.target.is_server and cell.target.dsn is None:
         watched = watched | set(e.cpus.server) if e.cpus.server else None
     window = NoiseWindow(e.warmup_s, watched)
+    sampler = CellSampler(e, cell.target, data) if e.resources else None
+    if sampler:
+        sampler.start()
     outcome = run_job(job, RunResult, e.time_s + e.warmup_s + HANG_GRACE_S, env=env, cpus=cpus)
+    resources = sampler.finish(outcome.result) if sampler else None
     noise = window.finish(outcome.result)
     record = CellRecord(
         target=cell.target.name, benchmark=cell.benchmark.name, threads=cell.threads, repeat=cell.repeat,
@@ -307,7 +317,7 @@ def _run_cell(e: Experiment, cell: CellPlan, data: TargetLifecycle) -> CellRecor
         wall_s=round(time.time() - started, 3),
         queries_per_event=cell.benchmark.queries_per_event,
         rows_per_event=e.table_size if cell.benchmark.rows_per_event == "table_size" else None,
-        result=outcome.result)
+        result=outcome.result, resources=resources)
     result = outcome.result
     if data.died():
         # A server that died mid-cell fails the cell even if some events completed before it went.

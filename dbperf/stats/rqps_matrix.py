@@ -51,7 +51,7 @@ def derived(record: CellRecord) -> dict[str, float | None]:
         return x / queries if queries else None
 
     usage = r.client_usage
-    return {
+    figures = {
         "qps": r.qps,
         "eps": r.eps,
         "rows_per_s": r.eps * record.rows_per_event if record.rows_per_event else None,
@@ -67,6 +67,9 @@ def derived(record: CellRecord) -> dict[str, float | None]:
         "max_us": r.latency.max_us,
         "errors": r.errors,
     }
+    if record.imported:  # imported sysbench/pgbench output: nobody measured its CPU or context switches
+        figures.update((k, None) for k in list(figures) if k.startswith(("cpu_", "cs_", "total_")))
+    return figures
 
 
 def _server(server: Usage | None, per_query: Callable[[float], float | None],

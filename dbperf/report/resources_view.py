@@ -1,0 +1,128 @@
+"""The resources view (`dbperf report DIR --resources`): per target and benchmark, I/O per query of the driver,
+the server's processes and the data's device, engine counters per query, and the database's size after the load
+and at the end. Per-query figures are the median over the cell's ok repeats; figures never measured are "-"."""
+
+from __future__ import annotations
+
+import json
+import statistics
+from collections import defaultdict
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from dbperf.records import CellRecord, Resources, ResultsRecord
+from dbperf.report.escape import term
+
+# The counters shown in the terminal table (JSON has them all), per engine, with the short column title.
+SHOWN_COUNTERS = {
+    "postgres": (("blks_read", "blks read"), ("blks_hit", "blks hit"), ("tup_returned", "tup ret"),
+                 ("wal_bytes", "WAL B"), ("buffers_checkpoint", "ckpt bufs")),
+    "mariadb": (("Innodb_buffer_pool_reads", "bp reads"), ("Innodb_buffer_pool_read_requests", "bp req"),
+                ("Handler_read_key", "hdl rd key"), ("Innodb_data_fsyncs", "fsyncs"),
+                ("Innodb_os_log_written", "log B")),
+}
+
+
+def _per_query(r: Resources) -> dict[str, float]:
+    q = r.queries
+    out: dict[str, float] = {}
+    for prefix, io in (("client", r.client_io), ("server", r.server_io)):
+        if io is not None:
+            out.update({f"{prefix}_read_bytes": io.read_bytes / q, f"{prefix}_write_bytes": io.write_bytes / q,
+                        f"{prefix}_rchar": io.rchar / q, f"{prefix}_wchar": io.wchar / q})
+    if r.device is not None:
+        out.update({"device_read_bytes": r.device.read_bytes / q, "device_write_bytes": r.device.write_bytes / q,
+                    "device_reads": r.device.reads / q, "device_writes": r.device.writes / q})
+    out.update({f"engine.{k}": v / q for k, v in r.engine_counters.items()})
+    return out
+
+
+def resource_rows(meta: dict[str, Any], records: list[ResultsRecord]) -> list[dict[str, Any]]:
+    """One row per (target, benchmark, threads) in run order, with the median per-query figures of its repeats."""
+    grouped: dict[tuple[str, str, int], list[CellRecord]] = defaultdict(list)
+    for rec in records:
+        if isinstance(rec, CellRecord) and rec.ok:
+            grouped[(rec.target, rec.benchmark, rec.threads)].append(rec)
+    rows = []
+    for (target, benchmark, threads), cells in grouped.items():
+        measured = [c.resources for c in cells if c.resources is not None and c.resources.queries > 0]
+        per_query = [_per_query(r) for r in measured]
+        keys = sorted({k for p in per_query for k in p})
+        unavailable = {k: v for r in measured for k, v in r.unavailable.items()}
+        rows.append({"target": target, "benchmark": benchmark, "threads": threads, "repeats": len(measured),
+                     "per_query": {k: statistics.median(p[k] for p in per_query if k in p) for k in keys},
+                     "unavailable": unavailable})
+    return rows
+
+
+def _sizes(meta: dict[str, Any]) -> dict[str, tuple[int | None, int | None]]:
+    return {t["name"]: (t.get("db_bytes_after_load"), t.get("db_bytes_at_end")) for t in meta.get("targets", [])}
+
+
+def to_json(meta: dict[str, Any], records: list[ResultsRecord]) -> str:
+    sizes = _sizes(meta)
+    doc = {"targets": [{"name": n, "db_bytes_after_load": a, "db_bytes_at_end": b} for n, (a, b) in sizes.items()],
+           "cells": resource_rows(meta, records)}
+    return json.dumps(doc, indent=2) + "\n"
+
+
+def _kb(value: float | None) -> str:
+    return "-" if value is None else f"{value / 1024:,.2f}"
+
+
+def _num(value: float | None) -> str:
+    if value is None:
+        return "-"
+    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:,.3f}"
+
+
+def _mb(value: int | None) -> str:
+    return "-" if value is None else f"{value / 2**20:,.1f} MiB"
+
+
+def render_resources(meta: dict[str, Any], records: list[ResultsRecord], console: Console) -> None:
+    rows = resource_rows(meta, records)
+    sizes = _sizes(meta)
+    engines = {t["name"]: t.get("engine", "sqlite") for t in meta.get("targets", [])}
+    console.print("[bold]Resources per query[/bold] (median of repeats; KB = 1024 bytes)")
+    for target, (loaded, end) in sizes.items():
+        mine = [r for r in rows if r["target"] == target]
+        engine = engines.get(target, "sqlite")
+        console.print(f"\n[bold]{term(target)}[/bold]  {term(engine)}  database {_mb(loaded)} after load, "
+                      f"{_mb(end)} at the end", highlight=False)
+        if not mine:
+            console.print("  no measured cell")
+            continue
+        table = Table(show_edge=False, pad_edge=False)
+        columns = ["benchmark", "drv rd KB", "drv wr KB", "drv rchar KB", "drv wchar KB"]
+        if engine != "sqlite":
+            columns += ["srv rd KB", "srv wr KB"]
+        columns += ["dev rd KB", "dev wr KB", "dev IOs"]
+        shown = SHOWN_COUNTERS.get(engine, ())
+        columns += [title for _, title in shown]
+        for i, c in enumerate(columns):
+            table.add_column(c, justify="left" if i == 0 else "right")
+        for r in mine:
+            p = r["per_query"]
+            label = r["benchmark"] if r["threads"] == 1 else f"{r['benchmark']} t={r['threads']}"
+            cells = [term(label), _kb(p.get("client_read_bytes")), _kb(p.get("client_write_bytes")),
+                     _kb(p.get("client_rchar")), _kb(p.get("client_wchar"))]
+            if engine != "sqlite":
+                cells += [_kb(p.get("server_read_bytes")), _kb(p.get("server_write_bytes"))]
+            ios = (p["device_reads"] + p["device_writes"]) if "device_reads" in p else None
+            cells += [_kb(p.get("device_read_bytes")), _kb(p.get("device_write_bytes")), _num(ios)]
+            cells += [_num(p.get(f"engine.{name}")) for name, _ in shown]
+            table.add_row(*cells)
+        console.print(table)
+        missing = {k: v for r in mine for k, v in r["unavailable"].items()}
+        for what, why in sorted(missing.items()):
+            console.print(f"  [dim]{term(what)} not measured: {term(why)}[/dim]", highlight=False)
+    console.print("\n[dim]How: the lab samples /proc/PID/io (drv: the driver process, the engine too for SQLite; "
+                  "srv: the server's processes), /proc/diskstats of the data's device (dev: host-wide, every "
+                  "process on that disk) and the engine's counters by SQL at launch+warmup and launch+warmup+time; "
+                  "per query = delta / (QPS × that window). rd/wr KB reached storage (read_bytes, write_bytes); "
+                  "rchar/wchar count read()/write()-family calls (page cache and pipes too; send/recv on sockets "
+                  "are not counted). PostgreSQL "
+                  "publishes counters at most once a second: short cells are rough.[/dim]")

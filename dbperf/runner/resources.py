@@ -1,0 +1,258 @@
+"""Resources per query beyond CPU (the harness reports I/O per operation and database size next to CPU and
+context switches; BenchBase users want engine counters aligned with throughput).
+
+The lab samples at two instants per cell, both inside the driver's measured window as scheduled from the driver's
+launch: S0 = launch + warmup, S1 = launch + warmup + time (the driver opens its window after connecting, so its
+window starts a few milliseconds after S0 and ends after S1). At each instant, in this order: /proc/PID/io of the
+driver process and of every process of a lab-started server (the server's pid and its descendants: PostgreSQL's
+backends, MariaDB's one process), /proc/diskstats of the block device holding the data, then the engine's
+counters (PostgreSQL pg_stat_database, pg_stat_bgwriter and from 14 pg_stat_wal; MariaDB SHOW GLOBAL STATUS) and,
+at S1 only for the record, nothing else. Per query = delta / (QPS × (S1 − S0)), QPS being the driver's.
+
+Limits, said in each record's `method` and `unavailable`: the device figures are host-wide (every process writing
+to that disk); PostgreSQL backends publish their statistics at most once a second, so its counters lag by up to a
+second at both ends (a steady cell's delta is right, a 1-second cell's is rough); counters that the server does not
+have are absent, never zero."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from dbperf.errors import UserError
+from dbperf.experiment.spec import Experiment, Target
+from dbperf.records import DeviceIo, IoBytes, Resources, RunResult
+from dbperf.runner.target_lifecycle import TargetLifecycle
+
+IO_FIELDS = ("read_bytes", "write_bytes", "rchar", "wchar")
+SECTOR_BYTES = 512  # /proc/diskstats counts 512-byte sectors whatever the device's own size
+METHOD = "lab samples at launch+warmup and +time; per query = delta / (QPS × window)"
+PG_DATABASE = ("xact_commit", "xact_rollback", "blks_read", "blks_hit", "tup_returned", "tup_fetched",
+               "tup_inserted", "tup_updated", "tup_deleted", "temp_bytes")
+PG_BGWRITER = ("buffers_checkpoint", "buffers_clean", "buffers_backend", "buffers_backend_fsync", "buffers_alloc",
+               "checkpoints_timed", "checkpoints_req")
+PG_WAL = ("wal_records", "wal_fpi", "wal_bytes", "wal_write", "wal_sync")
+MARIADB_STATUS = ("Innodb_buffer_pool_reads", "Innodb_buffer_pool_read_requests", "Innodb_buffer_pool_write_requests",
+                  "Innodb_buffer_pool_pages_flushed", "Innodb_data_fsyncs", "Innodb_data_reads", "Innodb_data_writes",
+                  "Innodb_data_read", "Innodb_data_written", "Innodb_os_log_written", "Innodb_log_writes",
+                  "Innodb_rows_read", "Innodb_rows_inserted", "Innodb_rows_updated", "Innodb_rows_deleted",
+                  "Handler_read_key", "Handler_read_next", "Questions")
+
+
+def proc_io(pid: int) -> dict[str, int] | None:
+    try:
+        text = Path(f"/proc/{pid}/io").read_text()
+    except OSError:
+        return None
+    values = dict(line.split(":", 1) for line in text.splitlines() if ":" in line)
+    return {k: int(values[k]) for k in IO_FIELDS if k in values}
+
+
+def process_tree(root: int) -> list[int]:
+    """`root` and its descendants, from /proc/*/stat."""
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        parents[int(entry.name)] = int(stat[stat.rfind(")") + 2:].split()[1])
+    members, i = [root], 0
+    while i < len(members):
+        members.extend(pid for pid, ppid in parents.items() if ppid == members[i])
+        i += 1
+    return members
+
+
+def tree_io(root: int) -> dict[int, dict[str, int]]:
+    return {pid: io for pid in process_tree(root) if (io := proc_io(pid)) is not None}
+
+
+def children_named(name: str) -> list[int]:
+    """This process's children whose command is `name` (the running driver: one at a time)."""
+    me, found = os.getpid(), []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            comm = stat[stat.find("(") + 1:stat.rfind(")")]
+            if comm == name[:15] and int(stat[stat.rfind(")") + 2:].split()[1]) == me:
+                found.append(int(entry.name))
+    return found
+
+
+def device_of(path: Path) -> str | None:
+    """The /proc/diskstats name of the block device holding `path`, or None (tmpfs, overlay, ...)."""
+    try:
+        dev = path.stat().st_dev
+    except OSError:
+        return None
+    want = (os.major(dev), os.minor(dev))
+    for line in Path("/proc/diskstats").read_text().splitlines():
+        f = line.split()
+        if len(f) > 3 and (int(f[0]), int(f[1])) == want:
+            return f[2]
+    return None
+
+
+def diskstats(device: str) -> dict[str, int] | None:
+    for line in Path("/proc/diskstats").read_text().splitlines():
+        f = line.split()
+        if len(f) > 9 and f[2] == device:
+            return {"reads": int(f[3]), "read_bytes": int(f[5]) * SECTOR_BYTES, "writes": int(f[7]),
+                    "write_bytes": int(f[9]) * SECTOR_BYTES}
+    return None
+
+
+def engine_counters(server: Any) -> dict[str, float]:
+    """The engine's cumulative counters, by name (`server` is a servers.lifecycle.ServerTarget)."""
+    from dbperf.servers.sql_query import query
+
+    if server.engine == "postgres":
+        major = getattr(server, "major", 15)
+        columns = [f"d.{c}" for c in PG_DATABASE] + [f"b.{c}" for c in PG_BGWRITER]
+        sources = "pg_stat_database d, pg_stat_bgwriter b"
+        if major >= 14:
+            columns += [f"w.{c}" for c in PG_WAL]
+            sources += ", pg_stat_wal w"
+        rows = query(server, f"SELECT {', '.join(columns)} FROM {sources} WHERE d.datname = current_database()",
+                     server.work_db)
+        names = [c.split(".", 1)[1] for c in columns]
+        return {n: float(v) for n, v in zip(names, rows[0], strict=True) if v != ""} if rows else {}
+    listed = ", ".join(f"'{n}'" for n in MARIADB_STATUS)
+    rows = query(server, f"SHOW GLOBAL STATUS WHERE Variable_name IN ({listed})")
+    return {name: float(value) for name, value in rows}
+
+
+def database_bytes(target: Target, data: TargetLifecycle) -> int | None:
+    """The working database's size as the engine keeps it: SQLite's file (and WAL), PostgreSQL's
+    pg_database_size, MariaDB's files of the sbtest schema (a lab server), or the data + index length of its tables
+    (an external server: InnoDB's estimate, refreshed when its statistics are). None where unreadable."""
+    try:
+        if not target.is_server:
+            database = Path(data.working_job().database)
+            return sum(p.stat().st_size for p in (database, Path(f"{database}-wal")) if p.exists())
+        from dbperf.servers.sql_query import client_available, query
+
+        if not client_available(target.engine):
+            return None
+        server: Any = data
+        data_dir = data.describe().get("data_dir")
+        if target.engine == "mariadb" and data_dir:
+            schema_dir = Path(data_dir) / "data" / "sbtest"
+            return sum(p.stat().st_size for p in schema_dir.iterdir() if p.is_file())
+        if target.engine == "postgres":
+            rows = query(server, "SELECT pg_database_size(current_database())", server.work_db)
+        else:
+            schema = "'sbtest'" if target.dsn is None else "DATABASE()"
+            rows = query(server, "SELECT COALESCE(SUM(data_length + index_length), 0) FROM information_schema.tables"
+                                 f" WHERE table_schema = {schema}")
+        return int(rows[0][0]) if rows else None
+    except (UserError, OSError, ValueError):
+        return None
+
+
+class CellSampler:
+    """Samples one cell (see the module's docstring): `start()` right before the driver is launched, `finish()`
+    right after it exited."""
+
+    def __init__(self, e: Experiment, target: Target, data: TargetLifecycle) -> None:
+        from dbperf.servers.sql_query import client_available
+
+        self.e = e
+        self.unavailable: dict[str, str] = {}
+        facts = data.describe()
+        self.server_pid: int | None = facts.get("server_pid") if target.is_server else None
+        if target.is_server and self.server_pid is None:
+            self.unavailable["server_io"] = "an external server's processes are not on this host's /proc"
+        where = Path(facts["data_dir"]) if facts.get("data_dir") else (
+            None if target.is_server else Path(data.working_job().database).parent)
+        self.device = device_of(where) if where else None
+        if self.device is None:
+            self.unavailable["device"] = (f"{where} is not on a block device listed in /proc/diskstats" if where
+                                          else "an external server's data directory is not known")
+        self.server = data if target.is_server else None
+        if self.server is not None and not client_available(target.engine):
+            self.unavailable["engine_counters"] = f"the {target.engine} command-line client is not installed"
+            self.server = None
+        self.samples: list[dict[str, Any]] = []
+        self.stop = threading.Event()
+        self.thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        launched = time.monotonic()
+        at = (launched + self.e.warmup_s, launched + self.e.warmup_s + self.e.time_s)
+        self.thread = threading.Thread(target=self._run, args=(at,), daemon=True, name="resources")
+        self.thread.start()
+
+    def _run(self, at: tuple[float, float]) -> None:
+        for instant in at:
+            if self.stop.wait(max(0.0, instant - time.monotonic())):
+                return  # the driver ended before this instant: no window
+            try:
+                self.samples.append(self._sample())
+            except (UserError, OSError) as err:
+                self.unavailable.setdefault("engine_counters", str(err))
+                self.samples.append({"t": time.monotonic()})
+
+    def _sample(self) -> dict[str, Any]:
+        sample: dict[str, Any] = {"t": time.monotonic()}
+        drivers = children_named("dbperf-driver")
+        if len(drivers) == 1:
+            sample["client"] = {drivers[0]: proc_io(drivers[0])}
+        if self.server_pid:
+            sample["server"] = tree_io(self.server_pid)
+        if self.device:
+            sample["device"] = diskstats(self.device)
+        if self.server is not None and "engine_counters" not in self.unavailable:
+            sample["counters"] = engine_counters(self.server)
+        return sample
+
+    def finish(self, result: RunResult | None) -> Resources | None:
+        self.stop.set()
+        if self.thread:
+            self.thread.join(timeout=300)
+        if result is None or len(self.samples) < 2 or result.qps <= 0:
+            return None
+        s0, s1 = self.samples
+        window = s1["t"] - s0["t"]
+        unavailable = dict(self.unavailable)
+        return Resources(
+            window_s=round(window, 4), queries=round(result.qps * window, 1), method=METHOD,
+            client_io=_io_delta(s0.get("client"), s1.get("client"), unavailable, "client_io"),
+            server_io=_io_delta(s0.get("server"), s1.get("server"), unavailable, "server_io")
+            if self.server_pid else None,
+            device=_device_delta(self.device, s0.get("device"), s1.get("device")),
+            engine_counters={k: v - s0["counters"][k] for k, v in s1.get("counters", {}).items()
+                             if k in s0.get("counters", {})},
+            unavailable=unavailable)
+
+
+def _io_delta(before: dict[int, dict[str, int] | None] | None, after: dict[int, dict[str, int] | None] | None,
+              unavailable: dict[str, str], what: str) -> IoBytes | None:
+    """Summed over the processes alive at both instants (a process born in between counts from zero)."""
+    if not after:
+        unavailable.setdefault(what, "no process to sample")
+        return None
+    before = before or {}
+    total = dict.fromkeys(IO_FIELDS, 0)
+    for pid, io in after.items():
+        if io is None:
+            continue
+        base = before.get(pid) or dict.fromkeys(IO_FIELDS, 0)
+        for k in IO_FIELDS:
+            total[k] += max(0, io.get(k, 0) - base.get(k, 0))
+    return IoBytes(**total, processes=len(after))
+
+
+def _device_delta(device: str | None, before: dict[str, int] | None, after: dict[str, int] | None) -> DeviceIo | None:
+    if device is None or before is None or after is None:
+        return None
+    return DeviceIo(device=device, **{k: after[k] - before[k] for k in after})

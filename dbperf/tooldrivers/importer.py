@@ -1,0 +1,84 @@
+"""`dbperf import FILE... --tool sysbench|pgbench --out DIR`: saved sysbench or pgbench output as a results
+directory that `dbperf report` reads like any run. A file is one run; its benchmark is the file name up to the
+first dot (`oltp_point_select.1.txt` and `oltp_point_select.2.txt` are two repeats of `oltp_point_select`).
+Nobody measured the tool's CPU, so those figures are absent from the report (cells `imported: true`), never 0."""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from dbperf.errors import UserError
+from dbperf.names import check_name
+from dbperf.records import CellRecord
+from dbperf.storage.results import FORMAT_VERSION, ResultsWriter
+from dbperf.tooldrivers.parse import NO_USAGE, TOOLS, ToolOutput, parse_pgbench, parse_sysbench
+
+
+def _parse(tool: str, path: Path, queries_per_transaction: int) -> ToolOutput:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as e:
+        raise UserError(f"{path}: cannot read: {e.strerror}") from None
+    except UnicodeDecodeError:
+        raise UserError(f"{path}: not a text file ({tool} output is text)") from None
+    try:
+        return parse_sysbench(text) if tool == "sysbench" else parse_pgbench(text, queries_per_transaction)
+    except UserError as e:
+        raise UserError(f"{path}: {e}") from None
+
+
+def _threads(tool: str, path: Path) -> int:
+    import re
+
+    text = path.read_text(encoding="utf-8")
+    pattern = r"^Number of threads:\s+(\d+)" if tool == "sysbench" else r"^number of clients:\s+(\d+)"
+    m = re.search(pattern, text, re.M)
+    return int(m.group(1)) if m else 1
+
+
+def import_outputs(files: list[Path], tool: str, out: Path, target: str | None,
+                   queries_per_transaction: int) -> int:
+    """Writes the results directory; returns the number of cells."""
+    if tool not in TOOLS:
+        raise UserError(f"--tool: expected one of {', '.join(TOOLS)}, got {tool!r}")
+    if not files:
+        raise UserError("import: give at least one output file")
+    if queries_per_transaction < 1:
+        raise UserError("--queries-per-transaction: must be at least 1")
+    name = check_name(target or tool, "--target")
+    parsed = []
+    for path in files:
+        benchmark = check_name(path.name.split(".", 1)[0], f"{path} (the benchmark is the file name up to its "
+                                                           "first dot)")
+        parsed.append((benchmark, path, _parse(tool, path, queries_per_transaction), _threads(tool, path)))
+    writer = ResultsWriter(out.absolute())
+    benchmarks: list[str] = list(dict.fromkeys(b for b, *_ in parsed))
+    meta: dict[str, Any] = {
+        "dbperf_results": FORMAT_VERSION, "status": "complete",
+        "started_at": datetime.now(UTC).isoformat(timespec="seconds"), "imported": {
+            "tool": tool, "files": [str(p.absolute()) for _, p, *_ in parsed],
+            "note": f"{tool} output read by dbperf import: the tool's own figures; CPU and context switches were "
+                    "not measured"},
+        "base": name, "aggregate": "median", "threads": sorted({t for *_, t in parsed}),
+        "benchmarks": [{"name": b, "group": "point", "phase": "read", "source": f"{tool} output",
+                        "queries_per_event": 1, "sql": []} for b in benchmarks],
+        "targets": [{"name": name, "engine": tool, "tool": tool}],
+    }
+    try:
+        writer.write_meta(meta, f"# imported {tool} output\n")
+        repeats: dict[tuple[str, int], int] = {}
+        for benchmark, path, output, threads in parsed:
+            repeat = repeats[(benchmark, threads)] = repeats.get((benchmark, threads), 0) + 1
+            result = output.result(NO_USAGE, threads)
+            writer.append(CellRecord(target=name, benchmark=benchmark, threads=threads, repeat=repeat,
+                                     status="ok" if output.events else "failed", started_at=time.time(),
+                                     result=result, tool=tool, imported=True,
+                                     error=None if output.events else f"{path}: no event completed"))
+        meta["finished_at"] = datetime.now(UTC).isoformat(timespec="seconds")
+        writer.update_meta(meta)
+    finally:
+        writer.close()
+    return len(parsed)
