@@ -34,9 +34,10 @@ from dbperf.explain.mode import CounterMode, detect_mode
 from dbperf.explain.profile import Profiler
 from dbperf.probes.catalog import FAMILIES
 from dbperf.probes.run import run_probes
-from dbperf.records import to_builtins
+from dbperf.records import CellRecord, to_builtins
 from dbperf.report.escape import term
 from dbperf.report.ladder import render_ladder
+from dbperf.report.load_view import cell_heading, interval_lines, statement_lines
 from dbperf.report.probe_view import render_compare, render_probes
 from dbperf.report.profile_view import render_diff, render_profile
 from dbperf.report.render import render_table, to_csv, to_json, to_markdown
@@ -85,6 +86,20 @@ def print_report(directory: Path, fmt: str, aggregate: str | None) -> None:
         sys.stdout.write(to_json(matrix, meta, skipped=[asdict(s) for s in skipped]))
     else:
         sys.stdout.write({"markdown": to_markdown, "csv": to_csv}[fmt](matrix, meta))
+    _note_skipped(directory, skipped)
+
+
+def print_intervals(directory: Path) -> None:
+    """`report --intervals`: every measured cell's interval lines (sysbench --report-interval) in run order."""
+    _, records, skipped = read_results(directory)
+    for record in records:
+        if isinstance(record, CellRecord) and record.result is not None:
+            out_console.print(cell_heading(record), markup=False, highlight=False)
+            lines = interval_lines(record.result) or ["  (no time series: interval = 0, or a result written "
+                                                      "before time series were recorded)"]
+            lines += statement_lines(record.result)
+            for line in lines:
+                out_console.print(line, markup=False, highlight=False, soft_wrap=True)
     _note_skipped(directory, skipped)
 
 
@@ -259,12 +274,16 @@ def report(
     format: Annotated[str, typer.Option("--format", help="table, markdown, csv or json")] = "table",
     aggregate: Annotated[Optional[str], typer.Option(help="median or trimmed (default: the run's)")] = None,
     as_ladder: Annotated[bool, typer.Option("--ladder", help="report the targets as a tuning ladder")] = False,
+    intervals: Annotated[bool, typer.Option("--intervals", help="each cell's time series as sysbench's interval "
+                                            "lines, and per-statement latencies")] = False,
 ) -> None:
     """Report a results directory, complete or partial."""
     if format not in FORMATS:
         fail(f"--format: expected one of {', '.join(FORMATS)}, got {format!r}")
     _check_aggregate(aggregate)
-    if as_ladder:
+    if intervals:
+        print_intervals(directory)
+    elif as_ladder:
         print_ladder(directory, aggregate)
     else:
         print_report(directory, format, aggregate)

@@ -12,6 +12,9 @@ from typing import Any
 
 from dbperf.errors import UserError
 from dbperf.experiment.durations import parse_duration
+from dbperf.experiment.load_model import ARRIVALS
+from dbperf.experiment.load_model import percentiles as load_percentiles
+from dbperf.experiment.load_model import rate as load_rate
 from dbperf.names import check_name
 from dbperf.runner.process_variants import ALLOCATORS, HUGEPAGES
 
@@ -98,6 +101,17 @@ RUN = (
     Key("seed", "integer >= 0", "seed of the data and of the parameters", "1", "", integer(0)),
     Key("aggregate", " | ".join(AGGREGATES), "center of the repeats", "median", "", one_of(*AGGREGATES)),
     Key("prepared", "boolean", "prepared statements; false sends SQL text every time", "true", "", boolean),
+    # The load model (dbperf/experiment/load_model.py).
+    Key("interval", "duration", "time series: events, queries, errors and latency per interval; 0 for none",
+        "1s", "s", duration),
+    Key("percentiles", "list of numbers in (0, 100]", "latency percentiles reported per cell",
+        "[50, 95, 99, 99.9]", "%", load_percentiles),
+    Key("rate", "number > 0", "open loop: events per second of a cell (all threads); latency counts from each "
+        "event's scheduled start", "closed loop", "events/s", load_rate),
+    Key("arrivals", " | ".join(ARRIVALS), "open loop: evenly spaced or Poisson arrivals", "uniform", "",
+        one_of(*ARRIVALS)),
+    Key("latency_limit", "duration", "open loop: events already this late when due are skipped and counted, "
+        "completed ones slower than this counted as late (pgbench -L)", "none", "s", duration),
 )
 TARGET = (
     Key("name", "name", "the target's name in reports", "required", "", name),

@@ -24,6 +24,7 @@ from dbperf.catalog.registry import resolve
 from dbperf.catalog.workload import Workload
 from dbperf.errors import UserError
 from dbperf.experiment import keys
+from dbperf.experiment.load_model import LoadModel, parse_load_model
 from dbperf.names import check_name
 from dbperf.runner.process_variants import ProcessVariant, allocator_library
 
@@ -114,6 +115,7 @@ class Experiment:
     seed: int = 1
     aggregate: str = "median"
     prepared: bool = True
+    load: LoadModel = field(default_factory=LoadModel)  # closed/open loop, time series, percentiles
 
 
 def _settings(raw: dict[str, Any], twhere: str, name_re: re.Pattern[str], value_re: re.Pattern[str],
@@ -298,4 +300,5 @@ def parse_experiment(path: Path) -> Experiment:
         threads=tuple(threads), time_s=time_s, warmup_s=values.get("warmup", 2.0),
         repeats=values.get("repeats", 3), seed=values.get("seed", 1),
         aggregate=values.get("aggregate", "median"), prepared=values.get("prepared", True),
+        load=parse_load_model(run, values, rwhere),
     )
