@@ -81,7 +81,7 @@ def decode(h: Histogram) -> Buckets:
     sub_bucket_count = 1 << math.ceil(math.log2(2 * 10 ** digits))
     half_magnitude = int(math.log2(sub_bucket_count)) - 1
     half = sub_bucket_count // 2
-    unit_magnitude = int(math.floor(math.log2(lowest)))
+    unit_magnitude = lowest.bit_length() - 1
     pairs, index = [], 0
     for c in counts:
         if c < 0:
