@@ -184,3 +184,47 @@ def test_report_prints_interval_lines_and_the_open_loop_block(tmp_path):
     cell = doc["cells"][0]
     assert set(cell["latency_percentiles_us"]) == {"p50", "p99.9"}
     assert cell["open_loop"]["rate_asked"] == 300
+
+
+MIX = """name = "read-mostly"
+group = "write"
+phase = "write"
+
+[[event]]
+name = "read"
+weight = {w}
+[[event.statement]]
+sql = "SELECT c FROM sbtest{{table}} WHERE id = {{id}}"
+params.id = {{ gen = "uniform" }}
+
+[[event]]
+name = "update"
+transaction = true
+[[event.statement]]
+sql = "UPDATE sbtest{{table}} SET k = k + 1 WHERE id = {{id}}"
+params.id = {{ gen = "uniform" }}
+"""
+
+
+@pytest.mark.unit
+def test_a_workload_file_of_weighted_events_compiles_to_a_mix(tmp_path):
+    from dbperf.catalog.workload import parse_workload_file
+    path = tmp_path / "mix.toml"
+    path.write_text(MIX.format(w=9))
+    [w] = parse_workload_file(path)
+    assert [(weight, k.name) for weight, k in w.mix] == [(9.0, "read-mostly.read"), (1.0, "read-mostly.update")]
+    assert w.writes and w.queries_per_event == 1  # (9 × 1 + 1 × 3) / 10, rounded
+    job = compile_statements(w, 100, "sqlite")
+    assert [(m["name"], m["weight"], m["transaction"]) for m in job["mix"]] == [
+        ("read-mostly.read", 9.0, False), ("read-mostly.update", 1.0, True)]
+    assert job["statements"] == []
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("weight", ["0", "-1", "\"a\""])
+def test_a_weight_that_is_not_positive_is_refused(tmp_path, weight):
+    from dbperf.catalog.workload import parse_workload_file
+    path = tmp_path / "mix.toml"
+    path.write_text(MIX.format(w=weight))
+    with pytest.raises(UserError, match=r"event 1 \(read\)\.weight: must be a positive number"):
+        parse_workload_file(path)

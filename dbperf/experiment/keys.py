@@ -146,6 +146,8 @@ WORKLOAD = (
     Key("vars", "table", "values for ${var} anywhere in the file", "{}"),
     Key("variants", "list of tables", "several entries from one file: name, vars, description"),
     Key("statement", "list of tables", "the event's statements: sql, repeat, params, dialect", "required"),
+    Key("event", "list of tables", "a weighted mix instead of one event: each [[event]] has a name, a weight > 0 "
+        "(pgbench -f file@weight), its transaction and [[event.statement]]s; drawn per event"),
 )
 STATEMENT = (
     Key("sql", "string", "SQL with {name} placeholders; {table} is a random table", "required"),
