@@ -38,12 +38,13 @@ from dbperf.history.commands import record_run
 from dbperf.history.commands import register as register_history
 from dbperf.probes.catalog import FAMILIES
 from dbperf.probes.run import run_probes
-from dbperf.records import to_builtins
+from dbperf.records import CellRecord, to_builtins
 from dbperf.report.escape import md, term
 from dbperf.report.hosts import csv_with_host, host_view, hosts_in, json_by_host
 from dbperf.report.hosts import heading as host_heading
 from dbperf.report.html import to_html
 from dbperf.report.ladder import render_ladder
+from dbperf.report.load_view import cell_heading, interval_lines, statement_lines
 from dbperf.report.probe_view import render_compare, render_probes
 from dbperf.report.profile_view import render_diff, render_profile
 from dbperf.report.render import render_table, to_csv, to_json, to_markdown
@@ -143,6 +144,17 @@ def print_host_reports(directory: Path, meta: dict, records: list, skipped: list
         sys.stdout.write(json_by_host(parts, [asdict(s) for s in skipped]))
     elif fmt == "csv":
         sys.stdout.write(csv_with_host(parts))
+def print_intervals(directory: Path) -> None:
+    """`report --intervals`: every measured cell's interval lines (sysbench --report-interval) in run order."""
+    _, records, skipped = read_results(directory)
+    for record in records:
+        if isinstance(record, CellRecord) and record.result is not None:
+            out_console.print(cell_heading(record), markup=False, highlight=False)
+            lines = interval_lines(record.result) or ["  (no time series: interval = 0, or a result written "
+                                                      "before time series were recorded)"]
+            lines += statement_lines(record.result)
+            for line in lines:
+                out_console.print(line, markup=False, highlight=False, soft_wrap=True)
     _note_skipped(directory, skipped)
 
 
@@ -339,6 +351,8 @@ def report(
     = None,
     resources: Annotated[bool, typer.Option("--resources", help="I/O and engine counters per query, database "
                                             "sizes (table or json)")] = False,
+    intervals: Annotated[bool, typer.Option("--intervals", help="each cell's time series as sysbench's interval "
+                                            "lines, and per-statement latencies")] = False,
 ) -> None:
     """Report a results directory, complete or partial."""
     if format not in FORMATS:
@@ -346,6 +360,8 @@ def report(
     _check_aggregate(aggregate)
     if resources:
         print_resources(directory, format)
+    elif intervals:
+        print_intervals(directory)
     elif as_ladder:
         print_ladder(directory, aggregate)
     else:

@@ -39,6 +39,12 @@ class DriverJob(msgspec.Struct, omit_defaults=True, forbid_unknown_fields=True):
     events: int | None = None  # exactly this many events per thread, no warmup (profilers)
     deterministic: bool = False  # no timing figures, so that instruction counts repeat
     thp_disable: bool = False
+    # The load model (dbperf/runner/load_model.py); defaults equal the driver's.
+    interval_s: float = 1.0  # time series interval; 0: none
+    percentiles: tuple[float, ...] = (50.0, 95.0, 99.0, 99.9)
+    rate: float | None = None  # open loop: events/s of the cell; None: closed loop
+    arrivals: Literal["uniform", "poisson"] = "uniform"
+    latency_limit_s: float | None = None
     workload: dict[str, Any] | None = None  # mode run: catalog.workload.compile_statements
     schema: dict[str, Any] | None = None  # mode load: catalog.schema.sbtest
     statements: list[str] = []  # mode exec
@@ -64,14 +70,78 @@ class Usage(msgspec.Struct, frozen=True):
         return self.voluntary_cs + self.involuntary_cs
 
 
+class Percentile(msgspec.Struct, frozen=True):
+    p: float  # e.g. 99.9
+    us: float
+
+
 class Latency(msgspec.Struct, frozen=True):
-    """Event latency, start to end (closed loop), in microseconds."""
+    """Event latency in microseconds: start to end (closed loop), or scheduled start to end (open loop)."""
     p50_us: float
     p99_us: float
     max_us: float
     min_us: float = 0.0
     mean_us: float = 0.0
     p95_us: float = 0.0
+    percentiles: list[Percentile] = []  # those `[run] percentiles` asked for
+
+    def at(self, p: float) -> float | None:
+        return next((x.us for x in self.percentiles if x.p == p), None)
+
+
+class Interval(msgspec.Struct, frozen=True):
+    """One interval of a cell's time series (sysbench --report-interval, pgbench -P); events are counted in the
+    interval they ended in."""
+    t_s: float  # end of the interval, seconds from the start of the measured window
+    duration_s: float
+    events: int
+    queries: int
+    errors: int
+    eps: float
+    qps: float
+    p50_us: float
+    p95_us: float
+    p99_us: float
+    max_us: float
+    skipped: int | None = None  # open loop
+    lag_max_us: float | None = None  # open loop: longest wait from scheduled to actual start
+
+
+class Histogram(msgspec.Struct, frozen=True):
+    """Every counted event's latency: HdrHistogram's V2 compressed encoding, base64 (decoded by
+    dbperf/report/histogram.py, and by HdrHistogram's own tools)."""
+    format: str
+    unit: str
+    data: str
+
+
+class StatementLatency(msgspec.Struct, frozen=True):
+    """One statement of a multi-statement event (pgbench -r); BEGIN and COMMIT included."""
+    event: str
+    sql: str
+    executions: int
+    mean_us: float
+    max_us: float
+
+
+class MixCount(msgspec.Struct, frozen=True):
+    event: str
+    weight: float
+    events: int
+
+
+class OpenLoop(msgspec.Struct, frozen=True):
+    """An open-loop cell: the rate asked for and what the target did with it."""
+    rate_asked: float
+    arrivals: str
+    rate_achieved: float
+    backlog_events: int  # due in the window, never started: the queue left over
+    skipped: int  # past latency_limit when due (pgbench -L)
+    late: int  # completed slower than latency_limit
+    latency_limit_us: float | None
+    lag_mean_us: float
+    lag_max_us: float
+    sustained: bool
 
 
 class ProcessFacts(msgspec.Struct, frozen=True):
@@ -98,6 +168,12 @@ class RunResult(msgspec.Struct, frozen=True):
     process: ProcessFacts = ProcessFacts()
     server_usage: Usage | None = None  # servers the lab started: their process tree
     server_processes: int | None = None
+    intervals: list[Interval] = []  # the time series, per interval_s of the measured window
+    interval_s: float = 0.0
+    histogram: Histogram | None = None
+    statements: list[StatementLatency] = []  # multi-statement events only
+    mix: list[MixCount] = []  # weighted mixes only
+    open_loop: OpenLoop | None = None
 
 
 class LoadResult(msgspec.Struct, frozen=True):

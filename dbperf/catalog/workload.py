@@ -57,10 +57,17 @@ class Workload:
     rows_per_event: str | None = None
     source: str = ""
     writes: bool = field(default=False)
+    # A weighted mix (`[[event]]` tables, pgbench -f file@weight): each event draws one kind by weight. The
+    # workload's own statements are then all kinds' statements, for display.
+    mix: tuple[tuple[float, Workload], ...] = ()
 
     @property
     def queries_per_event(self) -> int:
-        """sysbench counts BEGIN and COMMIT as queries."""
+        """sysbench counts BEGIN and COMMIT as queries. A mix: the weighted mean, rounded (the driver counts each
+        event's queries as they run; this figure is for `dbperf list` and the profilers' event counts)."""
+        if self.mix:
+            total = sum(w for w, _ in self.mix)
+            return max(1, round(sum(w * k.queries_per_event for w, k in self.mix) / total))
         return sum(s.repeat for s in self.statements) + (2 if self.transaction else 0)
 
     def display_sql(self) -> list[str]:
@@ -80,6 +87,10 @@ class Workload:
             lines.append(text if s.repeat == 1 else f"{text}   (×{s.repeat})")
         if self.transaction:
             lines = ["BEGIN", *lines, "COMMIT"]
+        if self.mix:
+            total = sum(w for w, _ in self.mix)
+            lines = [f"{k.name.rsplit('.', 1)[-1]} ({w / total:.0%}): {line}" for w, k in self.mix
+                     for line in k.display_sql()]
         return lines
 
 
@@ -133,12 +144,48 @@ def _check_param(spec: Any, where: str) -> dict[str, Any]:
     return spec
 
 
+def _build_mix(doc: dict[str, Any], name: str, source: str) -> Workload:
+    """A workload file of several event kinds: `[[event]]` tables, each with a name, a weight > 0, its own
+    `transaction` and `[[event.statement]]`s; the file's other keys (group, phase, ...) apply to the mix."""
+    where = f"{source} ({name})"
+    events = doc["event"]
+    if "statement" in doc or "transaction" in doc:
+        raise UserError(f"{where}: a mix's statements and transaction belong in each [[event]]")
+    if not isinstance(events, list) or not events or not all(isinstance(e, dict) for e in events):
+        raise UserError(f"{where}: 'event' must be a list of tables ([[event]])")
+    kinds: list[tuple[float, Workload]] = []
+    for i, raw in enumerate(events, 1):
+        ewhere = f"{where} event {i}"
+        unknown = set(raw) - {"name", "weight", "transaction", "statement"}
+        if unknown:
+            raise UserError(f"{ewhere}: unknown key {sorted(unknown)[0]!r} (known: name, weight, transaction, "
+                            "statement)")
+        ename = check_name(raw.get("name", f"event{i}"), ewhere)
+        weight = raw.get("weight", 1)
+        if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not weight > 0:
+            raise UserError(f"{ewhere} ({ename}).weight: must be a positive number, got {weight!r}")
+        sub = {k: v for k, v in doc.items() if k not in ("event", "name")}
+        sub.update({k: raw[k] for k in ("transaction", "statement") if k in raw})
+        kinds.append((float(weight), _build(sub, f"{name}.{ename}", source)))
+    names = [k.name for _, k in kinds]
+    if len(set(names)) != len(names):
+        raise UserError(f"{where}: two events share a name")
+    first = kinds[0][1]
+    return Workload(name=name, description=first.description, group=first.group, phase=first.phase,
+                    order=first.order, transaction=False,
+                    statements=tuple(st for _, k in kinds for st in k.statements),
+                    rows_per_event=first.rows_per_event, source=source, writes=any(k.writes for _, k in kinds),
+                    mix=tuple(kinds))
+
+
 def _build(doc: dict[str, Any], name: Any, source: str) -> Workload:
     name = check_name(name, source)
     where = f"{source} ({name})"
     unknown = set(doc) - FILE_KEYS
     if unknown:
         raise UserError(f"{where}: unknown key {sorted(unknown)[0]!r}")
+    if "event" in doc:
+        return _build_mix(doc, name, source)
     group = doc.get("group", "point")
     phase = doc.get("phase", "read")
     description = doc.get("description", "")
@@ -259,6 +306,10 @@ def compile_statements(workload: Workload, table_size: int, engine: str = "sqlit
     name that an earlier statement of the event drew, repeats that value (write-only re-inserts the row it
     deleted this way).
     """
+    if workload.mix:
+        return {"name": workload.name, "transaction": False, "writes": workload.writes, "statements": [],
+                "slots": 0, "mix": [{**compile_statements(k, table_size, engine), "weight": w}
+                                    for w, k in workload.mix]}
     slots: dict[str, int] = {}
     out = [_compile_statement(s, f"{workload.source} ({workload.name}) statement {i}", table_size, slots, engine)
            for i, s in enumerate(workload.statements, 1)]

@@ -12,6 +12,9 @@ from typing import Any
 
 from dbperf.errors import UserError
 from dbperf.experiment.durations import parse_duration
+from dbperf.experiment.load_model import ARRIVALS
+from dbperf.experiment.load_model import percentiles as load_percentiles
+from dbperf.experiment.load_model import rate as load_rate
 from dbperf.names import check_name
 from dbperf.runner.cpus import check_cpus
 from dbperf.runner.process_variants import ALLOCATORS, HUGEPAGES
@@ -147,6 +150,17 @@ RUN = (
         "million rows, at most 1200 s", "harness", "s", post_write_wait),
     Key("resources", "boolean", "I/O per query (driver and server /proc/PID/io, the data's device), engine counters "
         "per query and database sizes (runner/resources.py)", "true", "", boolean),
+    # The load model (dbperf/experiment/load_model.py).
+    Key("interval", "duration", "time series: events, queries, errors and latency per interval; 0 for none",
+        "1s", "s", duration),
+    Key("percentiles", "list of numbers in (0, 100]", "latency percentiles reported per cell",
+        "[50, 95, 99, 99.9]", "%", load_percentiles),
+    Key("rate", "number > 0", "open loop: events per second of a cell (all threads); latency counts from each "
+        "event's scheduled start", "closed loop", "events/s", load_rate),
+    Key("arrivals", " | ".join(ARRIVALS), "open loop: evenly spaced or Poisson arrivals", "uniform", "",
+        one_of(*ARRIVALS)),
+    Key("latency_limit", "duration", "open loop: events already this late when due are skipped and counted, "
+        "completed ones slower than this counted as late (pgbench -L)", "none", "s", duration),
 )
 TARGET = (
     Key("name", "name", "the target's name in reports", "required", "", name),
@@ -191,6 +205,8 @@ WORKLOAD = (
     Key("vars", "table", "values for ${var} anywhere in the file", "{}"),
     Key("variants", "list of tables", "several entries from one file: name, vars, description"),
     Key("statement", "list of tables", "the event's statements: sql, repeat, params, dialect", "required"),
+    Key("event", "list of tables", "a weighted mix instead of one event: each [[event]] has a name, a weight > 0 "
+        "(pgbench -f file@weight), its transaction and [[event.statement]]s; drawn per event"),
 )
 STATEMENT = (
     Key("sql", "string", "SQL with {name} placeholders; {table} is a random table", "required"),

@@ -25,6 +25,7 @@ from dbperf.catalog.workload import Workload
 from dbperf.errors import UserError
 from dbperf.experiment import keys
 from dbperf.experiment.harness_settings import harness_settings
+from dbperf.experiment.load_model import LoadModel, parse_load_model
 from dbperf.names import check_name
 from dbperf.runner.cpus import NOT_PINNED, CpuPlan, plan_cpus
 from dbperf.runner.process_variants import ProcessVariant, allocator_library
@@ -142,6 +143,7 @@ class Experiment:
     cpus: CpuPlan = NOT_PINNED  # where the driver and lab-started servers run (runner/cpus.py)
     aa_target: str | None = None  # the base's A/A copy (experiment/aa.py), when the run has one
     resources: bool = True  # I/O and engine counters per cell (runner/resources.py)
+    load: LoadModel = field(default_factory=LoadModel)  # closed/open loop, time series, percentiles
 
 
 def _settings(raw: dict[str, Any], twhere: str, name_re: re.Pattern[str], value_re: re.Pattern[str],
@@ -346,6 +348,7 @@ def parse_experiment(path: Path) -> Experiment:
         fleet=_fleet(doc.get("fleet"), where, path.parent),
         cpus=plan_cpus(run.get("cpus"), f"{rwhere}.cpus"),
         resources=values.get("resources", True),
+        load=parse_load_model(run, values, rwhere),
     )
     if values.get("aa"):
         from dbperf.experiment.aa import with_aa  # aa.py builds on this module

@@ -294,6 +294,8 @@ def _run_lines(meta: dict[str, Any]) -> list[str]:
 def build_report(m: Matrix, meta: dict[str, Any]) -> Report:
     by_name = {t["name"]: t for t in meta.get("targets", [])}
     blocks = [_rqps_block(m), *[_target_block(m, t, by_name.get(t, {})) for t in m.targets]]
+    from dbperf.report.load_view import load_blocks  # it builds on this module's Block
+    blocks += load_blocks(m, meta)  # open loop: asked vs achieved rate; chosen percentiles
     if m.counters:
         blocks.append(_counters_block(m))
     status = meta.get("status")

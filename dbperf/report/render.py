@@ -25,6 +25,7 @@ from dbperf.report.layout import (
     noisy,
     verdict_legend,
 )
+from dbperf.report.load_view import open_loop_of, percentiles_of
 from dbperf.stats.rqps_matrix import Cell, Matrix
 
 FAILED_TEXT_WIDTH = 80
@@ -151,6 +152,9 @@ CELL_FIELDS: tuple[Field, ...] = (
         "total_cpu_us_per_query", "total_cs_per_query", "p50_us", "p99_us", "max_us")],
     Field("query_errors", lambda m, c: sum(int(e) for e in c.per_run("errors"))),
     Field("counters", lambda m, c: _counters_summary(m.counters.get((c.target, c.benchmark))), csv=False),
+    # The load model (report/load_view.py): chosen percentiles (median of repeats), open loop asked vs achieved.
+    Field("latency_percentiles_us", lambda m, c: percentiles_of(c), csv=False),
+    Field("open_loop", lambda m, c: open_loop_of(c), csv=False),
 )
 
 

@@ -105,6 +105,7 @@ def _meta(e: Experiment, infos: dict[str, dict[str, Any]], settings: dict[str, l
         "cpus": e.cpus.describe(),
         "aa_target": e.aa_target,
         "noise_thresholds": {"steal": HEAVY_STEAL, "foreign_cpu": HEAVY_FOREIGN_CPU},
+        "load_model": e.load.describe(),
         "data_restore": "before each write cell: SQLite targets copy their pristine loaded file; servers the lab "
                         "started recreate the working database from a pristine one; external servers reload",
         "benchmarks": [{"name": b.name, "group": b.group, "phase": b.phase, "source": b.source,
@@ -294,7 +295,7 @@ def _run_cell(e: Experiment, cell: CellPlan, data: TargetLifecycle) -> CellRecor
     variant = cell.target.process
     job = variant.apply(data.working_job()).replace(
         mode="run", threads=cell.threads, time_s=e.time_s, warmup_s=e.warmup_s, seed=e.seed + cell.repeat,
-        workload=compile_statements(cell.benchmark, e.table_size, cell.target.engine))
+        workload=compile_statements(cell.benchmark, e.table_size, cell.target.engine), **e.load.job_fields())
     # The allocator and huge pages go to the process that runs the engine: the driver, or the server.
     env = data.env() if cell.target.is_server else {**variant.environment(), **data.env()}
     started = time.time()

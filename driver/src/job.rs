@@ -50,6 +50,21 @@ pub struct Job {
     /// Ask the kernel not to use transparent huge pages for this process (hugepages = "off").
     #[serde(default)]
     pub thp_disable: bool,
+    /// Length of one interval of the time series; 0 for none.
+    #[serde(default = "one_second")]
+    pub interval_s: f64,
+    /// Latency percentiles to report, each in (0, 100].
+    #[serde(default = "default_percentiles")]
+    pub percentiles: Vec<f64>,
+    /// Open loop: events per second across all threads (each thread takes an equal share); None: closed loop.
+    #[serde(default)]
+    pub rate: Option<f64>,
+    #[serde(default)]
+    pub arrivals: crate::schedule::Arrivals,
+    /// Open loop: an event already this late when due is skipped and counted (pgbench -R -L); a completed event
+    /// slower than this is counted as late.
+    #[serde(default)]
+    pub latency_limit_s: Option<f64>,
     /// Present for mode "run".
     pub workload: Option<Workload>,
     /// Present for mode "load".
@@ -77,6 +92,15 @@ fn one() -> u32 {
 fn yes() -> bool {
     true
 }
+fn one_second() -> f64 {
+    1.0
+}
+fn default_percentiles() -> Vec<f64> {
+    vec![50.0, 95.0, 99.0, 99.9]
+}
+fn weight_one() -> f64 {
+    1.0
+}
 
 #[derive(Debug, Deserialize, Clone)]
 #[serde(deny_unknown_fields)]
@@ -89,6 +113,13 @@ pub struct Workload {
     pub statements: Vec<Statement>,
     /// Number of event-level parameter slots that `ref` parameters read from.
     pub slots: usize,
+    /// In a mix: this event kind's share (pgbench -f file@weight); must be positive.
+    #[serde(default = "weight_one")]
+    pub weight: f64,
+    /// A weighted mix: each event draws one of these kinds (its own statements and transaction); the workload's
+    /// own statements are then empty.
+    #[serde(default)]
+    pub mix: Vec<Workload>,
 }
 
 #[derive(Debug, Deserialize, Clone)]
@@ -148,6 +179,8 @@ pub struct Latency {
     pub p95_us: f64,
     pub p99_us: f64,
     pub max_us: f64,
+    /// The percentiles the job asked for.
+    pub percentiles: Vec<crate::series::Percentile>,
 }
 
 #[derive(Debug, Serialize, Default, Clone, Copy)]
@@ -178,6 +211,54 @@ pub struct RunResult {
     /// CPU and context switches of the server's processes over the measured phase (servers started by the lab).
     pub server_usage: Option<Usage>,
     pub server_processes: Option<usize>,
+    /// Per interval of the measured window (interval_s), in order.
+    pub intervals: Vec<crate::series::Interval>,
+    pub interval_s: f64,
+    /// Every counted event's latency (empty in deterministic mode).
+    pub histogram: Option<crate::series::EncodedHistogram>,
+    /// Per statement of multi-statement events (pgbench -r): mean and max time of each, BEGIN/COMMIT included.
+    pub statements: Vec<StatementLatency>,
+    /// Events per kind of a weighted mix.
+    pub mix: Vec<MixCount>,
+    pub open_loop: Option<OpenLoop>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct StatementLatency {
+    pub event: String,
+    pub sql: String,
+    pub executions: u64,
+    pub mean_us: f64,
+    pub max_us: f64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct MixCount {
+    pub event: String,
+    pub weight: f64,
+    pub events: u64,
+}
+
+/// What an open-loop cell asked for and got.
+#[derive(Debug, Serialize)]
+pub struct OpenLoop {
+    pub rate_asked: f64,
+    pub arrivals: crate::schedule::Arrivals,
+    /// Events (completed or failed) per second whose scheduled start fell in the measured window.
+    pub rate_achieved: f64,
+    /// Events due in the measured window that had not started when it closed: the queue left over.
+    pub backlog_events: u64,
+    /// Events skipped because they were already past latency_limit when due (pgbench -L).
+    pub skipped: u64,
+    /// Completed events slower than latency_limit, measured from their scheduled start.
+    pub late: u64,
+    pub latency_limit_us: Option<f64>,
+    /// Delay from scheduled to actual start (time queued behind earlier events), mean and max.
+    pub lag_mean_us: f64,
+    pub lag_max_us: f64,
+    /// The target kept up: no backlog beyond one event per thread and 1% of the asked events, and at most 1%
+    /// skipped.
+    pub sustained: bool,
 }
 
 #[derive(Debug, Serialize)]

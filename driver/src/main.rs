@@ -17,6 +17,8 @@ mod pragmas;
 mod process;
 mod procstat;
 mod run;
+mod schedule;
+mod series;
 mod sqlite;
 mod sqltext;
 mod usage;

@@ -1,19 +1,22 @@
-//! The measured hot loop: one connection per thread, a warmup, then a timed closed loop of events.
+//! The measured hot loop: one connection per thread, a warmup, then a timed loop of events: closed (the next
+//! event starts when the previous one ends) or open (events are due at a rate, and their latency counts from
+//! when they were due).
 
 use std::collections::BTreeSet;
 use std::sync::{Arc, Barrier, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use hdrhistogram::Histogram;
-use rand::distributions::{Distribution, Uniform};
+use rand::distributions::{Distribution, Uniform, WeightedIndex};
 use rand::rngs::SmallRng;
 use rand::SeedableRng;
 
 use crate::engine::{Connection, Engine, Value};
-use crate::job::{Job, Latency, RunResult, Usage, Workload};
+use crate::job::{Job, Latency, MixCount, OpenLoop, RunResult, StatementLatency, Usage, Workload};
 use crate::params::{self, CompiledBind};
 use crate::procstat::{self, ServerSample};
+use crate::schedule::{Arrivals, Schedule};
+use crate::series::{self, us, Board, Tally};
 use crate::{process, usage};
 
 const MAX_ERROR_SAMPLES: usize = 5;
@@ -25,16 +28,64 @@ struct PreparedStatement {
     repeat: u32,
 }
 
-struct ThreadTally {
-    events: u64,
-    rows: u64,
-    errors: u64,
-    error_samples: BTreeSet<String>,
-    latency_ns: Histogram<u64>,
+/// One kind of event of the workload (a mix has several), prepared on one connection.
+struct Kind {
+    stmts: Vec<PreparedStatement>,
+    begin: Option<&'static str>,
+    queries: u64,
+    /// Per-statement times are taken (a clock read per statement) only for events of more than one statement.
+    timed: bool,
 }
 
-fn prepare_all(conn: &mut dyn Connection, w: &Workload, tables: u32) -> Result<Vec<PreparedStatement>, String> {
-    w.statements
+/// Sum and max of one statement's execution times, in ns, and how many executions.
+#[derive(Clone, Copy, Default)]
+struct StatementTime {
+    executions: u64,
+    sum_ns: u64,
+    max_ns: u64,
+}
+
+impl StatementTime {
+    fn add(&mut self, o: &StatementTime) {
+        self.executions += o.executions;
+        self.sum_ns += o.sum_ns;
+        self.max_ns = self.max_ns.max(o.max_ns);
+    }
+}
+
+/// What one thread measured.
+struct ThreadOut {
+    total: Tally,
+    error_samples: BTreeSet<String>,
+    lag_sum_ns: u128,
+    late: u64,
+    backlog: u64,
+    /// Per kind, per statement slot (BEGIN, statements..., COMMIT).
+    statement_times: Vec<Vec<StatementTime>>,
+    kind_events: Vec<u64>,
+}
+
+fn kind_queries(w: &Workload) -> u64 {
+    w.statements.iter().map(|s| s.repeat as u64).sum::<u64>() + if w.transaction { 2 } else { 0 }
+}
+
+/// The event kinds of a workload: its mix, or itself.
+fn kinds_of(w: &Workload) -> Vec<&Workload> {
+    if w.mix.is_empty() {
+        vec![w]
+    } else {
+        w.mix.iter().collect()
+    }
+}
+
+fn prepare_kind(
+    conn: &mut dyn Connection,
+    engine: &Engine,
+    w: &Workload,
+    tables: u32,
+) -> Result<Kind, String> {
+    let stmts = w
+        .statements
         .iter()
         .map(|s| {
             let ids = (1..=tables)
@@ -42,119 +93,184 @@ fn prepare_all(conn: &mut dyn Connection, w: &Workload, tables: u32) -> Result<V
                 .collect::<Result<Vec<_>, _>>()?;
             Ok(PreparedStatement { ids, binds: params::compile(&s.binds)?, repeat: s.repeat })
         })
-        .collect()
+        .collect::<Result<Vec<_>, String>>()
+        .map_err(|e| format!("workload {}: {e}", w.name))?;
+    let timed = w.statements.len() + if w.transaction { 2 } else { 0 } > 1;
+    Ok(Kind { stmts, begin: w.transaction.then(|| engine.begin_sql(w.writes)), queries: kind_queries(w), timed })
+}
+
+/// Adds the time since `*last` to statement slot `i` and moves `*last` on.
+#[inline]
+fn lap(times: &mut Option<(&mut [StatementTime], Instant)>, i: usize) {
+    if let Some((buf, last)) = times {
+        let now = Instant::now();
+        let ns = (now - *last).as_nanos() as u64;
+        let t = &mut buf[i];
+        t.executions += 1;
+        t.sum_ns += ns;
+        t.max_ns = t.max_ns.max(ns);
+        *last = now;
+    }
 }
 
 /// One event: its statements (each repetition draws a fresh table and parameters), inside BEGIN/COMMIT if asked.
+#[allow(clippy::too_many_arguments)]
 fn run_event(
     conn: &mut dyn Connection,
-    stmts: &[PreparedStatement],
-    begin: Option<&str>,
+    kind: &Kind,
     rng: &mut SmallRng,
     table_pick: &Uniform<usize>,
+    tables: usize,
     slots: &mut [i64],
     values: &mut Vec<Value>,
+    mut times: Option<(&mut [StatementTime], Instant)>,
 ) -> Result<u64, String> {
-    if let Some(begin) = begin {
+    if let Some(begin) = kind.begin {
         conn.batch(begin)?;
+        lap(&mut times, 0);
     }
     let mut rows = 0;
-    for s in stmts {
+    for (i, s) in kind.stmts.iter().enumerate() {
         for _ in 0..s.repeat {
-            let table = table_pick.sample(rng);
+            let table = if tables == 1 { 0 } else { table_pick.sample(rng) };
             params::fill(&s.binds, rng, slots, values);
             match conn.execute(s.ids[table], values) {
                 Ok(r) => rows += r,
                 Err(e) => {
-                    if begin.is_some() {
+                    if kind.begin.is_some() {
                         let _ = conn.batch("ROLLBACK");
                     }
                     return Err(e);
                 }
             }
+            lap(&mut times, i + 1);
         }
     }
-    if begin.is_some() {
+    if kind.begin.is_some() {
         if let Err(e) = conn.batch("COMMIT") {
             let _ = conn.batch("ROLLBACK");
             return Err(e);
         }
+        lap(&mut times, kind.stmts.len() + 1);
     }
     Ok(rows)
 }
 
-fn us(ns: u64) -> f64 {
-    ns as f64 / 1000.0
+fn check_job(job: &Job, workload: &Workload) -> Result<(), String> {
+    if job.threads == 0 || job.tables == 0 || job.table_size == 0 {
+        return Err("threads, tables and table_size must be positive".into());
+    }
+    if job.events.is_none()
+        && (job.time_s.is_nan() || job.time_s <= 0.0 || job.warmup_s.is_nan() || job.warmup_s < 0.0)
+    {
+        return Err("time must be positive and warmup not negative".into());
+    }
+    if !job.interval_s.is_finite() || job.interval_s < 0.0 {
+        return Err(format!("interval_s must be 0 (no time series) or positive, got {}", job.interval_s));
+    }
+    if let Some(p) = job.percentiles.iter().find(|p| !(p.is_finite() && **p > 0.0 && **p <= 100.0)) {
+        return Err(format!("percentile {p} is not in (0, 100]"));
+    }
+    if let Some(rate) = job.rate {
+        if !rate.is_finite() || rate <= 0.0 {
+            return Err(format!("rate must be a positive number of events per second, got {rate}"));
+        }
+        if job.events.is_some() {
+            return Err("an open-loop rate needs a timed window, not an event count".into());
+        }
+    }
+    if let Some(l) = job.latency_limit_s {
+        if !l.is_finite() || l <= 0.0 {
+            return Err(format!("latency_limit must be positive, got {l}"));
+        }
+    }
+    for m in &workload.mix {
+        if !m.mix.is_empty() {
+            return Err(format!("mix entry {}: a mix cannot nest another mix", m.name));
+        }
+        if !(m.weight.is_finite() && m.weight > 0.0) {
+            return Err(format!("mix entry {}: weight must be positive, got {}", m.name, m.weight));
+        }
+    }
+    if workload.mix.is_empty() && workload.statements.is_empty() {
+        return Err(format!("workload {} has no statements", workload.name));
+    }
+    Ok(())
 }
 
 pub fn run(job: &Job) -> Result<RunResult, String> {
     let workload = job.workload.clone().ok_or("run job has no workload")?;
-    if job.threads == 0 || job.tables == 0 || job.table_size == 0 {
-        return Err("threads, tables and table_size must be positive".into());
-    }
+    check_job(job, &workload)?;
     let counted = job.events.is_some();
-    if !counted && (job.time_s.is_nan() || job.time_s <= 0.0 || job.warmup_s.is_nan() || job.warmup_s < 0.0) {
-        return Err("time must be positive and warmup not negative".into());
-    }
     if job.thp_disable {
         process::disable_thp()?;
     }
     let engine = Arc::new(Engine::open(job)?);
-    let queries_per_event: u64 =
-        workload.statements.iter().map(|s| s.repeat as u64).sum::<u64>() + if workload.transaction { 2 } else { 0 };
 
     // Connect and prepare on every thread before the clock starts, then release all threads at once. Thread 0 is
     // the calling thread, so that a 1-thread cell is a single-threaded process as a minimal C client would be
     // (glibc's malloc and stdio skip their locks until a second thread exists).
     let gate = Arc::new(Barrier::new(job.threads as usize));
     let start_at: Arc<Mutex<Option<Instant>>> = Arc::new(Mutex::new(None));
-    let window = match job.events {
+    let series_on = !counted && !job.deterministic && job.interval_s > 0.0;
+    let window = Window {
+        warmup: if counted { Duration::ZERO } else { Duration::from_secs_f64(job.warmup_s) },
         // Counted mode: the window never closes on its own (a century), the event limit ends the loop.
-        Some(n) => Window {
-            warmup: Duration::ZERO,
-            measured: Duration::from_secs(100 * 365 * 86_400),
-            limit: Some(n),
-            deterministic: job.deterministic,
-            server_pid: job.server_pid,
-        },
-        None => Window {
-            warmup: Duration::from_secs_f64(job.warmup_s),
-            measured: Duration::from_secs_f64(job.time_s),
-            limit: None,
-            deterministic: job.deterministic,
-            server_pid: job.server_pid,
-        },
+        measured: if counted { Duration::from_secs(100 * 365 * 86_400) } else { Duration::from_secs_f64(job.time_s) },
+        limit: job.events,
+        deterministic: job.deterministic,
+        server_pid: job.server_pid,
+        interval: series_on.then(|| Duration::from_secs_f64(job.interval_s)),
+        rate: job.rate.map(|r| (r / job.threads as f64, job.arrivals)),
+        latency_limit: job.latency_limit_s.map(Duration::from_secs_f64),
+        threads: job.threads,
+        seed: job.seed,
+        tables: job.tables,
     };
+    let board = Arc::new(Board::new(job.threads, job.interval_s.max(1e-9), job.time_s, job.rate.is_some()));
     let run_started = Instant::now();
     let mut handles = Vec::new();
     for t in 1..job.threads {
-        let (engine, gate, start_at, workload) = (engine.clone(), gate.clone(), start_at.clone(), workload.clone());
-        let (tables, seed) = (job.tables, job.seed);
+        let (engine, gate, start_at, workload, board) =
+            (engine.clone(), gate.clone(), start_at.clone(), workload.clone(), board.clone());
         handles.push(thread::spawn(move || {
-            client_loop(&engine, &workload, tables, seed, t, &gate, &start_at, window, false).map(|(tally, ..)| tally)
+            client_loop(&engine, &workload, t, &gate, &start_at, window, &board, false).map(|(out, ..)| out)
         }));
     }
-    let own = client_loop(&engine, &workload, job.tables, job.seed, 0, &gate, &start_at, window, true);
+    let own = client_loop(&engine, &workload, 0, &gate, &start_at, window, &board, true);
 
-    let mut total =
-        ThreadTally { events: 0, rows: 0, errors: 0, error_samples: BTreeSet::new(), latency_ns: new_histogram() };
+    let kinds = kinds_of(&workload);
+    let mut total = Tally::new();
+    let mut samples = BTreeSet::new();
+    let (mut lag_sum_ns, mut late, mut backlog) = (0u128, 0u64, 0u64);
+    let mut statement_times: Vec<Vec<StatementTime>> =
+        kinds.iter().map(|k| vec![StatementTime::default(); k.statements.len() + 2]).collect();
+    let mut kind_events = vec![0u64; kinds.len()];
     let mut setup_error = None;
-    let (own_tally, client_usage, server) = match own {
-        Ok((tally, usage, server)) => (Ok(tally), usage, server),
+    let (own_out, client_usage, server) = match own {
+        Ok((out, usage, server)) => (Ok(out), usage, server),
         Err(e) => (Err(e), None, None),
     };
-    let mut outcomes = vec![own_tally];
+    let mut outcomes = vec![own_out];
     for h in handles {
         outcomes.push(h.join().map_err(|_| "a driver thread panicked".to_string())?);
     }
     for outcome in outcomes {
         match outcome {
             Ok(t) => {
-                total.events += t.events;
-                total.rows += t.rows;
-                total.errors += t.errors;
-                total.error_samples.extend(t.error_samples);
-                total.latency_ns.add(&t.latency_ns).map_err(|e| format!("merging histograms: {e}"))?;
+                total.add(&t.total)?;
+                samples.extend(t.error_samples);
+                lag_sum_ns += t.lag_sum_ns;
+                late += t.late;
+                backlog += t.backlog;
+                for (mine, theirs) in statement_times.iter_mut().zip(&t.statement_times) {
+                    for (a, b) in mine.iter_mut().zip(theirs) {
+                        a.add(b);
+                    }
+                }
+                for (a, b) in kind_events.iter_mut().zip(&t.kind_events) {
+                    *a += b;
+                }
             }
             Err(e) => setup_error = Some(e),
         }
@@ -180,25 +296,86 @@ pub fn run(job: &Job) -> Result<RunResult, String> {
             p95_us: us(h.value_at_quantile(0.95)),
             p99_us: us(h.value_at_quantile(0.99)),
             max_us: us(h.max()),
+            percentiles: series::percentiles(h, &job.percentiles),
         }
+    };
+    let statements = statement_report(&kinds, &statement_times);
+    let mix = if workload.mix.is_empty() {
+        Vec::new()
+    } else {
+        kinds
+            .iter()
+            .zip(&kind_events)
+            .map(|(k, n)| MixCount { event: k.name.clone(), weight: k.weight, events: *n })
+            .collect()
+    };
+    let open_loop = job.rate.map(|rate| {
+        let attempted = total.events + total.errors;
+        let asked = rate * secs;
+        OpenLoop {
+            rate_asked: rate,
+            arrivals: job.arrivals,
+            rate_achieved: if secs > 0.0 { attempted as f64 / secs } else { 0.0 },
+            backlog_events: backlog,
+            skipped: total.skipped,
+            late,
+            latency_limit_us: job.latency_limit_s.map(|l| l * 1e6),
+            lag_mean_us: if attempted > 0 { lag_sum_ns as f64 / attempted as f64 / 1000.0 } else { 0.0 },
+            lag_max_us: us(total.lag_max_ns),
+            sustained: backlog as f64 <= (job.threads as f64).max(0.01 * asked)
+                && total.skipped as f64 <= 0.01 * asked,
+        }
+    });
+    let histogram = if job.deterministic || h.is_empty() { None } else { Some(series::encode(h)?) };
+    let intervals = if series_on {
+        Arc::try_unwrap(board).map_err(|_| "interval board still shared")?.into_intervals()
+    } else {
+        Vec::new()
     };
     Ok(RunResult {
         engine_version: engine.version(),
         threads: job.threads,
         duration_s: secs,
         events: total.events,
-        queries: total.events * queries_per_event,
+        queries: total.queries,
         rows: total.rows,
         errors: total.errors,
-        error_samples: total.error_samples.into_iter().take(MAX_ERROR_SAMPLES).collect(),
-        qps: if secs > 0.0 { (total.events * queries_per_event) as f64 / secs } else { 0.0 },
+        error_samples: samples.into_iter().take(MAX_ERROR_SAMPLES).collect(),
+        qps: if secs > 0.0 { total.queries as f64 / secs } else { 0.0 },
         eps: if secs > 0.0 { total.events as f64 / secs } else { 0.0 },
         latency,
         client_usage: if job.deterministic { Usage::default() } else { client_usage.unwrap_or_default() },
         process: process::facts(job.thp_disable),
         server_usage: server.map(|s| s.usage),
         server_processes: server.map(|s| s.processes),
+        intervals,
+        interval_s: if series_on { job.interval_s } else { 0.0 },
+        histogram,
+        statements,
+        mix,
+        open_loop,
     })
+}
+
+fn statement_report(kinds: &[&Workload], times: &[Vec<StatementTime>]) -> Vec<StatementLatency> {
+    let mut out = Vec::new();
+    for (k, slots) in kinds.iter().zip(times) {
+        let mut labels: Vec<String> = vec![if k.transaction { "BEGIN".into() } else { String::new() }];
+        labels.extend(k.statements.iter().map(|s| s.sql.clone()));
+        labels.push(if k.transaction { "COMMIT".into() } else { String::new() });
+        for (label, t) in labels.into_iter().zip(slots) {
+            if t.executions > 0 {
+                out.push(StatementLatency {
+                    event: k.name.clone(),
+                    sql: label,
+                    executions: t.executions,
+                    mean_us: t.sum_ns as f64 / t.executions as f64 / 1000.0,
+                    max_us: us(t.max_ns),
+                });
+            }
+        }
+    }
+    out
 }
 
 #[derive(Clone, Copy)]
@@ -211,88 +388,237 @@ struct Window {
     deterministic: bool,
     /// The server whose processes are measured alongside the driver.
     server_pid: Option<u32>,
+    /// Length of one interval of the time series, if there is one.
+    interval: Option<Duration>,
+    /// Open loop: this thread's events per second and their arrivals.
+    rate: Option<(f64, Arrivals)>,
+    latency_limit: Option<Duration>,
+    threads: u32,
+    seed: u64,
+    tables: u32,
 }
 
-/// One client: connect, prepare, wait at the gate, then run events until the window closes. Events that end
-/// inside the measured window are counted. The thread that `takes_usage` samples the process's getrusage when
-/// the measured window opens and when its loop ends, so the CPU and context switches cover the counted events.
+/// A thread's place in the time series: the interval it is counting, handed to the board when time moves on.
+struct Clock<'a> {
+    board: &'a Board,
+    on: bool,
+    index: usize,
+    count: usize,
+    next_boundary: Instant,
+    step: Duration,
+    cur: Tally,
+    total: Tally,
+}
+
+impl Clock<'_> {
+    /// Hands in every interval that ended before `t`.
+    #[inline]
+    fn advance_to(&mut self, t: Instant) -> Result<(), String> {
+        while self.on && t >= self.next_boundary && self.index + 1 < self.count {
+            self.hand_in()?;
+            self.index += 1;
+            self.next_boundary += self.step;
+        }
+        Ok(())
+    }
+
+    fn hand_in(&mut self) -> Result<(), String> {
+        if self.on {
+            self.board.hand_in(self.index, &self.cur)?;
+        }
+        self.total.add(&self.cur)?;
+        self.cur.reset();
+        Ok(())
+    }
+
+    /// The end of the loop: the current interval and every later one (empty) are handed in.
+    fn finish(mut self) -> Result<Tally, String> {
+        self.hand_in()?;
+        while self.on && self.index + 1 < self.count {
+            self.index += 1;
+            self.hand_in()?;
+        }
+        Ok(self.total)
+    }
+}
+
+/// One client: connect, prepare, wait at the gate, then run events until the window closes. Closed loop: events
+/// that start after the warmup and end inside the measured window are counted. Open loop: events due inside the
+/// measured window are counted, their latency from when they were due. The thread that `takes_usage` samples the
+/// process's getrusage when the measured window opens and when its loop ends, so the CPU and context switches
+/// cover the counted events.
 #[allow(clippy::too_many_arguments)]
 fn client_loop(
     engine: &Engine,
     workload: &Workload,
-    tables: u32,
-    seed: u64,
     index: u32,
     gate: &Barrier,
     start_at: &Mutex<Option<Instant>>,
     window: Window,
+    board: &Board,
     takes_usage: bool,
-) -> Result<(ThreadTally, Option<Usage>, Option<ServerSample>), String> {
+) -> Result<(ThreadOut, Option<Usage>, Option<ServerSample>), String> {
+    let kind_specs = kinds_of(workload);
     let setup = (|| {
         let mut conn = engine.connect()?;
-        let stmts =
-            prepare_all(conn.as_mut(), workload, tables).map_err(|e| format!("workload {}: {e}", workload.name))?;
-        Ok::<_, String>((conn, stmts))
+        let kinds = kind_specs
+            .iter()
+            .map(|w| prepare_kind(conn.as_mut(), engine, w, window.tables))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok::<_, String>((conn, kinds))
     })();
     if takes_usage {
         *start_at.lock().unwrap() = Some(Instant::now());
     }
     gate.wait();
-    let (mut conn, stmts) = setup?;
+    let (mut conn, kinds) = setup?;
     let t0 = start_at.lock().unwrap().expect("start time set before the gate opens");
     let (warm_end, end) = (t0 + window.warmup, t0 + window.warmup + window.measured);
+    let seed = window.seed;
     let mut rng = SmallRng::seed_from_u64(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15).wrapping_add(index as u64));
-    let table_pick = Uniform::new(0usize, tables as usize);
-    let mut slots = vec![0i64; workload.slots];
+    let tables = window.tables as usize;
+    let table_pick = Uniform::new(0usize, tables);
+    let weights = WeightedIndex::new(kind_specs.iter().map(|k| k.weight)).map_err(|e| format!("mix weights: {e}"))?;
+    let slot_count = kind_specs.iter().map(|k| k.slots).max().unwrap_or(0);
+    let mut slots = vec![0i64; slot_count];
     let mut values = Vec::new();
-    let begin = workload.transaction.then(|| engine.begin_sql(workload.writes));
-    let mut tally =
-        ThreadTally { events: 0, rows: 0, errors: 0, error_samples: BTreeSet::new(), latency_ns: new_histogram() };
+    let mut out = ThreadOut {
+        total: Tally::new(),
+        error_samples: BTreeSet::new(),
+        lag_sum_ns: 0,
+        late: 0,
+        backlog: 0,
+        statement_times: kinds.iter().map(|k| vec![StatementTime::default(); k.stmts.len() + 2]).collect(),
+        kind_events: vec![0; kinds.len()],
+    };
+    let mut scratch: Vec<StatementTime> = Vec::new();
+    let step = window.interval.unwrap_or(window.measured);
+    let mut clock = Clock {
+        board,
+        on: window.interval.is_some(),
+        index: 0,
+        count: if window.interval.is_some() { board.count() } else { 1 },
+        next_boundary: warm_end + step,
+        step,
+        cur: Tally::new(),
+        total: Tally::new(),
+    };
+    let mut schedule = window.rate.map(|(r, a)| Schedule::new(r, a, t0, seed, index, window.threads));
+    let limit_ns = window.latency_limit.map(|l| l.as_nanos() as u64);
     let mut before = None;
     let mut server_before = None;
     // Closed loop: the next event starts when the previous one ends, so one clock read per event suffices.
     let mut started = Instant::now();
     loop {
-        match window.limit {
-            Some(n) if tally.events + tally.errors >= n => break,
-            None if started >= end => break,
-            _ => {}
-        }
-        if takes_usage && before.is_none() && started >= warm_end {
-            server_before = window.server_pid.map(procstat::sample);
-            before = Some(usage::process());
-            started = Instant::now();
-        }
-        let outcome = run_event(conn.as_mut(), &stmts, begin, &mut rng, &table_pick, &mut slots, &mut values);
+        let due = if let Some(s) = schedule.as_mut() {
+            let due = s.due();
+            let mut now = Instant::now();
+            if due >= end || now >= end {
+                break;
+            }
+            if now < due {
+                thread::sleep(due - now);
+                now = Instant::now();
+            }
+            s.advance();
+            if takes_usage && before.is_none() && now >= warm_end {
+                server_before = window.server_pid.map(procstat::sample);
+                before = Some(usage::process());
+                now = Instant::now();
+            }
+            if let Some(l) = window.latency_limit {
+                if now - due > l {
+                    if due >= warm_end {
+                        clock.advance_to(now)?;
+                        clock.cur.skipped += 1;
+                    }
+                    continue;
+                }
+            }
+            started = now;
+            due
+        } else {
+            match window.limit {
+                Some(n) if clock.cur.events + clock.cur.errors >= n => break,
+                None if started >= end => break,
+                _ => {}
+            }
+            if takes_usage && before.is_none() && started >= warm_end {
+                server_before = window.server_pid.map(procstat::sample);
+                before = Some(usage::process());
+                started = Instant::now();
+            }
+            started
+        };
+        let k = if kinds.len() == 1 { 0 } else { weights.sample(&mut rng) };
+        let kind = &kinds[k];
+        let times = if kind.timed {
+            scratch.clear();
+            scratch.resize(kind.stmts.len() + 2, StatementTime::default());
+            Some((scratch.as_mut_slice(), started))
+        } else {
+            None
+        };
+        let outcome = run_event(conn.as_mut(), kind, &mut rng, &table_pick, tables, &mut slots, &mut values, times);
         let done = Instant::now();
-        if window.limit.is_some() || (started >= warm_end && done <= end) {
+        let counted = window.limit.is_some()
+            || if schedule.is_some() { due >= warm_end } else { started >= warm_end && done <= end };
+        if counted {
+            clock.advance_to(done)?;
             match outcome {
                 Ok(rows) => {
-                    tally.events += 1;
-                    tally.rows += rows;
+                    let t = &mut clock.cur;
+                    t.events += 1;
+                    t.queries += kind.queries;
+                    t.rows += rows;
+                    out.kind_events[k] += 1;
                     if !window.deterministic {
-                        tally.latency_ns.saturating_record((done - started).as_nanos() as u64);
+                        let latency = (done - due).as_nanos() as u64;
+                        t.latency_ns.saturating_record(latency);
+                        if schedule.is_some() {
+                            let lag = (started - due).as_nanos() as u64;
+                            out.lag_sum_ns += lag as u128;
+                            t.lag_max_ns = t.lag_max_ns.max(lag);
+                            if limit_ns.is_some_and(|l| latency > l) {
+                                out.late += 1;
+                            }
+                        }
+                        if kind.timed {
+                            for (a, b) in out.statement_times[k].iter_mut().zip(&scratch) {
+                                a.add(b);
+                            }
+                        }
                     }
                 }
                 Err(e) => {
-                    tally.errors += 1;
-                    if tally.error_samples.len() < MAX_ERROR_SAMPLES {
-                        tally.error_samples.insert(e);
+                    clock.cur.errors += 1;
+                    if schedule.is_some() {
+                        out.lag_sum_ns += (started - due).as_nanos();
+                    }
+                    if out.error_samples.len() < MAX_ERROR_SAMPLES {
+                        out.error_samples.insert(e);
                     }
                 }
             }
         }
-        started = done;
+        if schedule.is_none() {
+            started = done;
+        }
     }
     let usage = before.map(|b| usage::delta(usage::process(), b));
     let server = server_before.map(|b| {
         let after = procstat::sample(window.server_pid.expect("sampled before"));
         ServerSample { usage: usage::delta(after.usage, b.usage), processes: after.processes }
     });
-    Ok((tally, usage, server))
-}
-
-/// Event latencies in ns from 1 ns to one hour at 3 significant digits; longer events saturate at one hour.
-fn new_histogram() -> Histogram<u64> {
-    Histogram::new_with_bounds(1, 3_600_000_000_000, 3).expect("static bounds are valid")
+    // Open loop: what was due in the measured window but never started is the queue the target left behind.
+    if let Some(s) = schedule.as_mut() {
+        while s.due() < end {
+            if s.due() >= warm_end {
+                out.backlog += 1;
+            }
+            s.advance();
+        }
+    }
+    out.total = clock.finish()?;
+    Ok((out, usage, server))
 }

@@ -1,0 +1,73 @@
+"""How a cell offers its load and what it records beyond the totals: closed or open loop (`rate`, `arrivals`,
+`latency_limit`), the time series interval and the latency percentiles. Parsed from `[run]` once (the keys and their
+checks are in keys.py), handed to every driver job of the run."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from dbperf.errors import UserError
+
+ARRIVALS = ("uniform", "poisson")
+DEFAULT_PERCENTILES = (50.0, 95.0, 99.0, 99.9)
+
+
+def percentiles(value: Any, where: str) -> list[float]:
+    """A non-empty list of distinct percentiles in (0, 100], such as [50, 95, 99, 99.9]."""
+    if not isinstance(value, list) or not value:
+        raise UserError(f"{where}: expected a list of percentiles such as [50, 95, 99, 99.9], got {value!r}")
+    out: list[float] = []
+    for p in value:
+        if isinstance(p, bool) or not isinstance(p, (int, float)) or not math.isfinite(p) or not 0 < p <= 100:
+            raise UserError(f"{where}: unknown percentile {p!r} (a number above 0 and at most 100, e.g. 99.9)")
+        if float(p) in out:
+            raise UserError(f"{where}: percentile {p!r} is listed twice")
+        out.append(float(p))
+    return out
+
+
+def rate(value: Any, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+        raise UserError(f"{where}: expected a positive number of events per second, got {value!r}")
+    return float(value)
+
+
+@dataclass(frozen=True)
+class LoadModel:
+    interval_s: float = 1.0  # 0: no time series
+    percentiles: tuple[float, ...] = field(default=DEFAULT_PERCENTILES)
+    rate: float | None = None  # events/s of a cell, all threads together; None: closed loop
+    arrivals: str = "uniform"
+    latency_limit_s: float | None = None
+
+    @property
+    def open_loop(self) -> bool:
+        return self.rate is not None
+
+    def job_fields(self) -> dict[str, Any]:
+        """The driver job's fields (records.DriverJob) for this load model."""
+        return {"interval_s": self.interval_s, "percentiles": tuple(self.percentiles), "rate": self.rate,
+                "arrivals": self.arrivals, "latency_limit_s": self.latency_limit_s}
+
+    def describe(self) -> dict[str, Any]:
+        """For meta.json."""
+        return {"loop": "open" if self.open_loop else "closed", **self.job_fields()}
+
+
+def parse_load_model(run: dict[str, Any], values: dict[str, Any], where: str) -> LoadModel:
+    """`values`: [run]'s keys as keys.checked returned them."""
+    for key in ("arrivals", "latency_limit"):
+        if key in run and "rate" not in run:
+            raise UserError(f"{where}.{key}: applies to open-loop runs; set rate = N (events per second) too")
+    limit = values.get("latency_limit")
+    if limit is not None and limit <= 0:
+        raise UserError(f"{where}.latency_limit: must be longer than 0")
+    return LoadModel(
+        interval_s=values.get("interval", 1.0),
+        percentiles=tuple(values.get("percentiles", DEFAULT_PERCENTILES)),
+        rate=values.get("rate"),
+        arrivals=values.get("arrivals", "uniform"),
+        latency_limit_s=limit,
+    )

@@ -1,0 +1,225 @@
+//! What a cell measured, per interval (sysbench --report-interval, pgbench -P) and as a whole (HdrHistogram).
+//!
+//! Each client thread counts into its own `Tally` for the interval it is in, and hands it to the shared `Board`
+//! when an event ends in a later interval (and at its end, for every interval left): one lock per thread per
+//! interval, none per event. The board merges the threads' tallies of an interval and summarises it as soon as
+//! every thread has handed its share in, so only the intervals still open stay in memory.
+
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+
+use base64::Engine as _;
+use hdrhistogram::serialization::{Serializer, V2DeflateSerializer};
+use hdrhistogram::Histogram;
+use serde::Serialize;
+
+/// Event latencies in ns from 1 ns to one hour at 3 significant digits; longer events saturate at one hour.
+pub fn new_histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, 3_600_000_000_000, 3).expect("static bounds are valid")
+}
+
+pub fn us(ns: u64) -> f64 {
+    ns as f64 / 1000.0
+}
+
+/// One thread's (or the merged) counts of one interval.
+pub struct Tally {
+    pub events: u64,
+    pub queries: u64,
+    pub rows: u64,
+    pub errors: u64,
+    /// Open loop: events skipped because they were already past latency_limit when due.
+    pub skipped: u64,
+    /// Open loop: the largest delay between an event's scheduled start and its actual start (queueing).
+    pub lag_max_ns: u64,
+    pub latency_ns: Histogram<u64>,
+}
+
+impl Tally {
+    pub fn new() -> Tally {
+        Tally { events: 0, queries: 0, rows: 0, errors: 0, skipped: 0, lag_max_ns: 0, latency_ns: new_histogram() }
+    }
+
+    pub fn add(&mut self, other: &Tally) -> Result<(), String> {
+        self.events += other.events;
+        self.queries += other.queries;
+        self.rows += other.rows;
+        self.errors += other.errors;
+        self.skipped += other.skipped;
+        self.lag_max_ns = self.lag_max_ns.max(other.lag_max_ns);
+        self.latency_ns.add(&other.latency_ns).map_err(|e| format!("merging histograms: {e}"))
+    }
+
+    pub fn reset(&mut self) {
+        self.events = 0;
+        self.queries = 0;
+        self.rows = 0;
+        self.errors = 0;
+        self.skipped = 0;
+        self.lag_max_ns = 0;
+        self.latency_ns.reset();
+    }
+}
+
+/// One interval of the time series, as the result prints it.
+#[derive(Debug, Serialize, Clone)]
+pub struct Interval {
+    /// Seconds from the start of the measured window to the end of this interval.
+    pub t_s: f64,
+    /// Length of the interval (the last one may be shorter).
+    pub duration_s: f64,
+    pub events: u64,
+    pub queries: u64,
+    pub errors: u64,
+    pub eps: f64,
+    pub qps: f64,
+    pub p50_us: f64,
+    pub p95_us: f64,
+    pub p99_us: f64,
+    pub max_us: f64,
+    /// Open loop only: events skipped past latency_limit, and the largest schedule lag (queueing) in µs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub skipped: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lag_max_us: Option<f64>,
+}
+
+struct Pending {
+    reported: u32,
+    tally: Tally,
+}
+
+/// Where the threads hand in their intervals.
+pub struct Board {
+    threads: u32,
+    interval_s: f64,
+    measured_s: f64,
+    open_loop: bool,
+    inner: Mutex<(BTreeMap<usize, Pending>, BTreeMap<usize, Interval>)>,
+}
+
+impl Board {
+    pub fn new(threads: u32, interval_s: f64, measured_s: f64, open_loop: bool) -> Board {
+        Board { threads, interval_s, measured_s, open_loop, inner: Mutex::new((BTreeMap::new(), BTreeMap::new())) }
+    }
+
+    /// Number of intervals in the measured window (the last one may be partial).
+    pub fn count(&self) -> usize {
+        ((self.measured_s / self.interval_s) - 1e-9).ceil().max(1.0) as usize
+    }
+
+    /// A thread's share of interval `k`.
+    pub fn hand_in(&self, k: usize, tally: &Tally) -> Result<(), String> {
+        let mut guard = self.inner.lock().map_err(|_| "interval board poisoned")?;
+        let (pending, done) = &mut *guard;
+        let entry = pending.entry(k).or_insert_with(|| Pending { reported: 0, tally: Tally::new() });
+        entry.tally.add(tally)?;
+        entry.reported += 1;
+        if entry.reported == self.threads {
+            let p = pending.remove(&k).expect("just seen");
+            done.insert(k, self.summary(k, &p.tally));
+        }
+        Ok(())
+    }
+
+    fn summary(&self, k: usize, t: &Tally) -> Interval {
+        let start = k as f64 * self.interval_s;
+        let end = ((k + 1) as f64 * self.interval_s).min(self.measured_s);
+        let duration = (end - start).max(1e-9);
+        let h = &t.latency_ns;
+        let q = |x: f64| if h.is_empty() { 0.0 } else { us(h.value_at_quantile(x)) };
+        Interval {
+            t_s: end,
+            duration_s: duration,
+            events: t.events,
+            queries: t.queries,
+            errors: t.errors,
+            eps: t.events as f64 / duration,
+            qps: t.queries as f64 / duration,
+            p50_us: q(0.50),
+            p95_us: q(0.95),
+            p99_us: q(0.99),
+            max_us: if h.is_empty() { 0.0 } else { us(h.max()) },
+            skipped: self.open_loop.then_some(t.skipped),
+            lag_max_us: self.open_loop.then_some(us(t.lag_max_ns)),
+        }
+    }
+
+    /// Every interval, in order, once all threads have handed all of them in.
+    pub fn into_intervals(self) -> Vec<Interval> {
+        let (_, done) = self.inner.into_inner().unwrap_or_else(|e| e.into_inner());
+        done.into_values().collect()
+    }
+}
+
+/// A latency percentile as the result prints it.
+#[derive(Debug, Serialize, Clone, Copy)]
+pub struct Percentile {
+    pub p: f64,
+    pub us: f64,
+}
+
+pub fn percentiles(h: &Histogram<u64>, asked: &[f64]) -> Vec<Percentile> {
+    asked.iter().map(|&p| Percentile { p, us: if h.is_empty() { 0.0 } else { us(h.value_at_percentile(p)) } }).collect()
+}
+
+/// The whole histogram in HdrHistogram's V2 compressed encoding, base64: the form HdrHistogram's interval logs
+/// hold and its tools (HistogramLogProcessor, hdrhistogram in Python, Go, Java) decode.
+#[derive(Debug, Serialize)]
+pub struct EncodedHistogram {
+    pub format: &'static str,
+    pub unit: &'static str,
+    pub data: String,
+}
+
+pub fn encode(h: &Histogram<u64>) -> Result<EncodedHistogram, String> {
+    let mut buf = Vec::new();
+    V2DeflateSerializer::new().serialize(h, &mut buf).map_err(|e| format!("encoding the histogram: {e}"))?;
+    Ok(EncodedHistogram {
+        format: "hdrhistogram-v2-deflate-base64",
+        unit: "ns",
+        data: base64::engine::general_purpose::STANDARD.encode(buf),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn intervals_merge_threads_and_close_when_all_handed_in() {
+        let board = Board::new(2, 1.0, 2.5, false);
+        assert_eq!(board.count(), 3);
+        let mut t = Tally::new();
+        t.events = 10;
+        t.queries = 20;
+        t.latency_ns.record(1000).unwrap();
+        for k in 0..3 {
+            board.hand_in(k, &t).unwrap();
+        }
+        board.hand_in(0, &Tally::new()).unwrap();
+        board.hand_in(1, &t).unwrap();
+        board.hand_in(2, &t).unwrap();
+        let iv = board.into_intervals();
+        assert_eq!(iv.len(), 3);
+        assert_eq!(iv[0].events, 10);
+        assert_eq!(iv[1].events, 20);
+        assert!((iv[2].duration_s - 0.5).abs() < 1e-9);
+        assert!((iv[2].eps - 40.0).abs() < 1e-9);
+        assert!((iv[1].p99_us - 1.0).abs() < 0.01);
+    }
+
+    #[test]
+    fn histogram_round_trips() {
+        let mut h = new_histogram();
+        for v in 1..=1000u64 {
+            h.record(v * 1000).unwrap();
+        }
+        let e = encode(&h).unwrap();
+        let bytes = base64::engine::general_purpose::STANDARD.decode(e.data).unwrap();
+        let back: Histogram<u64> =
+            hdrhistogram::serialization::Deserializer::new().deserialize(&mut bytes.as_slice()).unwrap();
+        assert_eq!(back.len(), 1000);
+        assert_eq!(back.value_at_percentile(99.0), h.value_at_percentile(99.0));
+    }
+}
