@@ -60,7 +60,7 @@ def test_detection_is_repeatable_and_leaves_numpy_alone():
 
 @pytest.mark.unit
 def test_a_run_round_trips_through_the_store(tmp_path):
-    run = write_run(tmp_path / "run", ["old", "new"], ["point-query", "update-index"], 5, speed={"new": 0.8},
+    run = write_run(tmp_path / "run", ["old", "new"], ["point-query", "update-index"], 10, speed={"new": 0.8},
                     host="box-7", engine_version="3.54.1", noise=0.01)
     store = Store(tmp_path / "h.sqlite")
     run_id, new = store.add_run(run)
@@ -76,7 +76,7 @@ def test_a_run_round_trips_through_the_store(tmp_path):
         assert (r.engine, r.version, r.build, r.config, r.host, r.threads) == (
             "sqlite", "3.54.1", "-O2", "journal_mode=WAL", "box-7", 1)
         assert r.qps_center == cell["qps_center"] and r.qps_runs == cell["qps_runs"] and r.rqps == cell["rqps"]
-        assert r.n == 5
+        assert r.n == 10
     assert {r.verdict for r in stored if r.target == "new"} == {"slower"}
     assert store.meta(run_id) == meta
     assert [r.id for r in store.runs()] == [run_id]
@@ -170,9 +170,9 @@ def test_a_real_run_is_recorded_at_its_end_and_its_report_draws_in_chromium(writ
 def test_compare_sets_the_same_target_from_two_runs_side_by_side(tmp_path):
     from dbperf.report.compare_view import compare_json, compare_markdown
     from dbperf.stats.compare import load_side, pair_matrices
-    a = load_side(write_run(tmp_path / "monday", ["O2", "O3"], ["point-query", "scan"], 6, seed=1, host="h1",
+    a = load_side(write_run(tmp_path / "monday", ["O2", "O3"], ["point-query", "scan"], 10, seed=1, host="h1",
                             noise=0.01), "monday")
-    b = load_side(write_run(tmp_path / "tuesday", ["O2", "O3", "extra"], ["point-query"], 6, seed=2, host="h2",
+    b = load_side(write_run(tmp_path / "tuesday", ["O2", "O3", "extra"], ["point-query"], 10, seed=2, host="h2",
                             speed={"O3": 0.8}, noise=0.01), "tuesday")
     pairs = pair_matrices(a, b, None)
     assert [p.target for p in pairs] == ["O2", "O3"]
