@@ -6,10 +6,12 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import time
 
 import pytest
 
 from dbperf.explain.callgrind import CALLGRIND_OPTIONS, parse_callgrind_out
+from dbperf.explain.perfstat import perf_stat_pids
 from tests.conftest import NEEDS_SERVERS, run_cli
 
 SERVER = [pytest.mark.server, NEEDS_SERVERS]
@@ -72,3 +74,17 @@ def test_server_hardware_counters_are_refused_with_perfs_reason(write_experiment
     hardware = run_cli("profile", str(exp), "--target", "pg", "--benchmark", "point-query", "--mode", "hardware")
     assert hardware.returncode == 2 and "Traceback" not in hardware.stderr
     assert "perf" in hardware.stderr and len(hardware.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.unit
+@pytest.mark.skipif(shutil.which("perf") is None, reason="perf not installed")
+def test_perf_stat_attached_to_running_processes_counts_only_the_window():
+    busy = subprocess.Popen(["sh", "-c", "while :; do :; done"])
+    try:
+        stat, result = perf_stat_pids([busy.pid], ["task-clock", "instructions"], lambda: time.sleep(1.0) or "done")
+    finally:
+        busy.kill()
+        busy.wait()
+    assert result == "done" and stat.counts["task-clock"] > 50  # ms of the busy process inside the window
+    # No PMU here: said as unsupported, never counted as zero; with a PMU, counted.
+    assert ("instructions" in stat.unsupported) != ("instructions" in stat.counts)

@@ -32,6 +32,7 @@ from dbperf.errors import UserError
 from dbperf.experiment.spec import Experiment, Target
 from dbperf.explain.cachegrind import GEOMETRY, CachegrindProfile, parse_cachegrind_out, valgrind_available
 from dbperf.explain.callgrind import CALLGRIND_OPTIONS, callgrind_control, newest_dump, parse_callgrind_out
+from dbperf.explain.perfstat import STAT_EVENTS, PerfStat, perf_stat_pids
 from dbperf.records import RunResult
 from dbperf.runner.driver import run_job
 from dbperf.servers.engines import server_target
@@ -157,6 +158,32 @@ class ServerProfiling:
         for path in files:
             total = total.plus(parse_cachegrind_out(path.read_text(errors="replace")))
         return total, result
+
+    def native(self, target: Target) -> LabServer:
+        """The target's server running natively (for perf on a host with a PMU), its data loaded."""
+        key = f"native:{target.name}"
+        if key in self.servers:
+            return self.servers[key][0]
+        if target.engine not in ("postgres", "mariadb") or target.dsn is not None:
+            raise UserError(f"target {target.name!r}: counters of server processes are measured for the PostgreSQL "
+                            "and MariaDB servers the lab starts, not for an external server")
+        self.runtime = self.runtime or RuntimeDir()
+        directory = self.runtime.target_dir(len(self.servers) + 1)
+        server = server_target(directory, directory.parent / "logs", target, self.e)
+        assert isinstance(server, LabServer)
+        self.servers[key] = (server, directory)
+        server.start()
+        server.load()
+        return server
+
+    def hardware_window(self, target: Target, benchmark: Workload, events: int) -> tuple[PerfStat, RunResult]:
+        """perf stat attached to the native server's process (PostgreSQL's postmaster, whose backends forked in the
+        window are inherited; MariaDB's mariadbd, every thread) while the driver runs `events` events."""
+        server = self.native(target)
+        assert server.server is not None
+        server.restore()
+        return perf_stat_pids([server.server.pid], list(STAT_EVENTS),
+                              lambda: self._run_driver(server, target, benchmark, events))
 
     def close(self) -> None:
         for server, _ in self.servers.values():
