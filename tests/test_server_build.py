@@ -40,6 +40,7 @@ def test_bad_server_builds_are_one_line(write_experiment, target, message):
 class FailingRecipe:
     engine: ClassVar[str] = "postgres"
     options: ClassVar[tuple[str, ...]] = ()
+    tools: ClassVar[dict[str, str]] = {}
 
     def expected_steps(self, tree: Path) -> int:
         return 2
@@ -96,15 +97,22 @@ def test_postgres_from_debian_source_is_built_once_and_measured(write_experiment
 
 @pytest.mark.unit
 def test_bolt_without_the_bolt_tools_is_refused_before_any_fetch(write_experiment, tmp_path):
-    bin_dir = tmp_path / "bin"  # a PATH with the compiler but no llvm-bolt-16
+    bin_dir = tmp_path / "bin"  # a PATH with the compiler and make but no llvm-bolt-16, cmake or ninja
     bin_dir.mkdir()
     (bin_dir / "cc").symlink_to(find_compiler().path)
+    (bin_dir / "make").symlink_to("/usr/bin/make")
     exp = write_experiment('[run]\nbenchmarks = ["point-query"]\n[[target]]\nname = "a"\n'
                            'source = "postgres@debian-src"\nbuild = ["O2", "pgo", "bolt"]\n')
     proc = run_cli("run", str(exp), "--yes", env={"PATH": str(bin_dir), "CC": "cc"})
     assert proc.returncode == 2, proc.stderr
     assert "needs llvm-bolt-16 and merge-fdata-16 (apt install bolt-16)" in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
+    exp = write_experiment('[run]\nbenchmarks = ["point-query"]\n[[target]]\nname = "a"\n'
+                           'source = "mariadb@debian-src"\n', "maria.toml")
+    proc = run_cli("run", str(exp), "--yes", env={"PATH": str(bin_dir), "CC": "cc"})
+    assert proc.returncode == 2, proc.stderr
+    assert "building mariadb from source needs cmake, ninja, bison, c++ (apt install bison cmake g++ ninja-build)" \
+        in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
 
 
 @pytest.mark.unit

@@ -44,6 +44,7 @@ Progress = Callable[[str, int, int], None]  # (phase, steps done, steps expected
 class Recipe(Protocol):
     engine: ClassVar[str]
     options: ClassVar[tuple[str, ...]]  # part of the cache key
+    tools: ClassVar[dict[str, str]]  # programs the build runs -> the Debian package that has them
 
     def expected_steps(self, tree: Path) -> int: ...
 
@@ -67,6 +68,7 @@ class PostgresRecipe:
     JIT. PostgreSQL finds share/ and lib/ relative to its binaries, so the install can be moved into place."""
     engine: ClassVar[str] = "postgres"
     options: ClassVar[tuple[str, ...]] = ("--without-readline", "--without-icu", "--without-llvm")
+    tools: ClassVar[dict[str, str]] = {"make": "make"}
     COMPILE = re.compile(r"\s-c\s")
 
     def expected_steps(self, tree: Path) -> int:
@@ -125,6 +127,7 @@ class MariadbRecipe:
         "-DCONC_WITH_UNITTEST=OFF", "-DIGNORE_AIO_CHECK=ON")
     SKIPPED = ("columnstore", "rocksdb", "mroonga", "spider", "connect", "oqgraph", "unittest", "test", "wsrep",
                "mariabackup", "libmysqld", "galera", "wolfssl", "pcre", "zlib", "extra/libfmt")
+    tools: ClassVar[dict[str, str]] = {"cmake": "cmake", "ninja": "ninja-build", "bison": "bison", "c++": "g++"}
     STEP = re.compile(r"^\[\d+/\d+\] Building (C|CXX) object ")
     BUILD_DIR = "lab-build"
 
@@ -193,6 +196,10 @@ def build_server(spec: ServerBuildSpec, on_progress: Progress | None = None) -> 
         raise UserError(f"{spec.label()}: building {spec.engine} from source is not supported yet (PostgreSQL is); "
                         f"use released binaries (source = \"{spec.engine}@VERSION\") or Debian's package")
     cc = find_compiler(spec.compiler)
+    missing = sorted({package for tool, package in recipe.tools.items() if shutil.which(tool) is None})
+    if missing:
+        raise UserError(f"{spec.label()}: building {spec.engine} from source needs {', '.join(recipe.tools)} "
+                        f"(apt install {' '.join(missing)})")
     if spec.bolt:
         bolt_tools()  # refused before any fetch when the BOLT tools are missing
     apt, package, versions = candidate_versions(spec.engine)

@@ -4,14 +4,20 @@ for the per-function split. Nothing here runs on a machine whose mode is `simula
 from __future__ import annotations
 
 import shutil
+import signal
+import subprocess
 import tempfile
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 from dbperf.errors import UserError
 from dbperf.records import DriverJob, RunResult, driver_result, encode
-from dbperf.tools import run_tool
+from dbperf.tools import run_tool, tail
 
+T = TypeVar("T")
 STAT_EVENTS = ("cycles", "instructions", "L1-icache-load-misses", "branch-misses", "branches")
 
 
@@ -102,3 +108,31 @@ def parse_perf_report(text: str) -> list[tuple[str, float]]:
             symbol = symbol.split("]", 1)[1].strip()
         rows.append((symbol, pct / 100))
     return sorted(rows, key=lambda r: -r[1])
+
+
+def perf_stat_pids(pids: list[int], events: list[str], during: Callable[[], T],
+                   timeout_s: float = 900) -> tuple[PerfStat, T]:
+    """`perf stat -x, -e EVENTS -p PIDS` attached to running server processes (children they fork while counted,
+    such as PostgreSQL's backends, are inherited) for as long as `during()` runs; stopped with SIGINT, which makes
+    perf write its counts."""
+    with tempfile.TemporaryDirectory(prefix="dbperf-perf-") as tmp:
+        out = Path(tmp) / "stat.csv"
+        cmd = [_perf(), "stat", "-x,", "-o", str(out), "-e", ",".join(events), "-p", ",".join(map(str, pids))]
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                                env={"PATH": "/usr/bin:/bin", "LC_ALL": "C"})
+        try:
+            time.sleep(0.5)  # attached before the window opens
+            if proc.poll() is not None:
+                raise UserError(f"perf stat -p {pids[0]} failed: {tail(proc.stderr.read() if proc.stderr else '', 3)}")
+            result = during()
+        finally:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGINT)
+            try:
+                _, err = proc.communicate(timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                _, err = proc.communicate()
+        if not out.is_file():
+            raise UserError(f"perf stat -p {pids[0]} wrote no counts: {tail(err or '', 3)}")
+        return parse_perf_stat_csv(out.read_text()), result

@@ -96,8 +96,9 @@ class Profiler:
         mode = mode or self.mode.mode
         if target.is_server:
             if mode != "simulated":
-                raise UserError(f"target {target.name!r}: hardware counters of server processes (perf on the "
-                                "server's PIDs) are not measured yet; use --mode simulated")
+                return self._server_hardware(target, benchmark)
+            if target.engine == "mariadb":
+                return self._server_callgrind(target, benchmark)
             return self._server_simulated(target, benchmark)
         if mode == "simulated":
             return self._simulated(target, benchmark)
@@ -120,6 +121,55 @@ class Profiler:
                    "autovacuum off on the profiled server; the driver ran natively",
             slowdown=Slowdown(native_s=None, simulated_s=round(simulated_s, 3), factor=None,
                               what="wall time of both server windows under cachegrind; not timed natively"))
+
+    def _server_hardware(self, target: Target, benchmark: Workload) -> Profile:
+        if self.mode.mode != "hardware":
+            raise UserError(f"target {target.name!r}: hardware counters of the server's processes asked for, but "
+                            f"{self.mode.reason}")
+        events = max(1, math.ceil(self.queries / benchmark.queries_per_event))
+        full, result_n = self.servers.hardware_window(target, benchmark, events)
+        empty, _ = self.servers.hardware_window(target, benchmark, 0)
+        if result_n.events != events or result_n.errors:
+            raise UserError(f"{target.name} {benchmark.name}: the counted run did {result_n.events} events with "
+                            f"{result_n.errors} errors, expected {events} clean ones")
+        queries = events * benchmark.queries_per_event
+        attached = "mariadbd, every thread" if target.engine == "mariadb" else \
+            "the postmaster; the backends it forks in the window are inherited"
+        counts = {k: (full.counts[k] - empty.counts.get(k, 0.0)) / queries for k in full.counts}
+        per_query: dict[str, float] = {k.replace("-", "_"): v for k, v in counts.items()}
+        cycles, instructions = counts.get("cycles"), counts.get("instructions")
+        if cycles and instructions:
+            per_query["ipc"] = instructions / cycles
+        if instructions and "L1-icache-load-misses" in counts:
+            per_query["l1i_miss_pct_of_instructions"] = 100 * counts["L1-icache-load-misses"] / instructions
+        return Profile(
+            mode="hardware", mode_reason=self.mode.reason, tool="perf stat -x, -p (attached to the server)",
+            target=target.name, benchmark=benchmark.name, threads=1, events=events, queries=queries,
+            method=f"perf stat attached to the server process ({attached}) during {events} events minus the same "
+                   f"during 0 events, divided by {queries} queries; the server's other work in the window stays "
+                   "in; no per-function split for servers",
+            per_query=per_query, unsupported_events=sorted(set(full.unsupported)))
+
+    def _server_callgrind(self, target: Target, benchmark: Workload) -> Profile:
+        events = max(1, math.ceil(self.queries / benchmark.queries_per_event))
+        started = time.monotonic()
+        full, result_n, held = self.servers.callgrind_window(target, benchmark, events)
+        empty, _, _ = self.servers.callgrind_window(target, benchmark, 0, hold_s=held)
+        simulated_s = time.monotonic() - started
+        if result_n.events != events or result_n.errors:
+            raise UserError(f"{target.name} {benchmark.name}: the profiled run did {result_n.events} events with "
+                            f"{result_n.errors} errors, expected {events} clean ones")
+        queries = events * benchmark.queries_per_event
+        return self._simulated_profile(
+            target, benchmark, full.minus(empty), events, queries,
+            method=f"callgrind (cache and branch simulation) of the whole mariadbd process, every thread, counters "
+                   f"zeroed before and dumped after {events} events, minus the same for 0 events with the window "
+                   f"held open as long ({held:.0f} s), divided by {queries} queries; background threads' work that "
+                   "differs while queries run stays in; the driver ran natively",
+            slowdown=Slowdown(native_s=None, simulated_s=round(simulated_s, 3), factor=None,
+                              what="wall time of both windows of mariadbd under callgrind; not timed natively"),
+            tool=f"{_valgrind_version()} callgrind --cache-sim=yes --branch-sim=yes, {' '.join(GEOMETRY)}, ASLR off "
+                 "(setarch -R)")
 
     def _simulated(self, target: Target, benchmark: Workload) -> Profile:
         job, events = self._jobs(target, benchmark)
@@ -150,13 +200,13 @@ class Profiler:
                               what="wall time of the driver process under cachegrind / natively, same job"))
 
     def _simulated_profile(self, target: Target, benchmark: Workload, delta: CachegrindProfile, events: int,
-                           queries: int, method: str, slowdown: Slowdown) -> Profile:
+                           queries: int, method: str, slowdown: Slowdown, tool: str | None = None) -> Profile:
         per_function = {name: {e: v / queries for e, v in counts.items()} for name, counts in delta.functions.items()}
         kept = dict(sorted(per_function.items(), key=lambda kv: -abs(kv[1]["Ir"]))[:KEEP_FUNCTIONS])
         return Profile(
             mode="simulated",
             mode_reason=self.mode.reason if self.mode.mode == "simulated" else "asked for simulated counters",
-            tool=f"{_valgrind_version()} cachegrind, {' '.join(GEOMETRY)}, ASLR off (setarch -R), "
+            tool=tool or f"{_valgrind_version()} cachegrind, {' '.join(GEOMETRY)}, ASLR off (setarch -R), "
                  "branch predictor simulated",
             target=target.name, benchmark=benchmark.name, threads=1, events=events, queries=queries,
             method=method, per_query=simulated_per_query(delta, queries),

@@ -8,6 +8,13 @@ on one connection; the files of the processes that exited in each window (the co
 worker it started) are summed, and the 0-event window subtracted from the N-event one: connection start-up,
 statement preparation and backend exit cancel out. Autovacuum is off on the profiled server so that no other process
 exits inside a window; it is said in the profile's method.
+
+MariaDB's mariadbd is one multi-threaded process that cachegrind would report only at exit: it runs under callgrind
+with the same cache geometry (explain/callgrind.py). Per window, the counters are zeroed (`callgrind_control
+--zero`), the driver runs N events (then, after a restore, 0 events), and the counters dumped (`--dump`): the whole
+process, every thread. The 0-event window is held open as long as the N-event one, so that the background threads'
+work (InnoDB's master thread, page cleaner, purge) over the same wall time cancels out with connection start-up and
+statement preparation; what they do differently while queries run stays in, and the method says so.
 """
 
 from __future__ import annotations
@@ -24,6 +31,8 @@ from dbperf.catalog.workload import Workload, compile_statements
 from dbperf.errors import UserError
 from dbperf.experiment.spec import Experiment, Target
 from dbperf.explain.cachegrind import GEOMETRY, CachegrindProfile, parse_cachegrind_out, valgrind_available
+from dbperf.explain.callgrind import CALLGRIND_OPTIONS, callgrind_control, newest_dump, parse_callgrind_out
+from dbperf.explain.perfstat import STAT_EVENTS, PerfStat, perf_stat_pids
 from dbperf.records import RunResult
 from dbperf.runner.driver import run_job
 from dbperf.servers.engines import server_target
@@ -32,7 +41,11 @@ from dbperf.servers.runtime import RuntimeDir
 
 SETTLE_S = 3.0  # no new profile file for this long: every process that was going to exit has
 WINDOW_TIMEOUT_S = 300.0
-PROFILED_SETTINGS = {"autovacuum": "off"}
+# MariaDB under valgrind: valgrind does not see io_uring or libaio completions, so InnoDB would wait for its first
+# read forever; and InnoDB's reservation of address space for the largest buffer pool (innodb_buffer_pool_size_max,
+# terabytes by default where the server knows it: `loose-`) is more than valgrind can map.
+PROFILED_SETTINGS = {"postgres": {"autovacuum": "off"}, "mariadb": {"innodb_use_native_aio": "0"}}
+PROFILED_READY_TIMEOUT_S = 900.0
 
 
 def _complete(path: Path) -> bool:
@@ -53,17 +66,20 @@ class ServerProfiling:
     def _server(self, target: Target) -> tuple[LabServer, Path]:
         if target.name in self.servers:
             return self.servers[target.name]
-        if target.engine != "postgres" or target.dsn is not None:
-            raise UserError(f"target {target.name!r}: counters of server processes are measured for PostgreSQL "
-                            "servers the lab starts (each backend is a process of its own); MariaDB's one "
-                            "multi-threaded process is not profiled yet")
+        if target.engine not in ("postgres", "mariadb") or target.dsn is not None:
+            raise UserError(f"target {target.name!r}: counters of server processes are measured for the PostgreSQL "
+                            "and MariaDB servers the lab starts, not for an external server (its processes are not "
+                            "the lab's to run under valgrind)")
         valgrind_available()
         self.runtime = self.runtime or RuntimeDir()
-        profiled = replace(target, config={**target.config, **PROFILED_SETTINGS})
+        settings = dict(PROFILED_SETTINGS[target.engine])
+        if target.engine == "mariadb":
+            settings["loose-innodb_buffer_pool_size_max"] = str(target.config.get("innodb_buffer_pool_size", "128M"))
+        profiled = replace(target, config={**target.config, **settings})
         directory = self.runtime.target_dir(len(self.servers) + 1)
         server = server_target(directory, directory.parent / "logs", profiled, self.e)
         assert isinstance(server, LabServer)
-        self.servers[target.name] = (server, directory / "cachegrind")
+        self.servers[target.name] = (server, directory / "cachegrind")  # stopped by close() from here on
         server.start()
         server.load()
         server.stop()
@@ -71,10 +87,18 @@ class ServerProfiling:
         out.mkdir()
         user = pwd.getpwnam(server.service_user)
         os.chown(out, user.pw_uid, user.pw_gid)
-        server.launch_prefix = [
-            shutil.which("setarch") or "setarch", platform.machine(), "-R", shutil.which("valgrind") or "valgrind",
-            "--tool=cachegrind", "--cache-sim=yes", "--branch-sim=yes", *GEOMETRY,
-            f"--cachegrind-out-file={out}/cachegrind.out.%p"]
+        aslr_off = [shutil.which("setarch") or "setarch", platform.machine(), "-R"]
+        valgrind = shutil.which("valgrind") or "valgrind"
+        if target.engine == "mariadb":
+            if shutil.which("callgrind_control") is None:
+                raise UserError("callgrind_control not found: MariaDB's counters need it (apt install valgrind)")
+            server.launch_prefix = [*aslr_off, valgrind, *CALLGRIND_OPTIONS,
+                                    f"--callgrind-out-file={out}/callgrind.out.%p"]
+            server.ready_timeout_s = PROFILED_READY_TIMEOUT_S  # InnoDB's start-up under callgrind is slow
+            server.run_as_service_user = True
+        else:
+            server.launch_prefix = [*aslr_off, valgrind, "--tool=cachegrind", "--cache-sim=yes", "--branch-sim=yes",
+                                    *GEOMETRY, f"--cachegrind-out-file={out}/cachegrind.out.%p"]
         server.start()
         return server, out
 
@@ -94,12 +118,7 @@ class ServerProfiling:
         raise UserError(f"profiling the server: its processes did not finish writing their profiles within "
                         f"{WINDOW_TIMEOUT_S:.0f} s")
 
-    def window(self, target: Target, benchmark: Workload, events: int) -> tuple[CachegrindProfile, RunResult]:
-        """The summed profile of the server processes that exited while the driver ran `events` events."""
-        server, out = self._server(target)
-        server.restore()
-        before = set(out.glob("cachegrind.out.*"))
-        before |= self._settle(out, before, need_new=False)  # the restore's own backend
+    def _run_driver(self, server: LabServer, target: Target, benchmark: Workload, events: int) -> RunResult:
         job = server.working_job().replace(
             mode="run", threads=1, time_s=1.0, warmup_s=0.0, seed=self.e.seed, events=events, deterministic=True,
             workload=compile_statements(benchmark, self.e.table_size, target.engine))
@@ -107,11 +126,64 @@ class ServerProfiling:
         if not outcome.ok or outcome.result is None:
             raise UserError(f"{target.name} {benchmark.name}: the driver against the profiled server failed: "
                             f"{outcome.error}")
+        return outcome.result
+
+    def callgrind_window(self, target: Target, benchmark: Workload, events: int,
+                         hold_s: float = 0.0) -> tuple[CachegrindProfile, RunResult, float]:
+        """MariaDB: the whole server process's counts from zeroing to dumping around the driver's `events` events,
+        the window held open for at least `hold_s`; the profile, the driver's result and the window's length."""
+        server, out = self._server(target)
+        assert server.server is not None
+        pid = server.server.pid
+        server.restore()
+        callgrind_control(pid, "zero", server.service_user)
+        started = time.monotonic()
+        result = self._run_driver(server, target, benchmark, events)
+        time.sleep(max(0.0, hold_s - (time.monotonic() - started)))
+        before = set(out.glob("callgrind.out.*"))
+        callgrind_control(pid, "dump", server.service_user)
+        held = time.monotonic() - started
+        dump = newest_dump(out, before, WINDOW_TIMEOUT_S)
+        return parse_callgrind_out(dump.read_text(errors="replace")), result, held
+
+    def window(self, target: Target, benchmark: Workload, events: int) -> tuple[CachegrindProfile, RunResult]:
+        """The summed profile of the server processes that exited while the driver ran `events` events."""
+        server, out = self._server(target)
+        server.restore()
+        before = set(out.glob("cachegrind.out.*"))
+        before |= self._settle(out, before, need_new=False)  # the restore's own backend
+        result = self._run_driver(server, target, benchmark, events)
         files = self._settle(out, before, need_new=True)
         total = CachegrindProfile(())
         for path in files:
             total = total.plus(parse_cachegrind_out(path.read_text(errors="replace")))
-        return total, outcome.result
+        return total, result
+
+    def native(self, target: Target) -> LabServer:
+        """The target's server running natively (for perf on a host with a PMU), its data loaded."""
+        key = f"native:{target.name}"
+        if key in self.servers:
+            return self.servers[key][0]
+        if target.engine not in ("postgres", "mariadb") or target.dsn is not None:
+            raise UserError(f"target {target.name!r}: counters of server processes are measured for the PostgreSQL "
+                            "and MariaDB servers the lab starts, not for an external server")
+        self.runtime = self.runtime or RuntimeDir()
+        directory = self.runtime.target_dir(len(self.servers) + 1)
+        server = server_target(directory, directory.parent / "logs", target, self.e)
+        assert isinstance(server, LabServer)
+        self.servers[key] = (server, directory)
+        server.start()
+        server.load()
+        return server
+
+    def hardware_window(self, target: Target, benchmark: Workload, events: int) -> tuple[PerfStat, RunResult]:
+        """perf stat attached to the native server's process (PostgreSQL's postmaster, whose backends forked in the
+        window are inherited; MariaDB's mariadbd, every thread) while the driver runs `events` events."""
+        server = self.native(target)
+        assert server.server is not None
+        server.restore()
+        return perf_stat_pids([server.server.pid], list(STAT_EVENTS),
+                              lambda: self._run_driver(server, target, benchmark, events))
 
     def close(self) -> None:
         for server, _ in self.servers.values():

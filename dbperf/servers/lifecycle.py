@@ -250,6 +250,10 @@ class LabServer(ServerTarget):
         self._databases_created = False
         # What the server's command runs under (a profiler: valgrind); empty for a measured run.
         self.launch_prefix: list[str] = []
+        self.ready_timeout_s = READY_TIMEOUT_S  # longer under a profiler
+        # Started as the service user rather than as root that drops to it: a profiler's files and control pipes,
+        # created at start, then belong to the user the server runs as.
+        self.run_as_service_user = False
 
     def dsn(self, database: str | None) -> str:
         return f"{self.scheme}://dbperf@127.0.0.1:{self.port}/{database or ''}"
@@ -291,7 +295,7 @@ class LabServer(ServerTarget):
 
     def _wait_sql(self, database: str | None) -> None:
         """The port opens before the server takes logins (PostgreSQL recovery, MariaDB's init-file)."""
-        deadline = time.monotonic() + READY_TIMEOUT_S
+        deadline = time.monotonic() + self.ready_timeout_s
         while True:
             outcome = run_job(self._exec_job(database, []), ExecResult, 60, env=self.env())
             if outcome.ok:

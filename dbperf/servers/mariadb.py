@@ -10,7 +10,7 @@ import shutil
 from pathlib import Path
 
 from dbperf.errors import UserError
-from dbperf.servers.lifecycle import READY_TIMEOUT_S, LabServer, cnf_value, run_setup, sql_string
+from dbperf.servers.lifecycle import LabServer, cnf_value, run_setup, sql_string
 from dbperf.servers.process import ServerProcess
 
 ADJUSTED = re.compile(r"option '([^']+)': .* adjusted to")
@@ -59,13 +59,14 @@ class MariaDBServer(LabServer):
             lines.append(f"basedir = {cnf_value(str(basedir), 'the base directory')}")
         lines += [f"{k} = {cnf_value(v, f'config.{k}')}" for k, v in self.settings]
         cnf.write_text("\n".join(lines) + "\n")
-        self.server = ServerProcess([*self.launch_prefix, str(mariadbd), f"--defaults-file={cnf}"], self.log, None,
+        self.server = ServerProcess([*self.launch_prefix, str(mariadbd), f"--defaults-file={cnf}"], self.log,
+                                    user.pw_name if self.run_as_service_user else None,
                                     self.target.process.environment())
         log_start = self.log.stat().st_size if self.log.exists() else 0
         try:
             self.server.cpus = self.e.cpus.server  # quiet cells (runner/cpus.py)
             self.server.start()
-            self.server.wait_port(port, READY_TIMEOUT_S)
+            self.server.wait_port(port, self.ready_timeout_s)
             self._wait_sql(None)  # the init file has run once logins work
         finally:
             init_file.unlink(missing_ok=True)
