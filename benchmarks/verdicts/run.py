@@ -104,10 +104,10 @@ def main() -> None:
         print(f"  {r['benchmark']:24s} {r['stopped']}")
 
     aa_cells = [c for (t, _, _), c in m.cells.items() if t == "O2-aa" and c.verdict is not None]
-    aa_changed = [c for c in aa_cells if c.verdict and c.verdict.verdict in ("faster", "slower")]
+    aa_changed = [c for c in aa_cells if c.verdict in ("faster", "slower")]
     print("\nA/A (O2-aa against O2):")
     for c in aa_cells:
-        v = c.verdict
+        v = c.verdict_detail
         assert v is not None
         print(f"  {c.benchmark:24s} rQPS {c.rqps:.3f}  {v.verdict:9s} by {v.decided_by:8s} "
               f"threshold {v.noise_threshold:.1%}  rounds {v.unpaired.n}")
@@ -118,10 +118,10 @@ def main() -> None:
     for _, benchmark, threads in m.rows():
         cell = m.cell("O2-ts0", benchmark, threads)
         base_i, ts0_i = instructions.get(("O2", benchmark)), instructions.get(("O2-ts0", benchmark))
-        if cell is None or cell.verdict is None or not base_i or not ts0_i:
+        if cell is None or cell.verdict_detail is None or not base_i or not ts0_i:
             print(f"  {benchmark:24s} no verdict or no profile")
             continue
-        v = cell.verdict
+        v = cell.verdict_detail
         change = base_i / ts0_i - 1  # the speed change the instruction counts predict: fewer, faster
         direction = (change > 0) - (change < 0) if abs(change) >= NO_DIFFERENCE else 0
         true_difference = abs(change) >= TRUE_DIFFERENCE
