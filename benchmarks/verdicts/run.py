@@ -71,6 +71,8 @@ def main() -> None:
     ap.add_argument("--table-size", type=int, default=100_000)
     ap.add_argument("--benchmarks", default="reads,writes", help="comma-separated names or groups")
     ap.add_argument("--queries", type=int, default=20_000, help="queries per simulated profile")
+    ap.add_argument("--results", type=Path, help="a results directory this script measured before: only the "
+                    "ground truth (simulated instructions) is measured again")
     args = ap.parse_args()
     console = Console(stderr=True)
     started = time.monotonic()
@@ -80,8 +82,9 @@ def main() -> None:
             benchmarks=", ".join(f'"{b.strip()}"' for b in args.benchmarks.split(",")), table_size=args.table_size,
             time=args.time, warmup=args.warmup, budget=args.budget, version=args.version))
         exp, builds = build_targets(parse_experiment(path), console)
-        out = Path(tmp) / "results"
-        run_matrix(exp, out, console, builds=builds)
+        out = args.results or Path(tmp) / "results"
+        if args.results is None:
+            run_matrix(exp, out, console, builds=builds)
         measured_s = time.monotonic() - started
         meta, records, _ = read_results(out)
         # Ground truth: simulated instructions per query, O2 against O2-ts0, one thread.
@@ -99,7 +102,8 @@ def main() -> None:
     m = build_matrix(meta, records)
     print(f"SQLite {args.version} -O2 (base), the same build again (A/A) and -DSQLITE_THREADSAFE=0 (A/B); "
           f"repeats = auto, budget {args.budget}, {args.time:g} s cells, rounds in alternating order; wall-clock "
-          f"QPS; measured in {measured_s / 60:.1f} min on a host shared with other work (see each cell's noise)")
+          f"QPS; " + (f"measured in {measured_s / 60:.1f} min" if args.results is None else f"from {args.results}")
+          + f"; ground truth from {args.queries} simulated queries per profile")
     for r in meta.get("rounds", []):
         print(f"  {r['benchmark']:24s} {r['stopped']}")
 
