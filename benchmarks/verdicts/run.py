@@ -71,6 +71,8 @@ def main() -> None:
     ap.add_argument("--table-size", type=int, default=100_000)
     ap.add_argument("--benchmarks", default="reads,writes", help="comma-separated names or groups")
     ap.add_argument("--queries", type=int, default=20_000, help="queries per simulated profile")
+    ap.add_argument("--results", type=Path, help="a results directory this script measured before: only the "
+                    "ground truth (simulated instructions) is measured again")
     args = ap.parse_args()
     console = Console(stderr=True)
     started = time.monotonic()
@@ -80,8 +82,9 @@ def main() -> None:
             benchmarks=", ".join(f'"{b.strip()}"' for b in args.benchmarks.split(",")), table_size=args.table_size,
             time=args.time, warmup=args.warmup, budget=args.budget, version=args.version))
         exp, builds = build_targets(parse_experiment(path), console)
-        out = Path(tmp) / "results"
-        run_matrix(exp, out, console, builds=builds)
+        out = args.results or Path(tmp) / "results"
+        if args.results is None:
+            run_matrix(exp, out, console, builds=builds)
         measured_s = time.monotonic() - started
         meta, records, _ = read_results(out)
         # Ground truth: simulated instructions per query, O2 against O2-ts0, one thread.
@@ -99,15 +102,16 @@ def main() -> None:
     m = build_matrix(meta, records)
     print(f"SQLite {args.version} -O2 (base), the same build again (A/A) and -DSQLITE_THREADSAFE=0 (A/B); "
           f"repeats = auto, budget {args.budget}, {args.time:g} s cells, rounds in alternating order; wall-clock "
-          f"QPS; measured in {measured_s / 60:.1f} min on a host shared with other work (see each cell's noise)")
+          f"QPS; " + (f"measured in {measured_s / 60:.1f} min" if args.results is None else f"from {args.results}")
+          + f"; ground truth from {args.queries} simulated queries per profile")
     for r in meta.get("rounds", []):
         print(f"  {r['benchmark']:24s} {r['stopped']}")
 
     aa_cells = [c for (t, _, _), c in m.cells.items() if t == "O2-aa" and c.verdict is not None]
-    aa_changed = [c for c in aa_cells if c.verdict and c.verdict.verdict in ("faster", "slower")]
+    aa_changed = [c for c in aa_cells if c.verdict in ("faster", "slower")]
     print("\nA/A (O2-aa against O2):")
     for c in aa_cells:
-        v = c.verdict
+        v = c.verdict_detail
         assert v is not None
         print(f"  {c.benchmark:24s} rQPS {c.rqps:.3f}  {v.verdict:9s} by {v.decided_by:8s} "
               f"threshold {v.noise_threshold:.1%}  rounds {v.unpaired.n}")
@@ -118,10 +122,10 @@ def main() -> None:
     for _, benchmark, threads in m.rows():
         cell = m.cell("O2-ts0", benchmark, threads)
         base_i, ts0_i = instructions.get(("O2", benchmark)), instructions.get(("O2-ts0", benchmark))
-        if cell is None or cell.verdict is None or not base_i or not ts0_i:
+        if cell is None or cell.verdict_detail is None or not base_i or not ts0_i:
             print(f"  {benchmark:24s} no verdict or no profile")
             continue
-        v = cell.verdict
+        v = cell.verdict_detail
         change = base_i / ts0_i - 1  # the speed change the instruction counts predict: fewer, faster
         direction = (change > 0) - (change < 0) if abs(change) >= NO_DIFFERENCE else 0
         true_difference = abs(change) >= TRUE_DIFFERENCE

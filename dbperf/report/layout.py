@@ -103,7 +103,7 @@ def rqps_text(m: Matrix, cell: Cell | None) -> str:
 def verdict_text(cell: Cell) -> str:
     """faster, slower, same, unstable; `?` with what an undecided cell could hide; `·p` when the paired view
     decided."""
-    v = cell.verdict
+    v = cell.verdict_detail
     if v is None:
         return "?"
     if v.verdict == "undecided":
@@ -257,10 +257,10 @@ def aa_check(m: Matrix, meta: dict[str, Any]) -> dict[str, Any] | None:
     if not target:
         return None
     cells = [c for (t, _, _), c in m.cells.items() if t == target and c.verdict is not None]
-    changed = [c for c in cells if c.verdict and c.verdict.verdict in ("faster", "slower")]
+    changed = [c for c in cells if c.verdict in ("faster", "slower")]
     return {"target": target, "cells": len(cells), "changed": len(changed),
-            "decided": sum(1 for c in cells if c.verdict and c.verdict.decided),
-            "changed_cells": [f"{c.benchmark} t={c.threads}: {c.verdict.verdict if c.verdict else ''}"
+            "decided": sum(1 for c in cells if c.verdict_detail and c.verdict_detail.decided),
+            "changed_cells": [f"{c.benchmark} t={c.threads}: {c.verdict}"
                               for c in changed]}
 
 

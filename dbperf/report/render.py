@@ -134,12 +134,12 @@ CELL_FIELDS: tuple[Field, ...] = (
     Field("trained_on_this", lambda m, c: m.was_trained_on(c.target, c.benchmark)),
     Field("significant", lambda m, c: c.significant if c.target != m.base else None),
     Field("p_value", lambda m, c: c.p_value),
-    Field("verdict", lambda m, c: c.verdict.verdict if c.verdict else None),
-    Field("decided_by", lambda m, c: c.verdict.decided_by if c.verdict else None),
-    Field("noise_threshold", lambda m, c: c.verdict.noise_threshold if c.verdict else None),
-    Field("diff", lambda m, c: c.verdict.diff if c.verdict else None),
-    Field("min_effect", lambda m, c: c.verdict.min_effect if c.verdict else None),
-    Field("min_detectable_effect", lambda m, c: c.verdict.min_detectable_effect if c.verdict else None),
+    Field("verdict", lambda m, c: c.verdict),
+    Field("decided_by", lambda m, c: c.decided_by),
+    Field("noise_threshold", lambda m, c: c.noise_threshold),
+    Field("diff", lambda m, c: c.verdict_detail.diff if c.verdict_detail else None),
+    Field("min_effect", lambda m, c: c.verdict_detail.min_effect if c.verdict_detail else None),
+    Field("min_detectable_effect", lambda m, c: c.verdict_detail.min_detectable_effect if c.verdict_detail else None),
     Field("verdict_views", lambda m, c: _views(c), csv=False),
     Field("interfered_runs", lambda m, c: interfered_runs(c)),
     Field("foreign_cpu_max", lambda m, c: max((r.noise.foreign_cpu for r in c.runs if r.noise), default=None)),
@@ -160,7 +160,7 @@ CELL_FIELDS: tuple[Field, ...] = (
 
 def _views(cell: Cell) -> dict[str, Any] | None:
     """Both views of the verdict, the one that did not decide included."""
-    v = cell.verdict
+    v = cell.verdict_detail
     if v is None:
         return None
     return {view.name: asdict(view) for view in (v.unpaired, v.paired) if view is not None}

@@ -29,9 +29,24 @@ class Cell:
     rqps: float | None = None
     significant: bool | None = None
     p_value: float | None = None
-    verdict: CellVerdict | None = None  # against the base (stats/verdict.py); Mann-Whitney above is a second opinion
+    # against the base (stats/verdict.py); Mann-Whitney above is a second opinion
+    verdict_detail: CellVerdict | None = None
 
     figures: list[dict[str, float | None]] = field(default_factory=list)  # derived(run), in repeat order
+
+    @property
+    def verdict(self) -> str | None:
+        """faster, slower, same, undecided or unstable; None for the base or a cell without two repeats."""
+        return self.verdict_detail.verdict if self.verdict_detail else None
+
+    @property
+    def decided_by(self) -> str | None:
+        """Which view decided: paired or unpaired."""
+        return self.verdict_detail.decided_by if self.verdict_detail else None
+
+    @property
+    def noise_threshold(self) -> float | None:
+        return self.verdict_detail.noise_threshold if self.verdict_detail else None
 
     def per_run(self, key: str) -> list[float]:
         return [v for f in self.figures if (v := f.get(key)) is not None]
@@ -141,7 +156,7 @@ def build_matrix(meta: dict[str, Any], records: list[ResultsRecord], aggregate: 
         cell.rqps = cell.qps.center / base_cell.qps.center
         if target != base:
             cell.significant, cell.p_value = significance(cell.per_run("qps"), base_cell.per_run("qps"))
-            cell.verdict = cell_verdict(cell, base_cell, meta.get("min_effect", DEFAULT_MIN_EFFECT))
+            cell.verdict_detail = cell_verdict(cell, base_cell, meta.get("min_effect", DEFAULT_MIN_EFFECT))
     thread_counts = sorted({t for (_, _, t) in cells} | set(meta.get("threads", [])))
     trained_on = {t["name"]: t.get("trained_on", []) for t in meta["targets"]}
     return Matrix(base=base, targets=targets, benchmarks=benchmarks, threads=thread_counts, cells=cells,
