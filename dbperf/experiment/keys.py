@@ -134,6 +134,8 @@ TARGET = (
     Key("password_env", "variable name", "external servers: the password's environment variable", "", "", string),
     Key("password_file", "path", "external servers: a file holding the password", "", "", string),
     Key("port", "1..65535", "lab servers: a fixed port on 127.0.0.1", "a free port", "", port),
+    Key("socket", "boolean", "lab servers: the driver connects over the server's Unix socket instead of TCP",
+        "false", "", boolean),
 )
 WORKLOAD = (
     Key("name", "name", "the catalog name", "the file's name", "", name),

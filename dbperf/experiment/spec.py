@@ -29,7 +29,7 @@ from dbperf.names import check_name
 from dbperf.runner.process_variants import ProcessVariant, allocator_library
 
 SERVER_ENGINES = ("postgres", "mariadb")
-SERVER_KEYS = {"binaries", "dsn", "password_env", "password_file", "port"}
+SERVER_KEYS = {"binaries", "dsn", "password_env", "password_file", "port", "socket"}
 # Where a server the lab starts listens, keeps its files and who it runs as are the lab's business (127.0.0.1 only,
 # a private data directory): these settings are refused for such targets. MariaDB treats '-' and '_' alike.
 LAB_OWNED_SETTINGS = {
@@ -72,6 +72,7 @@ class Target:
     password_env: str | None = None
     password_file: str | None = None
     port: int | None = None
+    socket: bool = False  # lab servers: connect over the Unix socket
 
     @property
     def is_server(self) -> bool:
@@ -223,7 +224,7 @@ def _server_target(raw: dict[str, Any], name: str, engine: str, twhere: str) -> 
                             "(password_env = \"VAR\" or password_file = \"path\")")
         if engine == "mariadb" and dsn.startswith("mariadb://"):
             dsn = "mysql://" + dsn.removeprefix("mariadb://")
-        for key in ("binaries", "port"):
+        for key in ("binaries", "port", "socket"):
             if key in raw:
                 raise UserError(f"{twhere}: {key!r} is for servers the lab starts, not for a dsn")
     elif "password_env" in raw or "password_file" in raw:
@@ -233,7 +234,8 @@ def _server_target(raw: dict[str, Any], name: str, engine: str, twhere: str) -> 
         raise UserError(f"{twhere}: allocator/hugepages apply to servers the lab starts, not to a dsn")
     return Target(name=name, engine=engine, library="", config=checked, process=variant,
                   binaries=raw.get("binaries"), release=release, server_build=server_build, dsn=dsn,
-                  password_env=raw.get("password_env"), password_file=raw.get("password_file"), port=raw.get("port"))
+                  password_env=raw.get("password_env"), password_file=raw.get("password_file"), port=raw.get("port"),
+                  socket=raw.get("socket", False))
 
 
 def _release(value: object, engine: str, where: str) -> str:
