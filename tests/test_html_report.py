@@ -63,7 +63,7 @@ def test_heat_map_colours_by_significance_and_by_a_verdict_when_cells_carry_one(
     # Without the verdict rule's result (a cell of a series or a compare), Mann-Whitney's significance speaks.
     assert "Mann-Whitney" in verdict_of(0.8, True, False, False).decided_by
     cell = m.cell("c", "update-index", 1)
-    cell.verdict = replace(cell.verdict, verdict="unstable", noise_threshold=0.12)
+    cell.verdict_detail = replace(cell.verdict_detail, verdict="unstable", noise_threshold=0.12)
     v = cell_verdict(m, cell)
     assert (v.word, v.noise_threshold) == ("unstable", 0.12)
     heat = charts.rqps_heatmap(m)["data"][0]

@@ -228,3 +228,40 @@ def test_a_weight_that_is_not_positive_is_refused(tmp_path, weight):
     path.write_text(MIX.format(w=weight))
     with pytest.raises(UserError, match=r"event 1 \(read\)\.weight: must be a positive number"):
         parse_workload_file(path)
+
+
+@pytest.mark.server
+def test_both_servers_over_unix_sockets_in_an_open_loop(where):
+    from tests.conftest import NEEDS_SERVERS
+    from tests.test_servers import experiment
+    if NEEDS_SERVERS.args[0]:
+        pytest.skip(NEEDS_SERVERS.kwargs["reason"])
+    targets = ('[[target]]\nname = "pg"\nengine = "postgres"\nsocket = true\n\n'
+               '[[target]]\nname = "maria"\nengine = "mariadb"\nsocket = true\n')
+    out = where / "out"
+    proc = run_cli("run", str(experiment(where, targets, '"point-query", "read-write-10"',
+                                         'rate = 200\narrivals = "poisson"')), "--out", str(out), timeout=900)
+    assert proc.returncode == 0, proc.stderr
+    meta = json.loads((out / "meta.json").read_text())
+    dsns = {t["name"]: t["dsn"] for t in meta["targets"]}
+    assert "@%2F" in dsns["pg"] and "socket=%2F" in dsns["maria"], dsns
+    cells = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    failed = [(c["target"], c["benchmark"], c.get("error")) for c in cells if c["status"] != "ok"]
+    assert len(cells) == 4 and not failed, failed
+    for c in cells:
+        assert c["result"]["open_loop"]["rate_asked"] == 200 and c["result"]["intervals"]
+        assert c["result"]["server_usage"] is not None  # the server's processes are measured as over TCP
+    rw = [c for c in cells if c["benchmark"] == "read-write-10"]
+    assert all(c["result"]["statements"][0]["sql"] == "BEGIN" for c in rw)
+
+
+@pytest.mark.unit
+def test_socket_is_for_lab_servers(tmp_path):
+    path = tmp_path / "exp.toml"
+    path.write_text('[run]\nbenchmarks = ["point-query"]\n[[target]]\nname = "a"\nsocket = true\n')
+    with pytest.raises(UserError, match="'socket' is for server engines"):
+        parse_experiment(path)
+    path.write_text('[run]\nbenchmarks = ["point-query"]\n[[target]]\nname = "a"\nengine = "postgres"\n'
+                    'dsn = "postgresql://u@127.0.0.1/db"\nsocket = true\n')
+    with pytest.raises(UserError, match="'socket' is for servers the lab starts"):
+        parse_experiment(path)

@@ -193,6 +193,8 @@ TARGET = (
         "benchmarks)", "dbperf", "", one_of("dbperf", "sysbench", "pgbench")),
     Key("driver_options", "list of options", "sysbench/pgbench: options added to the tool's command line (not "
         "connection, password, time or threads)", "[]"),
+    Key("socket", "boolean", "lab servers: the driver connects over the server's Unix socket instead of TCP",
+        "false", "", boolean),
 )
 WORKLOAD = (
     Key("name", "name", "the catalog name", "the file's name", "", name),

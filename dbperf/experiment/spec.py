@@ -36,7 +36,7 @@ from dbperf.tooldrivers.targets import check_tool_benchmarks, tool_fields
 AUTO_BUDGET_S = 600.0
 
 SERVER_ENGINES = ("postgres", "mariadb")
-SERVER_KEYS = {"binaries", "dsn", "password_env", "password_file", "port"}
+SERVER_KEYS = {"binaries", "dsn", "password_env", "password_file", "port", "socket"}
 # Where a server the lab starts listens, keeps its files and who it runs as are the lab's business (127.0.0.1 only,
 # a private data directory): these settings are refused for such targets. MariaDB treats '-' and '_' alike.
 LAB_OWNED_SETTINGS = {
@@ -82,6 +82,7 @@ class Target:
     host: str | None = None  # `dbperf fleet`: the one host this target runs on
     tool: str | None = None  # "sysbench" or "pgbench" runs the cells instead of dbperf-driver (tooldrivers/)
     tool_options: tuple[str, ...] = ()
+    socket: bool = False  # lab servers: connect over the Unix socket
 
     @property
     def is_server(self) -> bool:
@@ -254,7 +255,7 @@ def _server_target(raw: dict[str, Any], name: str, engine: str, twhere: str) -> 
                             "(password_env = \"VAR\" or password_file = \"path\")")
         if engine == "mariadb" and dsn.startswith("mariadb://"):
             dsn = "mysql://" + dsn.removeprefix("mariadb://")
-        for key in ("binaries", "port"):
+        for key in ("binaries", "port", "socket"):
             if key in raw:
                 raise UserError(f"{twhere}: {key!r} is for servers the lab starts, not for a dsn")
     elif "password_env" in raw or "password_file" in raw:
@@ -265,7 +266,7 @@ def _server_target(raw: dict[str, Any], name: str, engine: str, twhere: str) -> 
     return Target(name=name, engine=engine, library="", config=checked, process=variant,
                   binaries=raw.get("binaries"), release=release, server_build=server_build, dsn=dsn,
                   password_env=raw.get("password_env"), password_file=raw.get("password_file"), port=raw.get("port"),
-                  **tool_fields(raw, engine, twhere))
+                  socket=raw.get("socket", False), **tool_fields(raw, engine, twhere))
 
 
 def _release(value: object, engine: str, where: str) -> str:

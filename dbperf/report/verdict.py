@@ -50,7 +50,7 @@ def verdict_of(rqps: float | None, significant: bool | None, is_base: bool, fail
 def cell_verdict(m: Matrix, cell: Cell | None) -> Verdict:
     if cell is None:
         return Verdict("undecided", "not measured")
-    v = cell.verdict  # the verdicts issue's rule (stats/verdict.py), on every compared cell with runs
+    v = cell.verdict_detail  # the verdict rule of stats/verdict.py, on every compared cell with runs
     if v is not None:
         return Verdict(v.verdict, f"{v.decided_by} randomization test, min effect {v.min_effect:.0%}",
                        v.noise_threshold)

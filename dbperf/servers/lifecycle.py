@@ -256,7 +256,13 @@ class LabServer(ServerTarget):
         self.run_as_service_user = False
 
     def dsn(self, database: str | None) -> str:
+        if self.target.socket:
+            return self.socket_dsn(database)
         return f"{self.scheme}://dbperf@127.0.0.1:{self.port}/{database or ''}"
+
+    def socket_dsn(self, database: str | None) -> str:
+        """`socket = true`: the DSN of the server's Unix socket (in its private directory)."""
+        raise UserError(f"target {self.target.name!r}: socket = true is not supported for {self.engine}")
 
     def start(self) -> None:
         binaries = Path(self.target.binaries or self.default_binaries)

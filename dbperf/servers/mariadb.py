@@ -8,6 +8,7 @@ import pwd
 import re
 import shutil
 from pathlib import Path
+from urllib.parse import quote
 
 from dbperf.errors import UserError
 from dbperf.servers.lifecycle import LabServer, cnf_value, run_setup, sql_string
@@ -23,6 +24,10 @@ class MariaDBServer(LabServer):
     apt_package = "mariadb-server"
     default_binaries = "/usr/sbin/mariadbd"
     admin_database = None
+
+    def socket_dsn(self, database: str | None) -> str:
+        return (f"mysql://dbperf@localhost:{self.port}/{database or ''}"
+                f"?socket={quote(str(self.dir / 'data' / 'mariadb.sock'), safe='')}")
 
     def launch(self, mariadbd: Path, user: pwd.struct_passwd, first: bool, port: int, password: str) -> None:
         # A release (or a build) keeps everything under one base directory: bin/mariadbd, scripts/, share/.
@@ -47,7 +52,11 @@ class MariaDBServer(LabServer):
         fd = os.open(init_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         os.write(fd, (f"CREATE USER IF NOT EXISTS 'dbperf'@'127.0.0.1' IDENTIFIED BY {quoted};\n"
                       f"ALTER USER 'dbperf'@'127.0.0.1' IDENTIFIED BY {quoted};\n"
-                      "GRANT ALL PRIVILEGES ON *.* TO 'dbperf'@'127.0.0.1';\n").encode())
+                      "GRANT ALL PRIVILEGES ON *.* TO 'dbperf'@'127.0.0.1';\n"
+                      # Over the Unix socket (socket = true) the same user connects as 'dbperf'@'localhost'.
+                      f"CREATE USER IF NOT EXISTS 'dbperf'@'localhost' IDENTIFIED BY {quoted};\n"
+                      f"ALTER USER 'dbperf'@'localhost' IDENTIFIED BY {quoted};\n"
+                      "GRANT ALL PRIVILEGES ON *.* TO 'dbperf'@'localhost';\n").encode())
         os.close(fd)
         os.chown(init_file, user.pw_uid, user.pw_gid)
         cnf = self.dir / "my.cnf"

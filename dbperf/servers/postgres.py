@@ -7,6 +7,7 @@ import os
 import pwd
 import re
 from pathlib import Path
+from urllib.parse import quote
 
 from dbperf.errors import UserError
 from dbperf.servers.lifecycle import READY_TIMEOUT_S, LabServer, pg_conf_value, run_setup
@@ -63,6 +64,10 @@ class PostgresServer(LabServer):
         self.server.cpus = self.e.cpus.server  # quiet cells (runner/cpus.py)
         self.server.start()
         self.server.wait_port(port, READY_TIMEOUT_S)
+
+    def socket_dsn(self, database: str | None) -> str:
+        # The host is the socket's directory, percent-encoded (libpq's URL form); the driver opens .s.PGSQL.PORT.
+        return f"postgresql://dbperf@{quote(str(self.dir / 'pgdata'), safe='')}:{self.port}/{database or ''}"
 
     def _drop(self, database: str) -> list[str]:
         if self.major >= 13:

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use crate::job::Job;
-use crate::{my, pg, pragmas, sqlite};
+use crate::{my, pgwire, pragmas, sqlite};
 
 #[derive(Debug, Clone)]
 pub enum Value {
@@ -73,9 +73,9 @@ impl Engine {
             }
             "postgres" => {
                 let dsn = dsn()?;
-                let config = pg::config(&dsn, password.as_deref())?;
+                let config = pgwire::config(&dsn, password.as_deref())?;
                 let label = label(&dsn);
-                let version = pg::PgConnection::open(&config, &label, false)?.version()?;
+                let version = pgwire::PgWire::open(&config, &label, false)?.version()?;
                 (Kind::Postgres { config: Box::new(config), label }, version)
             }
             "mariadb" | "mysql" => {
@@ -101,7 +101,7 @@ impl Engine {
                 pragmas::apply_all(&mut c, settings)?;
                 Ok(Box::new(c))
             }
-            Kind::Postgres { config, label } => Ok(Box::new(pg::PgConnection::open(config, label, self.prepared)?)),
+            Kind::Postgres { config, label } => Ok(Box::new(pgwire::PgWire::open(config, label, self.prepared)?)),
             Kind::Mysql { opts, label } => Ok(Box::new(my::MyConnection::open(opts, label, self.prepared)?)),
         }
     }

@@ -6,8 +6,8 @@ use std::time::Instant;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
-use crate::engine::{Engine, Value};
-use crate::job::{Job, LoadResult};
+use crate::engine::{Connection, Engine, Value};
+use crate::job::{Job, LoadResult, Schema};
 use crate::params::digits;
 
 pub fn load(job: &Job) -> Result<LoadResult, String> {
@@ -15,6 +15,17 @@ pub fn load(job: &Job) -> Result<LoadResult, String> {
     let engine = Engine::open(job)?;
     let mut conn = engine.connect()?;
     let started = Instant::now();
+    load_into(conn.as_mut(), &engine, job, schema)?;
+    Ok(LoadResult {
+        engine_version: engine.version(),
+        tables: job.tables,
+        rows: job.tables as u64 * job.table_size,
+        seconds: started.elapsed().as_secs_f64(),
+    })
+}
+
+/// Creates and fills the tables on this connection (also a run's in-memory SQLite database, see run.rs).
+pub fn load_into(conn: &mut dyn Connection, engine: &Engine, job: &Job, schema: &Schema) -> Result<(), String> {
     let mut rng = SmallRng::seed_from_u64(job.seed);
     let mut values = vec![Value::Int(0), Value::Int(0), Value::Text(String::new()), Value::Text(String::new())];
     for t in 1..=job.tables {
@@ -40,10 +51,5 @@ pub fn load(job: &Job) -> Result<LoadResult, String> {
             conn.batch(&sql.replace("{table}", &table))?;
         }
     }
-    Ok(LoadResult {
-        engine_version: engine.version(),
-        tables: job.tables,
-        rows: job.tables as u64 * job.table_size,
-        seconds: started.elapsed().as_secs_f64(),
-    })
+    Ok(())
 }

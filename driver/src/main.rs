@@ -12,7 +12,7 @@ mod job;
 mod load;
 mod my;
 mod params;
-mod pg;
+mod pgwire;
 mod pragmas;
 mod process;
 mod procstat;

@@ -192,6 +192,14 @@ fn check_job(job: &Job, workload: &Workload) -> Result<(), String> {
             return Err(format!("mix entry {}: weight must be positive, got {}", m.name, m.weight));
         }
     }
+    if job.engine == "sqlite" && job.database == ":memory:" {
+        if job.schema.is_none() {
+            return Err("an in-memory SQLite run needs the schema to load its tables into it".into());
+        }
+        if job.threads != 1 {
+            return Err("an in-memory SQLite database belongs to one connection: run it with 1 thread".into());
+        }
+    }
     if workload.mix.is_empty() && workload.statements.is_empty() {
         return Err(format!("workload {} has no statements", workload.name));
     }
@@ -234,10 +242,11 @@ pub fn run(job: &Job) -> Result<RunResult, String> {
         let (engine, gate, start_at, workload, board) =
             (engine.clone(), gate.clone(), start_at.clone(), workload.clone(), board.clone());
         handles.push(thread::spawn(move || {
-            client_loop(&engine, &workload, t, &gate, &start_at, window, &board, false).map(|(out, ..)| out)
+            client_loop(&engine, &workload, t, &gate, &start_at, window, &board, false, None).map(|(out, ..)| out)
         }));
     }
-    let own = client_loop(&engine, &workload, 0, &gate, &start_at, window, &board, true);
+    let in_memory = job.engine == "sqlite" && job.database == ":memory:";
+    let own = client_loop(&engine, &workload, 0, &gate, &start_at, window, &board, true, in_memory.then_some(job));
 
     let kinds = kinds_of(&workload);
     let mut total = Tally::new();
@@ -457,10 +466,17 @@ fn client_loop(
     window: Window,
     board: &Board,
     takes_usage: bool,
+    preload: Option<&Job>,
 ) -> Result<(ThreadOut, Option<Usage>, Option<ServerSample>), String> {
     let kind_specs = kinds_of(workload);
     let setup = (|| {
         let mut conn = engine.connect()?;
+        // In-memory SQLite: the database lives and dies with this connection, so its tables are loaded here,
+        // before the clock starts (1 thread only, checked in check_job).
+        if let Some(job) = preload {
+            let schema = job.schema.as_ref().expect("checked in check_job");
+            crate::load::load_into(conn.as_mut(), engine, job, schema)?;
+        }
         let kinds = kind_specs
             .iter()
             .map(|w| prepare_kind(conn.as_mut(), engine, w, window.tables))
