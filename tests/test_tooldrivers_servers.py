@@ -65,6 +65,10 @@ driver = "sysbench"
         assert r["latency"]["p99_us"] >= r["latency"]["p50_us"] > 0
         per_event = 16 if c["benchmark"].startswith("read-only") else 1
         assert r["queries"] == r["events"] * per_event
+        resources = c["resources"]  # sampled around the tool's measured run
+        assert resources["window_s"] > 0.5 and resources["client_io"]["processes"] == 1
+        counter = "xact_commit" if c["target"].startswith("pg") else "Innodb_buffer_pool_read_requests"
+        assert counter in resources["engine_counters"]
     for f in out.rglob("*"):
         if f.is_file():
             assert marker not in f.read_text(errors="replace"), f
