@@ -15,6 +15,7 @@ from dbperf.catalog.harness import ORDERS, harness_order, warm_cell
 from dbperf.catalog.workload import Workload, parse_workload_file
 from dbperf.errors import UserError
 from dbperf.names import check_name
+from dbperf.tooldrivers.commands import PGBENCH_BUILTINS
 
 WORKLOAD_DIR = Path(__file__).parent / "workloads"
 GROUP_NAMES = ("reads", "writes", *ORDERS)  # all, all-2025: the harness's orders (catalog/harness.py)
@@ -69,6 +70,16 @@ def tool_script(item: str, base_dir: Path, where: str) -> Workload:
                     phase="read", order=1000, transaction=False, statements=(), source=str(path.resolve()))
 
 
+def pgbench_builtin(item: str, where: str) -> Workload:
+    """`pgbench:select-only` and friends: pgbench's built-in scripts, on its own tables (run by pgbench targets)."""
+    name = item.removeprefix("pgbench:")
+    if name not in PGBENCH_BUILTINS:
+        raise UserError(f"{where}: unknown pgbench built-in script {name!r} (known: {', '.join(PGBENCH_BUILTINS)})")
+    return Workload(name=f"pgbench-{name}", description=f"pgbench's built-in {name} script on pgbench's tables",
+                    group="write" if name != "select-only" else "point", phase="read", order=1000,
+                    transaction=False, statements=(), source=item)
+
+
 def resolve(requested: list[str], base_dir: Path, where: str) -> list[Workload]:
     """Names, groups and workload file paths, in the order given; groups expand in harness order.
 
@@ -85,6 +96,8 @@ def resolve(requested: list[str], base_dir: Path, where: str) -> list[Workload]:
             out.append(builtin()[item])
         elif warm_cell(item, builtin()) is not None:
             out.append(warm_cell(item, builtin()))  # type: ignore[arg-type]
+        elif item.startswith("pgbench:"):
+            out.append(pgbench_builtin(item, where))
         elif item.endswith((".lua", ".sql")):
             out.append(tool_script(item, base_dir, where))
         elif item.endswith(".toml") or "/" in item:

@@ -28,9 +28,12 @@ from dbperf.records import Resources, RunResult, Usage
 from dbperf.runner.resources import CellSampler, process_tree
 from dbperf.servers.process import server_environ
 from dbperf.tooldrivers.commands import (
+    PGBENCH_BUILTINS,
     Connection,
+    builtin_name,
     is_script,
     pgbench_argv,
+    pgbench_init_argv,
     pgbench_script,
     sysbench_argv,
 )
@@ -133,6 +136,19 @@ class ToolCell:
         return Connection(parts.hostname or "127.0.0.1", parts.port or default_port,
                           unquote(parts.username or "dbperf"), parts.path.lstrip("/") or "sbtest")
 
+    def _pgbench_tables(self, conn: Connection, env: dict[str, str], password: str, work: Path) -> None:
+        """pgbench -i into the working database unless its tables are there (a restore drops them with the
+        database); scale = rows / 100,000, at least 1, as pgbench's accounts table has 100,000 rows per scale."""
+        from dbperf.servers.sql_query import query
+
+        if query(self.server, "SELECT to_regclass('pgbench_accounts') IS NOT NULL", self.server.work_db) == [["t"]]:
+            return
+        scale = max(1, round(self.e.tables * self.e.table_size / 100_000))
+        status, text, _ = run_measured(pgbench_init_argv(conn, scale), {**env, "PGPASSWORD": password}, 3600, work)
+        if status != 0:
+            raise UserError(f"target {self.target.name!r}: pgbench -i failed (exit {status}): "
+                            f"{failure_lines(text) or 'no output'}")
+
     def _end_sessions(self) -> None:
         """The killed tool's sessions may still be running its statement (a backend notices a vanished client only
         when it next writes to it): ended, so that the next cell and the server's stop do not wait for them."""
@@ -174,12 +190,19 @@ class ToolCell:
             argv = sysbench_argv(w, self.target.engine, conn, config, self.e.tables, self.e.table_size, threads,
                                  seconds, seed, self.e.prepared, self.target.tool_options)
         else:
-            if is_script(w, "pgbench"):
+            builtin = builtin_name(w)
+            script: Path | str
+            if builtin is not None:
+                self._pgbench_tables(conn, env, password, work)
+                script = builtin
+                queries_per_event = PGBENCH_BUILTINS[builtin]
+            elif is_script(w, "pgbench"):
                 script = Path(w.source)
             else:
                 script = work / f"{w.name.split('@', 1)[0]}.sql"
                 script.write_text(pgbench_script(w, self.e.table_size, self.e.tables))
-            queries_per_event = script_queries(script.read_text())
+            if isinstance(script, Path):
+                queries_per_event = script_queries(script.read_text())
             argv = pgbench_argv(script, conn, threads, seconds, seed, self.e.prepared, work / "log",
                                 self.target.tool_options)
             env["PGPASSWORD"] = password
