@@ -50,6 +50,13 @@ def check_options(options: object, where: str) -> tuple[str, ...]:
 
 
 def tool_path(tool: str) -> str:
+    """The tool's binary. Debian's /usr/bin/pgbench is pg_wrapper, a Perl script that execs the real pgbench: its
+    start-up would be charged to pgbench's CPU, so the newest /usr/lib/postgresql/N/bin/pgbench is taken first."""
+    if tool == "pgbench":
+        versions = sorted(Path("/usr/lib/postgresql").glob("*/bin/pgbench"),
+                          key=lambda p: int(p.parts[-3]) if p.parts[-3].isdigit() else 0)
+        if versions:
+            return str(versions[-1])
     found = shutil.which(tool)
     if not found:
         package = "sysbench" if tool == "sysbench" else "postgresql-client (or postgresql)"
