@@ -43,6 +43,7 @@ def test_all_2025_has_32_reported_steps_and_the_range_1000_parts():
     assert len(reported) == 32
     for part in ("simple", "sum", "order", "distinct", "count"):
         assert f"read-only-{part}{AFTER_WRITES}" in names
+        assert f"read-only-{part}" not in [w.name for w in expand_group("reads")]  # the classic reads only
     assert builtin()["read-only-count"].display_sql() == [
         "BEGIN", "SELECT COUNT(*) FROM sbtest{table} WHERE id BETWEEN ? AND ?", "COMMIT"]
     distinct = builtin()["read-only-distinct"]

@@ -65,26 +65,34 @@ driver = "sysbench"
         assert r["latency"]["p99_us"] >= r["latency"]["p50_us"] > 0
         per_event = 16 if c["benchmark"].startswith("read-only") else 1
         assert r["queries"] == r["events"] * per_event
+        resources = c["resources"]  # sampled around the tool's measured run
+        assert resources["window_s"] > 0.5 and resources["client_io"]["processes"] == 1
+        counter = "xact_commit" if c["target"].startswith("pg") else "Innodb_buffer_pool_read_requests"
+        assert counter in resources["engine_counters"]
     for f in out.rglob("*"):
         if f.is_file():
             assert marker not in f.read_text(errors="replace"), f
 
 
 def test_user_failing_and_hung_scripts(where: Path):
-    """One run: a user's pgbench script, one that hangs (killed after time + grace, its cell failed, the run goes
-    on), then one that fails (the run ends: one line naming the tool with its last lines, exit 2)."""
+    """One run: a user's pgbench script, pgbench's tpcb-like, one that hangs (killed after time + grace, its cell
+    failed, the run goes on), then one that fails (the run ends: one line naming the tool with its last lines,
+    exit 2)."""
     (where / "ok.sql").write_text("\\set id random(1, 1000)\nSELECT c FROM sbtest1 WHERE id = :id;\n")
     (where / "sleeps.sql").write_text("SELECT pg_sleep(600);\n")
     (where / "broken.sql").write_text("SELECT no_such_column FROM sbtest1;\n")
     exp = where / "scripts.toml"
-    exp.write_text(RUN.format(benchmarks='"ok.sql", "sleeps.sql", "broken.sql"')
+    exp.write_text(RUN.format(benchmarks='"ok.sql", "pgbench:tpcb-like", "sleeps.sql", "broken.sql"')
                    + '[[target]]\nname = "pg"\nengine = "postgres"\ndriver = "pgbench"\n')
     out = where / "out"
     proc = run_cli("run", str(exp), "--out", str(out), timeout=600, env={"DBPERF_HANG_GRACE_S": "3"})
     assert proc.returncode == 2, proc.stderr
     line = proc.stderr.strip().splitlines()[-1]
     assert "pgbench failed on broken" in line and "no_such_column" in line
-    ok, hung = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    ok, builtin, hung = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
     assert ok["benchmark"] == "ok" and ok["status"] == "ok" and ok["result"]["events"] > 0
+    # pgbench's built-in script on its own tables (pgbench -i in the working database): 7 commands a transaction.
+    assert builtin["benchmark"] == "pgbench-tpcb-like" and builtin["status"] == "ok"
+    assert builtin["result"]["queries"] == 7 * builtin["result"]["events"] > 0
     assert hung["status"] == "failed" and "pgbench hung past 4 s and was killed" in hung["error"]
     assert json.loads((out / "meta.json").read_text())["status"] == "failed"

@@ -11,10 +11,11 @@ from dataclasses import replace
 from functools import cache
 from pathlib import Path
 
-from dbperf.catalog.harness import ORDERS, harness_order, warm_cell
+from dbperf.catalog.harness import ORDERS, READ_ONLY_PARTS, harness_order, warm_cell
 from dbperf.catalog.workload import Workload, parse_workload_file
 from dbperf.errors import UserError
 from dbperf.names import check_name
+from dbperf.tooldrivers.commands import PGBENCH_BUILTINS
 
 WORKLOAD_DIR = Path(__file__).parent / "workloads"
 GROUP_NAMES = ("reads", "writes", *ORDERS)  # all, all-2025: the harness's orders (catalog/harness.py)
@@ -41,8 +42,8 @@ def _by_phase(phase: str) -> list[Workload]:
 
 def expand_group(group: str) -> list[Workload]:
     reads, writes, final = _by_phase("read"), _by_phase("write"), _by_phase("final")
-    if group == "reads":
-        return reads
+    if group == "reads":  # the classic harness's reads: the newer range-1000 parts only by name or in all-2025
+        return [w for w in reads if w.name not in READ_ONLY_PARTS]
     if group == "writes":
         return writes + final
     return _after_writes(harness_order(group, builtin()))
@@ -69,6 +70,16 @@ def tool_script(item: str, base_dir: Path, where: str) -> Workload:
                     phase="read", order=1000, transaction=False, statements=(), source=str(path.resolve()))
 
 
+def pgbench_builtin(item: str, where: str) -> Workload:
+    """`pgbench:select-only` and friends: pgbench's built-in scripts, on its own tables (run by pgbench targets)."""
+    name = item.removeprefix("pgbench:")
+    if name not in PGBENCH_BUILTINS:
+        raise UserError(f"{where}: unknown pgbench built-in script {name!r} (known: {', '.join(PGBENCH_BUILTINS)})")
+    return Workload(name=f"pgbench-{name}", description=f"pgbench's built-in {name} script on pgbench's tables",
+                    group="write" if name != "select-only" else "point", phase="read", order=1000,
+                    transaction=False, statements=(), source=item)
+
+
 def resolve(requested: list[str], base_dir: Path, where: str) -> list[Workload]:
     """Names, groups and workload file paths, in the order given; groups expand in harness order.
 
@@ -85,6 +96,8 @@ def resolve(requested: list[str], base_dir: Path, where: str) -> list[Workload]:
             out.append(builtin()[item])
         elif warm_cell(item, builtin()) is not None:
             out.append(warm_cell(item, builtin()))  # type: ignore[arg-type]
+        elif item.startswith("pgbench:"):
+            out.append(pgbench_builtin(item, where))
         elif item.endswith((".lua", ".sql")):
             out.append(tool_script(item, base_dir, where))
         elif item.endswith(".toml") or "/" in item:

@@ -195,6 +195,8 @@ def _config_text(info: dict[str, Any]) -> str:
         parts.append(f"allocator={variant['allocator']}")
     if variant.get("hugepages"):
         parts.append(f"hugepages={variant['hugepages']} (kernel THP: {variant.get('kernel_thp')})")
+    if info.get("tool"):  # sysbench or pgbench ran its cells (tooldrivers/): QPS and CPU are that tool's
+        parts.append(f"driven by {info['tool']}")
     return " ".join(parts)
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dbperf.experiment.spec import Experiment
+from dbperf.runner.post_write import steps_before
 from dbperf.servers.runtime import runtime_base
 
 LONG_RUN_S = 3600.0
@@ -106,6 +107,10 @@ def estimate(e: Experiment, out: Path) -> Estimate:
             place = str(out)
         per_place[place] = per_place.get(place, 0) + 2 * rows * ROW_BYTES[t.engine] + EMPTY_SERVER_BYTES[t.engine]
     restores = sum(1 for b in e.benchmarks if b.phase != "read") * len(e.threads) * e.repeats
+    if e.writes == "cumulative":
+        restores = 0
+    if e.post_write:  # the post-write step's wait, once per target before each read that follows writes
+        seconds += len(steps_before(e.benchmarks)) * len(e.targets) * e.post_write_wait_s
     for t in e.targets:
         seconds += restores * rows / (3 * LOAD_ROWS_PER_S[t.engine])
     cells = len(e.benchmarks) * len(e.threads) * e.repeats * len(e.targets)

@@ -163,10 +163,12 @@ class CellSampler:
     """Samples one cell (see the module's docstring): `start()` right before the driver is launched, `finish()`
     right after it exited."""
 
-    def __init__(self, e: Experiment, target: Target, data: TargetLifecycle) -> None:
+    def __init__(self, e: Experiment, target: Target, data: TargetLifecycle, client: str = "dbperf-driver") -> None:
         from dbperf.servers.sql_query import client_available
 
         self.e = e
+        self.client = client  # the command name of the process that runs the cell, found among the lab's children
+        self.client_pid: int | None = None  # or its pid, when the caller knows it (tooldrivers/run.py)
         self.unavailable: dict[str, str] = {}
         facts = data.describe()
         self.server_pid: int | None = facts.get("server_pid") if target.is_server else None
@@ -186,9 +188,11 @@ class CellSampler:
         self.stop = threading.Event()
         self.thread: threading.Thread | None = None
 
-    def start(self) -> None:
+    def start(self, warmup_s: float | None = None, time_s: float | None = None) -> None:
+        """Right before the launch; a tool's measured run has no warmup of its own and lasts whole seconds."""
         launched = time.monotonic()
-        at = (launched + self.e.warmup_s, launched + self.e.warmup_s + self.e.time_s)
+        warmup = self.e.warmup_s if warmup_s is None else warmup_s
+        at = (launched + warmup, launched + warmup + (self.e.time_s if time_s is None else time_s))
         self.thread = threading.Thread(target=self._run, args=(at,), daemon=True, name="resources")
         self.thread.start()
 
@@ -204,7 +208,7 @@ class CellSampler:
 
     def _sample(self) -> dict[str, Any]:
         sample: dict[str, Any] = {"t": time.monotonic()}
-        drivers = children_named("dbperf-driver")
+        drivers = [self.client_pid] if self.client_pid else children_named(self.client)
         if len(drivers) == 1:
             sample["client"] = {drivers[0]: proc_io(drivers[0])}
         if self.server_pid:
@@ -219,6 +223,10 @@ class CellSampler:
         self.stop.set()
         if self.thread:
             self.thread.join(timeout=300)
+        return self.resources(result)
+
+    def resources(self, result: RunResult | None) -> Resources | None:
+        """The cell's resources from the samples taken (None without both, or without a result)."""
         if result is None or len(self.samples) < 2 or result.qps <= 0:
             return None
         s0, s1 = self.samples

@@ -22,7 +22,7 @@ def run_tool_cell(e: Any, cell: Any, data: TargetLifecycle, grace_s: float) -> C
                         repeat=cell.repeat, status="failed", started_at=started,
                         wall_s=round(time.time() - started, 3), queries_per_event=cell.benchmark.queries_per_event
                         or 1, result=result, error=error, stderr_tail=output_tail if error else None,
-                        tool=tool.tool)
+                        tool=tool.tool, resources=tool.resources)
     if data.died():
         record.error = f"the server died during the cell ({error or 'the tool finished'})"
         record.server_log_tail = data.log_tail()

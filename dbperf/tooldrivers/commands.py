@@ -15,6 +15,10 @@ from dbperf.errors import UserError
 TOOL_DRIVERS = ("sysbench", "pgbench")
 TOOL_ENGINES = {"sysbench": ("postgres", "mariadb"), "pgbench": ("postgres",)}
 SCRIPT_SUFFIX = {"sysbench": ".lua", "pgbench": ".sql"}
+# pgbench's built-in scripts (`pgbench:NAME` benchmarks) on its own tables (pgbench -i), with their SQL commands
+# per transaction counted as sysbench counts (BEGIN and END included).
+PGBENCH_BUILTINS = {"tpcb-like": 7, "simple-update": 5, "select-only": 1}
+BUILTIN_PREFIX = "pgbench:"
 # Catalog benchmark -> sysbench 1.0 bundled script and options with the same events (BRIEF §1's table).
 SYSBENCH_EQUIVALENTS: dict[str, tuple[str, list[str]]] = {
     "point-query": ("oltp_point_select", []),
@@ -46,6 +50,13 @@ def check_options(options: object, where: str) -> tuple[str, ...]:
 
 
 def tool_path(tool: str) -> str:
+    """The tool's binary. Debian's /usr/bin/pgbench is pg_wrapper, a Perl script that execs the real pgbench: its
+    start-up would be charged to pgbench's CPU, so the newest /usr/lib/postgresql/N/bin/pgbench is taken first."""
+    if tool == "pgbench":
+        versions = sorted(Path("/usr/lib/postgresql").glob("*/bin/pgbench"),
+                          key=lambda p: int(p.parts[-3]) if p.parts[-3].isdigit() else 0)
+        if versions:
+            return str(versions[-1])
     found = shutil.which(tool)
     if not found:
         package = "sysbench" if tool == "sysbench" else "postgresql-client (or postgresql)"
@@ -57,8 +68,18 @@ def is_script(w: Workload, tool: str) -> bool:
     return w.source.endswith(SCRIPT_SUFFIX[tool]) and not w.statements
 
 
+def builtin_name(w: Workload) -> str | None:
+    """`select-only` for the benchmark `pgbench:select-only`, else None."""
+    return w.source.removeprefix(BUILTIN_PREFIX) if w.source.startswith(BUILTIN_PREFIX) else None
+
+
 def check_runnable(w: Workload, tool: str, tables: int, where: str) -> None:
     """A UserError when `tool` cannot run benchmark `w` (checked when the experiment is read)."""
+    if builtin_name(w) is not None:
+        if tool != "pgbench":
+            raise UserError(f"{where}: benchmark {w.source!r} is one of pgbench's built-in scripts; a {tool} target "
+                            "cannot run it")
+        return
     if any(w.source.endswith(s) for s in SCRIPT_SUFFIX.values()) and not w.statements:
         if not is_script(w, tool):
             raise UserError(f"{where}: benchmark {w.name!r} is a script for another tool ({w.source}); "
@@ -97,11 +118,18 @@ def sysbench_argv(w: Workload, engine: str, conn: Connection, config_file: Path,
             *extra, *options, "run"]
 
 
-def pgbench_argv(script: Path, conn: Connection, threads: int, seconds: int, seed: int, prepared: bool,
+def pgbench_init_argv(conn: Connection, scale: int) -> list[str]:
+    """pgbench's own tables in the working database, for its built-in scripts."""
+    return [tool_path("pgbench"), "-i", "-q", "-s", str(scale), "-h", conn.host, "-p", str(conn.port),
+            "-U", conn.user, conn.database]
+
+
+def pgbench_argv(script: Path | str, conn: Connection, threads: int, seconds: int, seed: int, prepared: bool,
                  log_prefix: Path, options: tuple[str, ...]) -> list[str]:
     return [tool_path("pgbench"), "-n", "-h", conn.host, "-p", str(conn.port), "-U", conn.user,
             "-M", "prepared" if prepared else "simple", "-c", str(threads), "-j", str(threads), "-T", str(seconds),
-            f"--random-seed={seed}", "-l", f"--log-prefix={log_prefix}", "-f", str(script), *options, conn.database]
+            f"--random-seed={seed}", "-l", f"--log-prefix={log_prefix}",
+            *(["-b", script] if isinstance(script, str) else ["-f", str(script)]), *options, conn.database]
 
 
 def pgbench_script(w: Workload, table_size: int, tables: int, where: str = "") -> str:

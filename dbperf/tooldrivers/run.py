@@ -16,6 +16,7 @@ import signal
 import subprocess
 import tempfile
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
@@ -23,13 +24,16 @@ from urllib.parse import unquote, urlsplit
 from dbperf.catalog.workload import Workload
 from dbperf.errors import UserError
 from dbperf.experiment.spec import Experiment, Target
-from dbperf.records import RunResult, Usage
-from dbperf.runner.resources import process_tree
+from dbperf.records import Resources, RunResult, Usage
+from dbperf.runner.resources import CellSampler, process_tree
 from dbperf.servers.process import server_environ
 from dbperf.tooldrivers.commands import (
+    PGBENCH_BUILTINS,
     Connection,
+    builtin_name,
     is_script,
     pgbench_argv,
+    pgbench_init_argv,
     pgbench_script,
     sysbench_argv,
 )
@@ -56,13 +60,16 @@ def _rusage_usage(ru: Any) -> Usage:
                  involuntary_cs=ru.ru_nivcsw)
 
 
-def run_measured(argv: list[str], env: dict[str, str], timeout_s: float, cwd: Path) -> tuple[int, str, Usage]:
+def run_measured(argv: list[str], env: dict[str, str], timeout_s: float, cwd: Path,
+                 on_start: Callable[[int], None] | None = None) -> tuple[int, str, Usage]:
     """(exit status, output, rusage) of one tool process; ToolHung when it outlives `timeout_s` (then its process
     group is killed). Output goes to a file, so that a chatty tool never blocks on a pipe."""
     out_path = cwd / "tool.out"
     with open(out_path, "wb") as out:
         proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
                                 cwd=cwd, start_new_session=True)
+    if on_start:
+        on_start(proc.pid)
     hung = threading.Event()
 
     def kill() -> None:
@@ -121,12 +128,26 @@ class ToolCell:
         self.e, self.target, self.server, self.grace_s = e, target, server, grace_s
         assert target.tool is not None
         self.tool: str = target.tool
+        self.resources: Resources | None = None
 
     def connection(self) -> Connection:
         parts = urlsplit(self.server.dsn(self.server.work_db))
         default_port = 5432 if self.target.engine == "postgres" else 3306
         return Connection(parts.hostname or "127.0.0.1", parts.port or default_port,
                           unquote(parts.username or "dbperf"), parts.path.lstrip("/") or "sbtest")
+
+    def _pgbench_tables(self, conn: Connection, env: dict[str, str], password: str, work: Path) -> None:
+        """pgbench -i into the working database unless its tables are there (a restore drops them with the
+        database); scale = rows / 100,000, at least 1, as pgbench's accounts table has 100,000 rows per scale."""
+        from dbperf.servers.sql_query import query
+
+        if query(self.server, "SELECT to_regclass('pgbench_accounts') IS NOT NULL", self.server.work_db) == [["t"]]:
+            return
+        scale = max(1, round(self.e.tables * self.e.table_size / 100_000))
+        status, text, _ = run_measured(pgbench_init_argv(conn, scale), {**env, "PGPASSWORD": password}, 3600, work)
+        if status != 0:
+            raise UserError(f"target {self.target.name!r}: pgbench -i failed (exit {status}): "
+                            f"{failure_lines(text) or 'no output'}")
 
     def _end_sessions(self) -> None:
         """The killed tool's sessions may still be running its statement (a backend notices a vanished client only
@@ -145,7 +166,8 @@ class ToolCell:
                     self.server._exec(None, [f"KILL {int(r[0])}" for r in rows], "ending a hung tool's sessions")
 
     def run(self, w: Workload, threads: int, seed: int) -> tuple[RunResult | None, str | None, str | None]:
-        """(result, error, output tail) of the measured run; UserError when the tool fails."""
+        """(result, error, output tail) of the measured run; UserError when the tool fails. The measured run's
+        resources (runner/resources.py) are left in `self.resources`."""
         with tempfile.TemporaryDirectory(prefix=f"dbperf-{self.tool}-") as tmp:
             work = Path(tmp)  # 0700: the password file and pgbench's logs
             if self.e.warmup_s > 0:
@@ -168,12 +190,19 @@ class ToolCell:
             argv = sysbench_argv(w, self.target.engine, conn, config, self.e.tables, self.e.table_size, threads,
                                  seconds, seed, self.e.prepared, self.target.tool_options)
         else:
-            if is_script(w, "pgbench"):
+            builtin = builtin_name(w)
+            script: Path | str
+            if builtin is not None:
+                self._pgbench_tables(conn, env, password, work)
+                script = builtin
+                queries_per_event = PGBENCH_BUILTINS[builtin]
+            elif is_script(w, "pgbench"):
                 script = Path(w.source)
             else:
                 script = work / f"{w.name.split('@', 1)[0]}.sql"
                 script.write_text(pgbench_script(w, self.e.table_size, self.e.tables))
-            queries_per_event = script_queries(script.read_text())
+            if isinstance(script, Path):
+                queries_per_event = script_queries(script.read_text())
             argv = pgbench_argv(script, conn, threads, seconds, seed, self.e.prepared, work / "log",
                                 self.target.tool_options)
             env["PGPASSWORD"] = password
@@ -182,12 +211,20 @@ class ToolCell:
         pid = self.server.server.pid if getattr(self.server, "server", None) else None
         samples: list[tuple[Usage, int]] = []
         timer = None
+        sampler = CellSampler(self.e, self.target, self.server, client=self.tool) if self.e.resources else None
         if pid:
             samples.append(_server_sample(pid))
             timer = threading.Timer(seconds, lambda: samples.append(_server_sample(pid)))
             timer.start()
+
+        def started(pid: int) -> None:
+            if sampler:
+                sampler.client_pid = pid
+                sampler.start(warmup_s=0.0, time_s=seconds)
+
+        result: RunResult | None = None
         try:
-            status, text, usage = run_measured(argv, env, seconds + self.grace_s, work)
+            status, text, usage = run_measured(argv, env, seconds + self.grace_s, work, started)
         except ToolHung as hung:
             self._end_sessions()
             return None, f"{self.tool} hung past {seconds + self.grace_s:.0f} s and was killed", str(hung)
@@ -195,6 +232,8 @@ class ToolCell:
             if timer:
                 timer.cancel()
                 timer.join()
+            if sampler:
+                self.resources = sampler.finish(None)  # stopped; measured below when the run succeeded
         server_usage = processes = None
         if pid:
             if len(samples) < 2:
@@ -208,4 +247,7 @@ class ToolCell:
             parsed = parse_sysbench(text)
         else:
             parsed = parse_pgbench(text, queries_per_event, sorted(work.glob("log.*")))
-        return parsed.result(usage, threads, server_usage, processes), None, tail(text, TAIL_LINES)
+        result = parsed.result(usage, threads, server_usage, processes)
+        if sampler:
+            self.resources = sampler.resources(result)
+        return result, None, tail(text, TAIL_LINES)
