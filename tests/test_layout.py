@@ -170,6 +170,7 @@ def test_demo_fix_moves_the_flag_rechecks_and_measures(tmp_path):
     assert proc.returncode == 0, proc.stderr
     fix = json.loads(out.read_text())["fix"]
     assert fix["moved"] == ["demo_search_enabled"] and fix["gone"] and fix["findings_after"] == []
+    assert fix["sections_after"] == {"demo_search_enabled": ".data.read_mostly"}
     assert "INSERT BEFORE .data" in fix["linker_script"] and "-fdata-sections" in fix["flags"]
     ab = fix["ab"]
     assert len(ab["original"]) == len(ab["fixed"]) >= 5 and all(x > 0 for x in ab["original"] + ab["fixed"])
