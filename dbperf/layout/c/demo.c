@@ -48,9 +48,12 @@ static const int demo_primes[16] = {2, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37, 
 
 static long iterations = 2000000;
 static volatile int writer_go = 1;
+/* Both threads start together, so that they overlap (valgrind reuses a thread id once its thread has exited). */
+static pthread_barrier_t start;
 
 static void *writer(void *arg) {
     (void)arg;
+    pthread_barrier_wait(&start);
     /* Bounded, so that under valgrind (which runs one thread at a time) the trace stays short. */
     for (long n = 0; writer_go && n < 4 * iterations; n++) {
         demo_rnd_counter = demo_rnd_counter * 6364136223846793005UL + 1442695040888963407UL;
@@ -64,6 +67,7 @@ static double reader_cpu_ns;
 
 static void *reader(void *arg) {
     struct timespec c0, c1;
+    pthread_barrier_wait(&start);
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c0);
     long sum = 0;
     for (long i = 0; i < iterations; i++) {
@@ -84,6 +88,7 @@ int main(int argc, char **argv) {
     struct timespec t0, t1;
     pthread_t w, r;
     long sum = 0;
+    pthread_barrier_init(&start, NULL, 2);
     clock_gettime(CLOCK_MONOTONIC, &t0);
     if (pthread_create(&w, NULL, writer, NULL) || pthread_create(&r, NULL, reader, &sum)) {
         perror("pthread_create");
