@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import shlex
+import shutil
+import subprocess
 from collections import Counter
 from dataclasses import asdict
 from pathlib import Path
@@ -20,6 +22,18 @@ from dbperf.layout.static_map import StaticMap, static_map
 from dbperf.report.escape import term
 
 SHOW_CANDIDATES = 15
+
+
+def demangled(names: list[str]) -> dict[str, str]:
+    """C++ names as people read them (binutils' c++filt, one process for all); unchanged where it is missing."""
+    mangled = [n for n in dict.fromkeys(names) if n.startswith("_Z")]
+    if not mangled or shutil.which("c++filt") is None:
+        return {}
+    proc = subprocess.run(["c++filt"], input="\n".join(mangled) + "\n", capture_output=True, text=True, timeout=120)
+    out = proc.stdout.splitlines()
+    if proc.returncode != 0 or len(out) != len(mangled):
+        return {}
+    return {m: d for m, d in zip(mangled, out, strict=True) if m != d}
 
 
 def parse_run(args: str) -> list[str]:
@@ -49,6 +63,7 @@ def dynamic_counts(static: StaticMap, command: list[str], mode: str, env: dict[s
 def result_json(static: StaticMap, counts: DynamicCounts | None, found: list[Finding],
                 extra: dict[str, Any] | None = None) -> dict[str, Any]:
     kinds = Counter(o.kind for o in static.objects)
+    readable = demangled([o.name for o in static.objects])
     return {
         "binary": static.path, "machine": static.machine, "line_size": static.line,
         "symbol_table": static.symbol_table, "dwarf": static.dwarf, "stores": static.stores,
@@ -66,7 +81,9 @@ def result_json(static: StaticMap, counts: DynamicCounts | None, found: list[Fin
         "findings": [asdict(f) for f in found],
         "objects": [{"name": o.name, "address": hex(o.address), "size": o.size, "section": o.section,
                      "kind": o.kind, "binding": o.binding, "source": o.source,
-                     "written_in_code": o.written_in_code} for o in sorted(static.objects, key=lambda o: o.address)],
+                     "written_in_code": o.written_in_code,
+                     **({"demangled": readable[o.name]} if o.name in readable else {})}
+                    for o in sorted(static.objects, key=lambda o: o.address)],
         **(extra or {}),
     }
 
@@ -89,8 +106,11 @@ def render(static: StaticMap, counts: DynamicCounts | None, found: list[Finding]
         table = Table(show_edge=False, pad_edge=False, title="static suspects (first lines by address)")
         table.add_column("line")
         table.add_column("objects (* written in code)")
-        for a, objs in candidates[:SHOW_CANDIDATES]:
-            table.add_row(hex(a), term(", ".join(o.name + ("*" if o.written_in_code else "") for o in objs)))
+        shown = candidates[:SHOW_CANDIDATES]
+        readable = demangled([o.name for _, objs in shown for o in objs])
+        for a, objs in shown:
+            table.add_row(hex(a), term(", ".join(readable.get(o.name, o.name) + ("*" if o.written_in_code else "")
+                                                 for o in objs)))
         if candidates:
             console.print(table)
         return
@@ -102,10 +122,11 @@ def render(static: StaticMap, counts: DynamicCounts | None, found: list[Finding]
     table = Table(show_edge=False, pad_edge=False, title=f"findings, costliest first ({static.line}-byte lines)")
     for title in ("#", "line", "read-mostly (loads)", "hot-written (stores)", "cost"):
         table.add_column(title, justify="right" if title in ("#", "cost") else "left")
+    readable = demangled([n for f in found for n in f.objects])
     for i, f in enumerate(found, 1):
-        reads = "; ".join(f"{r['name']}{' ' + r['source'] if r['source'] else ''} "
+        reads = "; ".join(f"{readable.get(r['name'], r['name'])}{' ' + r['source'] if r['source'] else ''} "
                           f"{sum(r['loads_by_thread'].values()):,}" for r in f.read_mostly)
-        writes = "; ".join(f"{w['name']}{' ' + w['source'] if w['source'] else ''} "
+        writes = "; ".join(f"{readable.get(w['name'], w['name'])}{' ' + w['source'] if w['source'] else ''} "
                            f"{sum(w['stores_by_thread'].values()):,}" for w in f.hot_written)
         table.add_row(str(i), f.line, term(reads), term(writes), f"{f.cost:.3g}")
     console.print(table)
