@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from dbperf.cli import main
-from dbperf.layout.dynamic import Access, DynamicCounts, parse_filter_output
+from dbperf.layout.dynamic import Access, DynamicCounts, parse_filter_output, parse_filter_output_many
 from dbperf.layout.findings import findings, linker_script
 from dbperf.layout.static_map import GlobalObject, StaticMap
 from tests.conftest import run_cli
@@ -84,6 +84,18 @@ def test_filter_output_is_mapped_back_to_link_time_addresses():
     per, totals = parse_filter_output(text, _map(objs))
     assert per["flag"][3].loads == 7 and per["rnd"][2].stores == 5
     assert totals["unattributed"] == 2 and totals["threads"] == 2 and totals["records"] == 100
+
+
+@pytest.mark.unit
+def test_filter_output_of_a_binary_and_a_library_is_split_by_mapping():
+    app = _map([_obj("flag", 0x4100)])
+    lib = _map([_obj("lib_counter", 0x2040)])
+    text = "MAP 0 108000 10d000 0\nMAP 1 4000000 4003000 0\nC 2 10c100 3 0\nC 2 4002040 0 9\nC 1 4002048 1 0\n" \
+           "T 50 13 2\n"
+    (app_per, app_totals), (lib_per, lib_totals) = parse_filter_output_many(text, [app, lib])
+    assert set(app_per) == {"flag"} and app_per["flag"][2].loads == 3
+    assert set(lib_per) == {"lib_counter"} and lib_per["lib_counter"][2].stores == 9
+    assert lib_totals["unattributed"] == 1 and app_totals["counted"] == 3 and lib_totals["counted"] == 10
 
 
 @pytest.mark.unit
@@ -206,3 +218,21 @@ library = "{system}"
     assert isinstance(data["findings"], list)
     bad = run_cli("layout", "--experiment", str(exp), "--target", "nope", "--benchmark", "point-query")
     assert bad.returncode == 2 and "no target 'nope'" in bad.stderr
+
+
+@pytest.mark.e2e
+@pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind not installed")
+def test_a_named_shared_library_is_mapped_and_counted_too(tmp_path):
+    from dbperf.layout.build import demo
+
+    libc = Path("/lib/x86_64-linux-gnu/libc.so.6")
+    if not libc.is_file():
+        pytest.skip("no x86-64 glibc here")
+    out = tmp_path / "lib.json"
+    proc = run_cli("layout", str(demo()), "--lib", str(libc), "--run", "20000", "--json", str(out), timeout=900)
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(out.read_text())
+    assert [f["objects"] for f in data["findings"]] == [["demo_search_enabled", "demo_rnd_counter"]]
+    (lib,) = data["libraries"]
+    assert lib["binary"] == str(libc) and lib["symbol_table"] == ".dynsym"
+    assert lib["dynamic"]["records_in_binary"] > 0

@@ -16,7 +16,7 @@ from rich.console import Console
 from rich.table import Table
 
 from dbperf.errors import UserError
-from dbperf.layout.dynamic import DynamicCounts, count_simulated, memory_sampling_available
+from dbperf.layout.dynamic import DynamicCounts, count_simulated_many, memory_sampling_available
 from dbperf.layout.findings import MIN_HOT_STORES, Finding, findings
 from dbperf.layout.static_map import StaticMap, static_map
 from dbperf.report.escape import term
@@ -45,6 +45,11 @@ def parse_run(args: str) -> list[str]:
 
 def dynamic_counts(static: StaticMap, command: list[str], mode: str, env: dict[str, str] | None = None,
                    cwd: Path | None = None) -> DynamicCounts:
+    return dynamic_counts_many([static], command, mode, env, cwd)[0]
+
+
+def dynamic_counts_many(statics: list[StaticMap], command: list[str], mode: str, env: dict[str, str] | None = None,
+                        cwd: Path | None = None) -> list[DynamicCounts]:
     """Simulated counts, or refuses the hardware path with perf's reason (not implemented without a PMU to test on
     is not the same as silently simulating)."""
     ok, reason = memory_sampling_available()
@@ -53,11 +58,12 @@ def dynamic_counts(static: StaticMap, command: list[str], mode: str, env: dict[s
             raise UserError(f"hardware memory sampling asked for, but {reason}")
         raise UserError("perf mem sampling works on this host, but dbperf layout only counts simulated so far; "
                         "use --mode simulated (or perf c2c record/report by hand)")
-    counts = count_simulated(static, command, env=env, cwd=cwd)
-    counts.mode_reason = "asked for simulated counts" if mode == "simulated" else (
-        f"no precise memory sampling here ({reason})" if not ok else
-        "perf mem works here, but dbperf layout counts simulated so far (asked for auto)")
-    return counts
+    all_counts = count_simulated_many(statics, command, env=env, cwd=cwd)
+    for counts in all_counts:
+        counts.mode_reason = "asked for simulated counts" if mode == "simulated" else (
+            f"no precise memory sampling here ({reason})" if not ok else
+            "perf mem works here, but dbperf layout counts simulated so far (asked for auto)")
+    return all_counts
 
 
 def result_json(static: StaticMap, counts: DynamicCounts | None, found: list[Finding],
@@ -142,13 +148,24 @@ def write_json(path: Path, data: dict[str, Any]) -> None:
         raise UserError(f"{path}: cannot write: {e.strerror}") from None
 
 
+Checked = tuple[StaticMap, DynamicCounts | None, list[Finding]]
+
+
 def check(binary: Path, run: str | None, line: int | None, mode: str = "auto",
-          min_hot_stores: int = MIN_HOT_STORES) -> tuple[StaticMap, DynamicCounts | None, list[Finding]]:
-    if not binary.is_file():
-        raise UserError(f"{binary}: no such file")
-    static = static_map(binary, line)
+          min_hot_stores: int = MIN_HOT_STORES) -> Checked:
+    return check_many(binary, [], run, line, mode, min_hot_stores)[0]
+
+
+def check_many(binary: Path, libraries: list[Path], run: str | None, line: int | None, mode: str = "auto",
+               min_hot_stores: int = MIN_HOT_STORES) -> list[Checked]:
+    """BINARY and the shared libraries named with it: each one's static map, and under `run` (BINARY started with
+    these arguments) each one's counts and findings, from one traced run."""
+    for path in (binary, *libraries):
+        if not path.is_file():
+            raise UserError(f"{path}: no such file")
+    statics = [static_map(p, line) for p in (binary, *libraries)]
     if run is None:
-        return static, None, []
+        return [(s, None, []) for s in statics]
     command = [str(binary.absolute()), *parse_run(run)]
-    counts = dynamic_counts(static, command, mode)
-    return static, counts, findings(static, counts, min_hot_stores)
+    all_counts = dynamic_counts_many(statics, command, mode)
+    return [(s, c, findings(s, c, min_hot_stores)) for s, c in zip(statics, all_counts, strict=True)]

@@ -25,6 +25,7 @@ class Finding:
     read_mostly: list[dict] = field(default_factory=list)
     hot_written: list[dict] = field(default_factory=list)
     line_size: int = 64
+    binary: str = ""
 
 
 def _where(o: GlobalObject) -> str:
@@ -79,7 +80,7 @@ def findings(static: StaticMap, counts: DynamicCounts, min_hot_stores: int = MIN
             hot_written=[{"name": o.name, "address": hex(o.address), "size": o.size, "source": o.source,
                           "stores_by_thread": {str(t): a.stores for t, a in sorted(per[o.name].items())}}
                          for o in hot],
-            line_size=static.line))
+            line_size=static.line, binary=static.path))
     return sorted(out, key=lambda f: -f.cost)
 
 
