@@ -21,7 +21,7 @@ from dbperf.buildlab.paths import cache_root
 from dbperf.errors import UserError
 from dbperf.experiment.spec import Experiment, Target
 from dbperf.layout import build
-from dbperf.layout.check import check, parse_run, render, result_json, write_json
+from dbperf.layout.check import check, render, result_json, write_json
 from dbperf.layout.findings import Finding, linker_script
 from dbperf.layout.static_map import StaticMap
 
@@ -192,4 +192,3 @@ def sqlite_fix(experiment: Path, exp: Experiment, target: Target, benchmark: str
             "ab_cells": len(records)}
 
 
-__all__ = ["demo_fix", "parse_run", "sqlite_fix"]
