@@ -14,7 +14,7 @@
  *
  * Usage: demo [ITERATIONS] -> prints the reader's CPU time per iteration (CLOCK_THREAD_CPUTIME_ID: stalls on a
  * line the writer holds count, time spent descheduled on a loaded machine does not) and its wall-clock time; the
- * writer stops when the reader is done or after 4 x ITERATIONS.
+ * writer makes between ITERATIONS and 4 x ITERATIONS updates, stopping in between once the reader is done.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -54,8 +54,9 @@ static pthread_barrier_t start;
 static void *writer(void *arg) {
     (void)arg;
     pthread_barrier_wait(&start);
-    /* Bounded, so that under valgrind (which runs one thread at a time) the trace stays short. */
-    for (long n = 0; writer_go && n < 4 * iterations; n++) {
+    /* At least ITERATIONS updates (so the pattern is there whatever order valgrind runs the threads in), at most
+     * 4 x ITERATIONS (so the trace stays short), stopping in between once the reader is done. */
+    for (long n = 0; n < 4 * iterations && (writer_go || n < iterations); n++) {
         demo_rnd_counter = demo_rnd_counter * 6364136223846793005UL + 1442695040888963407UL;
         demo_ops = demo_ops + 1;
         demo_tls_count++;
