@@ -236,3 +236,48 @@ def test_a_named_shared_library_is_mapped_and_counted_too(tmp_path):
     (lib,) = data["libraries"]
     assert lib["binary"] == str(libc) and lib["symbol_table"] == ".dynsym"
     assert lib["dynamic"]["records_in_binary"] > 0
+
+
+PERF_SCRIPT = """\
+27348 PERF_RECORD_MMAP2 27348/27348: [0x55e0c0bf0000(0x5000) @ 0 fe:00 10142651 2052805185]: r--p /x/app
+27348 PERF_RECORD_MMAP2 27348/27348: [0x7f0fdf1dd000(0x1e2000) @ 0 fe:00 326269 0]: r--p /usr/lib/libc.so.6
+27348 PERF_RECORD_MMAP2 27348/27348: [0x55e0c0bf5000(0x1000) @ 0x55e0c0bf5000 00:00 0 0]: rw-p //anon
+27349 cpu/mem-loads,ldlat=30/P:     55e0c0bf4100      1e05080021 |OP LOAD|LVL L1 hit|SNP None|TLB L1 or L2 hit
+27349 cpu/mem-loads,ldlat=30/P:     55e0c0bf4100      1e05080021 |OP LOAD|LVL L1 hit|SNP None|TLB L1 or L2 hit
+27350 ibs_op//:     55e0c0bf4108      2e05080021 |OP STORE|LVL L1 hit|SNP None|TLB N/A
+27350 ibs_op//:     55e0c0bf5010      2e05080021 |OP STORE|LVL L1 hit|SNP None|TLB N/A
+27350 page-faults:     55e0c0bf4100      1e05080021 |OP N/A|LVL N/A or N/A|SNP N/A|TLB N/A
+"""
+
+
+@pytest.mark.unit
+def test_perf_mem_samples_are_mapped_back_like_the_trace():
+    from dbperf.layout.sampled import perf_script_to_filter
+
+    static = _map([_obj("flag", 0x4100), _obj("rnd", 0x4108), _obj("bss_word", 0x5010)])
+    text, stats = perf_script_to_filter(PERF_SCRIPT, ["/x/app"])
+    assert stats == {"samples": 5, "unclassified": 1}
+    per, totals = parse_filter_output(text, static)
+    assert per["flag"][27349].loads == 2 and per["rnd"][27350].stores == 1 and per["bss_word"][27350].stores == 1
+    assert totals["mapped"] == 2
+
+
+@pytest.mark.e2e
+@pytest.mark.skipif(shutil.which("perf") is None, reason="perf not installed")
+def test_perf_script_mmap_events_of_this_perf_are_understood(tmp_path):
+    """No PMU here for perf mem, but `perf record -d` of software page faults writes the same mmap events."""
+    import subprocess
+
+    from dbperf.layout.build import demo
+    from dbperf.layout.sampled import perf_script_to_filter
+
+    exe = demo()
+    data = tmp_path / "perf.data"
+    rec = subprocess.run(["perf", "record", "-d", "-e", "page-faults", "-o", str(data), "--", str(exe), "1000"],
+                         capture_output=True, text=True, timeout=300)
+    if rec.returncode != 0:
+        pytest.skip(f"perf record cannot run here: {rec.stderr.strip()[-200:]}")
+    out = subprocess.run(["perf", "script", "-i", str(data), "-F", "tid,event,addr,data_src", "--show-mmap-events"],
+                         capture_output=True, text=True, timeout=300, check=True).stdout
+    text, stats = perf_script_to_filter(out, [str(exe.resolve())])
+    assert text.startswith("MAP 0 ") and stats["samples"] > 0

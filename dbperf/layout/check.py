@@ -17,7 +17,8 @@ from rich.table import Table
 
 from dbperf.errors import UserError
 from dbperf.layout.dynamic import DynamicCounts, count_simulated_many, memory_sampling_available
-from dbperf.layout.findings import MIN_HOT_STORES, Finding, findings
+from dbperf.layout.findings import MIN_HOT_STORES, Finding, findings, hot_stores
+from dbperf.layout.sampled import count_sampled_many
 from dbperf.layout.static_map import StaticMap, static_map
 from dbperf.report.escape import term
 
@@ -52,17 +53,18 @@ def dynamic_counts_many(statics: list[StaticMap], command: list[str], mode: str,
                         cwd: Path | None = None) -> list[DynamicCounts]:
     """Simulated counts, or refuses the hardware path with perf's reason (not implemented without a PMU to test on
     is not the same as silently simulating)."""
-    ok, reason = memory_sampling_available()
-    if mode == "hardware":
-        if not ok:
-            raise UserError(f"hardware memory sampling asked for, but {reason}")
-        raise UserError("perf mem sampling works on this host, but dbperf layout only counts simulated so far; "
-                        "use --mode simulated (or perf c2c record/report by hand)")
+    ok, reason = (False, "not probed") if mode == "simulated" else memory_sampling_available()
+    if mode == "hardware" and not ok:
+        raise UserError(f"hardware memory sampling asked for, but {reason}")
+    if ok:
+        sampled = count_sampled_many(statics, command, env=env, cwd=cwd)
+        for counts in sampled:
+            counts.mode_reason = reason
+        return sampled
     all_counts = count_simulated_many(statics, command, env=env, cwd=cwd)
     for counts in all_counts:
         counts.mode_reason = "asked for simulated counts" if mode == "simulated" else (
-            f"no precise memory sampling here ({reason})" if not ok else
-            "perf mem works here, but dbperf layout counts simulated so far (asked for auto)")
+            f"no precise memory sampling here ({reason})")
     return all_counts
 
 
@@ -81,7 +83,7 @@ def result_json(static: StaticMap, counts: DynamicCounts | None, found: list[Fin
             "mode": counts.mode, "mode_reason": counts.mode_reason, "tool": counts.tool, "command": counts.command,
             "seconds": counts.seconds,
             "memory_records": counts.records, "records_in_binary": counts.counted, "threads": counts.threads,
-            "unattributed_accesses": counts.unattributed, "hot_written_means": f">= {MIN_HOT_STORES} stores",
+            "unattributed_accesses": counts.unattributed, "hot_written_means": f">= {hot_stores(counts)} stores",
             "per_object": {name: {str(t): {"loads": a.loads, "stores": a.stores} for t, a in sorted(per.items())}
                            for name, per in sorted(counts.per_object.items())}},
         "findings": [asdict(f) for f in found],
