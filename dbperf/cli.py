@@ -652,12 +652,14 @@ def layout(
     demo: Annotated[bool, typer.Option("--demo", help="check the repo's demo program (the seed's pattern and "
                                                       "decoys)")] = False,
     mode: Annotated[str, typer.Option(help="auto, simulated or hardware (perf mem)")] = "auto",
+    lib: Annotated[Optional[list[Path]], typer.Option("--lib", help="also check this shared library of BINARY "
+                                                                     "(repeatable)")] = None,
 ) -> None:
     """Find read-mostly globals sharing a cache line with written ones, propose the fix, and prove it."""
     from dbperf.layout.command import layout_command
 
     layout_command(binary, run, experiment, target, benchmark, line, json_file, fix, demo, mode, out_console,
-                   err_console)
+                   err_console, lib)
 
 
 @app.command()

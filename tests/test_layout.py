@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from dbperf.cli import main
-from dbperf.layout.dynamic import Access, DynamicCounts, parse_filter_output
+from dbperf.layout.dynamic import Access, DynamicCounts, parse_filter_output, parse_filter_output_many
 from dbperf.layout.findings import findings, linker_script
 from dbperf.layout.static_map import GlobalObject, StaticMap
 from tests.conftest import run_cli
@@ -84,6 +84,18 @@ def test_filter_output_is_mapped_back_to_link_time_addresses():
     per, totals = parse_filter_output(text, _map(objs))
     assert per["flag"][3].loads == 7 and per["rnd"][2].stores == 5
     assert totals["unattributed"] == 2 and totals["threads"] == 2 and totals["records"] == 100
+
+
+@pytest.mark.unit
+def test_filter_output_of_a_binary_and_a_library_is_split_by_mapping():
+    app = _map([_obj("flag", 0x4100)])
+    lib = _map([_obj("lib_counter", 0x2040)])
+    text = "MAP 0 108000 10d000 0\nMAP 1 4000000 4003000 0\nC 2 10c100 3 0\nC 2 4002040 0 9\nC 1 4002048 1 0\n" \
+           "T 50 13 2\n"
+    (app_per, app_totals), (lib_per, lib_totals) = parse_filter_output_many(text, [app, lib])
+    assert set(app_per) == {"flag"} and app_per["flag"][2].loads == 3
+    assert set(lib_per) == {"lib_counter"} and lib_per["lib_counter"][2].stores == 9
+    assert lib_totals["unattributed"] == 1 and app_totals["counted"] == 3 and lib_totals["counted"] == 10
 
 
 @pytest.mark.unit
@@ -170,6 +182,7 @@ def test_demo_fix_moves_the_flag_rechecks_and_measures(tmp_path):
     assert proc.returncode == 0, proc.stderr
     fix = json.loads(out.read_text())["fix"]
     assert fix["moved"] == ["demo_search_enabled"] and fix["gone"] and fix["findings_after"] == []
+    assert fix["sections_after"] == {"demo_search_enabled": ".data.read_mostly"}
     assert "INSERT BEFORE .data" in fix["linker_script"] and "-fdata-sections" in fix["flags"]
     ab = fix["ab"]
     assert len(ab["original"]) == len(ab["fixed"]) >= 5 and all(x > 0 for x in ab["original"] + ab["fixed"])
@@ -205,3 +218,66 @@ library = "{system}"
     assert isinstance(data["findings"], list)
     bad = run_cli("layout", "--experiment", str(exp), "--target", "nope", "--benchmark", "point-query")
     assert bad.returncode == 2 and "no target 'nope'" in bad.stderr
+
+
+@pytest.mark.e2e
+@pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind not installed")
+def test_a_named_shared_library_is_mapped_and_counted_too(tmp_path):
+    from dbperf.layout.build import demo
+
+    libc = Path("/lib/x86_64-linux-gnu/libc.so.6")
+    if not libc.is_file():
+        pytest.skip("no x86-64 glibc here")
+    out = tmp_path / "lib.json"
+    proc = run_cli("layout", str(demo()), "--lib", str(libc), "--run", "20000", "--json", str(out), timeout=900)
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(out.read_text())
+    assert [f["objects"] for f in data["findings"]] == [["demo_search_enabled", "demo_rnd_counter"]]
+    (lib,) = data["libraries"]
+    assert lib["binary"] == str(libc) and lib["symbol_table"] == ".dynsym"
+    assert lib["dynamic"]["records_in_binary"] > 0
+
+
+PERF_SCRIPT = """\
+27348 PERF_RECORD_MMAP2 27348/27348: [0x55e0c0bf0000(0x5000) @ 0 fe:00 10142651 2052805185]: r--p /x/app
+27348 PERF_RECORD_MMAP2 27348/27348: [0x7f0fdf1dd000(0x1e2000) @ 0 fe:00 326269 0]: r--p /usr/lib/libc.so.6
+27348 PERF_RECORD_MMAP2 27348/27348: [0x55e0c0bf5000(0x1000) @ 0x55e0c0bf5000 00:00 0 0]: rw-p //anon
+27349 cpu/mem-loads,ldlat=30/P:     55e0c0bf4100      1e05080021 |OP LOAD|LVL L1 hit|SNP None|TLB L1 or L2 hit
+27349 cpu/mem-loads,ldlat=30/P:     55e0c0bf4100      1e05080021 |OP LOAD|LVL L1 hit|SNP None|TLB L1 or L2 hit
+27350 ibs_op//:     55e0c0bf4108      2e05080021 |OP STORE|LVL L1 hit|SNP None|TLB N/A
+27350 ibs_op//:     55e0c0bf5010      2e05080021 |OP STORE|LVL L1 hit|SNP None|TLB N/A
+27350 page-faults:     55e0c0bf4100      1e05080021 |OP N/A|LVL N/A or N/A|SNP N/A|TLB N/A
+"""
+
+
+@pytest.mark.unit
+def test_perf_mem_samples_are_mapped_back_like_the_trace():
+    from dbperf.layout.sampled import perf_script_to_filter
+
+    static = _map([_obj("flag", 0x4100), _obj("rnd", 0x4108), _obj("bss_word", 0x5010)])
+    text, stats = perf_script_to_filter(PERF_SCRIPT, ["/x/app"])
+    assert stats == {"samples": 5, "unclassified": 1}
+    per, totals = parse_filter_output(text, static)
+    assert per["flag"][27349].loads == 2 and per["rnd"][27350].stores == 1 and per["bss_word"][27350].stores == 1
+    assert totals["mapped"] == 2
+
+
+@pytest.mark.e2e
+@pytest.mark.skipif(shutil.which("perf") is None, reason="perf not installed")
+def test_perf_script_mmap_events_of_this_perf_are_understood(tmp_path):
+    """No PMU here for perf mem, but `perf record -d` of software page faults writes the same mmap events."""
+    import subprocess
+
+    from dbperf.layout.build import demo
+    from dbperf.layout.sampled import perf_script_to_filter
+
+    exe = demo()
+    data = tmp_path / "perf.data"
+    rec = subprocess.run(["perf", "record", "-d", "-e", "page-faults", "-o", str(data), "--", str(exe), "1000"],
+                         capture_output=True, text=True, timeout=300)
+    if rec.returncode != 0:
+        pytest.skip(f"perf record cannot run here: {rec.stderr.strip()[-200:]}")
+    out = subprocess.run(["perf", "script", "-i", str(data), "-F", "tid,event,addr,data_src", "--show-mmap-events"],
+                         capture_output=True, text=True, timeout=300, check=True).stdout
+    text, stats = perf_script_to_filter(out, [str(exe.resolve())])
+    assert text.startswith("MAP 0 ") and stats["samples"] > 0

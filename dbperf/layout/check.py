@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import shlex
+import shutil
+import subprocess
 from collections import Counter
 from dataclasses import asdict
 from pathlib import Path
@@ -14,12 +16,25 @@ from rich.console import Console
 from rich.table import Table
 
 from dbperf.errors import UserError
-from dbperf.layout.dynamic import DynamicCounts, count_simulated, memory_sampling_available
-from dbperf.layout.findings import MIN_HOT_STORES, Finding, findings
+from dbperf.layout.dynamic import DynamicCounts, count_simulated_many, memory_sampling_available
+from dbperf.layout.findings import MIN_HOT_STORES, Finding, findings, hot_stores
+from dbperf.layout.sampled import count_sampled_many
 from dbperf.layout.static_map import StaticMap, static_map
 from dbperf.report.escape import term
 
 SHOW_CANDIDATES = 15
+
+
+def demangled(names: list[str]) -> dict[str, str]:
+    """C++ names as people read them (binutils' c++filt, one process for all); unchanged where it is missing."""
+    mangled = [n for n in dict.fromkeys(names) if n.startswith("_Z")]
+    if not mangled or shutil.which("c++filt") is None:
+        return {}
+    proc = subprocess.run(["c++filt"], input="\n".join(mangled) + "\n", capture_output=True, text=True, timeout=120)
+    out = proc.stdout.splitlines()
+    if proc.returncode != 0 or len(out) != len(mangled):
+        return {}
+    return {m: d for m, d in zip(mangled, out, strict=True) if m != d}
 
 
 def parse_run(args: str) -> list[str]:
@@ -31,24 +46,32 @@ def parse_run(args: str) -> list[str]:
 
 def dynamic_counts(static: StaticMap, command: list[str], mode: str, env: dict[str, str] | None = None,
                    cwd: Path | None = None) -> DynamicCounts:
+    return dynamic_counts_many([static], command, mode, env, cwd)[0]
+
+
+def dynamic_counts_many(statics: list[StaticMap], command: list[str], mode: str, env: dict[str, str] | None = None,
+                        cwd: Path | None = None) -> list[DynamicCounts]:
     """Simulated counts, or refuses the hardware path with perf's reason (not implemented without a PMU to test on
     is not the same as silently simulating)."""
-    ok, reason = memory_sampling_available()
-    if mode == "hardware":
-        if not ok:
-            raise UserError(f"hardware memory sampling asked for, but {reason}")
-        raise UserError("perf mem sampling works on this host, but dbperf layout only counts simulated so far; "
-                        "use --mode simulated (or perf c2c record/report by hand)")
-    counts = count_simulated(static, command, env=env, cwd=cwd)
-    counts.mode_reason = "asked for simulated counts" if mode == "simulated" else (
-        f"no precise memory sampling here ({reason})" if not ok else
-        "perf mem works here, but dbperf layout counts simulated so far (asked for auto)")
-    return counts
+    ok, reason = (False, "not probed") if mode == "simulated" else memory_sampling_available()
+    if mode == "hardware" and not ok:
+        raise UserError(f"hardware memory sampling asked for, but {reason}")
+    if ok:
+        sampled = count_sampled_many(statics, command, env=env, cwd=cwd)
+        for counts in sampled:
+            counts.mode_reason = reason
+        return sampled
+    all_counts = count_simulated_many(statics, command, env=env, cwd=cwd)
+    for counts in all_counts:
+        counts.mode_reason = "asked for simulated counts" if mode == "simulated" else (
+            f"no precise memory sampling here ({reason})")
+    return all_counts
 
 
 def result_json(static: StaticMap, counts: DynamicCounts | None, found: list[Finding],
                 extra: dict[str, Any] | None = None) -> dict[str, Any]:
     kinds = Counter(o.kind for o in static.objects)
+    readable = demangled([o.name for o in static.objects])
     return {
         "binary": static.path, "machine": static.machine, "line_size": static.line,
         "symbol_table": static.symbol_table, "dwarf": static.dwarf, "stores": static.stores,
@@ -60,13 +83,15 @@ def result_json(static: StaticMap, counts: DynamicCounts | None, found: list[Fin
             "mode": counts.mode, "mode_reason": counts.mode_reason, "tool": counts.tool, "command": counts.command,
             "seconds": counts.seconds,
             "memory_records": counts.records, "records_in_binary": counts.counted, "threads": counts.threads,
-            "unattributed_accesses": counts.unattributed, "hot_written_means": f">= {MIN_HOT_STORES} stores",
+            "unattributed_accesses": counts.unattributed, "hot_written_means": f">= {hot_stores(counts)} stores",
             "per_object": {name: {str(t): {"loads": a.loads, "stores": a.stores} for t, a in sorted(per.items())}
                            for name, per in sorted(counts.per_object.items())}},
         "findings": [asdict(f) for f in found],
         "objects": [{"name": o.name, "address": hex(o.address), "size": o.size, "section": o.section,
                      "kind": o.kind, "binding": o.binding, "source": o.source,
-                     "written_in_code": o.written_in_code} for o in sorted(static.objects, key=lambda o: o.address)],
+                     "written_in_code": o.written_in_code,
+                     **({"demangled": readable[o.name]} if o.name in readable else {})}
+                    for o in sorted(static.objects, key=lambda o: o.address)],
         **(extra or {}),
     }
 
@@ -89,8 +114,11 @@ def render(static: StaticMap, counts: DynamicCounts | None, found: list[Finding]
         table = Table(show_edge=False, pad_edge=False, title="static suspects (first lines by address)")
         table.add_column("line")
         table.add_column("objects (* written in code)")
-        for a, objs in candidates[:SHOW_CANDIDATES]:
-            table.add_row(hex(a), term(", ".join(o.name + ("*" if o.written_in_code else "") for o in objs)))
+        shown = candidates[:SHOW_CANDIDATES]
+        readable = demangled([o.name for _, objs in shown for o in objs])
+        for a, objs in shown:
+            table.add_row(hex(a), term(", ".join(readable.get(o.name, o.name) + ("*" if o.written_in_code else "")
+                                                 for o in objs)))
         if candidates:
             console.print(table)
         return
@@ -102,10 +130,11 @@ def render(static: StaticMap, counts: DynamicCounts | None, found: list[Finding]
     table = Table(show_edge=False, pad_edge=False, title=f"findings, costliest first ({static.line}-byte lines)")
     for title in ("#", "line", "read-mostly (loads)", "hot-written (stores)", "cost"):
         table.add_column(title, justify="right" if title in ("#", "cost") else "left")
+    readable = demangled([n for f in found for n in f.objects])
     for i, f in enumerate(found, 1):
-        reads = "; ".join(f"{r['name']}{' ' + r['source'] if r['source'] else ''} "
+        reads = "; ".join(f"{readable.get(r['name'], r['name'])}{' ' + r['source'] if r['source'] else ''} "
                           f"{sum(r['loads_by_thread'].values()):,}" for r in f.read_mostly)
-        writes = "; ".join(f"{w['name']}{' ' + w['source'] if w['source'] else ''} "
+        writes = "; ".join(f"{readable.get(w['name'], w['name'])}{' ' + w['source'] if w['source'] else ''} "
                            f"{sum(w['stores_by_thread'].values()):,}" for w in f.hot_written)
         table.add_row(str(i), f.line, term(reads), term(writes), f"{f.cost:.3g}")
     console.print(table)
@@ -121,13 +150,24 @@ def write_json(path: Path, data: dict[str, Any]) -> None:
         raise UserError(f"{path}: cannot write: {e.strerror}") from None
 
 
+Checked = tuple[StaticMap, DynamicCounts | None, list[Finding]]
+
+
 def check(binary: Path, run: str | None, line: int | None, mode: str = "auto",
-          min_hot_stores: int = MIN_HOT_STORES) -> tuple[StaticMap, DynamicCounts | None, list[Finding]]:
-    if not binary.is_file():
-        raise UserError(f"{binary}: no such file")
-    static = static_map(binary, line)
+          min_hot_stores: int = MIN_HOT_STORES) -> Checked:
+    return check_many(binary, [], run, line, mode, min_hot_stores)[0]
+
+
+def check_many(binary: Path, libraries: list[Path], run: str | None, line: int | None, mode: str = "auto",
+               min_hot_stores: int = MIN_HOT_STORES) -> list[Checked]:
+    """BINARY and the shared libraries named with it: each one's static map, and under `run` (BINARY started with
+    these arguments) each one's counts and findings, from one traced run."""
+    for path in (binary, *libraries):
+        if not path.is_file():
+            raise UserError(f"{path}: no such file")
+    statics = [static_map(p, line) for p in (binary, *libraries)]
     if run is None:
-        return static, None, []
+        return [(s, None, []) for s in statics]
     command = [str(binary.absolute()), *parse_run(run)]
-    counts = dynamic_counts(static, command, mode)
-    return static, counts, findings(static, counts, min_hot_stores)
+    all_counts = dynamic_counts_many(statics, command, mode)
+    return [(s, c, findings(s, c, min_hot_stores)) for s, c in zip(statics, all_counts, strict=True)]

@@ -8,7 +8,7 @@ from rich.console import Console
 
 from dbperf.errors import UserError
 from dbperf.layout import build
-from dbperf.layout.check import check, render, result_json, write_json
+from dbperf.layout.check import check_many, render, result_json, write_json
 
 MODES = ("auto", "simulated", "hardware")
 DEMO_ITERATIONS = "50000"
@@ -16,7 +16,10 @@ DEMO_ITERATIONS = "50000"
 
 def layout_command(binary: Path | None, run: str | None, experiment: Path | None, target: str | None,
                    benchmark: str | None, line: int | None, json_file: Path | None, fix: bool, demo: bool,
-                   mode: str, out: Console, err: Console) -> None:
+                   mode: str, out: Console, err: Console, libraries: list[Path] | None = None) -> None:
+    libraries = libraries or []
+    if libraries and (experiment is not None or demo or fix):
+        raise UserError("--lib names shared libraries of BINARY: not with --experiment, --demo or --fix")
     if mode not in MODES:
         raise UserError(f"--mode: expected one of {', '.join(MODES)}, got {mode!r}")
     if line is not None and line not in (64, 128):
@@ -46,7 +49,13 @@ def layout_command(binary: Path | None, run: str | None, experiment: Path | None
         raise UserError("layout: give a BINARY, --demo, or --experiment E --target T --benchmark B")
     elif fix:
         raise UserError("--fix rebuilds what the lab builds: use it with --demo or --experiment (a SQLite target)")
-    static, counts, found = check(binary, run, line, mode)
-    render(static, counts, found, out)
+    checked = check_many(binary, libraries, run, line, mode)
+    for static, counts, found in checked:
+        render(static, counts, found, out)
     if json_file is not None:
-        write_json(json_file, result_json(static, counts, found))
+        static, counts, found = checked[0]
+        everything = sorted((f for _, _, fs in checked for f in fs), key=lambda f: -f.cost)
+        data = result_json(static, counts, everything)
+        if libraries:
+            data["libraries"] = [result_json(s, c, f) for s, c, f in checked[1:]]
+        write_json(json_file, data)

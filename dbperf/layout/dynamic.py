@@ -71,46 +71,67 @@ def _runtime_to_link(static: StaticMap, maps: list[tuple[int, int, int]]) -> int
 
 
 def parse_filter_output(text: str, static: StaticMap) -> tuple[dict[str, dict[int, Access]], dict[str, int]]:
-    maps: list[tuple[int, int, int]] = []
+    return parse_filter_output_many(text, [static])[0]
+
+
+def parse_filter_output_many(text: str, statics: list[StaticMap]) \
+        -> list[tuple[dict[str, dict[int, Access]], dict[str, int]]]:
+    """The filter's output split by analysed object (its index on the filter's command line): per object symbol,
+    per thread, loads and stores, and the totals."""
+    maps: list[list[tuple[int, int, int]]] = [[] for _ in statics]
     counts: list[tuple[int, int, int, int]] = []
-    totals = {"records": 0, "counted": 0, "switches": 0}
+    run_totals = {"records": 0, "counted": 0, "switches": 0}
     for line in text.splitlines():
         parts = line.split()
         if not parts:
             continue
-        if parts[0] == "MAP" and len(parts) == 5:
-            maps.append((int(parts[2], 16), int(parts[3], 16), int(parts[4], 16)))
+        if parts[0] == "MAP" and len(parts) == 5 and 0 <= int(parts[1]) < len(statics):
+            maps[int(parts[1])].append((int(parts[2], 16), int(parts[3], 16), int(parts[4], 16)))
         elif parts[0] == "C" and len(parts) == 5:
             counts.append((int(parts[1]), int(parts[2], 16), int(parts[3]), int(parts[4])))
         elif parts[0] == "T" and len(parts) == 4:
-            totals = {"records": int(parts[1]), "counted": int(parts[2]), "switches": int(parts[3])}
-    per_object: dict[str, dict[int, Access]] = defaultdict(dict)
-    bias = _runtime_to_link(static, maps)
-    unattributed = 0
-    threads: set[int] = set()
-    if bias is not None:
-        for tid, address, loads, stores in counts:
-            threads.add(tid)
-            obj = static.find(address - bias)
-            if obj is None:
-                unattributed += loads + stores
-                continue
-            acc = per_object[obj.name].setdefault(tid, Access())
-            acc.loads += loads
-            acc.stores += stores
-    totals["unattributed"] = unattributed
-    totals["threads"] = len(threads)
-    totals["mapped"] = len(maps)
-    return dict(per_object), totals
+            run_totals = {"records": int(parts[1]), "counted": int(parts[2]), "switches": int(parts[3])}
+    ranges = [(start, end, i) for i, object_maps in enumerate(maps) for start, end, _ in object_maps]
+    biases = [_runtime_to_link(static, m) for static, m in zip(statics, maps, strict=True)]
+    out: list[tuple[dict[str, dict[int, Access]], dict[str, int]]] = []
+    per_objects: list[dict[str, dict[int, Access]]] = [defaultdict(dict) for _ in statics]
+    unattributed = [0 for _ in statics]
+    counted = [0 for _ in statics]
+    threads: list[set[int]] = [set() for _ in statics]
+    for tid, address, loads, stores in counts:
+        i = next((i for start, end, i in ranges if start <= address < end), None)
+        bias = None if i is None else biases[i]
+        if i is None or bias is None:
+            continue
+        threads[i].add(tid)
+        counted[i] += loads + stores
+        obj = statics[i].find(address - bias)
+        if obj is None:
+            unattributed[i] += loads + stores
+            continue
+        acc = per_objects[i][obj.name].setdefault(tid, Access())
+        acc.loads += loads
+        acc.stores += stores
+    for i in range(len(statics)):
+        totals = {**run_totals, "counted": counted[i] if len(statics) > 1 else run_totals["counted"],
+                  "unattributed": unattributed[i], "threads": len(threads[i]), "mapped": len(maps[i])}
+        out.append((dict(per_objects[i]), totals))
+    return out
 
 
 def count_simulated(static: StaticMap, command: Sequence[str], env: dict[str, str] | None = None,
                     timeout_s: float = 1800, cwd: Path | None = None) -> DynamicCounts:
-    """Runs COMMAND under lackey with ASLR off and counts the loads and stores of the static map's objects."""
+    return count_simulated_many([static], command, env, timeout_s, cwd)[0]
+
+
+def count_simulated_many(statics: list[StaticMap], command: Sequence[str], env: dict[str, str] | None = None,
+                         timeout_s: float = 1800, cwd: Path | None = None) -> list[DynamicCounts]:
+    """Runs COMMAND under lackey with ASLR off and counts the loads and stores of the static maps' objects (the
+    binary and the shared libraries named with it)."""
     if shutil.which("valgrind") is None:
         raise UserError("valgrind not found: simulated access counts need it (apt install valgrind)")
     filter_exe = trace_filter()
-    obj_path = os.path.realpath(static.path)
+    paths = [os.path.realpath(s.path) for s in statics]
     read_end, write_end = os.pipe()
     started = time.monotonic()
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
@@ -124,7 +145,7 @@ def count_simulated(static: StaticMap, command: Sequence[str], env: dict[str, st
             os.close(write_end)
             raise UserError(f"cannot start valgrind: {e.strerror}") from None
         os.close(write_end)
-        flt = subprocess.Popen([str(filter_exe), str(vg.pid), obj_path], stdin=read_end, stdout=subprocess.PIPE,
+        flt = subprocess.Popen([str(filter_exe), str(vg.pid), *paths], stdin=read_end, stdout=subprocess.PIPE,
                                text=True)
         os.close(read_end)
         try:
@@ -151,16 +172,18 @@ def count_simulated(static: StaticMap, command: Sequence[str], env: dict[str, st
                             f"{said or 'no output'}")
         if flt.returncode != 0:
             raise UserError(f"the trace filter failed (exit {flt.returncode})")
-    per_object, totals = parse_filter_output(text, static)
-    if totals["mapped"] == 0:
-        raise UserError(f"{obj_path} was never mapped by the workload: it does not run the analysed binary")
-    return DynamicCounts(
-        mode="simulated",
-        tool=f"{_valgrind_version()} lackey --trace-mem=yes --trace-sched=yes, ASLR off; threads serialised by "
-             "valgrind; exact counts of the traced run",
-        command=list(command), seconds=round(time.monotonic() - started, 3), per_object=per_object,
-        records=totals["records"], counted=totals["counted"], threads=totals["threads"],
-        unattributed=totals["unattributed"])
+    seconds = round(time.monotonic() - started, 3)
+    tool = (f"{_valgrind_version()} lackey --trace-mem=yes --trace-sched=yes, ASLR off; threads serialised by "
+            "valgrind; exact counts of the traced run")
+    results = []
+    for path, (per_object, totals) in zip(paths, parse_filter_output_many(text, statics), strict=True):
+        if totals["mapped"] == 0:
+            raise UserError(f"{path} was never mapped by the workload: it does not run the analysed binary")
+        results.append(DynamicCounts(
+            mode="simulated", tool=tool, command=list(command), seconds=seconds, per_object=per_object,
+            records=totals["records"], counted=totals["counted"], threads=totals["threads"],
+            unattributed=totals["unattributed"]))
+    return results
 
 
 def _valgrind_version() -> str:

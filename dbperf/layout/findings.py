@@ -13,6 +13,8 @@ from dbperf.layout.static_map import GlobalObject, StaticMap
 MIN_HOT_STORES = 100
 # A read-mostly object loaded fewer times than this in the whole run cannot cost anything worth a layout change.
 MIN_LOADS = 10
+# The same thresholds for sampled counts (perf mem), which see a small fraction of the accesses.
+SAMPLED_MIN_HOT_STORES, SAMPLED_MIN_LOADS = 5, 2
 READ_MOSTLY_SECTION = ".data.read_mostly"
 
 
@@ -25,6 +27,7 @@ class Finding:
     read_mostly: list[dict] = field(default_factory=list)
     hot_written: list[dict] = field(default_factory=list)
     line_size: int = 64
+    binary: str = ""
 
 
 def _where(o: GlobalObject) -> str:
@@ -45,7 +48,14 @@ def remedy_text(read_mostly: list[GlobalObject], hot: list[GlobalObject], line: 
             "thread may keep its own copy")
 
 
+def hot_stores(counts: DynamicCounts) -> int:
+    return SAMPLED_MIN_HOT_STORES if counts.mode == "sampled" else MIN_HOT_STORES
+
+
 def findings(static: StaticMap, counts: DynamicCounts, min_hot_stores: int = MIN_HOT_STORES) -> list[Finding]:
+    min_loads = MIN_LOADS
+    if counts.mode == "sampled":
+        min_hot_stores, min_loads = SAMPLED_MIN_HOT_STORES, SAMPLED_MIN_LOADS
     out = []
     for address, objs in static.by_line().items():
         per = {o.name: counts.per_object.get(o.name, {}) for o in objs}
@@ -62,7 +72,7 @@ def findings(static: StaticMap, counts: DynamicCounts, min_hot_stores: int = MIN
         for o in objs:
             if o in hot:
                 continue
-            if _total(per[o.name]).loads < MIN_LOADS:
+            if _total(per[o.name]).loads < min_loads:
                 continue
             o_cost = sum(a.loads * (all_stores - stores_by_thread.get(tid, 0)) for tid, a in per[o.name].items())
             if o_cost > 0:
@@ -79,7 +89,7 @@ def findings(static: StaticMap, counts: DynamicCounts, min_hot_stores: int = MIN
             hot_written=[{"name": o.name, "address": hex(o.address), "size": o.size, "source": o.source,
                           "stores_by_thread": {str(t): a.stores for t, a in sorted(per[o.name].items())}}
                          for o in hot],
-            line_size=static.line))
+            line_size=static.line, binary=static.path))
     return sorted(out, key=lambda f: -f.cost)
 
 

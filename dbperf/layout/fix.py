@@ -21,7 +21,7 @@ from dbperf.buildlab.paths import cache_root
 from dbperf.errors import UserError
 from dbperf.experiment.spec import Experiment, Target
 from dbperf.layout import build
-from dbperf.layout.check import check, parse_run, render, result_json, write_json
+from dbperf.layout.check import check, render, result_json, write_json
 from dbperf.layout.findings import Finding, linker_script
 from dbperf.layout.static_map import StaticMap
 
@@ -47,6 +47,13 @@ def write_script(names: list[str], line: int) -> Path:
 
 def fix_flags(script: Path) -> list[str]:
     return ["-fdata-sections", f"-Wl,-T,{script}"]
+
+
+def _placed(names: list[str], fixed: StaticMap) -> dict[str, str]:
+    """Where the fixed build put each moved object (its section), so that the proof does not rest on the finding
+    merely moving elsewhere."""
+    sections = {o.name: o.section for o in fixed.objects}
+    return {n: sections.get(n, "missing") for n in names}
 
 
 def _still_flagged(names: list[str], found: list[Finding]) -> list[str]:
@@ -81,11 +88,14 @@ def demo_fix(binary: Path, run: str, line: int | None, json_file: Path | None, m
     _say(out, "after the fix:")
     render(static2, counts2, found2, out)
     left = _still_flagged(names, found2)
+    placed = _placed(names, static2)
+    _say(out, f"moved objects now in: {', '.join(f'{n} {sec}' for n, sec in placed.items())}; still flagged: "
+              f"{', '.join(left) or 'none'}")
     ab = _demo_ab(binary, fixed, out)
     data = result_json(static, counts, found, {
         "fix": {"moved": names, "linker_script": script.read_text(), "flags": fix_flags(script),
                 "findings_after": [f.line for f in found2], "still_flagged": left, "gone": not left,
-                "ab": ab}})
+                "sections_after": placed, "ab": ab}})
     if json_file is not None:
         write_json(json_file, data)
     if left:
@@ -168,7 +178,9 @@ def sqlite_fix(experiment: Path, exp: Experiment, target: Target, benchmark: str
     _say(out, "after the fix:")
     render(static2, counts2, found2, out)
     left = _still_flagged(names, found2)
-    _say(out, f"moved objects still flagged: {', '.join(left) or 'none'}")
+    placed = _placed(names, static2)
+    _say(out, f"moved objects now in: {', '.join(f'{n} {sec}' for n, sec in placed.items())}; still flagged: "
+              f"{', '.join(left) or 'none'}")
     end = run_experiment(ab_file, work / "results", keep_data=False)
     if end.exit_code:
         raise UserError(f"--fix: the A/B run failed (exit {end.exit_code}); results in {end.directory}")
@@ -176,8 +188,7 @@ def sqlite_fix(experiment: Path, exp: Experiment, target: Target, benchmark: str
     _, records, _ = read_results(end.directory)
     return {"moved": names, "linker_script": script.read_text(), "flags": fix_flags(script),
             "findings_after": [f.line for f in found2], "still_flagged": left, "gone": not left,
-            "fixed_library": fixed.library, "ab_results": str(end.directory),
+            "sections_after": placed, "fixed_library": fixed.library, "ab_results": str(end.directory),
             "ab_cells": len(records)}
 
 
-__all__ = ["demo_fix", "parse_run", "sqlite_fix"]

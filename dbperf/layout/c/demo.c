@@ -14,7 +14,7 @@
  *
  * Usage: demo [ITERATIONS] -> prints the reader's CPU time per iteration (CLOCK_THREAD_CPUTIME_ID: stalls on a
  * line the writer holds count, time spent descheduled on a loaded machine does not) and its wall-clock time; the
- * writer stops when the reader is done or after 4 x ITERATIONS.
+ * writer makes between ITERATIONS and 4 x ITERATIONS updates, stopping in between once the reader is done.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -48,11 +48,15 @@ static const int demo_primes[16] = {2, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37, 
 
 static long iterations = 2000000;
 static volatile int writer_go = 1;
+/* Both threads start together, so that they overlap (valgrind reuses a thread id once its thread has exited). */
+static pthread_barrier_t start;
 
 static void *writer(void *arg) {
     (void)arg;
-    /* Bounded, so that under valgrind (which runs one thread at a time) the trace stays short. */
-    for (long n = 0; writer_go && n < 4 * iterations; n++) {
+    pthread_barrier_wait(&start);
+    /* At least ITERATIONS updates (so the pattern is there whatever order valgrind runs the threads in), at most
+     * 4 x ITERATIONS (so the trace stays short), stopping in between once the reader is done. */
+    for (long n = 0; n < 4 * iterations && (writer_go || n < iterations); n++) {
         demo_rnd_counter = demo_rnd_counter * 6364136223846793005UL + 1442695040888963407UL;
         demo_ops = demo_ops + 1;
         demo_tls_count++;
@@ -64,6 +68,7 @@ static double reader_cpu_ns;
 
 static void *reader(void *arg) {
     struct timespec c0, c1;
+    pthread_barrier_wait(&start);
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c0);
     long sum = 0;
     for (long i = 0; i < iterations; i++) {
@@ -84,6 +89,7 @@ int main(int argc, char **argv) {
     struct timespec t0, t1;
     pthread_t w, r;
     long sum = 0;
+    pthread_barrier_init(&start, NULL, 2);
     clock_gettime(CLOCK_MONOTONIC, &t0);
     if (pthread_create(&w, NULL, writer, NULL) || pthread_create(&r, NULL, reader, &sum)) {
         perror("pthread_create");
