@@ -25,6 +25,7 @@ from dbperf.catalog.workload import Workload
 from dbperf.errors import UserError
 from dbperf.experiment import keys
 from dbperf.names import check_name
+from dbperf.replication.config import ReplicationSpec, check_replication_experiment, parse_replication
 from dbperf.runner.process_variants import ProcessVariant, allocator_library
 
 SERVER_ENGINES = ("postgres", "mariadb")
@@ -114,6 +115,7 @@ class Experiment:
     seed: int = 1
     aggregate: str = "median"
     prepared: bool = True
+    replication: ReplicationSpec | None = None  # a [replication] section: the replication lab runs instead
 
 
 def _settings(raw: dict[str, Any], twhere: str, name_re: re.Pattern[str], value_re: re.Pattern[str],
@@ -255,9 +257,9 @@ def parse_experiment(path: Path) -> Experiment:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise UserError(f"{where}: malformed TOML: {e}") from None
-    unknown = set(doc) - {"run", "target"}
+    unknown = set(doc) - {"run", "target", "replication"}
     if unknown:
-        raise UserError(f"{where}: unknown section {sorted(unknown)[0]!r} (known: run, target)")
+        raise UserError(f"{where}: unknown section {sorted(unknown)[0]!r} (known: run, target, replication)")
     run = doc.get("run")
     if not isinstance(run, dict):
         raise UserError(f"{where}: missing [run] section")
@@ -292,10 +294,14 @@ def parse_experiment(path: Path) -> Experiment:
     base = run.get("base", names[0])
     if base not in names:
         raise UserError(f"{rwhere}.base: {base!r} is not a target (targets: {', '.join(names)})")
+    replication = parse_replication(doc["replication"], where) if "replication" in doc else None
+    if replication is not None:
+        check_replication_experiment(replication, targets, benchmarks, where)
     return Experiment(
         path=path, text=text, benchmarks=tuple(benchmarks), targets=tuple(targets), base=base,
         tables=values.get("tables", 1), table_size=values.get("table_size", 100_000),
         threads=tuple(threads), time_s=time_s, warmup_s=values.get("warmup", 2.0),
         repeats=values.get("repeats", 3), seed=values.get("seed", 1),
         aggregate=values.get("aggregate", "median"), prepared=values.get("prepared", True),
+        replication=replication,
     )
