@@ -217,6 +217,10 @@ class ApplyRecord(msgspec.Struct, omit_defaults=True):
     error: str | None = None
     server_log_tail: str | None = None
     started_at: float = 0.0
+    # The cross-engine study (replicated tables in `table_engine`): where the replica's GTID state is kept
+    # ("innodb": mysql.gtid_slave_pos in InnoDB, a cross-engine commit; "auto": gtid_pos_auto_engines; "rocksdb").
+    state_engine: str = ""
+    table_engine: str = ""
 
 
 class WaitLatency(msgspec.Struct, frozen=True):

@@ -2,7 +2,7 @@
 # Installs the Debian packages dbperf needs, only those missing. Idempotent; needs root (or sudo) to install.
 set -eu
 PACKAGES="libsqlite3-0 gcc libc6-dev make python3-venv valgrind binutils libjemalloc2 libtcmalloc-minimal4 libmimalloc2.0
-postgresql mariadb-server sysbench dpkg-dev debian-archive-keyring zlib1g-dev xz-utils"
+postgresql mariadb-server mariadb-plugin-rocksdb sysbench dpkg-dev debian-archive-keyring zlib1g-dev xz-utils"
 missing=""
 for p in $PACKAGES; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"
@@ -19,5 +19,5 @@ if [ ! -e /usr/sbin/policy-rc.d ]; then
     policy_added=1
 fi
 $SUDO apt-get update -q
-DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends $missing
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get -o DPkg::Lock::Timeout=900 install -y -q --no-install-recommends $missing
 if [ -n "$policy_added" ]; then $SUDO rm -f /usr/sbin/policy-rc.d; fi

@@ -238,3 +238,38 @@ def test_a_server_that_fails_to_start_names_the_step_and_quotes_its_log(tmp_path
     assert "m-primary" in line and ("no_such_variable" in line or "no-such-variable" in line)
     meta = json.loads((tmp_path / "o" / "meta.json").read_text())
     assert meta["status"] == "failed" and _servers_of(meta["runtime_dir"]) == []
+
+
+@pytest.mark.unit
+def test_cross_engine_rows_are_their_own_table():
+    def rec(state: str, durability: str, rate: float) -> ApplyRecord:
+        r = _apply(0, rate, durability=durability)
+        r.state_engine, r.table_engine = state, "rocksdb"
+        return r
+
+    records = [rec("innodb", "fsync", 50.0), rec("auto", "fsync", 100.0), rec("rocksdb", "fsync", 100.0),
+               _apply(0, 900.0)]
+    records = [results_record(json.loads(encode(r))) for r in records]
+    s = replication_summary({"replication": {"cpus": 2}}, records)
+    assert len(s["apply"]) == 1  # the apply study's own row only
+    cross = {c["state_engine"]: c for c in s["cross_engine"]}
+    assert cross["innodb"]["vs_single_engine"] == 0.5 and cross["auto"]["vs_single_engine"] == 1.0
+    assert "cross-engine commits" in replication_markdown({"replication": {"cpus": 2}}, records)
+
+
+@pytest.mark.server
+@NEEDS_SERVERS
+@pytest.mark.skipif(not Path("/usr/lib/mysql/plugin/ha_rocksdb.so").exists(),
+                    reason="mariadb-plugin-rocksdb is installed by make setup")
+def test_cross_engine_study_on_myrocks(tmp_path):
+    out = tmp_path / "out"
+    exp = replication_experiment(tmp_path, 'studies = ["cross-engine"]\ntransactions = 300\n')
+    exp.write_text(exp.read_text().replace('benchmarks = ["update-index"]', 'benchmarks = ["write-only"]'))
+    proc = run_cli("run", str(exp), "--out", str(out), timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    r = json.loads(run_cli("report", str(out), "--format", "json").stdout)["replication"]
+    assert r["failures"] == []
+    assert {(c["durability"], c["state_engine"]) for c in r["cross_engine"]} == {
+        (d, s) for d in ("fsync", "no-fsync") for s in ("innodb", "auto", "rocksdb")}
+    # write-only on 2 threads: an event that loses a lock conflict is not committed, so up to 300 transactions
+    assert all(c["trx_per_s"] > 0 and 0 < c["transactions"] <= 300 for c in r["cross_engine"])

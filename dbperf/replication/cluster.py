@@ -28,7 +28,7 @@ import pymysql
 
 from dbperf.errors import UserError
 from dbperf.experiment.spec import Experiment, Target
-from dbperf.replication.config import DURABILITY
+from dbperf.replication.config import CROSS_ENGINE_DURABILITY, DURABILITY
 from dbperf.servers.lifecycle import sql_string
 from dbperf.servers.mariadb import MariaDBServer
 from dbperf.servers.process import log_tail, server_environ
@@ -134,7 +134,9 @@ class Cluster:
     """The primary and its replicas, in `runtime`'s target directories t1 (primary), t2... (replicas)."""
 
     def __init__(self, runtime: RuntimeDir, logs: Path, target: Target, e: Experiment, replicas: int,
-                 durability: str) -> None:
+                 durability: str, rocksdb: bool = False) -> None:
+        if rocksdb:  # the cross-engine study: MyRocks loaded on every server
+            target = replace(target, config={**target.config, "plugin_load_add": "ha_rocksdb"})
         self.primary = ClusterServer(runtime.target_dir(1), logs, target, e, "primary", PRIMARY_SETTINGS)
         self.replicas = [ClusterServer(runtime.target_dir(i + 2), logs, target, e, f"replica{i + 1}",
                                        self.replica_settings(i, durability)) for i in range(replicas)]
@@ -150,7 +152,7 @@ class Cluster:
     @staticmethod
     def replica_settings(index: int, durability: str) -> dict[str, str]:
         return {"server_id": str(index + 2), "skip_slave_start": "ON", "relay_log": "relay-bin",
-                **DURABILITY[durability]}
+                **{**DURABILITY, **CROSS_ENGINE_DURABILITY}[durability]}
 
     def start(self) -> None:
         """Primary, then each replica, then replication; UserError naming the server and step, with its log line."""
@@ -183,7 +185,7 @@ class Cluster:
             raise UserError(f"creating the replication user on {self.primary.target.name!r} (as root over its "
                             f"socket): {lines[-1] if lines else f'exit {proc.returncode}'}")
 
-    def start_replica(self, r: ClusterServer, first: bool) -> None:
+    def start_replica(self, r: ClusterServer, first: bool, slave_pos: str | None = None) -> None:
         try:
             r.start()
         except UserError as err:
@@ -199,6 +201,8 @@ class Cluster:
                 r.query("CHANGE MASTER TO MASTER_HOST = '127.0.0.1', MASTER_PORT = %s, MASTER_USER = %s, "
                         "MASTER_PASSWORD = %s, MASTER_USE_GTID = slave_pos, MASTER_CONNECT_RETRY = 1",
                         (self.primary.port, REPL_USER, self.repl_password), what="CHANGE MASTER TO")
+            if slave_pos is not None:
+                r.query("SET GLOBAL gtid_slave_pos = %s", (slave_pos,), what="restoring gtid_slave_pos")
             r.query("START SLAVE", what="START SLAVE")
             self.wait_connected(r)
         except StudyFailed as err:
@@ -220,12 +224,13 @@ class Cluster:
                                   f"{error or 'no error reported'})", r.log_tail())
             time.sleep(0.1)
 
-    def restart_replica(self, r: ClusterServer, durability: str) -> None:
+    def restart_replica(self, r: ClusterServer, durability: str, extra: dict[str, str] | None = None,
+                        slave_pos: str | None = None) -> None:
         """The replica again with another durability (log_bin and log_slave_updates need a restart)."""
         index = self.replicas.index(r)
         r.stop()
-        r.set_role_settings(self.replica_settings(index, durability))
-        self.start_replica(r, first=False)
+        r.set_role_settings({**self.replica_settings(index, durability), **(extra or {})})
+        self.start_replica(r, first=False, slave_pos=slave_pos)
 
     def set_durability(self, durability: str) -> None:
         if durability == self.durability:

@@ -10,7 +10,8 @@ from typing import Any
 from dbperf.errors import UserError
 from dbperf.experiment import keys
 
-STUDIES = ("apply", "stale-reads")
+STUDIES = ("apply", "stale-reads", "cross-engine")
+DEFAULT_STUDIES = ("apply", "stale-reads")
 MODES = ("conservative", "optimistic", "aggressive", "minimal")
 # Seed 000 (March 2014): the replica's four durability settings. Each is the my.cnf of the replica.
 DURABILITY: dict[str, dict[str, str]] = {
@@ -22,6 +23,13 @@ DURABILITY: dict[str, dict[str, str]] = {
     "binlog-non-crash-safe": {"log_bin": "replica-bin", "log_slave_updates": "ON", "sync_binlog": "0",
                               "innodb_flush_log_at_trx_commit": "0"},
 }
+# Seed 000 (May 2017): the cross-engine study's replica, with and without fsync on commit (binlog, InnoDB, MyRocks).
+CROSS_ENGINE_DURABILITY: dict[str, dict[str, str]] = {
+    "fsync": {"log_bin": "replica-bin", "log_slave_updates": "ON", "sync_binlog": "1",
+              "innodb_flush_log_at_trx_commit": "1", "rocksdb_flush_log_at_trx_commit": "1"},
+    "no-fsync": {"log_bin": "replica-bin", "log_slave_updates": "ON", "sync_binlog": "0",
+                 "innodb_flush_log_at_trx_commit": "2", "rocksdb_flush_log_at_trx_commit": "2"},
+}
 # Settings the lab sets on the primary or the replicas itself: refused in the target's config of a replication run.
 LAB_SETTINGS = {"server_id", "log_bin", "log_slave_updates", "sync_binlog", "innodb_flush_log_at_trx_commit",
                 "slave_parallel_threads", "slave_parallel_mode", "binlog_commit_wait_count",
@@ -31,7 +39,7 @@ LAB_SETTINGS = {"server_id", "log_bin", "log_slave_updates", "sync_binlog", "inn
 
 @dataclass(frozen=True)
 class ReplicationSpec:
-    studies: tuple[str, ...] = STUDIES
+    studies: tuple[str, ...] = DEFAULT_STUDIES
     replicas: int = 1
     transactions: int = 20_000
     workers: tuple[int, ...] = (0, 2, 4)
@@ -92,7 +100,7 @@ def parse_replication(raw: Any, where: str) -> ReplicationSpec:
     if stale_durability not in DURABILITY:
         raise UserError(f"{where}.stale_durability: unknown {stale_durability!r} (known: {', '.join(DURABILITY)})")
     return ReplicationSpec(
-        studies=_names(raw, "studies", STUDIES, STUDIES, where),
+        studies=_names(raw, "studies", STUDIES, DEFAULT_STUDIES, where),
         replicas=values.get("replicas", 1),
         transactions=values.get("transactions", 20_000),
         workers=_integers(raw, "workers", (0, 2, 4), where, 256),
@@ -126,8 +134,8 @@ def check_replication_experiment(spec: ReplicationSpec, targets: list[Any], benc
         if key.replace("-", "_").lower() in LAB_SETTINGS:
             raise UserError(f"{where} target {t.name!r} config.{key}: the replication lab sets this itself "
                             "(durability, workers and commit wait are [replication] keys)")
-    if "apply" in spec.studies:
+    if "apply" in spec.studies or "cross-engine" in spec.studies:
         reads = [b.name for b in benchmarks if b.phase == "read"]
         if reads:
-            raise UserError(f"{where} [run].benchmarks: {reads[0]!r} does not write; the apply study replicates "
-                            "write workloads (update-index, write-only, ...)")
+            raise UserError(f"{where} [run].benchmarks: {reads[0]!r} does not write; the apply and cross-engine "
+                            "studies replicate write workloads (update-index, write-only, ...)")

@@ -16,10 +16,11 @@ from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from dbperf.errors import UserError
-from dbperf.experiment.spec import Experiment
+from dbperf.experiment.spec import Experiment, Target
 from dbperf.records import ApplyRecord, StaleReadsRecord, to_builtins
 from dbperf.replication.apply_rate import run_apply_study
 from dbperf.replication.cluster import Cluster, StudyFailed
+from dbperf.replication.cross_engine import run_cross_engine_study
 from dbperf.replication.fsync_rate import fdatasync_rate
 from dbperf.replication.stale_reads import run_stale_study
 from dbperf.runner.driver import driver_version
@@ -60,6 +61,15 @@ def _meta(e: Experiment, builds: dict[str, dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+def check_rocksdb(target: Target) -> None:
+    """MyRocks is a plugin of its own Debian package; where the server's plugins are is its package's layout."""
+    binaries = Path(target.binaries or "/usr/sbin/mariadbd")
+    candidates = [Path("/usr/lib/mysql/plugin"), binaries.parent.parent / "lib" / "plugin"]
+    if not any((d / "ha_rocksdb.so").is_file() for d in candidates):
+        raise UserError(f"the cross-engine study needs MyRocks (ha_rocksdb.so not found in "
+                        f"{' or '.join(str(d) for d in candidates)}; apt install mariadb-plugin-rocksdb)")
+
+
 def _cpus() -> int:
     return len(os.sched_getaffinity(0))
 
@@ -73,7 +83,10 @@ def run_replication(e: Experiment, out: Path, console: Console, keep_data: bool 
     (target,) = e.targets
     runtime = RuntimeDir()
     try:
-        cluster = Cluster(runtime, out / "logs", target, e, spec.replicas, spec.durability[0])
+        rocksdb = "cross-engine" in spec.studies
+        if rocksdb:
+            check_rocksdb(target)
+        cluster = Cluster(runtime, out / "logs", target, e, spec.replicas, spec.durability[0], rocksdb=rocksdb)
         writer = ResultsWriter(out)
     except BaseException:
         runtime.remove()
@@ -127,6 +140,8 @@ def run_replication(e: Experiment, out: Path, console: Console, keep_data: bool 
                 try:
                     if name == "apply":
                         run_apply_study(cluster, e, spec, write, step)
+                    elif name == "cross-engine":
+                        run_cross_engine_study(cluster, e, spec, write, step)
                     else:
                         run_stale_study(cluster, e, spec, write, step)
                 except StudyFailed as err:

@@ -39,8 +39,18 @@ def replication_summary(meta: dict[str, Any], records: list[ResultsRecord]) -> d
     cpus = int(info.get("cpus") or 0)
     groups: dict[tuple[Any, ...], list[ApplyRecord]] = defaultdict(list)
     failures: list[dict[str, Any]] = []
+    cross: list[dict[str, Any]] = []
     for r in records:
-        if isinstance(r, ApplyRecord):
+        if isinstance(r, ApplyRecord) and r.state_engine:
+            if r.status == "ok":
+                cross.append({"table_engine": r.table_engine, "state_engine": r.state_engine,
+                              "durability": r.durability, "trx_per_s": r.trx_per_s, "apply_s": r.apply_s,
+                              "transactions": r.transactions, "benchmark": r.benchmark,
+                              "client_threads": r.client_threads})
+            else:
+                failures.append({"study": "cross-engine", "error": r.error, "server_log_tail": r.server_log_tail,
+                                 "durability": r.durability, "state_engine": r.state_engine})
+        elif isinstance(r, ApplyRecord):
             if r.status == "ok":
                 groups[(r.durability, r.commit_wait_count, r.commit_wait_usec, r.benchmark, r.client_threads,
                         r.workers, r.mode)].append(r)
@@ -86,7 +96,11 @@ def replication_summary(meta: dict[str, Any], records: list[ResultsRecord]) -> d
                              read_latency_us_without_wait=_latency(res.read_latency))
             stale.update(background_threads=r.background_threads, background_rate=r.background_rate,
                          durability=r.durability, workers=r.workers, mode=r.mode)
-    return {"apply": apply, "stale_reads": stale, "failures": failures, "cpus": cpus,
+    for row in cross:
+        same = next((c for c in cross if c["durability"] == row["durability"] and c["state_engine"] == "rocksdb"),
+                    None)
+        row["vs_single_engine"] = round(row["trx_per_s"] / same["trx_per_s"], 3) if same else None
+    return {"apply": apply, "stale_reads": stale, "cross_engine": cross, "failures": failures, "cpus": cpus,
             "fdatasync_per_s": info.get("fdatasync_per_s"), "apply_method": info.get("apply_method"),
             "cores_note": _cores_note(cpus) if cpus else None, "replicas": info.get("replicas"),
             "transactions": info.get("transactions")}
@@ -147,6 +161,17 @@ def _sections(s: dict[str, Any]) -> tuple[list[Section], list[str]]:
                      "loop is native (dbperf-driver stale-reads); the wait's latency is the round trip of SELECT "
                      "MASTER_GTID_WAIT on the replica (fetching @@last_gtid on the primary is a further p50 "
                      f"{_num((st.get('gtid_fetch_latency_us') or {}).get('p50_us'), 1)} µs).")
+    if s.get("cross_engine"):
+        rows = [(c["durability"], c["table_engine"], c["state_engine"], f"{c['benchmark']} t={c['client_threads']}",
+                 _num(c["transactions"]), _num(c["trx_per_s"]), f"{c['apply_s']:.2f}",
+                 "-" if c["vs_single_engine"] is None else f"{c['vs_single_engine']:.2f}x") for c in s["cross_engine"]]
+        sections.append(Section("cross-engine commits (replica apply, one SQL thread)",
+                                ("durability", "tables", "GTID state", "primary load", "trx", "trx/s", "apply s",
+                                 "vs state in rocksdb"), rows, 4))
+        notes.append("cross-engine: GTID state innodb = mysql.gtid_slave_pos in InnoDB while the tables are MyRocks "
+                     "(every replicated commit spans two engines); auto = gtid_pos_auto_engines = innodb,rocksdb "
+                     "(a state table per engine); rocksdb = mysql.gtid_slave_pos in MyRocks. fsync: sync_binlog = 1 "
+                     "and both engines' flush_log_at_trx_commit = 1; no-fsync: 0 and 2.")
     if s.get("fdatasync_per_s"):
         notes.append(f"fdatasync rate of the data directory's device: {s['fdatasync_per_s']:,.0f}/s (16 KB random "
                      "writes round robin over five 1 MB files, 2 s; seed 000 measured 120/s on its SSD): it bounds "
