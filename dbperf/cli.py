@@ -39,6 +39,7 @@ from dbperf.history.commands import register as register_history
 from dbperf.probes.catalog import FAMILIES
 from dbperf.probes.run import run_probes
 from dbperf.records import CellRecord, to_builtins
+from dbperf.replication.lab import run_replication
 from dbperf.report.escape import md, term
 from dbperf.report.hosts import csv_with_host, host_view, hosts_in, json_by_host
 from dbperf.report.hosts import heading as host_heading
@@ -48,6 +49,12 @@ from dbperf.report.load_view import cell_heading, interval_lines, statement_line
 from dbperf.report.probe_view import render_compare, render_probes
 from dbperf.report.profile_view import render_diff, render_profile
 from dbperf.report.render import render_table, to_csv, to_json, to_markdown
+from dbperf.report.replication_view import (
+    render_replication,
+    replication_csv,
+    replication_json,
+    replication_markdown,
+)
 from dbperf.report.resources_view import render_resources
 from dbperf.report.resources_view import to_json as resources_json
 from dbperf.runner import interrupts
@@ -89,6 +96,10 @@ def _note_skipped(directory: Path, skipped: list[SkippedLine]) -> None:
 
 def print_report(directory: Path, fmt: str, aggregate: str | None, output: Path | None = None) -> None:
     meta, records, skipped = read_results(directory)
+    if meta.get("replication"):
+        print_replication_report(meta, records, fmt, [asdict(s) for s in skipped])
+        _note_skipped(directory, skipped)
+        return
     if hosts_in(records):
         print_host_reports(directory, meta, records, skipped, fmt, aggregate)
         return
@@ -156,6 +167,14 @@ def print_intervals(directory: Path) -> None:
             for line in lines:
                 out_console.print(line, markup=False, highlight=False, soft_wrap=True)
     _note_skipped(directory, skipped)
+def print_replication_report(meta: dict, records: list, fmt: str, skipped: list[dict]) -> None:
+    """A replication lab's results (dbperf/report/replication_view.py)."""
+    if fmt == "table":
+        render_replication(meta, records, out_console)
+    elif fmt == "json":
+        sys.stdout.write(replication_json(meta, records, skipped))
+    else:
+        sys.stdout.write({"markdown": replication_markdown, "csv": replication_csv}[fmt](meta, records))
 
 
 @dataclass
@@ -170,6 +189,8 @@ def run_experiment(experiment: Path, out: Path | None, keep_data: bool, profile:
     # Absolute once, here: servers and set-up tools run with another working directory.
     directory = (out or Path("results") / f"{experiment.stem}-{datetime.now():%Y%m%d-%H%M%S}").absolute()
     spec = parse_experiment(experiment)
+    if spec.replication is not None:
+        return run_replication_experiment(spec, directory, keep_data)
     if aa:
         spec = with_aa(spec)
     size = estimate(spec, directory)
@@ -200,6 +221,29 @@ def run_experiment(experiment: Path, out: Path | None, keep_data: bool, profile:
     if outcome.cells_ok == 0 and outcome.cells_failed > 0:
         err_console.print(f"dbperf: error: no cell succeeded ({outcome.cells_failed} failed); the errors are in "
                           f"{directory / 'results.jsonl'}", markup=False, highlight=False)
+        return RunEnd(directory, NO_CELL_SUCCEEDED)
+    return RunEnd(directory, 0)
+
+
+def run_replication_experiment(spec: Experiment, directory: Path, keep_data: bool) -> RunEnd:
+    """An experiment with a [replication] section: the replication lab (dbperf/replication/) instead of the matrix."""
+    exp, builds = build_targets(spec, err_console)
+    r = exp.replication
+    assert r is not None
+    err_console.print(f"dbperf: replication lab: primary + {r.replicas} replica(s), studies {', '.join(r.studies)}, "
+                      f"results in {directory}", markup=False, highlight=False)
+    try:
+        outcome = run_replication(exp, directory, err_console, keep_data=keep_data, builds=builds)
+    except KeyboardInterrupt as interrupt:
+        err_console.print(f"dbperf: interrupted ({interrupt}); what was measured is in {directory}", markup=False,
+                          highlight=False)
+        return RunEnd(directory, interrupts.exit_code(interrupt))
+    if keep_data and outcome.runtime_dir:
+        err_console.print(f"dbperf: the servers' data directories are kept in {outcome.runtime_dir}", markup=False,
+                          highlight=False)
+    if outcome.cells_ok == 0 and outcome.cells_failed > 0:
+        err_console.print(f"dbperf: error: no measurement succeeded ({outcome.cells_failed} failed); the errors are "
+                          f"in {directory / 'results.jsonl'}", markup=False, highlight=False)
         return RunEnd(directory, NO_CELL_SUCCEEDED)
     return RunEnd(directory, 0)
 

@@ -320,7 +320,81 @@ class CountersRecord(msgspec.Struct, omit_defaults=True):
     error: str | None = None
 
 
-ResultsRecord = CellRecord | CountersRecord
+# --- Replication lab (dbperf/replication/): its records in results.jsonl -------------------------------------------
+
+class ApplyRecord(msgspec.Struct, omit_defaults=True):
+    """One timed catch-up of a replica (the apply-rate study): the primary wrote `transactions` while the replica's
+    SQL thread was stopped (its I/O thread fetched them), then the SQL thread was started and timed until it had
+    applied the primary's last GTID."""
+    type: Literal["replication_apply"]
+    replica: str
+    benchmark: str  # the write load on the primary (a catalog workload)
+    client_threads: int
+    workers: int  # slave_parallel_threads (0: the single SQL thread)
+    mode: str  # slave_parallel_mode ("serial" when workers = 0)
+    durability: str
+    commit_wait_count: int  # binlog_commit_wait_count on the primary
+    commit_wait_usec: int
+    repeat: int
+    status: str  # "ok" or "failed"
+    transactions: int = 0  # GTIDs the primary wrote (its gtid_binlog_pos before and after)
+    primary_s: float = 0.0
+    primary_trx_per_s: float = 0.0
+    apply_s: float = 0.0
+    trx_per_s: float = 0.0
+    error: str | None = None
+    server_log_tail: str | None = None
+    started_at: float = 0.0
+    # The cross-engine study (replicated tables in `table_engine`): where the replica's GTID state is kept
+    # ("innodb": mysql.gtid_slave_pos in InnoDB, a cross-engine commit; "auto": gtid_pos_auto_engines; "rocksdb").
+    state_engine: str = ""
+    table_engine: str = ""
+
+
+class WaitLatency(msgspec.Struct, frozen=True):
+    p50_us: float
+    p95_us: float
+    p99_us: float
+    max_us: float
+    mean_us: float
+
+
+class StaleReadsResult(msgspec.Struct, frozen=True):
+    """What `dbperf-driver stale-reads` prints (driver/src/stale.rs)."""
+    reads: int
+    stale: int
+    wait_timeouts: int
+    write_latency: WaitLatency
+    read_latency: WaitLatency
+    background_transactions: int
+    background_trx_per_s: float
+    elapsed_s: float
+    wait_latency: WaitLatency | None = None
+    gtid_fetch_latency: WaitLatency | None = None
+
+
+class StaleReadsRecord(msgspec.Struct, omit_defaults=True):
+    """One run of the stale-read probe: without or with MASTER_GTID_WAIT before each replica read."""
+    type: Literal["replication_stale_reads"]
+    wait: bool
+    reads: int
+    background_threads: int
+    status: str
+    background_rate: float = 0.0  # their total rate, trx/s (0: unthrottled)
+    durability: str = ""  # the replicas' settings during the probe
+    workers: int = 0
+    mode: str = ""
+    result: StaleReadsResult | None = None
+    error: str | None = None
+    server_log_tail: str | None = None
+    started_at: float = 0.0
+
+
+REPLICATION_RECORDS: dict[str, type[ApplyRecord] | type[StaleReadsRecord]] = {
+    "replication_apply": ApplyRecord, "replication_stale_reads": StaleReadsRecord}
+
+
+ResultsRecord = CellRecord | CountersRecord | ApplyRecord | StaleReadsRecord
 
 T = TypeVar("T")
 
@@ -362,6 +436,8 @@ def results_record(obj: Any) -> ResultsRecord:
     kind = obj.get("type", "cell")
     if kind == "counters":
         return convert(CountersRecord, obj)
+    if kind in REPLICATION_RECORDS:
+        return convert(REPLICATION_RECORDS[kind], obj)
     if kind != "cell":
         raise RecordError(f"unknown record type {kind!r}")
     cell = convert(CellRecord, obj)

@@ -2,7 +2,7 @@
 # Installs the Debian packages dbperf needs, only those missing. Idempotent; needs root (or sudo) to install.
 set -eu
 PACKAGES="libsqlite3-0 gcc libc6-dev make python3-venv valgrind binutils libjemalloc2 libtcmalloc-minimal4 libmimalloc2.0
-postgresql mariadb-server sysbench dpkg-dev debian-archive-keyring zlib1g-dev xz-utils
+postgresql mariadb-server mariadb-plugin-rocksdb sysbench dpkg-dev debian-archive-keyring zlib1g-dev xz-utils
 chromium"  # chromium: the HTML report's browser tests (Playwright drives it; no browser download)
 missing=""
 for p in $PACKAGES; do

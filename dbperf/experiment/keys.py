@@ -244,6 +244,37 @@ FLEET = (
 SECTIONS = {"[run]": RUN, "[[target]]": TARGET, "[fleet]": FLEET, "workload file": WORKLOAD,
             "[[statement]]": STATEMENT}
 
+# The replication lab's section (dbperf/replication/config.py checks the lists and their combinations).
+REPLICATION = (
+    Key("studies", "list of apply | stale-reads", "which studies to run, in this order",
+        "[\"apply\", \"stale-reads\"]"),
+    Key("replicas", "integer from 1 to 4", "replicas of the primary (studies measure the first; stale reads go "
+        "round robin)", "1", "", integer(1, 4)),
+    Key("transactions", "integer >= 1", "apply: transactions the primary writes per measurement ([run] "
+        "benchmarks and threads are the load)", "20000", "transactions", integer(1)),
+    Key("workers", "list of integers >= 0", "apply: slave_parallel_threads of the replica (0: one SQL thread)",
+        "[0, 2, 4]", "threads"),
+    Key("modes", "list of conservative | optimistic | aggressive | minimal", "apply: slave_parallel_mode",
+        "[\"conservative\"]"),
+    Key("durability", "list of binlog-crash-safe | no-binlog-durable | no-binlog-nondurable | binlog-non-crash-safe",
+        "apply: the replica's durability (seed 000's four settings)", "all four"),
+    Key("binlog_commit_wait_count", "integer >= 0 or list", "apply: the primary's binlog_commit_wait_count; a list "
+        "sweeps", "[0]"),
+    Key("binlog_commit_wait_usec", "integer >= 0", "apply: the primary's binlog_commit_wait_usec", "10000", "µs",
+        integer(0)),
+    Key("repeats", "integer >= 1", "apply: measurements per combination", "1", "", integer(1)),
+    Key("stale_reads", "integer >= 1", "stale reads: probes (write, then read on a replica) per run", "2000", "",
+        integer(1)),
+    Key("background_threads", "integer >= 0", "stale reads: writers on the primary meanwhile", "1", "threads",
+        integer(0, 64)),
+    Key("background_rate", "number >= 0", "stale reads: their total rate, open loop (0: as fast as they go)", "200",
+        "trx/s"),
+    Key("stale_durability", "a durability name", "stale reads: the replicas' durability", "the first of durability"),
+    Key("wait_timeout", "duration", "stale reads: MASTER_GTID_WAIT's timeout", "10s", "s", duration),
+)
+SECTIONS = {"[run]": RUN, "[[target]]": TARGET, "workload file": WORKLOAD, "[[statement]]": STATEMENT,
+            "[replication]": REPLICATION}
+
 
 def names(keys: tuple[Key, ...]) -> set[str]:
     return {k.name for k in keys}

@@ -27,6 +27,7 @@ from dbperf.experiment import keys
 from dbperf.experiment.harness_settings import harness_settings
 from dbperf.experiment.load_model import LoadModel, parse_load_model
 from dbperf.names import check_name
+from dbperf.replication.config import ReplicationSpec, check_replication_experiment, parse_replication
 from dbperf.runner.cpus import NOT_PINNED, CpuPlan, plan_cpus
 from dbperf.runner.process_variants import ProcessVariant, allocator_library
 from dbperf.runner.rounds import MIN_ROUNDS
@@ -145,6 +146,7 @@ class Experiment:
     aa_target: str | None = None  # the base's A/A copy (experiment/aa.py), when the run has one
     resources: bool = True  # I/O and engine counters per cell (runner/resources.py)
     load: LoadModel = field(default_factory=LoadModel)  # closed/open loop, time series, percentiles
+    replication: ReplicationSpec | None = None  # a [replication] section: the replication lab runs instead
 
 
 def _settings(raw: dict[str, Any], twhere: str, name_re: re.Pattern[str], value_re: re.Pattern[str],
@@ -290,9 +292,9 @@ def parse_experiment(path: Path) -> Experiment:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise UserError(f"{where}: malformed TOML: {e}") from None
-    unknown = set(doc) - {"run", "target", "fleet"}
+    unknown = set(doc) - {"run", "target", "fleet", "replication"}
     if unknown:
-        raise UserError(f"{where}: unknown section {sorted(unknown)[0]!r} (known: run, target, fleet)")
+        raise UserError(f"{where}: unknown section {sorted(unknown)[0]!r} (known: run, target, fleet, replication)")
     run = doc.get("run")
     if not isinstance(run, dict):
         raise UserError(f"{where}: missing [run] section")
@@ -330,6 +332,9 @@ def parse_experiment(path: Path) -> Experiment:
     base = run.get("base", names[0])
     if base not in names:
         raise UserError(f"{rwhere}.base: {base!r} is not a target (targets: {', '.join(names)})")
+    replication = parse_replication(doc["replication"], where) if "replication" in doc else None
+    if replication is not None:
+        check_replication_experiment(replication, targets, benchmarks, where)
     repeats = values.get("repeats", 3)
     budget_s = None
     if repeats == "auto":
@@ -350,6 +355,7 @@ def parse_experiment(path: Path) -> Experiment:
         cpus=plan_cpus(run.get("cpus"), f"{rwhere}.cpus"),
         resources=values.get("resources", True),
         load=parse_load_model(run, values, rwhere),
+        replication=replication,
     )
     if values.get("aa"):
         from dbperf.experiment.aa import with_aa  # aa.py builds on this module

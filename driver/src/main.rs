@@ -21,6 +21,7 @@ mod schedule;
 mod series;
 mod sqlite;
 mod sqltext;
+mod stale;
 mod usage;
 
 use std::io::Read;
@@ -73,7 +74,8 @@ fn main_inner(args: &[String]) -> Result<String, String> {
             };
             out.map_err(|e| e.to_string())
         }
-        _ => Err("usage: dbperf-driver run|load|exec JOB.json | info sqlite LIBRARY | --version".into()),
+        [cmd, path] if cmd == "stale-reads" => stale::main(path),
+        _ => Err("usage: dbperf-driver run|load|exec|stale-reads JOB.json | info sqlite LIBRARY | --version".into()),
     }
 }
 

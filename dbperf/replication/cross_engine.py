@@ -1,0 +1,76 @@
+"""The cross-engine study (seed 000, May 2017): what a replica's apply costs when the replicated tables use one
+storage engine (MyRocks, Debian's mariadb-plugin-rocksdb) and the replica's GTID state (mysql.gtid_slave_pos)
+another (InnoDB, the default): every replicated commit then spans two engines. Three ways of keeping the state, as
+the seed's three bars: `innodb` (cross-engine), `auto` (gtid_pos_auto_engines = innodb,rocksdb: a state table per
+engine, MDEV-12179), `rocksdb` (mysql.gtid_slave_pos itself in MyRocks); each with and without fsync on commit
+(binlog, InnoDB and MyRocks together). The apply is timed as in apply_rate.py, with one SQL thread (workers = 0), on
+the experiment's first benchmark and thread count; the primary logs rows (MyRocks refuses statement-based logging).
+
+Switching the state's engine: the replica's slave threads stopped, its @@gtid_slave_pos saved, the per-engine table
+of an earlier `auto` dropped and mysql.gtid_slave_pos altered (sql_log_bin = 0, the replica's own business), the
+replica restarted with the setting, the saved position set again before START SLAVE, so that nothing is applied
+twice or skipped."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from dbperf.experiment.spec import Experiment
+from dbperf.records import ApplyRecord
+from dbperf.replication.apply_rate import ApplyPlan, measure
+from dbperf.replication.cluster import Cluster, ClusterServer, StudyFailed
+from dbperf.replication.config import CROSS_ENGINE_DURABILITY, ReplicationSpec
+
+STATES = ("innodb", "auto", "rocksdb")
+TABLE_ENGINE = "rocksdb"
+
+
+def configure(cluster: Cluster, r: ClusterServer, state: str, fsync: str) -> None:
+    r.query("STOP SLAVE", what="STOP SLAVE")
+    saved = str(r.value("SELECT @@GLOBAL.gtid_slave_pos", what="reading gtid_slave_pos") or "")
+    r.query("SET SESSION sql_log_bin = 0", what="moving the GTID state")
+    r.query("DROP TABLE IF EXISTS mysql.gtid_slave_pos_rocksdb, mysql.gtid_slave_pos_innodb",
+            what="dropping the per-engine GTID state tables")
+    r.query(f"ALTER TABLE mysql.gtid_slave_pos ENGINE = {'ROCKSDB' if state == 'rocksdb' else 'InnoDB'}",
+            what=f"moving mysql.gtid_slave_pos to {state}")
+    r.query("SET SESSION sql_log_bin = 1", what="moving the GTID state")
+    extra = {"gtid_pos_auto_engines": "innodb,rocksdb"} if state == "auto" else {}
+    cluster.restart_replica(r, fsync, extra, slave_pos=saved)
+    cluster.durability = fsync
+
+
+def run_cross_engine_study(cluster: Cluster, e: Experiment, spec: ReplicationSpec,
+                           write: Callable[[ApplyRecord], None], step: Callable[[str], None]) -> None:
+    primary, measured = cluster.primary, cluster.replicas[0]
+    benchmark, threads = e.benchmarks[0], e.threads[0]
+    current: ApplyPlan | None = None
+    state = STATES[0]
+    try:
+        step("cross-engine: moving the sbtest tables to MyRocks (replicated)")
+        binlog_format = primary.value("SELECT @@GLOBAL.binlog_format", what="reading binlog_format")
+        primary.query("SET GLOBAL binlog_format = 'ROW'", what="setting binlog_format = ROW")
+        for t in range(1, e.tables + 1):
+            primary.query(f"ALTER TABLE sbtest.sbtest{t} ENGINE = ROCKSDB", what="moving the tables to MyRocks")
+        cluster.all_caught_up()
+        for fsync in CROSS_ENGINE_DURABILITY:
+            for state in STATES:
+                current = ApplyPlan(fsync, spec.commit_wait_counts[0], benchmark, threads, 1, 0, "serial")
+                step(f"cross-engine: tables {TABLE_ENGINE}, GTID state {state}, {fsync}")
+                configure(cluster, measured, state, fsync)
+                record = measure(cluster, e, spec, current)
+                record.state_engine, record.table_engine = state, TABLE_ENGINE
+                write(record)
+        step("cross-engine: the sbtest tables back to InnoDB for the studies after this one")
+        for t in range(1, e.tables + 1):
+            primary.query(f"ALTER TABLE sbtest.sbtest{t} ENGINE = InnoDB", what="moving the tables back to InnoDB")
+        primary.query("SET GLOBAL binlog_format = %s", (binlog_format,), what="restoring binlog_format")
+        cluster.all_caught_up()
+    except StudyFailed as err:
+        write(ApplyRecord(type="replication_apply", replica=measured.target.name, benchmark=benchmark.name,
+                          client_threads=threads, workers=0, mode="serial",
+                          durability=current.durability if current else "fsync",
+                          commit_wait_count=spec.commit_wait_counts[0], commit_wait_usec=spec.commit_wait_usec,
+                          repeat=1, status="failed", error=str(err), server_log_tail=err.log_tail or None,
+                          started_at=time.time(), state_engine=state, table_engine=TABLE_ENGINE))
+        raise

@@ -1,0 +1,177 @@
+"""Running an experiment's `[replication]` section: the cluster started and loaded, the studies run in order, each
+record written to results.jsonl the moment it is produced, and every server stopped on every exit path (errors,
+Ctrl-C, TERM and HUP; the watchdog when the lab is killed hard). A study that fails (a replica died, replication
+broke) is recorded with the error and the server's log tail; dead replicas are started again for the next study."""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import asdict
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+from dbperf.errors import UserError
+from dbperf.experiment.spec import Experiment, Target
+from dbperf.records import ApplyRecord, StaleReadsRecord, to_builtins
+from dbperf.replication.apply_rate import run_apply_study
+from dbperf.replication.cluster import Cluster, StudyFailed
+from dbperf.replication.cross_engine import run_cross_engine_study
+from dbperf.replication.fsync_rate import fdatasync_rate
+from dbperf.replication.stale_reads import run_stale_study
+from dbperf.runner.driver import driver_version
+from dbperf.runner.matrix import RunOutcome
+from dbperf.servers.runtime import RuntimeDir
+from dbperf.servers.watchdog import Watchdog
+from dbperf.storage.host import host_metadata
+from dbperf.storage.results import ResultsWriteError, ResultsWriter
+
+APPLY_NOTE = ("apply: the replica's SQL thread stopped while the primary wrote (its I/O thread fetched the "
+              "events), then START SLAVE SQL_THREAD + MASTER_GTID_WAIT(primary's last GTID) timed on one connection; "
+              "trx/s = GTIDs the primary wrote / that time. The primary commits non-durably "
+              "(innodb_flush_log_at_trx_commit = 2, sync_binlog = 0) so that it generates the load fast.")
+
+
+def _meta(e: Experiment, builds: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    spec = e.replication
+    assert spec is not None
+    (target,) = e.targets
+    return {
+        "dbperf_results": 1,
+        "status": "running",
+        "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "experiment": str(e.path),
+        "host": host_metadata(),
+        "driver": driver_version(),
+        "base": target.name,
+        "aggregate": e.aggregate,
+        "tables": e.tables,
+        "table_size": e.table_size,
+        "threads": list(e.threads),
+        "seed": e.seed,
+        "benchmarks": [{"name": b.name, "group": b.group, "phase": b.phase, "source": b.source,
+                        "queries_per_event": b.queries_per_event, "sql": b.display_sql()} for b in e.benchmarks],
+        "targets": [{**asdict(target), **({"build": builds[target.name]} if target.name in builds else {})}],
+        "replication": {**asdict(spec), "engine": "mariadb", "apply_method": APPLY_NOTE,
+                        "cpus": _cpus()},
+    }
+
+
+def check_rocksdb(target: Target) -> None:
+    """MyRocks is a plugin of its own Debian package; where the server's plugins are is its package's layout."""
+    binaries = Path(target.binaries or "/usr/sbin/mariadbd")
+    candidates = [Path("/usr/lib/mysql/plugin"), binaries.parent.parent / "lib" / "plugin"]
+    if not any((d / "ha_rocksdb.so").is_file() for d in candidates):
+        raise UserError(f"the cross-engine study needs MyRocks (ha_rocksdb.so not found in "
+                        f"{' or '.join(str(d) for d in candidates)}; apt install mariadb-plugin-rocksdb)")
+
+
+def _cpus() -> int:
+    return len(os.sched_getaffinity(0))
+
+
+def run_replication(e: Experiment, out: Path, console: Console, keep_data: bool = False,
+                    builds: dict[str, dict[str, Any]] | None = None) -> RunOutcome:
+    """Runs the replication studies into `out`; counts of ok and failed records in the outcome (cells_*)."""
+    spec = e.replication
+    assert spec is not None
+    out = out.absolute()
+    (target,) = e.targets
+    runtime = RuntimeDir()
+    try:
+        rocksdb = "cross-engine" in spec.studies
+        if rocksdb:
+            check_rocksdb(target)
+        cluster = Cluster(runtime, out / "logs", target, e, spec.replicas, spec.durability[0], rocksdb=rocksdb)
+        writer = ResultsWriter(out)
+    except BaseException:
+        runtime.remove()
+        raise
+    if not keep_data:
+        Watchdog.get().watch_dir(runtime.path)
+    outcome = RunOutcome(out, runtime_dir=runtime.path)
+    meta = _meta(e, builds or {})
+    meta["runtime_dir"] = str(runtime.path)
+    completed = False
+
+    def write(record: ApplyRecord | StaleReadsRecord) -> None:
+        writer.append(record)
+        if record.status == "ok":
+            outcome.cells_ok += 1
+        else:
+            outcome.cells_failed += 1
+
+    try:
+        writer.write_meta(meta, e.text)
+        with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=console,
+                      transient=True) as progress:
+            task = progress.add_task("fdatasync rate of the data directory's device")
+
+            def step(text: str) -> None:
+                progress.update(task, description=text)
+
+            meta["replication"]["fdatasync_per_s"] = round(fdatasync_rate(runtime.path), 1)
+            step(f"starting the primary and {spec.replicas} replica(s)")
+            try:
+                cluster.start()
+            except StudyFailed as err:
+                raise UserError(f"setting up replication: {err}") from None
+            step(f"loading {e.tables}×{e.table_size:,} rows on the primary (replicated)")
+            loaded = cluster.primary.load()
+            try:
+                cluster.all_caught_up()
+            except StudyFailed as err:
+                raise UserError(f"replicating the loaded tables: {err}") from None
+            meta["targets"][0].update(load=to_builtins(loaded), engine_version=loaded.engine_version)
+            meta["replication"]["servers"] = cluster.describe()
+            writer.update_meta(meta)
+            for name in spec.studies:
+                revived = cluster.revive()
+                if revived:
+                    console.print(f"dbperf: started {', '.join(revived)} again after it died", markup=False,
+                                  highlight=False)
+                    meta["replication"]["servers"] = cluster.describe()
+                    writer.update_meta(meta)
+                started = time.time()
+                try:
+                    if name == "apply":
+                        run_apply_study(cluster, e, spec, write, step)
+                    elif name == "cross-engine":
+                        run_cross_engine_study(cluster, e, spec, write, step)
+                    else:
+                        run_stale_study(cluster, e, spec, write, step)
+                except StudyFailed as err:
+                    console.print(f"dbperf: the {name} study failed: {err}", markup=False, highlight=False)
+                    if cluster.primary.died():
+                        break
+                meta["replication"].setdefault("study_seconds", {})[name] = round(time.time() - started, 1)
+                writer.update_meta(meta)
+        meta["status"] = "complete"
+        completed = True
+    except KeyboardInterrupt:
+        meta["status"] = "interrupted"
+        raise
+    except OSError as err:
+        meta["status"] = "failed"
+        raise ResultsWriteError(f"{err.filename or out}: {err.strerror or err}") from None
+    except BaseException:
+        meta["status"] = "failed"
+        raise
+    finally:
+        cluster.stop()
+        if not keep_data:
+            runtime.remove()
+            Watchdog.get().forget_dir(runtime.path)
+        meta["finished_at"] = datetime.now(UTC).isoformat(timespec="seconds")
+        try:
+            writer.update_meta(meta)
+        except ResultsWriteError:
+            if completed:
+                raise
+        finally:
+            writer.close()
+    return outcome

@@ -1,0 +1,92 @@
+"""The stale-read study (seed 000, February 2014): a client writes a row on the primary and at once reads it on a
+replica; how often the read misses the write, and, with MASTER_GTID_WAIT(@@last_gtid of the write, timeout) on the
+replica before the read, that no read is stale and what the wait costs (its latency percentiles), while background
+writers keep the primary busy.
+
+The probe loop is native (`dbperf-driver stale-reads`, driver/src/stale.rs), not Python: the stale fraction depends
+on the gap between the write's commit and the read, and an interpreter's tens of microseconds per round trip would
+widen that gap and hide stale reads; the wait's latency would carry the interpreter's cost too."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from collections.abc import Callable
+
+from dbperf.experiment.spec import Experiment
+from dbperf.records import RecordError, StaleReadsRecord, StaleReadsResult, decode
+from dbperf.replication.cluster import Cluster, StudyFailed
+from dbperf.replication.config import ReplicationSpec
+from dbperf.runner.driver import driver_environ, driver_path
+from dbperf.servers.lifecycle import PASSWORD_ENV
+
+PROBE_TABLE = "stale_probe"
+RUN_TIMEOUT_S = 3600.0
+
+
+def prepare(cluster: Cluster, spec: ReplicationSpec) -> None:
+    """The probe row on the primary, replicated; the replicas applying with the study's settings."""
+    cluster.set_durability(spec.stale_durability)
+    cluster.primary.query(f"CREATE TABLE IF NOT EXISTS sbtest.{PROBE_TABLE} (id INT PRIMARY KEY, v BIGINT NOT NULL) "
+                          "ENGINE = InnoDB", what="creating the probe table")
+    cluster.primary.query(f"INSERT INTO sbtest.{PROBE_TABLE} VALUES (1, 0) ON DUPLICATE KEY UPDATE v = v",
+                          what="creating the probe row")
+    workers, mode = spec.workers[-1], spec.modes[0]
+    for r in cluster.replicas:
+        r.query("STOP SLAVE", what="STOP SLAVE")
+        r.query("SET GLOBAL slave_parallel_threads = %s", (workers,), what="setting slave_parallel_threads")
+        r.query("SET GLOBAL slave_parallel_mode = %s", (mode,), what="setting slave_parallel_mode")
+        r.query("START SLAVE", what="START SLAVE")
+    cluster.all_caught_up()
+
+
+def probe(cluster: Cluster, e: Experiment, spec: ReplicationSpec, wait: bool) -> StaleReadsRecord:
+    """One run of the native probe; a StudyFailed when a server dies or the driver fails."""
+    record = StaleReadsRecord(type="replication_stale_reads", wait=wait, reads=spec.stale_reads,
+                              background_threads=spec.background_threads, status="failed", started_at=time.time(),
+                              background_rate=spec.background_rate, durability=cluster.durability,
+                              workers=spec.workers[-1], mode=spec.modes[0] if spec.workers[-1] else "serial")
+    job = {"primary_dsn": cluster.primary.dsn("sbtest"),
+           "replica_dsns": [r.dsn("sbtest") for r in cluster.replicas], "probe_table": PROBE_TABLE,
+           "reads": spec.stale_reads, "wait": wait, "wait_timeout_s": spec.wait_timeout_s,
+           "background_threads": spec.background_threads, "background_rate": spec.background_rate,
+           "table_size": e.table_size, "seed": e.seed}
+    password = cluster.primary.password or ""
+    try:
+        proc = subprocess.run([driver_path(), "stale-reads", "-"], input=json.dumps(job), capture_output=True,
+                              text=True, timeout=RUN_TIMEOUT_S, env=driver_environ({PASSWORD_ENV: password}),
+                              start_new_session=True)
+    except subprocess.TimeoutExpired:
+        raise StudyFailed(f"dbperf-driver stale-reads hung past {RUN_TIMEOUT_S:.0f} s and was killed") from None
+    if proc.returncode != 0:
+        lines = proc.stderr.strip().splitlines()
+        reason = lines[-1].removeprefix("dbperf-driver: ") if lines else f"driver exited {proc.returncode}"
+        dead = [s for s in cluster.servers if s.died()]
+        if dead:
+            raise StudyFailed(f"{dead[0].target.name} died during the stale-read study ({reason})", dead[0].log_tail())
+        raise StudyFailed(f"dbperf-driver stale-reads: {reason}")
+    try:
+        record.result = decode(StaleReadsResult, proc.stdout)
+    except RecordError as err:
+        raise StudyFailed(f"dbperf-driver stale-reads printed an unexpected result: {err}") from None
+    record.status = "ok"
+    return record
+
+
+def run_stale_study(cluster: Cluster, e: Experiment, spec: ReplicationSpec,
+                    write: Callable[[StaleReadsRecord], None], step: Callable[[str], None]) -> None:
+    """Without the wait, then with it; each record written as it is produced. A server that dies ends the study with
+    a failed record and its log tail (StudyFailed is raised again for the lab)."""
+    wait = False
+    try:
+        step("stale reads: preparing the probe row")
+        prepare(cluster, spec)
+        for wait in (False, True):
+            step(f"stale reads: {spec.stale_reads} probes {'with' if wait else 'without'} MASTER_GTID_WAIT")
+            write(probe(cluster, e, spec, wait))
+    except StudyFailed as err:
+        write(StaleReadsRecord(type="replication_stale_reads", wait=wait, reads=spec.stale_reads,
+                               background_threads=spec.background_threads, status="failed", error=str(err),
+                               server_log_tail=err.log_tail or None, started_at=time.time()))
+        raise

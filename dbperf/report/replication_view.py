@@ -1,0 +1,232 @@
+"""The replication lab's report: the apply-rate study as seed 000's chart in table form (trx/s applied per worker
+count, mode and durability, with the speed-up over the single SQL thread), the stale-read study (fractions of stale
+reads without and with MASTER_GTID_WAIT, the wait's latency), and the failures with their servers' log tails. One
+summary (`replication_summary`) feeds the terminal, Markdown and JSON, so they never disagree."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import statistics
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from dbperf.records import ApplyRecord, ResultsRecord, StaleReadsRecord, to_builtins
+from dbperf.report.escape import md, term
+
+OVER_CORES = "‡"
+
+
+def _cores_note(cpus: int) -> str:
+    return (f"This host has {cpus} CPUs (primary, replica and client share them): parallel apply cannot run more "
+            f"than {cpus} transactions on CPU at once, so a gain past {cpus} workers ({OVER_CORES}) can only come "
+            "from overlapping commit waits (fsync, group commit), never from more CPU. The seed's 10x at 12+ workers "
+            "was measured on a many-core server; this table does not and cannot show that here.")
+
+
+def _latency(lat: Any) -> dict[str, float] | None:
+    return None if lat is None else to_builtins(lat)
+
+
+def replication_summary(meta: dict[str, Any], records: list[ResultsRecord]) -> dict[str, Any]:
+    """The `replication` object of `dbperf report --format json`."""
+    info = meta.get("replication") or {}
+    cpus = int(info.get("cpus") or 0)
+    groups: dict[tuple[Any, ...], list[ApplyRecord]] = defaultdict(list)
+    failures: list[dict[str, Any]] = []
+    cross: list[dict[str, Any]] = []
+    for r in records:
+        if isinstance(r, ApplyRecord) and r.state_engine:
+            if r.status == "ok":
+                cross.append({"table_engine": r.table_engine, "state_engine": r.state_engine,
+                              "durability": r.durability, "trx_per_s": r.trx_per_s, "apply_s": r.apply_s,
+                              "transactions": r.transactions, "benchmark": r.benchmark,
+                              "client_threads": r.client_threads})
+            else:
+                failures.append({"study": "cross-engine", "error": r.error, "server_log_tail": r.server_log_tail,
+                                 "durability": r.durability, "state_engine": r.state_engine})
+        elif isinstance(r, ApplyRecord):
+            if r.status == "ok":
+                groups[(r.durability, r.commit_wait_count, r.commit_wait_usec, r.benchmark, r.client_threads,
+                        r.workers, r.mode)].append(r)
+            else:
+                failures.append({"study": "apply", "error": r.error, "server_log_tail": r.server_log_tail,
+                                 "durability": r.durability, "workers": r.workers, "mode": r.mode})
+        elif isinstance(r, StaleReadsRecord) and r.status != "ok":
+            failures.append({"study": "stale-reads", "wait": r.wait, "error": r.error,
+                             "server_log_tail": r.server_log_tail})
+    serial: dict[tuple[Any, ...], float] = {}
+    apply: list[dict[str, Any]] = []
+    for key, runs in groups.items():
+        durability, count, usec, benchmark, threads, workers, mode = key
+        rates = [r.trx_per_s for r in runs]
+        row = {"workers": workers, "mode": mode, "durability": durability, "trx_per_s": statistics.median(rates),
+               "trx_per_s_min": min(rates), "trx_per_s_max": max(rates), "trx_per_s_runs": rates, "n": len(runs),
+               "benchmark": benchmark, "client_threads": threads, "commit_wait_count": count,
+               "commit_wait_usec": usec, "transactions": statistics.median(r.transactions for r in runs),
+               "apply_s": statistics.median(r.apply_s for r in runs),
+               "primary_trx_per_s": statistics.median(r.primary_trx_per_s for r in runs),
+               "workers_exceed_cpus": bool(cpus) and workers > cpus}
+        if workers == 0:
+            serial[(durability, count, benchmark, threads)] = row["trx_per_s"]
+        apply.append(row)
+    for row in apply:
+        base = serial.get((row["durability"], row["commit_wait_count"], row["benchmark"], row["client_threads"]))
+        row["vs_serial"] = round(row["trx_per_s"] / base, 3) if base else None
+    stale: dict[str, Any] = {"without_wait": None, "with_wait": None, "wait_latency_us": None}
+    for r in records:
+        if isinstance(r, StaleReadsRecord) and r.status == "ok" and r.result is not None:
+            res = r.result
+            fraction = res.stale / res.reads if res.reads else None
+            if r.wait:
+                stale.update(with_wait=fraction, wait_latency_us=_latency(res.wait_latency),
+                             gtid_fetch_latency_us=_latency(res.gtid_fetch_latency), wait_timeouts=res.wait_timeouts,
+                             reads_with_wait=res.reads, stale_with_wait=res.stale,
+                             background_trx_per_s_with_wait=res.background_trx_per_s,
+                             read_latency_us_with_wait=_latency(res.read_latency))
+            else:
+                stale.update(without_wait=fraction, reads_without_wait=res.reads, stale_without_wait=res.stale,
+                             background_trx_per_s_without_wait=res.background_trx_per_s,
+                             write_latency_us=_latency(res.write_latency),
+                             read_latency_us_without_wait=_latency(res.read_latency))
+            stale.update(background_threads=r.background_threads, background_rate=r.background_rate,
+                         durability=r.durability, workers=r.workers, mode=r.mode)
+    for row in cross:
+        same = next((c for c in cross if c["durability"] == row["durability"] and c["state_engine"] == "rocksdb"),
+                    None)
+        row["vs_single_engine"] = round(row["trx_per_s"] / same["trx_per_s"], 3) if same else None
+    return {"apply": apply, "stale_reads": stale, "cross_engine": cross, "failures": failures, "cpus": cpus,
+            "fdatasync_per_s": info.get("fdatasync_per_s"), "apply_method": info.get("apply_method"),
+            "cores_note": _cores_note(cpus) if cpus else None, "replicas": info.get("replicas"),
+            "transactions": info.get("transactions")}
+
+
+@dataclass(frozen=True)
+class Section:
+    title: str
+    header: tuple[str, ...]
+    rows: list[tuple[str, ...]]
+    text_columns: int
+
+
+def _num(x: float | None, digits: int = 0) -> str:
+    return "-" if x is None else f"{x:,.{digits}f}"
+
+
+def _sections(s: dict[str, Any]) -> tuple[list[Section], list[str]]:
+    sections: list[Section] = []
+    notes: list[str] = []
+    if s["apply"]:
+        rows: list[tuple[str, ...]] = []
+        order = sorted(s["apply"], key=lambda r: (r["durability"], r["commit_wait_count"], r["benchmark"],
+                                                  r["client_threads"], r["workers"], r["mode"]))
+        for r in order:
+            wait = f"{r['commit_wait_count']}/{r['commit_wait_usec']}µs" if r["commit_wait_count"] else "0"
+            workers = f"{r['workers']}{OVER_CORES if r['workers_exceed_cpus'] else ''}"
+            rows.append((r["durability"], wait, f"{r['benchmark']} t={r['client_threads']}", workers, r["mode"],
+                         _num(r["transactions"]), _num(r["trx_per_s"]),
+                         f"{_num(r['trx_per_s_min'])}–{_num(r['trx_per_s_max'])}", str(r["n"]),
+                         "-" if r["vs_serial"] is None else f"{r['vs_serial']:.2f}x",
+                         _num(r["primary_trx_per_s"])))
+        sections.append(Section("replica apply rate (trx/s applied, median of n)",
+                                ("durability", "commit wait", "primary load", "workers", "mode", "trx", "trx/s",
+                                 "min–max", "n", "vs 0 workers", "primary trx/s"), rows, 5))
+        if s.get("cores_note"):
+            notes.append(s["cores_note"])
+        if s.get("apply_method"):
+            notes.append(s["apply_method"])
+    st = s["stale_reads"]
+    if st["without_wait"] is not None or st["with_wait"] is not None:
+        rows = []  # the stale-read table
+        for label, key in (("without wait", "without_wait"), ("MASTER_GTID_WAIT", "with_wait")):
+            if st[key] is None:
+                continue
+            lat = st.get("wait_latency_us") if key == "with_wait" else None
+            rows.append((label, _num(st.get(f"reads_{key}")), _num(st.get(f"stale_{key}")), f"{st[key]:.2%}",
+                         *(_num(lat[p], 1) if lat else "-" for p in ("p50_us", "p95_us", "p99_us", "max_us")),
+                         _num(st.get("wait_timeouts")) if key == "with_wait" else "-",
+                         _num(st.get(f"background_trx_per_s_{key}"))))
+        sections.append(Section("stale reads (write on the primary, read the row on a replica at once)",
+                                ("probe", "reads", "stale", "stale fraction", "wait p50 µs", "p95 µs", "p99 µs",
+                                 "max µs", "timeouts", "background trx/s"), rows, 1))
+        rate = st.get("background_rate")
+        notes.append(f"stale reads: {st.get('background_threads')} background writer thread(s) on the primary "
+                     f"({f'{rate:,.0f} trx/s target' if rate else 'unthrottled'}); "
+                     f"replicas {st.get('durability')}, {st.get('workers')} workers ({st.get('mode')}); the probe "
+                     "loop is native (dbperf-driver stale-reads); the wait's latency is the round trip of SELECT "
+                     "MASTER_GTID_WAIT on the replica (fetching @@last_gtid on the primary is a further p50 "
+                     f"{_num((st.get('gtid_fetch_latency_us') or {}).get('p50_us'), 1)} µs).")
+    if s.get("cross_engine"):
+        rows = [(c["durability"], c["table_engine"], c["state_engine"], f"{c['benchmark']} t={c['client_threads']}",
+                 _num(c["transactions"]), _num(c["trx_per_s"]), f"{c['apply_s']:.2f}",
+                 "-" if c["vs_single_engine"] is None else f"{c['vs_single_engine']:.2f}x") for c in s["cross_engine"]]
+        sections.append(Section("cross-engine commits (replica apply, one SQL thread)",
+                                ("durability", "tables", "GTID state", "primary load", "trx", "trx/s", "apply s",
+                                 "vs state in rocksdb"), rows, 4))
+        notes.append("cross-engine: GTID state innodb = mysql.gtid_slave_pos in InnoDB while the tables are MyRocks "
+                     "(every replicated commit spans two engines); auto = gtid_pos_auto_engines = innodb,rocksdb "
+                     "(a state table per engine); rocksdb = mysql.gtid_slave_pos in MyRocks. fsync: sync_binlog = 1 "
+                     "and both engines' flush_log_at_trx_commit = 1; no-fsync: 0 and 2.")
+    if s.get("fdatasync_per_s"):
+        notes.append(f"fdatasync rate of the data directory's device: {s['fdatasync_per_s']:,.0f}/s (16 KB random "
+                     "writes round robin over five 1 MB files, 2 s; seed 000 measured 120/s on its SSD): it bounds "
+                     "durable commits per second.")
+    for f in s["failures"]:
+        notes.append(f"FAILED {f['study']}: {f['error']}" + (f"\n{f['server_log_tail']}" if f.get("server_log_tail")
+                                                             else ""))
+    return sections, notes
+
+
+def render_replication(meta: dict[str, Any], records: list[ResultsRecord], console: Console) -> None:
+    s = replication_summary(meta, records)
+    sections, notes = _sections(s)
+    console.print(f"[bold]replication lab[/bold]  {term(meta.get('experiment', ''))}  "
+                  f"status {term(meta.get('status'))}")
+    for sec in sections:
+        t = Table(show_edge=False, pad_edge=False, title=term(sec.title), title_justify="left")
+        for i, h in enumerate(sec.header):
+            t.add_column(term(h), justify="left" if i < sec.text_columns else "right")
+        for row in sec.rows:
+            t.add_row(*[term(c) for c in row])
+        console.print(t)
+        console.print()
+    for note in notes:
+        console.print(f"[dim]{term(note)}[/dim]")
+    if not sections and not notes:
+        console.print("no replication results yet")
+
+
+def replication_markdown(meta: dict[str, Any], records: list[ResultsRecord]) -> str:
+    s = replication_summary(meta, records)
+    sections, notes = _sections(s)
+    out = [f"replication lab, status {md(meta.get('status'))}", ""]
+    for sec in sections:
+        out += [f"**{md(sec.title)}**", "", "| " + " | ".join(md(h) for h in sec.header) + " |",
+                "|" + "---|" * sec.text_columns + "---:|" * (len(sec.header) - sec.text_columns)]
+        out += ["| " + " | ".join(md(c) for c in row) + " |" for row in sec.rows]
+        out.append("")
+    for note in notes:
+        out += [md(note), ""]
+    return "\n".join(out) + "\n"
+
+
+def replication_json(meta: dict[str, Any], records: list[ResultsRecord], skipped: list[dict[str, Any]]) -> str:
+    doc = {"status": meta.get("status"), "replication": replication_summary(meta, records),
+           "cells": [], "skipped_lines": skipped, "meta": meta}
+    return json.dumps(doc, indent=2) + "\n"
+
+
+def replication_csv(meta: dict[str, Any], records: list[ResultsRecord]) -> str:
+    buf = io.StringIO()
+    fields = ("durability", "commit_wait_count", "commit_wait_usec", "benchmark", "client_threads", "workers", "mode",
+              "transactions", "trx_per_s", "trx_per_s_min", "trx_per_s_max", "n", "vs_serial", "primary_trx_per_s")
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(fields)
+    for row in replication_summary(meta, records)["apply"]:
+        w.writerow([row[f] for f in fields])
+    return buf.getvalue()
