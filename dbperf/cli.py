@@ -307,7 +307,12 @@ def print_resources(directory: Path, fmt: str) -> None:
 
 def print_ladder(directory: Path, aggregate: str | None) -> None:
     meta, records, skipped = read_results(directory)
-    render_ladder(ladder_steps(build_matrix(meta, records, aggregate)), out_console)
+    for host in hosts_in(records, meta):  # a fleet run: a ladder per host
+        view, mine = host_view(meta, records, host)
+        out_console.print(f"\n[bold reverse] {term(host_heading(meta, host))} [/bold reverse]")
+        render_ladder(ladder_steps(build_matrix(view, mine, aggregate)), out_console)
+    if not hosts_in(records):
+        render_ladder(ladder_steps(build_matrix(meta, records, aggregate)), out_console)
     _note_skipped(directory, skipped)
 
 

@@ -23,6 +23,8 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -37,6 +39,14 @@ from dbperf.records import CellRecord
 from dbperf.storage.results import ResultsWriter
 
 TARGET_MS = 50.0
+PLAIN_WORKER = """
+import asyncio, sys
+from distributed import Worker
+async def main():
+    async with Worker(sys.argv[1], name="plain", nthreads=1, dashboard=False) as w:
+        await w.finished()
+asyncio.run(main())
+"""
 TICKS = os.sysconf("SC_CLK_TCK")
 
 
@@ -116,11 +126,24 @@ def idle_cpu(work: Path, idle_s: float, console: Console) -> None:
                 if time.monotonic() > deadline:
                     raise SystemExit("the worker did not join")
                 time.sleep(0.2)
-            time.sleep(3)  # past its start-up
-            c0, t0 = cpu_s(pid), time.monotonic()
-            time.sleep(idle_s)
-            idle = (cpu_s(pid) - c0) / (time.monotonic() - t0) * 100
-            print(f"idle worker, no task: {idle:.2f}% of a core over {idle_s:.0f} s")
+            # side by side: a plain Dask worker with Dask's default settings, joined to the same scheduler
+            plain = subprocess.Popen([sys.executable, "-c", PLAIN_WORKER, fleet.scheduler],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            try:
+                while "plain" not in {str(w.get("name")) for w in client.scheduler_info()["workers"].values()}:
+                    if time.monotonic() > deadline or plain.poll() is not None:
+                        raise SystemExit("the plain Dask worker did not join")
+                    time.sleep(0.2)
+                time.sleep(3)  # past their start-up
+                c0, p0, t0 = cpu_s(pid), cpu_s(plain.pid), time.monotonic()
+                time.sleep(idle_s)
+                wall = time.monotonic() - t0
+                idle, default = (cpu_s(pid) - c0) / wall * 100, (cpu_s(plain.pid) - p0) / wall * 100
+            finally:
+                plain.terminate()
+                plain.wait()
+            print(f"idle worker, no task: {idle:.2f}% of a core over {idle_s:.0f} s (a Dask worker with Dask's "
+                  f"default settings beside it: {default:.2f}%)")
             # between cells: the host runs 4 fake cells of idle_s/4 each; the worker only relays their records
             e = parse_experiment(experiment(work, 2))
             c = Controller(e, client, work / "out-idle", console, fleet.scheduler, ["local-1"],

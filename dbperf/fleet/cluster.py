@@ -14,6 +14,7 @@ import contextlib
 import logging
 import os
 import signal
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -132,6 +133,8 @@ def run_worker(scheduler: str, name: str, certs: Path | None, cache: Path | None
                                       death_timeout=join_timeout)
             except (OSError, TimeoutError) as e:
                 raise UserError(f"{scheduler}: cannot join the scheduler as {name!r}: {e}") from None
+            print(f"dbperf: worker {name} joined {scheduler} (listening on {worker.address}, cache "
+                  f"{os.environ.get('DBPERF_CACHE', '~/.cache/dbperf')})", file=sys.stderr, flush=True)
             finished = asyncio.ensure_future(worker.finished())
             await _until_signal(finished)
             with contextlib.suppress(Exception):

@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from distributed import Client, Event, Future
+from distributed import Client, Event, Future, KilledWorker
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
@@ -215,7 +215,13 @@ class Controller:
             if run.worker is not None and run.worker != msg.get("worker"):  # started again elsewhere: not ours
                 return
             run.worker = msg.get("worker")
-            self._host_meta(run.host).update(host=msg.get("metadata"), worker=run.worker)
+            facts = msg.get("metadata") or {}
+            self._host_meta(run.host).update(host=facts, worker=run.worker)
+            ours = (self.meta["host"].get("dbperf_version"), self.meta["host"].get("dbperf_commit"))
+            theirs = (facts.get("dbperf_version"), facts.get("dbperf_commit"))
+            if theirs != ours:
+                self.console.print(f"dbperf: warning: {run.host} runs dbperf {theirs[0]} ({theirs[1]}), the "
+                                   f"controller {ours[0]} ({ours[1]})", markup=False, highlight=False)
             writer.update_meta(self.meta)
         elif kind == "done" and run.active:
             child_meta = msg.get("meta") or {}
@@ -236,7 +242,9 @@ class Controller:
         elif kind == "future" and run.active and run.future is not None:
             if run.future.status == "error":
                 failure = run.future.exception()
-                self._end_host(writer, run, "lost", f"{type(failure).__name__}: {failure}")
+                # KilledWorker: the worker died under the task; anything else is the task's own failure
+                status = "lost" if isinstance(failure, KilledWorker) else "failed"
+                self._end_host(writer, run, status, f"{type(failure).__name__}: {failure}")
             elif run.future.status == "finished":
                 run.finished_at = time.monotonic()  # the final report is on its way
 
