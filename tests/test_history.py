@@ -211,3 +211,14 @@ def test_many_tests_at_once_give_the_single_tests_answers():
     for sample, got in zip(samples, significance_many(base, samples), strict=True):
         want = significance(sample, base)
         assert got[0] == want[0] and (got[1] == pytest.approx(want[1]) if want[1] is not None else got[1] is None)
+
+
+@pytest.mark.unit
+def test_a_date_series_has_a_column_per_run_and_target(tmp_path):
+    store = Store(tmp_path / "h.sqlite")
+    for day in (1, 2, 3):
+        store.add_run(write_run(tmp_path / f"day{day}", ["nightly"], ["point-query"], 4, seed=day,
+                                started_at=f"2026-10-{day:02d}T03:00:00"))
+    s = build_series(store.results(), by="run")
+    assert [c.label for c in s.columns] == [f"run {i} nightly (3.54.1)" for i in (1, 2, 3)]
+    assert [p.result.run_id for p in s.rows[0].points] == [1, 2, 3]

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats as scipy_stats
 
+from dbperf.errors import UserError
+
 PVALUE = 0.01  # of E-divisive's permutation test; stricter than MongoDB's 0.05: fewer false steps per series
 PERMUTATIONS = 100
 SEED = 1
@@ -36,8 +38,11 @@ class Step:
 def change_points(values: Sequence[float], pvalue: float = PVALUE, permutations: int = PERMUTATIONS,
                   seed: int = SEED) -> list[int]:
     """Indices where a new segment begins, ascending."""
-    from signal_processing_algorithms.energy_statistics.energy_statistics import e_divisive
-
+    try:
+        from signal_processing_algorithms.energy_statistics.energy_statistics import e_divisive
+    except ImportError as e:
+        raise UserError(f"change points need MongoDB's signal-processing-algorithms package (published for Python "
+                        f"3.11): {e}") from None
     if len(values) < 4:
         return []
     state = np.random.get_state()
