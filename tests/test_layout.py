@@ -43,6 +43,7 @@ def _counts(per: dict[str, dict[int, tuple[int, int]]]) -> DynamicCounts:
 def _in_process(monkeypatch, capsys, *args: str) -> tuple[int, str]:
     """The CLI in this process (a subprocess costs seconds of start-up on a loaded machine): exit code, stderr."""
     monkeypatch.setattr(sys, "argv", ["dbperf", *args])
+    monkeypatch.setattr("dbperf.cli.interrupts.install", lambda: None)  # leave pytest's signal handlers alone
     with pytest.raises(SystemExit) as exited:
         main()
     return int(exited.value.code or 0), capsys.readouterr().err
