@@ -67,7 +67,12 @@ class PostgresRecipe:
     """configure + make: the server, its libraries and tools; no readline or ICU (the lab needs neither), no LLVM
     JIT. PostgreSQL finds share/ and lib/ relative to its binaries, so the install can be moved into place."""
     engine: ClassVar[str] = "postgres"
-    options: ClassVar[tuple[str, ...]] = ("--without-readline", "--without-icu", "--without-llvm")
+    # --libdir under a "postgresql" directory: Debian's 50-per-version-dirs patch otherwise replaces the modules'
+    # directory (pkglibdir) by the system's /usr/lib/postgresql/15/lib, so `make install` wrote the build's modules
+    # over Debian's installed ones and the built server loaded whatever was installed there last. Literal
+    # ${exec_prefix}, as autoconf's own default, expanded by make.
+    options: ClassVar[tuple[str, ...]] = ("--without-readline", "--without-icu", "--without-llvm",
+                                          "--libdir=${exec_prefix}/lib/postgresql")
     tools: ClassVar[dict[str, str]] = {"make": "make"}
     COMPILE = re.compile(r"\s-c\s")
 
