@@ -142,9 +142,9 @@ pub fn stale_reads(job: &StaleJob) -> Result<StaleResult, String> {
         return Err(format!("probe table {:?} is not a plain name", job.probe_table));
     }
     let mut primary = connect(&job.primary_dsn, "primary")?;
-    let mut replicas =
-        job.replica_dsns.iter().map(|d| connect(d, "replica")).collect::<Result<Vec<_>, _>>()?;
-    let write = primary.prep(format!("UPDATE {} SET v = ? WHERE id = 1", job.probe_table)).map_err(|e| e.to_string())?;
+    let mut replicas = job.replica_dsns.iter().map(|d| connect(d, "replica")).collect::<Result<Vec<_>, _>>()?;
+    let write =
+        primary.prep(format!("UPDATE {} SET v = ? WHERE id = 1", job.probe_table)).map_err(|e| e.to_string())?;
     let gtid = primary.prep("SELECT @@last_gtid").map_err(|e| e.to_string())?;
     let mut reads = Vec::new();
     let mut waits = Vec::new();
@@ -152,16 +152,14 @@ pub fn stale_reads(job: &StaleJob) -> Result<StaleResult, String> {
         reads.push(r.prep(format!("SELECT v FROM {} WHERE id = 1", job.probe_table)).map_err(|e| e.to_string())?);
         waits.push(r.prep("SELECT MASTER_GTID_WAIT(?, ?)").map_err(|e| e.to_string())?);
     }
-    let start: Option<i64> = primary
-        .query_first(format!("SELECT v FROM {} WHERE id = 1", job.probe_table))
-        .map_err(|e| e.to_string())?;
+    let start: Option<i64> =
+        primary.query_first(format!("SELECT v FROM {} WHERE id = 1", job.probe_table)).map_err(|e| e.to_string())?;
     let mut value = start.ok_or("the probe row is missing on the primary")?;
 
     let stop = Arc::new(AtomicBool::new(false));
     let done = Arc::new(AtomicU64::new(0));
     let ready = Arc::new(Barrier::new(job.background_threads as usize + 1));
-    let interval_s =
-        if job.background_rate > 0.0 { job.background_threads as f64 / job.background_rate } else { 0.0 };
+    let interval_s = if job.background_rate > 0.0 { job.background_threads as f64 / job.background_rate } else { 0.0 };
     let mut writers = Vec::new();
     for t in 0..job.background_threads {
         let b = Background {
