@@ -39,12 +39,14 @@ def bolt_tools() -> dict[str, str]:
     out = subprocess.run([found[LLVM_BOLT] or LLVM_BOLT, "--version"], capture_output=True, text=True,
                          timeout=60).stdout
     version = next((line.strip() for line in out.splitlines() if "version" in line.lower()), "unknown")
-    # The instrumentation runtime sits in LLVM's own lib/ (Debian: libbolt-16-dev), where llvm-bolt does not look.
-    runtime = Path(os.path.realpath(found[LLVM_BOLT] or LLVM_BOLT)).parent.parent / "lib" / "libbolt_rt_instr.a"
+    # llvm-bolt looks for its instrumentation runtime in ../lib of the path it was started by: started as
+    # /usr/bin/llvm-bolt-16 it would look in /usr/lib, so it is started by its real path in LLVM's own bin/, whose
+    # ../lib holds the runtime (Debian: libbolt-16-dev).
+    real = os.path.realpath(found[LLVM_BOLT] or LLVM_BOLT)
+    runtime = Path(real).parent.parent / "lib" / "libbolt_rt_instr.a"
     if not runtime.is_file():
         raise UserError(f"the bolt variant needs BOLT's instrumentation runtime {runtime} (apt install libbolt-16-dev)")
-    return {"llvm_bolt": found[LLVM_BOLT] or "", "merge_fdata": found[MERGE_FDATA] or "", "version": version,
-            "runtime": str(runtime)}
+    return {"llvm_bolt": real, "merge_fdata": found[MERGE_FDATA] or "", "version": version, "runtime": str(runtime)}
 
 
 def bolt_identity() -> dict[str, Any]:
@@ -85,7 +87,7 @@ def bolt_server(engine: str, label: str, prefix: Path, binary: Path, binaries_of
     inst_binary = instrumented / binary.relative_to(prefix)
     inst_binary.unlink()
     out = _run([tools["llvm_bolt"], str(binary), *INSTRUMENT_OPTIONS, f"-instrumentation-file={profile}/prof",
-                f"-runtime-instrumentation-lib={tools['runtime']}", "-o", str(inst_binary)], log,
+                "-o", str(inst_binary)], log,
                f"{label}: llvm-bolt -instrument")
     if "relocation mode" not in out:
         raise UserError(f"{label}: llvm-bolt found no relocations in {binary.name} (was it linked with -Wl,-q?)")

@@ -15,7 +15,9 @@ NAMED_FLAGS: dict[str, tuple[str, ...]] = {
     "lto": ("-flto=auto",),
     "frame-pointers": ("-fno-omit-frame-pointer", "-mno-omit-leaf-frame-pointer"),
     "pgo": (),  # two builds around a training run, see pgo.py
-    "bolt": ("-Wl,-q",),  # server builds: relocations kept for llvm-bolt, see server_bolt.py
+    # server builds: relocations kept for llvm-bolt, and no gcc hot/cold splitting (BOLT splits itself; gcc's .cold
+    # fragments are what llvm-bolt skips or mis-instruments), see server_bolt.py
+    "bolt": ("-Wl,-q", "-fno-reorder-blocks-and-partition"),
 }
 DEFAULT_TRAINING = ("train-mix",)
 # A flag is one compiler argument; it never passes through a shell, but refuse anything that is not an option.
