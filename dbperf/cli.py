@@ -669,7 +669,7 @@ def list_benchmarks(
 
 @app.command()
 def keys() -> None:
-    """Every key of an experiment's [run] and [[target]] and of a workload file: type, default, unit, meaning."""
+    r"""Every key of an experiment's \[run] and \[\[target]] and of a workload file: type, default, unit, meaning."""
     for section, declared in key_table.SECTIONS.items():
         table = Table(title=term(section), title_justify="left", show_edge=False, pad_edge=False)
         for title in ("key", "type", "default", "unit", "meaning"):
