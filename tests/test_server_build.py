@@ -141,3 +141,16 @@ def test_mariadb_recipe_is_cmake_with_the_minimal_plugin_set_and_the_variants_fl
     assert recipe.is_step("[12/1149] Building CXX object sql/CMakeFiles/sql.dir/item.cc.o")
     assert not recipe.is_step("[13/1149] Linking CXX executable sql/mariadbd")
     assert recipe.binaries(Path("/p")) == Path("/p/bin/mariadbd")
+
+
+@pytest.mark.unit
+def test_a_build_does_not_inherit_the_calling_make(monkeypatch):
+    # Under `make test`, MAKELEVEL=1 made PostgreSQL's top-level make skip its generated headers (errcodes.h).
+    from dbperf.buildlab.compiler import build_environment
+
+    monkeypatch.setenv("MAKELEVEL", "1")
+    monkeypatch.setenv("MAKEFLAGS", " -j2 --jobserver-auth=3,4")
+    monkeypatch.setenv("CC", "cc")
+    env = build_environment()
+    assert "MAKELEVEL" not in env and "MAKEFLAGS" not in env
+    assert env["CC"] == "cc" and env["LC_ALL"] == "C"

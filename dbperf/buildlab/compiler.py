@@ -13,6 +13,19 @@ from functools import cache
 
 from dbperf.errors import UserError
 
+# A make the lab was started from (`make test`, a user's Makefile) exports these; inherited by a build's own make,
+# MAKELEVEL > 0 makes PostgreSQL's top-level make believe it is a sub-make and skip its generated headers.
+CALLER_MAKE_STATE = ("MAKELEVEL", "MAKEFLAGS", "MFLAGS", "MAKEOVERRIDES", "MAKE_TERMOUT", "MAKE_TERMERR")
+
+
+def build_environment() -> dict[str, str]:
+    """The environment of a build's tools: the user's, without the calling make's state, in the C locale (the
+    build's output is parsed)."""
+    env = {k: v for k, v in os.environ.items() if k not in CALLER_MAKE_STATE}
+    env["LC_ALL"] = "C"
+    return env
+
+
 # compiler name -> (C compiler, C++ compiler, Debian package)
 NAMED_COMPILERS = {"clang-16": ("clang-16", "clang++-16", "clang-16")}
 

@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from dbperf.buildlab.compiler import build_environment
 from dbperf.errors import UserError
 from dbperf.tools import tail
 
@@ -59,7 +60,7 @@ def _run(cmd: list[str], log: Path, what: str) -> str:
     with open(log, "a") as f:
         f.write("$ " + " ".join(cmd) + "\n")
     proc = subprocess.run(cmd, capture_output=True, text=True, errors="replace", timeout=TOOL_TIMEOUT_S,
-                          env={**os.environ, "LC_ALL": "C"})
+                          env=build_environment())
     output = proc.stdout + proc.stderr
     with open(log, "a") as f:
         f.write(output)

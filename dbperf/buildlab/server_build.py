@@ -28,7 +28,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
-from dbperf.buildlab.compiler import Compiler, find_compiler
+from dbperf.buildlab.compiler import Compiler, build_environment, find_compiler
 from dbperf.buildlab.debian_source import candidate_versions, fetch_debian_source
 from dbperf.buildlab.paths import open_to_service_users, server_cache
 from dbperf.buildlab.server_bolt import bolt_identity, bolt_server, bolt_tools
@@ -246,7 +246,7 @@ class _Runner:
                 f.write("$ " + " ".join(cmd) + "\n")
                 f.flush()
                 proc = subprocess.Popen(cmd, cwd=self.tree, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                        text=True, errors="replace", env={**os.environ, "LC_ALL": "C"},
+                                        text=True, errors="replace", env=build_environment(),
                                         start_new_session=True)
                 assert proc.stdout is not None
                 try:
