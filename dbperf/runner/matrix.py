@@ -187,7 +187,9 @@ def run_matrix(e: Experiment, out: Path, console: Console, keep_data: bool = Fal
                 for position, target in enumerate(
                         round_order(e.targets, e.order, e.seed, benchmark.name, threads, round_), 1):
                     cell = CellPlan(benchmark, threads, round_, target, position)
-                    if cell.key in skip:
+                    if cell.key in skip:  # resumed: measured before
+                        if not policy.auto:
+                            progress.advance(task)
                         continue
                     of = "" if policy.auto else f"/{e.repeats}"
                     progress.update(task, description=f"{benchmark.name} t={threads} #{round_}{of} {target.name}")
