@@ -28,7 +28,7 @@ from dbperf.runner.matrix import RunOutcome
 from dbperf.servers.runtime import RuntimeDir
 from dbperf.servers.watchdog import Watchdog
 from dbperf.storage.host import host_metadata
-from dbperf.storage.results import ResultsWriteError, ResultsWriter
+from dbperf.storage.results import ResultsWriter, close_run, recorded_status
 
 APPLY_NOTE = ("apply: the replica's SQL thread stopped while the primary wrote (its I/O thread fetched the "
               "events), then START SLAVE SQL_THREAD + MASTER_GTID_WAIT(primary's last GTID) timed on one connection; "
@@ -96,7 +96,6 @@ def run_replication(e: Experiment, out: Path, console: Console, keep_data: bool 
     outcome = RunOutcome(out, runtime_dir=runtime.path)
     meta = _meta(e, builds or {})
     meta["runtime_dir"] = str(runtime.path)
-    completed = False
 
     def write(record: ApplyRecord | StaleReadsRecord) -> None:
         writer.append(record)
@@ -106,72 +105,55 @@ def run_replication(e: Experiment, out: Path, console: Console, keep_data: bool 
             outcome.cells_failed += 1
 
     try:
-        writer.write_meta(meta, e.text)
-        with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=console,
-                      transient=True) as progress:
-            task = progress.add_task("fdatasync rate of the data directory's device")
+        with recorded_status(meta, out):
+            writer.write_meta(meta, e.text)
+            with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=console,
+                          transient=True) as progress:
+                task = progress.add_task("fdatasync rate of the data directory's device")
 
-            def step(text: str) -> None:
-                progress.update(task, description=text)
+                def step(text: str) -> None:
+                    progress.update(task, description=text)
 
-            meta["replication"]["fdatasync_per_s"] = round(fdatasync_rate(runtime.path), 1)
-            step(f"starting the primary and {spec.replicas} replica(s)")
-            try:
-                cluster.start()
-            except StudyFailed as err:
-                raise UserError(f"setting up replication: {err}") from None
-            step(f"loading {e.tables}×{e.table_size:,} rows on the primary (replicated)")
-            loaded = cluster.primary.load()
-            try:
-                cluster.all_caught_up()
-            except StudyFailed as err:
-                raise UserError(f"replicating the loaded tables: {err}") from None
-            meta["targets"][0].update(load=to_builtins(loaded), engine_version=loaded.engine_version)
-            meta["replication"]["servers"] = cluster.describe()
-            writer.update_meta(meta)
-            for name in spec.studies:
-                revived = cluster.revive()
-                if revived:
-                    console.print(f"dbperf: started {', '.join(revived)} again after it died", markup=False,
-                                  highlight=False)
-                    meta["replication"]["servers"] = cluster.describe()
-                    writer.update_meta(meta)
-                started = time.time()
+                meta["replication"]["fdatasync_per_s"] = round(fdatasync_rate(runtime.path), 1)
+                step(f"starting the primary and {spec.replicas} replica(s)")
                 try:
-                    if name == "apply":
-                        run_apply_study(cluster, e, spec, write, step)
-                    elif name == "cross-engine":
-                        run_cross_engine_study(cluster, e, spec, write, step)
-                    else:
-                        run_stale_study(cluster, e, spec, write, step)
+                    cluster.start()
                 except StudyFailed as err:
-                    console.print(f"dbperf: the {name} study failed: {err}", markup=False, highlight=False)
-                    if cluster.primary.died():
-                        break
-                meta["replication"].setdefault("study_seconds", {})[name] = round(time.time() - started, 1)
+                    raise UserError(f"setting up replication: {err}") from None
+                step(f"loading {e.tables}×{e.table_size:,} rows on the primary (replicated)")
+                loaded = cluster.primary.load()
+                try:
+                    cluster.all_caught_up()
+                except StudyFailed as err:
+                    raise UserError(f"replicating the loaded tables: {err}") from None
+                meta["targets"][0].update(load=to_builtins(loaded), engine_version=loaded.engine_version)
+                meta["replication"]["servers"] = cluster.describe()
                 writer.update_meta(meta)
-        meta["status"] = "complete"
-        completed = True
-    except KeyboardInterrupt:
-        meta["status"] = "interrupted"
-        raise
-    except OSError as err:
-        meta["status"] = "failed"
-        raise ResultsWriteError(f"{err.filename or out}: {err.strerror or err}") from None
-    except BaseException:
-        meta["status"] = "failed"
-        raise
+                for name in spec.studies:
+                    revived = cluster.revive()
+                    if revived:
+                        console.print(f"dbperf: started {', '.join(revived)} again after it died", markup=False,
+                                      highlight=False)
+                        meta["replication"]["servers"] = cluster.describe()
+                        writer.update_meta(meta)
+                    started = time.time()
+                    try:
+                        if name == "apply":
+                            run_apply_study(cluster, e, spec, write, step)
+                        elif name == "cross-engine":
+                            run_cross_engine_study(cluster, e, spec, write, step)
+                        else:
+                            run_stale_study(cluster, e, spec, write, step)
+                    except StudyFailed as err:
+                        console.print(f"dbperf: the {name} study failed: {err}", markup=False, highlight=False)
+                        if cluster.primary.died():
+                            break
+                    meta["replication"].setdefault("study_seconds", {})[name] = round(time.time() - started, 1)
+                    writer.update_meta(meta)
     finally:
         cluster.stop()
         if not keep_data:
             runtime.remove()
             Watchdog.get().forget_dir(runtime.path)
-        meta["finished_at"] = datetime.now(UTC).isoformat(timespec="seconds")
-        try:
-            writer.update_meta(meta)
-        except ResultsWriteError:
-            if completed:
-                raise
-        finally:
-            writer.close()
+        close_run(meta, writer)
     return outcome

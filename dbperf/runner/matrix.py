@@ -34,7 +34,7 @@ from dbperf.servers.engines import server_target
 from dbperf.servers.runtime import RuntimeDir
 from dbperf.servers.watchdog import Watchdog
 from dbperf.storage.host import host_metadata
-from dbperf.storage.results import ResultsWriteError, ResultsWriter
+from dbperf.storage.results import ResultsWriter, close_run, recorded_status
 from dbperf.tooldrivers.cell import run_tool_cell
 
 # A driver still running this long after its cell's warmup + time is hung. Tests shorten it through the environment.
@@ -156,102 +156,90 @@ def run_matrix(e: Experiment, out: Path, console: Console, keep_data: bool = Fal
         meta["runtime_dir"] = str(runtime.path)
     total = len(e.benchmarks) * len(e.threads) if e.budget_s is not None else cell_count(e)
     index = {t.name: i for i, t in enumerate(e.targets)}
-    completed = False
     post_write = PostWriteSteps(e)
     try:
-        writer.write_meta(meta, e.text)
-        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                      console=console, transient=True) as progress:
-            loading = progress.add_task("loading", total=len(e.targets))
-            for t in e.targets:
-                progress.update(loading, description=f"starting {t.name}" if t.is_server else "")
-                data[t.name].start()
-                progress.update(loading, description=f"loading {e.tables}×{e.table_size:,} rows for {t.name}")
-                loaded = data[t.name].load()
-                meta["targets"][index[t.name]].update(load=to_builtins(loaded), **data[t.name].describe())
-                if t.is_server:
-                    meta["targets"][index[t.name]]["engine_version"] = loaded.engine_version
-                meta["targets"][index[t.name]]["db_bytes_after_load"] = database_bytes(t, data[t.name])
+        with recorded_status(meta, out):
+            writer.write_meta(meta, e.text)
+            with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                          console=console, transient=True) as progress:
+                loading = progress.add_task("loading", total=len(e.targets))
+                for t in e.targets:
+                    progress.update(loading, description=f"starting {t.name}" if t.is_server else "")
+                    data[t.name].start()
+                    progress.update(loading, description=f"loading {e.tables}×{e.table_size:,} rows for {t.name}")
+                    loaded = data[t.name].load()
+                    meta["targets"][index[t.name]].update(load=to_builtins(loaded), **data[t.name].describe())
+                    if t.is_server:
+                        meta["targets"][index[t.name]]["engine_version"] = loaded.engine_version
+                    meta["targets"][index[t.name]]["db_bytes_after_load"] = database_bytes(t, data[t.name])
+                    writer.update_meta(meta)
+                    progress.advance(loading)
                 writer.update_meta(meta)
-                progress.advance(loading)
-            writer.update_meta(meta)
-            progress.remove_task(loading)
-            task = progress.add_task("cells", total=total)
-            policy = RoundPolicy(e.repeats, e.budget_s)
-            groups = [(b, t) for b in e.benchmarks for t in e.threads]
-            budget_end = time.monotonic() + (e.budget_s or 0.0)
-            meta["rounds"] = []
+                progress.remove_task(loading)
+                task = progress.add_task("cells", total=total)
+                policy = RoundPolicy(e.repeats, e.budget_s)
+                groups = [(b, t) for b in e.benchmarks for t in e.threads]
+                budget_end = time.monotonic() + (e.budget_s or 0.0)
+                meta["rounds"] = []
 
-            def measure(benchmark: Workload, threads: int, round_: int) -> list[Measured]:
-                measured = []
-                for position, target in enumerate(
-                        round_order(e.targets, e.order, e.seed, benchmark.name, threads, round_), 1):
-                    cell = CellPlan(benchmark, threads, round_, target, position)
-                    if cell.key in skip:  # resumed: measured before
+                def measure(benchmark: Workload, threads: int, round_: int) -> list[Measured]:
+                    measured = []
+                    for position, target in enumerate(
+                            round_order(e.targets, e.order, e.seed, benchmark.name, threads, round_), 1):
+                        cell = CellPlan(benchmark, threads, round_, target, position)
+                        if cell.key in skip:  # resumed: measured before
+                            if not policy.auto:
+                                progress.advance(task)
+                            continue
+                        of = "" if policy.auto else f"/{e.repeats}"
+                        progress.update(task, description=f"{benchmark.name} t={threads} #{round_}{of} {target.name}")
+                        target_data = data[target.name]
+                        restarted = target_data.ensure_running()
+                        step = post_write.before_cell(benchmark, target, target_data)
+                        if step:
+                            meta["targets"][index[target.name]].setdefault("post_write", []).append(step)
+                            writer.update_meta(meta)
+                        record = (run_tool_cell(e, cell, target_data, HANG_GRACE_S) if target.tool
+                                  else _run_cell(e, cell, target_data))
+                        if restarted:
+                            record.server_restarted_before = True
+                            meta["targets"][index[target.name]]["restarts"] = target_data.describe()["restarts"]
+                            writer.update_meta(meta)
+                        writer.append(record)
+                        if on_record:
+                            on_record(record)
+                        if record.ok:
+                            outcome.cells_ok += 1
+                        else:
+                            outcome.cells_failed += 1
                         if not policy.auto:
                             progress.advance(task)
-                        continue
-                    of = "" if policy.auto else f"/{e.repeats}"
-                    progress.update(task, description=f"{benchmark.name} t={threads} #{round_}{of} {target.name}")
-                    target_data = data[target.name]
-                    restarted = target_data.ensure_running()
-                    step = post_write.before_cell(benchmark, target, target_data)
-                    if step:
-                        meta["targets"][index[target.name]].setdefault("post_write", []).append(step)
-                        writer.update_meta(meta)
-                    record = (run_tool_cell(e, cell, target_data, HANG_GRACE_S) if target.tool
-                              else _run_cell(e, cell, target_data))
-                    if restarted:
-                        record.server_restarted_before = True
-                        meta["targets"][index[target.name]]["restarts"] = target_data.describe()["restarts"]
-                        writer.update_meta(meta)
-                    writer.append(record)
-                    if on_record:
-                        on_record(record)
-                    if record.ok:
-                        outcome.cells_ok += 1
-                    else:
-                        outcome.cells_failed += 1
-                    if not policy.auto:
-                        progress.advance(task)
-                    measured.append(Measured(target.name, round_, record.result.qps if record.ok and record.result
-                                             else None, interfered=_interfered(record)))
-                return measured
+                        measured.append(Measured(target.name, round_, record.result.qps if record.ok and record.result
+                                                 else None, interfered=_interfered(record)))
+                    return measured
 
-            for i, (benchmark, threads) in enumerate(groups):
-                # auto: each (benchmark, threads) gets an equal share of what is left of the budget, so that time
-                # one group did not need goes to the next ones.
-                deadline = time.monotonic() + (budget_end - time.monotonic()) / (len(groups) - i)
-                state = GroupState(e.base, [t.name for t in e.targets], e.min_effect)
-                run_rounds(state, policy, partial(measure, benchmark, threads), deadline)
-                meta["rounds"].append({"benchmark": benchmark.name, "threads": threads, "rounds": state.rounds,
-                                       "stopped": state.stop_reason})
-                writer.update_meta(meta)
-                if policy.auto:
-                    progress.advance(task)
-            for t in e.targets:
-                meta["targets"][index[t.name]]["db_bytes_at_end"] = database_bytes(t, data[t.name])
-            if profile:
-                _profile_cells(e, data_root / "profile", writer, progress)
-        meta["status"] = "complete"
-        completed = True
-    except KeyboardInterrupt:
-        meta["status"] = "interrupted"
-        raise
-    except OSError as err:
-        # Loading or restoring the data (a full disk, mostly): one line naming the path, never a traceback.
-        meta["status"] = "failed"
-        raise ResultsWriteError(f"{err.filename or out}: {err.strerror or err}") from None
-    except BaseException:
-        meta["status"] = "failed"
-        raise
+                for i, (benchmark, threads) in enumerate(groups):
+                    # auto: each (benchmark, threads) gets an equal share of what is left of the budget, so that time
+                    # one group did not need goes to the next ones.
+                    deadline = time.monotonic() + (budget_end - time.monotonic()) / (len(groups) - i)
+                    state = GroupState(e.base, [t.name for t in e.targets], e.min_effect)
+                    run_rounds(state, policy, partial(measure, benchmark, threads), deadline)
+                    meta["rounds"].append({"benchmark": benchmark.name, "threads": threads, "rounds": state.rounds,
+                                           "stopped": state.stop_reason})
+                    writer.update_meta(meta)
+                    if policy.auto:
+                        progress.advance(task)
+                for t in e.targets:
+                    meta["targets"][index[t.name]]["db_bytes_at_end"] = database_bytes(t, data[t.name])
+                if profile:
+                    _profile_cells(e, data_root / "profile", writer, progress)
     finally:
-        _finish(data, meta, writer, data_root, runtime, keep_data, report_write_errors=completed)
+        _finish(data, meta, writer, data_root, runtime, keep_data)
     return outcome
 
 
 def _finish(data: dict[str, TargetLifecycle], meta: dict[str, Any], writer: ResultsWriter, data_root: Path,
-            runtime: RuntimeDir | None, keep_data: bool, report_write_errors: bool) -> None:
+            runtime: RuntimeDir | None, keep_data: bool) -> None:
     """On every exit path: stop every server the lab started, remove the loaded data (first: on a full disk that
     frees the space the last meta.json needs), record the status."""
     for d in data.values():
@@ -261,15 +249,7 @@ def _finish(data: dict[str, TargetLifecycle], meta: dict[str, Any], writer: Resu
         if runtime:
             runtime.remove()
             Watchdog.get().forget_dir(runtime.path)
-    meta["finished_at"] = datetime.now(UTC).isoformat(timespec="seconds")
-    try:
-        writer.update_meta(meta)
-    except ResultsWriteError:
-        if report_write_errors:
-            raise
-        # otherwise the error that ended the run is already on its way to the user
-    finally:
-        writer.close()
+    close_run(meta, writer)
 
 
 def _profile_cells(e: Experiment, work: Path, writer: ResultsWriter, progress: Progress) -> None:

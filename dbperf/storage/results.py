@@ -13,7 +13,9 @@ import contextlib
 import json
 import os
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -182,3 +184,35 @@ def read_results(directory: Path) -> tuple[dict[str, Any], list[ResultsRecord], 
         except RecordError as e:
             skipped.append(SkippedLine(number, str(e)))
     return meta, records, skipped
+
+
+@contextmanager
+def recorded_status(meta: dict[str, Any], out: Path) -> Iterator[None]:
+    """A run's body: its status in `meta` on the way out (complete, interrupted, failed); an OSError of the body
+    (loading or restoring data on a full disk, mostly) becomes one line naming the path, never a traceback."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        meta["status"] = "interrupted"
+        raise
+    except OSError as err:
+        meta["status"] = "failed"
+        raise ResultsWriteError(f"{err.filename or out}: {err.strerror or err}") from None
+    except BaseException:
+        meta["status"] = "failed"
+        raise
+    meta["status"] = "complete"
+
+
+def close_run(meta: dict[str, Any], writer: ResultsWriter) -> None:
+    """The last meta.json of a run, on every exit path, after its servers and data are gone. A write error is
+    raised only for a completed run: otherwise the error that ended the run is already on its way to the user."""
+    meta["finished_at"] = datetime.now(UTC).isoformat(timespec="seconds")
+    try:
+        writer.update_meta(meta)
+    except ResultsWriteError:
+        if meta.get("status") == "complete":
+            raise
+    finally:
+        writer.close()
+
