@@ -81,7 +81,8 @@ def _summary(pairs: list[Pair]) -> tuple[list[str], list[tuple[str, ...]]]:
 
 
 NOTE = ("B / A: B's center QPS over A's; + faster, - slower, ~ same by the verdict rule of a single run's report "
-        "(today Mann-Whitney U, p < 0.05, 4 repeats a side), ? too few repeats to test, ! a side spread over 10%. "
+        "(randomization test, unpaired: two runs share no rounds; 8 repeats a side needed), ? undecided, "
+        "! a side spread over 10%. "
         "The two runs may differ in host, day and load: compare their metadata before reading a verdict as the "
         "engine's.")
 

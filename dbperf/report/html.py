@@ -11,16 +11,17 @@ from typing import Any
 from dbperf.report import charts
 from dbperf.report.html_page import Page, key_values, legend_swatches, table, text
 from dbperf.report.layout import Block, build_report
-from dbperf.report.verdict import MANN_WHITNEY, VERDICT_COLOURS
+from dbperf.report.verdict import VERDICT_COLOURS
 from dbperf.stats.rqps_matrix import Matrix
 
 VERDICT_MEANINGS = {
     "base": "the base target",
-    "faster": "faster than the base, decided by the verdict rule (today: " + MANN_WHITNEY + ")",
+    "faster": "faster than the base by more than both the noise threshold (randomization test, ClickHouse's rule; "
+              "hover says whether the paired or unpaired view decided) and the minimum effect",
     "slower": "slower than the base, decided likewise",
-    "same": "no difference the rule can tell from noise",
-    "unstable": "too noisy to decide at the minimum effect (verdict rule with a noise threshold)",
-    "undecided": "too few repeats to test (Mann-Whitney needs 4 a side)",
+    "same": "no change of the minimum effect or more, and one would have been seen",
+    "unstable": "the noise threshold exceeds the minimum effect by a wide margin: too noisy to decide",
+    "undecided": "too few repeats (8 a side, or 8 rounds), or a change the noise could still hide",
     "failed": "no successful repeat",
 }
 RUN_FIELDS = ("status", "started_at", "finished_at", "experiment", "base", "aggregate", "tables", "table_size",
