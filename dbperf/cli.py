@@ -43,7 +43,7 @@ from dbperf.replication.lab import run_replication
 from dbperf.report.escape import md, term
 from dbperf.report.hosts import csv_with_host, host_view, hosts_in, json_by_host
 from dbperf.report.hosts import heading as host_heading
-from dbperf.report.html import to_html
+from dbperf.report.html import to_html, to_html_hosts
 from dbperf.report.ladder import render_ladder
 from dbperf.report.load_view import cell_heading, interval_lines, statement_lines
 from dbperf.report.probe_view import render_compare, render_probes
@@ -101,7 +101,8 @@ def print_report(directory: Path, fmt: str, aggregate: str | None, output: Path 
         _note_skipped(directory, skipped)
         return
     if hosts_in(records):
-        print_host_reports(directory, meta, records, skipped, fmt, aggregate)
+        print_host_reports(meta, records, skipped, fmt, aggregate, output)
+        _note_skipped(directory, skipped)
         return
     matrix = build_matrix(meta, records, aggregate)
     if fmt == "html":
@@ -133,11 +134,16 @@ def write_output(document: str, output: Path | None) -> None:
                       highlight=False)
 
 
-def print_host_reports(directory: Path, meta: dict, records: list, skipped: list[SkippedLine], fmt: str,
-                       aggregate: str | None) -> None:
+def print_host_reports(meta: dict, records: list, skipped: list[SkippedLine], fmt: str, aggregate: str | None,
+                       output: Path | None) -> None:
     """A fleet run: one report per host (dbperf/report/hosts.py)."""
     if fmt == "html":
-        fail("--format html: a fleet run's report is per host in table, markdown, csv or json, not html yet")
+        pages = [(host_heading(meta, host), build_matrix(view, mine, aggregate), view)
+                 for host in hosts_in(records, meta) for view, mine in [host_view(meta, records, host)]]
+        write_output(to_html_hosts(pages, meta), output)
+        return
+    if output is not None:
+        fail("-o/--output: only with --format html (other formats print to stdout)")
     parts = []
     for host in hosts_in(records, meta):
         view, mine = host_view(meta, records, host)
@@ -155,6 +161,8 @@ def print_host_reports(directory: Path, meta: dict, records: list, skipped: list
         sys.stdout.write(json_by_host(parts, [asdict(s) for s in skipped]))
     elif fmt == "csv":
         sys.stdout.write(csv_with_host(parts))
+
+
 def print_intervals(directory: Path) -> None:
     """`report --intervals`: every measured cell's interval lines (sysbench --report-interval) in run order."""
     _, records, skipped = read_results(directory)
@@ -167,6 +175,8 @@ def print_intervals(directory: Path) -> None:
             for line in lines:
                 out_console.print(line, markup=False, highlight=False, soft_wrap=True)
     _note_skipped(directory, skipped)
+
+
 def print_replication_report(meta: dict, records: list, fmt: str, skipped: list[dict]) -> None:
     """A replication lab's results (dbperf/report/replication_view.py)."""
     if fmt == "table":

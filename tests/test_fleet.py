@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import threading
@@ -95,6 +96,15 @@ def test_two_hosts_two_targets_every_record_carries_its_host(write_experiment, t
     assert all(c["rqps"] is not None for h in report["hosts"] for c in h["cells"])
     csv = run_cli("report", str(out), "--format", "csv").stdout.splitlines()
     assert csv[0].startswith("host,") and {row.split(",")[0] for row in csv[1:]} == {"local-1", "local-2"}
+    page = tmp_path / "fleet.html"
+    html = run_cli("report", str(out), "--format", "html", "-o", str(page))
+    assert html.returncode == 0, html.stderr
+    document = page.read_text()
+    parts = re.findall(r'<h2 id="host-(\d)">([^<]*)</h2>', document)
+    assert [n for n, _ in parts] == ["1", "2"] and "local-1" in parts[0][1] and "local-2" in parts[1][1]
+    anchors = re.findall(r' id="(host-[^"]+)"', document)
+    assert len(anchors) == len(set(anchors)) and "host-2-rqps" in anchors  # each host its own sections
+    assert document.count('data-figure="1"') >= 2 * 3  # per host: heat map, repeats, CPU at least
 
 
 @pytest.mark.e2e

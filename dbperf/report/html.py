@@ -6,6 +6,8 @@ then the run's metadata."""
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from typing import Any
 
 from dbperf.report import charts
@@ -84,40 +86,60 @@ def metadata_html(meta: dict[str, Any]) -> str:
 
 
 def to_html(m: Matrix, meta: dict[str, Any]) -> str:
+    page = Page(f"dbperf: {build_report(m, meta).heading}")
+    add_run(page, m, meta, page.section)
+    return page.render()
+
+
+def to_html_hosts(hosts: list[tuple[str, Matrix, dict[str, Any]]], meta: dict[str, Any]) -> str:
+    """A fleet run: one page, a part per host (its heading, then the sections a single run's page has, as
+    subsections), in the fleet's order."""
+    page = Page(f"dbperf: {meta.get('experiment', 'fleet run')} on {len(hosts)} hosts")
+    for i, (heading, m, view) in enumerate(hosts, 1):
+        page.section(f"host-{i}", heading)
+        add_run(page, m, view, functools.partial(host_subsection, page, f"host-{i}-"))
+    return page.render()
+
+
+def host_subsection(page: Page, prefix: str, anchor: str, title: str) -> None:
+    page.subsection(prefix + anchor, title)
+
+
+def add_run(page: Page, m: Matrix, meta: dict[str, Any], section: Callable[[str, str], None]) -> None:
+    """One run's sections (`section` starts each one: a page section, or a host's subsection)."""
     report = build_report(m, meta)
     rqps, *rest = report.blocks
-    page = Page(f"dbperf: {report.heading}")
     if report.warning:
         page.add(f'<p class="warning">{text(report.warning)}</p>')
-    page.section("rqps", "rQPS matrix")
+    section("rqps", "rQPS matrix")
     page.add(page.figure(charts.rqps_heatmap(m)))
     page.add(legend_swatches(VERDICT_COLOURS, VERDICT_MEANINGS))
     page.add("<pre>" + text("\n".join(report.legend)) + "</pre>")
     page.add(block_html(rqps))
     page.add(f'<p class="note">{text(report.notes[0])}</p>')
 
-    page.section("repeats", "Repeats per benchmark")
+    section("repeats", "Repeats per benchmark")
     page.add('<p class="note">Every repeat of every target is a point; the bar marks the center with its 95% CI on '
              "the median (order statistics, n ≥ 6), or min–max where n is too small for a CI (hover says which).</p>")
     page.add('<div class="grid">' + "".join(page.figure(charts.repeats_figure(m, b, t)) for _, b, t in m.rows())
              + "</div>")
 
-    page.section("cpu", "CPU per query")
+    section("cpu", "CPU per query")
     page.add(page.figure(charts.cpu_figure(m)))
-    page.section("latency", "Latency")
+    section("latency", "Latency")
     page.add(page.figure(charts.latency_figure(m)))
 
     series = [f for _, b, t in m.rows() if (f := charts.intervals_figure(m, b, t)) is not None]
     if series:
-        page.section("throughput", "Throughput per interval")
+        section("throughput", "Throughput per interval")
         page.add('<div class="grid">' + "".join(page.figure(f) for f in series) + "</div>")
 
     counters = charts.counters_figure(m)
     if counters is not None:
-        page.section("counters", "Counters")
+        section("counters", "Counters")
         page.add(page.figure(counters))
 
-    page.section("figures", "Figures per target")
+    section("figures", "Figures per target")
     for block in rest:
         page.add(f"<h3>{text(block.title)}</h3>")
         if block.subtitle:
@@ -126,6 +148,5 @@ def to_html(m: Matrix, meta: dict[str, Any]) -> str:
     for note in report.notes[1:]:
         page.add(f'<p class="note">{text(note)}</p>')
 
-    page.section("metadata", "Run metadata")
+    section("metadata", "Run metadata")
     page.add(metadata_html(meta))
-    return page.render()

@@ -109,6 +109,10 @@ class Page:
         self.nav.append((anchor, heading))
         self.parts.append(f'<h2 id="{text(anchor)}">{text(heading)}</h2>')
 
+    def subsection(self, anchor: str, heading: str) -> None:
+        """A heading under the last section, not listed in the page's navigation."""
+        self.parts.append(f'<h3 id="{text(anchor)}">{text(heading)}</h3>')
+
     def add(self, fragment: str) -> None:
         self.parts.append(fragment)
 
