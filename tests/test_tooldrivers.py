@@ -105,3 +105,19 @@ def test_import_saved_output(tmp_path: Path):
     assert "bad.txt: sysbench output: no 'total number of events'" in proc.stderr
     proc = run_cli("import", str(bad), "--tool", "hammerdb", "--out", str(tmp_path / "out3"))
     assert proc.returncode == 2 and "expected one of sysbench, pgbench" in proc.stderr
+
+
+@pytest.mark.unit
+def test_a_profile_of_a_tool_driven_target_says_whose_queries_it_counted(write_experiment, tmp_path: Path,
+                                                                          monkeypatch):
+    """`run --profile` counts the server under the lab's driver even when sysbench ran the cells: the method says so."""
+    from dbperf.explain import profile as profile_module
+    from dbperf.records import Profile
+    e = parse_experiment(write_experiment(f'[run]\nbenchmarks = ["point-query"]\n{PG}driver = "sysbench"\n'))
+    counted = Profile(mode="simulated", mode_reason="no PMU", tool="cachegrind", target="pg",
+                      benchmark="point-query", events=1, queries=1, method="cachegrind of the server", per_query={})
+    monkeypatch.setattr(profile_module.Profiler, "_profile", lambda self, target, benchmark, mode: counted)
+    profiler = profile_module.Profiler(e, tmp_path)
+    method = profiler.profile(e.targets[0], e.benchmarks[0]).method
+    assert method.startswith("cachegrind of the server; the queries were sent by dbperf-driver, not by the target's "
+                             "sysbench")
