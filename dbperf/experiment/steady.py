@@ -47,11 +47,6 @@ class SteadyState:
                 "tolerance": self.tolerance, "window": self.window, "interval_s": self.interval_s,
                 "max_warmup_s": self.max_warmup_s}
 
-    def text(self) -> str:
-        """One line for reports."""
-        return (f"steady state: warm-up until {self.window} samples of {self.interval_s:g} s agree within "
-                f"{self.tolerance:.0%} ((max - min) / mean), at most {self.max_warmup_s:g} s")
-
 
 def check_steady(value: Any, where: str) -> SteadyState | None:
     """The key's own check: true/false or a table of the four settings (each optional)."""
