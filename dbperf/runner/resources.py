@@ -8,6 +8,8 @@ driver process and of every process of a lab-started server (the server's pid an
 backends, MariaDB's one process), /proc/diskstats of the block device holding the data, then the engine's
 counters (PostgreSQL pg_stat_database, pg_stat_bgwriter and from 14 pg_stat_wal; MariaDB SHOW GLOBAL STATUS) and,
 at S1 only for the record, nothing else. Per query = delta / (QPS × (S1 − S0)), QPS being the driver's.
+With a steady-state warm-up (experiment/steady.py) only the driver knows when its window opens: S0 is taken when
+it says so (runner/window_opens.py) and S1 `time` after the instant it gave.
 
 Limits, said in each record's `method` and `unavailable`: the device figures are host-wide (every process writing
 to that disk); PostgreSQL backends publish their statistics at most once a second, so its counters lag by up to a
