@@ -290,12 +290,13 @@ def _run_cell(e: Experiment, cell: CellPlan, data: TargetLifecycle) -> CellRecor
     watched: set[int] | None = set(cpus) if cpus else None
     if watched is not None and cell.target.is_server and cell.target.dsn is None:
         watched = watched | set(e.cpus.server) if e.cpus.server else None
+    sampler = CellSampler(e, cell.target, data) if e.resources else None
     # Steady state: the driver ends its own warm-up and says when (window_opens.py); the lab's samples wait for it.
+    # Nothing between the pipe's creation and run_job (which closes the driver's end) can fail.
     opens = WindowOpens() if e.steady else None
     if opens and e.steady:
         job = job.replace(steady=e.steady.job(), window_fd=opens.driver_fd)
     window = NoiseWindow(e.warmup_s, watched, opens)
-    sampler = CellSampler(e, cell.target, data) if e.resources else None
     if sampler:
         sampler.start(opens=opens)
     longest_warmup = e.steady.max_warmup_s if e.steady else e.warmup_s
