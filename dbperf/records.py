@@ -18,6 +18,16 @@ from dbperf.errors import UserError
 Mode = Literal["run", "load", "exec"]
 
 
+class SteadyJob(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """A steady-state warm-up (driver/src/steady.rs `SteadyJob`; experiment/steady.py builds it): the warm-up lasts
+    until the last `window` samples of `interval_s` agree within `tolerance` ((max - min) / mean), at least the
+    job's warmup_s and at most max_warmup_s."""
+    tolerance: float
+    window: int
+    interval_s: float
+    max_warmup_s: float
+
+
 class DriverJob(msgspec.Struct, omit_defaults=True, forbid_unknown_fields=True):
     """What one driver process does (driver/src/job.rs `Job`). Defaults are the driver's, and are not sent; the
     mode has none, so that it is always sent (the driver requires it)."""
@@ -45,6 +55,8 @@ class DriverJob(msgspec.Struct, omit_defaults=True, forbid_unknown_fields=True):
     rate: float | None = None  # open loop: events/s of the cell; None: closed loop
     arrivals: Literal["uniform", "poisson"] = "uniform"
     latency_limit_s: float | None = None
+    steady: SteadyJob | None = None  # warm up until the throughput settles; warmup_s is then the least warm-up
+    window_fd: int | None = None  # steady: the pipe on which the driver says that its measured window opens
     workload: dict[str, Any] | None = None  # mode run: catalog.workload.compile_statements
     schema: dict[str, Any] | None = None  # mode load: catalog.schema.sbtest
     statements: list[str] = []  # mode exec
@@ -144,6 +156,17 @@ class OpenLoop(msgspec.Struct, frozen=True):
     sustained: bool
 
 
+class SteadyOutcome(msgspec.Struct, frozen=True):
+    """How a steady-state warm-up ended (driver/src/steady.rs `SteadyReport`)."""
+    settled: bool  # False: max_warmup was reached first
+    spread: float | None  # (max - min) / mean of the last `window` samples then; None: too few, or nothing completed
+    tolerance: float
+    window: int
+    interval_s: float
+    max_warmup_s: float
+    samples_eps: list[float] = []  # the warm-up's throughput, events/s of all threads, one per interval
+
+
 class ProcessFacts(msgspec.Struct, frozen=True):
     """What the driver found in its own process: allocators mapped, huge pages."""
     allocators_mapped: list[str] = []
@@ -174,6 +197,13 @@ class RunResult(msgspec.Struct, frozen=True):
     statements: list[StatementLatency] = []  # multi-statement events only
     mix: list[MixCount] = []  # weighted mixes only
     open_loop: OpenLoop | None = None
+    warmup_s: float | None = None  # start to measured window, as the driver timed it (None: an older driver)
+    steady: SteadyOutcome | None = None  # steady-state warm-ups only
+
+    @property
+    def unsettled(self) -> bool:
+        """A steady-state warm-up that reached max_warmup without settling."""
+        return self.steady is not None and not self.steady.settled
 
 
 class LoadResult(msgspec.Struct, frozen=True):

@@ -15,6 +15,7 @@ from dbperf.experiment.durations import parse_duration
 from dbperf.experiment.load_model import ARRIVALS
 from dbperf.experiment.load_model import percentiles as load_percentiles
 from dbperf.experiment.load_model import rate as load_rate
+from dbperf.experiment.steady import check_steady
 from dbperf.names import check_name
 from dbperf.runner.cpus import check_cpus
 from dbperf.runner.process_variants import ALLOCATORS, HUGEPAGES
@@ -124,6 +125,10 @@ RUN = (
     Key("threads", "integer or list", "client threads; a list sweeps, each count once", "[1]", "threads"),
     Key("time", "duration", "measured time per cell, at most a week", "10s", "s", duration),
     Key("warmup", "duration", "unmeasured time before each cell, at most a week", "2s", "s", duration),
+    Key("steady", "true | { tolerance, window, interval, max_warmup }", "steady state: warm up until the last "
+        "`window` throughput samples of `interval` agree within `tolerance` ((max - min) / mean), at least `warmup`, "
+        "at most `max_warmup`; a cell that never settled is flagged w (experiment/steady.py)",
+        "off; true: 0.05, 3, 1s, 30s", "", check_steady),
     Key("repeats", "integer >= 1 or \"auto\"", "repeats (rounds) per (benchmark, threads), interleaved; auto: at "
         "least 5 clean rounds, then more until every cell is decided or the budget is spent", "3", "", repeats),
     Key("budget", "duration", "repeats = \"auto\": time for the measured rounds of the whole run", "10m", "s",

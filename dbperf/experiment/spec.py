@@ -26,6 +26,7 @@ from dbperf.errors import UserError
 from dbperf.experiment import keys
 from dbperf.experiment.harness_settings import harness_settings
 from dbperf.experiment.load_model import LoadModel, parse_load_model
+from dbperf.experiment.steady import SteadyState, steady_with_warmup
 from dbperf.names import check_name
 from dbperf.replication.config import ReplicationSpec, check_replication_experiment, parse_replication
 from dbperf.runner.cpus import NOT_PINNED, CpuPlan, plan_cpus
@@ -146,6 +147,7 @@ class Experiment:
     aa_target: str | None = None  # the base's A/A copy (experiment/aa.py), when the run has one
     resources: bool = True  # I/O and engine counters per cell (runner/resources.py)
     load: LoadModel = field(default_factory=LoadModel)  # closed/open loop, time series, percentiles
+    steady: SteadyState | None = None  # warm up until the throughput settles (experiment/steady.py)
     replication: ReplicationSpec | None = None  # a [replication] section: the replication lab runs instead
 
 
@@ -356,6 +358,7 @@ def parse_experiment(path: Path) -> Experiment:
         resources=values.get("resources", True),
         load=parse_load_model(run, values, rwhere),
         replication=replication,
+        steady=steady_with_warmup(values.get("steady"), values.get("warmup", 2.0), rwhere),
     )
     if values.get("aa"):
         from dbperf.experiment.aa import with_aa  # aa.py builds on this module

@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from dbperf.report.steady_view import MARK_MEANING as UNSETTLED_MEANING
+from dbperf.report.steady_view import steady_lines, unsettled_runs
 from dbperf.runner.noise import HEAVY_FOREIGN_CPU, HEAVY_STEAL
 from dbperf.stats.rqps_matrix import Cell, Matrix
 from dbperf.stats.summary import MIN_REPEATS_FOR_TEST, NOISY_SPREAD
@@ -26,7 +28,8 @@ SIGNIFICANCE = (
     f"! : a cell's repeats spread more than {NOISY_SPREAD:.0%} of its median; "
     "T : this PGO build was trained on this benchmark (not a train/test split); "
     f"h : in at least one repeat the noise sensors saw heavy interference (steal over {HEAVY_STEAL:.0%} or processes "
-    f"not the lab's using over {HEAVY_FOREIGN_CPU} CPU on the cell's CPUs)"
+    f"not the lab's using over {HEAVY_FOREIGN_CPU} CPU on the cell's CPUs); "
+    + UNSETTLED_MEANING
 )
 
 
@@ -96,6 +99,8 @@ def rqps_text(m: Matrix, cell: Cell | None) -> str:
         marks += "T"
     if interfered_runs(cell):
         marks += "h"
+    if unsettled_runs(cell):
+        marks += "w"
     verdict = "" if cell.target == m.base else " " + verdict_text(cell)
     return f"{cell.rqps:.2f}{verdict}{(' ' + marks) if marks else ''}"
 
@@ -302,6 +307,6 @@ def build_report(m: Matrix, meta: dict[str, Any]) -> Report:
         blocks.append(_counters_block(m))
     status = meta.get("status")
     return Report(heading=f"rQPS relative to {m.base}, {_center_name(m)} of repeats",
-                  legend=(*legend(m), *_run_lines(meta), *_aa_line(m, meta)),
+                  legend=(*legend(m), *_run_lines(meta), *steady_lines(m, meta), *_aa_line(m, meta)),
                   blocks=tuple(blocks), notes=(verdict_legend(m.min_effect), HOW_MEASURED),
                   warning=None if status in (None, "complete") else f"run status: {status}: the matrix is partial")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import statistics
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -26,6 +27,7 @@ from dbperf.report.layout import (
     verdict_legend,
 )
 from dbperf.report.load_view import open_loop_of, percentiles_of
+from dbperf.report.steady_view import steady_cell, steady_runs, unsettled_runs, warmups
 from dbperf.stats.rqps_matrix import Cell, Matrix
 
 FAILED_TEXT_WIDTH = 80
@@ -145,6 +147,11 @@ CELL_FIELDS: tuple[Field, ...] = (
     Field("foreign_cpu_max", lambda m, c: max((r.noise.foreign_cpu for r in c.runs if r.noise), default=None)),
     Field("steal_max", lambda m, c: max((r.noise.steal for r in c.runs if r.noise), default=None)),
     Field("noise", lambda m, c: [to_builtins(r.noise) if r.noise else None for r in c.runs], csv=False),
+    # Steady-state warm-ups (report/steady_view.py): None where the cell had a fixed warm-up.
+    Field("unsettled_runs", lambda m, c: unsettled_runs(c) if steady_cell(c) else None),
+    Field("warmup_s_median", lambda m, c: statistics.median(w) if (w := warmups(c)) else None),
+    Field("warmup_s_max", lambda m, c: max(warmups(c), default=None)),
+    Field("steady", lambda m, c: steady_runs(c), csv=False),
     *[Field(key, _median(key)) for key in (
         "cpu_us_per_query", "cpu_user_us_per_query", "cpu_system_us_per_query", "cs_per_query",
         "cs_voluntary_per_query", "cs_involuntary_per_query", "server_cpu_us_per_query",

@@ -61,14 +61,21 @@ def _tail(text: str) -> str:
 
 
 def run_job(job: DriverJob, result: type[R], timeout_s: float,
-            env: dict[str, str] | None = None, cpus: frozenset[int] | None = None) -> DriverOutcome[R]:
+            env: dict[str, str] | None = None, cpus: frozenset[int] | None = None,
+            pass_fds: tuple[int, ...] = ()) -> DriverOutcome[R]:
     """Runs `dbperf-driver MODE -` with the job on stdin, `env` added to the environment, pinned to `cpus` (when
-    given) from before it starts, and reads its result as `result` (the type of the job's mode). A crash, a hang or
-    a result of the wrong shape is an outcome, not an exception; Ctrl-C kills the driver's whole process group and
-    propagates."""
-    with pinned(cpus):
-        proc = subprocess.Popen([driver_path(), job.mode, "-"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True, start_new_session=True, env=driver_environ(env))
+    given) from before it starts, and reads its result as `result` (the type of the job's mode). `pass_fds` are
+    handed to the driver (a steady-state cell's window pipe, runner/window_opens.py) and closed here once it has
+    them. A crash, a hang or a result of the wrong shape is an outcome, not an exception; Ctrl-C kills the driver's
+    whole process group and propagates."""
+    try:
+        with pinned(cpus):
+            proc = subprocess.Popen([driver_path(), job.mode, "-"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, text=True, start_new_session=True,
+                                    env=driver_environ(env), pass_fds=pass_fds)
+    finally:
+        for fd in pass_fds:
+            os.close(fd)
     try:
         out, err = proc.communicate(encode(job).decode(), timeout=timeout_s)
     except subprocess.TimeoutExpired:

@@ -114,8 +114,10 @@ def estimate(e: Experiment, out: Path) -> Estimate:
     for t in e.targets:
         seconds += restores * rows / (3 * LOAD_ROWS_PER_S[t.engine])
     cells = len(e.benchmarks) * len(e.threads) * e.repeats * len(e.targets)
-    seconds += cells * (e.time_s + e.warmup_s + CELL_OVERHEAD_S)
+    # Steady state: the least warm-up (a cell that does not settle takes up to max_warmup).
+    warmup_s = e.steady.least_warmup_s(e.warmup_s) if e.steady else e.warmup_s
+    seconds += cells * (e.time_s + warmup_s + CELL_OVERHEAD_S)
     if e.budget_s is not None:  # repeats = "auto": the minimum rounds above, or the budget if it is longer
-        seconds += max(0.0, e.budget_s - cells * (e.time_s + e.warmup_s + CELL_OVERHEAD_S))
+        seconds += max(0.0, e.budget_s - cells * (e.time_s + warmup_s + CELL_OVERHEAD_S))
     needs = tuple((place, need, _free_bytes(Path(place))) for place, need in per_place.items())
     return Estimate(seconds, needs)

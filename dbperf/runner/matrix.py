@@ -30,6 +30,7 @@ from dbperf.runner.rounds import GroupState, Measured, RoundPolicy, round_order,
 from dbperf.runner.sqlite_data import SqliteData
 from dbperf.runner.target_lifecycle import TargetLifecycle
 from dbperf.runner.targets import inspect_targets
+from dbperf.runner.window_opens import WindowOpens
 from dbperf.servers.engines import server_target
 from dbperf.servers.runtime import RuntimeDir
 from dbperf.servers.watchdog import Watchdog
@@ -105,6 +106,7 @@ def _meta(e: Experiment, infos: dict[str, dict[str, Any]], settings: dict[str, l
         "cpus": e.cpus.describe(),
         "aa_target": e.aa_target,
         "noise_thresholds": {"steal": HEAVY_STEAL, "foreign_cpu": HEAVY_FOREIGN_CPU},
+        "steady": e.steady.describe() if e.steady else None,
         "load_model": e.load.describe(),
         "data_restore": "before each write cell: SQLite targets copy their pristine loaded file; servers the lab "
                         "started recreate the working database from a pristine one; external servers reload",
@@ -214,8 +216,9 @@ def run_matrix(e: Experiment, out: Path, console: Console, keep_data: bool = Fal
                             outcome.cells_failed += 1
                         if not policy.auto:
                             progress.advance(task)
+                        # A warm-up that never settled counts like interference: its round is run again (auto).
                         measured.append(Measured(target.name, round_, record.result.qps if record.ok and record.result
-                                                 else None, interfered=_interfered(record)))
+                                                 else None, interfered=_interfered(record) or _unsettled(record)))
                     return measured
 
                 for i, (benchmark, threads) in enumerate(groups):
@@ -287,11 +290,20 @@ def _run_cell(e: Experiment, cell: CellPlan, data: TargetLifecycle) -> CellRecor
     watched: set[int] | None = set(cpus) if cpus else None
     if watched is not None and cell.target.is_server and cell.target.dsn is None:
         watched = watched | set(e.cpus.server) if e.cpus.server else None
-    window = NoiseWindow(e.warmup_s, watched)
     sampler = CellSampler(e, cell.target, data) if e.resources else None
+    # Steady state: the driver ends its own warm-up and says when (window_opens.py); the lab's samples wait for it.
+    # Nothing between the pipe's creation and run_job (which closes the driver's end) can fail.
+    opens = WindowOpens() if e.steady else None
+    if opens and e.steady:
+        job = job.replace(steady=e.steady.job(), window_fd=opens.driver_fd)
+    window = NoiseWindow(e.warmup_s, watched, opens)
     if sampler:
-        sampler.start()
-    outcome = run_job(job, RunResult, e.time_s + e.warmup_s + HANG_GRACE_S, env=env, cpus=cpus)
+        sampler.start(opens=opens)
+    longest_warmup = e.steady.max_warmup_s if e.steady else e.warmup_s
+    outcome = run_job(job, RunResult, e.time_s + longest_warmup + HANG_GRACE_S, env=env, cpus=cpus,
+                      pass_fds=(opens.driver_fd,) if opens else ())
+    if opens:
+        opens.join()
     resources = sampler.finish(outcome.result) if sampler else None
     noise = window.finish(outcome.result)
     record = CellRecord(
@@ -322,3 +334,7 @@ def _run_cell(e: Experiment, cell: CellPlan, data: TargetLifecycle) -> CellRecor
 
 def _interfered(record: CellRecord) -> bool:
     return bool(record.noise and record.noise.interfered)
+
+
+def _unsettled(record: CellRecord) -> bool:
+    return bool(record.result and record.result.unsettled)

@@ -8,7 +8,8 @@
 - **frequency** of the cell's CPUs where readable (cpufreq in sysfs, else /proc/cpuinfo's `cpu MHz`).
 
 The window starts when the driver's warm-up should end (by the lab's clock: the driver is started, then a timer
-samples after `warmup` seconds) and ends when the driver exits, so it is the measured window give or take the
+samples after `warmup` seconds; with a steady-state warm-up, when the driver says its window opens: window_opens.py)
+and ends when the driver exits, so it is the measured window give or take the
 driver's start-up and exit. A cell is **interfered** with when steal or foreign CPU exceed the thresholds below; it
 is kept and flagged, and `repeats = "auto"` runs its round again."""
 
@@ -21,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dbperf.records import NoiseSensors, RunResult
+from dbperf.runner.window_opens import WindowOpens
 
 HEAVY_STEAL = 0.05  # of the cell's CPUs' time
 HEAVY_FOREIGN_CPU = 0.25  # a quarter of a CPU's worth, on the cell's CPUs
@@ -105,15 +107,19 @@ def sensors(start: Sample, end: Sample, cpus: set[int], lab_cpu_s: float) -> Noi
 
 
 class NoiseWindow:
-    """Samples /proc/stat `delay_s` after it is entered (the warm-up's end) and when `finish` is called."""
+    """Samples /proc/stat `delay_s` after it is entered (the warm-up's end), or when `opens` says the driver's
+    window opened, and when `finish` is called."""
 
-    def __init__(self, delay_s: float, cpus: set[int] | None) -> None:
+    def __init__(self, delay_s: float, cpus: set[int] | None, opens: WindowOpens | None = None) -> None:
         self.cpus = cpus or set(os.sched_getaffinity(0))
         self.first = sample()
         self.start: Sample | None = None
         self.timer = threading.Timer(delay_s, self._mark)
         self.timer.daemon = True
-        self.timer.start()
+        if opens is None:
+            self.timer.start()
+        else:
+            opens.on_open(self._mark)
 
     def _mark(self) -> None:
         self.start = sample()

@@ -8,6 +8,8 @@ driver process and of every process of a lab-started server (the server's pid an
 backends, MariaDB's one process), /proc/diskstats of the block device holding the data, then the engine's
 counters (PostgreSQL pg_stat_database, pg_stat_bgwriter and from 14 pg_stat_wal; MariaDB SHOW GLOBAL STATUS) and,
 at S1 only for the record, nothing else. Per query = delta / (QPS × (S1 − S0)), QPS being the driver's.
+With a steady-state warm-up (experiment/steady.py) only the driver knows when its window opens: S0 is taken when
+it says so (runner/window_opens.py) and S1 `time` after the instant it gave.
 
 Limits, said in each record's `method` and `unavailable`: the device figures are host-wide (every process writing
 to that disk); PostgreSQL backends publish their statistics at most once a second, so its counters lag by up to a
@@ -26,10 +28,13 @@ from dbperf.errors import UserError
 from dbperf.experiment.spec import Experiment, Target
 from dbperf.records import DeviceIo, IoBytes, Resources, RunResult
 from dbperf.runner.target_lifecycle import TargetLifecycle
+from dbperf.runner.window_opens import WindowOpens
 
 IO_FIELDS = ("read_bytes", "write_bytes", "rchar", "wchar")
 SECTOR_BYTES = 512  # /proc/diskstats counts 512-byte sectors whatever the device's own size
 METHOD = "lab samples at launch+warmup and +time; per query = delta / (QPS × window)"
+STEADY_METHOD = ("lab samples when the driver's steady-state warm-up ended and time after; per query = delta / "
+                 "(QPS × window)")
 PG_DATABASE = ("xact_commit", "xact_rollback", "blks_read", "blks_hit", "tup_returned", "tup_fetched",
                "tup_inserted", "tup_updated", "tup_deleted", "temp_bytes")
 PG_BGWRITER = ("buffers_checkpoint", "buffers_clean", "buffers_backend", "buffers_backend_fsync", "buffers_alloc",
@@ -185,18 +190,28 @@ class CellSampler:
             self.unavailable["engine_counters"] = f"the {target.engine} command-line client is not installed"
             self.server = None
         self.samples: list[dict[str, Any]] = []
+        self.method = METHOD
         self.stop = threading.Event()
         self.thread: threading.Thread | None = None
 
-    def start(self, warmup_s: float | None = None, time_s: float | None = None) -> None:
-        """Right before the launch; a tool's measured run has no warmup of its own and lasts whole seconds."""
+    def start(self, warmup_s: float | None = None, time_s: float | None = None,
+              opens: WindowOpens | None = None) -> None:
+        """Right before the launch; a tool's measured run has no warmup of its own and lasts whole seconds. With a
+        steady-state warm-up (`opens`), S0 is when the driver says its window opened and S1 `time` after."""
         launched = time.monotonic()
         warmup = self.e.warmup_s if warmup_s is None else warmup_s
-        at = (launched + warmup, launched + warmup + (self.e.time_s if time_s is None else time_s))
-        self.thread = threading.Thread(target=self._run, args=(at,), daemon=True, name="resources")
+        measured = self.e.time_s if time_s is None else time_s
+        at = (launched + warmup, launched + warmup + measured)
+        self.method = METHOD if opens is None else STEADY_METHOD
+        self.thread = threading.Thread(target=self._run, args=(at, opens, measured), daemon=True, name="resources")
         self.thread.start()
 
-    def _run(self, at: tuple[float, float]) -> None:
+    def _run(self, at: tuple[float, float], opens: WindowOpens | None = None, measured: float = 0.0) -> None:
+        if opens is not None:
+            opened = opens.wait()
+            if opened is None:
+                return  # the driver ended without opening its window
+            at = (opened, opened + measured)
         for instant in at:
             if self.stop.wait(max(0.0, instant - time.monotonic())):
                 return  # the driver ended before this instant: no window
@@ -233,7 +248,7 @@ class CellSampler:
         window = s1["t"] - s0["t"]
         unavailable = dict(self.unavailable)
         return Resources(
-            window_s=round(window, 4), queries=round(result.qps * window, 1), method=METHOD,
+            window_s=round(window, 4), queries=round(result.qps * window, 1), method=self.method,
             client_io=_io_delta(s0.get("client"), s1.get("client"), unavailable, "client_io"),
             server_io=_io_delta(s0.get("server"), s1.get("server"), unavailable, "server_io")
             if self.server_pid else None,

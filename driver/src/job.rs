@@ -65,6 +65,13 @@ pub struct Job {
     /// slower than this is counted as late.
     #[serde(default)]
     pub latency_limit_s: Option<f64>,
+    /// Warm up until the throughput settles (steady.rs); `warmup_s` is then the least warm-up.
+    #[serde(default)]
+    pub steady: Option<crate::steady::SteadyJob>,
+    /// Steady state: a pipe's write end the lab handed over; thread 0 writes a line there when the measured window
+    /// opens (the lab's noise and resource samples start then), and closes it.
+    #[serde(default)]
+    pub window_fd: Option<i32>,
     /// Present for mode "run".
     pub workload: Option<Workload>,
     /// Present for mode "load".
@@ -214,6 +221,11 @@ pub struct RunResult {
     /// Per interval of the measured window (interval_s), in order.
     pub intervals: Vec<crate::series::Interval>,
     pub interval_s: f64,
+    /// From the start (all threads connected) to the measured window: the job's warmup, or as long as the steady
+    /// state took.
+    pub warmup_s: f64,
+    /// Steady-state cells: whether the throughput settled, and the warm-up's samples.
+    pub steady: Option<crate::steady::SteadyReport>,
     /// Every counted event's latency (empty in deterministic mode).
     pub histogram: Option<crate::series::EncodedHistogram>,
     /// Per statement of multi-statement events (pgbench -r): mean and max time of each, BEGIN/COMMIT included.

@@ -17,6 +17,7 @@ use crate::params::{self, CompiledBind};
 use crate::procstat::{self, ServerSample};
 use crate::schedule::{Arrivals, Schedule};
 use crate::series::{self, us, Board, Tally};
+use crate::steady::{self, Lead, SteadyReport};
 use crate::{process, usage};
 
 const MAX_ERROR_SAMPLES: usize = 5;
@@ -63,6 +64,10 @@ struct ThreadOut {
     /// Per kind, per statement slot (BEGIN, statements..., COMMIT).
     statement_times: Vec<Vec<StatementTime>>,
     kind_events: Vec<u64>,
+    /// From the shared start to the measured window (fixed, or decided by the steady-state monitor).
+    warmup_s: f64,
+    /// Thread 0 of a steady-state cell: how the warm-up ended.
+    steady: Option<SteadyReport>,
 }
 
 fn kind_queries(w: &Workload) -> u64 {
@@ -78,12 +83,7 @@ fn kinds_of(w: &Workload) -> Vec<&Workload> {
     }
 }
 
-fn prepare_kind(
-    conn: &mut dyn Connection,
-    engine: &Engine,
-    w: &Workload,
-    tables: u32,
-) -> Result<Kind, String> {
+fn prepare_kind(conn: &mut dyn Connection, engine: &Engine, w: &Workload, tables: u32) -> Result<Kind, String> {
     let stmts = w
         .statements
         .iter()
@@ -160,8 +160,7 @@ fn check_job(job: &Job, workload: &Workload) -> Result<(), String> {
     if job.threads == 0 || job.tables == 0 || job.table_size == 0 {
         return Err("threads, tables and table_size must be positive".into());
     }
-    if job.events.is_none()
-        && (job.time_s.is_nan() || job.time_s <= 0.0 || job.warmup_s.is_nan() || job.warmup_s < 0.0)
+    if job.events.is_none() && (job.time_s.is_nan() || job.time_s <= 0.0 || job.warmup_s.is_nan() || job.warmup_s < 0.0)
     {
         return Err("time must be positive and warmup not negative".into());
     }
@@ -191,6 +190,14 @@ fn check_job(job: &Job, workload: &Workload) -> Result<(), String> {
         if !(m.weight.is_finite() && m.weight > 0.0) {
             return Err(format!("mix entry {}: weight must be positive, got {}", m.name, m.weight));
         }
+    }
+    if let Some(steady) = &job.steady {
+        if job.events.is_some() || job.deterministic {
+            return Err("a steady-state warm-up needs a timed window (not an event count, not deterministic)".into());
+        }
+        steady.check(job.warmup_s)?;
+    } else if job.window_fd.is_some() {
+        return Err("window_fd tells the lab when a steady-state warm-up ends: it needs steady".into());
     }
     if job.engine == "sqlite" && job.database == ":memory:" {
         if job.schema.is_none() {
@@ -234,19 +241,24 @@ pub fn run(job: &Job) -> Result<RunResult, String> {
         threads: job.threads,
         seed: job.seed,
         tables: job.tables,
+        steady: if counted { None } else { job.steady },
+        window_fd: job.window_fd,
     };
+    let shared = window.steady.map(|_| Arc::new(steady::Shared::new(job.threads)));
     let board = Arc::new(Board::new(job.threads, job.interval_s.max(1e-9), job.time_s, job.rate.is_some()));
     let run_started = Instant::now();
     let mut handles = Vec::new();
     for t in 1..job.threads {
-        let (engine, gate, start_at, workload, board) =
-            (engine.clone(), gate.clone(), start_at.clone(), workload.clone(), board.clone());
+        let (engine, gate, start_at, workload, board, shared) =
+            (engine.clone(), gate.clone(), start_at.clone(), workload.clone(), board.clone(), shared.clone());
         handles.push(thread::spawn(move || {
-            client_loop(&engine, &workload, t, &gate, &start_at, window, &board, false, None).map(|(out, ..)| out)
+            let loop_ = Loop { engine: &engine, workload: &workload, gate: &gate, start_at: &start_at, board: &board };
+            client_loop(&loop_, t, window, shared.as_deref(), false, None).map(|(out, ..)| out)
         }));
     }
     let in_memory = job.engine == "sqlite" && job.database == ":memory:";
-    let own = client_loop(&engine, &workload, 0, &gate, &start_at, window, &board, true, in_memory.then_some(job));
+    let loop_ = Loop { engine: &engine, workload: &workload, gate: &gate, start_at: &start_at, board: &board };
+    let own = client_loop(&loop_, 0, window, shared.as_deref(), true, in_memory.then_some(job));
 
     let kinds = kinds_of(&workload);
     let mut total = Tally::new();
@@ -256,9 +268,13 @@ pub fn run(job: &Job) -> Result<RunResult, String> {
         kinds.iter().map(|k| vec![StatementTime::default(); k.statements.len() + 2]).collect();
     let mut kind_events = vec![0u64; kinds.len()];
     let mut setup_error = None;
-    let (own_out, client_usage, server) = match own {
+    let (mut own_out, client_usage, server) = match own {
         Ok((out, usage, server)) => (Ok(out), usage, server),
         Err(e) => (Err(e), None, None),
+    };
+    let (warmup_s, steady) = match own_out.as_mut() {
+        Ok(out) => (out.warmup_s, out.steady.take()),
+        Err(_) => (0.0, None),
     };
     let mut outcomes = vec![own_out];
     for h in handles {
@@ -331,8 +347,7 @@ pub fn run(job: &Job) -> Result<RunResult, String> {
             latency_limit_us: job.latency_limit_s.map(|l| l * 1e6),
             lag_mean_us: if attempted > 0 { lag_sum_ns as f64 / attempted as f64 / 1000.0 } else { 0.0 },
             lag_max_us: us(total.lag_max_ns),
-            sustained: backlog as f64 <= (job.threads as f64).max(0.01 * asked)
-                && total.skipped as f64 <= 0.01 * asked,
+            sustained: backlog as f64 <= (job.threads as f64).max(0.01 * asked) && total.skipped as f64 <= 0.01 * asked,
         }
     });
     let histogram = if job.deterministic || h.is_empty() { None } else { Some(series::encode(h)?) };
@@ -359,6 +374,8 @@ pub fn run(job: &Job) -> Result<RunResult, String> {
         server_processes: server.map(|s| s.processes),
         intervals,
         interval_s: if series_on { job.interval_s } else { 0.0 },
+        warmup_s: if job.deterministic { 0.0 } else { warmup_s },
+        steady,
         histogram,
         statements,
         mix,
@@ -405,6 +422,19 @@ struct Window {
     threads: u32,
     seed: u64,
     tables: u32,
+    /// Warm up until the throughput settles (steady.rs), `warmup` being the least warm-up.
+    steady: Option<steady::SteadyJob>,
+    /// Where thread 0 tells the lab that the measured window opens (steady state only).
+    window_fd: Option<i32>,
+}
+
+/// What every client thread of a cell shares.
+struct Loop<'a> {
+    engine: &'a Engine,
+    workload: &'a Workload,
+    gate: &'a Barrier,
+    start_at: &'a Mutex<Option<Instant>>,
+    board: &'a Board,
 }
 
 /// A thread's place in the time series: the interval it is counting, handed to the board when time moves on.
@@ -455,19 +485,17 @@ impl Clock<'_> {
 /// that start after the warmup and end inside the measured window are counted. Open loop: events due inside the
 /// measured window are counted, their latency from when they were due. The thread that `takes_usage` samples the
 /// process's getrusage when the measured window opens and when its loop ends, so the CPU and context switches
-/// cover the counted events.
-#[allow(clippy::too_many_arguments)]
+/// cover the counted events. With a steady-state warm-up the measured window opens when thread 0's monitor says so
+/// (steady.rs): until then every thread counts its completed events for the monitor and checks whether it has.
 fn client_loop(
-    engine: &Engine,
-    workload: &Workload,
+    shared_loop: &Loop,
     index: u32,
-    gate: &Barrier,
-    start_at: &Mutex<Option<Instant>>,
     window: Window,
-    board: &Board,
+    steady_shared: Option<&steady::Shared>,
     takes_usage: bool,
     preload: Option<&Job>,
 ) -> Result<(ThreadOut, Option<Usage>, Option<ServerSample>), String> {
+    let Loop { engine, workload, gate, start_at, board } = *shared_loop;
     let kind_specs = kinds_of(workload);
     let setup = (|| {
         let mut conn = engine.connect()?;
@@ -487,9 +515,27 @@ fn client_loop(
         *start_at.lock().unwrap() = Some(Instant::now());
     }
     gate.wait();
-    let (mut conn, kinds) = setup?;
     let t0 = start_at.lock().unwrap().expect("start time set before the gate opens");
-    let (warm_end, end) = (t0 + window.warmup, t0 + window.warmup + window.measured);
+    if setup.is_err() && index == 0 {
+        if let Some(s) = steady_shared {
+            s.give_up(t0);
+        }
+    }
+    let (mut conn, kinds) = setup?;
+    // Steady state: the window is not known yet; until it is, both ends lie beyond any real run (a century).
+    let mut known = window.steady.is_none();
+    let (mut warm_end, mut end) = if known {
+        (t0 + window.warmup, t0 + window.warmup + window.measured)
+    } else {
+        let never = t0 + Duration::from_secs(100 * 365 * 86_400);
+        (never, never)
+    };
+    let mut lead = if index == 0 {
+        window.steady.map(|j| Lead::new(j, window.warmup.as_secs_f64(), window.window_fd))
+    } else {
+        None
+    };
+    let mut warm_events = 0u64;
     let seed = window.seed;
     let mut rng = SmallRng::seed_from_u64(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15).wrapping_add(index as u64));
     let tables = window.tables as usize;
@@ -506,6 +552,8 @@ fn client_loop(
         backlog: 0,
         statement_times: kinds.iter().map(|k| vec![StatementTime::default(); k.stmts.len() + 2]).collect(),
         kind_events: vec![0; kinds.len()],
+        warmup_s: 0.0,
+        steady: None,
     };
     let mut scratch: Vec<StatementTime> = Vec::new();
     let step = window.interval.unwrap_or(window.measured);
@@ -526,6 +574,19 @@ fn client_loop(
     // Closed loop: the next event starts when the previous one ends, so one clock read per event suffices.
     let mut started = Instant::now();
     loop {
+        if !known {
+            // Only during a steady-state warm-up: thread 0 samples and decides, the others look whether it has.
+            let now = if schedule.is_some() { Instant::now() } else { started };
+            let shared = steady_shared.expect("steady state has its shared counters");
+            let decided = match lead.as_mut() {
+                Some(l) => l.step(shared, t0, now),
+                None => shared.warm_end(t0),
+            };
+            if let Some(w) = decided {
+                (warm_end, end, known) = (w, w + window.measured, true);
+                clock.next_boundary = w + step;
+            }
+        }
         let due = if let Some(s) = schedule.as_mut() {
             let due = s.due();
             let mut now = Instant::now();
@@ -577,6 +638,10 @@ fn client_loop(
         };
         let outcome = run_event(conn.as_mut(), kind, &mut rng, &table_pick, tables, &mut slots, &mut values, times);
         let done = Instant::now();
+        if !known && outcome.is_ok() {
+            warm_events += 1;
+            steady_shared.expect("steady state has its shared counters").count(index as usize, warm_events);
+        }
         let counted = window.limit.is_some()
             || if schedule.is_some() { due >= warm_end } else { started >= warm_end && done <= end };
         if counted {
@@ -636,5 +701,7 @@ fn client_loop(
         }
     }
     out.total = clock.finish()?;
+    out.warmup_s = if window.limit.is_some() { 0.0 } else { (warm_end - t0).as_secs_f64() };
+    out.steady = lead.and_then(|l| l.outcome);
     Ok((out, usage, server))
 }
