@@ -42,7 +42,8 @@ MAX_SAMPLES = 600  # a longer series is thinned evenly (the first and last sampl
 class LagSampler(threading.Thread):
     """Samples the measured standby's lag every SAMPLE_S until stopped. A server that dies ends the sampling (the
     study reports the failure); a standby that dies while the primary's commits wait for it (primary-sync-commit)
-    gets those sessions ended, so that the load fails instead of hanging."""
+    gets those sessions ended, so that the load fails instead of hanging. `switch` and `finish` take a sample at
+    once."""
 
     def __init__(self, cluster: PgCluster, standby: PgClusterServer) -> None:
         super().__init__(daemon=True, name="pg-lag-sampler")
@@ -50,8 +51,14 @@ class LagSampler(threading.Thread):
         self.standby = standby
         self.phase = "load"
         self.samples: list[LagSample] = []
-        self._halt = threading.Event()
+        self._halt = False
+        self._wake = threading.Event()
         self._t0 = time.perf_counter()
+
+    def switch(self, phase: str) -> None:
+        """A new phase, sampled at once (the replay may take less than one interval)."""
+        self.phase = phase
+        self._wake.set()
 
     def run(self) -> None:
         try:
@@ -60,7 +67,8 @@ class LagSampler(threading.Thread):
         except StudyFailed:
             return
         with primary, standby:
-            while not self._halt.is_set():
+            while True:
+                last = self._halt
                 if any(r.died() for r in self.cluster.replicas):
                     with contextlib.suppress(Exception):
                         primary.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
@@ -81,10 +89,15 @@ class LagSampler(threading.Thread):
                     t_s=round(time.perf_counter() - self._t0, 3), phase=self.phase,
                     replay_behind_bytes=max(0, head - lsn(mine[0])), receive_behind_bytes=max(0, head - lsn(mine[1])),
                     replay_lag_s=None if row[1] is None else round(float(row[1]), 4)))
-                self._halt.wait(SAMPLE_S)
+                if last:
+                    return
+                self._wake.wait(SAMPLE_S)
+                self._wake.clear()
 
     def finish(self) -> list[LagSample]:
-        self._halt.set()
+        """Stops after one last sample (the state at the end of the measurement); the samples."""
+        self._halt = True
+        self._wake.set()
         self.join(timeout=10)
         samples = self.samples
         if len(samples) > MAX_SAMPLES:
@@ -155,7 +168,7 @@ def measure(cluster: PgCluster, e: Experiment, spec: ReplicationSpec, p: ApplyPl
             raise StudyFailed(f"{primary.target.name}: the write load committed no transaction ({samples})")
         record.primary_trx_per_s = round(record.transactions / record.primary_s, 1)
         _wait_received(measured, target)
-        sampler.phase = "apply"
+        sampler.switch("apply")
         t0 = time.perf_counter()
         resume(measured)
         cluster.wait_caught_up(measured, target)
