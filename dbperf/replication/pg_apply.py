@@ -3,10 +3,11 @@ against the replay's knob (recovery_prefetch, the `mode`) and durability setting
 
 One measurement: replay is paused on every standby (`pg_wal_replay_pause()`; the walreceiver keeps receiving and
 flushing the WAL); dbperf-driver runs `transactions` events of a catalog write workload on the primary at the chosen
-client threads; the target is the primary's WAL position at the end of the load, flushed (PgClusterServer.flushed_lsn:
-the primary commits asynchronously, its last commits may not be sent yet); the lab waits until the
-measured standby has received it (pg_last_wal_receive_lsn), then times `SELECT pg_wal_replay_resume()` and polls
-pg_last_wal_replay_lsn() (every ~1 ms, on the same connection) until it reaches the target. transactions = xids the
+client threads; then the primary commits a marker row (PgClusterServer.mark: under synchronous_commit = local, so
+that the WAL is flushed and sent up to it); the lab waits until the measured standby has received the WAL up to the
+primary's position (pg_last_wal_receive_lsn), then times `SELECT pg_wal_replay_resume()` and polls the marker row on
+the standby (every ~1 ms, on the same connection) until it shows the new value, i.e. until the standby has replayed
+every commit of the load. transactions = xids the
 primary assigned during the load (each writing transaction gets one), so failed or multi-statement events count
 right; trx/s = transactions / that time. A thread samples the lag every 0.1 s on connections of its own: WAL bytes
 not replayed and not received, and the primary's pg_stat_replication.replay_lag. The data is not restored between
@@ -161,7 +162,8 @@ def measure(cluster: PgCluster, e: Experiment, spec: ReplicationSpec, p: ApplyPl
                 raise StudyFailed(f"{dead.target.name} died during the write load ({outcome.error})", dead.log_tail())
             raise StudyFailed(f"{primary.target.name}: the write load failed: {outcome.error}", primary.log_tail())
         record.transactions = primary.next_xid() - before_xid
-        target = primary.flushed_lsn()
+        mark = primary.mark()
+        target = primary.current_lsn()
         record.wal_bytes = target - before_lsn
         if record.transactions <= 0:
             samples = "; ".join(outcome.result.error_samples) or "no error reported"
@@ -171,7 +173,7 @@ def measure(cluster: PgCluster, e: Experiment, spec: ReplicationSpec, p: ApplyPl
         sampler.switch("apply")
         t0 = time.perf_counter()
         resume(measured)
-        cluster.wait_caught_up(measured, target)
+        cluster.wait_caught_up(measured, mark)
         record.apply_s = round(time.perf_counter() - t0, 4)
     finally:
         record.lag_series = sampler.finish()
@@ -179,7 +181,7 @@ def measure(cluster: PgCluster, e: Experiment, spec: ReplicationSpec, p: ApplyPl
     record.status = "ok"
     for r in others:
         resume(r)
-        cluster.wait_caught_up(r, target, poll_s=0.05)
+        cluster.wait_caught_up(r, mark, poll_s=0.02)
     return record
 
 

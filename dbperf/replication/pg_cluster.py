@@ -47,6 +47,7 @@ from dbperf.servers.process import last_error_line, server_environ
 from dbperf.servers.runtime import RuntimeDir
 
 REPL_USER = "repl"
+MARKER_TABLE = "dbperf_replication_marker"
 CONNECT_TIMEOUT_S = 30
 CATCH_UP_TIMEOUT_S = 1800.0
 STREAMING_TIMEOUT_S = 120.0
@@ -171,16 +172,26 @@ class PgClusterServer(PostgresServer):
     def current_lsn(self) -> int:
         return lsn(self.value("SELECT pg_current_wal_lsn()::text", what="reading pg_current_wal_lsn"))
 
-    def flushed_lsn(self) -> int:
-        """An LSN past every record inserted so far, flushed and so sent to the standbys: the primary commits with
-        synchronous_commit = off, and its last commits may be in WAL buffers, beyond pg_current_wal_lsn() (the
-        write position) and not yet streamed. A marker transaction that commits under `local` flushes the WAL up to
-        its own commit record; the write position is then past everything inserted before it. Only the one xid."""
-        self.query("BEGIN", what="flushing the WAL")
-        self.query("SET LOCAL synchronous_commit = local", what="flushing the WAL")
-        self.query("SELECT txid_current()", what="flushing the WAL")
-        self.query("COMMIT", what="flushing the WAL")
-        return self.current_lsn()
+    def mark(self) -> int:
+        """Commits the next value of the lab's marker row (MARKER_TABLE in database postgres) under
+        synchronous_commit = local and returns it. The marker is how the lab knows that a standby has applied
+        everything the primary committed before it: the primary commits its load with synchronous_commit = off (its
+        last commits may still sit in WAL buffers, unsent), and a target LSN read from pg_current_wal_lsn() can lie
+        a page header past the end of the last record, which replay reaches only with the next record (about 0.2 s
+        later, measured). The marker's commit flushes the WAL up to itself, and its row is visible on a hot standby
+        exactly when its commit record has been replayed. One xid."""
+        self.query("BEGIN", what="committing the marker")
+        try:
+            self.query("SET LOCAL synchronous_commit = local", what="committing the marker")
+            n = self.value(f"UPDATE {MARKER_TABLE} SET n = n + 1 RETURNING n", what="committing the marker")
+        finally:
+            if self._conns.get("postgres") is not None:
+                self.query("COMMIT", what="committing the marker")
+        return int(n)
+
+    def marker(self) -> int:
+        """The marker's value this (standby) server sees."""
+        return int(self.value(f"SELECT n FROM {MARKER_TABLE}", what="reading the marker") or 0)
 
     def replay_lsn(self) -> int:
         return lsn(self.value("SELECT pg_last_wal_replay_lsn()::text", what="reading pg_last_wal_replay_lsn"))
@@ -267,6 +278,8 @@ class PgCluster:
             for r in self.replicas:
                 self.primary.query("SELECT pg_create_physical_replication_slot(%s, true)", (self._slot(r),),
                                    what=f"creating the replication slot of {r.role}")
+            self.primary.query(f"CREATE TABLE {MARKER_TABLE} (n BIGINT NOT NULL)", what="creating the marker table")
+            self.primary.query(f"INSERT INTO {MARKER_TABLE} VALUES (0)", what="creating the marker row")
         except StudyFailed as err:
             raise UserError(f"setting up the primary {self.primary.target.name!r}: {err}") from None
         for r in self.replicas:
@@ -405,32 +418,30 @@ class PgCluster:
             self.primary.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE wait_event = 'SyncRep'",
                                what="ending the sessions waiting for a dead standby")
 
-    def wait_caught_up(self, r: PgClusterServer, target_lsn: int, timeout_s: float = CATCH_UP_TIMEOUT_S,
-                       poll_s: float = 0.001, on_poll: Callable[[int], None] | None = None) -> float:
-        """Polls pg_last_wal_replay_lsn() on the standby until it reaches `target_lsn`; the seconds it took.
-        StudyFailed if it times out or the standby dies. `on_poll` sees every replay position read."""
+    def wait_caught_up(self, r: PgClusterServer, mark: int, timeout_s: float = CATCH_UP_TIMEOUT_S,
+                       poll_s: float = 0.001) -> float:
+        """Polls the marker on the standby until it shows `mark` (PgClusterServer.mark: the standby has replayed
+        everything committed before it); the seconds it took. StudyFailed if it times out or the standby dies."""
         started = time.perf_counter()
         deadline = time.monotonic() + timeout_s
         while True:
             try:
-                replayed = r.replay_lsn()
+                seen = r.marker()
             except StudyFailed as err:
                 raise StudyFailed(f"{r.target.name}: died while replaying the WAL ({err})", r.log_tail()) from None
-            if on_poll is not None:
-                on_poll(replayed)
-            if replayed >= target_lsn:
+            if seen >= mark:
                 return time.perf_counter() - started
             if r.died():
                 raise StudyFailed(f"{r.target.name}: died while replaying the WAL", r.log_tail())
             if time.monotonic() > deadline:
-                raise StudyFailed(f"{r.target.name}: did not replay up to the primary's LSN within {timeout_s:.0f} "
-                                  f"s ({target_lsn - replayed:,} bytes behind)", r.log_tail())
+                raise StudyFailed(f"{r.target.name}: did not replay the primary's WAL within {timeout_s:.0f} s "
+                                  f"({r.replay_lsn():,} of {self.primary.current_lsn():,})", r.log_tail())
             time.sleep(poll_s)
 
     def all_caught_up(self) -> None:
-        target = self.primary.flushed_lsn()
+        mark = self.primary.mark()
         for r in self.replicas:
-            self.wait_caught_up(r, target, poll_s=0.05)
+            self.wait_caught_up(r, mark, poll_s=0.02)
 
     def describe(self) -> list[dict[str, Any]]:
         # primary_conninfo names the passfile, not the password; the settings are safe to record.
