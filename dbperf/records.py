@@ -352,6 +352,18 @@ class CountersRecord(msgspec.Struct, omit_defaults=True):
 
 # --- Replication lab (dbperf/replication/): its records in results.jsonl -------------------------------------------
 
+class LagSample(msgspec.Struct, frozen=True):
+    """The PostgreSQL apply study's replay lag at one moment (pg_apply.py): seconds since the load started, the
+    phase ("load": replay paused while the primary writes; "apply": replay resumed), WAL bytes the standby has not
+    replayed / not received (primary's pg_current_wal_lsn minus its pg_last_wal_replay_lsn / receive_lsn), and the
+    primary's pg_stat_replication.replay_lag (seconds; None while the standby has reported none)."""
+    t_s: float
+    phase: str
+    replay_behind_bytes: int
+    receive_behind_bytes: int
+    replay_lag_s: float | None = None
+
+
 class ApplyRecord(msgspec.Struct, omit_defaults=True):
     """One timed catch-up of a replica (the apply-rate study): the primary wrote `transactions` while the replica's
     SQL thread was stopped (its I/O thread fetched them), then the SQL thread was started and timed until it had
@@ -379,6 +391,9 @@ class ApplyRecord(msgspec.Struct, omit_defaults=True):
     # ("innodb": mysql.gtid_slave_pos in InnoDB, a cross-engine commit; "auto": gtid_pos_auto_engines; "rocksdb").
     state_engine: str = ""
     table_engine: str = ""
+    # PostgreSQL: WAL the load generated (bytes) and the replay lag over the measurement (sampled every 0.1 s).
+    wal_bytes: int = 0
+    lag_series: list[LagSample] | None = None
 
 
 class WaitLatency(msgspec.Struct, frozen=True):

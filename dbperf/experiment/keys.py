@@ -251,18 +251,22 @@ SECTIONS = {"[run]": RUN, "[[target]]": TARGET, "[fleet]": FLEET, "workload file
 
 # The replication lab's section (dbperf/replication/config.py checks the lists and their combinations).
 REPLICATION = (
-    Key("studies", "list of apply | stale-reads", "which studies to run, in this order",
+    Key("studies", "list of apply | stale-reads | cross-engine (MariaDB)", "which studies to run, in this order",
         "[\"apply\", \"stale-reads\"]"),
     Key("replicas", "integer from 1 to 4", "replicas of the primary (studies measure the first; stale reads go "
         "round robin)", "1", "", integer(1, 4)),
     Key("transactions", "integer >= 1", "apply: transactions the primary writes per measurement ([run] "
         "benchmarks and threads are the load)", "20000", "transactions", integer(1)),
-    Key("workers", "list of integers >= 0", "apply: slave_parallel_threads of the replica (0: one SQL thread)",
-        "[0, 2, 4]", "threads"),
-    Key("modes", "list of conservative | optimistic | aggressive | minimal", "apply: slave_parallel_mode",
-        "[\"conservative\"]"),
-    Key("durability", "list of binlog-crash-safe | no-binlog-durable | no-binlog-nondurable | binlog-non-crash-safe",
-        "apply: the replica's durability (seed 000's four settings)", "all four"),
+    Key("workers", "list of integers >= 0", "apply: slave_parallel_threads of the replica (0: one SQL thread); "
+        "PostgreSQL: 1 only (physical replay is one process, there is no parallel-apply setting)",
+        "[0, 2, 4]; PostgreSQL [1]", "threads"),
+    Key("modes", "list of conservative | optimistic | aggressive | minimal; PostgreSQL: physical | "
+        "physical-prefetch", "apply: slave_parallel_mode; PostgreSQL: recovery_prefetch off / on (PG 15+)",
+        "[\"conservative\"]; PostgreSQL [\"physical\"]"),
+    Key("durability", "list of binlog-crash-safe | no-binlog-durable | no-binlog-nondurable | binlog-non-crash-safe; "
+        "PostgreSQL: standby-fsync | standby-no-fsync | no-full-page-writes | primary-sync-commit",
+        "apply: the replica's durability (seed 000's four settings; PostgreSQL's: the standby's fsync, the "
+        "primary's full_page_writes or synchronous_commit)", "all four"),
     Key("binlog_commit_wait_count", "integer >= 0 or list", "apply: the primary's binlog_commit_wait_count; a list "
         "sweeps", "[0]"),
     Key("binlog_commit_wait_usec", "integer >= 0", "apply: the primary's binlog_commit_wait_usec", "10000", "µs",
@@ -275,7 +279,8 @@ REPLICATION = (
     Key("background_rate", "number >= 0", "stale reads: their total rate, open loop (0: as fast as they go)", "200",
         "trx/s"),
     Key("stale_durability", "a durability name", "stale reads: the replicas' durability", "the first of durability"),
-    Key("wait_timeout", "duration", "stale reads: MASTER_GTID_WAIT's timeout", "10s", "s", duration),
+    Key("wait_timeout", "duration", "stale reads: MASTER_GTID_WAIT's timeout (PostgreSQL's remote_apply has none)",
+        "10s", "s", duration),
 )
 SECTIONS = {"[run]": RUN, "[[target]]": TARGET, "workload file": WORKLOAD, "[[statement]]": STATEMENT,
             "[replication]": REPLICATION}

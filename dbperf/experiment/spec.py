@@ -334,7 +334,8 @@ def parse_experiment(path: Path) -> Experiment:
     base = run.get("base", names[0])
     if base not in names:
         raise UserError(f"{rwhere}.base: {base!r} is not a target (targets: {', '.join(names)})")
-    replication = parse_replication(doc["replication"], where) if "replication" in doc else None
+    replication = (parse_replication(doc["replication"], where, targets[0].engine) if "replication" in doc
+                   else None)
     if replication is not None:
         check_replication_experiment(replication, targets, benchmarks, where)
     repeats = values.get("repeats", 3)

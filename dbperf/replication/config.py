@@ -1,6 +1,7 @@
 """An experiment's `[replication]` section, checked (the keys are declared in dbperf/experiment/keys.py). The
 primary's write load is the experiment's `[run]` benchmarks (write workloads) at its `threads`; the lab's one
-target says which MariaDB and its settings, which the primary and every replica share."""
+target says which MariaDB or PostgreSQL and its settings, which the primary and every replica share. What
+`workers`, `modes` and `durability` may name depends on the engine (PostgreSQL's are PG_* below)."""
 
 from __future__ import annotations
 
@@ -30,6 +31,27 @@ CROSS_ENGINE_DURABILITY: dict[str, dict[str, str]] = {
     "no-fsync": {"log_bin": "replica-bin", "log_slave_updates": "ON", "sync_binlog": "0",
                  "innodb_flush_log_at_trx_commit": "2", "rocksdb_flush_log_at_trx_commit": "2"},
 }
+# PostgreSQL streaming replication. Physical replay is one process (the startup process): there is no parallel-apply
+# setting, so `workers` is 1 and nothing else. The modes are the replay's real knob, recovery_prefetch (PG 15+).
+PG_WORKERS = (1,)
+PG_MODES: dict[str, dict[str, str]] = {
+    "physical": {"recovery_prefetch": "off"},
+    "physical-prefetch": {"recovery_prefetch": "on"},  # prefetch the blocks the WAL will touch (PG 15+)
+}
+# Durability variants: (the primary's settings, the standby's). The primary otherwise commits with
+# synchronous_commit = off so that it generates the load fast (as the MariaDB primary commits non-durably).
+PG_DURABILITY: dict[str, tuple[dict[str, str], dict[str, str]]] = {
+    "standby-fsync": ({}, {"fsync": "on"}),
+    "standby-no-fsync": ({}, {"fsync": "off"}),
+    # No full-page images in the WAL: less WAL to ship and replay, no torn-page protection on either side.
+    "no-full-page-writes": ({"full_page_writes": "off"}, {"fsync": "on"}),
+    # The primary's commits wait for the standby to flush the WAL (synchronous_standby_names lists it).
+    "primary-sync-commit": ({"synchronous_commit": "on"}, {"fsync": "on"}),
+}
+PG_LAB_SETTINGS = {"fsync", "full_page_writes", "synchronous_commit", "synchronous_standby_names", "hot_standby",
+                   "wal_level", "primary_conninfo", "primary_slot_name", "recovery_prefetch", "max_wal_senders",
+                   "max_replication_slots", "listen_addresses", "port", "unix_socket_directories",
+                   "hot_standby_feedback", "restore_command", "recovery_target", "archive_mode"}
 # Settings the lab sets on the primary or the replicas itself: refused in the target's config of a replication run.
 LAB_SETTINGS = {"server_id", "log_bin", "log_slave_updates", "sync_binlog", "innodb_flush_log_at_trx_commit",
                 "slave_parallel_threads", "slave_parallel_mode", "binlog_commit_wait_count",
@@ -87,11 +109,13 @@ def _integers(raw: dict[str, Any], key: str, default: tuple[int, ...], where: st
     return tuple(value)
 
 
-def parse_replication(raw: Any, where: str) -> ReplicationSpec:
+def parse_replication(raw: Any, where: str, engine: str = "mariadb") -> ReplicationSpec:
     where = f"{where} [replication]"
     if not isinstance(raw, dict):
         raise UserError(f"{where}: expected a table")
     values = keys.checked(raw, keys.REPLICATION, where)
+    if engine == "postgres":
+        return _parse_postgres(raw, values, where)
     rate = raw.get("background_rate", 200.0)
     if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not 0 <= rate <= 1e6:
         raise UserError(f"{where}.background_rate: expected transactions per second from 0 to 1000000, got {rate!r}")
@@ -117,21 +141,59 @@ def parse_replication(raw: Any, where: str) -> ReplicationSpec:
     )
 
 
+def _parse_postgres(raw: dict[str, Any], values: dict[str, Any], where: str) -> ReplicationSpec:
+    """The PostgreSQL lab's section: workers is 1 (physical replay has no parallel apply), modes are
+    recovery_prefetch, durability names PG_DURABILITY; MariaDB's group-commit wait and cross-engine study refused."""
+    if "workers" in raw and _integers(raw, "workers", PG_WORKERS, where, 256) != PG_WORKERS:
+        raise UserError(f"{where}.workers: PostgreSQL replays the WAL in one process (the startup process) and has no "
+                        "parallel-apply setting; leave workers out (it is 1)")
+    for key in ("binlog_commit_wait_count", "binlog_commit_wait_usec"):
+        if key in raw:
+            raise UserError(f"{where}.{key}: a MariaDB setting; the PostgreSQL lab has no binlog")
+    studies = _names(raw, "studies", STUDIES, DEFAULT_STUDIES, where)
+    if "cross-engine" in studies:
+        raise UserError(f"{where}.studies: the cross-engine study is MariaDB-only (PostgreSQL has one storage engine)")
+    rate = raw.get("background_rate", 200.0)
+    if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not 0 <= rate <= 1e6:
+        raise UserError(f"{where}.background_rate: expected transactions per second from 0 to 1000000, got {rate!r}")
+    durability = _names(raw, "durability", tuple(PG_DURABILITY), tuple(PG_DURABILITY), where)
+    stale_durability = raw.get("stale_durability", durability[0])
+    if stale_durability not in PG_DURABILITY:
+        raise UserError(f"{where}.stale_durability: unknown {stale_durability!r} (known: {', '.join(PG_DURABILITY)})")
+    return ReplicationSpec(
+        studies=studies,
+        replicas=values.get("replicas", 1),
+        transactions=values.get("transactions", 20_000),
+        workers=PG_WORKERS,
+        modes=_names(raw, "modes", tuple(PG_MODES), ("physical",), where),
+        durability=durability,
+        commit_wait_counts=(0,),
+        commit_wait_usec=0,
+        repeats=values.get("repeats", 1),
+        stale_reads=values.get("stale_reads", 2000),
+        background_threads=values.get("background_threads", 1),
+        background_rate=float(rate),
+        stale_durability=stale_durability,
+        wait_timeout_s=values.get("wait_timeout", 10.0),
+    )
+
+
 def check_replication_experiment(spec: ReplicationSpec, targets: list[Any], benchmarks: list[Any],
                                  where: str) -> None:
-    """A replication run has one MariaDB target the lab starts; the apply study's load is write workloads."""
+    """A replication run has one MariaDB or PostgreSQL target the lab starts; the apply study's load is write
+    workloads."""
     if len(targets) != 1:
         raise UserError(f"{where}: a [replication] experiment has exactly one [[target]] (the primary and its "
                         f"replicas run it), got {len(targets)}")
     (t,) = targets
-    if t.engine != "mariadb":
-        raise UserError(f"{where} target {t.name!r}: the replication lab runs MariaDB (engine = \"mariadb\"); "
-                        f"{t.engine} streaming replication is not supported yet")
+    if t.engine not in ("mariadb", "postgres"):
+        raise UserError(f"{where} target {t.name!r}: the replication lab runs MariaDB or PostgreSQL, not {t.engine}")
     if t.dsn is not None:
         raise UserError(f"{where} target {t.name!r}: the replication lab starts its own servers; a dsn cannot be "
                         "replicated by it")
+    owned = PG_LAB_SETTINGS if t.engine == "postgres" else LAB_SETTINGS
     for key in t.config:
-        if key.replace("-", "_").lower() in LAB_SETTINGS:
+        if key.replace("-", "_").lower() in owned:
             raise UserError(f"{where} target {t.name!r} config.{key}: the replication lab sets this itself "
                             "(durability, workers and commit wait are [replication] keys)")
     if "apply" in spec.studies or "cross-engine" in spec.studies:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
@@ -22,6 +23,9 @@ from dbperf.replication.apply_rate import run_apply_study
 from dbperf.replication.cluster import Cluster, StudyFailed
 from dbperf.replication.cross_engine import run_cross_engine_study
 from dbperf.replication.fsync_rate import fdatasync_rate
+from dbperf.replication.pg_apply import run_pg_apply_study
+from dbperf.replication.pg_cluster import PgCluster
+from dbperf.replication.pg_stale import run_pg_stale_study
 from dbperf.replication.stale_reads import run_stale_study
 from dbperf.runner.driver import driver_version
 from dbperf.runner.matrix import RunOutcome
@@ -34,6 +38,19 @@ APPLY_NOTE = ("apply: the replica's SQL thread stopped while the primary wrote (
               "events), then START SLAVE SQL_THREAD + MASTER_GTID_WAIT(primary's last GTID) timed on one connection; "
               "trx/s = GTIDs the primary wrote / that time. The primary commits non-durably "
               "(innodb_flush_log_at_trx_commit = 2, sync_binlog = 0) so that it generates the load fast.")
+PG_APPLY_NOTE = ("apply: replay paused on the standbys (pg_wal_replay_pause; the walreceiver kept receiving) while "
+                 "the primary wrote, then committed a marker row; once the measured standby had received all the "
+                 "WAL, pg_wal_replay_resume() and polling the marker row on the standby (~1 ms) until it showed the "
+                 "new value were timed on one connection; trx/s = xids the primary assigned / that time. The "
+                 "primary commits with synchronous_commit = off (unless the durability says otherwise) so that it "
+                 "generates the load fast. workers = 1 is not a setting: PostgreSQL replays physical WAL in one "
+                 "process (the startup process) and has no parallel-apply knob for it (not applicable); the mode is "
+                 "recovery_prefetch.")
+# Which studies each engine runs, by name (the cross-engine study is MariaDB's only; config.py refuses it otherwise).
+STUDIES: dict[str, dict[str, Callable[..., None]]] = {
+    "mariadb": {"apply": run_apply_study, "stale-reads": run_stale_study, "cross-engine": run_cross_engine_study},
+    "postgres": {"apply": run_pg_apply_study, "stale-reads": run_pg_stale_study},
+}
 
 
 def _meta(e: Experiment, builds: dict[str, dict[str, Any]]) -> dict[str, Any]:
@@ -56,7 +73,8 @@ def _meta(e: Experiment, builds: dict[str, dict[str, Any]]) -> dict[str, Any]:
         "benchmarks": [{"name": b.name, "group": b.group, "phase": b.phase, "source": b.source,
                         "queries_per_event": b.queries_per_event, "sql": b.display_sql()} for b in e.benchmarks],
         "targets": [{**asdict(target), **({"build": builds[target.name]} if target.name in builds else {})}],
-        "replication": {**asdict(spec), "engine": "mariadb", "apply_method": APPLY_NOTE,
+        "replication": {**asdict(spec), "engine": target.engine,
+                        "apply_method": PG_APPLY_NOTE if target.engine == "postgres" else APPLY_NOTE,
                         "cpus": _cpus()},
     }
 
@@ -86,7 +104,11 @@ def run_replication(e: Experiment, out: Path, console: Console, keep_data: bool 
         rocksdb = "cross-engine" in spec.studies
         if rocksdb:
             check_rocksdb(target)
-        cluster = Cluster(runtime, out / "logs", target, e, spec.replicas, spec.durability[0], rocksdb=rocksdb)
+        cluster: Cluster | PgCluster
+        if target.engine == "postgres":
+            cluster = PgCluster(runtime, out / "logs", target, e, spec.replicas, spec.durability[0], spec.modes[0])
+        else:
+            cluster = Cluster(runtime, out / "logs", target, e, spec.replicas, spec.durability[0], rocksdb=rocksdb)
         writer = ResultsWriter(out)
     except BaseException:
         runtime.remove()
@@ -115,7 +137,8 @@ def run_replication(e: Experiment, out: Path, console: Console, keep_data: bool 
                     progress.update(task, description=text)
 
                 meta["replication"]["fdatasync_per_s"] = round(fdatasync_rate(runtime.path), 1)
-                step(f"starting the primary and {spec.replicas} replica(s)")
+                kind = "standby" if target.engine == "postgres" else "replica"
+                step(f"starting the primary and {spec.replicas} {kind}(s)")
                 try:
                     cluster.start()
                 except StudyFailed as err:
@@ -138,12 +161,7 @@ def run_replication(e: Experiment, out: Path, console: Console, keep_data: bool 
                         writer.update_meta(meta)
                     started = time.time()
                     try:
-                        if name == "apply":
-                            run_apply_study(cluster, e, spec, write, step)
-                        elif name == "cross-engine":
-                            run_cross_engine_study(cluster, e, spec, write, step)
-                        else:
-                            run_stale_study(cluster, e, spec, write, step)
+                        STUDIES[target.engine][name](cluster, e, spec, write, step)
                     except StudyFailed as err:
                         console.print(f"dbperf: the {name} study failed: {err}", markup=False, highlight=False)
                         if cluster.primary.died():

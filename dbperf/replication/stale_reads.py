@@ -9,10 +9,15 @@ widen that gap and hide stale reads; the wait's latency would carry the interpre
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import signal
 import subprocess
+import threading
 import time
 from collections.abc import Callable
+from typing import Any
 
 from dbperf.experiment.spec import Experiment
 from dbperf.records import RecordError, StaleReadsRecord, StaleReadsResult, decode
@@ -23,6 +28,7 @@ from dbperf.servers.lifecycle import PASSWORD_ENV
 
 PROBE_TABLE = "stale_probe"
 RUN_TIMEOUT_S = 3600.0
+WATCH_S = 0.2
 
 
 def prepare(cluster: Cluster, spec: ReplicationSpec) -> None:
@@ -41,24 +47,50 @@ def prepare(cluster: Cluster, spec: ReplicationSpec) -> None:
     cluster.all_caught_up()
 
 
-def probe(cluster: Cluster, e: Experiment, spec: ReplicationSpec, wait: bool) -> StaleReadsRecord:
-    """One run of the native probe; a StudyFailed when a server dies or the driver fails."""
+def _run_probe(cluster: Any, job: dict[str, Any], password: str) -> subprocess.CompletedProcess[str]:
+    """The driver's run, watched: a server that dies meanwhile ends it (a probe write waiting for a dead standby
+    would otherwise wait for ever) and fails the study with that server's log tail."""
+    proc = subprocess.Popen([driver_path(), "stale-reads", "-"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=driver_environ({PASSWORD_ENV: password}),
+                            start_new_session=True)
+    result: dict[str, str] = {}
+
+    def talk() -> None:
+        result["out"], result["err"] = proc.communicate(json.dumps(job))
+
+    talker = threading.Thread(target=talk, daemon=True)
+    talker.start()
+    deadline = time.monotonic() + RUN_TIMEOUT_S
+    try:
+        while talker.is_alive():
+            talker.join(WATCH_S)
+            dead = next((s for s in cluster.servers if s.died()), None)
+            if dead is not None and talker.is_alive():
+                if hasattr(cluster, "release_sync_waiters"):
+                    cluster.release_sync_waiters()
+                raise StudyFailed(f"{dead.target.name} died during the stale-read study", dead.log_tail())
+            if time.monotonic() > deadline:
+                raise StudyFailed(f"dbperf-driver stale-reads hung past {RUN_TIMEOUT_S:.0f} s and was killed")
+    finally:
+        if proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+        talker.join()
+    return subprocess.CompletedProcess(proc.args, proc.returncode, result.get("out", ""), result.get("err", ""))
+
+
+def probe(cluster: Any, e: Experiment, spec: ReplicationSpec, wait: bool) -> StaleReadsRecord:
+    """One run of the native probe (Cluster or PgCluster); a StudyFailed when a server dies or the driver fails."""
     record = StaleReadsRecord(type="replication_stale_reads", wait=wait, reads=spec.stale_reads,
                               background_threads=spec.background_threads, status="failed", started_at=time.time(),
                               background_rate=spec.background_rate, durability=cluster.durability,
                               workers=spec.workers[-1], mode=spec.modes[0] if spec.workers[-1] else "serial")
-    job = {"primary_dsn": cluster.primary.dsn("sbtest"),
+    job = {"engine": cluster.primary.engine, "primary_dsn": cluster.primary.dsn("sbtest"),
            "replica_dsns": [r.dsn("sbtest") for r in cluster.replicas], "probe_table": PROBE_TABLE,
            "reads": spec.stale_reads, "wait": wait, "wait_timeout_s": spec.wait_timeout_s,
            "background_threads": spec.background_threads, "background_rate": spec.background_rate,
            "table_size": e.table_size, "seed": e.seed}
-    password = cluster.primary.password or ""
-    try:
-        proc = subprocess.run([driver_path(), "stale-reads", "-"], input=json.dumps(job), capture_output=True,
-                              text=True, timeout=RUN_TIMEOUT_S, env=driver_environ({PASSWORD_ENV: password}),
-                              start_new_session=True)
-    except subprocess.TimeoutExpired:
-        raise StudyFailed(f"dbperf-driver stale-reads hung past {RUN_TIMEOUT_S:.0f} s and was killed") from None
+    proc = _run_probe(cluster, job, cluster.primary.password or "")
     if proc.returncode != 0:
         lines = proc.stderr.strip().splitlines()
         reason = lines[-1].removeprefix("dbperf-driver: ") if lines else f"driver exited {proc.returncode}"
@@ -74,16 +106,19 @@ def probe(cluster: Cluster, e: Experiment, spec: ReplicationSpec, wait: bool) ->
     return record
 
 
-def run_stale_study(cluster: Cluster, e: Experiment, spec: ReplicationSpec,
-                    write: Callable[[StaleReadsRecord], None], step: Callable[[str], None]) -> None:
+def run_stale_study(cluster: Any, e: Experiment, spec: ReplicationSpec,
+                    write: Callable[[StaleReadsRecord], None], step: Callable[[str], None],
+                    prepare_probe: Callable[[Any, ReplicationSpec], None] = prepare,
+                    wait_name: str = "MASTER_GTID_WAIT") -> None:
     """Without the wait, then with it; each record written as it is produced. A server that dies ends the study with
-    a failed record and its log tail (StudyFailed is raised again for the lab)."""
+    a failed record and its log tail (StudyFailed is raised again for the lab). `prepare_probe` is the engine's (this
+    module's for MariaDB, pg_stale.py's for PostgreSQL)."""
     wait = False
     try:
         step("stale reads: preparing the probe row")
-        prepare(cluster, spec)
+        prepare_probe(cluster, spec)
         for wait in (False, True):
-            step(f"stale reads: {spec.stale_reads} probes {'with' if wait else 'without'} MASTER_GTID_WAIT")
+            step(f"stale reads: {spec.stale_reads} probes {'with' if wait else 'without'} {wait_name}")
             write(probe(cluster, e, spec, wait))
     except StudyFailed as err:
         write(StaleReadsRecord(type="replication_stale_reads", wait=wait, reads=spec.stale_reads,

@@ -29,6 +29,24 @@ def _cores_note(cpus: int) -> str:
             "was measured on a many-core server; this table does not and cannot show that here.")
 
 
+PG_WORKERS_NOTE = ("not applicable: PostgreSQL replays physical WAL in one process (the startup process) and has "
+                   "no parallel-apply setting for it; the mode is recovery_prefetch")
+
+
+def _pg_note(cpus: int) -> str:
+    return ("PostgreSQL streaming replication: the standby replays the WAL in one process (the startup process); "
+            "there is no parallel-apply knob for physical replication, so workers is 1 and 'vs 0 workers' does not "
+            "apply (n/a). The real knobs are recovery_prefetch (the mode; PG 15+) and maintenance_io_concurrency "
+            "(its depth, in the target's config); logical replication's streaming = parallel "
+            "(max_parallel_apply_workers_per_subscription, PG 16+) applies only to large in-progress transactions "
+            f"and is not measured here. This host has {cpus} CPUs, shared by primary, standby and client.")
+
+
+def _peak(values: list[Any]) -> Any:
+    present = [v for v in values if v is not None]
+    return max(present) if present else None
+
+
 def _latency(lat: Any) -> dict[str, float] | None:
     return None if lat is None else to_builtins(lat)
 
@@ -37,6 +55,8 @@ def replication_summary(meta: dict[str, Any], records: list[ResultsRecord]) -> d
     """The `replication` object of `dbperf report --format json`."""
     info = meta.get("replication") or {}
     cpus = int(info.get("cpus") or 0)
+    engine = info.get("engine") or "mariadb"
+    postgres = engine == "postgres"
     groups: dict[tuple[Any, ...], list[ApplyRecord]] = defaultdict(list)
     failures: list[dict[str, Any]] = []
     cross: list[dict[str, Any]] = []
@@ -71,11 +91,19 @@ def replication_summary(meta: dict[str, Any], records: list[ResultsRecord]) -> d
                "commit_wait_usec": usec, "transactions": statistics.median(r.transactions for r in runs),
                "apply_s": statistics.median(r.apply_s for r in runs),
                "primary_trx_per_s": statistics.median(r.primary_trx_per_s for r in runs),
-               "workers_exceed_cpus": bool(cpus) and workers > cpus}
+               "workers_exceed_cpus": bool(cpus) and workers > cpus and not postgres}
+        if postgres:
+            series = [to_builtins(x) for x in (runs[0].lag_series or [])]
+            row.update(workers_note=PG_WORKERS_NOTE, wal_bytes=statistics.median(r.wal_bytes for r in runs),
+                       peak_replay_behind_bytes=_peak([x["replay_behind_bytes"] for x in series]),
+                       peak_replay_lag_s=_peak([x.get("replay_lag_s") for x in series]), lag_series=series)
         if workers == 0:
             serial[(durability, count, benchmark, threads)] = row["trx_per_s"]
         apply.append(row)
     for row in apply:
+        if postgres:
+            row["vs_serial"] = None
+            continue
         base = serial.get((row["durability"], row["commit_wait_count"], row["benchmark"], row["client_threads"]))
         row["vs_serial"] = round(row["trx_per_s"] / base, 3) if base else None
     stale: dict[str, Any] = {"without_wait": None, "with_wait": None, "wait_latency_us": None}
@@ -96,13 +124,22 @@ def replication_summary(meta: dict[str, Any], records: list[ResultsRecord]) -> d
                              read_latency_us_without_wait=_latency(res.read_latency))
             stale.update(background_threads=r.background_threads, background_rate=r.background_rate,
                          durability=r.durability, workers=r.workers, mode=r.mode)
+    if postgres:
+        stale["wait"] = "synchronous_commit = remote_apply"
+        with_wait, without = stale.get("wait_latency_us"), stale.get("write_latency_us")
+        if with_wait and without:
+            # The wait is in the commit: what it adds is the commit under remote_apply minus the commit under local.
+            stale["wait_added_us"] = {p: round(with_wait[p] - without[p], 1) for p in ("p50_us", "p95_us", "p99_us")}
+    else:
+        stale["wait"] = "MASTER_GTID_WAIT"
     for row in cross:
         same = next((c for c in cross if c["durability"] == row["durability"] and c["state_engine"] == "rocksdb"),
                     None)
         row["vs_single_engine"] = round(row["trx_per_s"] / same["trx_per_s"], 3) if same else None
-    return {"apply": apply, "stale_reads": stale, "cross_engine": cross, "failures": failures, "cpus": cpus,
-            "fdatasync_per_s": info.get("fdatasync_per_s"), "apply_method": info.get("apply_method"),
-            "cores_note": _cores_note(cpus) if cpus else None, "replicas": info.get("replicas"),
+    note = _pg_note(cpus) if postgres else _cores_note(cpus) if cpus else None
+    return {"engine": engine, "apply": apply, "stale_reads": stale, "cross_engine": cross, "failures": failures,
+            "cpus": cpus, "fdatasync_per_s": info.get("fdatasync_per_s"), "apply_method": info.get("apply_method"),
+            "cores_note": note, "replicas": info.get("replicas"),
             "transactions": info.get("transactions")}
 
 
@@ -121,7 +158,10 @@ def _num(x: float | None, digits: int = 0) -> str:
 def _sections(s: dict[str, Any]) -> tuple[list[Section], list[str]]:
     sections: list[Section] = []
     notes: list[str] = []
-    if s["apply"]:
+    postgres = s.get("engine") == "postgres"
+    if s["apply"] and postgres:
+        _pg_apply_sections(s, sections, notes)
+    elif s["apply"]:
         rows: list[tuple[str, ...]] = []
         order = sorted(s["apply"], key=lambda r: (r["durability"], r["commit_wait_count"], r["benchmark"],
                                                   r["client_threads"], r["workers"], r["mode"]))
@@ -141,7 +181,9 @@ def _sections(s: dict[str, Any]) -> tuple[list[Section], list[str]]:
         if s.get("apply_method"):
             notes.append(s["apply_method"])
     st = s["stale_reads"]
-    if st["without_wait"] is not None or st["with_wait"] is not None:
+    if postgres and (st["without_wait"] is not None or st["with_wait"] is not None):
+        _pg_stale_section(st, sections, notes)
+    elif st["without_wait"] is not None or st["with_wait"] is not None:
         rows = []  # the stale-read table
         for label, key in (("without wait", "without_wait"), ("MASTER_GTID_WAIT", "with_wait")):
             if st[key] is None:
@@ -180,6 +222,73 @@ def _sections(s: dict[str, Any]) -> tuple[list[Section], list[str]]:
         notes.append(f"FAILED {f['study']}: {f['error']}" + (f"\n{f['server_log_tail']}" if f.get("server_log_tail")
                                                              else ""))
     return sections, notes
+
+
+MB = 1 << 20
+LAG_POINTS = 8  # samples shown per measurement in the lag-over-time table
+
+
+def _pg_apply_sections(s: dict[str, Any], sections: list[Section], notes: list[str]) -> None:
+    """PostgreSQL's apply table (workers 1, not applicable; WAL volume and peak lag) and the lag over time."""
+    rows: list[tuple[str, ...]] = []
+    lag_rows: list[tuple[str, ...]] = []
+    order = sorted(s["apply"], key=lambda r: (r["durability"], r["benchmark"], r["client_threads"], r["mode"]))
+    for r in order:
+        peak_lag = r.get("peak_replay_lag_s")
+        rows.append((r["durability"], f"{r['benchmark']} t={r['client_threads']}", "1 (n/a)", r["mode"],
+                     _num(r["transactions"]), _num(r["trx_per_s"]),
+                     f"{_num(r['trx_per_s_min'])}–{_num(r['trx_per_s_max'])}", str(r["n"]),
+                     _num(r["apply_s"], 3), _num((r.get("wal_bytes") or 0) / MB, 1),
+                     _num((r.get("peak_replay_behind_bytes") or 0) / MB, 1),
+                     "-" if peak_lag is None else f"{peak_lag:.2f}", _num(r["primary_trx_per_s"])))
+        series = r.get("lag_series") or []
+        if series:
+            last = len(series) - 1
+            picked = [series[i] for i in sorted({round(k * last / (LAG_POINTS - 1)) for k in range(LAG_POINTS)})]
+            label = f"{r['durability']} {r['mode']}"
+            for x in picked:
+                lag = x.get("replay_lag_s")
+                lag_rows.append((label, f"{x['t_s']:.1f}", x["phase"], _num(x["replay_behind_bytes"] / MB, 2),
+                                 _num(x["receive_behind_bytes"] / MB, 2), "-" if lag is None else f"{lag:.3f}"))
+                label = ""
+    sections.append(Section("standby apply rate (trx/s replayed, median of n)",
+                            ("durability", "primary load", "workers", "mode", "trx", "trx/s", "min–max", "n",
+                             "replay s", "WAL MB", "peak behind MB", "peak replay_lag s", "primary trx/s"), rows, 4))
+    if lag_rows:
+        sections.append(Section("replay lag over time (first run of each row; load: replay paused, apply: resumed)",
+                                ("measurement", "t s", "phase", "not replayed MB", "not received MB",
+                                 "replay_lag s"), lag_rows, 3))
+    if s.get("cores_note"):
+        notes.append(s["cores_note"])
+    if s.get("apply_method"):
+        notes.append(s["apply_method"])
+
+
+def _pg_stale_section(st: dict[str, Any], sections: list[Section], notes: list[str]) -> None:
+    """PostgreSQL's stale reads: the wait is the commit under remote_apply, so both rows show the commit's latency."""
+    rows: list[tuple[str, ...]] = []
+    for label, key in (("without wait (commit: local)", "without_wait"),
+                       ("synchronous_commit = remote_apply", "with_wait")):
+        if st[key] is None:
+            continue
+        lat = st.get("wait_latency_us") if key == "with_wait" else st.get("write_latency_us")
+        rows.append((label, _num(st.get(f"reads_{key}")), _num(st.get(f"stale_{key}")), f"{st[key]:.2%}",
+                     *(_num(lat[p], 1) if lat else "-" for p in ("p50_us", "p95_us", "p99_us", "max_us")),
+                     _num(st.get(f"background_trx_per_s_{key}"))))
+    sections.append(Section("stale reads (write on the primary, read the row on a standby at once)",
+                            ("probe", "reads", "stale", "stale fraction", "commit p50 µs", "p95 µs", "p99 µs",
+                             "max µs", "background trx/s"), rows, 1))
+    added = st.get("wait_added_us")
+    rate = st.get("background_rate")
+    notes.append(f"stale reads: {st.get('background_threads')} background writer thread(s) on the primary "
+                 f"({f'{rate:,.0f} trx/s target' if rate else 'unthrottled'}, synchronous_commit = local); standbys "
+                 f"{st.get('durability')}, {st.get('mode')}, all listed in synchronous_standby_names (FIRST n); the "
+                 "probe loop is native (dbperf-driver stale-reads). The wait is part of the commit: the commit "
+                 "round trip under remote_apply against the same under local"
+                 + (f", so the wait adds p50 {_num(added['p50_us'], 1)} µs, p95 {_num(added['p95_us'], 1)} µs, "
+                    f"p99 {_num(added['p99_us'], 1)} µs (differences of percentiles)." if added else ".")
+                 + " remote_apply has no timeout: a standby that dies fails the study (the lab ends the waiting "
+                   "sessions).")
 
 
 def render_replication(meta: dict[str, Any], records: list[ResultsRecord], console: Console) -> None:

@@ -22,6 +22,7 @@ mod series;
 mod sqlite;
 mod sqltext;
 mod stale;
+mod stale_pg;
 mod steady;
 mod usage;
 

@@ -284,6 +284,64 @@ impl PgWire {
     }
 }
 
+impl PgWire {
+    /// Executes a prepared statement (binary results) and returns the first column of its first row as an integer
+    /// (int2, int4 or int8); None when there is no row or it is NULL. The stale-read probe's read (stale_pg.rs).
+    pub fn query_first_int(&mut self, id: usize, values: &[Value]) -> Result<Option<i64>, String> {
+        if !self.prepared {
+            return Err("query_first_int needs a prepared connection".into());
+        }
+        let stmt = &self.stmts[id];
+        let oids = &stmt.params;
+        let formats = values.iter().zip(oids).map(|(v, &o)| format_of(v, o));
+        let result = frontend::bind(
+            "",
+            &stmt.name,
+            formats,
+            values.iter().zip(oids),
+            |(v, &o), buf| {
+                write_param(v, o, buf);
+                Ok(IsNull::No)
+            },
+            std::iter::once(1),
+            &mut self.out,
+        );
+        if result.is_err() {
+            self.out.clear();
+            return Err("bind: cannot encode the parameters".into());
+        }
+        frontend::execute("", 1, &mut self.out).map_err(io)?;
+        frontend::sync(&mut self.out);
+        self.flush()?;
+        let (mut value, mut error, mut seen) = (None, None, false);
+        loop {
+            match self.recv()? {
+                Message::DataRow(row) if !seen => {
+                    seen = true;
+                    let mut ranges = row.ranges();
+                    if let Ok(Some(Some(r))) = ranges.next() {
+                        let b = &row.buffer()[r];
+                        value = match b.len() {
+                            2 => Some(i16::from_be_bytes([b[0], b[1]]) as i64),
+                            4 => Some(i32::from_be_bytes([b[0], b[1], b[2], b[3]]) as i64),
+                            8 => Some(i64::from_be_bytes(b.try_into().expect("8 bytes"))),
+                            n => return Err(format!("expected an integer column, got {n} bytes")),
+                        };
+                    }
+                }
+                Message::ErrorResponse(body) if error.is_none() => error = Some(server_error(&body)),
+                Message::ReadyForQuery(_) => {
+                    return match error {
+                        Some(e) => Err(e),
+                        None => Ok(value),
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
 impl Connection for PgWire {
     fn batch(&mut self, sql: &str) -> Result<(), String> {
         frontend::query(sql, &mut self.out).map_err(io)?;

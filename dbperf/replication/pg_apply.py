@@ -1,0 +1,209 @@
+"""The apply study on PostgreSQL streaming replication: how fast a hot standby replays what the primary wrote,
+against the replay's knob (recovery_prefetch, the `mode`) and durability settings, with the replay lag over time.
+
+One measurement: replay is paused on every standby (`pg_wal_replay_pause()`; the walreceiver keeps receiving and
+flushing the WAL); dbperf-driver runs `transactions` events of a catalog write workload on the primary at the chosen
+client threads; then the primary commits a marker row (PgClusterServer.mark: under synchronous_commit = local, so
+that the WAL is flushed and sent up to it); the lab waits until the measured standby has received the WAL up to the
+primary's position (pg_last_wal_receive_lsn), then times `SELECT pg_wal_replay_resume()` and polls the marker row on
+the standby (every ~1 ms, on the same connection) until it shows the new value, i.e. until the standby has replayed
+every commit of the load. transactions = xids the
+primary assigned during the load (each writing transaction gets one), so failed or multi-statement events count
+right; trx/s = transactions / that time. A thread samples the lag every 0.1 s on connections of its own: WAL bytes
+not replayed and not received, and the primary's pg_stat_replication.replay_lag. The data is not restored between
+measurements: writes accumulate, as in the MariaDB study.
+
+Physical replay is one process (the startup process): PostgreSQL has no parallel-apply setting for it, so workers is
+1 and says "not applicable" in the report; the real knobs are recovery_prefetch (PG 15+) and
+maintenance_io_concurrency (its prefetch depth, settable in the target's config)."""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import threading
+import time
+from collections.abc import Callable
+
+from dbperf.catalog.workload import compile_statements
+from dbperf.experiment.spec import Experiment
+from dbperf.records import ApplyRecord, LagSample, RunResult
+from dbperf.replication.apply_rate import ApplyPlan, plan
+from dbperf.replication.cluster import StudyFailed
+from dbperf.replication.config import ReplicationSpec
+from dbperf.replication.pg_cluster import PgCluster, PgClusterServer, lsn
+from dbperf.runner.driver import run_job
+
+LOAD_TIMEOUT_S = 3600.0
+RECEIVE_TIMEOUT_S = 600.0
+SAMPLE_S = 0.1
+MAX_SAMPLES = 600  # a longer series is thinned evenly (the first and last samples kept)
+
+
+class LagSampler(threading.Thread):
+    """Samples the measured standby's lag every SAMPLE_S until stopped. A server that dies ends the sampling (the
+    study reports the failure); a standby that dies while the primary's commits wait for it (primary-sync-commit)
+    gets those sessions ended, so that the load fails instead of hanging. `switch` and `finish` take a sample at
+    once."""
+
+    def __init__(self, cluster: PgCluster, standby: PgClusterServer) -> None:
+        super().__init__(daemon=True, name="pg-lag-sampler")
+        self.cluster = cluster
+        self.standby = standby
+        self.phase = "load"
+        self.samples: list[LagSample] = []
+        self._halt = False
+        self._wake = threading.Event()
+        self._t0 = time.perf_counter()
+
+    def switch(self, phase: str) -> None:
+        """A new phase, sampled at once (the replay may take less than one interval)."""
+        self.phase = phase
+        self._wake.set()
+
+    def run(self) -> None:
+        try:
+            primary = self.cluster.primary.connect()
+            standby = self.standby.connect()
+        except StudyFailed:
+            return
+        with primary, standby:
+            while True:
+                last = self._halt
+                if any(r.died() for r in self.cluster.replicas):
+                    with contextlib.suppress(Exception):
+                        primary.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                                        "WHERE wait_event = 'SyncRep'")
+                    return
+                try:
+                    row = primary.execute("SELECT pg_current_wal_lsn()::text, (SELECT extract(epoch FROM replay_lag) "
+                                          "FROM pg_stat_replication WHERE application_name = %s)",
+                                          (self.standby.role,)).fetchone()
+                    mine = standby.execute("SELECT pg_last_wal_replay_lsn()::text, "
+                                           "pg_last_wal_receive_lsn()::text").fetchone()
+                except Exception:  # a server went away: the study reports it
+                    return
+                if row is None or mine is None:
+                    return
+                head = lsn(row[0])
+                self.samples.append(LagSample(
+                    t_s=round(time.perf_counter() - self._t0, 3), phase=self.phase,
+                    replay_behind_bytes=max(0, head - lsn(mine[0])), receive_behind_bytes=max(0, head - lsn(mine[1])),
+                    replay_lag_s=None if row[1] is None else round(float(row[1]), 4)))
+                if last:
+                    return
+                self._wake.wait(SAMPLE_S)
+                self._wake.clear()
+
+    def finish(self) -> list[LagSample]:
+        """Stops after one last sample (the state at the end of the measurement); the samples."""
+        self._halt = True
+        self._wake.set()
+        self.join(timeout=10)
+        samples = self.samples
+        if len(samples) > MAX_SAMPLES:
+            step = (len(samples) - 1) / (MAX_SAMPLES - 1)
+            samples = [samples[round(i * step)] for i in range(MAX_SAMPLES)]
+        return samples
+
+
+def pause(r: PgClusterServer) -> None:
+    """Replay paused: pg_is_wal_replay_paused() is true once the pause is requested, and from then on no record is
+    replayed (PG 14+ would say 'pause requested' until the next record arrives)."""
+    r.query("SELECT pg_wal_replay_pause()", what="pausing the replay (pg_wal_replay_pause)")
+    if not r.value("SELECT pg_is_wal_replay_paused()", what="checking the pause"):
+        raise StudyFailed(f"{r.target.name}: pg_wal_replay_pause() did not pause the replay", r.log_tail())
+
+
+def resume(r: PgClusterServer) -> None:
+    r.query("SELECT pg_wal_replay_resume()", what="resuming the replay (pg_wal_replay_resume)")
+
+
+def _wait_received(r: PgClusterServer, target: int) -> None:
+    deadline = time.monotonic() + RECEIVE_TIMEOUT_S
+    while True:
+        received = r.receive_lsn()
+        if received >= target:
+            return
+        if r.died():
+            raise StudyFailed(f"{r.target.name}: died while receiving the WAL", r.log_tail())
+        if time.monotonic() > deadline:
+            raise StudyFailed(f"{r.target.name}: the walreceiver did not receive the primary's WAL within "
+                              f"{RECEIVE_TIMEOUT_S:.0f} s ({target - received:,} bytes missing)", r.log_tail())
+        time.sleep(0.02)
+
+
+def _record(cluster: PgCluster, spec: ReplicationSpec, p: ApplyPlan, status: str, **fields: object) -> ApplyRecord:
+    return ApplyRecord(type="replication_apply", replica=cluster.replicas[0].target.name, benchmark=p.benchmark.name,
+                       client_threads=p.client_threads, workers=p.workers, mode=p.mode, durability=p.durability,
+                       commit_wait_count=0, commit_wait_usec=0, repeat=p.repeat, status=status,
+                       started_at=time.time(), **fields)  # type: ignore[arg-type]
+
+
+def measure(cluster: PgCluster, e: Experiment, spec: ReplicationSpec, p: ApplyPlan) -> ApplyRecord:
+    """One timed catch-up; a StudyFailed when a server dies or replication breaks."""
+    primary, measured, others = cluster.primary, cluster.replicas[0], cluster.replicas[1:]
+    record = _record(cluster, spec, p, "failed")
+    for r in cluster.replicas:
+        pause(r)
+    before_xid, before_lsn = primary.next_xid(), primary.current_lsn()
+    job = primary.working_job().replace(
+        mode="run", threads=p.client_threads, events=math.ceil(spec.transactions / p.client_threads),
+        seed=e.seed + p.repeat, workload=compile_statements(p.benchmark, e.table_size, "postgres"))
+    sampler = LagSampler(cluster, measured)
+    sampler.start()
+    try:
+        started = time.perf_counter()
+        outcome = run_job(job, RunResult, LOAD_TIMEOUT_S, env=primary.env())
+        record.primary_s = round(time.perf_counter() - started, 4)
+        if not outcome.ok or outcome.result is None:
+            dead = next((s for s in cluster.servers if s.died()), None)
+            if dead is not None:
+                raise StudyFailed(f"{dead.target.name} died during the write load ({outcome.error})", dead.log_tail())
+            raise StudyFailed(f"{primary.target.name}: the write load failed: {outcome.error}", primary.log_tail())
+        record.transactions = primary.next_xid() - before_xid
+        mark = primary.mark()
+        target = primary.current_lsn()
+        record.wal_bytes = target - before_lsn
+        if record.transactions <= 0:
+            samples = "; ".join(outcome.result.error_samples) or "no error reported"
+            raise StudyFailed(f"{primary.target.name}: the write load committed no transaction ({samples})")
+        record.primary_trx_per_s = round(record.transactions / record.primary_s, 1)
+        _wait_received(measured, target)
+        sampler.switch("apply")
+        t0 = time.perf_counter()
+        resume(measured)
+        cluster.wait_caught_up(measured, mark)
+        record.apply_s = round(time.perf_counter() - t0, 4)
+    finally:
+        record.lag_series = sampler.finish()
+    record.trx_per_s = round(record.transactions / record.apply_s, 1)
+    record.status = "ok"
+    for r in others:
+        resume(r)
+        cluster.wait_caught_up(r, mark, poll_s=0.02)
+    return record
+
+
+def run_pg_apply_study(cluster: PgCluster, e: Experiment, spec: ReplicationSpec,
+                       write: Callable[[ApplyRecord], None], step: Callable[[str], None]) -> None:
+    """Every measurement of the plan, each record written as it is produced. A server that dies or replication
+    that breaks ends the study with a failed record holding the error and the server's log tail (StudyFailed is
+    raised again for the lab). The standbys replay again afterwards, whatever happened."""
+    current: ApplyPlan | None = None
+    try:
+        for p in plan(e, spec):
+            current = p
+            step(f"apply: {p.durability} {p.benchmark.name} t={p.client_threads} {p.mode} #{p.repeat}")
+            cluster.set_durability(p.durability)
+            cluster.set_mode(p.mode)
+            write(measure(cluster, e, spec, p))
+    except StudyFailed as err:
+        if current is not None:
+            write(_record(cluster, spec, current, "failed", error=str(err), server_log_tail=err.log_tail or None))
+        raise
+    finally:
+        for r in cluster.replicas:
+            if not r.died():
+                with contextlib.suppress(StudyFailed):
+                    resume(r)
