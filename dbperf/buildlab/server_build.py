@@ -182,7 +182,8 @@ def _key(spec: ServerBuildSpec, package: str, version: str, cc: Compiler, recipe
     if spec.compiler:  # only then, as bolt below: the keys of builds with the user's CC stay as they were
         identity["compiler_named"] = {"name": spec.compiler, "cxx": cc.cxx}
     if spec.bolt:  # only then: the keys of builds without BOLT stay as they were
-        identity["bolt"] = {**bolt_identity(), "training": training_identity(training_workloads(SERVER_TRAINING))}
+        identity["bolt"] = {**bolt_identity(spec.engine),
+                            "training": training_identity(training_workloads(SERVER_TRAINING))}
     return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:20]
 
 
@@ -330,6 +331,7 @@ def _build_pgo(spec: ServerBuildSpec, recipe: Recipe, cc: Compiler, runner: _Run
     runner.run(commands, "compiling (instrumented)")
     open_to_service_users(instrumented)
     training = train_server(spec.engine, recipe.binaries(instrumented), work / "training-logs")
+    training.pop("server_pid", None)  # BOLT's business, not PGO's
     gcda = sorted(profile.rglob("*.gcda"))
     if not gcda:
         raise UserError(f"{spec.label()}: PGO training wrote no profile (.gcda) under {profile}")
