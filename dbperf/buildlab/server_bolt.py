@@ -1,13 +1,27 @@
 """BOLT of a server build, in instrumentation mode (no hardware counters needed): the server is linked with its
 relocations kept (-Wl,-q), llvm-bolt writes an instrumented copy of the server binary, the lab starts that copy like
-any lab server and runs the server training set against it (the same set PGO trains on), every process writes its
-own profile at exit (-instrumentation-file-append-pid: PostgreSQL's postmaster and each backend), merge-fdata sums
-them, and llvm-bolt rewrites the installed binary with the profile (blocks and functions reordered, functions split
-into hot and cold parts).
+any lab server and runs the server training set against it (the same set PGO trains on), the server is stopped
+cleanly so that it writes its profile at exit, and llvm-bolt rewrites the installed binary with that profile (blocks
+and functions reordered, functions split into hot and cold parts).
 
-A forked process inherits its parent's counters up to the fork, so the postmaster's start-up counts appear in every
-backend's file; against the thousands of training queries each backend ran, that weight is small, and the manifest
-says so."""
+What LLVM 16's instrumentation runtime (Debian's bolt-16) does with processes that fork without exec, as
+PostgreSQL's postmaster does for every backend, and what the lab does about it (checked on a PostgreSQL 15 build:
+core dump, BOLT's runtime source of that release):
+
+- Its counters are mapped MAP_SHARED at start-up, whatever -instrumentation-file-append-pid says: every forked
+  process counts into the same memory, and each one writes, at its exit, a snapshot of the counts of the whole
+  server so far. Summing the per-process files (merge-fdata) would count early work many times over. The profile
+  is therefore the file of the server process itself (prof.<server pid>.fdata): the postmaster exits last, after
+  every backend, so its snapshot holds the whole training. The other files (backends, initdb's bootstrap) are
+  counted in the manifest and left out.
+- Indirect-call profiling keeps its hash tables in a MAP_SHARED region too, but the allocator that carves that
+  region up (its offset and its lock) is a per-process global: after a fork, backends hand out the same addresses
+  for their new table levels, the tables overwrite each other and form cycles, and a backend's profile dump at exit
+  recurses through a cycle until its stack overflows (SIGSEGV, the postmaster goes into crash recovery). So for
+  engines that fork without exec, calls are not instrumented (-instrument-calls=false): block counts, branches and
+  the hot/cold split are profiled in full; function order (hfsort) is then by each function's own heat, without
+  call-graph edges. MariaDB (one process, threads) keeps call profiling.
+"""
 
 from __future__ import annotations
 
@@ -24,8 +38,11 @@ from dbperf.buildlab.compiler import build_environment
 from dbperf.errors import UserError
 from dbperf.tools import tail
 
-LLVM_BOLT, MERGE_FDATA = "llvm-bolt-16", "merge-fdata-16"
+LLVM_BOLT = "llvm-bolt-16"
 INSTRUMENT_OPTIONS = ("-instrument", "-instrumentation-file-append-pid")
+# Engines whose server forks processes that never exec (see above): no call instrumentation.
+FORKS_WITHOUT_EXEC = frozenset({"postgres"})
+WITHOUT_CALLS = ("-instrument-calls=false",)
 OPTIMIZE_OPTIONS = ("-reorder-blocks=ext-tsp", "-reorder-functions=hfsort", "-split-functions", "-split-all-cold",
                     "-split-eh", "-dyno-stats")
 TOOL_TIMEOUT_S = 1800
@@ -33,27 +50,53 @@ TOOL_TIMEOUT_S = 1800
 
 def bolt_tools() -> dict[str, str]:
     """The BOLT tools' paths and version; refused with the package to install when missing."""
-    found = {name: shutil.which(name) for name in (LLVM_BOLT, MERGE_FDATA)}
-    missing = [name for name, path in found.items() if path is None]
-    if missing:
-        raise UserError(f"the bolt variant needs {' and '.join(missing)} (apt install bolt-16)")
-    out = subprocess.run([found[LLVM_BOLT] or LLVM_BOLT, "--version"], capture_output=True, text=True,
-                         timeout=60).stdout
+    found = shutil.which(LLVM_BOLT)
+    if found is None:
+        raise UserError(f"the bolt variant needs {LLVM_BOLT} (apt install bolt-16)")
+    out = subprocess.run([found, "--version"], capture_output=True, text=True, timeout=60).stdout
     version = next((line.strip() for line in out.splitlines() if "version" in line.lower()), "unknown")
     # llvm-bolt looks for its instrumentation runtime in ../lib of the path it was started by: started as
     # /usr/bin/llvm-bolt-16 it would look in /usr/lib, so it is started by its real path in LLVM's own bin/, whose
     # ../lib holds the runtime (Debian: libbolt-16-dev).
-    real = os.path.realpath(found[LLVM_BOLT] or LLVM_BOLT)
+    real = os.path.realpath(found)
     runtime = Path(real).parent.parent / "lib" / "libbolt_rt_instr.a"
     if not runtime.is_file():
         raise UserError(f"the bolt variant needs BOLT's instrumentation runtime {runtime} (apt install libbolt-16-dev)")
-    return {"llvm_bolt": real, "merge_fdata": found[MERGE_FDATA] or "", "version": version, "runtime": str(runtime)}
+    return {"llvm_bolt": real, "version": version, "runtime": str(runtime)}
 
 
-def bolt_identity() -> dict[str, Any]:
+def instrument_options(engine: str) -> list[str]:
+    return [*INSTRUMENT_OPTIONS, *(WITHOUT_CALLS if engine in FORKS_WITHOUT_EXEC else ())]
+
+
+def bolt_identity(engine: str) -> dict[str, Any]:
     """What of BOLT determines the result, for the build's cache key."""
-    return {"version": bolt_tools()["version"], "instrument": list(INSTRUMENT_OPTIONS),
-            "optimize": list(OPTIMIZE_OPTIONS)}
+    return {"version": bolt_tools()["version"], "instrument": instrument_options(engine),
+            "optimize": list(OPTIMIZE_OPTIONS), "profile": "the server process's own file"}
+
+
+def fdata_events(path: Path) -> int:
+    """The events a .fdata profile counts: the sum of its lines' last field (branch, fall-through and call
+    counts)."""
+    total = 0
+    with open(path) as f:
+        for line in f:
+            fields = line.split()
+            if fields and fields[-1].isdigit():
+                total += int(fields[-1])
+    return total
+
+
+def server_profile(profile: Path, server_pid: int, label: str) -> tuple[Path, dict[str, Any]]:
+    """The server process's own profile among the per-process files, and what the manifest says about them."""
+    files = sorted(profile.glob("prof*.fdata"))
+    own = profile / f"prof.{server_pid}.fdata"
+    if not own.is_file():
+        raise UserError(f"{label}: BOLT training left no profile of the server process itself ({own.name} among "
+                        f"{len(files)} .fdata files under {profile}): did the server not exit cleanly?")
+    others = [fdata_events(p) for p in files if p != own]
+    return own, {"profile_files": len(files), "profile_used": own.name, "profile_events": fdata_events(own),
+                 "other_files_max_events": max(others, default=0)}
 
 
 def _run(cmd: list[str], log: Path, what: str) -> str:
@@ -87,7 +130,8 @@ def bolt_server(engine: str, label: str, prefix: Path, binary: Path, binaries_of
     os.chown(profile, user.pw_uid, user.pw_gid)  # the server's processes write their profiles here
     inst_binary = instrumented / binary.relative_to(prefix)
     inst_binary.unlink()
-    out = _run([tools["llvm_bolt"], str(binary), *INSTRUMENT_OPTIONS, f"-instrumentation-file={profile}/prof",
+    options = instrument_options(engine)
+    out = _run([tools["llvm_bolt"], str(binary), *options, f"-instrumentation-file={profile}/prof",
                 "-o", str(inst_binary)], log,
                f"{label}: llvm-bolt -instrument")
     if "relocation mode" not in out:
@@ -95,13 +139,11 @@ def bolt_server(engine: str, label: str, prefix: Path, binary: Path, binaries_of
     work.chmod(0o755)  # the instrumented server runs as the service user, inside the staging directory
     open_to_service_users(instrumented)
     training = train_server(engine, binaries_of(instrumented), work / "bolt-training-logs")
-    fdata = sorted(profile.glob("prof*.fdata"))
-    if not fdata:
-        raise UserError(f"{label}: BOLT training wrote no profile (.fdata) under {profile}")
-    merged = work / "bolt-merged.fdata"
-    _run([tools["merge_fdata"], "-q", "-o", str(merged), *map(str, fdata)], log, f"{label}: merge-fdata")
+    own, profile_facts = server_profile(profile, training.pop("server_pid"), label)
+    with open(log, "a") as f:
+        f.write(f"BOLT profile: {profile_facts}\n")
     bolted = binary.with_name(binary.name + ".bolt")
-    out = _run([tools["llvm_bolt"], str(binary), "-o", str(bolted), f"-data={merged}", *OPTIMIZE_OPTIONS], log,
+    out = _run([tools["llvm_bolt"], str(binary), "-o", str(bolted), f"-data={own}", *OPTIMIZE_OPTIONS], log,
                f"{label}: llvm-bolt (optimize)")
     mode = bolted.stat().st_mode
     os.replace(bolted, binary)
@@ -109,18 +151,19 @@ def bolt_server(engine: str, label: str, prefix: Path, binary: Path, binaries_of
     profiled = re.search(r"BOLT-INFO:\s+(\d+) out of (\d+) functions in the binary \((\S+)\) have non-empty "
                          r"execution profile", out)
     result = {
-        "tool": tools["version"], "instrument_options": list(INSTRUMENT_OPTIONS),
+        "tool": tools["version"], "instrument_options": options,
         "optimize_options": list(OPTIMIZE_OPTIONS), "link_flags": ["-Wl,-q"], "binary": binary.name,
-        **training,
-        "profile_files": len(fdata), "profile_bytes": sum(p.stat().st_size for p in fdata),
-        "merged_profile_bytes": merged.stat().st_size,
+        **training, **profile_facts,
         "functions_with_profile": f"{profiled.group(1)} of {profiled.group(2)} ({profiled.group(3)})"
         if profiled else None,
-        "profile_note": "one .fdata per process (postmaster, backends, initdb's bootstrap), summed by merge-fdata; a "
-                        "forked process's file also holds its parent's counts up to the fork",
+        "profile_note": "bolt-16's runtime shares its counters among forked processes, so each process's file is a "
+                        "snapshot of the whole server's counts at its exit; the server process's own file, written "
+                        "last at its clean shutdown, is the profile used; the others are earlier snapshots or "
+                        "other programs (initdb's bootstrap) and are left out"
+                        + ("; calls not instrumented (the runtime's indirect-call tables are not fork-safe)"
+                           if engine in FORKS_WITHOUT_EXEC else ""),
         "bolt_seconds": round(time.monotonic() - started, 1),
     }
     shutil.rmtree(instrumented)
     shutil.rmtree(profile)
-    merged.unlink()
     return result

@@ -3,7 +3,8 @@
 Cache: the server cache's build/<key>/ holds install/ (bin, lib, share), build.log and manifest.json. The key hashes
 the engine, Debian's source package and version, the compiler flags, the compiler's version and the recipe's own
 options. A build runs in a staging directory beside its final place and is renamed into it only when installed and
-its manifest written: an interrupted or failed build leaves no entry (its log is kept in the build/failed/ folder).
+its manifest written: an interrupted or failed build leaves no entry (its log is kept in the build/failed/ folder),
+and its staging directory is removed, or swept by the next build if the process was killed outright (staging.py).
 
 How each engine is configured, built and installed is its recipe (PostgresRecipe here; a new engine is a new
 recipe). Parallel compile on all cores; progress is the build's own compile steps counted against the sources.
@@ -11,16 +12,13 @@ recipe). Parallel compile on all cores; progress is the build's own compile step
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
 import pwd
 import re
 import shutil
-import signal
 import subprocess
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -32,6 +30,7 @@ from dbperf.buildlab.compiler import Compiler, build_environment, find_compiler
 from dbperf.buildlab.debian_source import candidate_versions, fetch_debian_source
 from dbperf.buildlab.paths import open_to_service_users, server_cache
 from dbperf.buildlab.server_bolt import bolt_identity, bolt_server, bolt_tools
+from dbperf.buildlab.staging import LOCK, Staging, kill_session, sweep_abandoned
 from dbperf.buildlab.training import training_identity, training_workloads
 from dbperf.buildlab.variants import SERVER_TRAINING, ServerBuildSpec
 from dbperf.errors import UserError
@@ -183,7 +182,8 @@ def _key(spec: ServerBuildSpec, package: str, version: str, cc: Compiler, recipe
     if spec.compiler:  # only then, as bolt below: the keys of builds with the user's CC stay as they were
         identity["compiler_named"] = {"name": spec.compiler, "cxx": cc.cxx}
     if spec.bolt:  # only then: the keys of builds without BOLT stay as they were
-        identity["bolt"] = {**bolt_identity(), "training": training_identity(training_workloads(SERVER_TRAINING))}
+        identity["bolt"] = {**bolt_identity(spec.engine),
+                            "training": training_identity(training_workloads(SERVER_TRAINING))}
     return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:20]
 
 
@@ -216,7 +216,9 @@ def build_server(spec: ServerBuildSpec, on_progress: Progress | None = None) -> 
         found = _cached(builds / key, recipe)
         if found:
             return found
-        work = Path(tempfile.mkdtemp(prefix=f".{key}-", dir=builds))
+        sweep_abandoned(builds)  # staging directories of builds killed outright
+        staging = Staging(builds, key)
+        work = staging.path
         try:
             try:
                 source = fetch_debian_source(apt, package, spec.engine, version, work, skipped)
@@ -225,7 +227,7 @@ def build_server(spec: ServerBuildSpec, on_progress: Progress | None = None) -> 
                 continue
             return _build(spec, recipe, cc, source.tree, source.provenance, key, work, builds / key, on_progress)
         finally:
-            shutil.rmtree(work, ignore_errors=True)
+            staging.remove()  # after a completed build it is the entry already, and nothing is left to remove
     raise UserError(f"{spec.label()}: no version of Debian's {package} could be fetched ({'; '.join(skipped)[-300:]})")
 
 
@@ -258,9 +260,9 @@ class _Runner:
                                 self.on_progress(phase, self.steps - before, self.expected)
                     proc.wait()
                 except BaseException:
-                    # Ctrl-C or an error: make and every compiler it started, then the caller's clean-up.
-                    with contextlib.suppress(ProcessLookupError):
-                        os.killpg(proc.pid, signal.SIGKILL)
+                    # Ctrl-C, SIGTERM or an error: the build tool and every compiler it started (ninja puts each
+                    # in a process group of its own, so the whole session), then the caller's clean-up.
+                    kill_session(proc.pid)
                     proc.wait()
                     raise
                 if proc.returncode != 0:
@@ -301,6 +303,7 @@ def _build(spec: ServerBuildSpec, recipe: Recipe, cc: Compiler, tree: Path, prov
     }
     (work / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
     open_to_service_users(work)
+    (work / LOCK).unlink(missing_ok=True)  # the entry needs no lock; it is still held until the staging is removed
     if final.exists():
         shutil.rmtree(final)  # a leftover without a manifest
     os.replace(work, final)
@@ -328,6 +331,7 @@ def _build_pgo(spec: ServerBuildSpec, recipe: Recipe, cc: Compiler, runner: _Run
     runner.run(commands, "compiling (instrumented)")
     open_to_service_users(instrumented)
     training = train_server(spec.engine, recipe.binaries(instrumented), work / "training-logs")
+    training.pop("server_pid", None)  # BOLT's business, not PGO's
     gcda = sorted(profile.rglob("*.gcda"))
     if not gcda:
         raise UserError(f"{spec.label()}: PGO training wrote no profile (.gcda) under {profile}")

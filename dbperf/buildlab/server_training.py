@@ -32,8 +32,11 @@ def train_server(engine: str, binaries: Path, logs: Path) -> dict[str, Any]:
     server = server_target(runtime.target_dir(1), logs, target, e)
     runs = []
     started = time.monotonic()
+    server_pid = None
     try:
         server.start()
+        # The server process's pid: its BOLT profile file is the whole server's (server_bolt.py).
+        server_pid = server.server.pid if server.server is not None else None
         server.load()
         for w in workloads:
             for threads in TRAIN_THREADS:
@@ -52,4 +55,4 @@ def train_server(engine: str, binaries: Path, logs: Path) -> dict[str, Any]:
         server.stop()  # a clean shutdown: the processes write their profiles as they exit
         runtime.remove()
     return {"training_set": list(SERVER_TRAINING), "training_runs": runs,
-            "training_seconds": round(time.monotonic() - started, 1)}
+            "training_seconds": round(time.monotonic() - started, 1), "server_pid": server_pid}

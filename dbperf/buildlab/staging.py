@@ -1,0 +1,117 @@
+"""Staging directories of server builds, and what an interrupted build leaves behind.
+
+A build runs in a hidden staging directory beside the cache entries and is renamed into its entry only when
+complete, so a lookup never sees half a build. What remains to be cleaned is the staging directory itself:
+
+- On Ctrl-C, SIGTERM or an error, every process of the build's session is killed before the directory is removed.
+  Killing the build tool's process group is not enough: ninja starts each compiler in a process group of its own,
+  and compilers left running would write objects into the tree while it is being removed (the previous behaviour
+  left a half-removed staging directory after a SIGTERM).
+- A build killed outright (SIGKILL, a crash, a power cut) runs no clean-up at all. Each staging directory holds a
+  lock (flock) for as long as its build process lives; the next build sweeps every staging directory whose lock
+  nobody holds. The kernel drops the lock when the process dies, however it dies, and a build of another user or
+  another checkout running at the same time keeps its lock, so it is never swept.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import shutil
+import signal
+import tempfile
+import time
+from pathlib import Path
+from typing import IO
+
+LOCK = "owner.lock"
+OLD_WITHOUT_LOCK_S = 24 * 3600  # staging directories made before locks existed: swept once this old
+
+
+def session_members(sid: int) -> list[int]:
+    """The live (not zombie) processes of session `sid`."""
+    members = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue  # gone meanwhile
+        # pid (comm) state ppid pgrp session ...: comm may hold spaces and parentheses, so split after the last ')'.
+        fields = stat[stat.rindex(")") + 2:].split()
+        if int(fields[3]) == sid and fields[0] != "Z":
+            members.append(int(entry.name))
+    return members
+
+
+def kill_session(sid: int, timeout_s: float = 30.0) -> list[int]:
+    """SIGKILLs every process of session `sid` (a build tool started with start_new_session, and whatever it
+    started in other process groups) until none is left running; the pids that were killed."""
+    killed: list[int] = []
+    deadline = time.monotonic() + timeout_s
+    while members := session_members(sid):
+        for pid in members:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+            if pid not in killed:
+                killed.append(pid)
+        if time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    return killed
+
+
+class Staging:
+    """A staging directory under `parent` named .KEY-xxxx, locked for the life of this process."""
+
+    def __init__(self, parent: Path, key: str) -> None:
+        self.path = Path(tempfile.mkdtemp(prefix=f".{key}-", dir=parent))
+        # Locked under a temporary name, then renamed: a sweep only tries `owner.lock`, which is locked from the
+        # moment it exists.
+        pending = self.path / f".{LOCK}.pending"
+        self._lock: IO[str] | None = open(pending, "w")  # noqa: SIM115 - held until release()
+        fcntl.flock(self._lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        self._lock.write(f"{os.getpid()}\n")
+        self._lock.flush()
+        os.replace(pending, self.path / LOCK)
+
+    def remove(self) -> None:
+        """Removes the directory (retrying: a process killed a moment ago may still have been writing into it),
+        then drops the lock."""
+        for _ in range(5):
+            shutil.rmtree(self.path, ignore_errors=True)
+            if not self.path.exists():
+                break
+            time.sleep(0.2)
+        self.release()
+
+    def release(self) -> None:
+        if self._lock is not None:
+            self._lock.close()
+            self._lock = None
+
+
+def sweep_abandoned(parent: Path) -> list[Path]:
+    """Removes the staging directories under `parent` whose build process is gone; the ones removed."""
+    swept = []
+    for path in parent.glob(".*-*"):
+        if not path.is_dir():
+            continue
+        lock = path / LOCK
+        if lock.exists():
+            try:
+                with open(lock) as f:
+                    fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    shutil.rmtree(path, ignore_errors=True)  # still holding the lock: nobody takes it meanwhile
+            except BlockingIOError:
+                continue  # its build is running
+            except FileNotFoundError:
+                continue  # removed meanwhile by its own build
+        elif time.time() - path.stat().st_mtime > OLD_WITHOUT_LOCK_S:
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            continue  # being created right now, or left by an older version of the lab not long ago
+        swept.append(path)
+    return swept
