@@ -57,6 +57,7 @@ from dbperf.report.replication_view import (
 )
 from dbperf.report.resources_view import render_resources
 from dbperf.report.resources_view import to_json as resources_json
+from dbperf.report.steady_view import warmup_lines
 from dbperf.runner import interrupts
 from dbperf.runner.estimate import estimate
 from dbperf.runner.matrix import run_matrix
@@ -169,8 +170,9 @@ def print_intervals(directory: Path) -> None:
     for record in records:
         if isinstance(record, CellRecord) and record.result is not None:
             out_console.print(cell_heading(record), markup=False, highlight=False)
-            lines = interval_lines(record.result) or ["  (no time series: interval = 0, or a result written "
-                                                      "before time series were recorded)"]
+            lines = warmup_lines(record.result) + (
+                interval_lines(record.result) or ["  (no time series: interval = 0, or a result written "
+                                                  "before time series were recorded)"])
             lines += statement_lines(record.result)
             for line in lines:
                 out_console.print(line, markup=False, highlight=False, soft_wrap=True)

@@ -195,3 +195,13 @@ def test_under_auto_an_unsettled_round_is_run_again_like_an_interfered_one():
     state = run_rounds(GroupState("old", ["old", "new"], 0.02), RoundPolicy(5, budget_s=1000.0), measure,
                        deadline=1e9, clock=lambda: float(next(clock)))
     assert state.clean_rounds() >= 5 and state.rounds >= 7
+
+
+def test_the_intervals_view_starts_with_the_warmup():
+    from dbperf.report.steady_view import warmup_lines
+    assert warmup_lines(decode(RunResult, json.dumps(steady_result(False, 30.2)))) == [
+        "warm-up 30.20 s, never settled (spread 30.0% at max_warmup 30 s); samples of 1 s, events/s: "
+        "500 990 1,000 1,010"]
+    assert warmup_lines(decode(RunResult, json.dumps(steady_result(True, 4.0))))[0].startswith(
+        "warm-up 4.00 s, settled (spread 2.0% <= 5.0%)")
+    assert warmup_lines(decode(RunResult, json.dumps(RESULT))) == []

@@ -7,6 +7,7 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
+from dbperf.records import RunResult
 from dbperf.stats.rqps_matrix import Cell, Matrix
 
 MARK = "w"
@@ -36,6 +37,18 @@ def steady_runs(cell: Cell) -> list[dict[str, Any] | None] | None:
     return [{"warmup_s": r.result.warmup_s, "settled": r.result.steady.settled, "spread": r.result.steady.spread,
              "samples_eps": r.result.steady.samples_eps} if r.result and r.result.steady else None
             for r in cell.runs]
+
+
+def warmup_lines(result: RunResult) -> list[str]:
+    """`report --intervals`: a steady-state cell's warm-up, before its interval lines."""
+    s = result.steady
+    if s is None:
+        return []
+    spread = "no spread (too few samples, or none completed)" if s.spread is None else f"spread {s.spread:.1%}"
+    how = (f"settled ({spread} <= {s.tolerance:.1%})" if s.settled
+           else f"never settled ({spread} at max_warmup {s.max_warmup_s:g} s)")
+    samples = " ".join(f"{x:,.0f}" for x in s.samples_eps)
+    return [f"warm-up {result.warmup_s or 0:.2f} s, {how}; samples of {s.interval_s:g} s, events/s: {samples}"]
 
 
 def steady_lines(m: Matrix, meta: dict[str, Any]) -> list[str]:
