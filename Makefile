@@ -36,7 +36,7 @@ test-fast: setup
 lint: setup
 	$(VENV)/bin/ruff check dbperf tests benchmarks
 	$(VENV)/bin/mypy
-	cd driver && cargo clippy --release --quiet -- -D warnings
+	cd driver && cargo clippy --release --quiet -- -D warnings && cargo fmt --check
 
 clean:
 	rm -rf $(VENV) driver/target
