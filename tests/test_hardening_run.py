@@ -170,10 +170,13 @@ def _signal_a_run(write_experiment, tmp_path: Path, sig: int, body: str, extra: 
 
 
 def _drivers() -> list[str]:
+    """This checkout's drivers still running (other checkouts' suites on the host are not this test's)."""
     found = []
+    mine = str(REPO / "driver").encode()
     for p in Path("/proc").iterdir():
         with contextlib.suppress(OSError):
-            if p.name.isdigit() and b"dbperf-driver" in (p / "cmdline").read_bytes():
+            cmdline = (p / "cmdline").read_bytes()
+            if p.name.isdigit() and b"dbperf-driver" in cmdline and mine in cmdline:
                 found.append(p.name)
     return found
 
