@@ -141,6 +141,7 @@ def test_postgres_primary_and_standby_apply_and_stale_reads(tmp_path):
         (1, "physical", d) for d in ("standby-no-fsync", "standby-fsync")}
     for a in r["apply"]:
         assert a["trx_per_s"] > 0 and a["transactions"] >= 1500 and a["wal_bytes"] > 0, a
+        assert a["resume_delay_s"] is not None and a["resume_delay_s"] >= 0
         phases = {x["phase"] for x in a["lag_series"]}
         assert phases == {"load", "apply"}, a["lag_series"]
         # replay was paused during the load: the standby fell behind, then caught up

@@ -336,6 +336,8 @@ class PgCluster:
             data.chmod(0o700)
         finally:
             self.primary.start()
+        # On another port now: this standby's primary_conninfo (written by its launch, after this) follows it.
+        r.set_role_settings(self.standby_settings(r, self.durability, self.mode))
 
     def start_replica(self, r: PgClusterServer) -> None:
         r.set_role_settings(self.standby_settings(r, self.durability, self.mode))
