@@ -28,6 +28,7 @@ import os
 import pwd
 import secrets
 import shutil
+import signal
 import subprocess
 import time
 from collections.abc import Callable
@@ -136,6 +137,16 @@ class PgClusterServer(PostgresServer):
             with contextlib.suppress(Exception):  # a connection to a server that died cannot be closed politely
                 conn.close()
         self._conns.clear()
+
+    def log_tail(self) -> str:
+        """The server's log tail, and how its postmaster ended when it has (a SIGKILL leaves no line in the log)."""
+        tail = super().log_tail()
+        proc = self.server.proc if self.server is not None else None
+        code = proc.poll() if proc is not None else None
+        if code is None:
+            return tail
+        how = f"killed by {signal.Signals(-code).name}" if code < 0 else f"exit status {code}"
+        return f"{tail}\n(dbperf: the postmaster of {self.target.name} ended: {how})".strip()
 
     def connect(self, database: str = "postgres") -> psycopg.Connection[Any]:
         assert self.port is not None and self.password is not None
