@@ -215,9 +215,11 @@ def test_standby_killed_mid_study_fails_it_with_its_log_and_stops_everything(tmp
 def test_a_standby_that_cannot_connect_names_the_step_and_quotes_the_server(tmp_path, monkeypatch):
     """The standby's passfile holds a wrong password: pg_basebackup is refused by the primary."""
     real = pg_cluster.PgCluster._write_passfile
+    secrets: list[str] = []
 
     def wrong_password(self, r, user):
         saved, self.repl_password = self.repl_password, "not-the-password"
+        secrets.extend([saved, self.primary.password])
         try:
             real(self, r, user)
         finally:
@@ -234,3 +236,9 @@ def test_a_standby_that_cannot_connect_names_the_step_and_quotes_the_server(tmp_
     meta = json.loads((out / "meta.json").read_text())
     assert meta["status"] == "failed" and _postgres_of(meta["runtime_dir"]) == []
     assert not Path(meta["runtime_dir"]).exists()
+    # The real replication password and the lab's reach no result or log (the primary logged the refused login).
+    assert secrets and all(secrets)
+    for path in out.rglob("*"):
+        if path.is_file():
+            text = path.read_text(errors="replace")
+            assert not any(x in text for x in secrets) and "SCRAM-SHA-256$" not in text, path
