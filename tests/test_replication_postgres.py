@@ -30,6 +30,7 @@ from dbperf.records import (
 )
 from dbperf.replication import pg_cluster
 from dbperf.replication.lab import run_replication
+from dbperf.report.replication_html import replication_html
 from dbperf.report.replication_view import replication_markdown, replication_summary
 from tests.conftest import DBPERF, NEEDS_SERVERS, REPO, run_cli
 
@@ -77,8 +78,7 @@ def _lat(p50: float) -> WaitLatency:
     return WaitLatency(p50_us=p50, p95_us=2 * p50, p99_us=3 * p50, max_us=4 * p50, mean_us=p50)
 
 
-@pytest.mark.unit
-def test_postgres_summary_says_workers_do_not_apply_and_what_the_wait_adds():
+def _pg_records() -> list:
     series = [LagSample(t_s=0.0, phase="load", replay_behind_bytes=0, receive_behind_bytes=0),
               LagSample(t_s=0.1, phase="load", replay_behind_bytes=3 << 20, receive_behind_bytes=0, replay_lag_s=0.2),
               LagSample(t_s=0.2, phase="apply", replay_behind_bytes=0, receive_behind_bytes=0, replay_lag_s=0.3)]
@@ -95,7 +95,12 @@ def test_postgres_summary_says_workers_do_not_apply_and_what_the_wait_adds():
         return StaleReadsRecord(type="replication_stale_reads", wait=wait, reads=100, background_threads=1,
                                 status="ok", durability="standby-fsync", workers=1, mode="physical", result=res)
 
-    records = [results_record(json.loads(encode(r))) for r in (apply, stale(False, 97, 400.0), stale(True, 0, 1400.0))]
+    return [results_record(json.loads(encode(r))) for r in (apply, stale(False, 97, 400.0), stale(True, 0, 1400.0))]
+
+
+@pytest.mark.unit
+def test_postgres_summary_says_workers_do_not_apply_and_what_the_wait_adds():
+    records = _pg_records()
     meta = {"replication": {"cpus": 2, "engine": "postgres"}}
     s = replication_summary(meta, records)
     (row,) = s["apply"]
@@ -242,3 +247,27 @@ def test_a_standby_that_cannot_connect_names_the_step_and_quotes_the_server(tmp_
         if path.is_file():
             text = path.read_text(errors="replace")
             assert not any(x in text for x in secrets) and "SCRAM-SHA-256$" not in text, path
+
+
+@pytest.mark.e2e
+def test_html_report_of_a_replication_run_draws_its_charts(tmp_path):
+    """PostgreSQL (bars per durability and mode, the lag over time) and MariaDB (trx/s against workers) pages in
+    chromium: every chart drawn, no script error, the tables there."""
+    from tests.browser import browser, render
+    from tests.test_replication import _apply
+    pages = {
+        "pg": replication_html({"experiment": "<b>pg</b>", "status": "complete",
+                                "replication": {"cpus": 2, "engine": "postgres"}}, _pg_records()),
+        "maria": replication_html({"experiment": "m", "status": "complete", "replication": {"cpus": 2}},
+                                  [results_record(json.loads(encode(_apply(w, 100.0 * (w + 1)))))
+                                   for w in (0, 2, 4)]),
+    }
+    with browser() as context:
+        for name, document in pages.items():
+            path = tmp_path / f"{name}.html"
+            path.write_text(document)
+            shown = render(context, path, f"replication-{name}.png")
+            assert shown.state == "rendered" and shown.errors == [], (name, shown.state, shown.errors)
+            assert len(shown.charts) == (2 if name == "pg" else 1)
+            assert all(c["svg"] >= 1 and c["marks"] >= 1 for c in shown.charts), shown.charts
+    assert "<b>pg</b>" not in pages["pg"] and "1 (n/a)" in pages["pg"]
