@@ -122,7 +122,7 @@ def _postgres_of(runtime_dir: str) -> list[str]:
 
 SMALL = """studies = ["apply", "stale-reads"]
 transactions = 1500
-durability = ["standby-no-fsync", "standby-fsync"]
+durability = ["primary-sync-commit", "standby-fsync"]
 stale_durability = "standby-fsync"
 stale_reads = 200
 background_threads = 1
@@ -143,7 +143,7 @@ def test_postgres_primary_and_standby_apply_and_stale_reads(tmp_path):
     r = json.loads(report.stdout)["replication"]
     assert r["engine"] == "postgres" and r["failures"] == []
     assert {(a["workers"], a["mode"], a["durability"]) for a in r["apply"]} == {
-        (1, "physical", d) for d in ("standby-no-fsync", "standby-fsync")}
+        (1, "physical", d) for d in ("primary-sync-commit", "standby-fsync")}
     for a in r["apply"]:
         assert a["trx_per_s"] > 0 and a["transactions"] >= 1500 and a["wal_bytes"] > 0, a
         assert a["resume_delay_s"] is not None and a["resume_delay_s"] >= 0
