@@ -46,7 +46,8 @@ PG_APPLY_NOTE = ("apply: replay paused on the standbys (pg_wal_replay_pause; the
                  "primary assigned / that time. The primary commits with synchronous_commit = off (unless the "
                  "durability says otherwise) so that it generates the load fast. workers = 1 is not a setting: "
                  "PostgreSQL replays physical WAL in one process (the startup process) and has no parallel-apply "
-                 "knob for it (not applicable); the mode is recovery_prefetch.")
+                 "knob for it (not applicable); the mode is recovery_prefetch. The polling resolves about a "
+                 "millisecond: a replay much shorter than 0.1 s carries a few percent of timing error.")
 # Which studies each engine runs, by name (the cross-engine study is MariaDB's only; config.py refuses it otherwise).
 STUDIES: dict[str, dict[str, Callable[..., None]]] = {
     "mariadb": {"apply": run_apply_study, "stale-reads": run_stale_study, "cross-engine": run_cross_engine_study},
