@@ -428,7 +428,7 @@ class PgCluster:
         for r in self.replicas:
             if r.died():
                 r.restarts += 1
-                r.close()
+                r.stop()  # its process group: children of a killed postmaster may linger and hold its shared memory
                 self.start_replica(r)
                 revived.append(r.target.name)
         return revived
