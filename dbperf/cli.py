@@ -49,6 +49,7 @@ from dbperf.report.load_view import cell_heading, interval_lines, statement_line
 from dbperf.report.probe_view import render_compare, render_probes
 from dbperf.report.profile_view import render_diff, render_profile
 from dbperf.report.render import render_table, to_csv, to_json, to_markdown
+from dbperf.report.replication_html import replication_html
 from dbperf.report.replication_view import (
     render_replication,
     replication_csv,
@@ -98,7 +99,7 @@ def _note_skipped(directory: Path, skipped: list[SkippedLine]) -> None:
 def print_report(directory: Path, fmt: str, aggregate: str | None, output: Path | None = None) -> None:
     meta, records, skipped = read_results(directory)
     if meta.get("replication"):
-        print_replication_report(meta, records, fmt, [asdict(s) for s in skipped])
+        print_replication_report(meta, records, fmt, [asdict(s) for s in skipped], output)
         _note_skipped(directory, skipped)
         return
     if hosts_in(records):
@@ -179,8 +180,14 @@ def print_intervals(directory: Path) -> None:
     _note_skipped(directory, skipped)
 
 
-def print_replication_report(meta: dict, records: list, fmt: str, skipped: list[dict]) -> None:
-    """A replication lab's results (dbperf/report/replication_view.py)."""
+def print_replication_report(meta: dict, records: list, fmt: str, skipped: list[dict],
+                             output: Path | None = None) -> None:
+    """A replication lab's results (dbperf/report/replication_view.py; HTML: replication_html.py)."""
+    if fmt == "html":
+        write_output(replication_html(meta, records), output)
+        return
+    if output is not None:
+        fail("-o/--output: only with --format html (other formats print to stdout)")
     if fmt == "table":
         render_replication(meta, records, out_console)
     elif fmt == "json":

@@ -394,6 +394,7 @@ class ApplyRecord(msgspec.Struct, omit_defaults=True):
     # PostgreSQL: WAL the load generated (bytes) and the replay lag over the measurement (sampled every 0.1 s).
     wal_bytes: int = 0
     lag_series: list[LagSample] | None = None
+    resume_delay_s: float | None = None  # pg_wal_replay_resume() until replay was seen moving (not in apply_s)
 
 
 class WaitLatency(msgspec.Struct, frozen=True):

@@ -30,6 +30,7 @@ from dbperf.records import (
 )
 from dbperf.replication import pg_cluster
 from dbperf.replication.lab import run_replication
+from dbperf.report.replication_html import replication_html
 from dbperf.report.replication_view import replication_markdown, replication_summary
 from tests.conftest import DBPERF, NEEDS_SERVERS, REPO, run_cli
 
@@ -77,8 +78,7 @@ def _lat(p50: float) -> WaitLatency:
     return WaitLatency(p50_us=p50, p95_us=2 * p50, p99_us=3 * p50, max_us=4 * p50, mean_us=p50)
 
 
-@pytest.mark.unit
-def test_postgres_summary_says_workers_do_not_apply_and_what_the_wait_adds():
+def _pg_records() -> list:
     series = [LagSample(t_s=0.0, phase="load", replay_behind_bytes=0, receive_behind_bytes=0),
               LagSample(t_s=0.1, phase="load", replay_behind_bytes=3 << 20, receive_behind_bytes=0, replay_lag_s=0.2),
               LagSample(t_s=0.2, phase="apply", replay_behind_bytes=0, receive_behind_bytes=0, replay_lag_s=0.3)]
@@ -95,7 +95,12 @@ def test_postgres_summary_says_workers_do_not_apply_and_what_the_wait_adds():
         return StaleReadsRecord(type="replication_stale_reads", wait=wait, reads=100, background_threads=1,
                                 status="ok", durability="standby-fsync", workers=1, mode="physical", result=res)
 
-    records = [results_record(json.loads(encode(r))) for r in (apply, stale(False, 97, 400.0), stale(True, 0, 1400.0))]
+    return [results_record(json.loads(encode(r))) for r in (apply, stale(False, 97, 400.0), stale(True, 0, 1400.0))]
+
+
+@pytest.mark.unit
+def test_postgres_summary_says_workers_do_not_apply_and_what_the_wait_adds():
+    records = _pg_records()
     meta = {"replication": {"cpus": 2, "engine": "postgres"}}
     s = replication_summary(meta, records)
     (row,) = s["apply"]
@@ -117,7 +122,7 @@ def _postgres_of(runtime_dir: str) -> list[str]:
 
 SMALL = """studies = ["apply", "stale-reads"]
 transactions = 1500
-durability = ["standby-no-fsync", "standby-fsync"]
+durability = ["primary-sync-commit", "standby-fsync"]
 stale_durability = "standby-fsync"
 stale_reads = 200
 background_threads = 1
@@ -138,9 +143,10 @@ def test_postgres_primary_and_standby_apply_and_stale_reads(tmp_path):
     r = json.loads(report.stdout)["replication"]
     assert r["engine"] == "postgres" and r["failures"] == []
     assert {(a["workers"], a["mode"], a["durability"]) for a in r["apply"]} == {
-        (1, "physical", d) for d in ("standby-no-fsync", "standby-fsync")}
+        (1, "physical", d) for d in ("primary-sync-commit", "standby-fsync")}
     for a in r["apply"]:
         assert a["trx_per_s"] > 0 and a["transactions"] >= 1500 and a["wal_bytes"] > 0, a
+        assert a["resume_delay_s"] is not None and a["resume_delay_s"] >= 0
         phases = {x["phase"] for x in a["lag_series"]}
         assert phases == {"load", "apply"}, a["lag_series"]
         # replay was paused during the load: the standby fell behind, then caught up
@@ -198,7 +204,7 @@ def test_standby_killed_mid_study_fails_it_with_its_log_and_stops_everything(tmp
     lines = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()]
     apply = [x for x in lines if x["type"] == "replication_apply"]
     assert apply[-1]["status"] == "failed" and "replica1" in apply[-1]["error"], apply[-1]
-    assert apply[-1]["server_log_tail"]
+    assert "killed by SIGKILL" in apply[-1]["server_log_tail"]
     # The standby was started again (it resumes from its slot) for the next study, which ran.
     stale = [x for x in lines if x["type"] == "replication_stale_reads"]
     assert stale and all(x["status"] == "ok" for x in stale), stale
@@ -214,9 +220,11 @@ def test_standby_killed_mid_study_fails_it_with_its_log_and_stops_everything(tmp
 def test_a_standby_that_cannot_connect_names_the_step_and_quotes_the_server(tmp_path, monkeypatch):
     """The standby's passfile holds a wrong password: pg_basebackup is refused by the primary."""
     real = pg_cluster.PgCluster._write_passfile
+    secrets: list[str] = []
 
     def wrong_password(self, r, user):
         saved, self.repl_password = self.repl_password, "not-the-password"
+        secrets.extend([saved, self.primary.password])
         try:
             real(self, r, user)
         finally:
@@ -233,3 +241,33 @@ def test_a_standby_that_cannot_connect_names_the_step_and_quotes_the_server(tmp_
     meta = json.loads((out / "meta.json").read_text())
     assert meta["status"] == "failed" and _postgres_of(meta["runtime_dir"]) == []
     assert not Path(meta["runtime_dir"]).exists()
+    # The real replication password and the lab's reach no result or log (the primary logged the refused login).
+    assert secrets and all(secrets)
+    for path in out.rglob("*"):
+        if path.is_file():
+            text = path.read_text(errors="replace")
+            assert not any(x in text for x in secrets) and "SCRAM-SHA-256$" not in text, path
+
+
+@pytest.mark.e2e
+def test_html_report_of_a_replication_run_draws_its_charts(tmp_path):
+    """PostgreSQL (bars per durability and mode, the lag over time) and MariaDB (trx/s against workers) pages in
+    chromium: every chart drawn, no script error, the tables there."""
+    from tests.browser import browser, render
+    from tests.test_replication import _apply
+    pages = {
+        "pg": replication_html({"experiment": "<b>pg</b>", "status": "complete",
+                                "replication": {"cpus": 2, "engine": "postgres"}}, _pg_records()),
+        "maria": replication_html({"experiment": "m", "status": "complete", "replication": {"cpus": 2}},
+                                  [results_record(json.loads(encode(_apply(w, 100.0 * (w + 1)))))
+                                   for w in (0, 2, 4)]),
+    }
+    with browser() as context:
+        for name, document in pages.items():
+            path = tmp_path / f"{name}.html"
+            path.write_text(document)
+            shown = render(context, path, f"replication-{name}.png")
+            assert shown.state == "rendered" and shown.errors == [], (name, shown.state, shown.errors)
+            assert len(shown.charts) == (2 if name == "pg" else 1)
+            assert all(c["svg"] >= 1 and c["marks"] >= 1 for c in shown.charts), shown.charts
+    assert "<b>pg</b>" not in pages["pg"] and "1 (n/a)" in pages["pg"]

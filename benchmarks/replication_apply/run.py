@@ -50,9 +50,10 @@ def main() -> None:
             vs = f"{a['vs_serial']:.2f}x" if a["vs_serial"] else "n/a" if r.get("engine") == "postgres" else "-"
             extra = (f"; WAL {a['wal_bytes'] / 2**20:.1f} MB, peak replay_lag {a.get('peak_replay_lag_s') or 0:.2f} s"
                      if r.get("engine") == "postgres" else "")
+            spread = f" (min–max {a['trx_per_s_min']:,.0f}–{a['trx_per_s_max']:,.0f}, n={a['n']})" if a["n"] > 1 else ""
             print(f"  {a['durability']:<22} workers {a['workers']:>2} {a['mode']:<17} {a['trx_per_s']:>10,.0f} trx/s "
-                  f"applied ({vs} vs 0 workers; apply {a['apply_s']:.2f} s; primary {a['primary_trx_per_s']:,.0f} "
-                  f"trx/s{extra})")
+                  f"applied{spread} ({vs} vs 0 workers; apply {a['apply_s']:.2f} s; primary "
+                  f"{a['primary_trx_per_s']:,.0f} trx/s{extra})")
         s = r["stale_reads"]
         lat = s.get("wait_latency_us") or {}
         added = s.get("wait_added_us")

@@ -5,9 +5,10 @@ One measurement: replay is paused on every standby (`pg_wal_replay_pause()`; the
 flushing the WAL); dbperf-driver runs `transactions` events of a catalog write workload on the primary at the chosen
 client threads; then the primary commits a marker row (PgClusterServer.mark: under synchronous_commit = local, so
 that the WAL is flushed and sent up to it); the lab waits until the measured standby has received the WAL up to the
-primary's position (pg_last_wal_receive_lsn), then times `SELECT pg_wal_replay_resume()` and polls the marker row on
-the standby (every ~1 ms, on the same connection) until it shows the new value, i.e. until the standby has replayed
-every commit of the load. transactions = xids the
+primary's position (pg_last_wal_receive_lsn), calls `SELECT pg_wal_replay_resume()`, and times from the moment the
+replay position is seen moving (PostgreSQL before 14 notices a resume only within a second: recorded apart as
+resume_delay_s) until the marker row on the standby (polled every ~1 ms, on the same connection) shows the new
+value, i.e. until the standby has replayed every commit of the load. transactions = xids the
 primary assigned during the load (each writing transaction gets one), so failed or multi-statement events count
 right; trx/s = transactions / that time. A thread samples the lag every 0.1 s on connections of its own: WAL bytes
 not replayed and not received, and the primary's pg_stat_replication.replay_lag. The data is not restored between
@@ -133,6 +134,22 @@ def _wait_received(r: PgClusterServer, target: int) -> None:
         time.sleep(0.02)
 
 
+def _replay_started(r: PgClusterServer, paused_at: int) -> float:
+    """The moment (perf_counter) replay is seen moving after the resume. PostgreSQL before 14 checks for the resume
+    once a second (pg_usleep(1 s) in its pause loop; 14 and later wake at once): that wait is the pause's, not the
+    replay's, so the apply time starts here and the delay is recorded apart (resume_delay_s)."""
+    deadline = time.monotonic() + 30.0
+    while True:
+        if r.replay_lsn() > paused_at:
+            return time.perf_counter()
+        if r.died():
+            raise StudyFailed(f"{r.target.name}: died when its replay was resumed", r.log_tail())
+        if time.monotonic() > deadline:
+            raise StudyFailed(f"{r.target.name}: replay did not resume within 30 s of pg_wal_replay_resume()",
+                              r.log_tail())
+        time.sleep(0.0005)
+
+
 def _record(cluster: PgCluster, spec: ReplicationSpec, p: ApplyPlan, status: str, **fields: object) -> ApplyRecord:
     return ApplyRecord(type="replication_apply", replica=cluster.replicas[0].target.name, benchmark=p.benchmark.name,
                        client_threads=p.client_threads, workers=p.workers, mode=p.mode, durability=p.durability,
@@ -170,9 +187,12 @@ def measure(cluster: PgCluster, e: Experiment, spec: ReplicationSpec, p: ApplyPl
             raise StudyFailed(f"{primary.target.name}: the write load committed no transaction ({samples})")
         record.primary_trx_per_s = round(record.transactions / record.primary_s, 1)
         _wait_received(measured, target)
+        paused_at = measured.replay_lsn()
         sampler.switch("apply")
-        t0 = time.perf_counter()
+        resumed = time.perf_counter()
         resume(measured)
+        t0 = _replay_started(measured, paused_at)
+        record.resume_delay_s = round(t0 - resumed, 4)
         cluster.wait_caught_up(measured, mark)
         record.apply_s = round(time.perf_counter() - t0, 4)
     finally:

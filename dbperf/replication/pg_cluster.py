@@ -28,6 +28,7 @@ import os
 import pwd
 import secrets
 import shutil
+import signal
 import subprocess
 import time
 from collections.abc import Callable
@@ -137,12 +138,24 @@ class PgClusterServer(PostgresServer):
                 conn.close()
         self._conns.clear()
 
+    def log_tail(self) -> str:
+        """The server's log tail, and how its postmaster ended when it has (a SIGKILL leaves no line in the log)."""
+        tail = super().log_tail()
+        proc = self.server.proc if self.server is not None else None
+        code = proc.poll() if proc is not None else None
+        if code is None:
+            return tail
+        how = f"killed by {signal.Signals(-code).name}" if code < 0 else f"exit status {code}"
+        return f"{tail}\n(dbperf: the postmaster of {self.target.name} ended: {how})".strip()
+
     def connect(self, database: str = "postgres") -> psycopg.Connection[Any]:
         assert self.port is not None and self.password is not None
         try:
             return psycopg.connect(host="127.0.0.1", port=self.port, user="dbperf", password=self.password,
                                    dbname=database, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S,
-                                   application_name="dbperf-lab")
+                                   application_name="dbperf-lab",
+                                   # the lab's own statements never wait for a standby (a dead one would hang them)
+                                   options="-c synchronous_commit=local")
         except psycopg.Error as err:
             raise StudyFailed(f"{self.target.name}: connecting: {_reason(err)}", self.log_tail()) from None
 
@@ -217,8 +230,7 @@ class PgCluster:
         self.durability = durability
         self.mode = mode
         self.major = 0  # of the binaries, read before the first start
-        self.primary = PgClusterServer(runtime.target_dir(1), logs, target, e, "primary",
-                                       self.primary_settings(durability))
+        self.primary = PgClusterServer(runtime.target_dir(1), logs, target, e, "primary", self.primary_settings(None))
         self.replicas = [PgClusterServer(runtime.target_dir(i + 2), logs, target, e, name, {})
                          for i, name in enumerate(self.names)]
         for r in self.replicas:
@@ -230,10 +242,12 @@ class PgCluster:
     def servers(self) -> list[PgClusterServer]:
         return [self.primary, *self.replicas]
 
-    def primary_settings(self, durability: str) -> dict[str, str]:
+    def primary_settings(self, durability: str | None) -> dict[str, str]:
+        """None: the settings the primary starts with, before any standby exists (a durability that makes its
+        commits wait for the standbys is applied once they stream)."""
         names = ", ".join(f'"{n}"' for n in self.names)
         return {**PRIMARY_SETTINGS, "synchronous_standby_names": f"FIRST {len(self.names)} ({names})",
-                **PG_DURABILITY[durability][0]}
+                **(PG_DURABILITY[durability][0] if durability else {})}
 
     def standby_settings(self, r: PgClusterServer, durability: str, mode: str) -> dict[str, str]:
         assert self.primary.port is not None
@@ -288,6 +302,12 @@ class PgCluster:
         for r in self.replicas:
             if r.role_settings != self.standby_settings(r, self.durability, self.mode):
                 self.restart_replica(r)
+        if PG_DURABILITY[self.durability][0]:  # the primary's own durability settings, now that the standbys stream
+            wanted, self.durability = self.durability, ""
+            try:
+                self.set_durability(wanted)
+            except StudyFailed as err:
+                raise UserError(f"applying {wanted} to the primary: {err}") from None
 
     def _write_passfile(self, r: PgClusterServer, user: pwd.struct_passwd) -> None:
         """The replication role's password for pg_basebackup and the walreceiver (libpq's passfile, 0600, in the
@@ -336,6 +356,8 @@ class PgCluster:
             data.chmod(0o700)
         finally:
             self.primary.start()
+        # On another port now: this standby's primary_conninfo (written by its launch, after this) follows it.
+        r.set_role_settings(self.standby_settings(r, self.durability, self.mode))
 
     def start_replica(self, r: PgClusterServer) -> None:
         r.set_role_settings(self.standby_settings(r, self.durability, self.mode))
@@ -406,7 +428,7 @@ class PgCluster:
         for r in self.replicas:
             if r.died():
                 r.restarts += 1
-                r.close()
+                r.stop()  # its process group: children of a killed postmaster may linger and hold its shared memory
                 self.start_replica(r)
                 revived.append(r.target.name)
         return revived

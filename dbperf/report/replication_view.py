@@ -94,7 +94,9 @@ def replication_summary(meta: dict[str, Any], records: list[ResultsRecord]) -> d
                "workers_exceed_cpus": bool(cpus) and workers > cpus and not postgres}
         if postgres:
             series = [to_builtins(x) for x in (runs[0].lag_series or [])]
+            delays = [r.resume_delay_s for r in runs if r.resume_delay_s is not None]
             row.update(workers_note=PG_WORKERS_NOTE, wal_bytes=statistics.median(r.wal_bytes for r in runs),
+                       resume_delay_s=statistics.median(delays) if delays else None,
                        peak_replay_behind_bytes=_peak([x["replay_behind_bytes"] for x in series]),
                        peak_replay_lag_s=_peak([x.get("replay_lag_s") for x in series]), lag_series=series)
         if workers == 0:
@@ -238,7 +240,7 @@ def _pg_apply_sections(s: dict[str, Any], sections: list[Section], notes: list[s
         rows.append((r["durability"], f"{r['benchmark']} t={r['client_threads']}", "1 (n/a)", r["mode"],
                      _num(r["transactions"]), _num(r["trx_per_s"]),
                      f"{_num(r['trx_per_s_min'])}–{_num(r['trx_per_s_max'])}", str(r["n"]),
-                     _num(r["apply_s"], 3), _num((r.get("wal_bytes") or 0) / MB, 1),
+                     _num(r["apply_s"], 3), _num(r.get("resume_delay_s"), 3), _num((r.get("wal_bytes") or 0) / MB, 1),
                      _num((r.get("peak_replay_behind_bytes") or 0) / MB, 1),
                      "-" if peak_lag is None else f"{peak_lag:.2f}", _num(r["primary_trx_per_s"])))
         series = r.get("lag_series") or []
@@ -253,7 +255,8 @@ def _pg_apply_sections(s: dict[str, Any], sections: list[Section], notes: list[s
                 label = ""
     sections.append(Section("standby apply rate (trx/s replayed, median of n)",
                             ("durability", "primary load", "workers", "mode", "trx", "trx/s", "min–max", "n",
-                             "replay s", "WAL MB", "peak behind MB", "peak replay_lag s", "primary trx/s"), rows, 4))
+                             "replay s", "resume delay s", "WAL MB", "peak behind MB", "peak replay_lag s",
+                             "primary trx/s"), rows, 4))
     if lag_rows:
         sections.append(Section("replay lag over time (first run of each row; load: replay paused, apply: resumed)",
                                 ("measurement", "t s", "phase", "not replayed MB", "not received MB",
