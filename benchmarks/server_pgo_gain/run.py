@@ -9,8 +9,11 @@ Then the evidence chain of both builds on the point query, through the lab's ser
 simulated I1 misses per instruction and instructions per query of the server's processes under cachegrind (pinned
 geometry, N-minus-0 windows), next to the wall-clock rQPS of the point-query benchmark (part of `reads`).
 
+`--build O2,bolt` measures another second build against the same -O2 base with the same method (BOLT, trained on
+the same server training set; any variants the lab knows, e.g. O2,pgo,lto,bolt); the target stays the PGO one's.
+
 Usage: .venv/bin/python benchmarks/server_pgo_gain/run.py [--engine postgres] [--time 3] [--repeats 3] [--lto]
-       [--profile-queries 5000] [--no-counters]
+       [--build O2,bolt] [--profile-queries 5000] [--no-counters]
 """
 
 from __future__ import annotations
@@ -73,9 +76,13 @@ def main() -> None:
     ap.add_argument("--lto", action="store_true", help="the PGO build with LTO as well")
     ap.add_argument("--profile-queries", type=int, default=5000, help="point queries in each profiled window")
     ap.add_argument("--no-counters", action="store_true", help="skip the simulated counters")
+    ap.add_argument("--build", help="the second build's variants, comma-separated (default O2,pgo, or O2,pgo,lto "
+                                    "with --lto)")
     args = ap.parse_args()
     console = Console(stderr=True)
     variants = ["O2", "pgo", "lto"] if args.lto else ["O2", "pgo"]
+    if args.build:
+        variants = [v.strip() for v in args.build.split(",") if v.strip()]
     name = "O2-" + "-".join(variants[1:])
     with tempfile.TemporaryDirectory(prefix="dbperf-server-pgo-", dir="/tmp") as tmp:
         path = Path(tmp) / "server_pgo_gain.toml"
@@ -92,6 +99,11 @@ def main() -> None:
         pgo = manifest.get("pgo") or {}
         trained = (f", PGO: {pgo['profile_files']} .gcda files from {len(pgo['training_runs'])} training runs in "
                    f"{pgo['training_seconds']} s" if pgo else "")
+        bolt = manifest.get("bolt") or {}
+        if bolt:
+            trained += (f", BOLT: {len(bolt['training_runs'])} training runs in {bolt['training_seconds']} s, profile "
+                        f"{bolt['profile_used']} ({bolt['functions_with_profile']} functions), "
+                        f"{bolt['bolt_seconds']} s")
         print(f"{target}: {manifest['label']} from {manifest['source']['package']} {manifest['source']['version']}, "
               f"built in {manifest['build_seconds']} s{' (cached)' if manifest['cached'] else ''}{trained}")
     print(f"{args.engine}: O2 vs {name}; {args.repeats} interleaved repeats of {args.time:g} s cells, 1 thread, "
