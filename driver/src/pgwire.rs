@@ -285,12 +285,8 @@ impl PgWire {
 }
 
 impl PgWire {
-    /// Executes a prepared statement (binary results) and returns the first column of its first row as an integer
-    /// (int2, int4 or int8); None when there is no row or it is NULL. The stale-read probe's read (stale_pg.rs).
-    pub fn query_first_int(&mut self, id: usize, values: &[Value]) -> Result<Option<i64>, String> {
-        if !self.prepared {
-            return Err("query_first_int needs a prepared connection".into());
-        }
+    /// Bind, Execute (at most `max_rows` rows; 0: all) and Sync of prepared statement `id`, flushed.
+    fn send_bound(&mut self, id: usize, values: &[Value], max_rows: i32) -> Result<(), String> {
         let stmt = &self.stmts[id];
         let oids = &stmt.params;
         let formats = values.iter().zip(oids).map(|(v, &o)| format_of(v, o));
@@ -303,6 +299,7 @@ impl PgWire {
                 write_param(v, o, buf);
                 Ok(IsNull::No)
             },
+            // Results in binary: nothing is decoded, and integers are shorter.
             std::iter::once(1),
             &mut self.out,
         );
@@ -310,9 +307,18 @@ impl PgWire {
             self.out.clear();
             return Err("bind: cannot encode the parameters".into());
         }
-        frontend::execute("", 1, &mut self.out).map_err(io)?;
+        frontend::execute("", max_rows, &mut self.out).map_err(io)?;
         frontend::sync(&mut self.out);
-        self.flush()?;
+        self.flush()
+    }
+
+    /// Executes a prepared statement (binary results) and returns the first column of its first row as an integer
+    /// (int2, int4 or int8); None when there is no row or it is NULL. The stale-read probe's read (stale_pg.rs).
+    pub fn query_first_int(&mut self, id: usize, values: &[Value]) -> Result<Option<i64>, String> {
+        if !self.prepared {
+            return Err("query_first_int needs a prepared connection".into());
+        }
+        self.send_bound(id, values, 1)?;
         let (mut value, mut error, mut seen) = (None, None, false);
         loop {
             match self.recv()? {
@@ -393,29 +399,7 @@ impl Connection for PgWire {
             self.flush()?;
             return self.finish();
         }
-        let stmt = &self.stmts[id];
-        let oids = &stmt.params;
-        let formats = values.iter().zip(oids).map(|(v, &o)| format_of(v, o));
-        let result = frontend::bind(
-            "",
-            &stmt.name,
-            formats,
-            values.iter().zip(oids),
-            |(v, &o), buf| {
-                write_param(v, o, buf);
-                Ok(IsNull::No)
-            },
-            // Results in binary: nothing is decoded, and integers are shorter.
-            std::iter::once(1),
-            &mut self.out,
-        );
-        if result.is_err() {
-            self.out.clear();
-            return Err("bind: cannot encode the parameters".into());
-        }
-        frontend::execute("", 0, &mut self.out).map_err(io)?;
-        frontend::sync(&mut self.out);
-        self.flush()?;
+        self.send_bound(id, values, 0)?;
         self.finish()
     }
 }
