@@ -126,8 +126,11 @@ def _drivers_of(out: Path) -> list[int]:
 def test_ctrl_c_keeps_what_was_measured(write_experiment, tmp_path):
     out = tmp_path / "out"
     body = MATRIX.replace('time = "1s"', 'time = "2s"').replace("repeats = 2", "repeats = 5")
+    # Ctrl-C in a terminal: SIGINT is not ignored in the run, even when this suite runs as a background job (where
+    # the shell ignores SIGINT and every child inherits that, so Python would never raise KeyboardInterrupt).
     proc = subprocess.Popen([*DBPERF, "run", str(write_experiment(body)), "--out", str(out)], cwd=REPO,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     results = out / "results.jsonl"
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and not (results.is_file() and results.read_text().count("\n") >= 2):

@@ -187,13 +187,13 @@ def test_standby_killed_mid_study_fails_it_with_its_log_and_stops_everything(tmp
             meta_path = out / "meta.json"
             if meta_path.is_file():
                 servers = json.loads(meta_path.read_text()).get("replication", {}).get("servers")
-                if servers:
-                    time.sleep(1.5)  # the first measurement: the primary writes while replay is paused
-                    pid = next(s["server_pid"] for s in servers if s["role"] == "replica1")
-                    os.kill(pid, signal.SIGKILL)
-                    killed.append(pid)
+                standby = next((s for s in servers or [] if s["role"] == "replica1"), None)
+                # The first measurement has paused the replay (the standby logs it): the primary writes now.
+                if standby and "pg_wal_replay_resume() to continue" in Path(standby["log"]).read_text():
+                    os.kill(standby["server_pid"], signal.SIGKILL)
+                    killed.append(standby["server_pid"])
                     return
-            time.sleep(0.1)
+            time.sleep(0.02)
 
     killer = threading.Thread(target=kill_standby_during_apply)
     killer.start()

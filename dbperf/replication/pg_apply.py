@@ -5,9 +5,10 @@ One measurement: replay is paused on every standby (`pg_wal_replay_pause()`; the
 flushing the WAL); dbperf-driver runs `transactions` events of a catalog write workload on the primary at the chosen
 client threads; then the primary commits a marker row (PgClusterServer.mark: under synchronous_commit = local, so
 that the WAL is flushed and sent up to it); the lab waits until the measured standby has received the WAL up to the
-primary's position (pg_last_wal_receive_lsn), calls `SELECT pg_wal_replay_resume()`, and times from the moment the
-replay position is seen moving (PostgreSQL before 14 notices a resume only within a second: recorded apart as
-resume_delay_s) until the marker row on the standby (polled every ~1 ms, on the same connection) shows the new
+primary's position (pg_last_wal_receive_lsn), calls `SELECT pg_wal_replay_resume()`, and times from that call
+(PostgreSQL 14 and later replay at once; before 14 the pause loop notices a resume only within a second, so timing
+starts when the replay position is seen moving; either way the delay to the first move is resume_delay_s) until the
+marker row on the standby (polled every ~1 ms, on the same connection) shows the new
 value, i.e. until the standby has replayed every commit of the load. transactions = xids the
 primary assigned during the load (each writing transaction gets one), so failed or multi-statement events count
 right; trx/s = transactions / that time. A thread samples the lag every 0.1 s on connections of its own: WAL bytes
@@ -55,10 +56,15 @@ class LagSampler(threading.Thread):
         self.samples: list[LagSample] = []
         self._halt = False
         self._wake = threading.Event()
+        self._taken = threading.Event()  # set after every sample (switch waits for one)
         self._t0 = time.perf_counter()
 
     def switch(self, phase: str) -> None:
-        """A new phase, sampled at once (the replay may take less than one interval)."""
+        """A new phase: first a sample of the state the old one ended in (the end of the load, replay still paused),
+        then one of the new phase at once (the replay may take less than one interval)."""
+        self._taken.clear()
+        self._wake.set()
+        self._taken.wait(timeout=5.0)
         self.phase = phase
         self._wake.set()
 
@@ -91,6 +97,7 @@ class LagSampler(threading.Thread):
                     t_s=round(time.perf_counter() - self._t0, 3), phase=self.phase,
                     replay_behind_bytes=max(0, head - lsn(mine[0])), receive_behind_bytes=max(0, head - lsn(mine[1])),
                     replay_lag_s=None if row[1] is None else round(float(row[1]), 4)))
+                self._taken.set()
                 if last:
                     return
                 self._wake.wait(SAMPLE_S)
@@ -188,11 +195,16 @@ def measure(cluster: PgCluster, e: Experiment, spec: ReplicationSpec, p: ApplyPl
         record.primary_trx_per_s = round(record.transactions / record.primary_s, 1)
         _wait_received(measured, target)
         paused_at = measured.replay_lsn()
+        wakes_at_once = int(measured.value("SELECT current_setting('server_version_num')::int",
+                                           what="reading the server's version")) >= 140000
         sampler.switch("apply")
         resumed = time.perf_counter()
         resume(measured)
-        t0 = _replay_started(measured, paused_at)
-        record.resume_delay_s = round(t0 - resumed, 4)
+        moving = _replay_started(measured, paused_at)
+        record.resume_delay_s = round(moving - resumed, 4)
+        # 14 and later replay at once: timing from the resume call, since a short backlog can be replayed
+        # before the polling sees it move. Before 14 the pause loop's 1 s sleep would count: from the move.
+        t0 = resumed if wakes_at_once else moving
         cluster.wait_caught_up(measured, mark)
         record.apply_s = round(time.perf_counter() - t0, 4)
     finally:
