@@ -49,7 +49,7 @@ def test_both_servers_report_their_steady_state_warmup(where):
         assert isinstance(steady["settled"], bool) and len(steady["samples_eps"]) >= 2, name
         assert steady["settled"] or result["warmup_s"] >= 3.0, name
         assert result["events"] > 0 and result["server_usage"] is not None, name
-    resources = cells["pg"]["resources"]
+    resources = cells["pg"].get("resources")  # absent when the lab could not sample it
     if resources is not None:  # sampled from the driver's window on, by the engine's own counters
         assert "steady-state warm-up" in resources["method"]
         assert resources["engine_counters"]["xact_commit"] > 0
