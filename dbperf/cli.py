@@ -224,24 +224,13 @@ def run_experiment(experiment: Path, out: Path | None, keep_data: bool, profile:
     err_console.print(f"dbperf: {len(exp.benchmarks)} benchmarks × {len(exp.threads)} thread counts × "
                       f"{repeats} × {len(exp.targets)} targets, results in {directory}",
                       markup=False, highlight=False)
-    try:
-        if profile:
-            mode = detect_mode()
-            err_console.print(f"dbperf: counters mode {mode.mode}: {mode.reason}", highlight=False)
-        outcome = run_matrix(exp, directory, err_console, keep_data=keep_data, builds=builds, profile=profile)
-    except KeyboardInterrupt as interrupt:
-        err_console.print(f"dbperf: interrupted ({interrupt}); what was measured is in {directory}", markup=False,
-                          highlight=False)
-        return RunEnd(directory, interrupts.exit_code(interrupt))
-    if keep_data and outcome.runtime_dir:
-        err_console.print(f"dbperf: the servers' data directories are kept in {outcome.runtime_dir}", markup=False,
-                          highlight=False)
-    record_run(directory, err_console)  # into the history store (issue 13); a warning if it cannot be
-    if outcome.cells_ok == 0 and outcome.cells_failed > 0:
-        err_console.print(f"dbperf: error: no cell succeeded ({outcome.cells_failed} failed); the errors are in "
-                          f"{directory / 'results.jsonl'}", markup=False, highlight=False)
-        return RunEnd(directory, NO_CELL_SUCCEEDED)
-    return RunEnd(directory, 0)
+    if profile:
+        mode = detect_mode()
+        err_console.print(f"dbperf: counters mode {mode.mode}: {mode.reason}", highlight=False)
+    return _run_to_end(directory, keep_data, "cell",
+                       lambda: run_matrix(exp, directory, err_console, keep_data=keep_data, builds=builds,
+                                          profile=profile),
+                       record=True)
 
 
 def run_replication_experiment(spec: Experiment, directory: Path, keep_data: bool) -> RunEnd:
@@ -251,8 +240,15 @@ def run_replication_experiment(spec: Experiment, directory: Path, keep_data: boo
     assert r is not None
     err_console.print(f"dbperf: replication lab: primary + {r.replicas} replica(s), studies {', '.join(r.studies)}, "
                       f"results in {directory}", markup=False, highlight=False)
+    return _run_to_end(directory, keep_data, "measurement",
+                       lambda: run_replication(exp, directory, err_console, keep_data=keep_data, builds=builds))
+
+
+def _run_to_end(directory: Path, keep_data: bool, unit: str, run: Callable[[], Any], record: bool = False) -> RunEnd:
+    """Runs the matrix or the replication lab and turns how it ended into the exit code, saying why on stderr;
+    `record` adds the run to the history store (a warning if it cannot be)."""
     try:
-        outcome = run_replication(exp, directory, err_console, keep_data=keep_data, builds=builds)
+        outcome = run()
     except KeyboardInterrupt as interrupt:
         err_console.print(f"dbperf: interrupted ({interrupt}); what was measured is in {directory}", markup=False,
                           highlight=False)
@@ -260,9 +256,11 @@ def run_replication_experiment(spec: Experiment, directory: Path, keep_data: boo
     if keep_data and outcome.runtime_dir:
         err_console.print(f"dbperf: the servers' data directories are kept in {outcome.runtime_dir}", markup=False,
                           highlight=False)
+    if record:
+        record_run(directory, err_console)
     if outcome.cells_ok == 0 and outcome.cells_failed > 0:
-        err_console.print(f"dbperf: error: no measurement succeeded ({outcome.cells_failed} failed); the errors are "
-                          f"in {directory / 'results.jsonl'}", markup=False, highlight=False)
+        err_console.print(f"dbperf: error: no {unit} succeeded ({outcome.cells_failed} failed); the errors are in "
+                          f"{directory / 'results.jsonl'}", markup=False, highlight=False)
         return RunEnd(directory, NO_CELL_SUCCEEDED)
     return RunEnd(directory, 0)
 
