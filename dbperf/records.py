@@ -334,6 +334,9 @@ class CellRecord(msgspec.Struct, omit_defaults=True):
     resources: Resources | None = None  # issue 14: I/O and engine counters (runner/resources.py)
     tool: str | None = None  # issue 14: "sysbench" or "pgbench" ran this cell instead of dbperf-driver
     imported: bool = False  # issue 14: read from saved tool output (dbperf import): its CPU was never measured
+    # Duet runs (issue 25, `order = "duet"`): the target measured at the same moment on the other CPU. The base runs
+    # once per other target in a round, so a base record is told apart by its partner. None: not a duet.
+    partner: str | None = None
     type: Literal["cell"] = "cell"  # omitted when written: cell lines predate the type field
 
     @property

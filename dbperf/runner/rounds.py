@@ -41,6 +41,8 @@ class Measured:
     round: int
     qps: float | None  # None: the repeat failed
     interfered: bool = False  # its noise sensors saw heavy interference
+    cpu_qps: float | None = None  # queries per CPU second (driver, plus a lab-started server): the CPU-time metric
+    partner: str | None = None  # duet: the target measured at the same moment (the base's record names its target)
 
 
 @dataclass

@@ -31,6 +31,10 @@ class Cell:
     p_value: float | None = None
     # against the base (stats/verdict.py); Mann-Whitney above is a second opinion
     verdict_detail: CellVerdict | None = None
+    # issue 25: the same decision on queries per CPU second (client + lab-started server), labelled "cpu"
+    cpu_verdict_detail: CellVerdict | None = None
+    level_shift: str | None = None  # why the per-round ratios are not one level (a change point): not decided on
+    sim: Any = None  # issue 25: stats/simulated.py's SimulatedDelta (est. cycles against the base), when measured
 
     figures: list[dict[str, float | None]] = field(default_factory=list)  # derived(run), in repeat order
 
