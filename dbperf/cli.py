@@ -8,7 +8,7 @@ import shutil
 import sys
 import tempfile
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any, NoReturn, Optional
@@ -203,7 +203,7 @@ class RunEnd:
 
 
 def run_experiment(experiment: Path, out: Path | None, keep_data: bool, profile: bool = False,
-                   yes: bool = False, aa: bool = False) -> RunEnd:
+                   yes: bool = False, aa: bool = False, simulated: bool = False) -> RunEnd:
     """Builds what the targets need, runs the matrix."""
     # Absolute once, here: servers and set-up tools run with another working directory.
     directory = (out or Path("results") / f"{experiment.stem}-{datetime.now():%Y%m%d-%H%M%S}").absolute()
@@ -212,6 +212,8 @@ def run_experiment(experiment: Path, out: Path | None, keep_data: bool, profile:
         return run_replication_experiment(spec, directory, keep_data)
     if aa:
         spec = with_aa(spec)
+    if simulated:
+        spec = replace(spec, simulated=True)
     size = estimate(spec, directory)
     for line in size.warnings():
         err_console.print(f"dbperf: warning: {line}", markup=False, highlight=False)
@@ -290,10 +292,13 @@ def run(
                                                     "disk")] = False,
     aa: Annotated[bool, typer.Option("--aa", help="also run the base against itself: how many A/A cells are called "
                                                   "changed")] = False,
+    simulated: Annotated[bool, typer.Option("--simulated", help="also measure simulated instructions and estimated "
+                                                                "cycles per query (cachegrind), as `simulated = "
+                                                                "true`")] = False,
 ) -> None:
     """Run an experiment's matrix and print the rQPS table."""
     _check_aggregate(aggregate)
-    end = run_experiment(experiment, out, keep_data, profile, yes, aa)
+    end = run_experiment(experiment, out, keep_data, profile, yes, aa, simulated)
     _report_after_run(end, lambda d: print_report(d, "table", aggregate))
 
 

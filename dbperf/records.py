@@ -353,6 +353,30 @@ class CountersRecord(msgspec.Struct, omit_defaults=True):
     error: str | None = None
 
 
+class SimulatedRecord(msgspec.Struct, omit_defaults=True):
+    """The simulated tier (`simulated = true`, runner/simulated_tier.py) of one (target, benchmark): instructions and
+    estimated cycles per query under cachegrind, one thread, measured once after the timed cells. Its own type, not
+    `counters`: `run --profile` may count with hardware counters, and the two must not replace one another."""
+    type: Literal["simulated"]
+    target: str
+    benchmark: str
+    tier: str  # what measured it, as every view labels it (runner/simulated_tier.py TIER)
+    per_query: dict[str, float] = {}  # explain/profile.py simulated_per_query(): instructions, estimated_cycles, ...
+    queries: int | None = None  # queries in the profiled phase
+    method: str | None = None
+    seconds: float | None = None  # wall time of the measurement (both cachegrind runs)
+    reused_from: str | None = None  # an identical target's profile (same library, settings, process variant)
+    error: str | None = None  # the figure is missing: why
+
+    @property
+    def instructions(self) -> float | None:
+        return self.per_query.get("instructions")
+
+    @property
+    def estimated_cycles(self) -> float | None:
+        return self.per_query.get("estimated_cycles")
+
+
 # --- Replication lab (dbperf/replication/): its records in results.jsonl -------------------------------------------
 
 class LagSample(msgspec.Struct, frozen=True):
@@ -443,7 +467,7 @@ REPLICATION_RECORDS: dict[str, type[ApplyRecord] | type[StaleReadsRecord]] = {
     "replication_apply": ApplyRecord, "replication_stale_reads": StaleReadsRecord}
 
 
-ResultsRecord = CellRecord | CountersRecord | ApplyRecord | StaleReadsRecord
+ResultsRecord = CellRecord | CountersRecord | SimulatedRecord | ApplyRecord | StaleReadsRecord
 
 T = TypeVar("T")
 
@@ -485,6 +509,8 @@ def results_record(obj: Any) -> ResultsRecord:
     kind = obj.get("type", "cell")
     if kind == "counters":
         return convert(CountersRecord, obj)
+    if kind == "simulated":
+        return convert(SimulatedRecord, obj)
     if kind in REPLICATION_RECORDS:
         return convert(REPLICATION_RECORDS[kind], obj)
     if kind != "cell":

@@ -149,6 +149,7 @@ class Experiment:
     load: LoadModel = field(default_factory=LoadModel)  # closed/open loop, time series, percentiles
     steady: SteadyState | None = None  # warm up until the throughput settles (experiment/steady.py)
     replication: ReplicationSpec | None = None  # a [replication] section: the replication lab runs instead
+    simulated: bool = False  # the simulated tier after the timed rounds (runner/simulated_tier.py)
 
 
 def _settings(raw: dict[str, Any], twhere: str, name_re: re.Pattern[str], value_re: re.Pattern[str],
@@ -357,6 +358,7 @@ def parse_experiment(path: Path) -> Experiment:
         fleet=_fleet(doc.get("fleet"), where, path.parent),
         cpus=plan_cpus(run.get("cpus"), f"{rwhere}.cpus"),
         resources=values.get("resources", True),
+        simulated=values.get("simulated", False),
         load=parse_load_model(run, values, rwhere),
         replication=replication,
         steady=steady_with_warmup(values.get("steady"), values.get("warmup", 2.0), rwhere),

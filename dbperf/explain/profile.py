@@ -65,12 +65,16 @@ def _top(functions: dict[str, dict[str, float]], key: str, n: int) -> list[TopFu
 class Profiler:
     """Profiles cells of one experiment, loading each target's data once."""
 
-    def __init__(self, e: Experiment, work: Path, queries: int = 20_000, mode: CounterMode | None = None) -> None:
+    def __init__(self, e: Experiment, work: Path, queries: int = 20_000, mode: CounterMode | None = None,
+                 native_timing: bool = True, data: dict[str, SqliteData] | None = None) -> None:
+        """`native_timing` False: simulated mode skips the native run that only times the slowdown (the simulated
+        tier wants the counts alone); `data`: SQLite targets' data already loaded (by the run), by target name."""
         self.e = e
         self.work = work
         self.queries = queries
         self.mode = mode or detect_mode()
-        self.data: dict[str, SqliteData] = {}
+        self.native_timing = native_timing
+        self.data: dict[str, SqliteData] = dict(data or {})
         self.servers = ServerProfiling(e)
 
     def close(self) -> None:
@@ -182,12 +186,14 @@ class Profiler:
         job, events = self._jobs(target, benchmark)
         data = self._data(target)
         env = target.process.environment()
-        data.restore()
-        native_started = time.monotonic()
-        native = run_job(job, RunResult, 600, env=env)
-        native_s = time.monotonic() - native_started
-        if not native.ok or native.result is None:
-            raise UserError(f"{target.name} {benchmark.name}: native run failed: {native.error}")
+        native_s = None
+        if self.native_timing:
+            data.restore()
+            native_started = time.monotonic()
+            native = run_job(job, RunResult, 600, env=env)
+            native_s = time.monotonic() - native_started
+            if not native.ok or native.result is None:
+                raise UserError(f"{target.name} {benchmark.name}: native run failed: {native.error}")
         data.restore()
         started = time.monotonic()
         counted = job.replace(deterministic=True)
@@ -204,7 +210,10 @@ class Profiler:
             method=f"cachegrind of {events} events minus cachegrind of 0 events, divided by {queries} queries",
             slowdown=Slowdown(native_s=round(native_s, 3), simulated_s=round(simulated_s, 3),
                               factor=round(simulated_s / native_s, 1) if native_s else None,
-                              what="wall time of the driver process under cachegrind / natively, same job"))
+                              what="wall time of the driver process under cachegrind / natively, same job")
+            if native_s is not None else
+            Slowdown(native_s=None, simulated_s=round(simulated_s, 3), factor=None,
+                     what="wall time of the driver process under cachegrind; not timed natively"))
 
     def _simulated_profile(self, target: Target, benchmark: Workload, delta: CachegrindProfile, events: int,
                            queries: int, method: str, slowdown: Slowdown, tool: str | None = None) -> Profile:

@@ -27,6 +27,7 @@ from dbperf.runner.post_write import PostWriteSteps, meta_fields
 from dbperf.runner.process_variants import mapped_allocators
 from dbperf.runner.resources import CellSampler, database_bytes
 from dbperf.runner.rounds import GroupState, Measured, RoundPolicy, round_order, run_rounds
+from dbperf.runner.simulated_tier import measure_simulated
 from dbperf.runner.sqlite_data import SqliteData
 from dbperf.runner.target_lifecycle import TargetLifecycle
 from dbperf.runner.targets import inspect_targets
@@ -236,6 +237,8 @@ def run_matrix(e: Experiment, out: Path, console: Console, keep_data: bool = Fal
                     meta["targets"][index[t.name]]["db_bytes_at_end"] = database_bytes(t, data[t.name])
                 if profile:
                     _profile_cells(e, data_root / "profile", writer, progress)
+                if e.simulated:  # issue 25's deterministic tier, after the timed rounds
+                    measure_simulated(e, data_root / "simulated", data, writer.append, progress)
     finally:
         _finish(data, meta, writer, data_root, runtime, keep_data)
     return outcome

@@ -11,7 +11,7 @@ from typing import Any
 import msgspec
 
 from dbperf.errors import UserError
-from dbperf.records import CellRecord, CountersRecord, ResultsRecord
+from dbperf.records import CellRecord, CountersRecord, ResultsRecord, SimulatedRecord
 from dbperf.stats.rqps_matrix import Matrix, build_matrix
 from dbperf.storage.results import read_results
 
@@ -63,7 +63,7 @@ def pair_matrices(a: Side, b: Side, targets: list[str] | None, aggregate: str | 
 def _renamed(records: list[ResultsRecord], target: str, new: str) -> list[ResultsRecord]:
     out: list[ResultsRecord] = []
     for r in records:
-        if isinstance(r, (CellRecord, CountersRecord)) and r.target == target:
+        if isinstance(r, (CellRecord, CountersRecord, SimulatedRecord)) and r.target == target:
             out.append(msgspec.structs.replace(r, target=new))
     return out
 

@@ -11,6 +11,7 @@ from typing import Any
 
 from dbperf.catalog.registry import AFTER_WRITES
 from dbperf.records import CellRecord, CountersRecord, ResultsRecord, Usage
+from dbperf.stats.simulated import attach_simulated
 from dbperf.stats.summary import Summary, significance, summarize
 from dbperf.stats.verdict import DEFAULT_MIN_EFFECT, CellVerdict, decide
 
@@ -163,6 +164,7 @@ def build_matrix(meta: dict[str, Any], records: list[ResultsRecord], aggregate: 
             cell.verdict_detail = cell_verdict(cell, base_cell, meta.get("min_effect", DEFAULT_MIN_EFFECT))
     thread_counts = sorted({t for (_, _, t) in cells} | set(meta.get("threads", [])))
     trained_on = {t["name"]: t.get("trained_on", []) for t in meta["targets"]}
+    attach_simulated(cells, base, records)  # issue 25's simulated tier: Cell.sim (stats/simulated.py)
     return Matrix(base=base, targets=targets, benchmarks=benchmarks, threads=thread_counts, cells=cells,
                   aggregate=aggregate, trained_on=trained_on, counters=counters,
                   min_effect=meta.get("min_effect", DEFAULT_MIN_EFFECT))

@@ -1,0 +1,131 @@
+"""The simulated tier (`simulated = true` in `[run]`): after the timed rounds, instructions and estimated cycles per
+query of every (target, benchmark), one thread, under cachegrind (explain/profile.py's Profiler in simulated mode:
+N events minus 0 events). The counts do not depend on the host's load, so each (target, benchmark) is measured once,
+two at a time where there are two CPUs, and a target identical to one already measured (the A/A copy: same library,
+settings and process variant) reuses its profile instead of measuring it again. Each figure is written to
+results.jsonl as a `simulated` record the moment it is known; a failed one carries its error and no number."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import time
+from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import replace
+from pathlib import Path
+
+from rich.progress import Progress
+
+from dbperf.catalog.workload import Workload
+from dbperf.errors import UserError
+from dbperf.experiment.spec import Experiment, Target
+from dbperf.explain.mode import CounterMode
+from dbperf.explain.profile import Profiler
+from dbperf.records import Profile, SimulatedRecord
+from dbperf.runner.sqlite_data import SqliteData
+from dbperf.runner.target_lifecycle import TargetLifecycle
+
+TIER = "simulated (cachegrind, I1/D1 32K, LL 8M, ASLR off)"
+# Deterministic counts need no long run: a repeat of the same profile gives the same instructions per query to far
+# more than 4 digits (tests/test_simulated_tier.py); 3,000 queries keep 24 (target, benchmark) pairs near a minute.
+QUERIES = 3_000
+MAX_AT_ONCE = 2  # cachegrind profiles at once, at most one per CPU (the counts do not depend on load)
+MODE = CounterMode("simulated", "the simulated tier (`simulated = true`)")
+
+
+def identity(target: Target) -> str:
+    """What makes two targets' simulated counts the same: everything but the name (library file, settings, build,
+    process variant), and the library's contents (a path rebuilt in place is not the same library)."""
+    library = Path(target.library) if target.library else None
+    digest = ""
+    if library is not None and library.is_file():
+        digest = hashlib.sha256(library.read_bytes()).hexdigest()
+    return repr(replace(target, name="", host=None)) + digest
+
+
+def at_once() -> int:
+    return max(1, min(MAX_AT_ONCE, len(os.sched_getaffinity(0))))
+
+
+def _record(target: Target, benchmark: Workload, profile: Profile | None, error: str | None,
+            seconds: float) -> SimulatedRecord:
+    if profile is None:
+        return SimulatedRecord(type="simulated", target=target.name, benchmark=benchmark.name, tier=TIER,
+                               error=error, seconds=round(seconds, 3))
+    return SimulatedRecord(type="simulated", target=target.name, benchmark=benchmark.name, tier=TIER,
+                           per_query=profile.per_query, queries=profile.queries, method=profile.method,
+                           seconds=round(seconds, 3))
+
+
+def measure_simulated(e: Experiment, work: Path, data: dict[str, TargetLifecycle],
+                      write: Callable[[SimulatedRecord], None], progress: Progress | None = None,
+                      queries: int = QUERIES) -> None:
+    """Measures every (target, benchmark) once, writing each `simulated` record as it is known. `data`: the run's
+    loaded targets; SQLite ones are profiled from their pristine copy (no second load), servers by the profiler's
+    own server (explain/server_profile.py), one at a time."""
+    loaded = {name: d for name, d in data.items() if isinstance(d, SqliteData)}
+    profiler = Profiler(e, work, queries=queries, mode=MODE, native_timing=False, data=loaded)
+    keys = {t.name: identity(t) for t in e.targets}
+    first: dict[str, Target] = {}  # identity -> the target measured for it
+    for t in e.targets:
+        first.setdefault(keys[t.name], t)
+    measured = [(t, b) for b in e.benchmarks for t in e.targets if first[keys[t.name]] is t]
+    copies = {(src.name, b.name): [t for t in e.targets if t is not src and keys[t.name] == keys[src.name]]
+              for src, b in measured}
+    task = progress.add_task(TIER, total=len(e.benchmarks) * len(e.targets)) if progress else None
+
+    def done(target: Target, benchmark: Workload, record: SimulatedRecord) -> None:
+        write(record)
+        for copy in copies[(target.name, benchmark.name)]:
+            write(replace_target(record, copy.name, target.name))
+        if progress and task is not None:
+            progress.advance(task, 1 + len(copies[(target.name, benchmark.name)]))
+
+    def one(target: Target, benchmark: Workload) -> SimulatedRecord:
+        started = time.monotonic()
+        try:
+            return _record(target, benchmark, profiler.profile(target, benchmark), None, time.monotonic() - started)
+        except (UserError, OSError, ValueError, subprocess.SubprocessError) as err:  # no figure, its reason kept
+            return _record(target, benchmark, None, str(err), time.monotonic() - started)
+
+    try:
+        # SQLite pairs run `at_once()` at a time, never two of one target together (they share its working file).
+        local = [(t, b) for t, b in measured if not t.is_server]
+        servers = [(t, b) for t, b in measured if t.is_server]
+        with ThreadPoolExecutor(max_workers=at_once(), thread_name_prefix="dbperf-sim") as pool:
+            running: dict[Future[SimulatedRecord], tuple[Target, Workload]] = {}
+            try:
+                while local or running:
+                    busy = {t.name for t, _ in running.values()}
+                    while len(running) < at_once():
+                        pick = next(((t, b) for t, b in local if t.name not in busy), None)
+                        if pick is None:
+                            break
+                        local.remove(pick)
+                        busy.add(pick[0].name)
+                        if progress and task is not None:
+                            progress.update(task, description=f"{TIER}: {pick[1].name} {pick[0].name}")
+                        running[pool.submit(one, *pick)] = pick
+                    finished, _ = wait(running, return_when=FIRST_COMPLETED)
+                    for future in finished:
+                        done(*running.pop(future), future.result())
+            finally:
+                for future in running:
+                    future.cancel()
+        for target, benchmark in servers:  # the profiler's server is one at a time
+            if progress and task is not None:
+                progress.update(task, description=f"{TIER}: {benchmark.name} {target.name}")
+            done(target, benchmark, one(target, benchmark))
+    finally:
+        profiler.close()
+        if progress and task is not None:
+            progress.remove_task(task)
+
+
+def replace_target(record: SimulatedRecord, target: str, source: str) -> SimulatedRecord:
+    """`record` for an identical target: the same figures (or error), marked as reused from `source`."""
+    return SimulatedRecord(type="simulated", target=target, benchmark=record.benchmark, tier=record.tier,
+                           per_query=dict(record.per_query), queries=record.queries, method=record.method,
+                           seconds=0.0, reused_from=source, error=record.error)

@@ -1,0 +1,83 @@
+"""The simulated verdict: a target's estimated cycles per query (cachegrind, runner/simulated_tier.py) against the
+base's, per (target, benchmark). The counts are deterministic, so there is no noise threshold: a difference of at
+least SAME_WITHIN is a change. It explains the wall-clock verdict and may decide a CPU-bound cell the wall clock
+cannot, but it is a verdict of its own, never mixed with the measured ones."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+from dbperf.records import SimulatedRecord
+
+if TYPE_CHECKING:
+    from dbperf.stats.rqps_matrix import Cell
+
+SAME_WITHIN = 0.005  # |Δ est. cycles| below 0.5% is "same": the tier's resolution, not a noise estimate
+
+SimulatedVerdict = Literal["faster", "slower", "same", "base", "missing"]
+
+
+@dataclass(frozen=True)
+class SimulatedDelta:
+    """One cell's simulated figures (per query, one thread) and their change against the base. `missing`: this
+    target's or the base's figure was not measured (`error` says why); its numbers are then None."""
+    verdict: SimulatedVerdict
+    tier: str
+    instructions: float | None  # per query, this target
+    estimated_cycles: float | None
+    base_instructions: float | None
+    base_estimated_cycles: float | None
+    instructions_delta: float | None  # instructions / base's - 1
+    estimated_cycles_delta: float | None  # estimated cycles / base's - 1: what the verdict is on
+    reused_from: str | None = None  # the figures are an identical target's (the A/A copy's are the base's)
+    error: str | None = None
+
+
+def simulated_verdict(estimated_cycles_delta: float) -> SimulatedVerdict:
+    """faster at -0.5% or less, slower at +0.5% or more, else same."""
+    if estimated_cycles_delta <= -SAME_WITHIN:
+        return "faster"
+    if estimated_cycles_delta >= SAME_WITHIN:
+        return "slower"
+    return "same"
+
+
+def _missing(record: SimulatedRecord | None, what: str) -> str | None:
+    if record is None:
+        return f"{what}: not measured"
+    if record.error:
+        return f"{what}: {record.error}"
+    if not record.estimated_cycles or not record.instructions:
+        return f"{what}: no instructions or estimated cycles in its record"
+    return None
+
+
+def simulated_delta(target: SimulatedRecord, base: SimulatedRecord | None, is_base: bool) -> SimulatedDelta:
+    error = _missing(target, target.target) or (None if is_base else _missing(base, f"base {target.benchmark}"))
+    if error:
+        return SimulatedDelta("missing", target.tier, target.instructions, target.estimated_cycles,
+                              base.instructions if base else None, base.estimated_cycles if base else None,
+                              None, None, target.reused_from, error)
+    if is_base or base is None:
+        return SimulatedDelta("base", target.tier, target.instructions, target.estimated_cycles,
+                              target.instructions, target.estimated_cycles, 0.0, 0.0, target.reused_from)
+    assert target.instructions and target.estimated_cycles and base.instructions and base.estimated_cycles
+    cycles = target.estimated_cycles / base.estimated_cycles - 1
+    return SimulatedDelta(simulated_verdict(cycles), target.tier, target.instructions, target.estimated_cycles,
+                          base.instructions, base.estimated_cycles, target.instructions / base.instructions - 1,
+                          cycles, target.reused_from)
+
+
+def attach_simulated(cells: Mapping[tuple[str, str, int], Cell], base: str,
+                     records: Iterable[object]) -> None:
+    """Sets `sim` on every matrix cell whose (target, benchmark) has a simulated record (one thread: the same
+    figures for every thread count's row). Called by build_matrix once the cells exist."""
+    simulated = {(r.target, r.benchmark): r for r in records if isinstance(r, SimulatedRecord)}
+    if not simulated:
+        return
+    for (target, benchmark, _), cell in cells.items():
+        record = simulated.get((target, benchmark))
+        if record is not None:
+            cell.sim = simulated_delta(record, simulated.get((base, benchmark)), target == base)
