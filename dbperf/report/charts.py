@@ -9,7 +9,8 @@ from typing import Any
 
 from dbperf.records import CellRecord
 from dbperf.report.html_page import Figure, label
-from dbperf.report.layout import rqps_text
+from dbperf.report.layout import cpu_text, rqps_text
+from dbperf.report.simulated_view import sim_text
 from dbperf.report.verdict import VERDICT_COLOURS, VERDICTS, cell_verdict
 from dbperf.stats.rqps_matrix import Matrix
 
@@ -46,7 +47,12 @@ def rqps_heatmap(m: Matrix) -> Figure:
             tr.append(label(rqps_text(m, cell)))
             p = f", p={cell.p_value:.3g}" if cell is not None and cell.p_value is not None else ""
             noise = f", noise threshold {v.noise_threshold:.1%}" if v.noise_threshold is not None else ""
-            hr.append(label(f"{v.word} ({v.decided_by}{p}{noise})"))
+            extra = ""
+            if cell is not None and cell.cpu_verdict_detail is not None:
+                extra += f"<br>CPU time: {label(cpu_text(m, cell))}"
+            if cell is not None and cell.sim is not None:
+                extra += f"<br>simulated Δ est. cycles: {label(sim_text(cell))}"
+            hr.append(label(f"{v.word} ({v.decided_by}{p}{noise})") + extra)
         z.append(zr)
         texts.append(tr)
         hover.append(hr)

@@ -9,12 +9,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from dbperf.report.simulated_view import has_simulated, sim_legend, sim_text
 from dbperf.report.steady_view import MARK_MEANING as UNSETTLED_MEANING
 from dbperf.report.steady_view import steady_lines, unsettled_runs
+from dbperf.report.verdict_quality import aa_counts, aa_line, decided_metric, quality_lines
 from dbperf.runner.noise import HEAVY_FOREIGN_CPU, HEAVY_STEAL
 from dbperf.stats.rqps_matrix import Cell, Matrix
 from dbperf.stats.summary import MIN_REPEATS_FOR_TEST, NOISY_SPREAD
-from dbperf.stats.verdict import QUANTILE, UNSTABLE_MARGIN
+from dbperf.stats.verdict import QUANTILE, UNSTABLE_MARGIN, CellVerdict
 
 HOW_MEASURED = (
     "QPS: queries / measured wall-clock time of dbperf-driver (sysbench counting: BEGIN and COMMIT are queries). "
@@ -102,13 +104,19 @@ def rqps_text(m: Matrix, cell: Cell | None) -> str:
     if unsettled_runs(cell):
         marks += "w"
     verdict = "" if cell.target == m.base else " " + verdict_text(cell)
+    if has_cpu_verdicts(m) and decided_metric(cell) == "wall":
+        verdict += DECIDED_MARK
     return f"{cell.rqps:.2f}{verdict}{(' ' + marks) if marks else ''}"
 
 
 def verdict_text(cell: Cell) -> str:
-    """faster, slower, same, unstable; `?` with what an undecided cell could hide; `·p` when the paired view
-    decided."""
-    v = cell.verdict_detail
+    """The wall-clock verdict: faster, slower, same, unstable; `?` with what an undecided cell could hide; `·p`
+    when the paired view decided."""
+    return verdict_word(cell.verdict_detail)
+
+
+def verdict_word(v: CellVerdict | None) -> str:
+    """One metric's verdict (stats/verdict.py) as the matrix shows it."""
     if v is None:
         return "?"
     if v.verdict == "undecided":
@@ -117,6 +125,26 @@ def verdict_text(cell: Cell) -> str:
     else:
         word = v.verdict
     return word + ("·p" if v.decided_by == "paired" and v.verdict != "undecided" else "")
+
+
+DECIDED_MARK = "*"
+CPU_LEGEND = (
+    "col-N cpu : the CPU-time verdict (queries per CPU second of the driver, plus a lab-started server's; the same "
+    f"rule as the wall clock's, labelled apart); {DECIDED_MARK} : the metric that decided the cell: the wall clock "
+    "when it decided, else the CPU time")
+
+
+def has_cpu_verdicts(m: Matrix) -> bool:
+    return any(c.cpu_verdict_detail is not None for c in m.cells.values())
+
+
+def cpu_text(m: Matrix, cell: Cell | None) -> str:
+    """The CPU-time verdict beside the wall-clock one; nothing where the cell has none."""
+    if cell is None or cell.target == m.base or cell.cpu_verdict_detail is None:
+        return ""
+    v = cell.cpu_verdict_detail
+    diff = f"{v.diff:+.1%} " if v.decided else ""
+    return diff + verdict_word(v) + (DECIDED_MARK if decided_metric(cell) == "cpu" else "")
 
 
 def legend(m: Matrix) -> list[str]:
@@ -207,6 +235,7 @@ def _config_text(info: dict[str, Any]) -> str:
 
 
 def _rqps_block(m: Matrix) -> Block:
+    cpu, sim = has_cpu_verdicts(m), has_simulated(m)
     rows: list[Row] = []
     current = None
     for group, benchmark, threads in m.rows():
@@ -214,8 +243,19 @@ def _rqps_block(m: Matrix) -> Block:
             rows.append(Row((group,), group=True))
             current = group
         rows.append(Row((_row_label(m, benchmark, threads),
-                         *[rqps_text(m, m.cell(t, benchmark, threads)) for t in m.targets])))
-    return Block("rQPS", "", ("benchmark", *[f"col-{i}" for i in range(1, len(m.targets) + 1)]), tuple(rows))
+                         *[text for t in m.targets for text in _target_columns(m, t, m.cell(t, benchmark, threads),
+                                                                               cpu, sim)])))
+    header = [title for i, t in enumerate(m.targets, 1)
+              for title in (f"col-{i}", *([f"col-{i} cpu"] if cpu and t != m.base else []),
+                            *([f"col-{i} simulated Δcyc"] if sim else []))]
+    return Block("rQPS", "", ("benchmark", *header), tuple(rows))
+
+
+def _target_columns(m: Matrix, target: str, cell: Cell | None, cpu: bool, sim: bool) -> list[str]:
+    """A target's columns of the matrix: rQPS with the wall-clock verdict; the CPU-time verdict (not for the base);
+    the simulated Δ est. cycles: each metric in a column of its own."""
+    return [rqps_text(m, cell), *([cpu_text(m, cell)] if cpu and target != m.base else []),
+            *([sim_text(cell)] if sim else [])]
 
 
 def _target_block(m: Matrix, target: str, info: dict[str, Any]) -> Block:
@@ -268,16 +308,9 @@ def aa_check(m: Matrix, meta: dict[str, Any]) -> dict[str, Any] | None:
     return {"target": target, "cells": len(cells), "changed": len(changed),
             "decided": sum(1 for c in cells if c.verdict_detail and c.verdict_detail.decided),
             "changed_cells": [f"{c.benchmark} t={c.threads}: {c.verdict}"
-                              for c in changed]}
-
-
-def _aa_line(m: Matrix, meta: dict[str, Any]) -> list[str]:
-    aa = aa_check(m, meta)
-    if aa is None:
-        return []
-    named = f" ({', '.join(aa['changed_cells'])})" if aa["changed_cells"] else ""
-    return [f"A/A: {aa['target']} is {m.base} run against itself: {aa['changed']} of {aa['cells']} cells called "
-            f"changed{named} (false alarms on this host; {aa['decided']} of {aa['cells']} decided)"]
+                              for c in changed],
+            # issue 25: the same counts for the CPU-time verdict (None when the run has none)
+            "cpu": aa_counts(m, target, lambda c: c.cpu_verdict_detail)}
 
 
 def _run_lines(meta: dict[str, Any]) -> list[str]:
@@ -298,6 +331,11 @@ def _run_lines(meta: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _metric_lines(m: Matrix) -> list[str]:
+    """What the matrix's extra columns are, when it has them: the CPU-time verdict, the simulated tier."""
+    return ([CPU_LEGEND] if has_cpu_verdicts(m) else []) + sim_legend(m)
+
+
 def build_report(m: Matrix, meta: dict[str, Any]) -> Report:
     by_name = {t["name"]: t for t in meta.get("targets", [])}
     blocks = [_rqps_block(m), *[_target_block(m, t, by_name.get(t, {})) for t in m.targets]]
@@ -307,6 +345,7 @@ def build_report(m: Matrix, meta: dict[str, Any]) -> Report:
         blocks.append(_counters_block(m))
     status = meta.get("status")
     return Report(heading=f"rQPS relative to {m.base}, {_center_name(m)} of repeats",
-                  legend=(*legend(m), *_run_lines(meta), *steady_lines(m, meta), *_aa_line(m, meta)),
+                  legend=(*legend(m), *_run_lines(meta), *steady_lines(m, meta), *_metric_lines(m),
+                          *quality_lines(m), *aa_line(m, meta)),
                   blocks=tuple(blocks), notes=(verdict_legend(m.min_effect), HOW_MEASURED),
                   warning=None if status in (None, "complete") else f"run status: {status}: the matrix is partial")

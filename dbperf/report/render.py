@@ -27,7 +27,9 @@ from dbperf.report.layout import (
     verdict_legend,
 )
 from dbperf.report.load_view import open_loop_of, percentiles_of
+from dbperf.report.simulated_view import SIM_FIELD_NAMES, sim_fields, simulated_json
 from dbperf.report.steady_view import steady_cell, steady_runs, unsettled_runs, warmups
+from dbperf.report.verdict_quality import decided_metric, verdict_quality
 from dbperf.stats.rqps_matrix import Cell, Matrix
 
 FAILED_TEXT_WIDTH = 80
@@ -112,6 +114,10 @@ def _median(key: str) -> Callable[[Matrix, Cell], Any]:
     return lambda m, c: c.median_of(key)
 
 
+def _sim(key: str) -> Callable[[Matrix, Cell], Any]:
+    return lambda m, c: sim_fields(c)[key]
+
+
 CELL_FIELDS: tuple[Field, ...] = (
     Field("target", lambda m, c: c.target),
     Field("benchmark", lambda m, c: c.benchmark),
@@ -143,6 +149,17 @@ CELL_FIELDS: tuple[Field, ...] = (
     Field("min_effect", lambda m, c: c.verdict_detail.min_effect if c.verdict_detail else None),
     Field("min_detectable_effect", lambda m, c: c.verdict_detail.min_detectable_effect if c.verdict_detail else None),
     Field("verdict_views", lambda m, c: _views(c), csv=False),
+    # issue 25: the CPU-time verdict beside the wall-clock one (None where the cell has none), which metric decided
+    # the cell, a level shift within its repeats, and the simulated tier's figures (report/simulated_view.py).
+    Field("cpu_verdict", lambda m, c: c.cpu_verdict_detail.verdict if c.cpu_verdict_detail else None),
+    Field("cpu_decided_by", lambda m, c: c.cpu_verdict_detail.decided_by if c.cpu_verdict_detail else None),
+    Field("cpu_noise_threshold", lambda m, c: c.cpu_verdict_detail.noise_threshold if c.cpu_verdict_detail else None),
+    Field("cpu_diff", lambda m, c: c.cpu_verdict_detail.diff if c.cpu_verdict_detail else None),
+    Field("cpu_min_detectable_effect",
+          lambda m, c: c.cpu_verdict_detail.min_detectable_effect if c.cpu_verdict_detail else None),
+    Field("decided_metric", lambda m, c: decided_metric(c)),
+    Field("level_shift", lambda m, c: c.level_shift),
+    *[Field(name, _sim(name)) for name in SIM_FIELD_NAMES],
     Field("interfered_runs", lambda m, c: interfered_runs(c)),
     Field("foreign_cpu_max", lambda m, c: max((r.noise.foreign_cpu for r in c.runs if r.noise), default=None)),
     Field("steal_max", lambda m, c: max((r.noise.steal for r in c.runs if r.noise), default=None)),
@@ -200,6 +217,8 @@ def to_json(m: Matrix, meta: dict[str, Any], skipped: list[dict[str, Any]] | Non
         "significance": SIGNIFICANCE,
         "verdicts": verdict_legend(m.min_effect),
         "aa": aa_check(m, meta),
+        "verdict_quality": verdict_quality(m, meta),
+        "simulated": simulated_json(m),
         "cells": [cell_json(m, c) for c in _cells(m)],
         "skipped_lines": skipped or [],
         "meta": meta,

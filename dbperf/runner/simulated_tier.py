@@ -26,8 +26,8 @@ from dbperf.explain.profile import Profiler
 from dbperf.records import Profile, SimulatedRecord
 from dbperf.runner.sqlite_data import SqliteData
 from dbperf.runner.target_lifecycle import TargetLifecycle
+from dbperf.stats.simulated import TIER
 
-TIER = "simulated (cachegrind, I1/D1 32K, LL 8M, ASLR off)"
 # Deterministic counts need no long run: a repeat of the same profile gives the same instructions per query to far
 # more than 4 digits (tests/test_simulated_tier.py); 3,000 queries keep 24 (target, benchmark) pairs near a minute.
 QUERIES = 3_000

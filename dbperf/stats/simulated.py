@@ -14,6 +14,7 @@ from dbperf.records import SimulatedRecord
 if TYPE_CHECKING:
     from dbperf.stats.rqps_matrix import Cell
 
+TIER = "simulated (cachegrind, I1/D1 32K, LL 8M, ASLR off)"  # how every view labels the tier's figures
 SAME_WITHIN = 0.005  # |Δ est. cycles| below 0.5% is "same": the tier's resolution, not a noise estimate
 
 SimulatedVerdict = Literal["faster", "slower", "same", "base", "missing"]

@@ -1,0 +1,126 @@
+"""Verdict quality in the open (issue 25): per measured metric (wall clock, CPU time), the noise thresholds the
+compared cells reached, the effect each undecided cell could still hide, the level shifts the verdicts did not decide
+on, and the A/A result when the run had an A/A copy: what a reader needs to judge how far the verdicts carry."""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable
+from typing import Any
+
+from dbperf.stats.rqps_matrix import Cell, Matrix
+from dbperf.stats.verdict import CellVerdict
+
+Metric = tuple[str, str, Callable[[Cell], CellVerdict | None]]
+METRICS: tuple[Metric, ...] = (
+    ("wall", "wall clock", lambda c: c.verdict_detail),
+    ("cpu", "CPU time", lambda c: c.cpu_verdict_detail),
+)
+
+
+def cell_label(m: Matrix, cell: Cell) -> str:
+    return f"{cell.benchmark}{'' if len(m.threads) == 1 else f' t={cell.threads}'} {cell.target}"
+
+
+def _ordered(m: Matrix) -> list[Cell]:
+    return [c for _, b, t in m.rows() for target in m.targets if (c := m.cell(target, b, t)) is not None]
+
+
+def decided_metric(cell: Cell) -> str | None:
+    """Which metric decides the cell: the wall clock's verdict when it decided (the headline), else the CPU time's
+    when that decided; None when neither did."""
+    for name, _, get in METRICS:
+        v = get(cell)
+        if v is not None and v.decided:
+            return name
+    return None
+
+
+def metric_quality(m: Matrix, get: Callable[[Cell], CellVerdict | None]) -> dict[str, Any] | None:
+    """One metric's thresholds and what its undecided cells could hide; None when no cell has its verdict."""
+    compared = [(c, v) for c in _ordered(m) if c.target != m.base and (v := get(c)) is not None]
+    if not compared:
+        return None
+    # A view that cannot decide at its n has the statistic's maximum as its threshold: not a noise level reached.
+    testable = [v.noise_threshold for _, v in compared if v.decided or v.min_detectable_effect is not None]
+    return {
+        "cells": len(compared),
+        "decided": sum(1 for _, v in compared if v.decided),
+        "noise_threshold_min": min(testable, default=None),
+        "noise_threshold_median": statistics.median(testable) if testable else None,
+        "noise_threshold_max": max(testable, default=None),
+        "undecided": [{"cell": cell_label(m, c), "verdict": v.verdict, "min_detectable_effect": v.min_detectable_effect}
+                      for c, v in compared if not v.decided],
+    }
+
+
+def aa_counts(m: Matrix, target: str, get: Callable[[Cell], CellVerdict | None]) -> dict[str, Any] | None:
+    """The A/A copy's cells under one metric: how many were called faster or slower (false alarms)."""
+    verdicts = [(c, v) for (t, _, _), c in m.cells.items() if t == target and (v := get(c)) is not None]
+    if not verdicts:
+        return None
+    changed = [(c, v) for c, v in verdicts if v.verdict in ("faster", "slower")]
+    return {"cells": len(verdicts), "changed": len(changed), "decided": sum(1 for _, v in verdicts if v.decided),
+            "changed_cells": [f"{c.benchmark} t={c.threads}: {v.verdict}" for c, v in changed]}
+
+
+def level_shifts(m: Matrix) -> list[dict[str, str]]:
+    return [{"cell": cell_label(m, c), "level_shift": c.level_shift} for c in _ordered(m) if c.level_shift]
+
+
+def verdict_quality(m: Matrix, meta: dict[str, Any]) -> dict[str, Any]:
+    """For JSON: per metric its quality, the level shifts, and the A/A counts per metric."""
+    target = meta.get("aa_target")
+    return {
+        **{name: metric_quality(m, get) for name, _, get in METRICS},
+        "level_shifts": level_shifts(m),
+        "aa": {name: aa_counts(m, target, get) for name, _, get in METRICS} if target else None,
+    }
+
+
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{x:.1%}"
+
+
+def quality_lines(m: Matrix) -> list[str]:
+    """The legend's lines: one per metric that has verdicts, and the level shifts."""
+    lines = []
+    for _, label, get in METRICS:
+        q = metric_quality(m, get)
+        if q is None:
+            continue
+        parts = [f"{q['decided']} of {q['cells']} compared cells decided"]
+        if q["noise_threshold_min"] is not None:
+            parts.append(f"noise thresholds {_pct(q['noise_threshold_min'])}–{_pct(q['noise_threshold_max'])} "
+                         f"(median {_pct(q['noise_threshold_median'])})")
+        hide = [f"{u['cell']} ±{_pct(u['min_detectable_effect'])}" for u in q["undecided"]
+                if u["min_detectable_effect"] is not None]
+        if hide:
+            parts.append("undecided cells could hide a change up to: " + ", ".join(hide))
+        untestable = sum(1 for u in q["undecided"] if u["min_detectable_effect"] is None)
+        if untestable:
+            parts.append(f"{untestable} cell(s) with too few repeats for any test")
+        lines.append(f"verdict quality, {label}: " + "; ".join(parts))
+    shifts = level_shifts(m)
+    if shifts:
+        lines.append("level shifts within repeats (not decided or stopped on): "
+                     + "; ".join(f"{s['cell']}: {s['level_shift']}" for s in shifts))
+    return lines
+
+
+def aa_line(m: Matrix, meta: dict[str, Any]) -> list[str]:
+    """The A/A result per metric, when the run had an A/A copy."""
+    target = meta.get("aa_target")
+    if not target:
+        return []
+    parts = []
+    for name, label, get in METRICS:
+        aa = aa_counts(m, target, get)
+        if aa is None:
+            if name == "wall":
+                parts.append(f"{label} 0 of 0 cells called changed")
+            continue
+        named = f" ({', '.join(aa['changed_cells'])})" if aa["changed_cells"] else ""
+        parts.append(f"{label} {aa['changed']} of {aa['cells']} cells called changed{named}, {aa['decided']} of "
+                     f"{aa['cells']} decided")
+    return [f"A/A: {target} is {m.base} run against itself: " + "; ".join(parts) + " (false alarms on this host)"]
