@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -65,10 +66,12 @@ def _top(functions: dict[str, dict[str, float]], key: str, n: int) -> list[TopFu
 class Profiler:
     """Profiles cells of one experiment, loading each target's data once."""
 
-    def __init__(self, e: Experiment, work: Path, queries: int = 20_000, mode: CounterMode | None = None,
-                 native_timing: bool = True, data: dict[str, SqliteData] | None = None) -> None:
-        """`native_timing` False: simulated mode skips the native run that only times the slowdown (the simulated
-        tier wants the counts alone); `data`: SQLite targets' data already loaded (by the run), by target name."""
+    def __init__(self, e: Experiment, work: Path, queries: int | Callable[[Workload], int] = 20_000,
+                 mode: CounterMode | None = None, native_timing: bool = True,
+                 data: dict[str, SqliteData] | None = None) -> None:
+        """`queries`: per profile, or a function of the benchmark; `native_timing` False: simulated mode skips the
+        native run that only times the slowdown (the simulated tier wants the counts alone); `data`: SQLite targets'
+        data already loaded (by the run), by target name."""
         self.e = e
         self.work = work
         self.queries = queries
@@ -76,6 +79,10 @@ class Profiler:
         self.native_timing = native_timing
         self.data: dict[str, SqliteData] = dict(data or {})
         self.servers = ServerProfiling(e)
+
+    def _events(self, benchmark: Workload) -> int:
+        queries = self.queries(benchmark) if callable(self.queries) else self.queries
+        return max(1, math.ceil(queries / benchmark.queries_per_event))
 
     def close(self) -> None:
         """Stops the servers started for profiling."""
@@ -90,7 +97,7 @@ class Profiler:
 
     def _jobs(self, target: Target, benchmark: Workload) -> tuple[DriverJob, int]:
         data = self._data(target)
-        events = max(1, math.ceil(self.queries / benchmark.queries_per_event))
+        events = self._events(benchmark)
         job = target.process.apply(data.job(data.working)).replace(
             mode="run", threads=1, time_s=1.0, warmup_s=0.0, seed=self.e.seed, events=events,
             workload=compile_statements(benchmark, self.e.table_size))
@@ -116,7 +123,7 @@ class Profiler:
         return self._hardware(target, benchmark)
 
     def _server_simulated(self, target: Target, benchmark: Workload) -> Profile:
-        events = max(1, math.ceil(self.queries / benchmark.queries_per_event))
+        events = self._events(benchmark)
         started = time.monotonic()
         full, result_n = self.servers.window(target, benchmark, events)
         empty, _ = self.servers.window(target, benchmark, 0)
@@ -137,7 +144,7 @@ class Profiler:
         if self.mode.mode != "hardware":
             raise UserError(f"target {target.name!r}: hardware counters of the server's processes asked for, but "
                             f"{self.mode.reason}")
-        events = max(1, math.ceil(self.queries / benchmark.queries_per_event))
+        events = self._events(benchmark)
         full, result_n = self.servers.hardware_window(target, benchmark, events)
         empty, _ = self.servers.hardware_window(target, benchmark, 0)
         if result_n.events != events or result_n.errors:
@@ -162,7 +169,7 @@ class Profiler:
             per_query=per_query, unsupported_events=sorted(set(full.unsupported)))
 
     def _server_callgrind(self, target: Target, benchmark: Workload) -> Profile:
-        events = max(1, math.ceil(self.queries / benchmark.queries_per_event))
+        events = self._events(benchmark)
         started = time.monotonic()
         full, result_n, held = self.servers.callgrind_window(target, benchmark, events)
         empty, _, _ = self.servers.callgrind_window(target, benchmark, 0, hold_s=held)

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from dbperf.experiment.spec import Experiment
 from dbperf.runner.post_write import steps_before
+from dbperf.runner.simulated_tier import estimated_seconds
 from dbperf.servers.runtime import runtime_base
 
 LONG_RUN_S = 3600.0
@@ -119,5 +120,7 @@ def estimate(e: Experiment, out: Path) -> Estimate:
     seconds += cells * (e.time_s + warmup_s + CELL_OVERHEAD_S)
     if e.budget_s is not None:  # repeats = "auto": the minimum rounds above, or the budget if it is longer
         seconds += max(0.0, e.budget_s - cells * (e.time_s + warmup_s + CELL_OVERHEAD_S))
+    if e.simulated:
+        seconds += estimated_seconds(e)
     needs = tuple((place, need, _free_bytes(Path(place))) for place, need in per_place.items())
     return Estimate(seconds, needs)

@@ -29,8 +29,13 @@ from dbperf.runner.target_lifecycle import TargetLifecycle
 from dbperf.stats.simulated import TIER
 
 # Deterministic counts need no long run: a repeat of the same profile gives the same instructions per query to far
-# more than 4 digits (tests/test_simulated_tier.py); 3,000 queries keep 24 (target, benchmark) pairs near a minute.
+# more than 4 digits (tests/test_simulated_tier.py). A benchmark's queries: ROW_BUDGET rows read or written, at least
+# MIN_QUERIES and at most QUERIES: point queries get 3,000, 100-row IN lists and ranges 300, a full scan 10. A
+# function of the workload and table_size only, so every target and every run counts a benchmark over the same
+# queries.
 QUERIES = 3_000
+MIN_QUERIES = 10
+ROW_BUDGET = 30_000
 MAX_AT_ONCE = 2  # cachegrind profiles at once, at most one per CPU (the counts do not depend on load)
 MODE = CounterMode("simulated", "the simulated tier (`simulated = true`)")
 
@@ -43,6 +48,40 @@ def identity(target: Target) -> str:
     if library is not None and library.is_file():
         digest = hashlib.sha256(library.read_bytes()).hexdigest()
     return repr(replace(target, name="", host=None)) + digest
+
+
+def rows_per_query(w: Workload, table_size: int) -> float:
+    """Rows a query of `w` reads or writes, from its definition: an IN list's count, a range's size, the table for a
+    scan, else one; a mix: the weighted mean of its kinds."""
+    if w.mix:
+        total = sum(weight for weight, _ in w.mix)
+        return sum(weight * rows_per_query(kind, table_size) for weight, kind in w.mix) / total
+    if w.rows_per_event == "table_size":
+        return max(1.0, table_size / w.queries_per_event)
+    rows = 0
+    for s in w.statements:
+        sizes = [v for spec in s.params.values() for k in ("count", "size")
+                 if isinstance(v := spec.get(k), int) and not isinstance(v, bool)]
+        rows += s.repeat * max([1, *sizes])
+    return max(1.0, rows / w.queries_per_event)
+
+
+def queries_for(table_size: int) -> Callable[[Workload], int]:
+    """The profiled queries of a benchmark (see ROW_BUDGET)."""
+    def queries(w: Workload) -> int:
+        return max(MIN_QUERIES, min(QUERIES, round(ROW_BUDGET / rows_per_query(w, table_size))))
+    return queries
+
+
+# Wall time of one counted (target, benchmark), both cachegrind runs: 4-15 s measured on the 2-vCPU VM under load
+# (the demo's 8 benchmarks, 100,000 rows); for the run's estimate only.
+PAIR_S = 8.0
+
+
+def estimated_seconds(e: Experiment) -> float:
+    """A rough bound for the run's estimate (runner/estimate.py): the A/A copy is reused, the rest counted."""
+    counted = len(e.targets) - (1 if e.aa_target else 0)
+    return len(e.benchmarks) * counted * PAIR_S / at_once()
 
 
 def at_once() -> int:
@@ -61,12 +100,13 @@ def _record(target: Target, benchmark: Workload, profile: Profile | None, error:
 
 def measure_simulated(e: Experiment, work: Path, data: dict[str, TargetLifecycle],
                       write: Callable[[SimulatedRecord], None], progress: Progress | None = None,
-                      queries: int = QUERIES) -> None:
+                      queries: int | Callable[[Workload], int] | None = None) -> None:
     """Measures every (target, benchmark) once, writing each `simulated` record as it is known. `data`: the run's
     loaded targets; SQLite ones are profiled from their pristine copy (no second load), servers by the profiler's
     own server (explain/server_profile.py), one at a time."""
     loaded = {name: d for name, d in data.items() if isinstance(d, SqliteData)}
-    profiler = Profiler(e, work, queries=queries, mode=MODE, native_timing=False, data=loaded)
+    profiler = Profiler(e, work, queries=queries or queries_for(e.table_size), mode=MODE, native_timing=False,
+                        data=loaded)
     keys = {t.name: identity(t) for t in e.targets}
     first: dict[str, Target] = {}  # identity -> the target measured for it
     for t in e.targets:
