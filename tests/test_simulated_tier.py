@@ -16,7 +16,15 @@ from dbperf.explain.profile import Profiler
 from dbperf.records import SimulatedRecord, encode, results_record
 from dbperf.report.html import to_html
 from dbperf.report.render import render_table, to_csv, to_json, to_markdown
-from dbperf.runner.simulated_tier import MODE, QUERIES, identity
+from dbperf.runner.simulated_tier import (
+    MIN_QUERIES,
+    MODE,
+    QUERIES,
+    estimated_seconds,
+    identity,
+    queries_for,
+    rows_per_query,
+)
 from dbperf.stats.rqps_matrix import build_matrix
 from dbperf.stats.simulated import SAME_WITHIN, TIER, simulated_delta, simulated_verdict
 from dbperf.stats.verdict import CellVerdict, View
@@ -136,6 +144,30 @@ def test_identity_ignores_the_name_only():
     assert identity(replace(a, name="a-aa")) == identity(a)
     assert identity(replace(a, config={"journal_mode": "DELETE"})) != identity(a)
     assert identity(replace(a, library="/other/libsqlite3.so")) != identity(a)
+
+
+@unit
+def test_query_count_follows_the_rows_a_query_touches(write_experiment):
+    e = parse_experiment(write_experiment('[run]\nbenchmarks = ["point-query", "random-points-100", "read-only-100", '
+                                          '"scan"]\ntable_size = 100000\nsimulated = true\n[[target]]\nname = "a"\n'))
+    assert e.simulated
+    point, points, read_only, scan = e.benchmarks
+    assert rows_per_query(point, e.table_size) == 1 and rows_per_query(points, e.table_size) == 100
+    assert rows_per_query(read_only, e.table_size) == (10 + 4 * 100) / 16  # BEGIN and COMMIT count as queries
+    assert rows_per_query(scan, e.table_size) == 100_000
+    queries = queries_for(e.table_size)
+    assert [queries(w) for w in e.benchmarks] == [QUERIES, 300, round(30_000 / 25.625), MIN_QUERIES]
+    assert estimated_seconds(e) > 0
+
+
+@unit
+def test_the_key_defaults_to_off(write_experiment):
+    e = parse_experiment(write_experiment('[run]\nbenchmarks = ["point-query"]\n[[target]]\nname = "a"\n'))
+    assert e.simulated is False
+    bad = write_experiment('[run]\nbenchmarks = ["point-query"]\nsimulated = "yes"\n[[target]]\nname = "a"\n')
+    proc = run_cli("run", str(bad))
+    assert proc.returncode == 2 and "simulated: expected true or false" in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
 
 
 @unit

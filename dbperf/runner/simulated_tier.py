@@ -7,8 +7,10 @@ results.jsonl as a `simulated` record the moment it is known; a failed one carri
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
+import signal
 import subprocess
 import time
 from collections.abc import Callable
@@ -136,6 +138,7 @@ def measure_simulated(e: Experiment, work: Path, data: dict[str, TargetLifecycle
         servers = [(t, b) for t, b in measured if t.is_server]
         with ThreadPoolExecutor(max_workers=at_once(), thread_name_prefix="dbperf-sim") as pool:
             running: dict[Future[SimulatedRecord], tuple[Target, Workload]] = {}
+            before = _children()
             try:
                 while local or running:
                     busy = {t.name for t, _ in running.values()}
@@ -151,6 +154,13 @@ def measure_simulated(e: Experiment, work: Path, data: dict[str, TargetLifecycle
                     finished, _ = wait(running, return_when=FIRST_COMPLETED)
                     for future in finished:
                         done(*running.pop(future), future.result())
+            except BaseException:
+                # Ctrl-C, SIGTERM: the workers' cachegrind runs are this process's children started since `before`;
+                # killed by their ids, so that the pool's shutdown does not wait for them to finish.
+                for pid in _children() - before:
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(pid, signal.SIGKILL)
+                raise
             finally:
                 for future in running:
                     future.cancel()
@@ -162,6 +172,15 @@ def measure_simulated(e: Experiment, work: Path, data: dict[str, TargetLifecycle
         profiler.close()
         if progress and task is not None:
             progress.remove_task(task)
+
+
+def _children() -> set[int]:
+    """This process's child processes (of every thread), by id."""
+    pids: set[int] = set()
+    for task in Path(f"/proc/{os.getpid()}/task").iterdir():
+        with contextlib.suppress(OSError, ValueError):
+            pids |= {int(p) for p in (task / "children").read_text().split()}
+    return pids
 
 
 def replace_target(record: SimulatedRecord, target: str, source: str) -> SimulatedRecord:
