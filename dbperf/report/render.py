@@ -149,17 +149,6 @@ CELL_FIELDS: tuple[Field, ...] = (
     Field("min_effect", lambda m, c: c.verdict_detail.min_effect if c.verdict_detail else None),
     Field("min_detectable_effect", lambda m, c: c.verdict_detail.min_detectable_effect if c.verdict_detail else None),
     Field("verdict_views", lambda m, c: _views(c), csv=False),
-    # issue 25: the CPU-time verdict beside the wall-clock one (None where the cell has none), which metric decided
-    # the cell, a level shift within its repeats, and the simulated tier's figures (report/simulated_view.py).
-    Field("cpu_verdict", lambda m, c: c.cpu_verdict_detail.verdict if c.cpu_verdict_detail else None),
-    Field("cpu_decided_by", lambda m, c: c.cpu_verdict_detail.decided_by if c.cpu_verdict_detail else None),
-    Field("cpu_noise_threshold", lambda m, c: c.cpu_verdict_detail.noise_threshold if c.cpu_verdict_detail else None),
-    Field("cpu_diff", lambda m, c: c.cpu_verdict_detail.diff if c.cpu_verdict_detail else None),
-    Field("cpu_min_detectable_effect",
-          lambda m, c: c.cpu_verdict_detail.min_detectable_effect if c.cpu_verdict_detail else None),
-    Field("decided_metric", lambda m, c: decided_metric(c)),
-    Field("level_shift", lambda m, c: c.level_shift),
-    *[Field(name, _sim(name)) for name in SIM_FIELD_NAMES],
     Field("interfered_runs", lambda m, c: interfered_runs(c)),
     Field("foreign_cpu_max", lambda m, c: max((r.noise.foreign_cpu for r in c.runs if r.noise), default=None)),
     Field("steal_max", lambda m, c: max((r.noise.steal for r in c.runs if r.noise), default=None)),
@@ -179,6 +168,18 @@ CELL_FIELDS: tuple[Field, ...] = (
     # The load model (report/load_view.py): chosen percentiles (median of repeats), open loop asked vs achieved.
     Field("latency_percentiles_us", lambda m, c: percentiles_of(c), csv=False),
     Field("open_loop", lambda m, c: open_loop_of(c), csv=False),
+    # Issue 25, last so that the earlier CSV columns keep their places: the CPU-time verdict beside the wall-clock
+    # one (None where the cell has none), which metric decided the cell, a level shift within its repeats, and the
+    # simulated tier's figures (report/simulated_view.py).
+    Field("cpu_verdict", lambda m, c: c.cpu_verdict_detail.verdict if c.cpu_verdict_detail else None),
+    Field("cpu_decided_by", lambda m, c: c.cpu_verdict_detail.decided_by if c.cpu_verdict_detail else None),
+    Field("cpu_noise_threshold", lambda m, c: c.cpu_verdict_detail.noise_threshold if c.cpu_verdict_detail else None),
+    Field("cpu_diff", lambda m, c: c.cpu_verdict_detail.diff if c.cpu_verdict_detail else None),
+    Field("cpu_min_detectable_effect",
+          lambda m, c: c.cpu_verdict_detail.min_detectable_effect if c.cpu_verdict_detail else None),
+    Field("decided_metric", lambda m, c: decided_metric(c)),
+    Field("level_shift", lambda m, c: c.level_shift),
+    *[Field(name, _sim(name)) for name in SIM_FIELD_NAMES],
 )
 
 
