@@ -144,7 +144,7 @@ RUN = (
     Key("aa", "boolean", "also run the base against itself (target BASE-aa): the report counts the A/A cells called "
         "changed", "false", "", boolean),
     Key("simulated", "boolean", "after the timed rounds, instructions and estimated cycles per query of every (target, "
-        "benchmark) under cachegrind, one thread: the report's deterministic `sim Δcyc` beside each rQPS "
+        "benchmark) under cachegrind, one thread: the report's deterministic `simulated Δcyc` beside each rQPS "
         "(runner/simulated_tier.py)", "false", "", boolean),
     Key("order", " | ".join(ORDERS), "order of the targets within a round: reversed every other round, or drawn "
         "at random from the seed (recorded)", "alternate", "", one_of(*ORDERS)),
