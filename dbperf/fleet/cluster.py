@@ -115,9 +115,10 @@ def run_scheduler(host: str, port: int, certs: Path | None, address_file: Path |
 
 
 def run_worker(scheduler: str, name: str, certs: Path | None, cache: Path | None, listen: str | None,
-               join_timeout: float = 60) -> None:
+               join_timeout: float = 60, ready_file: Path | None = None) -> None:
     """A Dask worker for host `name` until it is stopped or loses the scheduler: one thread, resource host-NAME.
-    `cache` becomes the lab's cache directory for everything this worker builds (DBPERF_CACHE)."""
+    `cache` becomes the lab's cache directory for everything this worker builds (DBPERF_CACHE); `ready_file` is
+    written once it joined (how `fleet local` counts its workers in)."""
     sec = security(certs, scheduler)
     if cache:
         os.environ["DBPERF_CACHE"] = str(cache.absolute())
@@ -135,6 +136,10 @@ def run_worker(scheduler: str, name: str, certs: Path | None, cache: Path | None
                 raise UserError(f"{scheduler}: cannot join the scheduler as {name!r}: {e}") from None
             print(f"dbperf: worker {name} joined {scheduler} (listening on {worker.address}, cache "
                   f"{os.environ.get('DBPERF_CACHE', '~/.cache/dbperf')})", file=sys.stderr, flush=True)
+            if ready_file:
+                tmp = ready_file.with_suffix(".tmp")
+                tmp.write_text(worker.address + "\n")
+                os.replace(tmp, ready_file)
             finished = asyncio.ensure_future(worker.finished())
             await _until_signal(finished)
             with contextlib.suppress(Exception):

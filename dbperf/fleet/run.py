@@ -13,7 +13,7 @@ from dbperf.errors import UserError
 from dbperf.experiment.spec import Experiment, parse_experiment
 from dbperf.fleet.cluster import connect
 from dbperf.fleet.controller import Controller, FleetOutcome
-from dbperf.fleet.local import local_fleet, local_names
+from dbperf.fleet.local import check_workers, local_fleet, local_names
 from dbperf.fleet.plan import fleet_hosts
 from dbperf.runner import interrupts
 
@@ -92,6 +92,7 @@ def run_fleet(experiment: Path, out: Path | None, scheduler: str | None, certs: 
 def run_local(experiment: Path, workers: int, out: Path | None, console: Console, tls: bool = False,
               resume: bool = False, keep_data: bool = False, fake_cell_s: float | None = None) -> FleetEnd:
     """`dbperf fleet local`: a scheduler and `workers` workers on 127.0.0.1 for this run only."""
+    check_workers(workers)  # before anything else: the cap is about this host, not the experiment
     e = parse_experiment(experiment)
     foreign = [h for h in fleet_hosts(e, local_names(workers)) if h not in local_names(workers)]
     if foreign:
