@@ -3,6 +3,8 @@ does for one machine."""
 
 from __future__ import annotations
 
+import contextlib
+import signal
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -99,7 +101,14 @@ def run_local(experiment: Path, workers: int, out: Path | None, console: Console
         raise UserError(f"{experiment}: names host(s) {', '.join(foreign)}; fleet local runs on local-1 ... "
                         f"local-{workers} (name those, or none, in the experiment; or use dbperf fleet run)")
     directory = _directory(experiment, out, resume)
-    with local_fleet(workers, tls=tls) as fleet:
+    with contextlib.ExitStack() as stack:
+        try:
+            fleet = stack.enter_context(local_fleet(workers, tls=tls))
+        except KeyboardInterrupt as interrupt:  # the fleet's processes are stopped by now
+            how = signal.Signals(getattr(interrupt, "signum", signal.SIGINT)).name
+            console.print(f"dbperf: interrupted ({how}) while the local workers started; every process of the "
+                          "fleet is stopped, nothing was run", markup=False, highlight=False)
+            return FleetEnd(directory, interrupts.exit_code(interrupt))
         return _run(e, directory, fleet.scheduler, fleet.certs, console, local_names(workers), resume, keep_data,
                     f"dbperf fleet local --workers {workers} {experiment} --out {directory} --resume",
                     fake_cell_s=fake_cell_s)
