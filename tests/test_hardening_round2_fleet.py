@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 import os
 import signal
+import socket
 import subprocess
 import time
 from pathlib import Path
@@ -102,6 +103,19 @@ def test_worker_join_timeout_bad_values_are_one_line(value: str) -> None:
     assert "--join-timeout" in _one_line_exit_2(proc)
 
 
+@pytest.mark.unit
+def test_scheduler_port_out_of_range_or_in_use_is_one_line() -> None:
+    """Tornado took --port 99999 as 34463 without a word; -5 and a port in use were distributed's traceback."""
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        assert "Address already in use" in _one_line_exit_2(run_cli("scheduler", "--port", str(port), timeout=120))
+    for bad in ("-5", "99999"):
+        assert "--port: expected 0 (a free one) to 65535" in _one_line_exit_2(run_cli("scheduler", "--port", bad,
+                                                                                       timeout=120))
+
+
 # -- fleet local: the cap ----------------------------------------------------------------------------------------
 
 @pytest.mark.unit
@@ -133,7 +147,8 @@ def test_fleet_local_above_the_cap_is_refused_in_one_line_and_starts_nothing(wri
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
 def test_a_signal_during_start_up_stops_every_worker(write_experiment, tmp_path: Path, signum: int) -> None:
     """Three workers start (at most as many at once as there are CPUs, at least two); the signal is sent once the
-    first has joined, so at least one is still starting. Then no process of this fleet remains, adopted by init
+    first has joined and the third is launched, so at least that one is still starting (importing Dask takes
+    seconds). Then no process of this fleet remains, adopted by init
     or not: each one's command line names the fleet's state directory, made under this test's TMPDIR."""
     marker = (str(tmp_path), "dbperf-fleet-")
     proc = subprocess.Popen([*DBPERF, "fleet", "local", "--workers", "3", str(write_experiment(SMALL)), "--out",
@@ -148,7 +163,11 @@ def test_a_signal_during_start_up_stops_every_worker(write_experiment, tmp_path:
                 break
         else:
             pytest.fail(f"no progress line: {''.join(seen)}")
-        assert _fleet_processes(*marker), "the fleet's processes are not found by their state directory"
+        deadline = time.monotonic() + 60  # local-3 is launched once local-1 joined: signal while it starts
+        while not _fleet_processes(*marker, "--name local-3") and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert _fleet_processes(*marker, "--name local-3"), "the fleet's processes are not found by their state " \
+                                                            "directory"
         proc.send_signal(signum)
         rest = proc.stderr.read()
         code = proc.wait(timeout=120)
