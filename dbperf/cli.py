@@ -767,12 +767,17 @@ def worker(
                                                        "~/.cache/dbperf)")] = None,
     listen: Annotated[Optional[str], typer.Option(help="address to listen on (default: the interface that "
                                                        "reaches the scheduler)")] = None,
-    join_timeout: Annotated[float, typer.Option(help="seconds to keep trying to join the scheduler")] = 60,
+    join_timeout: Annotated[str, typer.Option(help="how long to keep trying to join the scheduler (e.g. 60s, "
+                                                   "2m)")] = "60s",
+    ready_file: Annotated[Optional[Path], typer.Option(hidden=True, help="written once joined (fleet local)")]
+    = None,
 ) -> None:
     """Join the fleet as host NAME: one cell at a time, run with this host's dbperf, compiler and caches."""
+    from dbperf.experiment.durations import parse_duration
     from dbperf.fleet.cluster import run_worker
     from dbperf.names import check_name
-    run_worker(scheduler, check_name(name, "--name"), certs, cache, listen, join_timeout)
+    timeout = parse_duration(join_timeout, "--join-timeout", positive=True)
+    run_worker(scheduler, check_name(name, "--name"), certs, cache, listen, timeout, ready_file)
 
 
 def _fleet_end(end: Any) -> None:
@@ -796,13 +801,17 @@ def fleet_run(
 @fleet_app.command("local")
 def fleet_local(
     experiment: Annotated[Path, typer.Argument(help="experiment file")],
-    workers: Annotated[int, typer.Option(help="workers (hosts local-1 ... local-N)")] = 2,
+    workers: Annotated[int, typer.Option(help="workers (hosts local-1 ... local-N); at most 4 per CPU the lab may "
+                                              "use, and as many as fit at 160 MiB each in half of MemAvailable")]
+    = 2,
     out: Annotated[Optional[Path], OUT_OPTION] = None,
     tls: Annotated[bool, typer.Option("--tls", help="TLS with a fresh self-signed set")] = False,
     resume: Annotated[bool, typer.Option("--resume", help="run the cells --out DIR lacks")] = False,
     keep_data: Annotated[bool, typer.Option(help="keep each host's loaded data")] = False,
 ) -> None:
-    """Start a scheduler and N workers on 127.0.0.1, run the experiment on them, stop them."""
+    """Start a scheduler and N workers on 127.0.0.1, run the experiment on them, stop them (all of them, also on
+    Ctrl-C or SIGTERM while they start). N is capped by this host: 4 workers per CPU the lab may use, and 160 MiB
+    (one worker's measured resident size) each within half of MemAvailable."""
     from dbperf.fleet.run import run_local
     _fleet_end(run_local(experiment, workers, out, err_console, tls=tls, resume=resume, keep_data=keep_data))
 

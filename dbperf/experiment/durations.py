@@ -1,29 +1,47 @@
-"""Durations as people write them in experiment files: "10s", "500ms", "2m", or a number of seconds."""
+"""Durations as people write them in experiment files and on the command line: "10s", "500ms", "2m", or a number of
+seconds. The one parser for every duration and timeout the lab takes (experiment keys, `dbperf worker
+--join-timeout`, ...): a negative, malformed or non-finite value is one line naming where it came from."""
 
 from __future__ import annotations
 
+import math
 import re
 
 from dbperf.errors import UserError
 
 UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0}
 MAX_SECONDS = 7 * 86400.0
-DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|min|m|h)?\s*$")
+# A sign is accepted by the pattern only so that "-5s" is refused as negative rather than as unreadable.
+DURATION = re.compile(r"^\s*([+-]?(?:\d+(?:\.\d*)?|\.\d+))\s*(ms|s|min|m|h)?\s*$")
+EXAMPLES = "write e.g. \"10s\", \"500ms\", \"2m\""
 
 
-def parse_duration(value: object, where: str) -> float:
-    """Seconds, or a UserError naming `where`."""
+def _spelled(seconds: float) -> str:
+    for unit, size in (("week", 7 * 86400.0), ("h", 3600.0), ("min", 60.0)):
+        if seconds >= size and seconds % size == 0:
+            n = seconds / size
+            return f"a {unit}" if unit == "week" and n == 1 else f"{n:g} {unit}"
+    return f"{seconds:g} s"
+
+
+def parse_duration(value: object, where: str, *, positive: bool = False, maximum: float = MAX_SECONDS) -> float:
+    """Seconds, or a UserError naming `where`. `positive`: 0 is refused too. The default maximum (a week) is
+    per cell: beyond it the timeouts derived from it overflow, and it is a typo anyway."""
     if isinstance(value, bool):
-        raise UserError(f"{where}: cannot parse duration {value!r} (write e.g. \"10s\", \"500ms\", \"2m\")")
+        raise UserError(f"{where}: cannot parse duration {value!r} ({EXAMPLES})")
     if isinstance(value, (int, float)):
         seconds = float(value)
     elif isinstance(value, str) and (m := DURATION.match(value)):
-        seconds = float(m.group(1)) * UNITS[m.group(2) or "s"]
+        seconds = float(m.group(1)) * UNITS[m.group(2) or "s"] + 0.0  # + 0.0: "-0" is 0, not -0.0
     else:
-        raise UserError(f"{where}: cannot parse duration {value!r} (write e.g. \"10s\", \"500ms\", \"2m\")")
+        raise UserError(f"{where}: cannot parse duration {value!r} ({EXAMPLES})")
+    if not math.isfinite(seconds):  # TOML has nan and inf; nan passes every comparison below
+        raise UserError(f"{where}: {value!r} is not a finite number of seconds")
     if seconds < 0:
-        raise UserError(f"{where}: duration must not be negative")
-    if seconds > MAX_SECONDS:
-        # Per cell: beyond this the timeouts derived from it overflow, and it is a typo anyway.
-        raise UserError(f"{where}: {value!r} is longer than a week per cell")
+        raise UserError(f"{where}: duration must not be negative, got {value!r}")
+    if positive and seconds == 0:
+        raise UserError(f"{where}: must be longer than 0, got {value!r}")
+    if seconds > maximum:
+        per_cell = " per cell" if maximum == MAX_SECONDS else ""
+        raise UserError(f"{where}: {value!r} is longer than {_spelled(maximum)}{per_cell}")
     return seconds

@@ -96,14 +96,24 @@ async def _until_signal(stopped: asyncio.Future[Any] | None = None) -> None:
 def run_scheduler(host: str, port: int, certs: Path | None, address_file: Path | None,
                   announce: Any = print) -> None:
     """A Dask scheduler until SIGINT/SIGTERM/SIGHUP. Listens on `host` (127.0.0.1 by default: safe by default)."""
+    if not 0 <= port <= 65535:  # Tornado would take 99999 as 34463 (modulo 65536) without a word
+        raise UserError(f"--port: expected 0 (a free one) to 65535, got {port}")
     protocol = "tls" if certs else "tcp"
     sec = security(certs, f"{protocol}://{host}:{port}")
     _quiet_logs()
 
     async def main() -> None:
         with dask.config.set(IDLE_CONFIG):
-            async with Scheduler(host=host, port=port, protocol=protocol, security=sec, dashboard=False,
-                                 dashboard_address=None, allowed_failures=0) as scheduler:
+            scheduler = Scheduler(host=host, port=port, protocol=protocol, security=sec, dashboard=False,
+                                  dashboard_address=None, allowed_failures=0)
+            try:
+                await scheduler
+            except RuntimeError as e:  # "Scheduler failed to start." wraps why (the port in use, a bad address)
+                cause: BaseException = e
+                while cause.__cause__ is not None:
+                    cause = cause.__cause__
+                raise UserError(f"cannot start the scheduler on {host}:{port}: {_one_line(cause)}") from None
+            async with scheduler:
                 announce(f"dbperf: scheduler listening on {scheduler.address}")
                 if address_file:
                     tmp = address_file.with_suffix(".tmp")
@@ -114,10 +124,16 @@ def run_scheduler(host: str, port: int, certs: Path | None, address_file: Path |
     asyncio.run(main())
 
 
+def _one_line(e: BaseException) -> str:
+    text = " ".join(str(e).split())
+    return text or type(e).__name__
+
+
 def run_worker(scheduler: str, name: str, certs: Path | None, cache: Path | None, listen: str | None,
-               join_timeout: float = 60) -> None:
+               join_timeout: float = 60, ready_file: Path | None = None) -> None:
     """A Dask worker for host `name` until it is stopped or loses the scheduler: one thread, resource host-NAME.
-    `cache` becomes the lab's cache directory for everything this worker builds (DBPERF_CACHE)."""
+    `cache` becomes the lab's cache directory for everything this worker builds (DBPERF_CACHE); `ready_file` is
+    written once it joined (how `fleet local` counts its workers in)."""
     sec = security(certs, scheduler)
     if cache:
         os.environ["DBPERF_CACHE"] = str(cache.absolute())
@@ -135,6 +151,10 @@ def run_worker(scheduler: str, name: str, certs: Path | None, cache: Path | None
                 raise UserError(f"{scheduler}: cannot join the scheduler as {name!r}: {e}") from None
             print(f"dbperf: worker {name} joined {scheduler} (listening on {worker.address}, cache "
                   f"{os.environ.get('DBPERF_CACHE', '~/.cache/dbperf')})", file=sys.stderr, flush=True)
+            if ready_file:
+                tmp = ready_file.with_suffix(".tmp")
+                tmp.write_text(worker.address + "\n")
+                os.replace(tmp, ready_file)
             finished = asyncio.ensure_future(worker.finished())
             await _until_signal(finished)
             with contextlib.suppress(Exception):

@@ -3,6 +3,8 @@ does for one machine."""
 
 from __future__ import annotations
 
+import contextlib
+import signal
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -13,7 +15,7 @@ from dbperf.errors import UserError
 from dbperf.experiment.spec import Experiment, parse_experiment
 from dbperf.fleet.cluster import connect
 from dbperf.fleet.controller import Controller, FleetOutcome
-from dbperf.fleet.local import local_fleet, local_names
+from dbperf.fleet.local import check_workers, local_fleet, local_names
 from dbperf.fleet.plan import fleet_hosts
 from dbperf.runner import interrupts
 
@@ -92,13 +94,21 @@ def run_fleet(experiment: Path, out: Path | None, scheduler: str | None, certs: 
 def run_local(experiment: Path, workers: int, out: Path | None, console: Console, tls: bool = False,
               resume: bool = False, keep_data: bool = False, fake_cell_s: float | None = None) -> FleetEnd:
     """`dbperf fleet local`: a scheduler and `workers` workers on 127.0.0.1 for this run only."""
+    check_workers(workers)  # before anything else: the cap is about this host, not the experiment
     e = parse_experiment(experiment)
     foreign = [h for h in fleet_hosts(e, local_names(workers)) if h not in local_names(workers)]
     if foreign:
         raise UserError(f"{experiment}: names host(s) {', '.join(foreign)}; fleet local runs on local-1 ... "
                         f"local-{workers} (name those, or none, in the experiment; or use dbperf fleet run)")
     directory = _directory(experiment, out, resume)
-    with local_fleet(workers, tls=tls) as fleet:
+    with contextlib.ExitStack() as stack:
+        try:
+            fleet = stack.enter_context(local_fleet(workers, tls=tls))
+        except KeyboardInterrupt as interrupt:  # the fleet's processes are stopped by now
+            how = signal.Signals(getattr(interrupt, "signum", signal.SIGINT)).name
+            console.print(f"dbperf: interrupted ({how}) while the local workers started; every process of the "
+                          "fleet is stopped, nothing was run", markup=False, highlight=False)
+            return FleetEnd(directory, interrupts.exit_code(interrupt))
         return _run(e, directory, fleet.scheduler, fleet.certs, console, local_names(workers), resume, keep_data,
                     f"dbperf fleet local --workers {workers} {experiment} --out {directory} --resume",
                     fake_cell_s=fake_cell_s)

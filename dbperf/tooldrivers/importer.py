@@ -5,6 +5,7 @@ Nobody measured the tool's CPU, so those figures are absent from the report (cel
 
 from __future__ import annotations
 
+import re
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -16,6 +17,34 @@ from dbperf.records import CellRecord
 from dbperf.storage.results import FORMAT_VERSION, ResultsWriter
 from dbperf.tooldrivers.parse import NO_USAGE, TOOLS, ToolOutput, parse_pgbench, parse_sysbench
 
+# Lines whose value 0 means the run measured nothing (or nothing a rate can come from): (tool, pattern of the line
+# with the number as group 1, what 0 means). A figure divided by such a value would be made up, not imported.
+ZERO_REFUSED: tuple[tuple[str, re.Pattern[str], str], ...] = (
+    ("sysbench", re.compile(r"^\s*Number of threads:\s*(\d+(?:\.\d*)?)"), "sysbench ran no thread"),
+    ("sysbench", re.compile(r"^\s*total time:\s*(\d+(?:\.\d*)?)s"), "a total time of 0 s: no rate comes from it"),
+    ("sysbench", re.compile(r"^\s*total number of events:\s*(\d+)"), "no event completed: nothing was measured"),
+    ("pgbench", re.compile(r"^number of clients:\s*(\d+)"), "pgbench ran no client"),
+    ("pgbench", re.compile(r"^number of threads:\s*(\d+)"), "pgbench ran no thread"),
+    ("pgbench", re.compile(r"^duration:\s*(\d+(?:\.\d*)?)\s*s"), "a duration of 0 s: no rate comes from it"),
+    ("pgbench", re.compile(r"^number of transactions actually processed:\s*(\d+)"),
+     "no transaction was processed: nothing was measured"),
+    ("pgbench", re.compile(r"^tps = (\d+(?:\.\d*)?)"), "a tps of 0: the run's duration cannot come from it"),
+)
+
+
+def _refuse_zeros(tool: str, path: Path, text: str) -> None:
+    """A run of no thread, no time or no transaction is refused, naming the file and the line."""
+    lines = text.splitlines()
+    for name, pattern, meaning in ZERO_REFUSED:
+        if name != tool:
+            continue
+        for number, line in enumerate(lines, 1):
+            m = pattern.match(line)
+            if m:
+                if float(m.group(1)) == 0:
+                    raise UserError(f"{path}:{number}: {line.strip()!r}: {meaning}")
+                break
+
 
 def _parse(tool: str, path: Path, queries_per_transaction: int) -> ToolOutput:
     try:
@@ -24,6 +53,7 @@ def _parse(tool: str, path: Path, queries_per_transaction: int) -> ToolOutput:
         raise UserError(f"{path}: cannot read: {e.strerror}") from None
     except UnicodeDecodeError:
         raise UserError(f"{path}: not a text file ({tool} output is text)") from None
+    _refuse_zeros(tool, path, text)
     try:
         return parse_sysbench(text) if tool == "sysbench" else parse_pgbench(text, queries_per_transaction)
     except UserError as e:
@@ -31,8 +61,6 @@ def _parse(tool: str, path: Path, queries_per_transaction: int) -> ToolOutput:
 
 
 def _threads(tool: str, path: Path) -> int:
-    import re
-
     text = path.read_text(encoding="utf-8")
     pattern = r"^Number of threads:\s+(\d+)" if tool == "sysbench" else r"^number of clients:\s+(\d+)"
     m = re.search(pattern, text, re.M)
@@ -70,13 +98,11 @@ def import_outputs(files: list[Path], tool: str, out: Path, target: str | None,
     try:
         writer.write_meta(meta, f"# imported {tool} output\n")
         repeats: dict[tuple[str, int], int] = {}
-        for benchmark, path, output, threads in parsed:
+        for benchmark, _path, output, threads in parsed:
             repeat = repeats[(benchmark, threads)] = repeats.get((benchmark, threads), 0) + 1
             result = output.result(NO_USAGE, threads)
             writer.append(CellRecord(target=name, benchmark=benchmark, threads=threads, repeat=repeat,
-                                     status="ok" if output.events else "failed", started_at=time.time(),
-                                     result=result, tool=tool, imported=True,
-                                     error=None if output.events else f"{path}: no event completed"))
+                                     status="ok", started_at=time.time(), result=result, tool=tool, imported=True))
         meta["finished_at"] = datetime.now(UTC).isoformat(timespec="seconds")
         writer.update_meta(meta)
     finally:
