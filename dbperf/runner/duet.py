@@ -32,7 +32,8 @@ from dbperf.records import DriverJob, RunResult
 from dbperf.runner.driver import DriverOutcome, collect_job, kill_job, start_job
 from dbperf.runner.rounds import round_order
 
-READY_TIMEOUT_S = 60.0  # setup (open, pragmas, prepare) that takes longer than this is a hang
+READY_TIMEOUT_S = 60.0  # setup (open, pragmas, prepare) that takes longer than this is a hang (the matrix passes
+# its own hang grace)
 
 
 @dataclass(frozen=True)

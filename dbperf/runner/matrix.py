@@ -396,7 +396,7 @@ def _run_duet(e: Experiment, group: list[CellPlan], data: dict[str, TargetLifecy
                 run.sampler.start()
 
     sides = [Side(run.job, run.env, run.cpus or frozenset(), run.timeout_s) for run in runs]
-    outcomes = run_together(sides, released)
+    outcomes = run_together(sides, released, ready_timeout_s=HANG_GRACE_S)
     records = []
     for run, window, outcome in zip(runs, windows, outcomes, strict=True):
         resources = run.sampler.finish(outcome.result) if run.sampler and window else None

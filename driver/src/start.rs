@@ -19,3 +19,32 @@ pub fn wait_for_start(fd: i32) -> Result<(), String> {
         Err(e) => Err(format!("start_fd {fd}: waiting for the start: {e}")),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::wait_for_start;
+    use std::io::{Read, Write};
+    use std::os::fd::IntoRawFd;
+    use std::os::unix::net::UnixStream;
+
+    #[test]
+    fn says_ready_then_waits_for_the_start_byte() {
+        let (mut lab, driver) = UnixStream::pair().unwrap();
+        let fd = driver.into_raw_fd();
+        let waiter = std::thread::spawn(move || wait_for_start(fd));
+        let mut ready = [0u8; 1];
+        lab.read_exact(&mut ready).unwrap();
+        assert_eq!(&ready, b"r");
+        assert!(!waiter.is_finished(), "released before the start byte");
+        lab.write_all(b"s").unwrap();
+        assert_eq!(waiter.join().unwrap(), Ok(()));
+    }
+
+    #[test]
+    fn a_lab_that_closes_its_end_releases_nothing() {
+        let (lab, driver) = UnixStream::pair().unwrap();
+        drop(lab);
+        let fd = driver.into_raw_fd();
+        assert!(wait_for_start(fd).is_err());
+    }
+}
