@@ -5,6 +5,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import subprocess
+import sys
+import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -13,12 +17,13 @@ from rich.console import Console
 
 from dbperf.errors import UserError
 from dbperf.experiment.spec import parse_experiment
-from dbperf.runner import matrix
+from dbperf.records import DriverJob
+from dbperf.runner import driver, matrix
 from dbperf.runner.cpus import CpuPlan
-from dbperf.runner.duet import plan_duets
+from dbperf.runner.duet import Side, plan_duets, run_together
 from dbperf.runner.matrix import cell_count, plan_cells
 from dbperf.runner.targets import build_targets
-from tests.conftest import run_cli
+from tests.conftest import DBPERF, REPO, run_cli
 
 TWO_CPUS = CpuPlan(frozenset({0}), frozenset({1}), "auto")
 
@@ -106,6 +111,106 @@ def test_steady_with_duet_is_refused(write_experiment):
 def test_other_orders_plan_no_duet(write_experiment):
     e = _parsed(write_experiment, DUET.replace('order = "duet"', 'order = "random"'))
     assert plan_duets(e) is None and all(c.partner is None for c in plan_cells(e))
+
+
+# A stand-in for dbperf-driver that keeps the start barrier's side of the contract; the job's seed says how it
+# behaves: 1 sets up and waits for the start, 2 fails its setup, 3 hangs in it.
+FAKE_DRIVER = """
+import json, os, sys, time
+job = json.load(sys.stdin)
+if job["seed"] == 2:
+    sys.exit("dbperf-driver: cannot open the database")
+if job["seed"] == 3:
+    time.sleep(120)
+fd = job["start_fd"]
+os.write(fd, b"r")
+if os.read(fd, 1) != b"s":
+    sys.exit("dbperf-driver: the lab closed the start barrier without releasing this run")
+print(json.dumps({"qps": 1.0, "eps": 1.0, "queries": 1, "errors": 0, "client_usage": {"user_us": 1.0,
+    "system_us": 0.0, "voluntary_cs": 0, "involuntary_cs": 0}, "latency": {"p50_us": 1.0, "p99_us": 1.0,
+    "max_us": 1.0}, "window_start_unix_s": time.time()}))
+"""
+
+
+def _fake_sides(tmp_path, monkeypatch, *seeds: int) -> list[Side]:
+    script = tmp_path / "fake-driver"
+    script.write_text(f"#!{sys.executable}\n{FAKE_DRIVER}")
+    script.chmod(0o755)
+    monkeypatch.setattr(driver, "driver_path", lambda: str(script))
+    return [Side(DriverJob(mode="run", engine="sqlite", tables=1, table_size=1, seed=seed), {}, frozenset(), 60.0)
+            for seed in seeds]
+
+
+@pytest.mark.unit
+def test_both_sides_are_released_together(tmp_path, monkeypatch):
+    released = []
+    outcomes = run_together(_fake_sides(tmp_path, monkeypatch, 1, 1), released.append)
+    assert all(o.ok and o.result for o in outcomes) and all(p is not None for p in released[0])
+    starts = [o.result.window_start_unix_s for o in outcomes if o.result]
+    assert abs(starts[0] - starts[1]) < 0.05
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(("seed", "error"), [(2, "cannot open the database"), (3, "SIGKILL")])
+def test_a_side_that_never_gets_ready_fails_and_its_partner_runs(tmp_path, monkeypatch, seed, error):
+    released = []
+    started = time.monotonic()
+    good, bad = run_together(_fake_sides(tmp_path, monkeypatch, 1, seed), released.append, ready_timeout_s=2.0)
+    assert good.ok and not bad.ok and error in (bad.error or "")
+    assert released[0][0] is not None and released[0][1] is None
+    assert time.monotonic() - started < 30, "a side hung in its setup is killed after the ready timeout"
+
+
+@pytest.mark.e2e
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="a duet needs two CPUs")
+def test_sigterm_mid_duet_stops_both_drivers(write_experiment, tmp_path):
+    text = DUET.replace('time = "0.3s"', 'time = "30s"').replace("aa = true\n", "")
+    out = tmp_path / "out"
+    lab = subprocess.Popen([*DBPERF, "run", str(write_experiment(text)), "--out", str(out)], cwd=REPO,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        drivers: list[int] = []
+        while len(drivers) < 2 and time.monotonic() < deadline and lab.poll() is None:
+            drivers = _running_cells(lab.pid)
+            time.sleep(0.05)
+        assert len(drivers) == 2, "the duet's two drivers never ran at once"
+        lab.send_signal(signal.SIGTERM)
+        _, stderr = lab.communicate(timeout=60)
+        assert lab.returncode == 143, stderr
+        assert json.loads((out / "meta.json").read_text())["status"] == "interrupted"
+        deadline = time.monotonic() + 10
+        while any(_alive(p) for p in drivers) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not any(_alive(p) for p in drivers), "a duet driver outlived the interrupted run"
+    finally:
+        if lab.poll() is None:
+            lab.kill()
+            lab.wait()
+
+
+def _running_cells(lab: int) -> list[int]:
+    """The lab's children `dbperf-driver run -`."""
+    found = []
+    for p in Path("/proc").iterdir():
+        try:
+            if not p.name.isdigit():
+                continue
+            ppid = int((p / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            argv = (p / "cmdline").read_bytes().split(b"\0")
+        except (OSError, IndexError, ValueError):
+            continue
+        if ppid == lab and argv[0].endswith(b"dbperf-driver") and argv[1:2] == [b"run"]:
+            found.append(int(p.name))
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state not in ("Z", "X")
 
 
 @pytest.mark.e2e
