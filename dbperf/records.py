@@ -57,6 +57,7 @@ class DriverJob(msgspec.Struct, omit_defaults=True, forbid_unknown_fields=True):
     latency_limit_s: float | None = None
     steady: SteadyJob | None = None  # warm up until the throughput settles; warmup_s is then the least warm-up
     window_fd: int | None = None  # steady: the pipe on which the driver says that its measured window opens
+    start_fd: int | None = None  # duet: the socket on which the driver says ready and waits for the start (duet.py)
     workload: dict[str, Any] | None = None  # mode run: catalog.workload.compile_statements
     schema: dict[str, Any] | None = None  # mode load: catalog.schema.sbtest
     statements: list[str] = []  # mode exec
@@ -172,6 +173,7 @@ class ProcessFacts(msgspec.Struct, frozen=True):
     allocators_mapped: list[str] = []
     anon_huge_kb: int | None = None
     thp_disabled: bool = False
+    cpus: list[int] = []  # the driver's CPU affinity at the end of the run (empty: an older driver)
 
 
 class RunResult(msgspec.Struct, frozen=True):
@@ -199,6 +201,7 @@ class RunResult(msgspec.Struct, frozen=True):
     open_loop: OpenLoop | None = None
     warmup_s: float | None = None  # start to measured window, as the driver timed it (None: an older driver)
     steady: SteadyOutcome | None = None  # steady-state warm-ups only
+    window_start_unix_s: float | None = None  # wall clock when the measured window opened (None: an older driver)
 
     @property
     def unsettled(self) -> bool:
@@ -337,6 +340,7 @@ class CellRecord(msgspec.Struct, omit_defaults=True):
     # Duet runs (issue 25, `order = "duet"`): the target measured at the same moment on the other CPU. The base runs
     # once per other target in a round, so a base record is told apart by its partner. None: not a duet.
     partner: str | None = None
+    cpus: list[int] | None = None  # the CPUs the cell's driver was pinned to (None: not pinned)
     type: Literal["cell"] = "cell"  # omitted when written: cell lines predate the type field
 
     @property

@@ -25,6 +25,7 @@ Check = Callable[[Any, str], Any]
 ENGINES = ("sqlite", "postgres", "mariadb")
 AGGREGATES = ("median", "trimmed")
 WRITE_MODES = ("restore", "cumulative")
+RUN_ORDERS = (*ORDERS, "duet")  # duet: runner/duet.py
 
 
 def integer(minimum: int, maximum: int | None = None) -> Check:
@@ -146,8 +147,10 @@ RUN = (
     Key("simulated", "boolean", "after the timed rounds, instructions and estimated cycles per query of every (target, "
         "benchmark) under cachegrind, one thread: the report's deterministic `simulated Δcyc` beside each rQPS "
         "(runner/simulated_tier.py)", "false", "", boolean),
-    Key("order", " | ".join(ORDERS), "order of the targets within a round: reversed every other round, or drawn "
-        "at random from the seed (recorded)", "alternate", "", one_of(*ORDERS)),
+    Key("order", " | ".join(RUN_ORDERS), "order of the targets within a round: reversed every other round, drawn "
+        "at random from the seed (recorded), or duet: the base and each other target run at the same moment, "
+        "pinned to a CPU each, released together (runner/duet.py; SQLite targets on 2+ CPUs, else interleaved "
+        "rounds, said once)", "alternate", "", one_of(*RUN_ORDERS)),
     # Harness fidelity (runner/post_write.py): how writes carry over, and the step between writes and reads.
     Key("writes", " | ".join(WRITE_MODES), "restore: every write cell starts from the loaded data; cumulative: "
         "writes accumulate across the run, as the harness (BRIEF §9)", "restore", "", one_of(*WRITE_MODES)),

@@ -363,6 +363,9 @@ def parse_experiment(path: Path) -> Experiment:
         replication=replication,
         steady=steady_with_warmup(values.get("steady"), values.get("warmup", 2.0), rwhere),
     )
+    if experiment.order == "duet" and experiment.steady is not None:
+        raise UserError(f"{rwhere}: order = \"duet\" measures both sides over one fixed window from their common "
+                        "start; a steady-state warm-up ends on its own in each process: drop steady or the duet")
     if values.get("aa"):
         from dbperf.experiment.aa import with_aa  # aa.py builds on this module
         experiment = with_aa(experiment)

@@ -29,7 +29,7 @@ from dbperf.fleet.cluster import connected_hosts, resource_of
 from dbperf.fleet.plan import HostPart, split
 from dbperf.fleet.task import cancel_event_of, host_matrix, topic_of
 from dbperf.records import CellRecord, RecordError, results_record
-from dbperf.runner.matrix import CellKey, _meta
+from dbperf.runner.matrix import CellKey, _meta, record_key
 from dbperf.storage.results import ResultsWriter, read_results
 
 LOST = "the host's worker was lost"  # the error of a cell a lost worker was running; --resume runs it again
@@ -88,7 +88,7 @@ def _resume_state(directory: Path, e: Experiment) -> tuple[dict[str, Any], dict[
     done: dict[str, set[CellKey]] = {}
     for r in records:
         if isinstance(r, CellRecord) and r.host and not (r.error or "").startswith(LOST):
-            done.setdefault(r.host, set()).add((r.target, r.benchmark, r.threads, r.repeat))
+            done.setdefault(r.host, set()).add(record_key(r))
     return meta, done
 
 
@@ -171,7 +171,7 @@ class Controller:
     def _write(self, writer: ResultsWriter, record: CellRecord) -> None:
         run = self.hosts[record.host or ""]
         writer.append(record)
-        run.received.add((record.target, record.benchmark, record.threads, record.repeat))
+        run.received.add(record_key(record))
         if record.ok:
             self.outcome.cells_ok += 1
         else:
@@ -182,9 +182,9 @@ class Controller:
         if status == "lost":
             remaining = run.remaining()
             if remaining:
-                target, benchmark, threads, repeat = remaining[0]
+                target, benchmark, threads, repeat, partner = remaining[0]
                 self._write(writer, CellRecord(target=target, benchmark=benchmark, threads=threads, repeat=repeat,
-                                               status="failed", started_at=time.time(), host=run.host,
+                                               partner=partner, status="failed", started_at=time.time(), host=run.host,
                                                error=_lost_worker_note(run.host, reason or "unknown")))
             if run.future is not None:
                 self.client.cancel(run.future)  # never run again behind the lab's back if the worker returns

@@ -44,7 +44,7 @@ def _fake_matrix(e: Experiment, seconds: float, skip: set[Any], send: Any) -> No
         started = time.time()
         time.sleep(seconds)
         send(CellRecord(target=cell.target.name, benchmark=cell.benchmark.name, threads=cell.threads,
-                        repeat=cell.repeat, status="fake", started_at=started,
+                        repeat=cell.repeat, partner=cell.partner, status="fake", started_at=started,
                         wall_s=round(time.time() - started, 6), error="fake cell (test hook): no driver ran"))
 
 

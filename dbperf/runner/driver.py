@@ -68,22 +68,34 @@ def run_job(job: DriverJob, result: type[R], timeout_s: float,
     handed to the driver (a steady-state cell's window pipe, runner/window_opens.py) and closed here once it has
     them. A crash, a hang or a result of the wrong shape is an outcome, not an exception; Ctrl-C kills the driver's
     whole process group and propagates."""
+    return collect_job(start_job(job, env, cpus, pass_fds), job, result, timeout_s)
+
+
+def start_job(job: DriverJob, env: dict[str, str] | None = None, cpus: frozenset[int] | None = None,
+              pass_fds: tuple[int, ...] = ()) -> subprocess.Popen[str]:
+    """The first half of run_job: the driver started (in a session of its own), its job not yet sent. Two of these
+    run side by side in a duet (runner/duet.py), each collected by collect_job."""
     try:
         with pinned(cpus):
-            proc = subprocess.Popen([driver_path(), job.mode, "-"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            return subprocess.Popen([driver_path(), job.mode, "-"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                     stderr=subprocess.PIPE, text=True, start_new_session=True,
                                     env=driver_environ(env), pass_fds=pass_fds)
     finally:
         for fd in pass_fds:
             os.close(fd)
+
+
+def collect_job(proc: subprocess.Popen[str], job: DriverJob, result: type[R], timeout_s: float) -> DriverOutcome[R]:
+    """The second half of run_job: sends the job, waits for the driver's exit (killed after `timeout_s`, or on any
+    exception, which propagates) and reads its result."""
     try:
         out, err = proc.communicate(encode(job).decode(), timeout=timeout_s)
     except subprocess.TimeoutExpired:
-        _kill(proc)
+        kill_job(proc)
         out, err = proc.communicate()
         return DriverOutcome(False, None, f"driver hung past {timeout_s:.0f} s and was killed", _tail(err))
     except BaseException:
-        _kill(proc)
+        kill_job(proc)
         proc.communicate()
         raise
     if proc.returncode != 0:
@@ -101,7 +113,8 @@ def run_job(job: DriverJob, result: type[R], timeout_s: float,
         return DriverOutcome(False, None, f"driver printed an unexpected {job.mode} result: {e}", _tail(err + out))
 
 
-def _kill(proc: subprocess.Popen[str]) -> None:
+def kill_job(proc: subprocess.Popen[str]) -> None:
+    """SIGKILL to the driver's whole process group."""
     with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGKILL)
 

@@ -1,5 +1,6 @@
 """The matrix run: every (benchmark, threads, repeat, target) cell, repeats interleaved across targets
-(A B C A B C ...) so that drift hits every target alike, each result written the moment it is measured."""
+(A B C A B C ...) so that drift hits every target alike, or run in duets with the base (runner/duet.py), each result
+written the moment it is measured."""
 
 from __future__ import annotations
 
@@ -20,8 +21,9 @@ from dbperf.catalog.workload import Workload, compile_statements
 from dbperf.errors import UserError
 from dbperf.experiment.spec import Experiment, Target
 from dbperf.explain.profile import Profiler
-from dbperf.records import CellRecord, CountersRecord, RunResult, to_builtins
-from dbperf.runner.driver import driver_version, run_job
+from dbperf.records import CellRecord, CountersRecord, DriverJob, NoiseSensors, Resources, RunResult, to_builtins
+from dbperf.runner.driver import DriverOutcome, driver_version, run_job
+from dbperf.runner.duet import DuetPlan, Side, plan_duets, round_duets, run_together
 from dbperf.runner.noise import HEAVY_FOREIGN_CPU, HEAVY_STEAL, NoiseWindow
 from dbperf.runner.post_write import PostWriteSteps, meta_fields
 from dbperf.runner.process_variants import mapped_allocators
@@ -50,28 +52,54 @@ class CellPlan:
     repeat: int
     target: Target
     position: int = 1  # place of the target within its round (rounds.py: alternating or seeded random order)
+    partner: str | None = None  # duet: the target measured at the same moment (runner/duet.py)
+    cpus: frozenset[int] | None = None  # duet: this side's CPUs (else the experiment's `cpus` decide)
 
     @property
     def key(self) -> CellKey:
-        return (self.target.name, self.benchmark.name, self.threads, self.repeat)
+        return (self.target.name, self.benchmark.name, self.threads, self.repeat, self.partner)
 
 
-CellKey = tuple[str, str, int, int]  # (target, benchmark, threads, repeat)
+# (target, benchmark, threads, repeat, partner): in a duet round the base runs once per partner.
+CellKey = tuple[str, str, int, int, str | None]
+
+
+def record_key(record: CellRecord) -> CellKey:
+    """The key of the cell a record measured (the fleet's resume and progress)."""
+    return (record.target, record.benchmark, record.threads, record.repeat, record.partner)
 
 
 def plan_cells(e: Experiment) -> Iterator[CellPlan]:
     """Benchmark-major, then threads, then repeat (a round), with targets innermost in the round's order:
     interleaved repeats. Lazy, so that a huge matrix costs no memory before it runs (its size is `cell_count`).
     With `repeats = "auto"` this is the minimum; the run adds rounds (rounds.py)."""
+    duets = plan_duets(e)
     for b in e.benchmarks:
         for t in e.threads:
             for r in range(1, e.repeats + 1):
-                for position, target in enumerate(round_order(e.targets, e.order, e.seed, b.name, t, r), 1):
-                    yield CellPlan(b, t, r, target, position)
+                for group in round_cells(e, duets, b, t, r):
+                    yield from group
+
+
+def round_cells(e: Experiment, duets: DuetPlan | None, benchmark: Workload, threads: int,
+                round_: int) -> list[list[CellPlan]]:
+    """One round's cells, in the order they run: a duet's two cells (base first) run together, any other cell alone.
+    A group where no duet can be formed runs in alternating order (duet.py says why)."""
+    if duets is not None and duets.formed(threads):
+        base = next(t for t in e.targets if t.name == e.base)
+        return [[CellPlan(benchmark, threads, round_, base, d.position, d.target.name, d.base_cpus),
+                 CellPlan(benchmark, threads, round_, d.target, d.position, e.base, d.target_cpus)]
+                for d in round_duets(e, duets, benchmark.name, threads, round_)]
+    order = "alternate" if e.order == "duet" else e.order
+    return [[CellPlan(benchmark, threads, round_, target, position)]
+            for position, target in enumerate(round_order(e.targets, order, e.seed, benchmark.name, threads,
+                                                          round_), 1)]
 
 
 def cell_count(e: Experiment) -> int:
-    return len(e.benchmarks) * len(e.threads) * e.repeats * len(e.targets)
+    duets = plan_duets(e)
+    per_round = sum(2 * (len(e.targets) - 1) if duets and duets.formed(t) else len(e.targets) for t in e.threads)
+    return len(e.benchmarks) * e.repeats * per_round
 
 
 @dataclass
@@ -102,6 +130,7 @@ def _meta(e: Experiment, infos: dict[str, dict[str, Any]], settings: dict[str, l
         "prepared": e.prepared,
         "min_effect": e.min_effect,
         "order": e.order,
+        "duet": duets.describe(e.threads) if (duets := plan_duets(e)) else None,
         "order_seed": e.seed,
         "budget_s": e.budget_s,
         "cpus": e.cpus.describe(),
@@ -155,6 +184,10 @@ def run_matrix(e: Experiment, out: Path, console: Console, keep_data: bool = Fal
     if runtime and not keep_data:
         Watchdog.get().watch_dir(runtime.path)  # removed even if the lab is killed hard
     meta = _meta(e, infos, {name: d.settings for name, d in data.items()})
+    duets = plan_duets(e)
+    note = duets.note(e.threads) if duets else None
+    if note:
+        console.print(f"dbperf: {note}", markup=False, highlight=False, soft_wrap=True)
     if runtime:
         meta["runtime_dir"] = str(runtime.path)
     total = len(e.benchmarks) * len(e.threads) if e.budget_s is not None else cell_count(e)
@@ -185,41 +218,60 @@ def run_matrix(e: Experiment, out: Path, console: Console, keep_data: bool = Fal
                 budget_end = time.monotonic() + (e.budget_s or 0.0)
                 meta["rounds"] = []
 
+                def keep(cell: CellPlan, record: CellRecord, restarted: bool) -> None:
+                    """Writes a measured cell's record the moment it is measured."""
+                    if restarted:
+                        record.server_restarted_before = True
+                        meta["targets"][index[cell.target.name]]["restarts"] = \
+                            data[cell.target.name].describe()["restarts"]
+                        writer.update_meta(meta)
+                    writer.append(record)
+                    if on_record:
+                        on_record(record)
+                    if record.ok:
+                        outcome.cells_ok += 1
+                    else:
+                        outcome.cells_failed += 1
+                    if not policy.auto:
+                        progress.advance(task)
+
                 def measure(benchmark: Workload, threads: int, round_: int) -> list[Measured]:
                     measured = []
-                    for position, target in enumerate(
-                            round_order(e.targets, e.order, e.seed, benchmark.name, threads, round_), 1):
-                        cell = CellPlan(benchmark, threads, round_, target, position)
-                        if cell.key in skip:  # resumed: measured before
+                    for group in round_cells(e, duets, benchmark, threads, round_):
+                        if all(cell.key in skip for cell in group):  # resumed: measured before
                             if not policy.auto:
-                                progress.advance(task)
+                                progress.advance(task, len(group))
                             continue
                         of = "" if policy.auto else f"/{e.repeats}"
-                        progress.update(task, description=f"{benchmark.name} t={threads} #{round_}{of} {target.name}")
-                        target_data = data[target.name]
-                        restarted = target_data.ensure_running()
-                        step = post_write.before_cell(benchmark, target, target_data)
-                        if step:
-                            meta["targets"][index[target.name]].setdefault("post_write", []).append(step)
-                            writer.update_meta(meta)
-                        record = (run_tool_cell(e, cell, target_data, HANG_GRACE_S) if target.tool
-                                  else _run_cell(e, cell, target_data))
-                        if restarted:
-                            record.server_restarted_before = True
-                            meta["targets"][index[target.name]]["restarts"] = target_data.describe()["restarts"]
-                            writer.update_meta(meta)
-                        writer.append(record)
-                        if on_record:
-                            on_record(record)
-                        if record.ok:
-                            outcome.cells_ok += 1
+                        names = " + ".join(cell.target.name for cell in group)
+                        progress.update(task, description=f"{benchmark.name} t={threads} #{round_}{of} {names}")
+                        restarted = []
+                        for cell in group:
+                            target_data = data[cell.target.name]
+                            restarted.append(target_data.ensure_running())
+                            step = post_write.before_cell(benchmark, cell.target, target_data)
+                            if step:
+                                meta["targets"][index[cell.target.name]].setdefault("post_write", []).append(step)
+                                writer.update_meta(meta)
+                        if len(group) == 2:
+                            records = _run_duet(e, group, data)
                         else:
-                            outcome.cells_failed += 1
-                        if not policy.auto:
-                            progress.advance(task)
+                            (cell,) = group
+                            records = [run_tool_cell(e, cell, data[cell.target.name], HANG_GRACE_S)
+                                       if cell.target.tool else _run_cell(e, cell, data[cell.target.name])]
                         # A warm-up that never settled counts like interference: its round is run again (auto).
-                        measured.append(Measured(target.name, round_, record.result.qps if record.ok and record.result
-                                                 else None, interfered=_interfered(record) or _unsettled(record)))
+                        # In a duet the pair is the unit: interference on either side spoils both.
+                        interfered = any(_interfered(r) or _unsettled(r) for r in records)
+                        for cell, record, was_restarted in zip(group, records, restarted, strict=True):
+                            if cell.key in skip:  # resumed duet: only the side not measured before is kept
+                                if not policy.auto:
+                                    progress.advance(task)
+                                continue
+                            keep(cell, record, was_restarted)
+                            measured.append(Measured(
+                                cell.target.name, round_, record.result.qps if record.ok and record.result else None,
+                                interfered=interfered if len(group) == 2 else _interfered(record) or _unsettled(record),
+                                cpu_qps=cpu_qps(record), partner=cell.partner))
                     return measured
 
                 for i, (benchmark, threads) in enumerate(groups):
@@ -277,7 +329,19 @@ def _profile_cells(e: Experiment, work: Path, writer: ResultsWriter, progress: P
         profiler.close()
 
 
-def _run_cell(e: Experiment, cell: CellPlan, data: TargetLifecycle) -> CellRecord:
+@dataclass
+class _CellRun:
+    """One cell's driver job and the lab's samplers of its window, ready to launch."""
+    cell: CellPlan
+    job: DriverJob
+    env: dict[str, str]
+    cpus: frozenset[int] | None
+    watched: set[int] | None  # the CPUs the noise sensors watch (None: all the lab may use)
+    sampler: CellSampler | None
+    timeout_s: float
+
+
+def _prepare_cell(e: Experiment, cell: CellPlan, data: TargetLifecycle) -> _CellRun:
     if cell.benchmark.phase != "read" and e.writes == "restore":
         data.restore()
     variant = cell.target.process
@@ -286,36 +350,75 @@ def _run_cell(e: Experiment, cell: CellPlan, data: TargetLifecycle) -> CellRecor
         workload=compile_statements(cell.benchmark, e.table_size, cell.target.engine), **e.load.job_fields())
     # The allocator and huge pages go to the process that runs the engine: the driver, or the server.
     env = data.env() if cell.target.is_server else {**variant.environment(), **data.env()}
-    started = time.time()
-    cpus = e.cpus.for_driver(not cell.target.is_server, cell.threads)
+    cpus = cell.cpus or e.cpus.for_driver(not cell.target.is_server, cell.threads)
     # The noise sensors watch the CPUs the cell's processes run on: the driver's and a lab-started server's (all
-    # CPUs where either is not pinned; an external server runs elsewhere).
+    # CPUs where either is not pinned; an external server runs elsewhere). A duet's side watches its own CPUs only,
+    # so that its partner, on the other CPUs, is not counted as foreign.
     watched: set[int] | None = set(cpus) if cpus else None
     if watched is not None and cell.target.is_server and cell.target.dsn is None:
         watched = watched | set(e.cpus.server) if e.cpus.server else None
     sampler = CellSampler(e, cell.target, data) if e.resources else None
+    longest_warmup = e.steady.max_warmup_s if e.steady else e.warmup_s
+    return _CellRun(cell, job, env, cpus, watched, sampler, e.time_s + longest_warmup + HANG_GRACE_S)
+
+
+def _run_cell(e: Experiment, cell: CellPlan, data: TargetLifecycle) -> CellRecord:
+    run = _prepare_cell(e, cell, data)
+    job = run.job
+    started = time.time()
     # Steady state: the driver ends its own warm-up and says when (window_opens.py); the lab's samples wait for it.
     # Nothing between the pipe's creation and run_job (which closes the driver's end) can fail.
     opens = WindowOpens() if e.steady else None
     if opens and e.steady:
         job = job.replace(steady=e.steady.job(), window_fd=opens.driver_fd)
-    window = NoiseWindow(e.warmup_s, watched, opens)
-    if sampler:
-        sampler.start(opens=opens)
-    longest_warmup = e.steady.max_warmup_s if e.steady else e.warmup_s
-    outcome = run_job(job, RunResult, e.time_s + longest_warmup + HANG_GRACE_S, env=env, cpus=cpus,
+    window = NoiseWindow(e.warmup_s, run.watched, opens)
+    if run.sampler:
+        run.sampler.start(opens=opens)
+    outcome = run_job(job, RunResult, run.timeout_s, env=run.env, cpus=run.cpus,
                       pass_fds=(opens.driver_fd,) if opens else ())
     if opens:
         opens.join()
-    resources = sampler.finish(outcome.result) if sampler else None
-    noise = window.finish(outcome.result)
+    resources = run.sampler.finish(outcome.result) if run.sampler else None
+    return _record(run, data, outcome, window.finish(outcome.result), resources, started)
+
+
+def _run_duet(e: Experiment, group: list[CellPlan], data: dict[str, TargetLifecycle]) -> list[CellRecord]:
+    """The two cells of a duet (runner/duet.py), each side's data restored first, released together; the noise
+    sensors and resource samples of each side start at the release."""
+    runs = [_prepare_cell(e, cell, data[cell.target.name]) for cell in group]
+    started = time.time()
+    windows: list[NoiseWindow | None] = [None] * len(runs)
+
+    def released(pids: list[int | None]) -> None:
+        for i, (run, pid) in enumerate(zip(runs, pids, strict=True)):
+            if pid is None:
+                continue
+            windows[i] = NoiseWindow(e.warmup_s, run.watched)
+            if run.sampler:
+                run.sampler.client_pid = pid  # two drivers run: the sampler cannot find its own by name
+                run.sampler.start()
+
+    sides = [Side(run.job, run.env, run.cpus or frozenset(), run.timeout_s) for run in runs]
+    outcomes = run_together(sides, released, ready_timeout_s=HANG_GRACE_S)
+    records = []
+    for run, window, outcome in zip(runs, windows, outcomes, strict=True):
+        resources = run.sampler.finish(outcome.result) if run.sampler and window else None
+        noise = window.finish(outcome.result) if window else None
+        records.append(_record(run, data[run.cell.target.name], outcome, noise, resources, started))
+    return records
+
+
+def _record(run: _CellRun, data: TargetLifecycle, outcome: DriverOutcome[RunResult], noise: NoiseSensors | None,
+            resources: Resources | None, started: float) -> CellRecord:
+    cell = run.cell
     record = CellRecord(
         target=cell.target.name, benchmark=cell.benchmark.name, threads=cell.threads, repeat=cell.repeat,
         position=cell.position, noise=noise, status="failed", started_at=started,
         wall_s=round(time.time() - started, 3),
         queries_per_event=cell.benchmark.queries_per_event,
-        rows_per_event=e.table_size if cell.benchmark.rows_per_event == "table_size" else None,
-        result=outcome.result, resources=resources)
+        rows_per_event=run.job.table_size if cell.benchmark.rows_per_event == "table_size" else None,
+        result=outcome.result, resources=resources, partner=cell.partner,
+        cpus=sorted(run.cpus) if run.cpus else None)
     result = outcome.result
     if data.died():
         # A server that died mid-cell fails the cell even if some events completed before it went.
@@ -330,9 +433,21 @@ def _run_cell(e: Experiment, cell: CellPlan, data: TargetLifecycle) -> CellRecor
     else:
         pid = data.describe().get("server_pid")
         mapped = mapped_allocators(pid) if cell.target.is_server and pid else result.process.allocators_mapped
-        record.error = variant.check(mapped)
+        record.error = cell.target.process.check(mapped)
         record.status = "failed" if record.error else "ok"
     return record
+
+
+def cpu_qps(record: CellRecord) -> float | None:
+    """Queries per CPU second over the measured window: the driver's user + system time, plus a lab-started
+    server's (the driver measures both over its window). None where that CPU was not measured."""
+    r = record.result
+    if not record.ok or r is None or record.imported:
+        return None
+    cpu_us = r.client_usage.user_us + r.client_usage.system_us
+    if r.server_usage:
+        cpu_us += r.server_usage.user_us + r.server_usage.system_us
+    return r.queries / (cpu_us / 1e6) if cpu_us > 0 and r.queries > 0 else None
 
 
 def _interfered(record: CellRecord) -> bool:

@@ -72,6 +72,11 @@ pub struct Job {
     /// opens (the lab's noise and resource samples start then), and closes it.
     #[serde(default)]
     pub window_fd: Option<i32>,
+    /// Duet runs: one end of a socket pair the lab handed over. Once every thread has connected and prepared,
+    /// thread 0 writes one byte there (ready) and blocks until it reads one byte (start): the lab releases both
+    /// sides of a duet together (start.rs).
+    #[serde(default)]
+    pub start_fd: Option<i32>,
     /// Present for mode "run".
     pub workload: Option<Workload>,
     /// Present for mode "load".
@@ -224,6 +229,9 @@ pub struct RunResult {
     /// From the start (all threads connected) to the measured window: the job's warmup, or as long as the steady
     /// state took.
     pub warmup_s: f64,
+    /// The wall clock (Unix seconds) when the measured window opened: the start plus `warmup_s`. Lets the lab check
+    /// that two processes measured over the same window (duet runs).
+    pub window_start_unix_s: f64,
     /// Steady-state cells: whether the throughput settled, and the warm-up's samples.
     pub steady: Option<crate::steady::SteadyReport>,
     /// Every counted event's latency (empty in deterministic mode).

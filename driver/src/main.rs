@@ -23,6 +23,7 @@ mod sqlite;
 mod sqltext;
 mod stale;
 mod stale_pg;
+mod start;
 mod steady;
 mod usage;
 

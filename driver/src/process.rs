@@ -13,6 +13,8 @@ pub struct ProcessFacts {
     pub anon_huge_kb: Option<u64>,
     /// Whether this process asked the kernel not to back it with THP (prctl PR_SET_THP_DISABLE).
     pub thp_disabled: bool,
+    /// The CPUs this process may run on (sched_getaffinity), at the end of the run: where the lab pinned it.
+    pub cpus: Vec<usize>,
 }
 
 pub fn disable_thp() -> Result<(), String> {
@@ -40,5 +42,17 @@ pub fn facts(thp_disabled: bool) -> ProcessFacts {
             .and_then(|l| l.split_whitespace().nth(1))
             .and_then(|v| v.parse().ok())
     });
-    ProcessFacts { allocators_mapped: allocators, anon_huge_kb, thp_disabled }
+    ProcessFacts { allocators_mapped: allocators, anon_huge_kb, thp_disabled, cpus: affinity() }
+}
+
+fn affinity() -> Vec<usize> {
+    // SAFETY: a zeroed cpu_set_t is a valid empty set; sched_getaffinity fills it for this thread (pid 0), and
+    // CPU_ISSET only reads it.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
+            return Vec::new();
+        }
+        (0..libc::CPU_SETSIZE as usize).filter(|&c| libc::CPU_ISSET(c, &set)).collect()
+    }
 }

@@ -5,7 +5,7 @@
 use std::collections::BTreeSet;
 use std::sync::{Arc, Barrier, Mutex};
 use std::thread;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use rand::distributions::{Distribution, Uniform, WeightedIndex};
 use rand::rngs::SmallRng;
@@ -243,6 +243,7 @@ pub fn run(job: &Job) -> Result<RunResult, String> {
         tables: job.tables,
         steady: if counted { None } else { job.steady },
         window_fd: job.window_fd,
+        start_fd: job.start_fd,
     };
     let shared = window.steady.map(|_| Arc::new(steady::Shared::new(job.threads)));
     let board = Arc::new(Board::new(job.threads, job.interval_s.max(1e-9), job.time_s, job.rate.is_some()));
@@ -350,6 +351,13 @@ pub fn run(job: &Job) -> Result<RunResult, String> {
             sustained: backlog as f64 <= (job.threads as f64).max(0.01 * asked) && total.skipped as f64 <= 0.01 * asked,
         }
     });
+    let window_start_unix_s = match *start_at.lock().unwrap() {
+        Some(t0) if !job.deterministic => {
+            let now = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64());
+            now - t0.elapsed().as_secs_f64() + warmup_s
+        }
+        _ => 0.0,
+    };
     let histogram = if job.deterministic || h.is_empty() { None } else { Some(series::encode(h)?) };
     let intervals = if series_on {
         Arc::try_unwrap(board).map_err(|_| "interval board still shared")?.into_intervals()
@@ -375,6 +383,7 @@ pub fn run(job: &Job) -> Result<RunResult, String> {
         intervals,
         interval_s: if series_on { job.interval_s } else { 0.0 },
         warmup_s: if job.deterministic { 0.0 } else { warmup_s },
+        window_start_unix_s,
         steady,
         histogram,
         statements,
@@ -426,6 +435,8 @@ struct Window {
     steady: Option<steady::SteadyJob>,
     /// Where thread 0 tells the lab that the measured window opens (steady state only).
     window_fd: Option<i32>,
+    /// Duet runs: where thread 0 says it is ready and waits for the lab's start (start.rs).
+    start_fd: Option<i32>,
 }
 
 /// What every client thread of a cell shares.
@@ -511,6 +522,18 @@ fn client_loop(
             .collect::<Result<Vec<_>, _>>()?;
         Ok::<_, String>((conn, kinds))
     })();
+    // Duet runs: once every thread has set up, thread 0 waits for the lab to release this process and its partner.
+    let released = match window.start_fd {
+        Some(fd) => {
+            gate.wait();
+            if index == 0 {
+                crate::start::wait_for_start(fd)
+            } else {
+                Ok(())
+            }
+        }
+        None => Ok(()),
+    };
     if takes_usage {
         *start_at.lock().unwrap() = Some(Instant::now());
     }
@@ -522,6 +545,7 @@ fn client_loop(
         }
     }
     let (mut conn, kinds) = setup?;
+    released?;
     // Steady state: the window is not known yet; until it is, both ends lie beyond any real run (a century).
     let mut known = window.steady.is_none();
     let (mut warm_end, mut end) = if known {
