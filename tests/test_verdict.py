@@ -94,14 +94,14 @@ def test_large_samples_use_seeded_random_relabelings():
 def test_pair_rounds_prefers_the_duet_partner_then_the_round():
     # round 1: a duet (the base ran once beside B, once beside C); round 2: interleaved; round 3: B failed
     base = [(1, "B", 100.0), (1, "C", 200.0), (2, None, 300.0), (3, None, 400.0)]
-    assert pair_rounds("B", [(2, 310.0), (1, 90.0), (3, None)], base) == [(90.0, 100.0), (310.0, 300.0)]
-    assert pair_rounds("C", [(1, 210.0)], base) == [(210.0, 200.0)]
+    assert pair_rounds("B", [(2, 310.0), (1, 90.0), (3, None)], base) == [(1, 90.0, 100.0), (2, 310.0, 300.0)]
+    assert pair_rounds("C", [(1, 210.0)], base) == [(1, 210.0, 200.0)]
     assert pair_rounds("D", [(1, 1.0)], base) == []  # a duet round without D's base run pairs with nothing
 
 
 def test_the_deciding_metric():
-    pairs = [(110.0 + i % 2, 100.0) for i in range(10)]
-    sides = ([t for t, _ in pairs], [b for _, b in pairs])
+    pairs = [(i + 1, 110.0 + i % 2, 100.0) for i in range(10)]
+    sides = ([t for _, t, _ in pairs], [b for _, _, b in pairs])
     wall = verdict_on_rounds(pairs, *sides)
     cpu = verdict_on_rounds(pairs[:3], sides[0][:3], sides[1][:3], metric="cpu")
     assert wall is not None and cpu is not None and wall.decided and not cpu.decided

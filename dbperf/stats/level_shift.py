@@ -50,8 +50,10 @@ def _statistic(ranks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return scaled.max(axis=-1), k[scaled.argmax(axis=-1)]
 
 
-def find_level_shift(log_ratios: list[float], min_effect: float) -> LevelShift | None:
-    """The level shift in the per-round log ratios (in round order), or None."""
+def find_level_shift(log_ratios: list[float], min_effect: float,
+                     rounds: list[int] | None = None) -> LevelShift | None:
+    """The level shift in the per-round log ratios (in round order), or None. `rounds`: their round numbers (a
+    failed round leaves a gap), 1, 2, ... when not given."""
     x = np.asarray(log_ratios, dtype=float)
     n = len(x)
     if n < 2 * MIN_SEGMENT:
@@ -67,4 +69,5 @@ def find_level_shift(log_ratios: list[float], min_effect: float) -> LevelShift |
     p = float((1 + np.sum(null >= observed - 1e-12)) / (1 + PERMUTATIONS))
     if p > P_SHIFT:
         return None
-    return LevelShift(int(split), math.exp(before), math.exp(after), p)
+    last = int(split)
+    return LevelShift(rounds[last - 1] if rounds else last, math.exp(before), math.exp(after), p)

@@ -16,24 +16,28 @@ mu = 0: the two sides are exchangeable within a round, so target/base and base/t
 E[tanh(theta (x - mu)) | past] = 0 (tanh is odd) and K_n(mu) is a nonnegative martingale; by Ville's inequality
 P(sup_n K_n(mu) >= 1/alpha) <= alpha, **however many rounds are looked at and whatever the tails**. Why it holds
 here: a slow round, a slow minute, drift across rounds (a host whose speed wanders) hit both sides of the round
-alike and cancel in the ratio whatever their size or correlation across rounds; the order within a round alternates
-(or is drawn at random, or both sides run together in a duet), so a drift inside a round favours neither side. What
-it does not cover: a state one side keeps for several rounds (a process that drew slow pages) shifts the ratios'
-level; stats/level_shift.py looks for that, and a cell with a level shift is not decided on (the caller withholds).
+alike and cancel in the ratio whatever their size or correlation across rounds. A duet measures both sides at the
+same moment; interleaved rounds alternate the order (or draw it at random), so a drift inside a round favours
+each side in turn: not exactly symmetric given the past, which the synthetic test includes and which stays within
+the bound there. What it does not cover: a state one side keeps for several rounds (a process that drew slow pages)
+shifts the ratios' level; stats/level_shift.py looks for that, and a cell with a level shift is not decided on (the
+caller withholds the call).
 
 **The confidence sequence**: CS_n = {mu : sup_{m<=n} K_m(mu) < 1/alpha} covers the true center at every round at
-once with probability >= 1 - alpha. Calls, on its hull [lower, upper]:
+once with probability >= 1 - alpha. Calls, on its hull (lower, upper):
 - faster: the interval lies above 0 and the estimate > +min_effect (slower: the mirror image);
 - same: the interval lies within +-min_effect;
 - unstable: neither, and the half-width exceeds min_effect + 10% (ClickHouse's margin);
 - undecided: otherwise; while the interval still reaches the grid's edge nothing can be called.
-A wrong call of any kind needs the true center outside the CS, so the false-alarm rate (faster or slower on A/A),
-and the rate of "same" on a real change of min_effect or more, are each at most alpha per cell and metric, at
-every look. The budget is the hard stop: the CS stays valid wherever the loop ends.
+A wrong call needs the true center outside the CS, so the false-alarm rate (faster or slower on A/A) and the rate
+of "same" on a real change of min_effect or more are each at most alpha per cell and metric, over every look. The
+budget is the hard stop: the CS stays valid wherever the loop ends.
 
-Power: with 5% noise (sigma of the log ratio, Student t with 3 df) a 5% change is called in a median of about 14
-rounds at alpha 0.5%; a paired randomization test at a fixed n needs about 16 rounds for 80% power at the same
-alpha (tests/test_sequential.py measures both). Quieter pairs (duets) decide sooner: 5% at 2% noise in about 10.
+Rounds to a decision (tests/test_sequential.py, Student t noise with 3 df, alpha 0.5% a metric): nothing is called
+before about 9 rounds (a round multiplies the wealth by less than 1 + LAMBDA, and 1/alpha = 200); a 5% change at 5%
+noise (sigma of the log ratio) in a median of 16 rounds, where a paired randomization test at a fixed n needs 17
+for 80% power at the same alpha (15 at 1%, valid only if looked at once); 5% at 2% noise (duet-like) in about 9;
+no change at 0.5-1% noise is "same" within +-2% in 9-10.
 """
 
 from __future__ import annotations

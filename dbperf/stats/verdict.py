@@ -180,23 +180,23 @@ def decide(target: list[float], base: list[float], rounds: list[tuple[float, flo
     return CellVerdict(verdict, view.name, view.diff, view.threshold, min_effect, unpaired, paired)
 
 
-def verdict_on_rounds(pairs: list[tuple[float, float]], target: list[float], base: list[float],
+def verdict_on_rounds(pairs: list[tuple[int, float, float]], target: list[float], base: list[float],
             min_effect: float = DEFAULT_MIN_EFFECT, metric: Metric = "wall",
             alpha: float = METRIC_ALPHA) -> CellVerdict | None:
-    """The verdict on one metric (positive, higher is better: QPS, queries per CPU second). `pairs`: (target, base)
-    of the same round, in round order (`pair_rounds`); `target`, `base`: every repeat of each side (the unpaired
+    """The verdict on one metric (positive, higher is better: QPS, queries per CPU second). `pairs`: (round, target,
+    base) of the same round, in round order (`pair_rounds`); `target`, `base`: every repeat of each side (the unpaired
     view describes them). Without two round pairs: the one-look randomization verdict (`decide`). None when either
     side has fewer than 2 repeats."""
-    pairs = [(t, b) for t, b in pairs if t > 0 and b > 0]
+    pairs = [(r, t, b) for r, t, b in pairs if t > 0 and b > 0]
     if len(pairs) < 2:
         fallback = decide(target, base, None, min_effect)
         return replace(fallback, metric=metric) if fallback else None
     if len(target) < 2 or len(base) < 2 or min(target) <= 0 or min(base) <= 0:
         return None
-    logs = [math.log(t / b) for t, b in pairs]
+    logs = [math.log(t / b) for _, t, b in pairs]
     cs = confidence_sequence(logs, alpha)
     word = cast(Verdict, call(cs, min_effect))
-    shift = find_level_shift(logs, min_effect)
+    shift = find_level_shift(logs, min_effect, [r for r, _, _ in pairs])
     if shift:
         word = "undecided"
     finite = math.isfinite(cs.lower) and math.isfinite(cs.upper)
@@ -210,8 +210,8 @@ def verdict_on_rounds(pairs: list[tuple[float, float]], target: list[float], bas
 
 
 def pair_rounds(target: str, target_runs: Sequence[tuple[int, float | None]],
-                base_runs: Sequence[tuple[int, str | None, float | None]]) -> list[tuple[float, float]]:
-    """(target, base) per round, in round order. `target_runs`: (round, value); `base_runs`: (round, partner,
+                base_runs: Sequence[tuple[int, str | None, float | None]]) -> list[tuple[int, float, float]]:
+    """(round, target, base) per round, in round order. `target_runs`: (round, value); `base_runs`: (round, partner,
     value). A duet's base ran once per other target, at the same moment as it: its measurement with partner ==
     target is the pair; otherwise (interleaved rounds) the base's measurement of that round without a partner.
     Failed measurements (None) pair with nothing."""
@@ -220,7 +220,7 @@ def pair_rounds(target: str, target_runs: Sequence[tuple[int, float | None]],
     for r, value in sorted(target_runs, key=lambda rv: rv[0]):
         partner = base.get((r, target), base.get((r, None)))
         if value is not None and partner is not None:
-            out.append((value, partner))
+            out.append((r, value, partner))
     return out
 
 
