@@ -117,6 +117,8 @@ def test_confidence_sequence_fields():
     assert not few.bounded and call(few, MIN_EFFECT) == "undecided"
     seq = confidence_sequence([math.log(1.1)] * 12, METRIC_ALPHA)
     assert seq.bounded and 0 < seq.lower < math.log(1.1) < seq.upper and call(seq, MIN_EFFECT) == "faster"
+    # tight around a clean change: round 1's prior bet (towards 0) costs candidates near 0 at most half their wealth
+    assert seq.upper - seq.lower < 0.02
 
 
 def test_verdict_fields_of_the_sequential_rule():

@@ -52,6 +52,7 @@ MULT = 2.0  # bets somewhat bolder than the plug-in normal optimum: tanh saturat
 PRIOR_SCALE = 0.02  # the log-ratio noise assumed before two rounds are seen, worth one round's evidence
 PRIOR_WEIGHT = 1.0
 PRIOR_CENTER = 0.0  # round 1 bets as if the past said "no change": candidates away from 0 are bet against at once
+FIRST_LAMBDA = 0.5  # but stakes less: where the data lie on the other side, that round costs at most half
 CLIP_MADS = 2.0  # the robust center: values beyond median +- 2 MADs are pulled in to that bound
 GRID_STEP = 0.001  # candidate centers 0.1% apart (log units)
 GRID_HALF_RANGE = 1.5
@@ -114,7 +115,8 @@ def log_wealth(x: np.ndarray, mu: np.ndarray | float) -> np.ndarray:
     extra trailing axis, e.g. x (S, n) with mu 0.0 gives (S, n); x (n,) with mu (G, 1) gives (G, n)."""
     center, var = predictable_estimates(x)
     theta = MULT * (np.nan_to_num(center, nan=PRIOR_CENTER) - mu) / var
-    return np.cumsum(np.log1p(LAMBDA * np.tanh(theta * (x - mu))), axis=-1)
+    stake = np.where(np.arange(x.shape[-1]) == 0, FIRST_LAMBDA, LAMBDA)
+    return np.cumsum(np.log1p(stake * np.tanh(theta * (x - mu))), axis=-1)
 
 
 @dataclass(frozen=True)
