@@ -64,8 +64,9 @@ class GroupState:
         interfered = {m.round for m in self.measured if m.interfered}
         return sum(1 for r in range(1, self.rounds + 1) if r not in interfered)
 
-    def verdicts(self, metric: Metric = "wall") -> dict[str, CellVerdict | None]:
-        """Each target's verdict against the base on one metric: the rule the report applies to the records."""
+    def verdicts(self, metric: Metric = "wall", only: set[str] | None = None) -> dict[str, CellVerdict | None]:
+        """Each target's verdict against the base on one metric (`only` those targets when given): the rule the
+        report applies to the records."""
         def value(m: Measured) -> float | None:
             return m.qps if metric == "wall" else m.cpu_qps
 
@@ -73,7 +74,7 @@ class GroupState:
         base_values = [v for _, _, v in base if v]
         out: dict[str, CellVerdict | None] = {}
         for t in self.targets:
-            if t == self.base:
+            if t == self.base or (only is not None and t not in only):
                 continue
             runs = [(m.round, value(m)) for m in self.measured if m.target == t]
             out[t] = verdict_on_rounds(pair_rounds(t, runs, base), [v for _, v in runs if v], base_values,
@@ -82,8 +83,9 @@ class GroupState:
 
     def deciding_verdicts(self) -> dict[str, CellVerdict | None]:
         """Per target, the verdict that decides it: wall clock's when decided, else CPU time's when decided."""
-        wall, cpu = self.verdicts("wall"), self.verdicts("cpu")
-        return {t: deciding(wall[t], cpu[t]) for t in wall}
+        wall = self.verdicts("wall")
+        cpu = self.verdicts("cpu", only={t for t, v in wall.items() if v is None or not v.decided})
+        return {t: deciding(wall[t], cpu.get(t)) for t in wall}
 
     def all_decided(self) -> bool:
         """Every target with measurements is decided by either metric. A target (or a base) none of whose repeats
