@@ -130,6 +130,7 @@ class ConfidenceSequence:
     upper: float
     bounded: bool  # False: candidates at the grid's edge are not rejected yet (too few rounds to bound it)
     alpha: float
+    open_half_width: float = math.inf  # half the span of the candidates not rejected yet (finite even unbounded)
 
     @property
     def half_width(self) -> float:
@@ -163,7 +164,8 @@ def confidence_path(log_ratios: list[float] | np.ndarray, alpha: float) -> list[
         first, last = int(kept[0]), int(kept[-1])
         bounded = first > 0 and last < grid.size - 1
         out.append(ConfidenceSequence(i + 1, estimate, float(grid[first - 1]) if first > 0 else -math.inf,
-                                      float(grid[last + 1]) if last < grid.size - 1 else math.inf, bounded, alpha))
+                                      float(grid[last + 1]) if last < grid.size - 1 else math.inf, bounded, alpha,
+                                      float(grid[last] - grid[first]) / 2))
     return out
 
 

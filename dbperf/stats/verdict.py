@@ -200,8 +200,10 @@ def verdict_on_rounds(pairs: list[tuple[int, float, float]], target: list[float]
     if shift:
         word = "undecided"
     finite = math.isfinite(cs.lower) and math.isfinite(cs.upper)
-    # Unbounded (too few rounds): the threshold is the whole span still possible, at least 100%.
-    threshold = math.expm1(cs.half_width) if finite else max(1.0, math.expm1(max(logs) - min(logs)))
+    # Unbounded (too few rounds): half the span of the changes not ruled out yet, over the candidates examined (the
+    # grid reaches ratios of 0.22-4.5 at least), so the true width is at least that; none fits: the data's half-span.
+    half = cs.half_width if finite else cs.open_half_width
+    threshold = math.expm1(half if math.isfinite(half) else (max(logs) - min(logs)) / 2)
     diff = math.expm1(cs.estimate)
     paired = View("paired", diff, threshold, len(logs), cs.bounded)
     return CellVerdict(word, "paired", diff, threshold, min_effect, unpaired_view(target, base), paired, metric,
