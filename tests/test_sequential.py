@@ -51,11 +51,11 @@ def test_aa_false_alarm_rate_stays_within_one_percent_at_every_look():
         assert alarmed or not calls & {"faster", "slower"}
 
 
-def _rounds_to(x: np.ndarray, want: str) -> np.ndarray:
+def _rounds_to(x: np.ndarray, want: str, alpha: float = METRIC_ALPHA) -> np.ndarray:
     """Per sequence, the first round whose look calls `want` (ROUNDS + 1: never within ROUNDS)."""
     out = []
     for row in x:
-        calls = [call(c, MIN_EFFECT) for c in confidence_path(row, METRIC_ALPHA)]
+        calls = [call(c, MIN_EFFECT) for c in confidence_path(row, alpha)]
         looks = [i + 1 for i, c in enumerate(calls) if c == want and i + 1 >= MIN_ROUNDS]
         out.append(looks[0] if looks else ROUNDS + 1)
     return np.asarray(out)
@@ -78,20 +78,23 @@ def _fixed_n_for_power(x: np.ndarray, alpha: float, power: float = 0.8) -> int:
 
 
 def test_a_five_percent_change_at_five_percent_noise_is_called_sooner_than_a_fixed_test_could():
-    x = _log_ratios(201, 300, math.log(1.05), 0.05)
+    x = _log_ratios(201, 250, math.log(1.05), 0.05)
     rounds = _rounds_to(x, "faster")
     assert np.mean(rounds <= ROUNDS) > 0.95  # and nothing calls it slower
     assert not any(call(c, MIN_EFFECT) == "slower" for row in x[:50] for c in confidence_path(row, METRIC_ALPHA))
+    at_one_percent = _rounds_to(x, "faster", alpha=0.01)
     fresh = _log_ratios(202, 1000, math.log(1.05), 0.05)
-    fixed_same_alpha = _fixed_n_for_power(fresh, METRIC_ALPHA)
+    fixed_half_percent = _fixed_n_for_power(fresh, METRIC_ALPHA)
     fixed_today = _fixed_n_for_power(fresh, 0.01)
-    median = float(np.median(rounds))
-    print(f"5% change at 5% noise: sequential median {median:.0f} rounds (80% by {np.percentile(rounds, 80):.0f}); "
-          f"fixed paired randomization test for 80% power: {fixed_same_alpha} rounds at {METRIC_ALPHA:.1%}, "
+    median, median_at_one = float(np.median(rounds)), float(np.median(at_one_percent))
+    print(f"5% change at 5% noise: the sequential rule decides in a median of {median:.0f} rounds at "
+          f"{METRIC_ALPHA:.1%} a metric (80% by {np.percentile(rounds, 80):.0f}), {median_at_one:.0f} at 1%; the "
+          f"fixed paired randomization test needs {fixed_half_percent} rounds for 80% power at {METRIC_ALPHA:.1%}, "
           f"{fixed_today} at 1%")
-    # Against the fixed test at the same error rate (0.5% a metric) the rule needs fewer rounds; against today's
-    # 1% fixed test, which holds its 1% only if looked at once, it needs about one more (measured: 16 vs 17 and 15).
-    assert median < fixed_same_alpha
+    # At the same error rate the rule needs fewer rounds than the fixed test, at 0.5% (the rule's share of a cell's
+    # 1% per metric) and at 1% (today's test, which holds its 1% only if looked at once, and for one metric). The
+    # split of the 1% between two metrics costs the rule about two rounds: measured 16 against today's 15.
+    assert median < fixed_half_percent and median_at_one < fixed_today
     assert median <= fixed_today + 1
 
 
