@@ -36,8 +36,8 @@ budget is the hard stop: the CS stays valid wherever the loop ends.
 Rounds to a decision (tests/test_sequential.py, Student t noise with 3 df, alpha 0.5% a metric): nothing is called
 before about 9 rounds (a round multiplies the wealth by less than 1 + LAMBDA, and 1/alpha = 200); a 5% change at 5%
 noise (sigma of the log ratio) in a median of 16 rounds, where a paired randomization test at a fixed n needs 17
-for 80% power at the same alpha (15 at 1%, valid only if looked at once); 5% at 2% noise (duet-like) in about 9;
-no change at 0.5-1% noise is "same" within +-2% in 9-10.
+for 80% power at the same alpha (at 1%: the rule 14, the fixed test 15, valid only if looked at once); 5% at 2%
+noise (duet-like) in about 9; no change at 0.5-1% noise is "same" within +-2% in 9-10.
 """
 
 from __future__ import annotations
