@@ -8,6 +8,8 @@ import random
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from dbperf.records import CellRecord, Latency, RunResult, Usage
 from dbperf.storage.results import ResultsWriter
 
@@ -65,3 +67,31 @@ def _cell(target: str, benchmark: str, repeat: int, qps: float, server: bool) ->
 
 def make_matrix_dir(tmp: Path, name: str = "run", **kwargs: Any) -> Path:
     return write_run(tmp / name, **kwargs)
+
+
+def round_pairs(rng: np.random.Generator, sequences: int, rounds: int, diff: float, noise: float,
+                df: float = 3.0, shared: float = 0.10, drift: float = 0.05, ar: float = 0.8,
+                within_round: float = 0.2) -> tuple[np.ndarray, np.ndarray]:
+    """Seeded made-up QPS of a target and a base measured in interleaved rounds, shape (sequences, rounds) each:
+    log QPS = level + diff (target only) + a per-round factor both sides share (Student t, `shared` scale) + the
+    host's AR(1) drift across rounds (`drift` innovation sd, coefficient `ar`), shared too + each side's own noise
+    (Student t with `df` degrees of freedom, scaled so that it alone gives the per-round log ratio sd `noise`).
+    Plus what does not cancel: the host moves on between the round's two measurements (the order alternating
+    from round to round) by `within_round` x noise, following an AR(1) of its own, so the ratios carry a small
+    drift that is correlated across rounds and not symmetric given the past."""
+    unit_t = np.sqrt(df / (df - 2))
+    own = rng.standard_t(df, size=(sequences, rounds, 2)) / unit_t * noise / np.sqrt(2)
+    factor = rng.standard_t(df, size=(sequences, rounds)) * shared
+    host = np.zeros((sequences, rounds + 1))
+    move = np.zeros((sequences, rounds + 1))
+    host[:, 0] = rng.normal(0.0, drift / np.sqrt(1 - ar ** 2), sequences)
+    move[:, 0] = rng.normal(0.0, 1.0, sequences)
+    for i in range(1, rounds + 1):
+        host[:, i] = ar * host[:, i - 1] + rng.normal(0.0, drift, sequences)
+        move[:, i] = ar * move[:, i - 1] + rng.normal(0.0, np.sqrt(1 - ar ** 2), sequences)
+    step = within_round * noise * np.diff(move, axis=1) / np.sqrt(2 * (1 - ar))  # unit variance, then scaled
+    target_first = (np.arange(rounds) % 2 == 0)[None, :]
+    level = np.log(100_000.0) + factor + host[:, :rounds]
+    target = np.exp(level + diff + np.where(target_first, 0.0, step) + own[..., 0])
+    base = np.exp(level + np.where(target_first, step, 0.0) + own[..., 1])
+    return target, base

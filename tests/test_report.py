@@ -122,9 +122,10 @@ def test_trained_benchmarks_are_marked():
 
 
 def test_verdict_beside_rqps_and_in_json():
-    """8 interleaved rounds: update-index clearly slower, point-query within 2% with a tight noise threshold."""
+    """10 interleaved rounds (the sequential rule decides from 9 on): update-index clearly slower, point-query
+    within 2% with a tight noise threshold."""
     recs = []
-    for r in range(1, 9):
+    for r in range(1, 11):
         drift = 1 + 0.15 * (r % 3)  # a slow round is slow for both targets
         recs += [record("old", "update-index", r, round(1000 * drift)),
                  record("new", "update-index", r, round(940 * drift) + r),
@@ -138,7 +139,7 @@ def test_verdict_beside_rqps_and_in_json():
     cells = {(c["target"], c["benchmark"]): c for c in json.loads(to_json(m, meta))["cells"]}
     upd = cells[("new", "update-index")]
     assert upd["verdict"] == "slower" and upd["decided_by"] == "paired" and 0 < upd["noise_threshold"] < 0.06
-    assert upd["verdict_views"]["unpaired"]["n"] == 8 and upd["significant"] is not None  # Mann-Whitney kept
+    assert upd["verdict_views"]["unpaired"]["n"] == 10 and upd["significant"] is not None  # Mann-Whitney kept
     assert cells[("old", "update-index")]["verdict"] is None
     row = next(r for r in csv.DictReader(io.StringIO(to_csv(m, meta))) if r["target"] == "new")
     assert row["verdict"] in ("slower", "same") and "noise_threshold" in row

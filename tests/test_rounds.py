@@ -9,7 +9,9 @@ import pytest
 
 from dbperf.errors import UserError
 from dbperf.experiment.spec import parse_experiment
+from dbperf.records import CellRecord, Latency, RunResult, Usage
 from dbperf.runner.rounds import MIN_ROUNDS, GroupState, Measured, RoundPolicy, round_order, run_rounds
+from dbperf.stats.rqps_matrix import build_matrix, cpu_qps
 
 pytestmark = pytest.mark.unit
 
@@ -72,7 +74,8 @@ def test_auto_runs_the_minimum_then_stops_at_the_budget():
 
 def test_interfered_rounds_are_run_again_within_the_budget():
     quiet = _run({"A": 1000.0, "B": 1000.0}, noise=0.001, budget_s=10_000)
-    assert quiet.rounds == 8 and quiet.verdicts()["B"].verdict == "same"  # decided as soon as a test can
+    # decided as soon as the sequential rule can at 0.5% a metric: a round multiplies its wealth by less than 1.95
+    assert quiet.rounds == 9 and quiet.verdicts()["B"].verdict == "same"
     # rounds 1-7 interfered: only 1 clean round at 8, so rounds go on to the cap of 5 extra
     busy = _run({"A": 1000.0, "B": 1000.0}, noise=0.001, budget_s=10_000, interfered=set(range(1, 8)))
     assert busy.rounds == 2 * MIN_ROUNDS and busy.stop_reason.startswith("every cell decided")
@@ -135,3 +138,97 @@ def test_aa_adds_a_copy_of_the_base(write_experiment):
     assert e.targets[1].library == e.targets[0].library and e.base == "a"
     with pytest.raises(UserError, match="would be named 'a-aa', which is already a target"):
         parse_experiment(write_experiment(AUTO.format(extra="aa = true") + '\n[[target]]\nname = "a-aa"\n'))
+
+
+def _record(m: Measured, cpu_us: float) -> CellRecord:
+    """A cell line for a fake measurement: 1 s of QPS queries, `cpu_us` of driver CPU, the duet partner kept."""
+    assert m.qps is not None
+    queries = int(m.qps)
+    result = RunResult(qps=m.qps, eps=m.qps, queries=queries, errors=0,
+                       latency=Latency(p50_us=1.0, p99_us=2.0, max_us=3.0, p95_us=2.0),
+                       client_usage=Usage(user_us=cpu_us * 0.7, system_us=cpu_us * 0.3, voluntary_cs=0,
+                                          involuntary_cs=0),
+                       duration_s=1.0, threads=1)
+    return CellRecord(target=m.target, benchmark="point-query", threads=1, repeat=m.round, status="ok",
+                      result=result, partner=m.partner)
+
+
+def test_cpu_time_decides_where_the_wall_clock_cannot():
+    # B does 10% more work per query (CPU time); its wall clock is drowned in 20% noise of its own
+    rng = random.Random(3)
+    records: list[CellRecord] = []
+    clock = [0.0]
+
+    def measure(round_: int) -> list[Measured]:
+        clock[0] += 10.0
+        out = []
+        for t, work in (("A", 1.0), ("B", 1.1)):
+            qps = 1000.0 * (1 + rng.uniform(-0.2, 0.2))
+            record = _record(Measured(t, round_, qps), cpu_us=qps * work * 1000 * (1 + rng.uniform(-0.002, 0.002)))
+            records.append(record)
+            out.append(Measured(t, round_, qps, cpu_qps=cpu_qps(record)))
+        return out
+
+    state = run_rounds(GroupState("A", ["A", "B"], 0.02), RoundPolicy(MIN_ROUNDS, budget_s=10_000), measure,
+                       deadline=10_000, clock=lambda: clock[0])
+    deciding = state.deciding_verdicts()["B"]
+    assert state.stop_reason.startswith("every cell decided") and state.rounds <= 12
+    assert deciding is not None and deciding.metric == "cpu" and deciding.verdict == "slower"
+    assert not state.verdicts("wall")["B"].decided
+    # the report applies the same rule to the same records: the same verdicts, metric by metric
+    m = build_matrix(_META, records)
+    cell = m.cell("B", "point-query", 1)
+    assert cell is not None and cell.verdict_detail == state.verdicts("wall")["B"]
+    assert cell.cpu_verdict_detail == state.verdicts("cpu")["B"] and cell.deciding_verdict == deciding
+
+
+_META = {"base": "A", "targets": [{"name": "A"}, {"name": "B"}, {"name": "C"}],
+         "benchmarks": [{"name": "point-query", "group": "point"}], "threads": [1]}
+
+
+def test_duet_pairs_each_target_with_the_base_measured_beside_it():
+    # every duet has its own moment (a host factor of up to +-30%), shared by the two sides of that duet only:
+    # pairing a target with the base's run of another duet would drown a 10% difference
+    rng = random.Random(4)
+    records: list[CellRecord] = []
+    clock = [0.0]
+
+    def measure(round_: int) -> list[Measured]:
+        clock[0] += 10.0
+        out = []
+        for t, speed in (("B", 0.9), ("C", 1.0)):
+            moment = 1 + rng.uniform(-0.3, 0.3)
+            pair = [Measured("A", round_, 1000.0 * moment * (1 + rng.uniform(-0.003, 0.003)), partner=t),
+                    Measured(t, round_, 1000.0 * speed * moment * (1 + rng.uniform(-0.003, 0.003)))]
+            records.extend(_record(m, cpu_us=1e6) for m in pair)
+            out += pair
+        return out
+
+    state = run_rounds(GroupState("A", ["A", "B", "C"], 0.02), RoundPolicy(MIN_ROUNDS, budget_s=10_000), measure,
+                       deadline=10_000, clock=lambda: clock[0])
+    verdicts = state.verdicts()
+    assert verdicts["B"].verdict == "slower" and verdicts["C"].verdict == "same" and state.rounds <= 12
+    m = build_matrix(_META, records)
+    assert m.cell("B", "point-query", 1).verdict_detail == verdicts["B"]
+    assert m.cell("C", "point-query", 1).verdict_detail == verdicts["C"]
+    base = m.cell("A", "point-query", 1)
+    assert base is not None and base.qps is not None and base.qps.n == 2 * state.rounds  # every base run counts
+
+
+def test_a_level_shift_neither_decides_nor_stops():
+    # B ran 30% fast for 5 rounds, then at A's speed: no verdict on the mixture, the budget ends the rounds
+    rng = random.Random(5)
+
+    def measure(round_: int) -> list[Measured]:
+        source.now += 10.0
+        b = 1300.0 if round_ <= 5 else 1000.0
+        return [Measured("A", round_, 1000.0 * (1 + rng.uniform(-0.003, 0.003))),
+                Measured("B", round_, b * (1 + rng.uniform(-0.003, 0.003)))]
+
+    source = FakeSource({}, 0.0)
+    state = run_rounds(GroupState("A", ["A", "B"], 0.02), RoundPolicy(MIN_ROUNDS, budget_s=200), measure,
+                       deadline=200, clock=source.clock)
+    v = state.verdicts()["B"]
+    assert state.stop_reason.startswith("budget spent") and state.rounds == 20
+    assert v.verdict == "undecided" and v.level_shift is not None
+    assert v.level_shift.startswith("level shift after round 5: ratios 1.30 → 1.00")

@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from dbperf.stats.verdict import decide, paired_threshold, unpaired_threshold
+from dbperf.stats.verdict import decide, deciding, pair_rounds, paired_threshold, unpaired_threshold, verdict_on_rounds
 
 pytestmark = pytest.mark.unit
 
@@ -89,3 +89,26 @@ def test_large_samples_use_seeded_random_relabelings():
     base = [100.0 + (i % 7) for i in range(20)]
     target = [101.0 + (i % 5) for i in range(20)]
     assert unpaired_threshold(target, base) == unpaired_threshold(target, base)  # C(40, 20) > 10,000: seeded
+
+
+def test_pair_rounds_prefers_the_duet_partner_then_the_round():
+    # round 1: a duet (the base ran once beside B, once beside C); round 2: interleaved; round 3: B failed
+    base = [(1, "B", 100.0), (1, "C", 200.0), (2, None, 300.0), (3, None, 400.0)]
+    assert pair_rounds("B", [(2, 310.0), (1, 90.0), (3, None)], base) == [(1, 90.0, 100.0), (2, 310.0, 300.0)]
+    assert pair_rounds("C", [(1, 210.0)], base) == [(1, 210.0, 200.0)]
+    assert pair_rounds("D", [(1, 1.0)], base) == []  # a duet round without D's base run pairs with nothing
+
+
+def test_the_deciding_metric():
+    pairs = [(i + 1, 110.0 + i % 2, 100.0) for i in range(10)]
+    sides = ([t for _, t, _ in pairs], [b for _, _, b in pairs])
+    wall = verdict_on_rounds(pairs, *sides)
+    cpu = verdict_on_rounds(pairs[:3], sides[0][:3], sides[1][:3], metric="cpu")
+    assert wall is not None and cpu is not None and wall.decided and not cpu.decided
+    assert deciding(wall, cpu) is wall and deciding(cpu, wall) is wall and deciding(None, cpu) is cpu
+    assert deciding(None, None) is None
+
+
+def test_without_round_pairs_the_one_look_randomization_verdict_decides():
+    v = verdict_on_rounds([], [110.0 + i for i in range(8)], [100.0 + i for i in range(8)], metric="cpu")
+    assert v is not None and v.rule == "randomization" and v.metric == "cpu" and v.verdict == "faster"

@@ -3,6 +3,11 @@
 first target; and how many rounds to run: a fixed number, or `repeats = "auto"`: at least MIN_ROUNDS clean rounds,
 then more until every cell of the (benchmark, threads) is decided or its share of the budget is spent.
 
+Deciding after every round is safe because the verdict is anytime-valid (stats/sequential.py): a cell is decided
+when its wall-clock or its CPU-time verdict is (stats/verdict.py `deciding`), each metric at half the cell's 1%, so
+looking after every round does not add to the false-alarm rate. The budget is the hard stop. A cell whose ratios
+shift level stays undecided (it does not stop the loop): more rounds may show which level holds.
+
 The loop (`run_rounds`) is written against a measurement function and a clock, so that its stopping rule is tested
 with a fake measurement source (tests/test_rounds.py)."""
 
@@ -14,7 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from dbperf.stats.verdict import CellVerdict, decide
+from dbperf.stats.verdict import DEFAULT_MIN_EFFECT, CellVerdict, Metric, deciding, pair_rounds, verdict_on_rounds
 
 ORDERS = ("alternate", "random")
 MIN_ROUNDS = 5  # clean rounds a side before `auto` may stop
@@ -50,7 +55,7 @@ class GroupState:
     """The repeats of one (benchmark, threads) so far, and why its rounds stopped."""
     base: str
     targets: list[str]
-    min_effect: float
+    min_effect: float = DEFAULT_MIN_EFFECT
     measured: list[Measured] = field(default_factory=list)
     rounds: int = 0
     stop_reason: str = ""
@@ -59,24 +64,36 @@ class GroupState:
         interfered = {m.round for m in self.measured if m.interfered}
         return sum(1 for r in range(1, self.rounds + 1) if r not in interfered)
 
-    def verdicts(self) -> dict[str, CellVerdict | None]:
-        qps = {t: {m.round: m.qps for m in self.measured if m.target == t and m.qps} for t in self.targets}
-        base = qps[self.base]
+    def verdicts(self, metric: Metric = "wall", only: set[str] | None = None) -> dict[str, CellVerdict | None]:
+        """Each target's verdict against the base on one metric (`only` those targets when given): the rule the
+        report applies to the records."""
+        def value(m: Measured) -> float | None:
+            return m.qps if metric == "wall" else m.cpu_qps
+
+        base = [(m.round, m.partner, value(m)) for m in self.measured if m.target == self.base]
+        base_values = [v for _, _, v in base if v]
         out: dict[str, CellVerdict | None] = {}
         for t in self.targets:
-            if t == self.base:
+            if t == self.base or (only is not None and t not in only):
                 continue
-            rounds = [(q, base[r]) for r, q in sorted(qps[t].items()) if r in base]
-            out[t] = decide(list(qps[t].values()), list(base.values()), rounds, self.min_effect)
+            runs = [(m.round, value(m)) for m in self.measured if m.target == t]
+            out[t] = verdict_on_rounds(pair_rounds(t, runs, base), [v for _, v in runs if v], base_values,
+                                       self.min_effect, metric)
         return out
 
+    def deciding_verdicts(self) -> dict[str, CellVerdict | None]:
+        """Per target, the verdict that decides it: wall clock's when decided, else CPU time's when decided."""
+        wall = self.verdicts("wall")
+        cpu = self.verdicts("cpu", only={t for t, v in wall.items() if v is None or not v.decided})
+        return {t: deciding(wall[t], cpu.get(t)) for t in wall}
+
     def all_decided(self) -> bool:
-        """Every target with measurements has a decided verdict. A target (or a base) none of whose repeats
+        """Every target with measurements is decided by either metric. A target (or a base) none of whose repeats
         succeeded has nothing more rounds could decide: it does not hold the loop."""
         measured = {m.target for m in self.measured if m.qps}
         if self.base not in measured:
             return True
-        return all(v is not None and v.decided for t, v in self.verdicts().items() if t in measured)
+        return all(v is not None and v.decided for t, v in self.deciding_verdicts().items() if t in measured)
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from dbperf.catalog.registry import AFTER_WRITES
 from dbperf.records import CellRecord, CountersRecord, ResultsRecord, Usage
 from dbperf.stats.simulated import attach_simulated
 from dbperf.stats.summary import Summary, significance, summarize
-from dbperf.stats.verdict import DEFAULT_MIN_EFFECT, CellVerdict, decide
+from dbperf.stats.verdict import DEFAULT_MIN_EFFECT, CellVerdict, Metric, deciding, pair_rounds, verdict_on_rounds
 
 GROUP_ORDER = ("point", "range", "write")
 
@@ -52,6 +52,12 @@ class Cell:
     @property
     def noise_threshold(self) -> float | None:
         return self.verdict_detail.noise_threshold if self.verdict_detail else None
+
+    @property
+    def deciding_verdict(self) -> CellVerdict | None:
+        """The verdict that decides the cell: wall clock's when decided, else CPU time's when decided (its `metric`
+        says which), else wall clock's undecided one."""
+        return deciding(self.verdict_detail, self.cpu_verdict_detail)
 
     def per_run(self, key: str) -> list[float]:
         return [v for f in self.figures if (v := f.get(key)) is not None]
@@ -161,7 +167,10 @@ def build_matrix(meta: dict[str, Any], records: list[ResultsRecord], aggregate: 
         cell.rqps = cell.qps.center / base_cell.qps.center
         if target != base:
             cell.significant, cell.p_value = significance(cell.per_run("qps"), base_cell.per_run("qps"))
-            cell.verdict_detail = cell_verdict(cell, base_cell, meta.get("min_effect", DEFAULT_MIN_EFFECT))
+            min_effect = meta.get("min_effect", DEFAULT_MIN_EFFECT)
+            cell.verdict_detail = cell_verdict(cell, base_cell, min_effect)
+            cell.cpu_verdict_detail = cell_verdict(cell, base_cell, min_effect, "cpu")
+            cell.level_shift = level_shift_text(cell.verdict_detail, cell.cpu_verdict_detail)
     thread_counts = sorted({t for (_, _, t) in cells} | set(meta.get("threads", [])))
     trained_on = {t["name"]: t.get("trained_on", []) for t in meta["targets"]}
     attach_simulated(cells, base, records)  # issue 25's simulated tier: Cell.sim (stats/simulated.py)
@@ -170,9 +179,35 @@ def build_matrix(meta: dict[str, Any], records: list[ResultsRecord], aggregate: 
                   min_effect=meta.get("min_effect", DEFAULT_MIN_EFFECT))
 
 
-def cell_verdict(cell: Cell, base: Cell, min_effect: float) -> CellVerdict | None:
-    """The verdict on a cell's QPS against the base's; repeats with the same number were measured in the same
-    round, which gives the paired view."""
-    base_by_round = {r.repeat: r.result.qps for r in base.runs if r.result}
-    rounds = [(r.result.qps, base_by_round[r.repeat]) for r in cell.runs if r.result and r.repeat in base_by_round]
-    return decide(cell.per_run("qps"), base.per_run("qps"), rounds, min_effect)
+def level_shift_text(wall: CellVerdict | None, cpu: CellVerdict | None) -> str | None:
+    """Why a cell was not decided on: its ratios changed level (per metric, labelled when CPU time's did)."""
+    shifts = [f"{label}{v.level_shift}" for label, v in (("", wall), ("CPU time: ", cpu)) if v and v.level_shift]
+    return "; ".join(shifts) or None
+
+
+def cpu_qps(record: CellRecord) -> float | None:
+    """Queries per CPU second of one repeat: the driver's user + system time over the measured window (getrusage
+    sampled when the window opens and when thread 0's loop ends), plus a lab-started server's. None where CPU was
+    not measured (imported tool output, deterministic runs) or nothing ran."""
+    r = record.result
+    if r is None or record.imported or not r.queries:
+        return None
+    cpu_us = r.client_usage.cpu_us + (r.server_usage.cpu_us if r.server_usage else 0.0)
+    return r.queries / (cpu_us / 1e6) if cpu_us > 0 else None
+
+
+def metric_value(record: CellRecord, metric: Metric) -> float | None:
+    if record.result is None:
+        return None
+    return record.result.qps if metric == "wall" else cpu_qps(record)
+
+
+def cell_verdict(cell: Cell, base: Cell, min_effect: float, metric: Metric = "wall") -> CellVerdict | None:
+    """The verdict on a cell's metric against the base's, by stats/verdict.py's one rule (the stopping rule's
+    too). Repeats with the same number were measured in the same round; in a duet the base's record whose partner
+    is this target was measured at the same moment (pair_rounds). The base's every repeat enters the unpaired
+    view."""
+    runs = [(r.repeat, metric_value(r, metric)) for r in cell.runs]
+    base_runs = [(r.repeat, r.partner, metric_value(r, metric)) for r in base.runs]
+    pairs = pair_rounds(cell.target, runs, base_runs)
+    return verdict_on_rounds(pairs, [v for _, v in runs if v], [v for _, _, v in base_runs if v], min_effect, metric)

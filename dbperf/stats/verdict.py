@@ -1,4 +1,15 @@
-"""The verdict on one (target, benchmark, threads) against the base, ClickHouse's way (BRIEF §10), plus a paired view.
+"""The verdict on one (target, benchmark, threads) against the base.
+
+**The rule** (issue 25, `verdict`): the anytime-valid sequential rule of stats/sequential.py on the per-round log
+ratios target/base, one verdict per metric (wall clock: QPS; CPU time: queries per CPU second), each at
+METRIC_ALPHA so that a cell called changed by either metric stays within ALPHA, at every round looked at; a cell
+whose ratios shift level (stats/level_shift.py) is left undecided with the reason. The stopping rule of `repeats =
+"auto"` (runner/rounds.py) and the report (stats/rqps_matrix.py) both call `verdict_on_rounds`, so the same data
+get the same call. Fixed `repeats = N` runs use it too: one rule for every run, and a reader who reruns and looks
+again is stopping optionally as well; the price is a round or two at a single planned look.
+
+**The randomization views** below (ClickHouse's way, BRIEF §10, plus a paired view) are kept as descriptions of
+the data (the report shows both views) and as the verdict where no round pairs exist (`decide`: one look, 1%):
 
 - **Unpaired** (ClickHouse's `eqmed`): diff = median(target) / median(base) - 1. Noise threshold: pool both sides'
   repeats, relabel them (every relabeling when there are few, else 10,000 seeded random ones), and take the 99th
@@ -23,18 +34,26 @@ from __future__ import annotations
 import itertools
 import math
 import statistics
-from dataclasses import dataclass
-from typing import Literal
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Literal, cast
 
 import numpy as np
 
+from dbperf.stats.level_shift import find_level_shift
+from dbperf.stats.sequential import UNSTABLE_MARGIN, call, confidence_sequence
+
 DEFAULT_MIN_EFFECT = 0.02
-UNSTABLE_MARGIN = 0.10  # ClickHouse: unstable when the threshold exceeds the report threshold + 10%
+ALPHA = 0.01  # per cell: the chance that an A/A cell is ever called changed, by either metric
+METRICS = ("wall", "cpu")
+METRIC_ALPHA = ALPHA / len(METRICS)  # split between the metrics, so that "decided by either" stays within ALPHA
 QUANTILE = 0.99
+QUANTILE_ALPHA = 1 - QUANTILE
 RELABELINGS = 10_000  # random relabelings when enumerating every one would take more
 SEED = 20140101  # fixed: the same samples always give the same threshold
 
 Verdict = Literal["faster", "slower", "same", "undecided", "unstable"]
+Metric = Literal["wall", "cpu"]
 DECIDED: tuple[Verdict, ...] = ("faster", "slower", "same")
 
 
@@ -57,6 +76,14 @@ class CellVerdict:
     min_effect: float
     unpaired: View
     paired: View | None
+    metric: Metric = "wall"
+    # "sequential": stats/sequential.py on round pairs (noise_threshold = the confidence interval's half-width);
+    # "randomization": `decide`, one look, where no round pairs exist
+    rule: Literal["sequential", "randomization"] = "randomization"
+    level_shift: str | None = None  # the sequential rule withheld its call: the ratios changed level
+    lower: float | None = None  # sequential: the confidence interval of the relative change (-1..inf; None: none)
+    upper: float | None = None
+    alpha: float = QUANTILE_ALPHA
 
     @property
     def decided(self) -> bool:
@@ -64,8 +91,13 @@ class CellVerdict:
 
     @property
     def min_detectable_effect(self) -> float | None:
-        """The smallest change this cell would have called at its current n: what an undecided cell could hide;
-        None when no view can decide at this n (too few repeats)."""
+        """What an undecided cell could still hide: sequential, the largest change inside its confidence interval;
+        randomization, the smallest change it would have called at its n. None when nothing can be called at this
+        n (too few repeats or rounds)."""
+        if self.rule == "sequential":
+            if self.lower is None or self.upper is None or not (self.paired and self.paired.can_decide):
+                return None
+            return max(abs(self.lower), abs(self.upper))
         view = self.paired if self.decided_by == "paired" else self.unpaired
         return max(self.noise_threshold, self.min_effect) if view and view.can_decide else None
 
@@ -146,3 +178,59 @@ def decide(target: list[float], base: list[float], rounds: list[tuple[float, flo
     else:
         verdict = "undecided"
     return CellVerdict(verdict, view.name, view.diff, view.threshold, min_effect, unpaired, paired)
+
+
+def verdict_on_rounds(pairs: list[tuple[int, float, float]], target: list[float], base: list[float],
+            min_effect: float = DEFAULT_MIN_EFFECT, metric: Metric = "wall",
+            alpha: float = METRIC_ALPHA) -> CellVerdict | None:
+    """The verdict on one metric (positive, higher is better: QPS, queries per CPU second). `pairs`: (round, target,
+    base) of the same round, in round order (`pair_rounds`); `target`, `base`: every repeat of each side (the unpaired
+    view describes them). Without two round pairs: the one-look randomization verdict (`decide`). None when either
+    side has fewer than 2 repeats."""
+    pairs = [(r, t, b) for r, t, b in pairs if t > 0 and b > 0]
+    if len(pairs) < 2:
+        fallback = decide(target, base, None, min_effect)
+        return replace(fallback, metric=metric) if fallback else None
+    if len(target) < 2 or len(base) < 2 or min(target) <= 0 or min(base) <= 0:
+        return None
+    logs = [math.log(t / b) for _, t, b in pairs]
+    cs = confidence_sequence(logs, alpha)
+    word = cast(Verdict, call(cs, min_effect))
+    shift = find_level_shift(logs, min_effect, [r for r, _, _ in pairs])
+    if shift:
+        word = "undecided"
+    finite = math.isfinite(cs.lower) and math.isfinite(cs.upper)
+    # Unbounded (too few rounds): half the span of the changes not ruled out yet, over the candidates examined (the
+    # grid reaches ratios of 0.22-4.5 at least), so the true width is at least that; none fits: the data's half-span.
+    half = cs.half_width if finite else cs.open_half_width
+    threshold = math.expm1(half if math.isfinite(half) else (max(logs) - min(logs)) / 2)
+    diff = math.expm1(cs.estimate)
+    paired = View("paired", diff, threshold, len(logs), cs.bounded)
+    return CellVerdict(word, "paired", diff, threshold, min_effect, unpaired_view(target, base), paired, metric,
+                       "sequential", shift.describe() if shift else None,
+                       math.expm1(cs.lower) if finite else None, math.expm1(cs.upper) if finite else None, alpha)
+
+
+def pair_rounds(target: str, target_runs: Sequence[tuple[int, float | None]],
+                base_runs: Sequence[tuple[int, str | None, float | None]]) -> list[tuple[int, float, float]]:
+    """(round, target, base) per round, in round order. `target_runs`: (round, value); `base_runs`: (round, partner,
+    value). A duet's base ran once per other target, at the same moment as it: its measurement with partner ==
+    target is the pair; otherwise (interleaved rounds) the base's measurement of that round without a partner.
+    Failed measurements (None) pair with nothing."""
+    base: dict[tuple[int, str | None], float] = {(r, p): v for r, p, v in base_runs if v is not None}
+    out = []
+    for r, value in sorted(target_runs, key=lambda rv: rv[0]):
+        partner = base.get((r, target), base.get((r, None)))
+        if value is not None and partner is not None:
+            out.append((r, value, partner))
+    return out
+
+
+def deciding(wall: CellVerdict | None, cpu: CellVerdict | None) -> CellVerdict | None:
+    """The verdict that decides the cell: wall clock when it decided (the headline), else CPU time when it did,
+    else wall clock's (undecided) one; read its `metric` for which."""
+    if wall is not None and wall.decided:
+        return wall
+    if cpu is not None and cpu.decided:
+        return cpu
+    return wall or cpu
