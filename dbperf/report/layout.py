@@ -36,17 +36,19 @@ SIGNIFICANCE = (
 
 
 def verdict_legend(min_effect: float) -> str:
-    """How the verdict beside each rQPS was decided (stats/verdict.py)."""
+    """How the verdict beside each rQPS was decided (stats/verdict.py, stats/sequential.py)."""
     return (
-        "Verdicts (ClickHouse's rule): faster/slower when |diff| exceeds both the noise threshold and min_effect "
-        f"{min_effect:.1%}; noise threshold = {round(QUANTILE * 100)}th percentile of |diff| over random "
-        "relabelings of the pooled repeats (unpaired, medians) or random sign flips of the per-round ratios "
-        "target/base (paired, geometric mean), whichever is tighter; ·p : the paired view decided; "
-        "same : no change of min_effect or more, and one would have been seen; "
-        "? ±x% : undecided, a change up to x% could hide at this n; "
-        "? alone : too few repeats for any test at 1% (8 a side, or 8 rounds, are needed); "
-        f"unstable : the noise threshold exceeds min_effect + {UNSTABLE_MARGIN:.0%}. "
-    ) + SIGNIFICANCE
+        "Verdicts (anytime-valid sequential rule on the per-round log ratios target/base; in duet runs the pair ran "
+        "at the same moment): a confidence sequence that covers the true change at every round at once with "
+        "probability 99.5% per metric (wall clock, CPU time; a cell called changed by either stays under a 1% false "
+        f"alarm however many rounds were looked at); faster/slower when it excludes 0 and the estimate exceeds "
+        f"min_effect {min_effect:.1%}; same : it lies within ±min_effect; "
+        "? ±x% : undecided, a change up to x% (its far end) could hide; ? alone : no bound yet (too few rounds); "
+        f"unstable : its half-width exceeds min_effect + {UNSTABLE_MARGIN:.0%}; a level shift within a target's "
+        "ratios (a change point) leaves the cell undecided. Runs without round pairs fall back to ClickHouse's "
+        f"randomization rule ({round(QUANTILE * 100)}th percentile of |diff| over relabelings; ·p : its paired "
+        "view decided). "
+) + SIGNIFICANCE
 
 
 
@@ -124,7 +126,8 @@ def verdict_word(v: CellVerdict | None) -> str:
         word = f"?±{mde:.1%}" if mde is not None else "?"
     else:
         word = v.verdict
-    return word + ("·p" if v.decided_by == "paired" and v.verdict != "undecided" else "")
+    paired_randomization = v.rule == "randomization" and v.decided_by == "paired"
+    return word + ("·p" if paired_randomization and v.verdict != "undecided" else "")
 
 
 DECIDED_MARK = "*"

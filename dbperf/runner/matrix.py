@@ -37,6 +37,7 @@ from dbperf.runner.window_opens import WindowOpens
 from dbperf.servers.engines import server_target
 from dbperf.servers.runtime import RuntimeDir
 from dbperf.servers.watchdog import Watchdog
+from dbperf.stats.rqps_matrix import cpu_qps
 from dbperf.storage.host import host_metadata
 from dbperf.storage.results import ResultsWriter, close_run, recorded_status
 from dbperf.tooldrivers.cell import run_tool_cell
@@ -436,18 +437,6 @@ def _record(run: _CellRun, data: TargetLifecycle, outcome: DriverOutcome[RunResu
         record.error = cell.target.process.check(mapped)
         record.status = "failed" if record.error else "ok"
     return record
-
-
-def cpu_qps(record: CellRecord) -> float | None:
-    """Queries per CPU second over the measured window: the driver's user + system time, plus a lab-started
-    server's (the driver measures both over its window). None where that CPU was not measured."""
-    r = record.result
-    if not record.ok or r is None or record.imported:
-        return None
-    cpu_us = r.client_usage.user_us + r.client_usage.system_us
-    if r.server_usage:
-        cpu_us += r.server_usage.user_us + r.server_usage.system_us
-    return r.queries / (cpu_us / 1e6) if cpu_us > 0 and r.queries > 0 else None
 
 
 def _interfered(record: CellRecord) -> bool:

@@ -188,9 +188,10 @@ def level_shift_text(wall: CellVerdict | None, cpu: CellVerdict | None) -> str |
 def cpu_qps(record: CellRecord) -> float | None:
     """Queries per CPU second of one repeat: the driver's user + system time over the measured window (getrusage
     sampled when the window opens and when thread 0's loop ends), plus a lab-started server's. None where CPU was
-    not measured (imported tool output, deterministic runs) or nothing ran."""
+    not measured (imported tool output, deterministic runs), nothing ran, or the window's CPU is not known: a
+    sysbench/pgbench cell's CPU is its whole process (setup and warm-up included), not a per-query figure."""
     r = record.result
-    if r is None or record.imported or not r.queries:
+    if r is None or record.imported or record.tool or not r.queries:
         return None
     cpu_us = r.client_usage.cpu_us + (r.server_usage.cpu_us if r.server_usage else 0.0)
     return r.queries / (cpu_us / 1e6) if cpu_us > 0 else None
