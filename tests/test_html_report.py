@@ -59,7 +59,7 @@ def test_heat_map_colours_by_significance_and_by_a_verdict_when_cells_carry_one(
     assert cell_verdict(m, m.cell("a", "point-query", 1)).word == "base"
     assert cell_verdict(m, m.cell("b", "point-query", 1)).word == "slower"
     slower = cell_verdict(m, m.cell("b", "update-index", 1))
-    assert "randomization test" in slower.decided_by
+    assert "wall anytime-valid sequential test" in slower.decided_by  # the rule and its metric are named
     # Without the verdict rule's result (a cell of a series or a compare), Mann-Whitney's significance speaks.
     assert "Mann-Whitney" in verdict_of(0.8, True, False, False).decided_by
     cell = m.cell("c", "update-index", 1)
