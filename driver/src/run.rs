@@ -15,7 +15,7 @@ use crate::engine::{Connection, Engine, Value};
 use crate::job::{Job, Latency, MixCount, OpenLoop, RunResult, StatementLatency, Usage, Workload};
 use crate::params::{self, CompiledBind};
 use crate::procstat::{self, ServerSample};
-use crate::schedule::{Arrivals, Schedule};
+use crate::schedule::{Arrivals, Schedule, MAX_RATE};
 use crate::series::{self, us, Board, Tally};
 use crate::steady::{self, Lead, SteadyReport};
 use crate::{process, usage};
@@ -173,6 +173,9 @@ fn check_job(job: &Job, workload: &Workload) -> Result<(), String> {
     if let Some(rate) = job.rate {
         if !rate.is_finite() || rate <= 0.0 {
             return Err(format!("rate must be a positive number of events per second, got {rate}"));
+        }
+        if rate > MAX_RATE {
+            return Err(format!("rate {rate} is above the {MAX_RATE:e} events/s the driver can schedule"));
         }
         if job.events.is_some() {
             return Err("an open-loop rate needs a timed window, not an event count".into());
@@ -605,9 +608,13 @@ fn client_loop(
             }
             if let Some(l) = window.latency_limit {
                 if now - due > l {
-                    if due >= warm_end {
+                    // Every event already later than the limit is skipped at once (counted if due in the
+                    // measured window), so that a rate far beyond the target's costs no more than one it keeps.
+                    let cutoff = now - l;
+                    let skipped = s.count_between(warm_end.min(cutoff), cutoff) + u64::from(due >= warm_end);
+                    if skipped > 0 {
                         clock.advance_to(now)?;
-                        clock.cur.skipped += 1;
+                        clock.cur.skipped += skipped;
                     }
                     continue;
                 }
@@ -693,12 +700,7 @@ fn client_loop(
     });
     // Open loop: what was due in the measured window but never started is the queue the target left behind.
     if let Some(s) = schedule.as_mut() {
-        while s.due() < end {
-            if s.due() >= warm_end {
-                out.backlog += 1;
-            }
-            s.advance();
-        }
+        out.backlog = s.count_between(warm_end, end);
     }
     out.total = clock.finish()?;
     out.warmup_s = if window.limit.is_some() { 0.0 } else { (warm_end - t0).as_secs_f64() };
