@@ -45,7 +45,8 @@ class SqliteData:
         job = self.job(self.pristine).replace(mode="load", schema=sbtest("sqlite"))
         outcome = run_job(job, LoadResult, LOAD_TIMEOUT_S)
         if not outcome.ok or outcome.result is None:
-            self.failed = f"target {self.target.name!r}: loading the tables into {self.pristine} failed: {outcome.error}"
+            self.failed = (f"target {self.target.name!r}: loading the tables into {self.pristine} failed: "
+                           f"{outcome.error}")
             raise TargetLoadFailed(self.failed)
         self.restore()
         return outcome.result
