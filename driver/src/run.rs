@@ -485,8 +485,10 @@ impl Clock<'_> {
 }
 
 /// One client: connect, prepare, wait at the gate, then run events until the window closes. Closed loop: events
-/// that start after the warmup and end inside the measured window are counted. Open loop: events due inside the
-/// measured window are counted, their latency from when they were due. The thread that `takes_usage` samples the
+/// that start after the warmup and end inside the measured window are counted. Open loop: events that start (or
+/// are skipped) inside the measured window are counted, their latency from when they were due, which may lie in the
+/// warm-up: a target that cannot keep up serves the warm-up's queue in the window, and that queueing is in the
+/// latency (counting by due time instead left such a window empty). The thread that `takes_usage` samples the
 /// process's getrusage when the measured window opens and when its loop ends, so the CPU and context switches
 /// cover the counted events. With a steady-state warm-up the measured window opens when thread 0's monitor says so
 /// (steady.rs): until then every thread counts its completed events for the monitor and checks whether it has.
@@ -608,11 +610,11 @@ fn client_loop(
             }
             if let Some(l) = window.latency_limit {
                 if now - due > l {
-                    // Every event already later than the limit is skipped at once (counted if due in the
-                    // measured window), so that a rate far beyond the target's costs no more than one it keeps.
-                    let cutoff = now - l;
-                    let skipped = s.count_between(warm_end.min(cutoff), cutoff) + u64::from(due >= warm_end);
-                    if skipped > 0 {
+                    // This event and every later one already past the limit are skipped at once (counted when
+                    // skipped in the measured window), so a rate far beyond the target's costs what one it keeps
+                    // does.
+                    let skipped = 1 + s.skip_before(now - l);
+                    if now >= warm_end {
                         clock.advance_to(now)?;
                         clock.cur.skipped += skipped;
                     }
@@ -650,7 +652,7 @@ fn client_loop(
             steady_shared.expect("steady state has its shared counters").count(index as usize, warm_events);
         }
         let counted = window.limit.is_some()
-            || if schedule.is_some() { due >= warm_end } else { started >= warm_end && done <= end };
+            || if schedule.is_some() { started >= warm_end } else { started >= warm_end && done <= end };
         if counted {
             clock.advance_to(done)?;
             match outcome {
@@ -698,9 +700,10 @@ fn client_loop(
         let after = procstat::sample(window.server_pid.expect("sampled before"));
         ServerSample { usage: usage::delta(after.usage, b.usage), processes: after.processes }
     });
-    // Open loop: what was due in the measured window but never started is the queue the target left behind.
-    if let Some(s) = schedule.as_mut() {
-        out.backlog = s.count_between(warm_end, end);
+    // Open loop: what was due before the window closed but never started (in the window or queued since the
+    // warm-up) is the queue the target left behind.
+    if let (Some(s), true) = (schedule.as_mut(), known) {
+        out.backlog = s.skip_before(end);
     }
     out.total = clock.finish()?;
     out.warmup_s = if window.limit.is_some() { 0.0 } else { (warm_end - t0).as_secs_f64() };
