@@ -60,6 +60,7 @@ class DirectoryClaim:
     def __init__(self, directory: Path) -> None:
         self.path = directory / LOCK
         deadline = time.monotonic() + CLAIM_WAIT_S
+        fd = -1
         try:
             while True:
                 fd, self.created = _open_lock(self.path)
@@ -67,6 +68,7 @@ class DirectoryClaim:
                     fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 except BlockingIOError:
                     os.close(fd)
+                    fd = -1
                     if time.monotonic() >= deadline:
                         raise UserError(f"{directory} is in use by another dbperf run (pid {_holder(self.path)})"
                                         ) from None
@@ -76,9 +78,12 @@ class DirectoryClaim:
                 if _same_file(fd, self.path):
                     break
                 os.close(fd)
+                fd = -1
             os.ftruncate(fd, 0)
             os.write(fd, f"{os.getpid()}\n".encode())
         except OSError as e:
+            if fd >= 0:
+                os.close(fd)
             raise ResultsWriteError(f"{e.filename or self.path}: cannot write: {e.strerror or e}") from None
         self.fd: int | None = fd
 
