@@ -65,7 +65,7 @@ from dbperf.runner.matrix import run_matrix
 from dbperf.runner.targets import build_targets, inspect_targets
 from dbperf.stats.ladder import ladder as ladder_steps
 from dbperf.stats.rqps_matrix import build_matrix
-from dbperf.storage.results import SkippedLine, read_results
+from dbperf.storage.results import STATUS_NOTE, SkippedLine, read_results
 from dbperf.tooldrivers.importer import import_outputs
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
@@ -98,6 +98,8 @@ def _note_skipped(directory: Path, skipped: list[SkippedLine]) -> None:
 
 def print_report(directory: Path, fmt: str, aggregate: str | None, output: Path | None = None) -> None:
     meta, records, skipped = read_results(directory)
+    if meta.get(STATUS_NOTE):  # the status read back (a lab that died): said on stderr too, as skipped lines are
+        err_console.print(f"dbperf: note: {directory}: {meta[STATUS_NOTE]}", markup=False, highlight=False)
     if meta.get("replication"):
         print_replication_report(meta, records, fmt, [asdict(s) for s in skipped], output)
         _note_skipped(directory, skipped)

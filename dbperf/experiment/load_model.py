@@ -28,9 +28,18 @@ def percentiles(value: Any, where: str) -> list[float]:
     return out
 
 
+# The highest open-loop rate of a cell (all threads together), the driver's schedule.rs MAX_RATE: above it an event
+# is due less than 10 ns (ten ticks of the 1 ns clock) after the previous one, a gap no event fits in. Refused rather
+# than clamped, so that a cell never runs at a rate other than the one asked for.
+MAX_RATE = 1e8
+
+
 def rate(value: Any, where: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
         raise UserError(f"{where}: expected a positive number of events per second, got {value!r}")
+    if value > MAX_RATE:
+        raise UserError(f"{where}: {value:g} events/s is above the {MAX_RATE:g} the driver can schedule (one event "
+                        "every 10 ns); ask for at most that")
     return float(value)
 
 

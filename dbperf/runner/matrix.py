@@ -30,7 +30,7 @@ from dbperf.runner.process_variants import mapped_allocators
 from dbperf.runner.resources import CellSampler, database_bytes
 from dbperf.runner.rounds import GroupState, Measured, RoundPolicy, round_order, run_rounds
 from dbperf.runner.simulated_tier import measure_simulated
-from dbperf.runner.sqlite_data import SqliteData
+from dbperf.runner.sqlite_data import SqliteData, TargetLoadFailed
 from dbperf.runner.target_lifecycle import TargetLifecycle
 from dbperf.runner.targets import inspect_targets
 from dbperf.runner.window_opens import WindowOpens
@@ -200,11 +200,19 @@ def run_matrix(e: Experiment, out: Path, console: Console, keep_data: bool = Fal
             with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
                           console=console, transient=True) as progress:
                 loading = progress.add_task("loading", total=len(e.targets))
+                failed: list[str] = []  # SQLite targets whose load failed: their cells fail, the others run
                 for t in e.targets:
                     progress.update(loading, description=f"starting {t.name}" if t.is_server else "")
                     data[t.name].start()
                     progress.update(loading, description=f"loading {e.tables}×{e.table_size:,} rows for {t.name}")
-                    loaded = data[t.name].load()
+                    try:
+                        loaded = data[t.name].load()
+                    except TargetLoadFailed as err:
+                        failed.append(str(err))
+                        meta["targets"][index[t.name]]["error"] = str(err)
+                        if len(failed) == len(e.targets):  # none left to measure: one line, as it always was
+                            raise TargetLoadFailed(failed[0]) from None
+                        continue
                     meta["targets"][index[t.name]].update(load=to_builtins(loaded), **data[t.name].describe())
                     if t.is_server:
                         meta["targets"][index[t.name]]["engine_version"] = loaded.engine_version
@@ -213,6 +221,9 @@ def run_matrix(e: Experiment, out: Path, console: Console, keep_data: bool = Fal
                     progress.advance(loading)
                 writer.update_meta(meta)
                 progress.remove_task(loading)
+                for why in failed:
+                    console.print(f"dbperf: {why}; its cells are recorded as failed, the other targets are measured",
+                                  markup=False, highlight=False, soft_wrap=True)
                 task = progress.add_task("cells", total=total)
                 policy = RoundPolicy(e.repeats, e.budget_s)
                 groups = [(b, t) for b in e.benchmarks for t in e.threads]

@@ -36,7 +36,9 @@ def run_post_write(e: Experiment, target: Target, data: TargetLifecycle, before:
     target (the run cannot honestly go on measuring "after the post-write step")."""
     started = time.monotonic()
     record: dict[str, Any] = {"before": before, "engine": target.engine}
-    if isinstance(data, SqliteData):
+    if isinstance(data, SqliteData) and data.failed:
+        record["skipped"] = "the target's tables were not loaded"  # its cells fail with the load's error
+    elif isinstance(data, SqliteData):
         record["statements"] = SQLITE
         outcome = run_job(data.working_job().replace(mode="exec", statements=SQLITE), ExecResult, STEP_TIMEOUT_S)
         if not outcome.ok:

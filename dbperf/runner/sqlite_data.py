@@ -17,6 +17,11 @@ from dbperf.runner.driver import run_job
 LOAD_TIMEOUT_S = 3600.0
 
 
+class TargetLoadFailed(UserError):
+    """A SQLite target whose tables could not be loaded (a PRAGMA that does not take, mostly: the driver applies
+    and checks the target's settings on every connection). That target fails; the others are measured."""
+
+
 class SqliteData:
     def __init__(self, root: Path, target: Target, experiment: Experiment) -> None:
         self.dir = root / target.name
@@ -25,6 +30,7 @@ class SqliteData:
         self.pristine = self.dir / "pristine.db"
         self.working = self.dir / "work.db"
         self.settings = target.settings(max(experiment.threads))
+        self.failed: str | None = None  # why the load failed: nothing to restore, its cells fail in the driver
 
     def job(self, database: Path) -> DriverJob:
         e = self.experiment
@@ -39,12 +45,15 @@ class SqliteData:
         job = self.job(self.pristine).replace(mode="load", schema=sbtest("sqlite"))
         outcome = run_job(job, LoadResult, LOAD_TIMEOUT_S)
         if not outcome.ok or outcome.result is None:
-            raise UserError(f"target {self.target.name!r}: loading the tables into {self.pristine} failed: "
-                            f"{outcome.error}")
+            self.failed = (f"target {self.target.name!r}: loading the tables into {self.pristine} failed: "
+                           f"{outcome.error}")
+            raise TargetLoadFailed(self.failed)
         self.restore()
         return outcome.result
 
     def restore(self) -> None:
+        if self.failed:
+            return  # nothing was loaded; the cells fail when the driver connects, as the load did
         _remove_db(self.working)
         shutil.copyfile(self.pristine, self.working)
 

@@ -4,14 +4,18 @@
     DIR/experiment.toml   the experiment file as it was run
     DIR/results.jsonl     one JSON object per measured repeat, appended and flushed the moment it is measured
 
+    DIR/.lock             held (flock) by the run writing into DIR, for as long as it runs (DirectoryClaim)
+
 A run that is interrupted or crashes keeps every line written so far; `dbperf report` reads whatever is there.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -25,6 +29,13 @@ from dbperf.records import RecordError, ResultsRecord, encode, results_record
 META = "meta.json"
 RESULTS = "results.jsonl"
 EXPERIMENT = "experiment.toml"
+LOCK = ".lock"
+# A reader probing the lock (read_results) holds it for microseconds: a claim waits that long out, no more.
+CLAIM_WAIT_S = 0.5
+# Read back, not stored: meta.json says `running` but no process holds the run's lock (read_results).
+DIED = "died"
+STATUS_NOTE = "status_note"
+LAB_DIED = "the lab died while running (killed?)"
 
 
 class ResultsWriteError(UserError):
@@ -39,6 +50,107 @@ def _writing(path: Path) -> Iterator[None]:
         raise ResultsWriteError(f"{e.filename or path}: cannot write: {e.strerror or e}") from None
 
 
+class DirectoryClaim:
+    """A results directory claimed by one run: an exclusive flock on DIR/.lock, taken before the directory is
+    looked at and held until the run closes it, so that of two runs started together on one --out the second is
+    refused whatever the timing, and a later reader can tell a run that goes on from one whose lab died (meta.json
+    says `running`, nobody holds the lock: the kernel releases it when the lab dies, even by SIGKILL). The file
+    holds the holder's pid, for the refusal; it is removed when the run ends (and left by a lab that died)."""
+
+    def __init__(self, directory: Path) -> None:
+        self.path = directory / LOCK
+        deadline = time.monotonic() + CLAIM_WAIT_S
+        fd = -1
+        try:
+            while True:
+                fd, self.created = _open_lock(self.path)
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    os.close(fd)
+                    fd = -1
+                    if time.monotonic() >= deadline:
+                        raise UserError(f"{directory} is in use by another dbperf run (pid {_holder(self.path)})"
+                                        ) from None
+                    time.sleep(0.05)
+                    continue
+                # A run that ended removed the file between our open and our lock: lock the one now in place.
+                if _same_file(fd, self.path):
+                    break
+                os.close(fd)
+                fd = -1
+            os.ftruncate(fd, 0)
+            os.write(fd, f"{os.getpid()}\n".encode())
+        except OSError as e:
+            if fd >= 0:
+                os.close(fd)
+            raise ResultsWriteError(f"{e.filename or self.path}: cannot write: {e.strerror or e}") from None
+        self.fd: int | None = fd
+
+    def release(self, remove: bool = True) -> None:
+        """Removed while still held (so that no one locks a file about to go), then let go."""
+        if self.fd is None:
+            return
+        if remove:
+            with contextlib.suppress(OSError):
+                self.path.unlink()
+        os.close(self.fd)
+        self.fd = None
+
+
+def _open_lock(path: Path) -> tuple[int, bool]:
+    """The lock file opened for writing, and whether this call created it."""
+    while True:
+        try:
+            return os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644), True
+        except FileExistsError:
+            pass
+        try:
+            return os.open(path, os.O_RDWR | os.O_CLOEXEC), False
+        except FileNotFoundError:
+            continue  # removed in between by a run that ended
+
+
+def _same_file(fd: int, path: Path) -> bool:
+    try:
+        return os.path.samestat(os.fstat(fd), os.stat(path))
+    except FileNotFoundError:
+        return False
+
+
+def _holder(path: Path) -> str:
+    with contextlib.suppress(OSError, UnicodeDecodeError):
+        pid = path.read_text(encoding="utf-8").strip()
+        if pid.isdigit():
+            return pid
+    return "unknown"
+
+
+def lab_died(directory: Path) -> bool:
+    """A run's lock file is there but no process holds its lock: the lab that wrote the directory is gone without
+    recording how the run ended (SIGKILL, a crash of the machine). Probed with a shared lock, released at once. A
+    directory without a lock file (written before dbperf took one) cannot tell: False."""
+    try:
+        fd = os.open(directory / LOCK, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError:
+        return False  # held: the run goes on
+    finally:
+        os.close(fd)
+    return True
+
+
+def _pause_after_claim() -> None:
+    """Tests only: a pause between claiming the directory and writing into it, so that two runs racing for one
+    --out are tested with a forced delay, not with luck (DBPERF_TEST_CLAIM_DELAY_S seconds)."""
+    delay = os.environ.get("DBPERF_TEST_CLAIM_DELAY_S")
+    if delay:
+        time.sleep(float(delay))
+
+
 class ResultsWriter:
     """Writes into a new or empty directory only: a directory that holds anything else is refused, so that no
     file of the user's is overwritten and nothing the lab did not create is ever deleted."""
@@ -47,24 +159,34 @@ class ResultsWriter:
         self.directory = directory
         if directory.exists() and not directory.is_dir():
             raise UserError(f"{directory}: exists and is not a directory; choose another --out")
-        if directory.is_dir():
-            if (directory / RESULTS).exists():
-                raise UserError(f"{directory}: already holds results; choose another --out")
-            try:
-                entries = sorted(p.name for p in directory.iterdir())
-            except OSError as e:
-                raise UserError(f"{directory}: cannot read the directory: {e.strerror}") from None
-            if entries:
-                what = "a dbperf run's files" if META in entries else f"files ({', '.join(entries[:3])}...)"
-                raise UserError(f"{directory}: not empty (holds {what}); dbperf writes only into a new or empty "
-                                "directory: choose another --out")
         try:
             directory.mkdir(parents=True, exist_ok=True)
         except OSError as e:
             raise UserError(f"{directory}: cannot create results directory: {e.strerror}") from None
-        # Kept open for the whole run: every record is appended and fsynced as it is measured.
-        with _writing(directory / RESULTS):
-            self._results = open(directory / RESULTS, "a", encoding="utf-8")  # noqa: SIM115
+        # Claimed first, then looked at: two runs on one --out cannot both find it empty.
+        self._claim = DirectoryClaim(directory)
+        try:
+            self._check_empty()
+            _pause_after_claim()
+            # Kept open for the whole run: every record is appended and fsynced as it is measured.
+            with _writing(directory / RESULTS):
+                self._results = open(directory / RESULTS, "a", encoding="utf-8")  # noqa: SIM115
+        except BaseException:
+            self._claim.release(remove=self._claim.created)  # a refused run leaves nothing in the user's directory
+            raise
+
+    def _check_empty(self) -> None:
+        directory = self.directory
+        if (directory / RESULTS).exists():
+            raise UserError(f"{directory}: already holds results; choose another --out")
+        try:
+            entries = sorted(p.name for p in directory.iterdir() if p.name != LOCK)
+        except OSError as e:
+            raise UserError(f"{directory}: cannot read the directory: {e.strerror}") from None
+        if entries:
+            what = "a dbperf run's files" if META in entries else f"files ({', '.join(entries[:3])}...)"
+            raise UserError(f"{directory}: not empty (holds {what}); dbperf writes only into a new or empty "
+                            "directory: choose another --out")
 
     @classmethod
     def reopen(cls, directory: Path) -> ResultsWriter:
@@ -72,16 +194,21 @@ class ResultsWriter:
         mid-write) is ended first, so that it stays one skipped line and the next record starts a line of its own."""
         writer = cls.__new__(cls)
         writer.directory = directory
+        writer._claim = DirectoryClaim(directory)  # refused while another run (an earlier controller) holds it
         path = directory / RESULTS
-        with _writing(path):
-            torn = False
-            if path.is_file() and path.stat().st_size:
-                with open(path, "rb") as f:
-                    f.seek(-1, os.SEEK_END)
-                    torn = f.read(1) != b"\n"
-            writer._results = open(path, "a", encoding="utf-8")  # noqa: SIM115
-            if torn:
-                writer._results.write("\n")
+        try:
+            with _writing(path):
+                torn = False
+                if path.is_file() and path.stat().st_size:
+                    with open(path, "rb") as f:
+                        f.seek(-1, os.SEEK_END)
+                        torn = f.read(1) != b"\n"
+                writer._results = open(path, "a", encoding="utf-8")  # noqa: SIM115
+                if torn:
+                    writer._results.write("\n")
+        except BaseException:
+            writer._claim.release(remove=writer._claim.created)
+            raise
         return writer
 
     def write_meta(self, meta: dict[str, Any], experiment_text: str) -> None:
@@ -91,9 +218,10 @@ class ResultsWriter:
 
     def update_meta(self, meta: dict[str, Any]) -> None:
         tmp = self.directory / (META + ".tmp")
+        stored = {k: v for k, v in meta.items() if k != STATUS_NOTE}  # read back (read_results), never stored
         try:
             with _writing(tmp):
-                tmp.write_text(json.dumps(meta, indent=2) + "\n")
+                tmp.write_text(json.dumps(stored, indent=2) + "\n")
                 os.replace(tmp, self.directory / META)
         except ResultsWriteError:
             tmp.unlink(missing_ok=True)  # the last complete meta.json stays as it was
@@ -106,8 +234,10 @@ class ResultsWriter:
             os.fsync(self._results.fileno())
 
     def close(self) -> None:
+        """The end of the run: the results file closed, the directory let go (its lock file removed)."""
         with contextlib.suppress(OSError):  # a write that failed has been reported already
             self._results.close()
+        self._claim.release()
 
 
 FORMAT_VERSION = 1  # meta.json's "dbperf_results"
@@ -162,6 +292,9 @@ def read_results(directory: Path) -> tuple[dict[str, Any], list[ResultsRecord], 
     problem = _meta_problem(meta)
     if problem:
         raise UserError(f"{meta_path}: {problem}")
+    if meta.get("status") == "running" and lab_died(directory):
+        meta["status"] = DIED
+        meta[STATUS_NOTE] = LAB_DIED
     records: list[ResultsRecord] = []
     skipped: list[SkippedLine] = []
     path = directory / RESULTS

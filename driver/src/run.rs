@@ -15,7 +15,7 @@ use crate::engine::{Connection, Engine, Value};
 use crate::job::{Job, Latency, MixCount, OpenLoop, RunResult, StatementLatency, Usage, Workload};
 use crate::params::{self, CompiledBind};
 use crate::procstat::{self, ServerSample};
-use crate::schedule::{Arrivals, Schedule};
+use crate::schedule::{Arrivals, Schedule, MAX_RATE};
 use crate::series::{self, us, Board, Tally};
 use crate::steady::{self, Lead, SteadyReport};
 use crate::{process, usage};
@@ -173,6 +173,9 @@ fn check_job(job: &Job, workload: &Workload) -> Result<(), String> {
     if let Some(rate) = job.rate {
         if !rate.is_finite() || rate <= 0.0 {
             return Err(format!("rate must be a positive number of events per second, got {rate}"));
+        }
+        if rate > MAX_RATE {
+            return Err(format!("rate {rate} is above the {MAX_RATE:e} events/s the driver can schedule"));
         }
         if job.events.is_some() {
             return Err("an open-loop rate needs a timed window, not an event count".into());
@@ -493,8 +496,10 @@ impl Clock<'_> {
 }
 
 /// One client: connect, prepare, wait at the gate, then run events until the window closes. Closed loop: events
-/// that start after the warmup and end inside the measured window are counted. Open loop: events due inside the
-/// measured window are counted, their latency from when they were due. The thread that `takes_usage` samples the
+/// that start after the warmup and end inside the measured window are counted. Open loop: events that start (or
+/// are skipped) inside the measured window are counted, their latency from when they were due, which may lie in the
+/// warm-up: a target that cannot keep up serves the warm-up's queue in the window, and that queueing is in the
+/// latency (counting by due time instead left such a window empty). The thread that `takes_usage` samples the
 /// process's getrusage when the measured window opens and when its loop ends, so the CPU and context switches
 /// cover the counted events. With a steady-state warm-up the measured window opens when thread 0's monitor says so
 /// (steady.rs): until then every thread counts its completed events for the monitor and checks whether it has.
@@ -629,9 +634,13 @@ fn client_loop(
             }
             if let Some(l) = window.latency_limit {
                 if now - due > l {
-                    if due >= warm_end {
+                    // This event and every later one already past the limit are skipped at once (counted when
+                    // skipped in the measured window), so a rate far beyond the target's costs what one it keeps
+                    // does.
+                    let skipped = 1 + s.skip_before(now - l);
+                    if now >= warm_end {
                         clock.advance_to(now)?;
-                        clock.cur.skipped += 1;
+                        clock.cur.skipped += skipped;
                     }
                     continue;
                 }
@@ -667,7 +676,7 @@ fn client_loop(
             steady_shared.expect("steady state has its shared counters").count(index as usize, warm_events);
         }
         let counted = window.limit.is_some()
-            || if schedule.is_some() { due >= warm_end } else { started >= warm_end && done <= end };
+            || if schedule.is_some() { started >= warm_end } else { started >= warm_end && done <= end };
         if counted {
             clock.advance_to(done)?;
             match outcome {
@@ -715,14 +724,10 @@ fn client_loop(
         let after = procstat::sample(window.server_pid.expect("sampled before"));
         ServerSample { usage: usage::delta(after.usage, b.usage), processes: after.processes }
     });
-    // Open loop: what was due in the measured window but never started is the queue the target left behind.
-    if let Some(s) = schedule.as_mut() {
-        while s.due() < end {
-            if s.due() >= warm_end {
-                out.backlog += 1;
-            }
-            s.advance();
-        }
+    // Open loop: what was due before the window closed but never started (in the window or queued since the
+    // warm-up) is the queue the target left behind.
+    if let (Some(s), true) = (schedule.as_mut(), known) {
+        out.backlog = s.skip_before(end);
     }
     out.total = clock.finish()?;
     out.warmup_s = if window.limit.is_some() { 0.0 } else { (warm_end - t0).as_secs_f64() };
