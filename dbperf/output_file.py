@@ -48,7 +48,7 @@ def output_path(where: str | Path, force: bool, name: str, option: str = "-o/--o
     path = Path(where)
     if str(where).endswith(os.sep) or path.is_dir():
         if not path.is_dir():
-            raise UserError(f"{option} {path}: no such directory")
+            raise UserError(f"{option} {where}: no such directory")
         path = path / name
     if not path.parent.is_dir():
         raise UserError(f"{option} {path}: the directory {path.parent} does not exist")

