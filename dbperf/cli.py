@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import shutil
+import signal
 import sys
 import tempfile
 from collections.abc import Callable
@@ -16,6 +17,7 @@ from typing import Annotated, Any, NoReturn, Optional
 import typer
 from rich.console import Console
 from rich.table import Table
+from typer._click import exceptions as click_errors  # Typer's own click: its parameter errors
 
 from dbperf import __version__
 from dbperf.buildlab.builder import cached_builds
@@ -36,6 +38,7 @@ from dbperf.explain.mode import CounterMode, detect_mode
 from dbperf.explain.profile import Profiler
 from dbperf.history.commands import record_run
 from dbperf.history.commands import register as register_history
+from dbperf.history.store import history_path
 from dbperf.output_file import default_name, output_path, write_file
 from dbperf.probes.catalog import FAMILIES
 from dbperf.probes.run import run_probes
@@ -195,11 +198,12 @@ def run_experiment(experiment: Path, out: Path | None, keep_data: bool, profile:
         return run_replication_experiment(spec, directory, keep_data)
     if aa:
         spec = with_aa(spec)
+    history_path()  # a bad DBPERF_HISTORY is said now, not after the run
     size = estimate(spec, directory)
+    if size.needs_confirmation() and not yes:  # said once, as the error; with --yes, as a warning
+        fail(f"{experiment}: {size.summary()}; add --yes to run it anyway")
     for line in size.warnings():
         err_console.print(f"dbperf: warning: {line}", markup=False, highlight=False)
-    if size.needs_confirmation() and not yes:
-        fail(f"{experiment}: {size.summary()}; add --yes to run it anyway")
     exp, builds = build_targets(spec, err_console)
     inspect_targets(exp)
     repeats = (f"auto repeats (at least {exp.repeats} rounds, budget {exp.budget_s:.0f} s)"
@@ -233,19 +237,28 @@ def _run_to_end(directory: Path, keep_data: bool, unit: str, run: Callable[[], A
     try:
         outcome = run()
     except KeyboardInterrupt as interrupt:
-        err_console.print(f"dbperf: interrupted ({interrupt}); what was measured is in {directory}", markup=False,
-                          highlight=False)
+        err_console.print(f"dbperf: interrupted ({interrupt_reason(interrupt)}); what was measured is in "
+                          f"{directory}", markup=False, highlight=False)
         return RunEnd(directory, interrupts.exit_code(interrupt))
     if keep_data and outcome.runtime_dir:
         err_console.print(f"dbperf: the servers' data directories are kept in {outcome.runtime_dir}", markup=False,
                           highlight=False)
-    if record:
+    if record and outcome.cells_ok == 0:  # a run that measured nothing is no point of a series
+        err_console.print(f"dbperf: note: not recorded in the history: no {unit} succeeded", markup=False,
+                          highlight=False)
+    elif record:
         record_run(directory, err_console)
     if outcome.cells_ok == 0 and outcome.cells_failed > 0:
         err_console.print(f"dbperf: error: no {unit} succeeded ({outcome.cells_failed} failed); the errors are in "
                           f"{directory / 'results.jsonl'}", markup=False, highlight=False)
         return RunEnd(directory, NO_CELL_SUCCEEDED)
     return RunEnd(directory, 0)
+
+
+def interrupt_reason(interrupt: BaseException) -> str:
+    """What stopped the run: Ctrl-C (a plain KeyboardInterrupt has no text), or the signal's name."""
+    signum = getattr(interrupt, "signum", signal.SIGINT)
+    return "Ctrl-C" if signum == signal.SIGINT else signal.Signals(signum).name
 
 
 def _report_after_run(end: RunEnd, show: Callable[[Path], None]) -> None:
@@ -816,16 +829,46 @@ def fleet_certs(
 
 
 
+def _usage_error(e: click_errors.UsageError) -> NoReturn:
+    """Typer's parameter errors (`history show abc`, `--threads x`, a missing argument) as one line, like every
+    other bad input, instead of a usage banner and a boxed message."""
+    names: list[str] = []
+    ctx = e.ctx
+    while ctx is not None and ctx.parent is not None:
+        names.insert(0, ctx.info_name or "")
+        ctx = ctx.parent
+    where = f"{' '.join(names)}: " if names else ""
+    err_console.print(f"dbperf: error: {where}{e.format_message()} (--help shows the options)", markup=False,
+                      highlight=False, soft_wrap=True)
+    sys.exit(2)
+
+
+def _typer_shows(e: click_errors.ClickException) -> NoReturn:
+    from typer import rich_utils
+    rich_utils.rich_format_error(e)
+    sys.exit(e.exit_code)
+
+
 def main() -> None:
     interrupts.install()
     try:
-        app()
+        code = app(standalone_mode=False)
+        sys.exit(code if isinstance(code, int) else 0)
+    except click_errors.NoArgsIsHelpError as e:  # the help, as Typer shows it
+        _typer_shows(e)
+    except click_errors.UsageError as e:
+        _usage_error(e)
+    except click_errors.ClickException as e:
+        _typer_shows(e)
+    except typer.Abort:
+        err_console.print("dbperf: aborted", highlight=False)
+        sys.exit(1)
     except UserError as e:
         err_console.print(f"dbperf: error: {e}", markup=False, highlight=False, soft_wrap=True)
         sys.exit(2)
     except KeyboardInterrupt as interrupt:
         # Interrupted outside a matrix run (building, starting servers, probing): nothing measured to report.
-        err_console.print("dbperf: interrupted", highlight=False)
+        err_console.print(f"dbperf: interrupted ({interrupt_reason(interrupt)})", highlight=False)
         sys.exit(interrupts.exit_code(interrupt))
 
 

@@ -38,10 +38,10 @@ PVALUE_OPTION = typer.Option(help="E-divisive's permutation-test threshold for a
 def record_run(directory: Path, err: Console) -> None:
     """At the end of `dbperf run`: the run goes into the history. A store that cannot be written is a warning: the
     run's own results are already safe in its directory."""
-    path = history_path()
-    if path is None or not (directory / "meta.json").is_file():
-        return
     try:
+        path = history_path()
+        if path is None or not (directory / "meta.json").is_file():
+            return
         store = Store(path)
         try:
             run_id, _ = store.add_run(directory)
