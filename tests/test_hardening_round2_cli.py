@@ -90,7 +90,7 @@ def test_a_trailing_slash_is_a_directory_and_a_missing_one_is_refused(results, t
 @pytest.mark.unit
 def test_output_file_rules_directly(tmp_path):
     (tmp_path / "meta.json").write_text('{"dbperf_results": 1}')
-    with pytest.raises(UserError, match="own meta.json"):
+    with pytest.raises(UserError, match=r"own meta\.json"):
         output_path(tmp_path / "meta.json", True, "report.html")
     other = tmp_path / "elsewhere"
     other.mkdir()
@@ -146,3 +146,139 @@ def test_a_view_escapes_what_users_named(tmp_path):
 @pytest.mark.unit
 def test_two_views_at_once_are_refused(results):
     _one_line_refusal(run_cli("report", str(results), "--ladder", "--intervals"), "one at a time")
+
+
+# -- item 2: the history store is recognized by its own marker ------------------------------------------------------
+
+def _foreign(path: Path, sql: str) -> Path:
+    db = sqlite3.connect(path)
+    db.executescript(sql)
+    db.commit()
+    db.close()
+    return path
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(("name", "make", "words"), [
+    ("conflicting-runs", lambda p: _foreign(p, "CREATE TABLE runs (x INTEGER, y TEXT); INSERT INTO runs VALUES "
+                                               "(1, 'theirs');"), "not a dbperf history store"),
+    ("other-tables", lambda p: _foreign(p, "CREATE TABLE photos (id INTEGER PRIMARY KEY, name TEXT);"),
+     "not a dbperf history store"),
+    ("other-app", lambda p: _foreign(p, "PRAGMA application_id = 1234;"), "another program's SQLite database"),
+    ("text", lambda p: p.write_text("just some notes\n") and p, "not a SQLite database"),
+])
+def test_a_foreign_file_as_the_history_is_refused_untouched(results, tmp_path, name, make, words):
+    store = tmp_path / f"{name}.sqlite"
+    make(store)
+    before = _sums(store)
+    env = {"DBPERF_HISTORY": str(store)}
+    for args in (["history", "add", str(results)], ["history", "list"], ["history", "show"], ["series"],
+                 ["regressions"]):
+        _one_line_refusal(run_cli(*args, env=env), words)
+    assert _sums(store) == before and sorted(p.name for p in tmp_path.iterdir() if name in p.name) == [store.name]
+
+
+@pytest.mark.unit
+def test_a_store_of_a_newer_schema_is_refused_untouched(results, tmp_path):
+    from dbperf.history import store as history
+    path = tmp_path / "h.sqlite"
+    history.Store(path).close()
+    db = sqlite3.connect(path)
+    db.execute(f"UPDATE {history.MARKER_TABLE} SET version = 99")
+    db.commit()
+    db.close()
+    before = _sums(path)
+    _one_line_refusal(run_cli("history", "add", str(results), env={"DBPERF_HISTORY": str(path)}),
+                      "schema version 99")
+    assert _sums(path) == before
+
+
+@pytest.mark.unit
+def test_a_new_store_gets_the_marker_and_a_store_from_before_the_marker_is_adopted(results, tmp_path):
+    from dbperf.history import store as history
+    new = tmp_path / "new.sqlite"
+    history.Store(new).close()
+    db = sqlite3.connect(new)
+    assert db.execute("PRAGMA application_id").fetchone()[0] == history.APPLICATION_ID
+    assert db.execute(f"SELECT version FROM {history.MARKER_TABLE}").fetchall() == [(history.SCHEMA_VERSION,)]
+    db.close()
+    old = _foreign(tmp_path / "old.sqlite", history.SCHEMA + f"PRAGMA user_version = {history.SCHEMA_VERSION};")
+    done = run_cli("history", "add", str(results), env={"DBPERF_HISTORY": str(old)})
+    assert done.returncode == 0 and "recorded as run 1" in done.stdout, done.stderr
+    assert sqlite3.connect(old).execute("PRAGMA application_id").fetchone()[0] == history.APPLICATION_ID
+    # dbperf's table names with other columns are someone else's
+    lookalike = _foreign(tmp_path / "lookalike.sqlite", "CREATE TABLE runs (id INTEGER PRIMARY KEY); "
+                                                        "CREATE TABLE results (id INTEGER PRIMARY KEY);")
+    with pytest.raises(UserError, match="not a dbperf history store"):
+        history.Store(lookalike)
+
+
+@pytest.mark.unit
+def test_an_empty_dbperf_history_is_an_error_not_the_default(tmp_path):
+    _one_line_refusal(run_cli("history", "list", env={"DBPERF_HISTORY": ""}), "DBPERF_HISTORY is set but empty")
+
+
+@pytest.mark.unit
+def test_typer_parameter_errors_are_one_line(tmp_path):
+    env = {"DBPERF_HISTORY": str(tmp_path / "h.sqlite")}
+    _one_line_refusal(run_cli("history", "show", "abc", env=env), "history show", "'run'")
+    _one_line_refusal(run_cli("series", "--threads", "x", env=env), "series", "--threads")
+    _one_line_refusal(run_cli("regressions", "--pvalue", "much", env=env), "regressions", "--pvalue")
+    _one_line_refusal(run_cli("history", "show", "--bogus", env=env), "No such option")
+
+
+# -- the smaller items ----------------------------------------------------------------------------------------------
+
+@pytest.mark.unit
+@pytest.mark.parametrize(("interrupt", "reason", "code"), [
+    (KeyboardInterrupt(), "interrupted (Ctrl-C);", 130),
+    ("SIGTERM", "interrupted (SIGTERM);", 143),
+])
+def test_an_interrupted_run_says_why(tmp_path, capsys, interrupt, reason, code):
+    import signal
+
+    from dbperf import cli
+    from dbperf.runner.interrupts import Interrupted
+    raised = Interrupted(signal.SIGTERM) if interrupt == "SIGTERM" else interrupt
+
+    def run():
+        raise raised
+
+    end = cli._run_to_end(tmp_path, False, "cell", run, record=True)
+    err = capsys.readouterr().err
+    assert reason in err and "()" not in err and end.exit_code == code
+
+
+@pytest.mark.unit
+def test_a_run_with_no_ok_cell_is_not_recorded_in_the_history(results, tmp_path, capsys, monkeypatch):
+    from dbperf import cli
+    from dbperf.history.store import open_store
+    from dbperf.runner.matrix import RunOutcome
+    monkeypatch.setenv("DBPERF_HISTORY", str(tmp_path / "h.sqlite"))
+    end = cli._run_to_end(results, False, "cell", lambda: RunOutcome(results, cells_ok=0, cells_failed=4), record=True)
+    assert end.exit_code == cli.NO_CELL_SUCCEEDED
+    assert "not recorded in the history: no cell succeeded" in capsys.readouterr().err
+    store = open_store()
+    try:
+        assert store.runs() == []
+    finally:
+        store.close()
+    cli._run_to_end(results, False, "cell", lambda: RunOutcome(results, cells_ok=4, cells_failed=0), record=True)
+    assert "recorded in the history as run 1" in capsys.readouterr().err
+
+
+@pytest.mark.unit
+def test_the_estimate_refusal_is_said_once(write_experiment, tmp_path):
+    body = ('[run]\nbenchmarks = ["point-query"]\ntable_size = 1000\ntime = "0.2s"\nrepeats = 100000000000\n\n'
+            '[[target]]\nname = "a"\n')
+    done = run_cli("run", str(write_experiment(body)), "--out", str(tmp_path / "out"))
+    _one_line_refusal(done, "add --yes")
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.unit
+def test_a_run_refuses_an_empty_dbperf_history_before_measuring(write_experiment, tmp_path):
+    body = '[run]\nbenchmarks = ["point-query"]\ntable_size = 1000\ntime = "0.2s"\n\n[[target]]\nname = "a"\n'
+    done = run_cli("run", str(write_experiment(body)), "--out", str(tmp_path / "out"), env={"DBPERF_HISTORY": ""})
+    _one_line_refusal(done, "DBPERF_HISTORY is set but empty")
+    assert not (tmp_path / "out").exists()
