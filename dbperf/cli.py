@@ -596,10 +596,15 @@ def probe(
     scheduler: Annotated[Optional[str], typer.Option(help="with --fleet: the fleet's scheduler")] = None,
     certs: Annotated[Optional[Path], typer.Option(help="with --fleet: the lab's TLS certificates")] = None,
     local: Annotated[int, typer.Option(help="with --fleet: a local fleet of N workers instead of --scheduler")] = 0,
+    force: Annotated[bool, typer.Option("--force", help="replace the probes.json already in --out")] = False,
 ) -> None:
     """Measure what barriers, mutexes, PAUSE, PRNGs, timers and false sharing cost on this CPU."""
+    if out is not None and not force:  # a stored probe result is a measurement: said before probing, not after
+        held = [p for p in (out / "probes.json", *out.glob("*/probes.json")) if p.exists()]
+        if held:
+            fail(f"--out {out}: already holds a probe result ({held[0]}); add --force to replace it")
     if fleet:
-        _probe_fleet(names or [], json_output, out, repeats, scale, scheduler, certs, local)
+        _probe_fleet(names or [], json_output, out, repeats, scale, scheduler, certs, local, force)
         return
     if compare:
         if len(compare) != 2:
@@ -613,19 +618,23 @@ def probe(
                         on_family=lambda f: err_console.print(f"dbperf: probing {f.name}: {f.description}",
                                                               highlight=False))
     if out:
-        try:
-            out.mkdir(parents=True, exist_ok=True)
-            (out / "probes.json").write_text(json.dumps(result, indent=2) + "\n")
-        except OSError as e:
-            fail(f"{out}: cannot write results: {e.strerror}")
+        _store_probes(out, result, force)
     if json_output:
         sys.stdout.write(json.dumps(result, indent=2) + "\n")
     else:
         render_probes(result, out_console)
 
 
+def _store_probes(directory: Path, result: dict, force: bool) -> None:
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        fail(f"{directory}: cannot write results: {e.strerror}")
+    write_file(directory / "probes.json", json.dumps(result, indent=2) + "\n", force, "probes.json", "--out")
+
+
 def _probe_fleet(names: list[str], json_output: bool, out: Path | None, repeats: int, scale: float,
-                 scheduler: str | None, certs: Path | None, local: int) -> None:
+                 scheduler: str | None, certs: Path | None, local: int, force: bool) -> None:
     """`probe --fleet`: each host probes itself (dbperf/fleet/probe.py); DIR/HOST/probes.json with --out."""
     from dbperf.fleet.cluster import connect
     from dbperf.fleet.local import local_fleet
@@ -646,12 +655,8 @@ def _probe_fleet(names: list[str], json_output: bool, out: Path | None, repeats:
         err_console.print("dbperf: probing every host of the fleet", highlight=False)
         results = probe_fleet(client, args, one_at_a_time=bool(local))
     if out:
-        try:
-            for host, result in results.items():
-                (out / host).mkdir(parents=True, exist_ok=True)
-                (out / host / "probes.json").write_text(json.dumps(result, indent=2) + "\n")
-        except OSError as e:
-            fail(f"{out}: cannot write results: {e.strerror}")
+        for host, result in results.items():
+            _store_probes(out / host, result, force)
     if json_output:
         sys.stdout.write(json.dumps(results, indent=2) + "\n")
     else:

@@ -106,6 +106,19 @@ def test_output_file_rules_directly(tmp_path):
     assert not [p for p in other.iterdir() if p.name.endswith(".tmp")]  # no temporary left behind
 
 
+@pytest.mark.unit
+def test_a_stored_probe_result_is_not_replaced_without_force(tmp_path):
+    out = tmp_path / "probes"
+    (out / "host-1").mkdir(parents=True)
+    for held in (out / "probes.json", out / "host-1" / "probes.json"):
+        held.write_text('{"measured": "earlier"}\n')
+        before = _sums(held)
+        _one_line_refusal(run_cli("probe", "timers", "--scale", "0.01", "--out", str(out)), "already holds",
+                          "--force")
+        assert _sums(held) == before
+        held.unlink()
+
+
 # -- item 6: every report view in every format -----------------------------------------------------------------------
 
 @pytest.mark.unit
