@@ -119,6 +119,19 @@ def test_a_stored_probe_result_is_not_replaced_without_force(tmp_path):
         held.unlink()
 
 
+@pytest.mark.unit
+def test_layout_and_profile_json_files_follow_the_same_rules(results, tmp_path):
+    mine = tmp_path / "kept.json"
+    mine.write_text('{"mine": true}\n')
+    before = _sums(mine, results / "meta.json")
+    _one_line_refusal(run_cli("layout", "/bin/true", "--json", str(mine)), "--json", "exists", "--force")
+    _one_line_refusal(run_cli("layout", "/bin/true", "--json", str(results / "meta.json"), "--force"),
+                      "results directory's own")
+    _one_line_refusal(run_cli("profile", str(tmp_path / "exp.toml"), "--target", "a", "--benchmark", "point-query",
+                              "--json", str(mine)), "--json", "exists")
+    assert _sums(mine, results / "meta.json") == before
+
+
 # -- item 6: every report view in every format -----------------------------------------------------------------------
 
 @pytest.mark.unit
