@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 
 from dbperf.errors import UserError
-from dbperf.output_file import output_path, write_file
 from tests.conftest import run_cli
 from tests.synthetic import write_run
 
@@ -89,6 +88,7 @@ def test_a_trailing_slash_is_a_directory_and_a_missing_one_is_refused(results, t
 
 @pytest.mark.unit
 def test_output_file_rules_directly(tmp_path):
+    from dbperf.output_file import output_path, write_file
     (tmp_path / "meta.json").write_text('{"dbperf_results": 1}')
     with pytest.raises(UserError, match=r"own meta\.json"):
         output_path(tmp_path / "meta.json", True, "report.html")
