@@ -45,6 +45,8 @@ def is_results_directory(directory: Path) -> bool:
 def output_path(where: str | Path, force: bool, name: str, option: str = "-o/--output") -> Path:
     """The file to write for `where` (as the user typed it: a Path has lost its trailing slash); a UserError (one
     line) when it must not be written. `name` is the default file name used when `where` is a directory."""
+    if not str(where).strip():
+        raise UserError(f"{option}: an empty path (give a file or a directory)")
     path = Path(where)
     if str(where).endswith(os.sep) or path.is_dir():
         if not path.is_dir():

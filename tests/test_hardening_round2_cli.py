@@ -104,6 +104,8 @@ def test_output_file_rules_directly(tmp_path):
         write_file(other / "report.md", "again", False)
     assert (other / "report.md").read_text() == "doc"
     assert not [p for p in other.iterdir() if p.name.endswith(".tmp")]  # no temporary left behind
+    with pytest.raises(UserError, match="empty path"):
+        output_path("", True, "report.html")
 
 
 @pytest.mark.unit
