@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import shutil
+import signal
 import sys
 import tempfile
 from collections.abc import Callable
@@ -16,6 +17,7 @@ from typing import Annotated, Any, NoReturn, Optional
 import typer
 from rich.console import Console
 from rich.table import Table
+from typer._click import exceptions as click_errors  # Typer's own click: its parameter errors
 
 from dbperf import __version__
 from dbperf.buildlab.builder import cached_builds
@@ -36,16 +38,19 @@ from dbperf.explain.mode import CounterMode, detect_mode
 from dbperf.explain.profile import Profiler
 from dbperf.history.commands import record_run
 from dbperf.history.commands import register as register_history
+from dbperf.history.store import history_path
+from dbperf.output_file import default_name, output_path, write_file
 from dbperf.probes.catalog import FAMILIES
 from dbperf.probes.run import run_probes
-from dbperf.records import CellRecord, to_builtins
+from dbperf.records import to_builtins
 from dbperf.replication.lab import run_replication
 from dbperf.report.escape import md, term
 from dbperf.report.hosts import csv_with_host, host_view, hosts_in, json_by_host
 from dbperf.report.hosts import heading as host_heading
 from dbperf.report.html import to_html, to_html_hosts
-from dbperf.report.ladder import render_ladder
-from dbperf.report.load_view import cell_heading, interval_lines, statement_lines
+from dbperf.report.intervals_view import cell_lines, intervals_view, measured
+from dbperf.report.ladder import ladder_view, render_ladder
+from dbperf.report.load_view import cell_heading
 from dbperf.report.probe_view import render_compare, render_probes
 from dbperf.report.profile_view import render_diff, render_profile
 from dbperf.report.render import render_table, to_csv, to_json, to_markdown
@@ -56,9 +61,9 @@ from dbperf.report.replication_view import (
     replication_json,
     replication_markdown,
 )
-from dbperf.report.resources_view import render_resources
+from dbperf.report.resources_view import render_resources, resources_view
 from dbperf.report.resources_view import to_json as resources_json
-from dbperf.report.steady_view import warmup_lines
+from dbperf.report.view import render_view
 from dbperf.runner import interrupts
 from dbperf.runner.estimate import estimate
 from dbperf.runner.matrix import run_matrix
@@ -96,106 +101,87 @@ def _note_skipped(directory: Path, skipped: list[SkippedLine]) -> None:
                           markup=False, highlight=False)
 
 
-def print_report(directory: Path, fmt: str, aggregate: str | None, output: Path | None = None) -> None:
+def show(fmt: str, output: str | None, force: bool, stem: str, table: Callable[[], object],
+         document: Callable[[str], str]) -> None:
+    """Every report view goes out here: `table` draws it on the terminal; `document(fmt)` is it as Markdown, CSV,
+    JSON or HTML, to stdout or to `-o FILE` (output_file.py's rules; a directory gets STEM.EXT)."""
+    if fmt == "table":
+        if output is not None:
+            fail("-o/--output: not with --format table (markdown, csv, json and html can be written to a file)")
+        table()
+        return
+    write_output(document(fmt), output, force, default_name(fmt, stem))
+
+
+def print_report(directory: Path, fmt: str, aggregate: str | None, output: str | None = None,
+                 force: bool = False) -> None:
     meta, records, skipped = read_results(directory)
     if meta.get(STATUS_NOTE):  # the status read back (a lab that died): said on stderr too, as skipped lines are
         err_console.print(f"dbperf: note: {directory}: {meta[STATUS_NOTE]}", markup=False, highlight=False)
-    if meta.get("replication"):
-        print_replication_report(meta, records, fmt, [asdict(s) for s in skipped], output)
-        _note_skipped(directory, skipped)
-        return
-    if hosts_in(records):
-        print_host_reports(meta, records, skipped, fmt, aggregate, output)
-        _note_skipped(directory, skipped)
-        return
-    matrix = build_matrix(meta, records, aggregate)
-    if fmt == "html":
-        write_output(to_html(matrix, meta), output)
-    elif output is not None:
-        fail("-o/--output: only with --format html (other formats print to stdout)")
-    elif fmt == "table":
-        render_table(matrix, meta, out_console)
-    elif fmt == "json":
-        sys.stdout.write(to_json(matrix, meta, skipped=[asdict(s) for s in skipped]))
+    skipped_lines = [asdict(s) for s in skipped]
+    if meta.get("replication"):  # a replication lab's results (replication_view.py; HTML: replication_html.py)
+        replication = {"markdown": replication_markdown, "csv": replication_csv, "html": replication_html,
+                       "json": lambda meta, records: replication_json(meta, records, skipped_lines)}
+        show(fmt, output, force, "report", lambda: render_replication(meta, records, out_console),
+             lambda f: replication[f](meta, records))
+    elif hosts_in(records):
+        print_host_reports(meta, records, skipped_lines, fmt, aggregate, output, force)
     else:
-        sys.stdout.write({"markdown": to_markdown, "csv": to_csv}[fmt](matrix, meta))
+        matrix = build_matrix(meta, records, aggregate)
+        run = {"markdown": to_markdown, "csv": to_csv, "html": to_html,
+               "json": lambda m, meta: to_json(m, meta, skipped=skipped_lines)}
+        show(fmt, output, force, "report", lambda: render_table(matrix, meta, out_console),
+             lambda f: run[f](matrix, meta))
     _note_skipped(directory, skipped)
 
 
-def write_output(document: str, output: Path | None) -> None:
-    """A document to a file (written whole, then renamed into place) or to stdout."""
+def write_output(document: str, output: str | None, force: bool = False, name: str = "report.txt") -> None:
+    """A document to stdout, or to a file by output_file.py's rules (no overwrite without --force, never a results
+    directory's own files; `name` when the path is a directory)."""
     if output is None:
         sys.stdout.write(document)
         return
-    tmp = output.with_name(output.name + ".tmp")
-    try:
-        tmp.write_text(document, encoding="utf-8")
-        tmp.replace(output)
-    except OSError as e:
-        tmp.unlink(missing_ok=True)
-        fail(f"{output}: cannot write: {e.strerror or e}")
-    err_console.print(f"dbperf: wrote {output} ({len(document.encode()) / 1e6:.1f} MB)", markup=False,
+    written = write_file(output, document, force, name)
+    err_console.print(f"dbperf: wrote {written} ({len(document.encode()) / 1e6:.1f} MB)", markup=False,
                       highlight=False)
 
 
-def print_host_reports(meta: dict, records: list, skipped: list[SkippedLine], fmt: str, aggregate: str | None,
-                       output: Path | None) -> None:
+def print_host_reports(meta: dict, records: list, skipped: list[dict], fmt: str, aggregate: str | None,
+                       output: str | None, force: bool = False) -> None:
     """A fleet run: one report per host (dbperf/report/hosts.py)."""
-    if fmt == "html":
-        pages = [(host_heading(meta, host), build_matrix(view, mine, aggregate), view)
-                 for host in hosts_in(records, meta) for view, mine in [host_view(meta, records, host)]]
-        write_output(to_html_hosts(pages, meta), output)
-        return
-    if output is not None:
-        fail("-o/--output: only with --format html (other formats print to stdout)")
-    parts = []
-    for host in hosts_in(records, meta):
-        view, mine = host_view(meta, records, host)
-        matrix = build_matrix(view, mine, aggregate)
-        if fmt == "table":
+    views = [(host, view, build_matrix(view, mine, aggregate))
+             for host in hosts_in(records, meta) for view, mine in [host_view(meta, records, host)]]
+
+    def table() -> None:
+        for host, view, matrix in views:
             out_console.print(f"\n[bold reverse] {term(host_heading(meta, host))} [/bold reverse]")
             render_table(matrix, view, out_console)
-        elif fmt == "json":
-            parts.append((host, to_json(matrix, view)))
-        elif fmt == "markdown":
-            sys.stdout.write(f"## {md(host_heading(meta, host))}\n\n" + to_markdown(matrix, view) + "\n")
-        else:
-            parts.append((host, to_csv(matrix, view)))
-    if fmt == "json":
-        sys.stdout.write(json_by_host(parts, [asdict(s) for s in skipped]))
-    elif fmt == "csv":
-        sys.stdout.write(csv_with_host(parts))
+
+    def document(f: str) -> str:
+        if f == "html":
+            return to_html_hosts([(host_heading(meta, host), matrix, view) for host, view, matrix in views], meta)
+        if f == "json":
+            return json_by_host([(host, to_json(matrix, view)) for host, view, matrix in views], skipped)
+        if f == "csv":
+            return csv_with_host([(host, to_csv(matrix, view)) for host, view, matrix in views])
+        return "".join(f"## {md(host_heading(meta, host))}\n\n" + to_markdown(matrix, view) + "\n"
+                       for host, view, matrix in views)
+
+    show(fmt, output, force, "report", table, document)
 
 
-def print_intervals(directory: Path) -> None:
+def print_intervals(directory: Path, fmt: str = "table", output: str | None = None, force: bool = False) -> None:
     """`report --intervals`: every measured cell's interval lines (sysbench --report-interval) in run order."""
     _, records, skipped = read_results(directory)
-    for record in records:
-        if isinstance(record, CellRecord) and record.result is not None:
+
+    def table() -> None:
+        for record in measured(records):
             out_console.print(cell_heading(record), markup=False, highlight=False)
-            lines = warmup_lines(record.result) + (
-                interval_lines(record.result) or ["  (no time series: interval = 0, or a result written "
-                                                  "before time series were recorded)"])
-            lines += statement_lines(record.result)
-            for line in lines:
+            for line in cell_lines(record):
                 out_console.print(line, markup=False, highlight=False, soft_wrap=True)
+
+    show(fmt, output, force, "intervals", table, lambda f: render_view(intervals_view(records), f))
     _note_skipped(directory, skipped)
-
-
-def print_replication_report(meta: dict, records: list, fmt: str, skipped: list[dict],
-                             output: Path | None = None) -> None:
-    """A replication lab's results (dbperf/report/replication_view.py; HTML: replication_html.py)."""
-    if fmt == "html":
-        write_output(replication_html(meta, records), output)
-        return
-    if output is not None:
-        fail("-o/--output: only with --format html (other formats print to stdout)")
-    if fmt == "table":
-        render_replication(meta, records, out_console)
-    elif fmt == "json":
-        sys.stdout.write(replication_json(meta, records, skipped))
-    else:
-        sys.stdout.write({"markdown": replication_markdown, "csv": replication_csv}[fmt](meta, records))
 
 
 @dataclass
@@ -216,11 +202,12 @@ def run_experiment(experiment: Path, out: Path | None, keep_data: bool, profile:
         spec = with_aa(spec)
     if simulated:
         spec = replace(spec, simulated=True)
+    history_path()  # a bad DBPERF_HISTORY is said now, not after the run
     size = estimate(spec, directory)
+    if size.needs_confirmation() and not yes:  # said once, as the error; with --yes, as a warning
+        fail(f"{experiment}: {size.summary()}; add --yes to run it anyway")
     for line in size.warnings():
         err_console.print(f"dbperf: warning: {line}", markup=False, highlight=False)
-    if size.needs_confirmation() and not yes:
-        fail(f"{experiment}: {size.summary()}; add --yes to run it anyway")
     exp, builds = build_targets(spec, err_console)
     inspect_targets(exp)
     repeats = (f"auto repeats (at least {exp.repeats} rounds, budget {exp.budget_s:.0f} s)"
@@ -254,19 +241,28 @@ def _run_to_end(directory: Path, keep_data: bool, unit: str, run: Callable[[], A
     try:
         outcome = run()
     except KeyboardInterrupt as interrupt:
-        err_console.print(f"dbperf: interrupted ({interrupt}); what was measured is in {directory}", markup=False,
-                          highlight=False)
+        err_console.print(f"dbperf: interrupted ({interrupt_reason(interrupt)}); what was measured is in "
+                          f"{directory}", markup=False, highlight=False)
         return RunEnd(directory, interrupts.exit_code(interrupt))
     if keep_data and outcome.runtime_dir:
         err_console.print(f"dbperf: the servers' data directories are kept in {outcome.runtime_dir}", markup=False,
                           highlight=False)
-    if record:
+    if record and outcome.cells_ok == 0:  # a run that measured nothing is no point of a series
+        err_console.print(f"dbperf: note: not recorded in the history: no {unit} succeeded", markup=False,
+                          highlight=False)
+    elif record:
         record_run(directory, err_console)
     if outcome.cells_ok == 0 and outcome.cells_failed > 0:
         err_console.print(f"dbperf: error: no {unit} succeeded ({outcome.cells_failed} failed); the errors are in "
                           f"{directory / 'results.jsonl'}", markup=False, highlight=False)
         return RunEnd(directory, NO_CELL_SUCCEEDED)
     return RunEnd(directory, 0)
+
+
+def interrupt_reason(interrupt: BaseException) -> str:
+    """What stopped the run: Ctrl-C (a plain KeyboardInterrupt has no text), or the signal's name."""
+    signum = getattr(interrupt, "signum", signal.SIGINT)
+    return "Ctrl-C" if signum == signal.SIGINT else signal.Signals(signum).name
 
 
 def _report_after_run(end: RunEnd, show: Callable[[Path], None]) -> None:
@@ -318,25 +314,29 @@ def ladder(
     _report_after_run(end, lambda d: print_ladder(d, aggregate))
 
 
-def print_resources(directory: Path, fmt: str) -> None:
-    if fmt not in ("table", "json"):
-        fail("--resources: --format table or json")
+def print_resources(directory: Path, fmt: str, output: str | None = None, force: bool = False) -> None:
     meta, records, skipped = read_results(directory)
-    if fmt == "json":
-        sys.stdout.write(resources_json(meta, records))
-    else:
-        render_resources(meta, records, out_console)
+    show(fmt, output, force, "resources", lambda: render_resources(meta, records, out_console),
+         lambda f: resources_json(meta, records) if f == "json" else render_view(resources_view(meta, records), f))
     _note_skipped(directory, skipped)
 
 
-def print_ladder(directory: Path, aggregate: str | None) -> None:
+def print_ladder(directory: Path, aggregate: str | None, fmt: str = "table", output: str | None = None,
+                 force: bool = False) -> None:
     meta, records, skipped = read_results(directory)
-    for host in hosts_in(records, meta):  # a fleet run: a ladder per host
-        view, mine = host_view(meta, records, host)
-        out_console.print(f"\n[bold reverse] {term(host_heading(meta, host))} [/bold reverse]")
-        render_ladder(ladder_steps(build_matrix(view, mine, aggregate)), out_console)
+    ladders: list[tuple[str | None, list[Any]]] = [  # a fleet run: a ladder per host
+        (host, ladder_steps(build_matrix(view, mine, aggregate)))
+        for host in hosts_in(records, meta) for view, mine in [host_view(meta, records, host)]]
     if not hosts_in(records):
-        render_ladder(ladder_steps(build_matrix(meta, records, aggregate)), out_console)
+        ladders.append((None, ladder_steps(build_matrix(meta, records, aggregate))))
+
+    def table() -> None:
+        for host, steps in ladders:
+            if host is not None:
+                out_console.print(f"\n[bold reverse] {term(host_heading(meta, host))} [/bold reverse]")
+            render_ladder(steps, out_console)
+
+    show(fmt, output, force, "ladder", table, lambda f: render_view(ladder_view(ladders), f))
     _note_skipped(directory, skipped)
 
 
@@ -414,16 +414,22 @@ def build(
                           markup=False)
 
 
+FORCE_OPTION = typer.Option("--force", help="replace the -o file if it exists (never a results directory's "
+                                            "results.jsonl or meta.json)")
+
+
 @app.command()
 def report(
     directory: Annotated[Path, typer.Argument(help="results directory of a run")],
     format: Annotated[str, typer.Option("--format", help="table, markdown, csv, json or html")] = "table",
     aggregate: Annotated[Optional[str], typer.Option(help="median or trimmed (default: the run's)")] = None,
     as_ladder: Annotated[bool, typer.Option("--ladder", help="report the targets as a tuning ladder")] = False,
-    output: Annotated[Optional[Path], typer.Option("-o", "--output", help="write the HTML report to this file")]
+    output: Annotated[Optional[str], typer.Option("-o", "--output", help="write the report (any format but "
+                                                   "table) to this file, or DIR/report.EXT for a directory")]
     = None,
+    force: Annotated[bool, FORCE_OPTION] = False,
     resources: Annotated[bool, typer.Option("--resources", help="I/O and engine counters per query, database "
-                                            "sizes (table or json)")] = False,
+                                            "sizes")] = False,
     intervals: Annotated[bool, typer.Option("--intervals", help="each cell's time series as sysbench's interval "
                                             "lines, and per-statement latencies")] = False,
 ) -> None:
@@ -431,14 +437,16 @@ def report(
     if format not in FORMATS:
         fail(f"--format: expected one of {', '.join(FORMATS)}, got {format!r}")
     _check_aggregate(aggregate)
+    if resources + intervals + as_ladder > 1:
+        fail("--resources, --intervals and --ladder are views of their own: give one at a time")
     if resources:
-        print_resources(directory, format)
+        print_resources(directory, format, output, force)
     elif intervals:
-        print_intervals(directory)
+        print_intervals(directory, format, output, force)
     elif as_ladder:
-        print_ladder(directory, aggregate)
+        print_ladder(directory, aggregate, format, output, force)
     else:
-        print_report(directory, format, aggregate, output)
+        print_report(directory, format, aggregate, output, force)
 
 
 @app.command("import")
@@ -495,9 +503,12 @@ def profile(
     benchmark: Annotated[str, typer.Option(help="benchmark name or workload file")],
     queries: Annotated[int, typer.Option(help="queries in the profiled phase")] = 20_000,
     mode: Annotated[str, typer.Option(help="auto, simulated or hardware")] = "auto",
-    json_out: Annotated[Optional[Path], typer.Option("--json", help="also write the profile as JSON here")] = None,
+    json_out: Annotated[Optional[str], typer.Option("--json", help="also write the profile as JSON here")] = None,
+    force: Annotated[bool, typer.Option("--force", help="replace the --json file if it exists")] = False,
 ) -> None:
     """Counters per query and the top functions of one target on one benchmark."""
+    if json_out is not None:  # refused before the profile is measured, not after
+        output_path(json_out, force, "profile.json", "--json")
     exp, profiler, work = _profiler_setup(experiment, mode, queries)
     try:
         p = profiler.profile(_target(exp, target), _benchmark(exp, benchmark))
@@ -506,7 +517,7 @@ def profile(
         shutil.rmtree(work, ignore_errors=True)
     render_profile(p, out_console)
     if json_out:
-        json_out.write_text(json.dumps(to_builtins(p), indent=2) + "\n")
+        write_file(json_out, json.dumps(to_builtins(p), indent=2) + "\n", force, "profile.json", "--json")
 
 
 @app.command()
@@ -592,10 +603,15 @@ def probe(
     scheduler: Annotated[Optional[str], typer.Option(help="with --fleet: the fleet's scheduler")] = None,
     certs: Annotated[Optional[Path], typer.Option(help="with --fleet: the lab's TLS certificates")] = None,
     local: Annotated[int, typer.Option(help="with --fleet: a local fleet of N workers instead of --scheduler")] = 0,
+    force: Annotated[bool, typer.Option("--force", help="replace the probes.json already in --out")] = False,
 ) -> None:
     """Measure what barriers, mutexes, PAUSE, PRNGs, timers and false sharing cost on this CPU."""
+    if out is not None and not force:  # a stored probe result is a measurement: said before probing, not after
+        held = [p for p in (out / "probes.json", *out.glob("*/probes.json")) if p.exists()]
+        if held:
+            fail(f"--out {out}: already holds a probe result ({held[0]}); add --force to replace it")
     if fleet:
-        _probe_fleet(names or [], json_output, out, repeats, scale, scheduler, certs, local)
+        _probe_fleet(names or [], json_output, out, repeats, scale, scheduler, certs, local, force)
         return
     if compare:
         if len(compare) != 2:
@@ -609,19 +625,23 @@ def probe(
                         on_family=lambda f: err_console.print(f"dbperf: probing {f.name}: {f.description}",
                                                               highlight=False))
     if out:
-        try:
-            out.mkdir(parents=True, exist_ok=True)
-            (out / "probes.json").write_text(json.dumps(result, indent=2) + "\n")
-        except OSError as e:
-            fail(f"{out}: cannot write results: {e.strerror}")
+        _store_probes(out, result, force)
     if json_output:
         sys.stdout.write(json.dumps(result, indent=2) + "\n")
     else:
         render_probes(result, out_console)
 
 
+def _store_probes(directory: Path, result: dict, force: bool) -> None:
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        fail(f"{directory}: cannot write results: {e.strerror}")
+    write_file(directory / "probes.json", json.dumps(result, indent=2) + "\n", force, "probes.json", "--out")
+
+
 def _probe_fleet(names: list[str], json_output: bool, out: Path | None, repeats: int, scale: float,
-                 scheduler: str | None, certs: Path | None, local: int) -> None:
+                 scheduler: str | None, certs: Path | None, local: int, force: bool) -> None:
     """`probe --fleet`: each host probes itself (dbperf/fleet/probe.py); DIR/HOST/probes.json with --out."""
     from dbperf.fleet.cluster import connect
     from dbperf.fleet.local import local_fleet
@@ -642,12 +662,8 @@ def _probe_fleet(names: list[str], json_output: bool, out: Path | None, repeats:
         err_console.print("dbperf: probing every host of the fleet", highlight=False)
         results = probe_fleet(client, args, one_at_a_time=bool(local))
     if out:
-        try:
-            for host, result in results.items():
-                (out / host).mkdir(parents=True, exist_ok=True)
-                (out / host / "probes.json").write_text(json.dumps(result, indent=2) + "\n")
-        except OSError as e:
-            fail(f"{out}: cannot write results: {e.strerror}")
+        for host, result in results.items():
+            _store_probes(out / host, result, force)
     if json_output:
         sys.stdout.write(json.dumps(results, indent=2) + "\n")
     else:
@@ -705,7 +721,7 @@ def keys() -> None:
 
 
 # The history store, series, regressions and compare (dbperf/history/commands.py).
-register_history(app, out_console, err_console, fail, write_output)
+register_history(app, out_console, err_console, fail, show)
 
 
 @app.command()
@@ -719,7 +735,7 @@ def layout(
     benchmark: Annotated[Optional[str], typer.Option(help="... with this catalog benchmark")] = None,
     line: Annotated[Optional[int], typer.Option(help="cache line bytes, 64 or 128 (default: from the ELF "
                                                      "machine)")] = None,
-    json_file: Annotated[Optional[Path], typer.Option("--json", help="write the map and findings as JSON")] = None,
+    json_file: Annotated[Optional[str], typer.Option("--json", help="write the map and findings as JSON")] = None,
     fix: Annotated[bool, typer.Option("--fix", help="rebuild with the remedy, recheck, and A/B the workload")]
     = False,
     demo: Annotated[bool, typer.Option("--demo", help="check the repo's demo program (the seed's pattern and "
@@ -727,11 +743,14 @@ def layout(
     mode: Annotated[str, typer.Option(help="auto, simulated or hardware (perf mem)")] = "auto",
     lib: Annotated[Optional[list[Path]], typer.Option("--lib", help="also check this shared library of BINARY "
                                                                      "(repeatable)")] = None,
+    force: Annotated[bool, typer.Option("--force", help="replace the --json file if it exists")] = False,
 ) -> None:
     """Find read-mostly globals sharing a cache line with written ones, propose the fix, and prove it."""
     from dbperf.layout.command import layout_command
+    # The rules of every output file (output_file.py), checked before the analysis.
+    json_path = None if json_file is None else output_path(json_file, force, "layout.json", "--json")
 
-    layout_command(binary, run, experiment, target, benchmark, line, json_file, fix, demo, mode, out_console,
+    layout_command(binary, run, experiment, target, benchmark, line, json_path, fix, demo, mode, out_console,
                    err_console, lib)
 
 
@@ -831,16 +850,46 @@ def fleet_certs(
 
 
 
+def _usage_error(e: click_errors.UsageError) -> NoReturn:
+    """Typer's parameter errors (`history show abc`, `--threads x`, a missing argument) as one line, like every
+    other bad input, instead of a usage banner and a boxed message."""
+    names: list[str] = []
+    ctx = e.ctx
+    while ctx is not None and ctx.parent is not None:
+        names.insert(0, ctx.info_name or "")
+        ctx = ctx.parent
+    where = f"{' '.join(names)}: " if names else ""
+    err_console.print(f"dbperf: error: {where}{e.format_message()} (--help shows the options)", markup=False,
+                      highlight=False, soft_wrap=True)
+    sys.exit(2)
+
+
+def _typer_shows(e: click_errors.ClickException) -> NoReturn:
+    from typer import rich_utils
+    rich_utils.rich_format_error(e)
+    sys.exit(e.exit_code)
+
+
 def main() -> None:
     interrupts.install()
     try:
-        app()
+        code = app(standalone_mode=False)
+        sys.exit(code if isinstance(code, int) else 0)
+    except click_errors.NoArgsIsHelpError as e:  # the help, as Typer shows it
+        _typer_shows(e)
+    except click_errors.UsageError as e:
+        _usage_error(e)
+    except click_errors.ClickException as e:
+        _typer_shows(e)
+    except typer.Abort:
+        err_console.print("dbperf: aborted", highlight=False)
+        sys.exit(1)
     except UserError as e:
         err_console.print(f"dbperf: error: {e}", markup=False, highlight=False, soft_wrap=True)
         sys.exit(2)
     except KeyboardInterrupt as interrupt:
         # Interrupted outside a matrix run (building, starting servers, probing): nothing measured to report.
-        err_console.print("dbperf: interrupted", highlight=False)
+        err_console.print(f"dbperf: interrupted ({interrupt_reason(interrupt)})", highlight=False)
         sys.exit(interrupts.exit_code(interrupt))
 
 

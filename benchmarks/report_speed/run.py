@@ -75,7 +75,9 @@ def main() -> None:
     benchmarks = [f"bench-{i:02d}" for i in range(30)]
     run = write_run(work / "run", targets, benchmarks, 10, speed={t: 1 - 0.02 * i for i, t in enumerate(targets)})
     html = work / "report.html"
-    cli, cli_cpu = timed([*dbperf, "report", str(run), "--format", "html", "-o", str(html)], env, args.runs)
+    # --force: every timed run writes the same file
+    cli, cli_cpu = timed([*dbperf, "report", str(run), "--format", "html", "-o", str(html), "--force"], env,
+                         args.runs)
     size = html.stat().st_size
 
     def render() -> None:

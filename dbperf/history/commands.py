@@ -38,10 +38,10 @@ PVALUE_OPTION = typer.Option(help="E-divisive's permutation-test threshold for a
 def record_run(directory: Path, err: Console) -> None:
     """At the end of `dbperf run`: the run goes into the history. A store that cannot be written is a warning: the
     run's own results are already safe in its directory."""
-    path = history_path()
-    if path is None or not (directory / "meta.json").is_file():
-        return
     try:
+        path = history_path()
+        if path is None or not (directory / "meta.json").is_file():
+            return
         store = Store(path)
         try:
             run_id, _ = store.add_run(directory)
@@ -53,8 +53,13 @@ def record_run(directory: Path, err: Console) -> None:
     err.print(f"dbperf: recorded in the history as run {run_id} ({path})", markup=False, highlight=False)
 
 
-def register(app: typer.Typer, out: Console, err: Console, fail: Callable[[str], NoReturn],
-             write_output: Callable[[str, Optional[Path]], None]) -> None:
+# cli.show: (format, -o, --force, default file stem, draw the table, the document in a format)
+Show = Callable[[str, Optional[str], bool, str, Callable[[], object], Callable[[str], str]], None]
+OUTPUT_OPTION = typer.Option("-o", "--output", help="write to this file (or DIR/NAME.EXT for a directory)")
+FORCE_OPTION = typer.Option("--force", help="replace the -o file if it exists")
+
+
+def register(app: typer.Typer, out: Console, err: Console, fail: Callable[[str], NoReturn], show: Show) -> None:
     history = typer.Typer(no_args_is_help=True, help="The results store: every run, keyed by engine, version, build, "
                                                      "config, host, benchmark and threads.")
     app.add_typer(history, name="history")
@@ -126,19 +131,15 @@ def register(app: typer.Typer, out: Console, err: Console, fail: Callable[[str],
         by: Annotated[str, typer.Option(help="version: one column per engine version; run: per run and target")]
         = "version",
         format: Annotated[str, typer.Option("--format", help="table, markdown, csv, json or html")] = "table",
-        output: Annotated[Optional[Path], typer.Option("-o", "--output", help="write to this file")] = None,
+        output: Annotated[Optional[str], OUTPUT_OPTION] = None,
+        force: Annotated[bool, FORCE_OPTION] = False,
         pvalue: Annotated[float, PVALUE_OPTION] = PVALUE,
     ) -> None:
         """A version (or run) series from the history: rows benchmarks, columns versions, rQPS against the first,
         verdicts, change points."""
         s = _series(fail, engine, benchmark, threads, host, build, config, target, by, format, pvalue)
-        if format == "table":
-            if output is not None:
-                fail("-o/--output: not with --format table")
-            series_table(s, out)
-            return
-        render = {"markdown": series_markdown, "csv": series_csv, "json": series_json, "html": series_html}[format]
-        write_output(render(s), output)
+        render = {"markdown": series_markdown, "csv": series_csv, "json": series_json, "html": series_html}
+        show(format, output, force, "series", lambda: series_table(s, out), lambda f: render[f](s))
 
     @app.command()
     def compare(
@@ -148,7 +149,8 @@ def register(app: typer.Typer, out: Console, err: Console, fail: Callable[[str],
                                                                  "name both runs have)")] = None,
         format: Annotated[str, typer.Option("--format", help="table, markdown, csv, json or html")] = "table",
         aggregate: Annotated[Optional[str], typer.Option(help="median or trimmed (default: A's)")] = None,
-        output: Annotated[Optional[Path], typer.Option("-o", "--output", help="write to this file")] = None,
+        output: Annotated[Optional[str], OUTPUT_OPTION] = None,
+        force: Annotated[bool, FORCE_OPTION] = False,
     ) -> None:
         """The same target(s) from two runs (two hosts, two days) side by side, with the same verdict rules."""
         if format not in SERIES_FORMATS:
@@ -158,13 +160,9 @@ def register(app: typer.Typer, out: Console, err: Console, fail: Callable[[str],
         label_a, label_b = side_labels(dir_a, dir_b)
         a, b = load_side(dir_a, label_a), load_side(dir_b, label_b)
         pairs = pair_matrices(a, b, target, aggregate)
-        if format == "table":
-            if output is not None:
-                fail("-o/--output: not with --format table")
-            compare_table(a, b, pairs, out)
-            return
         render = {"markdown": compare_markdown, "csv": compare_csv, "json": compare_json, "html": compare_html}
-        write_output(render[format](a, b, pairs), output)
+        show(format, output, force, "compare", lambda: compare_table(a, b, pairs, out),
+             lambda f: render[f](a, b, pairs))
 
     @app.command()
     def regressions(
@@ -178,17 +176,15 @@ def register(app: typer.Typer, out: Console, err: Console, fail: Callable[[str],
         by: Annotated[str, typer.Option(help="version or run")] = "version",
         show_all: Annotated[bool, typer.Option("--all", help="also steps up (improvements)")] = False,
         format: Annotated[str, typer.Option("--format", help="table, markdown, csv, json or html")] = "table",
-        output: Annotated[Optional[Path], typer.Option("-o", "--output", help="write to this file")] = None,
+        output: Annotated[Optional[str], OUTPUT_OPTION] = None,
+        force: Annotated[bool, FORCE_OPTION] = False,
         pvalue: Annotated[float, PVALUE_OPTION] = PVALUE,
     ) -> None:
         """Change points (E-divisive means) in every benchmark's series: each step's size, the two versions or runs
         it falls between, and its significance."""
         s = _series(fail, engine, benchmark, threads, host, build, config, target, by, format, pvalue)
-        document = regressions_render(s, format, out, show_all)
-        if document is not None:
-            write_output(document, output)
-        elif output is not None:
-            fail("-o/--output: not with --format table")
+        show(format, output, force, "regressions", lambda: regressions_render(s, "table", out, show_all),
+             lambda f: regressions_render(s, f, out, show_all) or "")
 
 
 def _series(fail: Callable[[str], NoReturn], engine: str | None, benchmarks: list[str] | None, threads: int | None,

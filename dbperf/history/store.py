@@ -27,6 +27,11 @@ from dbperf.stats.rqps_matrix import Matrix, build_matrix
 from dbperf.storage.results import read_results
 
 SCHEMA_VERSION = 1
+# The store's marker: SQLite's application_id (the bytes "dbpH") and a one-row table of the schema version. A file
+# without them is another program's database and is never written.
+APPLICATION_ID = 0x64627048
+MARKER_TABLE = "dbperf_history_schema"
+SQLITE_HEADER = b"SQLite format 3\x00"
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
     id INTEGER PRIMARY KEY,
@@ -80,7 +85,10 @@ def history_path() -> Path | None:
     value = os.environ.get("DBPERF_HISTORY")
     if value == "off":
         return None
-    if value:
+    if value == "":
+        raise UserError("DBPERF_HISTORY is set but empty: give the store's file, or 'off' to record nothing (unset "
+                        "it for the default)")
+    if value is not None:
         return Path(value).expanduser()
     return Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share") / "dbperf" / "history.sqlite"
 
@@ -148,21 +156,89 @@ def run_key(meta: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:32]
 
 
+def _tables(db: sqlite3.Connection) -> dict[str, list[str]]:
+    """Every table of the file with its column names (SQLite's own tables left out)."""
+    names = [r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE "
+                                      "'sqlite_%' ORDER BY name")]
+    return {n: [c[1] for c in db.execute(f"PRAGMA table_info({json.dumps(n)})")] for n in names}
+
+
+def _own_tables() -> dict[str, list[str]]:
+    """dbperf's tables and columns, as SCHEMA makes them (read from a scratch in-memory database)."""
+    scratch = sqlite3.connect(":memory:")
+    try:
+        scratch.executescript(SCHEMA)
+        return _tables(scratch)
+    finally:
+        scratch.close()
+
+
+def _check_marker(db: sqlite3.Connection, path: Path) -> bool:
+    """Whether the file is dbperf's store: True when it carries the marker (application_id and the schema table),
+    False when it is empty (or a store of earlier dbperf versions, which had no marker, with exactly dbperf's
+    tables): those get the marker. Anything else is refused, before a byte of it is written."""
+    app_id = db.execute("PRAGMA application_id").fetchone()[0]
+    tables = _tables(db)
+    if app_id == APPLICATION_ID:
+        rows = db.execute(f"SELECT version FROM {MARKER_TABLE}").fetchall() if MARKER_TABLE in tables else []
+        if len(rows) != 1 or not isinstance(rows[0][0], int):
+            raise UserError(f"{path}: a dbperf history store without its schema version (damaged?); not opened")
+        if rows[0][0] != SCHEMA_VERSION:
+            raise UserError(f"{path}: history schema version {rows[0][0]} is not one this dbperf reads "
+                            f"({SCHEMA_VERSION}); a newer dbperf wrote it")
+        return True
+    if app_id != 0:
+        raise UserError(f"{path}: another program's SQLite database (application_id {app_id:#010x}), not a dbperf "
+                        "history store; not opened (set DBPERF_HISTORY to another file)")
+    if not tables:
+        return False
+    if tables == _own_tables() and db.execute("PRAGMA user_version").fetchone()[0] in (0, SCHEMA_VERSION):
+        return False  # written by a dbperf from before the marker: adopted
+    raise UserError(f"{path}: a SQLite database that is not a dbperf history store (tables: "
+                    f"{', '.join(sorted(tables))}); not opened (set DBPERF_HISTORY to another file)")
+
+
+def _check_file(path: Path) -> None:
+    """A file that is there must be a SQLite database: sqlite3 would otherwise open it lazily and fail later."""
+    try:
+        with path.open("rb") as f:
+            header = f.read(len(SQLITE_HEADER))
+    except FileNotFoundError:
+        return
+    if header and header != SQLITE_HEADER:
+        raise UserError(f"{path}: not a SQLite database, so not a dbperf history store; not opened (set "
+                        "DBPERF_HISTORY to another file)")
+
+
 class Store:
     def __init__(self, path: Path) -> None:
         self.path = path
         try:
+            if path.is_dir():
+                raise UserError(f"{path}: a directory, not a history store file (DBPERF_HISTORY names the file)")
+            _check_file(path)
             path.parent.mkdir(parents=True, exist_ok=True)
             self.db = sqlite3.connect(path)
-            self.db.execute("PRAGMA foreign_keys = ON")
-            version = self.db.execute("PRAGMA user_version").fetchone()[0]
-            if version not in (0, SCHEMA_VERSION):
-                raise UserError(f"{path}: history schema version {version} is not one this dbperf reads "
-                                f"({SCHEMA_VERSION})")
-            self.db.executescript(SCHEMA)
-            self.db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         except (OSError, sqlite3.Error) as e:
             raise UserError(f"{path}: cannot open the history store: {e}") from None
+        try:
+            marked = _check_marker(self.db, path)
+            self.db.execute("PRAGMA foreign_keys = ON")
+            if not marked:
+                self.db.executescript(SCHEMA)  # IF NOT EXISTS throughout: two dbperfs creating it at once agree
+                with self.db:
+                    self.db.execute(f"CREATE TABLE IF NOT EXISTS {MARKER_TABLE} (id INTEGER PRIMARY KEY CHECK "
+                                    "(id = 1), version INTEGER NOT NULL)")
+                    self.db.execute(f"INSERT OR IGNORE INTO {MARKER_TABLE} (id, version) VALUES (1, ?)",
+                                    (SCHEMA_VERSION,))
+                    self.db.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+                    self.db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        except sqlite3.Error as e:
+            self.db.close()
+            raise UserError(f"{path}: cannot open the history store: {e}") from None
+        except UserError:
+            self.db.close()
+            raise
 
     def close(self) -> None:
         self.db.close()

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import statistics
 from collections import defaultdict
+from collections.abc import Iterator
 from typing import Any
 
 from rich.console import Console
@@ -14,6 +15,8 @@ from rich.table import Table
 
 from dbperf.records import CellRecord, Resources, ResultsRecord
 from dbperf.report.escape import term
+from dbperf.report.layout import Block, Row
+from dbperf.report.view import Section, View
 
 # The counters shown in the terminal table (JSON has them all), per engine, with the short column title.
 SHOWN_COUNTERS = {
@@ -82,47 +85,83 @@ def _mb(value: int | None) -> str:
     return "-" if value is None else f"{value / 2**20:,.1f} MiB"
 
 
-def render_resources(meta: dict[str, Any], records: list[ResultsRecord], console: Console) -> None:
+def _target_table(engine: str, mine: list[dict[str, Any]]) -> tuple[list[str], list[list[str]]]:
+    """One target's columns and rows (terminal and documents alike)."""
+    columns = ["benchmark", "drv rd KB", "drv wr KB", "drv rchar KB", "drv wchar KB"]
+    if engine != "sqlite":
+        columns += ["srv rd KB", "srv wr KB"]
+    columns += ["dev rd KB", "dev wr KB", "dev IOs"]
+    shown = SHOWN_COUNTERS.get(engine, ())
+    columns += [title for _, title in shown]
+    rows = []
+    for r in mine:
+        p = r["per_query"]
+        label = r["benchmark"] if r["threads"] == 1 else f"{r['benchmark']} t={r['threads']}"
+        cells = [label, _kb(p.get("client_read_bytes")), _kb(p.get("client_write_bytes")),
+                 _kb(p.get("client_rchar")), _kb(p.get("client_wchar"))]
+        if engine != "sqlite":
+            cells += [_kb(p.get("server_read_bytes")), _kb(p.get("server_write_bytes"))]
+        ios = (p["device_reads"] + p["device_writes"]) if "device_reads" in p else None
+        cells += [_kb(p.get("device_read_bytes")), _kb(p.get("device_write_bytes")), _num(ios)]
+        cells += [_num(p.get(f"engine.{name}")) for name, _ in shown]
+        rows.append(cells)
+    return columns, rows
+
+
+TITLE = "Resources per query"
+TITLE_NOTE = "(median of repeats; KB = 1024 bytes)"
+HOW = ("How: the lab samples /proc/PID/io (drv: the driver process, the engine too for SQLite; "
+       "srv: the server's processes), /proc/diskstats of the data's device (dev: host-wide, every "
+       "process on that disk) and the engine's counters by SQL at launch+warmup and launch+warmup+time; "
+       "per query = delta / (QPS × that window). rd/wr KB reached storage (read_bytes, write_bytes); "
+       "rchar/wchar count read()/write()-family calls (page cache and pipes too; send/recv on sockets "
+       "are not counted). PostgreSQL "
+       "publishes counters at most once a second: short cells are rough.")
+
+
+def _targets(meta: dict[str, Any],
+             records: list[ResultsRecord]) -> Iterator[tuple[str, str, str, list[dict[str, Any]]]]:
+    """Per target: name, engine, its database sizes as text, its rows."""
     rows = resource_rows(meta, records)
-    sizes = _sizes(meta)
     engines = {t["name"]: t.get("engine", "sqlite") for t in meta.get("targets", [])}
-    console.print("[bold]Resources per query[/bold] (median of repeats; KB = 1024 bytes)")
-    for target, (loaded, end) in sizes.items():
-        mine = [r for r in rows if r["target"] == target]
-        engine = engines.get(target, "sqlite")
-        console.print(f"\n[bold]{term(target)}[/bold]  {term(engine)}  database {_mb(loaded)} after load, "
-                      f"{_mb(end)} at the end", highlight=False)
+    for target, (loaded, end) in _sizes(meta).items():
+        yield (target, engines.get(target, "sqlite"), f"database {_mb(loaded)} after load, {_mb(end)} at the end",
+               [r for r in rows if r["target"] == target])
+
+
+def _missing(mine: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    return sorted({k: v for r in mine for k, v in r["unavailable"].items()}.items())
+
+
+def render_resources(meta: dict[str, Any], records: list[ResultsRecord], console: Console) -> None:
+    console.print(f"[bold]{TITLE}[/bold] {TITLE_NOTE}")
+    for target, engine, sizes, mine in _targets(meta, records):
+        console.print(f"\n[bold]{term(target)}[/bold]  {term(engine)}  {sizes}", highlight=False)
         if not mine:
             console.print("  no measured cell")
             continue
         table = Table(show_edge=False, pad_edge=False)
-        columns = ["benchmark", "drv rd KB", "drv wr KB", "drv rchar KB", "drv wchar KB"]
-        if engine != "sqlite":
-            columns += ["srv rd KB", "srv wr KB"]
-        columns += ["dev rd KB", "dev wr KB", "dev IOs"]
-        shown = SHOWN_COUNTERS.get(engine, ())
-        columns += [title for _, title in shown]
+        columns, rows = _target_table(engine, mine)
         for i, c in enumerate(columns):
             table.add_column(c, justify="left" if i == 0 else "right")
-        for r in mine:
-            p = r["per_query"]
-            label = r["benchmark"] if r["threads"] == 1 else f"{r['benchmark']} t={r['threads']}"
-            cells = [term(label), _kb(p.get("client_read_bytes")), _kb(p.get("client_write_bytes")),
-                     _kb(p.get("client_rchar")), _kb(p.get("client_wchar"))]
-            if engine != "sqlite":
-                cells += [_kb(p.get("server_read_bytes")), _kb(p.get("server_write_bytes"))]
-            ios = (p["device_reads"] + p["device_writes"]) if "device_reads" in p else None
-            cells += [_kb(p.get("device_read_bytes")), _kb(p.get("device_write_bytes")), _num(ios)]
-            cells += [_num(p.get(f"engine.{name}")) for name, _ in shown]
-            table.add_row(*cells)
+        for cells in rows:
+            table.add_row(term(cells[0]), *cells[1:])
         console.print(table)
-        missing = {k: v for r in mine for k, v in r["unavailable"].items()}
-        for what, why in sorted(missing.items()):
+        for what, why in _missing(mine):
             console.print(f"  [dim]{term(what)} not measured: {term(why)}[/dim]", highlight=False)
-    console.print("\n[dim]How: the lab samples /proc/PID/io (drv: the driver process, the engine too for SQLite; "
-                  "srv: the server's processes), /proc/diskstats of the data's device (dev: host-wide, every "
-                  "process on that disk) and the engine's counters by SQL at launch+warmup and launch+warmup+time; "
-                  "per query = delta / (QPS × that window). rd/wr KB reached storage (read_bytes, write_bytes); "
-                  "rchar/wchar count read()/write()-family calls (page cache and pipes too; send/recv on sockets "
-                  "are not counted). PostgreSQL "
-                  "publishes counters at most once a second: short cells are rough.[/dim]")
+    console.print(f"\n[dim]{HOW}[/dim]")
+
+
+def resources_view(meta: dict[str, Any], records: list[ResultsRecord]) -> View:
+    """The same tables as a document; CSV rows carry every per-query figure (JSON: to_json's document)."""
+    sections = []
+    for target, engine, sizes, mine in _targets(meta, records):
+        columns, rows = _target_table(engine, mine)
+        sections.append(Section(
+            title=f"{target} ({engine})", subtitle=sizes,
+            lines=tuple([] if mine else ["no measured cell"]) + tuple(f"{what} not measured: {why}"
+                                                                      for what, why in _missing(mine)),
+            block=Block("", "", tuple(columns), tuple(Row(tuple(r)) for r in rows)) if mine else None))
+    flat = tuple({"target": r["target"], "benchmark": r["benchmark"], "threads": r["threads"],
+                  "repeats": r["repeats"], **r["per_query"]} for r in resource_rows(meta, records))
+    return View("resources", f"{TITLE} {TITLE_NOTE}", tuple(sections), flat, notes=(HOW,))
