@@ -720,12 +720,17 @@ def layout(
     mode: Annotated[str, typer.Option(help="auto, simulated or hardware (perf mem)")] = "auto",
     lib: Annotated[Optional[list[Path]], typer.Option("--lib", help="also check this shared library of BINARY "
                                                                      "(repeatable)")] = None,
+    trace_seconds: Annotated[Optional[str], typer.Option(help="trace the workload this long, then stop it and "
+                                                              "analyse the counts so far (90, 90s, 2m; default "
+                                                              "60 s)")] = None,
+    trace_accesses: Annotated[Optional[str], typer.Option(help="... or until this many memory accesses are "
+                                                               "traced (5000000, 5M)")] = None,
 ) -> None:
     """Find read-mostly globals sharing a cache line with written ones, propose the fix, and prove it."""
     from dbperf.layout.command import layout_command
 
     layout_command(binary, run, experiment, target, benchmark, line, json_file, fix, demo, mode, out_console,
-                   err_console, lib)
+                   err_console, lib, trace_seconds, trace_accesses)
 
 
 @app.command()

@@ -4,12 +4,20 @@ progress, says how much of the run it saw, and leaves nothing running (item 8)."
 
 from __future__ import annotations
 
+import json
+import os
 import random
+import shutil
+import signal
 import struct
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
 
+from tests.conftest import REPO, run_cli
 from tests.test_layout import _in_process
 
 TRUE = Path("/bin/true")
@@ -111,3 +119,215 @@ def test_truncations_and_flipped_header_bytes_never_end_in_a_traceback(tmp_path,
         assert code in (0, 2), err
         if code == 2:
             assert len(err.strip().splitlines()) == 1 and err.startswith(f"dbperf: error: {path}: "), err
+
+
+# -- item 8: the trace is bounded ----------------------------------------------------------------------------------
+
+LONG_C = r"""
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+/* The issue's program: a hot written counter and a read-mostly flag on one line, two threads of N iterations. */
+__attribute__((aligned(64))) volatile int long_flag = 1;
+volatile unsigned long long_counter = 1;
+static long iterations = 20000000;
+static void *writer(void *arg) {
+    (void)arg;
+    for (long i = 0; i < iterations; i++) long_counter = long_counter + 1;
+    return NULL;
+}
+static void *reader(void *arg) {
+    long sum = 0;
+    for (long i = 0; i < iterations; i++) if (long_flag) sum += i & 7;
+    *(long *)arg = sum;
+    return NULL;
+}
+int main(int argc, char **argv) {
+    if (argc > 1) iterations = atol(argv[1]);
+    pthread_t w, r;
+    long sum = 0;
+    if (pthread_create(&w, NULL, writer, NULL) || pthread_create(&r, NULL, reader, &sum)) return 1;
+    pthread_join(w, NULL);
+    pthread_join(r, NULL);
+    printf("%ld %lu\n", sum, long_counter);
+    return 0;
+}
+"""
+needs_valgrind = pytest.mark.skipif(shutil.which("valgrind") is None or shutil.which("gcc") is None,
+                                    reason="needs valgrind and gcc")
+
+
+def _long_program(tmp_path: Path) -> Path:
+    source = tmp_path / "long.c"
+    source.write_text(LONG_C)
+    exe = tmp_path / "long"
+    subprocess.run(["gcc", "-O2", "-g", "-pthread", "-fno-toplevel-reorder", "-o", str(exe), str(source)],
+                   check=True, capture_output=True, timeout=300)
+    return exe
+
+
+def _running_with(marker: str) -> list[str]:
+    """Command lines of the processes that name MARKER (this test's own temporary path or argument)."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit() or int(proc.name) == os.getpid():
+            continue
+        try:
+            cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if marker in cmdline:
+            found.append(f"{proc.name}: {cmdline}")
+    return found
+
+
+def _gone(marker: str, within: float = 30.0) -> list[str]:
+    deadline = time.monotonic() + within
+    while (left := _running_with(marker)) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    return left
+
+
+@pytest.mark.e2e
+@needs_valgrind
+def test_a_long_two_thread_program_is_stopped_at_the_budget_and_its_shared_line_still_named(tmp_path):
+    exe = _long_program(tmp_path)
+    out = tmp_path / "layout.json"
+    started = time.monotonic()
+    # A terminal for rich (the live status line), through its environment switches.
+    proc = run_cli("layout", str(exe), "--run", "", "--trace-seconds", "20", "--json", str(out), timeout=600,
+                   env={"TTY_COMPATIBLE": "1", "TTY_INTERACTIVE": "1"})
+    took = time.monotonic() - started
+    assert proc.returncode == 0, proc.stderr
+    # Unbounded, this run took 803 s; with the budget: the trace, the static map, valgrind's start and stop (the
+    # issue's bar is 3 minutes with the default budget of 60 s).
+    assert took < 170, took
+    assert "tracing under lackey" in proc.stderr and "memory accesses" in proc.stderr, proc.stderr
+    data = json.loads(out.read_text())
+    trace = data["dynamic"]["trace"]
+    assert trace["whole_run"] is False and trace["stopped_by"] == "time" and trace["budget_seconds"] == 20
+    assert 19 < trace["seconds"] < 80 and trace["traced"] > 0
+    assert "stopped at the budget (--trace-seconds 20): the program had not finished" in proc.stdout
+    assert "stopped at the budget" in trace["summary"]
+    per_object = {k: v for k, v in data["dynamic"]["per_object"].items() if k.startswith("long_")}
+    found = [f for f in data["findings"] if "long_flag" in f["objects"]]
+    assert len(found) == 1, (data["findings"], per_object)
+    finding = found[0]
+    assert {"long_flag", "long_counter"} <= set(finding["objects"])
+    assert [r["name"] for r in finding["read_mostly"]] == ["long_flag"]
+    assert [w["name"] for w in finding["hot_written"]] == ["long_counter"]
+    assert _gone(str(tmp_path)) == []
+
+
+@pytest.mark.e2e
+@needs_valgrind
+def test_a_run_that_ends_within_the_budget_says_it_was_traced_whole(tmp_path):
+    exe = _long_program(tmp_path)
+    out = tmp_path / "layout.json"
+    proc = run_cli("layout", str(exe), "--run", "20000", "--json", str(out), timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    trace = json.loads(out.read_text())["dynamic"]["trace"]
+    assert trace["whole_run"] is True and trace["stopped_by"] is None and trace["budget_seconds"] == 60
+    assert "traced the whole run" in proc.stdout
+
+
+@pytest.mark.e2e
+@needs_valgrind
+def test_an_access_budget_stops_the_trace_too(tmp_path):
+    exe = _long_program(tmp_path)
+    out = tmp_path / "layout.json"
+    proc = run_cli("layout", str(exe), "--run", "", "--trace-accesses", "1M", "--json", str(out), timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    trace = json.loads(out.read_text())["dynamic"]["trace"]
+    assert trace["stopped_by"] == "accesses" and trace["budget_accesses"] == 1_000_000
+    assert trace["traced"] >= 1_000_000
+    assert "--trace-accesses 1,000,000" in proc.stdout and _gone(str(tmp_path)) == []
+
+
+@pytest.mark.e2e
+@needs_valgrind
+def test_what_the_traced_program_started_is_stopped_with_it_at_the_budget(tmp_path):
+    """A shell under the trace that starts children (natively: valgrind does not follow them): all are gone."""
+    shell = Path("/bin/sh").resolve()
+    marker = f"{time.time_ns() % 1_000_000 + 1000}.123"
+    proc = run_cli("layout", str(shell), "--run", f"-c 'sleep {marker} & sleep {marker}; echo done'",
+                   "--trace-seconds", "4", timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    assert "stopped at the budget (--trace-seconds 4)" in proc.stdout
+    assert _gone(marker) == []
+
+
+INTERRUPTIBLE = ("import runpy, signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
+                 "sys.argv = ['dbperf', *sys.argv[1:]]; runpy.run_module('dbperf.cli', run_name='__main__')")
+
+
+@pytest.mark.e2e
+@needs_valgrind
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_ctrl_c_or_sigterm_while_tracing_leaves_nothing_running(tmp_path, signum):
+    exe = _long_program(tmp_path)
+    # SIGINT as a terminal's Ctrl-C delivers it (a test runner may have started us with SIGINT ignored).
+    proc = subprocess.Popen([sys.executable, "-c", INTERRUPTIBLE, "layout", str(exe), "--run", ""], cwd=REPO,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 300
+        while not any("lackey" in p for p in _running_with(str(exe))) and time.monotonic() < deadline:
+            assert proc.poll() is None, proc.communicate()
+            time.sleep(0.5)
+        time.sleep(2)
+        proc.send_signal(signum)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 128 + signum, err
+    assert err.strip().splitlines()[-1] == "dbperf: interrupted", err
+    assert _gone(str(tmp_path)) == []
+
+
+# -- item 8: the budget's options, its words, and the bound on the sampled path (unit) -----------------------------
+
+@pytest.mark.unit
+@pytest.mark.parametrize("args", [["--trace-seconds", "-5"], ["--trace-seconds", "0"], ["--trace-seconds", "0s"],
+                                  ["--trace-seconds", "soon"], ["--trace-seconds", "5 parsecs"],
+                                  ["--trace-seconds", "nan"], ["--trace-seconds", "99999999"],
+                                  ["--trace-accesses", "0"], ["--trace-accesses", "-3"],
+                                  ["--trace-accesses", "lots"], ["--trace-accesses", "1.5T"]])
+def test_bad_trace_budgets_are_one_line_and_exit_2(monkeypatch, capsys, args):
+    code, err = _in_process(monkeypatch, capsys, "layout", "/bin/true", "--run", "", *args)
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert args[0] in err, err
+
+
+@pytest.mark.unit
+def test_budget_values_and_what_the_report_says():
+    from dbperf.layout.dynamic import TraceBudget, TraceExtent, parse_budget, progress_text
+
+    assert parse_budget(None, None) == TraceBudget(60.0, None)
+    assert parse_budget("2m", "5M") == TraceBudget(120.0, 5_000_000)
+    assert parse_budget("90", "1500") == TraceBudget(90.0, 1500)
+    whole = TraceExtent(True, None, 3.2, 1234, 60.0)
+    assert whole.summary() == "traced the whole run (3.2 s, 1,234 memory accesses)"
+    cut = TraceExtent(False, "time", 60.4, 9_000_000, 60.0)
+    assert cut.summary().startswith("traced 60.4 s (9,000,000 memory accesses), stopped at the budget "
+                                    "(--trace-seconds 60): the program had not finished")
+    assert cut.as_json()["whole_run"] is False and cut.as_json()["stopped_by"] == "time"
+    by_count = TraceExtent(False, "accesses", 7.0, 2_000_123, 60.0, 2_000_000)
+    assert "(--trace-accesses 2,000,000)" in by_count.summary()
+    assert progress_text(1_234_567, 890, 12.4, TraceBudget(60.0, 5_000_000)) == (
+        "tracing under lackey: 12 s of 60 s, 1,234,567 of 5,000,000 memory accesses, 890 in the analysed objects")
+
+
+@pytest.mark.unit
+def test_a_bounded_command_is_stopped_with_everything_it_started(tmp_path):
+    from dbperf.layout.sampled import run_bounded
+
+    marker = f"{time.time_ns() % 1_000_000 + 2000}.321"
+    started = time.monotonic()
+    code, stopped, seconds, _ = run_bounded(["sh", "-c", f"sleep {marker} & exec sleep {marker}"], 1.0,
+                                            signal.SIGINT)
+    assert stopped and code != 0 and 1.0 <= seconds < 30 and time.monotonic() - started < 30
+    assert _gone(marker) == []
+    code, stopped, _, said = run_bounded(["sh", "-c", "echo fine"], 30.0, signal.SIGINT)
+    assert (code, stopped, said) == (0, False, "fine")
