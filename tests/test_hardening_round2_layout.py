@@ -240,7 +240,7 @@ def test_an_access_budget_stops_the_trace_too(tmp_path):
     assert proc.returncode == 0, proc.stderr
     trace = json.loads(out.read_text())["dynamic"]["trace"]
     assert trace["stopped_by"] == "accesses" and trace["budget_accesses"] == 1_000_000
-    assert trace["traced"] >= 1_000_000
+    assert trace["traced"] == 1_000_000  # the filter counts the first million exactly
     assert "--trace-accesses 1,000,000" in proc.stdout and _gone(str(tmp_path)) == []
 
 
@@ -331,3 +331,29 @@ def test_a_bounded_command_is_stopped_with_everything_it_started(tmp_path):
     assert _gone(marker) == []
     code, stopped, _, said = run_bounded(["sh", "-c", "echo fine"], 30.0, signal.SIGINT)
     assert (code, stopped, said) == (0, False, "fine")
+
+
+LACKEY_STREAM = "".join(f" {'LSM'[i % 3]} {0x1000 + 8 * (i % 4):08x},8\n" for i in range(10)).encode()
+
+
+@pytest.mark.e2e
+@pytest.mark.skipif(shutil.which("gcc") is None and shutil.which("cc") is None, reason="needs a C compiler")
+def test_the_trace_filter_counts_the_first_n_accesses_and_prints_its_counts_at_sigterm():
+    """The access budget is exact, and a filter whose pipe is still held open (by a process that escaped the
+    traced program's group) prints what it has when the lab sends SIGTERM."""
+    from dbperf.layout.build import trace_filter
+
+    exe = str(trace_filter())
+    limited = subprocess.run([exe, "-n", "4", "1", "/nowhere"], input=LACKEY_STREAM, capture_output=True,
+                             timeout=60)
+    assert limited.returncode == 0 and limited.stdout.decode().splitlines()[-1] == "T 4 0 0"
+    proc = subprocess.Popen([exe, "1", "/nowhere"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    assert proc.stdin is not None
+    proc.stdin.write(LACKEY_STREAM)
+    proc.stdin.flush()
+    time.sleep(1)
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=60) == 0  # its standard input still open: ended by the signal, not at end of file
+    out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 0 and out.decode().splitlines()[-1] == "T 10 0 0"

@@ -246,8 +246,9 @@ def count_simulated_many(statics: list[StaticMap], command: Sequence[str], env: 
     filter_exe = trace_filter()
     paths = [os.path.realpath(s.path) for s in statics]
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as vg_err, tempfile.TemporaryFile() as counts:
-        trace = _Trace(command, filter_exe, paths, out, vg_err, counts, env, cwd)
+        trace = _Trace()
         try:
+            trace.start(command, filter_exe, paths, out, vg_err, counts, env, cwd, budget.accesses)
             end = trace.run(budget, err)
         finally:
             trace.stop()
@@ -265,6 +266,9 @@ def count_simulated_many(statics: list[StaticMap], command: Sequence[str], env: 
             "serialised by valgrind, taking turns; exact counts of the traced run")
     results = []
     for path, (per_object, totals) in zip(paths, parse_filter_output_many(text, statics), strict=True):
+        if totals["mapped"] == 0 and end.stopped_by is not None:
+            raise UserError(f"the trace budget ended the trace before {path} was mapped: give a larger "
+                            f"--trace-seconds or --trace-accesses")
         if totals["mapped"] == 0:
             raise UserError(f"{path} was never mapped by the workload: it does not run the analysed binary")
         results.append(DynamicCounts(
@@ -290,8 +294,7 @@ class _Trace:
     starts) writing its trace into a pipe read by the filter (in a session of its own too: a Ctrl-C at the
     terminal reaches the lab only, which stops both in order, so that the filter still prints its counts)."""
 
-    def __init__(self, command: Sequence[str], filter_exe: Path, paths: list[str], out: IO[bytes], vg_err: IO[bytes],
-                 counts: IO[bytes], env: dict[str, str] | None, cwd: Path | None) -> None:
+    def __init__(self) -> None:
         self.records = 0
         self.counted = 0
         self.filter_failure = ""
@@ -299,6 +302,11 @@ class _Trace:
         self.flt: subprocess.Popen[bytes] | None = None
         self.watchdog: Watchdog | None = None
         self._filter_said: list[str] = []
+        self._reader: threading.Thread | None = None
+        self.started = time.monotonic()
+
+    def start(self, command: Sequence[str], filter_exe: Path, paths: list[str], out: IO[bytes], vg_err: IO[bytes],
+              counts: IO[bytes], env: dict[str, str] | None, cwd: Path | None, limit: int | None) -> None:
         read_end, write_end = os.pipe()
         try:
             # --fair-sched: threads take turns (a ticket lock); without it one thread can re-take valgrind's lock
@@ -314,8 +322,12 @@ class _Trace:
             self.watchdog.watch_group(self.vg.pid)
             os.close(write_end)
             write_end = -1
-            self.flt = subprocess.Popen([str(filter_exe), str(self.vg.pid), *paths], stdin=read_end, stdout=counts,
-                                        stderr=subprocess.PIPE, start_new_session=True)
+            try:
+                limit_args = [] if limit is None else ["-n", str(limit)]
+                self.flt = subprocess.Popen([str(filter_exe), *limit_args, str(self.vg.pid), *paths], stdin=read_end,
+                                            stdout=counts, stderr=subprocess.PIPE, start_new_session=True)
+            except OSError as e:
+                raise UserError(f"cannot start the trace filter {filter_exe}: {e.strerror}") from None
         finally:
             os.close(read_end)
             if write_end >= 0:
@@ -393,7 +405,8 @@ class _Trace:
             except subprocess.TimeoutExpired:
                 self.flt.kill()
                 self.flt.wait()
-        self._reader.join(timeout=5)
+        if self._reader is not None:
+            self._reader.join(timeout=5)
         if self.flt.returncode != 0:
             said = "; ".join(self._filter_said) or "no output"
             self.filter_failure = f"exit {self.flt.returncode}: {said}"

@@ -113,7 +113,13 @@ static uint64_t hex(const char *p) {
 }
 
 int main(int argc, char **argv) {
-    if (argc < 3) { fprintf(stderr, "usage: trace_filter PID OBJECT...\n"); return 2; }
+    /* -n LIMIT: count the first LIMIT memory records only (the access budget), reading the rest until the end. */
+    uint64_t limit = UINT64_MAX;
+    if (argc > 2 && strcmp(argv[1], "-n") == 0) {
+        limit = strtoull(argv[2], NULL, 10);
+        argc -= 2; argv += 2;
+    }
+    if (argc < 3) { fprintf(stderr, "usage: trace_filter [-n LIMIT] PID OBJECT...\n"); return 2; }
     snprintf(maps_path, sizeof maps_path, "/proc/%s/maps", argv[1]);
     objects = argv + 2; n_objects = argc - 2;
     table = calloc(capacity, sizeof *table);
@@ -123,6 +129,7 @@ int main(int argc, char **argv) {
     sa.sa_handler = on_term;
     sigaction(SIGTERM, &sa, NULL);
     double reported = now();
+    int limit_said = 0;
     static char buf[1 << 20];
     setvbuf(stdin, buf, _IOFBF, sizeof buf);
     char line[512];
@@ -131,6 +138,13 @@ int main(int argc, char **argv) {
     while (!stop && fgets(line, sizeof line, stdin)) {
         char c = line[1];
         if (line[0] == ' ' && (c == 'L' || c == 'S' || c == 'M')) {
+            if (records == limit) {
+                if (!limit_said) {
+                    fprintf(stderr, "P %llu %llu\n", (unsigned long long)records, (unsigned long long)counted);
+                    limit_said = 1;
+                }
+                continue;
+            }
             if ((records++ & (REMAP - 1)) == 0) {
                 remap();
                 double t = now();
