@@ -4,7 +4,9 @@ Simulated (every machine): valgrind's lackey traces every load and store (--trac
 --trace-sched=yes, which thread runs (valgrind runs one thread at a time); a small C filter compiled with the user's cc
 reads that stream from a pipe and keeps only the counts per (thread, address) inside the analysed objects. Counts
 are exact for the traced run, but the run is slowed about a hundredfold and threads are serialised, so they say who
-touches what, how often, not how long it took.
+touches what, how often, not how long it took. The trace is bounded (TraceBudget: 60 s by default, and optionally a
+number of accesses): at the budget the program is stopped and the counts so far are analysed, and the report says
+whether the whole run was traced.
 
 Hardware (a host with precise memory sampling): `perf mem record`; refused here with perf's own reason."""
 
