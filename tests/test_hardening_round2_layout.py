@@ -257,6 +257,20 @@ def test_what_the_traced_program_started_is_stopped_with_it_at_the_budget(tmp_pa
     assert _gone(marker) == []
 
 
+@pytest.mark.e2e
+@needs_valgrind
+def test_a_program_that_ignores_sigterm_is_killed_after_the_grace_period(tmp_path):
+    shell = Path("/bin/sh").resolve()
+    marker = f"{time.time_ns() % 1_000_000 + 3000}.456"
+    started = time.monotonic()
+    proc = run_cli("layout", str(shell), "--run", f"-c \"trap '' TERM; sleep {marker}; echo done\"",
+                   "--trace-seconds", "3", timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    assert "stopped at the budget (--trace-seconds 3)" in proc.stdout
+    assert time.monotonic() - started < 150
+    assert _gone(marker) == []
+
+
 INTERRUPTIBLE = ("import runpy, signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
                  "sys.argv = ['dbperf', *sys.argv[1:]]; runpy.run_module('dbperf.cli', run_name='__main__')")
 
@@ -298,6 +312,13 @@ def test_bad_trace_budgets_are_one_line_and_exit_2(monkeypatch, capsys, args):
     code, err = _in_process(monkeypatch, capsys, "layout", "/bin/true", "--run", "", *args)
     assert code == 2 and len(err.strip().splitlines()) == 1, err
     assert args[0] in err, err
+
+
+@pytest.mark.unit
+def test_a_budget_without_a_traced_run_is_refused(monkeypatch, capsys):
+    code, err = _in_process(monkeypatch, capsys, "layout", "/bin/true", "--trace-seconds", "30")
+    assert code == 2 and err.strip() == ("dbperf: error: --trace-seconds and --trace-accesses bound a traced run: "
+                                         "give --run, --demo or --experiment"), err
 
 
 @pytest.mark.unit

@@ -22,6 +22,8 @@ def layout_command(binary: Path | None, run: str | None, experiment: Path | None
                    mode: str, out: Console, err: Console, libraries: list[Path] | None = None,
                    trace_seconds: str | None = None, trace_accesses: str | None = None) -> None:
     budget = parse_budget(trace_seconds, trace_accesses)
+    if (trace_seconds is not None or trace_accesses is not None) and run is None and not demo and experiment is None:
+        raise UserError("--trace-seconds and --trace-accesses bound a traced run: give --run, --demo or --experiment")
     try:
         _layout(binary, run, experiment, target, benchmark, line, json_file, fix, demo, mode, out, err,
                 libraries or [], budget)
