@@ -278,11 +278,12 @@ INTERRUPTIBLE = ("import runpy, signal, sys; signal.signal(signal.SIGINT, signal
 @pytest.mark.e2e
 @needs_valgrind
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
-def test_ctrl_c_or_sigterm_while_tracing_leaves_nothing_running(tmp_path, signum):
+def test_ctrl_c_or_sigterm_while_tracing_leaves_nothing_running_and_reports_what_was_counted(tmp_path, signum):
     exe = _long_program(tmp_path)
+    out = tmp_path / "layout.json"
     # SIGINT as a terminal's Ctrl-C delivers it (a test runner may have started us with SIGINT ignored).
-    proc = subprocess.Popen([sys.executable, "-c", INTERRUPTIBLE, "layout", str(exe), "--run", ""], cwd=REPO,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen([sys.executable, "-c", INTERRUPTIBLE, "layout", str(exe), "--run", "", "--json",
+                             str(out)], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 300
         while not any("lackey" in p for p in _running_with(str(exe))) and time.monotonic() < deadline:
@@ -290,13 +291,17 @@ def test_ctrl_c_or_sigterm_while_tracing_leaves_nothing_running(tmp_path, signum
             time.sleep(0.5)
         time.sleep(2)
         proc.send_signal(signum)
-        _, err = proc.communicate(timeout=120)
+        stdout, err = proc.communicate(timeout=120)
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
     assert proc.returncode == 128 + signum, err
-    assert err.strip().splitlines()[-1] == "dbperf: interrupted", err
+    assert err.strip().splitlines()[-1] == ("dbperf: interrupted while tracing: the report covers the run up to "
+                                            "the interrupt"), err
+    assert "stopped by an interrupt: the program had not finished" in stdout
+    trace = json.loads(out.read_text())["dynamic"]["trace"]
+    assert trace["whole_run"] is False and trace["stopped_by"] == "interrupt"
     assert _gone(str(tmp_path)) == []
 
 
@@ -336,6 +341,8 @@ def test_budget_values_and_what_the_report_says():
     assert cut.as_json()["whole_run"] is False and cut.as_json()["stopped_by"] == "time"
     by_count = TraceExtent(False, "accesses", 7.0, 2_000_123, 60.0, 2_000_000)
     assert "(--trace-accesses 2,000,000)" in by_count.summary()
+    assert "stopped by an interrupt: the program had not finished" in TraceExtent(False, "interrupt", 9.0, 5, 60.0
+                                                                                 ).summary()
     assert progress_text(1_234_567, 890, 12.4, TraceBudget(60.0, 5_000_000)) == (
         "tracing under lackey: 12 s of 60 s, 1,234,567 of 5,000,000 memory accesses, 890 in the analysed objects")
 

@@ -19,6 +19,7 @@ from dbperf.errors import UserError
 from dbperf.layout.dynamic import (
     DynamicCounts,
     TraceBudget,
+    TraceInterrupted,
     count_simulated_many,
     memory_sampling_available,
 )
@@ -68,10 +69,16 @@ def dynamic_counts_many(statics: list[StaticMap], command: list[str], mode: str,
         for counts in sampled:
             counts.mode_reason = reason
         return sampled
-    all_counts = count_simulated_many(statics, command, env=env, budget=budget, cwd=cwd, err=err)
+    simulated_reason = "asked for simulated counts" if mode == "simulated" else (
+        f"no precise memory sampling here ({reason})")
+    try:
+        all_counts = count_simulated_many(statics, command, env=env, budget=budget, cwd=cwd, err=err)
+    except TraceInterrupted as interrupted:
+        for counts in interrupted.counts:
+            counts.mode_reason = simulated_reason
+        raise
     for counts in all_counts:
-        counts.mode_reason = "asked for simulated counts" if mode == "simulated" else (
-            f"no precise memory sampling here ({reason})")
+        counts.mode_reason = simulated_reason
     return all_counts
 
 
@@ -180,5 +187,10 @@ def check_many(binary: Path, libraries: list[Path], run: str | None, line: int |
     if run is None:
         return [(s, None, []) for s in statics]
     command = [str(binary.absolute()), *parse_run(run)]
-    all_counts = dynamic_counts_many(statics, command, mode, budget=budget, err=err)
+    try:
+        all_counts = dynamic_counts_many(statics, command, mode, budget=budget, err=err)
+    except TraceInterrupted as interrupted:
+        interrupted.checked = [(s, c, findings(s, c, min_hot_stores))
+                               for s, c in zip(statics, interrupted.counts, strict=True)]
+        raise
     return [(s, c, findings(s, c, min_hot_stores)) for s, c in zip(statics, all_counts, strict=True)]

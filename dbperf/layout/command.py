@@ -9,8 +9,8 @@ from rich.console import Console
 
 from dbperf.errors import UserError
 from dbperf.layout import build
-from dbperf.layout.check import check_many, render, result_json, write_json
-from dbperf.layout.dynamic import TraceBudget, parse_budget
+from dbperf.layout.check import Checked, check_many, render, result_json, write_json
+from dbperf.layout.dynamic import TraceBudget, TraceInterrupted, parse_budget
 from dbperf.runner import interrupts
 
 MODES = ("auto", "simulated", "hardware")
@@ -30,7 +30,9 @@ def layout_command(binary: Path | None, run: str | None, experiment: Path | None
     except KeyboardInterrupt as interrupt:
         # Ctrl-C, SIGTERM or SIGHUP: the trace has stopped valgrind, the traced program and its process group on
         # the way out. Said here, with the signal's exit code, because Typer turns an interrupt into a silent 130.
-        err.print("dbperf: interrupted", highlight=False)
+        reported = isinstance(interrupt, TraceInterrupted) and interrupt.checked
+        err.print("dbperf: interrupted" + (" while tracing: the report covers the run up to the interrupt"
+                                           if reported else ""), highlight=False)
         raise typer.Exit(interrupts.exit_code(interrupt)) from None
 
 
@@ -68,7 +70,16 @@ def _layout(binary: Path | None, run: str | None, experiment: Path | None, targe
         raise UserError("layout: give a BINARY, --demo, or --experiment E --target T --benchmark B")
     elif fix:
         raise UserError("--fix rebuilds what the lab builds: use it with --demo or --experiment (a SQLite target)")
-    checked = check_many(binary, libraries, run, line, mode, budget=budget, err=err)
+    try:
+        checked = check_many(binary, libraries, run, line, mode, budget=budget, err=err)
+    except TraceInterrupted as interrupted:
+        if interrupted.checked:
+            _report(interrupted.checked, libraries, json_file, out)  # what was counted before the interrupt
+        raise
+    _report(checked, libraries, json_file, out)
+
+
+def _report(checked: list[Checked], libraries: list[Path], json_file: Path | None, out: Console) -> None:
     for static, counts, found in checked:
         render(static, counts, found, out)
     if json_file is not None:

@@ -26,7 +26,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from rich.console import Console
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn
@@ -84,7 +84,7 @@ def parse_budget(seconds: str | None, accesses: str | None) -> TraceBudget:
 class TraceExtent:
     """How much of the program's run the counts cover."""
     whole_run: bool
-    stopped_by: str | None  # "time" or "accesses" (the budget), None when the program ended by itself
+    stopped_by: str | None  # "time" or "accesses" (the budget), "interrupt", None: the program ended by itself
     seconds: float
     accesses: int
     budget_seconds: float
@@ -94,6 +94,9 @@ class TraceExtent:
     def summary(self) -> str:
         if self.whole_run:
             return f"traced the whole run ({self.seconds:.1f} s, {self.accesses:,} {self.unit})"
+        if self.stopped_by == "interrupt":
+            return (f"traced {self.seconds:.1f} s ({self.accesses:,} {self.unit}), stopped by an interrupt: the "
+                    "program had not finished, the counts cover the start of its run only")
         budget = (f"--trace-seconds {self.budget_seconds:g}" if self.stopped_by == "time"
                   else f"--trace-accesses {self.budget_accesses:,}")
         return (f"traced {self.seconds:.1f} s ({self.accesses:,} {self.unit}), stopped at the budget ({budget}): "
@@ -268,6 +271,8 @@ def count_simulated_many(statics: list[StaticMap], command: Sequence[str], env: 
             "serialised by valgrind, taking turns; exact counts of the traced run")
     results = []
     for path, (per_object, totals) in zip(paths, parse_filter_output_many(text, statics), strict=True):
+        if totals["mapped"] == 0 and end.interrupt is not None:
+            raise end.interrupt
         if totals["mapped"] == 0 and end.stopped_by is not None:
             raise UserError(f"the trace budget ended the trace before {path} was mapped: give a larger "
                             f"--trace-seconds or --trace-accesses")
@@ -277,14 +282,28 @@ def count_simulated_many(statics: list[StaticMap], command: Sequence[str], env: 
             mode="simulated", tool=tool, command=list(command), seconds=end.seconds, per_object=per_object,
             records=totals["records"], counted=totals["counted"], threads=totals["threads"],
             unattributed=totals["unattributed"], trace=end.trace(budget, totals["records"])))
+    if end.interrupt is not None:
+        raise TraceInterrupted(getattr(end.interrupt, "signum", signal.SIGINT), results) from None
     return results
+
+
+class TraceInterrupted(KeyboardInterrupt):
+    """Ctrl-C (or SIGTERM, SIGHUP) while tracing: the trace was stopped as at the budget, and COUNTS hold what was
+    counted so far, for the command to report before it exits as interrupted (nothing counted is lost)."""
+
+    def __init__(self, signum: int, counts: list[DynamicCounts]) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+        self.counts = counts
+        self.checked: list[Any] = []  # the counts' findings, when the caller computes them
 
 
 @dataclass
 class _TraceEnd:
     exit_code: int | None
-    stopped_by: str | None  # "time" or "accesses" when the budget ended the trace; None: the program ended
+    stopped_by: str | None  # "time", "accesses" (the budget), "interrupt"; None: the program ended
     seconds: float
+    interrupt: KeyboardInterrupt | None = None
 
     def trace(self, budget: TraceBudget, records: int) -> TraceExtent:
         return TraceExtent(whole_run=self.stopped_by is None, stopped_by=self.stopped_by, seconds=self.seconds,
@@ -352,28 +371,32 @@ class _Trace:
         the program ends by it and valgrind flushes its trace) and lets the filter finish."""
         assert self.vg is not None
         stopped_by: str | None = None
+        interrupt: KeyboardInterrupt | None = None
         with _progress(err, budget) as show:
-            while True:
-                elapsed = time.monotonic() - self.started
-                try:
-                    self.vg.wait(timeout=max(0.0, min(PROGRESS_EVERY_S, budget.seconds - elapsed)))
-                    break
-                except subprocess.TimeoutExpired:
-                    pass
-                elapsed = time.monotonic() - self.started
-                show(self.records, self.counted, elapsed)
-                if elapsed >= budget.seconds:
-                    stopped_by = "time"
-                elif budget.accesses is not None and self.records >= budget.accesses:
-                    stopped_by = "accesses"
-                if stopped_by is not None and self.vg.poll() is None:
-                    break
-                stopped_by = None
+            try:
+                while True:
+                    elapsed = time.monotonic() - self.started
+                    try:
+                        self.vg.wait(timeout=max(0.0, min(PROGRESS_EVERY_S, budget.seconds - elapsed)))
+                        break
+                    except subprocess.TimeoutExpired:
+                        pass
+                    elapsed = time.monotonic() - self.started
+                    show(self.records, self.counted, elapsed)
+                    if elapsed >= budget.seconds:
+                        stopped_by = "time"
+                    elif budget.accesses is not None and self.records >= budget.accesses:
+                        stopped_by = "accesses"
+                    if stopped_by is not None and self.vg.poll() is None:
+                        break
+                    stopped_by = None
+            except KeyboardInterrupt as e:  # stopped like at the budget; a second one ends it at once (stop())
+                stopped_by, interrupt = "interrupt", e
         seconds = round(time.monotonic() - self.started, 3)
         if stopped_by is not None:
             self._end_valgrind()
         self._end_filter()
-        return _TraceEnd(self.vg.returncode, stopped_by, seconds)
+        return _TraceEnd(self.vg.returncode, stopped_by, seconds, interrupt)
 
     def _end_valgrind(self) -> None:
         assert self.vg is not None
