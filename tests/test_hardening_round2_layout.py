@@ -385,3 +385,32 @@ def test_the_trace_filter_counts_the_first_n_accesses_and_prints_its_counts_at_s
     assert proc.wait(timeout=60) == 0  # its standard input still open: ended by the signal, not at end of file
     out, _ = proc.communicate(timeout=60)
     assert proc.returncode == 0 and out.decode().splitlines()[-1] == "T 10 0 0"
+
+
+@pytest.mark.e2e
+@needs_valgrind
+def test_a_lab_cell_longer_than_the_budget_is_stopped_and_reported(tmp_path, write_experiment):
+    system = Path("/usr/lib/x86_64-linux-gnu/libsqlite3.so.0")
+    if not system.is_file():
+        pytest.skip("the system SQLite is not installed")
+    exp = write_experiment(f"""
+[run]
+benchmarks = ["point-query"]
+table_size = 1000
+time = "10m"
+warmup = "0s"
+
+[[target]]
+name = "sys"
+library = "{system}"
+""")
+    out = tmp_path / "e.json"
+    started = time.monotonic()
+    proc = run_cli("layout", "--experiment", str(exp), "--target", "sys", "--benchmark", "point-query",
+                   "--trace-seconds", "8", "--json", str(out), timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    assert time.monotonic() - started < 300
+    data = json.loads(out.read_text())
+    assert data["cell"]["time_s"] == 600 and data["dynamic"]["trace"]["stopped_by"] == "time"
+    assert data["dynamic"]["records_in_binary"] > 0
+    assert "stopped at the budget (--trace-seconds 8)" in proc.stdout
