@@ -744,6 +744,11 @@ def layout(
     lib: Annotated[Optional[list[Path]], typer.Option("--lib", help="also check this shared library of BINARY "
                                                                      "(repeatable)")] = None,
     force: Annotated[bool, typer.Option("--force", help="replace the --json file if it exists")] = False,
+    trace_seconds: Annotated[Optional[str], typer.Option(help="trace the workload this long, then stop it and "
+                                                              "analyse the counts so far (90, 90s, 2m; default "
+                                                              "60 s)")] = None,
+    trace_accesses: Annotated[Optional[str], typer.Option(help="... or until this many memory accesses are "
+                                                               "traced (5000000, 5M)")] = None,
 ) -> None:
     """Find read-mostly globals sharing a cache line with written ones, propose the fix, and prove it."""
     from dbperf.layout.command import layout_command
@@ -751,7 +756,7 @@ def layout(
     json_path = None if json_file is None else output_path(json_file, force, "layout.json", "--json")
 
     layout_command(binary, run, experiment, target, benchmark, line, json_path, fix, demo, mode, out_console,
-                   err_console, lib)
+                   err_console, lib, trace_seconds, trace_accesses)
 
 
 @app.command()

@@ -16,7 +16,13 @@ from rich.console import Console
 from rich.table import Table
 
 from dbperf.errors import UserError
-from dbperf.layout.dynamic import DynamicCounts, count_simulated_many, memory_sampling_available
+from dbperf.layout.dynamic import (
+    DynamicCounts,
+    TraceBudget,
+    TraceInterrupted,
+    count_simulated_many,
+    memory_sampling_available,
+)
 from dbperf.layout.findings import MIN_HOT_STORES, Finding, findings, hot_stores
 from dbperf.layout.sampled import count_sampled_many
 from dbperf.layout.static_map import StaticMap, static_map
@@ -45,26 +51,34 @@ def parse_run(args: str) -> list[str]:
 
 
 def dynamic_counts(static: StaticMap, command: list[str], mode: str, env: dict[str, str] | None = None,
-                   cwd: Path | None = None) -> DynamicCounts:
-    return dynamic_counts_many([static], command, mode, env, cwd)[0]
+                   cwd: Path | None = None, budget: TraceBudget | None = None,
+                   err: Console | None = None) -> DynamicCounts:
+    return dynamic_counts_many([static], command, mode, env, cwd, budget, err)[0]
 
 
 def dynamic_counts_many(statics: list[StaticMap], command: list[str], mode: str, env: dict[str, str] | None = None,
-                        cwd: Path | None = None) -> list[DynamicCounts]:
+                        cwd: Path | None = None, budget: TraceBudget | None = None,
+                        err: Console | None = None) -> list[DynamicCounts]:
     """Simulated counts, or refuses the hardware path with perf's reason (not implemented without a PMU to test on
     is not the same as silently simulating)."""
     ok, reason = (False, "not probed") if mode == "simulated" else memory_sampling_available()
     if mode == "hardware" and not ok:
         raise UserError(f"hardware memory sampling asked for, but {reason}")
     if ok:
-        sampled = count_sampled_many(statics, command, env=env, cwd=cwd)
+        sampled = count_sampled_many(statics, command, env=env, cwd=cwd, budget=budget)
         for counts in sampled:
             counts.mode_reason = reason
         return sampled
-    all_counts = count_simulated_many(statics, command, env=env, cwd=cwd)
+    simulated_reason = "asked for simulated counts" if mode == "simulated" else (
+        f"no precise memory sampling here ({reason})")
+    try:
+        all_counts = count_simulated_many(statics, command, env=env, budget=budget, cwd=cwd, err=err)
+    except TraceInterrupted as interrupted:
+        for counts in interrupted.counts:
+            counts.mode_reason = simulated_reason
+        raise
     for counts in all_counts:
-        counts.mode_reason = "asked for simulated counts" if mode == "simulated" else (
-            f"no precise memory sampling here ({reason})")
+        counts.mode_reason = simulated_reason
     return all_counts
 
 
@@ -81,7 +95,7 @@ def result_json(static: StaticMap, counts: DynamicCounts | None, found: list[Fin
             for a, objs in static.candidate_lines()],
         "dynamic": None if counts is None else {
             "mode": counts.mode, "mode_reason": counts.mode_reason, "tool": counts.tool, "command": counts.command,
-            "seconds": counts.seconds,
+            "seconds": counts.seconds, "trace": None if counts.trace is None else counts.trace.as_json(),
             "memory_records": counts.records, "records_in_binary": counts.counted, "threads": counts.threads,
             "unattributed_accesses": counts.unattributed, "hot_written_means": f">= {hot_stores(counts)} stores",
             "per_object": {name: {str(t): {"loads": a.loads, "stores": a.stores} for t, a in sorted(per.items())}
@@ -124,6 +138,8 @@ def render(static: StaticMap, counts: DynamicCounts | None, found: list[Finding]
         return
     say(f"dynamic counts, {counts.mode} ({counts.mode_reason}): {counts.tool}; {counts.threads} threads, "
         f"{counts.counted:,} of {counts.records:,} loads/stores in the binary, {counts.seconds:.1f} s")
+    if counts.trace is not None:
+        say(f"  {counts.trace.summary()}")
     if not found:
         say("no finding: no hot-written object shares a line with objects other threads load")
         return
@@ -154,12 +170,14 @@ Checked = tuple[StaticMap, DynamicCounts | None, list[Finding]]
 
 
 def check(binary: Path, run: str | None, line: int | None, mode: str = "auto",
-          min_hot_stores: int = MIN_HOT_STORES) -> Checked:
-    return check_many(binary, [], run, line, mode, min_hot_stores)[0]
+          min_hot_stores: int = MIN_HOT_STORES, budget: TraceBudget | None = None,
+          err: Console | None = None) -> Checked:
+    return check_many(binary, [], run, line, mode, min_hot_stores, budget, err)[0]
 
 
 def check_many(binary: Path, libraries: list[Path], run: str | None, line: int | None, mode: str = "auto",
-               min_hot_stores: int = MIN_HOT_STORES) -> list[Checked]:
+               min_hot_stores: int = MIN_HOT_STORES, budget: TraceBudget | None = None,
+               err: Console | None = None) -> list[Checked]:
     """BINARY and the shared libraries named with it: each one's static map, and under `run` (BINARY started with
     these arguments) each one's counts and findings, from one traced run."""
     for path in (binary, *libraries):
@@ -169,5 +187,10 @@ def check_many(binary: Path, libraries: list[Path], run: str | None, line: int |
     if run is None:
         return [(s, None, []) for s in statics]
     command = [str(binary.absolute()), *parse_run(run)]
-    all_counts = dynamic_counts_many(statics, command, mode)
+    try:
+        all_counts = dynamic_counts_many(statics, command, mode, budget=budget, err=err)
+    except TraceInterrupted as interrupted:
+        interrupted.checked = [(s, c, findings(s, c, min_hot_stores))
+                               for s, c in zip(statics, interrupted.counts, strict=True)]
+        raise
     return [(s, c, findings(s, c, min_hot_stores)) for s, c in zip(statics, all_counts, strict=True)]

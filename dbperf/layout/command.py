@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import typer
 from rich.console import Console
 
 from dbperf.errors import UserError
 from dbperf.layout import build
-from dbperf.layout.check import check_many, render, result_json, write_json
+from dbperf.layout.check import Checked, check_many, render, result_json, write_json
+from dbperf.layout.dynamic import TraceBudget, TraceInterrupted, parse_budget
+from dbperf.runner import interrupts
 
 MODES = ("auto", "simulated", "hardware")
 DEMO_ITERATIONS = "50000"
@@ -16,8 +19,26 @@ DEMO_ITERATIONS = "50000"
 
 def layout_command(binary: Path | None, run: str | None, experiment: Path | None, target: str | None,
                    benchmark: str | None, line: int | None, json_file: Path | None, fix: bool, demo: bool,
-                   mode: str, out: Console, err: Console, libraries: list[Path] | None = None) -> None:
-    libraries = libraries or []
+                   mode: str, out: Console, err: Console, libraries: list[Path] | None = None,
+                   trace_seconds: str | None = None, trace_accesses: str | None = None) -> None:
+    budget = parse_budget(trace_seconds, trace_accesses)
+    if (trace_seconds is not None or trace_accesses is not None) and run is None and not demo and experiment is None:
+        raise UserError("--trace-seconds and --trace-accesses bound a traced run: give --run, --demo or --experiment")
+    try:
+        _layout(binary, run, experiment, target, benchmark, line, json_file, fix, demo, mode, out, err,
+                libraries or [], budget)
+    except KeyboardInterrupt as interrupt:
+        # Ctrl-C, SIGTERM or SIGHUP: the trace has stopped valgrind, the traced program and its process group on
+        # the way out. Said here, with the signal's exit code, because Typer turns an interrupt into a silent 130.
+        reported = isinstance(interrupt, TraceInterrupted) and interrupt.checked
+        err.print("dbperf: interrupted" + (" while tracing: the report covers the run up to the interrupt"
+                                           if reported else ""), highlight=False)
+        raise typer.Exit(interrupts.exit_code(interrupt)) from None
+
+
+def _layout(binary: Path | None, run: str | None, experiment: Path | None, target: str | None,
+            benchmark: str | None, line: int | None, json_file: Path | None, fix: bool, demo: bool, mode: str,
+            out: Console, err: Console, libraries: list[Path], budget: TraceBudget) -> None:
     if libraries and (experiment is not None or demo or fix):
         raise UserError("--lib names shared libraries of BINARY: not with --experiment, --demo or --fix")
     if mode not in MODES:
@@ -31,7 +52,7 @@ def layout_command(binary: Path | None, run: str | None, experiment: Path | None
             raise UserError("--experiment drives a lab target: it does not take --run or --demo")
         from dbperf.layout.lab import experiment_layout
 
-        experiment_layout(binary, experiment, target, benchmark, line, json_file, fix, mode, out, err)
+        experiment_layout(binary, experiment, target, benchmark, line, json_file, fix, mode, out, err, budget)
         return
     if demo:
         if binary is not None:
@@ -43,13 +64,22 @@ def layout_command(binary: Path | None, run: str | None, experiment: Path | None
         if fix:
             from dbperf.layout.fix import demo_fix
 
-            demo_fix(binary, run, line, json_file, mode, out, err)
+            demo_fix(binary, run, line, json_file, mode, out, err, budget)
             return
     elif binary is None:
         raise UserError("layout: give a BINARY, --demo, or --experiment E --target T --benchmark B")
     elif fix:
         raise UserError("--fix rebuilds what the lab builds: use it with --demo or --experiment (a SQLite target)")
-    checked = check_many(binary, libraries, run, line, mode)
+    try:
+        checked = check_many(binary, libraries, run, line, mode, budget=budget, err=err)
+    except TraceInterrupted as interrupted:
+        if interrupted.checked:
+            _report(interrupted.checked, libraries, json_file, out)  # what was counted before the interrupt
+        raise
+    _report(checked, libraries, json_file, out)
+
+
+def _report(checked: list[Checked], libraries: list[Path], json_file: Path | None, out: Console) -> None:
     for static, counts, found in checked:
         render(static, counts, found, out)
     if json_file is not None:

@@ -22,6 +22,7 @@ from dbperf.errors import UserError
 from dbperf.experiment.spec import Experiment, Target
 from dbperf.layout import build
 from dbperf.layout.check import check, render, result_json, write_json
+from dbperf.layout.dynamic import TraceBudget
 from dbperf.layout.findings import Finding, linker_script
 from dbperf.layout.static_map import StaticMap
 
@@ -73,8 +74,8 @@ def _demo_ns(exe: Path) -> float:
 
 
 def demo_fix(binary: Path, run: str, line: int | None, json_file: Path | None, mode: str, out: Console,
-             err: Console) -> None:
-    static, counts, found = check(binary, run, line, mode)
+             err: Console, budget: TraceBudget | None = None) -> None:
+    static, counts, found = check(binary, run, line, mode, budget=budget, err=err)
     _say(out, "before the fix:")
     render(static, counts, found, out)
     if not found:
@@ -84,7 +85,7 @@ def demo_fix(binary: Path, run: str, line: int | None, json_file: Path | None, m
     fixed_dir = Path(tempfile.mkdtemp(prefix="dbperf-layout-fix-"))
     fixed = build.demo(fix_flags(script), out_dir=fixed_dir)
     _say(err, f"dbperf: rebuilt the demo with {' '.join(fix_flags(script))} (moves {', '.join(names)})")
-    static2, counts2, found2 = check(fixed, run, line, mode)
+    static2, counts2, found2 = check(fixed, run, line, mode, budget=budget, err=err)
     _say(out, "after the fix:")
     render(static2, counts2, found2, out)
     left = _still_flagged(names, found2)
@@ -159,7 +160,8 @@ def ab_experiment(experiment: Path, target: Target, benchmark: str, threads: int
 
 
 def sqlite_fix(experiment: Path, exp: Experiment, target: Target, benchmark: str, found: list[Finding],
-               static: StaticMap, line: int | None, mode: str, out: Console, err: Console) -> dict[str, Any]:
+               static: StaticMap, line: int | None, mode: str, out: Console, err: Console,
+               budget: TraceBudget | None = None) -> dict[str, Any]:
     from dbperf.cli import print_report, run_experiment
     from dbperf.layout.lab import MIN_THREADS, count_target, lab_target
     from dbperf.storage.results import read_results
@@ -174,7 +176,8 @@ def sqlite_fix(experiment: Path, exp: Experiment, target: Target, benchmark: str
     ab_file.write_text(ab_experiment(experiment, target, benchmark, threads, script))
     _say(err, f"dbperf: rebuilding {target.name} with {' '.join(fix_flags(script))} (moves {', '.join(names)})")
     ab_exp, fixed = lab_target(ab_file, target.name + FIXED_SUFFIX, err)
-    static2, counts2, found2, _ = count_target(ab_exp, fixed, benchmark, Path(fixed.library), line, mode, err)
+    static2, counts2, found2, _ = count_target(ab_exp, fixed, benchmark, Path(fixed.library), line, mode, err,
+                                               budget)
     _say(out, "after the fix:")
     render(static2, counts2, found2, out)
     left = _still_flagged(names, found2)

@@ -15,7 +15,7 @@ from dbperf.catalog.workload import compile_statements
 from dbperf.errors import UserError
 from dbperf.experiment.spec import Experiment, Target, parse_experiment
 from dbperf.layout.check import dynamic_counts, render, result_json, write_json
-from dbperf.layout.dynamic import DynamicCounts
+from dbperf.layout.dynamic import DynamicCounts, TraceBudget, TraceInterrupted
 from dbperf.layout.findings import Finding, findings
 from dbperf.layout.static_map import StaticMap, static_map
 from dbperf.records import encode
@@ -40,7 +40,8 @@ def lab_target(experiment: Path, name: str, err: Console) -> tuple[Experiment, T
 
 
 def count_target(exp: Experiment, target: Target, benchmark: str, library: Path, line: int | None, mode: str,
-                 err: Console) -> tuple[StaticMap, DynamicCounts, list[Finding], dict]:
+                 err: Console, budget: TraceBudget | None = None) \
+        -> tuple[StaticMap, DynamicCounts, list[Finding], dict]:
     (bench,) = resolve([benchmark], exp.path.parent, "--benchmark")
     static = static_map(library, line)
     threads = max(MIN_THREADS, *exp.threads)
@@ -55,25 +56,39 @@ def count_target(exp: Experiment, target: Target, benchmark: str, library: Path,
         job_file.write_bytes(encode(job))
         err.print(f"dbperf: counting {target.name} {bench.name}, {threads} threads, {exp.time_s:g} s under lackey",
                   markup=False, highlight=False)
-        counts = dynamic_counts(static, [driver_path(), "run", str(job_file)], mode,
-                                env=driver_environ(target.process.environment()), cwd=work)
+        cell = {"target": target.name, "benchmark": bench.name, "threads": threads, "time_s": exp.time_s,
+                "library": str(library)}
+        try:
+            counts = dynamic_counts(static, [driver_path(), "run", str(job_file)], mode,
+                                    env=driver_environ(target.process.environment()), cwd=work, budget=budget,
+                                    err=err)
+        except TraceInterrupted as interrupted:
+            interrupted.checked = [(static, c, findings(static, c), cell) for c in interrupted.counts]
+            raise
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    cell = {"target": target.name, "benchmark": bench.name, "threads": threads, "time_s": exp.time_s,
-            "library": str(library)}
     return static, counts, findings(static, counts), cell
 
 
 def experiment_layout(binary: Path | None, experiment: Path, target: str, benchmark: str, line: int | None,
-                      json_file: Path | None, fix: bool, mode: str, out: Console, err: Console) -> None:
+                      json_file: Path | None, fix: bool, mode: str, out: Console, err: Console,
+                      budget: TraceBudget | None = None) -> None:
     exp, t = lab_target(experiment, target, err)
     library = binary or Path(t.library)
-    static, counts, found, cell = count_target(exp, t, benchmark, library, line, mode, err)
+    try:
+        static, counts, found, cell = count_target(exp, t, benchmark, library, line, mode, err, budget)
+    except TraceInterrupted as interrupted:  # what was counted before the interrupt is reported; no --fix
+        if interrupted.checked:
+            static, counts, found, cell = interrupted.checked[0]
+            render(static, counts, found, out)
+            if json_file is not None:
+                write_json(json_file, result_json(static, counts, found, {"cell": cell}))
+        raise
     render(static, counts, found, out)
     data = result_json(static, counts, found, {"cell": cell})
     if fix:
         from dbperf.layout.fix import sqlite_fix
 
-        data["fix"] = sqlite_fix(experiment, exp, t, benchmark, found, static, line, mode, out, err)
+        data["fix"] = sqlite_fix(experiment, exp, t, benchmark, found, static, line, mode, out, err, budget)
     if json_file is not None:
         write_json(json_file, data)

@@ -8,9 +8,11 @@ Not exercised on real memory samples here (this VM has no PMU); the conversion i
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
@@ -19,7 +21,13 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from dbperf.errors import UserError
-from dbperf.layout.dynamic import DynamicCounts, parse_filter_output_many
+from dbperf.layout.dynamic import (
+    STOP_GRACE_S,
+    DynamicCounts,
+    TraceBudget,
+    TraceExtent,
+    parse_filter_output_many,
+)
 from dbperf.layout.static_map import StaticMap
 from dbperf.tools import run_tool, tail
 
@@ -81,24 +89,53 @@ def perf_script_to_filter(text: str, paths: list[str]) -> tuple[str, dict[str, i
     return "\n".join(out) + "\n", stats
 
 
+def run_bounded(cmd: list[str], seconds: float, stop: signal.Signals, env: dict[str, str] | None = None,
+                cwd: Path | None = None) -> tuple[int, bool, float, str]:
+    """CMD in a session of its own for at most SECONDS, then sent STOP (then SIGKILL to its group after a grace
+    period); nothing of its group is left running however this ends. Exit code, whether the budget stopped it,
+    seconds, the tail of its output."""
+    started = time.monotonic()
+    stopped = False
+    with tempfile.TemporaryFile() as log:
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
+                                cwd=cwd, start_new_session=True)
+        try:
+            try:
+                proc.wait(timeout=seconds)
+            except subprocess.TimeoutExpired:
+                stopped = True
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(proc.pid, stop)
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    proc.wait(timeout=STOP_GRACE_S)
+        finally:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        log.seek(0)
+        said = tail(log.read().decode(errors="replace"))
+    return proc.returncode, stopped, round(time.monotonic() - started, 3), said
+
+
 def count_sampled_many(statics: list[StaticMap], command: Sequence[str], env: dict[str, str] | None = None,
-                       timeout_s: float = 1800, cwd: Path | None = None) -> list[DynamicCounts]:
+                       timeout_s: float = 1800, cwd: Path | None = None,
+                       budget: TraceBudget | None = None) -> list[DynamicCounts]:
     perf = shutil.which("perf")
     if perf is None:
         raise UserError("perf not found: sampled access counts need it")
     paths = [os.path.realpath(s.path) for s in statics]
-    started = time.monotonic()
+    budget = budget or TraceBudget()
     with tempfile.TemporaryDirectory(prefix="dbperf-perfmem-") as tmp:
         data = f"{tmp}/perf.data"
-        proc = subprocess.run([perf, "mem", "record", "-o", data, "--", *command], capture_output=True, text=True,
-                              timeout=timeout_s, env=env, cwd=cwd)
-        if proc.returncode != 0:
-            raise UserError(f"workload failed under perf mem record (exit {proc.returncode}): "
-                            f"{' '.join(command)[:120]}: {tail(proc.stderr) or 'no output'}")
+        # SIGINT is perf record's own way to end: it stops the workload (SIGTERM) and writes what it sampled.
+        code, stopped, seconds, said = run_bounded([perf, "mem", "record", "-o", data, "--", *command],
+                                                   budget.seconds, signal.SIGINT, env=env, cwd=cwd)
+        if code != 0 and not stopped:
+            raise UserError(f"workload failed under perf mem record (exit {code}): "
+                            f"{' '.join(command)[:120]}: {said or 'no output'}")
         text = run_tool([perf, "script", "-i", data, "-F", "tid,event,addr,data_src", "--show-mmap-events"],
                         "perf script", timeout=timeout_s).stdout
     converted, stats = perf_script_to_filter(text, paths)
-    seconds = round(time.monotonic() - started, 3)
     results = []
     for path, (per_object, totals) in zip(paths, parse_filter_output_many(converted, statics), strict=True):
         if totals["mapped"] == 0:
@@ -107,5 +144,7 @@ def count_sampled_many(statics: list[StaticMap], command: Sequence[str], env: di
             mode="sampled", tool=f"perf mem record / perf script: {stats['samples']:,} samples "
                                  f"({stats['unclassified']:,} neither load nor store); counts are samples",
             command=list(command), seconds=seconds, per_object=per_object, records=totals["records"],
-            counted=totals["counted"], threads=totals["threads"], unattributed=totals["unattributed"]))
+            counted=totals["counted"], threads=totals["threads"], unattributed=totals["unattributed"],
+            trace=TraceExtent(whole_run=not stopped, stopped_by="time" if stopped else None, seconds=seconds,
+                              accesses=stats["samples"], budget_seconds=budget.seconds, unit="samples")))
     return results

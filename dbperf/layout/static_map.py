@@ -5,11 +5,13 @@ read-only sections are set apart: they cannot be falsely shared through the bina
 from __future__ import annotations
 
 import bisect
+import struct
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from elftools.common.exceptions import ELFError
+from elftools.construct.core import ConstructError
 from elftools.elf.constants import SH_FLAGS
 from elftools.elf.elffile import ELFFile
 
@@ -108,16 +110,33 @@ def _kind(section) -> str:
     return "bss" if section["sh_type"] == "SHT_NOBITS" else "data"
 
 
+# What a truncated or corrupt ELF makes pyelftools (or the struct reads and index look-ups on its tables) raise, at
+# the header or later: sections, symbols and segments are read lazily, so the whole static map is guarded.
+CORRUPT = (ELFError, ConstructError, struct.error, IndexError, KeyError, ValueError, OverflowError, EOFError,
+           OSError, MemoryError)
+ELF_MAGIC = b"\x7fELF"
+
+
+def corrupt_elf(path: Path, e: BaseException) -> UserError:
+    said = " ".join(str(e).split()) or type(e).__name__
+    return UserError(f"{path}: truncated or corrupt ELF file ({said})")
+
+
 def open_elf(path: Path) -> tuple[ELFFile, object]:
     try:
         f = open(path, "rb")  # noqa: SIM115 (kept open while the ELFFile reads lazily; closed by the caller)
+        magic = f.read(len(ELF_MAGIC))
     except OSError as e:
         raise UserError(f"{path}: cannot read: {e.strerror}") from None
-    try:
-        return ELFFile(f), f
-    except ELFError as e:
+    if not magic or magic != ELF_MAGIC:
         f.close()
-        raise UserError(f"{path}: not an ELF file ({e})") from None
+        raise UserError(f"{path}: empty file" if not magic else f"{path}: not an ELF file (no ELF magic number)")
+    try:
+        f.seek(0)
+        return ELFFile(f), f
+    except CORRUPT as e:
+        f.close()
+        raise corrupt_elf(path, e) from None
 
 
 def line_size(machine: str, override: int | None, path: Path) -> int:
@@ -136,8 +155,6 @@ SHN_LORESERVE = 0xFF00
 def _raw_symbols(elf: ELFFile, symtab, sections: list) -> list[GlobalObject]:
     """ELF64 little-endian symbol tables read with struct: pyelftools' per-symbol objects take seconds on tens of
     thousands of symbols."""
-    import struct
-
     strtab = sections[symtab["sh_link"]].data()
     kinds = [(sec.name, _kind(sec)) for sec in sections]
     seen: set[tuple[str, int]] = set()
@@ -220,8 +237,6 @@ def _dwarf(elf: ELFFile, objects: list[GlobalObject]) -> str:
 def _got_targets(elf: ELFFile) -> dict[int, int]:
     """GOT slot address -> the address the dynamic linker puts there (GLOB_DAT/64 of a defined symbol, RELATIVE),
     read straight from the RELA tables: PIC code reaches exported globals through these slots."""
-    import struct
-
     if elf.elfclass != 64 or not elf.little_endian:
         return {}
     dynsym = elf.get_section_by_name(".dynsym")
@@ -310,6 +325,19 @@ def _stores(elf: ELFFile, objects_map: StaticMap, bitness: int) -> str:
             "pointers passed around are not seen")
 
 
+def _check_sections(elf: ELFFile, path: Path) -> None:
+    """Every section with bytes in the file lies inside it: pyelftools reads a section's data with one read of its
+    size, so a corrupt size would be a huge allocation rather than an error."""
+    length = elf.stream_len
+    for i, section in enumerate(elf.iter_sections()):
+        if section["sh_type"] == "SHT_NOBITS" or not section["sh_size"]:
+            continue
+        if section["sh_offset"] + section["sh_size"] > length:
+            name = section.name or f"#{i}"
+            raise UserError(f"{path}: truncated or corrupt ELF file (section {name}: offset {section['sh_offset']}, "
+                            f"size {section['sh_size']}, past the end of the file at {length} bytes)")
+
+
 def static_map(path: Path, line: int | None = None) -> StaticMap:
     import time
 
@@ -318,6 +346,7 @@ def static_map(path: Path, line: int | None = None) -> StaticMap:
     try:
         machine = elf["e_machine"]
         size = line_size(machine, line, path)
+        _check_sections(elf, path)
         table, objects = _symbols(elf, path)
         segments = [(s["p_vaddr"], s["p_offset"], s["p_memsz"]) for s in elf.iter_segments()
                     if s["p_type"] == "PT_LOAD"]
@@ -326,7 +355,7 @@ def static_map(path: Path, line: int | None = None) -> StaticMap:
         t = time.monotonic()
         try:
             m.dwarf = _dwarf(elf, objects)
-        except (ELFError, KeyError, ValueError, IndexError) as e:  # malformed or unusual DWARF: names only
+        except CORRUPT as e:  # malformed or unusual DWARF: names only
             m.dwarf = f"DWARF present but not readable here ({type(e).__name__}: {e})"
         m.seconds["dwarf"] = round(time.monotonic() - t, 3)
         t = time.monotonic()
@@ -337,5 +366,7 @@ def static_map(path: Path, line: int | None = None) -> StaticMap:
         m.seconds["stores"] = round(time.monotonic() - t, 3)
         m.seconds["total"] = round(time.monotonic() - started, 3)
         return m
+    except CORRUPT as e:
+        raise corrupt_elf(path, e) from None
     finally:
         handle.close()  # type: ignore[attr-defined]

@@ -6,11 +6,15 @@
  *   MAP <object index> <start> <end> <file offset>    (hex, the mappings seen)
  *   C <tid> <address> <loads> <stores>                 (address hex)
  *   T <records> <records counted> <thread switches>
- * Lackey prints no thread ids; valgrind runs one thread at a time and "SCHED[n]:  acquired lock" says which. */
+ * Lackey prints no thread ids; valgrind runs one thread at a time and "SCHED[n]:  acquired lock" says which.
+ * Progress goes to stderr about twice a second: P <records> <records counted>. At end of file, or at SIGTERM (when
+ * the lab stops the trace at its budget and something still holds the pipe open), the counts so far are printed. */
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define REMAP 65536
 #define MAX_RANGES 256
@@ -89,6 +93,15 @@ static void grow(void) {
     free(old);
 }
 
+static volatile sig_atomic_t stop;
+static void on_term(int sig) { (void)sig; stop = 1; }
+
+static double now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
 static uint64_t hex(const char *p) {
     uint64_t v = 0;
     for (;; p++) {
@@ -100,19 +113,46 @@ static uint64_t hex(const char *p) {
 }
 
 int main(int argc, char **argv) {
-    if (argc < 3) { fprintf(stderr, "usage: trace_filter PID OBJECT...\n"); return 2; }
+    /* -n LIMIT: count the first LIMIT memory records only (the access budget), reading the rest until the end. */
+    uint64_t limit = UINT64_MAX;
+    if (argc > 2 && strcmp(argv[1], "-n") == 0) {
+        limit = strtoull(argv[2], NULL, 10);
+        argc -= 2; argv += 2;
+    }
+    if (argc < 3) { fprintf(stderr, "usage: trace_filter [-n LIMIT] PID OBJECT...\n"); return 2; }
     snprintf(maps_path, sizeof maps_path, "/proc/%s/maps", argv[1]);
     objects = argv + 2; n_objects = argc - 2;
     table = calloc(capacity, sizeof *table);
+    /* No SA_RESTART: the blocked read returns EINTR, fgets returns NULL, and the counts so far are printed. */
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_term;
+    sigaction(SIGTERM, &sa, NULL);
+    double reported = now();
+    int limit_said = 0;
     static char buf[1 << 20];
     setvbuf(stdin, buf, _IOFBF, sizeof buf);
     char line[512];
     uint32_t tid = 1;
     uint64_t records = 0, counted = 0, switches = 0;
-    while (fgets(line, sizeof line, stdin)) {
+    while (!stop && fgets(line, sizeof line, stdin)) {
         char c = line[1];
         if (line[0] == ' ' && (c == 'L' || c == 'S' || c == 'M')) {
-            if ((records++ & (REMAP - 1)) == 0) remap();
+            if (records == limit) {
+                if (!limit_said) {
+                    fprintf(stderr, "P %llu %llu\n", (unsigned long long)records, (unsigned long long)counted);
+                    limit_said = 1;
+                }
+                continue;
+            }
+            if ((records++ & (REMAP - 1)) == 0) {
+                remap();
+                double t = now();
+                if (t - reported >= 0.5) {
+                    fprintf(stderr, "P %llu %llu\n", (unsigned long long)records, (unsigned long long)counted);
+                    reported = t;
+                }
+            }
             uint64_t a = hex(line + 3);
             if (!in_ranges(a)) continue;
             struct entry *e = slot(tid, a);
