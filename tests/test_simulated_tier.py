@@ -246,7 +246,9 @@ def test_terminal_and_html_show_the_simulated_column():
 def test_a_run_without_the_tier_keeps_its_columns():
     m = build_matrix({**META, "aa_target": None}, records(with_sim=False))
     md = to_markdown(m, META)
-    assert "| benchmark | col-1 | col-2 | col-3 |" in md and "simulated" not in md and "col-2 cpu" not in md
+    # No simulated column; the CPU-time verdict's columns are there because these records measured CPU.
+    assert md.count("| benchmark | col-1 | col-2 | col-3 |") == 0 and "simulated" not in md
+    assert "| benchmark | col-1 | col-2 | col-2 cpu | col-3 | col-3 cpu |" in md
     doc = json.loads(to_json(m, META))
     assert doc["simulated"] is None and all(c["sim_verdict"] is None for c in doc["cells"])
 
