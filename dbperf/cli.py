@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import shutil
-import signal
 import sys
 import tempfile
 from collections.abc import Callable
@@ -241,7 +241,7 @@ def _run_to_end(directory: Path, keep_data: bool, unit: str, run: Callable[[], A
     try:
         outcome = run()
     except KeyboardInterrupt as interrupt:
-        err_console.print(f"dbperf: interrupted ({interrupt_reason(interrupt)}); what was measured is in "
+        err_console.print(f"dbperf: interrupted ({interrupts.reason(interrupt)}); what was measured is in "
                           f"{directory}", markup=False, highlight=False)
         return RunEnd(directory, interrupts.exit_code(interrupt))
     if keep_data and outcome.runtime_dir:
@@ -257,12 +257,6 @@ def _run_to_end(directory: Path, keep_data: bool, unit: str, run: Callable[[], A
                           f"{directory / 'results.jsonl'}", markup=False, highlight=False)
         return RunEnd(directory, NO_CELL_SUCCEEDED)
     return RunEnd(directory, 0)
-
-
-def interrupt_reason(interrupt: BaseException) -> str:
-    """What stopped the run: Ctrl-C (a plain KeyboardInterrupt has no text), or the signal's name."""
-    signum = getattr(interrupt, "signum", signal.SIGINT)
-    return "Ctrl-C" if signum == signal.SIGINT else signal.Signals(signum).name
 
 
 def _report_after_run(end: RunEnd, show: Callable[[Path], None]) -> None:
@@ -610,6 +604,8 @@ def probe(
         held = [p for p in (out / "probes.json", *out.glob("*/probes.json")) if p.exists()]
         if held:
             fail(f"--out {out}: already holds a probe result ({held[0]}); add --force to replace it")
+    if not math.isfinite(scale) or scale <= 0:
+        fail("--scale must be a positive finite number")
     if fleet:
         _probe_fleet(names or [], json_output, out, repeats, scale, scheduler, certs, local, force)
         return
@@ -619,8 +615,6 @@ def probe(
         loaded = [_load_probes(d) for d in compare]
         render_compare(loaded[0], loaded[1], str(compare[0]), str(compare[1]), out_console)
         return
-    if scale <= 0:
-        fail("--scale must be positive")
     result = run_probes(names or list(FAMILIES), repeats=repeats, scale=scale,
                         on_family=lambda f: err_console.print(f"dbperf: probing {f.name}: {f.description}",
                                                               highlight=False))
@@ -647,6 +641,8 @@ def _probe_fleet(names: list[str], json_output: bool, out: Path | None, repeats:
     from dbperf.fleet.local import local_fleet
     from dbperf.fleet.probe import probe_fleet
     from dbperf.report.probe_hosts import render_hosts
+    if local < 0:
+        fail(f"--local: expected a number of workers of at least 1, got {local}")
     if (scheduler is None) == (local == 0):
         fail("--fleet: give the fleet's --scheduler, or --local N for N workers on this machine")
     args = [*names, "--repeats", str(repeats), "--scale", str(scale)]
@@ -894,7 +890,7 @@ def main() -> None:
         sys.exit(2)
     except KeyboardInterrupt as interrupt:
         # Interrupted outside a matrix run (building, starting servers, probing): nothing measured to report.
-        err_console.print(f"dbperf: interrupted ({interrupt_reason(interrupt)})", highlight=False)
+        err_console.print(f"dbperf: interrupted ({interrupts.reason(interrupt)})", highlight=False)
         sys.exit(interrupts.exit_code(interrupt))
 
 

@@ -310,3 +310,22 @@ def test_a_run_refuses_an_empty_dbperf_history_before_measuring(write_experiment
     done = run_cli("run", str(write_experiment(body)), "--out", str(tmp_path / "out"), env={"DBPERF_HISTORY": ""})
     _one_line_refusal(done, "DBPERF_HISTORY is set but empty")
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("args", [["probe", "--scale", "nan"], ["probe", "--scale", "inf"],
+                                  ["probe", "--fleet", "--local", "-3"]])
+def test_probe_numbers_that_are_not_numbers_are_one_line(args):
+    """`--scale nan` passed the `scale <= 0` check, and `--local -3` was blamed on --workers."""
+    proc = run_cli(*args)
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1
+    assert args[-2] in proc.stderr
+
+
+@pytest.mark.unit
+def test_interrupt_reason_names_ctrl_c_and_signals():
+    import signal
+
+    from dbperf.runner import interrupts
+    assert interrupts.reason(KeyboardInterrupt()) == "Ctrl-C"
+    assert interrupts.reason(interrupts.Interrupted(signal.SIGTERM)) == "SIGTERM"

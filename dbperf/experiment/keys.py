@@ -166,7 +166,7 @@ RUN = (
         "1s", "s", duration),
     Key("percentiles", "list of numbers in (0, 100]", "latency percentiles reported per cell",
         "[50, 95, 99, 99.9]", "%", load_percentiles),
-    Key("rate", "number > 0", "open loop: events per second of a cell (all threads); latency counts from each "
+    Key("rate", "0 < number <= 1e8", "open loop: events per second of a cell (all threads); latency counts from each "
         "event's scheduled start", "closed loop", "events/s", load_rate),
     Key("arrivals", " | ".join(ARRIVALS), "open loop: evenly spaced or Poisson arrivals", "uniform", "",
         one_of(*ARRIVALS)),

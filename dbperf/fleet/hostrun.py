@@ -61,7 +61,7 @@ def run(job: dict[str, Any], records: BinaryIO, work: Path) -> int:
         exp, builds = build_targets(job["experiment"], console)
         run_matrix(exp, work, console, keep_data=job["keep_data"], builds=builds, on_record=send, skip=job["skip"])
     except KeyboardInterrupt as interrupt:
-        console.print(f"dbperf: interrupted ({interrupt})", markup=False, highlight=False)
+        console.print(f"dbperf: interrupted ({interrupts.reason(interrupt)})", markup=False, highlight=False)
         return interrupts.exit_code(interrupt)
     except UserError as e:
         console.print(f"dbperf: error: {e}", markup=False, highlight=False, soft_wrap=True)

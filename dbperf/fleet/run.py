@@ -69,8 +69,8 @@ def _run(e: Experiment, directory: Path, scheduler: str, certs: Path | None, con
         try:
             outcome = controller.run()
         except KeyboardInterrupt as interrupt:
-            console.print(f"dbperf: interrupted ({interrupt}); what was measured is in {directory}", markup=False,
-                          highlight=False)
+            console.print(f"dbperf: interrupted ({interrupts.reason(interrupt)}); what was measured is in "
+                          f"{directory}", markup=False, highlight=False)
             _summary(controller.outcome, console, resume_hint)
             return FleetEnd(directory, interrupts.exit_code(interrupt), controller.outcome)
         return FleetEnd(directory, _summary(outcome, console, resume_hint), outcome)

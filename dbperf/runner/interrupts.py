@@ -18,6 +18,12 @@ class Interrupted(KeyboardInterrupt):
         self.signum = signum
 
 
+def reason(interrupt: BaseException) -> str:
+    """What stopped the run: Ctrl-C (a plain KeyboardInterrupt has no text), or the signal's name."""
+    signum = getattr(interrupt, "signum", signal.SIGINT)
+    return "Ctrl-C" if signum == signal.SIGINT else signal.Signals(signum).name
+
+
 def exit_code(interrupt: BaseException) -> int:
     return 128 + getattr(interrupt, "signum", signal.SIGINT)
 
