@@ -133,7 +133,7 @@ def test_verdict_beside_rqps_and_in_json():
     meta = {**META, "benchmarks": META["benchmarks"][:1] + META["benchmarks"][2:]}
     m = build_matrix(meta, recs)
     md = to_markdown(m, meta)
-    assert "| update-index | 1.00 ! | 0.94 slower* ! |" in md  # the drift cancels in the per-round ratios; * : wall decided
+    assert "| update-index | 1.00 ! | 0.94 slower* ! |" in md  # drift cancels in the ratios; *: wall decided
     assert "| point-query | 1.00 | 1.00 same* |" in md
     assert "min_effect 2.0%" in md
     cells = {(c["target"], c["benchmark"]): c for c in json.loads(to_json(m, meta))["cells"]}
