@@ -21,7 +21,7 @@ Both builds run with locking_mode EXCLUSIVE and synchronous OFF, so that per-que
 (which no instruction count sees) do not dilute the user-space difference the build makes.
 
 Usage: .venv/bin/python benchmarks/verdicts/run.py [--budget 12m] [--modes duet,interleaved] [--time 1]
-       [--benchmarks reads,writes] [--results DIR ...]   (--results: report runs this script made before)
+       [--benchmarks point-query,...] [--results DIR ...]   (--results: report runs this script made before)
 """
 
 from __future__ import annotations
@@ -68,6 +68,8 @@ cflags = ["-DSQLITE_THREADSAFE=0"]
 config = {{ locking_mode = "EXCLUSIVE", journal_mode = "WAL", synchronous = "OFF" }}
 """
 ORDERS = {"duet": "duet", "interleaved": "alternate"}
+DEMO_BENCHMARKS = ("point-query", "random-points-100", "range-covered-si", "read-only-100", "update-index",
+                   "update-nonindex", "write-only", "insert")
 TRUE_DIFFERENCE = 0.03
 NO_DIFFERENCE = 0.01  # instruction counts closer than this: calling the cell changed is wrong
 CHANGED = ("faster", "slower")
@@ -173,7 +175,8 @@ def main() -> None:
     ap.add_argument("--time", type=float, default=1.0)
     ap.add_argument("--warmup", type=float, default=0.3)
     ap.add_argument("--table-size", type=int, default=100_000)
-    ap.add_argument("--benchmarks", default="reads,writes", help="comma-separated names or groups")
+    ap.add_argument("--benchmarks", default=",".join(DEMO_BENCHMARKS), help="comma-separated names or groups "
+                    "(default: the demo's 8)")
     ap.add_argument("--results", type=Path, nargs="*", help="results directories this script measured before, "
                     "one per mode in --modes order: reported again, nothing measured")
     args = ap.parse_args()
