@@ -126,7 +126,8 @@ def _report(mode: str, directory: Path) -> tuple[int, int, float, int]:
     print(f"mode {mode}: A/A changed {aa_changed} of {len(aa_cells)}")
 
     print("A/B (O2-ts0 against O2), truth = simulated instructions per query:")
-    tally = {k: {"correct": 0, "wrong": 0, "undecided": 0, "missed": 0} for k in ("wall", "cpu", "either", "sim")}
+    tally = {k: {"correct": 0, "wrong": 0, "undecided": 0, "missed": 0} for k in ("wall", "cpu", "either")}
+    sim_calls: dict[str, int] = {}
     with_difference = 0
     for _, benchmark, threads in m.rows():
         cell = m.cell("O2-ts0", benchmark, threads)
@@ -134,15 +135,17 @@ def _report(mode: str, directory: Path) -> tuple[int, int, float, int]:
         if cell is None or sim is None or not sim.instructions or not sim.base_instructions:
             print(f"  {benchmark:24s} no cell or no simulated figure")
             continue
+        sim_calls[sim.verdict] = sim_calls.get(sim.verdict, 0) + 1
         change = sim.base_instructions / sim.instructions - 1  # the speed change the counts predict: fewer, faster
         direction = (change > 0) - (change < 0) if abs(change) >= NO_DIFFERENCE else 0
         true_difference = abs(change) >= TRUE_DIFFERENCE
         with_difference += true_difference
-        outcomes = []
+        # The simulated tier's call is printed, not judged: it is the deterministic measure itself (est. cycles at
+        # 0.5%), and judging it against instruction counts at 1% would call a cache-miss difference "wrong".
+        outcomes = [f"sim {sim.verdict} (est. cycles)"]
         for key, verdict in (("wall", cell.verdict_detail and cell.verdict_detail.verdict),
                              ("cpu", cell.cpu_verdict_detail and cell.cpu_verdict_detail.verdict),
-                             ("either", cell.deciding_verdict and cell.deciding_verdict.verdict),
-                             ("sim", sim.verdict)):
+                             ("either", cell.deciding_verdict and cell.deciding_verdict.verdict)):
             if verdict in CHANGED:
                 right = (1 if verdict == "faster" else -1) == direction
                 tally[key]["wrong"] += not right
@@ -158,11 +161,12 @@ def _report(mode: str, directory: Path) -> tuple[int, int, float, int]:
               f"({-change / (1 + change):+.1%}), est. cycles {sim.estimated_cycles_delta or 0:+.2%}; "
               f"rQPS {cell.rqps or 0:.3f}; " + ", ".join(outcomes))
     for key, t in tally.items():
-        label = {"wall": "wall clock", "cpu": "CPU time", "either": "deciding (wall, else CPU)",
-                 "sim": "simulated est. cycles"}[key]
+        label = {"wall": "wall clock", "cpu": "CPU time", "either": "deciding (wall, else CPU)"}[key]
         print(f"mode {mode} {label}: {t['correct']} called correctly of {with_difference} cells with a >= "
               f"{TRUE_DIFFERENCE:.0%} instruction difference; {t['wrong']} wrong; {t['undecided']} undecided; "
               f"{t['missed']} with a true difference called same")
+    print(f"mode {mode} simulated tier (est. cycles, changed at 0.5%): "
+          + ", ".join(f"{n} {v}" for v, n in sorted(sim_calls.items())) + f" of {sum(sim_calls.values())} cells")
     ratio = tally["either"]["correct"] / with_difference if with_difference else 0.0
     return aa_changed, len(aa_cells), ratio, tally["either"]["wrong"]
 
