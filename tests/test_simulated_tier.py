@@ -290,8 +290,8 @@ def test_one_benchmark_run_with_the_simulated_tier(write_experiment, tmp_path):
     assert "col-2 simulated Δcyc" in proc.stdout and "+0.00% same r" in proc.stdout
 
     md = run_cli("report", str(out), "--format", "markdown").stdout
-    header = ("| benchmark | col-1 | col-1 simulated Δcyc | col-2 | col-2 simulated Δcyc | col-3 "
-              "| col-3 simulated Δcyc |")
+    header = ("| benchmark | col-1 | col-1 simulated Δcyc | col-2 | col-2 cpu | col-2 simulated Δcyc | col-3 "
+              "| col-3 cpu | col-3 simulated Δcyc |")  # the CPU-time verdict beside each target's wall clock
     assert header in md and TIER in md
     doc = json.loads(run_cli("report", str(out), "--format", "json").stdout)
     cells = {c["target"]: c for c in doc["cells"]}
