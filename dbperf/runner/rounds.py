@@ -78,7 +78,7 @@ class GroupState:
                 continue
             runs = [(m.round, value(m)) for m in self.measured if m.target == t]
             out[t] = verdict_on_rounds(pair_rounds(t, runs, base), [v for _, v in runs if v], base_values,
-                                       self.min_effect, metric)
+                                       self.min_effect, metric, describe=False)
         return out
 
     def deciding_verdicts(self) -> dict[str, CellVerdict | None]:

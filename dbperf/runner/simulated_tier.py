@@ -8,7 +8,6 @@ results.jsonl as a `simulated` record the moment it is known; a failed one carri
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import signal
 import subprocess
@@ -29,6 +28,7 @@ from dbperf.records import Profile, SimulatedRecord
 from dbperf.runner.sqlite_data import SqliteData
 from dbperf.runner.target_lifecycle import TargetLifecycle
 from dbperf.stats.simulated import TIER
+from dbperf.storage.host import sha256_of
 
 # Deterministic counts need no long run: a repeat of the same profile gives the same instructions per query to far
 # more than 4 digits (tests/test_simulated_tier.py). A benchmark's queries: ROW_BUDGET rows read or written, at least
@@ -45,10 +45,7 @@ MODE = CounterMode("simulated", "the simulated tier (`simulated = true`)")
 def identity(target: Target) -> str:
     """What makes two targets' simulated counts the same: everything but the name (library file, settings, build,
     process variant), and the library's contents (a path rebuilt in place is not the same library)."""
-    library = Path(target.library) if target.library else None
-    digest = ""
-    if library is not None and library.is_file():
-        digest = hashlib.sha256(library.read_bytes()).hexdigest()
+    digest = sha256_of(target.library) if target.library and Path(target.library).is_file() else ""
     return repr(replace(target, name="", host=None)) + digest
 
 

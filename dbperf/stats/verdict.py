@@ -74,7 +74,7 @@ class CellVerdict:
     diff: float  # the deciding view's
     noise_threshold: float  # the deciding view's
     min_effect: float
-    unpaired: View
+    unpaired: View | None  # None: not described (the stopping loop, which needs only the call)
     paired: View | None
     metric: Metric = "wall"
     # "sequential": stats/sequential.py on round pairs (noise_threshold = the confidence interval's half-width);
@@ -182,11 +182,12 @@ def decide(target: list[float], base: list[float], rounds: list[tuple[float, flo
 
 def verdict_on_rounds(pairs: list[tuple[int, float, float]], target: list[float], base: list[float],
             min_effect: float = DEFAULT_MIN_EFFECT, metric: Metric = "wall",
-            alpha: float = METRIC_ALPHA) -> CellVerdict | None:
+            alpha: float = METRIC_ALPHA, describe: bool = True) -> CellVerdict | None:
     """The verdict on one metric (positive, higher is better: QPS, queries per CPU second). `pairs`: (round, target,
     base) of the same round, in round order (`pair_rounds`); `target`, `base`: every repeat of each side (the unpaired
     view describes them). Without two round pairs: the one-look randomization verdict (`decide`). None when either
-    side has fewer than 2 repeats."""
+    side has fewer than 2 repeats. `describe=False` leaves out the unpaired view (a randomization over the pooled
+    repeats, most of the cost), which only reports show: the stopping loop asks after every round."""
     pairs = [(r, t, b) for r, t, b in pairs if t > 0 and b > 0]
     if len(pairs) < 2:
         fallback = decide(target, base, None, min_effect)
@@ -206,7 +207,8 @@ def verdict_on_rounds(pairs: list[tuple[int, float, float]], target: list[float]
     threshold = math.expm1(half if math.isfinite(half) else (max(logs) - min(logs)) / 2)
     diff = math.expm1(cs.estimate)
     paired = View("paired", diff, threshold, len(logs), cs.bounded)
-    return CellVerdict(word, "paired", diff, threshold, min_effect, unpaired_view(target, base), paired, metric,
+    unpaired = unpaired_view(target, base) if describe else None
+    return CellVerdict(word, "paired", diff, threshold, min_effect, unpaired, paired, metric,
                        "sequential", shift.describe() if shift else None,
                        math.expm1(cs.lower) if finite else None, math.expm1(cs.upper) if finite else None, alpha)
 
