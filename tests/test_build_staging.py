@@ -22,8 +22,9 @@ NINJA_LIKE = textwrap.dedent("""
     if os.fork() == 0:
         os.setpgid(0, 0)
         os.makedirs("objs", exist_ok=True)
-        with open("compiler.pid", "w") as f:
+        with open("compiler.pid.tmp", "w") as f:  # renamed whole: the test never reads a half-written file
             f.write(str(os.getpid()))
+        os.rename("compiler.pid.tmp", "compiler.pid")
         i = 0
         while True:
             with open(f"objs/{i % 50}.o", "w") as f:
