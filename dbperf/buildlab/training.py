@@ -10,6 +10,7 @@ from typing import Any
 from dbperf.catalog.registry import resolve
 from dbperf.catalog.schema import sbtest
 from dbperf.catalog.workload import Workload, compile_statements, parse_workload_file
+from dbperf.engines.sqlite import SQLITE
 from dbperf.errors import UserError
 from dbperf.records import DriverJob, LoadResult, RunResult
 from dbperf.runner.driver import run_job
@@ -44,9 +45,9 @@ def run_training(library: Path, workloads: list[Workload]) -> list[dict[str, Any
     runs = []
     with tempfile.TemporaryDirectory(prefix="dbperf-train-") as tmp:
         db = Path(tmp) / "train.db"
-        base = DriverJob(mode="run", engine="sqlite", library=str(library), database=str(db),
+        base = DriverJob(mode="run", engine=SQLITE.name, library=str(library), database=str(db),
                          settings=[("journal_mode", "WAL")], tables=TRAIN_TABLES, table_size=TRAIN_TABLE_SIZE, seed=7)
-        loaded = run_job(base.replace(mode="load", schema=sbtest("sqlite")), LoadResult, 600)
+        loaded = run_job(base.replace(mode="load", schema=sbtest(SQLITE.name)), LoadResult, 600)
         if not loaded.ok:
             raise UserError(f"PGO training: loading with the instrumented library failed: {loaded.error}")
         for w in workloads:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from dbperf import engines
 from dbperf.errors import UserError
 from dbperf.experiment import keys
 from dbperf.names import check_name
@@ -25,7 +26,7 @@ PLACEHOLDER = re.compile(r"\{(\w+)\}")
 VARIABLE = re.compile(r"\$\{(\w+)\}")
 FILE_KEYS = keys.names(keys.WORKLOAD)
 STATEMENT_KEYS = keys.names(keys.STATEMENT)
-ENGINES = ("sqlite", "postgres", "mariadb")
+ENGINES = engines.NAMES
 GEN_KEYS = {"uniform": {"count"}, "zipf": {"count", "exponent"}, "hot": {"count", "start"}, "range": {"size"},
             "digits": {"groups"}}
 
@@ -299,7 +300,7 @@ def _binds_for(spec: dict[str, Any], table_size: int, slots: dict[str, int], nam
     return ", ".join("?" for _ in binds), binds
 
 
-def compile_statements(workload: Workload, table_size: int, engine: str = "sqlite") -> dict[str, Any]:
+def compile_statements(workload: Workload, table_size: int, engine: str = engines.DEFAULT.name) -> dict[str, Any]:
     """The driver's view of a workload: SQL with `?`, and one bind per `?`.
 
     A placeholder's first use in a statement draws from that statement's generator; a later use, or a use of a

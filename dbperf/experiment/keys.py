@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from dbperf import engines
 from dbperf.errors import UserError
 from dbperf.experiment.durations import parse_duration
 from dbperf.experiment.load_model import ARRIVALS
@@ -22,7 +23,7 @@ from dbperf.runner.process_variants import ALLOCATORS, HUGEPAGES
 from dbperf.runner.rounds import ORDERS
 
 Check = Callable[[Any, str], Any]
-ENGINES = ("sqlite", "postgres", "mariadb")
+ENGINES = engines.NAMES
 AGGREGATES = ("median", "trimmed")
 WRITE_MODES = ("restore", "cumulative")
 RUN_ORDERS = (*ORDERS, "duet")  # duet: runner/duet.py
@@ -175,7 +176,7 @@ RUN = (
 )
 TARGET = (
     Key("name", "name", "the target's name in reports", "required", "", name),
-    Key("engine", " | ".join(ENGINES), "the engine", "sqlite", "", engine),
+    Key("engine", " | ".join(ENGINES), "the engine", engines.DEFAULT.name, "", engine),
     Key("library", "path", "SQLite: the libsqlite3.so to dlopen", "the system's libsqlite3.so.0"),
     Key("config", "table", "SQLite PRAGMAs (read back after setting) or server settings", "{}", "", table),
     Key("source", "\"sqlite@X.Y.Z\" | \"postgres@V\" | \"mariadb@V\" | \"postgres@debian-src\"",

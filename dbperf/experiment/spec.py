@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from dbperf import engines
 from dbperf.buildlab.server_build import RECIPES as SERVER_RECIPES
 from dbperf.buildlab.variants import (
     SERVER_ORIGINS,
@@ -37,22 +38,11 @@ from dbperf.tooldrivers.targets import check_tool_benchmarks, tool_fields
 
 AUTO_BUDGET_S = 600.0
 
-SERVER_ENGINES = ("postgres", "mariadb")
+SERVER_ENGINES = engines.SERVER_NAMES
 SERVER_KEYS = {"binaries", "dsn", "password_env", "password_file", "port", "socket"}
-# Where a server the lab starts listens, keeps its files and who it runs as are the lab's business (127.0.0.1 only,
-# a private data directory): these settings are refused for such targets. MariaDB treats '-' and '_' alike.
-LAB_OWNED_SETTINGS = {
-    "postgres": {"listen_addresses", "port", "unix_socket_directories", "unix_socket_group", "unix_socket_permissions",
-                 "data_directory", "hba_file", "ident_file", "config_file", "external_pid_file", "include",
-                 "include_dir", "include_if_exists"},
-    "mariadb": {"bind_address", "port", "socket", "datadir", "user", "skip_networking", "networking", "init_file",
-                "pid_file", "basedir", "defaults_file", "defaults_extra_file", "skip_grant_tables", "plugin_dir",
-                "secure_file_priv", "tmpdir", "log_error", "named_pipe"},
-}
 # Server settings end up in postgresql.conf or my.cnf: plain words, numbers, sizes and paths only.
 SERVER_SETTING_NAME = re.compile(r"^[a-z_][a-z0-9_.-]*$")
 SERVER_SETTING_VALUE = re.compile(r"^[A-Za-z0-9_.+:/,-]+$")
-DSN_SCHEMES = {"postgres": ("postgresql://", "postgres://"), "mariadb": ("mysql://", "mariadb://")}
 BUILD_KEYS = {"build", "cflags", "pgo_train", "pgo_partial_training"}
 # PRAGMA names and values reach SQL text, so only plain words and numbers are allowed.
 RELEASE_VERSION = re.compile(r"^\d+(\.\d+){0,2}(-\d+)?$")
@@ -176,7 +166,7 @@ def _target(raw: Any, i: int, where: str, base_dir: Path) -> Target:
     name = check_name(raw.get("name"), twhere)
     twhere = f"{where} target {name!r}"
     values = keys.checked(raw, keys.TARGET, twhere)
-    engine = values.get("engine", "sqlite")
+    engine = values.get("engine", engines.DEFAULT.name)
     source = raw.get("source")
     source_engine = source.split("@", 1)[0] if isinstance(source, str) else None
     if source_engine in SERVER_ENGINES:
@@ -248,18 +238,20 @@ def _server_target(raw: dict[str, Any], name: str, engine: str, twhere: str) -> 
     dsn = raw.get("dsn")
     if dsn is None:
         for key in checked:
-            if key.replace("-", "_").lower() in LAB_OWNED_SETTINGS[engine]:
+            # Where a server the lab starts listens, keeps its files and who it runs as are the lab's business
+            # (127.0.0.1 only, a private data directory). MariaDB treats '-' and '_' alike.
+            if key.replace("-", "_").lower() in engines.engine(engine).lab_owned_settings:
                 raise UserError(f"{twhere} config.{key}: the lab's servers listen on 127.0.0.1 only and keep their "
                                 "files in the lab's private directory; this setting is the lab's (use port = N on "
                                 "the target for a fixed port)")
     if dsn is not None:
-        if not isinstance(dsn, str) or not dsn.startswith(DSN_SCHEMES[engine]):
-            raise UserError(f"{twhere}.dsn: expected {' or '.join(DSN_SCHEMES[engine])}... for engine {engine}")
+        schemes = engines.engine(engine).dsn_schemes
+        if not isinstance(dsn, str) or not dsn.startswith(schemes):
+            raise UserError(f"{twhere}.dsn: expected {' or '.join(schemes)}... for engine {engine}")
         if urlsplit(dsn).password is not None:
             raise UserError(f"{twhere}.dsn: keep the password out of the experiment file "
                             "(password_env = \"VAR\" or password_file = \"path\")")
-        if engine == "mariadb" and dsn.startswith("mariadb://"):
-            dsn = "mysql://" + dsn.removeprefix("mariadb://")
+        dsn = engines.engine(engine).canonical_dsn(dsn)
         for key in ("binaries", "port", "socket"):
             if key in raw:
                 raise UserError(f"{twhere}: {key!r} is for servers the lab starts, not for a dsn")
@@ -278,7 +270,7 @@ def _release(value: object, engine: str, where: str) -> str:
     version = value.split("@", 1)[1] if isinstance(value, str) and value.startswith(f"{engine}@") else ""
     if not RELEASE_VERSION.match(version):
         raise UserError(f"{where}: expected \"{engine}@VERSION\" such as \"{engine}@"
-                        f"{'16.4' if engine == 'postgres' else '11.4.5'}\" (released binaries) or "
+                        f"{engines.engine(engine).example_release}\" (released binaries) or "
                         f"\"{engine}@debian-src\" (built from Debian's source package), got {value!r}")
     return version
 

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from dbperf import engines
 from dbperf.catalog.workload import Workload, compile_statements
 from dbperf.errors import UserError
 from dbperf.experiment.spec import Experiment, Target
@@ -115,7 +116,7 @@ class Profiler:
         if target.is_server:
             if mode != "simulated":
                 return self._server_hardware(target, benchmark)
-            if target.engine == "mariadb":
+            if engines.engine(target.engine).process_model == "threads":
                 return self._server_callgrind(target, benchmark)
             return self._server_simulated(target, benchmark)
         if mode == "simulated":
@@ -151,8 +152,7 @@ class Profiler:
             raise UserError(f"{target.name} {benchmark.name}: the counted run did {result_n.events} events with "
                             f"{result_n.errors} errors, expected {events} clean ones")
         queries = events * benchmark.queries_per_event
-        attached = "mariadbd, every thread" if target.engine == "mariadb" else \
-            "the postmaster; the backends it forks in the window are inherited"
+        attached = engines.engine(target.engine).perf_attached
         counts = {k: (full.counts[k] - empty.counts.get(k, 0.0)) / queries for k in full.counts}
         per_query: dict[str, float] = {k.replace("-", "_"): v for k, v in counts.items()}
         cycles, instructions = counts.get("cycles"), counts.get("instructions")

@@ -27,6 +27,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+from dbperf import engines
 from dbperf.catalog.workload import Workload, compile_statements
 from dbperf.errors import UserError
 from dbperf.experiment.spec import Experiment, Target
@@ -41,10 +42,6 @@ from dbperf.servers.runtime import RuntimeDir
 
 SETTLE_S = 3.0  # no new profile file for this long: every process that was going to exit has
 WINDOW_TIMEOUT_S = 300.0
-# MariaDB under valgrind: valgrind does not see io_uring or libaio completions, so InnoDB would wait for its first
-# read forever; and InnoDB's reservation of address space for the largest buffer pool (innodb_buffer_pool_size_max,
-# terabytes by default where the server knows it: `loose-`) is more than valgrind can map.
-PROFILED_SETTINGS = {"postgres": {"autovacuum": "off"}, "mariadb": {"innodb_use_native_aio": "0"}}
 PROFILED_READY_TIMEOUT_S = 900.0
 
 
@@ -66,15 +63,13 @@ class ServerProfiling:
     def _server(self, target: Target) -> tuple[LabServer, Path]:
         if target.name in self.servers:
             return self.servers[target.name]
-        if target.engine not in ("postgres", "mariadb") or target.dsn is not None:
-            raise UserError(f"target {target.name!r}: counters of server processes are measured for the PostgreSQL "
-                            "and MariaDB servers the lab starts, not for an external server (its processes are not "
-                            "the lab's to run under valgrind)")
+        if not target.is_server or target.dsn is not None:
+            raise UserError(f"target {target.name!r}: counters of server processes are measured for the "
+                            f"{engines.SERVER_TITLES} servers the lab starts, not for an external server (its "
+                            "processes are not the lab's to run under valgrind)")
         valgrind_available()
         self.runtime = self.runtime or RuntimeDir()
-        settings = dict(PROFILED_SETTINGS[target.engine])
-        if target.engine == "mariadb":
-            settings["loose-innodb_buffer_pool_size_max"] = str(target.config.get("innodb_buffer_pool_size", "128M"))
+        settings = dict(engines.engine(target.engine).profiled_settings(target.config))
         profiled = replace(target, config={**target.config, **settings})
         directory = self.runtime.target_dir(len(self.servers) + 1)
         server = server_target(directory, directory.parent / "logs", profiled, self.e)
@@ -89,9 +84,10 @@ class ServerProfiling:
         os.chown(out, user.pw_uid, user.pw_gid)
         aslr_off = [shutil.which("setarch") or "setarch", platform.machine(), "-R"]
         valgrind = shutil.which("valgrind") or "valgrind"
-        if target.engine == "mariadb":
+        kind = engines.engine(target.engine)
+        if kind.process_model == "threads":  # one process for every connection: callgrind, dumped on demand
             if shutil.which("callgrind_control") is None:
-                raise UserError("callgrind_control not found: MariaDB's counters need it (apt install valgrind)")
+                raise UserError(f"callgrind_control not found: {kind.title}'s counters need it (apt install valgrind)")
             server.launch_prefix = [*aslr_off, valgrind, *CALLGRIND_OPTIONS,
                                     f"--callgrind-out-file={out}/callgrind.out.%p"]
             server.ready_timeout_s = PROFILED_READY_TIMEOUT_S  # InnoDB's start-up under callgrind is slow
@@ -164,9 +160,9 @@ class ServerProfiling:
         key = f"native:{target.name}"
         if key in self.servers:
             return self.servers[key][0]
-        if target.engine not in ("postgres", "mariadb") or target.dsn is not None:
-            raise UserError(f"target {target.name!r}: counters of server processes are measured for the PostgreSQL "
-                            "and MariaDB servers the lab starts, not for an external server")
+        if not target.is_server or target.dsn is not None:
+            raise UserError(f"target {target.name!r}: counters of server processes are measured for the "
+                            f"{engines.SERVER_TITLES} servers the lab starts, not for an external server")
         self.runtime = self.runtime or RuntimeDir()
         directory = self.runtime.target_dir(len(self.servers) + 1)
         server = server_target(directory, directory.parent / "logs", target, self.e)

@@ -21,6 +21,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from dbperf import engines
 from dbperf.errors import UserError
 from dbperf.report.verdict import cell_verdict
 from dbperf.stats.rqps_matrix import Matrix, build_matrix
@@ -315,7 +316,8 @@ def _rows(run_id: int, m: Matrix, meta: dict[str, Any]) -> Iterator[tuple[Any, .
             t = info.get(target, {})
             q = cell.qps
             v = cell_verdict(m, cell)
-            yield (run_id, target, str(t.get("engine") or "sqlite"), str(t.get("engine_version") or "unknown"),
+            engine = str(t.get("engine") or engines.DEFAULT.name)
+            yield (run_id, target, engine, str(t.get("engine_version") or "unknown"),
                    build_text(t), config_text(t), host, benchmark, threads, q.n if q else 0, len(cell.failures),
                    q.center if q else None, q.minimum if q else None, q.maximum if q else None,
                    q.ci_low if q else None, q.ci_high if q else None, json.dumps(cell.per_run("qps")), cell.rqps,

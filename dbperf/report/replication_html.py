@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
+from dbperf import engines
 from dbperf.records import ResultsRecord
 from dbperf.report.charts import colour
 from dbperf.report.html_page import Figure, Page, label, table, text
@@ -24,7 +25,7 @@ def apply_figure(s: dict[str, Any]) -> Figure:
     """trx/s applied (median, min–max as error bars): against workers per (durability, mode) on MariaDB (the seed's
     chart), one bar per (durability, mode) on PostgreSQL."""
     rows = s["apply"]
-    if s.get("engine") == "postgres":
+    if engines.streaming_replication(s.get("engine")):
         data = []
         for i, mode in enumerate(sorted({r["mode"] for r in rows})):
             mine = sorted((r for r in rows if r["mode"] == mode), key=lambda r: r["durability"])
@@ -71,13 +72,14 @@ def lag_figure(s: dict[str, Any]) -> Figure | None:
 def replication_html(meta: dict[str, Any], records: list[ResultsRecord]) -> str:
     s = replication_summary(meta, records)
     sections, notes = _sections(s)
-    engine = "PostgreSQL" if s.get("engine") == "postgres" else "MariaDB"
+    streaming = engines.streaming_replication(s.get("engine"))
+    engine = engines.engine(s.get("engine") or engines.MARIADB.name).title
     page = Page(f"dbperf replication lab ({engine}): {meta.get('experiment', '')}")
     page.add(f'<p class="note">status {text(meta.get("status"))}</p>')
     if s["apply"]:
         page.section("apply-chart", "apply rate")
         page.add(page.figure(apply_figure(s)))
-        lag = lag_figure(s) if s.get("engine") == "postgres" else None
+        lag = lag_figure(s) if streaming else None
         if lag is not None:
             page.add(page.figure(lag))
     for i, sec in enumerate(sections):

@@ -16,6 +16,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from dbperf import engines
 from dbperf.records import ApplyRecord, ResultsRecord, StaleReadsRecord, to_builtins
 from dbperf.report.escape import md, term
 
@@ -55,8 +56,8 @@ def replication_summary(meta: dict[str, Any], records: list[ResultsRecord]) -> d
     """The `replication` object of `dbperf report --format json`."""
     info = meta.get("replication") or {}
     cpus = int(info.get("cpus") or 0)
-    engine = info.get("engine") or "mariadb"
-    postgres = engine == "postgres"
+    engine = info.get("engine") or engines.MARIADB.name  # results from before the lab replicated PostgreSQL
+    streaming = engines.streaming_replication(engine)
     groups: dict[tuple[Any, ...], list[ApplyRecord]] = defaultdict(list)
     failures: list[dict[str, Any]] = []
     cross: list[dict[str, Any]] = []
@@ -91,8 +92,8 @@ def replication_summary(meta: dict[str, Any], records: list[ResultsRecord]) -> d
                "commit_wait_usec": usec, "transactions": statistics.median(r.transactions for r in runs),
                "apply_s": statistics.median(r.apply_s for r in runs),
                "primary_trx_per_s": statistics.median(r.primary_trx_per_s for r in runs),
-               "workers_exceed_cpus": bool(cpus) and workers > cpus and not postgres}
-        if postgres:
+               "workers_exceed_cpus": bool(cpus) and workers > cpus and not streaming}
+        if streaming:
             series = [to_builtins(x) for x in (runs[0].lag_series or [])]
             delays = [r.resume_delay_s for r in runs if r.resume_delay_s is not None]
             row.update(workers_note=PG_WORKERS_NOTE, wal_bytes=statistics.median(r.wal_bytes for r in runs),
@@ -103,7 +104,7 @@ def replication_summary(meta: dict[str, Any], records: list[ResultsRecord]) -> d
             serial[(durability, count, benchmark, threads)] = row["trx_per_s"]
         apply.append(row)
     for row in apply:
-        if postgres:
+        if streaming:
             row["vs_serial"] = None
             continue
         base = serial.get((row["durability"], row["commit_wait_count"], row["benchmark"], row["client_threads"]))
@@ -126,7 +127,7 @@ def replication_summary(meta: dict[str, Any], records: list[ResultsRecord]) -> d
                              read_latency_us_without_wait=_latency(res.read_latency))
             stale.update(background_threads=r.background_threads, background_rate=r.background_rate,
                          durability=r.durability, workers=r.workers, mode=r.mode)
-    if postgres:
+    if streaming:
         stale["wait"] = "synchronous_commit = remote_apply"
         with_wait, without = stale.get("wait_latency_us"), stale.get("write_latency_us")
         if with_wait and without:
@@ -138,7 +139,7 @@ def replication_summary(meta: dict[str, Any], records: list[ResultsRecord]) -> d
         same = next((c for c in cross if c["durability"] == row["durability"] and c["state_engine"] == "rocksdb"),
                     None)
         row["vs_single_engine"] = round(row["trx_per_s"] / same["trx_per_s"], 3) if same else None
-    note = _pg_note(cpus) if postgres else _cores_note(cpus) if cpus else None
+    note = _pg_note(cpus) if streaming else _cores_note(cpus) if cpus else None
     return {"engine": engine, "apply": apply, "stale_reads": stale, "cross_engine": cross, "failures": failures,
             "cpus": cpus, "fdatasync_per_s": info.get("fdatasync_per_s"), "apply_method": info.get("apply_method"),
             "cores_note": note, "replicas": info.get("replicas"),
@@ -160,8 +161,8 @@ def _num(x: float | None, digits: int = 0) -> str:
 def _sections(s: dict[str, Any]) -> tuple[list[Section], list[str]]:
     sections: list[Section] = []
     notes: list[str] = []
-    postgres = s.get("engine") == "postgres"
-    if s["apply"] and postgres:
+    streaming = engines.streaming_replication(s.get("engine"))
+    if s["apply"] and streaming:
         _pg_apply_sections(s, sections, notes)
     elif s["apply"]:
         rows: list[tuple[str, ...]] = []
@@ -183,7 +184,7 @@ def _sections(s: dict[str, Any]) -> tuple[list[Section], list[str]]:
         if s.get("apply_method"):
             notes.append(s["apply_method"])
     st = s["stale_reads"]
-    if postgres and (st["without_wait"] is not None or st["with_wait"] is not None):
+    if streaming and (st["without_wait"] is not None or st["with_wait"] is not None):
         _pg_stale_section(st, sections, notes)
     elif st["without_wait"] is not None or st["with_wait"] is not None:
         rows = []  # the stale-read table

@@ -13,19 +13,11 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from dbperf import engines
 from dbperf.records import CellRecord, Resources, ResultsRecord
 from dbperf.report.escape import term
 from dbperf.report.layout import Block, Row
 from dbperf.report.view import Section, View
-
-# The counters shown in the terminal table (JSON has them all), per engine, with the short column title.
-SHOWN_COUNTERS = {
-    "postgres": (("blks_read", "blks read"), ("blks_hit", "blks hit"), ("tup_returned", "tup ret"),
-                 ("wal_bytes", "WAL B"), ("buffers_checkpoint", "ckpt bufs")),
-    "mariadb": (("Innodb_buffer_pool_reads", "bp reads"), ("Innodb_buffer_pool_read_requests", "bp req"),
-                ("Handler_read_key", "hdl rd key"), ("Innodb_data_fsyncs", "fsyncs"),
-                ("Innodb_os_log_written", "log B")),
-}
 
 
 def _per_query(r: Resources) -> dict[str, float]:
@@ -88,10 +80,11 @@ def _mb(value: int | None) -> str:
 def _target_table(engine: str, mine: list[dict[str, Any]]) -> tuple[list[str], list[list[str]]]:
     """One target's columns and rows (terminal and documents alike)."""
     columns = ["benchmark", "drv rd KB", "drv wr KB", "drv rchar KB", "drv wchar KB"]
-    if engine != "sqlite":
+    kind = engines.of(engine)
+    if kind.server:
         columns += ["srv rd KB", "srv wr KB"]
     columns += ["dev rd KB", "dev wr KB", "dev IOs"]
-    shown = SHOWN_COUNTERS.get(engine, ())
+    shown = kind.shown_counters  # JSON has them all
     columns += [title for _, title in shown]
     rows = []
     for r in mine:
@@ -99,7 +92,7 @@ def _target_table(engine: str, mine: list[dict[str, Any]]) -> tuple[list[str], l
         label = r["benchmark"] if r["threads"] == 1 else f"{r['benchmark']} t={r['threads']}"
         cells = [label, _kb(p.get("client_read_bytes")), _kb(p.get("client_write_bytes")),
                  _kb(p.get("client_rchar")), _kb(p.get("client_wchar"))]
-        if engine != "sqlite":
+        if kind.server:
             cells += [_kb(p.get("server_read_bytes")), _kb(p.get("server_write_bytes"))]
         ios = (p["device_reads"] + p["device_writes"]) if "device_reads" in p else None
         cells += [_kb(p.get("device_read_bytes")), _kb(p.get("device_write_bytes")), _num(ios)]
@@ -123,9 +116,10 @@ def _targets(meta: dict[str, Any],
              records: list[ResultsRecord]) -> Iterator[tuple[str, str, str, list[dict[str, Any]]]]:
     """Per target: name, engine, its database sizes as text, its rows."""
     rows = resource_rows(meta, records)
-    engines = {t["name"]: t.get("engine", "sqlite") for t in meta.get("targets", [])}
+    engine_of = {t["name"]: t.get("engine") or engines.DEFAULT.name for t in meta.get("targets", [])}
     for target, (loaded, end) in _sizes(meta).items():
-        yield (target, engines.get(target, "sqlite"), f"database {_mb(loaded)} after load, {_mb(end)} at the end",
+        yield (target, engine_of.get(target, engines.DEFAULT.name),
+               f"database {_mb(loaded)} after load, {_mb(end)} at the end",
                [r for r in rows if r["target"] == target])
 
 

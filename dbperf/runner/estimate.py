@@ -12,6 +12,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from dbperf import engines
 from dbperf.experiment.spec import Experiment
 from dbperf.runner.post_write import steps_before
 from dbperf.runner.simulated_tier import estimated_seconds
@@ -20,12 +21,6 @@ from dbperf.servers.runtime import runtime_base
 LONG_RUN_S = 3600.0
 CELL_OVERHEAD_S = 0.5
 SERVER_START_S = 10.0
-# Measured with `dbperf run --keep-data` at table_size = 100000, 1 table (du of the data directories): SQLite
-# 21.1 MB per copy; PostgreSQL 176 MB and MariaDB 249 MB for pristine + working database with WAL/redo and system
-# tables.
-ROW_BYTES = {"sqlite": 211, "postgres": 600, "mariadb": 650}
-LOAD_ROWS_PER_S = {"sqlite": 300_000, "postgres": 100_000, "mariadb": 60_000}
-EMPTY_SERVER_BYTES = {"sqlite": 0, "postgres": 60_000_000, "mariadb": 120_000_000}
 
 
 def _existing_parent(path: Path) -> Path:
@@ -98,7 +93,7 @@ def estimate(e: Experiment, out: Path) -> Estimate:
     seconds = 0.0
     per_place: dict[str, int] = {}
     for t in e.targets:
-        seconds += rows / LOAD_ROWS_PER_S[t.engine]
+        seconds += rows / engines.engine(t.engine).load_rows_per_s
         if t.is_server and t.dsn is not None:
             continue  # an external server's disk is not this machine's business
         if t.is_server:
@@ -106,14 +101,15 @@ def estimate(e: Experiment, out: Path) -> Estimate:
             place = str(runtime_base())
         else:
             place = str(out)
-        per_place[place] = per_place.get(place, 0) + 2 * rows * ROW_BYTES[t.engine] + EMPTY_SERVER_BYTES[t.engine]
+        kind = engines.engine(t.engine)
+        per_place[place] = per_place.get(place, 0) + 2 * rows * kind.row_bytes + kind.empty_server_bytes
     restores = sum(1 for b in e.benchmarks if b.phase != "read") * len(e.threads) * e.repeats
     if e.writes == "cumulative":
         restores = 0
     if e.post_write:  # the post-write step's wait, once per target before each read that follows writes
         seconds += len(steps_before(e.benchmarks)) * len(e.targets) * e.post_write_wait_s
     for t in e.targets:
-        seconds += restores * rows / (3 * LOAD_ROWS_PER_S[t.engine])
+        seconds += restores * rows / (3 * engines.engine(t.engine).load_rows_per_s)
     cells = len(e.benchmarks) * len(e.threads) * e.repeats * len(e.targets)
     # Steady state: the least warm-up (a cell that does not settle takes up to max_warmup).
     warmup_s = e.steady.least_warmup_s(e.warmup_s) if e.steady else e.warmup_s

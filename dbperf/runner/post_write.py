@@ -10,7 +10,9 @@ import time
 from itertools import pairwise
 from typing import Any
 
+from dbperf import engines
 from dbperf.catalog.workload import Workload
+from dbperf.engines.descriptor import FlushStep
 from dbperf.errors import UserError
 from dbperf.experiment.spec import Experiment, Target
 from dbperf.records import ExecResult
@@ -20,7 +22,6 @@ from dbperf.runner.target_lifecycle import TargetLifecycle
 
 FLUSH_TIMEOUT_S = 600.0
 STEP_TIMEOUT_S = 3600.0
-POSTGRES = ["VACUUM ANALYZE", "CHECKPOINT"]
 SQLITE = ["PRAGMA wal_checkpoint(TRUNCATE)"]
 
 
@@ -43,41 +44,41 @@ def run_post_write(e: Experiment, target: Target, data: TargetLifecycle, before:
         outcome = run_job(data.working_job().replace(mode="exec", statements=SQLITE), ExecResult, STEP_TIMEOUT_S)
         if not outcome.ok:
             raise UserError(f"target {target.name!r}: post-write step failed: {outcome.error}")
-    elif target.engine == "postgres":
-        record["statements"] = POSTGRES
+    elif (kind := engines.engine(target.engine)).post_write_statements:
+        statements = list(kind.post_write_statements)
+        record["statements"] = statements
         server: Any = data
-        server._exec(server.work_db, POSTGRES, "post-write step (VACUUM ANALYZE, CHECKPOINT)")
-    elif target.engine == "mariadb":
-        record.update(_flush_innodb(data, target))
+        server._exec(server.work_db, statements, f"post-write step ({', '.join(statements)})")
+    elif kind.post_write_flush is not None:
+        record.update(_flush(data, target, kind.post_write_flush))
     record["step_s"] = round(time.monotonic() - started, 3)
     time.sleep(e.post_write_wait_s)
     record["wait_s"] = e.post_write_wait_s
     return record
 
 
-def _flush_innodb(data: Any, target: Target) -> dict[str, Any]:
+def _flush(data: Any, target: Target, step: FlushStep) -> dict[str, Any]:
     """Dirty pages flushed the harness's way: the dirty-page targets set to 0, the page cleaner left to write
     them, the settings put back (the target's own values, else the server's defaults)."""
     from dbperf.servers.sql_query import client_available, query  # servers only
 
     configured = {k.replace("-", "_"): v for k, v in target.config.items()}
-    low = ["SET GLOBAL innodb_max_dirty_pages_pct_lwm = 0", "SET GLOBAL innodb_max_dirty_pages_pct = 0"]
-    back = [f"SET GLOBAL {name} = {configured.get(name, 'DEFAULT')}"
-            for name in ("innodb_max_dirty_pages_pct", "innodb_max_dirty_pages_pct_lwm")]
-    data._exec(None, low, "post-write step (flushing dirty pages)")
-    dirty: int | None = None
+    low = [f"SET GLOBAL {name} = {value}" for name, value in step.lowered.items()]
+    back = [f"SET GLOBAL {name} = {configured.get(name, 'DEFAULT')}" for name in reversed(list(step.lowered))]
+    data._exec(None, low, f"post-write step ({step.what})")
+    left: int | None = None
     try:
-        if client_available("mariadb"):
+        if client_available(target.engine):
             deadline = time.monotonic() + FLUSH_TIMEOUT_S
             while True:
-                rows = query(data, "SHOW GLOBAL STATUS LIKE 'Innodb_buffer_pool_pages_dirty'")
-                dirty = int(rows[0][1]) if rows else None
-                if not dirty or time.monotonic() > deadline:
+                rows = query(data, step.wait_sql)
+                left = int(rows[0][1]) if rows else None
+                if not left or time.monotonic() > deadline:
                     break
                 time.sleep(0.2)
     finally:
-        data._exec(None, back, "post-write step (restoring the dirty-page settings)")
-    return {"statements": [*low, "(until Innodb_buffer_pool_pages_dirty = 0)", *back], "dirty_pages_left": dirty}
+        data._exec(None, back, f"post-write step (restoring the settings lowered for {step.what})")
+    return {"statements": [*low, f"(until {step.counter} = 0)", *back], "dirty_pages_left": left}
 
 
 class PostWriteSteps:

@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from dbperf import engines
 from dbperf.errors import UserError
 from dbperf.experiment.spec import Experiment, Target
 from dbperf.records import DeviceIo, IoBytes, Resources, RunResult
@@ -35,16 +36,6 @@ SECTOR_BYTES = 512  # /proc/diskstats counts 512-byte sectors whatever the devic
 METHOD = "lab samples at launch+warmup and +time; per query = delta / (QPS × window)"
 STEADY_METHOD = ("lab samples when the driver's steady-state warm-up ended and time after; per query = delta / "
                  "(QPS × window)")
-PG_DATABASE = ("xact_commit", "xact_rollback", "blks_read", "blks_hit", "tup_returned", "tup_fetched",
-               "tup_inserted", "tup_updated", "tup_deleted", "temp_bytes")
-PG_BGWRITER = ("buffers_checkpoint", "buffers_clean", "buffers_backend", "buffers_backend_fsync", "buffers_alloc",
-               "checkpoints_timed", "checkpoints_req")
-PG_WAL = ("wal_records", "wal_fpi", "wal_bytes", "wal_write", "wal_sync")
-MARIADB_STATUS = ("Innodb_buffer_pool_reads", "Innodb_buffer_pool_read_requests", "Innodb_buffer_pool_write_requests",
-                  "Innodb_buffer_pool_pages_flushed", "Innodb_data_fsyncs", "Innodb_data_reads", "Innodb_data_writes",
-                  "Innodb_data_read", "Innodb_data_written", "Innodb_os_log_written", "Innodb_log_writes",
-                  "Innodb_rows_read", "Innodb_rows_inserted", "Innodb_rows_updated", "Innodb_rows_deleted",
-                  "Handler_read_key", "Handler_read_next", "Questions")
 
 
 def proc_io(pid: int) -> dict[str, int] | None:
@@ -120,20 +111,14 @@ def engine_counters(server: Any) -> dict[str, float]:
     """The engine's cumulative counters, by name (`server` is a servers.lifecycle.ServerTarget)."""
     from dbperf.servers.sql_query import query
 
-    if server.engine == "postgres":
-        major = getattr(server, "major", 15)
-        columns = [f"d.{c}" for c in PG_DATABASE] + [f"b.{c}" for c in PG_BGWRITER]
-        sources = "pg_stat_database d, pg_stat_bgwriter b"
-        if major >= 14:
-            columns += [f"w.{c}" for c in PG_WAL]
-            sources += ", pg_stat_wal w"
-        rows = query(server, f"SELECT {', '.join(columns)} FROM {sources} WHERE d.datname = current_database()",
-                     server.work_db)
-        names = [c.split(".", 1)[1] for c in columns]
-        return {n: float(v) for n, v in zip(names, rows[0], strict=True) if v != ""} if rows else {}
-    listed = ", ".join(f"'{n}'" for n in MARIADB_STATUS)
-    rows = query(server, f"SHOW GLOBAL STATUS WHERE Variable_name IN ({listed})")
-    return {name: float(value) for name, value in rows}
+    counters = engines.engine(server.engine).counters_query
+    if counters is None:
+        return {}
+    sql, names = counters(getattr(server, "major", 15))
+    rows = query(server, sql, server.work_db)
+    if names is None:  # (name, value) rows
+        return {name: float(value) for name, value in rows}
+    return {n: float(v) for n, v in zip(names, rows[0], strict=True) if v != ""} if rows else {}
 
 
 def database_bytes(target: Target, data: TargetLifecycle) -> int | None:
@@ -150,15 +135,11 @@ def database_bytes(target: Target, data: TargetLifecycle) -> int | None:
             return None
         server: Any = data
         data_dir = data.describe().get("data_dir")
-        if target.engine == "mariadb" and data_dir:
-            schema_dir = Path(data_dir) / "data" / "sbtest"
+        kind = engines.engine(target.engine)
+        if kind.schema_dir and data_dir:
+            schema_dir = Path(data_dir) / kind.schema_dir
             return sum(p.stat().st_size for p in schema_dir.iterdir() if p.is_file())
-        if target.engine == "postgres":
-            rows = query(server, "SELECT pg_database_size(current_database())", server.work_db)
-        else:
-            schema = "'sbtest'" if target.dsn is None else "DATABASE()"
-            rows = query(server, "SELECT COALESCE(SUM(data_length + index_length), 0) FROM information_schema.tables"
-                                 f" WHERE table_schema = {schema}")
+        rows = query(server, kind.size_sql, server.work_db)
         return int(rows[0][0]) if rows else None
     except (UserError, OSError, ValueError):
         return None

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from dbperf.catalog.schema import sbtest
+from dbperf.engines.sqlite import SQLITE
 from dbperf.errors import UserError
 from dbperf.experiment.spec import Experiment, Target
 from dbperf.records import DriverJob, LoadResult
@@ -34,7 +35,7 @@ class SqliteData:
 
     def job(self, database: Path) -> DriverJob:
         e = self.experiment
-        return DriverJob(mode="run", engine="sqlite", library=self.target.library, database=str(database),
+        return DriverJob(mode="run", engine=SQLITE.name, library=self.target.library, database=str(database),
                          settings=self.settings, tables=e.tables, table_size=e.table_size, seed=e.seed,
                          prepared=e.prepared)
 
@@ -42,7 +43,7 @@ class SqliteData:
         self.dir.mkdir(parents=True, exist_ok=True)
         self.dir.chmod(0o700)
         _remove_db(self.pristine)
-        job = self.job(self.pristine).replace(mode="load", schema=sbtest("sqlite"))
+        job = self.job(self.pristine).replace(mode="load", schema=sbtest(SQLITE.name))
         outcome = run_job(job, LoadResult, LOAD_TIMEOUT_S)
         if not outcome.ok or outcome.result is None:
             self.failed = (f"target {self.target.name!r}: loading the tables into {self.pristine} failed: "

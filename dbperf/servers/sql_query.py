@@ -6,34 +6,27 @@ environment (PGPASSWORD, MYSQL_PWD), never on its command line. Output is tab-se
 from __future__ import annotations
 
 import shutil
-from urllib.parse import unquote, urlsplit
 
+from dbperf import engines
+from dbperf.errors import UserError
 from dbperf.servers.lifecycle import ServerTarget
 from dbperf.servers.process import server_environ
 from dbperf.tools import run_tool
 
 QUERY_TIMEOUT_S = 120.0
-CLIENTS = {"postgres": "psql", "mariadb": "mariadb"}
 
 
 def client_available(engine: str) -> bool:
-    return engine in CLIENTS and shutil.which(CLIENTS[engine]) is not None
+    client = engines.engine(engine).client
+    return client is not None and shutil.which(client) is not None
 
 
 def client_argv(server: ServerTarget, database: str | None, sql: str) -> tuple[list[str], dict[str, str]]:
     """The client's command line and the environment additions (the password) for `sql` against `server`."""
-    dsn = server.dsn(database)
-    password = server.password or ""
-    if server.engine == "postgres":
-        return (["psql", "-X", "-q", "-A", "-t", "-F", "\t", "-v", "ON_ERROR_STOP=1", "-d", dsn, "-c", sql],
-                {"PGPASSWORD": password, "PGCONNECT_TIMEOUT": "30"})
-    parts = urlsplit(dsn)
-    argv = ["mariadb", "--no-defaults", "--protocol=TCP", "-h", parts.hostname or "127.0.0.1",
-            "-P", str(parts.port or 3306), "-u", unquote(parts.username or "root"), "-N", "-B", "-e", sql]
-    db = parts.path.lstrip("/")
-    if db:
-        argv.append(db)
-    return argv, {"MYSQL_PWD": password}
+    argv = engines.engine(server.engine).client_argv
+    if argv is None:
+        raise UserError(f"target {server.target.name!r}: {server.engine} has no command-line client")
+    return argv(server.dsn(database), server.password or "", sql)
 
 
 def query(server: ServerTarget, sql: str, database: str | None = None) -> list[list[str]]:

@@ -9,11 +9,14 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from dbperf import engines
 from dbperf.catalog.workload import PLACEHOLDER, Workload
 from dbperf.errors import UserError
 
 TOOL_DRIVERS = ("sysbench", "pgbench")
-TOOL_ENGINES = {"sysbench": ("postgres", "mariadb"), "pgbench": ("postgres",)}
+# The engines each tool drives, as their descriptors say.
+TOOL_ENGINES = {tool: tuple(e.name for e in engines.ENGINES.values() if tool in e.tools) for tool in TOOL_DRIVERS}
+(PGBENCH_ENGINE,) = TOOL_ENGINES["pgbench"]  # whose SQL dialect pgbench scripts are written in
 SCRIPT_SUFFIX = {"sysbench": ".lua", "pgbench": ".sql"}
 # pgbench's built-in scripts (`pgbench:NAME` benchmarks) on its own tables (pgbench -i), with their SQL commands
 # per transaction counted as sysbench counts (BEGIN and END included).
@@ -104,7 +107,7 @@ class Connection:
 
 def sysbench_argv(w: Workload, engine: str, conn: Connection, config_file: Path, tables: int, table_size: int,
                   threads: int, seconds: int, seed: int, prepared: bool, options: tuple[str, ...]) -> list[str]:
-    prefix = "pgsql" if engine == "postgres" else "mysql"
+    prefix = engines.engine(engine).sysbench_driver
     extra: list[str]
     if is_script(w, "sysbench"):
         script, extra = w.source, []
@@ -181,7 +184,7 @@ def pgbench_script(w: Workload, table_size: int, tables: int, where: str = "") -
                 drawn[name] = text
                 return text
 
-            sql = PLACEHOLDER.sub(placeholder, s.sql_for("postgres"))
+            sql = PLACEHOLDER.sub(placeholder, s.sql_for(PGBENCH_ENGINE))
             lines += [*sets, sql.rstrip(";") + ";"]
     if w.transaction:
         lines.append("COMMIT;")

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
+from dbperf import engines
 from dbperf.catalog.workload import Workload
 from dbperf.errors import UserError
 from dbperf.experiment.spec import Experiment, Target
@@ -132,8 +133,8 @@ class ToolCell:
 
     def connection(self) -> Connection:
         parts = urlsplit(self.server.dsn(self.server.work_db))
-        default_port = 5432 if self.target.engine == "postgres" else 3306
-        return Connection(parts.hostname or "127.0.0.1", parts.port or default_port,
+        port = parts.port or engines.engine(self.target.engine).default_port or 0
+        return Connection(parts.hostname or "127.0.0.1", port,
                           unquote(parts.username or "dbperf"), parts.path.lstrip("/") or "sbtest")
 
     def _pgbench_tables(self, conn: Connection, env: dict[str, str], password: str, work: Path) -> None:
@@ -154,16 +155,15 @@ class ToolCell:
         when it next writes to it): ended, so that the next cell and the server's stop do not wait for them."""
         from dbperf.servers.sql_query import client_available, query
 
+        kind = engines.engine(self.target.engine)
         with contextlib.suppress(UserError):
-            if self.target.engine == "postgres":
-                self.server._exec(self.server.work_db, [
-                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() "
-                    "AND pid <> pg_backend_pid()"], "ending a hung tool's sessions")
-            elif client_available("mariadb"):
-                rows = query(self.server, "SELECT id FROM information_schema.processlist WHERE db = 'sbtest' "
-                                          "AND id <> CONNECTION_ID()")
+            if kind.end_sessions_sql:
+                self.server._exec(self.server.work_db, [kind.end_sessions_sql], "ending a hung tool's sessions")
+            elif kind.sessions_sql and client_available(kind.name):
+                rows = query(self.server, kind.sessions_sql, self.server.work_db)
                 if rows:
-                    self.server._exec(None, [f"KILL {int(r[0])}" for r in rows], "ending a hung tool's sessions")
+                    self.server._exec(None, [kind.end_session_sql.format(id=int(r[0])) for r in rows],
+                                      "ending a hung tool's sessions")
 
     def run(self, w: Workload, threads: int, seed: int) -> tuple[RunResult | None, str | None, str | None]:
         """(result, error, output tail) of the measured run; UserError when the tool fails. The measured run's
@@ -184,7 +184,7 @@ class ToolCell:
         if self.tool == "sysbench":
             config = work / "sysbench.cfg"
             fd = os.open(config, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            prefix = "pgsql" if self.target.engine == "postgres" else "mysql"
+            prefix = engines.engine(self.target.engine).sysbench_driver
             os.write(fd, f"{prefix}-password={password}\n".encode())
             os.close(fd)
             argv = sysbench_argv(w, self.target.engine, conn, config, self.e.tables, self.e.table_size, threads,

@@ -1,0 +1,34 @@
+"""The engines the lab knows, by name (see engines/descriptor.py). A new engine is a new file here, listed below."""
+
+from __future__ import annotations
+
+from dbperf.engines.descriptor import Engine
+from dbperf.engines.mariadb import MARIADB
+from dbperf.engines.postgres import POSTGRES
+from dbperf.engines.sqlite import SQLITE
+from dbperf.errors import UserError
+
+ENGINES: dict[str, Engine] = {e.name: e for e in (SQLITE, POSTGRES, MARIADB)}
+NAMES: tuple[str, ...] = tuple(ENGINES)
+DEFAULT = SQLITE
+SERVER_NAMES: tuple[str, ...] = tuple(e.name for e in ENGINES.values() if e.server)
+SERVER_TITLES = " and ".join(e.title for e in ENGINES.values() if e.server)  # for messages: "PostgreSQL and MariaDB"
+
+
+def engine(name: str) -> Engine:
+    """The descriptor of a known engine (names are checked where they are read: an unknown one is a UserError)."""
+    try:
+        return ENGINES[name]
+    except KeyError:
+        raise UserError(f"unknown engine {name!r} (known: {', '.join(NAMES)})") from None
+
+
+def streaming_replication(name: str | None) -> bool:
+    """A replication run's engine replicates by streaming its WAL (PostgreSQL), not by a binlog (MariaDB). Results
+    written before replication runs named their engine were MariaDB's."""
+    return engine(name or MARIADB.name).replication == "streaming"
+
+
+def of(name: str | None) -> Engine:
+    """The descriptor of a name read from results (None: written before targets named their engine: SQLite)."""
+    return engine(name) if name else DEFAULT

