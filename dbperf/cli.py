@@ -32,7 +32,8 @@ from dbperf.errors import UserError
 from dbperf.experiment import keys as key_table
 from dbperf.experiment.aa import with_aa
 from dbperf.experiment.keys import AGGREGATES
-from dbperf.experiment.spec import Experiment, Target, parse_experiment
+from dbperf.experiment.model import Experiment, Target
+from dbperf.experiment.spec import parse_experiment
 from dbperf.explain.diff import profile_diff
 from dbperf.explain.mode import CounterMode, detect_mode
 from dbperf.explain.profile import Profiler

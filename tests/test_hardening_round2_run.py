@@ -19,7 +19,8 @@ from dbperf.catalog.schema import sbtest
 from dbperf.catalog.workload import compile_statements
 from dbperf.errors import UserError
 from dbperf.experiment.load_model import MAX_RATE
-from dbperf.experiment.spec import default_sqlite_library, parse_experiment
+from dbperf.experiment.model import default_sqlite_library
+from dbperf.experiment.spec import parse_experiment
 from dbperf.records import DriverJob, LoadResult, RunResult
 from dbperf.runner.driver import run_job
 from dbperf.storage import results

@@ -13,7 +13,8 @@ from dbperf.catalog.registry import builtin
 from dbperf.catalog.schema import sbtest
 from dbperf.catalog.workload import compile_statements
 from dbperf.errors import UserError
-from dbperf.experiment.spec import default_sqlite_library, parse_experiment
+from dbperf.experiment.model import default_sqlite_library
+from dbperf.experiment.spec import parse_experiment
 from dbperf.records import DriverJob, LoadResult, RunResult, decode
 from dbperf.report.histogram import decode as decode_histogram
 from dbperf.runner.driver import run_job

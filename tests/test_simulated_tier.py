@@ -11,7 +11,8 @@ from dataclasses import replace
 import pytest
 from rich.console import Console
 
-from dbperf.experiment.spec import Target, parse_experiment
+from dbperf.experiment.model import Target
+from dbperf.experiment.spec import parse_experiment
 from dbperf.explain.profile import Profiler
 from dbperf.records import SimulatedRecord, encode, results_record
 from dbperf.report.html import to_html

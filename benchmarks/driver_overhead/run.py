@@ -20,7 +20,7 @@ from pathlib import Path
 from dbperf.catalog.registry import builtin
 from dbperf.catalog.schema import sbtest
 from dbperf.catalog.workload import compile_statements
-from dbperf.experiment.spec import default_sqlite_library
+from dbperf.experiment.model import default_sqlite_library
 from dbperf.records import DriverJob, LoadResult, RunResult
 from dbperf.runner.driver import run_job
 

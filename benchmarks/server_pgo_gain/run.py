@@ -26,7 +26,8 @@ from rich.console import Console
 
 from dbperf.catalog.registry import resolve
 from dbperf.errors import UserError
-from dbperf.experiment.spec import Experiment, parse_experiment
+from dbperf.experiment.model import Experiment
+from dbperf.experiment.spec import parse_experiment
 from dbperf.explain.mode import CounterMode
 from dbperf.explain.profile import Profiler
 from dbperf.records import Profile

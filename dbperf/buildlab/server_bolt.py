@@ -31,14 +31,19 @@ import re
 import shutil
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from dbperf import engines
 from dbperf.buildlab.compiler import build_environment
+from dbperf.buildlab.paths import open_to_service_users
 from dbperf.errors import UserError
 from dbperf.tools import tail
 
+# Runs the training set against the instrumented server build at `binaries` (engine, binaries, logs directory) and
+# says what ran, for the manifest: runner/server_training.py, handed in by the caller (the build lab starts no server).
+Training = Callable[[str, Path, Path], dict[str, Any]]
 LLVM_BOLT = "llvm-bolt-16"
 INSTRUMENT_OPTIONS = ("-instrument", "-instrumentation-file-append-pid")
 # Engines whose server forks processes that never exec (see above): no call instrumentation.
@@ -114,13 +119,9 @@ def _run(cmd: list[str], log: Path, what: str) -> str:
 
 
 def bolt_server(engine: str, label: str, prefix: Path, binary: Path, binaries_of: Any, work: Path,
-                log: Path, service_user: str) -> dict[str, Any]:
+                log: Path, service_user: str, train: Training) -> dict[str, Any]:
     """Instruments `binary` (inside the install `prefix`), trains a copy of the install, and replaces `binary` by
     its optimized rewrite; what was done, for the manifest."""
-    # Imported here: the servers import the experiment parser, which imports the build lab.
-    from dbperf.buildlab.paths import open_to_service_users
-    from dbperf.buildlab.server_training import train_server
-
     tools = bolt_tools()
     started = time.monotonic()
     instrumented = work / "bolt-instrumented"
@@ -139,7 +140,7 @@ def bolt_server(engine: str, label: str, prefix: Path, binary: Path, binaries_of
         raise UserError(f"{label}: llvm-bolt found no relocations in {binary.name} (was it linked with -Wl,-q?)")
     work.chmod(0o755)  # the instrumented server runs as the service user, inside the staging directory
     open_to_service_users(instrumented)
-    training = train_server(engine, binaries_of(instrumented), work / "bolt-training-logs")
+    training = train(engine, binaries_of(instrumented), work / "bolt-training-logs")
     own, profile_facts = server_profile(profile, training.pop("server_pid"), label)
     with open(log, "a") as f:
         f.write(f"BOLT profile: {profile_facts}\n")

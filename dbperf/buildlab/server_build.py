@@ -26,10 +26,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
+from dbperf import engines
 from dbperf.buildlab.compiler import Compiler, build_environment, find_compiler
 from dbperf.buildlab.debian_source import candidate_versions, fetch_debian_source
 from dbperf.buildlab.paths import open_to_service_users, server_cache
-from dbperf.buildlab.server_bolt import bolt_identity, bolt_server, bolt_tools
+from dbperf.buildlab.server_bolt import Training, bolt_identity, bolt_server, bolt_tools
 from dbperf.buildlab.staging import LOCK, Staging, kill_session, sweep_abandoned
 from dbperf.buildlab.training import training_identity, training_workloads
 from dbperf.buildlab.variants import SERVER_TRAINING, ServerBuildSpec
@@ -197,7 +198,9 @@ def _cached(entry: Path, recipe: Recipe) -> ServerBuild | None:
     return ServerBuild(entry / "install", recipe.binaries(entry / "install"), manifest, cached=True)
 
 
-def build_server(spec: ServerBuildSpec, on_progress: Progress | None = None) -> ServerBuild:
+def build_server(spec: ServerBuildSpec, train: Training, on_progress: Progress | None = None) -> ServerBuild:
+    """The server build `spec` names, from the cache or built now; `train` runs the training set against an
+    instrumented build for PGO and BOLT (runner/server_training.py: the build lab does not start servers itself)."""
     recipe = RECIPES.get(spec.engine)
     if recipe is None:
         raise UserError(f"{spec.label()}: building {spec.engine} from source is not supported yet (PostgreSQL is); "
@@ -227,7 +230,8 @@ def build_server(spec: ServerBuildSpec, on_progress: Progress | None = None) -> 
             except UserError as e:
                 skipped.append(f"{version}: {e}")
                 continue
-            return _build(spec, recipe, cc, source.tree, source.provenance, key, work, builds / key, on_progress)
+            return _build(spec, recipe, cc, source.tree, source.provenance, key, work, builds / key, on_progress,
+                          train)
         finally:
             staging.remove()  # after a completed build it is the entry already, and nothing is left to remove
     raise UserError(f"{spec.label()}: no version of Debian's {package} could be fetched ({'; '.join(skipped)[-300:]})")
@@ -275,7 +279,7 @@ class _Runner:
 
 
 def _build(spec: ServerBuildSpec, recipe: Recipe, cc: Compiler, tree: Path, provenance: dict[str, Any], key: str,
-           work: Path, final: Path, on_progress: Progress | None) -> ServerBuild:
+           work: Path, final: Path, on_progress: Progress | None, train: Training) -> ServerBuild:
     """Configures, builds and installs into work/install (for pgo: an instrumented build, its training, and the
     build that uses the profile), then moves work into `final`."""
     prefix = work / "install"
@@ -284,13 +288,13 @@ def _build(spec: ServerBuildSpec, recipe: Recipe, cc: Compiler, tree: Path, prov
     started = time.monotonic()
     pgo = None
     if spec.pgo:
-        pgo, commands = _build_pgo(spec, recipe, cc, runner, work, prefix, jobs)
+        pgo, commands = _build_pgo(spec, recipe, cc, runner, work, prefix, jobs, train)
     else:
         commands = recipe.commands(tree, prefix, cc, spec.flags(), jobs)
         runner.run(commands, "compiling")
     bolt = None
     if spec.bolt:
-        bolt = _bolt(spec, recipe, prefix, work, runner)
+        bolt = _bolt(spec, recipe, prefix, work, runner, train)
     shutil.rmtree(tree, ignore_errors=True)  # the sources: only the install and the log are kept
     manifest = {
         "key": key, "label": spec.label(), "engine": spec.engine, "source": provenance,
@@ -313,26 +317,22 @@ def _build(spec: ServerBuildSpec, recipe: Recipe, cc: Compiler, tree: Path, prov
 
 
 def _build_pgo(spec: ServerBuildSpec, recipe: Recipe, cc: Compiler, runner: _Runner, work: Path, prefix: Path,
-               jobs: int) -> tuple[dict[str, Any], list[list[str]]]:
+               jobs: int, train: Training) -> tuple[dict[str, Any], list[list[str]]]:
     """Instrumented build, training against the instrumented server, then the build that uses the profile, in the
     same tree (gcc names each profile after its object's path)."""
-    # Imported here: the servers import the experiment parser, which imports this module.
-    from dbperf.buildlab.server_training import train_server
-    from dbperf.servers.engines import LAB_SERVERS
-
     if not cc.is_gcc:
         raise UserError(f"{spec.label()}: the pgo variant needs gcc (found {cc.version})")
     work.chmod(0o755)  # the instrumented server runs as the service user, inside the staging directory
     profile = work / "profile"
     profile.mkdir()
-    user = pwd.getpwnam(LAB_SERVERS[spec.engine].service_user)
+    user = pwd.getpwnam(engines.engine(spec.engine).service_user)
     os.chown(profile, user.pw_uid, user.pw_gid)  # the server's processes write their counts here
     instrumented = work / "instrumented"
     generate = [*spec.flags(), f"-fprofile-generate={profile}", "-fprofile-update=atomic"]
     commands = recipe.commands(runner.tree, instrumented, cc, generate, jobs)
     runner.run(commands, "compiling (instrumented)")
     open_to_service_users(instrumented)
-    training = train_server(spec.engine, recipe.binaries(instrumented), work / "training-logs")
+    training = train(spec.engine, recipe.binaries(instrumented), work / "training-logs")
     training.pop("server_pid", None)  # BOLT's business, not PGO's
     gcda = sorted(profile.rglob("*.gcda"))
     if not gcda:
@@ -352,14 +352,13 @@ def _build_pgo(spec: ServerBuildSpec, recipe: Recipe, cc: Compiler, runner: _Run
             "profile_use_flags": use}, [*commands, *use_commands]
 
 
-def _bolt(spec: ServerBuildSpec, recipe: Recipe, prefix: Path, work: Path, runner: _Runner) -> dict[str, Any]:
-    from dbperf.servers.engines import LAB_SERVERS  # see _build_pgo
-
+def _bolt(spec: ServerBuildSpec, recipe: Recipe, prefix: Path, work: Path, runner: _Runner,
+          train: Training) -> dict[str, Any]:
     if runner.on_progress:
         runner.on_progress("BOLT (instrument, train, optimize)", 0, 0)
     try:
         return bolt_server(spec.engine, spec.label(), prefix, recipe.server_binary(prefix), recipe.binaries, work,
-                           runner.log, LAB_SERVERS[spec.engine].service_user)
+                           runner.log, engines.engine(spec.engine).service_user, train)
     except UserError as e:
         raise UserError(f"{e} (log {_keep_log(runner.log)})") from None
 

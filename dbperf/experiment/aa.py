@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from dbperf.errors import UserError
-from dbperf.experiment.spec import Experiment
+from dbperf.experiment.model import Experiment
 
 SUFFIX = "-aa"
 

@@ -1,36 +1,33 @@
-"""Parsing and validating an experiment file. Every problem is a UserError naming the file and the key."""
+"""Parsing and validating an experiment file into the model (experiment/model.py). Every problem is a UserError
+naming the file and the key."""
 
 from __future__ import annotations
 
-import os
 import re
-import sysconfig
 import tomllib
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 from dbperf import engines
-from dbperf.buildlab.server_build import RECIPES as SERVER_RECIPES
 from dbperf.buildlab.variants import (
     SERVER_ORIGINS,
-    BuildSpec,
-    ServerBuildSpec,
     parse_build,
     parse_server_build,
     parse_source,
 )
 from dbperf.catalog.registry import resolve
-from dbperf.catalog.workload import Workload
 from dbperf.errors import UserError
 from dbperf.experiment import keys
+from dbperf.experiment.aa import with_aa
 from dbperf.experiment.harness_settings import harness_settings
-from dbperf.experiment.load_model import LoadModel, parse_load_model
-from dbperf.experiment.steady import SteadyState, steady_with_warmup
+from dbperf.experiment.load_model import parse_load_model
+from dbperf.experiment.model import Experiment, FleetSection, Target, default_sqlite_library
+from dbperf.experiment.steady import steady_with_warmup
 from dbperf.names import check_name
-from dbperf.replication.config import ReplicationSpec, check_replication_experiment, parse_replication
-from dbperf.runner.cpus import NOT_PINNED, CpuPlan, plan_cpus
+from dbperf.replication.config import check_replication_experiment, parse_replication
+from dbperf.runner.cpus import plan_cpus
 from dbperf.runner.process_variants import ProcessVariant, allocator_library
 from dbperf.runner.rounds import MIN_ROUNDS
 from dbperf.stats.verdict import DEFAULT_MIN_EFFECT
@@ -48,98 +45,6 @@ BUILD_KEYS = {"build", "cflags", "pgo_train", "pgo_partial_training"}
 RELEASE_VERSION = re.compile(r"^\d+(\.\d+){0,2}(-\d+)?$")
 PRAGMA_NAME = re.compile(r"^[a-z_][a-z0-9_]*$")
 PRAGMA_VALUE = re.compile(r"^-?[A-Za-z0-9_.]+$")
-
-
-def default_sqlite_library() -> str:
-    """The system's libsqlite3.so.0 (Debian package libsqlite3-0) for this architecture."""
-    multiarch = sysconfig.get_config_var("MULTIARCH") or "x86_64-linux-gnu"
-    return f"/usr/lib/{multiarch}/libsqlite3.so.0"
-
-
-@dataclass(frozen=True)
-class Target:
-    name: str
-    engine: str
-    library: str  # for a `source` target: empty until the build lab has built it
-    config: dict[str, str] = field(default_factory=dict)
-    build: BuildSpec | None = None
-    process: ProcessVariant = field(default_factory=ProcessVariant)
-    binaries: str | None = None
-    release: str | None = None  # servers: the released version (`source = "postgres@16.4"`), fetched before the run
-    server_build: ServerBuildSpec | None = None  # servers built from source (`source = "postgres@debian-src"`)
-    dsn: str | None = None
-    password_env: str | None = None
-    password_file: str | None = None
-    port: int | None = None
-    host: str | None = None  # `dbperf fleet`: the one host this target runs on
-    tool: str | None = None  # "sysbench" or "pgbench" runs the cells instead of dbperf-driver (tooldrivers/)
-    tool_options: tuple[str, ...] = ()
-    socket: bool = False  # lab servers: connect over the Unix socket
-
-    @property
-    def is_server(self) -> bool:
-        return self.engine in SERVER_ENGINES
-
-    def password(self) -> str | None:
-        """An external target's password, from the environment or a file (never from the experiment file)."""
-        if self.password_env:
-            value = os.environ.get(self.password_env)
-            if value is None:
-                raise UserError(f"target {self.name!r}: environment variable {self.password_env} is not set")
-            return value
-        if self.password_file:
-            try:
-                return Path(self.password_file).read_text().strip()
-            except OSError as e:
-                raise UserError(f"target {self.name!r}: cannot read password_file: {e.strerror}") from None
-        return None
-
-    def settings(self, threads: int) -> list[tuple[str, str]]:
-        """Per-connection settings; multi-threaded SQLite defaults to WAL (readers then do not block the writer)."""
-        config = dict(self.config)
-        if threads > 1 and "journal_mode" not in config:
-            config["journal_mode"] = "WAL"
-        return list(config.items())
-
-
-@dataclass(frozen=True)
-class FleetSection:
-    """`[fleet]`: where `dbperf fleet run` finds its hosts (dbperf/fleet); a local `dbperf run` ignores it."""
-    scheduler: str | None = None
-    hosts: tuple[str, ...] = ()
-    certs: Path | None = None
-
-
-@dataclass(frozen=True)
-class Experiment:
-    path: Path
-    text: str
-    benchmarks: tuple[Workload, ...]
-    targets: tuple[Target, ...]
-    base: str
-    tables: int = 1
-    table_size: int = 100_000
-    threads: tuple[int, ...] = (1,)
-    time_s: float = 10.0
-    warmup_s: float = 2.0
-    repeats: int = 3  # repeats = "auto": the minimum of clean rounds (budget_s is then set)
-    seed: int = 1
-    aggregate: str = "median"
-    prepared: bool = True
-    min_effect: float = DEFAULT_MIN_EFFECT
-    order: str = "alternate"  # of the targets within a round (runner/rounds.py)
-    budget_s: float | None = None  # repeats = "auto": the time budget of the measured rounds; None: fixed repeats
-    writes: str = "restore"  # or "cumulative": write cells do not restore the loaded data
-    post_write: bool = False
-    post_write_wait_s: float = 0.0
-    fleet: FleetSection | None = None
-    cpus: CpuPlan = NOT_PINNED  # where the driver and lab-started servers run (runner/cpus.py)
-    aa_target: str | None = None  # the base's A/A copy (experiment/aa.py), when the run has one
-    resources: bool = True  # I/O and engine counters per cell (runner/resources.py)
-    load: LoadModel = field(default_factory=LoadModel)  # closed/open loop, time series, percentiles
-    steady: SteadyState | None = None  # warm up until the throughput settles (experiment/steady.py)
-    replication: ReplicationSpec | None = None  # a [replication] section: the replication lab runs instead
-    simulated: bool = False  # the simulated tier after the timed rounds (runner/simulated_tier.py)
 
 
 def _settings(raw: dict[str, Any], twhere: str, name_re: re.Pattern[str], value_re: re.Pattern[str],
@@ -218,9 +123,10 @@ def _server_target(raw: dict[str, Any], name: str, engine: str, twhere: str) -> 
     release, server_build = None, None
     source = raw.get("source")
     if isinstance(source, str) and source.split("@", 1)[-1] in SERVER_ORIGINS:
-        if engine not in SERVER_RECIPES:
+        if not engines.engine(engine).builds_from_source:
+            buildable = (e.name for e in engines.ENGINES.values() if e.builds_from_source)
             raise UserError(f"{twhere}.source: building {engine} from source is not supported yet (only "
-                            f"{', '.join(SERVER_RECIPES)}); use released binaries (\"{engine}@VERSION\") or "
+                            f"{', '.join(buildable)}); use released binaries (\"{engine}@VERSION\") or "
                             "Debian's package")
         server_build = parse_server_build(raw, engine, source.split("@", 1)[1], twhere)
     else:
@@ -359,7 +265,6 @@ def parse_experiment(path: Path) -> Experiment:
         raise UserError(f"{rwhere}: order = \"duet\" measures both sides over one fixed window from their common "
                         "start; a steady-state warm-up ends on its own in each process: drop steady or the duet")
     if values.get("aa"):
-        from dbperf.experiment.aa import with_aa  # aa.py builds on this module
         experiment = with_aa(experiment)
     return experiment
 

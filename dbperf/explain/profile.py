@@ -17,7 +17,7 @@ from typing import Any
 from dbperf import engines
 from dbperf.catalog.workload import Workload, compile_statements
 from dbperf.errors import UserError
-from dbperf.experiment.spec import Experiment, Target
+from dbperf.experiment.model import Experiment, Target
 from dbperf.explain.cachegrind import GEOMETRY, CachegrindProfile, run_under_cachegrind
 from dbperf.explain.mode import CounterMode, detect_mode
 from dbperf.explain.perfstat import STAT_EVENTS, perf_record_top, perf_stat

@@ -24,7 +24,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from dbperf.errors import UserError
-from dbperf.experiment.spec import Experiment
+from dbperf.experiment.model import Experiment
 from dbperf.fleet.cluster import connected_hosts, resource_of
 from dbperf.fleet.plan import HostPart, split
 from dbperf.fleet.task import cancel_event_of, host_matrix, topic_of

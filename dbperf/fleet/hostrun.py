@@ -22,7 +22,7 @@ from typing import Any, BinaryIO
 from rich.console import Console
 
 from dbperf.errors import UserError
-from dbperf.experiment.spec import Experiment
+from dbperf.experiment.model import Experiment
 from dbperf.records import CellRecord, encode
 from dbperf.runner import interrupts
 from dbperf.runner.matrix import plan_cells, run_matrix

@@ -12,7 +12,8 @@ from pathlib import Path
 from rich.console import Console
 
 from dbperf.errors import UserError
-from dbperf.experiment.spec import Experiment, parse_experiment
+from dbperf.experiment.model import Experiment
+from dbperf.experiment.spec import parse_experiment
 from dbperf.fleet.cluster import connect
 from dbperf.fleet.controller import Controller, FleetOutcome
 from dbperf.fleet.local import check_workers, local_fleet, local_names

@@ -19,7 +19,7 @@ from scipy.stats import mannwhitneyu
 
 from dbperf.buildlab.paths import cache_root
 from dbperf.errors import UserError
-from dbperf.experiment.spec import Experiment, Target
+from dbperf.experiment.model import Experiment, Target
 from dbperf.layout import build
 from dbperf.layout.check import check, render, result_json, write_json
 from dbperf.layout.dynamic import TraceBudget

@@ -13,7 +13,8 @@ from rich.console import Console
 from dbperf.catalog.registry import resolve
 from dbperf.catalog.workload import compile_statements
 from dbperf.errors import UserError
-from dbperf.experiment.spec import Experiment, Target, parse_experiment
+from dbperf.experiment.model import Experiment, Target
+from dbperf.experiment.spec import parse_experiment
 from dbperf.layout.check import dynamic_counts, render, result_json, write_json
 from dbperf.layout.dynamic import DynamicCounts, TraceBudget, TraceInterrupted
 from dbperf.layout.findings import Finding, findings

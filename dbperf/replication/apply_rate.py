@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from dbperf.catalog.workload import Workload, compile_statements
-from dbperf.experiment.spec import Experiment
+from dbperf.experiment.model import Experiment
 from dbperf.records import ApplyRecord, RunResult
 from dbperf.replication.cluster import Cluster, ClusterServer, StudyFailed, gtid_seq
 from dbperf.replication.config import ReplicationSpec

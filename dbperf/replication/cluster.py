@@ -27,7 +27,7 @@ from typing import Any
 import pymysql
 
 from dbperf.errors import UserError
-from dbperf.experiment.spec import Experiment, Target
+from dbperf.experiment.model import Experiment, Target
 from dbperf.replication.config import CROSS_ENGINE_DURABILITY, DURABILITY
 from dbperf.servers.lifecycle import sql_string
 from dbperf.servers.mariadb import MariaDBServer

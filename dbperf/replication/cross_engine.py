@@ -16,7 +16,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from dbperf.experiment.spec import Experiment
+from dbperf.experiment.model import Experiment
 from dbperf.records import ApplyRecord
 from dbperf.replication.apply_rate import ApplyPlan, measure
 from dbperf.replication.cluster import Cluster, ClusterServer, StudyFailed

@@ -17,7 +17,7 @@ from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from dbperf.errors import UserError
-from dbperf.experiment.spec import Experiment, Target
+from dbperf.experiment.model import Experiment, Target
 from dbperf.records import ApplyRecord, StaleReadsRecord, to_builtins
 from dbperf.replication.apply_rate import run_apply_study
 from dbperf.replication.cluster import Cluster, StudyFailed

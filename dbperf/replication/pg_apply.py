@@ -28,7 +28,7 @@ import time
 from collections.abc import Callable
 
 from dbperf.catalog.workload import compile_statements
-from dbperf.experiment.spec import Experiment
+from dbperf.experiment.model import Experiment
 from dbperf.records import ApplyRecord, LagSample, RunResult
 from dbperf.replication.apply_rate import ApplyPlan, plan
 from dbperf.replication.cluster import StudyFailed

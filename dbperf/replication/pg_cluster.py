@@ -40,7 +40,7 @@ import psycopg
 from psycopg import sql
 
 from dbperf.errors import UserError
-from dbperf.experiment.spec import Experiment, Target
+from dbperf.experiment.model import Experiment, Target
 from dbperf.replication.cluster import StudyFailed
 from dbperf.replication.config import PG_DURABILITY, PG_MODES
 from dbperf.servers.postgres import PostgresServer, postgres_major

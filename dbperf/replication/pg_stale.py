@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from dbperf.experiment.spec import Experiment
+from dbperf.experiment.model import Experiment
 from dbperf.records import StaleReadsRecord
 from dbperf.replication.cluster import StudyFailed
 from dbperf.replication.config import ReplicationSpec

@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from dbperf.experiment.spec import Experiment
+from dbperf.experiment.model import Experiment
 from dbperf.records import RecordError, StaleReadsRecord, StaleReadsResult, decode
 from dbperf.replication.cluster import Cluster, StudyFailed
 from dbperf.replication.config import ReplicationSpec

@@ -12,7 +12,8 @@ from typing import Any
 
 from dbperf.report import charts
 from dbperf.report.html_page import Page, key_values, legend_swatches, table, text
-from dbperf.report.layout import Block, build_report
+from dbperf.report.layout import build_report
+from dbperf.report.model import Block
 from dbperf.report.verdict import VERDICT_COLOURS
 from dbperf.stats.rqps_matrix import Matrix
 

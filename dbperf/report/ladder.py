@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.table import Table
 
 from dbperf.report.escape import term
-from dbperf.report.layout import Block, Row
+from dbperf.report.model import Block, Row
 from dbperf.report.view import Section, View
 from dbperf.stats.ladder import Step
 

@@ -6,9 +6,10 @@ cells through one field list (render.py)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
+from dbperf.report.load_view import load_blocks
+from dbperf.report.model import Block, Report, Row
 from dbperf.report.simulated_view import has_simulated, sim_legend, sim_text
 from dbperf.report.steady_view import MARK_MEANING as UNSETTLED_MEANING
 from dbperf.report.steady_view import steady_lines, unsettled_runs
@@ -50,31 +51,6 @@ def verdict_legend(min_effect: float) -> str:
         "view decided). "
 ) + SIGNIFICANCE
 
-
-
-@dataclass(frozen=True)
-class Row:
-    cells: tuple[str, ...]
-    group: bool = False  # a section header (point, range, write)
-    failed: str | None = None  # a failed cell: its error; cells hold the row label only
-
-
-@dataclass(frozen=True)
-class Block:
-    title: str
-    subtitle: str
-    header: tuple[str, ...]
-    rows: tuple[Row, ...]
-    text_columns: int = 1  # left-aligned columns; the rest are figures
-
-
-@dataclass(frozen=True)
-class Report:
-    heading: str
-    legend: tuple[str, ...]
-    blocks: tuple[Block, ...]
-    notes: tuple[str, ...]
-    warning: str | None  # a partial run says so
 
 
 def _row_label(m: Matrix, benchmark: str, threads: int) -> str:
@@ -342,7 +318,6 @@ def _metric_lines(m: Matrix) -> list[str]:
 def build_report(m: Matrix, meta: dict[str, Any]) -> Report:
     by_name = {t["name"]: t for t in meta.get("targets", [])}
     blocks = [_rqps_block(m), *[_target_block(m, t, by_name.get(t, {})) for t in m.targets]]
-    from dbperf.report.load_view import load_blocks  # it builds on this module's Block
     blocks += load_blocks(m, meta)  # open loop: asked vs achieved rate; chosen percentiles
     if m.counters:
         blocks.append(_counters_block(m))

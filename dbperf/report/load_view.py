@@ -9,7 +9,7 @@ from typing import Any
 
 from dbperf.experiment.load_model import DEFAULT_PERCENTILES
 from dbperf.records import CellRecord, RunResult
-from dbperf.report.layout import Block, Row
+from dbperf.report.model import Block, Row
 from dbperf.stats.rqps_matrix import Cell, Matrix
 
 

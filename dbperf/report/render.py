@@ -19,7 +19,6 @@ from dbperf.report.escape import md, term
 from dbperf.report.layout import (
     HOW_MEASURED,
     SIGNIFICANCE,
-    Block,
     aa_check,
     build_report,
     interfered_runs,
@@ -27,6 +26,7 @@ from dbperf.report.layout import (
     verdict_legend,
 )
 from dbperf.report.load_view import open_loop_of, percentiles_of
+from dbperf.report.model import Block
 from dbperf.report.simulated_view import SIM_FIELD_NAMES, sim_fields, simulated_json
 from dbperf.report.steady_view import steady_cell, steady_runs, unsettled_runs, warmups
 from dbperf.report.verdict_quality import decided_metric, verdict_quality

@@ -16,7 +16,7 @@ from rich.table import Table
 from dbperf import engines
 from dbperf.records import CellRecord, Resources, ResultsRecord
 from dbperf.report.escape import term
-from dbperf.report.layout import Block, Row
+from dbperf.report.model import Block, Row
 from dbperf.report.view import Section, View
 
 

@@ -14,7 +14,7 @@ from typing import Any
 from dbperf.report.escape import md
 from dbperf.report.html import block_html
 from dbperf.report.html_page import STYLE, text
-from dbperf.report.layout import Block
+from dbperf.report.model import Block
 from dbperf.report.render import _markdown_block as markdown_block
 
 DOCUMENT_FORMATS = ("markdown", "csv", "json", "html")

@@ -27,7 +27,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from dbperf.experiment.spec import Experiment, Target
+from dbperf.experiment.model import Experiment, Target
 from dbperf.records import DriverJob, RunResult
 from dbperf.runner.driver import DriverOutcome, collect_job, kill_job, start_job
 from dbperf.runner.rounds import round_order

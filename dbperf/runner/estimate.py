@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dbperf import engines
-from dbperf.experiment.spec import Experiment
+from dbperf.experiment.model import Experiment
 from dbperf.runner.post_write import steps_before
 from dbperf.runner.simulated_tier import estimated_seconds
 from dbperf.servers.runtime import runtime_base

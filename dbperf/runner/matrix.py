@@ -19,7 +19,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from dbperf.catalog.workload import Workload, compile_statements
 from dbperf.errors import UserError
-from dbperf.experiment.spec import Experiment, Target
+from dbperf.experiment.model import Experiment, Target
 from dbperf.explain.profile import Profiler
 from dbperf.records import CellRecord, CountersRecord, DriverJob, NoiseSensors, Resources, RunResult, to_builtins
 from dbperf.runner.driver import DriverOutcome, driver_version, run_job

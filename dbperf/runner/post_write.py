@@ -14,7 +14,7 @@ from dbperf import engines
 from dbperf.catalog.workload import Workload
 from dbperf.engines.descriptor import FlushStep
 from dbperf.errors import UserError
-from dbperf.experiment.spec import Experiment, Target
+from dbperf.experiment.model import Experiment, Target
 from dbperf.records import ExecResult
 from dbperf.runner.driver import run_job
 from dbperf.runner.sqlite_data import SqliteData

@@ -26,7 +26,7 @@ from typing import Any
 
 from dbperf import engines
 from dbperf.errors import UserError
-from dbperf.experiment.spec import Experiment, Target
+from dbperf.experiment.model import Experiment, Target
 from dbperf.records import DeviceIo, IoBytes, Resources, RunResult
 from dbperf.runner.target_lifecycle import TargetLifecycle
 from dbperf.runner.window_opens import WindowOpens

@@ -21,7 +21,7 @@ from rich.progress import Progress
 
 from dbperf.catalog.workload import Workload
 from dbperf.errors import UserError
-from dbperf.experiment.spec import Experiment, Target
+from dbperf.experiment.model import Experiment, Target
 from dbperf.explain.mode import CounterMode
 from dbperf.explain.profile import Profiler
 from dbperf.records import Profile, SimulatedRecord

@@ -11,7 +11,7 @@ from typing import Any
 from dbperf.catalog.schema import sbtest
 from dbperf.engines.sqlite import SQLITE
 from dbperf.errors import UserError
-from dbperf.experiment.spec import Experiment, Target
+from dbperf.experiment.model import Experiment, Target
 from dbperf.records import DriverJob, LoadResult
 from dbperf.runner.driver import run_job
 

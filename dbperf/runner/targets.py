@@ -24,8 +24,9 @@ from dbperf.buildlab.server_build import ServerBuild, build_server
 from dbperf.buildlab.server_releases import ServerInstall, fetch_release
 from dbperf.buildlab.variants import BuildSpec, ServerBuildSpec
 from dbperf.errors import UserError
-from dbperf.experiment.spec import Experiment
+from dbperf.experiment.model import Experiment
 from dbperf.runner.driver import library_info
+from dbperf.runner.server_training import train_server
 from dbperf.storage.host import sha256_of
 
 
@@ -72,7 +73,7 @@ def build_servers(e: Experiment, console: Console) -> tuple[Experiment, dict[str
             def step(phase: str, done: int, expected: int, task: TaskID = task, label: str = spec.label()) -> None:
                 progress.update(task, description=f"{label}: {phase}", completed=done, total=max(done, expected))
 
-            builds[spec] = b = build_server(spec, step)
+            builds[spec] = b = build_server(spec, train_server, step)
         how = "cached" if b.cached else f"built in {b.manifest['build_seconds']} s"
         console.print(f"  {how} {spec.label()} from {b.manifest['source']['package']} "
                       f"{b.manifest['source']['version']}  {b.root}", highlight=False, markup=False)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from dbperf.experiment.spec import Experiment, Target
+from dbperf.experiment.model import Experiment, Target
 from dbperf.servers.lifecycle import ExternalServer, LabServer, ServerTarget
 from dbperf.servers.mariadb import MariaDBServer
 from dbperf.servers.postgres import PostgresServer

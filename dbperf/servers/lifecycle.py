@@ -25,7 +25,7 @@ from urllib.parse import urlsplit
 
 from dbperf.catalog.schema import sbtest
 from dbperf.errors import UserError
-from dbperf.experiment.spec import Experiment, Target
+from dbperf.experiment.model import Experiment, Target
 from dbperf.records import DriverJob, ExecResult, LoadResult
 from dbperf.runner.driver import run_job
 from dbperf.servers.process import (

@@ -10,6 +10,7 @@ import shutil
 from pathlib import Path
 from urllib.parse import quote
 
+from dbperf.engines.mariadb import MARIADB
 from dbperf.errors import UserError
 from dbperf.servers.lifecycle import LabServer, cnf_value, run_setup, sql_string
 from dbperf.servers.process import ServerProcess
@@ -20,7 +21,7 @@ ADJUSTED = re.compile(r"option '([^']+)': .* adjusted to")
 class MariaDBServer(LabServer):
     engine = "mariadb"
     scheme = "mysql"
-    service_user = "mysql"
+    service_user = MARIADB.service_user
     apt_package = "mariadb-server"
     default_binaries = "/usr/sbin/mariadbd"
     admin_database = None

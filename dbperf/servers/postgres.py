@@ -9,6 +9,7 @@ import re
 from pathlib import Path
 from urllib.parse import quote
 
+from dbperf.engines.postgres import POSTGRES
 from dbperf.errors import UserError
 from dbperf.servers.lifecycle import READY_TIMEOUT_S, LabServer, pg_conf_value, run_setup
 from dbperf.servers.process import ServerProcess
@@ -20,7 +21,7 @@ INCLUDE = "include_if_exists = 'dbperf.conf'"
 class PostgresServer(LabServer):
     engine = "postgres"
     scheme = "postgresql"
-    service_user = "postgres"
+    service_user = POSTGRES.service_user
     apt_package = "postgresql"
     default_binaries = "/usr/lib/postgresql/15/bin"
     admin_database = "postgres"

@@ -5,13 +5,13 @@ mean with `--aggregate trimmed`."""
 from __future__ import annotations
 
 import statistics
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from dbperf.catalog.registry import AFTER_WRITES
-from dbperf.records import CellRecord, CountersRecord, ResultsRecord, Usage
-from dbperf.stats.simulated import attach_simulated
+from dbperf.records import CellRecord, CountersRecord, ResultsRecord, SimulatedRecord, Usage
+from dbperf.stats.simulated import simulated_delta
 from dbperf.stats.summary import Summary, significance, summarize
 from dbperf.stats.verdict import DEFAULT_MIN_EFFECT, CellVerdict, Metric, deciding, pair_rounds, verdict_on_rounds
 
@@ -173,7 +173,7 @@ def build_matrix(meta: dict[str, Any], records: list[ResultsRecord], aggregate: 
             cell.level_shift = level_shift_text(cell.verdict_detail, cell.cpu_verdict_detail)
     thread_counts = sorted({t for (_, _, t) in cells} | set(meta.get("threads", [])))
     trained_on = {t["name"]: t.get("trained_on", []) for t in meta["targets"]}
-    attach_simulated(cells, base, records)  # issue 25's simulated tier: Cell.sim (stats/simulated.py)
+    _attach_simulated(cells, base, records)  # issue 25's simulated tier: Cell.sim (stats/simulated.py)
     return Matrix(base=base, targets=targets, benchmarks=benchmarks, threads=thread_counts, cells=cells,
                   aggregate=aggregate, trained_on=trained_on, counters=counters,
                   min_effect=meta.get("min_effect", DEFAULT_MIN_EFFECT))
@@ -212,3 +212,16 @@ def cell_verdict(cell: Cell, base: Cell, min_effect: float, metric: Metric = "wa
     base_runs = [(r.repeat, r.partner, metric_value(r, metric)) for r in base.runs]
     pairs = pair_rounds(cell.target, runs, base_runs)
     return verdict_on_rounds(pairs, [v for _, v in runs if v], [v for _, _, v in base_runs if v], min_effect, metric)
+
+
+def _attach_simulated(cells: Mapping[tuple[str, str, int], Cell], base: str,
+                     records: Iterable[object]) -> None:
+    """Sets `sim` on every matrix cell whose (target, benchmark) has a simulated record (one thread: the same
+    figures for every thread count's row). Called by build_matrix once the cells exist."""
+    simulated = {(r.target, r.benchmark): r for r in records if isinstance(r, SimulatedRecord)}
+    if not simulated:
+        return
+    for (target, benchmark, _), cell in cells.items():
+        record = simulated.get((target, benchmark))
+        if record is not None:
+            cell.sim = simulated_delta(record, simulated.get((base, benchmark)), target == base)

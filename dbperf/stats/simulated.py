@@ -5,14 +5,10 @@ cannot, but it is a verdict of its own, never mixed with the measured ones."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from dbperf.records import SimulatedRecord
-
-if TYPE_CHECKING:
-    from dbperf.stats.rqps_matrix import Cell
 
 TIER = "simulated (cachegrind, I1/D1 32K, LL 8M, ASLR off)"  # how every view labels the tier's figures
 SAME_WITHIN = 0.005  # |Δ est. cycles| below 0.5% is "same": the tier's resolution, not a noise estimate
@@ -69,16 +65,3 @@ def simulated_delta(target: SimulatedRecord, base: SimulatedRecord | None, is_ba
     return SimulatedDelta(simulated_verdict(cycles), target.tier, target.instructions, target.estimated_cycles,
                           base.instructions, base.estimated_cycles, target.instructions / base.instructions - 1,
                           cycles, target.reused_from)
-
-
-def attach_simulated(cells: Mapping[tuple[str, str, int], Cell], base: str,
-                     records: Iterable[object]) -> None:
-    """Sets `sim` on every matrix cell whose (target, benchmark) has a simulated record (one thread: the same
-    figures for every thread count's row). Called by build_matrix once the cells exist."""
-    simulated = {(r.target, r.benchmark): r for r in records if isinstance(r, SimulatedRecord)}
-    if not simulated:
-        return
-    for (target, benchmark, _), cell in cells.items():
-        record = simulated.get((target, benchmark))
-        if record is not None:
-            cell.sim = simulated_delta(record, simulated.get((base, benchmark)), target == base)

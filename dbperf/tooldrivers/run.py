@@ -24,7 +24,7 @@ from urllib.parse import unquote, urlsplit
 from dbperf import engines
 from dbperf.catalog.workload import Workload
 from dbperf.errors import UserError
-from dbperf.experiment.spec import Experiment, Target
+from dbperf.experiment.model import Experiment, Target
 from dbperf.records import Resources, RunResult, Usage
 from dbperf.runner.resources import CellSampler, process_tree
 from dbperf.servers.process import server_environ

@@ -13,7 +13,7 @@ from dbperf.buildlab.training import TRAIN_SECONDS, TRAIN_TABLE_SIZE, TRAIN_TABL
 from dbperf.buildlab.variants import SERVER_TRAINING
 from dbperf.catalog.workload import compile_statements
 from dbperf.errors import UserError
-from dbperf.experiment.spec import Experiment, Target
+from dbperf.experiment.model import Experiment, Target
 from dbperf.records import RunResult
 from dbperf.runner.driver import run_job
 from dbperf.servers.engines import server_target
