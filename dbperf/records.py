@@ -1,6 +1,6 @@
 """The typed records that cross a boundary as JSON: the job handed to dbperf-driver and the results it prints
 (mirroring driver/src/job.rs), a line of results.jsonl, and a counters profile. Each is decoded and checked once,
-where the JSON enters Python (runner/driver.py, storage/results.py); everything after reads attributes.
+where the JSON enters Python (host/driver.py, storage/results.py); everything after reads attributes.
 
 msgspec does the decoding and the checks: a wrong type or a missing field is a ValidationError naming the path
 (`$.result.qps`). Fields a newer driver or lab adds are ignored by an older reader; fields added over time carry
@@ -270,7 +270,7 @@ class Profile(msgspec.Struct, omit_defaults=True):
 
 
 class NoiseSensors(msgspec.Struct, frozen=True):
-    """What else the host did over a cell's measured window (runner/noise.py)."""
+    """What else the host did over a cell's measured window (host/noise.py)."""
     window_s: float
     cpus: list[int]  # the CPUs the cell's processes ran on (all the lab may use when not pinned)
     steal: float  # share of those CPUs' time stolen by the hypervisor
@@ -282,7 +282,7 @@ class NoiseSensors(msgspec.Struct, frozen=True):
     interfered: bool = False  # heavy interference: flagged in reports, its round repeated under repeats = "auto"
 
 
-# --- Resources per query (issue 14, runner/resources.py): sampled by the lab, not the driver. ---
+# --- Resources per query (issue 14, targets/resources.py): sampled by the lab, not the driver. ---
 
 class IoBytes(msgspec.Struct, frozen=True):
     """/proc/PID/io deltas: read_bytes/write_bytes reached the storage layer; rchar/wchar are every read()- and
@@ -334,7 +334,7 @@ class CellRecord(msgspec.Struct, omit_defaults=True):
     position: int | None = None  # the target's place within its round (repeat): 1 = first; None before it was kept
     host: str | None = None  # `dbperf fleet`: the host that measured it (None: a local run)
     noise: NoiseSensors | None = None  # None: measured before the sensors existed, or nothing measured
-    resources: Resources | None = None  # issue 14: I/O and engine counters (runner/resources.py)
+    resources: Resources | None = None  # issue 14: I/O and engine counters (targets/resources.py)
     tool: str | None = None  # issue 14: "sysbench" or "pgbench" ran this cell instead of dbperf-driver
     imported: bool = False  # issue 14: read from saved tool output (dbperf import): its CPU was never measured
     # Duet runs (issue 25, `order = "duet"`): the target measured at the same moment on the other CPU. The base runs

@@ -41,7 +41,7 @@ BUILD = textwrap.dedent("""
     from pathlib import Path
     from dbperf.buildlab import server_build
     from dbperf.buildlab.staging import Staging
-    from dbperf.buildlab.variants import ServerBuildSpec
+    from dbperf.experiment.build_variants import ServerBuildSpec
     from dbperf.runner import interrupts
 
     interrupts.install()

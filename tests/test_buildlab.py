@@ -9,13 +9,13 @@ from pathlib import Path
 import pytest
 
 from dbperf.buildlab.builder import build, build_key
-from dbperf.buildlab.compiler import find_compiler
 from dbperf.buildlab.sqlite_source import resolve
-from dbperf.buildlab.variants import BuildSpec
 from dbperf.errors import UserError
+from dbperf.experiment.build_variants import BuildSpec
+from dbperf.host import process_variants
+from dbperf.host.compiler import find_compiler
+from dbperf.host.driver import library_info
 from dbperf.records import LibraryInfo
-from dbperf.runner import process_variants
-from dbperf.runner.driver import library_info
 from tests.conftest import run_cli
 
 pytestmark = pytest.mark.e2e

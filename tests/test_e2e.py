@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from dbperf.runner.driver import driver_path
+from dbperf.host.driver import driver_path
 from tests.conftest import DBPERF, REPO, run_cli
 
 pytestmark = pytest.mark.e2e

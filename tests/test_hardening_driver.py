@@ -138,7 +138,7 @@ def test_the_driver_dies_with_the_lab(write_experiment, tmp_path):
 
 
 def test_a_driver_whose_lab_is_already_gone_exits(tmp_path):
-    from dbperf.runner.driver import driver_path
+    from dbperf.host.driver import driver_path
 
     gone = subprocess.Popen(["true"])
     gone.wait()  # exited and reaped: as if the lab had died before the driver's prctl
@@ -155,7 +155,7 @@ def test_a_driver_whose_lab_is_already_gone_exits(tmp_path):
 def test_the_lab_passes_its_pid_to_every_driver_it_starts(tmp_path, monkeypatch):
     """run_job, library_info and driver_version all start the driver with DBPERF_PARENT_PID: a wrapper that records
     its environment shows it (a real driver behind it does the work)."""
-    from dbperf.runner import driver as d
+    from dbperf.host import driver as d
 
     seen = tmp_path / "seen"
     wrapper = tmp_path / "wrapper"

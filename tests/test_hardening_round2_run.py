@@ -21,8 +21,8 @@ from dbperf.errors import UserError
 from dbperf.experiment.load_model import MAX_RATE
 from dbperf.experiment.model import default_sqlite_library
 from dbperf.experiment.spec import parse_experiment
+from dbperf.host.driver import run_job
 from dbperf.records import DriverJob, LoadResult, RunResult
-from dbperf.runner.driver import run_job
 from dbperf.storage import results
 from dbperf.storage.results import LOCK, ResultsWriter, read_results
 from tests.conftest import DBPERF, REPO, run_cli

@@ -106,7 +106,7 @@ def test_writes_accumulate_or_restore_and_post_write_is_recorded(tmp_path: Path,
     [step] = meta["targets"][0]["post_write"]
     assert step["before"] == "scan" + AFTER_WRITES
     assert step["statements"] == ["PRAGMA wal_checkpoint(TRUNCATE)"] and step["wait_s"] == 0.1
-    # Resources of the same run (runner/resources.py): the driver is the engine, so an insert writes through it.
+    # Resources of the same run (targets/resources.py): the driver is the engine, so an insert writes through it.
     insert = [c["resources"] for c in cells if c["benchmark"] == "insert"]
     assert all(r["window_s"] > 0.2 and r["queries"] > 0 for r in insert)
     assert any(r["client_io"]["wchar"] > 0 for r in insert)

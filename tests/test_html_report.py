@@ -13,7 +13,7 @@ import pytest
 from dbperf.report import charts
 from dbperf.report.html import to_html
 from dbperf.report.render import to_csv, to_json, to_markdown
-from dbperf.report.verdict import cell_verdict, verdict_of
+from dbperf.stats.cell_verdict import cell_verdict, verdict_of
 from dbperf.stats.rqps_matrix import build_matrix
 from dbperf.storage.results import read_results
 from tests.conftest import run_cli
@@ -67,7 +67,7 @@ def test_heat_map_colours_by_significance_and_by_a_verdict_when_cells_carry_one(
     v = cell_verdict(m, cell)
     assert (v.word, v.noise_threshold) == ("unstable", 0.12)
     heat = charts.rqps_heatmap(m)["data"][0]
-    from dbperf.report.verdict import VERDICTS
+    from dbperf.stats.cell_verdict import VERDICTS
     assert heat["z"][1][1] == VERDICTS.index("slower") and heat["z"][1][2] == VERDICTS.index("unstable")
     assert "noise threshold 12.0%" in heat["customdata"][1][2]
 

@@ -42,7 +42,7 @@ def test_a_wheel_installs_a_working_lab(tmp_path):
     where = tmp_path / "elsewhere"
     where.mkdir()
     found = _run([str(venv / "bin" / "python"), "-c",
-                  "import dbperf; from dbperf.runner.driver import driver_path; print(dbperf.__file__); "
+                  "import dbperf; from dbperf.host.driver import driver_path; print(dbperf.__file__); "
                   "print(driver_path())"], cwd=where)
     package, driver = found.stdout.split()
     assert package.startswith(str(venv)) and driver == str(venv / "bin" / "dbperf-driver"), found.stdout

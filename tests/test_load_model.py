@@ -15,9 +15,9 @@ from dbperf.catalog.workload import compile_statements
 from dbperf.errors import UserError
 from dbperf.experiment.model import default_sqlite_library
 from dbperf.experiment.spec import parse_experiment
+from dbperf.host.driver import run_job
 from dbperf.records import DriverJob, LoadResult, RunResult, decode
 from dbperf.report.histogram import decode as decode_histogram
-from dbperf.runner.driver import run_job
 from tests.conftest import run_cli
 
 ROWS = 2000

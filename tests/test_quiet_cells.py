@@ -9,9 +9,9 @@ import pytest
 
 from dbperf.errors import UserError
 from dbperf.experiment.spec import parse_experiment
+from dbperf.host.cpus import CpuPlan, pinned, plan_cpus
+from dbperf.host.noise import CLK_TCK, Sample, read_proc_stat, sensors
 from dbperf.records import CellRecord, results_record
-from dbperf.runner.cpus import CpuPlan, pinned, plan_cpus
-from dbperf.runner.noise import CLK_TCK, Sample, read_proc_stat, sensors
 
 pytestmark = pytest.mark.unit
 

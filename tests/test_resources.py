@@ -1,4 +1,4 @@
-"""Resources per query (runner/resources.py, report/resources_view.py) without an engine: the /proc readers on
+"""Resources per query (targets/resources.py, report/resources_view.py) without an engine: the /proc readers on
 this process, the deltas, and old results that have no resources."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 
 from dbperf.records import CellRecord, IoBytes, Resources, results_record
 from dbperf.report.resources_view import resource_rows
-from dbperf.runner.resources import _io_delta, device_of, diskstats, proc_io, process_tree
+from dbperf.targets.resources import _io_delta, device_of, diskstats, proc_io, process_tree
 
 pytestmark = pytest.mark.unit
 

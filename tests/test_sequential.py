@@ -10,7 +10,7 @@ import math
 import numpy as np
 import pytest
 
-from dbperf.runner.rounds import MIN_ROUNDS
+from dbperf.experiment.keys import MIN_ROUNDS
 from dbperf.stats.level_shift import find_level_shift
 from dbperf.stats.sequential import call, confidence_path, confidence_sequence, log_wealth
 from dbperf.stats.verdict import ALPHA, METRIC_ALPHA, verdict_on_rounds

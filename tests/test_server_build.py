@@ -10,9 +10,9 @@ from typing import ClassVar
 import pytest
 
 from dbperf.buildlab import server_build
-from dbperf.buildlab.compiler import find_compiler
-from dbperf.buildlab.variants import ServerBuildSpec
 from dbperf.errors import UserError
+from dbperf.experiment.build_variants import ServerBuildSpec
+from dbperf.host.compiler import find_compiler
 from tests.conftest import NEEDS_SERVERS, run_cli
 
 
@@ -146,7 +146,7 @@ def test_mariadb_recipe_is_cmake_with_the_minimal_plugin_set_and_the_variants_fl
 @pytest.mark.unit
 def test_a_build_does_not_inherit_the_calling_make(monkeypatch):
     # Under `make test`, MAKELEVEL=1 made PostgreSQL's top-level make skip its generated headers (errcodes.h).
-    from dbperf.buildlab.compiler import build_environment
+    from dbperf.host.compiler import build_environment
 
     monkeypatch.setenv("MAKELEVEL", "1")
     monkeypatch.setenv("MAKEFLAGS", " -j2 --jobserver-auth=3,4")

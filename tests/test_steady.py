@@ -16,11 +16,11 @@ from rich.console import Console
 
 from dbperf.errors import UserError
 from dbperf.experiment.spec import parse_experiment
+from dbperf.host.window_opens import WindowOpens
 from dbperf.records import CellRecord, DriverJob, RunResult, decode, encode, results_record
 from dbperf.report.render import render_table, to_csv, to_json, to_markdown
 from dbperf.runner.matrix import _unsettled
 from dbperf.runner.rounds import GroupState, Measured, RoundPolicy, run_rounds
-from dbperf.runner.window_opens import WindowOpens
 from dbperf.stats.rqps_matrix import build_matrix
 
 pytestmark = pytest.mark.unit

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from dbperf.catalog.registry import builtin
+from dbperf.catalog.tool_commands import check_options, pgbench_script
 from dbperf.errors import UserError
 from dbperf.experiment.spec import parse_experiment
-from dbperf.tooldrivers.commands import check_options, pgbench_script
 from dbperf.tooldrivers.parse import parse_pgbench, parse_sysbench, percentile, script_queries
 from tests.conftest import run_cli
 

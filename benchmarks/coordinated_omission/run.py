@@ -24,8 +24,8 @@ from pathlib import Path
 from dbperf.catalog.registry import builtin
 from dbperf.catalog.workload import compile_statements
 from dbperf.experiment.spec import parse_experiment
+from dbperf.host.driver import run_job
 from dbperf.records import RunResult
-from dbperf.runner.driver import run_job
 from dbperf.servers.engines import server_target
 
 TABLE_SIZE = 10_000

@@ -21,8 +21,8 @@ from dbperf.catalog.registry import builtin
 from dbperf.catalog.schema import sbtest
 from dbperf.catalog.workload import compile_statements
 from dbperf.experiment.model import default_sqlite_library
+from dbperf.host.driver import run_job
 from dbperf.records import DriverJob, LoadResult, RunResult
-from dbperf.runner.driver import run_job
 
 HERE = Path(__file__).parent
 TABLE_SIZE = 100_000

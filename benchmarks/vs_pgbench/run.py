@@ -23,8 +23,8 @@ from pathlib import Path
 from dbperf.catalog.registry import builtin
 from dbperf.catalog.workload import compile_statements
 from dbperf.experiment.spec import parse_experiment
+from dbperf.host.driver import driver_path
 from dbperf.records import RunResult, decode, encode
-from dbperf.runner.driver import driver_path
 from dbperf.servers.engines import server_target
 from dbperf.servers.lifecycle import PASSWORD_ENV
 

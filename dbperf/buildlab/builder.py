@@ -19,13 +19,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from dbperf.buildlab.compiler import Compiler, find_compiler
 from dbperf.buildlab.paths import cache_root
 from dbperf.buildlab.sqlite_source import SqliteSource, resolve
 from dbperf.buildlab.training import run_training, training_identity, training_workloads
-from dbperf.buildlab.variants import BuildSpec
 from dbperf.errors import UserError
-from dbperf.storage.host import sha256_of
+from dbperf.experiment.build_variants import BuildSpec
+from dbperf.host.compiler import Compiler, find_compiler
+from dbperf.host.facts import sha256_of
 
 LIBS = ["-lpthread", "-ldl", "-lm"]
 TAIL_LINES = 6

@@ -36,9 +36,9 @@ from pathlib import Path
 from typing import Any
 
 from dbperf import engines
-from dbperf.buildlab.compiler import build_environment
 from dbperf.buildlab.paths import open_to_service_users
 from dbperf.errors import UserError
+from dbperf.host.compiler import build_environment
 from dbperf.tools import tail
 
 # Runs the training set against the instrumented server build at `binaries` (engine, binaries, logs directory) and

@@ -27,17 +27,17 @@ from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
 from dbperf import engines
-from dbperf.buildlab.compiler import Compiler, build_environment, find_compiler
 from dbperf.buildlab.debian_source import candidate_versions, fetch_debian_source
 from dbperf.buildlab.paths import open_to_service_users, server_cache
 from dbperf.buildlab.server_bolt import Training, bolt_identity, bolt_server, bolt_tools
 from dbperf.buildlab.staging import LOCK, Staging, kill_session, sweep_abandoned
 from dbperf.buildlab.training import training_identity, training_workloads
-from dbperf.buildlab.variants import SERVER_TRAINING, ServerBuildSpec
 from dbperf.engines.mariadb import MARIADB
 from dbperf.engines.postgres import POSTGRES
 from dbperf.errors import UserError
-from dbperf.storage.host import sha256_of
+from dbperf.experiment.build_variants import SERVER_TRAINING, ServerBuildSpec
+from dbperf.host.compiler import Compiler, build_environment, find_compiler
+from dbperf.host.facts import sha256_of
 from dbperf.tools import tail
 
 Progress = Callable[[str, int, int], None]  # (phase, steps done, steps expected)

@@ -12,8 +12,8 @@ from dbperf.catalog.schema import sbtest
 from dbperf.catalog.workload import Workload, compile_statements, parse_workload_file
 from dbperf.engines.sqlite import SQLITE
 from dbperf.errors import UserError
+from dbperf.host.driver import run_job
 from dbperf.records import DriverJob, LoadResult, RunResult
-from dbperf.runner.driver import run_job
 
 TRAINING_DIR = Path(__file__).resolve().parents[1] / "catalog" / "training"
 TRAIN_TABLES = 2

@@ -12,10 +12,10 @@ from functools import cache
 from pathlib import Path
 
 from dbperf.catalog.harness import ORDERS, READ_ONLY_PARTS, harness_order, warm_cell
+from dbperf.catalog.tool_commands import PGBENCH_BUILTINS
 from dbperf.catalog.workload import Workload, parse_workload_file
 from dbperf.errors import UserError
 from dbperf.names import check_name
-from dbperf.tooldrivers.commands import PGBENCH_BUILTINS
 
 WORKLOAD_DIR = Path(__file__).parent / "workloads"
 GROUP_NAMES = ("reads", "writes", *ORDERS)  # all, all-2025: the harness's orders (catalog/harness.py)

@@ -82,7 +82,7 @@ class Engine:
     end_sessions_sql: str = ""
     sessions_sql: str = ""
     end_session_sql: str = ""
-    counters_query: CountersQuery | None = None  # runner/resources.py
+    counters_query: CountersQuery | None = None  # targets/resources.py
     # The replication lab (dbperf/replication/): MariaDB's binlog replicas apply with parallel workers; PostgreSQL's
     # standbys replay the WAL stream. None: the lab does not replicate this engine.
     replication: Literal["binlog", "streaming"] | None = None

@@ -17,12 +17,14 @@ from dbperf.experiment.load_model import ARRIVALS
 from dbperf.experiment.load_model import percentiles as load_percentiles
 from dbperf.experiment.load_model import rate as load_rate
 from dbperf.experiment.steady import check_steady
+from dbperf.host.cpus import check_cpus
+from dbperf.host.process_variants import ALLOCATORS, HUGEPAGES
 from dbperf.names import check_name
-from dbperf.runner.cpus import check_cpus
-from dbperf.runner.process_variants import ALLOCATORS, HUGEPAGES
-from dbperf.runner.rounds import ORDERS
 
 Check = Callable[[Any, str], Any]
+ORDERS = ("alternate", "random")  # of the targets within a round (runner/rounds.py)
+MIN_ROUNDS = 5  # clean rounds a side before `repeats = "auto"` may stop
+DEFAULT_MIN_EFFECT = 0.02  # the smallest change a verdict calls faster or slower (`min_effect`)
 ENGINES = engines.NAMES
 AGGREGATES = ("median", "trimmed")
 WRITE_MODES = ("restore", "cumulative")
@@ -161,7 +163,7 @@ RUN = (
     Key("post_write_wait", "duration or \"harness\"", "the wait after the post-write step; harness: 60 s + 1 s per "
         "million rows, at most 1200 s", "harness", "s", post_write_wait),
     Key("resources", "boolean", "I/O per query (driver and server /proc/PID/io, the data's device), engine counters "
-        "per query and database sizes (runner/resources.py)", "true", "", boolean),
+        "per query and database sizes (targets/resources.py)", "true", "", boolean),
     # The load model (dbperf/experiment/load_model.py).
     Key("interval", "duration", "time series: events, queries, errors and latency per interval; 0 for none",
         "1s", "s", duration),
@@ -256,7 +258,7 @@ FLEET = (
 SECTIONS = {"[run]": RUN, "[[target]]": TARGET, "[fleet]": FLEET, "workload file": WORKLOAD,
             "[[statement]]": STATEMENT}
 
-# The replication lab's section (dbperf/replication/config.py checks the lists and their combinations).
+# The replication lab's section (dbperf/experiment/replication_section.py checks the lists and their combinations).
 REPLICATION = (
     Key("studies", "list of apply | stale-reads | cross-engine (MariaDB)", "which studies to run, in this order",
         "[\"apply\", \"stale-reads\"]"),

@@ -9,15 +9,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from dbperf import engines
-from dbperf.buildlab.variants import BuildSpec, ServerBuildSpec
 from dbperf.catalog.workload import Workload
 from dbperf.errors import UserError
+from dbperf.experiment.build_variants import BuildSpec, ServerBuildSpec
+from dbperf.experiment.keys import DEFAULT_MIN_EFFECT
 from dbperf.experiment.load_model import LoadModel
+from dbperf.experiment.replication_section import ReplicationSpec
 from dbperf.experiment.steady import SteadyState
-from dbperf.replication.config import ReplicationSpec
-from dbperf.runner.cpus import NOT_PINNED, CpuPlan
-from dbperf.runner.process_variants import ProcessVariant
-from dbperf.stats.verdict import DEFAULT_MIN_EFFECT
+from dbperf.host.cpus import NOT_PINNED, CpuPlan
+from dbperf.host.process_variants import ProcessVariant
 
 
 def default_sqlite_library() -> str:
@@ -103,9 +103,9 @@ class Experiment:
     post_write: bool = False
     post_write_wait_s: float = 0.0
     fleet: FleetSection | None = None
-    cpus: CpuPlan = NOT_PINNED  # where the driver and lab-started servers run (runner/cpus.py)
+    cpus: CpuPlan = NOT_PINNED  # where the driver and lab-started servers run (host/cpus.py)
     aa_target: str | None = None  # the base's A/A copy (experiment/aa.py), when the run has one
-    resources: bool = True  # I/O and engine counters per cell (runner/resources.py)
+    resources: bool = True  # I/O and engine counters per cell (targets/resources.py)
     load: LoadModel = field(default_factory=LoadModel)  # closed/open loop, time series, percentiles
     steady: SteadyState | None = None  # warm up until the throughput settles (experiment/steady.py)
     replication: ReplicationSpec | None = None  # a [replication] section: the replication lab runs instead

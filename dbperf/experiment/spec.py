@@ -11,27 +11,26 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from dbperf import engines
-from dbperf.buildlab.variants import (
+from dbperf.catalog.registry import resolve
+from dbperf.errors import UserError
+from dbperf.experiment import keys
+from dbperf.experiment.aa import with_aa
+from dbperf.experiment.build_variants import (
     SERVER_ORIGINS,
     parse_build,
     parse_server_build,
     parse_source,
 )
-from dbperf.catalog.registry import resolve
-from dbperf.errors import UserError
-from dbperf.experiment import keys
-from dbperf.experiment.aa import with_aa
 from dbperf.experiment.harness_settings import harness_settings
+from dbperf.experiment.keys import DEFAULT_MIN_EFFECT, MIN_ROUNDS
 from dbperf.experiment.load_model import parse_load_model
 from dbperf.experiment.model import Experiment, FleetSection, Target, default_sqlite_library
+from dbperf.experiment.replication_section import check_replication_experiment, parse_replication
 from dbperf.experiment.steady import steady_with_warmup
+from dbperf.experiment.tool_section import check_tool_benchmarks, tool_fields
+from dbperf.host.cpus import plan_cpus
+from dbperf.host.process_variants import ProcessVariant, allocator_library
 from dbperf.names import check_name
-from dbperf.replication.config import check_replication_experiment, parse_replication
-from dbperf.runner.cpus import plan_cpus
-from dbperf.runner.process_variants import ProcessVariant, allocator_library
-from dbperf.runner.rounds import MIN_ROUNDS
-from dbperf.stats.verdict import DEFAULT_MIN_EFFECT
-from dbperf.tooldrivers.targets import check_tool_benchmarks, tool_fields
 
 AUTO_BUDGET_S = 600.0
 

@@ -22,9 +22,9 @@ from dbperf.explain.cachegrind import GEOMETRY, CachegrindProfile, run_under_cac
 from dbperf.explain.mode import CounterMode, detect_mode
 from dbperf.explain.perfstat import STAT_EVENTS, perf_record_top, perf_stat
 from dbperf.explain.server_profile import ServerProfiling
+from dbperf.host.driver import driver_path, run_job
 from dbperf.records import DriverJob, Profile, RunResult, Slowdown, TopFunction
-from dbperf.runner.driver import driver_path, run_job
-from dbperf.runner.sqlite_data import SqliteData
+from dbperf.targets.sqlite_data import SqliteData
 
 TOP_N = 15
 KEEP_FUNCTIONS = 300  # per-function figures kept for diffs

@@ -34,8 +34,8 @@ from dbperf.experiment.model import Experiment, Target
 from dbperf.explain.cachegrind import GEOMETRY, CachegrindProfile, parse_cachegrind_out, valgrind_available
 from dbperf.explain.callgrind import CALLGRIND_OPTIONS, callgrind_control, newest_dump, parse_callgrind_out
 from dbperf.explain.perfstat import STAT_EVENTS, PerfStat, perf_stat_pids
+from dbperf.host.driver import run_job
 from dbperf.records import RunResult
-from dbperf.runner.driver import run_job
 from dbperf.servers.engines import server_target
 from dbperf.servers.lifecycle import LabServer
 from dbperf.servers.runtime import RuntimeDir

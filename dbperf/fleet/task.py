@@ -21,7 +21,7 @@ from typing import Any
 from distributed import Event, get_client, get_worker
 
 from dbperf.buildlab.paths import cache_root
-from dbperf.storage.host import host_metadata
+from dbperf.host.facts import host_metadata
 
 STDERR_TAIL = 4000
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from dbperf.errors import UserError
 from dbperf.history.changepoints import PVALUE, Step, steps
 from dbperf.history.store import Result
-from dbperf.report.verdict import Verdict, verdict_of
+from dbperf.stats.cell_verdict import Verdict, verdict_of
 from dbperf.stats.summary import ALPHA, MIN_REPEATS_FOR_TEST, significance
 
 BY = ("version", "run")

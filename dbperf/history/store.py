@@ -23,7 +23,7 @@ from typing import Any
 
 from dbperf import engines
 from dbperf.errors import UserError
-from dbperf.report.verdict import cell_verdict
+from dbperf.stats.cell_verdict import cell_verdict
 from dbperf.stats.rqps_matrix import Matrix, build_matrix
 from dbperf.storage.results import read_results
 

@@ -7,8 +7,8 @@ import hashlib
 import os
 from pathlib import Path
 
-from dbperf.buildlab.compiler import find_compiler
 from dbperf.buildlab.paths import cache_root
+from dbperf.host.compiler import find_compiler
 from dbperf.tools import run_tool
 
 SOURCE_DIR = Path(__file__).parent / "c"

@@ -15,14 +15,14 @@ from dbperf.catalog.workload import compile_statements
 from dbperf.errors import UserError
 from dbperf.experiment.model import Experiment, Target
 from dbperf.experiment.spec import parse_experiment
+from dbperf.host.driver import driver_environ, driver_path
 from dbperf.layout.check import dynamic_counts, render, result_json, write_json
 from dbperf.layout.dynamic import DynamicCounts, TraceBudget, TraceInterrupted
 from dbperf.layout.findings import Finding, findings
 from dbperf.layout.static_map import StaticMap, static_map
 from dbperf.records import encode
-from dbperf.runner.driver import driver_environ, driver_path
-from dbperf.runner.sqlite_data import SqliteData
 from dbperf.runner.targets import build_targets, inspect_targets
+from dbperf.targets.sqlite_data import SqliteData
 
 # False sharing needs two threads at least; an experiment of one thread is counted with two.
 MIN_THREADS = 2

@@ -5,8 +5,8 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from dbperf.buildlab.compiler import find_compiler
 from dbperf.buildlab.paths import cache_root
+from dbperf.host.compiler import find_compiler
 from dbperf.probes.catalog import SOURCE_DIR, ProbeFamily
 from dbperf.tools import run_tool
 

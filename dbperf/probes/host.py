@@ -7,8 +7,8 @@ import platform
 from pathlib import Path
 from typing import Any
 
-from dbperf.buildlab.compiler import find_compiler
-from dbperf.storage.host import cpu_model, cpuinfo_field
+from dbperf.host.compiler import find_compiler
+from dbperf.host.facts import cpu_model, cpuinfo_field
 
 
 def _caches() -> list[dict[str, str]]:

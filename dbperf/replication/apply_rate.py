@@ -18,10 +18,10 @@ from dataclasses import dataclass
 
 from dbperf.catalog.workload import Workload, compile_statements
 from dbperf.experiment.model import Experiment
+from dbperf.experiment.replication_section import ReplicationSpec
+from dbperf.host.driver import run_job
 from dbperf.records import ApplyRecord, RunResult
 from dbperf.replication.cluster import Cluster, ClusterServer, StudyFailed, gtid_seq
-from dbperf.replication.config import ReplicationSpec
-from dbperf.runner.driver import run_job
 
 LOAD_TIMEOUT_S = 3600.0
 IO_CATCH_UP_TIMEOUT_S = 600.0

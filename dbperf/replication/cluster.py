@@ -28,7 +28,7 @@ import pymysql
 
 from dbperf.errors import UserError
 from dbperf.experiment.model import Experiment, Target
-from dbperf.replication.config import CROSS_ENGINE_DURABILITY, DURABILITY
+from dbperf.experiment.replication_section import CROSS_ENGINE_DURABILITY, DURABILITY
 from dbperf.servers.lifecycle import sql_string
 from dbperf.servers.mariadb import MariaDBServer
 from dbperf.servers.process import log_tail, server_environ

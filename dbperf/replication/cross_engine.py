@@ -17,10 +17,10 @@ import time
 from collections.abc import Callable
 
 from dbperf.experiment.model import Experiment
+from dbperf.experiment.replication_section import CROSS_ENGINE_DURABILITY, ReplicationSpec
 from dbperf.records import ApplyRecord
 from dbperf.replication.apply_rate import ApplyPlan, measure
 from dbperf.replication.cluster import Cluster, ClusterServer, StudyFailed
-from dbperf.replication.config import CROSS_ENGINE_DURABILITY, ReplicationSpec
 
 STATES = ("innodb", "auto", "rocksdb")
 TABLE_ENGINE = "rocksdb"

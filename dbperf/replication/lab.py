@@ -18,6 +18,8 @@ from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from dbperf.errors import UserError
 from dbperf.experiment.model import Experiment, Target
+from dbperf.host.driver import driver_version
+from dbperf.host.facts import host_metadata
 from dbperf.records import ApplyRecord, StaleReadsRecord, to_builtins
 from dbperf.replication.apply_rate import run_apply_study
 from dbperf.replication.cluster import Cluster, StudyFailed
@@ -27,11 +29,9 @@ from dbperf.replication.pg_apply import run_pg_apply_study
 from dbperf.replication.pg_cluster import PgCluster
 from dbperf.replication.pg_stale import run_pg_stale_study
 from dbperf.replication.stale_reads import run_stale_study
-from dbperf.runner.driver import driver_version
 from dbperf.runner.matrix import RunOutcome
 from dbperf.servers.runtime import RuntimeDir
 from dbperf.servers.watchdog import Watchdog
-from dbperf.storage.host import host_metadata
 from dbperf.storage.results import ResultsWriter, close_run, recorded_status
 
 APPLY_NOTE = ("apply: the replica's SQL thread stopped while the primary wrote (its I/O thread fetched the "

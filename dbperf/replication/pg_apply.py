@@ -29,12 +29,12 @@ from collections.abc import Callable
 
 from dbperf.catalog.workload import compile_statements
 from dbperf.experiment.model import Experiment
+from dbperf.experiment.replication_section import ReplicationSpec
+from dbperf.host.driver import run_job
 from dbperf.records import ApplyRecord, LagSample, RunResult
 from dbperf.replication.apply_rate import ApplyPlan, plan
 from dbperf.replication.cluster import StudyFailed
-from dbperf.replication.config import ReplicationSpec
 from dbperf.replication.pg_cluster import PgCluster, PgClusterServer, lsn
-from dbperf.runner.driver import run_job
 
 LOAD_TIMEOUT_S = 3600.0
 RECEIVE_TIMEOUT_S = 600.0

@@ -41,8 +41,8 @@ from psycopg import sql
 
 from dbperf.errors import UserError
 from dbperf.experiment.model import Experiment, Target
+from dbperf.experiment.replication_section import PG_DURABILITY, PG_MODES
 from dbperf.replication.cluster import StudyFailed
-from dbperf.replication.config import PG_DURABILITY, PG_MODES
 from dbperf.servers.postgres import PostgresServer, postgres_major
 from dbperf.servers.process import last_error_line, server_environ
 from dbperf.servers.runtime import RuntimeDir

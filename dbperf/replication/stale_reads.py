@@ -20,10 +20,10 @@ from collections.abc import Callable
 from typing import Any
 
 from dbperf.experiment.model import Experiment
+from dbperf.experiment.replication_section import ReplicationSpec
+from dbperf.host.driver import driver_environ, driver_path
 from dbperf.records import RecordError, StaleReadsRecord, StaleReadsResult, decode
 from dbperf.replication.cluster import Cluster, StudyFailed
-from dbperf.replication.config import ReplicationSpec
-from dbperf.runner.driver import driver_environ, driver_path
 from dbperf.servers.lifecycle import PASSWORD_ENV
 
 PROBE_TABLE = "stale_probe"

@@ -11,7 +11,7 @@ from dbperf.records import CellRecord
 from dbperf.report.html_page import Figure, label
 from dbperf.report.layout import cpu_text, rqps_text
 from dbperf.report.simulated_view import sim_text
-from dbperf.report.verdict import VERDICT_COLOURS, VERDICTS, cell_verdict
+from dbperf.stats.cell_verdict import VERDICT_COLOURS, VERDICTS, cell_verdict
 from dbperf.stats.rqps_matrix import Matrix
 
 PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",

@@ -17,7 +17,7 @@ from dbperf.report.escape import md, term
 from dbperf.report.html import VERDICT_MEANINGS
 from dbperf.report.html_page import Page, legend_swatches, table, text
 from dbperf.report.layout import noisy
-from dbperf.report.verdict import VERDICT_COLOURS, cell_verdict
+from dbperf.stats.cell_verdict import VERDICT_COLOURS, cell_verdict
 from dbperf.stats.compare import Pair, Side
 
 DETAIL_HEADER = ("benchmark", "QPS A", "QPS B", "B / A", "verdict", "p", "spread A", "spread B", "CPU µs/q A",

@@ -14,7 +14,7 @@ from dbperf.report import charts
 from dbperf.report.html_page import Page, key_values, legend_swatches, table, text
 from dbperf.report.layout import build_report
 from dbperf.report.model import Block
-from dbperf.report.verdict import VERDICT_COLOURS
+from dbperf.stats.cell_verdict import VERDICT_COLOURS
 from dbperf.stats.rqps_matrix import Matrix
 
 VERDICT_MEANINGS = {

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from dbperf.host.noise import HEAVY_FOREIGN_CPU, HEAVY_STEAL
 from dbperf.report.load_view import load_blocks
 from dbperf.report.model import Block, Report, Row
 from dbperf.report.simulated_view import has_simulated, sim_legend, sim_text
 from dbperf.report.steady_view import MARK_MEANING as UNSETTLED_MEANING
 from dbperf.report.steady_view import steady_lines, unsettled_runs
 from dbperf.report.verdict_quality import aa_counts, aa_line, decided_metric, quality_lines
-from dbperf.runner.noise import HEAVY_FOREIGN_CPU, HEAVY_STEAL
 from dbperf.stats.rqps_matrix import Cell, Matrix
 from dbperf.stats.summary import MIN_REPEATS_FOR_TEST, NOISY_SPREAD
 from dbperf.stats.verdict import QUANTILE, UNSTABLE_MARGIN, CellVerdict
@@ -58,7 +58,7 @@ def _row_label(m: Matrix, benchmark: str, threads: int) -> str:
 
 
 def interfered_runs(cell: Cell) -> int:
-    """Repeats whose noise sensors saw heavy interference (runner/noise.py)."""
+    """Repeats whose noise sensors saw heavy interference (host/noise.py)."""
     return sum(1 for r in cell.runs if r.noise and r.noise.interfered)
 
 

@@ -15,7 +15,7 @@ from rich.table import Table
 from dbperf.history.series import Point, Row, Series
 from dbperf.report.escape import md, term
 from dbperf.report.html_page import Page, label, legend_swatches, table, text
-from dbperf.report.verdict import MANN_WHITNEY, VERDICT_COLOURS
+from dbperf.stats.cell_verdict import MANN_WHITNEY, VERDICT_COLOURS
 
 MARKS = {"faster": "+", "slower": "-", "same": "~", "undecided": "?", "unstable": "!"}
 MARKS_NOTE = (f"rQPS against the first column (center QPS of each); + faster, - slower, ~ same ({MANN_WHITNEY} of "

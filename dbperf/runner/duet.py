@@ -28,8 +28,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from dbperf.experiment.model import Experiment, Target
+from dbperf.host.driver import DriverOutcome, collect_job, kill_job, start_job
 from dbperf.records import DriverJob, RunResult
-from dbperf.runner.driver import DriverOutcome, collect_job, kill_job, start_job
 from dbperf.runner.rounds import round_order
 
 READY_TIMEOUT_S = 60.0  # setup (open, pragmas, prepare) that takes longer than this is a hang (the matrix passes
@@ -140,7 +140,7 @@ class Side:
 
 def run_together(sides: Sequence[Side], on_release: Callable[[list[int | None]], None],
                  ready_timeout_s: float = READY_TIMEOUT_S) -> list[DriverOutcome[RunResult]]:
-    """Runs every side's driver at once (runner/driver.py's start_job and collect_job: the same timeouts, kill and
+    """Runs every side's driver at once (host/driver.py's start_job and collect_job: the same timeouts, kill and
     outcomes as run_job), releases them together once all are ready, and returns their outcomes in order.
     `on_release` is called right after the release with each side's pid (None: not released: it failed or hung
     before it was ready), so that the caller's samplers start with the window. Ctrl-C kills every driver and

@@ -21,25 +21,25 @@ from dbperf.catalog.workload import Workload, compile_statements
 from dbperf.errors import UserError
 from dbperf.experiment.model import Experiment, Target
 from dbperf.explain.profile import Profiler
+from dbperf.host.driver import DriverOutcome, driver_version, run_job
+from dbperf.host.facts import host_metadata
+from dbperf.host.noise import HEAVY_FOREIGN_CPU, HEAVY_STEAL, NoiseWindow
+from dbperf.host.process_variants import mapped_allocators
+from dbperf.host.window_opens import WindowOpens
 from dbperf.records import CellRecord, CountersRecord, DriverJob, NoiseSensors, Resources, RunResult, to_builtins
-from dbperf.runner.driver import DriverOutcome, driver_version, run_job
 from dbperf.runner.duet import DuetPlan, Side, plan_duets, round_duets, run_together
-from dbperf.runner.noise import HEAVY_FOREIGN_CPU, HEAVY_STEAL, NoiseWindow
 from dbperf.runner.post_write import PostWriteSteps, meta_fields
-from dbperf.runner.process_variants import mapped_allocators
-from dbperf.runner.resources import CellSampler, database_bytes
 from dbperf.runner.rounds import GroupState, Measured, RoundPolicy, round_order, run_rounds
 from dbperf.runner.simulated_tier import measure_simulated
-from dbperf.runner.sqlite_data import SqliteData, TargetLoadFailed
-from dbperf.runner.target_lifecycle import TargetLifecycle
 from dbperf.runner.targets import inspect_targets
-from dbperf.runner.window_opens import WindowOpens
 from dbperf.servers.engines import server_target
 from dbperf.servers.runtime import RuntimeDir
 from dbperf.servers.watchdog import Watchdog
 from dbperf.stats.rqps_matrix import cpu_qps
-from dbperf.storage.host import host_metadata
 from dbperf.storage.results import ResultsWriter, close_run, recorded_status
+from dbperf.targets.lifecycle import TargetLifecycle
+from dbperf.targets.resources import CellSampler, database_bytes
+from dbperf.targets.sqlite_data import SqliteData, TargetLoadFailed
 from dbperf.tooldrivers.cell import run_tool_cell
 
 # A driver still running this long after its cell's warmup + time is hung. Tests shorten it through the environment.

@@ -15,10 +15,10 @@ from dbperf.catalog.workload import Workload
 from dbperf.engines.descriptor import FlushStep
 from dbperf.errors import UserError
 from dbperf.experiment.model import Experiment, Target
+from dbperf.host.driver import run_job
 from dbperf.records import ExecResult
-from dbperf.runner.driver import run_job
-from dbperf.runner.sqlite_data import SqliteData
-from dbperf.runner.target_lifecycle import TargetLifecycle
+from dbperf.targets.lifecycle import TargetLifecycle
+from dbperf.targets.sqlite_data import SqliteData
 
 FLUSH_TIMEOUT_S = 600.0
 STEP_TIMEOUT_S = 3600.0

@@ -19,10 +19,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 
+from dbperf.experiment.keys import MIN_ROUNDS
 from dbperf.stats.verdict import DEFAULT_MIN_EFFECT, CellVerdict, Metric, deciding, pair_rounds, verdict_on_rounds
 
-ORDERS = ("alternate", "random")
-MIN_ROUNDS = 5  # clean rounds a side before `auto` may stop
 MAX_EXTRA_MIN_ROUNDS = MIN_ROUNDS  # interfered rounds replaced at most this many times within the minimum
 MAX_ROUNDS = 10_000  # a safety net: a budget spent on cells of a millisecond would otherwise loop for ever
 

@@ -10,12 +10,12 @@ from pathlib import Path
 from typing import Any
 
 from dbperf.buildlab.training import TRAIN_SECONDS, TRAIN_TABLE_SIZE, TRAIN_TABLES, training_workloads
-from dbperf.buildlab.variants import SERVER_TRAINING
 from dbperf.catalog.workload import compile_statements
 from dbperf.errors import UserError
+from dbperf.experiment.build_variants import SERVER_TRAINING
 from dbperf.experiment.model import Experiment, Target
+from dbperf.host.driver import run_job
 from dbperf.records import RunResult
-from dbperf.runner.driver import run_job
 from dbperf.servers.engines import server_target
 from dbperf.servers.runtime import RuntimeDir
 

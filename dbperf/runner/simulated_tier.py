@@ -24,11 +24,11 @@ from dbperf.errors import UserError
 from dbperf.experiment.model import Experiment, Target
 from dbperf.explain.mode import CounterMode
 from dbperf.explain.profile import Profiler
+from dbperf.host.facts import sha256_of
 from dbperf.records import Profile, SimulatedRecord
-from dbperf.runner.sqlite_data import SqliteData
-from dbperf.runner.target_lifecycle import TargetLifecycle
 from dbperf.stats.simulated import TIER
-from dbperf.storage.host import sha256_of
+from dbperf.targets.lifecycle import TargetLifecycle
+from dbperf.targets.sqlite_data import SqliteData
 
 # Deterministic counts need no long run: a repeat of the same profile gives the same instructions per query to far
 # more than 4 digits (tests/test_simulated_tier.py). A benchmark's queries: ROW_BUDGET rows read or written, at least

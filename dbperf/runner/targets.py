@@ -22,12 +22,12 @@ from rich.progress import (
 from dbperf.buildlab.builder import Build, build_all
 from dbperf.buildlab.server_build import ServerBuild, build_server
 from dbperf.buildlab.server_releases import ServerInstall, fetch_release
-from dbperf.buildlab.variants import BuildSpec, ServerBuildSpec
 from dbperf.errors import UserError
+from dbperf.experiment.build_variants import BuildSpec, ServerBuildSpec
 from dbperf.experiment.model import Experiment
-from dbperf.runner.driver import library_info
+from dbperf.host.driver import library_info
+from dbperf.host.facts import sha256_of
 from dbperf.runner.server_training import train_server
-from dbperf.storage.host import sha256_of
 
 
 def fetch_releases(e: Experiment, console: Console) -> tuple[Experiment, dict[str, dict[str, Any]]]:

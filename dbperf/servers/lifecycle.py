@@ -26,8 +26,8 @@ from urllib.parse import urlsplit
 from dbperf.catalog.schema import sbtest
 from dbperf.errors import UserError
 from dbperf.experiment.model import Experiment, Target
+from dbperf.host.driver import run_job
 from dbperf.records import DriverJob, ExecResult, LoadResult
-from dbperf.runner.driver import run_job
 from dbperf.servers.process import (
     SECRET_ENV,
     ServerProcess,

@@ -74,7 +74,7 @@ class MariaDBServer(LabServer):
                                     self.target.process.environment())
         log_start = self.log.stat().st_size if self.log.exists() else 0
         try:
-            self.server.cpus = self.e.cpus.server  # quiet cells (runner/cpus.py)
+            self.server.cpus = self.e.cpus.server  # quiet cells (host/cpus.py)
             self.server.start()
             self.server.wait_port(port, self.ready_timeout_s)
             self._wait_sql(None)  # the init file has run once logins work

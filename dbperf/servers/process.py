@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 from dbperf.errors import UserError
-from dbperf.runner.cpus import pinned
+from dbperf.host.cpus import pinned
 from dbperf.servers.watchdog import Watchdog
 
 STOP_TIMEOUT_S = 30.0

@@ -40,10 +40,10 @@ from typing import Literal, cast
 
 import numpy as np
 
+from dbperf.experiment.keys import DEFAULT_MIN_EFFECT
 from dbperf.stats.level_shift import find_level_shift
 from dbperf.stats.sequential import UNSTABLE_MARGIN, call, confidence_sequence
 
-DEFAULT_MIN_EFFECT = 0.02
 ALPHA = 0.01  # per cell: the chance that an A/A cell is ever called changed, by either metric
 METRICS = ("wall", "cpu")
 METRIC_ALPHA = ALPHA / len(METRICS)  # split between the metrics, so that "decided by either" stays within ALPHA

@@ -6,7 +6,7 @@ import time
 from typing import Any
 
 from dbperf.records import CellRecord
-from dbperf.runner.target_lifecycle import TargetLifecycle
+from dbperf.targets.lifecycle import TargetLifecycle
 from dbperf.tooldrivers.run import ToolCell
 
 

@@ -22,13 +22,7 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from dbperf import engines
-from dbperf.catalog.workload import Workload
-from dbperf.errors import UserError
-from dbperf.experiment.model import Experiment, Target
-from dbperf.records import Resources, RunResult, Usage
-from dbperf.runner.resources import CellSampler, process_tree
-from dbperf.servers.process import server_environ
-from dbperf.tooldrivers.commands import (
+from dbperf.catalog.tool_commands import (
     PGBENCH_BUILTINS,
     Connection,
     builtin_name,
@@ -38,6 +32,12 @@ from dbperf.tooldrivers.commands import (
     pgbench_script,
     sysbench_argv,
 )
+from dbperf.catalog.workload import Workload
+from dbperf.errors import UserError
+from dbperf.experiment.model import Experiment, Target
+from dbperf.records import Resources, RunResult, Usage
+from dbperf.servers.process import server_environ
+from dbperf.targets.resources import CellSampler, process_tree
 from dbperf.tooldrivers.parse import ToolOutput, parse_pgbench, parse_sysbench, script_queries
 from dbperf.tools import tail
 
@@ -167,7 +167,7 @@ class ToolCell:
 
     def run(self, w: Workload, threads: int, seed: int) -> tuple[RunResult | None, str | None, str | None]:
         """(result, error, output tail) of the measured run; UserError when the tool fails. The measured run's
-        resources (runner/resources.py) are left in `self.resources`."""
+        resources (targets/resources.py) are left in `self.resources`."""
         with tempfile.TemporaryDirectory(prefix=f"dbperf-{self.tool}-") as tmp:
             work = Path(tmp)  # 0700: the password file and pgbench's logs
             if self.e.warmup_s > 0:

@@ -12,8 +12,8 @@ from dbperf.catalog.schema import sbtest
 from dbperf.engines.sqlite import SQLITE
 from dbperf.errors import UserError
 from dbperf.experiment.model import Experiment, Target
+from dbperf.host.driver import run_job
 from dbperf.records import DriverJob, LoadResult
-from dbperf.runner.driver import run_job
 
 LOAD_TIMEOUT_S = 3600.0
 

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Generic, TypeVar
 
 from dbperf.errors import UserError
+from dbperf.host.cpus import pinned
 from dbperf.records import DriverJob, ExecResult, LibraryInfo, LoadResult, RecordError, RunResult, decode, encode
-from dbperf.runner.cpus import pinned
 
 REPO_DRIVER = Path(__file__).resolve().parents[2] / "driver" / "target" / "release" / "dbperf-driver"
 STDERR_TAIL_LINES = 20
@@ -65,7 +65,7 @@ def run_job(job: DriverJob, result: type[R], timeout_s: float,
             pass_fds: tuple[int, ...] = ()) -> DriverOutcome[R]:
     """Runs `dbperf-driver MODE -` with the job on stdin, `env` added to the environment, pinned to `cpus` (when
     given) from before it starts, and reads its result as `result` (the type of the job's mode). `pass_fds` are
-    handed to the driver (a steady-state cell's window pipe, runner/window_opens.py) and closed here once it has
+    handed to the driver (a steady-state cell's window pipe, host/window_opens.py) and closed here once it has
     them. A crash, a hang or a result of the wrong shape is an outcome, not an exception; Ctrl-C kills the driver's
     whole process group and propagates."""
     return collect_job(start_job(job, env, cpus, pass_fds), job, result, timeout_s)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from dbperf.buildlab.compiler import NAMED_COMPILERS
 from dbperf.errors import UserError
+from dbperf.host.compiler import NAMED_COMPILERS
 
 NAMED_FLAGS: dict[str, tuple[str, ...]] = {
     "O2": ("-O2",),

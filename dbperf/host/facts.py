@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import dbperf
-from dbperf.buildlab.compiler import find_compiler
 from dbperf.errors import UserError
+from dbperf.host.compiler import find_compiler
 
 
 def _first_line(cmd: list[str]) -> str | None:

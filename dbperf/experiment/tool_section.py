@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from dbperf.catalog.tool_commands import TOOL_ENGINES, check_options, check_runnable
 from dbperf.errors import UserError
-from dbperf.tooldrivers.commands import TOOL_ENGINES, check_options, check_runnable
 
 
 def tool_fields(raw: dict[str, Any], engine: str, twhere: str) -> dict[str, Any]:

@@ -9,7 +9,7 @@ backends, MariaDB's one process), /proc/diskstats of the block device holding th
 counters (PostgreSQL pg_stat_database, pg_stat_bgwriter and from 14 pg_stat_wal; MariaDB SHOW GLOBAL STATUS) and,
 at S1 only for the record, nothing else. Per query = delta / (QPS × (S1 − S0)), QPS being the driver's.
 With a steady-state warm-up (experiment/steady.py) only the driver knows when its window opens: S0 is taken when
-it says so (runner/window_opens.py) and S1 `time` after the instant it gave.
+it says so (host/window_opens.py) and S1 `time` after the instant it gave.
 
 Limits, said in each record's `method` and `unavailable`: the device figures are host-wide (every process writing
 to that disk); PostgreSQL backends publish their statistics at most once a second, so its counters lag by up to a
@@ -27,9 +27,9 @@ from typing import Any
 from dbperf import engines
 from dbperf.errors import UserError
 from dbperf.experiment.model import Experiment, Target
+from dbperf.host.window_opens import WindowOpens
 from dbperf.records import DeviceIo, IoBytes, Resources, RunResult
-from dbperf.runner.target_lifecycle import TargetLifecycle
-from dbperf.runner.window_opens import WindowOpens
+from dbperf.targets.lifecycle import TargetLifecycle
 
 IO_FIELDS = ("read_bytes", "write_bytes", "rchar", "wchar")
 SECTOR_BYTES = 512  # /proc/diskstats counts 512-byte sectors whatever the device's own size

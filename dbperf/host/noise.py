@@ -21,8 +21,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from dbperf.host.window_opens import WindowOpens
 from dbperf.records import NoiseSensors, RunResult
-from dbperf.runner.window_opens import WindowOpens
 
 HEAVY_STEAL = 0.05  # of the cell's CPUs' time
 HEAVY_FOREIGN_CPU = 0.25  # a quarter of a CPU's worth, on the cell's CPUs
