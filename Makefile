@@ -1,28 +1,49 @@
 # dbperf: `make demo` runs the main job on the embedded default (SQLite); `make test` runs every test.
-# Both go through `make setup`, which is idempotent.
+# `make demo` sets up only what the demo needs (demo-setup); `make test`, `make lint` and CI set up everything
+# (setup). Both are idempotent: they install only what is missing.
 
 PYTHON ?= python3
 VENV := .venv
 DRIVER := driver/target/release/dbperf-driver
+SITE := build/site
 
-.PHONY: setup system-packages venv driver demo test test-fast lint clean
+.PHONY: setup demo-setup system-packages demo-packages venv venv-dev driver demo test test-fast lint docs clean
 
-setup: system-packages venv driver
+# The driver is built before the package: cargo shows its progress here, and the package's own build of it
+# (setuptools-rust, under a quiet pip) then finds it up to date.
+setup: system-packages driver venv-dev
+
+demo-setup: demo-packages driver venv
 
 system-packages:
-	@./scripts/install-system-packages.sh
+	@./scripts/install-system-packages.sh all
+
+# Says in one line that the server packages and chromium are left for `make test`.
+demo-packages:
+	@./scripts/install-system-packages.sh demo
+
+driver:
+	@echo "building dbperf-driver (cargo, release profile: a few minutes the first time)"
+	cd driver && cargo build --release
 
 venv: $(VENV)/.installed
 
+venv-dev: $(VENV)/.installed-dev
+
 $(VENV)/.installed: pyproject.toml
+	@echo "installing the dbperf package and its libraries into $(VENV) (pip, quiet: a minute or two the first time)"
 	$(PYTHON) -m venv $(VENV)
-	SETUPTOOLS_RUST_CARGO_PROFILE=release $(VENV)/bin/pip install -q -e '.[dev]'
+	SETUPTOOLS_RUST_CARGO_PROFILE=release $(VENV)/bin/pip install -q -e .
 	@touch $@
 
-driver:
-	cd driver && cargo build --release --quiet
+# The package with the dev extras in one pip call (CI's path), which also stands for the plain install.
+$(VENV)/.installed-dev: pyproject.toml
+	@echo "installing the dbperf package and the development tools into $(VENV) (pip, quiet: a few minutes the first time)"
+	$(PYTHON) -m venv $(VENV)
+	SETUPTOOLS_RUST_CARGO_PROFILE=release $(VENV)/bin/pip install -q -e '.[dev]'
+	@touch $(VENV)/.installed $@
 
-demo: setup
+demo: demo-setup
 	$(VENV)/bin/dbperf run examples/demo.toml
 
 test: setup
@@ -34,9 +55,14 @@ test-fast: setup
 	$(VENV)/bin/pytest -q -m unit
 
 lint: setup
-	$(VENV)/bin/ruff check dbperf tests benchmarks
+	$(VENV)/bin/ruff check dbperf tests benchmarks scripts
 	$(VENV)/bin/mypy
 	cd driver && cargo clippy --release --quiet -- -D warnings && cargo fmt --check
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --site-dir $(SITE)
+
+# The documentation site (docs/, mkdocs.yml), built as `make lint` checks it.
+docs: driver venv-dev
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --site-dir $(SITE)
 
 clean:
-	rm -rf $(VENV) driver/target
+	rm -rf $(VENV) driver/target $(SITE)

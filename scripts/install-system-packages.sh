@@ -1,13 +1,38 @@
 #!/bin/sh
 # Installs the Debian packages dbperf needs, only those missing. Idempotent; needs root (or sudo) to install.
+#   install-system-packages.sh demo   what `make demo` needs: the SQLite demo (compiler, valgrind for its simulated tier)
+#   install-system-packages.sh        everything `make test` and `make lint` need: the demo's, plus the servers
 set -eu
-PACKAGES="libsqlite3-0 gcc libc6-dev make python3-venv valgrind binutils libjemalloc2 libtcmalloc-minimal4 libmimalloc2.0
+# The demo builds SQLite from source (gcc, libc6-dev, make), runs in .venv (python3-venv) and counts every target
+# under cachegrind (valgrind; binutils for the symbols); libsqlite3-0 is the system SQLite of examples/quick.toml.
+DEMO_PACKAGES="libsqlite3-0 gcc libc6-dev make python3-venv valgrind binutils"
+# The rest: allocators (allocator = ...), the servers and their tools (pgbench comes with postgresql), Debian's
+# source packages of the servers (dpkg-dev, keyring, zlib, xz), and chromium for the HTML report's browser tests
+# (Playwright drives it; no browser download).
+SERVER_PACKAGES="libjemalloc2 libtcmalloc-minimal4 libmimalloc2.0
 postgresql mariadb-server mariadb-plugin-rocksdb sysbench dpkg-dev debian-archive-keyring zlib1g-dev xz-utils
-chromium"  # chromium: the HTML report's browser tests (Playwright drives it; no browser download)
-missing=""
-for p in $PACKAGES; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"
-done
+chromium"
+missing_of() {
+    out=""
+    for p in "$@"; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || out="$out $p"
+    done
+    echo "$out"
+}
+case "${1:-all}" in
+    demo)
+        # shellcheck disable=SC2086  # word splitting of the lists is meant
+        [ -z "$(missing_of $SERVER_PACKAGES)" ] ||
+            echo "make demo installs only what the SQLite demo needs; the servers (PostgreSQL, MariaDB, sysbench, pgbench), the allocators and chromium come with make test (or make setup)"
+        # shellcheck disable=SC2086
+        missing=$(missing_of $DEMO_PACKAGES) ;;
+    all)
+        # shellcheck disable=SC2086
+        missing=$(missing_of $DEMO_PACKAGES $SERVER_PACKAGES) ;;
+    *)
+        echo "usage: $0 [demo|all]" >&2
+        exit 2 ;;
+esac
 [ -z "$missing" ] && exit 0
 echo "installing:$missing"
 SUDO=""
