@@ -57,6 +57,7 @@ test-fast: setup
 lint: setup
 	$(VENV)/bin/ruff check dbperf tests benchmarks scripts
 	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports
 	cd driver && cargo clippy --release --quiet -- -D warnings && cargo fmt --check
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --site-dir $(SITE)
 

@@ -255,8 +255,6 @@ FLEET = (
     Key("certs", "directory", "TLS certificates (`dbperf fleet certs`), relative to the experiment file", "", "",
         string),
 )
-SECTIONS = {"[run]": RUN, "[[target]]": TARGET, "[fleet]": FLEET, "workload file": WORKLOAD,
-            "[[statement]]": STATEMENT}
 
 # The replication lab's section (dbperf/experiment/replication_section.py checks the lists and their combinations).
 REPLICATION = (
@@ -291,8 +289,8 @@ REPLICATION = (
     Key("wait_timeout", "duration", "stale reads: MASTER_GTID_WAIT's timeout (PostgreSQL's remote_apply has none)",
         "10s", "s", duration),
 )
-SECTIONS = {"[run]": RUN, "[[target]]": TARGET, "workload file": WORKLOAD, "[[statement]]": STATEMENT,
-            "[replication]": REPLICATION}
+SECTIONS = {"[run]": RUN, "[[target]]": TARGET, "[fleet]": FLEET, "workload file": WORKLOAD,
+            "[[statement]]": STATEMENT, "[replication]": REPLICATION}
 
 
 def names(keys: tuple[Key, ...]) -> set[str]:
