@@ -1,6 +1,8 @@
 /* The minimal client dbperf-driver is measured against: one connection, one prepared point query, a closed loop.
  * SQLite is dlopen()ed from the same shared library the driver uses, so both run the same engine code.
- * Usage: point_query LIBRARY DATABASE TABLE_SIZE WARMUP_S TIME_S [SETTINGS_SQL]   -> prints "qps <number>"
+ * Usage: point_query LIBRARY DATABASE TABLE_SIZE WARMUP_S TIME_S [SETTINGS_SQL]   -> prints "qps <number> ..."
+ *        WARMUP_S "events" and TIME_S N: exactly N queries, no warm-up (the simulated comparison runs two counts under
+ *        cachegrind and takes the difference); the loop still reads the clock once a query, as the timed loop does.
  * SETTINGS_SQL (e.g. "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL") runs once after opening, as the driver
  * applies a target's PRAGMAs. DATABASE ":memory:" creates and fills sbtest1 in memory first (the driver does the
  * same for an in-memory run), with sysbench-shaped rows: id, random k, 119- and 59-character digit strings. */
@@ -81,9 +83,11 @@ int main(int argc, char **argv) {
         return 2;
     }
     uint64_t n = strtoull(argv[3], NULL, 10), x = 88172645463325252ULL, queries = 0, sink = 0;
-    double warm_end = now() + atof(argv[4]), end = warm_end + atof(argv[5]);
+    int counted = strcmp(argv[4], "events") == 0;
+    uint64_t limit = counted ? strtoull(argv[5], NULL, 10) : UINT64_MAX;
+    double warm_end = counted ? 0 : now() + atof(argv[4]), end = counted ? 1e300 : warm_end + atof(argv[5]);
     double t, cpu_start = -1;
-    while ((t = now()) < end) {
+    while ((t = now()) < end && queries < limit) {
         if (cpu_start < 0 && t >= warm_end) cpu_start = cpu();
         x ^= x << 13; x ^= x >> 7; x ^= x << 17; /* xorshift64 */
         bind_int64(stmt, 1, (int64_t)(x % n) + 1);
@@ -96,7 +100,7 @@ int main(int argc, char **argv) {
         if (t >= warm_end) queries++;
     }
     /* qps over the measured wall-clock time; the CPU seconds of the measured window, for queries per CPU second */
-    printf("qps %.1f cpu_s %.6f queries %llu\n", queries / atof(argv[5]), cpu() - cpu_start,
+    printf("qps %.1f cpu_s %.6f queries %llu\n", counted ? 0.0 : queries / atof(argv[5]), cpu() - cpu_start,
            (unsigned long long)queries);
     return sink == 42 ? 1 : 0; /* keeps the reads observable */
 }
