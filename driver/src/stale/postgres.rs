@@ -1,12 +1,12 @@
-//! The stale-read probe on PostgreSQL (stale.rs runs the loop): the write on the primary in autocommit, then the
+//! The stale-read probe on PostgreSQL (stale/mod.rs runs the loop): the write on the primary in autocommit, then the
 //! read of the same row on a hot standby. The wait is the commit itself: with `wait` the probe's session commits
 //! under `synchronous_commit = remote_apply` (the lab lists every standby in the primary's
 //! `synchronous_standby_names`), so the commit returns once the standbys have replayed it; without, under `local`.
 //! Background writers commit under `local` (they never wait for the standbys). Everything on the driver's blocking
-//! wire protocol (pgwire.rs), prepared, binary results.
+//! wire protocol (engine/pgwire.rs), prepared, binary results.
 
+use crate::engine::pgwire::{config, PgWire};
 use crate::engine::{Connection, Value};
-use crate::pgwire::{config, PgWire};
 use crate::stale::{password, Probe, StaleJob, Writer};
 
 fn open(dsn: &str, what: &str) -> Result<PgWire, String> {

@@ -3,9 +3,11 @@
 //! the replica first (`SELECT MASTER_GTID_WAIT(@@last_gtid of the write, timeout)`), while background threads keep
 //! writing other rows on the primary. A native loop, so that the gap between the write's commit and the read is the
 //! network's and the servers', not an interpreter's. Its own job and result, apart from `Job`. MariaDB here;
-//! PostgreSQL in stale_pg.rs, where the wait is the commit itself (`synchronous_commit = remote_apply`).
+//! PostgreSQL in stale/postgres.rs, where the wait is the commit itself (`synchronous_commit = remote_apply`).
 //!
 //! Usage: dbperf-driver stale-reads JOB.json (or `-`)
+
+pub mod postgres;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Barrier};
@@ -84,7 +86,7 @@ pub fn password() -> Option<String> {
 }
 
 fn connect(dsn: &str, what: &str) -> Result<Conn, String> {
-    let opts: Opts = crate::my::options(dsn, password().as_deref())?;
+    let opts: Opts = crate::engine::my::options(dsn, password().as_deref())?;
     Conn::new(opts).map_err(|e| format!("cannot connect to the {what}: {e}"))
 }
 
@@ -185,7 +187,7 @@ impl Writer for MyWriter {
 
 fn open_writer(engine: &str, dsn: &str) -> Result<Box<dyn Writer>, String> {
     if engine == "postgres" {
-        return crate::stale_pg::open_writer(dsn);
+        return postgres::open_writer(dsn);
     }
     let mut conn = connect(dsn, "primary (background writer)")?;
     let stmt = conn.prep("UPDATE sbtest1 SET k = k + 1 WHERE id = ?").map_err(|e| e.to_string())?;
@@ -258,7 +260,7 @@ pub fn stale_reads(job: &StaleJob) -> Result<StaleResult, String> {
     }
     let mut probe: Box<dyn Probe> = match job.engine.as_str() {
         "mariadb" | "mysql" => Box::new(MyProbe::open(job)?),
-        "postgres" => Box::new(crate::stale_pg::PgProbe::open(job)?),
+        "postgres" => Box::new(postgres::PgProbe::open(job)?),
         other => return Err(format!("stale-reads: engine {other:?} is not supported")),
     };
     let mut value = probe.start_value()?;
