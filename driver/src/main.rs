@@ -71,7 +71,7 @@ fn main_inner(args: &[String]) -> Result<String, String> {
             };
             out.map_err(|e| e.to_string())
         }
-        [cmd, path] if cmd == "stale-reads" => stale::main(path),
+        [cmd, path] if cmd == "stale-reads" => stale::run::main(path),
         _ => Err("usage: dbperf-driver run|load|exec|stale-reads JOB.json | info sqlite LIBRARY | --version".into()),
     }
 }
