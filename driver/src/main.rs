@@ -9,6 +9,8 @@
 mod contract;
 mod engine;
 mod job;
+#[cfg(test)]
+mod layers;
 mod load;
 mod params;
 mod process;
