@@ -13,9 +13,9 @@ from collections.abc import Callable
 
 from dbperf.experiment.spec import Experiment
 from dbperf.records import StaleReadsRecord
-from dbperf.replication.cluster import StudyFailed
 from dbperf.replication.config import ReplicationSpec
 from dbperf.replication.pg_cluster import PgCluster
+from dbperf.replication.replica_set import StudyFailed
 from dbperf.replication.stale_reads import PROBE_TABLE, run_stale_study
 
 SYNC_TIMEOUT_S = 60.0

@@ -21,8 +21,9 @@ from typing import Any
 
 from dbperf.experiment.spec import Experiment
 from dbperf.records import RecordError, StaleReadsRecord, StaleReadsResult, decode
-from dbperf.replication.cluster import Cluster, StudyFailed
+from dbperf.replication.cluster import Cluster
 from dbperf.replication.config import ReplicationSpec
+from dbperf.replication.replica_set import StudyFailed
 from dbperf.runner.driver import driver_environ, driver_path
 from dbperf.servers.lifecycle import PASSWORD_ENV
 
