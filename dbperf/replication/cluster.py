@@ -29,20 +29,14 @@ import pymysql
 from dbperf.errors import UserError
 from dbperf.experiment.spec import Experiment, Target
 from dbperf.replication.config import CROSS_ENGINE_DURABILITY, DURABILITY
-from dbperf.replication.replica_set import (
-    CATCH_UP_TIMEOUT_S,
-    CONNECT_TIMEOUT_S,
-    REPL_USER,
-    ReplicaSet,
-    RoleServer,
-    StudyFailed,
-    start_server,
-)
+from dbperf.replication.replica_set import REPL_USER, ReplicaSet, RoleServer, StudyFailed, start_server
 from dbperf.servers.lifecycle import sql_string
 from dbperf.servers.mariadb import MariaDBServer
 from dbperf.servers.process import server_environ
 from dbperf.servers.runtime import RuntimeDir
 
+CONNECT_TIMEOUT_S = 30
+CATCH_UP_TIMEOUT_S = 1800.0
 # The primary generates the load fast (non-durable commits); the studies vary the replica's durability.
 PRIMARY_SETTINGS = {"server_id": "1", "log_bin": "primary-bin", "sync_binlog": "0",
                     "innodb_flush_log_at_trx_commit": "2"}

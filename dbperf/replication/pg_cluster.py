@@ -41,15 +41,7 @@ from psycopg import sql
 from dbperf.errors import UserError
 from dbperf.experiment.spec import Experiment, Target
 from dbperf.replication.config import PG_DURABILITY, PG_MODES
-from dbperf.replication.replica_set import (
-    CATCH_UP_TIMEOUT_S,
-    CONNECT_TIMEOUT_S,
-    REPL_USER,
-    ReplicaSet,
-    RoleServer,
-    StudyFailed,
-    start_server,
-)
+from dbperf.replication.replica_set import REPL_USER, ReplicaSet, RoleServer, StudyFailed, start_server
 from dbperf.servers.postgres import PostgresServer, postgres_major
 from dbperf.servers.process import last_error_line, server_environ
 from dbperf.servers.runtime import RuntimeDir
@@ -57,6 +49,8 @@ from dbperf.servers.runtime import RuntimeDir
 MARKER_TABLE = "dbperf_replication_marker"
 STREAMING_TIMEOUT_S = 120.0
 SCRAM_ITERATIONS = 4096
+CONNECT_TIMEOUT_S = 30
+CATCH_UP_TIMEOUT_S = 1800.0
 # The primary generates the load fast; nothing waits for a standby unless a session or a durability asks.
 PRIMARY_SETTINGS = {"wal_level": "replica", "max_wal_senders": "10", "max_replication_slots": "10",
                     "synchronous_commit": "off"}

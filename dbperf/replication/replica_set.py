@@ -14,9 +14,7 @@ from dbperf.errors import UserError
 from dbperf.experiment.spec import Experiment, Target
 from dbperf.servers.lifecycle import LabServer
 
-REPL_USER = "repl"
-CONNECT_TIMEOUT_S = 30
-CATCH_UP_TIMEOUT_S = 1800.0
+REPL_USER = "repl"  # the replication user (MariaDB) or role (PostgreSQL), with a random password of its own
 
 
 class StudyFailed(Exception):
