@@ -17,9 +17,10 @@ from rich.console import Console
 
 from dbperf.errors import UserError
 from dbperf.experiment.spec import parse_experiment
-from dbperf.host import driver, matrix
+from dbperf.host import driver
 from dbperf.host.cpus import CpuPlan
 from dbperf.records import DriverJob
+from dbperf.runner import matrix
 from dbperf.runner.duet import Side, plan_duets, run_together
 from dbperf.runner.matrix import cell_count, plan_cells
 from dbperf.runner.targets import build_targets

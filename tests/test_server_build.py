@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import pytest
 
@@ -59,6 +59,10 @@ class FailingRecipe:
 
 
 @pytest.mark.unit
+def _no_training(engine: str, binaries: Path, logs: Path) -> dict[str, Any]:
+    raise AssertionError("a plain build trains nothing")
+
+
 def test_a_failed_build_names_its_last_lines_and_leaves_no_cache_entry(where, monkeypatch):
     monkeypatch.setenv("DBPERF_SERVER_CACHE", str(where / "servers"))
     builds = server_build.server_cache() / "build"
@@ -68,7 +72,7 @@ def test_a_failed_build_names_its_last_lines_and_leaves_no_cache_entry(where, mo
     steps = []
     with pytest.raises(UserError, match=r"failed at `sh -c .*a.c:1: error: expected ;") as err:
         server_build._build(ServerBuildSpec("postgres"), FailingRecipe(), find_compiler(), work / "src", {}, "k",
-                            work, builds / "k", lambda phase, done, expected: steps.append(done))
+                            work, builds / "k", lambda phase, done, expected: steps.append(done), _no_training)
     assert steps == [1]
     assert not (builds / "k").exists()  # the caller removes the staging directory
     kept = list((builds / "failed").glob("*.log"))
