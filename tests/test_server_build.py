@@ -58,11 +58,11 @@ class FailingRecipe:
         return " -c " in line
 
 
-@pytest.mark.unit
 def _no_training(engine: str, binaries: Path, logs: Path) -> dict[str, Any]:
     raise AssertionError("a plain build trains nothing")
 
 
+@pytest.mark.unit
 def test_a_failed_build_names_its_last_lines_and_leaves_no_cache_entry(where, monkeypatch):
     monkeypatch.setenv("DBPERF_SERVER_CACHE", str(where / "servers"))
     builds = server_build.server_cache() / "build"
