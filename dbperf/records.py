@@ -437,7 +437,7 @@ class WaitLatency(msgspec.Struct, frozen=True):
 
 
 class StaleReadsResult(msgspec.Struct, frozen=True):
-    """What `dbperf-driver stale-reads` prints (driver/src/stale.rs)."""
+    """What `dbperf-driver stale-reads` prints (driver/src/stale/)."""
     reads: int
     stale: int
     wait_timeouts: int

@@ -3,7 +3,7 @@ replica; how often the read misses the write, and, with MASTER_GTID_WAIT(@@last_
 replica before the read, that no read is stale and what the wait costs (its latency percentiles), while background
 writers keep the primary busy.
 
-The probe loop is native (`dbperf-driver stale-reads`, driver/src/stale.rs), not Python: the stale fraction depends
+The probe loop is native (`dbperf-driver stale-reads`, driver/src/stale/), not Python: the stale fraction depends
 on the gap between the write's commit and the read, and an interpreter's tens of microseconds per round trip would
 widen that gap and hide stale reads; the wait's latency would carry the interpreter's cost too."""
 
