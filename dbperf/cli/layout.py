@@ -41,5 +41,7 @@ def layout(
     # The rules of every output file (output_file.py), checked before the analysis.
     json_path = None if json_file is None else output_path(json_file, force, "layout.json", "--json")
 
-    layout_command(binary, run, experiment, target, benchmark, line, json_path, fix, demo, mode, out_console,
-                   err_console, lib, trace_seconds, trace_accesses)
+    code = layout_command(binary, run, experiment, target, benchmark, line, json_path, fix, demo, mode, out_console,
+                          err_console, lib, trace_seconds, trace_accesses)
+    if code:
+        raise typer.Exit(code)

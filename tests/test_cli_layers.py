@@ -1,0 +1,50 @@
+"""The CLI is the roof: one module per command group, each short, and nothing below it imports it; the use cases
+under it know nothing of Typer (issue 24)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "dbperf"
+MAX_CLI_LINES = 250
+
+
+def _imports(path: Path) -> set[str]:
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found |= {node.module, *(f"{node.module}.{a.name}" for a in node.names)}
+    return found
+
+
+def _under(imports: set[str], package: str) -> list[str]:
+    return sorted(i for i in imports if i == package or i.startswith(package + "."))
+
+
+@pytest.mark.unit
+def test_every_module_of_the_cli_is_short():
+    modules = sorted((PACKAGE / "cli").glob("*.py"))
+    assert len(modules) > 5
+    long = {p.name: n for p in modules if (n := len(p.read_text().splitlines())) > MAX_CLI_LINES}
+    assert not long, f"CLI modules over {MAX_CLI_LINES} lines: {long}"
+
+
+@pytest.mark.unit
+def test_nothing_below_the_cli_imports_it():
+    offenders = {str(p.relative_to(PACKAGE)): _under(_imports(p), "dbperf.cli")
+                 for p in PACKAGE.rglob("*.py") if "cli" not in p.relative_to(PACKAGE).parts[:1]}
+    assert not {k: v for k, v in offenders.items() if v}
+
+
+@pytest.mark.unit
+def test_the_use_cases_know_nothing_of_typer():
+    modules = sorted((PACKAGE / "usecases").glob("*.py"))
+    assert modules
+    for p in modules:
+        imports = _imports(p)
+        assert not _under(imports, "typer") and not _under(imports, "dbperf.cli"), p.name
