@@ -15,8 +15,7 @@ from dbperf.cli.common import FORCE_OPTION, FORMAT_OPTION, OUTPUT_OPTION, out_co
 from dbperf.history.changepoints import PVALUE
 from dbperf.history.store import Result
 from dbperf.report.escape import term
-from dbperf.usecases.compare import regressions_report, series_report
-from dbperf.usecases.history import add_runs, list_runs, query_series, stored_run
+from dbperf.usecases.history import add_runs, list_runs, query_series, regressions_report, series_report, stored_run
 from dbperf.usecases.report import check_format
 
 PVALUE_OPTION = typer.Option(help="E-divisive's permutation-test threshold for a change point (0.05 finds more "
