@@ -48,3 +48,21 @@ def test_the_use_cases_know_nothing_of_typer():
     for p in modules:
         imports = _imports(p)
         assert not _under(imports, "typer") and not _under(imports, "dbperf.cli"), p.name
+
+
+@pytest.mark.unit
+def test_a_report_drawn_without_the_cli_says_its_skipped_lines_on_stderr(tmp_path):
+    """layout --fix draws its A/B's report through the use case: the table on `out`, the notes on `err`."""
+    import io
+
+    from rich.console import Console
+
+    from dbperf.usecases.report import draw_report, report_view
+    from tests.synthetic import write_run
+    directory = write_run(tmp_path / "run", ["a", "b"], ["point-query"], 3)
+    with (directory / "results.jsonl").open("a") as f:
+        f.write("{not json\n")
+    out, err = io.StringIO(), io.StringIO()
+    draw_report(report_view(directory), Console(file=out, width=200), Console(file=err, width=200))
+    assert "point-query" in out.getvalue() and "skipped" not in out.getvalue()
+    assert "results.jsonl: 1 line(s) skipped" in err.getvalue()
