@@ -265,33 +265,33 @@ def test_typer_parameter_errors_are_one_line(tmp_path):
 def test_an_interrupted_run_says_why(tmp_path, capsys, interrupt, reason, code):
     import signal
 
-    from dbperf import cli
     from dbperf.runner.interrupts import Interrupted
+    from dbperf.usecases import run as uc
     raised = Interrupted(signal.SIGTERM) if interrupt == "SIGTERM" else interrupt
 
     def run():
         raise raised
 
-    end = cli._run_to_end(tmp_path, False, "cell", run, record=True)
+    end = uc.run_to_end(tmp_path, False, "cell", run, record=True)
     err = capsys.readouterr().err
     assert reason in err and "()" not in err and end.exit_code == code
 
 
 @pytest.mark.unit
 def test_a_run_with_no_ok_cell_is_not_recorded_in_the_history(results, tmp_path, capsys, monkeypatch):
-    from dbperf import cli
     from dbperf.history.store import open_store
     from dbperf.runner.matrix import RunOutcome
+    from dbperf.usecases import run as uc
     monkeypatch.setenv("DBPERF_HISTORY", str(tmp_path / "h.sqlite"))
-    end = cli._run_to_end(results, False, "cell", lambda: RunOutcome(results, cells_ok=0, cells_failed=4), record=True)
-    assert end.exit_code == cli.NO_CELL_SUCCEEDED
+    end = uc.run_to_end(results, False, "cell", lambda: RunOutcome(results, cells_ok=0, cells_failed=4), record=True)
+    assert end.exit_code == uc.NO_CELL_SUCCEEDED
     assert "not recorded in the history: no cell succeeded" in capsys.readouterr().err
     store = open_store()
     try:
         assert store.runs() == []
     finally:
         store.close()
-    cli._run_to_end(results, False, "cell", lambda: RunOutcome(results, cells_ok=4, cells_failed=0), record=True)
+    uc.run_to_end(results, False, "cell", lambda: RunOutcome(results, cells_ok=4, cells_failed=0), record=True)
     assert "recorded in the history as run 1" in capsys.readouterr().err
 
 

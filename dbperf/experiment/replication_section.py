@@ -8,6 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from dbperf import engines
+from dbperf.engines.mariadb import MARIADB
 from dbperf.errors import UserError
 from dbperf.experiment import keys
 
@@ -109,14 +111,14 @@ def _integers(raw: dict[str, Any], key: str, default: tuple[int, ...], where: st
     return tuple(value)
 
 
-def parse_replication(raw: Any, where: str, engine: str = "mariadb") -> ReplicationSpec:
+def parse_replication(raw: Any, where: str, engine: str = MARIADB.name) -> ReplicationSpec:
     """The section for `engine`. PostgreSQL's: workers is 1 (physical replay has no parallel apply), modes are
     recovery_prefetch, durability names PG_DURABILITY; MariaDB's group-commit wait and cross-engine study refused."""
     where = f"{where} [replication]"
     if not isinstance(raw, dict):
         raise UserError(f"{where}: expected a table")
     values = keys.checked(raw, keys.REPLICATION, where)
-    postgres = engine == "postgres"
+    postgres = engines.engine(engine).replication == "streaming"  # PostgreSQL's WAL stream, not a binlog
     if postgres:
         if "workers" in raw and _integers(raw, "workers", PG_WORKERS, where, 256) != PG_WORKERS:
             raise UserError(f"{where}.workers: PostgreSQL replays the WAL in one process (the startup process) and "
@@ -162,12 +164,14 @@ def check_replication_experiment(spec: ReplicationSpec, targets: list[Any], benc
         raise UserError(f"{where}: a [replication] experiment has exactly one [[target]] (the primary and its "
                         f"replicas run it), got {len(targets)}")
     (t,) = targets
-    if t.engine not in ("mariadb", "postgres"):
-        raise UserError(f"{where} target {t.name!r}: the replication lab runs MariaDB or PostgreSQL, not {t.engine}")
+    kind = engines.engine(t.engine)
+    if kind.replication is None:
+        replicated = " or ".join(e.title for e in engines.ENGINES.values() if e.replication)
+        raise UserError(f"{where} target {t.name!r}: the replication lab runs {replicated}, not {t.engine}")
     if t.dsn is not None:
         raise UserError(f"{where} target {t.name!r}: the replication lab starts its own servers; a dsn cannot be "
                         "replicated by it")
-    owned = PG_LAB_SETTINGS if t.engine == "postgres" else LAB_SETTINGS
+    owned = PG_LAB_SETTINGS if kind.replication == "streaming" else LAB_SETTINGS
     for key in t.config:
         if key.replace("-", "_").lower() in owned:
             raise UserError(f"{where} target {t.name!r} config.{key}: the replication lab sets this itself "

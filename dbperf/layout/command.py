@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import typer
 from rich.console import Console
 
 from dbperf.errors import UserError
@@ -20,20 +19,22 @@ DEMO_ITERATIONS = "50000"
 def layout_command(binary: Path | None, run: str | None, experiment: Path | None, target: str | None,
                    benchmark: str | None, line: int | None, json_file: Path | None, fix: bool, demo: bool,
                    mode: str, out: Console, err: Console, libraries: list[Path] | None = None,
-                   trace_seconds: str | None = None, trace_accesses: str | None = None) -> None:
+                   trace_seconds: str | None = None, trace_accesses: str | None = None) -> int:
+    """The layout check, its fix and its proof; the exit status: 0, or the signal's when interrupted."""
     budget = parse_budget(trace_seconds, trace_accesses)
     if (trace_seconds is not None or trace_accesses is not None) and run is None and not demo and experiment is None:
         raise UserError("--trace-seconds and --trace-accesses bound a traced run: give --run, --demo or --experiment")
     try:
         _layout(binary, run, experiment, target, benchmark, line, json_file, fix, demo, mode, out, err,
                 libraries or [], budget)
+        return 0
     except KeyboardInterrupt as interrupt:
         # Ctrl-C, SIGTERM or SIGHUP: the trace has stopped valgrind, the traced program and its process group on
         # the way out. Said here, with the signal's exit code, because Typer turns an interrupt into a silent 130.
         reported = isinstance(interrupt, TraceInterrupted) and interrupt.checked
         err.print("dbperf: interrupted" + (" while tracing: the report covers the run up to the interrupt"
                                            if reported else ""), highlight=False)
-        raise typer.Exit(interrupts.exit_code(interrupt)) from None
+        return interrupts.exit_code(interrupt)
 
 
 def _layout(binary: Path | None, run: str | None, experiment: Path | None, target: str | None,
@@ -50,7 +51,8 @@ def _layout(binary: Path | None, run: str | None, experiment: Path | None, targe
             raise UserError("--experiment, --target and --benchmark go together")
         if run is not None or demo:
             raise UserError("--experiment drives a lab target: it does not take --run or --demo")
-        from dbperf.layout.lab import experiment_layout
+        # Imported here: the static check of a binary needs none of the experiment machinery an A/B run does.
+        from dbperf.layout.experiment import experiment_layout
 
         experiment_layout(binary, experiment, target, benchmark, line, json_file, fix, mode, out, err, budget)
         return

@@ -24,7 +24,11 @@ from dbperf.layout import build
 from dbperf.layout.check import check, render, result_json, write_json
 from dbperf.layout.dynamic import TraceBudget
 from dbperf.layout.findings import Finding, linker_script
+from dbperf.layout.lab import MIN_THREADS, count_target, lab_target
 from dbperf.layout.static_map import StaticMap
+from dbperf.storage.results import read_results
+from dbperf.usecases.report import draw_report, report_view
+from dbperf.usecases.run import run_experiment
 
 FIXED_SUFFIX = "-read-mostly"
 DEMO_AB_ITERATIONS = "20000000"
@@ -162,10 +166,6 @@ def ab_experiment(experiment: Path, target: Target, benchmark: str, threads: int
 def sqlite_fix(experiment: Path, exp: Experiment, target: Target, benchmark: str, found: list[Finding],
                static: StaticMap, line: int | None, mode: str, out: Console, err: Console,
                budget: TraceBudget | None = None) -> dict[str, Any]:
-    from dbperf.cli import print_report, run_experiment
-    from dbperf.layout.lab import MIN_THREADS, count_target, lab_target
-    from dbperf.storage.results import read_results
-
     if not found:
         raise UserError(f"--fix: {target.name} has no finding on {benchmark}: nothing to fix")
     names = moved_objects(found)
@@ -184,10 +184,10 @@ def sqlite_fix(experiment: Path, exp: Experiment, target: Target, benchmark: str
     placed = _placed(names, static2)
     _say(out, f"moved objects now in: {', '.join(f'{n} {sec}' for n, sec in placed.items())}; still flagged: "
               f"{', '.join(left) or 'none'}")
-    end = run_experiment(ab_file, work / "results", keep_data=False)
+    end = run_experiment(ab_file, work / "results", keep_data=False, err=err)
     if end.exit_code:
         raise UserError(f"--fix: the A/B run failed (exit {end.exit_code}); results in {end.directory}")
-    print_report(end.directory, "table", None)
+    draw_report(report_view(end.directory), out, err)
     _, records, _ = read_results(end.directory)
     return {"moved": names, "linker_script": script.read_text(), "flags": fix_flags(script),
             "findings_after": [f.line for f in found2], "still_flagged": left, "gone": not left,

@@ -16,7 +16,7 @@ from dbperf.errors import UserError
 from dbperf.experiment.model import Experiment, Target
 from dbperf.experiment.spec import parse_experiment
 from dbperf.host.driver import driver_environ, driver_path
-from dbperf.layout.check import dynamic_counts, render, result_json, write_json
+from dbperf.layout.check import dynamic_counts
 from dbperf.layout.dynamic import DynamicCounts, TraceBudget, TraceInterrupted
 from dbperf.layout.findings import Finding, findings
 from dbperf.layout.static_map import StaticMap, static_map
@@ -69,27 +69,3 @@ def count_target(exp: Experiment, target: Target, benchmark: str, library: Path,
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return static, counts, findings(static, counts), cell
-
-
-def experiment_layout(binary: Path | None, experiment: Path, target: str, benchmark: str, line: int | None,
-                      json_file: Path | None, fix: bool, mode: str, out: Console, err: Console,
-                      budget: TraceBudget | None = None) -> None:
-    exp, t = lab_target(experiment, target, err)
-    library = binary or Path(t.library)
-    try:
-        static, counts, found, cell = count_target(exp, t, benchmark, library, line, mode, err, budget)
-    except TraceInterrupted as interrupted:  # what was counted before the interrupt is reported; no --fix
-        if interrupted.checked:
-            static, counts, found, cell = interrupted.checked[0]
-            render(static, counts, found, out)
-            if json_file is not None:
-                write_json(json_file, result_json(static, counts, found, {"cell": cell}))
-        raise
-    render(static, counts, found, out)
-    data = result_json(static, counts, found, {"cell": cell})
-    if fix:
-        from dbperf.layout.fix import sqlite_fix
-
-        data["fix"] = sqlite_fix(experiment, exp, t, benchmark, found, static, line, mode, out, err, budget)
-    if json_file is not None:
-        write_json(json_file, data)

@@ -16,6 +16,7 @@ from typing import Any
 from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
+from dbperf import engines
 from dbperf.errors import UserError
 from dbperf.experiment.model import Experiment, Target
 from dbperf.host.driver import driver_version
@@ -49,11 +50,17 @@ PG_APPLY_NOTE = ("apply: replay paused on the standbys (pg_wal_replay_pause; the
                  "PostgreSQL replays physical WAL in one process (the startup process) and has no parallel-apply "
                  "knob for it (not applicable); the mode is recovery_prefetch. The polling resolves about a "
                  "millisecond: a replay much shorter than 0.1 s carries a few percent of timing error.")
-# Which studies each engine runs, by name (the cross-engine study is MariaDB's only; config.py refuses it otherwise).
+# Which studies each kind of replication runs, by name (the engine's descriptor says its kind; the cross-engine study
+# is MariaDB's binlog replicas' only: experiment/replication_section.py refuses it otherwise).
 STUDIES: dict[str, dict[str, Callable[..., None]]] = {
-    "mariadb": {"apply": run_apply_study, "stale-reads": run_stale_study, "cross-engine": run_cross_engine_study},
-    "postgres": {"apply": run_pg_apply_study, "stale-reads": run_pg_stale_study},
+    "binlog": {"apply": run_apply_study, "stale-reads": run_stale_study, "cross-engine": run_cross_engine_study},
+    "streaming": {"apply": run_pg_apply_study, "stale-reads": run_pg_stale_study},
 }
+
+
+def _streaming(target: Target) -> bool:
+    """PostgreSQL's standbys replay a WAL stream; MariaDB's replicas apply a binlog."""
+    return engines.engine(target.engine).replication == "streaming"
 
 
 def _meta(e: Experiment, builds: dict[str, dict[str, Any]]) -> dict[str, Any]:
@@ -77,7 +84,7 @@ def _meta(e: Experiment, builds: dict[str, dict[str, Any]]) -> dict[str, Any]:
                         "queries_per_event": b.queries_per_event, "sql": b.display_sql()} for b in e.benchmarks],
         "targets": [{**asdict(target), **({"build": builds[target.name]} if target.name in builds else {})}],
         "replication": {**asdict(spec), "engine": target.engine,
-                        "apply_method": PG_APPLY_NOTE if target.engine == "postgres" else APPLY_NOTE,
+                        "apply_method": PG_APPLY_NOTE if _streaming(target) else APPLY_NOTE,
                         "cpus": _cpus()},
     }
 
@@ -108,7 +115,7 @@ def run_replication(e: Experiment, out: Path, console: Console, keep_data: bool 
         if rocksdb:
             check_rocksdb(target)
         cluster: Cluster | PgCluster
-        if target.engine == "postgres":
+        if _streaming(target):
             cluster = PgCluster(runtime, out / "logs", target, e, spec.replicas, spec.durability[0], spec.modes[0])
         else:
             cluster = Cluster(runtime, out / "logs", target, e, spec.replicas, spec.durability[0], rocksdb=rocksdb)
@@ -140,7 +147,7 @@ def run_replication(e: Experiment, out: Path, console: Console, keep_data: bool 
                     progress.update(task, description=text)
 
                 meta["replication"]["fdatasync_per_s"] = round(fdatasync_rate(runtime.path), 1)
-                kind = "standby" if target.engine == "postgres" else "replica"
+                kind = "standby" if _streaming(target) else "replica"
                 step(f"starting the primary and {spec.replicas} {kind}(s)")
                 try:
                     cluster.start()
@@ -164,7 +171,7 @@ def run_replication(e: Experiment, out: Path, console: Console, keep_data: bool 
                         writer.update_meta(meta)
                     started = time.time()
                     try:
-                        STUDIES[target.engine][name](cluster, e, spec, write, step)
+                        STUDIES[str(engines.engine(target.engine).replication)][name](cluster, e, spec, write, step)
                     except StudyFailed as err:
                         console.print(f"dbperf: the {name} study failed: {err}", markup=False, highlight=False)
                         if cluster.primary.died():

@@ -3,8 +3,8 @@ it on a hot standby; without a wait, how often the read misses the write; with `
 on the writing session (every standby listed in the primary's synchronous_standby_names, FIRST n), the commit
 returns only once the standbys have replayed it, so that no read may be stale, and what that wait costs (the
 commit's latency percentiles, against the commit under `local` without the wait), while background writers (under
-`local`) keep the primary busy. The probe loop is dbperf-driver's (driver/src/stale/: run.rs and postgres.rs); this module prepares
-the probe row and the standbys and runs stale_reads.py's study with it."""
+`local`) keep the primary busy. The probe loop is dbperf-driver's (driver/src/stale/: run.rs and postgres.rs); this
+module prepares the probe row and the standbys and runs stale_reads.py's study with it."""
 
 from __future__ import annotations
 

@@ -17,6 +17,7 @@ from dbperf.errors import UserError
 from dbperf.experiment.model import Experiment, Target
 from dbperf.host.driver import run_job
 from dbperf.records import ExecResult
+from dbperf.servers.sql_query import client_available, query
 from dbperf.targets.lifecycle import TargetLifecycle
 from dbperf.targets.sqlite_data import SqliteData
 
@@ -60,8 +61,6 @@ def run_post_write(e: Experiment, target: Target, data: TargetLifecycle, before:
 def _flush(data: Any, target: Target, step: FlushStep) -> dict[str, Any]:
     """Dirty pages flushed the harness's way: the dirty-page targets set to 0, the page cleaner left to write
     them, the settings put back (the target's own values, else the server's defaults)."""
-    from dbperf.servers.sql_query import client_available, query  # servers only
-
     configured = {k.replace("-", "_"): v for k, v in target.config.items()}
     low = [f"SET GLOBAL {name} = {value}" for name, value in step.lowered.items()]
     back = [f"SET GLOBAL {name} = {configured.get(name, 'DEFAULT')}" for name in reversed(list(step.lowered))]

@@ -31,6 +31,7 @@ from dbperf.host import procfs
 from dbperf.host.procfs import children_named, process_tree
 from dbperf.host.window_opens import WindowOpens
 from dbperf.records import DeviceIo, IoBytes, Resources, RunResult
+from dbperf.servers.sql_query import client_available, query
 from dbperf.targets.lifecycle import TargetLifecycle
 
 IO_FIELDS = ("read_bytes", "write_bytes", "rchar", "wchar")
@@ -73,7 +74,6 @@ def diskstats(device: str) -> dict[str, int] | None:
 
 def engine_counters(server: Any) -> dict[str, float]:
     """The engine's cumulative counters, by name (`server` is a servers.lifecycle.ServerTarget)."""
-    from dbperf.servers.sql_query import query
 
     counters = engines.engine(server.engine).counters_query
     if counters is None:
@@ -93,8 +93,6 @@ def database_bytes(target: Target, data: TargetLifecycle) -> int | None:
         if not target.is_server:
             database = Path(data.working_job().database)
             return sum(p.stat().st_size for p in (database, Path(f"{database}-wal")) if p.exists())
-        from dbperf.servers.sql_query import client_available, query
-
         if not client_available(target.engine):
             return None
         server: Any = data
@@ -114,7 +112,6 @@ class CellSampler:
     right after it exited."""
 
     def __init__(self, e: Experiment, target: Target, data: TargetLifecycle, client: str = "dbperf-driver") -> None:
-        from dbperf.servers.sql_query import client_available
 
         self.e = e
         self.client = client  # the command name of the process that runs the cell, found among the lab's children

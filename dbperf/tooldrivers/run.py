@@ -39,6 +39,7 @@ from dbperf.host import procfs
 from dbperf.host.procfs import process_tree
 from dbperf.records import Resources, RunResult, Usage
 from dbperf.servers.process import server_environ
+from dbperf.servers.sql_query import client_available, query
 from dbperf.targets.resources import CellSampler
 from dbperf.tooldrivers.parse import ToolOutput, parse_pgbench, parse_sysbench, script_queries
 from dbperf.tools import tail
@@ -140,7 +141,6 @@ class ToolCell:
     def _pgbench_tables(self, conn: Connection, env: dict[str, str], password: str, work: Path) -> None:
         """pgbench -i into the working database unless its tables are there (a restore drops them with the
         database); scale = rows / 100,000, at least 1, as pgbench's accounts table has 100,000 rows per scale."""
-        from dbperf.servers.sql_query import query
 
         if query(self.server, "SELECT to_regclass('pgbench_accounts') IS NOT NULL", self.server.work_db) == [["t"]]:
             return
@@ -153,8 +153,6 @@ class ToolCell:
     def _end_sessions(self) -> None:
         """The killed tool's sessions may still be running its statement (a backend notices a vanished client only
         when it next writes to it): ended, so that the next cell and the server's stop do not wait for them."""
-        from dbperf.servers.sql_query import client_available, query
-
         kind = engines.engine(self.target.engine)
         with contextlib.suppress(UserError):
             if kind.end_sessions_sql:

@@ -1,0 +1,82 @@
+"""The dbperf command line: one module per command group, each only parsing its arguments, calling a use case
+(dbperf/usecases/) and printing what it returns; here they are put together in the order `--help` lists them.
+Bad input is one line on stderr and exit code 2, never a traceback."""
+
+from __future__ import annotations
+
+import sys
+from typing import NoReturn
+
+import typer
+from typer._click import exceptions as click_errors  # Typer's own click: its parameter errors
+
+from dbperf.cli import build, catalog, compare, explain, fleet, history, layout, probe, report, run
+from dbperf.cli.common import err_console
+from dbperf.errors import UserError
+from dbperf.runner import interrupts
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  help="dbperf: a performance lab for database engines.")
+app.command()(run.run)
+app.command()(run.ladder)
+app.command()(build.build)
+app.command()(report.report)
+app.command("import")(report.import_command)
+app.command()(explain.profile)
+app.command()(explain.diff)
+app.command()(explain.check)
+app.command()(probe.probe)
+app.command("list")(catalog.list_benchmarks)
+app.command()(catalog.keys)
+app.add_typer(history.history_app, name="history")
+app.command()(history.series)
+app.command()(compare.compare)
+app.command()(history.regressions)
+app.command()(layout.layout)
+app.command()(catalog.version)
+app.add_typer(fleet.fleet_app, name="fleet")
+app.command()(fleet.scheduler)
+app.command()(fleet.worker)
+
+
+def _usage_error(e: click_errors.UsageError) -> NoReturn:
+    """Typer's parameter errors (`history show abc`, `--threads x`, a missing argument) as one line, like every
+    other bad input, instead of a usage banner and a boxed message."""
+    names: list[str] = []
+    ctx = e.ctx
+    while ctx is not None and ctx.parent is not None:
+        names.insert(0, ctx.info_name or "")
+        ctx = ctx.parent
+    where = f"{' '.join(names)}: " if names else ""
+    err_console.print(f"dbperf: error: {where}{e.format_message()} (--help shows the options)", markup=False,
+                      highlight=False, soft_wrap=True)
+    sys.exit(2)
+
+
+def _typer_shows(e: click_errors.ClickException) -> NoReturn:
+    from typer import rich_utils
+    rich_utils.rich_format_error(e)
+    sys.exit(e.exit_code)
+
+
+def main() -> None:
+    interrupts.install()
+    try:
+        code = app(standalone_mode=False)
+        sys.exit(code if isinstance(code, int) else 0)
+    except click_errors.NoArgsIsHelpError as e:  # the help, as Typer shows it
+        _typer_shows(e)
+    except click_errors.UsageError as e:
+        _usage_error(e)
+    except click_errors.ClickException as e:
+        _typer_shows(e)
+    except typer.Abort:
+        err_console.print("dbperf: aborted", highlight=False)
+        sys.exit(1)
+    except UserError as e:
+        err_console.print(f"dbperf: error: {e}", markup=False, highlight=False, soft_wrap=True)
+        sys.exit(2)
+    except KeyboardInterrupt as interrupt:
+        # Interrupted outside a matrix run (building, starting servers, probing): nothing measured to report.
+        err_console.print(f"dbperf: interrupted ({interrupts.reason(interrupt)})", highlight=False)
+        sys.exit(interrupts.exit_code(interrupt))

@@ -1,0 +1,56 @@
+"""What every command group shares: the two consoles, the one-line failure, how a report view goes out (terminal,
+stdout or -o FILE), and the options several commands take."""
+
+from __future__ import annotations
+
+import sys
+from typing import NoReturn
+
+import typer
+from rich.console import Console
+
+from dbperf.output_file import default_name, write_file
+from dbperf.usecases.progress import PROGRESS, say
+from dbperf.usecases.report import ReportView, skipped_note
+
+# Reports are wide; when piped (no terminal width to respect) do not wrap them at 80 columns.
+out_console = Console(width=None if sys.stdout.isatty() else 200)
+err_console = PROGRESS
+
+OUT_OPTION = typer.Option("--out", help="results directory (default results/NAME-TIME)")
+OUTPUT_OPTION = typer.Option("-o", "--output", help="write to this file (or DIR/NAME.EXT for a directory)")
+FORCE_OPTION = typer.Option("--force", help="replace the -o file if it exists")
+FORMAT_OPTION = typer.Option("--format", help="table, markdown, csv, json or html")
+YES_OPTION = typer.Option("--yes", help="run even if it will take over an hour or more than the free disk")
+
+
+def fail(message: str, code: int = 2) -> NoReturn:
+    err_console.print(f"dbperf: error: {message}", markup=False, highlight=False, soft_wrap=True)
+    raise typer.Exit(code)
+
+
+def show(view: ReportView, fmt: str, output: str | None = None, force: bool = False) -> None:
+    """Every report view goes out here: on the terminal as a table, or as Markdown, CSV, JSON or HTML to stdout or
+    to `-o FILE` (output_file.py's rules; a directory gets STEM.EXT). Its notes go to stderr, before it and, for
+    the lines of results.jsonl it skipped, after it."""
+    for note in view.notes:
+        say(note)
+    if fmt == "table":
+        if output is not None:
+            fail("-o/--output: not with --format table (markdown, csv, json and html can be written to a file)")
+        view.draw(out_console)
+    else:
+        write_output(view.document(fmt), output, force, default_name(fmt, view.stem))
+    skipped = skipped_note(view)
+    if skipped:
+        say(skipped)
+
+
+def write_output(document: str, output: str | None, force: bool = False, name: str = "report.txt") -> None:
+    """A document to stdout, or to a file by output_file.py's rules (no overwrite without --force, never a results
+    directory's own files; `name` when the path is a directory)."""
+    if output is None:
+        sys.stdout.write(document)
+        return
+    written = write_file(output, document, force, name)
+    say(f"dbperf: wrote {written} ({len(document.encode()) / 1e6:.1f} MB)")

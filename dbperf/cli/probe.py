@@ -1,0 +1,58 @@
+"""`dbperf probe`: what barriers, mutexes, PAUSE, PRNGs, timers and false sharing cost (usecases/probe.py)."""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from dbperf.cli.common import fail, out_console
+from dbperf.probes.catalog import FAMILIES
+from dbperf.report.probe_view import render_compare, render_probes
+from dbperf.usecases.probe import load_probes, probe_fleet, probe_here, refuse_held
+
+
+def probe(
+    names: Annotated[Optional[list[str]], typer.Argument(help=f"probe families (default all: {', '.join(FAMILIES)})")]
+    = None,
+    json_output: Annotated[bool, typer.Option("--json", help="print the results as JSON")] = False,
+    out: Annotated[Optional[Path], typer.Option("--out", help="store the results (probes.json) in this directory")]
+    = None,
+    repeats: Annotated[int, typer.Option(help="repeats per figure (at least 5 for the published tables)")] = 5,
+    scale: Annotated[float, typer.Option(help="multiplies every iteration count")] = 1.0,
+    compare: Annotated[Optional[list[Path]], typer.Option("--compare", help="two stored result directories")]
+    = None,
+    fleet: Annotated[bool, typer.Option("--fleet", help="run on every host of a fleet: a table per family, a "
+                                                        "column per host")] = False,
+    scheduler: Annotated[Optional[str], typer.Option(help="with --fleet: the fleet's scheduler")] = None,
+    certs: Annotated[Optional[Path], typer.Option(help="with --fleet: the lab's TLS certificates")] = None,
+    local: Annotated[int, typer.Option(help="with --fleet: a local fleet of N workers instead of --scheduler")] = 0,
+    force: Annotated[bool, typer.Option("--force", help="replace the probes.json already in --out")] = False,
+) -> None:
+    """Measure what barriers, mutexes, PAUSE, PRNGs, timers and false sharing cost on this CPU."""
+    refuse_held(out, force)
+    if not math.isfinite(scale) or scale <= 0:
+        fail("--scale must be a positive finite number")
+    if fleet:
+        from dbperf.report.probe_hosts import render_hosts
+        results = probe_fleet(names or [], repeats, scale, scheduler, certs, local, out, force)
+        if json_output:
+            sys.stdout.write(json.dumps(results, indent=2) + "\n")
+        else:
+            render_hosts(results, out_console)
+        return
+    if compare:
+        if len(compare) != 2:
+            fail("--compare takes two result directories (--compare DIR1 --compare DIR2)")
+        loaded = [load_probes(d) for d in compare]
+        render_compare(loaded[0], loaded[1], str(compare[0]), str(compare[1]), out_console)
+        return
+    result = probe_here(names, repeats, scale, out, force)
+    if json_output:
+        sys.stdout.write(json.dumps(result, indent=2) + "\n")
+    else:
+        render_probes(result, out_console)

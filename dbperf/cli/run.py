@@ -1,0 +1,60 @@
+"""`dbperf run` and `dbperf ladder`: run an experiment to its end (usecases/run.py), then its report."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from dbperf.cli.common import OUT_OPTION, YES_OPTION, show
+from dbperf.usecases.report import check_aggregate, report_view
+from dbperf.usecases.run import RunEnd, run_experiment
+
+
+def report_after_run(end: RunEnd, view: str = "run", aggregate: str | None = None) -> None:
+    """The (partial) report of a run that ended, then the run's exit status; a terminal that went away (SIGHUP)
+    does not turn into a traceback."""
+    report_when_written(end, lambda d: show(report_view(d, view, aggregate), "table"))
+
+
+def report_when_written(end: RunEnd, report: Callable[[Path], None]) -> None:
+    if (end.directory / "meta.json").is_file():
+        with contextlib.suppress(OSError):
+            report(end.directory)
+    if end.exit_code:
+        raise typer.Exit(end.exit_code)
+
+
+def run(
+    experiment: Annotated[Path, typer.Argument(help="experiment file (TOML)")],
+    out: Annotated[Optional[Path], OUT_OPTION] = None,
+    aggregate: Annotated[Optional[str], typer.Option(help="median (default) or trimmed")] = None,
+    keep_data: Annotated[bool, typer.Option(help="keep the loaded databases (SQLite: DIR/.data; servers: the "
+                                                   "runtime directory named in meta.json)")] = False,
+    profile: Annotated[bool, typer.Option("--profile", help="also measure counters per (target, benchmark)")] = False,
+    yes: Annotated[bool, YES_OPTION] = False,
+    aa: Annotated[bool, typer.Option("--aa", help="also run the base against itself: how many A/A cells are called "
+                                                  "changed")] = False,
+    simulated: Annotated[bool, typer.Option("--simulated", help="also measure simulated instructions and estimated "
+                                                                "cycles per query (cachegrind), as `simulated = "
+                                                                "true`")] = False,
+) -> None:
+    """Run an experiment's matrix and print the rQPS table."""
+    check_aggregate(aggregate)
+    end = run_experiment(experiment, out, keep_data, profile, yes, aa, simulated)
+    report_after_run(end, "run", aggregate)
+
+
+def ladder(
+    experiment: Annotated[Path, typer.Argument(help="experiment file: its targets are cumulative tuning steps")],
+    out: Annotated[Optional[Path], OUT_OPTION] = None,
+    aggregate: Annotated[Optional[str], typer.Option(help="median (default) or trimmed")] = None,
+    yes: Annotated[bool, YES_OPTION] = False,
+) -> None:
+    """Run the targets as a tuning ladder and report each step's gain over the previous step and the base."""
+    check_aggregate(aggregate)
+    end = run_experiment(experiment, out, keep_data=False, yes=yes)
+    report_after_run(end, "ladder", aggregate)

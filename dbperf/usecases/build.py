@@ -1,0 +1,85 @@
+"""The build lab's use cases without a run: build an experiment's targets, list the caches, list the versions that
+exist upstream."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from rich.console import Console
+
+from dbperf import engines
+from dbperf.buildlab.builder import cached_builds
+from dbperf.buildlab.server_build import cached_server_builds
+from dbperf.buildlab.server_releases import SOURCES as SERVER_RELEASES
+from dbperf.buildlab.server_releases import available_versions, cached_releases, release_name
+from dbperf.buildlab.sqlite_source import CRATE, scan_versions
+from dbperf.engines.sqlite import SQLITE
+from dbperf.errors import UserError
+from dbperf.experiment.spec import parse_experiment
+from dbperf.runner.targets import build_targets
+from dbperf.usecases.progress import PROGRESS
+
+
+@dataclass
+class Listing:
+    """One cache as a table: `title` None for the SQLite builds (always shown, even empty)."""
+    title: str | None
+    columns: tuple[str, ...]
+    rows: list[tuple[str, ...]]
+
+
+def cache_listings() -> list[Listing]:
+    """The SQLite builds, then the server builds and the fetched server releases when there are any."""
+    sqlite = Listing(None, ("key", "sqlite", "variants / cflags", "PGO training", "built", "seconds", "library"), [
+        (m["key"], m["source"]["sqlite_version"], " ".join(m["variants"] + m["cflags"]),
+         ", ".join((m.get("pgo") or {}).get("training_set", [])) or "-", m["built_at"], str(m["build_seconds"]),
+         m["library"]) for m in cached_builds()])
+    servers = Listing("server builds", ("key", "build", "source package", "PGO .gcda", "built", "seconds", "install"), [
+        (m["key"], m["label"], f"{m['source']['package']} {m['source']['version']}",
+         str((m.get("pgo") or {}).get("profile_files", "-")), m["built_at"], str(m["build_seconds"]), m["install"])
+        for m in cached_server_builds()])
+    releases = Listing("server releases", ("engine", "version", "published as", "jar sha256", "fetched"), [
+        (r["engine"], r["version"], r["published_version"], r["jar_sha256"][:16], r["fetched_at"])
+        for r in cached_releases()])
+    return [sqlite, *(listing for listing in (servers, releases) if listing.rows)]
+
+
+@dataclass
+class Versions:
+    heading: str
+    lines: list[str]
+
+
+def upstream_versions(engine: str, scan: int) -> Versions:
+    """Which versions exist: SQLite's as bundled by the newest `scan` crate releases, a server's released
+    binaries."""
+    if engine in SERVER_RELEASES:
+        published = available_versions(engine)
+        names = dict.fromkeys(release_name(engine, p) for p in published)  # rebuilds (-1) once
+        return Versions(f"{SERVER_RELEASES[engine].description}: write source = \"{engine}@VERSION\"",
+                        ["  " + ", ".join(names)])
+    if engine != SQLITE.name:
+        raise UserError(f"--versions: expected {', '.join(engines.NAMES)}, got {engine!r}")
+    mapping = scan_versions(scan)
+    return Versions(f"SQLite versions bundled by the newest {len(mapping)} {CRATE} releases on crates.io (read from "
+                    "each amalgamation's SQLITE_VERSION):",
+                    [f"  sqlite@{sqlite_version}   ({CRATE} {crate_version})"
+                     for crate_version, sqlite_version in mapping.items()])
+
+
+def build_experiment(experiment: Path, err: Console = PROGRESS) -> list[str]:
+    """Builds (or finds cached) every `source` target; a line per target saying what it got."""
+    _, builds = build_targets(parse_experiment(experiment), err)
+    if not builds:
+        raise UserError(f"{experiment}: no target has a 'source' to build")
+    lines = []
+    for name, manifest in builds.items():
+        if "release" in manifest:
+            release = manifest["release"]
+            lines.append(f"{name}: {release['engine']}@{release['version']} released binaries, jar sha256 "
+                         f"{release['jar_sha256']}")
+            continue
+        how = "cached" if manifest["cached"] else f"built in {manifest['build_seconds']} s"
+        lines.append(f"{name}: {manifest['label']} -> {manifest.get('library') or manifest['install']} ({how})")
+    return lines

@@ -1,0 +1,101 @@
+"""Running an experiment to its end: build what the targets need, run the matrix (or the replication lab), record
+the run in the history, and turn how it ended into an exit status. What the lab measured is never lost: an
+interrupted run ends with its directory and the signal's status, not a traceback."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from dbperf.errors import UserError
+from dbperf.experiment.aa import with_aa
+from dbperf.experiment.model import Experiment
+from dbperf.experiment.spec import parse_experiment
+from dbperf.explain.mode import detect_mode
+from dbperf.history.store import history_path
+from dbperf.replication.lab import run_replication
+from dbperf.runner import interrupts
+from dbperf.runner.estimate import estimate
+from dbperf.runner.matrix import run_matrix
+from dbperf.runner.targets import build_targets, inspect_targets
+from dbperf.usecases.history import record_run
+from dbperf.usecases.progress import PROGRESS, say
+
+NO_CELL_SUCCEEDED = 3
+
+
+@dataclass
+class RunEnd:
+    directory: Path
+    exit_code: int  # 0, 3 when no cell succeeded, 128 + signal when interrupted
+
+
+def run_experiment(experiment: Path, out: Path | None, keep_data: bool, profile: bool = False,
+                   yes: bool = False, aa: bool = False, simulated: bool = False, err: Console = PROGRESS) -> RunEnd:
+    """Builds what the targets need, runs the matrix."""
+    # Absolute once, here: servers and set-up tools run with another working directory.
+    directory = (out or Path("results") / f"{experiment.stem}-{datetime.now():%Y%m%d-%H%M%S}").absolute()
+    spec = parse_experiment(experiment)
+    if spec.replication is not None:
+        return run_replication_experiment(spec, directory, keep_data, err)
+    if aa:
+        spec = with_aa(spec)
+    if simulated:
+        spec = replace(spec, simulated=True)
+    history_path()  # a bad DBPERF_HISTORY is said now, not after the run
+    size = estimate(spec, directory)
+    if size.needs_confirmation() and not yes:  # said once, as the error; with --yes, as a warning
+        raise UserError(f"{experiment}: {size.summary()}; add --yes to run it anyway")
+    for line in size.warnings():
+        say(f"dbperf: warning: {line}", err)
+    exp, builds = build_targets(spec, err)
+    inspect_targets(exp)
+    repeats = (f"auto repeats (at least {exp.repeats} rounds, budget {exp.budget_s:.0f} s)"
+               if exp.budget_s is not None else f"{exp.repeats} repeats")
+    say(f"dbperf: {len(exp.benchmarks)} benchmarks × {len(exp.threads)} thread counts × {repeats} × "
+        f"{len(exp.targets)} targets, results in {directory}", err)
+    if profile:
+        mode = detect_mode()
+        err.print(f"dbperf: counters mode {mode.mode}: {mode.reason}", highlight=False)
+    return run_to_end(directory, keep_data, "cell",
+                      lambda: run_matrix(exp, directory, err, keep_data=keep_data, builds=builds, profile=profile),
+                      record=True, err=err)
+
+
+def run_replication_experiment(spec: Experiment, directory: Path, keep_data: bool,
+                               err: Console = PROGRESS) -> RunEnd:
+    """An experiment with a [replication] section: the replication lab (dbperf/replication/) instead of the matrix."""
+    exp, builds = build_targets(spec, err)
+    r = exp.replication
+    assert r is not None
+    say(f"dbperf: replication lab: primary + {r.replicas} replica(s), studies {', '.join(r.studies)}, results in "
+        f"{directory}", err)
+    return run_to_end(directory, keep_data, "measurement",
+                      lambda: run_replication(exp, directory, err, keep_data=keep_data, builds=builds), err=err)
+
+
+def run_to_end(directory: Path, keep_data: bool, unit: str, run: Callable[[], Any], record: bool = False,
+               err: Console = PROGRESS) -> RunEnd:
+    """Runs the matrix or the replication lab and turns how it ended into the exit code, saying why on stderr;
+    `record` adds the run to the history store (a warning if it cannot be)."""
+    try:
+        outcome = run()
+    except KeyboardInterrupt as interrupt:
+        say(f"dbperf: interrupted ({interrupts.reason(interrupt)}); what was measured is in {directory}", err)
+        return RunEnd(directory, interrupts.exit_code(interrupt))
+    if keep_data and outcome.runtime_dir:
+        say(f"dbperf: the servers' data directories are kept in {outcome.runtime_dir}", err)
+    if record and outcome.cells_ok == 0:  # a run that measured nothing is no point of a series
+        say(f"dbperf: note: not recorded in the history: no {unit} succeeded", err)
+    elif record:
+        record_run(directory, err)
+    if outcome.cells_ok == 0 and outcome.cells_failed > 0:
+        say(f"dbperf: error: no {unit} succeeded ({outcome.cells_failed} failed); the errors are in "
+            f"{directory / 'results.jsonl'}", err)
+        return RunEnd(directory, NO_CELL_SUCCEEDED)
+    return RunEnd(directory, 0)
