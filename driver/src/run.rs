@@ -314,7 +314,7 @@ pub fn run(job: &Job) -> Result<RunResult, String> {
     } else {
         window.measured.as_secs_f64()
     };
-    let h = &total.latency_ns;
+    let h = &total.latency_ns.to_histogram();
     let latency = if h.is_empty() || job.deterministic {
         Latency::default()
     } else {
@@ -688,7 +688,7 @@ fn client_loop(
                     out.kind_events[k] += 1;
                     if !window.deterministic {
                         let latency = (done - due).as_nanos() as u64;
-                        t.latency_ns.saturating_record(latency);
+                        t.latency_ns.record(latency);
                         if schedule.is_some() {
                             let lag = (started - due).as_nanos() as u64;
                             out.lag_sum_ns += lag as u128;
