@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from dbperf.host.procfs import process_tree
 from dbperf.records import CellRecord, IoBytes, Resources, results_record
 from dbperf.report.resources_view import resource_rows
-from dbperf.targets.resources import _io_delta, device_of, diskstats, proc_io, process_tree
+from dbperf.targets.resources import _io_delta, device_of, diskstats, proc_io
 
 pytestmark = pytest.mark.unit
 

@@ -25,25 +25,10 @@ import time
 from pathlib import Path
 from typing import IO
 
+from dbperf.host.procfs import session_members
+
 LOCK = "owner.lock"
 OLD_WITHOUT_LOCK_S = 24 * 3600  # staging directories made before locks existed: swept once this old
-
-
-def session_members(sid: int) -> list[int]:
-    """The live (not zombie) processes of session `sid`."""
-    members = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue  # gone meanwhile
-        # pid (comm) state ppid pgrp session ...: comm may hold spaces and parentheses, so split after the last ')'.
-        fields = stat[stat.rindex(")") + 2:].split()
-        if int(fields[3]) == sid and fields[0] != "Z":
-            members.append(int(entry.name))
-    return members
 
 
 def kill_session(sid: int, timeout_s: float = 30.0) -> list[int]:

@@ -110,65 +110,41 @@ def _integers(raw: dict[str, Any], key: str, default: tuple[int, ...], where: st
 
 
 def parse_replication(raw: Any, where: str, engine: str = "mariadb") -> ReplicationSpec:
+    """The section for `engine`. PostgreSQL's: workers is 1 (physical replay has no parallel apply), modes are
+    recovery_prefetch, durability names PG_DURABILITY; MariaDB's group-commit wait and cross-engine study refused."""
     where = f"{where} [replication]"
     if not isinstance(raw, dict):
         raise UserError(f"{where}: expected a table")
     values = keys.checked(raw, keys.REPLICATION, where)
-    if engine == "postgres":
-        return _parse_postgres(raw, values, where)
-    rate = raw.get("background_rate", 200.0)
-    if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not 0 <= rate <= 1e6:
-        raise UserError(f"{where}.background_rate: expected transactions per second from 0 to 1000000, got {rate!r}")
-    durability = _names(raw, "durability", tuple(DURABILITY), tuple(DURABILITY), where)
-    stale_durability = raw.get("stale_durability", durability[0])
-    if stale_durability not in DURABILITY:
-        raise UserError(f"{where}.stale_durability: unknown {stale_durability!r} (known: {', '.join(DURABILITY)})")
-    return ReplicationSpec(
-        studies=_names(raw, "studies", STUDIES, DEFAULT_STUDIES, where),
-        replicas=values.get("replicas", 1),
-        transactions=values.get("transactions", 20_000),
-        workers=_integers(raw, "workers", (0, 2, 4), where, 256),
-        modes=_names(raw, "modes", MODES, ("conservative",), where),
-        durability=durability,
-        commit_wait_counts=_integers(raw, "binlog_commit_wait_count", (0,), where, 1024),
-        commit_wait_usec=values.get("binlog_commit_wait_usec", 10_000),
-        repeats=values.get("repeats", 1),
-        stale_reads=values.get("stale_reads", 2000),
-        background_threads=values.get("background_threads", 1),
-        background_rate=float(rate),
-        stale_durability=stale_durability,
-        wait_timeout_s=values.get("wait_timeout", 10.0),
-    )
-
-
-def _parse_postgres(raw: dict[str, Any], values: dict[str, Any], where: str) -> ReplicationSpec:
-    """The PostgreSQL lab's section: workers is 1 (physical replay has no parallel apply), modes are
-    recovery_prefetch, durability names PG_DURABILITY; MariaDB's group-commit wait and cross-engine study refused."""
-    if "workers" in raw and _integers(raw, "workers", PG_WORKERS, where, 256) != PG_WORKERS:
-        raise UserError(f"{where}.workers: PostgreSQL replays the WAL in one process (the startup process) and has no "
-                        "parallel-apply setting; leave workers out (it is 1)")
-    for key in ("binlog_commit_wait_count", "binlog_commit_wait_usec"):
-        if key in raw:
-            raise UserError(f"{where}.{key}: a MariaDB setting; the PostgreSQL lab has no binlog")
+    postgres = engine == "postgres"
+    if postgres:
+        if "workers" in raw and _integers(raw, "workers", PG_WORKERS, where, 256) != PG_WORKERS:
+            raise UserError(f"{where}.workers: PostgreSQL replays the WAL in one process (the startup process) and "
+                            "has no parallel-apply setting; leave workers out (it is 1)")
+        for key in ("binlog_commit_wait_count", "binlog_commit_wait_usec"):
+            if key in raw:
+                raise UserError(f"{where}.{key}: a MariaDB setting; the PostgreSQL lab has no binlog")
     studies = _names(raw, "studies", STUDIES, DEFAULT_STUDIES, where)
-    if "cross-engine" in studies:
+    if postgres and "cross-engine" in studies:
         raise UserError(f"{where}.studies: the cross-engine study is MariaDB-only (PostgreSQL has one storage engine)")
     rate = raw.get("background_rate", 200.0)
     if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not 0 <= rate <= 1e6:
         raise UserError(f"{where}.background_rate: expected transactions per second from 0 to 1000000, got {rate!r}")
-    durability = _names(raw, "durability", tuple(PG_DURABILITY), tuple(PG_DURABILITY), where)
+    known = tuple(PG_DURABILITY if postgres else DURABILITY)
+    durability = _names(raw, "durability", known, known, where)
     stale_durability = raw.get("stale_durability", durability[0])
-    if stale_durability not in PG_DURABILITY:
-        raise UserError(f"{where}.stale_durability: unknown {stale_durability!r} (known: {', '.join(PG_DURABILITY)})")
+    if stale_durability not in known:
+        raise UserError(f"{where}.stale_durability: unknown {stale_durability!r} (known: {', '.join(known)})")
     return ReplicationSpec(
         studies=studies,
         replicas=values.get("replicas", 1),
         transactions=values.get("transactions", 20_000),
-        workers=PG_WORKERS,
-        modes=_names(raw, "modes", tuple(PG_MODES), ("physical",), where),
+        workers=PG_WORKERS if postgres else _integers(raw, "workers", (0, 2, 4), where, 256),
+        modes=(_names(raw, "modes", tuple(PG_MODES), ("physical",), where) if postgres
+               else _names(raw, "modes", MODES, ("conservative",), where)),
         durability=durability,
-        commit_wait_counts=(0,),
-        commit_wait_usec=0,
+        commit_wait_counts=(0,) if postgres else _integers(raw, "binlog_commit_wait_count", (0,), where, 1024),
+        commit_wait_usec=0 if postgres else values.get("binlog_commit_wait_usec", 10_000),
         repeats=values.get("repeats", 1),
         stale_reads=values.get("stale_reads", 2000),
         background_threads=values.get("background_threads", 1),

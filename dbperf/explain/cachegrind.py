@@ -49,25 +49,40 @@ class CachegrindProfile:
             for n in names})
 
 
-def parse_cachegrind_out(text: str) -> CachegrindProfile:
-    """Sums the per-line counts of a cachegrind.out file by function (`fn=`), whatever the source file."""
+def parse_valgrind_out(text: str, tool: str = "cachegrind") -> CachegrindProfile:
+    """Self cost per function (`fn=`) of a cachegrind.out or (uncompressed) callgrind dump, whatever the source file
+    and summed over every thread a dump holds. A `calls=` line (callgrind's) says the next cost line is the call's
+    inclusive cost, not the function's own: it is left out. Callgrind's cost lines may start with a relative
+    position (+N, -N, *); trailing zero counts may be omitted."""
     events: tuple[str, ...] = ()
     functions: dict[str, dict[str, int]] = defaultdict(dict)
     current: dict[str, int] | None = None
+    skip_next = False
     for line in text.splitlines():
+        if not line:
+            continue
         if line.startswith("events:"):
             events = tuple(line.split(":", 1)[1].split())
         elif line.startswith("fn="):
             current = functions[line[3:]]
             for e in events:
                 current.setdefault(e, 0)
-        elif line and line[0].isdigit() and current is not None:
-            values = line.split()[1:]
-            for e, v in zip(events, values, strict=False):  # trailing zero counts may be omitted
+        elif line.startswith("calls="):
+            skip_next = True
+        elif (line[0].isdigit() or line[0] in "+-*") and current is not None:
+            if skip_next:
+                skip_next = False
+                continue
+            for e, v in zip(events, line.split()[1:], strict=False):
                 current[e] += int(v)
     if not events:
-        raise ValueError("not a cachegrind output file (no events: line)")
+        raise ValueError(f"not a {tool} output file (no events: line)")
     return CachegrindProfile(events, dict(functions))
+
+
+def parse_cachegrind_out(text: str) -> CachegrindProfile:
+    """Sums the per-line counts of a cachegrind.out file by function (`fn=`), whatever the source file."""
+    return parse_valgrind_out(text, "cachegrind")
 
 
 def valgrind_available() -> None:

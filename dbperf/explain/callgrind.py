@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import subprocess
 import time
-from collections import defaultdict
 from pathlib import Path
 
 from dbperf.errors import UserError
-from dbperf.explain.cachegrind import GEOMETRY, CachegrindProfile
+from dbperf.explain.cachegrind import GEOMETRY, CachegrindProfile, parse_valgrind_out
 
 CALLGRIND_OPTIONS = ["--tool=callgrind", "--cache-sim=yes", "--branch-sim=yes", *GEOMETRY, "--compress-strings=no",
                      "--compress-pos=no", "--dump-instr=no"]
@@ -22,30 +21,7 @@ CONTROL_TIMEOUT_S = 600.0
 
 def parse_callgrind_out(text: str) -> CachegrindProfile:
     """Self cost per function (`fn=`) of one callgrind dump, summed over every thread it holds."""
-    events: tuple[str, ...] = ()
-    functions: dict[str, dict[str, int]] = defaultdict(dict)
-    current: dict[str, int] | None = None
-    skip_next = False
-    for line in text.splitlines():
-        if not line:
-            continue
-        if line.startswith("events:"):
-            events = tuple(line.split(":", 1)[1].split())
-        elif line.startswith("fn="):
-            current = functions[line[3:]]
-            for e in events:
-                current.setdefault(e, 0)
-        elif line.startswith("calls="):
-            skip_next = True  # the next cost line is the call's inclusive cost, not this function's own
-        elif (line[0].isdigit() or line[0] in "+-*") and current is not None:
-            if skip_next:
-                skip_next = False
-                continue
-            for e, v in zip(events, line.split()[1:], strict=False):
-                current[e] += int(v)
-    if not events:
-        raise ValueError("not a callgrind output file (no events: line)")
-    return CachegrindProfile(events, dict(functions))
+    return parse_valgrind_out(text, "callgrind")
 
 
 def callgrind_control(pid: int, action: str, user: str) -> None:

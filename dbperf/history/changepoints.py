@@ -1,11 +1,11 @@
 """Change points in a series by E-divisive means (Matteson and James 2014), the method MongoDB and Apache Otava use
-to find the commit or version where performance stepped: MongoDB's `signal-processing-algorithms` package does
-the detection (its C extension computes the statistics). Each step is then described: its size (median after /
-median before − 1, each over the segment up to the neighbouring change point), the two columns it falls between,
-and a Mann-Whitney U p-value of the two segments as its significance.
+to find the commit or version where performance stepped: Apache Otava's `change_point_divisive` does the detection
+(the original algorithm: recursive splits kept while a permutation test finds them significant). Each step is then
+described: its size (median after / median before − 1, each over the segment up to the neighbouring change point),
+the two columns it falls between, and a Mann-Whitney U p-value of the two segments as its significance.
 
-E-divisive's permutation test draws from NumPy's global generator: it is seeded here (and the caller's state put
-back), so the same series gives the same change points every time."""
+The permutation test draws from a generator of its own seeded here, so the same series gives the same change points
+every time (and NumPy's global generator is left alone)."""
 
 from __future__ import annotations
 
@@ -39,19 +39,20 @@ def change_points(values: Sequence[float], pvalue: float = PVALUE, permutations:
                   seed: int = SEED) -> list[int]:
     """Indices where a new segment begins, ascending."""
     try:
-        from signal_processing_algorithms.energy_statistics.energy_statistics import e_divisive
+        from otava.change_point_divisive.calculator import PairDistanceCalculator
+        from otava.change_point_divisive.detector import ChangePointDetector
+        from otava.change_point_divisive.significance_test import PermutationsSignificanceTester
     except ImportError as e:
-        raise UserError(f"change points need MongoDB's signal-processing-algorithms package (published for Python "
-                        f"3.11): {e}") from None
+        raise UserError(f"change points need Apache Otava (pip install apache-otava): {e}") from None
     if len(values) < 4:
         return []
-    state = np.random.get_state()
-    np.random.seed(seed)
-    try:
-        found = e_divisive(np.asarray(values, dtype=np.float64), pvalue=pvalue, permutations=permutations)
-    finally:
-        np.random.set_state(state)
-    return sorted(int(i) for i in found if 0 < int(i) < len(values))
+    # A point is kept while (permuted statistics at least as large) / (permutations + 1) <= pvalue: the same test
+    # as otava's compute_change_points_orig, with the permutation count and the seed ours.
+    tester = PermutationsSignificanceTester(max_pvalue=pvalue, permutations=permutations,
+                                            calculator=PairDistanceCalculator, seed=seed)
+    found = ChangePointDetector(tester, PairDistanceCalculator).get_change_points(
+        np.asarray(values, dtype=np.float64))
+    return sorted(int(p.index) for p in found if 0 < int(p.index) < len(values))
 
 
 def steps(values: Sequence[float], pvalue: float = PVALUE, permutations: int = PERMUTATIONS,

@@ -11,44 +11,17 @@ that time. The data is not restored between measurements: writes accumulate, as 
 
 from __future__ import annotations
 
-import math
 import time
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable
 
-from dbperf.catalog.workload import Workload, compile_statements
 from dbperf.experiment.model import Experiment
 from dbperf.experiment.replication_section import ReplicationSpec
-from dbperf.host.driver import run_job
-from dbperf.records import ApplyRecord, RunResult
-from dbperf.replication.cluster import Cluster, ClusterServer, StudyFailed, gtid_seq
+from dbperf.records import ApplyRecord
+from dbperf.replication.apply_study import ApplyPlan, apply_record, count_committed, plan, run_plan, write_load
+from dbperf.replication.cluster import Cluster, ClusterServer, gtid_seq
+from dbperf.replication.replica_set import StudyFailed
 
-LOAD_TIMEOUT_S = 3600.0
 IO_CATCH_UP_TIMEOUT_S = 600.0
-
-
-@dataclass(frozen=True)
-class ApplyPlan:
-    durability: str
-    commit_wait_count: int
-    benchmark: Workload
-    client_threads: int
-    repeat: int
-    workers: int
-    mode: str
-
-
-def plan(e: Experiment, spec: ReplicationSpec) -> Iterator[ApplyPlan]:
-    """Durability outermost (changing it restarts the replicas), workers and modes innermost, so that a repeat
-    compares worker counts measured minutes apart, not hours."""
-    for durability in spec.durability:
-        for count in spec.commit_wait_counts:
-            for benchmark in e.benchmarks:
-                for threads in e.threads:
-                    for repeat in range(1, spec.repeats + 1):
-                        for workers in spec.workers:
-                            for mode in ("serial",) if workers == 0 else spec.modes:
-                                yield ApplyPlan(durability, count, benchmark, threads, repeat, workers, mode)
 
 
 def _wait_io(r: ClusterServer, pos: str) -> None:
@@ -70,10 +43,7 @@ def _wait_io(r: ClusterServer, pos: str) -> None:
 def measure(cluster: Cluster, e: Experiment, spec: ReplicationSpec, p: ApplyPlan) -> ApplyRecord:
     """One timed catch-up; a StudyFailed when a server dies or replication breaks."""
     primary, measured, others = cluster.primary, cluster.replicas[0], cluster.replicas[1:]
-    record = ApplyRecord(type="replication_apply", replica=measured.target.name, benchmark=p.benchmark.name,
-                         client_threads=p.client_threads, workers=p.workers, mode=p.mode, durability=p.durability,
-                         commit_wait_count=p.commit_wait_count, commit_wait_usec=spec.commit_wait_usec,
-                         repeat=p.repeat, status="failed", started_at=time.time())
+    record = apply_record(measured.target.name, p, "failed", (p.commit_wait_count, spec.commit_wait_usec))
     measured.query("STOP SLAVE", what="STOP SLAVE")
     measured.query("SET GLOBAL slave_parallel_threads = %s", (p.workers,), what="setting slave_parallel_threads")
     if p.workers:
@@ -86,21 +56,13 @@ def measure(cluster: Cluster, e: Experiment, spec: ReplicationSpec, p: ApplyPlan
     primary.query("SET GLOBAL binlog_commit_wait_usec = %s", (spec.commit_wait_usec,),
                   what="setting binlog_commit_wait_usec")
     before = primary.gtid_binlog_pos()
-    job = primary.working_job().replace(
-        mode="run", threads=p.client_threads, events=math.ceil(spec.transactions / p.client_threads),
-        seed=e.seed + p.repeat, workload=compile_statements(p.benchmark, e.table_size, "mariadb"))
-    started = time.perf_counter()
-    outcome = run_job(job, RunResult, LOAD_TIMEOUT_S, env=primary.env())
-    record.primary_s = round(time.perf_counter() - started, 4)
+    record.primary_s, outcome = write_load(primary, e, spec.transactions, p, "mariadb")
     if not outcome.ok or outcome.result is None:
         dead = " (the primary died)" if primary.died() else ""
         raise StudyFailed(f"{primary.target.name}: the write load failed{dead}: {outcome.error}", primary.log_tail())
     after = primary.gtid_binlog_pos()
     record.transactions = gtid_seq(after) - gtid_seq(before)
-    if record.transactions <= 0:
-        samples = "; ".join(outcome.result.error_samples) or "no error reported"
-        raise StudyFailed(f"{primary.target.name}: the write load committed no transaction ({samples})")
-    record.primary_trx_per_s = round(record.transactions / record.primary_s, 1)
+    count_committed(primary, record, outcome)
     _wait_io(measured, after)
     t0 = time.perf_counter()
     measured.query("START SLAVE SQL_THREAD", what="START SLAVE SQL_THREAD")
@@ -116,23 +78,15 @@ def measure(cluster: Cluster, e: Experiment, spec: ReplicationSpec, p: ApplyPlan
 
 def run_apply_study(cluster: Cluster, e: Experiment, spec: ReplicationSpec, write: Callable[[ApplyRecord], None],
                     step: Callable[[str], None]) -> None:
-    """Every measurement of the plan, each record written as it is produced. A server that dies or replication
-    that breaks ends the study with a failed record holding the error and the server's log tail (StudyFailed is
-    raised again for the lab)."""
-    current: ApplyPlan | None = None
-    try:
-        for p in plan(e, spec):
-            current = p
-            step(f"apply: {p.durability} wait={p.commit_wait_count} {p.benchmark.name} t={p.client_threads} "
-                 f"workers={p.workers} {p.mode} #{p.repeat}")
-            cluster.set_durability(p.durability)
-            write(measure(cluster, e, spec, p))
-    except StudyFailed as err:
-        if current is not None:
-            write(ApplyRecord(type="replication_apply", replica=cluster.replicas[0].target.name,
-                              benchmark=current.benchmark.name, client_threads=current.client_threads,
-                              workers=current.workers, mode=current.mode, durability=current.durability,
-                              commit_wait_count=current.commit_wait_count, commit_wait_usec=spec.commit_wait_usec,
-                              repeat=current.repeat, status="failed", error=str(err),
-                              server_log_tail=err.log_tail or None, started_at=time.time()))
-        raise
+    """Every measurement of the plan (apply_study.run_plan)."""
+    def one(p: ApplyPlan) -> ApplyRecord:
+        step(f"apply: {p.durability} wait={p.commit_wait_count} {p.benchmark.name} t={p.client_threads} "
+             f"workers={p.workers} {p.mode} #{p.repeat}")
+        cluster.set_durability(p.durability)
+        return measure(cluster, e, spec, p)
+
+    def failed(p: ApplyPlan, err: StudyFailed) -> ApplyRecord:
+        return apply_record(cluster.replicas[0].target.name, p, "failed", (p.commit_wait_count, spec.commit_wait_usec),
+                            error=str(err), server_log_tail=err.log_tail or None)
+
+    run_plan(plan(e, spec), one, failed, write)

@@ -29,12 +29,12 @@ import pymysql
 from dbperf.errors import UserError
 from dbperf.experiment.model import Experiment, Target
 from dbperf.experiment.replication_section import CROSS_ENGINE_DURABILITY, DURABILITY
+from dbperf.replication.replica_set import REPL_USER, ReplicaSet, RoleServer, StudyFailed, start_server
 from dbperf.servers.lifecycle import sql_string
 from dbperf.servers.mariadb import MariaDBServer
-from dbperf.servers.process import log_tail, server_environ
+from dbperf.servers.process import server_environ
 from dbperf.servers.runtime import RuntimeDir
 
-REPL_USER = "repl"
 CONNECT_TIMEOUT_S = 30
 CATCH_UP_TIMEOUT_S = 1800.0
 # The primary generates the load fast (non-durable commits); the studies vary the replica's durability.
@@ -42,34 +42,10 @@ PRIMARY_SETTINGS = {"server_id": "1", "log_bin": "primary-bin", "sync_binlog": "
                     "innodb_flush_log_at_trx_commit": "2"}
 
 
-class StudyFailed(Exception):
-    """A study cannot go on (a replica died, replication stopped with an error): the message says which server and
-    step; `log_tail` is that server's log."""
+class ClusterServer(RoleServer, MariaDBServer):
+    """A MariaDBServer with the role's settings after the target's own, and the lab's control connection."""
 
-    def __init__(self, message: str, log_tail: str = "") -> None:
-        super().__init__(message)
-        self.log_tail = log_tail
-
-
-class ClusterServer(MariaDBServer):
-    """A MariaDBServer with the role's settings after the target's own."""
-
-    def __init__(self, directory: Path, logs: Path, target: Target, e: Experiment, role: str,
-                 role_settings: dict[str, str]) -> None:
-        super().__init__(directory, logs, replace(target, name=f"{target.name}-{role}"), e)
-        self.role = role
-        self.base_settings = list(target.config.items())
-        self.role_settings = dict(role_settings)
-        self.settings = self.base_settings + list(self.role_settings.items())
-        self._conn: pymysql.connections.Connection | None = None
-
-    def set_role_settings(self, settings: dict[str, str]) -> None:
-        self.role_settings = dict(settings)
-        self.settings = self.base_settings + list(self.role_settings.items())
-
-    def stop(self) -> None:
-        self.close()
-        super().stop()
+    _conn: pymysql.connections.Connection | None = None
 
     def close(self) -> None:
         if self._conn is not None:
@@ -97,9 +73,7 @@ class ClusterServer(MariaDBServer):
                 cur.execute(sql, args)
                 return list(cur.fetchall())
         except pymysql.MySQLError as err:
-            self.close()
-            dead = " (the server died)" if self.died() else ""
-            raise StudyFailed(f"{self.target.name}: {what or 'query'}: {_reason(err)}{dead}", self.log_tail()) from None
+            raise self.failed(what, _reason(err)) from None
 
     def value(self, sql: str, args: Any = None, what: str = "") -> Any:
         rows = self.query(sql, args, what)
@@ -130,7 +104,7 @@ def gtid_seq(pos: str, server_id: int = 1) -> int:
     return 0
 
 
-class Cluster:
+class Cluster(ReplicaSet[ClusterServer]):
     """The primary and its replicas, in `runtime`'s target directories t1 (primary), t2... (replicas)."""
 
     def __init__(self, runtime: RuntimeDir, logs: Path, target: Target, e: Experiment, replicas: int,
@@ -145,10 +119,6 @@ class Cluster:
         self.repl_password = secrets.token_urlsafe(24)
         self.durability = durability
 
-    @property
-    def servers(self) -> list[ClusterServer]:
-        return [self.primary, *self.replicas]
-
     @staticmethod
     def replica_settings(index: int, durability: str) -> dict[str, str]:
         return {"server_id": str(index + 2), "skip_slave_start": "ON", "relay_log": "relay-bin",
@@ -156,10 +126,7 @@ class Cluster:
 
     def start(self) -> None:
         """Primary, then each replica, then replication; UserError naming the server and step, with its log line."""
-        try:
-            self.primary.start()
-        except UserError as err:
-            raise UserError(f"starting the primary {self.primary.target.name!r}: {err}") from None
+        start_server(self.primary, "the primary")
         self._create_replication_user()
         for r in self.replicas:
             self.start_replica(r, first=True)
@@ -186,10 +153,7 @@ class Cluster:
                             f"socket): {lines[-1] if lines else f'exit {proc.returncode}'}")
 
     def start_replica(self, r: ClusterServer, first: bool, slave_pos: str | None = None) -> None:
-        try:
-            r.start()
-        except UserError as err:
-            raise UserError(f"starting replica {r.target.name!r}: {err}") from None
+        start_server(r, "replica")
         try:
             if first:
                 # The replica starts from the primary's current position: what the primary holds so far (the lab's
@@ -239,15 +203,8 @@ class Cluster:
             self.restart_replica(r, durability)
         self.durability = durability
 
-    def revive(self) -> list[str]:
-        """Replicas that died are started again (and their replication); the names of those that were."""
-        revived = []
-        for r in self.replicas:
-            if r.died():
-                r.restarts += 1
-                self.start_replica(r, first=False)
-                revived.append(r.target.name)
-        return revived
+    def revive_replica(self, r: ClusterServer) -> None:
+        self.start_replica(r, first=False)
 
     def wait_caught_up(self, r: ClusterServer, pos: str, timeout_s: float = CATCH_UP_TIMEOUT_S) -> float:
         """MASTER_GTID_WAIT on the replica until it has applied `pos`; the seconds it took. StudyFailed if it times
@@ -267,14 +224,3 @@ class Cluster:
         pos = self.primary.gtid_binlog_pos()
         for r in self.replicas:
             self.wait_caught_up(r, pos)
-
-    def describe(self) -> list[dict[str, Any]]:
-        return [{"role": s.role, **s.describe(), "settings": s.settings} for s in self.servers]
-
-    def stop(self) -> None:
-        for s in reversed(self.servers):
-            s.stop()
-
-
-def tail_of(server: ClusterServer) -> str:
-    return log_tail(server.log)

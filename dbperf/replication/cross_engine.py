@@ -13,14 +13,15 @@ twice or skipped."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 
 from dbperf.experiment.model import Experiment
 from dbperf.experiment.replication_section import CROSS_ENGINE_DURABILITY, ReplicationSpec
 from dbperf.records import ApplyRecord
-from dbperf.replication.apply_rate import ApplyPlan, measure
-from dbperf.replication.cluster import Cluster, ClusterServer, StudyFailed
+from dbperf.replication.apply_rate import measure
+from dbperf.replication.apply_study import ApplyPlan, apply_record
+from dbperf.replication.cluster import Cluster, ClusterServer
+from dbperf.replication.replica_set import StudyFailed
 
 STATES = ("innodb", "auto", "rocksdb")
 TABLE_ENGINE = "rocksdb"
@@ -67,10 +68,8 @@ def run_cross_engine_study(cluster: Cluster, e: Experiment, spec: ReplicationSpe
         primary.query("SET GLOBAL binlog_format = %s", (binlog_format,), what="restoring binlog_format")
         cluster.all_caught_up()
     except StudyFailed as err:
-        write(ApplyRecord(type="replication_apply", replica=measured.target.name, benchmark=benchmark.name,
-                          client_threads=threads, workers=0, mode="serial",
-                          durability=current.durability if current else "fsync",
-                          commit_wait_count=spec.commit_wait_counts[0], commit_wait_usec=spec.commit_wait_usec,
-                          repeat=1, status="failed", error=str(err), server_log_tail=err.log_tail or None,
-                          started_at=time.time(), state_engine=state, table_engine=TABLE_ENGINE))
+        failed = current or ApplyPlan("fsync", spec.commit_wait_counts[0], benchmark, threads, 1, 0, "serial")
+        write(apply_record(measured.target.name, failed, "failed", (failed.commit_wait_count, spec.commit_wait_usec),
+                           error=str(err), server_log_tail=err.log_tail or None, state_engine=state,
+                           table_engine=TABLE_ENGINE))
         raise

@@ -22,12 +22,13 @@ from dbperf.host.driver import driver_version
 from dbperf.host.facts import host_metadata
 from dbperf.records import ApplyRecord, StaleReadsRecord, to_builtins
 from dbperf.replication.apply_rate import run_apply_study
-from dbperf.replication.cluster import Cluster, StudyFailed
+from dbperf.replication.cluster import Cluster
 from dbperf.replication.cross_engine import run_cross_engine_study
 from dbperf.replication.fsync_rate import fdatasync_rate
 from dbperf.replication.pg_apply import run_pg_apply_study
 from dbperf.replication.pg_cluster import PgCluster
 from dbperf.replication.pg_stale import run_pg_stale_study
+from dbperf.replication.replica_set import StudyFailed
 from dbperf.replication.stale_reads import run_stale_study
 from dbperf.runner.matrix import RunOutcome
 from dbperf.servers.runtime import RuntimeDir

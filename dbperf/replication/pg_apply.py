@@ -22,21 +22,17 @@ maintenance_io_concurrency (its prefetch depth, settable in the target's config)
 from __future__ import annotations
 
 import contextlib
-import math
 import threading
 import time
 from collections.abc import Callable
 
-from dbperf.catalog.workload import compile_statements
 from dbperf.experiment.model import Experiment
 from dbperf.experiment.replication_section import ReplicationSpec
-from dbperf.host.driver import run_job
-from dbperf.records import ApplyRecord, LagSample, RunResult
-from dbperf.replication.apply_rate import ApplyPlan, plan
-from dbperf.replication.cluster import StudyFailed
+from dbperf.records import ApplyRecord, LagSample
+from dbperf.replication.apply_study import ApplyPlan, apply_record, count_committed, plan, run_plan, write_load
 from dbperf.replication.pg_cluster import PgCluster, PgClusterServer, lsn
+from dbperf.replication.replica_set import StudyFailed
 
-LOAD_TIMEOUT_S = 3600.0
 RECEIVE_TIMEOUT_S = 600.0
 SAMPLE_S = 0.1
 MAX_SAMPLES = 600  # a longer series is thinned evenly (the first and last samples kept)
@@ -157,29 +153,21 @@ def _replay_started(r: PgClusterServer, paused_at: int) -> float:
         time.sleep(0.0005)
 
 
-def _record(cluster: PgCluster, spec: ReplicationSpec, p: ApplyPlan, status: str, **fields: object) -> ApplyRecord:
-    return ApplyRecord(type="replication_apply", replica=cluster.replicas[0].target.name, benchmark=p.benchmark.name,
-                       client_threads=p.client_threads, workers=p.workers, mode=p.mode, durability=p.durability,
-                       commit_wait_count=0, commit_wait_usec=0, repeat=p.repeat, status=status,
-                       started_at=time.time(), **fields)  # type: ignore[arg-type]
+def _record(cluster: PgCluster, p: ApplyPlan, status: str, **fields: object) -> ApplyRecord:
+    return apply_record(cluster.replicas[0].target.name, p, status, (0, 0), **fields)  # no binlog commit wait
 
 
 def measure(cluster: PgCluster, e: Experiment, spec: ReplicationSpec, p: ApplyPlan) -> ApplyRecord:
     """One timed catch-up; a StudyFailed when a server dies or replication breaks."""
     primary, measured, others = cluster.primary, cluster.replicas[0], cluster.replicas[1:]
-    record = _record(cluster, spec, p, "failed")
+    record = _record(cluster, p, "failed")
     for r in cluster.replicas:
         pause(r)
     before_xid, before_lsn = primary.next_xid(), primary.current_lsn()
-    job = primary.working_job().replace(
-        mode="run", threads=p.client_threads, events=math.ceil(spec.transactions / p.client_threads),
-        seed=e.seed + p.repeat, workload=compile_statements(p.benchmark, e.table_size, "postgres"))
     sampler = LagSampler(cluster, measured)
     sampler.start()
     try:
-        started = time.perf_counter()
-        outcome = run_job(job, RunResult, LOAD_TIMEOUT_S, env=primary.env())
-        record.primary_s = round(time.perf_counter() - started, 4)
+        record.primary_s, outcome = write_load(primary, e, spec.transactions, p, "postgres")
         if not outcome.ok or outcome.result is None:
             dead = next((s for s in cluster.servers if s.died()), None)
             if dead is not None:
@@ -189,10 +177,7 @@ def measure(cluster: PgCluster, e: Experiment, spec: ReplicationSpec, p: ApplyPl
         mark = primary.mark()
         target = primary.current_lsn()
         record.wal_bytes = target - before_lsn
-        if record.transactions <= 0:
-            samples = "; ".join(outcome.result.error_samples) or "no error reported"
-            raise StudyFailed(f"{primary.target.name}: the write load committed no transaction ({samples})")
-        record.primary_trx_per_s = round(record.transactions / record.primary_s, 1)
+        count_committed(primary, record, outcome)
         _wait_received(measured, target)
         paused_at = measured.replay_lsn()
         wakes_at_once = int(measured.value("SELECT current_setting('server_version_num')::int",
@@ -219,21 +204,18 @@ def measure(cluster: PgCluster, e: Experiment, spec: ReplicationSpec, p: ApplyPl
 
 def run_pg_apply_study(cluster: PgCluster, e: Experiment, spec: ReplicationSpec,
                        write: Callable[[ApplyRecord], None], step: Callable[[str], None]) -> None:
-    """Every measurement of the plan, each record written as it is produced. A server that dies or replication
-    that breaks ends the study with a failed record holding the error and the server's log tail (StudyFailed is
-    raised again for the lab). The standbys replay again afterwards, whatever happened."""
-    current: ApplyPlan | None = None
+    """Every measurement of the plan (apply_study.run_plan); the standbys replay again afterwards, whatever
+    happened."""
+    def one(p: ApplyPlan) -> ApplyRecord:
+        step(f"apply: {p.durability} {p.benchmark.name} t={p.client_threads} {p.mode} #{p.repeat}")
+        cluster.set_durability(p.durability)
+        cluster.set_mode(p.mode)
+        return measure(cluster, e, spec, p)
+
     try:
-        for p in plan(e, spec):
-            current = p
-            step(f"apply: {p.durability} {p.benchmark.name} t={p.client_threads} {p.mode} #{p.repeat}")
-            cluster.set_durability(p.durability)
-            cluster.set_mode(p.mode)
-            write(measure(cluster, e, spec, p))
-    except StudyFailed as err:
-        if current is not None:
-            write(_record(cluster, spec, current, "failed", error=str(err), server_log_tail=err.log_tail or None))
-        raise
+        run_plan(plan(e, spec), one,
+                 lambda p, err: _record(cluster, p, "failed", error=str(err), server_log_tail=err.log_tail or None),
+                 write)
     finally:
         for r in cluster.replicas:
             if not r.died():

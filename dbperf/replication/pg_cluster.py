@@ -32,7 +32,6 @@ import signal
 import subprocess
 import time
 from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -42,17 +41,16 @@ from psycopg import sql
 from dbperf.errors import UserError
 from dbperf.experiment.model import Experiment, Target
 from dbperf.experiment.replication_section import PG_DURABILITY, PG_MODES
-from dbperf.replication.cluster import StudyFailed
+from dbperf.replication.replica_set import REPL_USER, ReplicaSet, RoleServer, StudyFailed, start_server
 from dbperf.servers.postgres import PostgresServer, postgres_major
 from dbperf.servers.process import last_error_line, server_environ
 from dbperf.servers.runtime import RuntimeDir
 
-REPL_USER = "repl"
 MARKER_TABLE = "dbperf_replication_marker"
-CONNECT_TIMEOUT_S = 30
-CATCH_UP_TIMEOUT_S = 1800.0
 STREAMING_TIMEOUT_S = 120.0
 SCRAM_ITERATIONS = 4096
+CONNECT_TIMEOUT_S = 30
+CATCH_UP_TIMEOUT_S = 1800.0
 # The primary generates the load fast; nothing waits for a standby unless a session or a durability asks.
 PRIMARY_SETTINGS = {"wal_level": "replica", "max_wal_senders": "10", "max_replication_slots": "10",
                     "synchronous_commit": "off"}
@@ -90,27 +88,19 @@ def _reason(err: psycopg.Error) -> str:
     return f"{text} ({code})" if code else text
 
 
-class PgClusterServer(PostgresServer):
-    """A PostgresServer with the role's settings after the target's own; a standby's data directory is made by
-    `clone` (set by the cluster) on its first start instead of initdb."""
+class PgClusterServer(RoleServer, PostgresServer):
+    """A PostgresServer with the role's settings after the target's own, and the lab's control connections; a
+    standby's data directory is made by `clone` (set by the cluster) on its first start instead of initdb."""
 
     def __init__(self, directory: Path, logs: Path, target: Target, e: Experiment, role: str,
                  role_settings: dict[str, str]) -> None:
-        super().__init__(directory, logs, replace(target, name=f"{target.name}-{role}"), e)
-        self.role = role
-        self.base_settings = list(target.config.items())
-        self.role_settings = dict(role_settings)
-        self.settings = self.base_settings + list(self.role_settings.items())
+        super().__init__(directory, logs, target, e, role, role_settings)
         self.clone: Callable[[PgClusterServer, Path, pwd.struct_passwd], None] | None = None
         self._conns: dict[str, psycopg.Connection[Any]] = {}
 
     @property
     def standby(self) -> bool:
         return self.clone is not None
-
-    def set_role_settings(self, settings: dict[str, str]) -> None:
-        self.role_settings = dict(settings)
-        self.settings = self.base_settings + list(self.role_settings.items())
 
     def launch(self, binaries: Path, user: pwd.struct_passwd, first: bool, port: int, password: str) -> None:
         data = self.dir / "pgdata"
@@ -127,10 +117,6 @@ class PgClusterServer(PostgresServer):
         if self.standby:
             self._databases_created = True  # a standby is read-only: its databases come from the primary
         super().start()
-
-    def stop(self) -> None:
-        self.close()
-        super().stop()
 
     def close(self) -> None:
         for conn in self._conns.values():
@@ -174,9 +160,7 @@ class PgClusterServer(PostgresServer):
                 cur.execute(statement if isinstance(statement, sql.Composed) else sql.SQL(statement), args)
                 return list(cur.fetchall()) if cur.description is not None else []
         except psycopg.Error as err:
-            self.close()
-            dead = " (the server died)" if self.died() else ""
-            raise StudyFailed(f"{self.target.name}: {what or 'query'}: {_reason(err)}{dead}", self.log_tail()) from None
+            raise self.failed(what, _reason(err)) from None
 
     def value(self, statement: str, args: Any = None, what: str = "") -> Any:
         rows = self.query(statement, args, what)
@@ -218,7 +202,7 @@ class PgClusterServer(PostgresServer):
         return int(self.value("SELECT txid_snapshot_xmax(txid_current_snapshot())", what="reading the next xid"))
 
 
-class PgCluster:
+class PgCluster(ReplicaSet[PgClusterServer]):
     """The primary and its standbys, in `runtime`'s target directories t1 (primary), t2... (standbys)."""
 
     engine = "postgres"
@@ -237,10 +221,6 @@ class PgCluster:
             r.password = self.primary.password  # the standbys are copies: the lab's password is the primary's
             r.clone = self._clone
         self.repl_password = secrets.token_urlsafe(24)
-
-    @property
-    def servers(self) -> list[PgClusterServer]:
-        return [self.primary, *self.replicas]
 
     def primary_settings(self, durability: str | None) -> dict[str, str]:
         """None: the settings the primary starts with, before any standby exists (a durability that makes its
@@ -280,10 +260,7 @@ class PgCluster:
                 raise UserError(f"the replication lab needs PostgreSQL 12 or later (standby.signal); {postgres} is "
                                 f"{self.major}")
             self.check_mode(self.mode)
-        try:
-            self.primary.start()
-        except UserError as err:
-            raise UserError(f"starting the primary {self.primary.target.name!r}: {err}") from None
+        start_server(self.primary, "the primary")
         try:
             # A utility statement takes no bound parameter: the verifier is quoted here, client side.
             self.primary.query(sql.SQL("CREATE ROLE {} WITH REPLICATION LOGIN PASSWORD {}").format(
@@ -361,10 +338,7 @@ class PgCluster:
 
     def start_replica(self, r: PgClusterServer) -> None:
         r.set_role_settings(self.standby_settings(r, self.durability, self.mode))
-        try:
-            r.start()
-        except UserError as err:
-            raise UserError(f"starting standby {r.target.name!r}: {err}") from None
+        start_server(r, "standby")
         try:
             self.wait_streaming(r)
         except StudyFailed as err:
@@ -421,17 +395,10 @@ class PgCluster:
         except UserError as err:
             raise StudyFailed(str(err), r.log_tail()) from None
 
-    def revive(self) -> list[str]:
-        """Standbys that died are started again (they resume streaming from their slot); the names of those that
-        were."""
-        revived = []
-        for r in self.replicas:
-            if r.died():
-                r.restarts += 1
-                r.stop()  # its process group: children of a killed postmaster may linger and hold its shared memory
-                self.start_replica(r)
-                revived.append(r.target.name)
-        return revived
+    def revive_replica(self, r: PgClusterServer) -> None:
+        """A standby that died resumes streaming from its slot."""
+        r.stop()  # its process group: children of a killed postmaster may linger and hold its shared memory
+        self.start_replica(r)
 
     def release_sync_waiters(self) -> None:
         """Backends of the primary stuck in a synchronous-commit wait for a standby that died are ended (their
@@ -464,11 +431,3 @@ class PgCluster:
         mark = self.primary.mark()
         for r in self.replicas:
             self.wait_caught_up(r, mark, poll_s=0.02)
-
-    def describe(self) -> list[dict[str, Any]]:
-        # primary_conninfo names the passfile, not the password; the settings are safe to record.
-        return [{"role": s.role, **s.describe(), "settings": s.settings} for s in self.servers]
-
-    def stop(self) -> None:
-        for s in reversed(self.servers):
-            s.stop()

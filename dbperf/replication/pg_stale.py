@@ -14,8 +14,8 @@ from collections.abc import Callable
 from dbperf.experiment.model import Experiment
 from dbperf.experiment.replication_section import ReplicationSpec
 from dbperf.records import StaleReadsRecord
-from dbperf.replication.cluster import StudyFailed
 from dbperf.replication.pg_cluster import PgCluster
+from dbperf.replication.replica_set import StudyFailed
 from dbperf.replication.stale_reads import PROBE_TABLE, run_stale_study
 
 SYNC_TIMEOUT_S = 60.0

@@ -23,7 +23,8 @@ from dbperf.experiment.model import Experiment
 from dbperf.experiment.replication_section import ReplicationSpec
 from dbperf.host.driver import driver_environ, driver_path
 from dbperf.records import RecordError, StaleReadsRecord, StaleReadsResult, decode
-from dbperf.replication.cluster import Cluster, StudyFailed
+from dbperf.replication.cluster import Cluster
+from dbperf.replication.replica_set import StudyFailed
 from dbperf.servers.lifecycle import PASSWORD_ENV
 
 PROBE_TABLE = "stale_probe"

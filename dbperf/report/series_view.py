@@ -20,7 +20,7 @@ from dbperf.stats.cell_verdict import MANN_WHITNEY, VERDICT_COLOURS
 MARKS = {"faster": "+", "slower": "-", "same": "~", "undecided": "?", "unstable": "!"}
 MARKS_NOTE = (f"rQPS against the first column (center QPS of each); + faster, - slower, ~ same ({MANN_WHITNEY} of "
               "the stored repeats against the first column's), ? too few repeats to test. Steps: E-divisive means "
-              "(signal-processing-algorithms), permutation test at --pvalue (default 0.01); size = median after / "
+              "(Apache Otava), permutation test at --pvalue (default 0.01); size = median after / "
               "median before − 1; p = Mann-Whitney U of the two segments.")
 
 

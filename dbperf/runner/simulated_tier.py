@@ -25,6 +25,7 @@ from dbperf.experiment.model import Experiment, Target
 from dbperf.explain.mode import CounterMode
 from dbperf.explain.profile import Profiler
 from dbperf.host.facts import sha256_of
+from dbperf.host.procfs import own_children
 from dbperf.records import Profile, SimulatedRecord
 from dbperf.stats.simulated import TIER
 from dbperf.targets.lifecycle import TargetLifecycle
@@ -135,7 +136,7 @@ def measure_simulated(e: Experiment, work: Path, data: dict[str, TargetLifecycle
         servers = [(t, b) for t, b in measured if t.is_server]
         with ThreadPoolExecutor(max_workers=at_once(), thread_name_prefix="dbperf-sim") as pool:
             running: dict[Future[SimulatedRecord], tuple[Target, Workload]] = {}
-            before = _children()
+            before = own_children()
             try:
                 while local or running:
                     busy = {t.name for t, _ in running.values()}
@@ -154,7 +155,7 @@ def measure_simulated(e: Experiment, work: Path, data: dict[str, TargetLifecycle
             except BaseException:
                 # Ctrl-C, SIGTERM: the workers' cachegrind runs are this process's children started since `before`;
                 # killed by their ids, so that the pool's shutdown does not wait for them to finish.
-                for pid in _children() - before:
+                for pid in own_children() - before:
                     with contextlib.suppress(ProcessLookupError):
                         os.kill(pid, signal.SIGKILL)
                 raise
@@ -169,15 +170,6 @@ def measure_simulated(e: Experiment, work: Path, data: dict[str, TargetLifecycle
         profiler.close()
         if progress and task is not None:
             progress.remove_task(task)
-
-
-def _children() -> set[int]:
-    """This process's child processes (of every thread), by id."""
-    pids: set[int] = set()
-    for task in Path(f"/proc/{os.getpid()}/task").iterdir():
-        with contextlib.suppress(OSError, ValueError):
-            pids |= {int(p) for p in (task / "children").read_text().split()}
-    return pids
 
 
 def replace_target(record: SimulatedRecord, target: str, source: str) -> SimulatedRecord:

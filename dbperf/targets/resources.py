@@ -27,6 +27,8 @@ from typing import Any
 from dbperf import engines
 from dbperf.errors import UserError
 from dbperf.experiment.model import Experiment, Target
+from dbperf.host import procfs
+from dbperf.host.procfs import children_named, process_tree
 from dbperf.host.window_opens import WindowOpens
 from dbperf.records import DeviceIo, IoBytes, Resources, RunResult
 from dbperf.targets.lifecycle import TargetLifecycle
@@ -39,49 +41,11 @@ STEADY_METHOD = ("lab samples when the driver's steady-state warm-up ended and t
 
 
 def proc_io(pid: int) -> dict[str, int] | None:
-    try:
-        text = Path(f"/proc/{pid}/io").read_text()
-    except OSError:
-        return None
-    values = dict(line.split(":", 1) for line in text.splitlines() if ":" in line)
-    return {k: int(values[k]) for k in IO_FIELDS if k in values}
-
-
-def process_tree(root: int) -> list[int]:
-    """`root` and its descendants, from /proc/*/stat."""
-    parents: dict[int, int] = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        parents[int(entry.name)] = int(stat[stat.rfind(")") + 2:].split()[1])
-    members, i = [root], 0
-    while i < len(members):
-        members.extend(pid for pid, ppid in parents.items() if ppid == members[i])
-        i += 1
-    return members
+    return procfs.proc_io(pid, IO_FIELDS)
 
 
 def tree_io(root: int) -> dict[int, dict[str, int]]:
     return {pid: io for pid in process_tree(root) if (io := proc_io(pid)) is not None}
-
-
-def children_named(name: str) -> list[int]:
-    """This process's children whose command is `name` (the running driver: one at a time)."""
-    me, found = os.getpid(), []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                stat = (entry / "stat").read_text()
-            except OSError:
-                continue
-            comm = stat[stat.find("(") + 1:stat.rfind(")")]
-            if comm == name[:15] and int(stat[stat.rfind(")") + 2:].split()[1]) == me:
-                found.append(int(entry.name))
-    return found
 
 
 def device_of(path: Path) -> str | None:

@@ -35,9 +35,11 @@ from dbperf.catalog.tool_commands import (
 from dbperf.catalog.workload import Workload
 from dbperf.errors import UserError
 from dbperf.experiment.model import Experiment, Target
+from dbperf.host import procfs
+from dbperf.host.procfs import process_tree
 from dbperf.records import Resources, RunResult, Usage
 from dbperf.servers.process import server_environ
-from dbperf.targets.resources import CellSampler, process_tree
+from dbperf.targets.resources import CellSampler
 from dbperf.tooldrivers.parse import ToolOutput, parse_pgbench, parse_sysbench, script_queries
 from dbperf.tools import tail
 
@@ -102,16 +104,14 @@ def _server_sample(root: int) -> tuple[Usage, int]:
     members = process_tree(root)
     for pid in members:
         try:
-            stat = Path(f"/proc/{pid}/stat").read_text()
-            f = stat[stat.rfind(")") + 2:].split()
-            user += (int(f[11]) + int(f[13])) / hz * 1e6
-            system += (int(f[12]) + int(f[14])) / hz * 1e6
-            for task in Path(f"/proc/{pid}/task").iterdir():
-                for line in (task / "status").read_text().splitlines():
-                    if line.startswith("voluntary_ctxt_switches:"):
-                        vol += int(line.split()[1])
-                    elif line.startswith("nonvoluntary_ctxt_switches:"):
-                        invol += int(line.split()[1])
+            st = procfs.stat(pid)
+            if st is None:
+                continue
+            user += st.user_ticks / hz * 1e6
+            system += st.system_ticks / hz * 1e6
+            v, i = procfs.context_switches(pid)
+            vol += v
+            invol += i
         except (OSError, ValueError, IndexError):
             continue
     return Usage(user, system, vol, invol), len(members)

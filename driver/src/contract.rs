@@ -6,7 +6,8 @@
 
 #[cfg(test)]
 mod tests {
-    use crate::engine::{Connection, Engine, Value};
+    use crate::engine::factory::Engine;
+    use crate::engine::{Connection, Value};
     use crate::job::Job;
 
     const SQLITE: &str = "/usr/lib/x86_64-linux-gnu/libsqlite3.so.0";

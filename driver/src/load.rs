@@ -6,7 +6,8 @@ use std::time::Instant;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
-use crate::engine::{Connection, Engine, Value};
+use crate::engine::factory::Engine;
+use crate::engine::{Connection, Value};
 use crate::job::{Job, LoadResult, Schema};
 use crate::params::digits;
 

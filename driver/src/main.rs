@@ -9,20 +9,16 @@
 mod contract;
 mod engine;
 mod job;
+#[cfg(test)]
+mod layers;
 mod load;
-mod my;
 mod params;
-mod pgwire;
-mod pragmas;
 mod process;
 mod procstat;
 mod run;
 mod schedule;
 mod series;
-mod sqlite;
-mod sqltext;
 mod stale;
-mod stale_pg;
 mod start;
 mod steady;
 mod usage;
@@ -50,7 +46,7 @@ fn main_inner(args: &[String]) -> Result<String, String> {
             if engine != "sqlite" {
                 return Err(format!("engine {engine:?} is not supported by this driver"));
             }
-            let api = sqlite::Api::load(library)?;
+            let api = engine::sqlite::Api::load(library)?;
             Ok(serde_json::json!({"engine_version": api.version(), "threadsafe": api.threadsafe()}).to_string())
         }
         [cmd, path] if cmd == "run" || cmd == "load" || cmd == "exec" => {
@@ -67,7 +63,7 @@ fn main_inner(args: &[String]) -> Result<String, String> {
                 Mode::Run => serde_json::to_string(&run::run(&job)?),
                 Mode::Load => serde_json::to_string(&load::load(&job)?),
                 Mode::Exec => {
-                    let engine = engine::Engine::open(&job)?;
+                    let engine = engine::factory::Engine::open(&job)?;
                     let mut conn = engine.connect()?;
                     for sql in &job.statements {
                         conn.batch(sql)?;
@@ -77,7 +73,7 @@ fn main_inner(args: &[String]) -> Result<String, String> {
             };
             out.map_err(|e| e.to_string())
         }
-        [cmd, path] if cmd == "stale-reads" => stale::main(path),
+        [cmd, path] if cmd == "stale-reads" => stale::run::main(path),
         _ => Err("usage: dbperf-driver run|load|exec|stale-reads JOB.json | info sqlite LIBRARY | --version".into()),
     }
 }

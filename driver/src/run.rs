@@ -11,7 +11,8 @@ use rand::distributions::{Distribution, Uniform, WeightedIndex};
 use rand::rngs::SmallRng;
 use rand::SeedableRng;
 
-use crate::engine::{Connection, Engine, Value};
+use crate::engine::factory::Engine;
+use crate::engine::{Connection, Value};
 use crate::job::{Job, Latency, MixCount, OpenLoop, RunResult, StatementLatency, Usage, Workload};
 use crate::params::{self, CompiledBind};
 use crate::procstat::{self, ServerSample};

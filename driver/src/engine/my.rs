@@ -3,8 +3,8 @@
 use mysql::prelude::Queryable;
 use mysql::{Conn, Opts, OptsBuilder, Params, Statement};
 
+use crate::engine::sqltext::inline;
 use crate::engine::{Connection, Value};
-use crate::sqltext::inline;
 
 pub struct MyConnection {
     conn: Conn,

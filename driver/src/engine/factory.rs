@@ -1,28 +1,11 @@
-//! What the hot loop needs of an engine: connections that prepare and execute statements. One implementation per
-//! engine; the workload code never knows which engine it drives.
+//! Opens the engine a job names: picks the backend (SQLite, PostgreSQL, MariaDB/MySQL) and makes its connections.
+//! The one place that knows every backend; the backends know only the `Connection` trait.
 
 use std::sync::Arc;
 
+use crate::engine::dsn::{label, password};
+use crate::engine::{my, pgwire, pragmas, sqlite, Connection};
 use crate::job::Job;
-use crate::{my, pgwire, pragmas, sqlite};
-
-#[derive(Debug, Clone)]
-pub enum Value {
-    Int(i64),
-    Text(String),
-}
-
-pub trait Connection: Send {
-    /// Runs SQL text without parameters (settings, DDL, BEGIN/COMMIT).
-    fn batch(&mut self, sql: &str) -> Result<(), String>;
-    /// Registers a statement and returns its id for `execute`.
-    fn prepare(&mut self, sql: &str) -> Result<usize, String>;
-    /// Executes a registered statement, fetching every row; returns the number of rows.
-    fn execute(&mut self, id: usize, values: &[Value]) -> Result<u64, String>;
-}
-
-/// The password of a server engine comes from the environment only, never from the job or the command line.
-const PASSWORD_ENV: &str = "DBPERF_PASSWORD";
 
 enum Kind {
     Sqlite { api: Arc<sqlite::Api>, database: String, busy_timeout_ms: u32, settings: Vec<(String, String)> },
@@ -37,21 +20,9 @@ pub struct Engine {
     version: String,
 }
 
-/// The DSN without anything after a user's ':' (a password never reaches a message).
-fn label(dsn: &str) -> String {
-    match (dsn.find("://"), dsn.rfind('@')) {
-        (Some(s), Some(at)) if at > s => {
-            let userinfo = &dsn[s + 3..at];
-            let user = userinfo.split(':').next().unwrap_or("");
-            format!("{}{}{}", &dsn[..s + 3], user, &dsn[at..])
-        }
-        _ => dsn.to_string(),
-    }
-}
-
 impl Engine {
     pub fn open(job: &Job) -> Result<Engine, String> {
-        let password = std::env::var(PASSWORD_ENV).ok();
+        let password = password();
         let dsn = || job.dsn.clone().ok_or_else(|| format!("engine {} needs a dsn", job.engine));
         let (kind, version) = match job.engine.as_str() {
             "sqlite" => {
@@ -113,17 +84,5 @@ impl Engine {
             Kind::Sqlite { .. } if writes => "BEGIN IMMEDIATE",
             _ => "BEGIN",
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::label;
-
-    #[test]
-    fn labels_drop_passwords() {
-        assert_eq!(label("postgresql://bob:secret@127.0.0.1:5432/db"), "postgresql://bob@127.0.0.1:5432/db");
-        assert_eq!(label("mysql://bob@127.0.0.1:3306/db"), "mysql://bob@127.0.0.1:3306/db");
-        assert_eq!(label("mysql://127.0.0.1/db"), "mysql://127.0.0.1/db");
     }
 }

@@ -2,8 +2,8 @@
 //! word. So each one is applied and then read back: a setting that did not take fails the connection, with what it
 //! reads back, instead of being reported as applied.
 
+use crate::engine::sqlite::SqliteConnection;
 use crate::engine::Connection;
-use crate::sqlite::SqliteConnection;
 
 /// PRAGMAs that act rather than set, or whose plain read form acts (optimizes, checkpoints, vacuums, checks the
 /// whole database): applied, not read back, not compared.
@@ -115,7 +115,7 @@ fn apply(conn: &mut SqliteConnection, known: &[String], key: &str, value: &str) 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sqlite::Api;
+    use crate::engine::sqlite::Api;
 
     #[test]
     fn words_and_numbers_compare_as_sqlite_reads_them_back() {

@@ -1,13 +1,14 @@
-//! The stale-read probe on PostgreSQL (stale.rs runs the loop): the write on the primary in autocommit, then the
+//! The stale-read probe on PostgreSQL (stale/run.rs runs the loop): the write on the primary in autocommit, then the
 //! read of the same row on a hot standby. The wait is the commit itself: with `wait` the probe's session commits
 //! under `synchronous_commit = remote_apply` (the lab lists every standby in the primary's
 //! `synchronous_standby_names`), so the commit returns once the standbys have replayed it; without, under `local`.
 //! Background writers commit under `local` (they never wait for the standbys). Everything on the driver's blocking
-//! wire protocol (pgwire.rs), prepared, binary results.
+//! wire protocol (engine/pgwire.rs), prepared, binary results.
 
+use crate::engine::dsn::password;
+use crate::engine::pgwire::{config, PgWire};
 use crate::engine::{Connection, Value};
-use crate::pgwire::{config, PgWire};
-use crate::stale::{password, Probe, StaleJob, Writer};
+use crate::stale::{Probe, StaleJob, Writer};
 
 fn open(dsn: &str, what: &str) -> Result<PgWire, String> {
     let cfg = config(dsn, password().as_deref())?;
@@ -60,6 +61,10 @@ impl Probe for PgProbe {
 
     fn replicas(&self) -> usize {
         self.replicas.len()
+    }
+
+    fn waits_in_commit(&self) -> bool {
+        true
     }
 }
 

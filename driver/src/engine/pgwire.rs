@@ -16,8 +16,8 @@ use postgres_protocol::message::backend::{ErrorResponseBody, Message};
 use postgres_protocol::message::frontend;
 use postgres_protocol::IsNull;
 
+use crate::engine::sqltext::{dollar_placeholders, inline};
 use crate::engine::{Connection, Value};
-use crate::sqltext::{dollar_placeholders, inline};
 
 const INT2: u32 = 21;
 const INT4: u32 = 23;
@@ -313,7 +313,7 @@ impl PgWire {
     }
 
     /// Executes a prepared statement (binary results) and returns the first column of its first row as an integer
-    /// (int2, int4 or int8); None when there is no row or it is NULL. The stale-read probe's read (stale_pg.rs).
+    /// (int2, int4 or int8); None when there is no row or it is NULL. The stale-read probe's read (stale/postgres.rs).
     pub fn query_first_int(&mut self, id: usize, values: &[Value]) -> Result<Option<i64>, String> {
         if !self.prepared {
             return Err("query_first_int needs a prepared connection".into());
