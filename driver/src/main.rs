@@ -21,6 +21,7 @@ mod series;
 mod stale;
 mod start;
 mod steady;
+mod tick;
 mod usage;
 
 use std::io::Read;

@@ -58,8 +58,11 @@ pub fn digits(rng: &mut SmallRng, groups: u32, out: &mut String) {
 }
 
 /// Fills `values` (reusing its string buffers) for one execution; `slots` carries values across statements.
+#[inline]
 pub fn fill(binds: &[CompiledBind], rng: &mut SmallRng, slots: &mut [i64], values: &mut Vec<Value>) {
-    values.resize(binds.len(), Value::Int(0));
+    if values.len() != binds.len() {
+        values.resize(binds.len(), Value::Int(0));
+    }
     for (b, v) in binds.iter().zip(values.iter_mut()) {
         let int = match &b.draw {
             Draw::Uniform(u) => Some(u.sample(rng)),

@@ -19,7 +19,7 @@ use crate::procstat::{self, ServerSample};
 use crate::schedule::{Arrivals, Schedule, MAX_RATE};
 use crate::series::{self, us, Board, Tally};
 use crate::steady::{self, Lead, SteadyReport};
-use crate::{process, usage};
+use crate::{process, tick, usage};
 
 const MAX_ERROR_SAMPLES: usize = 5;
 
@@ -100,12 +100,12 @@ fn prepare_kind(conn: &mut dyn Connection, engine: &Engine, w: &Workload, tables
     Ok(Kind { stmts, begin: w.transaction.then(|| engine.begin_sql(w.writes)), queries: kind_queries(w), timed })
 }
 
-/// Adds the time since `*last` to statement slot `i` and moves `*last` on.
+/// Adds the time since `*last` (a tick) to statement slot `i` and moves `*last` on.
 #[inline]
-fn lap(times: &mut Option<(&mut [StatementTime], Instant)>, i: usize) {
+fn lap(times: &mut Option<(&mut [StatementTime], u64)>, i: usize) {
     if let Some((buf, last)) = times {
-        let now = Instant::now();
-        let ns = (now - *last).as_nanos() as u64;
+        let now = tick::now();
+        let ns = now.saturating_sub(*last);
         let t = &mut buf[i];
         t.executions += 1;
         t.sum_ns += ns;
@@ -116,6 +116,7 @@ fn lap(times: &mut Option<(&mut [StatementTime], Instant)>, i: usize) {
 
 /// One event: its statements (each repetition draws a fresh table and parameters), inside BEGIN/COMMIT if asked.
 #[allow(clippy::too_many_arguments)]
+#[inline(always)]
 fn run_event(
     conn: &mut dyn Connection,
     kind: &Kind,
@@ -124,7 +125,7 @@ fn run_event(
     tables: usize,
     slots: &mut [i64],
     values: &mut Vec<Value>,
-    mut times: Option<(&mut [StatementTime], Instant)>,
+    mut times: Option<(&mut [StatementTime], u64)>,
 ) -> Result<u64, String> {
     if let Some(begin) = kind.begin {
         conn.batch(begin)?;
@@ -458,8 +459,9 @@ struct Clock<'a> {
     on: bool,
     index: usize,
     count: usize,
-    next_boundary: Instant,
-    step: Duration,
+    /// Ticks (tick.rs): when the current interval ends, and an interval's length.
+    next_boundary: u64,
+    step: u64,
     cur: Tally,
     total: Tally,
 }
@@ -467,7 +469,7 @@ struct Clock<'a> {
 impl Clock<'_> {
     /// Hands in every interval that ended before `t`.
     #[inline]
-    fn advance_to(&mut self, t: Instant) -> Result<(), String> {
+    fn advance_to(&mut self, t: u64) -> Result<(), String> {
         while self.on && t >= self.next_boundary && self.index + 1 < self.count {
             self.hand_in()?;
             self.index += 1;
@@ -586,13 +588,16 @@ fn client_loop(
         steady: None,
     };
     let mut scratch: Vec<StatementTime> = Vec::new();
-    let step = window.interval.unwrap_or(window.measured);
+    // From here on, times are ticks (tick.rs); the Instants of the window convert through this thread's anchor.
+    let anchor = tick::Anchor::new();
+    let (mut warm_end_t, mut end_t) = (anchor.tick(warm_end), anchor.tick(end));
+    let step = tick::nanos(window.interval.unwrap_or(window.measured));
     let mut clock = Clock {
         board,
         on: window.interval.is_some(),
         index: 0,
         count: if window.interval.is_some() { board.count() } else { 1 },
-        next_boundary: warm_end + step,
+        next_boundary: warm_end_t.saturating_add(step),
         step,
         cur: Tally::new(),
         total: Tally::new(),
@@ -602,44 +607,45 @@ fn client_loop(
     let mut before = None;
     let mut server_before = None;
     // Closed loop: the next event starts when the previous one ends, so one clock read per event suffices.
-    let mut started = Instant::now();
+    let mut started = tick::now();
     loop {
         if !known {
             // Only during a steady-state warm-up: thread 0 samples and decides, the others look whether it has.
-            let now = if schedule.is_some() { Instant::now() } else { started };
+            let now = if schedule.is_some() { tick::now() } else { started };
             let shared = steady_shared.expect("steady state has its shared counters");
             let decided = match lead.as_mut() {
-                Some(l) => l.step(shared, t0, now),
+                Some(l) => l.step(shared, t0, anchor.instant(now)),
                 None => shared.warm_end(t0),
             };
             if let Some(w) = decided {
                 (warm_end, end, known) = (w, w + window.measured, true);
-                clock.next_boundary = w + step;
+                (warm_end_t, end_t) = (anchor.tick(warm_end), anchor.tick(end));
+                clock.next_boundary = warm_end_t.saturating_add(step);
             }
         }
         let due = if let Some(s) = schedule.as_mut() {
-            let due = s.due();
-            let mut now = Instant::now();
-            if due >= end || now >= end {
+            let due = anchor.tick(s.due());
+            let mut now = tick::now();
+            if due >= end_t || now >= end_t {
                 break;
             }
             if now < due {
-                thread::sleep(due - now);
-                now = Instant::now();
+                thread::sleep(Duration::from_nanos(due - now));
+                now = tick::now();
             }
             s.advance();
-            if takes_usage && before.is_none() && now >= warm_end {
+            if takes_usage && before.is_none() && now >= warm_end_t {
                 server_before = window.server_pid.map(procstat::sample);
                 before = Some(usage::process());
-                now = Instant::now();
+                now = tick::now();
             }
-            if let Some(l) = window.latency_limit {
-                if now - due > l {
+            if let Some(l) = limit_ns {
+                if now.saturating_sub(due) > l {
                     // This event and every later one already past the limit are skipped at once (counted when
                     // skipped in the measured window), so a rate far beyond the target's costs what one it keeps
                     // does.
-                    let skipped = 1 + s.skip_before(now - l);
-                    if now >= warm_end {
+                    let skipped = 1 + s.skip_before(anchor.instant(now - l));
+                    if now >= warm_end_t {
                         clock.advance_to(now)?;
                         clock.cur.skipped += skipped;
                     }
@@ -651,13 +657,13 @@ fn client_loop(
         } else {
             match window.limit {
                 Some(n) if clock.cur.events + clock.cur.errors >= n => break,
-                None if started >= end => break,
+                None if started >= end_t => break,
                 _ => {}
             }
-            if takes_usage && before.is_none() && started >= warm_end {
+            if takes_usage && before.is_none() && started >= warm_end_t {
                 server_before = window.server_pid.map(procstat::sample);
                 before = Some(usage::process());
-                started = Instant::now();
+                started = tick::now();
             }
             started
         };
@@ -671,13 +677,13 @@ fn client_loop(
             None
         };
         let outcome = run_event(conn.as_mut(), kind, &mut rng, &table_pick, tables, &mut slots, &mut values, times);
-        let done = Instant::now();
+        let done = tick::now();
         if !known && outcome.is_ok() {
             warm_events += 1;
             steady_shared.expect("steady state has its shared counters").count(index as usize, warm_events);
         }
         let counted = window.limit.is_some()
-            || if schedule.is_some() { started >= warm_end } else { started >= warm_end && done <= end };
+            || if schedule.is_some() { started >= warm_end_t } else { started >= warm_end_t && done <= end_t };
         if counted {
             clock.advance_to(done)?;
             match outcome {
@@ -688,10 +694,10 @@ fn client_loop(
                     t.rows += rows;
                     out.kind_events[k] += 1;
                     if !window.deterministic {
-                        let latency = (done - due).as_nanos() as u64;
+                        let latency = done.saturating_sub(due);
                         t.latency_ns.record(latency);
                         if schedule.is_some() {
-                            let lag = (started - due).as_nanos() as u64;
+                            let lag = started.saturating_sub(due);
                             out.lag_sum_ns += lag as u128;
                             t.lag_max_ns = t.lag_max_ns.max(lag);
                             if limit_ns.is_some_and(|l| latency > l) {
@@ -708,7 +714,7 @@ fn client_loop(
                 Err(e) => {
                     clock.cur.errors += 1;
                     if schedule.is_some() {
-                        out.lag_sum_ns += (started - due).as_nanos();
+                        out.lag_sum_ns += started.saturating_sub(due) as u128;
                     }
                     if out.error_samples.len() < MAX_ERROR_SAMPLES {
                         out.error_samples.insert(e);

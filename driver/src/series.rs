@@ -286,8 +286,24 @@ mod tests {
         let mut direct = new_histogram();
         let mut fast = Latencies::new();
         let top = lowest_at(new_histogram().distinct_values() - 1);
-        let mut values = vec![0, 1, 2, 1023, 1024, 2047, 2048, 2049, 4095, 4096, 1_000_000, HIGHEST_NS, HIGHEST_NS + 1,
-                              top, top * 2, u64::MAX];
+        let mut values = vec![
+            0,
+            1,
+            2,
+            1023,
+            1024,
+            2047,
+            2048,
+            2049,
+            4095,
+            4096,
+            1_000_000,
+            HIGHEST_NS,
+            HIGHEST_NS + 1,
+            top,
+            top * 2,
+            u64::MAX,
+        ];
         for _ in 0..20_000 {
             rng ^= rng << 13;
             rng ^= rng >> 7;
