@@ -37,6 +37,8 @@ struct Kind {
     queries: u64,
     /// Per-statement times are taken (a clock read per statement) only for events of more than one statement.
     timed: bool,
+    /// One statement, run once, outside a transaction: the event is that execution (run_event's short way).
+    single: bool,
 }
 
 /// Sum and max of one statement's execution times, in ns, and how many executions.
@@ -97,7 +99,9 @@ fn prepare_kind(conn: &mut dyn Connection, engine: &Engine, w: &Workload, tables
         .collect::<Result<Vec<_>, String>>()
         .map_err(|e| format!("workload {}: {e}", w.name))?;
     let timed = w.statements.len() + if w.transaction { 2 } else { 0 } > 1;
-    Ok(Kind { stmts, begin: w.transaction.then(|| engine.begin_sql(w.writes)), queries: kind_queries(w), timed })
+    let single = !w.transaction && w.statements.len() == 1 && w.statements[0].repeat == 1;
+    let begin = w.transaction.then(|| engine.begin_sql(w.writes));
+    Ok(Kind { stmts, begin, queries: kind_queries(w), timed, single })
 }
 
 /// Adds the time since `*last` (a tick) to statement slot `i` and moves `*last` on.
@@ -517,16 +521,16 @@ fn client_loop(
     let Loop { engine, workload, gate, start_at, board } = *shared_loop;
     let kind_specs = kinds_of(workload);
     let setup = (|| {
-        let mut conn = engine.connect()?;
+        let mut conn = engine.connect_for_loop()?;
         // In-memory SQLite: the database lives and dies with this connection, so its tables are loaded here,
         // before the clock starts (1 thread only, checked in check_job).
         if let Some(job) = preload {
             let schema = job.schema.as_ref().expect("checked in check_job");
-            crate::load::load_into(conn.as_mut(), engine, job, schema)?;
+            crate::load::load_into(conn.as_dyn(), engine, job, schema)?;
         }
         let kinds = kind_specs
             .iter()
-            .map(|w| prepare_kind(conn.as_mut(), engine, w, window.tables))
+            .map(|w| prepare_kind(conn.as_dyn(), engine, w, window.tables))
             .collect::<Result<Vec<_>, _>>()?;
         Ok::<_, String>((conn, kinds))
     })();
@@ -552,8 +556,12 @@ fn client_loop(
             s.give_up(t0);
         }
     }
-    let (mut conn, kinds) = setup?;
+    let (mut conn, mut kinds) = setup?;
     released?;
+    let read = params::referenced_slots(kinds.iter().flat_map(|k| &k.stmts).flat_map(|s| &s.binds));
+    for s in kinds.iter_mut().flat_map(|k| &mut k.stmts) {
+        params::drop_unread_slots(&mut s.binds, &read);
+    }
     // Steady state: the window is not known yet; until it is, both ends lie beyond any real run (a century).
     let mut known = window.steady.is_none();
     let (mut warm_end, mut end) = if known {
@@ -669,14 +677,22 @@ fn client_loop(
         };
         let k = if kinds.len() == 1 { 0 } else { weights.sample(&mut rng) };
         let kind = &kinds[k];
-        let times = if kind.timed {
-            scratch.clear();
-            scratch.resize(kind.stmts.len() + 2, StatementTime::default());
-            Some((scratch.as_mut_slice(), started))
+        let outcome = if kind.single {
+            // The common event (a point query, an update): one execution, no loops, no per-statement times.
+            let s = &kind.stmts[0];
+            let table = if tables == 1 { 0 } else { table_pick.sample(&mut rng) };
+            params::fill(&s.binds, &mut rng, &mut slots, &mut values);
+            conn.execute(s.ids[table], &values)
         } else {
-            None
+            let times = if kind.timed {
+                scratch.clear();
+                scratch.resize(kind.stmts.len() + 2, StatementTime::default());
+                Some((scratch.as_mut_slice(), started))
+            } else {
+                None
+            };
+            run_event(conn.as_dyn(), kind, &mut rng, &table_pick, tables, &mut slots, &mut values, times)
         };
-        let outcome = run_event(conn.as_mut(), kind, &mut rng, &table_pick, tables, &mut slots, &mut values, times);
         let done = tick::now();
         if !known && outcome.is_ok() {
             warm_events += 1;

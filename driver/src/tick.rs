@@ -5,14 +5,18 @@
 //! loop's schedule) are converted through an `Anchor`: an `Instant` and a tick read back to back, so every
 //! conversion of one thread shifts by the same few nanoseconds and the window's length stays exact.
 
+use std::mem::MaybeUninit;
 use std::time::{Duration, Instant};
 
 /// Nanoseconds of CLOCK_MONOTONIC.
 #[inline]
 pub fn now() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: ts is a valid timespec to write to; CLOCK_MONOTONIC always exists on Linux.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    let mut ts = MaybeUninit::<libc::timespec>::uninit();
+    // SAFETY: clock_gettime writes the whole timespec; CLOCK_MONOTONIC always exists on Linux, so it succeeds.
+    let ts = unsafe {
+        libc::clock_gettime(libc::CLOCK_MONOTONIC, ts.as_mut_ptr());
+        ts.assume_init()
+    };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 

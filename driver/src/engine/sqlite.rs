@@ -241,6 +241,7 @@ impl Connection for SqliteConnection {
         Ok(self.stmts.len() - 1)
     }
 
+    #[inline(always)]
     fn execute(&mut self, id: usize, values: &[Value]) -> Result<u64, String> {
         if self.prepared {
             return self.run_stmt(self.stmts[id], values);
