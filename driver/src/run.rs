@@ -616,7 +616,51 @@ fn client_loop(
     let mut server_before = None;
     // Closed loop: the next event starts when the previous one ends, so one clock read per event suffices.
     let mut started = tick::now();
-    loop {
+    // The plain case, most cells (a closed loop over one one-statement event on one table, its window known from
+    // the start): a loop of its own without the general one's per-event choices, which cost the driver about a
+    // fifth of its own instructions per event (cachegrind). It counts exactly what the general loop counts.
+    let plain = known && schedule.is_none() && kinds.len() == 1 && kinds[0].single && tables == 1;
+    if plain {
+        let (s, queries) = (&kinds[0].stmts[0], kinds[0].queries);
+        let id = s.ids[0];
+        loop {
+            match window.limit {
+                Some(n) if clock.cur.events + clock.cur.errors >= n => break,
+                None if started >= end_t => break,
+                _ => {}
+            }
+            if takes_usage && before.is_none() && started >= warm_end_t {
+                server_before = window.server_pid.map(procstat::sample);
+                before = Some(usage::process());
+                started = tick::now();
+            }
+            params::fill(&s.binds, &mut rng, &mut slots, &mut values);
+            let outcome = conn.execute(id, &values);
+            let done = tick::now();
+            if window.limit.is_some() || (started >= warm_end_t && done <= end_t) {
+                clock.advance_to(done)?;
+                match outcome {
+                    Ok(rows) => {
+                        let t = &mut clock.cur;
+                        t.events += 1;
+                        t.queries += queries;
+                        t.rows += rows;
+                        if !window.deterministic {
+                            t.latency_ns.record(done.saturating_sub(started));
+                        }
+                    }
+                    Err(e) => {
+                        clock.cur.errors += 1;
+                        if out.error_samples.len() < MAX_ERROR_SAMPLES {
+                            out.error_samples.insert(e);
+                        }
+                    }
+                }
+            }
+            started = done;
+        }
+    }
+    while !plain {
         if !known {
             // Only during a steady-state warm-up: thread 0 samples and decides, the others look whether it has.
             let now = if schedule.is_some() { tick::now() } else { started };
@@ -741,6 +785,9 @@ fn client_loop(
         if schedule.is_none() {
             started = done;
         }
+    }
+    if plain {
+        out.kind_events[0] = clock.total.events + clock.cur.events; // the plain loop's only kind
     }
     let usage = before.map(|b| usage::delta(usage::process(), b));
     let server = server_before.map(|b| {
