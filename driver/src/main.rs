@@ -12,6 +12,8 @@ mod job;
 #[cfg(test)]
 mod layers;
 mod load;
+#[cfg(test)]
+mod no_alloc;
 mod params;
 mod process;
 mod procstat;

@@ -660,130 +660,132 @@ fn client_loop(
             started = done;
         }
     }
-    while !plain {
-        if !known {
-            // Only during a steady-state warm-up: thread 0 samples and decides, the others look whether it has.
-            let now = if schedule.is_some() { tick::now() } else { started };
-            let shared = steady_shared.expect("steady state has its shared counters");
-            let decided = match lead.as_mut() {
-                Some(l) => l.step(shared, t0, anchor.instant(now)),
-                None => shared.warm_end(t0),
-            };
-            if let Some(w) = decided {
-                (warm_end, end, known) = (w, w + window.measured, true);
-                (warm_end_t, end_t) = (anchor.tick(warm_end), anchor.tick(end));
-                clock.next_boundary = warm_end_t.saturating_add(step);
-            }
-        }
-        let due = if let Some(s) = schedule.as_mut() {
-            let due = anchor.tick(s.due());
-            let mut now = tick::now();
-            if due >= end_t || now >= end_t {
-                break;
-            }
-            if now < due {
-                thread::sleep(Duration::from_nanos(due - now));
-                now = tick::now();
-            }
-            s.advance();
-            if takes_usage && before.is_none() && now >= warm_end_t {
-                server_before = window.server_pid.map(procstat::sample);
-                before = Some(usage::process());
-                now = tick::now();
-            }
-            if let Some(l) = limit_ns {
-                if now.saturating_sub(due) > l {
-                    // This event and every later one already past the limit are skipped at once (counted when
-                    // skipped in the measured window), so a rate far beyond the target's costs what one it keeps
-                    // does.
-                    let skipped = 1 + s.skip_before(anchor.instant(now - l));
-                    if now >= warm_end_t {
-                        clock.advance_to(now)?;
-                        clock.cur.skipped += skipped;
-                    }
-                    continue;
+    if !plain {
+        loop {
+            if !known {
+                // Only during a steady-state warm-up: thread 0 samples and decides, the others look whether it has.
+                let now = if schedule.is_some() { tick::now() } else { started };
+                let shared = steady_shared.expect("steady state has its shared counters");
+                let decided = match lead.as_mut() {
+                    Some(l) => l.step(shared, t0, anchor.instant(now)),
+                    None => shared.warm_end(t0),
+                };
+                if let Some(w) = decided {
+                    (warm_end, end, known) = (w, w + window.measured, true);
+                    (warm_end_t, end_t) = (anchor.tick(warm_end), anchor.tick(end));
+                    clock.next_boundary = warm_end_t.saturating_add(step);
                 }
             }
-            started = now;
-            due
-        } else {
-            match window.limit {
-                Some(n) if clock.cur.events + clock.cur.errors >= n => break,
-                None if started >= end_t => break,
-                _ => {}
-            }
-            if takes_usage && before.is_none() && started >= warm_end_t {
-                server_before = window.server_pid.map(procstat::sample);
-                before = Some(usage::process());
-                started = tick::now();
-            }
-            started
-        };
-        let k = if kinds.len() == 1 { 0 } else { weights.sample(&mut rng) };
-        let kind = &kinds[k];
-        let outcome = if kind.single {
-            // The common event (a point query, an update): one execution, no loops, no per-statement times.
-            let s = &kind.stmts[0];
-            let table = if tables == 1 { 0 } else { table_pick.sample(&mut rng) };
-            params::fill(&s.binds, &mut rng, &mut slots, &mut values);
-            conn.execute(s.ids[table], &values)
-        } else {
-            let times = if kind.timed {
-                scratch.clear();
-                scratch.resize(kind.stmts.len() + 2, StatementTime::default());
-                Some((scratch.as_mut_slice(), started))
+            let due = if let Some(s) = schedule.as_mut() {
+                let due = anchor.tick(s.due());
+                let mut now = tick::now();
+                if due >= end_t || now >= end_t {
+                    break;
+                }
+                if now < due {
+                    thread::sleep(Duration::from_nanos(due - now));
+                    now = tick::now();
+                }
+                s.advance();
+                if takes_usage && before.is_none() && now >= warm_end_t {
+                    server_before = window.server_pid.map(procstat::sample);
+                    before = Some(usage::process());
+                    now = tick::now();
+                }
+                if let Some(l) = limit_ns {
+                    if now.saturating_sub(due) > l {
+                        // This event and every later one already past the limit are skipped at once (counted when
+                        // skipped in the measured window), so a rate far beyond the target's costs what one it keeps
+                        // does.
+                        let skipped = 1 + s.skip_before(anchor.instant(now - l));
+                        if now >= warm_end_t {
+                            clock.advance_to(now)?;
+                            clock.cur.skipped += skipped;
+                        }
+                        continue;
+                    }
+                }
+                started = now;
+                due
             } else {
-                None
-            };
-            run_event(conn.as_dyn(), kind, &mut rng, &table_pick, tables, &mut slots, &mut values, times)
-        };
-        let done = tick::now();
-        if !known && outcome.is_ok() {
-            warm_events += 1;
-            steady_shared.expect("steady state has its shared counters").count(index as usize, warm_events);
-        }
-        let counted = window.limit.is_some()
-            || if schedule.is_some() { started >= warm_end_t } else { started >= warm_end_t && done <= end_t };
-        if counted {
-            clock.advance_to(done)?;
-            match outcome {
-                Ok(rows) => {
-                    let t = &mut clock.cur;
-                    t.events += 1;
-                    t.queries += kind.queries;
-                    t.rows += rows;
-                    out.kind_events[k] += 1;
-                    if !window.deterministic {
-                        let latency = done.saturating_sub(due);
-                        t.latency_ns.record(latency);
-                        if schedule.is_some() {
-                            let lag = started.saturating_sub(due);
-                            out.lag_sum_ns += lag as u128;
-                            t.lag_max_ns = t.lag_max_ns.max(lag);
-                            if limit_ns.is_some_and(|l| latency > l) {
-                                out.late += 1;
-                            }
-                        }
-                        if kind.timed {
-                            for (a, b) in out.statement_times[k].iter_mut().zip(&scratch) {
-                                a.add(b);
-                            }
-                        }
-                    }
+                match window.limit {
+                    Some(n) if clock.cur.events + clock.cur.errors >= n => break,
+                    None if started >= end_t => break,
+                    _ => {}
                 }
-                Err(e) => {
-                    clock.cur.errors += 1;
-                    if schedule.is_some() {
-                        out.lag_sum_ns += started.saturating_sub(due) as u128;
+                if takes_usage && before.is_none() && started >= warm_end_t {
+                    server_before = window.server_pid.map(procstat::sample);
+                    before = Some(usage::process());
+                    started = tick::now();
+                }
+                started
+            };
+            let k = if kinds.len() == 1 { 0 } else { weights.sample(&mut rng) };
+            let kind = &kinds[k];
+            let outcome = if kind.single {
+                // The common event (a point query, an update): one execution, no loops, no per-statement times.
+                let s = &kind.stmts[0];
+                let table = if tables == 1 { 0 } else { table_pick.sample(&mut rng) };
+                params::fill(&s.binds, &mut rng, &mut slots, &mut values);
+                conn.execute(s.ids[table], &values)
+            } else {
+                let times = if kind.timed {
+                    scratch.clear();
+                    scratch.resize(kind.stmts.len() + 2, StatementTime::default());
+                    Some((scratch.as_mut_slice(), started))
+                } else {
+                    None
+                };
+                run_event(conn.as_dyn(), kind, &mut rng, &table_pick, tables, &mut slots, &mut values, times)
+            };
+            let done = tick::now();
+            if !known && outcome.is_ok() {
+                warm_events += 1;
+                steady_shared.expect("steady state has its shared counters").count(index as usize, warm_events);
+            }
+            let counted = window.limit.is_some()
+                || if schedule.is_some() { started >= warm_end_t } else { started >= warm_end_t && done <= end_t };
+            if counted {
+                clock.advance_to(done)?;
+                match outcome {
+                    Ok(rows) => {
+                        let t = &mut clock.cur;
+                        t.events += 1;
+                        t.queries += kind.queries;
+                        t.rows += rows;
+                        out.kind_events[k] += 1;
+                        if !window.deterministic {
+                            let latency = done.saturating_sub(due);
+                            t.latency_ns.record(latency);
+                            if schedule.is_some() {
+                                let lag = started.saturating_sub(due);
+                                out.lag_sum_ns += lag as u128;
+                                t.lag_max_ns = t.lag_max_ns.max(lag);
+                                if limit_ns.is_some_and(|l| latency > l) {
+                                    out.late += 1;
+                                }
+                            }
+                            if kind.timed {
+                                for (a, b) in out.statement_times[k].iter_mut().zip(&scratch) {
+                                    a.add(b);
+                                }
+                            }
+                        }
                     }
-                    if out.error_samples.len() < MAX_ERROR_SAMPLES {
-                        out.error_samples.insert(e);
+                    Err(e) => {
+                        clock.cur.errors += 1;
+                        if schedule.is_some() {
+                            out.lag_sum_ns += started.saturating_sub(due) as u128;
+                        }
+                        if out.error_samples.len() < MAX_ERROR_SAMPLES {
+                            out.error_samples.insert(e);
+                        }
                     }
                 }
             }
-        }
-        if schedule.is_none() {
-            started = done;
+            if schedule.is_none() {
+                started = done;
+            }
         }
     }
     if plain {
