@@ -12,6 +12,8 @@ mod job;
 #[cfg(test)]
 mod layers;
 mod load;
+#[cfg(test)]
+mod no_alloc;
 mod params;
 mod process;
 mod procstat;
@@ -21,6 +23,7 @@ mod series;
 mod stale;
 mod start;
 mod steady;
+mod tick;
 mod usage;
 
 use std::io::Read;

@@ -1,18 +1,23 @@
 //! Parameter generators of one statement execution, compiled once per thread from the job's declarations.
 
-use rand::distributions::{Distribution, Uniform};
+use rand::distributions::Distribution;
 use rand::rngs::SmallRng;
-use rand::Rng;
+use rand::{Rng, RngCore};
 use rand_distr::Zipf;
 
 use crate::engine::Value;
 use crate::job::{Bind, Gen};
 
 pub enum Draw {
-    Uniform(Uniform<i64>),
+    Uniform(UniformRange),
+    /// Every i64 (a uniform range as wide as the type).
+    Any,
     Zipf(Zipf<f64>),
     Fixed(i64),
-    Ref { slot: usize, add: i64 },
+    Ref {
+        slot: usize,
+        add: i64,
+    },
     Digits(u32),
 }
 
@@ -30,7 +35,10 @@ pub fn compile(binds: &[Bind]) -> Result<Vec<CompiledBind>, String> {
                     if lo > hi {
                         return Err(format!("uniform range is empty: {lo}..{hi}"));
                     }
-                    Draw::Uniform(Uniform::new_inclusive(*lo, *hi))
+                    match UniformRange::new(*lo, *hi) {
+                        Some(u) => Draw::Uniform(u),
+                        None => Draw::Any,
+                    }
                 }
                 Gen::Zipf { n, exponent } => {
                     Draw::Zipf(Zipf::new(*n, *exponent).map_err(|e| format!("zipf(n={n}, exponent={exponent}): {e}"))?)
@@ -42,6 +50,47 @@ pub fn compile(binds: &[Bind]) -> Result<Vec<CompiledBind>, String> {
             Ok(CompiledBind { draw, slot: b.slot })
         })
         .collect()
+}
+
+/// The slots some bind of the workload reads back (`Ref`).
+pub fn referenced_slots<'a>(binds: impl Iterator<Item = &'a CompiledBind>) -> Vec<usize> {
+    binds.filter_map(|b| if let Draw::Ref { slot, .. } = b.draw { Some(slot) } else { None }).collect()
+}
+
+/// Stops storing drawn values no bind reads back (the store is an event's cost for nothing).
+pub fn drop_unread_slots(binds: &mut [CompiledBind], read: &[usize]) {
+    for b in binds {
+        if b.slot.is_some_and(|s| !read.contains(&s)) {
+            b.slot = None;
+        }
+    }
+}
+
+/// lo..=hi drawn without bias by Lemire's multiply-and-reject, its rejection threshold worked out once (rand's
+/// `Uniform` works it out on every draw): the value is the high half of a 64-bit draw times the range, as rand's,
+/// so both give the same values but for the draws either rejects (a chance of range / 2^64).
+pub struct UniformRange {
+    lo: i64,
+    range: u64, // hi - lo + 1
+    threshold: u64,
+}
+
+impl UniformRange {
+    /// None: lo..=hi is every i64 (Draw::Any).
+    pub fn new(lo: i64, hi: i64) -> Option<UniformRange> {
+        let range = (hi as u64).wrapping_sub(lo as u64).wrapping_add(1);
+        (range != 0).then(|| UniformRange { lo, range, threshold: range.wrapping_neg() % range })
+    }
+
+    #[inline(always)]
+    pub fn sample(&self, rng: &mut SmallRng) -> i64 {
+        loop {
+            let m = rng.next_u64() as u128 * self.range as u128;
+            if m as u64 >= self.threshold {
+                return self.lo.wrapping_add((m >> 64) as i64);
+            }
+        }
+    }
 }
 
 /// Writes sysbench's random string: `groups` runs of 11 digits separated by '-'.
@@ -58,11 +107,15 @@ pub fn digits(rng: &mut SmallRng, groups: u32, out: &mut String) {
 }
 
 /// Fills `values` (reusing its string buffers) for one execution; `slots` carries values across statements.
+#[inline(always)]
 pub fn fill(binds: &[CompiledBind], rng: &mut SmallRng, slots: &mut [i64], values: &mut Vec<Value>) {
-    values.resize(binds.len(), Value::Int(0));
+    if values.len() != binds.len() {
+        values.resize(binds.len(), Value::Int(0));
+    }
     for (b, v) in binds.iter().zip(values.iter_mut()) {
         let int = match &b.draw {
             Draw::Uniform(u) => Some(u.sample(rng)),
+            Draw::Any => Some(rng.next_u64() as i64),
             Draw::Zipf(z) => Some(z.sample(rng) as i64),
             Draw::Fixed(x) => Some(*x),
             Draw::Ref { slot, add } => Some(slots[*slot] + add),
@@ -116,6 +169,36 @@ mod tests {
             assert!((5..=9).contains(a));
             assert_eq!(*b, a + 99);
         }
+    }
+
+    #[test]
+    fn uniform_range_draws_what_rands_uniform_draws() {
+        use rand::distributions::Uniform;
+        for (lo, hi) in [(1i64, 100_000i64), (5, 9), (-3, 3), (0, 0), (i64::MIN, i64::MAX), (1, 1 << 40)] {
+            let ours = compile(&[bind(Gen::Uniform { lo, hi }, None)]).unwrap();
+            let theirs = Uniform::new_inclusive(lo, hi);
+            let (mut a, mut b) = (SmallRng::seed_from_u64(9), SmallRng::seed_from_u64(9));
+            let (mut slots, mut values) = (vec![], vec![]);
+            for _ in 0..10_000 {
+                fill(&ours, &mut a, &mut slots, &mut values);
+                let Value::Int(x) = values[0] else { panic!("an int") };
+                assert!((lo..=hi).contains(&x));
+                if hi.checked_sub(lo).is_some_and(|d| d < (1 << 40)) {
+                    assert_eq!(x, theirs.sample(&mut b), "{lo}..={hi}"); // rejections are ~range/2^64: none here
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn unread_slots_are_dropped_and_read_ones_kept() {
+        let mut binds =
+            compile(&[bind(Gen::Uniform { lo: 1, hi: 9 }, Some(0)), bind(Gen::Uniform { lo: 1, hi: 9 }, Some(1))])
+                .unwrap();
+        let reader = compile(&[bind(Gen::Ref { slot: 1, add: 0 }, None)]).unwrap();
+        let read = referenced_slots(binds.iter().chain(&reader));
+        drop_unread_slots(&mut binds, &read);
+        assert_eq!(binds.iter().map(|b| b.slot).collect::<Vec<_>>(), vec![None, Some(1)]);
     }
 
     #[test]

@@ -19,7 +19,7 @@ use crate::procstat::{self, ServerSample};
 use crate::schedule::{Arrivals, Schedule, MAX_RATE};
 use crate::series::{self, us, Board, Tally};
 use crate::steady::{self, Lead, SteadyReport};
-use crate::{process, usage};
+use crate::{process, tick, usage};
 
 const MAX_ERROR_SAMPLES: usize = 5;
 
@@ -37,6 +37,8 @@ struct Kind {
     queries: u64,
     /// Per-statement times are taken (a clock read per statement) only for events of more than one statement.
     timed: bool,
+    /// One statement, run once, outside a transaction: the event is that execution (run_event's short way).
+    single: bool,
 }
 
 /// Sum and max of one statement's execution times, in ns, and how many executions.
@@ -97,15 +99,17 @@ fn prepare_kind(conn: &mut dyn Connection, engine: &Engine, w: &Workload, tables
         .collect::<Result<Vec<_>, String>>()
         .map_err(|e| format!("workload {}: {e}", w.name))?;
     let timed = w.statements.len() + if w.transaction { 2 } else { 0 } > 1;
-    Ok(Kind { stmts, begin: w.transaction.then(|| engine.begin_sql(w.writes)), queries: kind_queries(w), timed })
+    let single = !w.transaction && w.statements.len() == 1 && w.statements[0].repeat == 1;
+    let begin = w.transaction.then(|| engine.begin_sql(w.writes));
+    Ok(Kind { stmts, begin, queries: kind_queries(w), timed, single })
 }
 
-/// Adds the time since `*last` to statement slot `i` and moves `*last` on.
+/// Adds the time since `*last` (a tick) to statement slot `i` and moves `*last` on.
 #[inline]
-fn lap(times: &mut Option<(&mut [StatementTime], Instant)>, i: usize) {
+fn lap(times: &mut Option<(&mut [StatementTime], u64)>, i: usize) {
     if let Some((buf, last)) = times {
-        let now = Instant::now();
-        let ns = (now - *last).as_nanos() as u64;
+        let now = tick::now();
+        let ns = now.saturating_sub(*last);
         let t = &mut buf[i];
         t.executions += 1;
         t.sum_ns += ns;
@@ -116,6 +120,7 @@ fn lap(times: &mut Option<(&mut [StatementTime], Instant)>, i: usize) {
 
 /// One event: its statements (each repetition draws a fresh table and parameters), inside BEGIN/COMMIT if asked.
 #[allow(clippy::too_many_arguments)]
+#[inline(always)]
 fn run_event(
     conn: &mut dyn Connection,
     kind: &Kind,
@@ -124,7 +129,7 @@ fn run_event(
     tables: usize,
     slots: &mut [i64],
     values: &mut Vec<Value>,
-    mut times: Option<(&mut [StatementTime], Instant)>,
+    mut times: Option<(&mut [StatementTime], u64)>,
 ) -> Result<u64, String> {
     if let Some(begin) = kind.begin {
         conn.batch(begin)?;
@@ -315,7 +320,7 @@ pub fn run(job: &Job) -> Result<RunResult, String> {
     } else {
         window.measured.as_secs_f64()
     };
-    let h = &total.latency_ns;
+    let h = &total.latency_ns.to_histogram();
     let latency = if h.is_empty() || job.deterministic {
         Latency::default()
     } else {
@@ -458,8 +463,9 @@ struct Clock<'a> {
     on: bool,
     index: usize,
     count: usize,
-    next_boundary: Instant,
-    step: Duration,
+    /// Ticks (tick.rs): when the current interval ends, and an interval's length.
+    next_boundary: u64,
+    step: u64,
     cur: Tally,
     total: Tally,
 }
@@ -467,7 +473,7 @@ struct Clock<'a> {
 impl Clock<'_> {
     /// Hands in every interval that ended before `t`.
     #[inline]
-    fn advance_to(&mut self, t: Instant) -> Result<(), String> {
+    fn advance_to(&mut self, t: u64) -> Result<(), String> {
         while self.on && t >= self.next_boundary && self.index + 1 < self.count {
             self.hand_in()?;
             self.index += 1;
@@ -515,16 +521,16 @@ fn client_loop(
     let Loop { engine, workload, gate, start_at, board } = *shared_loop;
     let kind_specs = kinds_of(workload);
     let setup = (|| {
-        let mut conn = engine.connect()?;
+        let mut conn = engine.connect_for_loop()?;
         // In-memory SQLite: the database lives and dies with this connection, so its tables are loaded here,
         // before the clock starts (1 thread only, checked in check_job).
         if let Some(job) = preload {
             let schema = job.schema.as_ref().expect("checked in check_job");
-            crate::load::load_into(conn.as_mut(), engine, job, schema)?;
+            crate::load::load_into(conn.as_dyn(), engine, job, schema)?;
         }
         let kinds = kind_specs
             .iter()
-            .map(|w| prepare_kind(conn.as_mut(), engine, w, window.tables))
+            .map(|w| prepare_kind(conn.as_dyn(), engine, w, window.tables))
             .collect::<Result<Vec<_>, _>>()?;
         Ok::<_, String>((conn, kinds))
     })();
@@ -550,8 +556,12 @@ fn client_loop(
             s.give_up(t0);
         }
     }
-    let (mut conn, kinds) = setup?;
+    let (mut conn, mut kinds) = setup?;
     released?;
+    let read = params::referenced_slots(kinds.iter().flat_map(|k| &k.stmts).flat_map(|s| &s.binds));
+    for s in kinds.iter_mut().flat_map(|k| &mut k.stmts) {
+        params::drop_unread_slots(&mut s.binds, &read);
+    }
     // Steady state: the window is not known yet; until it is, both ends lie beyond any real run (a century).
     let mut known = window.steady.is_none();
     let (mut warm_end, mut end) = if known {
@@ -586,13 +596,16 @@ fn client_loop(
         steady: None,
     };
     let mut scratch: Vec<StatementTime> = Vec::new();
-    let step = window.interval.unwrap_or(window.measured);
+    // From here on, times are ticks (tick.rs); the Instants of the window convert through this thread's anchor.
+    let anchor = tick::Anchor::new();
+    let (mut warm_end_t, mut end_t) = (anchor.tick(warm_end), anchor.tick(end));
+    let step = tick::nanos(window.interval.unwrap_or(window.measured));
     let mut clock = Clock {
         board,
         on: window.interval.is_some(),
         index: 0,
         count: if window.interval.is_some() { board.count() } else { 1 },
-        next_boundary: warm_end + step,
+        next_boundary: warm_end_t.saturating_add(step),
         step,
         cur: Tally::new(),
         total: Tally::new(),
@@ -602,123 +615,181 @@ fn client_loop(
     let mut before = None;
     let mut server_before = None;
     // Closed loop: the next event starts when the previous one ends, so one clock read per event suffices.
-    let mut started = Instant::now();
-    loop {
-        if !known {
-            // Only during a steady-state warm-up: thread 0 samples and decides, the others look whether it has.
-            let now = if schedule.is_some() { Instant::now() } else { started };
-            let shared = steady_shared.expect("steady state has its shared counters");
-            let decided = match lead.as_mut() {
-                Some(l) => l.step(shared, t0, now),
-                None => shared.warm_end(t0),
-            };
-            if let Some(w) = decided {
-                (warm_end, end, known) = (w, w + window.measured, true);
-                clock.next_boundary = w + step;
-            }
-        }
-        let due = if let Some(s) = schedule.as_mut() {
-            let due = s.due();
-            let mut now = Instant::now();
-            if due >= end || now >= end {
-                break;
-            }
-            if now < due {
-                thread::sleep(due - now);
-                now = Instant::now();
-            }
-            s.advance();
-            if takes_usage && before.is_none() && now >= warm_end {
-                server_before = window.server_pid.map(procstat::sample);
-                before = Some(usage::process());
-                now = Instant::now();
-            }
-            if let Some(l) = window.latency_limit {
-                if now - due > l {
-                    // This event and every later one already past the limit are skipped at once (counted when
-                    // skipped in the measured window), so a rate far beyond the target's costs what one it keeps
-                    // does.
-                    let skipped = 1 + s.skip_before(now - l);
-                    if now >= warm_end {
-                        clock.advance_to(now)?;
-                        clock.cur.skipped += skipped;
-                    }
-                    continue;
-                }
-            }
-            started = now;
-            due
-        } else {
+    let mut started = tick::now();
+    // The plain case, most cells (a closed loop over one one-statement event on one table, its window known from
+    // the start): a loop of its own without the general one's per-event choices, which cost the driver about a
+    // fifth of its own instructions per event (cachegrind). It counts exactly what the general loop counts.
+    let plain = known && schedule.is_none() && kinds.len() == 1 && kinds[0].single && tables == 1;
+    if plain {
+        let (s, queries) = (&kinds[0].stmts[0], kinds[0].queries);
+        let id = s.ids[0];
+        loop {
             match window.limit {
                 Some(n) if clock.cur.events + clock.cur.errors >= n => break,
-                None if started >= end => break,
+                None if started >= end_t => break,
                 _ => {}
             }
-            if takes_usage && before.is_none() && started >= warm_end {
+            if takes_usage && before.is_none() && started >= warm_end_t {
                 server_before = window.server_pid.map(procstat::sample);
                 before = Some(usage::process());
-                started = Instant::now();
+                started = tick::now();
             }
-            started
-        };
-        let k = if kinds.len() == 1 { 0 } else { weights.sample(&mut rng) };
-        let kind = &kinds[k];
-        let times = if kind.timed {
-            scratch.clear();
-            scratch.resize(kind.stmts.len() + 2, StatementTime::default());
-            Some((scratch.as_mut_slice(), started))
-        } else {
-            None
-        };
-        let outcome = run_event(conn.as_mut(), kind, &mut rng, &table_pick, tables, &mut slots, &mut values, times);
-        let done = Instant::now();
-        if !known && outcome.is_ok() {
-            warm_events += 1;
-            steady_shared.expect("steady state has its shared counters").count(index as usize, warm_events);
-        }
-        let counted = window.limit.is_some()
-            || if schedule.is_some() { started >= warm_end } else { started >= warm_end && done <= end };
-        if counted {
-            clock.advance_to(done)?;
-            match outcome {
-                Ok(rows) => {
-                    let t = &mut clock.cur;
-                    t.events += 1;
-                    t.queries += kind.queries;
-                    t.rows += rows;
-                    out.kind_events[k] += 1;
-                    if !window.deterministic {
-                        let latency = (done - due).as_nanos() as u64;
-                        t.latency_ns.saturating_record(latency);
-                        if schedule.is_some() {
-                            let lag = (started - due).as_nanos() as u64;
-                            out.lag_sum_ns += lag as u128;
-                            t.lag_max_ns = t.lag_max_ns.max(lag);
-                            if limit_ns.is_some_and(|l| latency > l) {
-                                out.late += 1;
-                            }
+            params::fill(&s.binds, &mut rng, &mut slots, &mut values);
+            let outcome = conn.execute(id, &values);
+            let done = tick::now();
+            if window.limit.is_some() || (started >= warm_end_t && done <= end_t) {
+                clock.advance_to(done)?;
+                match outcome {
+                    Ok(rows) => {
+                        let t = &mut clock.cur;
+                        t.events += 1;
+                        t.queries += queries;
+                        t.rows += rows;
+                        if !window.deterministic {
+                            t.latency_ns.record(done.saturating_sub(started));
                         }
-                        if kind.timed {
-                            for (a, b) in out.statement_times[k].iter_mut().zip(&scratch) {
-                                a.add(b);
-                            }
+                    }
+                    Err(e) => {
+                        clock.cur.errors += 1;
+                        if out.error_samples.len() < MAX_ERROR_SAMPLES {
+                            out.error_samples.insert(e);
                         }
                     }
                 }
-                Err(e) => {
-                    clock.cur.errors += 1;
-                    if schedule.is_some() {
-                        out.lag_sum_ns += (started - due).as_nanos();
-                    }
-                    if out.error_samples.len() < MAX_ERROR_SAMPLES {
-                        out.error_samples.insert(e);
-                    }
-                }
             }
-        }
-        if schedule.is_none() {
             started = done;
         }
+    }
+    if !plain {
+        loop {
+            if !known {
+                // Only during a steady-state warm-up: thread 0 samples and decides, the others look whether it has.
+                let now = if schedule.is_some() { tick::now() } else { started };
+                let shared = steady_shared.expect("steady state has its shared counters");
+                let decided = match lead.as_mut() {
+                    Some(l) => l.step(shared, t0, anchor.instant(now)),
+                    None => shared.warm_end(t0),
+                };
+                if let Some(w) = decided {
+                    (warm_end, end, known) = (w, w + window.measured, true);
+                    (warm_end_t, end_t) = (anchor.tick(warm_end), anchor.tick(end));
+                    clock.next_boundary = warm_end_t.saturating_add(step);
+                }
+            }
+            let due = if let Some(s) = schedule.as_mut() {
+                let due = anchor.tick(s.due());
+                let mut now = tick::now();
+                if due >= end_t || now >= end_t {
+                    break;
+                }
+                if now < due {
+                    thread::sleep(Duration::from_nanos(due - now));
+                    now = tick::now();
+                }
+                s.advance();
+                if takes_usage && before.is_none() && now >= warm_end_t {
+                    server_before = window.server_pid.map(procstat::sample);
+                    before = Some(usage::process());
+                    now = tick::now();
+                }
+                if let Some(l) = limit_ns {
+                    if now.saturating_sub(due) > l {
+                        // This event and every later one already past the limit are skipped at once (counted when
+                        // skipped in the measured window), so a rate far beyond the target's costs what one it keeps
+                        // does.
+                        let skipped = 1 + s.skip_before(anchor.instant(now - l));
+                        if now >= warm_end_t {
+                            clock.advance_to(now)?;
+                            clock.cur.skipped += skipped;
+                        }
+                        continue;
+                    }
+                }
+                started = now;
+                due
+            } else {
+                match window.limit {
+                    Some(n) if clock.cur.events + clock.cur.errors >= n => break,
+                    None if started >= end_t => break,
+                    _ => {}
+                }
+                if takes_usage && before.is_none() && started >= warm_end_t {
+                    server_before = window.server_pid.map(procstat::sample);
+                    before = Some(usage::process());
+                    started = tick::now();
+                }
+                started
+            };
+            let k = if kinds.len() == 1 { 0 } else { weights.sample(&mut rng) };
+            let kind = &kinds[k];
+            let outcome = if kind.single {
+                // The common event (a point query, an update): one execution, no loops, no per-statement times.
+                let s = &kind.stmts[0];
+                let table = if tables == 1 { 0 } else { table_pick.sample(&mut rng) };
+                params::fill(&s.binds, &mut rng, &mut slots, &mut values);
+                conn.execute(s.ids[table], &values)
+            } else {
+                let times = if kind.timed {
+                    scratch.clear();
+                    scratch.resize(kind.stmts.len() + 2, StatementTime::default());
+                    Some((scratch.as_mut_slice(), started))
+                } else {
+                    None
+                };
+                run_event(conn.as_dyn(), kind, &mut rng, &table_pick, tables, &mut slots, &mut values, times)
+            };
+            let done = tick::now();
+            if !known && outcome.is_ok() {
+                warm_events += 1;
+                steady_shared.expect("steady state has its shared counters").count(index as usize, warm_events);
+            }
+            let counted = window.limit.is_some()
+                || if schedule.is_some() { started >= warm_end_t } else { started >= warm_end_t && done <= end_t };
+            if counted {
+                clock.advance_to(done)?;
+                match outcome {
+                    Ok(rows) => {
+                        let t = &mut clock.cur;
+                        t.events += 1;
+                        t.queries += kind.queries;
+                        t.rows += rows;
+                        out.kind_events[k] += 1;
+                        if !window.deterministic {
+                            let latency = done.saturating_sub(due);
+                            t.latency_ns.record(latency);
+                            if schedule.is_some() {
+                                let lag = started.saturating_sub(due);
+                                out.lag_sum_ns += lag as u128;
+                                t.lag_max_ns = t.lag_max_ns.max(lag);
+                                if limit_ns.is_some_and(|l| latency > l) {
+                                    out.late += 1;
+                                }
+                            }
+                            if kind.timed {
+                                for (a, b) in out.statement_times[k].iter_mut().zip(&scratch) {
+                                    a.add(b);
+                                }
+                            }
+                        }
+                    }
+                    Err(e) => {
+                        clock.cur.errors += 1;
+                        if schedule.is_some() {
+                            out.lag_sum_ns += started.saturating_sub(due) as u128;
+                        }
+                        if out.error_samples.len() < MAX_ERROR_SAMPLES {
+                            out.error_samples.insert(e);
+                        }
+                    }
+                }
+            }
+            if schedule.is_none() {
+                started = done;
+            }
+        }
+    }
+    if plain {
+        out.kind_events[0] = clock.total.events + clock.cur.events; // the plain loop's only kind
     }
     let usage = before.map(|b| usage::delta(usage::process(), b));
     let server = server_before.map(|b| {

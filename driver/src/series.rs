@@ -14,8 +14,78 @@ use hdrhistogram::Histogram;
 use serde::Serialize;
 
 /// Event latencies in ns from 1 ns to one hour at 3 significant digits; longer events saturate at one hour.
+const HIGHEST_NS: u64 = 3_600_000_000_000;
+
 pub fn new_histogram() -> Histogram<u64> {
-    Histogram::new_with_bounds(1, 3_600_000_000_000, 3).expect("static bounds are valid")
+    Histogram::new_with_bounds(1, HIGHEST_NS, 3).expect("static bounds are valid")
+}
+
+// HdrHistogram's bucket layout for the bounds above (lowest 1 ns: unit magnitude 0; 3 significant digits: 2048 sub-
+// buckets, the lower half of each bucket after the first shared with the one before).
+const SUB_BUCKET_HALF_MAGNITUDE: u32 = 10;
+const SUB_BUCKET_HALF: usize = 1 << SUB_BUCKET_HALF_MAGNITUDE;
+const SUB_BUCKET_MASK: u64 = (2 << SUB_BUCKET_HALF_MAGNITUDE) - 1;
+
+/// The counts index HdrHistogram gives `value` (at most HIGHEST_NS).
+#[inline]
+fn index_of(value: u64) -> usize {
+    let bucket = 64 - (value | SUB_BUCKET_MASK).leading_zeros() - (SUB_BUCKET_HALF_MAGNITUDE + 1);
+    let sub = (value >> bucket) as usize;
+    ((bucket as usize + 1) << SUB_BUCKET_HALF_MAGNITUDE) + sub - SUB_BUCKET_HALF
+}
+
+/// The lowest value of counts index `i`: recorded there, it lands in the same bucket as every value it stands for.
+fn lowest_at(i: usize) -> u64 {
+    let (bucket, sub) = ((i >> SUB_BUCKET_HALF_MAGNITUDE) as u32, i & (SUB_BUCKET_HALF - 1));
+    if bucket == 0 {
+        sub as u64
+    } else {
+        ((sub + SUB_BUCKET_HALF) as u64) << (bucket - 1)
+    }
+}
+
+/// A thread's event latencies as HdrHistogram's bucket counts, recorded with an index and an increment (the hot
+/// loop's share), turned into a `Histogram` when an interval or the cell is summarised. The histogram it gives has
+/// the same counts in the same buckets as recording each value into one would, so its percentiles, min, max, mean
+/// and V2 encoding are the same (tests below).
+pub struct Latencies {
+    counts: Vec<u64>,
+}
+
+impl Latencies {
+    pub fn new() -> Latencies {
+        Latencies { counts: vec![0; new_histogram().distinct_values()] }
+    }
+
+    /// Records one latency as `Histogram::saturating_record` does: in its bucket while the counts reach it (the
+    /// last bucket ends above HIGHEST_NS), else at HIGHEST_NS.
+    #[inline]
+    pub fn record(&mut self, ns: u64) {
+        match self.counts.get_mut(index_of(ns)) {
+            Some(c) => *c += 1,
+            None => self.counts[index_of(HIGHEST_NS)] += 1,
+        }
+    }
+
+    pub fn add(&mut self, other: &Latencies) {
+        for (a, b) in self.counts.iter_mut().zip(&other.counts) {
+            *a += b;
+        }
+    }
+
+    pub fn reset(&mut self) {
+        self.counts.fill(0);
+    }
+
+    pub fn to_histogram(&self) -> Histogram<u64> {
+        let mut h = new_histogram();
+        for (i, &n) in self.counts.iter().enumerate() {
+            if n > 0 {
+                h.record_n(lowest_at(i), n).expect("a bucket's lowest value is within the bounds");
+            }
+        }
+        h
+    }
 }
 
 pub fn us(ns: u64) -> f64 {
@@ -32,12 +102,12 @@ pub struct Tally {
     pub skipped: u64,
     /// Open loop: the largest delay between an event's scheduled start and its actual start (queueing).
     pub lag_max_ns: u64,
-    pub latency_ns: Histogram<u64>,
+    pub latency_ns: Latencies,
 }
 
 impl Tally {
     pub fn new() -> Tally {
-        Tally { events: 0, queries: 0, rows: 0, errors: 0, skipped: 0, lag_max_ns: 0, latency_ns: new_histogram() }
+        Tally { events: 0, queries: 0, rows: 0, errors: 0, skipped: 0, lag_max_ns: 0, latency_ns: Latencies::new() }
     }
 
     pub fn add(&mut self, other: &Tally) -> Result<(), String> {
@@ -47,7 +117,8 @@ impl Tally {
         self.errors += other.errors;
         self.skipped += other.skipped;
         self.lag_max_ns = self.lag_max_ns.max(other.lag_max_ns);
-        self.latency_ns.add(&other.latency_ns).map_err(|e| format!("merging histograms: {e}"))
+        self.latency_ns.add(&other.latency_ns);
+        Ok(())
     }
 
     pub fn reset(&mut self) {
@@ -126,7 +197,7 @@ impl Board {
         let start = k as f64 * self.interval_s;
         let end = ((k + 1) as f64 * self.interval_s).min(self.measured_s);
         let duration = (end - start).max(1e-9);
-        let h = &t.latency_ns;
+        let h = &t.latency_ns.to_histogram();
         let q = |x: f64| if h.is_empty() { 0.0 } else { us(h.value_at_quantile(x)) };
         Interval {
             t_s: end,
@@ -193,7 +264,7 @@ mod tests {
         let mut t = Tally::new();
         t.events = 10;
         t.queries = 20;
-        t.latency_ns.record(1000).unwrap();
+        t.latency_ns.record(1000);
         for k in 0..3 {
             board.hand_in(k, &t).unwrap();
         }
@@ -207,6 +278,57 @@ mod tests {
         assert!((iv[2].duration_s - 0.5).abs() < 1e-9);
         assert!((iv[2].eps - 40.0).abs() < 1e-9);
         assert!((iv[1].p99_us - 1.0).abs() < 0.01);
+    }
+
+    #[test]
+    fn latencies_give_the_histogram_recording_each_value_gives() {
+        let mut rng = 0x9E37_79B9_7F4A_7C15u64;
+        let mut direct = new_histogram();
+        let mut fast = Latencies::new();
+        let top = lowest_at(new_histogram().distinct_values() - 1);
+        let mut values = vec![
+            0,
+            1,
+            2,
+            1023,
+            1024,
+            2047,
+            2048,
+            2049,
+            4095,
+            4096,
+            1_000_000,
+            HIGHEST_NS,
+            HIGHEST_NS + 1,
+            top,
+            top * 2,
+            u64::MAX,
+        ];
+        for _ in 0..20_000 {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            values.push(rng >> (rng % 64)); // every magnitude
+        }
+        for &v in &values {
+            direct.saturating_record(v);
+            fast.record(v);
+            assert_eq!(lowest_at(index_of(v.min(HIGHEST_NS))), direct.lowest_equivalent(v.min(HIGHEST_NS)), "{v}");
+        }
+        let h = fast.to_histogram();
+        assert_eq!(h.len(), direct.len());
+        assert_eq!((h.min(), h.max(), h.min_nz()), (direct.min(), direct.max(), direct.min_nz()));
+        assert_eq!(h.mean(), direct.mean());
+        for q in [0.0, 0.5, 0.9, 0.99, 0.999, 1.0] {
+            assert_eq!(h.value_at_quantile(q), direct.value_at_quantile(q));
+        }
+        assert_eq!(encode(&h).unwrap().data, encode(&direct).unwrap().data);
+        let mut twice = Latencies::new();
+        twice.add(&fast);
+        twice.add(&fast);
+        assert_eq!(twice.to_histogram().len(), 2 * direct.len());
+        twice.reset();
+        assert!(twice.to_histogram().is_empty());
     }
 
     #[test]

@@ -164,6 +164,9 @@ impl SqliteConnection {
     }
 
     /// Binds, steps through every row reading each column as a client would, and resets. Returns rows.
+    // Inlined into execute: the hot loop's call into SQLite is then one call frame, not two (cachegrind: 20
+    // instructions an event).
+    #[inline(always)]
     fn run_stmt(&self, stmt: Stmt, values: &[Value]) -> Result<u64, String> {
         let api = &self.api;
         for (i, v) in values.iter().enumerate() {
@@ -238,6 +241,7 @@ impl Connection for SqliteConnection {
         Ok(self.stmts.len() - 1)
     }
 
+    #[inline(always)]
     fn execute(&mut self, id: usize, values: &[Value]) -> Result<u64, String> {
         if self.prepared {
             return self.run_stmt(self.stmts[id], values);
