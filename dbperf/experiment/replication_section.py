@@ -166,7 +166,7 @@ def check_replication_experiment(spec: ReplicationSpec, targets: list[Any], benc
     (t,) = targets
     kind = engines.engine(t.engine)
     if kind.replication is None:
-        replicated = " or ".join(e.title for e in engines.ENGINES.values() if e.replication)
+        replicated = " or ".join(sorted(e.title for e in engines.ENGINES.values() if e.replication))
         raise UserError(f"{where} target {t.name!r}: the replication lab runs {replicated}, not {t.engine}")
     if t.dsn is not None:
         raise UserError(f"{where} target {t.name!r}: the replication lab starts its own servers; a dsn cannot be "
