@@ -8,10 +8,10 @@ set -eu
 DEMO_PACKAGES="libsqlite3-0 gcc libc6-dev make python3-venv valgrind binutils"
 # The rest: allocators (allocator = ...), the servers and their tools (pgbench comes with postgresql), Debian's
 # source packages of the servers (dpkg-dev, keyring, zlib, xz), and chromium for the HTML report's browser tests
-# (Playwright drives it; no browser download).
+# (Playwright drives it; no browser download); strace counts the clients' system calls (benchmarks/vs_*).
 SERVER_PACKAGES="libjemalloc2 libtcmalloc-minimal4 libmimalloc2.0
 postgresql mariadb-server mariadb-plugin-rocksdb sysbench dpkg-dev debian-archive-keyring zlib1g-dev xz-utils
-chromium"
+chromium strace"
 missing_of() {
     out=""
     for p in "$@"; do

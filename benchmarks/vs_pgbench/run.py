@@ -3,7 +3,8 @@ and database, 1 client: `pgbench -S -M prepared` (its select-only script on pgbe
 prepared) and dbperf `point-query` (a prepared primary-key SELECT on sbtest1, 100k rows), alternately, N pairs.
 Both clients connect over TCP to 127.0.0.1 and are measured the same way: the rusage of the client process (wait4)
 divided by the queries it reports. Prints each pair, the QPS ratio dbperf/pgbench and the client CPU per query
-ratios; the last line is `ratio <median QPS ratio>`. Targets: QPS ratio >= 1.0, client CPU per query <= pgbench's.
+ratios, then `system calls per query <dbperf> vs <pgbench>` (one short run of each under `strace -f -c`); the last
+line is `ratio <median QPS ratio>`. Targets: QPS ratio >= 1.0, client user + system CPU per query <= 0.8 of pgbench's.
 A benchmark, not a test: it asserts nothing.
 
 Usage: .venv/bin/python benchmarks/vs_pgbench/run.py [--time 10] [--pairs 3] [--socket]
@@ -24,11 +25,13 @@ from dbperf.catalog.registry import builtin
 from dbperf.catalog.workload import compile_statements
 from dbperf.experiment.spec import parse_experiment
 from dbperf.host.driver import driver_path
+from dbperf.host.syscalls import count_syscalls, per_query_text
 from dbperf.records import RunResult, decode, encode
 from dbperf.servers.engines import server_target
 from dbperf.servers.lifecycle import PASSWORD_ENV
 
 TABLE_SIZE = 100_000
+SYSCALL_RUN_S = 3
 
 
 def measured(argv: list[str], env: dict[str, str]) -> tuple[str, float, float]:
@@ -90,6 +93,14 @@ def main() -> None:
                 rows.append({"pg_qps": pg_qps, "pg_user": pu / txns * 1e6, "pg_total": (pu + ps) / txns * 1e6,
                              "d_qps": result.qps, "d_user": du / result.queries * 1e6,
                              "d_total": (du + ds) / result.queries * 1e6})
+            # System calls per query, counted apart from the timed pairs (strace slows a client down).
+            text, pg_calls = count_syscalls([pgbench, "-S", "-M", "prepared", "-c", "1", "-j", "1", "-n",
+                                             "-T", str(SYSCALL_RUN_S), *conn, "sbtest"], env)
+            pg_txns = int(re.search(r"number of transactions actually processed: (\d+)", text).group(1))
+            job_file.write_bytes(encode(job.replace(time_s=SYSCALL_RUN_S)))
+            out, d_calls = count_syscalls([driver_path(), "run", str(job_file)], {PASSWORD_ENV: server.password or ""})
+            d_queries = decode(RunResult, out.strip().splitlines()[-1]).queries
+            syscalls = (per_query_text(d_calls, d_queries), per_query_text(pg_calls, pg_txns))
         finally:
             server.stop()
     finally:
@@ -106,6 +117,9 @@ def main() -> None:
     print(f"QPS ratio dbperf/pgbench median {statistics.median(ratios):.3f} (min {min(ratios):.3f}, max "
           f"{max(ratios):.3f}); client CPU ratio user {med['d_user'] / med['pg_user']:.3f}, user+system "
           f"{med['d_total'] / med['pg_total']:.3f} (medians of the pairs)")
+    (d_total, d_top), (pg_total, pg_top) = syscalls
+    print(f"system calls per query {d_total:.2f} vs {pg_total:.2f} (strace -f -c of one {SYSCALL_RUN_S} s run each; "
+          f"dbperf: {d_top}; pgbench: {pg_top})")
     print(f"ratio {statistics.median(ratios):.3f}")
 
 

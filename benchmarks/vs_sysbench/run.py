@@ -3,7 +3,8 @@ PostgreSQL, 1 thread, the same table (1 x 100k rows, loaded by dbperf), sysbench
 `point-query` alternately, 3 pairs x 15 s. Both clients are measured the same way: the rusage of the client process
 (wait4), divided by the queries it reports. Prints the QPS ratio dbperf/sysbench and the client CPU us/query ratios
 (user, and user+system); the last line is `ratio <QPS ratio>` over both servers (geometric mean).
-Targets: QPS ratio >= 1.0, total client CPU ratio <= 1.0, user client CPU ratio <= 0.5.
+Then, per server, one short run of each client under `strace -f -c`: `system calls per query <dbperf> vs <sysbench>`.
+Targets: QPS ratio >= 1.0, total client CPU ratio <= 0.8, user client CPU ratio <= 0.5.
 A benchmark, not a test: it asserts nothing.
 
 Usage: .venv/bin/python benchmarks/vs_sysbench/run.py [--time 15] [--pairs 3]
@@ -24,11 +25,13 @@ from dbperf.catalog.registry import builtin
 from dbperf.catalog.workload import compile_statements
 from dbperf.experiment.spec import parse_experiment
 from dbperf.host.driver import driver_path
+from dbperf.host.syscalls import count_syscalls, per_query_text
 from dbperf.records import RunResult, decode, encode
 from dbperf.servers.engines import server_target
 from dbperf.servers.lifecycle import PASSWORD_ENV, LabServer
 
 TABLE_SIZE = 100_000
+SYSCALL_RUN_S = 3
 
 
 def measured(argv: list[str], env: dict[str, str], stdin: str | None = None) -> tuple[str, float, float]:
@@ -92,6 +95,13 @@ def main() -> None:
                     rows.append({"sb_qps": sb_qps, "sb_user": su / queries * 1e6, "sb_total": (su + ss) / queries * 1e6,
                                  "d_qps": result.qps, "d_user": du / result.queries * 1e6,
                                  "d_total": (du + ds) / result.queries * 1e6})
+                # System calls per query, counted apart from the timed pairs (strace slows a client down).
+                text, sb_calls = count_syscalls(sysbench_argv(server, SYSCALL_RUN_S))
+                sb_queries = int(re.search(r"total:\s+(\d+)", text).group(1))
+                job_file.write_bytes(encode(job.replace(time_s=SYSCALL_RUN_S)))
+                out, d_calls = count_syscalls([driver_path(), "run", str(job_file)], {PASSWORD_ENV: server.password})
+                d_queries = decode(RunResult, out.strip().splitlines()[-1]).queries
+                syscalls = (per_query_text(d_calls, d_queries), per_query_text(sb_calls, sb_queries))
             finally:
                 server.stop()
             print(f"{engine} (1 thread, 1 x {TABLE_SIZE:,} rows, "
@@ -106,6 +116,9 @@ def main() -> None:
             print(f"  {engine}: QPS ratio dbperf/sysbench {qps_ratio:.3f}; client CPU ratio user "
                   f"{med['d_user'] / med['sb_user']:.3f}, user+system {med['d_total'] / med['sb_total']:.3f} "
                   f"(medians of the pairs)")
+            (d_total, d_top), (sb_total, sb_top) = syscalls
+            print(f"  system calls per query {d_total:.2f} vs {sb_total:.2f} (strace -f -c of one {SYSCALL_RUN_S} s "
+                  f"run each; dbperf: {d_top}; sysbench: {sb_top})")
     finally:
         shutil.rmtree(base, ignore_errors=True)
     print(f"ratio {math.exp(sum(math.log(r) for r in qps_ratios) / len(qps_ratios)):.3f}")
