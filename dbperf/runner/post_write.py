@@ -15,15 +15,12 @@ from dbperf.catalog.workload import Workload
 from dbperf.engines.descriptor import FlushStep
 from dbperf.errors import UserError
 from dbperf.experiment.model import Experiment, Target
-from dbperf.host.driver import run_job
-from dbperf.records import ExecResult
+from dbperf.servers.lifecycle import ServerTarget
 from dbperf.servers.sql_query import client_available, query
 from dbperf.targets.lifecycle import TargetLifecycle
 from dbperf.targets.sqlite_data import SqliteData
 
 FLUSH_TIMEOUT_S = 600.0
-STEP_TIMEOUT_S = 3600.0
-SQLITE = ["PRAGMA wal_checkpoint(TRUNCATE)"]
 
 
 def steps_before(benchmarks: tuple[Workload, ...] | list[Workload]) -> set[str]:
@@ -38,19 +35,16 @@ def run_post_write(e: Experiment, target: Target, data: TargetLifecycle, before:
     target (the run cannot honestly go on measuring "after the post-write step")."""
     started = time.monotonic()
     record: dict[str, Any] = {"before": before, "engine": target.engine}
+    kind = engines.engine(target.engine)
     if isinstance(data, SqliteData) and data.failed:
         record["skipped"] = "the target's tables were not loaded"  # its cells fail with the load's error
-    elif isinstance(data, SqliteData):
-        record["statements"] = SQLITE
-        outcome = run_job(data.working_job().replace(mode="exec", statements=SQLITE), ExecResult, STEP_TIMEOUT_S)
-        if not outcome.ok:
-            raise UserError(f"target {target.name!r}: post-write step failed: {outcome.error}")
-    elif (kind := engines.engine(target.engine)).post_write_statements:
+    elif kind.post_write_statements:
         statements = list(kind.post_write_statements)
         record["statements"] = statements
-        server: Any = data
-        server._exec(server.work_db, statements, f"post-write step ({', '.join(statements)})")
+        data.execute(statements, f"post-write step ({', '.join(statements)})")
     elif kind.post_write_flush is not None:
+        if not isinstance(data, ServerTarget):
+            raise UserError(f"target {target.name!r}: the post-write flush needs a server to query")
         record.update(_flush(data, target, kind.post_write_flush))
     record["step_s"] = round(time.monotonic() - started, 3)
     time.sleep(e.post_write_wait_s)
@@ -58,13 +52,13 @@ def run_post_write(e: Experiment, target: Target, data: TargetLifecycle, before:
     return record
 
 
-def _flush(data: Any, target: Target, step: FlushStep) -> dict[str, Any]:
+def _flush(data: ServerTarget, target: Target, step: FlushStep) -> dict[str, Any]:
     """Dirty pages flushed the harness's way: the dirty-page targets set to 0, the page cleaner left to write
     them, the settings put back (the target's own values, else the server's defaults)."""
     configured = {k.replace("-", "_"): v for k, v in target.config.items()}
     low = [f"SET GLOBAL {name} = {value}" for name, value in step.lowered.items()]
     back = [f"SET GLOBAL {name} = {configured.get(name, 'DEFAULT')}" for name in reversed(list(step.lowered))]
-    data._exec(None, low, f"post-write step ({step.what})")
+    data.execute(low, f"post-write step ({step.what})")
     left: int | None = None
     try:
         if client_available(target.engine):
@@ -76,7 +70,7 @@ def _flush(data: Any, target: Target, step: FlushStep) -> dict[str, Any]:
                     break
                 time.sleep(0.2)
     finally:
-        data._exec(None, back, f"post-write step (restoring the settings lowered for {step.what})")
+        data.execute(back, f"post-write step (restoring the settings lowered for {step.what})")
     return {"statements": [*low, f"(until {step.counter} = 0)", *back], "dirty_pages_left": left}
 
 

@@ -186,6 +186,9 @@ class ServerTarget(ABC):
     def log_tail(self) -> str:
         return log_tail(self.log)
 
+    def execute(self, statements: list[str], what: str) -> None:
+        self._exec(self.work_db, statements, what)
+
     def working_job(self) -> DriverJob:
         return self.job(self.work_db)
 

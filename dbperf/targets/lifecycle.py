@@ -21,6 +21,10 @@ class TargetLifecycle(Protocol):
     def restore(self) -> None:
         """Before a write cell: the data as loaded."""
 
+    def execute(self, statements: list[str], what: str) -> None:
+        """Runs `statements` in the working database (the post-write step, a tool's sessions ended); a UserError
+        naming the target and `what` when they fail."""
+
     def working_job(self) -> DriverJob:
         """A driver job that says where to connect (its mode and workload are the caller's to set)."""
 

@@ -13,9 +13,12 @@ from dbperf.engines.sqlite import SQLITE
 from dbperf.errors import UserError
 from dbperf.experiment.model import Experiment, Target
 from dbperf.host.driver import run_job
-from dbperf.records import DriverJob, LoadResult
+from dbperf.records import DriverJob, ExecResult, LoadResult
 
 LOAD_TIMEOUT_S = 3600.0
+
+
+EXEC_TIMEOUT_S = 3600.0  # a checkpoint of a large WAL
 
 
 class TargetLoadFailed(UserError):
@@ -67,6 +70,11 @@ class SqliteData:
 
     def working_job(self) -> DriverJob:
         return self.job(self.working)
+
+    def execute(self, statements: list[str], what: str) -> None:
+        outcome = run_job(self.working_job().replace(mode="exec", statements=statements), ExecResult, EXEC_TIMEOUT_S)
+        if not outcome.ok:
+            raise UserError(f"target {self.target.name!r}: {what} failed: {outcome.error}")
 
     def env(self) -> dict[str, str]:
         return {}

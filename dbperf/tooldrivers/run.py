@@ -156,12 +156,12 @@ class ToolCell:
         kind = engines.engine(self.target.engine)
         with contextlib.suppress(UserError):
             if kind.end_sessions_sql:
-                self.server._exec(self.server.work_db, [kind.end_sessions_sql], "ending a hung tool's sessions")
+                self.server.execute([kind.end_sessions_sql], "ending a hung tool's sessions")
             elif kind.sessions_sql and client_available(kind.name):
                 rows = query(self.server, kind.sessions_sql, self.server.work_db)
                 if rows:
-                    self.server._exec(None, [kind.end_session_sql.format(id=int(r[0])) for r in rows],
-                                      "ending a hung tool's sessions")
+                    self.server.execute([kind.end_session_sql.format(id=int(r[0])) for r in rows],
+                                        "ending a hung tool's sessions")
 
     def run(self, w: Workload, threads: int, seed: int) -> tuple[RunResult | None, str | None, str | None]:
         """(result, error, output tail) of the measured run; UserError when the tool fails. The measured run's
