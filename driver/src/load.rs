@@ -3,7 +3,7 @@
 
 use std::time::Instant;
 
-use rand::rngs::SmallRng;
+use crate::rng::WyRand;
 use rand::{Rng, SeedableRng};
 
 use crate::engine::factory::Engine;
@@ -27,7 +27,7 @@ pub fn load(job: &Job) -> Result<LoadResult, String> {
 
 /// Creates and fills the tables on this connection (also a run's in-memory SQLite database, see run.rs).
 pub fn load_into(conn: &mut dyn Connection, engine: &Engine, job: &Job, schema: &Schema) -> Result<(), String> {
-    let mut rng = SmallRng::seed_from_u64(job.seed);
+    let mut rng = WyRand::seed_from_u64(job.seed);
     let mut values = vec![Value::Int(0), Value::Int(0), Value::Text(String::new()), Value::Text(String::new())];
     for t in 1..=job.tables {
         let table = t.to_string();

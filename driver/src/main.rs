@@ -17,6 +17,7 @@ mod no_alloc;
 mod params;
 mod process;
 mod procstat;
+mod rng;
 mod run;
 mod schedule;
 mod series;

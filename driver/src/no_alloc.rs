@@ -35,7 +35,7 @@ fn allocations() -> u64 {
 
 #[cfg(test)]
 mod tests {
-    use rand::rngs::SmallRng;
+    use crate::rng::WyRand;
     use rand::SeedableRng;
 
     use super::allocations;
@@ -54,7 +54,7 @@ mod tests {
             Bind { gen: Gen::Digits { groups: 10 }, slot: None },
         ])
         .unwrap();
-        let mut rng = SmallRng::seed_from_u64(1);
+        let mut rng = WyRand::seed_from_u64(1);
         let (mut slots, mut values) = (vec![0i64; 1], Vec::<Value>::new());
         let mut tally = Tally::new();
         params::fill(&binds, &mut rng, &mut slots, &mut values); // the buffers' first use sizes them

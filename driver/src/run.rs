@@ -7,8 +7,8 @@ use std::sync::{Arc, Barrier, Mutex};
 use std::thread;
 use std::time::{Duration, Instant, SystemTime};
 
+use crate::rng::WyRand;
 use rand::distributions::{Distribution, Uniform, WeightedIndex};
-use rand::rngs::SmallRng;
 use rand::SeedableRng;
 
 use crate::engine::factory::Engine;
@@ -124,7 +124,7 @@ fn lap(times: &mut Option<(&mut [StatementTime], u64)>, i: usize) {
 fn run_event(
     conn: &mut dyn Connection,
     kind: &Kind,
-    rng: &mut SmallRng,
+    rng: &mut WyRand,
     table_pick: &Uniform<usize>,
     tables: usize,
     slots: &mut [i64],
@@ -577,7 +577,7 @@ fn client_loop(
     };
     let mut warm_events = 0u64;
     let seed = window.seed;
-    let mut rng = SmallRng::seed_from_u64(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15).wrapping_add(index as u64));
+    let mut rng = WyRand::seed_from_u64(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15).wrapping_add(index as u64));
     let tables = window.tables as usize;
     let table_pick = Uniform::new(0usize, tables);
     let weights = WeightedIndex::new(kind_specs.iter().map(|k| k.weight)).map_err(|e| format!("mix weights: {e}"))?;
@@ -623,21 +623,31 @@ fn client_loop(
     if plain {
         let (s, queries) = (&kinds[0].stmts[0], kinds[0].queries);
         let id = s.ids[0];
+        // Counted mode ends on `limit` events (its window never closes); timed mode on the window (no limit).
+        let (limit, mut finished) = (window.limit.unwrap_or(u64::MAX), 0u64);
+        let mut sample_at_window = takes_usage;
+        let lone = params::lone_uniform(&s.binds);
+        if lone.is_some() {
+            values = vec![Value::Int(0)];
+        }
         loop {
-            match window.limit {
-                Some(n) if clock.cur.events + clock.cur.errors >= n => break,
-                None if started >= end_t => break,
-                _ => {}
+            if finished >= limit || started >= end_t {
+                break;
             }
-            if takes_usage && before.is_none() && started >= warm_end_t {
+            if sample_at_window && started >= warm_end_t {
                 server_before = window.server_pid.map(procstat::sample);
                 before = Some(usage::process());
+                sample_at_window = false;
                 started = tick::now();
             }
-            params::fill(&s.binds, &mut rng, &mut slots, &mut values);
+            match lone {
+                Some(u) => values[0] = Value::Int(u.sample(&mut rng)),
+                None => params::fill(&s.binds, &mut rng, &mut slots, &mut values),
+            }
             let outcome = conn.execute(id, &values);
             let done = tick::now();
             if window.limit.is_some() || (started >= warm_end_t && done <= end_t) {
+                finished += 1;
                 clock.advance_to(done)?;
                 match outcome {
                     Ok(rows) => {
