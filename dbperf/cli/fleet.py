@@ -11,6 +11,8 @@ import typer
 
 from dbperf.cli.common import OUT_OPTION, err_console, out_console
 from dbperf.cli.run import report_after_run
+from dbperf.experiment.durations import parse_duration
+from dbperf.names import check_name
 from dbperf.usecases.run import RunEnd
 
 fleet_app = typer.Typer(no_args_is_help=True, help="Run an experiment across many benchmark hosts (Dask).")
@@ -43,9 +45,7 @@ def worker(
     = None,
 ) -> None:
     """Join the fleet as host NAME: one cell at a time, run with this host's dbperf, compiler and caches."""
-    from dbperf.experiment.durations import parse_duration
     from dbperf.fleet.cluster import run_worker
-    from dbperf.names import check_name
     timeout = parse_duration(join_timeout, "--join-timeout", positive=True)
     run_worker(scheduler, check_name(name, "--name"), certs, cache, listen, timeout, ready_file)
 

@@ -8,6 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from dbperf.cli.common import err_console, out_console
+from dbperf.layout.command import layout_command
 from dbperf.output_file import output_path
 
 
@@ -37,7 +38,6 @@ def layout(
                                                                "traced (5000000, 5M)")] = None,
 ) -> None:
     """Find read-mostly globals sharing a cache line with written ones, propose the fix, and prove it."""
-    from dbperf.layout.command import layout_command
     # The rules of every output file (output_file.py), checked before the analysis.
     json_path = None if json_file is None else output_path(json_file, force, "layout.json", "--json")
 

@@ -12,6 +12,7 @@ import typer
 
 from dbperf.cli.common import fail, out_console
 from dbperf.probes.catalog import FAMILIES
+from dbperf.report.probe_hosts import render_hosts
 from dbperf.report.probe_view import render_compare, render_probes
 from dbperf.usecases.probe import load_probes, probe_fleet, probe_here, refuse_held
 
@@ -38,7 +39,6 @@ def probe(
     if not math.isfinite(scale) or scale <= 0:
         fail("--scale must be a positive finite number")
     if fleet:
-        from dbperf.report.probe_hosts import render_hosts
         results = probe_fleet(names or [], repeats, scale, scheduler, certs, local, out, force)
         if json_output:
             sys.stdout.write(json.dumps(results, indent=2) + "\n")
