@@ -18,7 +18,6 @@ Usage: .venv/bin/python benchmarks/driver_overhead/run.py [--time 4] [--pairs 5]
 from __future__ import annotations
 
 import argparse
-import platform
 import shutil
 import statistics
 import subprocess
@@ -29,7 +28,7 @@ from dbperf.catalog.registry import builtin
 from dbperf.catalog.schema import sbtest
 from dbperf.catalog.workload import compile_statements
 from dbperf.experiment.model import default_sqlite_library
-from dbperf.explain.cachegrind import GEOMETRY, CachegrindProfile, parse_cachegrind_out, valgrind_available
+from dbperf.explain.cachegrind import GEOMETRY, CachegrindProfile, profile_command, valgrind_available
 from dbperf.host.driver import driver_path, run_job
 from dbperf.records import DriverJob, LoadResult, RunResult, encode
 
@@ -42,15 +41,6 @@ CONFIGS: tuple[tuple[str, str, list[tuple[str, str]]], ...] = (
     ("locking_mode EXCLUSIVE", "file", [("locking_mode", "EXCLUSIVE")]),
     ("in-memory database", "memory", []),
 )
-
-
-def _cachegrind(argv: list[str], work: Path, name: str) -> CachegrindProfile:
-    """`argv` under cachegrind with the profiler's cache geometry and ASLR off."""
-    out = work / f"{name}.cachegrind"
-    subprocess.run(["setarch", platform.machine(), "-R", "valgrind", "--tool=cachegrind", "--cache-sim=yes",
-                    "--branch-sim=yes", *GEOMETRY, f"--cachegrind-out-file={out}", *argv],
-                   check=True, capture_output=True, start_new_session=True)
-    return parse_cachegrind_out(out.read_text())
 
 
 def _per_query(runs: list[CachegrindProfile], events: tuple[int, int]) -> dict[str, dict[str, float]]:
@@ -70,11 +60,10 @@ def _total(per_function: dict[str, dict[str, float]]) -> dict[str, float]:
 
 def simulated(exe: Path, job: DriverJob, database: str, sql: str, library: str, name: str,
               events: tuple[int, int], work: Path) -> None:
-    driver = [_cachegrind([driver_path(), "run", str(_job_file(job.replace(events=n, time_s=0.0, warmup_s=0.0),
-                                                               work, f"job-{n}"))], work, f"driver-{n}")
-              for n in events]
-    client = [_cachegrind([str(exe), library, database, str(TABLE_SIZE), "events", str(n), *([sql] if sql else [])],
-                          work, f"client-{n}") for n in events]
+    driver = [profile_command([driver_path(), "run", str(_job_file(job.replace(events=n, time_s=0.0, warmup_s=0.0),
+                                                                   work, f"job-{n}"))])[0] for n in events]
+    client = [profile_command([str(exe), library, database, str(TABLE_SIZE), "events", str(n),
+                               *([sql] if sql else [])])[0] for n in events]
     d, c = _per_query(driver, events), _per_query(client, events)
     dt, ct = _total(d), _total(c)
     overhead = dt["Ir"] / ct["Ir"] - 1

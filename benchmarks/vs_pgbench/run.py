@@ -3,7 +3,9 @@ and database, 1 client: `pgbench -S -M prepared` (its select-only script on pgbe
 prepared) and dbperf `point-query` (a prepared primary-key SELECT on sbtest1, 100k rows), alternately, N pairs.
 Both clients connect over TCP to 127.0.0.1 and are measured the same way: the rusage of the client process (wait4)
 divided by the queries it reports. Prints each pair, the QPS ratio dbperf/pgbench and the client CPU per query
-ratios, then `system calls per query <dbperf> vs <pgbench>` (one short run of each under `strace -f -c`); the last
+ratios, `simulated client instructions per query <dbperf> vs <pgbench>` (cachegrind of 2,000 and 6,000 queries of
+each, the difference) and `system calls per query <dbperf> vs <pgbench>` (one short run of each under
+`strace -f -c`); the last
 line is `ratio <median QPS ratio>`. Targets: QPS ratio >= 1.0, client user + system CPU per query <= 0.8 of pgbench's.
 A benchmark, not a test: it asserts nothing.
 
@@ -24,6 +26,7 @@ from pathlib import Path
 from dbperf.catalog.registry import builtin
 from dbperf.catalog.workload import compile_statements
 from dbperf.experiment.spec import parse_experiment
+from dbperf.explain.cachegrind import profile_command
 from dbperf.host.driver import driver_path
 from dbperf.host.syscalls import count_syscalls, per_query_text
 from dbperf.records import RunResult, decode, encode
@@ -32,6 +35,7 @@ from dbperf.servers.lifecycle import PASSWORD_ENV
 
 TABLE_SIZE = 100_000
 SYSCALL_RUN_S = 3
+SIMULATED_QUERIES = (2_000, 6_000)
 
 
 def measured(argv: list[str], env: dict[str, str]) -> tuple[str, float, float]:
@@ -101,6 +105,18 @@ def main() -> None:
             out, d_calls = count_syscalls([driver_path(), "run", str(job_file)], {PASSWORD_ENV: server.password or ""})
             d_queries = decode(RunResult, out.strip().splitlines()[-1]).queries
             syscalls = (per_query_text(d_calls, d_queries), per_query_text(pg_calls, pg_txns))
+            # The clients' user-space instructions per query, deterministic: cachegrind of N1 and N2 queries.
+            sim = []
+            for n in SIMULATED_QUERIES:
+                profile, text = profile_command([pgbench, "-S", "-M", "prepared", "-c", "1", "-j", "1", "-n",
+                                                 "-t", str(n), *conn, "sbtest"], env)
+                pg_run = (profile.total()["Ir"],
+                          int(re.search(r"number of transactions actually processed: (\d+)", text).group(1)))
+                job_file.write_bytes(encode(job.replace(events=n, time_s=0.0)))
+                profile, out = profile_command([driver_path(), "run", str(job_file)],
+                                               {PASSWORD_ENV: server.password or ""})
+                sim.append((pg_run, (profile.total()["Ir"], decode(RunResult, out.strip().splitlines()[-1]).queries)))
+            pg_ir, d_ir = ((b[0] - a[0]) / (b[1] - a[1]) for a, b in zip(sim[0], sim[1], strict=True))
         finally:
             server.stop()
     finally:
@@ -117,6 +133,8 @@ def main() -> None:
     print(f"QPS ratio dbperf/pgbench median {statistics.median(ratios):.3f} (min {min(ratios):.3f}, max "
           f"{max(ratios):.3f}); client CPU ratio user {med['d_user'] / med['pg_user']:.3f}, user+system "
           f"{med['d_total'] / med['pg_total']:.3f} (medians of the pairs)")
+    print(f"simulated client instructions per query {d_ir:,.0f} vs {pg_ir:,.0f}, ratio {d_ir / pg_ir:.3f} (cachegrind, "
+          f"user space of each client, ({SIMULATED_QUERIES[1]:,} - {SIMULATED_QUERIES[0]:,}) queries)")
     (d_total, d_top), (pg_total, pg_top) = syscalls
     print(f"system calls per query {d_total:.2f} vs {pg_total:.2f} (strace -f -c of one {SYSCALL_RUN_S} s run each; "
           f"dbperf: {d_top}; pgbench: {pg_top})")

@@ -3,7 +3,9 @@ PostgreSQL, 1 thread, the same table (1 x 100k rows, loaded by dbperf), sysbench
 `point-query` alternately, 3 pairs x 15 s. Both clients are measured the same way: the rusage of the client process
 (wait4), divided by the queries it reports. Prints the QPS ratio dbperf/sysbench and the client CPU us/query ratios
 (user, and user+system); the last line is `ratio <QPS ratio>` over both servers (geometric mean).
-Then, per server, one short run of each client under `strace -f -c`: `system calls per query <dbperf> vs <sysbench>`.
+Then, per server, the clients' user-space instructions per query under cachegrind (2,000 and 6,000 queries each, the
+difference): `simulated client instructions per query <dbperf> vs <sysbench>`, and one short run of each under
+`strace -f -c`: `system calls per query <dbperf> vs <sysbench>`.
 Targets: QPS ratio >= 1.0, total client CPU ratio <= 0.8, user client CPU ratio <= 0.5.
 A benchmark, not a test: it asserts nothing.
 
@@ -24,6 +26,7 @@ from pathlib import Path
 from dbperf.catalog.registry import builtin
 from dbperf.catalog.workload import compile_statements
 from dbperf.experiment.spec import parse_experiment
+from dbperf.explain.cachegrind import profile_command
 from dbperf.host.driver import driver_path
 from dbperf.host.syscalls import count_syscalls, per_query_text
 from dbperf.records import RunResult, decode, encode
@@ -32,6 +35,7 @@ from dbperf.servers.lifecycle import PASSWORD_ENV, LabServer
 
 TABLE_SIZE = 100_000
 SYSCALL_RUN_S = 3
+SIMULATED_QUERIES = (2_000, 6_000)
 
 
 def measured(argv: list[str], env: dict[str, str], stdin: str | None = None) -> tuple[str, float, float]:
@@ -102,6 +106,17 @@ def main() -> None:
                 out, d_calls = count_syscalls([driver_path(), "run", str(job_file)], {PASSWORD_ENV: server.password})
                 d_queries = decode(RunResult, out.strip().splitlines()[-1]).queries
                 syscalls = (per_query_text(d_calls, d_queries), per_query_text(sb_calls, sb_queries))
+                # The clients' user-space instructions per query, deterministic: cachegrind of N1 and N2 queries.
+                sim = []
+                for n in SIMULATED_QUERIES:
+                    profile, text = profile_command([*sysbench_argv(server, 0), f"--events={n}"], jit=True)
+                    sb_run = (profile.total()["Ir"], int(re.search(r"total:\s+(\d+)", text).group(1)))
+                    job_file.write_bytes(encode(job.replace(events=n, time_s=0.0)))
+                    profile, out = profile_command([driver_path(), "run", str(job_file)],
+                                                   {PASSWORD_ENV: server.password})
+                    d_run = (profile.total()["Ir"], decode(RunResult, out.strip().splitlines()[-1]).queries)
+                    sim.append((sb_run, d_run))
+                simulated = tuple((b[0] - a[0]) / (b[1] - a[1]) for a, b in zip(sim[0], sim[1], strict=True))
             finally:
                 server.stop()
             print(f"{engine} (1 thread, 1 x {TABLE_SIZE:,} rows, "
@@ -116,6 +131,10 @@ def main() -> None:
             print(f"  {engine}: QPS ratio dbperf/sysbench {qps_ratio:.3f}; client CPU ratio user "
                   f"{med['d_user'] / med['sb_user']:.3f}, user+system {med['d_total'] / med['sb_total']:.3f} "
                   f"(medians of the pairs)")
+            sb_ir, d_ir = simulated
+            print(f"  simulated client instructions per query {d_ir:,.0f} vs {sb_ir:,.0f}, ratio {d_ir / sb_ir:.3f} "
+                  f"(cachegrind, user space of each client, ({SIMULATED_QUERIES[1]:,} - {SIMULATED_QUERIES[0]:,}) "
+                  "queries)")
             (d_total, d_top), (sb_total, sb_top) = syscalls
             print(f"  system calls per query {d_total:.2f} vs {sb_total:.2f} (strace -f -c of one {SYSCALL_RUN_S} s "
                   f"run each; dbperf: {d_top}; sysbench: {sb_top})")

@@ -90,16 +90,27 @@ def valgrind_available() -> None:
         raise UserError("valgrind not found: simulated counters need it (apt install valgrind)")
 
 
+def profile_command(argv: list[str], env: dict[str, str] | None = None, timeout_s: float = 1800,
+                    jit: bool = False) -> tuple[CachegrindProfile, str]:
+    """`argv` run to its end under cachegrind (the profiler's cache geometry, ASLR off): its counts and its output.
+    `jit`: the program writes code as it runs (sysbench's LuaJIT), so valgrind checks every store against the code
+    it has translated."""
+    valgrind_available()
+    with tempfile.TemporaryDirectory(prefix="dbperf-cg-") as tmp:
+        out_file = Path(tmp) / "cachegrind.out"
+        cmd = ["setarch", platform.machine(), "-R", "valgrind", "--tool=cachegrind", "--cache-sim=yes",
+               "--branch-sim=yes", *GEOMETRY, *(["--smc-check=all"] if jit else []),
+               f"--cachegrind-out-file={out_file}", *argv]
+        proc = run_tool(cmd, f"cachegrind run of {Path(argv[0]).name}", timeout=timeout_s,
+                        env={"PATH": "/usr/bin:/bin", "LC_ALL": "C", **(env or {})})
+        return parse_cachegrind_out(out_file.read_text()), proc.stdout
+
+
 def run_under_cachegrind(driver: str, job: DriverJob, env: dict[str, str] | None = None,
                          timeout_s: float = 1800) -> tuple[CachegrindProfile, RunResult]:
     """Runs `driver run JOB` under cachegrind with ASLR off; returns the profile and the driver's result."""
-    valgrind_available()
-    with tempfile.TemporaryDirectory(prefix="dbperf-cg-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="dbperf-cg-job-") as tmp:
         job_file = Path(tmp) / "job.json"
         job_file.write_bytes(encode(job))
-        out_file = Path(tmp) / "cachegrind.out"
-        cmd = ["setarch", platform.machine(), "-R", "valgrind", "--tool=cachegrind", "--cache-sim=yes",
-               "--branch-sim=yes", *GEOMETRY, f"--cachegrind-out-file={out_file}", driver, "run", str(job_file)]
-        proc = run_tool(cmd, "cachegrind run", timeout=timeout_s,
-                        env={"PATH": "/usr/bin:/bin", "LC_ALL": "C", **(env or {})})
-        return parse_cachegrind_out(out_file.read_text()), driver_result(RunResult, proc.stdout, "cachegrind run")
+        profile, out = profile_command([driver, "run", str(job_file)], env, timeout_s)
+        return profile, driver_result(RunResult, out, "cachegrind run")
