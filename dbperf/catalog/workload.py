@@ -26,7 +26,6 @@ PLACEHOLDER = re.compile(r"\{(\w+)\}")
 VARIABLE = re.compile(r"\$\{(\w+)\}")
 FILE_KEYS = keys.names(keys.WORKLOAD)
 STATEMENT_KEYS = keys.names(keys.STATEMENT)
-ENGINES = engines.NAMES
 GEN_KEYS = {"uniform": {"count"}, "zipf": {"count", "exponent"}, "hot": {"count", "start"}, "range": {"size"},
             "digits": {"groups"}}
 
@@ -222,8 +221,9 @@ def _build(doc: dict[str, Any], name: Any, source: str) -> Workload:
         params = {k: _check_param(v, f"{swhere} params.{k}") for k, v in params.items()}
         repeat = _positive_int(raw.get("repeat", 1), f"{swhere}.repeat")
         dialect = raw.get("dialect", {})
-        if not isinstance(dialect, dict) or not all(k in ENGINES and isinstance(v, str) for k, v in dialect.items()):
-            raise UserError(f"{swhere}: 'dialect' maps an engine ({', '.join(ENGINES)}) to its SQL")
+        if not isinstance(dialect, dict) or not all(k in engines.NAMES and isinstance(v, str)
+                                                    for k, v in dialect.items()):
+            raise UserError(f"{swhere}: 'dialect' maps an engine ({', '.join(engines.NAMES)}) to its SQL")
         statements.append(Statement(sql=sql, repeat=repeat, params=params, dialect=dialect))
     workload = Workload(
         name=name, description=description, group=group, phase=phase,
@@ -233,7 +233,7 @@ def _build(doc: dict[str, Any], name: Any, source: str) -> Workload:
         writes=any(re.match(r"\s*(INSERT|UPDATE|DELETE|REPLACE)\b", s.sql, re.I) for s in statements),
     )
     # Compiling once here reports placeholder mistakes when the file is read, not when a cell runs.
-    for engine in ENGINES:
+    for engine in engines.NAMES:
         compile_statements(workload, table_size=100, engine=engine)
     return workload
 

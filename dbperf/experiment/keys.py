@@ -25,7 +25,6 @@ Check = Callable[[Any, str], Any]
 ORDERS = ("alternate", "random")  # of the targets within a round (runner/rounds.py)
 MIN_ROUNDS = 5  # clean rounds a side before `repeats = "auto"` may stop
 DEFAULT_MIN_EFFECT = 0.02  # the smallest change a verdict calls faster or slower (`min_effect`)
-ENGINES = engines.NAMES
 AGGREGATES = ("median", "trimmed")
 WRITE_MODES = ("restore", "cumulative")
 RUN_ORDERS = (*ORDERS, "duet")  # duet: runner/duet.py
@@ -76,8 +75,8 @@ def post_write_wait(value: Any, where: str) -> float | str:
 
 
 def engine(value: Any, where: str) -> str:
-    if value not in ENGINES:
-        raise UserError(f"{where.rsplit('.', 1)[0]}: unknown engine {value!r} (known: {', '.join(ENGINES)})")
+    if value not in engines.NAMES:
+        raise UserError(f"{where.rsplit('.', 1)[0]}: unknown engine {value!r} (known: {', '.join(engines.NAMES)})")
     return str(value)
 
 
@@ -178,7 +177,7 @@ RUN = (
 )
 TARGET = (
     Key("name", "name", "the target's name in reports", "required", "", name),
-    Key("engine", " | ".join(ENGINES), "the engine", engines.DEFAULT.name, "", engine),
+    Key("engine", " | ".join(engines.NAMES), "the engine", engines.DEFAULT.name, "", engine),
     Key("library", "path", "SQLite: the libsqlite3.so to dlopen", "the system's libsqlite3.so.0"),
     Key("config", "table", "SQLite PRAGMAs (read back after setting) or server settings", "{}", "", table),
     Key("source", "\"sqlite@X.Y.Z\" | \"postgres@V\" | \"mariadb@V\" | \"postgres@debian-src\"",

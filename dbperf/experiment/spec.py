@@ -34,7 +34,6 @@ from dbperf.names import check_name
 
 AUTO_BUDGET_S = 600.0
 
-SERVER_ENGINES = engines.SERVER_NAMES
 SERVER_KEYS = {"binaries", "dsn", "password_env", "password_file", "port", "socket"}
 # Server settings end up in postgresql.conf or my.cnf: plain words, numbers, sizes and paths only.
 SERVER_SETTING_NAME = re.compile(r"^[a-z_][a-z0-9_.-]*$")
@@ -73,15 +72,15 @@ def _target(raw: Any, i: int, where: str, base_dir: Path) -> Target:
     engine = values.get("engine", engines.DEFAULT.name)
     source = raw.get("source")
     source_engine = source.split("@", 1)[0] if isinstance(source, str) else None
-    if source_engine in SERVER_ENGINES:
+    if source_engine in engines.SERVER_NAMES:
         if "engine" in raw and engine != source_engine:
             raise UserError(f"{twhere}: source {source!r} is a {source_engine} release but engine is {engine!r}")
         engine = source_engine
-    if engine in SERVER_ENGINES:
+    if engine in engines.SERVER_NAMES:
         return _server_target(raw, name, engine, twhere)
     misplaced = sorted((SERVER_KEYS | {"driver_options"}) & set(raw))
     if misplaced:
-        raise UserError(f"{twhere}: {misplaced[0]!r} is for server engines ({', '.join(SERVER_ENGINES)})")
+        raise UserError(f"{twhere}: {misplaced[0]!r} is for server engines ({', '.join(engines.SERVER_NAMES)})")
     if raw.get("driver", "dbperf") != "dbperf":
         raise UserError(f"{twhere}: driver = {raw['driver']!r} drives server engines only (SQLite runs in the "
                         "lab's driver)")
