@@ -28,9 +28,15 @@ from dbperf.catalog.registry import builtin
 from dbperf.catalog.schema import sbtest
 from dbperf.catalog.workload import compile_statements
 from dbperf.experiment.model import default_sqlite_library
-from dbperf.explain.cachegrind import GEOMETRY, CachegrindProfile, profile_command, valgrind_available
+from dbperf.explain.cachegrind import (
+    GEOMETRY,
+    CachegrindProfile,
+    profile_command,
+    run_under_cachegrind,
+    valgrind_available,
+)
 from dbperf.host.driver import driver_path, run_job
-from dbperf.records import DriverJob, LoadResult, RunResult, encode
+from dbperf.records import DriverJob, LoadResult, RunResult
 
 HERE = Path(__file__).parent
 TABLE_SIZE = 100_000
@@ -59,9 +65,8 @@ def _total(per_function: dict[str, dict[str, float]]) -> dict[str, float]:
 
 
 def simulated(exe: Path, job: DriverJob, database: str, sql: str, library: str, name: str,
-              events: tuple[int, int], work: Path) -> None:
-    driver = [profile_command([driver_path(), "run", str(_job_file(job.replace(events=n, time_s=0.0, warmup_s=0.0),
-                                                                   work, f"job-{n}"))])[0] for n in events]
+              events: tuple[int, int]) -> None:
+    driver = [run_under_cachegrind(driver_path(), job.replace(events=n, time_s=0.0, warmup_s=0.0))[0] for n in events]
     client = [profile_command([str(exe), library, database, str(TABLE_SIZE), "events", str(n),
                                *([sql] if sql else [])])[0] for n in events]
     d, c = _per_query(driver, events), _per_query(client, events)
@@ -74,12 +79,6 @@ def simulated(exe: Path, job: DriverJob, database: str, sql: str, library: str, 
     own = sorted(((f, v) for f, v in d.items() if "dbperf_driver" in f), key=lambda fv: -fv[1]["Ir"])
     for f, v in own[:6]:
         print(f"    {v['Ir']:8.1f} Ir {v['I1mr']:6.2f} I1mr  {f[:110]}")
-
-
-def _job_file(job: DriverJob, work: Path, name: str) -> Path:
-    path = work / f"{name}.json"
-    path.write_bytes(encode(job))
-    return path
 
 
 def main() -> None:
@@ -120,7 +119,7 @@ def main() -> None:
             print(f"simulated (cachegrind, {' '.join(GEOMETRY)}, ASLR off): library {args.library}, table 1 x "
                   f"{TABLE_SIZE:,} rows, point query, ({events[1]:,} - {events[0]:,} queries) per query")
             for name, database, sql, job in jobs:
-                simulated(exe, job, database, sql, args.library, name, events, work)
+                simulated(exe, job, database, sql, args.library, name, events)
         if args.simulated_only:
             return
         print(f"library {args.library}, table 1 x {TABLE_SIZE:,} rows, {args.pairs} alternating pairs of "

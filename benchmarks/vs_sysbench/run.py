@@ -26,7 +26,7 @@ from pathlib import Path
 from dbperf.catalog.registry import builtin
 from dbperf.catalog.workload import compile_statements
 from dbperf.experiment.spec import parse_experiment
-from dbperf.explain.cachegrind import profile_command
+from dbperf.explain.cachegrind import profile_command, run_under_cachegrind
 from dbperf.host.driver import driver_path
 from dbperf.host.syscalls import count_syscalls, per_query_text
 from dbperf.records import RunResult, decode, encode
@@ -111,10 +111,9 @@ def main() -> None:
                 for n in SIMULATED_QUERIES:
                     profile, text = profile_command([*sysbench_argv(server, 0), f"--events={n}"], jit=True)
                     sb_run = (profile.total()["Ir"], int(re.search(r"total:\s+(\d+)", text).group(1)))
-                    job_file.write_bytes(encode(job.replace(events=n, time_s=0.0)))
-                    profile, out = profile_command([driver_path(), "run", str(job_file)],
-                                                   {PASSWORD_ENV: server.password})
-                    d_run = (profile.total()["Ir"], decode(RunResult, out.strip().splitlines()[-1]).queries)
+                    profile, d_result = run_under_cachegrind(driver_path(), job.replace(events=n, time_s=0.0),
+                                                             {PASSWORD_ENV: server.password})
+                    d_run = (profile.total()["Ir"], d_result.queries)
                     sim.append((sb_run, d_run))
                 simulated = tuple((b[0] - a[0]) / (b[1] - a[1]) for a, b in zip(sim[0], sim[1], strict=True))
             finally:
