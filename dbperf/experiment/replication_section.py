@@ -118,8 +118,8 @@ def parse_replication(raw: Any, where: str, engine: str = MARIADB.name) -> Repli
     if not isinstance(raw, dict):
         raise UserError(f"{where}: expected a table")
     values = keys.checked(raw, keys.REPLICATION, where)
-    postgres = engines.engine(engine).replication == "streaming"  # PostgreSQL's WAL stream, not a binlog
-    if postgres:
+    streaming = engines.streaming_replication(engine)  # PostgreSQL's WAL stream, not a binlog
+    if streaming:
         if "workers" in raw and _integers(raw, "workers", PG_WORKERS, where, 256) != PG_WORKERS:
             raise UserError(f"{where}.workers: PostgreSQL replays the WAL in one process (the startup process) and "
                             "has no parallel-apply setting; leave workers out (it is 1)")
@@ -127,12 +127,12 @@ def parse_replication(raw: Any, where: str, engine: str = MARIADB.name) -> Repli
             if key in raw:
                 raise UserError(f"{where}.{key}: a MariaDB setting; the PostgreSQL lab has no binlog")
     studies = _names(raw, "studies", STUDIES, DEFAULT_STUDIES, where)
-    if postgres and "cross-engine" in studies:
+    if streaming and "cross-engine" in studies:
         raise UserError(f"{where}.studies: the cross-engine study is MariaDB-only (PostgreSQL has one storage engine)")
     rate = raw.get("background_rate", 200.0)
     if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not 0 <= rate <= 1e6:
         raise UserError(f"{where}.background_rate: expected transactions per second from 0 to 1000000, got {rate!r}")
-    known = tuple(PG_DURABILITY if postgres else DURABILITY)
+    known = tuple(PG_DURABILITY if streaming else DURABILITY)
     durability = _names(raw, "durability", known, known, where)
     stale_durability = raw.get("stale_durability", durability[0])
     if stale_durability not in known:
@@ -141,12 +141,12 @@ def parse_replication(raw: Any, where: str, engine: str = MARIADB.name) -> Repli
         studies=studies,
         replicas=values.get("replicas", 1),
         transactions=values.get("transactions", 20_000),
-        workers=PG_WORKERS if postgres else _integers(raw, "workers", (0, 2, 4), where, 256),
-        modes=(_names(raw, "modes", tuple(PG_MODES), ("physical",), where) if postgres
+        workers=PG_WORKERS if streaming else _integers(raw, "workers", (0, 2, 4), where, 256),
+        modes=(_names(raw, "modes", tuple(PG_MODES), ("physical",), where) if streaming
                else _names(raw, "modes", MODES, ("conservative",), where)),
         durability=durability,
-        commit_wait_counts=(0,) if postgres else _integers(raw, "binlog_commit_wait_count", (0,), where, 1024),
-        commit_wait_usec=0 if postgres else values.get("binlog_commit_wait_usec", 10_000),
+        commit_wait_counts=(0,) if streaming else _integers(raw, "binlog_commit_wait_count", (0,), where, 1024),
+        commit_wait_usec=0 if streaming else values.get("binlog_commit_wait_usec", 10_000),
         repeats=values.get("repeats", 1),
         stale_reads=values.get("stale_reads", 2000),
         background_threads=values.get("background_threads", 1),
@@ -171,7 +171,7 @@ def check_replication_experiment(spec: ReplicationSpec, targets: list[Any], benc
     if t.dsn is not None:
         raise UserError(f"{where} target {t.name!r}: the replication lab starts its own servers; a dsn cannot be "
                         "replicated by it")
-    owned = PG_LAB_SETTINGS if kind.replication == "streaming" else LAB_SETTINGS
+    owned = PG_LAB_SETTINGS if engines.streaming_replication(t.engine) else LAB_SETTINGS
     for key in t.config:
         if key.replace("-", "_").lower() in owned:
             raise UserError(f"{where} target {t.name!r} config.{key}: the replication lab sets this itself "

@@ -58,10 +58,6 @@ STUDIES: dict[str, dict[str, Callable[..., None]]] = {
 }
 
 
-def _streaming(target: Target) -> bool:
-    """PostgreSQL's standbys replay a WAL stream; MariaDB's replicas apply a binlog."""
-    return engines.engine(target.engine).replication == "streaming"
-
 
 def _meta(e: Experiment, builds: dict[str, dict[str, Any]]) -> dict[str, Any]:
     spec = e.replication
@@ -84,7 +80,7 @@ def _meta(e: Experiment, builds: dict[str, dict[str, Any]]) -> dict[str, Any]:
                         "queries_per_event": b.queries_per_event, "sql": b.display_sql()} for b in e.benchmarks],
         "targets": [{**asdict(target), **({"build": builds[target.name]} if target.name in builds else {})}],
         "replication": {**asdict(spec), "engine": target.engine,
-                        "apply_method": PG_APPLY_NOTE if _streaming(target) else APPLY_NOTE,
+                        "apply_method": PG_APPLY_NOTE if engines.streaming_replication(target.engine) else APPLY_NOTE,
                         "cpus": _cpus()},
     }
 
@@ -115,7 +111,7 @@ def run_replication(e: Experiment, out: Path, console: Console, keep_data: bool 
         if rocksdb:
             check_rocksdb(target)
         cluster: Cluster | PgCluster
-        if _streaming(target):
+        if engines.streaming_replication(target.engine):
             cluster = PgCluster(runtime, out / "logs", target, e, spec.replicas, spec.durability[0], spec.modes[0])
         else:
             cluster = Cluster(runtime, out / "logs", target, e, spec.replicas, spec.durability[0], rocksdb=rocksdb)
@@ -147,7 +143,7 @@ def run_replication(e: Experiment, out: Path, console: Console, keep_data: bool 
                     progress.update(task, description=text)
 
                 meta["replication"]["fdatasync_per_s"] = round(fdatasync_rate(runtime.path), 1)
-                kind = "standby" if _streaming(target) else "replica"
+                kind = "standby" if engines.streaming_replication(target.engine) else "replica"
                 step(f"starting the primary and {spec.replicas} {kind}(s)")
                 try:
                     cluster.start()
