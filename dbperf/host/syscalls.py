@@ -12,6 +12,7 @@ import tempfile
 from pathlib import Path
 
 from dbperf.errors import UserError
+from dbperf.tools import run_tool
 
 ROW = re.compile(r"^\s*[\d.]+\s+[\d.]+\s+\d+\s+(\d+)\s+(?:\d+\s+)?(\w+)\s*$")
 
@@ -33,10 +34,8 @@ def count_syscalls(argv: list[str], env: dict[str, str] | None = None) -> tuple[
         raise UserError("strace not found (apt install strace)")
     with tempfile.TemporaryDirectory(prefix="dbperf-strace-") as tmp:
         summary = Path(tmp) / "summary"
-        proc = subprocess.run([strace, "-f", "-c", "-o", str(summary), "--", *argv], capture_output=True,
-                              text=True, env={**os.environ, **(env or {})}, stdin=subprocess.DEVNULL)
-        if proc.returncode != 0:
-            raise UserError(f"{argv[0]} under strace failed (exit {proc.returncode}): {proc.stderr[-300:]}")
+        proc = run_tool([strace, "-f", "-c", "-o", str(summary), "--", *argv], f"{Path(argv[0]).name} under strace",
+                        env={**os.environ, **(env or {})}, stdin=subprocess.DEVNULL)
         return proc.stdout + proc.stderr, parse_strace_summary(summary.read_text())
 
 
