@@ -669,8 +669,7 @@ fn client_loop(
             }
             started = done;
         }
-    }
-    if !plain {
+    } else {
         loop {
             if !known {
                 // Only during a steady-state warm-up: thread 0 samples and decides, the others look whether it has.
