@@ -29,7 +29,7 @@ mod tests {
     fn backends_never_use_their_factory() {
         let engine = [
             ("engine/dsn.rs", include_str!("engine/dsn.rs")),
-            ("engine/my.rs", include_str!("engine/my.rs")),
+            ("engine/mywire.rs", include_str!("engine/mywire.rs")),
             ("engine/pgwire.rs", include_str!("engine/pgwire.rs")),
             ("engine/pragmas.rs", include_str!("engine/pragmas.rs")),
             ("engine/sqlite.rs", include_str!("engine/sqlite.rs")),

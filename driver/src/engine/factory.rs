@@ -4,13 +4,13 @@
 use std::sync::Arc;
 
 use crate::engine::dsn::{label, password};
-use crate::engine::{my, pgwire, pragmas, sqlite, Connection, Value};
+use crate::engine::{mywire, pgwire, pragmas, sqlite, Connection, Value};
 use crate::job::Job;
 
 enum Kind {
     Sqlite { api: Arc<sqlite::Api>, database: String, busy_timeout_ms: u32, settings: Vec<(String, String)> },
     Postgres { config: Box<postgres::Config>, label: String },
-    Mysql { opts: Box<mysql::Opts>, label: String },
+    Mysql { opts: Box<mywire::Options>, label: String },
 }
 
 /// An engine opened for a job: it knows how to make connections and how to begin a transaction.
@@ -51,9 +51,9 @@ impl Engine {
             }
             "mariadb" | "mysql" => {
                 let dsn = dsn()?;
-                let opts = my::options(&dsn, password.as_deref())?;
+                let opts = mywire::options(&dsn, password.as_deref())?;
                 let label = label(&dsn);
-                let version = my::MyConnection::open(&opts, &label, false)?.version()?;
+                let version = mywire::MyWire::open(&opts, &label, false)?.version()?;
                 (Kind::Mysql { opts: Box::new(opts), label }, version)
             }
             other => return Err(format!("engine {other:?} is not supported by this driver")),
@@ -85,7 +85,7 @@ impl Engine {
                 Ok(Connected::Server(Box::new(pgwire::PgWire::open(config, label, self.prepared)?)))
             }
             Kind::Mysql { opts, label } => {
-                Ok(Connected::Server(Box::new(my::MyConnection::open(opts, label, self.prepared)?)))
+                Ok(Connected::Server(Box::new(mywire::MyWire::open(opts, label, self.prepared)?)))
             }
         }
     }

@@ -1,11 +1,11 @@
 //! What the hot loop needs of an engine: connections that prepare and execute statements. One implementation per
-//! engine (`sqlite`, `my`, `pgwire`); the workload code never knows which engine it drives. `factory` picks the
+//! engine (`sqlite`, `mywire`, `pgwire`); the workload code never knows which engine it drives. `factory` picks the
 //! implementation for a job. Dependencies point one way: the backends use this module's trait and types, the factory
 //! uses the backends, and this module uses none of them.
 
 pub mod dsn;
 pub mod factory;
-pub mod my;
+pub mod mywire;
 pub mod pgwire;
 pub mod pragmas;
 pub mod sqlite;

@@ -1,11 +1,19 @@
 //! SQL text rewriting shared by the server engines: `?` placeholders to PostgreSQL's `$n`, and parameters inlined
 //! as literals for unprepared execution (sysbench's --db-ps-mode=disable sends plain text).
 
+use std::fmt::Write as _;
+
 use crate::engine::Value;
 
 /// Calls `f(index)` for each `?` outside string literals and identifiers quoted with `"` or backticks.
-fn rewrite(sql: &str, mut f: impl FnMut(usize, &mut String)) -> String {
+fn rewrite(sql: &str, f: impl FnMut(usize, &mut String)) -> String {
     let mut out = String::with_capacity(sql.len() + 16);
+    rewrite_into(sql, &mut out, f);
+    out
+}
+
+/// `rewrite` appending to `out`.
+fn rewrite_into(sql: &str, out: &mut String, mut f: impl FnMut(usize, &mut String)) {
     let mut quote: Option<char> = None;
     let mut n = 0;
     for ch in sql.chars() {
@@ -20,13 +28,12 @@ fn rewrite(sql: &str, mut f: impl FnMut(usize, &mut String)) -> String {
                 out.push(ch);
             }
             None if ch == '?' => {
-                f(n, &mut out);
+                f(n, out);
                 n += 1;
             }
             None => out.push(ch),
         }
     }
-    out
 }
 
 pub fn dollar_placeholders(sql: &str) -> String {
@@ -39,8 +46,19 @@ pub fn dollar_placeholders(sql: &str) -> String {
 /// Parameters inlined as SQL literals; strings quoted with '' doubled. `backslash_escapes`: MySQL also treats
 /// backslash as an escape inside strings, so it is doubled there.
 pub fn inline(sql: &str, values: &[Value], backslash_escapes: bool) -> String {
-    rewrite(sql, |i, out| match values.get(i) {
-        Some(Value::Int(x)) => out.push_str(&x.to_string()),
+    rewrite(sql, |i, out| inline_value(values.get(i), backslash_escapes, out))
+}
+
+/// `inline` appending to `out`: no allocation once `out` has grown to size (the unprepared hot loop reuses it).
+pub fn inline_into(sql: &str, values: &[Value], backslash_escapes: bool, out: &mut String) {
+    rewrite_into(sql, out, |i, out| inline_value(values.get(i), backslash_escapes, out))
+}
+
+fn inline_value(v: Option<&Value>, backslash_escapes: bool, out: &mut String) {
+    match v {
+        Some(Value::Int(x)) => {
+            let _ = write!(out, "{x}");
+        }
         Some(Value::Text(s)) => {
             out.push('\'');
             for c in s.chars() {
@@ -52,7 +70,7 @@ pub fn inline(sql: &str, values: &[Value], backslash_escapes: bool) -> String {
             out.push('\'');
         }
         None => out.push_str("NULL"),
-    })
+    }
 }
 
 #[cfg(test)]

@@ -5,14 +5,22 @@
 use std::time::Instant;
 
 use mysql::prelude::Queryable;
-use mysql::{Conn, Opts};
+use mysql::{Conn, Opts, OptsBuilder};
 
 use crate::engine::dsn::password;
-use crate::engine::my;
 use crate::stale::{elapsed_ns, Probe, StaleJob, Writer};
 
+fn options(dsn: &str, password: Option<&str>) -> Result<Opts, String> {
+    let opts = Opts::from_url(dsn).map_err(|e| format!("bad MySQL DSN: {e}"))?;
+    let mut builder = OptsBuilder::from_opts(opts).prefer_socket(false);
+    if let Some(p) = password {
+        builder = builder.pass(Some(p));
+    }
+    Ok(builder.into())
+}
+
 fn connect(dsn: &str, what: &str) -> Result<Conn, String> {
-    let opts: Opts = my::options(dsn, password().as_deref())?;
+    let opts: Opts = options(dsn, password().as_deref())?;
     Conn::new(opts).map_err(|e| format!("cannot connect to the {what}: {e}"))
 }
 
