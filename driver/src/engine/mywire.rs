@@ -811,6 +811,16 @@ pub(crate) mod tests {
         c
     }
 
+    /// A connection whose server answers every write with `reply` (the no-allocation test, no_alloc.rs), with one
+    /// statement of `params` parameters registered: its id.
+    pub(crate) fn replaying(prepared: bool, reply: Vec<u8>, params: usize) -> (Conn<Script>, usize) {
+        let mut c = connected(prepared, Vec::new(), 1 << 16);
+        c.stream = Script { input: reply, pos: 0, chunk: 1 << 16, written: Vec::new(), replay: true };
+        c.stmts.push(Stmt { id: 1, params, types: Vec::with_capacity(params) });
+        c.sql.push("SELECT c FROM sbtest1 WHERE id = ? AND c <> ?".into());
+        (c, 0)
+    }
+
     fn column_definition(name: &str) -> Vec<u8> {
         let mut p = Vec::new();
         for s in ["def", "sbtest", "sbtest1", "sbtest1", name, name] {
