@@ -486,6 +486,61 @@ fn frame(out: &mut [u8], seq: u8) -> Result<(), String> {
     Ok(())
 }
 
+/// A value of the first column of a reply's first row (`Conn::query_first`).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Scalar {
+    Int(i64),
+    Text(String),
+}
+
+const UNSIGNED_FLAG: u16 = 32;
+
+/// The first value of a binary-protocol row (`p`, 0x00 first) of `columns` columns whose first column has protocol
+/// type `kind` and column flags `flags`; None for NULL.
+fn first_binary_value(p: &[u8], columns: u64, kind: u8, flags: u16) -> Result<Option<Scalar>, String> {
+    let mut c = Cursor::new(p);
+    c.u8()?;
+    // The NULL bitmap is offset by 2 bits in the binary protocol: column 0 is bit 2 of its first byte.
+    let bitmap = c.take(usize::try_from((columns + 7 + 2) / 8).map_err(|_| SHORT)?)?;
+    if bitmap.first().is_some_and(|b| b & 4 != 0) {
+        return Ok(None);
+    }
+    let unsigned = flags & UNSIGNED_FLAG != 0;
+    let int = |b: &[u8]| -> Result<Scalar, String> {
+        let mut x = [0u8; 8];
+        x[..b.len()].copy_from_slice(b);
+        let negative = !unsigned && b.last().is_some_and(|&top| top & 0x80 != 0);
+        if negative {
+            x[b.len()..].fill(0xff);
+        }
+        let v = u64::from_le_bytes(x);
+        if unsigned && b.len() == 8 {
+            return i64::try_from(v).map(Scalar::Int).map_err(|_| format!("{v} does not fit a signed 64-bit integer"));
+        }
+        Ok(Scalar::Int(v as i64))
+    };
+    Ok(Some(match kind {
+        1 => int(c.take(1)?)?,      // TINY
+        2 | 13 => int(c.take(2)?)?, // SHORT, YEAR
+        3 | 9 => int(c.take(4)?)?,  // LONG, INT24 (sent as 4 bytes)
+        8 => int(c.take(8)?)?,      // LONGLONG
+        0 | 15 | 16 | 245..=255 => Scalar::Text(String::from_utf8_lossy(c.lenenc_bytes()?).into_owned()),
+        other => return Err(format!("a column of protocol type {other}, which this driver does not decode")),
+    }))
+}
+
+/// The protocol type and flags of a column definition packet.
+fn column_type(p: &[u8]) -> Result<(u8, u16), String> {
+    let mut c = Cursor::new(p);
+    for _ in 0..6 {
+        c.lenenc_bytes()?; // catalog, schema, table, original table, name, original name
+    }
+    c.lenenc()?; // the fixed fields' length
+    c.u16()?; // character set
+    c.u32()?; // column length
+    Ok((c.u8()?, c.u16()?))
+}
+
 /// A connection over any byte stream (a socket; a scripted one in tests).
 pub struct Conn<S: Read + Write> {
     stream: S,
@@ -661,6 +716,69 @@ impl<S: Read + Write> Conn<S> {
         Ok((id, params))
     }
 
+    /// Executes prepared statement `id` and returns the first column of its first row; None when there is no row
+    /// or it is NULL. The stale-read probe's reads (stale/mariadb.rs).
+    pub fn query_first(&mut self, id: usize, values: &[Value]) -> Result<Option<Scalar>, String> {
+        if !self.prepared {
+            return Err("query_first needs a prepared connection".into());
+        }
+        let result = self.send_execute(id, values).and_then(|_| self.read_first());
+        if result.is_err() {
+            self.stmts[id].types.clear();
+        }
+        result
+    }
+
+    /// The reply of a COM_STMT_EXECUTE: the first value of its first result set's first row, the rest consumed.
+    fn read_first(&mut self) -> Result<Option<Scalar>, String> {
+        let (s, e) = self.inbox.packet(&mut self.stream)?;
+        let p = &self.inbox.buf[s..e];
+        let columns = match p.first() {
+            Some(0x00) => {
+                self.status = ok_status(p)?;
+                return if self.status & SERVER_MORE_RESULTS_EXISTS != 0 {
+                    self.read_results(|_| {}).map(|_| None)
+                } else {
+                    Ok(None)
+                };
+            }
+            Some(0xff) => return Err(server_error(p)),
+            Some(_) => Cursor::new(p).lenenc()?,
+            None => return Err("an empty packet where a reply was expected".into()),
+        };
+        let deprecate_eof = self.caps & CLIENT_DEPRECATE_EOF != 0;
+        let (s, e) = self.inbox.packet(&mut self.stream)?;
+        let (kind, flags) = column_type(&self.inbox.buf[s..e])?;
+        for _ in 1..columns + u64::from(!deprecate_eof) {
+            self.inbox.packet(&mut self.stream)?;
+        }
+        let mut first = None;
+        loop {
+            let (s, e) = self.inbox.packet(&mut self.stream)?;
+            let p = &self.inbox.buf[s..e];
+            match p.first() {
+                Some(0xfe) => {
+                    self.status = if deprecate_eof { ok_status(p)? } else { eof_status(p)? };
+                    break;
+                }
+                Some(0xff) => return Err(server_error(p)),
+                _ if first.is_none() => first = Some(first_binary_value(p, columns, kind, flags)?),
+                _ => {}
+            }
+        }
+        if self.status & SERVER_MORE_RESULTS_EXISTS != 0 {
+            self.read_results(|_| {})?;
+        }
+        Ok(first.flatten())
+    }
+
+    /// COM_STMT_EXECUTE of statement `id`, written.
+    #[inline]
+    fn send_execute(&mut self, id: usize, values: &[Value]) -> Result<(), String> {
+        encode_execute(&mut self.stmts[id], values, &mut self.out)?;
+        self.write_out(0)
+    }
+
     /// The server's version, from SELECT VERSION().
     pub fn version(&mut self) -> Result<String, String> {
         self.send_query(Some("SELECT VERSION()"))?;
@@ -708,10 +826,7 @@ impl<S: Read + Write + Send> Connection for Conn<S> {
             self.send_query(None)?;
             return self.read_results(|_| {});
         }
-        let stmt = &mut self.stmts[id];
-        encode_execute(stmt, values, &mut self.out)?;
-        let sent = self.write_out(0);
-        let result = sent.and_then(|_| self.read_results(|_| {}));
+        let result = self.send_execute(id, values).and_then(|_| self.read_results(|_| {}));
         if result.is_err() {
             // Whether the server kept the types is unknown: the next execution sends them again.
             self.stmts[id].types.clear();
@@ -1019,6 +1134,55 @@ pub(crate) mod tests {
         // Out of order.
         let mut c = connected(false, packet(2, &ok(0, 2)), 64);
         assert!(c.batch("DO 1").unwrap_err().contains("out of order"));
+    }
+
+    #[test]
+    fn first_values_decode_from_binary_rows() {
+        let def = column_definition("v");
+        assert_eq!(column_type(&def).unwrap(), (0xfe, 0));
+        let mut bigint = vec![0, 0];
+        bigint.extend_from_slice(&(-7i64).to_le_bytes());
+        assert_eq!(first_binary_value(&bigint, 1, 8, 0).unwrap(), Some(Scalar::Int(-7)));
+        assert_eq!(first_binary_value(&[0, 0, 0xff, 0xff, 0xff, 0xff], 1, 3, 0).unwrap(), Some(Scalar::Int(-1)));
+        assert_eq!(
+            first_binary_value(&[0, 0, 0xff, 0xff, 0xff, 0xff], 1, 3, UNSIGNED_FLAG).unwrap(),
+            Some(Scalar::Int(u32::MAX as i64))
+        );
+        assert!(
+            first_binary_value(&[0, 0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff], 1, 8, UNSIGNED_FLAG).is_err()
+        );
+        assert_eq!(
+            first_binary_value(&[0, 0, 5, b'0', b'-', b'1', b'-', b'9'], 1, 253, 0).unwrap(),
+            Some(Scalar::Text("0-1-9".into()))
+        );
+        assert_eq!(first_binary_value(&[0, 0b100], 1, 8, 0).unwrap(), None, "NULL");
+        assert!(first_binary_value(&[0, 0, 1], 1, 8, 0).is_err(), "short: an error, not a panic");
+        assert!(first_binary_value(&[0, 0, 1, 2, 3, 4], 1, 5, 0).is_err(), "a DOUBLE is not decoded");
+    }
+
+    #[test]
+    fn query_first_reads_the_first_value_and_consumes_the_rest() {
+        let mut reply = packet(1, &[2]);
+        let mut def = column_definition("v");
+        let n = def.len();
+        def[n - 6] = 8; // LONGLONG
+        reply.extend(packet(2, &def));
+        reply.extend(packet(3, &column_definition("c")));
+        let mut seq = 4;
+        for v in [41i64, 42] {
+            let mut row = vec![0, 0];
+            row.extend_from_slice(&v.to_le_bytes());
+            row.extend_from_slice(&[1, b'x']);
+            reply.extend(packet(seq, &row));
+            seq += 1;
+        }
+        reply.extend(packet(seq, &ok(0xfe, 2)));
+        let mut c = connected(true, reply, 3);
+        c.stmts.push(Stmt { id: 1, params: 0, types: Vec::new() });
+        c.sql.push("SELECT v, c FROM probe".into());
+        assert_eq!(c.query_first(0, &[]).unwrap(), Some(Scalar::Int(41)));
+        c.stream = Script { input: packet(1, &ok(0, 2)), pos: 0, chunk: 64, written: Vec::new(), replay: false };
+        assert_eq!(c.query_first(0, &[]).unwrap(), None, "no result set");
     }
 
     #[test]
