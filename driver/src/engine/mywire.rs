@@ -1100,6 +1100,23 @@ pub(crate) mod tests {
             c.sql.push("SELECT c FROM sbtest1 WHERE k = ?".into());
             assert_eq!(c.execute(0, &[Value::Int(3)]).unwrap(), 5, "chunk {chunk}");
         }
+        // A row longer than the read buffer: it grows.
+        let mut big = packet(1, &[1]);
+        big.extend(packet(2, &column_definition("c")));
+        let mut row = Vec::new();
+        put_lenenc(3 * INBOX, &mut row);
+        row.resize(row.len() + 3 * INBOX, b'x');
+        big.extend(packet(3, &row));
+        big.extend(packet(4, &row));
+        big.extend(packet(5, &ok(0xfe, 2)));
+        let mut c = connected(false, big, 5000);
+        assert_eq!(c.batch("SELECT c FROM t").map(|_| c.inbox.buf.len()), Ok(4 * INBOX));
+        let mut huge = packet(1, &[1]);
+        huge.extend(packet(2, &column_definition("c")));
+        huge.extend(packet(3, &[0, 0, 0, 0]));
+        huge.extend_from_slice(&[0xff, 0xff, 0xff, 4]);
+        let mut c = connected(false, huge, 64);
+        assert!(c.batch("SELECT c FROM t").unwrap_err().contains("16 MB"));
         // Without DEPRECATE_EOF: an EOF after the definitions and at the end; and two result sets in one reply.
         let mut reply = packet(1, &[1]);
         reply.extend(packet(2, &column_definition("c")));
