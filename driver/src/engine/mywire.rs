@@ -593,6 +593,8 @@ impl<S: Read + Write> Conn<S> {
         c.caps = client_caps(greeting.caps, opts.database.is_some())?;
         c.status = greeting.status;
         let password = opts.password.as_deref().unwrap_or("").as_bytes();
+        // Answered with mysql_native_password whatever the server's default plugin: a user of another plugin gets
+        // an auth switch, which names it.
         let auth = native_scramble(password, &greeting.scramble);
         c.out.clear();
         c.out.extend_from_slice(&[0; 4]);
