@@ -85,7 +85,7 @@ Judge = Callable[[str, str, int], Judgement]  # (good, probe, attempt from 0) ->
 
 
 def search(versions: list[str], judge: Judge, tries: int = DEFAULT_TRIES,
-           on_step: Callable[[BisectResult], None] | None = None) -> BisectResult:
+           on_step: Callable[[BisectResult], object] | None = None) -> BisectResult:
     """Binary search for the first version whose verdict against versions[0] is slower. The newest is judged
     first (if it is not slower there is nothing to find); then the middle of the bracket (last not slower, first
     slower) until the two are neighbours: 1 + ceil(log2(n - 1)) steps when every step is decided at once.
