@@ -114,14 +114,23 @@ class Reader:
                 raise NotMeasured(f"{path.name}: unreadable ({e})") from None
         return self._json[path]
 
-    def matrix(self, step: str) -> Matrix:
-        if step not in self._matrix:
+    def matrix(self, step: str, results_from: str | None = None) -> Matrix:
+        """The rQPS matrix of an experiment step, or of the results directory a step's JSON names at the path
+        `results_from` (the layout check's A/B run)."""
+        key = f"{step}:{results_from or ''}"
+        if key not in self._matrix:
+            where = step_dir(self.directory, step)
+            if results_from:
+                named = walk(self.load_json(json_file(self.directory, self.study, step, None)), results_from)
+                if not isinstance(named, str):
+                    raise NotMeasured(f"{results_from} names no results directory")
+                where = Path(named)
             try:
-                meta, records, _ = read_results(step_dir(self.directory, step))
+                meta, records, _ = read_results(where)
             except UserError as e:
                 raise NotMeasured(f"step {step!r} has no results ({e})") from None
-            self._matrix[step] = build_matrix(meta, records)
-        return self._matrix[step]
+            self._matrix[key] = build_matrix(meta, records)
+        return self._matrix[key]
 
     def measure(self, m: dict[str, Any]) -> Measured:
         source, step = m["from"], m["step"]
@@ -137,7 +146,14 @@ class Reader:
                     return Measured(_number(value["median"] if isinstance(value, dict) else value, m["name"]))
             raise NotMeasured(f"probe figure {m['group']}: {m['name']} not in the results")
         if source == "cell":
-            cell = self.matrix(step).cell(m["target"], m["benchmark"], int(m.get("threads", 1)))
+            matrix = self.matrix(step, m.get("results_from"))
+            cell = matrix.cell(m["target"], m["benchmark"], int(m.get("threads", 1)))
+            field = m.get("field", "rqps")
+            if field != "rqps":  # a per-query figure of the cell (median of its repeats), no verdict
+                value = cell.median_of(field) if cell is not None else None
+                if value is None:
+                    raise NotMeasured(f"cell {m['target']} {m['benchmark']} has no {field}")
+                return Measured(value)
             if cell is None or cell.rqps is None:
                 raise NotMeasured(f"cell {m['target']} {m['benchmark']} has no rQPS")
             v = cell.deciding_verdict
@@ -165,22 +181,22 @@ def claim_check(figure: Figure, value: float) -> str:
 
 
 def row(reader: Reader, figure: Figure, quick: bool = False) -> Row:
-    measure = {**figure.measure, **figure.quick} if quick else figure.measure
+    measure, per_measure = figure.measures(quick)
     try:
         measured = reader.measure(measure)
         if measured.value is None:  # a fact, not a number
             text = measured.text or ""
             return Row(figure.what, figure.section, figure.published, text, "shown beside the seed's", text=text)
         value = measured.value
-        if figure.per is not None:
-            per = reader.measure({**figure.per, **figure.quick} if quick else figure.per)
+        if per_measure is not None:
+            per = reader.measure(per_measure)
             if not per.value:
                 raise NotMeasured("the reference figure is 0 or not a number")
             value /= per.value
         value *= figure.scale
     except NotMeasured as why:
         return Row(figure.what, figure.section, figure.published, f"not measured: {why}", "–")
-    words = [w for w in (measured.verdict if figure.per is None else None, claim_check(figure, value)) if w]
+    words = [w for w in (measured.verdict if per_measure is None else None, claim_check(figure, value)) if w]
     text = f"{value:,.{figure.digits}f}" + (figure.unit if figure.unit in ("×", "%") else
                                             f" {figure.unit}" if figure.unit else "")
     return Row(figure.what, figure.section, figure.published, text, "; ".join(words) or "shown beside the seed's",

@@ -10,7 +10,7 @@ catalog, the probe families, the experiment parser), so that a study cannot name
     [[figure]]                      # one row of the summary table
     what = "..."; section = "§3"; published = "81 cycles/iter"
     measure = { from = "probe" | "cell" | "json", step = "probes", ... }; per = { ... }   # measured = measure / per
-    quick = { target = "..." }      # overrides of measure (and per) under --quick
+    quick = { target = "...", per = { target = "..." } }    # overrides of measure (and per) under --quick
     unit = "TSC ticks"; expect = { min = 2.0, max = 100.0 }; claim = "what the seed's figure says, restated"
     [headline]                      # experiment studies: geomean rQPS of one target over its decided cells
     step = "run"; target = "pgo"
@@ -19,6 +19,7 @@ catalog, the probe families, the experiment parser), so that a study cannot name
 from __future__ import annotations
 
 import math
+import tempfile
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,6 +33,7 @@ from dbperf.experiment.model import Experiment
 from dbperf.experiment.spec import parse_experiment
 from dbperf.names import check_name
 from dbperf.probes.catalog import FAMILIES
+from dbperf.studies import toml_text
 
 STUDY_DIR = Path(__file__).parent / "data"
 STEP_KINDS = ("probe", "layout", "experiment", "bisect")
@@ -41,7 +43,7 @@ MEASURE_SOURCES = ("probe", "cell", "json")
 STEP_KEYS: dict[str, tuple[str, ...]] = {
     "probe": ("families", "repeats", "scale"),
     "layout": ("demo", "binary", "run", "experiment", "target", "benchmark", "fix", "trace_seconds"),
-    "experiment": ("experiment", "aa", "run", "targets"),
+    "experiment": ("experiment", "aa", "run", "replication", "targets"),
     "bisect": ("engine", "first", "last", "benchmark", "threshold", "time", "warmup", "budget", "tries", "threads",
                "table_size", "config"),
 }
@@ -58,12 +60,14 @@ class Step:
     quick: dict[str, Any]
 
     def effective(self, quick: bool) -> dict[str, Any]:
-        """The step's settings, with its `quick` overrides under --quick (`run` tables are merged key by key)."""
+        """The step's settings, with its `quick` overrides under --quick (`run` and `replication`, the experiment's
+        sections, are merged key by key)."""
         if not quick:
             return dict(self.settings)
         merged = {**self.settings, **self.quick}
-        if isinstance(self.settings.get("run"), dict) and isinstance(self.quick.get("run"), dict):
-            merged["run"] = {**self.settings["run"], **self.quick["run"]}
+        for section in ("run", "replication"):
+            if isinstance(self.settings.get(section), dict) and isinstance(self.quick.get(section), dict):
+                merged[section] = {**self.settings[section], **self.quick[section]}
         return merged
 
 
@@ -79,7 +83,15 @@ class Figure:
     expect: tuple[float | None, float | None] | None = None  # the claim's range for the measured value
     claim: str = ""
     digits: int = 2
-    quick: dict[str, Any] = field(default_factory=dict)  # overrides of measure (and per) with --quick
+    quick: dict[str, Any] = field(default_factory=dict)  # overrides of measure with --quick; its `per`, of per
+
+    def measures(self, quick: bool) -> tuple[dict[str, Any], dict[str, Any] | None]:
+        """The measure and the reference it is divided by (None: none), with the --quick overrides."""
+        if not quick:
+            return self.measure, self.per
+        overrides = {k: v for k, v in self.quick.items() if k != "per"}
+        per = None if self.per is None else {**self.per, **self.quick.get("per", {})}
+        return {**self.measure, **overrides}, per
 
 
 @dataclass(frozen=True)
@@ -101,6 +113,40 @@ class Study:
 
     def experiment_path(self, step: Step) -> Path:
         return (self.path.parent / str(step.settings["experiment"])).resolve()
+
+
+def experiment_doc(study: Study, step: Step, quick: bool) -> dict[str, Any]:
+    """The step's experiment file as a document, with its [run] and [replication] overrides and its target subset
+    (the base follows the subset when the subset leaves it out)."""
+    s = step.effective(quick)
+    source = study.experiment_path(step)
+    try:
+        doc = tomllib.loads(source.read_text())
+    except (OSError, tomllib.TOMLDecodeError) as e:
+        raise UserError(f"{source}: cannot read the study's experiment: {e}") from None
+    doc["run"] = {**doc.get("run", {}), **s.get("run", {})}
+    if s.get("replication"):
+        doc["replication"] = {**doc.get("replication", {}), **s["replication"]}
+    if s.get("targets"):
+        keep = list(s["targets"])
+        missing = [t for t in keep if t not in {t.get("name") for t in doc.get("target", [])}]
+        if missing:
+            raise UserError(f"{study.path} step {step.name!r}: target {missing[0]!r} is not in {source.name}")
+        doc["target"] = [t for t in doc.get("target", []) if t.get("name") in keep]
+        if doc["run"].get("base") not in keep:
+            doc["run"]["base"] = keep[0]
+    return doc
+
+
+def _parsed(study: Study, step: Step, quick: bool) -> Experiment:
+    """The step's experiment as it will run, through the lab's own parser (keys, benchmarks, sources)."""
+    with tempfile.TemporaryDirectory(prefix="dbperf-study-") as tmp:
+        path = Path(tmp) / f"{step.name}{'-quick' if quick else ''}.toml"
+        path.write_text(toml_text.document(experiment_doc(study, step, quick)))
+        try:
+            return parse_experiment(path)
+        except UserError as e:
+            raise UserError(f"{study.path} step {step.name!r}{' (--quick)' if quick else ''}: {e}") from None
 
 
 def study_files() -> list[Path]:
@@ -203,6 +249,7 @@ def _check_references(study: Study, where: str) -> None:
     engines); every figure names a step of the study and what that step measures."""
     catalog = builtin()
     experiments: dict[str, Experiment] = {}
+    quick_experiments: dict[str, Experiment] = {}
     for step in study.steps:
         swhere = f"{where} step {step.name!r}"
         for quick in (False, True):
@@ -221,29 +268,33 @@ def _check_references(study: Study, where: str) -> None:
                         parse_duration(s[key], f"{swhere} {key}")
             elif step.kind == "layout" and s.get("benchmark") is not None and s["benchmark"] not in catalog:
                 raise UserError(f"{swhere}: benchmark {s['benchmark']!r} is not in the catalog")
-        if "experiment" in step.settings:
-            exp = parse_experiment(study.experiment_path(step))
-            experiments[step.name] = exp
-            names = {t.name for t in exp.targets}
-            for t in [*step.settings.get("targets", []), *step.quick.get("targets", []),
-                      step.settings.get("target")]:
-                if t is not None and t not in names:
-                    raise UserError(f"{swhere}: target {t!r} is not in {step.settings['experiment']}")
-            for b in [*step.settings.get("run", {}).get("benchmarks", []),
-                      *step.quick.get("run", {}).get("benchmarks", [])]:
-                if b not in catalog and b not in ("reads", "writes", "all", "all-2025"):
-                    raise UserError(f"{swhere}: benchmark {b!r} is not in the catalog")
+        if step.kind == "experiment":
+            experiments[step.name] = _parsed(study, step, False)
+            quick_experiments[step.name] = _parsed(study, step, True)
+        elif "experiment" in step.settings:  # a layout step's experiment (and its quick one)
+            for quick in (False, True):
+                path = study.path.parent / str(step.effective(quick)["experiment"])
+                exp = parse_experiment(path)
+                (quick_experiments if quick else experiments)[step.name] = exp
+                if step.settings.get("target") not in {t.name for t in exp.targets}:
+                    raise UserError(f"{swhere}: target {step.settings.get('target')!r} is not in {path.name}")
     for i, f in enumerate(study.figures):
-        for m in (f.measure, f.per, {**f.measure, **f.quick}, {**f.per, **f.quick} if f.per else None):
-            if m is not None:
-                _check_measure(m, study, experiments, catalog, f"{where} [[figure]] {i + 1}")
+        # A figure may name a target the quick run leaves out (it is then "not measured" there): checked against
+        # the targets of either run.
+        targets = {n: {t.name for t in e.targets} | {t.name for t in quick_experiments[n].targets}
+                   for n, e in experiments.items()}
+        for quick in (False, True):
+            for m in f.measures(quick):
+                if m is not None:
+                    _check_measure(m, study, targets, catalog, f"{where} [[figure]] {i + 1}"
+                                   + (" (--quick)" if quick else ""))
     if study.headline:
         named = study.headline.get("step", "")
         if named not in experiments or study.headline.get("target") not in {t.name for t in experiments[named].targets}:
             raise UserError(f"{where} [headline]: step and target must name an experiment step and one of its targets")
 
 
-def _check_measure(m: dict[str, Any], study: Study, experiments: dict[str, Experiment], catalog: dict[str, Any],
+def _check_measure(m: dict[str, Any], study: Study, targets: dict[str, set[str]], catalog: dict[str, Any],
                    where: str) -> None:
     source, step_name = m.get("from"), m.get("step")
     if source not in MEASURE_SOURCES:
@@ -257,10 +308,11 @@ def _check_measure(m: dict[str, Any], study: Study, experiments: dict[str, Exper
         if not m.get("group") or not m.get("name"):
             raise UserError(f"{where}: a probe measure needs the figure's group and name")
     elif source == "cell":
-        exp = experiments.get(step_name)
-        if exp is None:
+        names = targets.get(step_name)
+        if names is None:
             raise UserError(f"{where}: a cell measure names an experiment step")
-        if m.get("target") not in {t.name for t in exp.targets}:
+        # A run the step makes of its own (results_from: the layout check's A/B) has targets the file does not.
+        if not m.get("results_from") and m.get("target") not in names:
             raise UserError(f"{where}: target {m.get('target')!r} is not in step {step_name!r}'s experiment")
         if m.get("benchmark") not in catalog:
             raise UserError(f"{where}: benchmark {m.get('benchmark')!r} is not in the catalog")

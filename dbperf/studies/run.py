@@ -6,7 +6,6 @@ an interrupt stops the study and still writes the summary of what was measured."
 from __future__ import annotations
 
 import json
-import tomllib
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -23,7 +22,7 @@ from dbperf.probes.run import run_probes
 from dbperf.runner import interrupts
 from dbperf.studies import toml_text
 from dbperf.studies.figures import Headline, Row, headline, rows
-from dbperf.studies.model import Step, Study
+from dbperf.studies.model import Step, Study, experiment_doc
 from dbperf.studies.record import compare_with_record
 from dbperf.studies.summary import summary, this_host
 from dbperf.usecases.bisect import (
@@ -114,7 +113,7 @@ def run_step(study: Study, step: Step, directory: Path, quick: bool, yes: bool, 
     if step.kind == "layout":
         return _layout(study, step.name, s, directory, err)
     if step.kind == "experiment":
-        return _experiment(study, step, s, directory, yes, err)
+        return _experiment(study, step, quick, directory, yes, err)
     return _bisect(step.name, s, directory, yes, err)
 
 
@@ -134,23 +133,17 @@ def _layout(study: Study, name: str, s: dict[str, Any], directory: Path, err: Co
     return f"layout check, report in {log.name}, JSON in {name}.json"
 
 
-def experiment_file(study: Study, step: Step, s: dict[str, Any], directory: Path) -> Path:
-    """The step's experiment with its [run] overrides and its target subset, written as DIR/<step>.toml."""
-    source = study.experiment_path(step)
-    doc = tomllib.loads(source.read_text())
-    doc["run"] = {**doc.get("run", {}), **s.get("run", {})}
-    if s.get("targets"):
-        keep = list(s["targets"])
-        doc["target"] = [t for t in doc.get("target", []) if t.get("name") in keep]
-        if doc["run"].get("base") not in keep:
-            doc["run"]["base"] = keep[0]
+def experiment_file(study: Study, step: Step, quick: bool, directory: Path) -> Path:
+    """The step's experiment as it runs (model.experiment_doc), written as DIR/<step>.toml."""
     path = directory / f"{step.name}.toml"
-    path.write_text(f"# {source.name} as run by `dbperf study run {study.name}`\n" + toml_text.document(doc))
+    path.write_text(f"# {step.settings['experiment']} as run by `dbperf study run {study.name}"
+                    f"{' --quick' if quick else ''}`\n" + toml_text.document(experiment_doc(study, step, quick)))
     return path
 
 
-def _experiment(study: Study, step: Step, s: dict[str, Any], directory: Path, yes: bool, err: Console) -> str:
-    file = experiment_file(study, step, s, directory)
+def _experiment(study: Study, step: Step, quick: bool, directory: Path, yes: bool, err: Console) -> str:
+    s = step.effective(quick)
+    file = experiment_file(study, step, quick, directory)
     end = run_experiment(file, directory / step.name, keep_data=False, yes=yes, aa=bool(s.get("aa")), err=err)
     reports = []
     if (end.directory / "meta.json").is_file():
