@@ -55,11 +55,12 @@ def study_run(
 def study_record(
     name: Annotated[str, typer.Argument(help="the study")],
     directory: Annotated[Path, typer.Argument(help="the study run's results directory")],
-    docs: Annotated[Path, typer.Option(help="where the records go")] = DOCS_STUDIES,
+    docs: Annotated[Optional[Path], typer.Option(help="where the records go (default: docs/studies of this "
+                                                      "checkout)")] = None,
     force: Annotated[bool, FORCE_OPTION] = False,
 ) -> None:
     """Put a study run on record in the documentation (docs/studies/NAME.md, dated, with the host): later runs
     are compared against it."""
     load_study(name)
-    for path in record_study(name, directory, docs, force):
+    for path in record_study(name, directory, docs or DOCS_STUDIES, force):
         say(f"dbperf: wrote {path}")
