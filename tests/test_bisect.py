@@ -230,3 +230,16 @@ def test_bad_input_is_one_line_and_exit_2(maven, tmp_path, args, message):
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and message in lines[0], proc.stderr
     assert not (tmp_path / "b").exists()  # nothing run, nothing written
+
+
+@pytest.mark.unit
+def test_a_step_is_judged_from_its_results_directory_as_the_report_decides_it(tmp_path):
+    from dbperf.usecases.bisect import judgement_of
+    from tests.synthetic import write_run
+    directory = write_run(tmp_path / "step", ["postgres-13.23", "postgres-14.0"], ["point-query"], 20,
+                          speed={"postgres-14.0": 0.8}, noise=0.01)
+    j = judgement_of(directory, "postgres-14.0", "point-query", 1, 0)
+    assert j.verdict == "slower" and j.rounds == 20 and j.rqps == pytest.approx(0.8, rel=0.05)
+    assert j.lower is not None and j.upper is not None and j.lower < j.upper < 0
+    assert judgement_of(directory, "postgres-15.0", "point-query", 1, 0).verdict == "failed"
+    assert judgement_of(tmp_path / "nothing", "x", "point-query", 1, 130).interrupted
