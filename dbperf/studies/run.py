@@ -41,7 +41,13 @@ from dbperf.usecases.run import run_experiment
 SUMMARY = "summary.md"
 STUDY_JSON = "study.json"
 INCOMPLETE = 1  # a step failed or a figure was not measured: the summary says which
-INTERRUPTED_STEP = "interrupted"
+INTERRUPTED = 128  # and above: 128 + the signal's number
+
+
+@dataclass(frozen=True)
+class StepEnd:
+    how: str  # in words, for the summary
+    exit_code: int = 0  # 0, INCOMPLETE when it failed, 128 + N when interrupted
 
 
 @dataclass
@@ -71,18 +77,14 @@ def run_study(study: Study, out: Path | None, quick: bool, yes: bool = False, er
     for step in study.steps:
         say(f"dbperf: study {study.name}: step {step.name} ({step.kind})", err)
         try:
-            how = run_step(study, step, directory, quick, yes, err)
+            end = run_step(study, step, directory, quick, yes, err)
         except UserError as e:  # this step's bad input or failure; the others may still measure
-            how, exit_code = f"failed: {e}", INCOMPLETE
+            end = StepEnd(f"failed: {e}", INCOMPLETE)
         except KeyboardInterrupt as interrupt:
-            ended.append((step.name, f"{INTERRUPTED_STEP} ({interrupts.reason(interrupt)})"))
-            exit_code = interrupts.exit_code(interrupt)
-            break
-        if how.startswith(("failed", INTERRUPTED_STEP)) and not exit_code:
-            exit_code = INCOMPLETE
-        ended.append((step.name, how))
-        if how.startswith(INTERRUPTED_STEP):
-            exit_code = 130
+            end = StepEnd(f"interrupted ({interrupts.reason(interrupt)})", interrupts.exit_code(interrupt))
+        ended.append((step.name, end.how))
+        exit_code = max(exit_code, end.exit_code)  # 0 < INCOMPLETE < 128 + N
+        if end.exit_code >= INTERRUPTED:
             break
     host = host.ended()
     found = rows(study, directory, quick)
@@ -102,14 +104,14 @@ def run_study(study: Study, out: Path | None, quick: bool, yes: bool = False, er
     return StudyEnd(directory, doc, exit_code, found, top)
 
 
-def run_step(study: Study, step: Step, directory: Path, quick: bool, yes: bool, err: Console) -> str:
-    """Runs one step; returns how it ended, in words (for the summary)."""
+def run_step(study: Study, step: Step, directory: Path, quick: bool, yes: bool, err: Console) -> StepEnd:
+    """Runs one step; returns how it ended."""
     s = step.effective(quick)
     if step.kind == "probe":
         result = run_probes(list(s["families"]), repeats=int(s.get("repeats", 5)), scale=float(s.get("scale", 1.0)),
                             on_family=lambda f: say(f"dbperf: probing {f.name}: {f.description}", err))
         store_probes(directory / step.name, result, force=False)
-        return f"probes {', '.join(s['families'])}, {result['repeats']} repeats, scale {result['scale']:g}"
+        return StepEnd(f"probes {', '.join(s['families'])}, {result['repeats']} repeats, scale {result['scale']:g}")
     if step.kind == "layout":
         return _layout(study, step.name, s, directory, err)
     if step.kind == "experiment":
@@ -117,7 +119,7 @@ def run_step(study: Study, step: Step, directory: Path, quick: bool, yes: bool, 
     return _bisect(step.name, s, directory, yes, err)
 
 
-def _layout(study: Study, name: str, s: dict[str, Any], directory: Path, err: Console) -> str:
+def _layout(study: Study, name: str, s: dict[str, Any], directory: Path, err: Console) -> StepEnd:
     log = directory / f"{name}.txt"
     experiment = (study.path.parent / s["experiment"]).resolve() if s.get("experiment") else None
     binary = Path(s["binary"]) if s.get("binary") else None
@@ -129,8 +131,8 @@ def _layout(study: Study, name: str, s: dict[str, Any], directory: Path, err: Co
                               Console(file=f, width=160, color_system=None), err,
                               trace_seconds=s.get("trace_seconds"))
     if code:
-        return f"{INTERRUPTED_STEP} (exit {code}); the report so far is in {log}"
-    return f"layout check, report in {log.name}, JSON in {name}.json"
+        return StepEnd(f"interrupted (exit {code}); the report so far is in {log.name}", code)
+    return StepEnd(f"layout check, report in {log.name}, JSON in {name}.json")
 
 
 def experiment_file(study: Study, step: Step, quick: bool, directory: Path) -> Path:
@@ -141,7 +143,7 @@ def experiment_file(study: Study, step: Step, quick: bool, directory: Path) -> P
     return path
 
 
-def _experiment(study: Study, step: Step, quick: bool, directory: Path, yes: bool, err: Console) -> str:
+def _experiment(study: Study, step: Step, quick: bool, directory: Path, yes: bool, err: Console) -> StepEnd:
     s = step.effective(quick)
     file = experiment_file(study, step, quick, directory)
     end = run_experiment(file, directory / step.name, keep_data=False, yes=yes, aa=bool(s.get("aa")), err=err)
@@ -151,14 +153,16 @@ def _experiment(study: Study, step: Step, quick: bool, directory: Path, yes: boo
         for fmt in ("html", "json"):
             write_file(directory / f"{step.name}-report.{fmt}", view.document(fmt), force=False)
             reports.append(f"{step.name}-report.{fmt}")
-    if end.exit_code >= 128:
-        return f"{INTERRUPTED_STEP} (exit {end.exit_code}); what was measured is in {end.directory.name}/"
+    if end.exit_code >= INTERRUPTED:
+        return StepEnd(f"interrupted; what was measured is in {end.directory.name}/", end.exit_code)
     if end.exit_code:
-        return f"failed: no cell succeeded (exit {end.exit_code}); errors in {end.directory.name}/results.jsonl"
-    return f"experiment {step.settings['experiment']}, results in {end.directory.name}/, reports {', '.join(reports)}"
+        return StepEnd(f"failed: no cell succeeded (exit {end.exit_code}); errors in {end.directory.name}/"
+                       "results.jsonl", INCOMPLETE)
+    return StepEnd(f"experiment {step.settings['experiment']}, results in {end.directory.name}/, reports "
+                   f"{', '.join(reports)}")
 
 
-def _bisect(name: str, s: dict[str, Any], directory: Path, yes: bool, err: Console) -> str:
+def _bisect(name: str, s: dict[str, Any], directory: Path, yes: bool, err: Console) -> StepEnd:
     settings = StepSettings(s["engine"], s["benchmark"], parse_threshold(str(s.get("threshold", "5%"))),
                             parse_duration(s.get("time", "5s"), "time", positive=True),
                             parse_duration(s.get("warmup", "1s"), "warmup"),
@@ -172,7 +176,9 @@ def _bisect(name: str, s: dict[str, Any], directory: Path, yes: bool, err: Conso
                     on_step=lambda r: write_path(out, r, settings))
     write_path(out, result, settings)
     if result.outcome == "interrupted":
-        return f"{INTERRUPTED_STEP}: bisect stopped after {len(result.steps)} step(s)"
+        return StepEnd(f"interrupted: bisect stopped after {len(result.steps)} step(s)", result.exit_code)
     found = (f"first slower {result.first_slower}, last not slower {result.last_not_slower}"
              if result.outcome == "found" else result.outcome)
-    return f"bisect {versions[0]}..{versions[-1]} ({len(versions)} releases), {len(result.steps)} step(s): {found}"
+    # A bisect that finds nothing slower or stays undecided has measured what it says: not a failed step.
+    return StepEnd(f"bisect {versions[0]}..{versions[-1]} ({len(versions)} releases), {len(result.steps)} step(s): "
+                   f"{found}", INCOMPLETE if result.outcome == "failed" else 0)
