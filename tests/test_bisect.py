@@ -218,7 +218,7 @@ def maven(monkeypatch):
     (["postgres", "15.2", "17"], "postgres@15.2: no such released version"),
     (["postgres", "17", "13"], "reversed range"),
     (["postgres", "14.0", "14.0"], "holds one release"),
-    (["sqlite", "3.40", "3.45"], "engine must be postgres or mariadb"),
+    (["sqlite", "3.40", "3.45"], "engine 'sqlite' has no released binaries"),
     (["postgres", "13", "17", "--threshold", "lots"], "--threshold"),
     (["postgres", "13", "17", "--benchmark", "no-such"], "'no-such' is not a catalog benchmark"),
     (["postgres", "13", "17", "--time", "-1s"], "--time"),

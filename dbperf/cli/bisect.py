@@ -88,8 +88,6 @@ def bisect(
                             parse_duration(time, "--time", positive=True),
                             parse_duration(warmup, "--warmup"), parse_duration(budget, "--budget", positive=True),
                             threads, table_size)
-    if engine not in ("postgres", "mariadb"):
-        fail(f"bisect: engine must be postgres or mariadb (released binaries), got {engine!r}")
     settings.check()
     if tries < 1:
         fail(f"--tries: expected at least 1, got {tries}")

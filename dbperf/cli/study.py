@@ -13,7 +13,7 @@ from dbperf.cli.common import FORCE_OPTION, YES_OPTION, out_console
 from dbperf.report.escape import term
 from dbperf.studies.model import load_study, study_names
 from dbperf.studies.record import DOCS_STUDIES, record_study
-from dbperf.studies.run import run_study
+from dbperf.studies.study_run import run_study
 from dbperf.usecases.progress import say
 
 study_app = typer.Typer(no_args_is_help=True, help="Studies: each published result of BRIEF reproduced by one "

@@ -194,6 +194,9 @@ class StepSettings:
     config: dict[str, str] = field(default_factory=dict)
 
     def check(self) -> None:
+        if self.engine not in SOURCES:
+            raise UserError(f"bisect: engine {self.engine!r} has no released binaries (known: "
+                            f"{', '.join(sorted(SOURCES))})")
         if self.benchmark not in builtin():
             raise UserError(f"--benchmark: {self.benchmark!r} is not a catalog benchmark (`dbperf list` lists them)")
         for name, value in (("--time", self.time_s), ("--budget", self.budget_s)):
