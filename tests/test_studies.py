@@ -268,3 +268,30 @@ def test_the_barriers_study_runs_end_to_end_in_quick_mode(tmp_path):
     assert (out / "probes" / "probes.json").is_file()  # what was measured stays
     again = run_cli("study", "run", "barriers-spin", "--quick", "--out", str(out), timeout=60)
     assert again.returncode == 2 and "already holds a study run" in again.stderr
+
+
+@pytest.mark.unit
+def test_a_failed_step_is_said_in_the_summary_and_the_study_still_ends_with_it(tmp_path):
+    from dbperf.studies.study_run import INCOMPLETE, run_study
+    study = parse_study(_write(tmp_path, """
+name = "mine"
+title = "t"
+brief = "§6"
+duration = "a second"
+description = "d"
+[[step]]
+name = "static"
+kind = "layout"
+binary = "/nonexistent/mariadbd"
+[[figure]]
+what = "lines"
+section = "§6"
+published = "found by readelf"
+measure = { from = "json", step = "static", path = "static_candidate_lines" }
+"""))
+    end = run_study(study, tmp_path / "out", quick=False)
+    assert end.exit_code == INCOMPLETE
+    assert "- static: failed: /nonexistent/mariadbd: not found" in end.summary
+    assert "| lines (§6): found by readelf | not measured: static.json was not written" in end.summary
+    assert (tmp_path / "out" / "summary.md").read_text() == end.summary
+    assert json.loads((tmp_path / "out" / "study.json").read_text())["steps"][0]["ended"].startswith("failed")
