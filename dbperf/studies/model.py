@@ -111,15 +111,16 @@ class Study:
     def step(self, name: str) -> Step:
         return next(s for s in self.steps if s.name == name)
 
-    def experiment_path(self, step: Step) -> Path:
-        return (self.path.parent / str(step.settings["experiment"])).resolve()
+    def experiment_path(self, step: Step, quick: bool = False) -> Path:
+        """The step's experiment file (its --quick one with `quick`), relative to the study file."""
+        return (self.path.parent / str(step.effective(quick)["experiment"])).resolve()
 
 
 def experiment_doc(study: Study, step: Step, quick: bool) -> dict[str, Any]:
     """The step's experiment file as a document, with its [run] and [replication] overrides and its target subset
     (the base follows the subset when the subset leaves it out)."""
     s = step.effective(quick)
-    source = study.experiment_path(step)
+    source = study.experiment_path(step, quick)
     try:
         doc = tomllib.loads(source.read_text())
     except (OSError, tomllib.TOMLDecodeError) as e:
@@ -273,7 +274,7 @@ def _check_references(study: Study, where: str) -> None:
             quick_experiments[step.name] = _parsed(study, step, True)
         elif "experiment" in step.settings:  # a layout step's experiment (and its quick one)
             for quick in (False, True):
-                path = study.path.parent / str(step.effective(quick)["experiment"])
+                path = study.experiment_path(step, quick)
                 exp = parse_experiment(path)
                 (quick_experiments if quick else experiments)[step.name] = exp
                 if step.settings.get("target") not in {t.name for t in exp.targets}:

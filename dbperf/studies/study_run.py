@@ -113,15 +113,15 @@ def run_step(study: Study, step: Step, directory: Path, quick: bool, yes: bool, 
         store_probes(directory / step.name, result, force=False)
         return StepEnd(f"probes {', '.join(s['families'])}, {result['repeats']} repeats, scale {result['scale']:g}")
     if step.kind == "layout":
-        return _layout(study, step.name, s, directory, err)
+        return _layout(study, step.name, s, quick, directory, err)
     if step.kind == "experiment":
         return _experiment(study, step, quick, directory, yes, err)
     return _bisect(step.name, s, directory, yes, err)
 
 
-def _layout(study: Study, name: str, s: dict[str, Any], directory: Path, err: Console) -> StepEnd:
+def _layout(study: Study, name: str, s: dict[str, Any], quick: bool, directory: Path, err: Console) -> StepEnd:
     log = directory / f"{name}.txt"
-    experiment = (study.path.parent / s["experiment"]).resolve() if s.get("experiment") else None
+    experiment = study.experiment_path(study.step(name), quick) if s.get("experiment") else None
     binary = Path(s["binary"]) if s.get("binary") else None
     if binary is not None and not binary.exists():
         raise UserError(f"{binary}: not found (the step checks an installed binary)")
