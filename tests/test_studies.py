@@ -181,6 +181,18 @@ def test_the_summary_table_escapes_what_was_named():
 
 
 @pytest.mark.unit
+def test_the_html_summary_escapes_what_was_named_and_links_the_reports():
+    from dbperf.studies.summary import html_summary
+    study = load_study("barriers-spin")
+    page = html_summary(study, [Row("<img src=x onerror=alert(1)>", "§3", "81 & more", "1.0", "holds")], HOST,
+                        "now", "dbperf study run barriers-spin", True, None, [("probes", "<b>ran</b>")],
+                        ['versions-report.html"><script>'])
+    assert "<img src=x" not in page and "&lt;img src=x onerror=alert(1)&gt;" in page
+    assert "<b>ran</b>" not in page and "81 &amp; more" in page
+    assert '<a href="versions-report.html&quot;&gt;&lt;script&gt;">' in page
+
+
+@pytest.mark.unit
 def test_host_differences_name_vendor_vm_counters_cores_and_load():
     text = host_differences(HOST)
     for said in ("This CPU is AMD", "virtual machine", "No hardware counters here (perf cannot count cycles)",
@@ -266,6 +278,7 @@ def test_the_barriers_study_runs_end_to_end_in_quick_mode(tmp_path):
     mutex = measured["pthread mutex against no barrier"]
     assert mutex["value"] > 0 and mutex["verdict"].startswith(("holds", "does not hold"))
     assert (out / "probes" / "probes.json").is_file()  # what was measured stays
+    assert "pthread mutex against no barrier" in (out / "summary.html").read_text()
     again = run_cli("study", "run", "barriers-spin", "--quick", "--out", str(out), timeout=60)
     assert again.returncode == 2 and "already holds a study run" in again.stderr
 

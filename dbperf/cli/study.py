@@ -38,12 +38,13 @@ def study_run(
     name: Annotated[str, typer.Argument(help="the study (`dbperf study list`)")],
     out: Annotated[Optional[Path], typer.Option("--out", help="results directory (default "
                                                               "results/study-NAME-TIME)")] = None,
-    quick: Annotated[bool, typer.Option("--quick", help="fewer versions, smaller tables and shorter cells: a check "
-                                                        "that the study runs, not the published method")] = False,
+    quick: Annotated[bool, typer.Option("--quick", "--smoke", help="fewer versions, smaller tables and shorter "
+                                                                  "cells: a check that the study runs, not the "
+                                                                  "published method")] = False,
     yes: Annotated[bool, YES_OPTION] = False,
 ) -> None:
-    """Run a study end to end: its steps, its reports, and summary.md (seed's figure | measured here | verdict |
-    host). Exit 0, or 1 when a step failed or a figure was not measured (the summary says which)."""
+    """Run a study end to end: its steps, its reports, and summary.md and summary.html (seed's figure | measured
+    here | verdict | host). Exit 0, or 1 when a step failed or a figure was not measured (the summary says which)."""
     end = run_study(load_study(name), out, quick, yes)
     sys.stdout.write(end.summary)
     say(f"dbperf: study {name}: summary in {end.directory / 'summary.md'}")

@@ -1,7 +1,8 @@
 """Running a study end to end: each step into DIR/<step>/ (probes, the layout check, an experiment through the run
-use case with its HTML and JSON reports, a bisect), then the figures read back, the Markdown summary (summary.md)
-and the machine-readable study.json beside it. A step that fails is said in the summary and the next steps run;
-an interrupt stops the study and still writes the summary of what was measured."""
+use case with its HTML and JSON reports, a bisect), then the figures read back, the Markdown summary (summary.md),
+the same as an HTML page linking the steps' reports (summary.html), and the machine-readable study.json. A step
+that fails is said in the summary and the next steps run; an interrupt stops the study and still writes the summary
+of what was measured."""
 
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ from dbperf.studies import toml_text
 from dbperf.studies.figures import Headline, Row, headline, rows
 from dbperf.studies.model import Step, Study, experiment_doc
 from dbperf.studies.record import compare_with_record
-from dbperf.studies.summary import summary, this_host
+from dbperf.studies.summary import html_summary, summary, this_host
 from dbperf.usecases.bisect import (
     StepSettings,
     parse_threshold,
@@ -39,6 +40,7 @@ from dbperf.usecases.report import report_view
 from dbperf.usecases.run import run_experiment
 
 SUMMARY = "summary.md"
+SUMMARY_HTML = "summary.html"
 STUDY_JSON = "study.json"
 INCOMPLETE = 1  # a step failed or a figure was not measured: the summary says which
 INTERRUPTED = 128  # and above: 128 + the signal's number
@@ -90,9 +92,12 @@ def run_study(study: Study, out: Path | None, quick: bool, yes: bool = False, er
     found = rows(study, directory, quick)
     top = headline(study, directory)
     command = f"dbperf study run {study.name}{' --quick' if quick else ''}"
-    doc = summary(study, found, host, f"{started:%Y-%m-%d %H:%M} UTC", command, quick, top, ended,
-                  compare_with_record(study.name, found))
+    when = f"{started:%Y-%m-%d %H:%M} UTC"
+    doc = summary(study, found, host, when, command, quick, top, ended, compare_with_record(study.name, found))
     write_file(directory / SUMMARY, doc, force=False, name=SUMMARY)
+    reports = [f"{s.name}-report.html" for s in study.steps if (directory / f"{s.name}-report.html").is_file()]
+    write_file(directory / SUMMARY_HTML, html_summary(study, found, host, when, command, quick, top, ended, reports),
+               force=False, name=SUMMARY_HTML)
     record = {"dbperf_study": 1, "study": study.name, "title": study.title, "quick": quick,
               "started": started.isoformat(timespec="seconds"),
               "ended": datetime.now(UTC).isoformat(timespec="seconds"), "directory": str(directory),

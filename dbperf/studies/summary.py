@@ -11,6 +11,8 @@ from typing import Any
 from dbperf.explain.mode import detect_mode
 from dbperf.host.facts import cpuinfo_field, host_metadata
 from dbperf.report.escape import md
+from dbperf.report.html_page import Page, text
+from dbperf.report.html_page import table as html_table
 from dbperf.studies.figures import Headline, Row
 from dbperf.studies.model import Study
 
@@ -111,3 +113,30 @@ def summary(study: Study, rows: list[Row], host: Host, when: str, command: str, 
     if headline:
         lines.append(headline.last_line())
     return "\n".join(lines).lstrip("\n") + "\n"
+
+
+def html_summary(study: Study, rows: list[Row], host: Host, when: str, command: str, quick: bool,
+                 headline: Headline | None, steps: list[tuple[str, str]], reports: list[str]) -> str:
+    """The summary as one self-contained HTML page (report/html_page.py; every value escaped), linking the
+    experiment steps' own HTML reports (`reports`: file names beside it)."""
+    page = Page(f"Study {study.name}: {study.title}")
+    if headline:
+        page.add(f"<p><b>{text(headline.first_line(study.name))}</b></p>")
+    seeds = ", ".join(f"seed {s}" for s in study.seeds)
+    page.add(f"<p>BRIEF {text(study.brief)} ({text(seeds)}). {text(study.description)}</p>")
+    page.add(f"<p>Run {text(when)} on {text(host.short)}, kernel {text(host.kernel)}: <code>{text(command)}</code>"
+             + (" (quick mode: a check that the study runs, not the published method)" if quick else "") + ".</p>")
+    page.section("figures", "The seed's figures and this host's")
+    page.add(html_table(("seed's published figure", "measured here", "verdict", "host"),
+                        [(f"{r.what} ({r.section}): {r.published}", r.measured, r.verdict, host.short) for r in rows],
+                        text_columns=4))
+    page.section("steps", "Steps")
+    page.add(html_table(("step", "how it ended"), steps, text_columns=2))
+    if reports:
+        page.add("<p>Reports of the experiment steps: "
+                 + ", ".join(f'<a href="{text(r)}">{text(r)}</a>' for r in reports) + "</p>")
+    page.section("host", "How this host differs")
+    page.add(f"<p>{text(host_differences(host))}</p>")
+    if headline:
+        page.add(f"<p><b>{text(headline.last_line())}</b></p>")
+    return page.render()
