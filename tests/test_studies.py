@@ -308,3 +308,21 @@ measure = { from = "json", step = "static", path = "static_candidate_lines" }
     assert "| lines (§6): found by readelf | not measured: static.json was not written" in end.summary
     assert (tmp_path / "out" / "summary.md").read_text() == end.summary
     assert json.loads((tmp_path / "out" / "study.json").read_text())["steps"][0]["ended"].startswith("failed")
+
+
+@pytest.mark.unit
+def test_the_worst_cell_is_the_lowest_rqps_against_the_base_leaving_the_aa_copy_out(tmp_path):
+    from dbperf.studies.figures import Reader
+    from tests.synthetic import write_run
+    exp = tmp_path / "e.toml"
+    exp.write_text('[run]\nbenchmarks = ["point-query"]\n[[target]]\nname = "a"\n')
+    study = parse_study(_write(tmp_path, 'name = "mine"\ntitle = "t"\nbrief = "§1"\nduration = "d"\n'
+                               'description = "d"\n[[step]]\nname = "versions"\nkind = "experiment"\n'
+                               'experiment = "e.toml"\n[[step]]\nname = "diff"\nkind = "diff"\nof = "versions"\n'))
+    write_run(tmp_path / "run" / "versions", ["v1", "v1-aa", "v2", "v3"], ["point-query", "update-index"], 6,
+              speed={"v1-aa": 0.5, "v2": 0.9, "v3": 0.7}, noise=0.001)
+    base, target, benchmark, rqps = Reader(study, tmp_path / "run").worst_cell("versions")
+    assert (base, target) == ("v1", "v3") and rqps == pytest.approx(0.7, rel=0.02)
+    assert benchmark in ("point-query", "update-index")
+    with pytest.raises(UserError, match="'of' must name an experiment step before it"):
+        parse_study(_write(tmp_path, study.path.read_text().replace('of = "versions"', 'of = "diff"')))

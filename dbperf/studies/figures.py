@@ -56,7 +56,8 @@ def json_file(directory: Path, study: Study, step_name: str, file: str | None) -
     if file:
         return directory / file
     kind = study.step(step_name).kind
-    return {"layout": directory / f"{step_name}.json", "bisect": directory / step_name / "bisect.json",
+    return {"layout": directory / f"{step_name}.json", "diff": directory / f"{step_name}.json",
+            "bisect": directory / step_name / "bisect.json",
             "experiment": directory / f"{step_name}-report.json",
             "probe": directory / step_name / "probes.json"}[kind]
 
@@ -113,6 +114,17 @@ class Reader:
             except (OSError, json.JSONDecodeError) as e:
                 raise NotMeasured(f"{path.name}: unreadable ({e})") from None
         return self._json[path]
+
+    def worst_cell(self, step: str) -> tuple[str, str, str, float]:
+        """(base, target, benchmark, rQPS) of an experiment step's lowest rQPS against its base, one thread, the
+        base's A/A copy left out."""
+        m = self.matrix(step)
+        cells = [c for (t, _, _), c in m.cells.items()
+                 if t != m.base and t != f"{m.base}-aa" and c.rqps is not None and c.threads == min(m.threads)]
+        if not cells:
+            raise NotMeasured(f"step {step!r} has no compared cell")
+        worst = min(cells, key=lambda c: c.rqps or 0.0)
+        return m.base, worst.target, worst.benchmark, worst.rqps or 0.0
 
     def matrix(self, step: str, results_from: str | None = None) -> Matrix:
         """The rQPS matrix of an experiment step, or of the results directory a step's JSON names at the path

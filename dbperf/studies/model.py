@@ -6,7 +6,7 @@ catalog, the probe families, the experiment parser), so that a study cannot name
     name = "barriers-spin"          # the file's stem
     title = "..."; brief = "§3-4"; seeds = ["001", "003"]; duration = "about a minute"; description = "..."
     [[step]]                        # run in order, each into DIR/<name>/
-    name = "probes"; kind = "probe" | "layout" | "experiment" | "bisect"; ... ; quick = { overrides }
+    name = "probes"; kind = "probe" | "layout" | "experiment" | "bisect" | "diff"; ... ; quick = { overrides }
     [[figure]]                      # one row of the summary table
     what = "..."; section = "§3"; published = "81 cycles/iter"
     measure = { from = "probe" | "cell" | "json", step = "probes", ... }; per = { ... }   # measured = measure / per
@@ -36,7 +36,7 @@ from dbperf.probes.catalog import FAMILIES
 from dbperf.studies import toml_text
 
 STUDY_DIR = Path(__file__).parent / "data"
-STEP_KINDS = ("probe", "layout", "experiment", "bisect")
+STEP_KINDS = ("probe", "layout", "experiment", "bisect", "diff")
 MEASURE_SOURCES = ("probe", "cell", "json")
 
 # The keys each step kind takes (besides name, kind, quick); a step's `quick` overrides some of them.
@@ -46,6 +46,8 @@ STEP_KEYS: dict[str, tuple[str, ...]] = {
     "experiment": ("experiment", "aa", "run", "replication", "targets"),
     "bisect": ("engine", "first", "last", "benchmark", "threshold", "time", "warmup", "budget", "tries", "threads",
                "table_size", "config"),
+    # the simulated per-function diff of an earlier experiment step's worst cell (its base against that target)
+    "diff": ("of", "queries", "top", "mode"),
 }
 STUDY_KEYS = ("name", "title", "brief", "seeds", "duration", "description", "long", "step", "figure", "headline")
 FIGURE_KEYS = ("what", "section", "published", "measure", "per", "unit", "scale", "expect", "claim", "digits",
@@ -269,6 +271,12 @@ def _check_references(study: Study, where: str) -> None:
                         parse_duration(s[key], f"{swhere} {key}")
             elif step.kind == "layout" and s.get("benchmark") is not None and s["benchmark"] not in catalog:
                 raise UserError(f"{swhere}: benchmark {s['benchmark']!r} is not in the catalog")
+            elif step.kind == "diff":
+                earlier = [e.name for e in study.steps[:study.steps.index(step)] if e.kind == "experiment"]
+                if s.get("of") not in earlier:
+                    raise UserError(f"{swhere}: 'of' must name an experiment step before it ({', '.join(earlier)})")
+                if not isinstance(s.get("queries", 1), int) or s.get("queries", 1) < 1:
+                    raise UserError(f"{swhere}: queries must be a whole number of at least 1")
         if step.kind == "experiment":
             experiments[step.name] = _parsed(study, step, False)
             quick_experiments[step.name] = _parsed(study, step, True)

@@ -22,7 +22,7 @@ from dbperf.output_file import write_file
 from dbperf.probes.run import run_probes
 from dbperf.runner import interrupts
 from dbperf.studies import toml_text
-from dbperf.studies.figures import Headline, Row, headline, rows
+from dbperf.studies.figures import Headline, NotMeasured, Reader, Row, headline, rows
 from dbperf.studies.model import Step, Study, experiment_doc
 from dbperf.studies.record import compare_with_record
 from dbperf.studies.summary import html_summary, summary, this_host
@@ -34,6 +34,7 @@ from dbperf.usecases.bisect import (
     search,
     write_path,
 )
+from dbperf.usecases.explain import diff_targets
 from dbperf.usecases.probe import store_probes
 from dbperf.usecases.progress import PROGRESS, say
 from dbperf.usecases.report import report_view
@@ -121,6 +122,8 @@ def run_step(study: Study, step: Step, directory: Path, quick: bool, yes: bool, 
         return _layout(study, step.name, s, quick, directory, err)
     if step.kind == "experiment":
         return _experiment(study, step, quick, directory, yes, err)
+    if step.kind == "diff":
+        return _diff(study, step.name, s, directory)
     return _bisect(step.name, s, directory, yes, err)
 
 
@@ -187,3 +190,21 @@ def _bisect(name: str, s: dict[str, Any], directory: Path, yes: bool, err: Conso
     # A bisect that finds nothing slower or stays undecided has measured what it says: not a failed step.
     return StepEnd(f"bisect {versions[0]}..{versions[-1]} ({len(versions)} releases), {len(result.steps)} step(s): "
                    f"{found}", INCOMPLETE if result.outcome == "failed" else 0)
+
+
+def _diff(study: Study, name: str, s: dict[str, Any], directory: Path) -> StepEnd:
+    """The worst cell of an experiment step (lowest rQPS against its base): per-function cost per query of that
+    target minus the base's on that benchmark (dbperf diff), the largest changes first, as DIR/<step>.json."""
+    try:
+        base, target, benchmark, rqps = Reader(study, directory).worst_cell(str(s["of"]))
+    except NotMeasured as why:
+        raise UserError(f"nothing to diff: {why}") from None
+    top = int(s.get("top", 25))
+    d = diff_targets(directory / f"{s['of']}.toml", base, target, benchmark, int(s.get("queries", 20_000)),
+                     str(s.get("mode", "simulated")))
+    doc = {"of": s["of"], "base": base, "target": target, "benchmark": benchmark, "rqps": rqps, "metric": d.metric,
+           "mode": d.mode, "total_base": d.total_a, "total_target": d.total_b,
+           "functions": [{"function": r.function, "base": r.a, "target": r.b, "delta": r.delta} for r in d.rows[:top]]}
+    write_file(directory / f"{name}.json", json.dumps(doc, indent=2) + "\n", force=False)
+    return StepEnd(f"{d.mode} per-function diff of the worst cell, {target} against {base} on {benchmark} (rQPS "
+                   f"{rqps:.2f}), in {name}.json")
