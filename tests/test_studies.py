@@ -80,6 +80,8 @@ measure = { from = "probe", step = "probes", family = "barriers", group = "state
     (("family = \"barriers\"", "family = \"spin\""), "names a family its probe step runs"),
     (("name = \"mine\"", "name = \"yours\""), "must be the file's name"),
     (("[[figure]]", "[[figure]]\nexpect = 3"), "expect must be"),
+    (("[[figure]]", "[[figure]]\nexpect = { min = \"2\" }"), "expect must be"),
+    (("[[figure]]", "[[figure]]\ndigits = \"two\""), "digits must be"),
     (("title = \"t\"\n", ""), "'title' must be a non-empty string"),
 ])
 def test_a_bad_study_file_is_a_one_line_error(tmp_path, change, message):

@@ -232,19 +232,23 @@ def _figure(raw: Any, i: int, where: str) -> Figure:
     expect = raw.get("expect")
     bounds = None
     if expect is not None:
-        if not isinstance(expect, dict) or not set(expect) <= {"min", "max"} or not expect:
-            raise UserError(f"{fwhere}: expect must be {{ min = X, max = Y }} (either or both)")
+        if (not isinstance(expect, dict) or not expect or not set(expect) <= {"min", "max"}
+                or any(isinstance(v, bool) or not isinstance(v, (int, float)) for v in expect.values())):
+            raise UserError(f"{fwhere}: expect must be {{ min = X, max = Y }} (either or both, numbers)")
         bounds = (expect.get("min"), expect.get("max"))
     measure = raw.get("measure")
     if not isinstance(measure, dict):
         raise UserError(f"{fwhere}: measure must be a table")
+    digits = raw.get("digits", 2)
+    if isinstance(digits, bool) or not isinstance(digits, int) or not 0 <= digits <= 6:
+        raise UserError(f"{fwhere}: digits must be a whole number from 0 to 6")
     scale = raw.get("scale", 1.0)
     if not isinstance(scale, (int, float)) or not math.isfinite(scale) or scale <= 0:
         raise UserError(f"{fwhere}: scale must be a positive number")
     return Figure(what=_text(raw, "what", fwhere), section=_text(raw, "section", fwhere),
                   published=_text(raw, "published", fwhere), measure=measure, per=raw.get("per"),
                   unit=str(raw.get("unit", "")), scale=float(scale), expect=bounds, claim=str(raw.get("claim", "")),
-                  digits=int(raw.get("digits", 2)), quick=dict(raw.get("quick", {})))
+                  digits=digits, quick=dict(raw.get("quick", {})))
 
 
 def _check_references(study: Study, where: str) -> None:
@@ -287,11 +291,11 @@ def _check_references(study: Study, where: str) -> None:
                 (quick_experiments if quick else experiments)[step.name] = exp
                 if step.settings.get("target") not in {t.name for t in exp.targets}:
                     raise UserError(f"{swhere}: target {step.settings.get('target')!r} is not in {path.name}")
+    # A figure may name a target the quick run leaves out (it is then "not measured" there): checked against the
+    # targets of either run.
+    targets = {n: {t.name for t in e.targets} | {t.name for t in quick_experiments[n].targets}
+               for n, e in experiments.items()}
     for i, f in enumerate(study.figures):
-        # A figure may name a target the quick run leaves out (it is then "not measured" there): checked against
-        # the targets of either run.
-        targets = {n: {t.name for t in e.targets} | {t.name for t in quick_experiments[n].targets}
-                   for n, e in experiments.items()}
         for quick in (False, True):
             for m in f.measures(quick):
                 if m is not None:
