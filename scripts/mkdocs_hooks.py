@@ -29,6 +29,7 @@ def on_config(config: MkDocsConfig) -> MkDocsConfig:
 def on_files(files: Files, config: MkDocsConfig) -> Files:
     files.append(File.generated(config, "experiment-file.md", content=experiment_file_page()))
     files.append(File.generated(config, "commands.md", content=commands_page()))
+    files.append(File.generated(config, "studies-on-record.md", content=studies_page()))
     return files
 
 
@@ -120,3 +121,19 @@ def commands_page() -> str:
         if cmd is not None and not cmd.hidden:
             out += command_section(cmd, f"dbperf {name}", 2)
     return "\n".join(out)
+
+
+def studies_page() -> str:
+    """The studies (dbperf/studies/data/) and, for each, its run on record (docs/studies/NAME.md) or that it has
+    none yet: written by `dbperf study record`, so the page follows what is recorded."""
+    model = importlib.import_module("dbperf.studies.model")
+    out = ["# Studies on record", "",
+           "Each study of [Studies](studies.md) with its last run put on record (`dbperf study record NAME DIR`): "
+           "the summary as it was, dated, with the host. A later `dbperf study run NAME` compares its figures with "
+           "the record.", "", "| study | BRIEF | what | takes | on record |", "|---|---|---|---|---|"]
+    for name in model.study_names():
+        s = model.load_study(name)
+        page = ROOT / "docs" / "studies" / f"{name}.md"
+        recorded = f"[{name}](studies/{name}.md)" if page.is_file() else "not yet"
+        out.append(f"| `{name}` | {cell(s.brief)} | {cell(s.title)} | {cell(s.duration)} | {recorded} |")
+    return "\n".join(out) + "\n"

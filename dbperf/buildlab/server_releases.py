@@ -70,7 +70,7 @@ def _get(url: str, what: str) -> bytes:
         raise UserError(f"{what}: cannot fetch {url}: {reason}") from None
 
 
-def _version_key(v: str) -> tuple[int, ...]:
+def version_key(v: str) -> tuple[int, ...]:
     return tuple(int(x) for x in re.findall(r"\d+", v))
 
 
@@ -82,7 +82,7 @@ def available_versions(engine: str) -> list[str]:
         root = ElementTree.fromstring(text)
     except ElementTree.ParseError as e:
         raise UserError(f"listing {engine} releases: {_url(source)}/maven-metadata.xml is not XML: {e}") from None
-    return sorted({v.text for v in root.iter("version") if v.text}, key=_version_key)
+    return sorted({v.text for v in root.iter("version") if v.text}, key=version_key)
 
 
 def release_name(engine: str, published: str) -> str:
@@ -94,17 +94,18 @@ def release_name(engine: str, published: str) -> str:
 
 
 def resolve_version(engine: str, wanted: str, published: list[str]) -> str:
-    """The published version a user's version names (the newest rebuild of it; a major version alone names its
-    newest minor), or a UserError naming the nearest that exist."""
+    """The published version a user's version names (the newest rebuild of it; a major version alone, or a prefix
+    such as 9.6, names its newest minor), or a UserError naming the nearest that exist."""
     matches = [p for p in published if p == wanted or release_name(engine, p) == wanted
-               or p.split("-")[0] == wanted or (wanted.isdigit() and p.split(".")[0] == wanted)]
+               or p.split("-")[0] == wanted or (wanted.isdigit() and p.split(".")[0] == wanted)
+               or release_name(engine, p).startswith(wanted + ".")]  # 9.6 (PostgreSQL's old majors), 10.11
     if matches:
-        return max(matches, key=_version_key)
-    target = _version_key(wanted)
-    same_major = [p for p in published if _version_key(p)[:1] == target[:1]]
+        return max(matches, key=version_key)
+    target = version_key(wanted)
+    same_major = [p for p in published if version_key(p)[:1] == target[:1]]
     pool = same_major or published
-    nearest = sorted(pool, key=lambda p: [abs(a - b) for a, b in zip(_version_key(p), target, strict=False)])[:4]
-    names = ", ".join(sorted({release_name(engine, p) for p in nearest}, key=_version_key))
+    nearest = sorted(pool, key=lambda p: [abs(a - b) for a, b in zip(version_key(p), target, strict=False)])[:4]
+    names = ", ".join(sorted({release_name(engine, p) for p in nearest}, key=version_key))
     raise UserError(f"{engine}@{wanted}: no such released version (nearest: {names}; `dbperf build --versions "
                     f"{engine}` lists them all)")
 

@@ -10,7 +10,7 @@ from typing import NoReturn
 import typer
 from typer._click import exceptions as click_errors  # Typer's own click: its parameter errors
 
-from dbperf.cli import build, catalog, compare, explain, fleet, history, layout, probe, report, run
+from dbperf.cli import bisect, build, catalog, compare, explain, fleet, history, layout, probe, report, run, study
 from dbperf.cli.common import err_console
 from dbperf.errors import UserError
 from dbperf.runner import interrupts
@@ -31,6 +31,8 @@ app.command()(catalog.keys)
 app.add_typer(history.history_app, name="history")
 app.command()(history.series)
 app.command()(compare.compare)
+app.command()(bisect.bisect)
+app.add_typer(study.study_app, name="study")
 app.command()(history.regressions)
 app.command()(layout.layout)
 app.command()(catalog.version)

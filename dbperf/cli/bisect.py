@@ -1,0 +1,112 @@
+"""`dbperf bisect`: the first released version whose verdict turns slower (usecases/bisect.py), and the path to it."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.table import Table
+
+from dbperf.buildlab.server_releases import available_versions
+from dbperf.cli.common import YES_OPTION, fail, out_console
+from dbperf.experiment.durations import parse_duration
+from dbperf.report.escape import term
+from dbperf.usecases.bisect import (
+    DEFAULT_TRIES,
+    BisectResult,
+    Step,
+    StepSettings,
+    expected_steps,
+    parse_threshold,
+    release_judge,
+    release_range,
+    search,
+    write_path,
+)
+from dbperf.usecases.progress import say
+
+
+def _interval(step: Step) -> str:
+    j = step.judgement
+    if j.lower is None or j.upper is None:
+        return "–"
+    return f"[{j.lower:+.1%}, {j.upper:+.1%}]"
+
+
+def _path_table(result: BisectResult) -> Table:
+    t = Table(title="bisect path", show_edge=False, pad_edge=False, title_justify="left")
+    for name in ("step", "version", "try", "rQPS", "change interval", "verdict", "rounds", "results"):
+        t.add_column(name, justify="left" if name in ("version", "verdict", "results") else "right")
+    for s in result.steps:
+        j = s.judgement
+        t.add_row(str(s.number), term(s.version), str(s.attempt), "–" if j.rqps is None else f"{j.rqps:.3f}",
+                  _interval(s), term(j.verdict + ("" if j.metric == "wall" else f" ({j.metric})")), str(j.rounds),
+                  term(j.directory or "–"))
+    return t
+
+
+def outcome_line(result: BisectResult, engine: str) -> str:
+    n, good = len(result.versions), result.versions[0]
+    steps = f"{len(result.steps)} step(s) over {n} releases (about {expected_steps(n)} when every step decides)"
+    if result.outcome == "found":
+        return (f"first slower release: {engine} {result.first_slower} (last not slower: {result.last_not_slower}, "
+                f"against {good}); {steps}")
+    if result.outcome == "none-slower":
+        return f"no slower release: {engine} {result.last_not_slower} is not slower than {good}; {steps}"
+    bracket = (f"; the first slower release lies after {result.last_not_slower}, at or before "
+               f"{result.first_slower}" if result.first_slower else "")
+    why = {"undecided": "a step stayed undecided after its last try (more --budget or --tries may decide it)",
+           "failed": "a step measured nothing (its errors are in its results directory)",
+           "interrupted": "interrupted"}[result.outcome]
+    return f"stopped: {why}{bracket}; {steps}"
+
+
+def bisect(
+    engine: Annotated[str, typer.Argument(help="postgres or mariadb (released binaries)")],
+    first: Annotated[str, typer.Argument(help="the oldest version (the good one): e.g. 12 or 12.4")],
+    last: Annotated[str, typer.Argument(help="the newest version of the range")],
+    benchmark: Annotated[str, typer.Option(help="one catalog benchmark (`dbperf list`)")] = "point-query",
+    threshold: Annotated[str, typer.Option(help="smallest slowdown called slower (the verdict's min_effect)")]
+    = "5%",
+    time: Annotated[str, typer.Option(help="measured time per cell")] = "5s",
+    warmup: Annotated[str, typer.Option(help="warm-up per cell")] = "1s",
+    budget: Annotated[str, typer.Option(help="measured rounds' budget of a step's first try (doubled per retry)")]
+    = "2m",
+    tries: Annotated[int, typer.Option(help="tries of an undecided step before the search stops")] = DEFAULT_TRIES,
+    threads: Annotated[int, typer.Option(help="client threads")] = 1,
+    table_size: Annotated[int, typer.Option(help="rows per table")] = 100_000,
+    out: Annotated[Optional[Path], typer.Option("--out", help="directory of every step's results (default "
+                                                              "results/bisect-ENGINE-TIME)")] = None,
+    yes: Annotated[bool, YES_OPTION] = False,
+) -> None:
+    """Find the first released version whose verdict against the oldest turns slower (binary search, each step
+    an A/B run decided by the sequential verdict). Exit 0: found; 1: the newest is not slower; 3: a step measured
+    nothing; 4: a step stayed undecided; 2: bad input."""
+    settings = StepSettings(engine, benchmark, parse_threshold(threshold),
+                            parse_duration(time, "--time", positive=True),
+                            parse_duration(warmup, "--warmup"), parse_duration(budget, "--budget", positive=True),
+                            threads, table_size)
+    settings.check()
+    if tries < 1:
+        fail(f"--tries: expected at least 1, got {tries}")
+    versions = release_range(engine, first, last, available_versions(engine))
+    directory = (out or Path("results") / f"bisect-{engine}-{datetime.now():%Y%m%d-%H%M%S}").absolute()
+    if (directory / "bisect.json").exists():
+        fail(f"--out {directory}: already holds a bisect (bisect.json); give another directory")
+    say(f"dbperf: bisect {engine} {versions[0]} .. {versions[-1]}: {len(versions)} releases, {benchmark}, "
+        f"slower at {settings.threshold:.1%} or more; about {expected_steps(len(versions))} steps; results in "
+        f"{directory}")
+
+    def step_done(so_far: BisectResult) -> None:  # the path is on disk after every step: an interrupt loses none
+        s = so_far.steps[-1]
+        say(f"dbperf: step {s.number}: {s.version} (try {s.attempt}): {s.judgement.verdict}")
+        write_path(directory, so_far, settings)
+
+    result = search(versions, release_judge(settings, directory, yes), tries, on_step=step_done)
+    write_path(directory, result, settings)
+    out_console.print(_path_table(result))
+    out_console.print(outcome_line(result, engine), highlight=False)
+    if result.exit_code:
+        raise typer.Exit(result.exit_code)

@@ -1,0 +1,67 @@
+"""`dbperf study list/run/record`: BRIEF's published results reproduced end to end (dbperf/studies/)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.table import Table
+
+from dbperf.cli.common import FORCE_OPTION, YES_OPTION, out_console
+from dbperf.report.escape import term
+from dbperf.studies.model import load_study, study_names
+from dbperf.studies.record import DOCS_STUDIES, record_study
+from dbperf.studies.study_run import run_study
+from dbperf.usecases.progress import say
+
+study_app = typer.Typer(no_args_is_help=True, help="Studies: each published result of BRIEF reproduced by one "
+                                                   "command, beside the seed's figures.")
+
+
+@study_app.command("list")
+def study_list() -> None:
+    """The studies, with what each reproduces and how long it takes."""
+    t = Table(show_edge=False, pad_edge=False)
+    for name in ("study", "BRIEF", "what", "takes"):
+        t.add_column(name)
+    for name in study_names():
+        s = load_study(name)
+        t.add_row(term(s.name), term(s.brief), term(s.title), term(s.duration + (" (builds from source)" if s.long
+                                                                                   else "")))
+    out_console.print(t)
+
+
+@study_app.command("run")
+def study_run(
+    name: Annotated[str, typer.Argument(help="the study (`dbperf study list`)")],
+    out: Annotated[Optional[Path], typer.Option("--out", help="results directory (default "
+                                                              "results/study-NAME-TIME)")] = None,
+    quick: Annotated[bool, typer.Option("--quick", "--smoke", help="fewer versions, smaller tables and shorter "
+                                                                  "cells: a check that the study runs, not the "
+                                                                  "published method")] = False,
+    yes: Annotated[bool, YES_OPTION] = False,
+) -> None:
+    """Run a study end to end: its steps, its reports, and summary.md and summary.html (seed's figure | measured
+    here | verdict | host). Exit 0, or 1 when a step failed or a figure was not measured (the summary says which)."""
+    end = run_study(load_study(name), out, quick, yes)
+    sys.stdout.write(end.summary)
+    say(f"dbperf: study {name}: summary in {end.directory / 'summary.md'}")
+    if end.exit_code:
+        raise typer.Exit(end.exit_code)
+
+
+@study_app.command("record")
+def study_record(
+    name: Annotated[str, typer.Argument(help="the study")],
+    directory: Annotated[Path, typer.Argument(help="the study run's results directory")],
+    docs: Annotated[Optional[Path], typer.Option(help="where the records go (default: docs/studies of this "
+                                                      "checkout)")] = None,
+    force: Annotated[bool, FORCE_OPTION] = False,
+) -> None:
+    """Put a study run on record in the documentation (docs/studies/NAME.md, dated, with the host): later runs
+    are compared against it."""
+    load_study(name)
+    for path in record_study(name, directory, docs or DOCS_STUDIES, force):
+        say(f"dbperf: wrote {path}")

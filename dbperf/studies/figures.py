@@ -1,0 +1,253 @@
+"""A study's figures read back from what its steps wrote: a probe figure (probes.json), a cell of an experiment
+(rQPS and the lab's verdict against the base), or a value in a JSON file (the layout check's, a report's, a
+bisect's) by a path such as `replication.apply[workers=4,durability=binlog-crash-safe].vs_serial`. A figure that
+was not measured says why; no number is ever made up."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from dbperf.errors import UserError
+from dbperf.stats.rqps_matrix import Matrix, build_matrix
+from dbperf.storage.results import read_results
+from dbperf.studies.model import Figure, Study
+
+PROBE_IDENTITY = ("x", "offset", "flag_offset", "n", "multiplier")
+SEGMENT = re.compile(r"^([^\[\]]+)(?:\[([^\]]*)\])?$")
+
+
+class NotMeasured(Exception):
+    """Why a figure has no value (its step failed, or did not produce it)."""
+
+
+@dataclass(frozen=True)
+class Measured:
+    value: float | None
+    verdict: str | None = None  # the lab's verdict where the figure is a compared cell
+    text: str | None = None  # a measured fact that is not a number (a version found, whether a finding is gone)
+
+
+@dataclass(frozen=True)
+class Row:
+    what: str
+    section: str
+    published: str
+    measured: str  # formatted, or "not measured: WHY"
+    verdict: str
+    value: float | None = None
+    text: str | None = None  # a measured fact that is not a number
+
+    @property
+    def measured_anything(self) -> bool:
+        return self.value is not None or self.text is not None
+
+
+def step_dir(directory: Path, step: str) -> Path:
+    return directory / step
+
+
+def json_file(directory: Path, study: Study, step_name: str, file: str | None) -> Path:
+    """Where a step's JSON is: named by the figure, else the step kind's own file."""
+    if file:
+        return directory / file
+    kind = study.step(step_name).kind
+    return {"layout": directory / f"{step_name}.json", "diff": directory / f"{step_name}.json",
+            "bisect": directory / step_name / "bisect.json",
+            "experiment": directory / f"{step_name}-report.json",
+            "probe": directory / step_name / "probes.json"}[kind]
+
+
+def walk(doc: Any, path: str) -> Any:
+    """`a.b[k=v,k2=v2].c`: keys of objects; `[k=v]` picks the first element of a list whose fields match (as text);
+    `[3]` an index."""
+    node = doc
+    for part in path.split("."):
+        m = SEGMENT.match(part)
+        if m is None:
+            raise NotMeasured(f"bad path segment {part!r}")
+        key, select = m.groups()
+        if not isinstance(node, dict) or key not in node:
+            raise NotMeasured(f"no {key!r} in the results")
+        node = node[key]
+        if select is None:
+            continue
+        if not isinstance(node, list):
+            raise NotMeasured(f"{key!r} is not a list")
+        if select.isdigit():
+            if int(select) >= len(node):
+                raise NotMeasured(f"{key}[{select}]: out of range")
+            node = node[int(select)]
+            continue
+        wanted = dict(p.split("=", 1) for p in select.split(",") if "=" in p)
+        node = next((x for x in node if isinstance(x, dict)
+                     and all(str(x.get(k)) == v for k, v in wanted.items())), None)
+        if node is None:
+            raise NotMeasured(f"no {key} entry with {select}")
+    return node
+
+
+def _number(value: Any, what: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise NotMeasured(f"{what} is not a number ({value!r})")
+    return float(value)
+
+
+class Reader:
+    """Reads the measures of one study run, loading each file or matrix once."""
+
+    def __init__(self, study: Study, directory: Path) -> None:
+        self.study, self.directory = study, directory
+        self._json: dict[Path, Any] = {}
+        self._matrix: dict[str, Matrix] = {}
+
+    def load_json(self, path: Path) -> Any:
+        if path not in self._json:
+            try:
+                self._json[path] = json.loads(path.read_text())
+            except FileNotFoundError:
+                raise NotMeasured(f"{path.name} was not written (did its step run?)") from None
+            except (OSError, json.JSONDecodeError) as e:
+                raise NotMeasured(f"{path.name}: unreadable ({e})") from None
+        return self._json[path]
+
+    def worst_cell(self, step: str) -> tuple[str, str, str, float]:
+        """(base, target, benchmark, rQPS) of an experiment step's lowest rQPS against its base, one thread, the
+        base's A/A copy left out."""
+        m = self.matrix(step)
+        cells = [c for (t, _, _), c in m.cells.items()
+                 if t != m.base and t != f"{m.base}-aa" and c.rqps is not None and c.threads == min(m.threads)]
+        if not cells:
+            raise NotMeasured(f"step {step!r} has no compared cell")
+        worst = min(cells, key=lambda c: c.rqps or 0.0)
+        return m.base, worst.target, worst.benchmark, worst.rqps or 0.0
+
+    def matrix(self, step: str, results_from: str | None = None) -> Matrix:
+        """The rQPS matrix of an experiment step, or of the results directory a step's JSON names at the path
+        `results_from` (the layout check's A/B run)."""
+        key = f"{step}:{results_from or ''}"
+        if key not in self._matrix:
+            where = step_dir(self.directory, step)
+            if results_from:
+                named = walk(self.load_json(json_file(self.directory, self.study, step, None)), results_from)
+                if not isinstance(named, str):
+                    raise NotMeasured(f"{results_from} names no results directory")
+                where = Path(named)
+            try:
+                meta, records, _ = read_results(where)
+            except UserError as e:
+                raise NotMeasured(f"step {step!r} has no results ({e})") from None
+            self._matrix[key] = build_matrix(meta, records)
+        return self._matrix[key]
+
+    def measure(self, m: dict[str, Any]) -> Measured:
+        source, step = m["from"], m["step"]
+        if source == "probe":
+            doc = self.load_json(json_file(self.directory, self.study, step, None))
+            family = doc.get("families", {}).get(m["family"], {})
+            if "skipped" in family:
+                raise NotMeasured(f"probe {m['family']} skipped: {family['skipped']}")
+            for f in family.get("figures", []):
+                if f["group"] == m["group"] and f["name"] == m["name"] and all(
+                        f.get(k) == m[k] for k in PROBE_IDENTITY if k in m):
+                    value = f.get(m.get("field", "ns_per_op"))
+                    return Measured(_number(value["median"] if isinstance(value, dict) else value, m["name"]))
+            raise NotMeasured(f"probe figure {m['group']}: {m['name']} not in the results")
+        if source == "cell":
+            matrix = self.matrix(step, m.get("results_from"))
+            cell = matrix.cell(m["target"], m["benchmark"], int(m.get("threads", 1)))
+            field = m.get("field", "rqps")
+            if field != "rqps":  # a per-query figure of the cell (median of its repeats), no verdict
+                value = cell.median_of(field) if cell is not None else None
+                if value is None:
+                    raise NotMeasured(f"cell {m['target']} {m['benchmark']} has no {field}")
+                return Measured(value)
+            if cell is None or cell.rqps is None:
+                raise NotMeasured(f"cell {m['target']} {m['benchmark']} has no rQPS")
+            v = cell.deciding_verdict
+            return Measured(cell.rqps, v.verdict if v else "undecided")
+        doc = self.load_json(json_file(self.directory, self.study, step, m.get("file")))
+        found = walk(doc, m["path"])
+        if isinstance(found, bool):
+            return Measured(None, text="yes" if found else "no")
+        if isinstance(found, str):
+            return Measured(None, text=found)
+        if isinstance(found, list):  # how many (findings, steps)
+            return Measured(float(len(found)))
+        if found is None:
+            raise NotMeasured(f"{m['path']} is empty in the results")
+        return Measured(_number(found, m["path"]))
+
+
+def claim_check(figure: Figure, value: float) -> str:
+    """Whether the seed's claim, restated as a range for this figure, holds on this host."""
+    if figure.expect is None:
+        return ""
+    lo, hi = figure.expect
+    inside = (lo is None or value >= lo) and (hi is None or value <= hi)
+    return ("holds" if inside else "does not hold") + (f": {figure.claim}" if figure.claim else "")
+
+
+def row(reader: Reader, figure: Figure, quick: bool = False) -> Row:
+    measure, per_measure = figure.measures(quick)
+    try:
+        measured = reader.measure(measure)
+        if measured.value is None:  # a fact, not a number
+            text = measured.text or ""
+            return Row(figure.what, figure.section, figure.published, text, "shown beside the seed's", text=text)
+        value = measured.value
+        if per_measure is not None:
+            per = reader.measure(per_measure)
+            if not per.value:
+                raise NotMeasured("the reference figure is 0 or not a number")
+            value /= per.value
+        value *= figure.scale
+    except NotMeasured as why:
+        return Row(figure.what, figure.section, figure.published, f"not measured: {why}", "–")
+    words = [w for w in (measured.verdict if per_measure is None else None, claim_check(figure, value)) if w]
+    text = f"{value:,.{figure.digits}f}" + (figure.unit if figure.unit in ("×", "%") else
+                                            f" {figure.unit}" if figure.unit else "")
+    return Row(figure.what, figure.section, figure.published, text, "; ".join(words) or "shown beside the seed's",
+               value)
+
+
+def rows(study: Study, directory: Path, quick: bool = False) -> list[Row]:
+    reader = Reader(study, directory)
+    return [row(reader, f, quick) for f in study.figures]
+
+
+@dataclass(frozen=True)
+class Headline:
+    target: str
+    geomean: float | None
+    decided: int
+    compared: int
+    slower: int
+
+    def first_line(self, study: str) -> str:
+        g = "–" if self.geomean is None else f"{self.geomean:.3f}"
+        return f"study {study}: geomean rQPS {g}, decided {self.decided} of {self.compared}, slower {self.slower}"
+
+    def last_line(self) -> str:
+        return f"ratio {'–' if self.geomean is None else f'{self.geomean:.3f}'}"
+
+
+def headline(study: Study, directory: Path) -> Headline | None:
+    """The geomean rQPS of the headline target over its cells not trained on (held out), with how many of them
+    the lab decided and how many it called slower."""
+    if not study.headline:
+        return None
+    target = study.headline["target"]
+    try:
+        m = Reader(study, directory).matrix(study.headline["step"])
+    except NotMeasured:
+        return Headline(target, None, 0, 0, 0)
+    cells = [c for (t, b, _), c in m.cells.items() if t == target and c.rqps and not m.was_trained_on(t, b)]
+    verdicts = [c.deciding_verdict for c in cells]
+    geomean = math.exp(sum(math.log(c.rqps) for c in cells if c.rqps) / len(cells)) if cells else None
+    return Headline(target, geomean, sum(1 for v in verdicts if v is not None and v.decided), len(cells),
+                    sum(1 for v in verdicts if v is not None and v.verdict == "slower"))

@@ -1,0 +1,333 @@
+"""A study: one published result of BRIEF reproduced by one command. Each is a TOML file in dbperf/studies/data/
+naming what to run (steps: an experiment file, probes, the layout check, a bisect), the seed's published figures
+(with their BRIEF section) and where each is measured here. Checked when loaded, against the lab's own tables (the
+catalog, the probe families, the experiment parser), so that a study cannot name what does not exist.
+
+    name = "barriers-spin"          # the file's stem
+    title = "..."; brief = "§3-4"; seeds = ["001", "003"]; duration = "about a minute"; description = "..."
+    [[step]]                        # run in order, each into DIR/<name>/
+    name = "probes"; kind = "probe" | "layout" | "experiment" | "bisect" | "diff"; ... ; quick = { overrides }
+    [[figure]]                      # one row of the summary table
+    what = "..."; section = "§3"; published = "81 cycles/iter"
+    measure = { from = "probe" | "cell" | "json", step = "probes", ... }; per = { ... }   # measured = measure / per
+    quick = { target = "...", per = { target = "..." } }    # overrides of measure (and per) under --quick
+    unit = "TSC ticks"; expect = { min = 2.0, max = 100.0 }; claim = "what the seed's figure says, restated"
+    [headline]                      # experiment studies: geomean rQPS of one target over its decided cells
+    step = "run"; target = "pgo"
+"""
+
+from __future__ import annotations
+
+import math
+import tempfile
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dbperf.buildlab.server_releases import SOURCES
+from dbperf.catalog.registry import builtin
+from dbperf.errors import UserError
+from dbperf.experiment.durations import parse_duration
+from dbperf.experiment.model import Experiment
+from dbperf.experiment.spec import parse_experiment
+from dbperf.names import check_name
+from dbperf.probes.catalog import FAMILIES
+from dbperf.studies import toml_text
+
+STUDY_DIR = Path(__file__).parent / "data"
+STEP_KINDS = ("probe", "layout", "experiment", "bisect", "diff")
+MEASURE_SOURCES = ("probe", "cell", "json")
+
+# The keys each step kind takes (besides name, kind, quick); a step's `quick` overrides some of them.
+STEP_KEYS: dict[str, tuple[str, ...]] = {
+    "probe": ("families", "repeats", "scale"),
+    "layout": ("demo", "binary", "run", "experiment", "target", "benchmark", "fix", "trace_seconds"),
+    "experiment": ("experiment", "aa", "run", "replication", "targets"),
+    "bisect": ("engine", "first", "last", "benchmark", "threshold", "time", "warmup", "budget", "tries", "threads",
+               "table_size", "config"),
+    # the simulated per-function diff of an earlier experiment step's worst cell (its base against that target)
+    "diff": ("of", "queries", "top", "mode"),
+}
+STUDY_KEYS = ("name", "title", "brief", "seeds", "duration", "description", "long", "step", "figure", "headline")
+FIGURE_KEYS = ("what", "section", "published", "measure", "per", "unit", "scale", "expect", "claim", "digits",
+               "quick")
+
+
+@dataclass(frozen=True)
+class Step:
+    name: str
+    kind: str
+    settings: dict[str, Any]
+    quick: dict[str, Any]
+
+    def effective(self, quick: bool) -> dict[str, Any]:
+        """The step's settings, with its `quick` overrides under --quick (`run` and `replication`, the experiment's
+        sections, are merged key by key)."""
+        if not quick:
+            return dict(self.settings)
+        merged = {**self.settings, **self.quick}
+        for section in ("run", "replication"):
+            if isinstance(self.settings.get(section), dict) and isinstance(self.quick.get(section), dict):
+                merged[section] = {**self.settings[section], **self.quick[section]}
+        return merged
+
+
+@dataclass(frozen=True)
+class Figure:
+    what: str
+    section: str
+    published: str
+    measure: dict[str, Any]
+    per: dict[str, Any] | None = None
+    unit: str = ""
+    scale: float = 1.0  # measured value × scale (ns → µs: 0.001)
+    expect: tuple[float | None, float | None] | None = None  # the claim's range for the measured value
+    claim: str = ""
+    digits: int = 2
+    quick: dict[str, Any] = field(default_factory=dict)  # overrides of measure with --quick; its `per`, of per
+
+    def measures(self, quick: bool) -> tuple[dict[str, Any], dict[str, Any] | None]:
+        """The measure and the reference it is divided by (None: none), with the --quick overrides."""
+        if not quick:
+            return self.measure, self.per
+        overrides = {k: v for k, v in self.quick.items() if k != "per"}
+        per = None if self.per is None else {**self.per, **self.quick.get("per", {})}
+        return {**self.measure, **overrides}, per
+
+
+@dataclass(frozen=True)
+class Study:
+    name: str
+    title: str
+    brief: str
+    seeds: tuple[str, ...]
+    duration: str
+    description: str
+    steps: tuple[Step, ...]
+    figures: tuple[Figure, ...]
+    path: Path
+    long: bool = False  # builds from source: hours here, not part of a quick check
+    headline: dict[str, str] = field(default_factory=dict)
+
+    def step(self, name: str) -> Step:
+        return next(s for s in self.steps if s.name == name)
+
+    def experiment_path(self, step: Step, quick: bool = False) -> Path:
+        """The step's experiment file (its --quick one with `quick`), relative to the study file."""
+        return (self.path.parent / str(step.effective(quick)["experiment"])).resolve()
+
+
+def experiment_doc(study: Study, step: Step, quick: bool) -> dict[str, Any]:
+    """The step's experiment file as a document, with its [run] and [replication] overrides and its target subset
+    (the base follows the subset when the subset leaves it out)."""
+    s = step.effective(quick)
+    source = study.experiment_path(step, quick)
+    try:
+        doc = tomllib.loads(source.read_text())
+    except (OSError, tomllib.TOMLDecodeError) as e:
+        raise UserError(f"{source}: cannot read the study's experiment: {e}") from None
+    doc["run"] = {**doc.get("run", {}), **s.get("run", {})}
+    if s.get("replication"):
+        doc["replication"] = {**doc.get("replication", {}), **s["replication"]}
+    if s.get("targets"):
+        keep = list(s["targets"])
+        missing = [t for t in keep if t not in {t.get("name") for t in doc.get("target", [])}]
+        if missing:
+            raise UserError(f"{study.path} step {step.name!r}: target {missing[0]!r} is not in {source.name}")
+        doc["target"] = [t for t in doc.get("target", []) if t.get("name") in keep]
+        if doc["run"].get("base") not in keep:
+            doc["run"]["base"] = keep[0]
+    return doc
+
+
+def _parsed(study: Study, step: Step, quick: bool) -> Experiment:
+    """The step's experiment as it will run, through the lab's own parser (keys, benchmarks, sources)."""
+    with tempfile.TemporaryDirectory(prefix="dbperf-study-") as tmp:
+        path = Path(tmp) / f"{step.name}{'-quick' if quick else ''}.toml"
+        path.write_text(toml_text.document(experiment_doc(study, step, quick)))
+        try:
+            return parse_experiment(path)
+        except UserError as e:
+            raise UserError(f"{study.path} step {step.name!r}{' (--quick)' if quick else ''}: {e}") from None
+
+
+def study_files() -> list[Path]:
+    return sorted(STUDY_DIR.glob("*.toml"))
+
+
+def study_names() -> list[str]:
+    return [p.stem for p in study_files()]
+
+
+def load_study(name: str) -> Study:
+    path = STUDY_DIR / f"{name}.toml"
+    if not path.is_file():
+        raise UserError(f"study {name!r}: no such study (known: {', '.join(study_names())}; `dbperf study list`)")
+    return parse_study(path)
+
+
+def _unknown(raw: dict[str, Any], known: tuple[str, ...], where: str) -> None:
+    extra = sorted(set(raw) - set(known))
+    if extra:
+        raise UserError(f"{where}: unknown key {extra[0]!r} (known: {', '.join(known)})")
+
+
+def _text(raw: dict[str, Any], key: str, where: str, default: str | None = None) -> str:
+    value = raw.get(key, default)
+    if not isinstance(value, str) or (default is None and not value.strip()):
+        raise UserError(f"{where}: {key!r} must be a non-empty string")
+    return value
+
+
+def parse_study(path: Path) -> Study:
+    where = str(path)
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as e:
+        raise UserError(f"{where}: cannot read: {e}") from None
+    except tomllib.TOMLDecodeError as e:
+        raise UserError(f"{where}: malformed TOML: {e}") from None
+    _unknown(raw, STUDY_KEYS, where)
+    name = check_name(raw.get("name"), where)
+    if name != path.stem:
+        raise UserError(f"{where}: name {name!r} must be the file's name ({path.stem!r})")
+    steps = tuple(_step(s, i, where) for i, s in enumerate(raw.get("step", [])))
+    if not steps:
+        raise UserError(f"{where}: a study needs at least one [[step]]")
+    names = [s.name for s in steps]
+    if len(set(names)) != len(names):
+        raise UserError(f"{where}: two steps share a name")
+    study = Study(name=name, title=_text(raw, "title", where), brief=_text(raw, "brief", where),
+                  seeds=tuple(str(s) for s in raw.get("seeds", [])), duration=_text(raw, "duration", where),
+                  description=_text(raw, "description", where), steps=steps,
+                  figures=tuple(_figure(f, i, where) for i, f in enumerate(raw.get("figure", []))), path=path,
+                  long=bool(raw.get("long", False)), headline=dict(raw.get("headline", {})))
+    _check_references(study, where)
+    return study
+
+
+def _step(raw: Any, i: int, where: str) -> Step:
+    swhere = f"{where} [[step]] {i + 1}"
+    if not isinstance(raw, dict):
+        raise UserError(f"{swhere}: must be a table")
+    kind = raw.get("kind")
+    if kind not in STEP_KINDS:
+        raise UserError(f"{swhere}: kind must be one of {', '.join(STEP_KINDS)}, got {kind!r}")
+    known = STEP_KEYS[kind]
+    _unknown(raw, ("name", "kind", "quick", *known), swhere)
+    quick = raw.get("quick", {})
+    if not isinstance(quick, dict):
+        raise UserError(f"{swhere}: quick must be a table")
+    _unknown(quick, known, f"{swhere} quick")
+    settings = {k: v for k, v in raw.items() if k not in ("name", "kind", "quick")}
+    return Step(check_name(raw.get("name"), swhere), kind, settings, quick)
+
+
+def _figure(raw: Any, i: int, where: str) -> Figure:
+    fwhere = f"{where} [[figure]] {i + 1}"
+    if not isinstance(raw, dict):
+        raise UserError(f"{fwhere}: must be a table")
+    _unknown(raw, FIGURE_KEYS, fwhere)
+    expect = raw.get("expect")
+    bounds = None
+    if expect is not None:
+        if (not isinstance(expect, dict) or not expect or not set(expect) <= {"min", "max"}
+                or any(isinstance(v, bool) or not isinstance(v, (int, float)) for v in expect.values())):
+            raise UserError(f"{fwhere}: expect must be {{ min = X, max = Y }} (either or both, numbers)")
+        bounds = (expect.get("min"), expect.get("max"))
+    measure = raw.get("measure")
+    if not isinstance(measure, dict):
+        raise UserError(f"{fwhere}: measure must be a table")
+    digits = raw.get("digits", 2)
+    if isinstance(digits, bool) or not isinstance(digits, int) or not 0 <= digits <= 6:
+        raise UserError(f"{fwhere}: digits must be a whole number from 0 to 6")
+    scale = raw.get("scale", 1.0)
+    if not isinstance(scale, (int, float)) or not math.isfinite(scale) or scale <= 0:
+        raise UserError(f"{fwhere}: scale must be a positive number")
+    return Figure(what=_text(raw, "what", fwhere), section=_text(raw, "section", fwhere),
+                  published=_text(raw, "published", fwhere), measure=measure, per=raw.get("per"),
+                  unit=str(raw.get("unit", "")), scale=float(scale), expect=bounds, claim=str(raw.get("claim", "")),
+                  digits=digits, quick=dict(raw.get("quick", {})))
+
+
+def _check_references(study: Study, where: str) -> None:
+    """Every step names what exists (benchmarks, probe families, experiment files and their targets, released
+    engines); every figure names a step of the study and what that step measures."""
+    catalog = builtin()
+    experiments: dict[str, Experiment] = {}
+    quick_experiments: dict[str, Experiment] = {}
+    for step in study.steps:
+        swhere = f"{where} step {step.name!r}"
+        for quick in (False, True):
+            s = step.effective(quick)
+            if step.kind == "probe":
+                unknown = [f for f in s.get("families", []) if f not in FAMILIES]
+                if unknown or not s.get("families"):
+                    raise UserError(f"{swhere}: families must name probe families ({', '.join(FAMILIES)})")
+            elif step.kind == "bisect":
+                if s.get("engine") not in SOURCES:
+                    raise UserError(f"{swhere}: engine must be one of {', '.join(sorted(SOURCES))}")
+                if s.get("benchmark") not in catalog:
+                    raise UserError(f"{swhere}: benchmark {s.get('benchmark')!r} is not in the catalog")
+                for key in ("time", "warmup", "budget"):
+                    if key in s:
+                        parse_duration(s[key], f"{swhere} {key}")
+            elif step.kind == "layout" and s.get("benchmark") is not None and s["benchmark"] not in catalog:
+                raise UserError(f"{swhere}: benchmark {s['benchmark']!r} is not in the catalog")
+            elif step.kind == "diff":
+                earlier = [e.name for e in study.steps[:study.steps.index(step)] if e.kind == "experiment"]
+                if s.get("of") not in earlier:
+                    raise UserError(f"{swhere}: 'of' must name an experiment step before it ({', '.join(earlier)})")
+                if not isinstance(s.get("queries", 1), int) or s.get("queries", 1) < 1:
+                    raise UserError(f"{swhere}: queries must be a whole number of at least 1")
+        if step.kind == "experiment":
+            experiments[step.name] = _parsed(study, step, False)
+            quick_experiments[step.name] = _parsed(study, step, True)
+        elif "experiment" in step.settings:  # a layout step's experiment (and its quick one)
+            for quick in (False, True):
+                path = study.experiment_path(step, quick)
+                exp = parse_experiment(path)
+                (quick_experiments if quick else experiments)[step.name] = exp
+                if step.settings.get("target") not in {t.name for t in exp.targets}:
+                    raise UserError(f"{swhere}: target {step.settings.get('target')!r} is not in {path.name}")
+    # A figure may name a target the quick run leaves out (it is then "not measured" there): checked against the
+    # targets of either run.
+    targets = {n: {t.name for t in e.targets} | {t.name for t in quick_experiments[n].targets}
+               for n, e in experiments.items()}
+    for i, f in enumerate(study.figures):
+        for quick in (False, True):
+            for m in f.measures(quick):
+                if m is not None:
+                    _check_measure(m, study, targets, catalog, f"{where} [[figure]] {i + 1}"
+                                   + (" (--quick)" if quick else ""))
+    if study.headline:
+        named = study.headline.get("step", "")
+        if named not in experiments or study.headline.get("target") not in {t.name for t in experiments[named].targets}:
+            raise UserError(f"{where} [headline]: step and target must name an experiment step and one of its targets")
+
+
+def _check_measure(m: dict[str, Any], study: Study, targets: dict[str, set[str]], catalog: dict[str, Any],
+                   where: str) -> None:
+    source, step_name = m.get("from"), m.get("step")
+    if source not in MEASURE_SOURCES:
+        raise UserError(f"{where}: measure 'from' must be one of {', '.join(MEASURE_SOURCES)}, got {source!r}")
+    if step_name not in [s.name for s in study.steps]:
+        raise UserError(f"{where}: measure step {step_name!r} is not a step of the study")
+    step = study.step(step_name)
+    if source == "probe":
+        if step.kind != "probe" or m.get("family") not in step.settings.get("families", []):
+            raise UserError(f"{where}: a probe measure names a family its probe step runs")
+        if not m.get("group") or not m.get("name"):
+            raise UserError(f"{where}: a probe measure needs the figure's group and name")
+    elif source == "cell":
+        names = targets.get(step_name)
+        if names is None:
+            raise UserError(f"{where}: a cell measure names an experiment step")
+        # A run the step makes of its own (results_from: the layout check's A/B) has targets the file does not.
+        if not m.get("results_from") and m.get("target") not in names:
+            raise UserError(f"{where}: target {m.get('target')!r} is not in step {step_name!r}'s experiment")
+        if m.get("benchmark") not in catalog:
+            raise UserError(f"{where}: benchmark {m.get('benchmark')!r} is not in the catalog")
+    elif not isinstance(m.get("path"), str) or not isinstance(m.get("file", ""), str):
+        raise UserError(f"{where}: a json measure needs a path (and optionally the step's file)")

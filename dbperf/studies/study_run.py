@@ -1,0 +1,210 @@
+"""Running a study end to end: each step into DIR/<step>/ (probes, the layout check, an experiment through the run
+use case with its HTML and JSON reports, a bisect), then the figures read back, the Markdown summary (summary.md),
+the same as an HTML page linking the steps' reports (summary.html), and the machine-readable study.json. A step
+that fails is said in the summary and the next steps run; an interrupt stops the study and still writes the summary
+of what was measured."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from dbperf.buildlab.server_releases import available_versions
+from dbperf.errors import UserError
+from dbperf.experiment.durations import parse_duration
+from dbperf.layout.command import layout_command
+from dbperf.output_file import write_file
+from dbperf.probes.run import run_probes
+from dbperf.runner import interrupts
+from dbperf.studies import toml_text
+from dbperf.studies.figures import Headline, NotMeasured, Reader, Row, headline, rows
+from dbperf.studies.model import Step, Study, experiment_doc
+from dbperf.studies.record import compare_with_record
+from dbperf.studies.summary import html_summary, summary, this_host
+from dbperf.usecases.bisect import (
+    StepSettings,
+    parse_threshold,
+    release_judge,
+    release_range,
+    search,
+    write_path,
+)
+from dbperf.usecases.explain import diff_targets
+from dbperf.usecases.probe import store_probes
+from dbperf.usecases.progress import PROGRESS, say
+from dbperf.usecases.report import report_view
+from dbperf.usecases.run import run_experiment
+
+SUMMARY = "summary.md"
+SUMMARY_HTML = "summary.html"
+STUDY_JSON = "study.json"
+INCOMPLETE = 1  # a step failed or a figure was not measured: the summary says which
+INTERRUPTED = 128  # and above: 128 + the signal's number
+
+
+@dataclass(frozen=True)
+class StepEnd:
+    how: str  # in words, for the summary
+    exit_code: int = 0  # 0, INCOMPLETE when it failed, 128 + N when interrupted
+
+
+@dataclass
+class StudyEnd:
+    directory: Path
+    summary: str
+    exit_code: int
+    rows: list[Row]
+    headline: Headline | None
+
+
+def default_directory(study: Study) -> Path:
+    return Path("results") / f"study-{study.name}-{datetime.now():%Y%m%d-%H%M%S}"
+
+
+def run_study(study: Study, out: Path | None, quick: bool, yes: bool = False, err: Console = PROGRESS) -> StudyEnd:
+    directory = (out or default_directory(study)).absolute()
+    if (directory / SUMMARY).exists():
+        raise UserError(f"--out {directory}: already holds a study run ({SUMMARY}); give another directory")
+    directory.mkdir(parents=True, exist_ok=True)
+    host = this_host()
+    started = datetime.now(UTC)
+    say(f"dbperf: study {study.name}{' (quick)' if quick else ''}: {len(study.steps)} step(s), {study.duration}; "
+        f"results in {directory}", err)
+    ended: list[tuple[str, str]] = []
+    exit_code = 0
+    for step in study.steps:
+        say(f"dbperf: study {study.name}: step {step.name} ({step.kind})", err)
+        try:
+            end = run_step(study, step, directory, quick, yes, err)
+        except UserError as e:  # this step's bad input or failure; the others may still measure
+            end = StepEnd(f"failed: {e}", INCOMPLETE)
+        except KeyboardInterrupt as interrupt:
+            end = StepEnd(f"interrupted ({interrupts.reason(interrupt)})", interrupts.exit_code(interrupt))
+        ended.append((step.name, end.how))
+        exit_code = max(exit_code, end.exit_code)  # 0 < INCOMPLETE < 128 + N
+        if end.exit_code >= INTERRUPTED:
+            break
+    host = host.ended()
+    found = rows(study, directory, quick)
+    top = headline(study, directory)
+    command = f"dbperf study run {study.name}{' --quick' if quick else ''}"
+    when = f"{started:%Y-%m-%d %H:%M} UTC"
+    doc = summary(study, found, host, when, command, quick, top, ended, compare_with_record(study.name, found))
+    write_file(directory / SUMMARY, doc, force=False, name=SUMMARY)
+    reports = [f"{s.name}-report.html" for s in study.steps if (directory / f"{s.name}-report.html").is_file()]
+    write_file(directory / SUMMARY_HTML, html_summary(study, found, host, when, command, quick, top, ended, reports),
+               force=False, name=SUMMARY_HTML)
+    record = {"dbperf_study": 1, "study": study.name, "title": study.title, "quick": quick,
+              "started": started.isoformat(timespec="seconds"),
+              "ended": datetime.now(UTC).isoformat(timespec="seconds"), "directory": str(directory),
+              "host": host.to_json(), "steps": [{"name": n, "ended": h} for n, h in ended],
+              "figures": [asdict(r) for r in found], "headline": asdict(top) if top else None}
+    write_file(directory / STUDY_JSON, json.dumps(record, indent=2) + "\n", force=False, name=STUDY_JSON)
+    if not exit_code and not all(r.measured_anything for r in found):
+        exit_code = INCOMPLETE
+    return StudyEnd(directory, doc, exit_code, found, top)
+
+
+def run_step(study: Study, step: Step, directory: Path, quick: bool, yes: bool, err: Console) -> StepEnd:
+    """Runs one step; returns how it ended."""
+    s = step.effective(quick)
+    if step.kind == "probe":
+        result = run_probes(list(s["families"]), repeats=int(s.get("repeats", 5)), scale=float(s.get("scale", 1.0)),
+                            on_family=lambda f: say(f"dbperf: probing {f.name}: {f.description}", err))
+        store_probes(directory / step.name, result, force=False)
+        return StepEnd(f"probes {', '.join(s['families'])}, {result['repeats']} repeats, scale {result['scale']:g}")
+    if step.kind == "layout":
+        return _layout(study, step.name, s, quick, directory, err)
+    if step.kind == "experiment":
+        return _experiment(study, step, quick, directory, yes, err)
+    if step.kind == "diff":
+        return _diff(study, step.name, s, directory)
+    return _bisect(step.name, s, directory, yes, err)
+
+
+def _layout(study: Study, name: str, s: dict[str, Any], quick: bool, directory: Path, err: Console) -> StepEnd:
+    log = directory / f"{name}.txt"
+    experiment = study.experiment_path(study.step(name), quick) if s.get("experiment") else None
+    binary = Path(s["binary"]) if s.get("binary") else None
+    if binary is not None and not binary.exists():
+        raise UserError(f"{binary}: not found (the step checks an installed binary)")
+    with log.open("w") as f:
+        code = layout_command(binary, s.get("run"), experiment, s.get("target"), s.get("benchmark"), None,
+                              directory / f"{name}.json", bool(s.get("fix")), bool(s.get("demo")), "auto",
+                              Console(file=f, width=160, color_system=None), err,
+                              trace_seconds=s.get("trace_seconds"))
+    if code:
+        return StepEnd(f"interrupted (exit {code}); the report so far is in {log.name}", code)
+    return StepEnd(f"layout check, report in {log.name}, JSON in {name}.json")
+
+
+def experiment_file(study: Study, step: Step, quick: bool, directory: Path) -> Path:
+    """The step's experiment as it runs (model.experiment_doc), written as DIR/<step>.toml."""
+    path = directory / f"{step.name}.toml"
+    path.write_text(f"# {step.settings['experiment']} as run by `dbperf study run {study.name}"
+                    f"{' --quick' if quick else ''}`\n" + toml_text.document(experiment_doc(study, step, quick)))
+    return path
+
+
+def _experiment(study: Study, step: Step, quick: bool, directory: Path, yes: bool, err: Console) -> StepEnd:
+    s = step.effective(quick)
+    file = experiment_file(study, step, quick, directory)
+    end = run_experiment(file, directory / step.name, keep_data=False, yes=yes, aa=bool(s.get("aa")), err=err)
+    reports = []
+    if (end.directory / "meta.json").is_file():
+        view = report_view(end.directory)
+        for fmt in ("html", "json"):
+            write_file(directory / f"{step.name}-report.{fmt}", view.document(fmt), force=False)
+            reports.append(f"{step.name}-report.{fmt}")
+    if end.exit_code >= INTERRUPTED:
+        return StepEnd(f"interrupted; what was measured is in {end.directory.name}/", end.exit_code)
+    if end.exit_code:
+        return StepEnd(f"failed: no cell succeeded (exit {end.exit_code}); errors in {end.directory.name}/"
+                       "results.jsonl", INCOMPLETE)
+    return StepEnd(f"experiment {step.settings['experiment']}, results in {end.directory.name}/, reports "
+                   f"{', '.join(reports)}")
+
+
+def _bisect(name: str, s: dict[str, Any], directory: Path, yes: bool, err: Console) -> StepEnd:
+    settings = StepSettings(s["engine"], s["benchmark"], parse_threshold(str(s.get("threshold", "5%"))),
+                            parse_duration(s.get("time", "5s"), "time", positive=True),
+                            parse_duration(s.get("warmup", "1s"), "warmup"),
+                            parse_duration(s.get("budget", "2m"), "budget", positive=True),
+                            int(s.get("threads", 1)), int(s.get("table_size", 100_000)),
+                            {str(k): str(v) for k, v in s.get("config", {}).items()})
+    settings.check()
+    versions = release_range(settings.engine, str(s["first"]), str(s["last"]), available_versions(settings.engine))
+    out = directory / name
+    result = search(versions, release_judge(settings, out, yes, err), int(s.get("tries", 3)),
+                    on_step=lambda r: write_path(out, r, settings))
+    write_path(out, result, settings)
+    if result.outcome == "interrupted":
+        return StepEnd(f"interrupted: bisect stopped after {len(result.steps)} step(s)", result.exit_code)
+    found = (f"first slower {result.first_slower}, last not slower {result.last_not_slower}"
+             if result.outcome == "found" else result.outcome)
+    # A bisect that finds nothing slower or stays undecided has measured what it says: not a failed step.
+    return StepEnd(f"bisect {versions[0]}..{versions[-1]} ({len(versions)} releases), {len(result.steps)} step(s): "
+                   f"{found}", INCOMPLETE if result.outcome == "failed" else 0)
+
+
+def _diff(study: Study, name: str, s: dict[str, Any], directory: Path) -> StepEnd:
+    """The worst cell of an experiment step (lowest rQPS against its base): per-function cost per query of that
+    target minus the base's on that benchmark (dbperf diff), the largest changes first, as DIR/<step>.json."""
+    try:
+        base, target, benchmark, rqps = Reader(study, directory).worst_cell(str(s["of"]))
+    except NotMeasured as why:
+        raise UserError(f"nothing to diff: {why}") from None
+    top = int(s.get("top", 25))
+    d = diff_targets(directory / f"{s['of']}.toml", base, target, benchmark, int(s.get("queries", 20_000)),
+                     str(s.get("mode", "simulated")))
+    doc = {"of": s["of"], "base": base, "target": target, "benchmark": benchmark, "rqps": rqps, "metric": d.metric,
+           "mode": d.mode, "total_base": d.total_a, "total_target": d.total_b,
+           "functions": [{"function": r.function, "base": r.a, "target": r.b, "delta": r.delta} for r in d.rows[:top]]}
+    write_file(directory / f"{name}.json", json.dumps(doc, indent=2) + "\n", force=False)
+    return StepEnd(f"{d.mode} per-function diff of the worst cell, {target} against {base} on {benchmark} (rQPS "
+                   f"{rqps:.2f}), in {name}.json")

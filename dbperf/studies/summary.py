@@ -1,0 +1,142 @@
+"""A study's short Markdown summary: the table **seed's published figure | measured here | verdict | host**, and a
+paragraph on how this host differs from the seeds' (vendor, virtual machine without a PMU, core count, load), from
+the host facts the lab records with every result. What users or engines named is escaped (report/escape.py)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from dbperf.explain.mode import detect_mode
+from dbperf.host.facts import cpuinfo_field, host_metadata
+from dbperf.report.escape import md
+from dbperf.report.html_page import Page, text
+from dbperf.report.html_page import table as html_table
+from dbperf.studies.figures import Headline, Row
+from dbperf.studies.model import Study
+
+SEED_CORES = 32  # seed 001's server and seed 002's 32 threads
+
+
+@dataclass(frozen=True)
+class Host:
+    cpu: str
+    cores: int
+    virtualised: bool
+    counters: str  # hardware or simulated
+    counters_reason: str
+    kernel: str
+    load_start: tuple[float, float, float]
+    load_end: tuple[float, float, float] | None = None
+
+    @property
+    def short(self) -> str:
+        return f"{self.cpu}, {self.cores} cores{', VM' if self.virtualised else ''}"
+
+    def ended(self) -> Host:
+        return Host(self.cpu, self.cores, self.virtualised, self.counters, self.counters_reason, self.kernel,
+                    self.load_start, os.getloadavg())
+
+    def to_json(self) -> dict[str, Any]:
+        return {"cpu": self.cpu, "cores": self.cores, "virtualised": self.virtualised, "counters": self.counters,
+                "counters_reason": self.counters_reason, "kernel": self.kernel, "load_start": self.load_start,
+                "load_end": self.load_end}
+
+
+def this_host() -> Host:
+    facts = host_metadata()
+    mode = detect_mode()
+    return Host(str(facts["cpu_model"]), int(facts["cores"] or 1),
+                "hypervisor" in (cpuinfo_field("flags") or "").split(), mode.mode, mode.reason, str(facts["kernel"]),
+                os.getloadavg())
+
+
+def host_differences(host: Host) -> str:
+    """What this host changes against the seeds' (Intel servers, bare metal with a PMU, 32 cores)."""
+    said = []
+    cpu = host.cpu.lower()
+    if "amd" in cpu:
+        said.append(f"This CPU is AMD ({host.cpu}); the seeds measured Intel CPUs. PAUSE latency, the cost of a "
+                    "locked instruction and the PRNGs' ranking differ by vendor and generation (BRIEF §4: 10x for "
+                    "PAUSE), so compare the shape of a table (ratios, order), not its cycles.")
+    elif "intel" not in cpu:
+        said.append(f"This CPU ({host.cpu}) is neither of the seeds' vendor (Intel) nor AMD: compare shapes, "
+                    "not cycles.")
+    if host.virtualised:
+        said.append("It is a virtual machine: figures in TSC ticks stand in for core cycles, steal time and the "
+                    "neighbours' load add noise (the lab flags interfered cells), and pinned vCPUs may share a "
+                    "physical core.")
+    if host.counters != "hardware":
+        said.append(f"No hardware counters here ({host.counters_reason}): the seeds' front-end figures (icache "
+                    "misses per instruction, top-down slots) come from the simulated tier (cachegrind) instead, "
+                    "which counts user-space work only and models caches rather than measuring them.")
+    if host.cores < SEED_CORES:
+        said.append(f"{host.cores} cores against the seeds' {SEED_CORES}: multi-threaded figures (contention, "
+                    "parallel apply, 32-thread sysbench) do not transfer; the lab pins client and server to a CPU "
+                    "each, so one-thread cells are what is comparable.")
+    end = f", at the end {_load(host.load_end)}" if host.load_end else ""
+    said.append(f"Load average at the start {_load(host.load_start)}{end} (1, 5, 15 min).")
+    return " ".join(said)
+
+
+def _load(load: tuple[float, float, float] | None) -> str:
+    return "–" if load is None else " / ".join(f"{x:.2f}" for x in load)
+
+
+def table(rows: list[Row], host: Host) -> list[str]:
+    out = ["| seed's published figure | measured here | verdict | host |", "|---|---|---|---|"]
+    for r in rows:
+        out.append(f"| {md(r.what)} ({md(r.section)}): {md(r.published)} | {md(r.measured)} | {md(r.verdict)} | "
+                   f"{md(host.short)} |")
+    return out
+
+
+def summary(study: Study, rows: list[Row], host: Host, when: str, command: str, quick: bool,
+            headline: Headline | None, steps: list[tuple[str, str]], recorded: list[str] | None = None) -> str:
+    """The summary page of one study run; `steps` are (step name, how it ended); `recorded` the comparison with
+    the run on record, as lines."""
+    seeds = ", ".join(f"seed {s}" for s in study.seeds)
+    lines = [headline.first_line(study.name)] if headline else []
+    lines += [
+        "", f"# Study {md(study.name)}: {md(study.title)}", "",
+        f"BRIEF {md(study.brief)} ({md(seeds)}). {md(study.description)}", "",
+        f"Run {md(when)} on {md(host.short)}, kernel {md(host.kernel)}: `{command}`"
+        + (" (quick mode: a check that the study runs, not the published method)" if quick else "") + ".", "",
+        *table(rows, host), "",
+        "## Steps", "",
+        *[f"- {md(name)}: {md(how)}" for name, how in steps], "",
+        "## How this host differs", "", host_differences(host), "",
+    ]
+    if recorded:
+        lines += ["## Against the run on record", "", *recorded, ""]
+    if headline:
+        lines.append(headline.last_line())
+    return "\n".join(lines).lstrip("\n") + "\n"
+
+
+def html_summary(study: Study, rows: list[Row], host: Host, when: str, command: str, quick: bool,
+                 headline: Headline | None, steps: list[tuple[str, str]], reports: list[str]) -> str:
+    """The summary as one self-contained HTML page (report/html_page.py; every value escaped), linking the
+    experiment steps' own HTML reports (`reports`: file names beside it)."""
+    page = Page(f"Study {study.name}: {study.title}")
+    if headline:
+        page.add(f"<p><b>{text(headline.first_line(study.name))}</b></p>")
+    seeds = ", ".join(f"seed {s}" for s in study.seeds)
+    page.add(f"<p>BRIEF {text(study.brief)} ({text(seeds)}). {text(study.description)}</p>")
+    page.add(f"<p>Run {text(when)} on {text(host.short)}, kernel {text(host.kernel)}: <code>{text(command)}</code>"
+             + (" (quick mode: a check that the study runs, not the published method)" if quick else "") + ".</p>")
+    page.section("figures", "The seed's figures and this host's")
+    page.add(html_table(("seed's published figure", "measured here", "verdict", "host"),
+                        [(f"{r.what} ({r.section}): {r.published}", r.measured, r.verdict, host.short) for r in rows],
+                        text_columns=4))
+    page.section("steps", "Steps")
+    page.add(html_table(("step", "how it ended"), steps, text_columns=2))
+    if reports:
+        page.add("<p>Reports of the experiment steps: "
+                 + ", ".join(f'<a href="{text(r)}">{text(r)}</a>' for r in reports) + "</p>")
+    page.section("host", "How this host differs")
+    page.add(f"<p>{text(host_differences(host))}</p>")
+    if headline:
+        page.add(f"<p><b>{text(headline.last_line())}</b></p>")
+    return page.render()

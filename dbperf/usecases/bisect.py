@@ -1,0 +1,282 @@
+"""`dbperf bisect`: the first released version of a server whose verdict against the oldest of a range turns slower,
+Pinpoint's way (BRIEF §12): a binary search in which every step is an A/B experiment, the oldest version ("good")
+as the base against the probed one, decided by the lab's sequential verdict (`repeats = "auto"`, `min_effect` =
+the threshold). A step that ends undecided (or unstable) is run again with twice the budget, up to a cap of tries;
+if it is still undecided the search stops and says so with the path so far: it never guesses a side.
+
+The search (`search`) only sees a judge, `judge(good, probe, attempt) -> Judgement`, so that its order, its
+handling of undecided steps and its number of steps are tested with a fake judge; `release_judge` is the real one,
+which runs each step through the run use case (usecases/run.py) into a directory of its own under the output
+directory, so that nothing measured is lost.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from rich.console import Console
+
+from dbperf.buildlab.server_releases import SOURCES, release_name, resolve_version, version_key
+from dbperf.catalog.registry import builtin
+from dbperf.errors import UserError
+from dbperf.experiment.keys import fraction
+from dbperf.stats.rqps_matrix import build_matrix
+from dbperf.storage.results import read_results
+from dbperf.usecases.progress import PROGRESS, say
+from dbperf.usecases.run import NO_CELL_SUCCEEDED, run_experiment
+
+SLOWER = "slower"
+DECIDED = ("faster", "slower", "same")
+FAILED = "failed"
+
+# Exit statuses of `dbperf bisect` (2 is bad input, 128 + N an interrupt, as everywhere in dbperf).
+FOUND = 0
+NONE_SLOWER = 1  # the newest release of the range is not slower than the oldest: nothing to find
+STEP_FAILED = NO_CELL_SUCCEEDED  # 3: a step's run measured nothing
+STILL_UNDECIDED = 4  # a step stayed undecided after its last try: the search stops rather than guess
+
+DEFAULT_TRIES = 3
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """One step's verdict on `probe` against `good`: the lab's deciding verdict of the benchmark's cell."""
+    verdict: str  # faster, slower, same, undecided, unstable, or failed (nothing measured)
+    rqps: float | None = None
+    lower: float | None = None  # the confidence interval of the relative change (-0.08 = 8% slower)
+    upper: float | None = None
+    rounds: int = 0
+    metric: str = "wall"
+    directory: str | None = None
+    exit_code: int = 0  # the run's: 0, 3 (no cell succeeded) or 128 + N (interrupted)
+
+    @property
+    def interrupted(self) -> bool:
+        return self.exit_code >= 128
+
+
+@dataclass(frozen=True)
+class Step:
+    number: int  # 1-based, in the order run
+    version: str
+    attempt: int  # 1-based try of this version
+    judgement: Judgement
+
+
+@dataclass
+class BisectResult:
+    versions: list[str]
+    steps: list[Step] = field(default_factory=list)
+    outcome: str = "undecided"  # found, none-slower, undecided, failed, interrupted
+    first_slower: str | None = None
+    last_not_slower: str | None = None
+    exit_code: int = STILL_UNDECIDED
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+Judge = Callable[[str, str, int], Judgement]  # (good, probe, attempt from 0) -> verdict of probe against good
+
+
+def search(versions: list[str], judge: Judge, tries: int = DEFAULT_TRIES,
+           on_step: Callable[[BisectResult], object] | None = None) -> BisectResult:
+    """Binary search for the first version whose verdict against versions[0] is slower. The newest is judged
+    first (if it is not slower there is nothing to find); then the middle of the bracket (last not slower, first
+    slower) until the two are neighbours: 1 + ceil(log2(n - 1)) steps when every step is decided at once.
+    `on_step` sees the result after every step (its outcome still "undecided" until the search ends)."""
+    if len(versions) < 2:
+        raise UserError("bisect: the range holds one release: give an older first and a newer last version")
+    if tries < 1:
+        raise UserError(f"--tries: expected at least 1, got {tries}")
+    result = BisectResult(list(versions))
+    good = versions[0]
+
+    def decide(index: int) -> Judgement:
+        judgement = Judgement("undecided")
+        for attempt in range(tries):
+            judgement = judge(good, versions[index], attempt)
+            step = Step(len(result.steps) + 1, versions[index], attempt + 1, judgement)
+            result.steps.append(step)
+            if on_step is not None:
+                on_step(result)  # the path so far, e.g. to be written before the next step runs
+            if judgement.verdict in DECIDED or judgement.verdict == FAILED or judgement.exit_code:
+                break
+        return judgement
+
+    def stopped(j: Judgement) -> bool:
+        """Sets the outcome of a step that does not count: interrupted, failed, or undecided after every try."""
+        if j.interrupted:
+            result.outcome, result.exit_code = "interrupted", j.exit_code
+        elif j.verdict == FAILED or j.exit_code:
+            result.outcome, result.exit_code = "failed", STEP_FAILED
+        elif j.verdict not in DECIDED:
+            result.outcome, result.exit_code = "undecided", STILL_UNDECIDED
+        else:
+            return False
+        return True
+
+    lo, hi = 0, len(versions) - 1
+    newest = decide(hi)
+    if stopped(newest):
+        return result
+    if newest.verdict != SLOWER:
+        result.outcome, result.exit_code, result.last_not_slower = "none-slower", NONE_SLOWER, versions[hi]
+        return result
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        j = decide(mid)
+        if stopped(j):
+            result.last_not_slower, result.first_slower = versions[lo], versions[hi]  # the bracket so far
+            return result
+        if j.verdict == SLOWER:
+            hi = mid
+        else:
+            lo = mid
+    result.outcome, result.exit_code = "found", FOUND
+    result.first_slower, result.last_not_slower = versions[hi], versions[lo]
+    return result
+
+
+def expected_steps(n: int) -> int:
+    """Steps of a search over n versions in which every step is decided at its first try (at most)."""
+    return 1 + math.ceil(math.log2(n - 1)) if n > 2 else 1
+
+
+def release_range(engine: str, first: str, last: str, published: list[str]) -> list[str]:
+    """The published releases from `first` to `last` (both included), oldest first, one per release (the newest
+    rebuild of each), as a user names them (PostgreSQL's 16.4.0 is 16.4). Unknown versions and a reversed range
+    are a UserError."""
+    if engine not in SOURCES:
+        raise UserError(f"bisect: engine {engine!r} has no released binaries (known: {', '.join(sorted(SOURCES))})")
+    lo = resolve_version(engine, first, published)
+    hi = resolve_version(engine, last, published)
+    if version_key(lo) > version_key(hi):
+        raise UserError(f"bisect: reversed range: {first} ({release_name(engine, lo)}) is newer than {last} "
+                        f"({release_name(engine, hi)}); give the older version first")
+    newest: dict[str, str] = {}
+    for p in published:
+        if version_key(lo) <= version_key(p) <= version_key(hi):
+            name = release_name(engine, p)
+            if name not in newest or version_key(p) > version_key(newest[name]):
+                newest[name] = p
+    ordered = sorted(newest, key=lambda n: version_key(newest[n]))
+    if len(ordered) < 2:
+        raise UserError(f"bisect: {first}..{last} holds one release ({ordered[0]}): nothing to bisect")
+    return ordered
+
+
+def parse_threshold(value: str) -> float:
+    """`--threshold 5%` or 0.05: the smallest slowdown a step calls slower (the experiment's min_effect)."""
+    number: object = value
+    if not value.strip().endswith("%"):
+        with contextlib.suppress(ValueError):  # else said by fraction(), with the expected form
+            number = float(value)
+    return fraction(number, "--threshold")
+
+
+@dataclass(frozen=True)
+class StepSettings:
+    """What every step's experiment holds besides its two targets."""
+    engine: str
+    benchmark: str
+    threshold: float
+    time_s: float
+    warmup_s: float
+    budget_s: float
+    threads: int = 1
+    table_size: int = 100_000
+    config: dict[str, str] = field(default_factory=dict)
+
+    def check(self) -> None:
+        if self.engine not in SOURCES:
+            raise UserError(f"bisect: engine {self.engine!r} has no released binaries (known: "
+                            f"{', '.join(sorted(SOURCES))})")
+        if self.benchmark not in builtin():
+            raise UserError(f"--benchmark: {self.benchmark!r} is not a catalog benchmark (`dbperf list` lists them)")
+        for name, value in (("--time", self.time_s), ("--budget", self.budget_s)):
+            if not value > 0:
+                raise UserError(f"{name}: expected a positive duration, got {value}")
+        if self.threads < 1:
+            raise UserError(f"--threads: expected at least 1, got {self.threads}")
+        if self.table_size < 1:
+            raise UserError(f"--table-size: expected at least 1, got {self.table_size}")
+
+
+def target_name(engine: str, version: str) -> str:
+    return f"{engine}-{version}"
+
+
+def step_experiment(s: StepSettings, good: str, probe: str, budget_s: float) -> str:
+    """The A/B experiment of one step, as TOML (strings and lists written as JSON, which TOML reads the same)."""
+    def target(version: str) -> str:
+        lines = [f"name = {json.dumps(target_name(s.engine, version))}",
+                 f"source = {json.dumps(f'{s.engine}@{version}')}"]
+        if s.config:
+            lines.append("config = { " + ", ".join(f"{json.dumps(k)} = {json.dumps(v)}" for k, v in
+                                                   s.config.items()) + " }")
+        return "[[target]]\n" + "\n".join(lines) + "\n"
+
+    return (f"# dbperf bisect: one step, {good} (base) against {probe}\n"
+            "[run]\n"
+            f"benchmarks = [{json.dumps(s.benchmark)}]\n"
+            f"threads = [{s.threads}]\n"
+            f"table_size = {s.table_size}\n"
+            f"time = \"{s.time_s:g}s\"\n"
+            f"warmup = \"{s.warmup_s:g}s\"\n"
+            "repeats = \"auto\"\n"
+            f"budget = \"{budget_s:g}s\"\n"
+            f"min_effect = {s.threshold:g}\n"
+            f"base = {json.dumps(target_name(s.engine, good))}\n\n"
+            + target(good) + "\n" + target(probe))
+
+
+def judgement_of(directory: Path, target: str, benchmark: str, threads: int, exit_code: int) -> Judgement:
+    """The probed target's cell of a step's results directory, as the report decides it."""
+    where = str(directory)
+    try:
+        meta, records, _ = read_results(directory)
+    except UserError:
+        return Judgement(FAILED, directory=where, exit_code=exit_code)  # nothing written (interrupted early)
+    cell = build_matrix(meta, records).cell(target, benchmark, threads)
+    if cell is None or not cell.runs:
+        return Judgement(FAILED, directory=where, exit_code=exit_code)
+    v = cell.deciding_verdict
+    if v is None:
+        return Judgement("undecided", cell.rqps, rounds=len(cell.runs), directory=where, exit_code=exit_code)
+    return Judgement(v.verdict, cell.rqps, v.lower, v.upper, len(cell.runs), v.metric, where, exit_code)
+
+
+def release_judge(settings: StepSettings, out: Path, yes: bool = False, err: Console = PROGRESS) -> Judge:
+    """Each step: its experiment written as out/NN-VERSION.toml, run into out/NN-VERSION/ (a retry: -tryK), with
+    the budget doubled at every try."""
+    counter = [0]
+
+    def judge(good: str, probe: str, attempt: int) -> Judgement:
+        counter[0] += 1
+        stem = f"{counter[0]:02d}-{probe}" + (f"-try{attempt + 1}" if attempt else "")
+        budget = settings.budget_s * 2 ** attempt
+        out.mkdir(parents=True, exist_ok=True)
+        experiment = out / f"{stem}.toml"
+        experiment.write_text(step_experiment(settings, good, probe, budget))
+        say(f"dbperf: bisect step {counter[0]}: {good} against {probe} (try {attempt + 1}, budget {budget:g} s)",
+            err)
+        end = run_experiment(experiment, out / stem, keep_data=False, yes=yes, err=err)
+        return judgement_of(end.directory, target_name(settings.engine, probe), settings.benchmark,
+                            settings.threads, end.exit_code)
+
+    return judge
+
+
+def write_path(out: Path, result: BisectResult, settings: StepSettings) -> Path:
+    """out/bisect.json: the range, the settings and every step, for the record."""
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / "bisect.json"
+    path.write_text(json.dumps({"dbperf_bisect": 1, "settings": asdict(settings), **result.to_json()}, indent=2)
+                    + "\n")
+    return path

@@ -1,0 +1,245 @@
+"""`dbperf bisect`: the search with a fake judge (its order, undecided steps, its number of steps), the range of
+released versions, a step's experiment, and bad input as one line with exit 2."""
+
+from __future__ import annotations
+
+import http.server
+import math
+import threading
+import tomllib
+
+import pytest
+
+from dbperf.errors import UserError
+from dbperf.usecases.bisect import (
+    FOUND,
+    NONE_SLOWER,
+    STEP_FAILED,
+    STILL_UNDECIDED,
+    Judgement,
+    StepSettings,
+    expected_steps,
+    parse_threshold,
+    release_range,
+    search,
+    step_experiment,
+)
+from tests.conftest import run_cli
+
+PUBLISHED = ["9.6.24", "10.4.0", "12.22.0", "12.9.0", "13.23.0", "14.0.0", "14.10.0", "16.4.0", "16.4.0-1",
+             "17.0.0"]
+
+
+class FakeJudge:
+    """Versions at or after `first_slower` (index) are slower; `undecided` maps a version to how many of its
+    first tries stay undecided; every call is kept."""
+
+    def __init__(self, versions: list[str], first_slower: int | None, undecided: dict[str, int] | None = None,
+                 verdict_else: str = "same") -> None:
+        self.versions, self.first_slower = versions, first_slower
+        self.undecided = undecided or {}
+        self.verdict_else = verdict_else
+        self.calls: list[tuple[str, str, int]] = []
+
+    def __call__(self, good: str, probe: str, attempt: int) -> Judgement:
+        self.calls.append((good, probe, attempt))
+        if attempt < self.undecided.get(probe, 0):
+            return Judgement("undecided", 0.97, -0.06, 0.01, rounds=9 * (attempt + 1))
+        slower = self.first_slower is not None and self.versions.index(probe) >= self.first_slower
+        return Judgement("slower" if slower else self.verdict_else, 0.9 if slower else 1.0, rounds=12)
+
+
+VERSIONS = [f"1.{i}" for i in range(20)]
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("first_slower", range(1, 20))
+def test_the_search_finds_the_first_slower_release_in_about_log2_steps(first_slower):
+    judge = FakeJudge(VERSIONS, first_slower)
+    result = search(VERSIONS, judge)
+    assert result.outcome == "found" and result.exit_code == FOUND
+    assert result.first_slower == VERSIONS[first_slower]
+    assert result.last_not_slower == VERSIONS[first_slower - 1]
+    assert len(result.steps) <= expected_steps(20) == 1 + math.ceil(math.log2(19))
+    assert all(good == "1.0" for good, _, _ in judge.calls)  # every step against the oldest
+
+
+@pytest.mark.unit
+def test_the_newest_is_judged_first_then_the_middles():
+    judge = FakeJudge(VERSIONS, 3)
+    search(VERSIONS, judge)
+    assert [p for _, p, _ in judge.calls] == ["1.19", "1.9", "1.4", "1.2", "1.3"]
+
+
+@pytest.mark.unit
+def test_faster_counts_as_not_slower():
+    result = search(VERSIONS, FakeJudge(VERSIONS, 15, verdict_else="faster"))
+    assert result.first_slower == "1.15"
+
+
+@pytest.mark.unit
+def test_nothing_slower_in_the_range_is_said_with_its_own_status_after_one_step():
+    result = search(VERSIONS, FakeJudge(VERSIONS, None))
+    assert (result.outcome, result.exit_code, len(result.steps)) == ("none-slower", NONE_SLOWER, 1)
+    assert result.first_slower is None and result.last_not_slower == "1.19"
+
+
+@pytest.mark.unit
+def test_an_undecided_step_gets_more_tries_before_it_counts():
+    judge = FakeJudge(VERSIONS, 3, undecided={"1.9": 2})
+    result = search(VERSIONS, judge, tries=3)
+    assert result.first_slower == "1.3"
+    assert [(p, a) for _, p, a in judge.calls][:4] == [("1.19", 0), ("1.9", 0), ("1.9", 1), ("1.9", 2)]
+    tried = [s for s in result.steps if s.version == "1.9"]
+    assert [s.attempt for s in tried] == [1, 2, 3] and [s.judgement.verdict for s in tried] == [
+        "undecided", "undecided", "slower"]
+
+
+@pytest.mark.unit
+def test_a_step_still_undecided_after_the_cap_stops_the_search_without_a_guess():
+    judge = FakeJudge(VERSIONS, 3, undecided={"1.4": 5})
+    result = search(VERSIONS, judge, tries=2)
+    assert (result.outcome, result.exit_code) == ("undecided", STILL_UNDECIDED)
+    # the path so far: the newest, 1.9, then 1.4 twice; the bracket known so far is kept
+    assert [(s.version, s.attempt) for s in result.steps] == [("1.19", 1), ("1.9", 1), ("1.4", 1), ("1.4", 2)]
+    assert (result.last_not_slower, result.first_slower) == ("1.0", "1.9")
+
+
+@pytest.mark.unit
+def test_unstable_counts_as_undecided_and_a_failed_step_stops_at_once():
+    def unstable(good, probe, attempt):
+        return Judgement("unstable", 0.8, -0.4, 0.1, rounds=30)
+    result = search(VERSIONS, unstable, tries=2)
+    assert result.outcome == "undecided" and len(result.steps) == 2
+
+    def failed(good, probe, attempt):
+        return Judgement("failed", exit_code=3)
+    result = search(VERSIONS, failed, tries=3)
+    assert (result.outcome, result.exit_code, len(result.steps)) == ("failed", STEP_FAILED, 1)
+
+
+@pytest.mark.unit
+def test_an_interrupted_step_ends_with_the_signal_status_and_the_path_so_far():
+    calls = []
+
+    def judge(good, probe, attempt):
+        calls.append(probe)
+        return Judgement("slower", 0.9, rounds=10) if len(calls) == 1 else Judgement("undecided", exit_code=130)
+    seen = []
+    result = search(VERSIONS, judge, on_step=lambda r: seen.append(len(r.steps)))
+    assert (result.outcome, result.exit_code, len(result.steps)) == ("interrupted", 130, 2)
+    assert seen == [1, 2]
+
+
+@pytest.mark.unit
+def test_a_range_of_two_takes_one_step():
+    result = search(["1.0", "1.1"], FakeJudge(["1.0", "1.1"], 1))
+    assert result.first_slower == "1.1" and len(result.steps) == 1
+
+
+@pytest.mark.unit
+def test_a_range_of_one_and_no_tries_are_bad_input():
+    with pytest.raises(UserError, match="one release"):
+        search(["1.0"], FakeJudge(["1.0"], None))
+    with pytest.raises(UserError, match="--tries"):
+        search(VERSIONS, FakeJudge(VERSIONS, 1), tries=0)
+
+
+@pytest.mark.unit
+def test_the_range_is_sorted_by_version_one_entry_per_release():
+    versions = release_range("postgres", "12", "16.4", PUBLISHED)
+    # numeric order (12.9 before 12.22), the newest of 12 is 12.22 so the range starts there; 16.4.0-1 is 16.4
+    assert versions == ["12.22", "13.23", "14.0", "14.10", "16.4"]
+    assert release_range("postgres", "9.6", "10.4", PUBLISHED) == ["9.6.24", "10.4"]
+
+
+@pytest.mark.unit
+def test_unknown_versions_a_reversed_range_and_a_range_of_one_are_one_line_errors():
+    with pytest.raises(UserError, match=r"postgres@15\.2: no such released version"):
+        release_range("postgres", "15.2", "17", PUBLISHED)
+    with pytest.raises(UserError, match=r"reversed range: 17 .* is newer than 13"):
+        release_range("postgres", "17", "13", PUBLISHED)
+    with pytest.raises(UserError, match="holds one release"):
+        release_range("postgres", "14.0", "14.0", PUBLISHED)
+    with pytest.raises(UserError, match="no released binaries"):
+        release_range("sqlite", "3.40", "3.45", PUBLISHED)
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(("text", "value"), [("5%", 0.05), ("0.05", 0.05), (" 2.5% ", 0.025)])
+def test_the_threshold_reads_percentages_and_fractions(text, value):
+    assert parse_threshold(text) == pytest.approx(value)
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("text", ["5", "0", "-3%", "abc", "150%"])
+def test_a_bad_threshold_is_refused(text):
+    with pytest.raises(UserError, match="--threshold"):
+        parse_threshold(text)
+
+
+@pytest.mark.unit
+def test_a_step_experiment_is_the_good_release_as_base_against_the_probe_with_auto_repeats():
+    settings = StepSettings("postgres", "update-index", 0.05, 5.0, 1.0, 120.0, config={"shared_buffers": "256MB"})
+    doc = tomllib.loads(step_experiment(settings, "13.23", "14.10", 240.0))
+    assert doc["run"]["base"] == "postgres-13.23" and doc["run"]["repeats"] == "auto"
+    assert doc["run"]["budget"] == "240s" and doc["run"]["min_effect"] == 0.05
+    assert doc["run"]["benchmarks"] == ["update-index"]
+    assert [(t["name"], t["source"]) for t in doc["target"]] == [("postgres-13.23", "postgres@13.23"),
+                                                                 ("postgres-14.10", "postgres@14.10")]
+    assert doc["target"][1]["config"] == {"shared_buffers": "256MB"}
+
+
+@pytest.fixture
+def maven(monkeypatch):
+    """maven-metadata.xml of PUBLISHED on 127.0.0.1, so that the CLI lists versions without the network."""
+    body = ("<metadata><versioning><versions>" + "".join(f"<version>{v}</version>" for v in PUBLISHED)
+            + "</versions></versioning></metadata>").encode()
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            ok = self.path.endswith("/maven-metadata.xml")
+            self.send_response(200 if ok else 404)
+            self.end_headers()
+            if ok:
+                self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield {"DBPERF_MAVEN_URL": f"http://127.0.0.1:{server.server_address[1]}"}
+    server.shutdown()
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(("args", "message"), [
+    (["postgres", "15.2", "17"], "postgres@15.2: no such released version"),
+    (["postgres", "17", "13"], "reversed range"),
+    (["postgres", "14.0", "14.0"], "holds one release"),
+    (["sqlite", "3.40", "3.45"], "engine 'sqlite' has no released binaries"),
+    (["postgres", "13", "17", "--threshold", "lots"], "--threshold"),
+    (["postgres", "13", "17", "--benchmark", "no-such"], "'no-such' is not a catalog benchmark"),
+    (["postgres", "13", "17", "--time", "-1s"], "--time"),
+    (["postgres", "13", "17", "--tries", "0"], "--tries"),
+])
+def test_bad_input_is_one_line_and_exit_2(maven, tmp_path, args, message):
+    proc = run_cli("bisect", *args, "--out", str(tmp_path / "b"), env=maven, timeout=60)
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and message in lines[0], proc.stderr
+    assert not (tmp_path / "b").exists()  # nothing run, nothing written
+
+
+@pytest.mark.unit
+def test_a_step_is_judged_from_its_results_directory_as_the_report_decides_it(tmp_path):
+    from dbperf.usecases.bisect import judgement_of
+    from tests.synthetic import write_run
+    directory = write_run(tmp_path / "step", ["postgres-13.23", "postgres-14.0"], ["point-query"], 20,
+                          speed={"postgres-14.0": 0.8}, noise=0.01)
+    j = judgement_of(directory, "postgres-14.0", "point-query", 1, 0)
+    assert j.verdict == "slower" and j.rounds == 20 and j.rqps == pytest.approx(0.8, rel=0.05)
+    assert j.lower is not None and j.upper is not None and j.lower < j.upper < 0
+    assert judgement_of(directory, "postgres-15.0", "point-query", 1, 0).verdict == "failed"
+    assert judgement_of(tmp_path / "nothing", "x", "point-query", 1, 130).interrupted

@@ -1,0 +1,330 @@
+"""Studies (`dbperf study`): every study file loads and names what exists; bad study files are one line; figures are
+read back from what steps wrote (never made up); the summary table escapes what was named; a study is put on
+record and a later run compares against it. The e2e test runs the barriers study in quick mode."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from dbperf.errors import UserError
+from dbperf.studies import model
+from dbperf.studies.figures import NotMeasured, Row, rows, walk
+from dbperf.studies.model import load_study, parse_study, study_names
+from dbperf.studies.record import compare_with_record, record_study
+from dbperf.studies.summary import Host, host_differences, summary, table
+from tests.conftest import run_cli
+
+ISSUE_STUDIES = {"release-regression", "pgo-server", "tuning-ladder", "barriers-spin", "read-mostly-globals",
+                 "replication"}
+HOST = Host("AMD EPYC 7B13", 2, True, "simulated", "perf cannot count cycles", "6.1", (0.5, 0.4, 0.3),
+            (0.6, 0.5, 0.4))
+
+
+@pytest.mark.unit
+def test_the_six_studies_of_the_issue_are_there():
+    assert set(study_names()) >= ISSUE_STUDIES
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("name", sorted(ISSUE_STUDIES))
+def test_every_study_file_loads_and_refers_to_real_benchmarks_keys_and_targets(name):
+    # parse_study checks the steps' benchmarks against the catalog, probe families, and each experiment step (and its
+    # --quick version) through the experiment parser, and each figure against the steps and their targets.
+    study = load_study(name)
+    assert study.figures and study.steps and study.duration and study.brief.startswith("§")
+    for step in study.steps:
+        assert step.kind in model.STEP_KINDS
+    for f in study.figures:
+        assert f.measure["step"] in {s.name for s in study.steps}
+
+
+@pytest.mark.unit
+def test_the_studies_that_build_from_source_say_so():
+    assert {n for n in study_names() if load_study(n).long} == {"pgo-server", "tuning-ladder"}
+
+
+def _write(tmp_path: Path, body: str, name: str = "mine") -> Path:
+    path = tmp_path / f"{name}.toml"
+    path.write_text(body)
+    return path
+
+
+GOOD = """
+name = "mine"
+title = "t"
+brief = "§3"
+duration = "a minute"
+description = "d"
+[[step]]
+name = "probes"
+kind = "probe"
+families = ["barriers"]
+[[figure]]
+what = "w"
+section = "§3"
+published = "81 cycles"
+measure = { from = "probe", step = "probes", family = "barriers", group = "state-update", name = "pthread mutex" }
+"""
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(("change", "message"), [
+    (("kind = \"probe\"", "kind = \"dance\""), "kind must be one of"),
+    (("families = [\"barriers\"]", "families = [\"nope\"]"), "families must name probe families"),
+    (("families = [\"barriers\"]", "families = [\"barriers\"]\nbogus = 1"), "unknown key 'bogus'"),
+    (("step = \"probes\", family", "step = \"other\", family"), "measure step 'other' is not a step"),
+    (("family = \"barriers\"", "family = \"spin\""), "names a family its probe step runs"),
+    (("name = \"mine\"", "name = \"yours\""), "must be the file's name"),
+    (("[[figure]]", "[[figure]]\nexpect = 3"), "expect must be"),
+    (("[[figure]]", "[[figure]]\nexpect = { min = \"2\" }"), "expect must be"),
+    (("[[figure]]", "[[figure]]\ndigits = \"two\""), "digits must be"),
+    (("title = \"t\"\n", ""), "'title' must be a non-empty string"),
+])
+def test_a_bad_study_file_is_a_one_line_error(tmp_path, change, message):
+    old, new = change
+    with pytest.raises(UserError, match=message):
+        parse_study(_write(tmp_path, GOOD.replace(old, new, 1)))
+
+
+@pytest.mark.unit
+def test_a_study_experiment_naming_an_unknown_benchmark_or_target_is_refused(tmp_path):
+    exp = tmp_path / "e.toml"
+    exp.write_text('[run]\nbenchmarks = ["point-query"]\n[[target]]\nname = "a"\n[[target]]\nname = "b"\n')
+    body = ('name = "mine"\ntitle = "t"\nbrief = "§1"\nduration = "d"\ndescription = "d"\n'
+            '[[step]]\nname = "run"\nkind = "experiment"\nexperiment = "e.toml"\n{quick}\n'
+            '[[figure]]\nwhat = "w"\nsection = "§1"\npublished = "0.56"\n'
+            'measure = {{ from = "cell", step = "run", target = "{target}", benchmark = "point-query" }}\n')
+    parse_study(_write(tmp_path, body.format(quick="", target="b")))
+    with pytest.raises(UserError, match="target 'c' is not in step 'run'"):
+        parse_study(_write(tmp_path, body.format(quick="", target="c")))
+    with pytest.raises(UserError, match=r"\(--quick\).*no-such"):
+        parse_study(_write(tmp_path, body.format(quick='quick = { run = { benchmarks = ["no-such"] } }',
+                                                 target="b")))
+    with pytest.raises(UserError, match=r"target 'z' is not in e\.toml"):
+        parse_study(_write(tmp_path, body.format(quick='quick = { targets = ["z"] }', target="b")))
+
+
+@pytest.mark.unit
+def test_an_unknown_study_names_the_known_ones():
+    with pytest.raises(UserError, match=r"no such study.*barriers-spin"):
+        load_study("nope")
+
+
+@pytest.mark.unit
+def test_walk_selects_by_fields_and_index_and_says_what_is_missing():
+    doc = {"apply": [{"workers": 0, "vs_serial": 1.0}, {"workers": 4, "durability": "a", "vs_serial": 1.7}],
+           "x": [10, 20]}
+    assert walk(doc, "apply[workers=4,durability=a].vs_serial") == 1.7
+    assert walk(doc, "x[1]") == 20
+    with pytest.raises(NotMeasured, match="no apply entry with workers=8"):
+        walk(doc, "apply[workers=8].vs_serial")
+    with pytest.raises(NotMeasured, match="no 'nope'"):
+        walk(doc, "nope")
+
+
+def _probes(directory: Path, mutex_ns: float, none_ns: float) -> None:
+    figures = [{"group": "state-update", "name": n, "ns_per_op": {"median": v, "min": v, "max": v},
+                "ticks_per_op": {"median": v * 2, "min": v * 2, "max": v * 2}}
+               for n, v in (("pthread mutex", mutex_ns), ("no barrier (not SMP safe)", none_ns))]
+    (directory / "probes").mkdir(parents=True)
+    (directory / "probes" / "probes.json").write_text(json.dumps({"families": {
+        "barriers": {"figures": figures}, "spin": {"skipped": "x86-only probe, this host is aarch64"}}}))
+
+
+NONE = 'name = "no barrier (not SMP safe)"'
+RATIO = ("""
+[[figure]]
+what = "mutex against none"
+section = "§3"
+published = "5.0×"
+measure = { from = "probe", step = "probes", family = "barriers", group = "state-update", name = "pthread mutex" }
+""" f'per = {{ from = "probe", step = "probes", family = "barriers", group = "state-update", {NONE} }}' """
+unit = "×"
+expect = { min = 2.0 }
+claim = "a mutex costs several stores"
+""")
+
+
+@pytest.mark.unit
+def test_figures_are_read_back_with_ratios_scales_and_claims(tmp_path):
+    study = parse_study(_write(tmp_path, GOOD.replace('families = ["barriers"]', 'families = ["barriers", "spin"]')
+                               .replace('published = "81 cycles"', 'published = "2.26 s"\nscale = 0.1\nunit = "s"')
+                               + RATIO + RATIO.replace("min = 2.0", "max = 2.0").replace("mutex against", "b")
+                               + '\n[[figure]]\nwhat = "pause"\nsection = "§4"\npublished = "120 cycles"\n'
+                               'measure = { from = "probe", step = "probes", family = "spin", group = "pause", '
+                               'name = "PAUSE" }\n'))
+    _probes(tmp_path / "run", 20.0, 4.0)
+    got = rows(study, tmp_path / "run")
+    assert [r.measured for r in got[:3]] == ["2.00 s", "5.00×", "5.00×"]
+    assert got[1].verdict == "holds: a mutex costs several stores" and got[1].value == pytest.approx(5.0)
+    assert got[2].verdict.startswith("does not hold")
+    assert got[3].measured.startswith("not measured: probe spin skipped: x86-only") and got[3].value is None
+
+
+@pytest.mark.unit
+def test_a_figure_of_a_step_that_wrote_nothing_is_not_measured(tmp_path):
+    got = rows(parse_study(_write(tmp_path, GOOD)), tmp_path / "empty")
+    assert got[0].measured.startswith("not measured: probes.json was not written") and got[0].verdict == "–"
+
+
+@pytest.mark.unit
+def test_the_summary_table_escapes_what_was_named():
+    evil = Row("a | b <script>`x`", "§3", "81 | cycles", "1.0 ms", "holds: <b>", 1.0)
+    lines = table([evil], Host("CPU | </td>", 2, False, "hardware", "", "6", (0, 0, 0)))
+    assert lines[0] == "| seed's published figure | measured here | verdict | host |"
+    row = lines[2]
+    assert row.count(" | ") == 3  # four cells: every pipe that was named is escaped
+    assert "<script>" not in row and "&lt;script&gt;" in row and "\\`x\\`" in row and "\\|" in row
+    assert "&lt;b&gt;" in row and "&lt;/td&gt;" in row
+
+
+@pytest.mark.unit
+def test_the_html_summary_escapes_what_was_named_and_links_the_reports():
+    from dbperf.studies.summary import html_summary
+    study = load_study("barriers-spin")
+    page = html_summary(study, [Row("<img src=x onerror=alert(1)>", "§3", "81 & more", "1.0", "holds")], HOST,
+                        "now", "dbperf study run barriers-spin", True, None, [("probes", "<b>ran</b>")],
+                        ['versions-report.html"><script>'])
+    assert "<img src=x" not in page and "&lt;img src=x onerror=alert(1)&gt;" in page
+    assert "<b>ran</b>" not in page and "81 &amp; more" in page
+    assert '<a href="versions-report.html&quot;&gt;&lt;script&gt;">' in page
+
+
+@pytest.mark.unit
+def test_host_differences_name_vendor_vm_counters_cores_and_load():
+    text = host_differences(HOST)
+    for said in ("This CPU is AMD", "virtual machine", "No hardware counters here (perf cannot count cycles)",
+                 "2 cores against the seeds' 32", "0.50 / 0.40 / 0.30", "at the end 0.60"):
+        assert said in text
+    intel = host_differences(Host("Intel Xeon", 32, False, "hardware", "", "6", (1, 1, 1)))
+    assert "AMD" not in intel and "virtual machine" not in intel and "counters" not in intel
+
+
+@pytest.mark.unit
+def test_the_summary_has_the_headline_first_and_the_ratio_last():
+    from dbperf.studies.figures import Headline
+    study = load_study("pgo-server")
+    doc = summary(study, [Row("w", "§2", "1.44", "1.05", "faster", 1.05)], HOST, "2026-11-23 20:00 UTC",
+                  "dbperf study run pgo-server", False, Headline("pgo", 1.0512, 13, 14, 0), [("mariadb", "ran")])
+    lines = doc.strip().splitlines()
+    assert lines[0] == "study pgo-server: geomean rQPS 1.051, decided 13 of 14, slower 0"
+    assert lines[-1] == "ratio 1.051"
+    assert "| w (§2): 1.44 | 1.05 | faster | AMD EPYC 7B13, 2 cores, VM |" in doc
+
+
+def _study_run(directory: Path, value: float) -> None:
+    directory.mkdir(parents=True)
+    (directory / "summary.md").write_text("# Study barriers-spin: t\n\n| a | b |\n")
+    (directory / "study.json").write_text(json.dumps({
+        "study": "barriers-spin", "quick": True, "started": "2026-11-23T20:00:00+00:00", "ended": "x",
+        "directory": str(directory), "host": HOST.to_json(),
+        "figures": [{"what": "PAUSE latency", "measured": f"{value} TSC ticks", "value": value}]}))
+
+
+@pytest.mark.unit
+def test_a_recorded_run_is_dated_with_its_host_and_a_later_run_is_compared_with_it(tmp_path):
+    docs = tmp_path / "docs"
+    _study_run(tmp_path / "run1", 60.0)
+    page, data = record_study("barriers-spin", tmp_path / "run1", docs)
+    text = page.read_text()
+    assert text.startswith("# Study barriers-spin: t\n") and "2026-11-23T20:00:00+00:00" in text
+    assert "AMD EPYC 7B13 (2 cores" in text and data.name == "barriers-spin.json"
+    lines = compare_with_record("barriers-spin", [Row("PAUSE latency", "§4", "x", "90.0 TSC ticks", "", 90.0)],
+                                docs)
+    assert lines is not None and "| PAUSE latency | 60.0 TSC ticks | 90.0 TSC ticks | 1.500 |" in lines
+    assert compare_with_record("barriers-spin", [], tmp_path / "none") is None
+    with pytest.raises(UserError, match="the file exists; add --force"):
+        record_study("barriers-spin", tmp_path / "run1", docs)
+    with pytest.raises(UserError, match="holds a run of study 'barriers-spin', not 'replication'"):
+        record_study("replication", tmp_path / "run1", docs)
+    with pytest.raises(UserError, match="not a study run"):
+        record_study("barriers-spin", tmp_path, docs)
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(("args", "message"), [
+    (["study", "run", "nope"], "study 'nope': no such study"),
+    (["study", "record", "nope", "/tmp"], "study 'nope': no such study"),
+    (["study", "record", "barriers-spin", "/nonexistent-dir"], "not a study run"),
+])
+def test_bad_study_input_is_one_line_and_exit_2(args, message):
+    proc = run_cli(*args, timeout=60)
+    assert proc.returncode == 2, proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1 and message in proc.stderr
+
+
+@pytest.mark.unit
+def test_study_list_names_every_study():
+    proc = run_cli("study", "list", timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    for name in ISSUE_STUDIES:
+        assert name in proc.stdout
+
+
+@pytest.mark.e2e
+@pytest.mark.skipif(shutil.which("cc") is None and shutil.which("gcc") is None, reason="needs a C compiler")
+def test_the_barriers_study_runs_end_to_end_in_quick_mode(tmp_path):
+    out = tmp_path / "study"
+    proc = run_cli("study", "run", "barriers-spin", "--quick", "--out", str(out), timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    summary_md = (out / "summary.md").read_text()
+    assert summary_md == proc.stdout
+    assert "| seed's published figure | measured here | verdict | host |" in summary_md
+    assert "## How this host differs" in summary_md
+    record = json.loads((out / "study.json").read_text())
+    measured = {f["what"]: f for f in record["figures"]}
+    mutex = measured["pthread mutex against no barrier"]
+    assert mutex["value"] > 0 and mutex["verdict"].startswith(("holds", "does not hold"))
+    assert (out / "probes" / "probes.json").is_file()  # what was measured stays
+    assert "pthread mutex against no barrier" in (out / "summary.html").read_text()
+    again = run_cli("study", "run", "barriers-spin", "--quick", "--out", str(out), timeout=60)
+    assert again.returncode == 2 and "already holds a study run" in again.stderr
+
+
+@pytest.mark.unit
+def test_a_failed_step_is_said_in_the_summary_and_the_study_still_ends_with_it(tmp_path):
+    from dbperf.studies.study_run import INCOMPLETE, run_study
+    study = parse_study(_write(tmp_path, """
+name = "mine"
+title = "t"
+brief = "§6"
+duration = "a second"
+description = "d"
+[[step]]
+name = "static"
+kind = "layout"
+binary = "/nonexistent/mariadbd"
+[[figure]]
+what = "lines"
+section = "§6"
+published = "found by readelf"
+measure = { from = "json", step = "static", path = "static_candidate_lines" }
+"""))
+    end = run_study(study, tmp_path / "out", quick=False)
+    assert end.exit_code == INCOMPLETE
+    assert "- static: failed: /nonexistent/mariadbd: not found" in end.summary
+    assert "| lines (§6): found by readelf | not measured: static.json was not written" in end.summary
+    assert (tmp_path / "out" / "summary.md").read_text() == end.summary
+    assert json.loads((tmp_path / "out" / "study.json").read_text())["steps"][0]["ended"].startswith("failed")
+
+
+@pytest.mark.unit
+def test_the_worst_cell_is_the_lowest_rqps_against_the_base_leaving_the_aa_copy_out(tmp_path):
+    from dbperf.studies.figures import Reader
+    from tests.synthetic import write_run
+    exp = tmp_path / "e.toml"
+    exp.write_text('[run]\nbenchmarks = ["point-query"]\n[[target]]\nname = "a"\n')
+    study = parse_study(_write(tmp_path, 'name = "mine"\ntitle = "t"\nbrief = "§1"\nduration = "d"\n'
+                               'description = "d"\n[[step]]\nname = "versions"\nkind = "experiment"\n'
+                               'experiment = "e.toml"\n[[step]]\nname = "diff"\nkind = "diff"\nof = "versions"\n'))
+    write_run(tmp_path / "run" / "versions", ["v1", "v1-aa", "v2", "v3"], ["point-query", "update-index"], 6,
+              speed={"v1-aa": 0.5, "v2": 0.9, "v3": 0.7}, noise=0.001)
+    base, target, benchmark, rqps = Reader(study, tmp_path / "run").worst_cell("versions")
+    assert (base, target) == ("v1", "v3") and rqps == pytest.approx(0.7, rel=0.02)
+    assert benchmark in ("point-query", "update-index")
+    with pytest.raises(UserError, match="'of' must name an experiment step before it"):
+        parse_study(_write(tmp_path, study.path.read_text().replace('of = "versions"', 'of = "diff"')))
