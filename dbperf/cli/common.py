@@ -9,7 +9,7 @@ from typing import NoReturn
 import typer
 from rich.console import Console
 
-from dbperf.output_file import write_file
+from dbperf.output_file import output_path, write_file
 from dbperf.report import formats
 from dbperf.report.model import View
 from dbperf.usecases.progress import PROGRESS, say
@@ -38,8 +38,7 @@ def show(report: ReportView | View, fmt: str, output: str | None = None, force: 
     if isinstance(report, View):
         report = ready(report)
     chosen = formats.format_named(fmt)
-    if chosen.draw is not None and output is not None:
-        fail(f"-o/--output: not with --format {fmt} (markdown, csv, json and html can be written to a file)")
+    check_output(fmt, output)
     for note in report.notes:
         say(note)
     view = report.view()
@@ -50,6 +49,18 @@ def show(report: ReportView | View, fmt: str, output: str | None = None, force: 
     skipped = skipped_note(report)
     if skipped:
         say(skipped)
+
+
+def check_output(fmt: str, output: str | None, force: bool = False, stem: str | None = None) -> None:
+    """`-o` with a format that only draws on the terminal is refused; with `stem`, the file too, by output_file.py's
+    rules (for a command that measures first: refused before, not after)."""
+    chosen = formats.format_named(fmt)
+    if output is None:
+        return
+    if chosen.draw is not None:
+        fail(f"-o/--output: not with --format {fmt} (markdown, csv, json and html can be written to a file)")
+    if stem is not None:
+        output_path(output, force, f"{stem}.{chosen.extension}")
 
 
 def write_output(document: str, output: str | None, force: bool = False, name: str = "report.txt") -> None:
