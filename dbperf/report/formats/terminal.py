@@ -13,9 +13,8 @@ from dbperf.report.model import Block, View
 FAILED_TEXT_WIDTH = 80
 
 
-def block_table(block: Block, title: str | None = None) -> Table:
-    t = Table(show_edge=False, pad_edge=False, title=None if title is None else term(title),
-              title_justify="left")
+def block_table(block: Block) -> Table:
+    t = Table(show_edge=False, pad_edge=False)
     for i, heading in enumerate(block.header):
         t.add_column(term(heading), justify="left" if i < block.text_columns else "right")
     width = len(block.header)
