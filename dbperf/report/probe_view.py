@@ -3,6 +3,7 @@ the probe result as stored (probes.json); CSV one line per figure."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from dbperf.report.model import Block, Row, Section, View
@@ -27,8 +28,8 @@ def figures_of(result: dict[str, Any], family: str, group: str | None = None) ->
     return [f for f in fam.get("figures", []) if group is None or f["group"] == group]
 
 
-def table(title: str, columns: list[str], rows: list[tuple[str, ...]], text: tuple[str, ...] = ()) -> Section:
-    return Section(title=title, text=text, block=Block("", "", tuple(columns), tuple(Row(r) for r in rows)))
+def table(title: str, columns: list[str], rows: Sequence[Sequence[str]], text: tuple[str, ...] = ()) -> Section:
+    return Section(title=title, text=text, block=Block("", "", tuple(columns), tuple(Row(tuple(r)) for r in rows)))
 
 
 def host_lines(result: dict[str, Any]) -> tuple[str, ...]:
