@@ -88,7 +88,8 @@ def compare_view(a: Side, b: Side, pairs: list[Pair]) -> View:
     summary = Section(title=f"{b.label} / {a.label}", text=(_side_text(a), _side_text(b)),
                       block=Block("", "", ("benchmark", *targets), tuple(Row(r) for r in rows)))
     details = [Section(title=p.target, subtitle="both runs' figures", collapsed=True,
-                       block=Block("", "", DETAIL_HEADER, tuple(Row(_detail(r)) for r in compare_rows(p))))
+                       block=Block("", "", DETAIL_HEADER, tuple(Row(_detail(r)) for r in compare_rows(p)),
+                                   left=(DETAIL_HEADER.index("verdict"),)))
                for p in pairs]
     document = {"a": {"label": a.label, "directory": str(a.directory), "host": a.meta.get("host"),
                       "started_at": a.meta.get("started_at")},

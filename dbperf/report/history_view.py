@@ -14,7 +14,8 @@ def runs_view(path: Path, runs: list[Run]) -> View:
     block = Block("", "", ("run", "started", "host", "status", "targets", "benchmarks", "results", "experiment",
                            "directory"),
                   tuple(Row((str(r.id), r.started_at or "-", r.host, r.status or "-", str(r.targets), str(r.benchmarks),
-                             str(r.rows), r.experiment or "-", r.directory)) for r in runs), text_columns=4)
+                             str(r.rows), r.experiment or "-", r.directory)) for r in runs), text_columns=4,
+                  left=(7, 8))
     return View("history", f"history: {path}", (Section(block=block),), rows=tuple(r.__dict__ for r in runs),
                 document=[r.__dict__ for r in runs])
 
@@ -29,7 +30,7 @@ def stored_run_view(run: int, meta: dict[str, Any], results: list[Result]) -> Vi
                   tuple(Row(tuple(str(v) for v in (
                       r.target, r.engine, r.version, r.build, r.config, r.benchmark, r.threads,
                       _figure(r.qps_center, ",.0f"), r.n, _figure(r.rqps, ".2f"), r.verdict or "-"))) for r in results),
-                  text_columns=6)
+                  text_columns=6, left=(10,))
     return View("run", f"run {run}", (Section(block=block),),
                 subtitle=f"{meta.get('started_at') or '-'}  host {(meta.get('host') or {}).get('hostname') or '-'}  "
                          f"status {meta.get('status') or '-'}",

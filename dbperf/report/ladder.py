@@ -34,7 +34,7 @@ def ladder_view(ladders: list[tuple[str | None, list[Step]]]) -> View:
             block=Block("", "", ("step", "target", "vs previous", "vs base", "verdict"),
                         tuple(Row((str(s.index), s.target, _pct(s.geomean_vs_previous) if s.index else "",
                                    _pct(s.geomean_vs_base) if s.index else "", _verdict_plain(s))) for s in steps),
-                        text_columns=2)))
+                        text_columns=2, left=(4,))))
         if steps:
             detail = []
             for i, first in enumerate(steps[0].benchmarks):

@@ -27,6 +27,10 @@ class Block:
     header: tuple[str, ...]
     rows: tuple[Row, ...]
     text_columns: int = 1  # left-aligned columns; the rest are figures
+    left: tuple[int, ...] = ()  # text columns after the figures began (a verdict, a list of steps), by index
+
+    def is_text(self, column: int) -> bool:
+        return column < self.text_columns or column in self.left
 
 
 @dataclass(frozen=True)

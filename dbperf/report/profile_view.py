@@ -75,7 +75,7 @@ def gate_view(threshold: float, base: str, rows: list[tuple[str, str, float, flo
     block = Block("", "", ("benchmark", "target", "instructions/query", f"vs {base}", "verdict"), tuple(
         Row((bench, target, f"{ir:,.1f}", "base" if change is None else f"{change:+.3%}",
              "" if change is None else "REGRESSION" if bad else "ok"))
-        for bench, target, ir, change, bad in rows), text_columns=2)
+        for bench, target, ir, change, bad in rows), text_columns=2, left=(4,))
     return View("check", "", (Section(title=f"simulated instructions per query (cachegrind), threshold "
                                             f"+{threshold:.2%}", block=block),),
                 rows=tuple({"benchmark": b, "target": t, "instructions_per_query": ir, "change": c, "regression": r}

@@ -64,7 +64,7 @@ def series_view(s: Series) -> View:
     CSV one line per (benchmark, column); HTML draws a line chart per benchmark (series_html)."""
     block = Block("", "", ("benchmark", *[f"col-{i}" for i in range(1, len(s.columns) + 1)], "steps"),
                   tuple(Row((_row_label(s, row), *[_cell_text(p) for p in row.points], _steps_text(row)))
-                        for row in s.rows))
+                        for row in s.rows), left=(len(s.columns) + 1,))
     return View("series", f"rQPS against {s.columns[0].label}, by {s.by}",
                 (Section(lines=tuple(f"col-{i} : {c.label}" for i, c in enumerate(s.columns, 1)), block=block),),
                 subtitle=_identity_text(s), rows=tuple(_csv_rows(s)), columns=SERIES_COLUMNS, notes=(MARKS_NOTE,),
@@ -165,7 +165,7 @@ def regressions_view(s: Series, show_all: bool) -> View:
     header = ("benchmark", "threads", "between", "and", "size", "p (Mann-Whitney)", "kind")
     values = tuple(Row((x["benchmark"], str(x["threads"]), x["before"], x["after"], f"{x['size']:+.1%}",
                         "-" if x["p_value"] is None else f"{x['p_value']:.2g}", x["kind"])) for x in found)
-    section = Section(block=Block("", "", header, values)) if values else Section(text=("None found.",))
+    section = Section(block=Block("", "", header, values, left=(2, 3, 6))) if values else Section(text=("None found.",))
     return View("regressions", f"{what} over {len(s.columns)} {s.by}s", (section,), subtitle=_identity_text(s),
                 rows=tuple(found), columns=STEP_COLUMNS, notes=(MARKS_NOTE,),
                 document={"identity": s.identity, "by": s.by, "steps": found, "method": MARKS_NOTE},

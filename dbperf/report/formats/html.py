@@ -10,7 +10,7 @@ from dbperf.report.model import Block, View
 
 def block_html(block: Block) -> str:
     width = len(block.header)
-    head = "".join(f'<th class="{"text" if i < block.text_columns else ""}">{text(h)}</th>'
+    head = "".join(f'<th class="{"text" if block.is_text(i) else ""}">{text(h)}</th>'
                    for i, h in enumerate(block.header))
     rows = []
     for row in block.rows:
@@ -21,7 +21,7 @@ def block_html(block: Block) -> str:
             rows.append(f'<tr>{cells}<td class="failed" colspan="{max(1, width - len(row.cells))}">failed: '
                         f"{text(row.failed)}</td></tr>")
         else:
-            rows.append("<tr>" + "".join(f'<td class="{"text" if i < block.text_columns else ""}">{text(c)}</td>'
+            rows.append("<tr>" + "".join(f'<td class="{"text" if block.is_text(i) else ""}">{text(c)}</td>'
                                          for i, c in enumerate(row.cells)) + "</tr>")
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
 

@@ -11,7 +11,7 @@ from dbperf.report.model import Block, View
 def markdown_block(block: Block) -> list[str]:
     width = len(block.header)
     out = ["| " + " | ".join(md(h) for h in block.header) + " |",
-           "|" + "---|" * block.text_columns + "---:|" * (width - block.text_columns)]
+           "|" + "".join("---|" if block.is_text(i) else "---:|" for i in range(width))]
     for row in block.rows:
         if row.group:
             out.append(f"| **{md(row.cells[0])}** |" + " |" * (width - 1))

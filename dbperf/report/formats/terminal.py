@@ -16,7 +16,7 @@ FAILED_TEXT_WIDTH = 80
 def block_table(block: Block) -> Table:
     t = Table(show_edge=False, pad_edge=False)
     for i, heading in enumerate(block.header):
-        t.add_column(term(heading), justify="left" if i < block.text_columns else "right")
+        t.add_column(term(heading), justify="left" if block.is_text(i) else "right")
     width = len(block.header)
     for row in block.rows:
         if row.group:
