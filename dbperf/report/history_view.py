@@ -14,8 +14,8 @@ def runs_view(path: Path, runs: list[Run]) -> View:
     block = Block("", "", ("run", "started", "host", "status", "targets", "benchmarks", "results", "experiment",
                            "directory"),
                   tuple(Row((str(r.id), r.started_at or "-", r.host, r.status or "-", str(r.targets), str(r.benchmarks),
-                             str(r.rows), r.experiment or "-", r.directory)) for r in runs), text_columns=4,
-                  left=(7, 8))
+                             str(r.rows), r.experiment or "-", r.directory)) for r in runs), text_columns=0,
+                  left=(1, 2, 3, 7, 8))
     return View("history", f"history: {path}", (Section(block=block),), rows=tuple(r.__dict__ for r in runs),
                 document=[r.__dict__ for r in runs])
 
