@@ -87,7 +87,7 @@ def report_view(directory: Path, view: str = "run", aggregate: str | None = None
 
 
 def _run(meta: dict[str, Any], records: list[Any], skipped: list[dict], aggregate: str | None) -> View:
-    if meta.get("replication"):  # a replication lab's results (replication_view.py)
+    if meta.get("replication"):  # a replication lab's results (replication_report.py)
         return replication_view(meta, records, skipped)
     if hosts_in(records):  # a fleet run: one report per host (report/hosts.py)
         return hosts_view(meta, [(host, host_heading(meta, host), build_matrix(view, mine, aggregate), view)
