@@ -25,14 +25,6 @@ from dbperf.errors import UserError
 
 RESULT_FILES = ("results.jsonl", "meta.json")
 DEFAULT_STEM = "report"
-EXTENSIONS = {"markdown": "md", "csv": "csv", "json": "json", "html": "html", "table": "txt"}
-
-
-def default_name(fmt: str, stem: str = DEFAULT_STEM) -> str:
-    """The file written when the output path is a directory: `report.html`, `compare.md`, ..."""
-    return f"{stem}.{EXTENSIONS.get(fmt, fmt)}"
-
-
 def is_results_directory(directory: Path) -> bool:
     """A directory holding a dbperf results meta.json (the key `dbperf_results`, storage/results.py)."""
     try:

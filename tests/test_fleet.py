@@ -25,7 +25,8 @@ from dbperf.fleet.plan import split
 from dbperf.fleet.probe import probe_fleet
 from dbperf.fleet.run import _run, run_fleet
 from dbperf.records import CellRecord
-from dbperf.report.probe_hosts import render_hosts
+from dbperf.report.formats import draw
+from dbperf.report.probe_hosts import probe_hosts_view
 from dbperf.storage.results import read_results
 from tests.conftest import DBPERF, REPO, run_cli
 
@@ -199,7 +200,7 @@ def test_tls_fleet_runs_and_a_worker_without_the_lab_certificate_is_refused(writ
             client.close()
         assert set(probes) == {"local-1"} and probes["local-1"]["families"]["timers"]["figures"]
         console = Console(record=True, width=200)
-        render_hosts(probes, console)
+        draw(probe_hosts_view(probes), console)
         text = console.export_text()
         assert "local-1" in text and "clock_gettime(CLOCK_MONOTONIC)" in text
     cells = _cells(out)

@@ -168,7 +168,8 @@ def test_a_real_run_is_recorded_at_its_end_and_its_report_draws_in_chromium(writ
 
 @pytest.mark.unit
 def test_compare_sets_the_same_target_from_two_runs_side_by_side(tmp_path):
-    from dbperf.report.compare_view import compare_json, compare_markdown
+    from dbperf.report.compare_view import compare_view
+    from dbperf.report.formats import render
     from dbperf.stats.compare import load_side, pair_matrices
     a = load_side(write_run(tmp_path / "monday", ["O2", "O3"], ["point-query", "scan"], 10, seed=1, host="h1",
                             noise=0.004), "monday")  # same within 2% in 10 repeats: the ratios' noise must be small
@@ -176,12 +177,12 @@ def test_compare_sets_the_same_target_from_two_runs_side_by_side(tmp_path):
                             speed={"O3": 0.8}, noise=0.004), "tuesday")
     pairs = pair_matrices(a, b, None)
     assert [p.target for p in pairs] == ["O2", "O3"]
-    doc = json.loads(compare_json(a, b, pairs))
+    doc = json.loads(render(compare_view(a, b, pairs), "json"))
     o3 = {r["benchmark"]: r for r in doc["targets"]["O3"]}
     assert o3["point-query"]["verdict"] == "slower" and o3["point-query"]["ratio"] == pytest.approx(0.8, rel=0.05)
     assert o3["scan"]["verdict"] == "not in B"
     assert doc["a"]["host"]["hostname"] == "h1" and doc["b"]["host"]["hostname"] == "h2"
-    text = compare_markdown(a, b, pairs)
+    text = render(compare_view(a, b, pairs), "markdown")
     assert text.count("<details><summary><b>") == 2 and text.count("</details>") == 2
     row = next(line for line in text.splitlines() if line.startswith("| point-query |"))
     assert re.fullmatch(r"\| point-query \| [01]\.\d\d [~+-] \| 0\.[78]\d - \|", row), row

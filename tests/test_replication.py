@@ -17,7 +17,9 @@ from dbperf.errors import UserError
 from dbperf.experiment.spec import parse_experiment
 from dbperf.records import ApplyRecord, StaleReadsRecord, StaleReadsResult, WaitLatency, encode, results_record
 from dbperf.replication.cluster import gtid_seq
-from dbperf.report.replication_view import replication_markdown, replication_summary
+from dbperf.report.formats import render
+from dbperf.report.replication_report import replication_view
+from dbperf.report.replication_view import replication_summary
 from tests.conftest import DBPERF, NEEDS_SERVERS, REPO, run_cli
 
 TARGET = '[[target]]\nname = "maria"\nengine = "mariadb"\nconfig = { innodb_buffer_pool_size = "64M" }\n'
@@ -132,7 +134,7 @@ def test_summary_medians_speedup_cores_and_stale_fractions():
     assert s["failures"][0]["server_log_tail"] == "[ERROR] something"
     assert s["stale_reads"]["without_wait"] == 0.4 and s["stale_reads"]["with_wait"] == 0.0
     assert s["stale_reads"]["wait_latency_us"]["p99_us"] == 1200.0
-    text = replication_markdown(meta, records)
+    text = render(replication_view(meta, records, []), "markdown")
     assert "4‡" in text and "cannot run more than 2 transactions" in text and "40.00%" in text
     assert "FAILED apply" in text
 
@@ -261,7 +263,7 @@ def test_cross_engine_rows_are_their_own_table():
     assert len(s["apply"]) == 1  # the apply study's own row only
     cross = {c["state_engine"]: c for c in s["cross_engine"]}
     assert cross["innodb"]["vs_single_engine"] == 0.5 and cross["auto"]["vs_single_engine"] == 1.0
-    assert "cross-engine commits" in replication_markdown({"replication": {"cpus": 2}}, records)
+    assert "cross-engine commits" in render(replication_view({"replication": {"cpus": 2}}, records, []), "markdown")
 
 
 @pytest.mark.server

@@ -30,8 +30,10 @@ from dbperf.records import (
 )
 from dbperf.replication import pg_cluster
 from dbperf.replication.lab import run_replication
+from dbperf.report.formats import render
 from dbperf.report.replication_html import replication_html
-from dbperf.report.replication_view import replication_markdown, replication_summary
+from dbperf.report.replication_report import replication_view
+from dbperf.report.replication_view import replication_summary
 from tests.conftest import DBPERF, NEEDS_SERVERS, REPO, run_cli
 
 TARGET = '[[target]]\nname = "pg"\nengine = "postgres"\n'
@@ -111,7 +113,7 @@ def test_postgres_summary_says_workers_do_not_apply_and_what_the_wait_adds():
     assert st["without_wait"] == 0.97 and st["with_wait"] == 0.0 and st["wait"] == "synchronous_commit = remote_apply"
     assert st["wait_added_us"] == {"p50_us": 1000.0, "p95_us": 2000.0, "p99_us": 3000.0}
     assert "startup process" in s["cores_note"]
-    md = replication_markdown(meta, records)
+    md = render(replication_view(meta, records, []), "markdown")
     assert "| 1 (n/a) |" in md and "remote_apply" in md and "replay lag over time" in md
 
 

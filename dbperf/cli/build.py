@@ -6,9 +6,9 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-from rich.table import Table
 
-from dbperf.cli.common import fail, out_console
+from dbperf.cli.common import fail, out_console, show
+from dbperf.report.tables_view import tables_view
 from dbperf.usecases.build import build_experiment, cache_listings, upstream_versions
 
 
@@ -23,13 +23,8 @@ def build(
     """Build SQLite variants or fetch server releases without running anything, list the caches, or list the
     versions that exist."""
     if list_cache:
-        for listing in cache_listings():
-            table = Table(show_edge=False, pad_edge=False, title=listing.title)
-            for title in listing.columns:
-                table.add_column(title)
-            for row in listing.rows:
-                table.add_row(*row)
-            out_console.print(table)
+        show(tables_view("builds", [(listing.title, listing.columns, listing.rows) for listing in cache_listings()]),
+             "table")
         return
     if versions is not None and versions != "":
         found = upstream_versions(versions, scan)

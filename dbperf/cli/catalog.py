@@ -5,14 +5,14 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
-from rich.table import Table
 
 from dbperf import __version__
 from dbperf.catalog.harness import DESCRIPTIONS as HARNESS_GROUPS
 from dbperf.catalog.registry import GROUP_NAMES, builtin, expand_group
-from dbperf.cli.common import out_console
+from dbperf.cli.common import FORMAT_OPTION, out_console, show
 from dbperf.experiment import keys as key_table
 from dbperf.report.escape import term
+from dbperf.report.tables_view import tables_view
 
 
 def list_benchmarks(
@@ -30,16 +30,11 @@ def list_benchmarks(
                 out_console.print(f"    {line}", markup=False, highlight=False)
 
 
-def keys() -> None:
+def keys(format: Annotated[str, FORMAT_OPTION] = "table") -> None:
     r"""Every key of an experiment's \[run] and \[\[target]] and of a workload file: type, default, unit, meaning."""
-    for section, declared in key_table.SECTIONS.items():
-        table = Table(title=term(section), title_justify="left", show_edge=False, pad_edge=False)
-        for title in ("key", "type", "default", "unit", "meaning"):
-            table.add_column(title)
-        for k in declared:
-            table.add_row(term(k.name), term(k.kind), term(k.default), term(k.unit), term(k.doc))
-        out_console.print(table)
-        out_console.print()
+    show(tables_view("keys", [(section, ("key", "type", "default", "unit", "meaning"),
+                               [(k.name, k.kind, k.default, k.unit, k.doc) for k in declared])
+                              for section, declared in key_table.SECTIONS.items()]), format)
 
 
 def version() -> None:

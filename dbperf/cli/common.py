@@ -9,9 +9,11 @@ from typing import NoReturn
 import typer
 from rich.console import Console
 
-from dbperf.output_file import default_name, write_file
+from dbperf.output_file import output_path, write_file
+from dbperf.report import formats
+from dbperf.report.model import View
 from dbperf.usecases.progress import PROGRESS, say
-from dbperf.usecases.report import ReportView, skipped_note
+from dbperf.usecases.report import ReportView, ready, skipped_note
 
 # Reports are wide; when piped (no terminal width to respect) do not wrap them at 80 columns.
 out_console = Console(width=None if sys.stdout.isatty() else 200)
@@ -20,7 +22,7 @@ err_console = PROGRESS
 OUT_OPTION = typer.Option("--out", help="results directory (default results/NAME-TIME)")
 OUTPUT_OPTION = typer.Option("-o", "--output", help="write to this file (or DIR/NAME.EXT for a directory)")
 FORCE_OPTION = typer.Option("--force", help="replace the -o file if it exists")
-FORMAT_OPTION = typer.Option("--format", help="table, markdown, csv, json or html")
+FORMAT_OPTION = typer.Option("--format", help=", ".join(formats.FORMATS))
 YES_OPTION = typer.Option("--yes", help="run even if it will take over an hour or more than the free disk")
 
 
@@ -29,21 +31,36 @@ def fail(message: str, code: int = 2) -> NoReturn:
     raise typer.Exit(code)
 
 
-def show(view: ReportView, fmt: str, output: str | None = None, force: bool = False) -> None:
-    """Every report view goes out here: on the terminal as a table, or as Markdown, CSV, JSON or HTML to stdout or
-    to `-o FILE` (output_file.py's rules; a directory gets STEM.EXT). Its notes go to stderr, before it and, for
-    the lines of results.jsonl it skipped, after it."""
-    for note in view.notes:
+def show(report: ReportView | View, fmt: str, output: str | None = None, force: bool = False) -> None:
+    """Every view goes out here, through the format registry (dbperf/report/formats/): on the terminal (`table`),
+    or as a document to stdout or to `-o FILE` (output_file.py's rules; a directory gets VIEW.EXT). Its notes go
+    to stderr, before it and, for the lines of results.jsonl it skipped, after it."""
+    if isinstance(report, View):
+        report = ready(report)
+    chosen = formats.format_named(fmt)
+    check_output(fmt, output)
+    for note in report.notes:
         say(note)
-    if fmt == "table":
-        if output is not None:
-            fail("-o/--output: not with --format table (markdown, csv, json and html can be written to a file)")
-        view.draw(out_console)
+    view = report.view()
+    if chosen.draw is not None:
+        formats.draw(view, out_console, fmt)
     else:
-        write_output(view.document(fmt), output, force, default_name(fmt, view.stem))
-    skipped = skipped_note(view)
+        write_output(formats.render(view, fmt), output, force, f"{view.name}.{chosen.extension}")
+    skipped = skipped_note(report)
     if skipped:
         say(skipped)
+
+
+def check_output(fmt: str, output: str | None, force: bool = False, stem: str | None = None) -> None:
+    """`-o` with a format that only draws on the terminal is refused; with `stem`, the file too, by output_file.py's
+    rules (for a command that measures first: refused before, not after)."""
+    chosen = formats.format_named(fmt)
+    if output is None:
+        return
+    if chosen.draw is not None:
+        fail(f"-o/--output: not with --format {fmt} (markdown, csv, json and html can be written to a file)")
+    if stem is not None:
+        output_path(output, force, f"{stem}.{chosen.extension}")
 
 
 def write_output(document: str, output: str | None, force: bool = False, name: str = "report.txt") -> None:

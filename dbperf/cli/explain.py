@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-from rich.table import Table
 
-from dbperf.cli.common import err_console, fail, out_console
+from dbperf.cli.common import FORCE_OPTION, FORMAT_OPTION, OUTPUT_OPTION, check_output, err_console, fail, show
 from dbperf.output_file import output_path, write_file
-from dbperf.records import to_builtins
-from dbperf.report.profile_view import render_diff, render_profile
+from dbperf.report import formats
+from dbperf.report.profile_view import diff_view, gate_view, profile_view
 from dbperf.usecases.explain import diff_targets, instruction_gate, profile_one
 
 QUERIES_OPTION = typer.Option(help="queries in the profiled phase")
@@ -31,10 +29,10 @@ def profile(
     """Counters per query and the top functions of one target on one benchmark."""
     if json_out is not None:  # refused before the profile is measured, not after
         output_path(json_out, force, "profile.json", "--json")
-    p = profile_one(experiment, target, benchmark, queries, mode)
-    render_profile(p, out_console)
+    view = profile_view(profile_one(experiment, target, benchmark, queries, mode))
+    show(view, "table")
     if json_out:
-        write_file(json_out, json.dumps(to_builtins(p), indent=2) + "\n", force, "profile.json", "--json")
+        write_file(json_out, formats.render(view, "json"), force, "profile.json", "--json")
 
 
 def diff(
@@ -45,10 +43,14 @@ def diff(
     queries: Annotated[int, QUERIES_OPTION] = 20_000,
     mode: Annotated[str, MODE_OPTION] = "auto",
     top: Annotated[int, typer.Option(help="functions to show")] = 25,
+    format: Annotated[str, FORMAT_OPTION] = "table",
+    output: Annotated[Optional[str], OUTPUT_OPTION] = None,
+    force: Annotated[bool, FORCE_OPTION] = False,
 ) -> None:
     """Per-function cost per query of B minus A on one benchmark, largest changes first."""
+    check_output(format, output, force, "diff")  # before the profiles are measured, not after
     d = diff_targets(experiment, a, b, benchmark, queries, mode)
-    render_diff(a, b, d.metric, d.rows, d.total_a, d.total_b, d.mode, out_console, top)
+    show(diff_view(a, b, d.metric, d.rows, d.total_a, d.total_b, d.mode, top), format, output, force)
 
 
 def check(
@@ -57,22 +59,17 @@ def check(
     = False,
     max_regression: Annotated[str, typer.Option(help="allowed growth over the base, e.g. 1%")] = "1%",
     queries: Annotated[int, QUERIES_OPTION] = 20_000,
+    format: Annotated[str, FORMAT_OPTION] = "table",
+    output: Annotated[Optional[str], OUTPUT_OPTION] = None,
+    force: Annotated[bool, FORCE_OPTION] = False,
 ) -> None:
     """Exit 1 when a target's simulated instructions per query exceed the base's by more than the threshold."""
     if not instructions:
         fail("check: say what to gate on (--instructions)")
+    check_output(format, output, force, "check")
     gate = instruction_gate(experiment, max_regression, queries)
-    table = Table(show_edge=False, pad_edge=False,
-                  title=f"simulated instructions per query (cachegrind), threshold +{gate.threshold:.2%}")
-    for title in ("benchmark", "target", "instructions/query", f"vs {gate.base}", "verdict"):
-        table.add_column(title, justify="left" if title in ("benchmark", "target", "verdict") else "right")
-    for row in gate.rows:
-        if row.change is None:
-            table.add_row(row.benchmark, row.target, f"{row.instructions:,.1f}", "base", "")
-        else:
-            table.add_row(row.benchmark, row.target, f"{row.instructions:,.1f}", f"{row.change:+.3%}",
-                          "[red]REGRESSION[/red]" if row.regression else "ok")
-    out_console.print(table)
+    show(gate_view(gate.threshold, gate.base, [(r.benchmark, r.target, r.instructions, r.change, r.regression)
+                                               for r in gate.rows]), format, output, force)
     if gate.failures:
         err_console.print(f"dbperf: check failed: {'; '.join(gate.failures)}", highlight=False)
         raise typer.Exit(1)

@@ -3,19 +3,16 @@
 
 from __future__ import annotations
 
-import json
-import sys
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Optional
 
 import typer
-from rich.table import Table
 
 from dbperf.cli.common import FORCE_OPTION, FORMAT_OPTION, OUTPUT_OPTION, out_console, show
 from dbperf.history.changepoints import PVALUE
-from dbperf.history.store import Result
-from dbperf.report.escape import term
-from dbperf.usecases.history import add_runs, list_runs, query_series, regressions_report, series_report, stored_run
+from dbperf.report.history_view import runs_view, stored_run_view
+from dbperf.report.series_view import regressions_view, series_view
+from dbperf.usecases.history import add_runs, list_runs, query_series, stored_run
 from dbperf.usecases.report import check_format
 
 PVALUE_OPTION = typer.Option(help="E-divisive's permutation-test threshold for a change point (0.05 finds more "
@@ -44,18 +41,7 @@ def history_add(directories: Annotated[list[Path], typer.Argument(help="results 
 @history_app.command("list")
 def history_list(as_json: Annotated[bool, JSON_OPTION] = False) -> None:
     """The runs in the store."""
-    path, runs = list_runs()
-    if as_json:
-        sys.stdout.write(json.dumps([r.__dict__ for r in runs], indent=2) + "\n")
-        return
-    t = Table(show_edge=False, pad_edge=False, title=f"history: {path}", title_justify="left")
-    for title in ("run", "started", "host", "status", "targets", "benchmarks", "results", "experiment",
-                  "directory"):
-        t.add_column(title, justify="right" if title in ("run", "targets", "benchmarks", "results") else "left")
-    for r in runs:
-        t.add_row(str(r.id), term(r.started_at or "-"), term(r.host), term(r.status or "-"), str(r.targets),
-                  str(r.benchmarks), str(r.rows), term(r.experiment or "-"), term(r.directory))
-    out_console.print(t)
+    show(runs_view(*list_runs()), "json" if as_json else "table")
 
 
 @history_app.command("show")
@@ -65,15 +51,7 @@ def history_show(
 ) -> None:
     """One run's stored results: per target and benchmark, its key and figures."""
     stored = stored_run(run)
-    if as_json:
-        sys.stdout.write(json.dumps({"run": stored.id, "results": [r.__dict__ for r in stored.results]}, indent=2)
-                         + "\n")
-        return
-    meta = stored.meta
-    out_console.print(f"[bold]run {stored.id}[/bold]  {term(meta.get('started_at') or '-')}  host "
-                      f"{term((meta.get('host') or {}).get('hostname') or '-')}  status "
-                      f"{term(meta.get('status') or '-')}")
-    _results_table(stored.results)
+    show(stored_run_view(stored.id, stored.meta, stored.results), "json" if as_json else "table")
 
 
 def series(
@@ -95,7 +73,7 @@ def series(
     verdicts, change points."""
     check_format(format)
     s = query_series(engine, benchmark, threads, host, build, config, target, by, pvalue)
-    show(series_report(s), format, output, force)
+    show(series_view(s), format, output, force)
 
 
 def regressions(
@@ -117,17 +95,4 @@ def regressions(
     it falls between, and its significance."""
     check_format(format)
     s = query_series(engine, benchmark, threads, host, build, config, target, by, pvalue)
-    show(regressions_report(s, show_all), format, output, force)
-
-
-def _results_table(results: list[Result]) -> None:
-    t = Table(show_edge=False, pad_edge=False)
-    for title in ("target", "engine", "version", "build", "config", "benchmark", "threads", "QPS", "n", "rQPS",
-                  "verdict"):
-        t.add_column(title, justify="right" if title in ("threads", "QPS", "n", "rQPS") else "left")
-    for r in results:
-        row: list[Any] = [r.target, r.engine, r.version, r.build, r.config, r.benchmark, r.threads,
-                          "-" if r.qps_center is None else f"{r.qps_center:,.0f}", r.n,
-                          "-" if r.rqps is None else f"{r.rqps:.2f}", r.verdict or "-"]
-        t.add_row(*[term(v) for v in row])
-    out_console.print(t)
+    show(regressions_view(s, show_all), format, output, force)

@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.table import Table
 
 from dbperf.errors import UserError
 from dbperf.layout.dynamic import (
@@ -26,7 +25,8 @@ from dbperf.layout.dynamic import (
 from dbperf.layout.findings import MIN_HOT_STORES, Finding, findings, hot_stores
 from dbperf.layout.sampled import count_sampled_many
 from dbperf.layout.static_map import StaticMap, static_map
-from dbperf.report.escape import term
+from dbperf.report import formats
+from dbperf.report.model import Block, Row, Section, View
 
 SHOW_CANDIDATES = 15
 
@@ -110,53 +110,55 @@ def result_json(static: StaticMap, counts: DynamicCounts | None, found: list[Fin
     }
 
 
-def render(static: StaticMap, counts: DynamicCounts | None, found: list[Finding], console: Console) -> None:
+def check_view(static: StaticMap, counts: DynamicCounts | None, found: list[Finding]) -> View:
+    """The map, the counts and the findings (or the static suspects when no workload ran) as a View."""
     kinds = Counter(o.kind for o in static.objects)
-    say = lambda text: console.print(text, markup=False, highlight=False, soft_wrap=True)  # noqa: E731
-    say(f"{static.path}: {static.machine}, {static.line}-byte lines, {len(static.objects)} objects from "
+    sections = [Section(lines=(
+        f"{static.path}: {static.machine}, {static.line}-byte lines, {len(static.objects)} objects from "
         f"{static.symbol_table} ({', '.join(f'{n} {k}' for k, n in sorted(kinds.items()))}); TLS and read-only "
-        "objects set apart")
-    say(f"  {static.dwarf}")
-    say(f"  {static.stores}")
-    say(f"  static map in {static.seconds.get('total', 0.0):.2f} s "
-        f"({', '.join(f'{k} {v:.2f} s' for k, v in static.seconds.items() if k != 'total')})")
+        "objects set apart", f"  {static.dwarf}", f"  {static.stores}",
+        f"  static map in {static.seconds.get('total', 0.0):.2f} s "
+        f"({', '.join(f'{k} {v:.2f} s' for k, v in static.seconds.items() if k != 'total')})"))]
     candidates = static.candidate_lines()
     if counts is None:
-        say(f"{len(candidates)} lines mix objects written in code with objects no instruction stores to (static "
+        sections.append(Section(lines=(
+            f"{len(candidates)} lines mix objects written in code with objects no instruction stores to (static "
             "suspects). No workload was run, so nothing is known to be hot: give --run \"ARGS\" or --experiment to "
-            "count accesses and get findings.")
-        table = Table(show_edge=False, pad_edge=False, title="static suspects (first lines by address)")
-        table.add_column("line")
-        table.add_column("objects (* written in code)")
+            "count accesses and get findings.",)))
         shown = candidates[:SHOW_CANDIDATES]
         readable = demangled([o.name for _, objs in shown for o in objs])
-        for a, objs in shown:
-            table.add_row(hex(a), term(", ".join(readable.get(o.name, o.name) + ("*" if o.written_in_code else "")
-                                                 for o in objs)))
         if candidates:
-            console.print(table)
-        return
-    say(f"dynamic counts, {counts.mode} ({counts.mode_reason}): {counts.tool}; {counts.threads} threads, "
-        f"{counts.counted:,} of {counts.records:,} loads/stores in the binary, {counts.seconds:.1f} s")
-    if counts.trace is not None:
-        say(f"  {counts.trace.summary()}")
+            sections.append(Section(title="static suspects (first lines by address)", block=Block(
+                "", "", ("line", "objects (* written in code)"), tuple(
+                    Row((hex(a), ", ".join(readable.get(o.name, o.name) + ("*" if o.written_in_code else "")
+                                           for o in objs))) for a, objs in shown), text_columns=2)))
+        return View("layout", "", tuple(sections))
+    sections.append(Section(lines=(
+        f"dynamic counts, {counts.mode} ({counts.mode_reason}): {counts.tool}; {counts.threads} threads, "
+        f"{counts.counted:,} of {counts.records:,} loads/stores in the binary, {counts.seconds:.1f} s",
+        *([f"  {counts.trace.summary()}"] if counts.trace is not None else []))))
     if not found:
-        say("no finding: no hot-written object shares a line with objects other threads load")
-        return
-    table = Table(show_edge=False, pad_edge=False, title=f"findings, costliest first ({static.line}-byte lines)")
-    for title in ("#", "line", "read-mostly (loads)", "hot-written (stores)", "cost"):
-        table.add_column(title, justify="right" if title in ("#", "cost") else "left")
+        sections.append(Section(lines=("no finding: no hot-written object shares a line with objects other threads "
+                                       "load",)))
+        return View("layout", "", tuple(sections))
     readable = demangled([n for f in found for n in f.objects])
+    rows = []
     for i, f in enumerate(found, 1):
         reads = "; ".join(f"{readable.get(r['name'], r['name'])}{' ' + r['source'] if r['source'] else ''} "
                           f"{sum(r['loads_by_thread'].values()):,}" for r in f.read_mostly)
         writes = "; ".join(f"{readable.get(w['name'], w['name'])}{' ' + w['source'] if w['source'] else ''} "
                            f"{sum(w['stores_by_thread'].values()):,}" for w in f.hot_written)
-        table.add_row(str(i), f.line, term(reads), term(writes), f"{f.cost:.3g}")
-    console.print(table)
-    say("cost = loads of the read-mostly objects × stores to the line by other threads (simulated counts)")
-    for i, f in enumerate(found, 1):
-        say(f"remedy {i}: {f.remedy}")
+        rows.append(Row((str(i), f.line, reads, writes, f"{f.cost:.3g}")))
+    sections.append(Section(title=f"findings, costliest first ({static.line}-byte lines)", block=Block(
+        "", "", ("#", "line", "read-mostly (loads)", "hot-written (stores)", "cost"), tuple(rows), text_columns=4)))
+    sections.append(Section(lines=(
+        "cost = loads of the read-mostly objects × stores to the line by other threads (simulated counts)",
+        *[f"remedy {i}: {f.remedy}" for i, f in enumerate(found, 1)])))
+    return View("layout", "", tuple(sections))
+
+
+def render(static: StaticMap, counts: DynamicCounts | None, found: list[Finding], console: Console) -> None:
+    formats.draw(check_view(static, counts, found), console)
 
 
 def write_json(path: Path, data: dict[str, Any]) -> None:

@@ -4,19 +4,13 @@ GitHub comment or pull request shows them. Every format renders the same rows (`
 
 from __future__ import annotations
 
-import csv
-import io
-import json
 from typing import Any
 
-from rich.console import Console
-from rich.table import Table
-
 from dbperf.report import charts
-from dbperf.report.escape import md, term
 from dbperf.report.html import VERDICT_MEANINGS
 from dbperf.report.html_page import Page, legend_swatches, table, text
 from dbperf.report.layout import noisy
+from dbperf.report.model import Block, Row, Section, View
 from dbperf.stats.cell_verdict import VERDICT_COLOURS, cell_verdict
 from dbperf.stats.compare import Pair, Side
 
@@ -87,61 +81,24 @@ NOTE = ("B / A: B's center QPS over A's; + faster, - slower, ~ same by the verdi
         "engine's.")
 
 
-def compare_table(a: Side, b: Side, pairs: list[Pair], console: Console) -> None:
-    console.print(f"[bold]B / A[/bold]\n{term(_side_text(a))}\n{term(_side_text(b))}")
+def compare_view(a: Side, b: Side, pairs: list[Pair]) -> View:
+    """The summary (B / A per benchmark and target), then each target's figures of both runs, folded in Markdown;
+    CSV one line per (target, benchmark); HTML adds the heat map and the repeats (compare_html)."""
     targets, rows = _summary(pairs)
-    t = Table(show_edge=False, pad_edge=False)
-    t.add_column("benchmark")
-    for name in targets:
-        t.add_column(term(name), justify="right")
-    for summary_row in rows:
-        t.add_row(*[term(c) for c in summary_row])
-    console.print(t)
-    for p in pairs:
-        console.print(f"\n[bold]{term(p.target)}[/bold]")
-        d = Table(show_edge=False, pad_edge=False)
-        for i, h in enumerate(DETAIL_HEADER):
-            d.add_column(h, justify="left" if i in (0, 4) else "right")
-        for row in compare_rows(p):
-            d.add_row(*[term(c) for c in _detail(row)])
-        console.print(d)
-    console.print(f"[dim]{term(NOTE)}[/dim]")
-
-
-def compare_markdown(a: Side, b: Side, pairs: list[Pair]) -> str:
-    targets, rows = _summary(pairs)
-    out = [f"**{md(b.label)} / {md(a.label)}**", "", f"- {md(_side_text(a))}", f"- {md(_side_text(b))}", "",
-           "| benchmark | " + " | ".join(md(t) for t in targets) + " |", "|---|" + "---:|" * len(targets)]
-    out += ["| " + " | ".join(md(c) for c in row) + " |" for row in rows]
-    for p in pairs:
-        out += ["", f"<details><summary><b>{md(p.target)}</b>: both runs' figures</summary>", "",
-                "| " + " | ".join(DETAIL_HEADER) + " |", "|---|" + "---:|" * 3 + "---|" + "---:|" * 9]
-        out += ["| " + " | ".join(md(c) for c in _detail(r)) + " |" for r in compare_rows(p)]
-        out += ["", "</details>"]
-    out += ["", md(NOTE)]
-    return "\n".join(out) + "\n"
-
-
-def compare_json(a: Side, b: Side, pairs: list[Pair]) -> str:
-    doc = {"a": {"label": a.label, "directory": str(a.directory), "host": a.meta.get("host"),
-                 "started_at": a.meta.get("started_at")},
-           "b": {"label": b.label, "directory": str(b.directory), "host": b.meta.get("host"),
-                 "started_at": b.meta.get("started_at")},
-           "targets": {p.target: compare_rows(p) for p in pairs}, "note": NOTE}
-    return json.dumps(doc, indent=2) + "\n"
-
-
-def compare_csv(a: Side, b: Side, pairs: list[Pair]) -> str:
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    keys: list[str] = []
-    for p in pairs:
-        for row in compare_rows(p):
-            if not keys:
-                keys = list(row)
-                w.writerow(["target", *keys])
-            w.writerow([p.target, *[row[k] for k in keys]])
-    return buf.getvalue()
+    summary = Section(title=f"{b.label} / {a.label}", text=(_side_text(a), _side_text(b)),
+                      block=Block("", "", ("benchmark", *targets), tuple(Row(r) for r in rows)))
+    details = [Section(title=p.target, subtitle="both runs' figures", collapsed=True,
+                       block=Block("", "", DETAIL_HEADER, tuple(Row(_detail(r)) for r in compare_rows(p)),
+                                   left=(DETAIL_HEADER.index("verdict"),)))
+               for p in pairs]
+    document = {"a": {"label": a.label, "directory": str(a.directory), "host": a.meta.get("host"),
+                      "started_at": a.meta.get("started_at")},
+                "b": {"label": b.label, "directory": str(b.directory), "host": b.meta.get("host"),
+                      "started_at": b.meta.get("started_at")},
+                "targets": {p.target: compare_rows(p) for p in pairs}, "note": NOTE}
+    return View("compare", "", (summary, *details), notes=(NOTE,), document=document,
+                rows=tuple({"target": p.target, **row} for p in pairs for row in compare_rows(p)),
+                own={"html": lambda: compare_html(a, b, pairs)})
 
 
 def compare_html(a: Side, b: Side, pairs: list[Pair]) -> str:

@@ -11,9 +11,9 @@ from collections.abc import Callable
 from typing import Any
 
 from dbperf.report import charts
+from dbperf.report.formats.html import block_html
 from dbperf.report.html_page import Page, key_values, legend_swatches, table, text
 from dbperf.report.layout import build_report
-from dbperf.report.model import Block
 from dbperf.stats.cell_verdict import VERDICT_COLOURS
 from dbperf.stats.rqps_matrix import Matrix
 
@@ -31,24 +31,6 @@ RUN_FIELDS = ("status", "started_at", "finished_at", "experiment", "base", "aggr
               "threads", "time_s", "warmup_s", "repeats", "seed", "prepared", "data_restore", "runtime_dir")
 TARGET_FIELDS = ("engine", "engine_version", "source", "library", "library_sha256", "dsn", "binaries",
                  "settings", "trained_on", "process_variant", "restarts")
-
-
-def block_html(block: Block) -> str:
-    width = len(block.header)
-    head = "".join(f'<th class="{"text" if i < block.text_columns else ""}">{text(h)}</th>'
-                   for i, h in enumerate(block.header))
-    rows = []
-    for row in block.rows:
-        if row.group:
-            rows.append(f'<tr class="group"><td colspan="{width}">{text(row.cells[0])}</td></tr>')
-        elif row.failed is not None:
-            cells = "".join(f'<td class="text">{text(c)}</td>' for c in row.cells)
-            rows.append(f'<tr>{cells}<td class="failed" colspan="{max(1, width - len(row.cells))}">failed: '
-                        f"{text(row.failed)}</td></tr>")
-        else:
-            rows.append("<tr>" + "".join(f'<td class="{"text" if i < block.text_columns else ""}">{text(c)}</td>'
-                                         for i, c in enumerate(row.cells)) + "</tr>")
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
 
 
 def _build_text(build: dict[str, Any] | None) -> str:

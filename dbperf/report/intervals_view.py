@@ -7,8 +7,8 @@ from typing import Any
 
 from dbperf.records import CellRecord, Interval, ResultsRecord, to_builtins
 from dbperf.report.load_view import cell_heading, interval_lines, statement_lines
+from dbperf.report.model import Section, View
 from dbperf.report.steady_view import warmup_lines
-from dbperf.report.view import Section, View
 
 NO_SERIES = "  (no time series: interval = 0, or a result written before time series were recorded)"
 
@@ -34,5 +34,5 @@ def intervals_view(records: list[ResultsRecord]) -> View:
         rows += [{**key, **to_builtins(iv)} for iv in record.result.intervals]
         cells.append({**key, "warmup_s": record.result.warmup_s,
                       "statements": [to_builtins(s) for s in record.result.statements]})
-    return View("intervals", "Time series per cell", tuple(sections), tuple(rows), {"cells": cells},
+    return View("intervals", "Time series per cell", tuple(sections), rows=tuple(rows), data={"cells": cells},
                 columns=("target", "benchmark", "threads", "repeat", *Interval.__struct_fields__))

@@ -1,10 +1,16 @@
-"""The report model every view returns (hyperfine's export/ idea): a Report of Blocks of Rows, plain text in cells,
-rendered by one renderer per format (terminal, markdown, csv, json, html). A view knows what to say, never how a
-format draws it."""
+"""The report model every view returns (hyperfine's export/ idea): Blocks of Rows, plain text in cells, in the
+Sections of a View, drawn by one module per format (dbperf/report/formats/: terminal, markdown, csv, json, html).
+A view knows what to say, never how a format draws it. The run report's layout (layout.py) is a Report of Blocks,
+which report/run_view.py turns into a View."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 
 @dataclass(frozen=True)
@@ -21,6 +27,10 @@ class Block:
     header: tuple[str, ...]
     rows: tuple[Row, ...]
     text_columns: int = 1  # left-aligned columns; the rest are figures
+    left: tuple[int, ...] = ()  # text columns after the figures began (a verdict, a list of steps), by index
+
+    def is_text(self, column: int) -> bool:
+        return column < self.text_columns or column in self.left
 
 
 @dataclass(frozen=True)
@@ -30,3 +40,41 @@ class Report:
     blocks: tuple[Block, ...]
     notes: tuple[str, ...]
     warning: str | None  # a partial run says so
+
+
+@dataclass(frozen=True)
+class Section:
+    """A part of a view: a title, prose, lines shown as written (sysbench's interval lines, a legend), a table, and
+    notes after it. `collapsed`: Markdown folds it in <details>, as a GitHub comment or pull request shows it."""
+    title: str = ""
+    subtitle: str = ""
+    text: tuple[str, ...] = ()
+    lines: tuple[str, ...] = ()
+    block: Block | None = None
+    notes: tuple[str, ...] = ()
+    collapsed: bool = False
+
+
+@dataclass(frozen=True)
+class View:
+    """What a report view says, as data: any format of dbperf/report/formats/ draws it.
+
+    `rows` are the view's flat records (CSV's lines; `columns` names CSV's first columns, so that a view without rows
+    still has its header); JSON writes `document` when the view has a document of its own (its field names are a
+    published interface), else the view's name, title, `data` and rows. `own` holds the formats a view renders
+    itself (a page with charts: the html of the run report, the series, a comparison, the replication lab) and
+    `draw` the terminal drawing of the run report; every other format is drawn from the sections. `formats`, when
+    given, are the only formats the view can be drawn in (any other is refused)."""
+    name: str  # the JSON's "view", and the file's stem when -o names a directory
+    title: str
+    sections: tuple[Section, ...] = ()
+    subtitle: str = ""
+    rows: tuple[dict[str, Any], ...] = ()
+    columns: tuple[str, ...] = ()
+    data: dict[str, Any] = field(default_factory=dict)
+    document: Any = None
+    notes: tuple[str, ...] = ()
+    warning: str | None = None
+    own: Mapping[str, Callable[[], str]] = field(default_factory=dict)
+    draw: Callable[[Console], None] | None = None
+    formats: tuple[str, ...] = ()

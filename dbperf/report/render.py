@@ -12,10 +12,11 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from rich.console import Console
-from rich.table import Table
 
 from dbperf.records import CountersRecord, to_builtins
 from dbperf.report.escape import md, term
+from dbperf.report.formats.markdown import markdown_block as _markdown_block
+from dbperf.report.formats.terminal import block_table
 from dbperf.report.layout import (
     HOW_MEASURED,
     SIGNIFICANCE,
@@ -32,24 +33,9 @@ from dbperf.report.steady_view import steady_cell, steady_runs, unsettled_runs, 
 from dbperf.report.verdict_quality import decided_metric, verdict_quality
 from dbperf.stats.rqps_matrix import Cell, Matrix
 
-FAILED_TEXT_WIDTH = 80
-
 
 def _terminal_block(block: Block, console: Console) -> None:
-    t = Table(show_edge=False, pad_edge=False)
-    for i, title in enumerate(block.header):
-        t.add_column(term(title), justify="left" if i < block.text_columns else "right")
-    width = len(block.header)
-    for row in block.rows:
-        if row.group:
-            t.add_row(f"[dim]{term(row.cells[0])}[/dim]", *[""] * (width - 1))
-        elif row.failed is not None:
-            cells = [term(c) for c in row.cells]
-            t.add_row(*cells, "[red]failed[/red]", term(row.failed[:FAILED_TEXT_WIDTH]),
-                      *[""] * (width - len(cells) - 2))
-        else:
-            t.add_row(*[term(c) for c in row.cells])
-    console.print(t)
+    console.print(block_table(block))
 
 
 def render_table(m: Matrix, meta: dict[str, Any], console: Console) -> None:
@@ -67,21 +53,6 @@ def render_table(m: Matrix, meta: dict[str, Any], console: Console) -> None:
         console.print(f"\n[dim]{term(note)}[/dim]")
     if report.warning:
         console.print(f"[yellow]{term(report.warning)}[/yellow]")
-
-
-def _markdown_block(block: Block) -> list[str]:
-    width = len(block.header)
-    out = ["| " + " | ".join(md(h) for h in block.header) + " |",
-           "|" + "---|" * block.text_columns + "---:|" * (width - block.text_columns)]
-    for row in block.rows:
-        if row.group:
-            out.append(f"| **{md(row.cells[0])}** |" + " |" * (width - 1))
-        elif row.failed is not None:
-            cells = " | ".join(md(c) for c in row.cells)
-            out.append(f"| {cells} | failed: {md(row.failed)} |" + " |" * (width - len(row.cells) - 1))
-        else:
-            out.append("| " + " | ".join(md(c) for c in row.cells) + " |")
-    return out
 
 
 def to_markdown(m: Matrix, meta: dict[str, Any]) -> str:

@@ -12,7 +12,7 @@ from dbperf import engines
 from dbperf.records import ResultsRecord
 from dbperf.report.charts import colour
 from dbperf.report.html_page import Figure, Page, label, table, text
-from dbperf.report.replication_view import MB, _sections, replication_summary
+from dbperf.report.replication_view import MB, replication_summary, study_tables
 
 
 def _layout(title: str, x: str, y: str) -> dict[str, Any]:
@@ -71,7 +71,7 @@ def lag_figure(s: dict[str, Any]) -> Figure | None:
 
 def replication_html(meta: dict[str, Any], records: list[ResultsRecord]) -> str:
     s = replication_summary(meta, records)
-    sections, notes = _sections(s)
+    sections, notes = study_tables(s)
     streaming = engines.streaming_replication(s.get("engine"))
     engine = engines.engine(s.get("engine") or engines.MARIADB.name).title
     page = Page(f"dbperf replication lab ({engine}): {meta.get('experiment', '')}")

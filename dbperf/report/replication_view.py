@@ -1,24 +1,17 @@
 """The replication lab's report: the apply-rate study as seed 000's chart in table form (trx/s applied per worker
 count, mode and durability, with the speed-up over the single SQL thread), the stale-read study (fractions of stale
 reads without and with MASTER_GTID_WAIT, the wait's latency), and the failures with their servers' log tails. One
-summary (`replication_summary`) feeds the terminal, Markdown and JSON, so they never disagree."""
+summary (`replication_summary`) feeds every format (replication_report.py), so they never disagree."""
 
 from __future__ import annotations
 
-import csv
-import io
-import json
 import statistics
 from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
-from rich.console import Console
-from rich.table import Table
-
 from dbperf import engines
 from dbperf.records import ApplyRecord, ResultsRecord, StaleReadsRecord, to_builtins
-from dbperf.report.escape import md, term
 
 OVER_CORES = "‡"
 
@@ -147,7 +140,7 @@ def replication_summary(meta: dict[str, Any], records: list[ResultsRecord]) -> d
 
 
 @dataclass(frozen=True)
-class Section:
+class StudyTable:
     title: str
     header: tuple[str, ...]
     rows: list[tuple[str, ...]]
@@ -158,8 +151,8 @@ def _num(x: float | None, digits: int = 0) -> str:
     return "-" if x is None else f"{x:,.{digits}f}"
 
 
-def _sections(s: dict[str, Any]) -> tuple[list[Section], list[str]]:
-    sections: list[Section] = []
+def study_tables(s: dict[str, Any]) -> tuple[list[StudyTable], list[str]]:
+    sections: list[StudyTable] = []
     notes: list[str] = []
     streaming = engines.streaming_replication(s.get("engine"))
     if s["apply"] and streaming:
@@ -176,7 +169,7 @@ def _sections(s: dict[str, Any]) -> tuple[list[Section], list[str]]:
                          f"{_num(r['trx_per_s_min'])}–{_num(r['trx_per_s_max'])}", str(r["n"]),
                          "-" if r["vs_serial"] is None else f"{r['vs_serial']:.2f}x",
                          _num(r["primary_trx_per_s"])))
-        sections.append(Section("replica apply rate (trx/s applied, median of n)",
+        sections.append(StudyTable("replica apply rate (trx/s applied, median of n)",
                                 ("durability", "commit wait", "primary load", "workers", "mode", "trx", "trx/s",
                                  "min–max", "n", "vs 0 workers", "primary trx/s"), rows, 5))
         if s.get("cores_note"):
@@ -196,7 +189,7 @@ def _sections(s: dict[str, Any]) -> tuple[list[Section], list[str]]:
                          *(_num(lat[p], 1) if lat else "-" for p in ("p50_us", "p95_us", "p99_us", "max_us")),
                          _num(st.get("wait_timeouts")) if key == "with_wait" else "-",
                          _num(st.get(f"background_trx_per_s_{key}"))))
-        sections.append(Section("stale reads (write on the primary, read the row on a replica at once)",
+        sections.append(StudyTable("stale reads (write on the primary, read the row on a replica at once)",
                                 ("probe", "reads", "stale", "stale fraction", "wait p50 µs", "p95 µs", "p99 µs",
                                  "max µs", "timeouts", "background trx/s"), rows, 1))
         rate = st.get("background_rate")
@@ -210,7 +203,7 @@ def _sections(s: dict[str, Any]) -> tuple[list[Section], list[str]]:
         rows = [(c["durability"], c["table_engine"], c["state_engine"], f"{c['benchmark']} t={c['client_threads']}",
                  _num(c["transactions"]), _num(c["trx_per_s"]), f"{c['apply_s']:.2f}",
                  "-" if c["vs_single_engine"] is None else f"{c['vs_single_engine']:.2f}x") for c in s["cross_engine"]]
-        sections.append(Section("cross-engine commits (replica apply, one SQL thread)",
+        sections.append(StudyTable("cross-engine commits (replica apply, one SQL thread)",
                                 ("durability", "tables", "GTID state", "primary load", "trx", "trx/s", "apply s",
                                  "vs state in rocksdb"), rows, 4))
         notes.append("cross-engine: GTID state innodb = mysql.gtid_slave_pos in InnoDB while the tables are MyRocks "
@@ -231,7 +224,7 @@ MB = 1 << 20
 LAG_POINTS = 8  # samples shown per measurement in the lag-over-time table
 
 
-def _pg_apply_sections(s: dict[str, Any], sections: list[Section], notes: list[str]) -> None:
+def _pg_apply_sections(s: dict[str, Any], sections: list[StudyTable], notes: list[str]) -> None:
     """PostgreSQL's apply table (workers 1, not applicable; WAL volume and peak lag) and the lag over time."""
     rows: list[tuple[str, ...]] = []
     lag_rows: list[tuple[str, ...]] = []
@@ -254,12 +247,12 @@ def _pg_apply_sections(s: dict[str, Any], sections: list[Section], notes: list[s
                 lag_rows.append((label, f"{x['t_s']:.1f}", x["phase"], _num(x["replay_behind_bytes"] / MB, 2),
                                  _num(x["receive_behind_bytes"] / MB, 2), "-" if lag is None else f"{lag:.3f}"))
                 label = ""
-    sections.append(Section("standby apply rate (trx/s replayed, median of n)",
+    sections.append(StudyTable("standby apply rate (trx/s replayed, median of n)",
                             ("durability", "primary load", "workers", "mode", "trx", "trx/s", "min–max", "n",
                              "replay s", "resume delay s", "WAL MB", "peak behind MB", "peak replay_lag s",
                              "primary trx/s"), rows, 4))
     if lag_rows:
-        sections.append(Section("replay lag over time (first run of each row; load: replay paused, apply: resumed)",
+        sections.append(StudyTable("replay lag over time (first run of each row; load: replay paused, apply: resumed)",
                                 ("measurement", "t s", "phase", "not replayed MB", "not received MB",
                                  "replay_lag s"), lag_rows, 3))
     if s.get("cores_note"):
@@ -268,7 +261,7 @@ def _pg_apply_sections(s: dict[str, Any], sections: list[Section], notes: list[s
         notes.append(s["apply_method"])
 
 
-def _pg_stale_section(st: dict[str, Any], sections: list[Section], notes: list[str]) -> None:
+def _pg_stale_section(st: dict[str, Any], sections: list[StudyTable], notes: list[str]) -> None:
     """PostgreSQL's stale reads: the wait is the commit under remote_apply, so both rows show the commit's latency."""
     rows: list[tuple[str, ...]] = []
     for label, key in (("without wait (commit: local)", "without_wait"),
@@ -279,7 +272,7 @@ def _pg_stale_section(st: dict[str, Any], sections: list[Section], notes: list[s
         rows.append((label, _num(st.get(f"reads_{key}")), _num(st.get(f"stale_{key}")), f"{st[key]:.2%}",
                      *(_num(lat[p], 1) if lat else "-" for p in ("p50_us", "p95_us", "p99_us", "max_us")),
                      _num(st.get(f"background_trx_per_s_{key}"))))
-    sections.append(Section("stale reads (write on the primary, read the row on a standby at once)",
+    sections.append(StudyTable("stale reads (write on the primary, read the row on a standby at once)",
                             ("probe", "reads", "stale", "stale fraction", "commit p50 µs", "p95 µs", "p99 µs",
                              "max µs", "background trx/s"), rows, 1))
     added = st.get("wait_added_us")
@@ -293,53 +286,3 @@ def _pg_stale_section(st: dict[str, Any], sections: list[Section], notes: list[s
                     f"p99 {_num(added['p99_us'], 1)} µs (differences of percentiles)." if added else ".")
                  + " remote_apply has no timeout: a standby that dies fails the study (the lab ends the waiting "
                    "sessions).")
-
-
-def render_replication(meta: dict[str, Any], records: list[ResultsRecord], console: Console) -> None:
-    s = replication_summary(meta, records)
-    sections, notes = _sections(s)
-    console.print(f"[bold]replication lab[/bold]  {term(meta.get('experiment', ''))}  "
-                  f"status {term(meta.get('status'))}")
-    for sec in sections:
-        t = Table(show_edge=False, pad_edge=False, title=term(sec.title), title_justify="left")
-        for i, h in enumerate(sec.header):
-            t.add_column(term(h), justify="left" if i < sec.text_columns else "right")
-        for row in sec.rows:
-            t.add_row(*[term(c) for c in row])
-        console.print(t)
-        console.print()
-    for note in notes:
-        console.print(f"[dim]{term(note)}[/dim]")
-    if not sections and not notes:
-        console.print("no replication results yet")
-
-
-def replication_markdown(meta: dict[str, Any], records: list[ResultsRecord]) -> str:
-    s = replication_summary(meta, records)
-    sections, notes = _sections(s)
-    out = [f"replication lab, status {md(meta.get('status'))}", ""]
-    for sec in sections:
-        out += [f"**{md(sec.title)}**", "", "| " + " | ".join(md(h) for h in sec.header) + " |",
-                "|" + "---|" * sec.text_columns + "---:|" * (len(sec.header) - sec.text_columns)]
-        out += ["| " + " | ".join(md(c) for c in row) + " |" for row in sec.rows]
-        out.append("")
-    for note in notes:
-        out += [md(note), ""]
-    return "\n".join(out) + "\n"
-
-
-def replication_json(meta: dict[str, Any], records: list[ResultsRecord], skipped: list[dict[str, Any]]) -> str:
-    doc = {"status": meta.get("status"), "replication": replication_summary(meta, records),
-           "cells": [], "skipped_lines": skipped, "meta": meta}
-    return json.dumps(doc, indent=2) + "\n"
-
-
-def replication_csv(meta: dict[str, Any], records: list[ResultsRecord]) -> str:
-    buf = io.StringIO()
-    fields = ("durability", "commit_wait_count", "commit_wait_usec", "benchmark", "client_threads", "workers", "mode",
-              "transactions", "trx_per_s", "trx_per_s_min", "trx_per_s_max", "n", "vs_serial", "primary_trx_per_s")
-    w = csv.writer(buf, lineterminator="\n")
-    w.writerow(fields)
-    for row in replication_summary(meta, records)["apply"]:
-        w.writerow([row[f] for f in fields])
-    return buf.getvalue()

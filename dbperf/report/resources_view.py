@@ -4,20 +4,14 @@ and at the end. Per-query figures are the median over the cell's ok repeats; fig
 
 from __future__ import annotations
 
-import json
 import statistics
 from collections import defaultdict
 from collections.abc import Iterator
 from typing import Any
 
-from rich.console import Console
-from rich.table import Table
-
 from dbperf import engines
 from dbperf.records import CellRecord, Resources, ResultsRecord
-from dbperf.report.escape import term
-from dbperf.report.model import Block, Row
-from dbperf.report.view import Section, View
+from dbperf.report.model import Block, Row, Section, View
 
 
 def _per_query(r: Resources) -> dict[str, float]:
@@ -56,11 +50,11 @@ def _sizes(meta: dict[str, Any]) -> dict[str, tuple[int | None, int | None]]:
     return {t["name"]: (t.get("db_bytes_after_load"), t.get("db_bytes_at_end")) for t in meta.get("targets", [])}
 
 
-def to_json(meta: dict[str, Any], records: list[ResultsRecord]) -> str:
+def resources_document(meta: dict[str, Any], records: list[ResultsRecord]) -> dict[str, Any]:
+    """The JSON document: every target's database sizes and every cell's per-query figures."""
     sizes = _sizes(meta)
-    doc = {"targets": [{"name": n, "db_bytes_after_load": a, "db_bytes_at_end": b} for n, (a, b) in sizes.items()],
-           "cells": resource_rows(meta, records)}
-    return json.dumps(doc, indent=2) + "\n"
+    return {"targets": [{"name": n, "db_bytes_after_load": a, "db_bytes_at_end": b} for n, (a, b) in sizes.items()],
+            "cells": resource_rows(meta, records)}
 
 
 def _kb(value: float | None) -> str:
@@ -127,27 +121,8 @@ def _missing(mine: list[dict[str, Any]]) -> list[tuple[str, str]]:
     return sorted({k: v for r in mine for k, v in r["unavailable"].items()}.items())
 
 
-def render_resources(meta: dict[str, Any], records: list[ResultsRecord], console: Console) -> None:
-    console.print(f"[bold]{TITLE}[/bold] {TITLE_NOTE}")
-    for target, engine, sizes, mine in _targets(meta, records):
-        console.print(f"\n[bold]{term(target)}[/bold]  {term(engine)}  {sizes}", highlight=False)
-        if not mine:
-            console.print("  no measured cell")
-            continue
-        table = Table(show_edge=False, pad_edge=False)
-        columns, rows = _target_table(engine, mine)
-        for i, c in enumerate(columns):
-            table.add_column(c, justify="left" if i == 0 else "right")
-        for cells in rows:
-            table.add_row(term(cells[0]), *cells[1:])
-        console.print(table)
-        for what, why in _missing(mine):
-            console.print(f"  [dim]{term(what)} not measured: {term(why)}[/dim]", highlight=False)
-    console.print(f"\n[dim]{HOW}[/dim]")
-
-
 def resources_view(meta: dict[str, Any], records: list[ResultsRecord]) -> View:
-    """The same tables as a document; CSV rows carry every per-query figure (JSON: to_json's document)."""
+    """Per target its sizes and table; CSV rows carry every per-query figure, JSON is resources_document."""
     sections = []
     for target, engine, sizes, mine in _targets(meta, records):
         columns, rows = _target_table(engine, mine)
@@ -158,4 +133,5 @@ def resources_view(meta: dict[str, Any], records: list[ResultsRecord]) -> View:
             block=Block("", "", tuple(columns), tuple(Row(tuple(r)) for r in rows)) if mine else None))
     flat = tuple({"target": r["target"], "benchmark": r["benchmark"], "threads": r["threads"],
                   "repeats": r["repeats"], **r["per_query"]} for r in resource_rows(meta, records))
-    return View("resources", f"{TITLE} {TITLE_NOTE}", tuple(sections), flat, notes=(HOW,))
+    return View("resources", TITLE, tuple(sections), subtitle=TITLE_NOTE, rows=flat, notes=(HOW,),
+                document=resources_document(meta, records))

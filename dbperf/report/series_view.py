@@ -1,20 +1,15 @@
-"""`dbperf series` and `dbperf regressions` in every format. The series is BRIEF §1's layout turned sideways in time:
-a legend `col-N : version`, one row per benchmark, rQPS against the first column with a verdict mark; HTML adds a
-line chart per benchmark with its change points marked."""
+"""`dbperf series` and `dbperf regressions` as Views (any format draws them). The series is BRIEF §1's layout
+turned sideways in time: a legend `col-N : version`, one row per benchmark, rQPS against the first column with a
+verdict mark; HTML adds a line chart per benchmark with its change points marked."""
 
 from __future__ import annotations
 
-import csv
-import io
-import json
 from typing import Any
 
-from rich.console import Console
-from rich.table import Table
-
-from dbperf.history.series import Point, Row, Series
-from dbperf.report.escape import md, term
+from dbperf.history.series import Point, Series
+from dbperf.history.series import Row as SeriesRow
 from dbperf.report.html_page import Page, label, legend_swatches, table, text
+from dbperf.report.model import Block, Row, Section, View
 from dbperf.stats.cell_verdict import MANN_WHITNEY, VERDICT_COLOURS
 
 MARKS = {"faster": "+", "slower": "-", "same": "~", "undecided": "?", "unstable": "!"}
@@ -33,7 +28,7 @@ def _cell_text(p: Point | None) -> str:
     return f"{p.rqps:.2f}{(' ' + mark) if mark else ''}"
 
 
-def _row_label(s: Series, row: Row) -> str:
+def _row_label(s: Series, row: SeriesRow) -> str:
     multi = len({r.threads for r in s.rows}) > 1
     return f"{row.benchmark} t={row.threads}" if multi else row.benchmark
 
@@ -60,33 +55,20 @@ def step_rows(s: Series, regressions_only: bool = False) -> list[dict[str, Any]]
     return out
 
 
-def series_table(s: Series, console: Console) -> None:
-    console.print(f"[bold]rQPS against {term(s.columns[0].label)}, by {s.by}[/bold]  {term(_identity_text(s))}")
-    for i, c in enumerate(s.columns, 1):
-        console.print(f"col-{i} : {c.label}", markup=False, highlight=False)
-    t = Table(show_edge=False, pad_edge=False)
-    t.add_column("benchmark")
-    for i in range(1, len(s.columns) + 1):
-        t.add_column(f"col-{i}", justify="right")
-    t.add_column("steps")
-    for row in s.rows:
-        t.add_row(term(_row_label(s, row)), *[term(_cell_text(p)) for p in row.points],
-                  term(", ".join(f"col-{st.index}→{st.index + 1} {st.size:+.1%}" for st in row.steps)))
-    console.print(t)
-    console.print(f"[dim]{term(MARKS_NOTE)}[/dim]")
+def _steps_text(row: SeriesRow) -> str:
+    return ", ".join(f"col-{st.index}→{st.index + 1} {st.size:+.1%}" for st in row.steps)
 
 
-def series_markdown(s: Series) -> str:
-    out = [f"**rQPS against {md(s.columns[0].label)}, by {s.by}** ({md(_identity_text(s))})", ""]
-    out += [f"    col-{i} : {c.label}" for i, c in enumerate(s.columns, 1)]
-    out += ["", "| benchmark | " + " | ".join(f"col-{i}" for i in range(1, len(s.columns) + 1)) + " | steps |",
-            "|---|" + "---:|" * len(s.columns) + "---|"]
-    for row in s.rows:
-        steps = ", ".join(f"col-{st.index}→{st.index + 1} {st.size:+.1%}" for st in row.steps)
-        out.append(f"| {md(_row_label(s, row))} | " + " | ".join(md(_cell_text(p)) for p in row.points)
-                   + f" | {md(steps)} |")
-    out += ["", md(MARKS_NOTE)]
-    return "\n".join(out) + "\n"
+def series_view(s: Series) -> View:
+    """Rows benchmarks, columns col-N (the legend says which version or run), rQPS with its mark, the steps found;
+    CSV one line per (benchmark, column); HTML draws a line chart per benchmark (series_html)."""
+    block = Block("", "", ("benchmark", *[f"col-{i}" for i in range(1, len(s.columns) + 1)], "steps"),
+                  tuple(Row((_row_label(s, row), *[_cell_text(p) for p in row.points], _steps_text(row)))
+                        for row in s.rows), left=(len(s.columns) + 1,))
+    return View("series", f"rQPS against {s.columns[0].label}, by {s.by}",
+                (Section(lines=tuple(f"col-{i} : {c.label}" for i, c in enumerate(s.columns, 1)), block=block),),
+                subtitle=_identity_text(s), rows=tuple(_csv_rows(s)), columns=SERIES_COLUMNS, notes=(MARKS_NOTE,),
+                document=series_document(s), own={"html": lambda: series_html(s)})
 
 
 def _point_json(p: Point | None) -> dict[str, Any] | None:
@@ -97,28 +79,29 @@ def _point_json(p: Point | None) -> dict[str, Any] | None:
             "verdict": p.verdict.word, "decided_by": p.verdict.decided_by}
 
 
-def series_json(s: Series) -> str:
-    doc = {"by": s.by, "identity": s.identity,
+def series_document(s: Series) -> dict[str, Any]:
+    return {"by": s.by, "identity": s.identity,
            "columns": [{"label": c.label, "version": c.version, "run_id": c.run_id, "started_at": c.started_at,
                         "target": c.target} for c in s.columns],
            "rows": [{"benchmark": r.benchmark, "threads": r.threads, "points": [_point_json(p) for p in r.points],
                      "steps": [st for st in step_rows(Series(s.by, s.identity, s.columns, [r]))]} for r in s.rows],
            "method": MARKS_NOTE}
-    return json.dumps(doc, indent=2) + "\n"
 
 
-def series_csv(s: Series) -> str:
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    w.writerow(["benchmark", "threads", "column", "label", "version", "run_id", "target", "qps_center", "n", "rqps",
-                "verdict", "step_here"])
+SERIES_COLUMNS = ("benchmark", "threads", "column", "label", "version", "run_id", "target", "qps_center", "n", "rqps",
+                  "verdict", "step_here")
+
+
+def _csv_rows(s: Series) -> list[dict[str, Any]]:
+    out = []
     for row in s.rows:
         starts = {st.index: st.size for st in row.steps}
         for i, (c, p) in enumerate(zip(s.columns, row.points, strict=True), 1):
-            w.writerow([row.benchmark, row.threads, i, c.label, c.version, c.run_id, c.target,
-                        p.result.qps_center if p else None, p.result.n if p else 0, p.rqps if p else None,
-                        p.verdict.word if p else None, starts.get(i - 1)])
-    return buf.getvalue()
+            out.append(dict(zip(SERIES_COLUMNS, (
+                row.benchmark, row.threads, i, c.label, c.version, c.run_id, c.target,
+                p.result.qps_center if p else None, p.result.n if p else 0, p.rqps if p else None,
+                p.verdict.word if p else None, starts.get(i - 1)), strict=True)))
+    return out
 
 
 def series_html(s: Series) -> str:
@@ -144,7 +127,7 @@ def series_html(s: Series) -> str:
     return page.render()
 
 
-def _line_chart(s: Series, row: Row) -> dict[str, Any]:
+def _line_chart(s: Series, row: SeriesRow) -> dict[str, Any]:
     xs = [label(c.label) for c in s.columns]
     ys = [p.result.qps_center if p else None for p in row.points]
     colours = [VERDICT_COLOURS.get(p.verdict.word, "#999") if p else "#fff" for p in row.points]
@@ -172,42 +155,18 @@ def _line_chart(s: Series, row: Row) -> dict[str, Any]:
                                      "annotations": notes, "yaxis": {"title": {"text": "QPS"}}}}
 
 
-def regressions_render(s: Series, fmt: str, console: Console, show_all: bool) -> str | None:
-    """The steps found; text for markdown/csv/json/html, or None when printed to the console."""
+STEP_COLUMNS = ("benchmark", "threads", "before", "after", "size", "median_before", "median_after", "p_value", "kind")
+
+
+def regressions_view(s: Series, show_all: bool) -> View:
+    """The steps found (only the steps down unless `show_all`); HTML is the series' page with its change points."""
     found = step_rows(s, regressions_only=not show_all)
-    header = ("benchmark", "threads", "between", "and", "size", "p (Mann-Whitney)", "kind")
-    values = [(x["benchmark"], x["threads"], x["before"], x["after"], f"{x['size']:+.1%}",
-               "-" if x["p_value"] is None else f"{x['p_value']:.2g}", x["kind"]) for x in found]
     what = "change points" if show_all else "regressions (steps down in QPS)"
-    if fmt == "json":
-        return json.dumps({"identity": s.identity, "by": s.by, "steps": found, "method": MARKS_NOTE}, indent=2) + "\n"
-    if fmt == "csv":
-        buf = io.StringIO()
-        w = csv.writer(buf, lineterminator="\n")
-        w.writerow(list(found[0]) if found else ["benchmark", "threads", "before", "after", "size", "median_before",
-                                                   "median_after", "p_value", "kind"])
-        for x in found:
-            w.writerow(list(x.values()))
-        return buf.getvalue()
-    if fmt == "markdown":
-        out = [f"**{md(what)}** over {len(s.columns)} {s.by}s ({md(_identity_text(s))})", ""]
-        if values:
-            out += ["| " + " | ".join(header) + " |", "|---|---:|---|---|---:|---:|---|"]
-            out += ["| " + " | ".join(md(v) for v in row) + " |" for row in values]
-        else:
-            out.append("None found.")
-        return "\n".join([*out, "", md(MARKS_NOTE)]) + "\n"
-    if fmt == "html":
-        return series_html(s)
-    console.print(f"[bold]{term(what)}[/bold] over {len(s.columns)} {s.by}s  {term(_identity_text(s))}")
-    if values:
-        t = Table(show_edge=False, pad_edge=False)
-        for i, h in enumerate(header):
-            t.add_column(h, justify="right" if i in (1, 4, 5) else "left")
-        for row in values:
-            t.add_row(*[term(v) for v in row])
-        console.print(t)
-    else:
-        console.print("none found")
-    console.print(f"[dim]{term(MARKS_NOTE)}[/dim]")
-    return None
+    header = ("benchmark", "threads", "between", "and", "size", "p (Mann-Whitney)", "kind")
+    values = tuple(Row((x["benchmark"], str(x["threads"]), x["before"], x["after"], f"{x['size']:+.1%}",
+                        "-" if x["p_value"] is None else f"{x['p_value']:.2g}", x["kind"])) for x in found)
+    section = Section(block=Block("", "", header, values, left=(2, 3, 6))) if values else Section(text=("None found.",))
+    return View("regressions", f"{what} over {len(s.columns)} {s.by}s", (section,), subtitle=_identity_text(s),
+                rows=tuple(found), columns=STEP_COLUMNS, notes=(MARKS_NOTE,),
+                document={"identity": s.identity, "by": s.by, "steps": found, "method": MARKS_NOTE},
+                own={"html": lambda: series_html(s)})

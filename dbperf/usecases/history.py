@@ -3,7 +3,6 @@ series and show it or its change points (dbperf/history/ holds the store and the
 
 from __future__ import annotations
 
-import io
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -13,16 +12,7 @@ from rich.console import Console
 from dbperf.errors import UserError
 from dbperf.history.series import BY, Series, build_series
 from dbperf.history.store import Result, Run, Store, history_path, open_store
-from dbperf.report.series_view import (
-    regressions_render,
-    series_csv,
-    series_html,
-    series_json,
-    series_markdown,
-    series_table,
-)
 from dbperf.usecases.progress import PROGRESS, say
-from dbperf.usecases.report import ReportView
 
 
 def record_run(directory: Path, err: Console = PROGRESS) -> None:
@@ -100,17 +90,3 @@ def query_series(engine: str | None, benchmarks: list[str] | None, threads: int 
             raise UserError(f"--benchmark: nothing stored for {', '.join(sorted(unknown))}")
         results = [r for r in results if r.benchmark in benchmarks]
     return build_series(results, by, pvalue=pvalue)
-
-
-def series_report(s: Series) -> ReportView:
-    render = {"markdown": series_markdown, "csv": series_csv, "json": series_json, "html": series_html}
-    return ReportView("series", lambda c: series_table(s, c), lambda f: render[f](s))
-
-
-def regressions_report(s: Series, show_all: bool) -> ReportView:
-    # The documents are returned, never printed: their console is a sink.
-    def draw(console: Console) -> None:
-        regressions_render(s, "table", console, show_all)
-
-    return ReportView("regressions", draw,
-                      lambda f: regressions_render(s, f, Console(file=io.StringIO()), show_all) or "")
