@@ -20,6 +20,7 @@ from dbperf.experiment.durations import parse_duration
 from dbperf.layout.command import layout_command
 from dbperf.output_file import write_file
 from dbperf.probes.run import run_probes
+from dbperf.report import formats
 from dbperf.runner import interrupts
 from dbperf.studies import toml_text
 from dbperf.studies.figures import Headline, NotMeasured, Reader, Row, headline, rows
@@ -159,7 +160,7 @@ def _experiment(study: Study, step: Step, quick: bool, directory: Path, yes: boo
     if (end.directory / "meta.json").is_file():
         view = report_view(end.directory)
         for fmt in ("html", "json"):
-            write_file(directory / f"{step.name}-report.{fmt}", view.document(fmt), force=False)
+            write_file(directory / f"{step.name}-report.{fmt}", formats.render(view.view(), fmt), force=False)
             reports.append(f"{step.name}-report.{fmt}")
     if end.exit_code >= INTERRUPTED:
         return StepEnd(f"interrupted; what was measured is in {end.directory.name}/", end.exit_code)
