@@ -70,9 +70,8 @@ def history_show(
                          + "\n")
         return
     meta = stored.meta
-    out_console.print(f"[bold]run {stored.id}[/bold]  {term(meta.get('started_at') or '-')}  host "
-                      f"{term((meta.get('host') or {}).get('hostname') or '-')}  status "
-                      f"{term(meta.get('status') or '-')}")
+    out_console.print(f"[bold]run {stored.id}[/bold]  {term(meta.started_at or '-')}  host "
+                      f"{term((meta.host.hostname if meta.host else None) or '-')}  status {term(meta.status or '-')}")
     _results_table(stored.results)
 
 

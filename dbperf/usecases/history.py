@@ -6,7 +6,6 @@ from __future__ import annotations
 import io
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from rich.console import Console
 
@@ -21,6 +20,7 @@ from dbperf.report.series_view import (
     series_markdown,
     series_table,
 )
+from dbperf.run_meta import RunMeta
 from dbperf.usecases.progress import PROGRESS, say
 from dbperf.usecases.report import ReportView
 
@@ -64,7 +64,7 @@ def list_runs() -> tuple[Path, list[Run]]:
 @dataclass
 class StoredRun:
     id: int
-    meta: dict[str, Any]
+    meta: RunMeta
     results: list[Result]
 
 

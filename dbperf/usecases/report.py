@@ -33,9 +33,10 @@ from dbperf.report.replication_view import (
 from dbperf.report.resources_view import render_resources, resources_view
 from dbperf.report.resources_view import to_json as resources_json
 from dbperf.report.view import render_view
+from dbperf.run_meta import RunMeta, meta_dict
 from dbperf.stats.ladder import ladder as ladder_steps
 from dbperf.stats.rqps_matrix import build_matrix
-from dbperf.storage.results import STATUS_NOTE, SkippedLine, read_results
+from dbperf.storage.results import SkippedLine, read_results
 
 FORMATS = ("table", "markdown", "csv", "json", "html")
 VIEWS = ("run", "resources", "intervals", "ladder")
@@ -76,10 +77,11 @@ def skipped_note(view: ReportView) -> str | None:
 def report_view(directory: Path, view: str = "run", aggregate: str | None = None) -> ReportView:
     """The one dispatch from a results directory and a view name to the view's renderers."""
     meta, records, skipped = read_results(directory)
-    if view == "resources":
-        made = ReportView("resources", lambda c: render_resources(meta, records, c),
-                          lambda f: resources_json(meta, records) if f == "json"
-                          else render_view(resources_view(meta, records), f))
+    if view == "resources":  # resources_view.py reads meta.json as a dict (meta_dict) until it reads RunMeta
+        raw = meta_dict(meta)
+        made = ReportView("resources", lambda c: render_resources(raw, records, c),
+                          lambda f: resources_json(raw, records) if f == "json"
+                          else render_view(resources_view(raw, records), f))
     elif view == "intervals":  # every measured cell's interval lines (sysbench --report-interval) in run order
         made = ReportView("intervals", lambda c: _draw_intervals(records, c),
                           lambda f: render_view(intervals_view(records), f))
@@ -89,20 +91,21 @@ def report_view(directory: Path, view: str = "run", aggregate: str | None = None
         # Built when first drawn or written, so that the status note below is said before a matrix that fails.
         built = cache(lambda: _run(meta, records, [asdict(s) for s in skipped], aggregate))
         made = ReportView("report", lambda c: built().draw(c), lambda f: built().document(f))
-        if meta.get(STATUS_NOTE):  # the status read back (a lab that died): said on stderr too, as skipped lines are
-            made.notes.append(f"dbperf: note: {directory}: {meta[STATUS_NOTE]}")
+        if meta.status_note:  # the status read back (a lab that died): said on stderr too, as skipped lines are
+            made.notes.append(f"dbperf: note: {directory}: {meta.status_note}")
     else:
         raise ValueError(f"no report view {view!r} (views: {', '.join(VIEWS)})")
     made.directory, made.skipped = directory, skipped
     return made
 
 
-def _run(meta: dict[str, Any], records: list[Any], skipped: list[dict], aggregate: str | None) -> ReportView:
-    if meta.get("replication"):  # a replication lab's results (replication_view.py; HTML: replication_html.py)
+def _run(meta: RunMeta, records: list[Any], skipped: list[dict], aggregate: str | None) -> ReportView:
+    if meta.replication:  # a replication lab's results (replication_view.py; HTML: replication_html.py)
+        raw = meta_dict(meta)  # the replication views read meta.json as a dict until they read RunMeta
         replication = {"markdown": replication_markdown, "csv": replication_csv, "html": replication_html,
                        "json": lambda meta, records: replication_json(meta, records, skipped)}
-        return ReportView("report", lambda c: render_replication(meta, records, c),
-                          lambda f: replication[f](meta, records))
+        return ReportView("report", lambda c: render_replication(raw, records, c),
+                          lambda f: replication[f](raw, records))
     if hosts_in(records):
         return _hosts(meta, records, skipped, aggregate)
     matrix = build_matrix(meta, records, aggregate)
@@ -111,11 +114,11 @@ def _run(meta: dict[str, Any], records: list[Any], skipped: list[dict], aggregat
     return ReportView("report", lambda c: render_table(matrix, meta, c), lambda f: run[f](matrix, meta))
 
 
-def _host_banner(meta: dict[str, Any], host: str, console: Console) -> None:
+def _host_banner(meta: RunMeta, host: str, console: Console) -> None:
     console.print(f"\n[bold reverse] {term(host_heading(meta, host))} [/bold reverse]")
 
 
-def _hosts(meta: dict[str, Any], records: list[Any], skipped: list[dict], aggregate: str | None) -> ReportView:
+def _hosts(meta: RunMeta, records: list[Any], skipped: list[dict], aggregate: str | None) -> ReportView:
     """A fleet run: one report per host (dbperf/report/hosts.py)."""
     views = [(host, view, build_matrix(view, mine, aggregate))
              for host in hosts_in(records, meta) for view, mine in [host_view(meta, records, host)]]
@@ -145,7 +148,7 @@ def _draw_intervals(records: list[Any], console: Console) -> None:
             console.print(line, markup=False, highlight=False, soft_wrap=True)
 
 
-def _ladder(meta: dict[str, Any], records: list[Any], aggregate: str | None) -> ReportView:
+def _ladder(meta: RunMeta, records: list[Any], aggregate: str | None) -> ReportView:
     ladders: list[tuple[str | None, list[Any]]] = [  # a fleet run: a ladder per host
         (host, ladder_steps(build_matrix(view, mine, aggregate)))
         for host in hosts_in(records, meta) for view, mine in [host_view(meta, records, host)]]
