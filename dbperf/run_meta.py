@@ -45,7 +45,7 @@ class BenchmarkMeta(msgspec.Struct, kw_only=True):
     group: str
     phase: str | None = None
     source: str | None = None
-    queries_per_event: float | None = None
+    queries_per_event: int | float | None = None  # as the workload gives it (an int, mostly)
     sql: list[str] = []
 
 
