@@ -227,20 +227,21 @@ class MetaError(ValueError):
     """Why a meta.json cannot be read, in one line (the caller names the file)."""
 
 
-def upgraded(raw: dict[str, Any], current: int = FORMAT_VERSION,
-             upgrades: dict[int, Upgrade] | None = None) -> dict[str, Any]:
-    """`raw` brought to version `current`, one update_to_N after another; a newer version, or one older than the
-    oldest this dbperf can upgrade, is a MetaError."""
+def upgraded(raw: dict[str, Any], current: int = FORMAT_VERSION, upgrades: dict[int, Upgrade] | None = None,
+             key: str = VERSION_KEY, what: str = "results format") -> dict[str, Any]:
+    """`raw` brought to version `current` (its version under `key`), one update_to_N after another; a newer
+    version, or one older than the oldest this dbperf can upgrade, is a MetaError. The build manifest
+    (build_manifest.py) is upgraded by the same rule."""
     steps = UPGRADES if upgrades is None else upgrades
-    version = raw.get(VERSION_KEY)
+    version = raw.get(key)
     oldest = min(steps, default=current + 1) - 1
     if not isinstance(version, int) or isinstance(version, bool) or version < min(oldest, current):
-        raise MetaError(f"results format version {version!r} is not one this dbperf reads (it reads {current})")
+        raise MetaError(f"{what} version {version!r} is not one this dbperf reads (it reads {current})")
     if version > current:
-        raise MetaError(f"results format version {version} is newer than this dbperf reads ({current}): "
+        raise MetaError(f"{what} version {version} is newer than this dbperf reads ({current}): "
                         "read it with a newer dbperf")
     for n in range(version + 1, current + 1):
-        raw = {**steps[n](raw), VERSION_KEY: n}
+        raw = {**steps[n](raw), key: n}
     return raw
 
 

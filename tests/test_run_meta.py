@@ -14,6 +14,8 @@ from typing import Any
 
 import pytest
 
+from dbperf.build_manifest import MANIFEST_VERSION, build_manifest, encode_manifest
+from dbperf.buildlab.builder import _cached_manifest
 from dbperf.errors import UserError
 from dbperf.run_meta import (
     FORMAT_VERSION,
@@ -205,3 +207,35 @@ def test_a_malformed_meta_stays_a_one_line_error() -> None:
                   "threads": [1.5]})
     with pytest.raises(MetaError, match=r"\$\.targets\[0\]\.restarts"):
         run_meta({"dbperf_results": 1, "base": "a", "targets": [{"name": "a", "restarts": "x"}], "benchmarks": []})
+
+
+# --- the SQLite build manifest (dbperf/build_manifest.py) ---------------------------------------------------------
+
+MANIFEST_V1 = DATA / "build-manifest-v1.json"  # a PGO build's manifest as the cache held it, before its version key
+
+
+def test_a_manifest_without_a_version_is_version_1_and_reads_with_its_values() -> None:
+    raw = json.loads(MANIFEST_V1.read_text())
+    assert "manifest_version" not in raw
+    m = build_manifest(raw)
+    assert m.manifest_version == MANIFEST_VERSION == 1 and m.label == "sqlite@3.54.1 [O2 pgo]"
+    assert m.compiler.version == "cc (Debian 12.2.0-14+deb12u1) 12.2.0" and m.build_seconds == 38.8
+    assert m.pgo is not None and m.pgo["training_set"] == ["train-mix"]
+    assert m.library_sha256 == "201d51feb0828e095c65c01ec5c4081f9fee520e5c725280e5ea3ca67c248722"
+    again = json.loads(encode_manifest(m))
+    assert again == {"manifest_version": 1, **raw}  # nothing dropped
+
+
+def test_a_manifest_this_dbperf_cannot_read_is_a_cache_miss(tmp_path: Path) -> None:
+    path = tmp_path / "manifest.json"
+    raw = json.loads(MANIFEST_V1.read_text())
+    path.write_text(json.dumps(raw))
+    cached = _cached_manifest(path)
+    assert cached is not None and cached.key == raw["key"]
+    with pytest.raises(MetaError, match="build manifest version 2 is newer than this dbperf reads"):
+        build_manifest({**raw, "manifest_version": 2})
+    for bad in ({**raw, "manifest_version": 2}, {**raw, "compiler": "gcc"}, [raw]):
+        path.write_text(json.dumps(bad))
+        assert _cached_manifest(path) is None
+    path.write_text("{torn")
+    assert _cached_manifest(path) is None
