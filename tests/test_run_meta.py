@@ -17,6 +17,8 @@ import pytest
 from dbperf.build_manifest import MANIFEST_VERSION, build_manifest, encode_manifest
 from dbperf.buildlab.builder import _cached_manifest
 from dbperf.errors import UserError
+from dbperf.experiment.spec import parse_experiment
+from dbperf.replication.lab import _meta as replication_meta
 from dbperf.run_meta import (
     FORMAT_VERSION,
     BenchmarkMeta,
@@ -31,6 +33,7 @@ from dbperf.run_meta import (
     run_meta,
     upgraded,
 )
+from dbperf.runner.matrix import _meta as matrix_meta
 from dbperf.stats.rqps_matrix import build_matrix
 from dbperf.storage.results import ResultsWriter, read_results
 from tests.conftest import run_cli
@@ -239,3 +242,20 @@ def test_a_manifest_this_dbperf_cannot_read_is_a_cache_miss(tmp_path: Path) -> N
         assert _cached_manifest(path) is None
     path.write_text("{torn")
     assert _cached_manifest(path) is None
+
+
+@pytest.mark.parametrize("example", ["quick", "demo", "sqlite-config", "pg-ladder", "fleet", "replication",
+                                     "replication-postgres"])
+def test_each_writers_meta_reads_back_as_written(example: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The matrix run's and the replication lab's meta.json, for the shipped examples, as they are written before the
+    run starts: decoded through the reader's path, they encode to the same bytes."""
+    for writer in ("dbperf.runner.matrix", "dbperf.replication.lab"):  # the unit tier runs no driver
+        monkeypatch.setattr(f"{writer}.driver_version", lambda: "dbperf-driver (test)")
+    e = parse_experiment(Path(__file__).parent.parent / "examples" / f"{example}.toml")
+    meta = replication_meta(e, {}) if e.replication else matrix_meta(e, {t.name: {} for t in e.targets},
+                                                                     {t.name: [] for t in e.targets})
+    written = encode_meta(meta)
+    read = run_meta(json.loads(written))
+    assert encode_meta(read) == written and read.dbperf_results == FORMAT_VERSION
+    assert (read.replication is not None) == (e.replication is not None)
+    assert read.target_names == [t.name for t in e.targets]
