@@ -24,7 +24,6 @@ DIED = "died"
 LAB_DIED = "the lab died while running (killed?)"
 
 
-
 class HostMeta(msgspec.Struct, kw_only=True):
     """host/facts.py `host_metadata()`: the machine a run (or a fleet host's part) ran on."""
     hostname: str | None = None
@@ -187,7 +186,7 @@ class RunMeta(msgspec.Struct, kw_only=True):
     load_model: dict[str, Any] | None = None
     data_restore: str | None = None
     writes: str | None = None
-    post_write: bool | None = None
+    post_write: bool | None = None  # the experiment's switch; a target's `post_write` lists the steps it ran
     post_write_wait_s: float | None = None
     runtime_dir: str | None = None
     rounds: list[RoundsMeta] | None = None

@@ -259,3 +259,14 @@ def test_each_writers_meta_reads_back_as_written(example: str, monkeypatch: pyte
     assert encode_meta(read) == written and read.dbperf_results == FORMAT_VERSION
     assert (read.replication is not None) == (e.replication is not None)
     assert read.target_names == [t.name for t in e.targets]
+
+
+def test_cumulative_writes_say_the_data_is_never_restored(write_experiment: Any,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """The harness settings (runner/post_write.py meta_fields) replace the default `data_restore`."""
+    monkeypatch.setattr("dbperf.runner.matrix.driver_version", lambda: "dbperf-driver (test)")
+    text = (Path(__file__).parent.parent / "examples" / "quick.toml").read_text()
+    e = parse_experiment(write_experiment(text.replace("[run]\n", '[run]\nwrites = "cumulative"\n', 1)))
+    meta = run_meta(json.loads(encode_meta(matrix_meta(e, {t.name: {} for t in e.targets},
+                                                       {t.name: [] for t in e.targets}))))
+    assert meta.writes == "cumulative" and meta.data_restore is not None and meta.data_restore.startswith("never")

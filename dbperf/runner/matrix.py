@@ -139,12 +139,13 @@ def _meta(e: Experiment, infos: dict[str, dict[str, Any]], settings: dict[str, l
         noise_thresholds={"steal": HEAVY_STEAL, "foreign_cpu": HEAVY_FOREIGN_CPU},
         steady=e.steady.describe() if e.steady else None,
         load_model=e.load.describe(),
-        data_restore="before each write cell: SQLite targets copy their pristine loaded file; servers the lab "
-                     "started recreate the working database from a pristine one; external servers reload",
         benchmarks=benchmarks_meta(e),
         targets=[meta_part(TargetMeta, {**asdict(t), "settings": settings[t.name], **infos[t.name]})
                  for t in e.targets],
-        **meta_fields(e),
+        # the harness settings (runner/post_write.py): cumulative writes say that the data is never restored
+        **{"data_restore": "before each write cell: SQLite targets copy their pristine loaded file; servers the lab "
+                           "started recreate the working database from a pristine one; external servers reload",
+           **meta_fields(e)},
     )
 
 
