@@ -8,9 +8,11 @@ import random
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import numpy as np
 
 from dbperf.records import CellRecord, Latency, RunResult, Usage
+from dbperf.run_meta import RunMeta, run_meta
 from dbperf.storage.results import ResultsWriter
 
 GROUPS = ("point", "range", "write")
@@ -40,7 +42,7 @@ def write_run(directory: Path, targets: list[str], benchmarks: list[str], repeat
         **(meta_extra or {}),
     }
     writer = ResultsWriter(directory)
-    writer.write_meta(meta, "# synthetic\n")
+    writer.write_meta(run_meta(meta), "# synthetic\n")
     base_qps = {b: random.Random(b).uniform(2_000, 200_000) for b in benchmarks}  # the same in every run
     for b in benchmarks:
         for r in range(1, repeats + 1):
@@ -63,6 +65,12 @@ def _cell(target: str, benchmark: str, repeat: int, qps: float, server: bool) ->
                            involuntary_cs=1) if server else None,
         duration_s=1.0, threads=1)
     return CellRecord(target=target, benchmark=benchmark, threads=1, repeat=repeat, status="ok", result=result)
+
+
+def meta_of(fields: dict[str, Any]) -> RunMeta:
+    """A test's hand-made meta.json fields as the RunMeta the reports take (no version, no shape check: a test's
+    meta holds only what its report reads)."""
+    return msgspec.convert(fields, RunMeta)
 
 
 def make_matrix_dir(tmp: Path, name: str = "run", **kwargs: Any) -> Path:

@@ -23,6 +23,7 @@ from dbperf.experiment.model import default_sqlite_library
 from dbperf.experiment.spec import parse_experiment
 from dbperf.host.driver import run_job
 from dbperf.records import DriverJob, LoadResult, RunResult
+from dbperf.run_meta import run_meta
 from dbperf.storage import results
 from dbperf.storage.results import LOCK, ResultsWriter, read_results
 from tests.conftest import DBPERF, REPO, run_cli
@@ -201,10 +202,10 @@ def test_a_running_directory_whose_lab_holds_it_is_running(tmp_path):
     out = tmp_path / "o"
     writer = ResultsWriter(out)
     try:
-        writer.write_meta({"dbperf_results": 1, "status": "running", "base": "a", "targets": [{"name": "a"}],
-                           "benchmarks": []}, "")
+        writer.write_meta(run_meta({"dbperf_results": 1, "status": "running", "base": "a",
+                                    "targets": [{"name": "a"}], "benchmarks": []}), "")
         meta, _, _ = read_results(out)
-        assert meta["status"] == "running" and "status_note" not in meta
+        assert meta.status == "running" and meta.status_note is None
     finally:
         writer.close()
 

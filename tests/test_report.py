@@ -10,6 +10,7 @@ from rich.console import Console
 from dbperf.records import results_record
 from dbperf.report.render import render_table, to_csv, to_json, to_markdown
 from dbperf.stats.rqps_matrix import build_matrix
+from tests.synthetic import meta_of
 
 pytestmark = pytest.mark.unit
 
@@ -50,7 +51,7 @@ def records():
 
 
 def test_json_has_the_keys_a_check_reads():
-    doc = json.loads(to_json(build_matrix(META, records()), META))
+    doc = json.loads(to_json(build_matrix(meta_of(META), records()), meta_of(META)))
     assert doc["base"] == "old" and doc["targets"] == ["old", "new"]
     cells = {(c["target"], c["benchmark"]): c for c in doc["cells"]}
     for key in ("target", "benchmark", "threads", "qps_median", "qps_runs", "rqps", "significant",
@@ -68,7 +69,7 @@ def test_json_has_the_keys_a_check_reads():
 
 
 def test_markdown_lays_out_legend_and_groups():
-    md = to_markdown(build_matrix(META, records()), META)
+    md = to_markdown(build_matrix(meta_of(META), records()), meta_of(META))
     assert "    col-1 : old  (base)" in md and "    col-2 : new" in md
     assert md.index("**point**") < md.index("**range**") < md.index("**write**")
     assert "| update-index | 1.00 | 0.56 ? |" in md  # 4 repeats a side: no test at 1% can call anything
@@ -77,19 +78,19 @@ def test_markdown_lays_out_legend_and_groups():
 
 
 def test_trimmed_aggregate_changes_the_center():
-    m = build_matrix(META, records(), aggregate="trimmed")
+    m = build_matrix(meta_of(META), records(), aggregate="trimmed")
     assert m.cell("old", "update-index", 1).qps.center == (1000 + 1005) / 2
 
 
 def test_csv_one_row_per_cell():
-    rows = list(csv.DictReader(io.StringIO(to_csv(build_matrix(META, records()), META))))
+    rows = list(csv.DictReader(io.StringIO(to_csv(build_matrix(meta_of(META), records()), meta_of(META)))))
     assert len(rows) == 6
     assert {r["benchmark"] for r in rows} == {"point-query", "scan", "update-index"}
 
 
 def test_table_renders_legend_and_absolute_figures():
     console = Console(record=True, width=200)
-    render_table(build_matrix(META, records()), META, console)
+    render_table(build_matrix(meta_of(META), records()), meta_of(META), console)
     text = console.export_text()
     assert "col-1 : old  (base)" in text and "0.56" in text and "1,002" in text and "failed" in text
 
@@ -97,8 +98,8 @@ def test_table_renders_legend_and_absolute_figures():
 def test_ladder_flags_a_losing_step():
     from dbperf.stats.ladder import ladder
 
-    meta = {**META, "targets": [{"name": "old"}, {"name": "new"}, {"name": "newer"}],
-            "benchmarks": [{"name": "update-index", "group": "write"}]}
+    meta = meta_of({**META, "targets": [{"name": "old"}, {"name": "new"}, {"name": "newer"}],
+            "benchmarks": [{"name": "update-index", "group": "write"}]})
     recs = []
     for r, (a, b, c) in enumerate([(100, 110, 105), (101, 111, 104), (99, 109, 106), (100, 110, 104)], 1):
         recs += [record("old", "update-index", r, a), record("new", "update-index", r, b),
@@ -111,7 +112,7 @@ def test_ladder_flags_a_losing_step():
 
 
 def test_trained_benchmarks_are_marked():
-    meta = {**META, "targets": [{"name": "old"}, {"name": "new", "trained_on": ["point-query"]}]}
+    meta = meta_of({**META, "targets": [{"name": "old"}, {"name": "new", "trained_on": ["point-query"]}]})
     m = build_matrix(meta, records())
     md = to_markdown(m, meta)
     assert "col-2 : new  (PGO trained on: point-query)" in md
@@ -130,7 +131,7 @@ def test_verdict_beside_rqps_and_in_json():
         recs += [record("old", "update-index", r, round(1000 * drift)),
                  record("new", "update-index", r, round(940 * drift) + r),
                  record("old", "point-query", r, 5000 + r), record("new", "point-query", r, 5005 + r)]
-    meta = {**META, "benchmarks": META["benchmarks"][:1] + META["benchmarks"][2:]}
+    meta = meta_of({**META, "benchmarks": META["benchmarks"][:1] + META["benchmarks"][2:]})
     m = build_matrix(meta, recs)
     md = to_markdown(m, meta)
     assert "| update-index | 1.00 ! | 0.94 slower* ! |" in md  # drift cancels in the ratios; *: wall decided

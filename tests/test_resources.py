@@ -56,6 +56,6 @@ def test_old_results_read_and_the_view_skips_cells_without_resources():
         "window_s": 1.0, "queries": 4.0, "method": "m", "client_io": {"read_bytes": 4096, "write_bytes": 8192},
         "engine_counters": {"blks_read": 8.0}}})
     assert again == new
-    [row] = resource_rows({}, [cell, new])
+    [row] = resource_rows([cell, new])
     assert row["repeats"] == 1
     assert row["per_query"]["client_read_bytes"] == 1024 and row["per_query"]["engine.blks_read"] == 2.0

@@ -13,6 +13,7 @@ from dbperf.experiment.spec import parse_experiment
 from dbperf.records import CellRecord, Latency, RunResult, Usage
 from dbperf.runner.rounds import MIN_ROUNDS, GroupState, Measured, RoundPolicy, round_order, run_rounds
 from dbperf.stats.rqps_matrix import build_matrix, cpu_qps
+from tests.synthetic import meta_of
 
 pytestmark = pytest.mark.unit
 
@@ -177,7 +178,7 @@ def test_cpu_time_decides_where_the_wall_clock_cannot():
     assert deciding is not None and deciding.metric == "cpu" and deciding.verdict == "slower"
     assert not state.verdicts("wall")["B"].decided
     # the report applies the same rule to the same records: the same verdicts, metric by metric
-    m = build_matrix(_META, records)
+    m = build_matrix(meta_of(_META), records)
     cell = m.cell("B", "point-query", 1)
     assert cell is not None and _called(cell.verdict_detail) == state.verdicts("wall")["B"]
     assert _called(cell.cpu_verdict_detail) == state.verdicts("cpu")["B"]
@@ -210,7 +211,7 @@ def test_duet_pairs_each_target_with_the_base_measured_beside_it():
                        deadline=10_000, clock=lambda: clock[0])
     verdicts = state.verdicts()
     assert verdicts["B"].verdict == "slower" and verdicts["C"].verdict == "same" and state.rounds <= 12
-    m = build_matrix(_META, records)
+    m = build_matrix(meta_of(_META), records)
     assert _called(m.cell("B", "point-query", 1).verdict_detail) == verdicts["B"]
     assert _called(m.cell("C", "point-query", 1).verdict_detail) == verdicts["C"]
     base = m.cell("A", "point-query", 1)

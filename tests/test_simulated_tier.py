@@ -30,6 +30,7 @@ from dbperf.stats.rqps_matrix import build_matrix
 from dbperf.stats.simulated import SAME_WITHIN, TIER, simulated_delta, simulated_verdict
 from dbperf.stats.verdict import CellVerdict, View
 from tests.conftest import run_cli
+from tests.synthetic import meta_of
 
 unit = pytest.mark.unit
 e2e = pytest.mark.e2e
@@ -77,7 +78,7 @@ def verdict(v: str, threshold: float, mde_view_can_decide: bool = True, diff: fl
 
 def matrix_with_cpu():
     """The matrix of records(), with CPU-time verdicts and a level shift as helper h25a's build_matrix sets them."""
-    m = build_matrix(META, records())
+    m = build_matrix(meta_of(META), records())
     new_pq, new_upd = m.cell("new", "point-query", 1), m.cell("new", "update-index", 1)
     aa_pq, aa_upd = m.cell("old-aa", "point-query", 1), m.cell("old-aa", "update-index", 1)
     assert new_pq and new_upd and aa_pq and aa_upd
@@ -173,7 +174,7 @@ def test_the_key_defaults_to_off(write_experiment):
 
 @unit
 def test_markdown_shows_simulated_and_cpu_columns_apart():
-    md = to_markdown(matrix_with_cpu(), META)
+    md = to_markdown(matrix_with_cpu(), meta_of(META))
     header = next(line for line in md.splitlines() if line.startswith("| benchmark"))
     assert header == ("| benchmark | col-1 | col-1 simulated Δcyc | col-2 | col-2 cpu | col-2 simulated Δcyc | col-3 "
                       "| col-3 cpu | col-3 simulated Δcyc |")
@@ -194,7 +195,7 @@ def test_markdown_shows_simulated_and_cpu_columns_apart():
 
 @unit
 def test_legend_states_verdict_quality_per_metric():
-    md = to_markdown(matrix_with_cpu(), META)
+    md = to_markdown(matrix_with_cpu(), meta_of(META))
     wall = next(line for line in md.splitlines() if "verdict quality, wall clock:" in line)
     assert "3 of 4 compared cells decided" in wall and "noise thresholds 1.5%–6.0% (median 2.9%)" in wall
     assert "could hide a change up to: point-query new ±6.0%" in wall
@@ -209,7 +210,7 @@ def test_legend_states_verdict_quality_per_metric():
 @unit
 def test_json_and_csv_add_fields_and_keep_the_old_ones():
     m = matrix_with_cpu()
-    doc = json.loads(to_json(m, META))
+    doc = json.loads(to_json(m, meta_of(META)))
     cells = {(c["target"], c["benchmark"]): c for c in doc["cells"]}
     new = cells[("new", "point-query")]
     for key in ("rqps", "verdict", "decided_by", "noise_threshold", "min_detectable_effect", "cpu_us_per_query"):
@@ -226,7 +227,7 @@ def test_json_and_csv_add_fields_and_keep_the_old_ones():
     q = doc["verdict_quality"]
     assert q["wall"]["noise_threshold_max"] == 0.06 and q["cpu"]["noise_threshold_min"] == 0.01
     assert q["aa"]["cpu"]["changed"] == 1 and doc["aa"]["cpu"]["changed"] == 1 and doc["aa"]["changed"] == 0
-    rows = list(csv.DictReader(io.StringIO(to_csv(m, META))))
+    rows = list(csv.DictReader(io.StringIO(to_csv(m, meta_of(META)))))
     row = next(r for r in rows if r["target"] == "new" and r["benchmark"] == "point-query")
     assert row["sim_verdict"] == "faster" and row["cpu_verdict"] == "faster" and row["decided_metric"] == "cpu"
     assert float(row["sim_estimated_cycles_delta"]) == pytest.approx(-0.01)
@@ -236,21 +237,21 @@ def test_json_and_csv_add_fields_and_keep_the_old_ones():
 def test_terminal_and_html_show_the_simulated_column():
     m = matrix_with_cpu()
     console = Console(record=True, width=300)
-    render_table(m, META, console)
+    render_table(m, meta_of(META), console)
     out = console.export_text()
     assert "col-3 simulated Δcyc" in out and "-1.00% faster" in out and "+0.00% same r" in out
-    page = to_html(m, META)
+    page = to_html(m, meta_of(META))
     assert "col-3 simulated Δcyc" in page and "simulated Δ est. cycles: -1.00% faster" in page
 
 
 @unit
 def test_a_run_without_the_tier_keeps_its_columns():
-    m = build_matrix({**META, "aa_target": None}, records(with_sim=False))
-    md = to_markdown(m, META)
+    m = build_matrix(meta_of({**META, "aa_target": None}), records(with_sim=False))
+    md = to_markdown(m, meta_of(META))
     # No simulated column; the CPU-time verdict's columns are there because these records measured CPU.
     assert md.count("| benchmark | col-1 | col-2 | col-3 |") == 0 and "simulated" not in md
     assert "| benchmark | col-1 | col-2 | col-2 cpu | col-3 | col-3 cpu |" in md
-    doc = json.loads(to_json(m, META))
+    doc = json.loads(to_json(m, meta_of(META)))
     assert doc["simulated"] is None and all(c["sim_verdict"] is None for c in doc["cells"])
 
 

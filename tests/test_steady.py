@@ -22,6 +22,7 @@ from dbperf.report.render import render_table, to_csv, to_json, to_markdown
 from dbperf.runner.matrix import _unsettled
 from dbperf.runner.rounds import GroupState, Measured, RoundPolicy, run_rounds
 from dbperf.stats.rqps_matrix import build_matrix
+from tests.synthetic import meta_of
 
 pytestmark = pytest.mark.unit
 
@@ -142,9 +143,9 @@ META = {"base": "old", "aggregate": "median", "threads": [1], "status": "complet
 
 
 def test_reports_flag_a_cell_that_never_settled():
-    m = build_matrix(META, records(unsettled_new=2))
+    m = build_matrix(meta_of(META), records(unsettled_new=2))
     console = Console(record=True, width=250)
-    render_table(m, META, console)
+    render_table(m, meta_of(META), console)
     text = console.export_text()
     assert "steady state: warm-up until 3 samples of 1 s agree within 5% ((max - min) / mean), at most 30 s" in text
     assert "warm-ups took 4.0–6.0 s (median 5.0 s); 2 of 6 repeats never settled (w): new point-query t=1 (2 of 3)" \
@@ -154,23 +155,23 @@ def test_reports_flag_a_cell_that_never_settled():
     assert cols[2].endswith("w") and row.count("w") == 1  # new's wall-clock column only
     assert "w : in at least one repeat the steady-state warm-up reached max_warmup" in " ".join(text.split())
 
-    md = to_markdown(m, META)
+    md = to_markdown(m, meta_of(META))
     assert "new point-query t=1 (2 of 3)" in md and "w |" in md
 
-    doc = json.loads(to_json(m, META))
+    doc = json.loads(to_json(m, meta_of(META)))
     cells = {c["target"]: c for c in doc["cells"]}
     assert cells["new"]["unsettled_runs"] == 2 and cells["old"]["unsettled_runs"] == 0
     assert cells["new"]["warmup_s_median"] == 5.0 and cells["new"]["warmup_s_max"] == 6.0
     assert [s["settled"] for s in cells["new"]["steady"]] == [False, False, True]
     assert "max_warmup" in doc["significance"]
-    rows = list(csv.DictReader(io.StringIO(to_csv(m, META))))
+    rows = list(csv.DictReader(io.StringIO(to_csv(m, meta_of(META)))))
     assert {r["target"]: r["unsettled_runs"] for r in rows} == {"old": "0", "new": "2"}
 
 
 def test_a_run_without_steady_state_says_nothing_of_it():
     lines = [results_record({"target": t, "benchmark": "point-query", "threads": 1, "repeat": r, "status": "ok",
                              "result": {**RESULT, "warmup_s": 2.0}}) for r in (1, 2) for t in ("old", "new")]
-    meta = {k: v for k, v in META.items() if k != "steady"}
+    meta = meta_of({k: v for k, v in META.items() if k != "steady"})
     m = build_matrix(meta, lines)
     console = Console(record=True, width=250)
     render_table(m, meta, console)

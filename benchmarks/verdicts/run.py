@@ -99,12 +99,12 @@ def _report(mode: str, directory: Path) -> tuple[int, int, float, int]:
     """Prints one mode's lines; returns (A/A cells changed, A/A cells, A/B ratio, wrong calls)."""
     meta, records, _ = read_results(directory)
     m: Matrix = build_matrix(meta, records)
-    duet = meta.get("duet") or {}
+    duet = meta.duet or {}
     fallback = "" if mode != "duet" or duet.get("used") else f", duet NOT used: {duet.get('why')}"
-    print(f"\n== mode {mode} (order {meta.get('order')}{fallback}) from {directory}")
-    rounds = [r["rounds"] for r in meta.get("rounds", [])]
-    for r in meta.get("rounds", []):
-        print(f"  {r['benchmark']:24s} {r['stopped']}")
+    print(f"\n== mode {mode} (order {meta.order}{fallback}) from {directory}")
+    rounds = [r.rounds for r in meta.rounds or []]
+    for r in meta.rounds or []:
+        print(f"  {r.benchmark:24s} {r.stopped}")
     compared = [c for (t, _, _), c in m.cells.items() if t != m.base and c.verdict_detail is not None]
     for metric in ("wall", "cpu"):
         thresholds = [v.noise_threshold for c in compared
@@ -114,7 +114,7 @@ def _report(mode: str, directory: Path) -> tuple[int, int, float, int]:
         print(f"mode {mode} metric {metric}: median noise threshold {median} after "
               f"{statistics.median(rounds) if rounds else 0:g} rounds")
 
-    aa_cells = [c for (t, _, _), c in m.cells.items() if t == meta.get("aa_target") and c.verdict_detail is not None]
+    aa_cells = [c for (t, _, _), c in m.cells.items() if t == meta.aa_target and c.verdict_detail is not None]
     aa_changed = 0
     print("A/A (O2-aa against O2): rQPS, wall clock, CPU time, simulated")
     for c in aa_cells:

@@ -112,8 +112,8 @@ def measure(order: str, args: argparse.Namespace, tmp: Path, console: Console) -
     out = tmp / f"results-{order}"
     run_matrix(exp, out, console, builds=builds)
     meta, records, _ = read_results(out)
-    if order == "duet" and not (meta.get("duet") or {}).get("used"):
-        raise SystemExit(f"no duet could be formed here: {(meta.get('duet') or {}).get('why')}")
+    if order == "duet" and not (meta.duet or {}).get("used"):
+        raise SystemExit(f"no duet could be formed here: {(meta.duet or {}).get('why')}")
     return [r for r in records if isinstance(r, CellRecord) and r.ok]
 
 

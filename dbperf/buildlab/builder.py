@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from dbperf.build_manifest import BuildManifest, CompilerInfo, build_manifest, encode_manifest
 from dbperf.buildlab.paths import cache_root
 from dbperf.buildlab.sqlite_source import SqliteSource, resolve
 from dbperf.buildlab.training import run_training, training_identity, training_workloads
@@ -26,6 +27,8 @@ from dbperf.errors import UserError
 from dbperf.experiment.build_variants import BuildSpec
 from dbperf.host.compiler import Compiler, find_compiler
 from dbperf.host.facts import sha256_of
+from dbperf.records import to_builtins
+from dbperf.run_meta import MetaError
 
 LIBS = ["-lpthread", "-ldl", "-lm"]
 TAIL_LINES = 6
@@ -120,11 +123,10 @@ def build(spec: BuildSpec, source: SqliteSource, base_dir: Path | None = None) -
     key = build_key(spec, source, cc, base_dir)
     out = builds_dir() / key
     manifest_path = out / "manifest.json"
-    if manifest_path.is_file():
-        manifest = json.loads(manifest_path.read_text())
-        library = out / "libsqlite3.so"
-        if library.is_file() and sha256_of(str(library)) == manifest["library_sha256"]:
-            return Build(library, manifest, cached=True)
+    cached = _cached_manifest(manifest_path)
+    library = out / "libsqlite3.so"
+    if cached is not None and library.is_file() and sha256_of(str(library)) == cached.library_sha256:
+        return Build(library, to_builtins(cached), cached=True)
     shutil.rmtree(out, ignore_errors=True)
     work = out / "work"
     work.mkdir(parents=True)
@@ -139,25 +141,33 @@ def build(spec: BuildSpec, source: SqliteSource, base_dir: Path | None = None) -
     library = out / "libsqlite3.so"
     os.replace(work / "libsqlite3.so", library)
     (work / "sqlite3.o").unlink(missing_ok=True)
-    manifest = {
-        "key": key,
-        "label": spec.label(),
-        "source": source.provenance(),
-        "variants": list(spec.variants),
-        "cflags": list(spec.cflags),
-        "flags": spec.flags(),
-        "compiler": {"path": cc.path, "version": cc.version},
-        "commands": commands,
-        "pgo": pgo,
-        "library": str(library),
-        "library_sha256": sha256_of(str(library)),
-        "build_seconds": round(time.monotonic() - started, 1),
-        "built_at": datetime.now(UTC).isoformat(timespec="seconds"),
-    }
+    manifest = BuildManifest(
+        key=key,
+        label=spec.label(),
+        source=source.provenance(),
+        variants=list(spec.variants),
+        cflags=list(spec.cflags),
+        flags=spec.flags(),
+        compiler=CompilerInfo(path=cc.path, version=cc.version),
+        commands=commands,
+        pgo=pgo,
+        library=str(library),
+        library_sha256=sha256_of(str(library)),
+        build_seconds=round(time.monotonic() - started, 1),
+        built_at=datetime.now(UTC).isoformat(timespec="seconds"),
+    )
     tmp = out / "manifest.json.tmp"
-    tmp.write_text(json.dumps(manifest, indent=2) + "\n")
+    tmp.write_bytes(encode_manifest(manifest))
     os.replace(tmp, manifest_path)
-    return Build(library, manifest, cached=False)
+    return Build(library, to_builtins(manifest), cached=False)
+
+
+def _cached_manifest(path: Path) -> BuildManifest | None:
+    """A cached build's manifest, or None (none yet, or one this dbperf cannot read: the build is made again)."""
+    try:
+        return build_manifest(json.loads(path.read_text(encoding="utf-8")))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, MetaError):
+        return None
 
 
 def build_all(specs: list[BuildSpec], base_dir: Path | None = None, on_done=None) -> dict[BuildSpec, Build]:
@@ -178,10 +188,7 @@ def build_all(specs: list[BuildSpec], base_dir: Path | None = None, on_done=None
 
 
 def cached_builds() -> list[dict[str, Any]]:
-    out = []
-    for manifest in sorted(builds_dir().glob("*/manifest.json")):
-        try:
-            out.append(json.loads(manifest.read_text()))
-        except json.JSONDecodeError:
-            continue
-    return sorted(out, key=lambda m: m.get("built_at", ""))
+    """The manifests of the cached builds this dbperf can read, oldest first."""
+    out = [to_builtins(m) for path in sorted(builds_dir().glob("*/manifest.json"))
+           if (m := _cached_manifest(path)) is not None]
+    return sorted(out, key=lambda m: m.get("built_at") or "")

@@ -7,44 +7,23 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-from rich.table import Table
 
 from dbperf.buildlab.server_releases import available_versions
-from dbperf.cli.common import YES_OPTION, fail, out_console
+from dbperf.cli.common import YES_OPTION, fail, out_console, show
 from dbperf.experiment.durations import parse_duration
-from dbperf.report.escape import term
 from dbperf.usecases.bisect import (
     DEFAULT_TRIES,
     BisectResult,
-    Step,
     StepSettings,
     expected_steps,
     parse_threshold,
+    path_view,
     release_judge,
     release_range,
     search,
     write_path,
 )
 from dbperf.usecases.progress import say
-
-
-def _interval(step: Step) -> str:
-    j = step.judgement
-    if j.lower is None or j.upper is None:
-        return "–"
-    return f"[{j.lower:+.1%}, {j.upper:+.1%}]"
-
-
-def _path_table(result: BisectResult) -> Table:
-    t = Table(title="bisect path", show_edge=False, pad_edge=False, title_justify="left")
-    for name in ("step", "version", "try", "rQPS", "change interval", "verdict", "rounds", "results"):
-        t.add_column(name, justify="left" if name in ("version", "verdict", "results") else "right")
-    for s in result.steps:
-        j = s.judgement
-        t.add_row(str(s.number), term(s.version), str(s.attempt), "–" if j.rqps is None else f"{j.rqps:.3f}",
-                  _interval(s), term(j.verdict + ("" if j.metric == "wall" else f" ({j.metric})")), str(j.rounds),
-                  term(j.directory or "–"))
-    return t
 
 
 def outcome_line(result: BisectResult, engine: str) -> str:
@@ -106,7 +85,7 @@ def bisect(
 
     result = search(versions, release_judge(settings, directory, yes), tries, on_step=step_done)
     write_path(directory, result, settings)
-    out_console.print(_path_table(result))
+    show(path_view(result), "table")
     out_console.print(outcome_line(result, engine), highlight=False)
     if result.exit_code:
         raise typer.Exit(result.exit_code)

@@ -7,11 +7,9 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-from rich.table import Table
 
-from dbperf.cli.common import FORCE_OPTION, YES_OPTION, out_console
-from dbperf.report.escape import term
-from dbperf.studies.model import load_study, study_names
+from dbperf.cli.common import FORCE_OPTION, YES_OPTION, show
+from dbperf.studies.model import load_study, study_list_view
 from dbperf.studies.record import DOCS_STUDIES, record_study
 from dbperf.studies.study_run import run_study
 from dbperf.usecases.progress import say
@@ -23,14 +21,7 @@ study_app = typer.Typer(no_args_is_help=True, help="Studies: each published resu
 @study_app.command("list")
 def study_list() -> None:
     """The studies, with what each reproduces and how long it takes."""
-    t = Table(show_edge=False, pad_edge=False)
-    for name in ("study", "BRIEF", "what", "takes"):
-        t.add_column(name)
-    for name in study_names():
-        s = load_study(name)
-        t.add_row(term(s.name), term(s.brief), term(s.title), term(s.duration + (" (builds from source)" if s.long
-                                                                                   else "")))
-    out_console.print(t)
+    show(study_list_view(), "table")
 
 
 @study_app.command("run")

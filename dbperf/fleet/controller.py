@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import msgspec
 from distributed import Client, Event, Future, KilledWorker
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
@@ -29,6 +30,7 @@ from dbperf.fleet.cluster import connected_hosts, resource_of
 from dbperf.fleet.plan import HostPart, split
 from dbperf.fleet.task import cancel_event_of, host_matrix, topic_of
 from dbperf.records import CellRecord, RecordError, results_record
+from dbperf.run_meta import FleetHostMeta, FleetMeta, HostMeta, RunMeta, meta_part, updated
 from dbperf.runner.matrix import CellKey, _meta, record_key
 from dbperf.storage.results import ResultsWriter, read_results
 
@@ -74,10 +76,10 @@ class FleetOutcome:
         return {h: len(r.remaining()) for h, r in self.hosts.items() if r.remaining()}
 
 
-def _resume_state(directory: Path, e: Experiment) -> tuple[dict[str, Any], dict[str, set[CellKey]]]:
+def _resume_state(directory: Path, e: Experiment) -> tuple[RunMeta, dict[str, set[CellKey]]]:
     """What an earlier run of this experiment into `directory` measured already, per host."""
     meta, records, _ = read_results(directory)
-    if "fleet" not in meta:
+    if meta.fleet is None:
         raise UserError(f"{directory}: not a fleet run's results; --resume continues a dbperf fleet run")
     try:
         earlier = (directory / "experiment.toml").read_text(encoding="utf-8")
@@ -131,22 +133,22 @@ class Controller:
     def _open_results(self) -> ResultsWriter:
         if self.resume:
             writer = ResultsWriter.reopen(self.out)
-            self.meta["status"] = "running"
-            self.meta.setdefault("resumed_at", []).append(datetime.now(UTC).isoformat(timespec="seconds"))
+            self.meta.status = "running"
+            self.meta.resumed_at = [*(self.meta.resumed_at or []), datetime.now(UTC).isoformat(timespec="seconds")]
             for name in self.hosts:
-                self.meta["fleet"]["hosts"].setdefault(name, {})["status"] = "pending"
+                self._host_meta(name).status = "pending"
             writer.update_meta(self.meta)
             return writer
         writer = ResultsWriter(self.out)
         e = self.e
         self.meta = _meta(e, {t.name: {} for t in e.targets}, {t.name: [] for t in e.targets})
-        self.meta["fleet"] = {
-            "scheduler": self.scheduler, "run_id": self.run_id,
-            "note": "meta.host is the controller's; each host's own metadata, and its targets as built and "
-                    "loaded there, are under fleet.hosts",
-            "hosts": {h: {"status": "pending", "targets": [t.name for t in r.part.experiment.targets],
-                          "cells": len(r.planned)} for h, r in self.hosts.items()},
-        }
+        self.meta.fleet = FleetMeta(
+            scheduler=self.scheduler, run_id=self.run_id,
+            note="meta.host is the controller's; each host's own metadata, and its targets as built and "
+                 "loaded there, are under fleet.hosts",
+            hosts={h: FleetHostMeta(status="pending", targets=[t.name for t in r.part.experiment.targets],
+                                    cells=len(r.planned)) for h, r in self.hosts.items()},
+        )
         writer.write_meta(self.meta, e.text)
         return writer
 
@@ -165,8 +167,14 @@ class Controller:
 
     # -- events -------------------------------------------------------------------------------------------------
 
-    def _host_meta(self, host: str) -> dict[str, Any]:
-        return self.meta["fleet"]["hosts"].setdefault(host, {})
+    def _host_meta(self, host: str) -> FleetHostMeta:
+        if self.meta.fleet is None:
+            self.meta.fleet = FleetMeta()
+        return self.meta.fleet.hosts.setdefault(host, FleetHostMeta())
+
+    def _set_host_meta(self, host: str, hm: FleetHostMeta) -> None:
+        assert self.meta.fleet is not None
+        self.meta.fleet.hosts[host] = hm
 
     def _write(self, writer: ResultsWriter, record: CellRecord) -> None:
         run = self.hosts[record.host or ""]
@@ -189,11 +197,7 @@ class Controller:
             if run.future is not None:
                 self.client.cancel(run.future)  # never run again behind the lab's back if the worker returns
         hm = self._host_meta(run.host)
-        hm.update(status=status, not_run=len(run.remaining()))
-        if reason:
-            hm["reason"] = reason
-        else:
-            hm.pop("reason", None)
+        hm.status, hm.not_run, hm.reason = status, len(run.remaining()), reason or None
         writer.update_meta(self.meta)
 
     def _handle(self, writer: ResultsWriter, msg: dict[str, Any]) -> None:
@@ -215,10 +219,12 @@ class Controller:
             if run.worker is not None and run.worker != msg.get("worker"):  # started again elsewhere: not ours
                 return
             run.worker = msg.get("worker")
-            facts = msg.get("metadata") or {}
-            self._host_meta(run.host).update(host=facts, worker=run.worker)
-            ours = (self.meta["host"].get("dbperf_version"), self.meta["host"].get("dbperf_commit"))
-            theirs = (facts.get("dbperf_version"), facts.get("dbperf_commit"))
+            facts = meta_part(HostMeta, msg.get("metadata") or {})
+            hm = self._host_meta(run.host)
+            hm.host, hm.worker = facts, run.worker
+            mine = self.meta.host or HostMeta()
+            ours = (mine.dbperf_version, mine.dbperf_commit)
+            theirs = (facts.dbperf_version, facts.dbperf_commit)
             if theirs != ours:
                 self.console.print(f"dbperf: warning: {run.host} runs dbperf {theirs[0]} ({theirs[1]}), the "
                                    f"controller {ours[0]} ({ours[1]})", markup=False, highlight=False)
@@ -226,11 +232,15 @@ class Controller:
         elif kind == "done" and run.active:
             child_meta = msg.get("meta") or {}
             hm = self._host_meta(run.host)
-            for key in ("driver", "targets", "runtime_dir", "started_at", "finished_at"):
-                if key in child_meta:
-                    hm[key] = child_meta[key]
+            reported = {key: child_meta[key] for key in ("driver", "targets", "runtime_dir", "started_at",
+                                                          "finished_at") if key in child_meta}
             if self.keep_data:
-                hm["work_dir"] = msg.get("work_dir")
+                reported["work_dir"] = msg.get("work_dir")
+            try:
+                self._set_host_meta(run.host, updated(hm, **reported))
+            except msgspec.ValidationError as err:
+                self.console.print(f"dbperf: warning: {run.host} reported a meta.json that is not one ({err})",
+                                   markup=False, highlight=False)
             code = msg.get("exit_code")
             if code == 0:
                 self._end_host(writer, run, "complete", None)
@@ -293,16 +303,16 @@ class Controller:
                 try:
                     self._drain(writer, progress, task, None)
                 except KeyboardInterrupt:
-                    self.meta["status"] = "interrupted"
+                    self.meta.status = "interrupted"
                     self._cancel(writer, progress, task)
                     raise
             statuses = {r.status for r in self.hosts.values()}
-            self.meta["status"] = "complete" if statuses == {"complete"} else "incomplete"
+            self.meta.status = "complete" if statuses == {"complete"} else "incomplete"
         except KeyboardInterrupt:
-            self.meta["status"] = "interrupted"
+            self.meta.status = "interrupted"
             raise
         except BaseException:
-            self.meta["status"] = "failed"
+            self.meta.status = "failed"
             raise
         finally:
             for run in self.hosts.values():
@@ -310,7 +320,7 @@ class Controller:
                     self.client.cancel(run.future)
             with contextlib.suppress(Exception):
                 self.client.unsubscribe_topic(topic_of(self.run_id))
-            self.meta["finished_at"] = datetime.now(UTC).isoformat(timespec="seconds")
+            self.meta.finished_at = datetime.now(UTC).isoformat(timespec="seconds")
             with contextlib.suppress(UserError):
                 writer.update_meta(self.meta)
             writer.close()

@@ -23,6 +23,7 @@ from typing import Any
 
 from dbperf import engines
 from dbperf.errors import UserError
+from dbperf.run_meta import MetaError, RunMeta, TargetMeta, encode_meta, run_meta
 from dbperf.stats.cell_verdict import cell_verdict
 from dbperf.stats.rqps_matrix import Matrix, build_matrix
 from dbperf.storage.results import read_results
@@ -128,32 +129,28 @@ class Result:
     p_value: float | None
 
 
-def build_text(info: dict[str, Any]) -> str:
-    build = info.get("build") or {}
+def build_text(info: TargetMeta) -> str:
+    build = info.build or {}
     if build.get("release"):
         r = build["release"]
         return f"release {r.get('engine')}@{r.get('version')}"
     if not build:
-        return "as installed" if info.get("library") or info.get("binaries") else "external"
+        return "as installed" if info.library or info.binaries else "external"
     parts = list(build.get("flags") or []) or [str(build.get("label") or "")]
     if build.get("pgo"):
         parts.append("pgo:" + ",".join((build["pgo"] or {}).get("training_set", [])))
     return " ".join(p for p in parts if p)
 
 
-def config_text(info: dict[str, Any]) -> str:
-    parts = sorted(f"{k}={v}" for k, v in info.get("settings") or [])
-    parts += sorted(f"{k}={v}" for k, v in (info.get("process_variant") or {}).items()
+def config_text(info: TargetMeta) -> str:
+    parts = sorted(f"{k}={v}" for k, v in info.settings or [])
+    parts += sorted(f"{k}={v}" for k, v in (info.process_variant or {}).items()
                     if k in ("allocator", "hugepages") and v)
     return " ".join(parts) or "default"
 
 
-def host_text(meta: dict[str, Any]) -> str:
-    return str((meta.get("host") or {}).get("hostname") or "unknown")
-
-
-def run_key(meta: dict[str, Any]) -> str:
-    ident = [meta.get("started_at"), host_text(meta), meta.get("experiment"), [t["name"] for t in meta["targets"]]]
+def run_key(meta: RunMeta) -> str:
+    ident = [meta.started_at, meta.hostname, meta.experiment, meta.target_names]
     return hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:32]
 
 
@@ -256,9 +253,9 @@ class Store:
             cur = self.db.execute(
                 "INSERT INTO runs (run_key, directory, started_at, finished_at, status, host, experiment, base, "
                 "aggregate, added_at, meta) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-                (key, str(directory.absolute()), meta.get("started_at"), meta.get("finished_at"),
-                 meta.get("status"), host_text(meta), meta.get("experiment"), meta.get("base"), matrix.aggregate,
-                 datetime.now(UTC).isoformat(timespec="seconds"), json.dumps(meta, default=str)))
+                (key, str(directory.absolute()), meta.started_at, meta.finished_at, meta.status, meta.hostname,
+                 meta.experiment, meta.base, matrix.aggregate, datetime.now(UTC).isoformat(timespec="seconds"),
+                 encode_meta(meta).decode()))
             run_id = int(cur.lastrowid or 0)
             self.db.executemany(f"INSERT INTO results ({', '.join(COLUMNS)}) VALUES ({', '.join('?' * len(COLUMNS))})",
                                 list(_rows(run_id, matrix, meta)))
@@ -279,11 +276,15 @@ class Store:
             "FROM runs r LEFT JOIN results x ON x.run_id = r.id GROUP BY r.id ORDER BY r.started_at, r.id").fetchall()
         return [Run(*row) for row in rows]
 
-    def meta(self, run_id: int) -> dict[str, Any]:
+    def meta(self, run_id: int) -> RunMeta:
+        """The run's meta.json as it was recorded, upgraded like a results directory's (run_meta.py)."""
         row = self.db.execute("SELECT meta FROM runs WHERE id = ?", (run_id,)).fetchone()
         if row is None:
             raise UserError(f"{self.path}: no run {run_id} in the history (dbperf history list shows them)")
-        return dict(json.loads(row[0]))
+        try:
+            return run_meta(json.loads(row[0]))
+        except MetaError as e:
+            raise UserError(f"{self.path}: run {run_id}'s recorded meta.json: {e}") from None
 
     def results(self, run_id: int | None = None, **equal: Any) -> list[Result]:
         """Stored results, optionally of one run and with columns equal to the given values (None: any)."""
@@ -305,19 +306,19 @@ class Store:
                 for row in self.db.execute(sql, args)]
 
 
-def _rows(run_id: int, m: Matrix, meta: dict[str, Any]) -> Iterator[tuple[Any, ...]]:
-    info = {t["name"]: t for t in meta["targets"]}
-    host = host_text(meta)
+def _rows(run_id: int, m: Matrix, meta: RunMeta) -> Iterator[tuple[Any, ...]]:
+    info = {t.name: t for t in meta.targets}
+    host = meta.hostname
     for _, benchmark, threads in m.rows():
         for target in m.targets:
             cell = m.cell(target, benchmark, threads)
             if cell is None:
                 continue
-            t = info.get(target, {})
+            t = info.get(target) or TargetMeta(name=target)
             q = cell.qps
             v = cell_verdict(m, cell)
-            engine = str(t.get("engine") or engines.DEFAULT.name)
-            yield (run_id, target, engine, str(t.get("engine_version") or "unknown"),
+            engine = t.engine or engines.DEFAULT.name
+            yield (run_id, target, engine, t.engine_version or "unknown",
                    build_text(t), config_text(t), host, benchmark, threads, q.n if q else 0, len(cell.failures),
                    q.center if q else None, q.minimum if q else None, q.maximum if q else None,
                    q.ci_low if q else None, q.ci_high if q else None, json.dumps(cell.per_run("qps")), cell.rqps,

@@ -31,7 +31,8 @@ from dbperf.replication.pg_cluster import PgCluster
 from dbperf.replication.pg_stale import run_pg_stale_study
 from dbperf.replication.replica_set import StudyFailed
 from dbperf.replication.stale_reads import run_stale_study
-from dbperf.runner.matrix import RunOutcome
+from dbperf.run_meta import HostMeta, ReplicationMeta, RunMeta, TargetMeta, meta_part, updated
+from dbperf.runner.matrix import RunOutcome, benchmarks_meta
 from dbperf.servers.runtime import RuntimeDir
 from dbperf.servers.watchdog import Watchdog
 from dbperf.storage.results import ResultsWriter, close_run, recorded_status
@@ -59,30 +60,30 @@ STUDIES: dict[str, dict[str, Callable[..., None]]] = {
 
 
 
-def _meta(e: Experiment, builds: dict[str, dict[str, Any]]) -> dict[str, Any]:
+def _meta(e: Experiment, builds: dict[str, dict[str, Any]]) -> RunMeta:
     spec = e.replication
     assert spec is not None
     (target,) = e.targets
-    return {
-        "dbperf_results": 1,
-        "status": "running",
-        "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
-        "experiment": str(e.path),
-        "host": host_metadata(),
-        "driver": driver_version(),
-        "base": target.name,
-        "aggregate": e.aggregate,
-        "tables": e.tables,
-        "table_size": e.table_size,
-        "threads": list(e.threads),
-        "seed": e.seed,
-        "benchmarks": [{"name": b.name, "group": b.group, "phase": b.phase, "source": b.source,
-                        "queries_per_event": b.queries_per_event, "sql": b.display_sql()} for b in e.benchmarks],
-        "targets": [{**asdict(target), **({"build": builds[target.name]} if target.name in builds else {})}],
-        "replication": {**asdict(spec), "engine": target.engine,
-                        "apply_method": PG_APPLY_NOTE if engines.streaming_replication(target.engine) else APPLY_NOTE,
-                        "cpus": _cpus()},
-    }
+    return RunMeta(
+        status="running",
+        started_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        experiment=str(e.path),
+        host=meta_part(HostMeta, host_metadata()),
+        driver=driver_version(),
+        base=target.name,
+        aggregate=e.aggregate,
+        tables=e.tables,
+        table_size=e.table_size,
+        threads=list(e.threads),
+        seed=e.seed,
+        benchmarks=benchmarks_meta(e),
+        targets=[meta_part(TargetMeta, {**asdict(target),
+                                        **({"build": builds[target.name]} if target.name in builds else {})})],
+        replication=meta_part(ReplicationMeta, {
+            **asdict(spec), "engine": target.engine,
+            "apply_method": PG_APPLY_NOTE if engines.streaming_replication(target.engine) else APPLY_NOTE,
+            "cpus": _cpus()}),
+    )
 
 
 def check_rocksdb(target: Target) -> None:
@@ -123,7 +124,9 @@ def run_replication(e: Experiment, out: Path, console: Console, keep_data: bool 
         Watchdog.get().watch_dir(runtime.path)
     outcome = RunOutcome(out, runtime_dir=runtime.path)
     meta = _meta(e, builds or {})
-    meta["runtime_dir"] = str(runtime.path)
+    meta.runtime_dir = str(runtime.path)
+    replication = meta.replication
+    assert replication is not None
 
     def write(record: ApplyRecord | StaleReadsRecord) -> None:
         writer.append(record)
@@ -142,7 +145,7 @@ def run_replication(e: Experiment, out: Path, console: Console, keep_data: bool 
                 def step(text: str) -> None:
                     progress.update(task, description=text)
 
-                meta["replication"]["fdatasync_per_s"] = round(fdatasync_rate(runtime.path), 1)
+                replication.fdatasync_per_s = round(fdatasync_rate(runtime.path), 1)
                 kind = "standby" if engines.streaming_replication(target.engine) else "replica"
                 step(f"starting the primary and {spec.replicas} {kind}(s)")
                 try:
@@ -155,15 +158,16 @@ def run_replication(e: Experiment, out: Path, console: Console, keep_data: bool 
                     cluster.all_caught_up()
                 except StudyFailed as err:
                     raise UserError(f"replicating the loaded tables: {err}") from None
-                meta["targets"][0].update(load=to_builtins(loaded), engine_version=loaded.engine_version)
-                meta["replication"]["servers"] = cluster.describe()
+                meta.targets[0] = updated(meta.targets[0], load=to_builtins(loaded),
+                                          engine_version=loaded.engine_version)
+                replication.servers = cluster.describe()
                 writer.update_meta(meta)
                 for name in spec.studies:
                     revived = cluster.revive()
                     if revived:
                         console.print(f"dbperf: started {', '.join(revived)} again after it died", markup=False,
                                       highlight=False)
-                        meta["replication"]["servers"] = cluster.describe()
+                        replication.servers = cluster.describe()
                         writer.update_meta(meta)
                     started = time.time()
                     try:
@@ -172,7 +176,7 @@ def run_replication(e: Experiment, out: Path, console: Console, keep_data: bool 
                         console.print(f"dbperf: the {name} study failed: {err}", markup=False, highlight=False)
                         if cluster.primary.died():
                             break
-                    meta["replication"].setdefault("study_seconds", {})[name] = round(time.time() - started, 1)
+                    replication.study_seconds[name] = round(time.time() - started, 1)
                     writer.update_meta(meta)
     finally:
         cluster.stop()

@@ -6,11 +6,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from dbperf.records import to_builtins
 from dbperf.report import charts
 from dbperf.report.html import VERDICT_MEANINGS
 from dbperf.report.html_page import Page, legend_swatches, table, text
 from dbperf.report.layout import noisy
 from dbperf.report.model import Block, Row, Section, View
+from dbperf.run_meta import HostMeta
 from dbperf.stats.cell_verdict import VERDICT_COLOURS, cell_verdict
 from dbperf.stats.compare import Pair, Side
 
@@ -62,9 +64,9 @@ def _detail(row: dict[str, Any]) -> tuple[str, ...]:
 
 
 def _side_text(side: Side) -> str:
-    host = side.meta.get("host") or {}
-    return (f"{side.label}: {side.directory} (host {host.get('hostname', '?')}, {host.get('cpu_model', '?')}; "
-            f"started {side.meta.get('started_at', '?')}; status {side.meta.get('status', '?')})")
+    meta, host = side.run_meta, side.run_meta.host or HostMeta()
+    return (f"{side.label}: {side.directory} (host {host.hostname or '?'}, {host.cpu_model or '?'}; "
+            f"started {meta.started_at or '?'}; status {meta.status or '?'})")
 
 
 def _summary(pairs: list[Pair]) -> tuple[list[str], list[tuple[str, ...]]]:
@@ -91,10 +93,10 @@ def compare_view(a: Side, b: Side, pairs: list[Pair]) -> View:
                        block=Block("", "", DETAIL_HEADER, tuple(Row(_detail(r)) for r in compare_rows(p)),
                                    left=(DETAIL_HEADER.index("verdict"),)))
                for p in pairs]
-    document = {"a": {"label": a.label, "directory": str(a.directory), "host": a.meta.get("host"),
-                      "started_at": a.meta.get("started_at")},
-                "b": {"label": b.label, "directory": str(b.directory), "host": b.meta.get("host"),
-                      "started_at": b.meta.get("started_at")},
+    document = {"a": {"label": a.label, "directory": str(a.directory), "host": to_builtins(a.run_meta.host),
+                      "started_at": a.run_meta.started_at},
+                "b": {"label": b.label, "directory": str(b.directory), "host": to_builtins(b.run_meta.host),
+                      "started_at": b.run_meta.started_at},
                 "targets": {p.target: compare_rows(p) for p in pairs}, "note": NOTE}
     return View("compare", "", (summary, *details), notes=(NOTE,), document=document,
                 rows=tuple({"target": p.target, **row} for p in pairs for row in compare_rows(p)),

@@ -4,10 +4,10 @@ stored results). JSON is the store's records as they are (their field names are 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from dbperf.history.store import Result, Run
 from dbperf.report.model import Block, Row, Section, View
+from dbperf.run_meta import RunMeta
 
 
 def runs_view(path: Path, runs: list[Run]) -> View:
@@ -24,7 +24,7 @@ def _figure(value: float | None, fmt: str) -> str:
     return "-" if value is None else format(value, fmt)
 
 
-def stored_run_view(run: int, meta: dict[str, Any], results: list[Result]) -> View:
+def stored_run_view(run: int, meta: RunMeta, results: list[Result]) -> View:
     block = Block("", "", ("target", "engine", "version", "build", "config", "benchmark", "threads", "QPS", "n",
                            "rQPS", "verdict"),
                   tuple(Row(tuple(str(v) for v in (
@@ -32,7 +32,7 @@ def stored_run_view(run: int, meta: dict[str, Any], results: list[Result]) -> Vi
                       _figure(r.qps_center, ",.0f"), r.n, _figure(r.rqps, ".2f"), r.verdict or "-"))) for r in results),
                   text_columns=6, left=(10,))
     return View("run", f"run {run}", (Section(block=block),),
-                subtitle=f"{meta.get('started_at') or '-'}  host {(meta.get('host') or {}).get('hostname') or '-'}  "
-                         f"status {meta.get('status') or '-'}",
+                subtitle=f"{meta.started_at or '-'}  host {(meta.host.hostname if meta.host else None) or '-'}  "
+                         f"status {meta.status or '-'}",
                 rows=tuple(r.__dict__ for r in results),
                 document={"run": run, "results": [r.__dict__ for r in results]})

@@ -7,42 +7,52 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from dbperf.records import CellRecord, ResultsRecord
+from dbperf.records import CellRecord, ResultsRecord, to_builtins
+from dbperf.run_meta import FleetHostMeta, HostMeta, RunMeta, TargetMeta, meta_part
 
 
-def hosts_in(records: list[ResultsRecord], meta: dict[str, Any] | None = None) -> list[str]:
+def hosts_in(records: list[ResultsRecord], meta: RunMeta | None = None) -> list[str]:
     """The hosts that measured something, in the fleet's order (meta.json), else in order of appearance."""
     measured = dict.fromkeys(r.host for r in records if isinstance(r, CellRecord) and r.host)
-    ordered = [h for h in (meta or {}).get("fleet", {}).get("hosts", {}) if h in measured]
+    fleet = meta.fleet if meta else None
+    ordered = [h for h in (fleet.hosts if fleet else {}) if h in measured]
     return ordered + [h for h in measured if h not in ordered]
 
 
-def host_view(meta: dict[str, Any], records: list[ResultsRecord], host: str) -> tuple[dict[str, Any],
-                                                                                     list[ResultsRecord]]:
+def _host_meta(meta: RunMeta, host: str) -> FleetHostMeta:
+    return (meta.fleet.hosts.get(host) if meta.fleet else None) or FleetHostMeta()
+
+
+def host_view(meta: RunMeta, records: list[ResultsRecord], host: str) -> tuple[RunMeta, list[ResultsRecord]]:
     """meta and records as if `host` had run alone: its targets (with what the host recorded about them), its
     metadata as `host`, its status."""
     mine: list[ResultsRecord] = [r for r in records if isinstance(r, CellRecord) and r.host == host]
-    hm = meta.get("fleet", {}).get("hosts", {}).get(host, {})
-    declared = {t["name"]: t for t in meta["targets"]}
-    names = hm.get("targets") or list(dict.fromkeys(r.target for r in mine if isinstance(r, CellRecord)))
-    names = [n if isinstance(n, str) else n.get("name") for n in names]
-    built = {t["name"]: t for t in hm.get("targets", []) if isinstance(t, dict)}
-    targets = [{**declared.get(n, {"name": n}), **built.get(n, {})} for n in names if n in declared or n in built]
-    base = meta["base"] if meta["base"] in names else (names[0] if names else meta["base"])
-    status = hm.get("status", meta.get("status"))
-    view = {**meta, "targets": targets or meta["targets"], "base": base, "host": hm.get("host") or meta.get("host"),
-            "status": "complete" if status == "complete" else status}
+    hm = _host_meta(meta, host)
+    declared = {t.name: t for t in meta.targets}
+    names = [n if isinstance(n, str) else n.name for n in hm.targets] or list(
+        dict.fromkeys(r.target for r in mine if isinstance(r, CellRecord)))
+    built = {t.name: t for t in hm.targets if isinstance(t, TargetMeta)}
+    targets = [meta_part(TargetMeta, {**_fields(declared.get(n)), **_fields(built.get(n)), "name": n})
+               for n in names if n in declared or n in built]
+    base = meta.base if meta.base in names else (names[0] if names else meta.base)
+    status = hm.status or meta.status
+    view = meta.replace(targets=targets or meta.targets, base=base, host=hm.host or meta.host,
+                        status="complete" if status == "complete" else status)
     return view, mine
 
 
-def heading(meta: dict[str, Any], host: str) -> str:
-    h = meta.get("fleet", {}).get("hosts", {}).get(host, {})
-    facts = h.get("host") or {}
-    what = ", ".join(str(x) for x in (facts.get("cpu_model"), f"{facts.get('cores')} cores" if facts.get("cores")
-                                      else None, facts.get("compiler")) if x)
-    status = h.get("status", "?")
-    extra = f"; {h['not_run']} cell(s) not run" if h.get("not_run") else ""
-    reason = f" ({h['reason']})" if h.get("reason") else ""
+def _fields(target: TargetMeta | None) -> dict[str, Any]:
+    return to_builtins(target) if target else {}
+
+
+def heading(meta: RunMeta, host: str) -> str:
+    h = _host_meta(meta, host)
+    facts = h.host or HostMeta()
+    what = ", ".join(str(x) for x in (facts.cpu_model, f"{facts.cores} cores" if facts.cores else None,
+                                      facts.compiler) if x)
+    status = h.status or "?"
+    extra = f"; {h.not_run} cell(s) not run" if h.not_run else ""
+    reason = f" ({h.reason})" if h.reason else ""
     return f"host {host}: {status}{reason}{extra}" + (f" - {what}" if what else "")
 
 

@@ -10,10 +10,12 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
+from dbperf.records import to_builtins
 from dbperf.report import charts
 from dbperf.report.formats.html import block_html
 from dbperf.report.html_page import Page, key_values, legend_swatches, table, text
 from dbperf.report.layout import build_report
+from dbperf.run_meta import RunMeta
 from dbperf.stats.cell_verdict import VERDICT_COLOURS
 from dbperf.stats.rqps_matrix import Matrix
 
@@ -48,36 +50,39 @@ def _build_text(build: dict[str, Any] | None) -> str:
     return " ".join(parts)
 
 
-def metadata_html(meta: dict[str, Any]) -> str:
-    out = ["<h3>Host</h3>", key_values(sorted((meta.get("host") or {}).items()))]
-    if meta.get("driver"):
-        out += ["<h3>Driver</h3>", key_values([("dbperf-driver", meta["driver"])])]
-    out += ["<h3>Run</h3>", key_values((k, meta[k]) for k in RUN_FIELDS if k in meta)]
+def metadata_html(meta: RunMeta) -> str:
+    host = to_builtins(meta.host) if meta.host else {}
+    out = ["<h3>Host</h3>", key_values(sorted(host.items()))]
+    if meta.driver:
+        out += ["<h3>Driver</h3>", key_values([("dbperf-driver", meta.driver)])]
+    run = [(k, v) for k in RUN_FIELDS if (v := getattr(meta, k)) is not None]  # those this run recorded
+    out += ["<h3>Run</h3>", key_values(run)]
     rows = []
-    for t in meta.get("targets", []):
-        rows.append((t.get("name"), t.get("engine") or "-", t.get("engine_version") or "-",
-                     t.get("library") or t.get("binaries") or t.get("dsn") or "-", _build_text(t.get("build")),
-                     " ".join(f"{k}={v}" for k, v in (t.get("settings") or [])) or "-",
-                     " ".join(f"{k}={v}" for k, v in (t.get("process_variant") or {}).items() if v) or "-"))
+    for t in meta.targets:
+        rows.append((t.name, t.engine or "-", t.engine_version or "-",
+                     t.library or t.binaries or t.dsn or "-", _build_text(t.build),
+                     " ".join(f"{k}={v}" for k, v in (t.settings or [])) or "-",
+                     " ".join(f"{k}={v}" for k, v in (t.process_variant or {}).items() if v) or "-"))
     out += ["<h3>Targets</h3>", table(("target", "engine", "version", "library / binaries / DSN", "build", "settings",
                                        "process variant"), rows, text_columns=7)]
-    benchmarks = [(b.get("name"), b.get("group"), b.get("phase", "-"), b.get("queries_per_event", "-"),
-                   " ; ".join(b.get("sql") or [])) for b in meta.get("benchmarks", [])]
+    benchmarks = [(b.name, b.group, "-" if b.phase is None else b.phase,
+                   "-" if b.queries_per_event is None else b.queries_per_event, " ; ".join(b.sql))
+                  for b in meta.benchmarks]
     out += ["<h3>Benchmarks</h3>", table(("benchmark", "group", "phase", "queries/event", "SQL"), benchmarks,
                                          text_columns=5)]
     return "\n".join(out)
 
 
-def to_html(m: Matrix, meta: dict[str, Any]) -> str:
+def to_html(m: Matrix, meta: RunMeta) -> str:
     page = Page(f"dbperf: {build_report(m, meta).heading}")
     add_run(page, m, meta, page.section)
     return page.render()
 
 
-def to_html_hosts(hosts: list[tuple[str, Matrix, dict[str, Any]]], meta: dict[str, Any]) -> str:
+def to_html_hosts(hosts: list[tuple[str, Matrix, RunMeta]], meta: RunMeta) -> str:
     """A fleet run: one page, a part per host (its heading, then the sections a single run's page has, as
     subsections), in the fleet's order."""
-    page = Page(f"dbperf: {meta.get('experiment', 'fleet run')} on {len(hosts)} hosts")
+    page = Page(f"dbperf: {meta.experiment or 'fleet run'} on {len(hosts)} hosts")
     for i, (heading, m, view) in enumerate(hosts, 1):
         page.section(f"host-{i}", heading)
         add_run(page, m, view, functools.partial(host_subsection, page, f"host-{i}-"))
@@ -88,7 +93,7 @@ def host_subsection(page: Page, prefix: str, anchor: str, title: str) -> None:
     page.subsection(prefix + anchor, title)
 
 
-def add_run(page: Page, m: Matrix, meta: dict[str, Any], section: Callable[[str, str], None]) -> None:
+def add_run(page: Page, m: Matrix, meta: RunMeta, section: Callable[[str, str], None]) -> None:
     """One run's sections (`section` starts each one: a page section, or a host's subsection)."""
     report = build_report(m, meta)
     rqps, *rest = report.blocks

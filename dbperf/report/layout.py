@@ -15,6 +15,7 @@ from dbperf.report.simulated_view import has_simulated, sim_legend, sim_text
 from dbperf.report.steady_view import MARK_MEANING as UNSETTLED_MEANING
 from dbperf.report.steady_view import steady_lines, unsettled_runs
 from dbperf.report.verdict_quality import aa_counts, aa_line, decided_metric, quality_lines
+from dbperf.run_meta import RunMeta, TargetMeta
 from dbperf.stats.rqps_matrix import Cell, Matrix
 from dbperf.stats.summary import MIN_REPEATS_FOR_TEST, NOISY_SPREAD
 from dbperf.stats.verdict import QUANTILE, UNSTABLE_MARGIN, CellVerdict
@@ -193,22 +194,22 @@ def _columns(m: Matrix, target: str) -> list[tuple[str, str]]:
     return SERVER_COLUMNS if has_server else ABS_COLUMNS
 
 
-def _config_text(info: dict[str, Any]) -> str:
-    parts = [f"{k}={v}" for k, v in info.get("settings") or []]
-    build = info.get("build")
+def _config_text(info: TargetMeta) -> str:
+    parts = [f"{k}={v}" for k, v in info.settings or []]
+    build = info.build
     release = (build or {}).get("release")
     if release:
         parts.append(f"released binaries {release.get('engine')}@{release.get('version')}")
     elif build:
         pgo = " + PGO" if build.get("pgo") else ""
         parts.append(f"built {' '.join(build['flags'])}{pgo} ({build['compiler']['version']})")
-    variant = info.get("process_variant") or {}
+    variant = info.process_variant or {}
     if variant.get("allocator"):
         parts.append(f"allocator={variant['allocator']}")
     if variant.get("hugepages"):
         parts.append(f"hugepages={variant['hugepages']} (kernel THP: {variant.get('kernel_thp')})")
-    if info.get("tool"):  # sysbench or pgbench ran its cells (tooldrivers/): QPS and CPU are that tool's
-        parts.append(f"driven by {info['tool']}")
+    if info.tool:  # sysbench or pgbench ran its cells (tooldrivers/): QPS and CPU are that tool's
+        parts.append(f"driven by {info.tool}")
     return " ".join(parts)
 
 
@@ -237,12 +238,12 @@ def _target_columns(m: Matrix, target: str, cell: Cell | None, cpu: bool, sim: b
             *([sim_text(cell)] if sim else [])]
 
 
-def _target_block(m: Matrix, target: str, info: dict[str, Any]) -> Block:
+def _target_block(m: Matrix, target: str, info: TargetMeta) -> Block:
     columns = _columns(m, target)
     rows = tuple(Row((r["benchmark"],), failed=r["error"]) if r["qps"] == "failed"
                  else Row(tuple(r[k] for k, _ in columns)) for r in absolute_rows(m, target))
-    subtitle = "  ".join(x for x in (f"{info.get('engine', '')} {info.get('engine_version', '')}".strip(),
-                                     str(info.get("library") or ""), _config_text(info)) if x)
+    subtitle = "  ".join(x for x in (f"{info.engine or ''} {info.engine_version or ''}".strip(),
+                                     info.library or "", _config_text(info)) if x)
     return Block(target, subtitle, tuple(title for _, title in columns), rows)
 
 
@@ -276,10 +277,10 @@ def _counters_block(m: Matrix) -> Block:
                  ("benchmark", "target", *columns, "top function"), tuple(rows), text_columns=2)
 
 
-def aa_check(m: Matrix, meta: dict[str, Any]) -> dict[str, Any] | None:
+def aa_check(m: Matrix, meta: RunMeta) -> dict[str, Any] | None:
     """The A/A copy's cells (experiment/aa.py): how many were called faster or slower (false alarms), of how many
     have a verdict, and how many were decided at all."""
-    target = meta.get("aa_target")
+    target = meta.aa_target
     if not target:
         return None
     cells = [c for (t, _, _), c in m.cells.items() if t == target and c.verdict is not None]
@@ -292,21 +293,20 @@ def aa_check(m: Matrix, meta: dict[str, Any]) -> dict[str, Any] | None:
             "cpu": aa_counts(m, target, lambda c: c.cpu_verdict_detail)}
 
 
-def _run_lines(meta: dict[str, Any]) -> list[str]:
+def _run_lines(meta: RunMeta) -> list[str]:
     """How the rounds ran: CPUs, order of targets, repeats (auto: why each stopped)."""
     lines = []
-    cpus = meta.get("cpus")
+    cpus = meta.cpus
     if cpus:
         where = ("not pinned" if cpus.get("client") is None else
                  f"driver on CPU {','.join(map(str, cpus['client']))}, lab servers on CPU "
                  f"{','.join(map(str, cpus['server'] or [])) or 'any'}")
         lines.append(f"cpus: {where} ({cpus.get('how')})")
-    if meta.get("order"):
-        lines.append(f"order of targets within a round: {meta['order']}")
-    if meta.get("repeats") == "auto":
-        rounds = meta.get("rounds") or []
-        stopped = "; ".join(f"{r['benchmark']} t={r['threads']}: {r['stopped']}" for r in rounds)
-        lines.append(f"repeats: auto, budget {meta.get('budget_s', 0):.0f} s" + (f" ({stopped})" if stopped else ""))
+    if meta.order:
+        lines.append(f"order of targets within a round: {meta.order}")
+    if meta.repeats == "auto":
+        stopped = "; ".join(f"{r.benchmark} t={r.threads}: {r.stopped}" for r in meta.rounds or [])
+        lines.append(f"repeats: auto, budget {meta.budget_s or 0:.0f} s" + (f" ({stopped})" if stopped else ""))
     return lines
 
 
@@ -315,13 +315,12 @@ def _metric_lines(m: Matrix) -> list[str]:
     return ([CPU_LEGEND] if has_cpu_verdicts(m) else []) + sim_legend(m)
 
 
-def build_report(m: Matrix, meta: dict[str, Any]) -> Report:
-    by_name = {t["name"]: t for t in meta.get("targets", [])}
-    blocks = [_rqps_block(m), *[_target_block(m, t, by_name.get(t, {})) for t in m.targets]]
+def build_report(m: Matrix, meta: RunMeta) -> Report:
+    blocks = [_rqps_block(m), *[_target_block(m, t, meta.target(t) or TargetMeta(name=t)) for t in m.targets]]
     blocks += load_blocks(m, meta)  # open loop: asked vs achieved rate; chosen percentiles
     if m.counters:
         blocks.append(_counters_block(m))
-    status = meta.get("status")
+    status = meta.status
     return Report(heading=f"rQPS relative to {m.base}, {_center_name(m)} of repeats",
                   legend=(*legend(m), *_run_lines(meta), *steady_lines(m, meta), *_metric_lines(m),
                           *quality_lines(m), *aa_line(m, meta)),

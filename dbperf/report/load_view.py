@@ -10,6 +10,7 @@ from typing import Any
 from dbperf.experiment.load_model import DEFAULT_PERCENTILES
 from dbperf.records import CellRecord, RunResult
 from dbperf.report.model import Block, Row
+from dbperf.run_meta import RunMeta
 from dbperf.stats.rqps_matrix import Cell, Matrix
 
 
@@ -25,8 +26,8 @@ def _ptitle(p: float) -> str:
     return f"p{p:g}"
 
 
-def chosen_percentiles(meta: dict[str, Any]) -> list[float]:
-    return list(meta.get("load_model", {}).get("percentiles", DEFAULT_PERCENTILES))
+def chosen_percentiles(meta: RunMeta) -> list[float]:
+    return list((meta.load_model or {}).get("percentiles", DEFAULT_PERCENTILES))
 
 
 def percentiles_of(cell: Cell, percentiles: list[float] | None = None) -> dict[str, float | None]:
@@ -57,9 +58,9 @@ def open_loop_of(cell: Cell) -> dict[str, Any] | None:
     }
 
 
-def load_blocks(m: Matrix, meta: dict[str, Any]) -> list[Block]:
+def load_blocks(m: Matrix, meta: RunMeta) -> list[Block]:
     """Blocks for the report: open loop (asked vs achieved) and chosen percentiles, when the run has them."""
-    model = meta.get("load_model", {})
+    model = meta.load_model or {}
     percentiles = chosen_percentiles(meta)
     open_loop = model.get("loop") == "open"
     if not open_loop and tuple(percentiles) == DEFAULT_PERCENTILES:

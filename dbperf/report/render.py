@@ -31,6 +31,7 @@ from dbperf.report.model import Block
 from dbperf.report.simulated_view import SIM_FIELD_NAMES, sim_fields, simulated_json
 from dbperf.report.steady_view import steady_cell, steady_runs, unsettled_runs, warmups
 from dbperf.report.verdict_quality import decided_metric, verdict_quality
+from dbperf.run_meta import RunMeta, meta_dict
 from dbperf.stats.rqps_matrix import Cell, Matrix
 
 
@@ -38,7 +39,7 @@ def _terminal_block(block: Block, console: Console) -> None:
     console.print(block_table(block))
 
 
-def render_table(m: Matrix, meta: dict[str, Any], console: Console) -> None:
+def render_table(m: Matrix, meta: RunMeta, console: Console) -> None:
     report = build_report(m, meta)
     rqps, *rest = report.blocks
     console.print(f"[bold]{term(report.heading)}[/bold]")
@@ -55,7 +56,7 @@ def render_table(m: Matrix, meta: dict[str, Any], console: Console) -> None:
         console.print(f"[yellow]{term(report.warning)}[/yellow]")
 
 
-def to_markdown(m: Matrix, meta: dict[str, Any]) -> str:
+def to_markdown(m: Matrix, meta: RunMeta) -> str:
     report = build_report(m, meta)
     rqps, *rest = report.blocks
     out = [md(report.heading), ""]
@@ -179,12 +180,12 @@ def _cells(m: Matrix) -> list[Cell]:
     return [c for _, b, t in m.rows() for target in m.targets if (c := m.cell(target, b, t)) is not None]
 
 
-def to_json(m: Matrix, meta: dict[str, Any], skipped: list[dict[str, Any]] | None = None) -> str:
+def to_json(m: Matrix, meta: RunMeta, skipped: list[dict[str, Any]] | None = None) -> str:
     doc = {
         "base": m.base,
         "targets": m.targets,
         "aggregate": m.aggregate,
-        "status": meta.get("status"),
+        "status": meta.status,
         "measured_by": HOW_MEASURED,
         "significance": SIGNIFICANCE,
         "verdicts": verdict_legend(m.min_effect),
@@ -193,12 +194,12 @@ def to_json(m: Matrix, meta: dict[str, Any], skipped: list[dict[str, Any]] | Non
         "simulated": simulated_json(m),
         "cells": [cell_json(m, c) for c in _cells(m)],
         "skipped_lines": skipped or [],
-        "meta": meta,
+        "meta": meta_dict(meta),
     }
     return json.dumps(doc, indent=2) + "\n"
 
 
-def to_csv(m: Matrix, meta: dict[str, Any]) -> str:
+def to_csv(m: Matrix, meta: RunMeta) -> str:
     buf = io.StringIO()
     fields = [f for f in CELL_FIELDS if f.csv]
     writer = csv.writer(buf, lineterminator="\n")

@@ -12,6 +12,7 @@ from typing import Any
 from dbperf import engines
 from dbperf.records import CellRecord, Resources, ResultsRecord
 from dbperf.report.model import Block, Row, Section, View
+from dbperf.run_meta import RunMeta
 
 
 def _per_query(r: Resources) -> dict[str, float]:
@@ -28,7 +29,7 @@ def _per_query(r: Resources) -> dict[str, float]:
     return out
 
 
-def resource_rows(meta: dict[str, Any], records: list[ResultsRecord]) -> list[dict[str, Any]]:
+def resource_rows(records: list[ResultsRecord]) -> list[dict[str, Any]]:
     """One row per (target, benchmark, threads) in run order, with the median per-query figures of its repeats."""
     grouped: dict[tuple[str, str, int], list[CellRecord]] = defaultdict(list)
     for rec in records:
@@ -46,15 +47,15 @@ def resource_rows(meta: dict[str, Any], records: list[ResultsRecord]) -> list[di
     return rows
 
 
-def _sizes(meta: dict[str, Any]) -> dict[str, tuple[int | None, int | None]]:
-    return {t["name"]: (t.get("db_bytes_after_load"), t.get("db_bytes_at_end")) for t in meta.get("targets", [])}
+def _sizes(meta: RunMeta) -> dict[str, tuple[int | None, int | None]]:
+    return {t.name: (t.db_bytes_after_load, t.db_bytes_at_end) for t in meta.targets}
 
 
-def resources_document(meta: dict[str, Any], records: list[ResultsRecord]) -> dict[str, Any]:
+def resources_document(meta: RunMeta, records: list[ResultsRecord]) -> dict[str, Any]:
     """The JSON document: every target's database sizes and every cell's per-query figures."""
     sizes = _sizes(meta)
     return {"targets": [{"name": n, "db_bytes_after_load": a, "db_bytes_at_end": b} for n, (a, b) in sizes.items()],
-            "cells": resource_rows(meta, records)}
+            "cells": resource_rows(records)}
 
 
 def _kb(value: float | None) -> str:
@@ -106,11 +107,11 @@ HOW = ("How: the lab samples /proc/PID/io (drv: the driver process, the engine t
        "publishes counters at most once a second: short cells are rough.")
 
 
-def _targets(meta: dict[str, Any],
+def _targets(meta: RunMeta,
              records: list[ResultsRecord]) -> Iterator[tuple[str, str, str, list[dict[str, Any]]]]:
     """Per target: name, engine, its database sizes as text, its rows."""
-    rows = resource_rows(meta, records)
-    engine_of = {t["name"]: t.get("engine") or engines.DEFAULT.name for t in meta.get("targets", [])}
+    rows = resource_rows(records)
+    engine_of = {t.name: t.engine or engines.DEFAULT.name for t in meta.targets}
     for target, (loaded, end) in _sizes(meta).items():
         yield (target, engine_of.get(target, engines.DEFAULT.name),
                f"database {_mb(loaded)} after load, {_mb(end)} at the end",
@@ -121,7 +122,7 @@ def _missing(mine: list[dict[str, Any]]) -> list[tuple[str, str]]:
     return sorted({k: v for r in mine for k, v in r["unavailable"].items()}.items())
 
 
-def resources_view(meta: dict[str, Any], records: list[ResultsRecord]) -> View:
+def resources_view(meta: RunMeta, records: list[ResultsRecord]) -> View:
     """Per target its sizes and table; CSV rows carry every per-query figure, JSON is resources_document."""
     sections = []
     for target, engine, sizes, mine in _targets(meta, records):
@@ -132,6 +133,6 @@ def resources_view(meta: dict[str, Any], records: list[ResultsRecord]) -> View:
                                                                       for what, why in _missing(mine)),
             block=Block("", "", tuple(columns), tuple(Row(tuple(r)) for r in rows)) if mine else None))
     flat = tuple({"target": r["target"], "benchmark": r["benchmark"], "threads": r["threads"],
-                  "repeats": r["repeats"], **r["per_query"]} for r in resource_rows(meta, records))
+                  "repeats": r["repeats"], **r["per_query"]} for r in resource_rows(records))
     return View("resources", TITLE, tuple(sections), subtitle=TITLE_NOTE, rows=flat, notes=(HOW,),
                 document=resources_document(meta, records))

@@ -15,10 +15,11 @@ from dbperf.report.html import to_html, to_html_hosts
 from dbperf.report.layout import build_report
 from dbperf.report.model import Section, View
 from dbperf.report.render import render_table, to_csv, to_json, to_markdown
+from dbperf.run_meta import RunMeta
 from dbperf.stats.rqps_matrix import Matrix
 
 
-def _sections(m: Matrix, meta: dict[str, Any]) -> tuple[tuple[Section, ...], tuple[str, ...], str | None, str]:
+def _sections(m: Matrix, meta: RunMeta) -> tuple[tuple[Section, ...], tuple[str, ...], str | None, str]:
     report = build_report(m, meta)
     rqps, *rest = report.blocks
     sections = (Section(lines=report.legend, block=rqps, notes=report.notes[:1]),
@@ -26,7 +27,7 @@ def _sections(m: Matrix, meta: dict[str, Any]) -> tuple[tuple[Section, ...], tup
     return sections, report.notes[1:], report.warning, report.heading
 
 
-def run_view(m: Matrix, meta: dict[str, Any], skipped: list[dict[str, Any]] | None = None) -> View:
+def run_view(m: Matrix, meta: RunMeta, skipped: list[dict[str, Any]] | None = None) -> View:
     sections, notes, warning, heading = _sections(m, meta)
     return View("report", heading, sections, notes=notes, warning=warning,
                 own={"markdown": lambda: to_markdown(m, meta), "csv": lambda: to_csv(m, meta),
@@ -34,7 +35,7 @@ def run_view(m: Matrix, meta: dict[str, Any], skipped: list[dict[str, Any]] | No
                 draw=lambda console: render_table(m, meta, console))
 
 
-def hosts_view(meta: dict[str, Any], hosts: list[tuple[str, str, Matrix, dict[str, Any]]],
+def hosts_view(meta: RunMeta, hosts: list[tuple[str, str, Matrix, RunMeta]],
                skipped: list[dict[str, Any]]) -> View:
     """`hosts`: per host its name, heading, matrix and meta as if it had run alone (hosts.host_view)."""
     sections: list[Section] = []
@@ -48,7 +49,7 @@ def hosts_view(meta: dict[str, Any], hosts: list[tuple[str, str, Matrix, dict[st
             console.print(f"\n[bold reverse] {term(heading)} [/bold reverse]")
             render_table(m, view, console)
 
-    return View("report", f"{meta.get('experiment', 'fleet run')} on {len(hosts)} hosts", tuple(sections),
+    return View("report", f"{meta.experiment or 'fleet run'} on {len(hosts)} hosts", tuple(sections),
                 draw=draw, own={
                     "html": lambda: to_html_hosts([(heading, m, view) for _, heading, m, view in hosts], meta),
                     "json": lambda: json_by_host([(host, to_json(m, view)) for host, _, m, view in hosts], skipped),

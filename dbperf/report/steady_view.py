@@ -8,6 +8,7 @@ import statistics
 from typing import Any
 
 from dbperf.records import RunResult
+from dbperf.run_meta import RunMeta
 from dbperf.stats.rqps_matrix import Cell, Matrix
 
 MARK = "w"
@@ -51,9 +52,9 @@ def warmup_lines(result: RunResult) -> list[str]:
     return [f"warm-up {result.warmup_s or 0:.2f} s, {how}; samples of {s.interval_s:g} s, events/s: {samples}"]
 
 
-def steady_lines(m: Matrix, meta: dict[str, Any]) -> list[str]:
+def steady_lines(m: Matrix, meta: RunMeta) -> list[str]:
     """One legend line: the rule, the warm-ups' range, and the cells that never settled, by name."""
-    rule = meta.get("steady")
+    rule = meta.steady
     if not rule:
         return []
     cells = [c for c in m.cells.values() if steady_cell(c)]

@@ -8,6 +8,7 @@ import statistics
 from collections.abc import Callable
 from typing import Any
 
+from dbperf.run_meta import RunMeta
 from dbperf.stats.rqps_matrix import Cell, Matrix
 from dbperf.stats.verdict import CellVerdict
 
@@ -68,9 +69,9 @@ def level_shifts(m: Matrix) -> list[dict[str, str]]:
     return [{"cell": cell_label(m, c), "level_shift": c.level_shift} for c in _ordered(m) if c.level_shift]
 
 
-def verdict_quality(m: Matrix, meta: dict[str, Any]) -> dict[str, Any]:
+def verdict_quality(m: Matrix, meta: RunMeta) -> dict[str, Any]:
     """For JSON: per metric its quality, the level shifts, and the A/A counts per metric."""
-    target = meta.get("aa_target")
+    target = meta.aa_target
     return {
         **{name: metric_quality(m, get) for name, _, get in METRICS},
         "level_shifts": level_shifts(m),
@@ -108,9 +109,9 @@ def quality_lines(m: Matrix) -> list[str]:
     return lines
 
 
-def aa_line(m: Matrix, meta: dict[str, Any]) -> list[str]:
+def aa_line(m: Matrix, meta: RunMeta) -> list[str]:
     """The A/A result per metric, when the run had an A/A copy."""
-    target = meta.get("aa_target")
+    target = meta.aa_target
     if not target:
         return []
     parts = []

@@ -27,6 +27,7 @@ from dbperf.host.noise import HEAVY_FOREIGN_CPU, HEAVY_STEAL, NoiseWindow
 from dbperf.host.process_variants import mapped_allocators
 from dbperf.host.window_opens import WindowOpens
 from dbperf.records import CellRecord, CountersRecord, DriverJob, NoiseSensors, Resources, RunResult, to_builtins
+from dbperf.run_meta import BenchmarkMeta, HostMeta, RoundsMeta, RunMeta, TargetMeta, meta_part, updated
 from dbperf.runner.duet import DuetPlan, Side, plan_duets, round_duets, run_together
 from dbperf.runner.post_write import PostWriteSteps, meta_fields
 from dbperf.runner.rounds import GroupState, Measured, RoundPolicy, round_order, run_rounds
@@ -111,41 +112,46 @@ class RunOutcome:
     runtime_dir: Path | None = None  # where the servers' data directories were (kept with --keep-data)
 
 
-def _meta(e: Experiment, infos: dict[str, dict[str, Any]], settings: dict[str, list]) -> dict[str, Any]:
-    return {
-        "dbperf_results": 1,
-        "status": "running",
-        "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
-        "experiment": str(e.path),
-        "host": host_metadata(),
-        "driver": driver_version(),
-        "base": e.base,
-        "aggregate": e.aggregate,
-        "tables": e.tables,
-        "table_size": e.table_size,
-        "threads": list(e.threads),
-        "time_s": e.time_s,
-        "warmup_s": e.warmup_s,
-        "repeats": "auto" if e.budget_s is not None else e.repeats,
-        "seed": e.seed,
-        "prepared": e.prepared,
-        "min_effect": e.min_effect,
-        "order": e.order,
-        "duet": duets.describe(e.threads) if (duets := plan_duets(e)) else None,
-        "order_seed": e.seed,
-        "budget_s": e.budget_s,
-        "cpus": e.cpus.describe(),
-        "aa_target": e.aa_target,
-        "noise_thresholds": {"steal": HEAVY_STEAL, "foreign_cpu": HEAVY_FOREIGN_CPU},
-        "steady": e.steady.describe() if e.steady else None,
-        "load_model": e.load.describe(),
-        "data_restore": "before each write cell: SQLite targets copy their pristine loaded file; servers the lab "
-                        "started recreate the working database from a pristine one; external servers reload",
-        "benchmarks": [{"name": b.name, "group": b.group, "phase": b.phase, "source": b.source,
-                        "queries_per_event": b.queries_per_event, "sql": b.display_sql()} for b in e.benchmarks],
-        "targets": [{**asdict(t), "settings": settings[t.name], **infos[t.name]} for t in e.targets],
-        **meta_fields(e),
-    }
+def _meta(e: Experiment, infos: dict[str, dict[str, Any]], settings: dict[str, list]) -> RunMeta:
+    return RunMeta(
+        status="running",
+        started_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        experiment=str(e.path),
+        host=meta_part(HostMeta, host_metadata()),
+        driver=driver_version(),
+        base=e.base,
+        aggregate=e.aggregate,
+        tables=e.tables,
+        table_size=e.table_size,
+        threads=list(e.threads),
+        time_s=e.time_s,
+        warmup_s=e.warmup_s,
+        repeats="auto" if e.budget_s is not None else e.repeats,
+        seed=e.seed,
+        prepared=e.prepared,
+        min_effect=e.min_effect,
+        order=e.order,
+        duet=duets.describe(e.threads) if (duets := plan_duets(e)) else None,
+        order_seed=e.seed,
+        budget_s=e.budget_s,
+        cpus=e.cpus.describe(),
+        aa_target=e.aa_target,
+        noise_thresholds={"steal": HEAVY_STEAL, "foreign_cpu": HEAVY_FOREIGN_CPU},
+        steady=e.steady.describe() if e.steady else None,
+        load_model=e.load.describe(),
+        benchmarks=benchmarks_meta(e),
+        targets=[meta_part(TargetMeta, {**asdict(t), "settings": settings[t.name], **infos[t.name]})
+                 for t in e.targets],
+        # the harness settings (runner/post_write.py): cumulative writes say that the data is never restored
+        **{"data_restore": "before each write cell: SQLite targets copy their pristine loaded file; servers the lab "
+                           "started recreate the working database from a pristine one; external servers reload",
+           **meta_fields(e)},
+    )
+
+
+def benchmarks_meta(e: Experiment) -> list[BenchmarkMeta]:
+    return [BenchmarkMeta(name=b.name, group=b.group, phase=b.phase, source=b.source,
+                          queries_per_event=b.queries_per_event, sql=b.display_sql()) for b in e.benchmarks]
 
 
 def run_matrix(e: Experiment, out: Path, console: Console, keep_data: bool = False,
@@ -190,9 +196,13 @@ def run_matrix(e: Experiment, out: Path, console: Console, keep_data: bool = Fal
     if note:
         console.print(f"dbperf: {note}", markup=False, highlight=False, soft_wrap=True)
     if runtime:
-        meta["runtime_dir"] = str(runtime.path)
+        meta.runtime_dir = str(runtime.path)
     total = len(e.benchmarks) * len(e.threads) if e.budget_s is not None else cell_count(e)
     index = {t.name: i for i, t in enumerate(e.targets)}
+
+    def target_meta(name: str) -> TargetMeta:
+        return meta.targets[index[name]]
+
     post_write = PostWriteSteps(e)
     try:
         with recorded_status(meta, out):
@@ -209,14 +219,15 @@ def run_matrix(e: Experiment, out: Path, console: Console, keep_data: bool = Fal
                         loaded = data[t.name].load()
                     except TargetLoadFailed as err:
                         failed.append(str(err))
-                        meta["targets"][index[t.name]]["error"] = str(err)
+                        target_meta(t.name).error = str(err)
                         if len(failed) == len(e.targets):  # none left to measure: one line, as it always was
                             raise TargetLoadFailed(failed[0]) from None
                         continue
-                    meta["targets"][index[t.name]].update(load=to_builtins(loaded), **data[t.name].describe())
+                    meta.targets[index[t.name]] = tm = updated(target_meta(t.name), load=to_builtins(loaded),
+                                                               **data[t.name].describe())
                     if t.is_server:
-                        meta["targets"][index[t.name]]["engine_version"] = loaded.engine_version
-                    meta["targets"][index[t.name]]["db_bytes_after_load"] = database_bytes(t, data[t.name])
+                        tm.engine_version = loaded.engine_version
+                    tm.db_bytes_after_load = database_bytes(t, data[t.name])
                     writer.update_meta(meta)
                     progress.advance(loading)
                 writer.update_meta(meta)
@@ -228,14 +239,13 @@ def run_matrix(e: Experiment, out: Path, console: Console, keep_data: bool = Fal
                 policy = RoundPolicy(e.repeats, e.budget_s)
                 groups = [(b, t) for b in e.benchmarks for t in e.threads]
                 budget_end = time.monotonic() + (e.budget_s or 0.0)
-                meta["rounds"] = []
+                meta.rounds = rounds = []
 
                 def keep(cell: CellPlan, record: CellRecord, restarted: bool) -> None:
                     """Writes a measured cell's record the moment it is measured."""
                     if restarted:
                         record.server_restarted_before = True
-                        meta["targets"][index[cell.target.name]]["restarts"] = \
-                            data[cell.target.name].describe()["restarts"]
+                        target_meta(cell.target.name).restarts = data[cell.target.name].describe()["restarts"]
                         writer.update_meta(meta)
                     writer.append(record)
                     if on_record:
@@ -263,7 +273,7 @@ def run_matrix(e: Experiment, out: Path, console: Console, keep_data: bool = Fal
                             restarted.append(target_data.ensure_running())
                             step = post_write.before_cell(benchmark, cell.target, target_data)
                             if step:
-                                meta["targets"][index[cell.target.name]].setdefault("post_write", []).append(step)
+                                target_meta(cell.target.name).post_write.append(step)
                                 writer.update_meta(meta)
                         if len(group) == 2:
                             records = _run_duet(e, group, data)
@@ -292,13 +302,13 @@ def run_matrix(e: Experiment, out: Path, console: Console, keep_data: bool = Fal
                     deadline = time.monotonic() + (budget_end - time.monotonic()) / (len(groups) - i)
                     state = GroupState(e.base, [t.name for t in e.targets], e.min_effect)
                     run_rounds(state, policy, partial(measure, benchmark, threads), deadline)
-                    meta["rounds"].append({"benchmark": benchmark.name, "threads": threads, "rounds": state.rounds,
-                                           "stopped": state.stop_reason})
+                    rounds.append(RoundsMeta(benchmark=benchmark.name, threads=threads, rounds=state.rounds,
+                                             stopped=state.stop_reason))
                     writer.update_meta(meta)
                     if policy.auto:
                         progress.advance(task)
                 for t in e.targets:
-                    meta["targets"][index[t.name]]["db_bytes_at_end"] = database_bytes(t, data[t.name])
+                    target_meta(t.name).db_bytes_at_end = database_bytes(t, data[t.name])
                 if profile:
                     _profile_cells(e, data_root / "profile", writer, progress)
                 if e.simulated:  # issue 25's deterministic tier, after the timed rounds
@@ -308,7 +318,7 @@ def run_matrix(e: Experiment, out: Path, console: Console, keep_data: bool = Fal
     return outcome
 
 
-def _finish(data: dict[str, TargetLifecycle], meta: dict[str, Any], writer: ResultsWriter, data_root: Path,
+def _finish(data: dict[str, TargetLifecycle], meta: RunMeta, writer: ResultsWriter, data_root: Path,
             runtime: RuntimeDir | None, keep_data: bool) -> None:
     """On every exit path: stop every server the lab started, remove the loaded data (first: on a full disk that
     frees the space the last meta.json needs), record the status."""

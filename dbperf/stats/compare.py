@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import msgspec
 
 from dbperf.errors import UserError
 from dbperf.records import CellRecord, CountersRecord, ResultsRecord, SimulatedRecord
+from dbperf.run_meta import RunMeta
 from dbperf.stats.rqps_matrix import Matrix, build_matrix
 from dbperf.storage.results import read_results
 
@@ -20,8 +20,9 @@ from dbperf.storage.results import read_results
 class Side:
     label: str
     directory: Path
-    meta: dict[str, Any]
+    run_meta: RunMeta
     records: list[ResultsRecord]
+
 
 
 @dataclass(frozen=True)
@@ -44,8 +45,8 @@ def side_labels(a: Path, b: Path) -> tuple[str, str]:
 
 
 def pair_matrices(a: Side, b: Side, targets: list[str] | None, aggregate: str | None = None) -> list[Pair]:
-    names_a = [t["name"] for t in a.meta["targets"]]
-    names_b = [t["name"] for t in b.meta["targets"]]
+    names_a = a.run_meta.target_names
+    names_b = b.run_meta.target_names
     if targets:
         for t in targets:
             for side, names in ((a, names_a), (b, names_b)):
@@ -70,14 +71,12 @@ def _renamed(records: list[ResultsRecord], target: str, new: str) -> list[Result
 
 def _pair(a: Side, b: Side, target: str, aggregate: str | None) -> Pair:
     name_a, name_b = f"{target} @{a.label}", f"{target} @{b.label}"
-    info_a = next(t for t in a.meta["targets"] if t["name"] == target)
-    info_b = next(t for t in b.meta["targets"] if t["name"] == target)
-    benchmarks = list({x["name"]: x for x in [*a.meta["benchmarks"], *b.meta["benchmarks"]]}.values())
-    center = str(aggregate or a.meta.get("aggregate", "median"))
-    meta: dict[str, Any] = {"base": name_a, "aggregate": center,
-            "threads": sorted(set(a.meta.get("threads", [])) | set(b.meta.get("threads", []))),
-            "benchmarks": benchmarks,
-            "targets": [{**info_a, "name": name_a, "trained_on": info_a.get("trained_on", [])},
-                        {**info_b, "name": name_b, "trained_on": info_b.get("trained_on", [])}]}
+    info_a, info_b = a.run_meta.target(target), b.run_meta.target(target)
+    assert info_a is not None and info_b is not None  # pair_matrices chose targets both sides have
+    benchmarks = list({x.name: x for x in [*a.run_meta.benchmarks, *b.run_meta.benchmarks]}.values())
+    center = str(aggregate or a.run_meta.aggregate)
+    meta = RunMeta(base=name_a, aggregate=center, threads=sorted(set(a.run_meta.threads) | set(b.run_meta.threads)),
+                   benchmarks=benchmarks, targets=[msgspec.structs.replace(info_a, name=name_a),
+                                                   msgspec.structs.replace(info_b, name=name_b)])
     records = _renamed(a.records, target, name_a) + _renamed(b.records, target, name_b)
     return Pair(target, name_a, name_b, build_matrix(meta, records, center))

@@ -11,6 +11,7 @@ from typing import Any
 
 from dbperf.catalog.registry import AFTER_WRITES
 from dbperf.records import CellRecord, CountersRecord, ResultsRecord, SimulatedRecord, Usage
+from dbperf.run_meta import RunMeta
 from dbperf.stats.simulated import simulated_delta
 from dbperf.stats.summary import Summary, significance, summarize
 from dbperf.stats.verdict import DEFAULT_MIN_EFFECT, CellVerdict, Metric, deciding, pair_rounds, verdict_on_rounds
@@ -140,11 +141,12 @@ class Matrix:
                 if any(self.cell(x, b, t) for x in self.targets)]
 
 
-def build_matrix(meta: dict[str, Any], records: list[ResultsRecord], aggregate: str | None = None) -> Matrix:
-    aggregate = aggregate or meta.get("aggregate", "median")
-    targets = [t["name"] for t in meta["targets"]]
-    benchmarks = [b["name"] for b in meta["benchmarks"]]
-    group_of = {b["name"]: b["group"] for b in meta["benchmarks"]}
+def build_matrix(meta: RunMeta, records: list[ResultsRecord], aggregate: str | None = None) -> Matrix:
+    aggregate = aggregate or meta.aggregate
+    targets = meta.target_names
+    benchmarks = [b.name for b in meta.benchmarks]
+    group_of = {b.name: b.group for b in meta.benchmarks}
+    min_effect = DEFAULT_MIN_EFFECT if meta.min_effect is None else meta.min_effect
     cells: dict[tuple[str, str, int], Cell] = {}
     counters = {(r.target, r.benchmark): r for r in records if isinstance(r, CountersRecord)}
     for rec in records:
@@ -159,7 +161,7 @@ def build_matrix(meta: dict[str, Any], records: list[ResultsRecord], aggregate: 
         cell.figures = [derived(r) for r in cell.runs]
         if cell.runs:
             cell.qps = summarize(cell.per_run("qps"), aggregate)
-    base = meta["base"]
+    base = meta.base
     for (target, benchmark, threads), cell in cells.items():
         base_cell = cells.get((base, benchmark, threads))
         if cell.qps is None or base_cell is None or base_cell.qps is None or base_cell.qps.center == 0:
@@ -167,16 +169,15 @@ def build_matrix(meta: dict[str, Any], records: list[ResultsRecord], aggregate: 
         cell.rqps = cell.qps.center / base_cell.qps.center
         if target != base:
             cell.significant, cell.p_value = significance(cell.per_run("qps"), base_cell.per_run("qps"))
-            min_effect = meta.get("min_effect", DEFAULT_MIN_EFFECT)
             cell.verdict_detail = cell_verdict(cell, base_cell, min_effect)
             cell.cpu_verdict_detail = cell_verdict(cell, base_cell, min_effect, "cpu")
             cell.level_shift = level_shift_text(cell.verdict_detail, cell.cpu_verdict_detail)
-    thread_counts = sorted({t for (_, _, t) in cells} | set(meta.get("threads", [])))
-    trained_on = {t["name"]: t.get("trained_on", []) for t in meta["targets"]}
+    thread_counts = sorted({t for (_, _, t) in cells} | set(meta.threads))
+    trained_on = {t.name: t.trained_on for t in meta.targets}
     _attach_simulated(cells, base, records)  # issue 25's simulated tier: Cell.sim (stats/simulated.py)
     return Matrix(base=base, targets=targets, benchmarks=benchmarks, threads=thread_counts, cells=cells,
                   aggregate=aggregate, trained_on=trained_on, counters=counters,
-                  min_effect=meta.get("min_effect", DEFAULT_MIN_EFFECT))
+                  min_effect=min_effect)
 
 
 def level_shift_text(wall: CellVerdict | None, cpu: CellVerdict | None) -> str | None:

@@ -21,10 +21,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 from dbperf.errors import UserError
 from dbperf.records import RecordError, ResultsRecord, encode, results_record
+from dbperf.run_meta import DIED, MetaError, RunMeta, encode_meta, run_meta
 
 META = "meta.json"
 RESULTS = "results.jsonl"
@@ -32,10 +32,6 @@ EXPERIMENT = "experiment.toml"
 LOCK = ".lock"
 # A reader probing the lock (read_results) holds it for microseconds: a claim waits that long out, no more.
 CLAIM_WAIT_S = 0.5
-# Read back, not stored: meta.json says `running` but no process holds the run's lock (read_results).
-DIED = "died"
-STATUS_NOTE = "status_note"
-LAB_DIED = "the lab died while running (killed?)"
 
 
 class ResultsWriteError(UserError):
@@ -211,17 +207,16 @@ class ResultsWriter:
             raise
         return writer
 
-    def write_meta(self, meta: dict[str, Any], experiment_text: str) -> None:
+    def write_meta(self, meta: RunMeta, experiment_text: str) -> None:
         with _writing(self.directory / EXPERIMENT):
             (self.directory / EXPERIMENT).write_text(experiment_text)
         self.update_meta(meta)
 
-    def update_meta(self, meta: dict[str, Any]) -> None:
+    def update_meta(self, meta: RunMeta) -> None:
         tmp = self.directory / (META + ".tmp")
-        stored = {k: v for k, v in meta.items() if k != STATUS_NOTE}  # read back (read_results), never stored
         try:
             with _writing(tmp):
-                tmp.write_text(json.dumps(stored, indent=2) + "\n")
+                tmp.write_bytes(encode_meta(meta))
                 os.replace(tmp, self.directory / META)
         except ResultsWriteError:
             tmp.unlink(missing_ok=True)  # the last complete meta.json stays as it was
@@ -240,61 +235,31 @@ class ResultsWriter:
         self._claim.release()
 
 
-FORMAT_VERSION = 1  # meta.json's "dbperf_results"
-
-
 @dataclass(frozen=True)
 class SkippedLine:
     line: int
     reason: str
 
 
-def _number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
-def _meta_problem(meta: Any) -> str | None:
-    """Why a meta.json cannot be reported, or None. The fields the reports read, checked once here."""
-    if not isinstance(meta, dict):
-        return "expected a JSON object"
-    version = meta.get("dbperf_results")
-    if version != FORMAT_VERSION:
-        return f"results format version {version!r} is not one this dbperf reads (it reads {FORMAT_VERSION})"
-    targets, benchmarks = meta.get("targets"), meta.get("benchmarks")
-    if not isinstance(targets, list) or not targets or not all(
-            isinstance(t, dict) and isinstance(t.get("name"), str) for t in targets):
-        return "'targets' must be a non-empty list of objects with a 'name'"
-    if not isinstance(benchmarks, list) or not all(
-            isinstance(b, dict) and isinstance(b.get("name"), str) and isinstance(b.get("group"), str)
-            for b in benchmarks):
-        return "'benchmarks' must be a list of objects with a 'name' and a 'group'"
-    if meta.get("base") not in [t["name"] for t in targets]:
-        return f"'base' {meta.get('base')!r} is not one of the targets"
-    if not isinstance(meta.get("threads", []), list) or not all(_number(t) for t in meta.get("threads", [])):
-        return "'threads' must be a list of numbers"
-    if not all(isinstance(t.get("trained_on", []), list) for t in targets):
-        return "a target's 'trained_on' must be a list"
-    return None
-
-
-def read_results(directory: Path) -> tuple[dict[str, Any], list[ResultsRecord], list[SkippedLine]]:
-    """meta, the usable records, and the lines skipped (a torn last line: the run was killed mid-write; a line
-    edited by hand) with why. A meta.json that cannot be reported is a UserError naming the file."""
+def read_results(directory: Path) -> tuple[RunMeta, list[ResultsRecord], list[SkippedLine]]:
+    """meta (upgraded from an older format version, run_meta.py), the usable records, and the lines skipped (a torn
+    last line: the run was killed mid-write; a line edited by hand) with why. A meta.json that cannot be reported
+    is a UserError naming the file."""
     meta_path = directory / META
     if not meta_path.is_file():
         raise UserError(f"{directory}: not a dbperf results directory (no {META})")
     try:
-        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+        raw = json.loads(meta_path.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise UserError(f"{meta_path}: unreadable: {e}") from None
     except OSError as e:
         raise UserError(f"{meta_path}: cannot read: {e.strerror}") from None
-    problem = _meta_problem(meta)
-    if problem:
-        raise UserError(f"{meta_path}: {problem}")
-    if meta.get("status") == "running" and lab_died(directory):
-        meta["status"] = DIED
-        meta[STATUS_NOTE] = LAB_DIED
+    try:
+        meta = run_meta(raw)
+    except MetaError as e:
+        raise UserError(f"{meta_path}: {e}") from None
+    if meta.status == "running" and lab_died(directory):
+        meta.status = DIED  # its note: RunMeta.status_note
     records: list[ResultsRecord] = []
     skipped: list[SkippedLine] = []
     path = directory / RESULTS
@@ -320,31 +285,31 @@ def read_results(directory: Path) -> tuple[dict[str, Any], list[ResultsRecord], 
 
 
 @contextmanager
-def recorded_status(meta: dict[str, Any], out: Path) -> Iterator[None]:
+def recorded_status(meta: RunMeta, out: Path) -> Iterator[None]:
     """A run's body: its status in `meta` on the way out (complete, interrupted, failed); an OSError of the body
     (loading or restoring data on a full disk, mostly) becomes one line naming the path, never a traceback."""
     try:
         yield
     except KeyboardInterrupt:
-        meta["status"] = "interrupted"
+        meta.status = "interrupted"
         raise
     except OSError as err:
-        meta["status"] = "failed"
+        meta.status = "failed"
         raise ResultsWriteError(f"{err.filename or out}: {err.strerror or err}") from None
     except BaseException:
-        meta["status"] = "failed"
+        meta.status = "failed"
         raise
-    meta["status"] = "complete"
+    meta.status = "complete"
 
 
-def close_run(meta: dict[str, Any], writer: ResultsWriter) -> None:
+def close_run(meta: RunMeta, writer: ResultsWriter) -> None:
     """The last meta.json of a run, on every exit path, after its servers and data are gone. A write error is
     raised only for a completed run: otherwise the error that ended the run is already on its way to the user."""
-    meta["finished_at"] = datetime.now(UTC).isoformat(timespec="seconds")
+    meta.finished_at = datetime.now(UTC).isoformat(timespec="seconds")
     try:
         writer.update_meta(meta)
     except ResultsWriteError:
-        if meta.get("status") == "complete":
+        if meta.status == "complete":
             raise
     finally:
         writer.close()

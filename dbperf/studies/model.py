@@ -33,6 +33,7 @@ from dbperf.experiment.model import Experiment
 from dbperf.experiment.spec import parse_experiment
 from dbperf.names import check_name
 from dbperf.probes.catalog import FAMILIES
+from dbperf.report.model import Block, Row, Section, View
 from dbperf.studies import toml_text
 
 STUDY_DIR = Path(__file__).parent / "data"
@@ -331,3 +332,13 @@ def _check_measure(m: dict[str, Any], study: Study, targets: dict[str, set[str]]
             raise UserError(f"{where}: benchmark {m.get('benchmark')!r} is not in the catalog")
     elif not isinstance(m.get("path"), str) or not isinstance(m.get("file", ""), str):
         raise UserError(f"{where}: a json measure needs a path (and optionally the step's file)")
+
+
+def study_list_view() -> View:
+    """`dbperf study list`: each study, what it reproduces and how long it takes."""
+    rows = []
+    for name in study_names():
+        s = load_study(name)
+        rows.append(Row((s.name, s.brief, s.title, s.duration + (" (builds from source)" if s.long else ""))))
+    return View("studies", "studies", (Section(block=Block("", "", ("study", "BRIEF", "what", "takes"), tuple(rows),
+                                                           text_columns=4)),))

@@ -9,12 +9,12 @@ import re
 import time
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 from dbperf.errors import UserError
 from dbperf.names import check_name
 from dbperf.records import CellRecord
-from dbperf.storage.results import FORMAT_VERSION, ResultsWriter
+from dbperf.run_meta import BenchmarkMeta, ImportedMeta, RunMeta, TargetMeta
+from dbperf.storage.results import ResultsWriter
 from dbperf.tooldrivers.parse import NO_USAGE, TOOLS, ToolOutput, parse_pgbench, parse_sysbench
 
 # Lines whose value 0 means the run measured nothing (or nothing a rate can come from): (tool, pattern of the line
@@ -84,17 +84,17 @@ def import_outputs(files: list[Path], tool: str, out: Path, target: str | None,
         parsed.append((benchmark, path, _parse(tool, path, queries_per_transaction), _threads(tool, path)))
     writer = ResultsWriter(out.absolute())
     benchmarks: list[str] = list(dict.fromkeys(b for b, *_ in parsed))
-    meta: dict[str, Any] = {
-        "dbperf_results": FORMAT_VERSION, "status": "complete",
-        "started_at": datetime.now(UTC).isoformat(timespec="seconds"), "imported": {
-            "tool": tool, "files": [str(p.absolute()) for _, p, *_ in parsed],
-            "note": f"{tool} output read by dbperf import: the tool's own figures; CPU and context switches were "
-                    "not measured"},
-        "base": name, "aggregate": "median", "threads": sorted({t for *_, t in parsed}),
-        "benchmarks": [{"name": b, "group": "point", "phase": "read", "source": f"{tool} output",
-                        "queries_per_event": 1, "sql": []} for b in benchmarks],
-        "targets": [{"name": name, "engine": tool, "tool": tool}],
-    }
+    meta = RunMeta(
+        status="complete", started_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        imported=ImportedMeta(
+            tool=tool, files=[str(p.absolute()) for _, p, *_ in parsed],
+            note=f"{tool} output read by dbperf import: the tool's own figures; CPU and context switches were "
+                 "not measured"),
+        base=name, aggregate="median", threads=sorted({t for *_, t in parsed}),
+        benchmarks=[BenchmarkMeta(name=b, group="point", phase="read", source=f"{tool} output", queries_per_event=1,
+                                  sql=[]) for b in benchmarks],
+        targets=[TargetMeta(name=name, engine=tool, tool=tool)],
+    )
     try:
         writer.write_meta(meta, f"# imported {tool} output\n")
         repeats: dict[tuple[str, int], int] = {}
@@ -103,7 +103,7 @@ def import_outputs(files: list[Path], tool: str, out: Path, target: str | None,
             result = output.result(NO_USAGE, threads)
             writer.append(CellRecord(target=name, benchmark=benchmark, threads=threads, repeat=repeat,
                                      status="ok", started_at=time.time(), result=result, tool=tool, imported=True))
-        meta["finished_at"] = datetime.now(UTC).isoformat(timespec="seconds")
+        meta.finished_at = datetime.now(UTC).isoformat(timespec="seconds")
         writer.update_meta(meta)
     finally:
         writer.close()

@@ -25,6 +25,7 @@ from dbperf.buildlab.server_releases import SOURCES, release_name, resolve_versi
 from dbperf.catalog.registry import builtin
 from dbperf.errors import UserError
 from dbperf.experiment.keys import fraction
+from dbperf.report.model import Block, Row, Section, View
 from dbperf.stats.rqps_matrix import build_matrix
 from dbperf.storage.results import read_results
 from dbperf.usecases.progress import PROGRESS, say
@@ -280,3 +281,21 @@ def write_path(out: Path, result: BisectResult, settings: StepSettings) -> Path:
     path.write_text(json.dumps({"dbperf_bisect": 1, "settings": asdict(settings), **result.to_json()}, indent=2)
                     + "\n")
     return path
+
+
+def _interval(step: Step) -> str:
+    j = step.judgement
+    if j.lower is None or j.upper is None:
+        return "–"
+    return f"[{j.lower:+.1%}, {j.upper:+.1%}]"
+
+
+def path_view(result: BisectResult) -> View:
+    """The path the search took, a row per step (drawn by the format registry)."""
+    rows = tuple(Row((str(s.number), s.version, str(s.attempt),
+                      "–" if s.judgement.rqps is None else f"{s.judgement.rqps:.3f}", _interval(s),
+                      s.judgement.verdict + ("" if s.judgement.metric == "wall" else f" ({s.judgement.metric})"),
+                      str(s.judgement.rounds), s.judgement.directory or "–")) for s in result.steps)
+    block = Block("", "", ("step", "version", "try", "rQPS", "change interval", "verdict", "rounds",
+                                      "results"), rows, text_columns=0, left=(1, 5, 7))
+    return View("bisect", "bisect path", (Section(title="bisect path", block=block),))

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from rich.console import Console
 
 from dbperf.errors import UserError
 from dbperf.history.series import BY, Series, build_series
 from dbperf.history.store import Result, Run, Store, history_path, open_store
+from dbperf.run_meta import RunMeta
 from dbperf.usecases.progress import PROGRESS, say
 
 
@@ -54,7 +54,7 @@ def list_runs() -> tuple[Path, list[Run]]:
 @dataclass
 class StoredRun:
     id: int
-    meta: dict[str, Any]
+    meta: RunMeta
     results: list[Result]
 
 

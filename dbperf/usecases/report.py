@@ -24,9 +24,10 @@ from dbperf.report.model import View
 from dbperf.report.replication_report import replication_view
 from dbperf.report.resources_view import resources_view
 from dbperf.report.run_view import hosts_view, run_view
+from dbperf.run_meta import RunMeta, meta_dict
 from dbperf.stats.ladder import ladder as ladder_steps
 from dbperf.stats.rqps_matrix import build_matrix
-from dbperf.storage.results import STATUS_NOTE, SkippedLine, read_results
+from dbperf.storage.results import SkippedLine, read_results
 
 VIEWS = ("run", "resources", "intervals", "ladder")
 
@@ -81,14 +82,14 @@ def report_view(directory: Path, view: str = "run", aggregate: str | None = None
     else:
         raise ValueError(f"no report view {view!r} (views: {', '.join(VIEWS)})")
     made = ReportView(cache(build), directory=directory, skipped=skipped)
-    if view == "run" and meta.get(STATUS_NOTE):  # the status read back (a lab that died): said on stderr too
-        made.notes.append(f"dbperf: note: {directory}: {meta[STATUS_NOTE]}")
+    if view == "run" and meta.status_note:  # the status read back (a lab that died): said on stderr too
+        made.notes.append(f"dbperf: note: {directory}: {meta.status_note}")
     return made
 
 
-def _run(meta: dict[str, Any], records: list[Any], skipped: list[dict], aggregate: str | None) -> View:
-    if meta.get("replication"):  # a replication lab's results (replication_report.py)
-        return replication_view(meta, records, skipped)
+def _run(meta: RunMeta, records: list[Any], skipped: list[dict], aggregate: str | None) -> View:
+    if meta.replication:  # a replication lab's results (replication_report.py)
+        return replication_view(meta_dict(meta), records, skipped)  # a dict until it reads RunMeta
     if hosts_in(records):  # a fleet run: one report per host (report/hosts.py)
         return hosts_view(meta, [(host, host_heading(meta, host), build_matrix(view, mine, aggregate), view)
                                  for host in hosts_in(records, meta)
@@ -96,7 +97,7 @@ def _run(meta: dict[str, Any], records: list[Any], skipped: list[dict], aggregat
     return run_view(build_matrix(meta, records, aggregate), meta, skipped)
 
 
-def _ladder(meta: dict[str, Any], records: list[Any], aggregate: str | None) -> View:
+def _ladder(meta: RunMeta, records: list[Any], aggregate: str | None) -> View:
     ladders: list[tuple[str | None, list[Any]]] = [  # a fleet run: a ladder per host
         (host, ladder_steps(build_matrix(view, mine, aggregate)))
         for host in hosts_in(records, meta) for view, mine in [host_view(meta, records, host)]]

@@ -1,0 +1,58 @@
+"""manifest.json of a cached SQLite build ($DBPERF_CACHE/builds/<key>/, buildlab/builder.py), typed and versioned
+like a results directory's meta.json (run_meta.py): checked where it is written and where the cache reads it back.
+
+`manifest_version` is its format's version; the manifests written before it existed carry none and are version 1.
+An older version is upgraded (MANIFEST_UPGRADES, asv's update_to_N, as run_meta.UPGRADES); a manifest this dbperf
+cannot read (newer, or damaged) makes its build a cache miss: the build is made again, nothing measured is lost.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from dbperf.run_meta import MetaError, Upgrade, upgraded
+
+MANIFEST_VERSION = 1
+VERSION_KEY = "manifest_version"
+MANIFEST_UPGRADES: dict[int, Upgrade] = {}
+
+
+class CompilerInfo(msgspec.Struct, kw_only=True):
+    path: str
+    version: str
+
+
+class BuildManifest(msgspec.Struct, kw_only=True):
+    """What one cached build is: its key, the source it was built from, the flags and compiler, the commands run,
+    PGO's training and profile (None without PGO), the library and its sha256."""
+    manifest_version: int = MANIFEST_VERSION
+    key: str
+    label: str
+    source: dict[str, Any]  # buildlab/sqlite_source.py SqliteSource.provenance()
+    variants: list[str] = []
+    cflags: list[str] = []
+    flags: list[str] = []
+    compiler: CompilerInfo
+    commands: list[list[str]] = []
+    pgo: dict[str, Any] | None = None
+    library: str
+    library_sha256: str
+    build_seconds: float | None = None
+    built_at: str | None = None
+
+
+def build_manifest(raw: Any) -> BuildManifest:
+    """A manifest.json's JSON value, upgraded to the current version and decoded; a MetaError says what is wrong."""
+    if not isinstance(raw, dict):
+        raise MetaError("expected a JSON object")
+    raw = upgraded({VERSION_KEY: 1, **raw}, MANIFEST_VERSION, MANIFEST_UPGRADES, VERSION_KEY, "build manifest")
+    try:
+        return msgspec.convert(raw, BuildManifest)
+    except msgspec.ValidationError as e:
+        raise MetaError(str(e)) from None
+
+
+def encode_manifest(manifest: BuildManifest) -> bytes:
+    return msgspec.json.format(msgspec.json.encode(manifest), indent=2) + b"\n"
