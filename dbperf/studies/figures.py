@@ -189,7 +189,8 @@ def claim_check(figure: Figure, value: float) -> str:
         return ""
     lo, hi = figure.expect
     inside = (lo is None or value >= lo) and (hi is None or value <= hi)
-    return ("holds" if inside else "does not hold") + (f": {figure.claim}" if figure.claim else "")
+    side = "" if inside else " (below its range)" if lo is not None and value < lo else " (above its range)"
+    return ("holds" if inside else "does not hold") + side + (f": {figure.claim}" if figure.claim else "")
 
 
 def row(reader: Reader, figure: Figure, quick: bool = False) -> Row:
