@@ -9,7 +9,6 @@ import os
 import time
 from collections.abc import Callable
 from dataclasses import asdict
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -19,8 +18,6 @@ from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from dbperf import engines
 from dbperf.errors import UserError
 from dbperf.experiment.model import Experiment, Target
-from dbperf.host.driver import driver_version
-from dbperf.host.facts import host_metadata
 from dbperf.records import ApplyRecord, StaleReadsRecord, to_builtins
 from dbperf.replication.apply_rate import run_apply_study
 from dbperf.replication.cluster import Cluster
@@ -31,8 +28,8 @@ from dbperf.replication.pg_cluster import PgCluster
 from dbperf.replication.pg_stale import run_pg_stale_study
 from dbperf.replication.replica_set import StudyFailed
 from dbperf.replication.stale_reads import run_stale_study
-from dbperf.run_meta import HostMeta, ReplicationMeta, RunMeta, TargetMeta, meta_part, updated
-from dbperf.runner.matrix import RunOutcome, benchmarks_meta
+from dbperf.run_meta import ReplicationMeta, RunMeta, TargetMeta, meta_part, updated
+from dbperf.runner.matrix import RunOutcome, started_meta
 from dbperf.servers.runtime import RuntimeDir
 from dbperf.servers.watchdog import Watchdog
 from dbperf.storage.results import ResultsWriter, close_run, recorded_status
@@ -64,19 +61,9 @@ def _meta(e: Experiment, builds: dict[str, dict[str, Any]]) -> RunMeta:
     spec = e.replication
     assert spec is not None
     (target,) = e.targets
-    return RunMeta(
-        status="running",
-        started_at=datetime.now(UTC).isoformat(timespec="seconds"),
-        experiment=str(e.path),
-        host=meta_part(HostMeta, host_metadata()),
-        driver=driver_version(),
+    return started_meta(
+        e,
         base=target.name,
-        aggregate=e.aggregate,
-        tables=e.tables,
-        table_size=e.table_size,
-        threads=list(e.threads),
-        seed=e.seed,
-        benchmarks=benchmarks_meta(e),
         targets=[meta_part(TargetMeta, {**asdict(target),
                                         **({"build": builds[target.name]} if target.name in builds else {})})],
         replication=meta_part(ReplicationMeta, {

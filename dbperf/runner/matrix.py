@@ -113,21 +113,12 @@ class RunOutcome:
 
 
 def _meta(e: Experiment, infos: dict[str, dict[str, Any]], settings: dict[str, list]) -> RunMeta:
-    return RunMeta(
-        status="running",
-        started_at=datetime.now(UTC).isoformat(timespec="seconds"),
-        experiment=str(e.path),
-        host=meta_part(HostMeta, host_metadata()),
-        driver=driver_version(),
+    return started_meta(
+        e,
         base=e.base,
-        aggregate=e.aggregate,
-        tables=e.tables,
-        table_size=e.table_size,
-        threads=list(e.threads),
         time_s=e.time_s,
         warmup_s=e.warmup_s,
         repeats="auto" if e.budget_s is not None else e.repeats,
-        seed=e.seed,
         prepared=e.prepared,
         min_effect=e.min_effect,
         order=e.order,
@@ -139,7 +130,6 @@ def _meta(e: Experiment, infos: dict[str, dict[str, Any]], settings: dict[str, l
         noise_thresholds={"steal": HEAVY_STEAL, "foreign_cpu": HEAVY_FOREIGN_CPU},
         steady=e.steady.describe() if e.steady else None,
         load_model=e.load.describe(),
-        benchmarks=benchmarks_meta(e),
         targets=[meta_part(TargetMeta, {**asdict(t), "settings": settings[t.name], **infos[t.name]})
                  for t in e.targets],
         # the harness settings (runner/post_write.py): cumulative writes say that the data is never restored
@@ -147,6 +137,14 @@ def _meta(e: Experiment, infos: dict[str, dict[str, Any]], settings: dict[str, l
                            "started recreate the working database from a pristine one; external servers reload",
            **meta_fields(e)},
     )
+
+
+def started_meta(e: Experiment, **fields: Any) -> RunMeta:
+    """What every run's meta.json says first (the matrix's and the replication lab's), and `fields` of its own."""
+    return RunMeta(status="running", started_at=datetime.now(UTC).isoformat(timespec="seconds"),
+                   experiment=str(e.path), host=meta_part(HostMeta, host_metadata()), driver=driver_version(),
+                   aggregate=e.aggregate, tables=e.tables, table_size=e.table_size, threads=list(e.threads),
+                   seed=e.seed, benchmarks=benchmarks_meta(e), **fields)
 
 
 def benchmarks_meta(e: Experiment) -> list[BenchmarkMeta]:
