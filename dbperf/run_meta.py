@@ -287,8 +287,8 @@ def encode_meta(meta: RunMeta) -> bytes:
 
 
 def meta_dict(meta: RunMeta) -> dict[str, Any]:
-    """meta as JSON builtins, for the views that still read it as a dict (report/view.py and its siblings) and for
-    the history store's copy."""
+    """meta as JSON builtins, where a JSON report embeds it whole (the run report's and the replication lab's
+    "meta")."""
     out: dict[str, Any] = msgspec.to_builtins(meta)
     if meta.status_note:  # read back, never stored: the JSON report says it with the status
         out["status_note"] = meta.status_note

@@ -73,6 +73,11 @@ def meta_of(fields: dict[str, Any]) -> RunMeta:
     return msgspec.convert(fields, RunMeta)
 
 
+def replication_meta(fields: dict[str, Any]) -> RunMeta:
+    """A replication lab's hand-made meta.json fields (its one target named as the lab names it) as a RunMeta."""
+    return meta_of({"base": "lab", "targets": [{"name": "lab"}], **fields})
+
+
 def make_matrix_dir(tmp: Path, name: str = "run", **kwargs: Any) -> Path:
     return write_run(tmp / name, **kwargs)
 

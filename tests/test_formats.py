@@ -33,7 +33,7 @@ from dbperf.report.tables_view import tables_view
 from dbperf.stats.compare import load_side, pair_matrices, side_labels
 from dbperf.usecases.report import report_view
 from tests.conftest import run_cli
-from tests.synthetic import write_run
+from tests.synthetic import replication_meta, write_run
 
 pytestmark = pytest.mark.unit
 
@@ -83,7 +83,8 @@ def views(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Callable[[], Vi
         "ladder": lambda: report_view(a, "ladder").view(),
         "resources": lambda: report_view(a, "resources").view(),
         "intervals": lambda: report_view(a, "intervals").view(),
-        "replication": lambda: replication_view({"status": "complete", "replication": {"cpus": 2}}, [], []),
+        "replication": lambda: replication_view(replication_meta({"status": "complete", "replication": {"cpus": 2}}),
+                                                [], []),
         "series": lambda: series_view(series),
         "regressions": lambda: regressions_view(series, show_all=True),
         "compare": lambda: compare_view(side_a, side_b, pair_matrices(side_a, side_b, None)),

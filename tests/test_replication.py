@@ -21,6 +21,7 @@ from dbperf.report.formats import render
 from dbperf.report.replication_report import replication_view
 from dbperf.report.replication_view import replication_summary
 from tests.conftest import DBPERF, NEEDS_SERVERS, REPO, run_cli
+from tests.synthetic import replication_meta
 
 TARGET = '[[target]]\nname = "maria"\nengine = "mariadb"\nconfig = { innodb_buffer_pool_size = "64M" }\n'
 
@@ -125,7 +126,7 @@ def test_summary_medians_speedup_cores_and_stale_fractions():
     ]
     # Records survive results.jsonl as their own types
     records = [results_record(json.loads(encode(r))) for r in records]
-    meta = {"status": "complete", "replication": {"cpus": 2, "fdatasync_per_s": 900.0}}
+    meta = replication_meta({"status": "complete", "replication": {"cpus": 2, "fdatasync_per_s": 900.0}})
     s = replication_summary(meta, records)
     by_workers = {row["workers"]: row for row in s["apply"]}
     assert by_workers[4]["trx_per_s"] == 1600.0 and by_workers[4]["n"] == 3
@@ -259,11 +260,12 @@ def test_cross_engine_rows_are_their_own_table():
     records = [rec("innodb", "fsync", 50.0), rec("auto", "fsync", 100.0), rec("rocksdb", "fsync", 100.0),
                _apply(0, 900.0)]
     records = [results_record(json.loads(encode(r))) for r in records]
-    s = replication_summary({"replication": {"cpus": 2}}, records)
+    s = replication_summary(replication_meta({"replication": {"cpus": 2}}), records)
     assert len(s["apply"]) == 1  # the apply study's own row only
     cross = {c["state_engine"]: c for c in s["cross_engine"]}
     assert cross["innodb"]["vs_single_engine"] == 0.5 and cross["auto"]["vs_single_engine"] == 1.0
-    assert "cross-engine commits" in render(replication_view({"replication": {"cpus": 2}}, records, []), "markdown")
+    cpus = replication_meta({"replication": {"cpus": 2}})
+    assert "cross-engine commits" in render(replication_view(cpus, records, []), "markdown")
 
 
 @pytest.mark.server

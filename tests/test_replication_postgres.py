@@ -35,6 +35,7 @@ from dbperf.report.replication_html import replication_html
 from dbperf.report.replication_report import replication_view
 from dbperf.report.replication_view import replication_summary
 from tests.conftest import DBPERF, NEEDS_SERVERS, REPO, run_cli
+from tests.synthetic import replication_meta
 
 TARGET = '[[target]]\nname = "pg"\nengine = "postgres"\n'
 
@@ -103,7 +104,7 @@ def _pg_records() -> list:
 @pytest.mark.unit
 def test_postgres_summary_says_workers_do_not_apply_and_what_the_wait_adds():
     records = _pg_records()
-    meta = {"replication": {"cpus": 2, "engine": "postgres"}}
+    meta = replication_meta({"replication": {"cpus": 2, "engine": "postgres"}})
     s = replication_summary(meta, records)
     (row,) = s["apply"]
     assert row["workers"] == 1 and row["vs_serial"] is None and "not applicable" in row["workers_note"]
@@ -258,9 +259,10 @@ def test_html_report_of_a_replication_run_draws_its_charts(tmp_path):
     from tests.browser import browser, render
     from tests.test_replication import _apply
     pages = {
-        "pg": replication_html({"experiment": "<b>pg</b>", "status": "complete",
-                                "replication": {"cpus": 2, "engine": "postgres"}}, _pg_records()),
-        "maria": replication_html({"experiment": "m", "status": "complete", "replication": {"cpus": 2}},
+        "pg": replication_html(replication_meta({"experiment": "<b>pg</b>", "status": "complete",
+                                                 "replication": {"cpus": 2, "engine": "postgres"}}), _pg_records()),
+        "maria": replication_html(replication_meta({"experiment": "m", "status": "complete",
+                                                    "replication": {"cpus": 2}}),
                                   [results_record(json.loads(encode(_apply(w, 100.0 * (w + 1)))))
                                    for w in (0, 2, 4)]),
     }

@@ -13,6 +13,7 @@ from dbperf.records import ResultsRecord
 from dbperf.report.charts import colour
 from dbperf.report.html_page import Figure, Page, label, table, text
 from dbperf.report.replication_view import MB, replication_summary, study_tables
+from dbperf.run_meta import RunMeta
 
 
 def _layout(title: str, x: str, y: str) -> dict[str, Any]:
@@ -69,13 +70,13 @@ def lag_figure(s: dict[str, Any]) -> Figure | None:
                                             "seconds since the load started", "MB behind the primary")}
 
 
-def replication_html(meta: dict[str, Any], records: list[ResultsRecord]) -> str:
+def replication_html(meta: RunMeta, records: list[ResultsRecord]) -> str:
     s = replication_summary(meta, records)
     sections, notes = study_tables(s)
     streaming = engines.streaming_replication(s.get("engine"))
     engine = engines.engine(s.get("engine") or engines.MARIADB.name).title
-    page = Page(f"dbperf replication lab ({engine}): {meta.get('experiment', '')}")
-    page.add(f'<p class="note">status {text(meta.get("status"))}</p>')
+    page = Page(f"dbperf replication lab ({engine}): {meta.experiment or ''}")
+    page.add(f'<p class="note">status {text(meta.status)}</p>')
     if s["apply"]:
         page.section("apply-chart", "apply rate")
         page.add(page.figure(apply_figure(s)))

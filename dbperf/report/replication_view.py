@@ -12,6 +12,7 @@ from typing import Any
 
 from dbperf import engines
 from dbperf.records import ApplyRecord, ResultsRecord, StaleReadsRecord, to_builtins
+from dbperf.run_meta import ReplicationMeta, RunMeta
 
 OVER_CORES = "‡"
 
@@ -45,11 +46,11 @@ def _latency(lat: Any) -> dict[str, float] | None:
     return None if lat is None else to_builtins(lat)
 
 
-def replication_summary(meta: dict[str, Any], records: list[ResultsRecord]) -> dict[str, Any]:
+def replication_summary(meta: RunMeta, records: list[ResultsRecord]) -> dict[str, Any]:
     """The `replication` object of `dbperf report --format json`."""
-    info = meta.get("replication") or {}
-    cpus = int(info.get("cpus") or 0)
-    engine = info.get("engine") or engines.MARIADB.name  # results from before the lab replicated PostgreSQL
+    info = meta.replication or ReplicationMeta()
+    cpus = int(info.cpus or 0)
+    engine = info.engine or engines.MARIADB.name  # results from before the lab replicated PostgreSQL
     streaming = engines.streaming_replication(engine)
     groups: dict[tuple[Any, ...], list[ApplyRecord]] = defaultdict(list)
     failures: list[dict[str, Any]] = []
@@ -134,9 +135,9 @@ def replication_summary(meta: dict[str, Any], records: list[ResultsRecord]) -> d
         row["vs_single_engine"] = round(row["trx_per_s"] / same["trx_per_s"], 3) if same else None
     note = _pg_note(cpus) if streaming else _cores_note(cpus) if cpus else None
     return {"engine": engine, "apply": apply, "stale_reads": stale, "cross_engine": cross, "failures": failures,
-            "cpus": cpus, "fdatasync_per_s": info.get("fdatasync_per_s"), "apply_method": info.get("apply_method"),
-            "cores_note": note, "replicas": info.get("replicas"),
-            "transactions": info.get("transactions")}
+            "cpus": cpus, "fdatasync_per_s": info.fdatasync_per_s, "apply_method": info.apply_method,
+            "cores_note": note, "replicas": info.replicas,
+            "transactions": info.transactions}
 
 
 @dataclass(frozen=True)

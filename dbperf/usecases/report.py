@@ -24,7 +24,7 @@ from dbperf.report.model import View
 from dbperf.report.replication_report import replication_view
 from dbperf.report.resources_view import resources_view
 from dbperf.report.run_view import hosts_view, run_view
-from dbperf.run_meta import RunMeta, meta_dict
+from dbperf.run_meta import RunMeta
 from dbperf.stats.ladder import ladder as ladder_steps
 from dbperf.stats.rqps_matrix import build_matrix
 from dbperf.storage.results import SkippedLine, read_results
@@ -89,7 +89,7 @@ def report_view(directory: Path, view: str = "run", aggregate: str | None = None
 
 def _run(meta: RunMeta, records: list[Any], skipped: list[dict], aggregate: str | None) -> View:
     if meta.replication:  # a replication lab's results (replication_report.py)
-        return replication_view(meta_dict(meta), records, skipped)  # a dict until it reads RunMeta
+        return replication_view(meta, records, skipped)
     if hosts_in(records):  # a fleet run: one report per host (report/hosts.py)
         return hosts_view(meta, [(host, host_heading(meta, host), build_matrix(view, mine, aggregate), view)
                                  for host in hosts_in(records, meta)
