@@ -12,7 +12,7 @@ from typing import Any
 
 import msgspec
 
-from dbperf.run_meta import MetaError, Upgrade, upgraded
+from dbperf.run_meta import Upgrade, decode_versioned, upgraded
 
 MANIFEST_VERSION = 1
 VERSION_KEY = "manifest_version"
@@ -45,14 +45,5 @@ class BuildManifest(msgspec.Struct, kw_only=True):
 
 def build_manifest(raw: Any) -> BuildManifest:
     """A manifest.json's JSON value, upgraded to the current version and decoded; a MetaError says what is wrong."""
-    if not isinstance(raw, dict):
-        raise MetaError("expected a JSON object")
-    raw = upgraded({VERSION_KEY: 1, **raw}, MANIFEST_VERSION, MANIFEST_UPGRADES, VERSION_KEY, "build manifest")
-    try:
-        return msgspec.convert(raw, BuildManifest)
-    except msgspec.ValidationError as e:
-        raise MetaError(str(e)) from None
-
-
-def encode_manifest(manifest: BuildManifest) -> bytes:
-    return msgspec.json.format(msgspec.json.encode(manifest), indent=2) + b"\n"
+    return decode_versioned(raw, BuildManifest, lambda raw: upgraded(
+        {VERSION_KEY: 1, **raw}, MANIFEST_VERSION, MANIFEST_UPGRADES, VERSION_KEY, "build manifest"))

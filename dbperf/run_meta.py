@@ -267,23 +267,33 @@ def _shape_problem(meta: dict[str, Any]) -> str | None:
     return None
 
 
+S = TypeVar("S", bound=msgspec.Struct)
+
+
 def run_meta(raw: Any) -> RunMeta:
     """A meta.json's JSON value, upgraded to the current version and decoded; a MetaError says what is wrong."""
+    return decode_versioned(raw, RunMeta, upgraded, _shape_problem)
+
+
+def decode_versioned(raw: Any, kind: type[S], upgrade: Callable[[dict[str, Any]], dict[str, Any]],
+                     shape: Callable[[dict[str, Any]], str | None] = lambda _: None) -> S:
+    """A versioned file's JSON value (meta.json, a build manifest): upgraded, its shape checked in words, decoded;
+    a MetaError says what is wrong."""
     if not isinstance(raw, dict):
         raise MetaError("expected a JSON object")
-    raw = upgraded(raw)
-    problem = _shape_problem(raw)
+    raw = upgrade(raw)
+    problem = shape(raw)
     if problem:
         raise MetaError(problem)
     try:
-        return msgspec.convert(raw, RunMeta)
+        return msgspec.convert(raw, kind)
     except msgspec.ValidationError as e:
         raise MetaError(str(e)) from None
 
 
-def encode_meta(meta: RunMeta) -> bytes:
-    """meta.json's bytes: indented, as it has always been written, with a newline at the end."""
-    return msgspec.json.format(msgspec.json.encode(meta), indent=2) + b"\n"
+def encode_file(value: msgspec.Struct) -> bytes:
+    """A versioned file's bytes: indented, as meta.json has always been written, with a newline at the end."""
+    return msgspec.json.format(msgspec.json.encode(value), indent=2) + b"\n"
 
 
 def meta_dict(meta: RunMeta) -> dict[str, Any]:
@@ -293,9 +303,6 @@ def meta_dict(meta: RunMeta) -> dict[str, Any]:
     if meta.status_note:  # read back, never stored: the JSON report says it with the status
         out["status_note"] = meta.status_note
     return out
-
-
-S = TypeVar("S", bound=msgspec.Struct)
 
 
 def meta_part(kind: type[S], fields: dict[str, Any]) -> S:

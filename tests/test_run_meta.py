@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from dbperf.build_manifest import MANIFEST_VERSION, build_manifest, encode_manifest
+from dbperf.build_manifest import MANIFEST_VERSION, build_manifest
 from dbperf.buildlab.builder import _cached_manifest
 from dbperf.errors import UserError
 from dbperf.experiment.spec import parse_experiment
@@ -28,7 +28,7 @@ from dbperf.run_meta import (
     MetaError,
     RunMeta,
     TargetMeta,
-    encode_meta,
+    encode_file,
     meta_dict,
     run_meta,
     upgraded,
@@ -166,12 +166,12 @@ def test_what_a_writer_writes_reads_back_equal(tmp_path: Path) -> None:
         writer.close()
     again, _, _ = read_results(tmp_path / "o")
     assert again == meta and again.status == "complete"
-    assert encode_meta(again) == (tmp_path / "o" / "meta.json").read_bytes()
+    assert encode_file(again) == (tmp_path / "o" / "meta.json").read_bytes()
 
 
 def test_a_target_field_is_absent_until_the_run_gets_to_it() -> None:
     """`load` appears once loaded (tests poll for it), as the untyped dict did."""
-    doc = json.loads(encode_meta(_full_meta()))
+    doc = json.loads(encode_file(_full_meta()))
     assert doc["dbperf_results"] == FORMAT_VERSION
     a, b = doc["targets"]
     assert "load" in a and "load" not in b and "error" not in a and "trained_on" not in b
@@ -182,7 +182,7 @@ def test_the_version_1_fixture_survives_a_read_and_a_rewrite() -> None:
     """Every field the writers wrote is declared: nothing a version-1 directory holds is dropped by a rewrite
     (the fleet's --resume rewrites what it read); only nulls of the targets are left out."""
     raw = json.loads((V1 / "meta.json").read_text())
-    again = json.loads(encode_meta(run_meta(raw)))
+    again = json.loads(encode_file(run_meta(raw)))
 
     def without_nulls(x: Any) -> Any:
         if isinstance(x, dict):
@@ -199,7 +199,7 @@ def test_a_died_run_says_so_in_its_meta_but_never_stores_it(tmp_path: Path) -> N
     meta = run_meta({**json.loads((V1 / "meta.json").read_text()), "status": "died"})
     assert meta.status_note == "the lab died while running (killed?)"
     assert meta_dict(meta)["status_note"] == meta.status_note
-    assert "status_note" not in json.loads(encode_meta(meta))
+    assert "status_note" not in json.loads(encode_file(meta))
 
 
 def test_a_malformed_meta_stays_a_one_line_error() -> None:
@@ -225,7 +225,7 @@ def test_a_manifest_without_a_version_is_version_1_and_reads_with_its_values() -
     assert m.compiler.version == "cc (Debian 12.2.0-14+deb12u1) 12.2.0" and m.build_seconds == 38.8
     assert m.pgo is not None and m.pgo["training_set"] == ["train-mix"]
     assert m.library_sha256 == "201d51feb0828e095c65c01ec5c4081f9fee520e5c725280e5ea3ca67c248722"
-    again = json.loads(encode_manifest(m))
+    again = json.loads(encode_file(m))
     assert again == {"manifest_version": 1, **raw}  # nothing dropped
 
 
@@ -254,9 +254,9 @@ def test_each_writers_meta_reads_back_as_written(example: str, monkeypatch: pyte
     e = parse_experiment(Path(__file__).parent.parent / "examples" / f"{example}.toml")
     meta = replication_meta(e, {}) if e.replication else matrix_meta(e, {t.name: {} for t in e.targets},
                                                                      {t.name: [] for t in e.targets})
-    written = encode_meta(meta)
+    written = encode_file(meta)
     read = run_meta(json.loads(written))
-    assert encode_meta(read) == written and read.dbperf_results == FORMAT_VERSION
+    assert encode_file(read) == written and read.dbperf_results == FORMAT_VERSION
     assert (read.replication is not None) == (e.replication is not None)
     assert read.target_names == [t.name for t in e.targets]
 
@@ -267,6 +267,6 @@ def test_cumulative_writes_say_the_data_is_never_restored(write_experiment: Any,
     monkeypatch.setattr("dbperf.runner.matrix.driver_version", lambda: "dbperf-driver (test)")
     text = (Path(__file__).parent.parent / "examples" / "quick.toml").read_text()
     e = parse_experiment(write_experiment(text.replace("[run]\n", '[run]\nwrites = "cumulative"\n', 1)))
-    meta = run_meta(json.loads(encode_meta(matrix_meta(e, {t.name: {} for t in e.targets},
+    meta = run_meta(json.loads(encode_file(matrix_meta(e, {t.name: {} for t in e.targets},
                                                        {t.name: [] for t in e.targets}))))
     assert meta.writes == "cumulative" and meta.data_restore is not None and meta.data_restore.startswith("never")

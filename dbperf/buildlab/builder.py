@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from dbperf.build_manifest import BuildManifest, CompilerInfo, build_manifest, encode_manifest
+from dbperf.build_manifest import BuildManifest, CompilerInfo, build_manifest
 from dbperf.buildlab.paths import cache_root
 from dbperf.buildlab.sqlite_source import SqliteSource, resolve
 from dbperf.buildlab.training import run_training, training_identity, training_workloads
@@ -28,7 +28,7 @@ from dbperf.experiment.build_variants import BuildSpec
 from dbperf.host.compiler import Compiler, find_compiler
 from dbperf.host.facts import sha256_of
 from dbperf.records import to_builtins
-from dbperf.run_meta import MetaError
+from dbperf.run_meta import MetaError, encode_file
 
 LIBS = ["-lpthread", "-ldl", "-lm"]
 TAIL_LINES = 6
@@ -157,7 +157,7 @@ def build(spec: BuildSpec, source: SqliteSource, base_dir: Path | None = None) -
         built_at=datetime.now(UTC).isoformat(timespec="seconds"),
     )
     tmp = out / "manifest.json.tmp"
-    tmp.write_bytes(encode_manifest(manifest))
+    tmp.write_bytes(encode_file(manifest))
     os.replace(tmp, manifest_path)
     return Build(library, to_builtins(manifest), cached=False)
 

@@ -23,7 +23,7 @@ from typing import Any
 
 from dbperf import engines
 from dbperf.errors import UserError
-from dbperf.run_meta import MetaError, RunMeta, TargetMeta, encode_meta, run_meta
+from dbperf.run_meta import MetaError, RunMeta, TargetMeta, encode_file, run_meta
 from dbperf.stats.cell_verdict import cell_verdict
 from dbperf.stats.rqps_matrix import Matrix, build_matrix
 from dbperf.storage.results import read_results
@@ -255,7 +255,7 @@ class Store:
                 "aggregate, added_at, meta) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
                 (key, str(directory.absolute()), meta.started_at, meta.finished_at, meta.status, meta.hostname,
                  meta.experiment, meta.base, matrix.aggregate, datetime.now(UTC).isoformat(timespec="seconds"),
-                 encode_meta(meta).decode()))
+                 encode_file(meta).decode()))
             run_id = int(cur.lastrowid or 0)
             self.db.executemany(f"INSERT INTO results ({', '.join(COLUMNS)}) VALUES ({', '.join('?' * len(COLUMNS))})",
                                 list(_rows(run_id, matrix, meta)))

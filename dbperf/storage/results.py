@@ -24,7 +24,7 @@ from pathlib import Path
 
 from dbperf.errors import UserError
 from dbperf.records import RecordError, ResultsRecord, encode, results_record
-from dbperf.run_meta import DIED, MetaError, RunMeta, encode_meta, run_meta
+from dbperf.run_meta import DIED, MetaError, RunMeta, encode_file, run_meta
 
 META = "meta.json"
 RESULTS = "results.jsonl"
@@ -216,7 +216,7 @@ class ResultsWriter:
         tmp = self.directory / (META + ".tmp")
         try:
             with _writing(tmp):
-                tmp.write_bytes(encode_meta(meta))
+                tmp.write_bytes(encode_file(meta))
                 os.replace(tmp, self.directory / META)
         except ResultsWriteError:
             tmp.unlink(missing_ok=True)  # the last complete meta.json stays as it was
