@@ -58,7 +58,8 @@ def check_output(fmt: str, output: str | None, force: bool = False, stem: str | 
     if output is None:
         return
     if chosen.draw is not None:
-        fail(f"-o/--output: not with --format {fmt} (markdown, csv, json and html can be written to a file)")
+        documents = ", ".join(name for name, f in formats.FORMATS.items() if f.render is not None)
+        fail(f"-o/--output: not with --format {fmt} ({documents} can be written to a file)")
     if stem is not None:
         output_path(output, force, f"{stem}.{chosen.extension}")
 
