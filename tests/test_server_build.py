@@ -158,3 +158,16 @@ def test_a_build_does_not_inherit_the_calling_make(monkeypatch):
     env = build_environment()
     assert "MAKELEVEL" not in env and "MAKEFLAGS" not in env
     assert env["CC"] == "cc" and env["LC_ALL"] == "C"
+
+
+@pytest.mark.unit
+def test_missing_library_headers_are_named_by_their_package_before_any_fetch(monkeypatch):
+    from dbperf.host.compiler import missing_headers
+    cc = find_compiler()
+    assert missing_headers(cc, {"stdio.h": "libc6-dev", "nope/never.h": "libnope-dev"}) == ["libnope-dev"]
+    monkeypatch.setattr(server_build.MariadbRecipe, "tools", {})
+    monkeypatch.setattr(server_build.MariadbRecipe, "headers", {"stdio.h": "libc6-dev", "nope/never.h": "libnope-dev",
+                                                                "nope/again.h": "libnope-dev"})
+    monkeypatch.setattr(server_build, "candidate_versions", lambda engine: pytest.fail("fetched before the check"))
+    with pytest.raises(UserError, match=r"needs the development files of libnope-dev \(apt install libnope-dev\)$"):
+        server_build.build_server(ServerBuildSpec("mariadb"), lambda *a: None)

@@ -36,7 +36,7 @@ from dbperf.engines.mariadb import MARIADB
 from dbperf.engines.postgres import POSTGRES
 from dbperf.errors import UserError
 from dbperf.experiment.build_variants import SERVER_TRAINING, ServerBuildSpec
-from dbperf.host.compiler import Compiler, build_environment, find_compiler
+from dbperf.host.compiler import Compiler, build_environment, find_compiler, missing_headers
 from dbperf.host.facts import sha256_of
 from dbperf.tools import tail
 
@@ -47,6 +47,8 @@ class Recipe(Protocol):
     engine: ClassVar[str]
     options: ClassVar[tuple[str, ...]]  # part of the cache key
     tools: ClassVar[dict[str, str]]  # programs the build runs -> the Debian package that has them
+    headers: ClassVar[dict[str, str]]  # headers of the libraries it needs -> the Debian package that has them
+    language: ClassVar[str]  # what those headers are included from: "c" or "c++"
 
     def expected_steps(self, tree: Path) -> int: ...
 
@@ -76,6 +78,8 @@ class PostgresRecipe:
     options: ClassVar[tuple[str, ...]] = ("--without-readline", "--without-icu", "--without-llvm",
                                           "--libdir=${exec_prefix}/lib/postgresql")
     tools: ClassVar[dict[str, str]] = {"make": "make"}
+    headers: ClassVar[dict[str, str]] = {"zlib.h": "zlib1g-dev"}
+    language: ClassVar[str] = "c"
     COMPILE = re.compile(r"\s-c\s")
 
     def expected_steps(self, tree: Path) -> int:
@@ -135,6 +139,11 @@ class MariadbRecipe:
     SKIPPED = ("columnstore", "rocksdb", "mroonga", "spider", "connect", "oqgraph", "unittest", "test", "wsrep",
                "mariabackup", "libmysqld", "galera", "wolfssl", "pcre", "zlib", "extra/libfmt")
     tools: ClassVar[dict[str, str]] = {"cmake": "cmake", "ninja": "ninja-build", "bison": "bison", "c++": "g++"}
+    # the system libraries `options` asks for, and ncurses for the client programs: cmake stops without them
+    headers: ClassVar[dict[str, str]] = {"zlib.h": "zlib1g-dev", "openssl/ssl.h": "libssl-dev",
+                                         "pcre2.h": "libpcre2-dev", "fmt/format.h": "libfmt-dev",
+                                         "curses.h": "libncurses-dev"}
+    language: ClassVar[str] = "c++"
     STEP = re.compile(r"^\[\d+/\d+\] Building (C|CXX) object ")
     BUILD_DIR = "lab-build"
 
@@ -210,6 +219,10 @@ def build_server(spec: ServerBuildSpec, train: Training, on_progress: Progress |
     if missing:
         raise UserError(f"{spec.label()}: building {spec.engine} from source needs {', '.join(recipe.tools)} "
                         f"(apt install {' '.join(missing)})")
+    libraries = missing_headers(cc, recipe.headers, recipe.language)
+    if libraries:
+        raise UserError(f"{spec.label()}: building {spec.engine} from source needs the development files of "
+                        f"{', '.join(libraries)} (apt install {' '.join(libraries)})")
     if spec.bolt:
         bolt_tools()  # refused before any fetch when the BOLT tools are missing
     apt, package, versions = candidate_versions(spec.engine)

@@ -58,3 +58,18 @@ def find_compiler(named: str | None = None) -> Compiler:
     is_gcc = "clang" not in out.lower() and ("gcc" in out.lower() or "free software foundation" in out.lower())
     return Compiler(path=path, version=version, is_gcc=is_gcc, cxx=shutil.which(cxx_name) or cxx_name,
                     name=named or "")
+
+
+def missing_headers(cc: Compiler, headers: dict[str, str], language: str = "c") -> list[str]:
+    """The Debian packages of the headers in `headers` (header -> package) that the compiler cannot find on its own
+    search path, as a build would (not a guess at /usr/include). `__has_include` looks the header up without
+    compiling it: some refuse to be included bare (pcre2.h wants PCRE2_CODE_UNIT_WIDTH)."""
+    compiler = cc.cxx if language == "c++" else cc.path
+    missing = []
+    for header, package in headers.items():
+        probe = f"#if !__has_include(<{header}>)\n#error missing\n#endif\n"
+        proc = subprocess.run([compiler, "-E", "-x", language, "-o", os.devnull, "-"], input=probe,
+                              capture_output=True, text=True, timeout=60)
+        if proc.returncode != 0 and package not in missing:
+            missing.append(package)
+    return missing
