@@ -187,7 +187,7 @@ def test_the_html_summary_escapes_what_was_named_and_links_the_reports():
     from dbperf.studies.summary import html_summary
     study = load_study("barriers-spin")
     page = html_summary(study, [Row("<img src=x onerror=alert(1)>", "§3", "81 & more", "1.0", "holds")], HOST,
-                        "now", "dbperf study run barriers-spin", True, None, [("probes", "<b>ran</b>")],
+                        "now", "dbperf study run barriers-spin", "quick", None, [("probes", "<b>ran</b>")],
                         ['versions-report.html"><script>'])
     assert "<img src=x" not in page and "&lt;img src=x onerror=alert(1)&gt;" in page
     assert "<b>ran</b>" not in page and "81 &amp; more" in page
@@ -209,7 +209,7 @@ def test_the_summary_has_the_headline_first_and_the_ratio_last():
     from dbperf.studies.figures import Headline
     study = load_study("pgo-server")
     doc = summary(study, [Row("w", "§2", "1.44", "1.05", "faster", 1.05)], HOST, "2026-11-23 20:00 UTC",
-                  "dbperf study run pgo-server", False, Headline("pgo", 1.0512, 13, 14, 0), [("mariadb", "ran")])
+                  "dbperf study run pgo-server", "full", Headline("pgo", 1.0512, 13, 14, 0), [("mariadb", "ran")])
     lines = doc.strip().splitlines()
     assert lines[0] == "study pgo-server: geomean rQPS 1.051, decided 13 of 14, slower 0"
     assert lines[-1] == "ratio 1.051"
@@ -304,7 +304,7 @@ section = "§6"
 published = "found by readelf"
 measure = { from = "json", step = "static", path = "static_candidate_lines" }
 """))
-    end = run_study(study, tmp_path / "out", quick=False)
+    end = run_study(study, tmp_path / "out", "full")
     assert end.exit_code == INCOMPLETE
     assert "- static: failed: /nonexistent/mariadbd: not found" in end.summary
     assert "| lines (§6): found by readelf | not measured: static.json was not written" in end.summary

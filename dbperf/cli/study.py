@@ -9,6 +9,7 @@ from typing import Annotated, Optional
 import typer
 
 from dbperf.cli.common import FORCE_OPTION, YES_OPTION, show
+from dbperf.errors import UserError
 from dbperf.studies.model import load_study, study_list_view
 from dbperf.studies.record import DOCS_STUDIES, record_study
 from dbperf.studies.study_run import run_study
@@ -29,14 +30,19 @@ def study_run(
     name: Annotated[str, typer.Argument(help="the study (`dbperf study list`)")],
     out: Annotated[Optional[Path], typer.Option("--out", help="results directory (default "
                                                               "results/study-NAME-TIME)")] = None,
-    quick: Annotated[bool, typer.Option("--quick", "--smoke", help="fewer versions, smaller tables and shorter "
-                                                                  "cells: a check that the study runs, not the "
-                                                                  "published method")] = False,
+    quick: Annotated[bool, typer.Option("--quick", help="fewer versions, smaller tables and shorter cells, still "
+                                                        "the study's own builds: a check that the study runs, not "
+                                                        "the published method")] = False,
+    smoke: Annotated[bool, typer.Option("--smoke", help="tiny tables, one benchmark, released or cached binaries, "
+                                                        "under a minute: a check of the study's plumbing (what the "
+                                                        "tests run); its figures are not results")] = False,
     yes: Annotated[bool, YES_OPTION] = False,
 ) -> None:
     """Run a study end to end: its steps, its reports, and summary.md and summary.html (seed's figure | measured
     here | verdict | host). Exit 0, or 1 when a step failed or a figure was not measured (the summary says which)."""
-    end = run_study(load_study(name), out, quick, yes)
+    if quick and smoke:
+        raise UserError("--quick and --smoke are two modes: give one")
+    end = run_study(load_study(name), out, "smoke" if smoke else "quick" if quick else "full", yes)
     sys.stdout.write(end.summary)
     say(f"dbperf: study {name}: summary in {end.directory / 'summary.md'}")
     if end.exit_code:

@@ -15,7 +15,7 @@ from typing import Any
 from dbperf.errors import UserError
 from dbperf.stats.rqps_matrix import Matrix, build_matrix
 from dbperf.storage.results import read_results
-from dbperf.studies.model import Figure, Study
+from dbperf.studies.model import Figure, Mode, Study
 
 PROBE_IDENTITY = ("x", "offset", "flag_offset", "n", "multiplier")
 SEGMENT = re.compile(r"^([^\[\]]+)(?:\[([^\]]*)\])?$")
@@ -193,8 +193,8 @@ def claim_check(figure: Figure, value: float) -> str:
     return ("holds" if inside else "does not hold") + side + (f": {figure.claim}" if figure.claim else "")
 
 
-def row(reader: Reader, figure: Figure, quick: bool = False) -> Row:
-    measure, per_measure = figure.measures(quick)
+def row(reader: Reader, figure: Figure, mode: Mode = "full") -> Row:
+    measure, per_measure = figure.measures(mode)
     try:
         measured = reader.measure(measure)
         if measured.value is None:  # a fact, not a number
@@ -216,9 +216,9 @@ def row(reader: Reader, figure: Figure, quick: bool = False) -> Row:
                value)
 
 
-def rows(study: Study, directory: Path, quick: bool = False) -> list[Row]:
+def rows(study: Study, directory: Path, mode: Mode = "full") -> list[Row]:
     reader = Reader(study, directory)
-    return [row(reader, f, quick) for f in study.figures]
+    return [row(reader, f, mode) for f in study.figures]
 
 
 @dataclass(frozen=True)

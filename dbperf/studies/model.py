@@ -7,13 +7,19 @@ catalog, the probe families, the experiment parser), so that a study cannot name
     title = "..."; brief = "§3-4"; seeds = ["001", "003"]; duration = "about a minute"; description = "..."
     [[step]]                        # run in order, each into DIR/<name>/
     name = "probes"; kind = "probe" | "layout" | "experiment" | "bisect" | "diff"; ... ; quick = { overrides }
+    smoke = { overrides }           # --smoke: on top of the quick ones; a plumbing check of under a minute
     [[figure]]                      # one row of the summary table
     what = "..."; section = "§3"; published = "81 cycles/iter"
     measure = { from = "probe" | "cell" | "json", step = "probes", ... }; per = { ... }   # measured = measure / per
-    quick = { target = "...", per = { target = "..." } }    # overrides of measure (and per) under --quick
+    quick = { target = "...", per = { target = "..." } }    # overrides of measure (and per) under --quick/--smoke
     unit = "TSC ticks"; expect = { min = 2.0, max = 100.0 }; claim = "what the seed's figure says, restated"
     [headline]                      # experiment studies: geomean rQPS of one target over its decided cells
     step = "run"; target = "pgo"
+
+Three modes: the full study (the published method), --quick (fewer versions, smaller tables, shorter cells: still
+the study's own builds) and --smoke (the quick overrides, then the step's `smoke` ones: tiny tables, one benchmark,
+released binaries or cached builds, under a minute; what the e2e and server test tiers run so that a study cannot
+rot). A study whose smoke run would build a server from source or run long is refused when it loads (SMOKE_LIMITS).
 """
 
 from __future__ import annotations
@@ -23,7 +29,7 @@ import tempfile
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from dbperf.buildlab.server_releases import SOURCES
 from dbperf.catalog.registry import builtin
@@ -39,8 +45,11 @@ from dbperf.studies import toml_text
 STUDY_DIR = Path(__file__).parent / "data"
 STEP_KINDS = ("probe", "layout", "experiment", "bisect", "diff")
 MEASURE_SOURCES = ("probe", "cell", "json")
+Mode = Literal["full", "quick", "smoke"]
+MODES: tuple[Mode, ...] = ("full", "quick", "smoke")
+OVERRIDES = ("quick", "smoke")  # a step's tables of overrides, one per mode besides the full one
 
-# The keys each step kind takes (besides name, kind, quick); a step's `quick` overrides some of them.
+# The keys each step kind takes (besides name, kind, quick, smoke); a step's `quick` and `smoke` override some.
 STEP_KEYS: dict[str, tuple[str, ...]] = {
     "probe": ("families", "repeats", "scale"),
     "layout": ("demo", "binary", "run", "experiment", "target", "benchmark", "fix", "trace_seconds"),
@@ -55,23 +64,30 @@ FIGURE_KEYS = ("what", "section", "published", "measure", "per", "unit", "scale"
                "quick")
 
 
+def _merged(settings: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
+    """`overrides` on top of `settings`; `run` and `replication`, the experiment's sections, key by key."""
+    merged = {**settings, **overrides}
+    for section in ("run", "replication"):
+        if isinstance(settings.get(section), dict) and isinstance(overrides.get(section), dict):
+            merged[section] = {**settings[section], **overrides[section]}
+    return merged
+
+
 @dataclass(frozen=True)
 class Step:
     name: str
     kind: str
     settings: dict[str, Any]
     quick: dict[str, Any]
+    smoke: dict[str, Any] = field(default_factory=dict)
 
-    def effective(self, quick: bool) -> dict[str, Any]:
-        """The step's settings, with its `quick` overrides under --quick (`run` and `replication`, the experiment's
-        sections, are merged key by key)."""
-        if not quick:
+    def effective(self, mode: Mode) -> dict[str, Any]:
+        """The step's settings in this mode: the `quick` overrides under --quick, and under --smoke the `smoke`
+        ones on top of those."""
+        if mode == "full":
             return dict(self.settings)
-        merged = {**self.settings, **self.quick}
-        for section in ("run", "replication"):
-            if isinstance(self.settings.get(section), dict) and isinstance(self.quick.get(section), dict):
-                merged[section] = {**self.settings[section], **self.quick[section]}
-        return merged
+        merged = _merged(self.settings, self.quick)
+        return _merged(merged, self.smoke) if mode == "smoke" else merged
 
 
 @dataclass(frozen=True)
@@ -86,11 +102,12 @@ class Figure:
     expect: tuple[float | None, float | None] | None = None  # the claim's range for the measured value
     claim: str = ""
     digits: int = 2
-    quick: dict[str, Any] = field(default_factory=dict)  # overrides of measure with --quick; its `per`, of per
+    quick: dict[str, Any] = field(default_factory=dict)  # overrides of measure with --quick/--smoke; its `per`, of per
 
-    def measures(self, quick: bool) -> tuple[dict[str, Any], dict[str, Any] | None]:
-        """The measure and the reference it is divided by (None: none), with the --quick overrides."""
-        if not quick:
+    def measures(self, mode: Mode) -> tuple[dict[str, Any], dict[str, Any] | None]:
+        """The measure and the reference it is divided by (None: none), with the --quick overrides (which a smoke
+        run, built on the quick one, takes too)."""
+        if mode == "full":
             return self.measure, self.per
         overrides = {k: v for k, v in self.quick.items() if k != "per"}
         per = None if self.per is None else {**self.per, **self.quick.get("per", {})}
@@ -114,21 +131,24 @@ class Study:
     def step(self, name: str) -> Step:
         return next(s for s in self.steps if s.name == name)
 
-    def experiment_path(self, step: Step, quick: bool = False) -> Path:
-        """The step's experiment file (its --quick one with `quick`), relative to the study file."""
-        return (self.path.parent / str(step.effective(quick)["experiment"])).resolve()
+    def experiment_path(self, step: Step, mode: Mode = "full") -> Path:
+        """The step's experiment file in this mode, relative to the study file."""
+        return (self.path.parent / str(step.effective(mode)["experiment"])).resolve()
 
 
-def experiment_doc(study: Study, step: Step, quick: bool) -> dict[str, Any]:
+def experiment_doc(study: Study, step: Step, mode: Mode) -> dict[str, Any]:
     """The step's experiment file as a document, with its [run] and [replication] overrides and its target subset
-    (the base follows the subset when the subset leaves it out)."""
-    s = step.effective(quick)
-    source = study.experiment_path(step, quick)
+    (the base follows the subset when the subset leaves it out). A fixed number of repeats drops the file's budget,
+    which only `repeats = "auto"` takes."""
+    s = step.effective(mode)
+    source = study.experiment_path(step, mode)
     try:
         doc = tomllib.loads(source.read_text())
     except (OSError, tomllib.TOMLDecodeError) as e:
         raise UserError(f"{source}: cannot read the study's experiment: {e}") from None
     doc["run"] = {**doc.get("run", {}), **s.get("run", {})}
+    if "repeats" in s.get("run", {}) and s["run"]["repeats"] != "auto":
+        doc["run"].pop("budget", None)
     if s.get("replication"):
         doc["replication"] = {**doc.get("replication", {}), **s["replication"]}
     if s.get("targets"):
@@ -142,15 +162,24 @@ def experiment_doc(study: Study, step: Step, quick: bool) -> dict[str, Any]:
     return doc
 
 
-def _parsed(study: Study, step: Step, quick: bool) -> Experiment:
+def mode_flag(mode: Mode) -> str:
+    """The command-line flag of a mode ("" for the full study)."""
+    return "" if mode == "full" else f"--{mode}"
+
+
+def _in_mode(mode: Mode) -> str:
+    return f" ({mode_flag(mode)})" if mode != "full" else ""
+
+
+def _parsed(study: Study, step: Step, mode: Mode) -> Experiment:
     """The step's experiment as it will run, through the lab's own parser (keys, benchmarks, sources)."""
     with tempfile.TemporaryDirectory(prefix="dbperf-study-") as tmp:
-        path = Path(tmp) / f"{step.name}{'-quick' if quick else ''}.toml"
-        path.write_text(toml_text.document(experiment_doc(study, step, quick)))
+        path = Path(tmp) / f"{step.name}-{mode}.toml"
+        path.write_text(toml_text.document(experiment_doc(study, step, mode)))
         try:
             return parse_experiment(path)
         except UserError as e:
-            raise UserError(f"{study.path} step {step.name!r}{' (--quick)' if quick else ''}: {e}") from None
+            raise UserError(f"{study.path} step {step.name!r}{_in_mode(mode)}: {e}") from None
 
 
 def study_files() -> list[Path]:
@@ -216,13 +245,16 @@ def _step(raw: Any, i: int, where: str) -> Step:
     if kind not in STEP_KINDS:
         raise UserError(f"{swhere}: kind must be one of {', '.join(STEP_KINDS)}, got {kind!r}")
     known = STEP_KEYS[kind]
-    _unknown(raw, ("name", "kind", "quick", *known), swhere)
-    quick = raw.get("quick", {})
-    if not isinstance(quick, dict):
-        raise UserError(f"{swhere}: quick must be a table")
-    _unknown(quick, known, f"{swhere} quick")
-    settings = {k: v for k, v in raw.items() if k not in ("name", "kind", "quick")}
-    return Step(check_name(raw.get("name"), swhere), kind, settings, quick)
+    _unknown(raw, ("name", "kind", *OVERRIDES, *known), swhere)
+    overrides = {}
+    for mode in OVERRIDES:
+        table = raw.get(mode, {})
+        if not isinstance(table, dict):
+            raise UserError(f"{swhere}: {mode} must be a table")
+        _unknown(table, known, f"{swhere} {mode}")
+        overrides[mode] = table
+    settings = {k: v for k, v in raw.items() if k not in ("name", "kind", *OVERRIDES)}
+    return Step(check_name(raw.get("name"), swhere), kind, settings, overrides["quick"], overrides["smoke"])
 
 
 def _figure(raw: Any, i: int, where: str) -> Figure:
@@ -256,12 +288,11 @@ def _check_references(study: Study, where: str) -> None:
     """Every step names what exists (benchmarks, probe families, experiment files and their targets, released
     engines); every figure names a step of the study and what that step measures."""
     catalog = builtin()
-    experiments: dict[str, Experiment] = {}
-    quick_experiments: dict[str, Experiment] = {}
+    experiments: dict[Mode, dict[str, Experiment]] = {mode: {} for mode in MODES}
     for step in study.steps:
         swhere = f"{where} step {step.name!r}"
-        for quick in (False, True):
-            s = step.effective(quick)
+        for mode in MODES:
+            s = step.effective(mode)
             if step.kind == "probe":
                 unknown = [f for f in s.get("families", []) if f not in FAMILIES]
                 if unknown or not s.get("families"):
@@ -283,29 +314,81 @@ def _check_references(study: Study, where: str) -> None:
                 if not isinstance(s.get("queries", 1), int) or s.get("queries", 1) < 1:
                     raise UserError(f"{swhere}: queries must be a whole number of at least 1")
         if step.kind == "experiment":
-            experiments[step.name] = _parsed(study, step, False)
-            quick_experiments[step.name] = _parsed(study, step, True)
-        elif "experiment" in step.settings:  # a layout step's experiment (and its quick one)
-            for quick in (False, True):
-                path = study.experiment_path(step, quick)
+            for mode in MODES:
+                experiments[mode][step.name] = _parsed(study, step, mode)
+        elif "experiment" in step.settings:  # a layout step's experiment (and its quick and smoke ones)
+            for mode in MODES:
+                path = study.experiment_path(step, mode)
                 exp = parse_experiment(path)
-                (quick_experiments if quick else experiments)[step.name] = exp
+                experiments[mode][step.name] = exp
                 if step.settings.get("target") not in {t.name for t in exp.targets}:
                     raise UserError(f"{swhere}: target {step.settings.get('target')!r} is not in {path.name}")
-    # A figure may name a target the quick run leaves out (it is then "not measured" there): checked against the
-    # targets of either run.
-    targets = {n: {t.name for t in e.targets} | {t.name for t in quick_experiments[n].targets}
-               for n, e in experiments.items()}
+        _check_smoke(step, step.effective("smoke"), experiments["smoke"].get(step.name), swhere)
+    # A figure may name a target the quick or smoke run leaves out (it is then "not measured" there): checked
+    # against the targets of any run.
+    targets = {n: {t.name for mode in MODES for t in experiments[mode][n].targets} for n in experiments["full"]}
     for i, f in enumerate(study.figures):
-        for quick in (False, True):
-            for m in f.measures(quick):
+        for mode in MODES:
+            for m in f.measures(mode):
                 if m is not None:
-                    _check_measure(m, study, targets, catalog, f"{where} [[figure]] {i + 1}"
-                                   + (" (--quick)" if quick else ""))
+                    _check_measure(m, study, targets, catalog, f"{where} [[figure]] {i + 1}{_in_mode(mode)}")
     if study.headline:
+        full = experiments["full"]
         named = study.headline.get("step", "")
-        if named not in experiments or study.headline.get("target") not in {t.name for t in experiments[named].targets}:
+        if named not in full or study.headline.get("target") not in {t.name for t in full[named].targets}:
             raise UserError(f"{where} [headline]: step and target must name an experiment step and one of its targets")
+
+
+# What a smoke run may do, so that each study's smoke test stays under a minute once its binaries are cached: tiny
+# tables, one benchmark, short cells and budgets, a few transactions, released or cached engines (never a server
+# built from source: an hour here).
+SMOKE_LIMITS: dict[str, float] = {"table_size": 10_000, "benchmarks": 1, "time_s": 1.0, "warmup_s": 1.0,
+                                  "budget_s": 30.0, "repeats": 3, "transactions": 2_000, "stale_reads": 200,
+                                  "replication_repeats": 1, "probe_scale": 0.1, "probe_repeats": 3,
+                                  "trace_seconds": 5.0, "bisect_tries": 1, "diff_queries": 1_000}
+
+
+def _check_smoke(step: Step, s: dict[str, Any], exp: Experiment | None, where: str) -> None:
+    """Refuses a step whose --smoke run would build a server from source or run long: a new study cannot forget
+    its `smoke = { ... }` overrides."""
+    over: list[str] = []
+
+    def limit(value: float | None, key: str, what: str) -> None:
+        if value is not None and value > SMOKE_LIMITS[key]:
+            over.append(f"{what} {value:g} (at most {SMOKE_LIMITS[key]:g})")
+
+    if exp is not None:
+        built = [t.name for t in exp.targets if t.server_build is not None]
+        if built:
+            over.append(f"target {built[0]!r} builds a server from source (use a released one, engine@VERSION)")
+        limit(len(exp.benchmarks), "benchmarks", "benchmarks")
+        limit(exp.tables * exp.table_size, "table_size", "rows")
+        if exp.replication is None:  # timed cells
+            limit(exp.time_s, "time_s", "seconds a cell")
+            limit(exp.warmup_s, "warmup_s", "seconds of warm-up")
+            limit(exp.budget_s, "budget_s", "seconds of budget")
+            limit(exp.repeats if exp.budget_s is None else None, "repeats", "repeats")
+        else:  # the replication lab counts transactions instead
+            limit(exp.replication.transactions, "transactions", "transactions")
+            limit(exp.replication.stale_reads, "stale_reads", "stale-read probes")
+            limit(exp.replication.repeats, "replication_repeats", "replication repeats")
+    if step.kind == "probe":
+        limit(float(s.get("scale", 1.0)), "probe_scale", "probe scale")
+        limit(int(s.get("repeats", 5)), "probe_repeats", "probe repeats")
+    elif step.kind == "layout" and (s.get("experiment") or s.get("run")):
+        limit(parse_duration(s.get("trace_seconds", "60"), f"{where} trace_seconds"), "trace_seconds",
+              "seconds traced")
+    elif step.kind == "bisect":
+        limit(int(s.get("table_size", 100_000)), "table_size", "rows")
+        limit(parse_duration(s.get("time", "5s"), f"{where} time"), "time_s", "seconds a cell")
+        limit(parse_duration(s.get("warmup", "1s"), f"{where} warmup"), "warmup_s", "seconds of warm-up")
+        limit(parse_duration(s.get("budget", "2m"), f"{where} budget"), "budget_s", "seconds of budget")
+        limit(int(s.get("tries", 3)), "bisect_tries", "tries")
+    elif step.kind == "diff":
+        limit(int(s.get("queries", 20_000)), "diff_queries", "queries")
+    if over:
+        raise UserError(f"{where}: too long for --smoke ({over[0]}); give the step smoke = {{ ... }} overrides "
+                        "(tiny tables, one benchmark, released binaries)")
 
 
 def _check_measure(m: dict[str, Any], study: Study, targets: dict[str, set[str]], catalog: dict[str, Any],

@@ -58,6 +58,9 @@ def record_study(name: str, directory: Path, docs: Path = DOCS_STUDIES, force: b
         raise UserError(f"{directory}: unreadable study run ({e})") from None
     if run.get("study") != name:
         raise UserError(f"{directory}: holds a run of study {run.get('study')!r}, not {name!r}")
+    if run.get("smoke") or run.get("mode") == "smoke":
+        raise UserError(f"{directory}: a smoke run (--smoke) checks the study's plumbing, its figures are not "
+                        "results: record a full or --quick run")
     host = run.get("host", {})
     load = " / ".join(f"{x:.2f}" for x in host.get("load_start") or [])
     note = (f"!!! note \"On record\"\n    Recorded from `{md(run.get('directory'))}`, run {md(run.get('started'))} "

@@ -24,7 +24,7 @@ from dbperf.report import formats
 from dbperf.runner import interrupts
 from dbperf.studies import toml_text
 from dbperf.studies.figures import Headline, NotMeasured, Reader, Row, headline, rows
-from dbperf.studies.model import Step, Study, experiment_doc
+from dbperf.studies.model import Mode, Step, Study, experiment_doc, mode_flag
 from dbperf.studies.record import compare_with_record
 from dbperf.studies.summary import html_summary, summary, this_host
 from dbperf.usecases.bisect import (
@@ -67,21 +67,21 @@ def default_directory(study: Study) -> Path:
     return Path("results") / f"study-{study.name}-{datetime.now():%Y%m%d-%H%M%S}"
 
 
-def run_study(study: Study, out: Path | None, quick: bool, yes: bool = False, err: Console = PROGRESS) -> StudyEnd:
+def run_study(study: Study, out: Path | None, mode: Mode, yes: bool = False, err: Console = PROGRESS) -> StudyEnd:
     directory = (out or default_directory(study)).absolute()
     if (directory / SUMMARY).exists():
         raise UserError(f"--out {directory}: already holds a study run ({SUMMARY}); give another directory")
     directory.mkdir(parents=True, exist_ok=True)
     host = this_host()
     started = datetime.now(UTC)
-    say(f"dbperf: study {study.name}{' (quick)' if quick else ''}: {len(study.steps)} step(s), {study.duration}; "
+    say(f"dbperf: study {study.name}{f' ({mode})' if mode != 'full' else ''}: {len(study.steps)} step(s), {study.duration}; "
         f"results in {directory}", err)
     ended: list[tuple[str, str]] = []
     exit_code = 0
     for step in study.steps:
         say(f"dbperf: study {study.name}: step {step.name} ({step.kind})", err)
         try:
-            end = run_step(study, step, directory, quick, yes, err)
+            end = run_step(study, step, directory, mode, yes, err)
         except UserError as e:  # this step's bad input or failure; the others may still measure
             end = StepEnd(f"failed: {e}", INCOMPLETE)
         except KeyboardInterrupt as interrupt:
@@ -91,16 +91,19 @@ def run_study(study: Study, out: Path | None, quick: bool, yes: bool = False, er
         if end.exit_code >= INTERRUPTED:
             break
     host = host.ended()
-    found = rows(study, directory, quick)
+    found = rows(study, directory, mode)
     top = headline(study, directory)
-    command = f"dbperf study run {study.name}{' --quick' if quick else ''}"
+    command = " ".join(w for w in ("dbperf study run", study.name, mode_flag(mode)) if w)
     when = f"{started:%Y-%m-%d %H:%M} UTC"
-    doc = summary(study, found, host, when, command, quick, top, ended, compare_with_record(study.name, found))
+    # A smoke run's figures check the plumbing: set beside the record, they would read as a regression.
+    recorded = None if mode == "smoke" else compare_with_record(study.name, found)
+    doc = summary(study, found, host, when, command, mode, top, ended, recorded)
     write_file(directory / SUMMARY, doc, force=False, name=SUMMARY)
     reports = [f"{s.name}-report.html" for s in study.steps if (directory / f"{s.name}-report.html").is_file()]
-    write_file(directory / SUMMARY_HTML, html_summary(study, found, host, when, command, quick, top, ended, reports),
+    write_file(directory / SUMMARY_HTML, html_summary(study, found, host, when, command, mode, top, ended, reports),
                force=False, name=SUMMARY_HTML)
-    record = {"dbperf_study": 1, "study": study.name, "title": study.title, "quick": quick,
+    record = {"dbperf_study": 1, "study": study.name, "title": study.title, "mode": mode,
+              "quick": mode != "full", "smoke": mode == "smoke",
               "started": started.isoformat(timespec="seconds"),
               "ended": datetime.now(UTC).isoformat(timespec="seconds"), "directory": str(directory),
               "host": host.to_json(), "steps": [{"name": n, "ended": h} for n, h in ended],
@@ -111,26 +114,26 @@ def run_study(study: Study, out: Path | None, quick: bool, yes: bool = False, er
     return StudyEnd(directory, doc, exit_code, found, top)
 
 
-def run_step(study: Study, step: Step, directory: Path, quick: bool, yes: bool, err: Console) -> StepEnd:
+def run_step(study: Study, step: Step, directory: Path, mode: Mode, yes: bool, err: Console) -> StepEnd:
     """Runs one step; returns how it ended."""
-    s = step.effective(quick)
+    s = step.effective(mode)
     if step.kind == "probe":
         result = run_probes(list(s["families"]), repeats=int(s.get("repeats", 5)), scale=float(s.get("scale", 1.0)),
                             on_family=lambda f: say(f"dbperf: probing {f.name}: {f.description}", err))
         store_probes(directory / step.name, result, force=False)
         return StepEnd(f"probes {', '.join(s['families'])}, {result['repeats']} repeats, scale {result['scale']:g}")
     if step.kind == "layout":
-        return _layout(study, step.name, s, quick, directory, err)
+        return _layout(study, step.name, s, mode, directory, err)
     if step.kind == "experiment":
-        return _experiment(study, step, quick, directory, yes, err)
+        return _experiment(study, step, mode, directory, yes, err)
     if step.kind == "diff":
         return _diff(study, step.name, s, directory)
     return _bisect(step.name, s, directory, yes, err)
 
 
-def _layout(study: Study, name: str, s: dict[str, Any], quick: bool, directory: Path, err: Console) -> StepEnd:
+def _layout(study: Study, name: str, s: dict[str, Any], mode: Mode, directory: Path, err: Console) -> StepEnd:
     log = directory / f"{name}.txt"
-    experiment = study.experiment_path(study.step(name), quick) if s.get("experiment") else None
+    experiment = study.experiment_path(study.step(name), mode) if s.get("experiment") else None
     binary = Path(s["binary"]) if s.get("binary") else None
     if binary is not None and not binary.exists():
         raise UserError(f"{binary}: not found (the step checks an installed binary)")
@@ -144,17 +147,18 @@ def _layout(study: Study, name: str, s: dict[str, Any], quick: bool, directory: 
     return StepEnd(f"layout check, report in {log.name}, JSON in {name}.json")
 
 
-def experiment_file(study: Study, step: Step, quick: bool, directory: Path) -> Path:
+def experiment_file(study: Study, step: Step, mode: Mode, directory: Path) -> Path:
     """The step's experiment as it runs (model.experiment_doc), written as DIR/<step>.toml."""
     path = directory / f"{step.name}.toml"
-    path.write_text(f"# {step.settings['experiment']} as run by `dbperf study run {study.name}"
-                    f"{' --quick' if quick else ''}`\n" + toml_text.document(experiment_doc(study, step, quick)))
+    command = " ".join(w for w in ("dbperf study run", study.name, mode_flag(mode)) if w)
+    path.write_text(f"# {step.effective(mode)['experiment']} as run by `{command}`\n"
+                    + toml_text.document(experiment_doc(study, step, mode)))
     return path
 
 
-def _experiment(study: Study, step: Step, quick: bool, directory: Path, yes: bool, err: Console) -> StepEnd:
-    s = step.effective(quick)
-    file = experiment_file(study, step, quick, directory)
+def _experiment(study: Study, step: Step, mode: Mode, directory: Path, yes: bool, err: Console) -> StepEnd:
+    s = step.effective(mode)
+    file = experiment_file(study, step, mode, directory)
     end = run_experiment(file, directory / step.name, keep_data=False, yes=yes, aa=bool(s.get("aa")), err=err)
     reports = []
     if (end.directory / "meta.json").is_file():
@@ -167,7 +171,7 @@ def _experiment(study: Study, step: Step, quick: bool, directory: Path, yes: boo
     if end.exit_code:
         return StepEnd(f"failed: no cell succeeded (exit {end.exit_code}); errors in {end.directory.name}/"
                        "results.jsonl", INCOMPLETE)
-    return StepEnd(f"experiment {step.settings['experiment']}, results in {end.directory.name}/, reports "
+    return StepEnd(f"experiment {s['experiment']}, results in {end.directory.name}/, reports "
                    f"{', '.join(reports)}")
 
 

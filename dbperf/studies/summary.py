@@ -14,9 +14,15 @@ from dbperf.report.escape import md
 from dbperf.report.html_page import Page, text
 from dbperf.report.html_page import table as html_table
 from dbperf.studies.figures import Headline, Row
-from dbperf.studies.model import Study
+from dbperf.studies.model import Mode, Study
 
 SEED_CORES = 32  # seed 001's server and seed 002's 32 threads
+# The first line of a smoke run's summary: its figures come from tiny tables and stand-in binaries.
+SMOKE_NOTE = ("SMOKE RUN: a check that the study's steps run and its figures are read back, on tiny tables with "
+              "released or cached binaries. Its figures are not results: do not compare them with the seed's or "
+              "put them on record.")
+MODE_NOTES = {"full": "", "quick": " (quick mode: a check that the study runs, not the published method)",
+              "smoke": " (smoke mode: plumbing only, see the first line)"}
 
 
 @dataclass(frozen=True)
@@ -92,17 +98,18 @@ def table(rows: list[Row], host: Host) -> list[str]:
     return out
 
 
-def summary(study: Study, rows: list[Row], host: Host, when: str, command: str, quick: bool,
+def summary(study: Study, rows: list[Row], host: Host, when: str, command: str, mode: Mode,
             headline: Headline | None, steps: list[tuple[str, str]], recorded: list[str] | None = None) -> str:
     """The summary page of one study run; `steps` are (step name, how it ended); `recorded` the comparison with
-    the run on record, as lines."""
+    the run on record, as lines. A smoke run says so first, above the headline."""
     seeds = ", ".join(f"seed {s}" for s in study.seeds)
-    lines = [headline.first_line(study.name)] if headline else []
+    lines = [SMOKE_NOTE, ""] if mode == "smoke" else []
+    lines += [headline.first_line(study.name)] if headline else []
     lines += [
         "", f"# Study {md(study.name)}: {md(study.title)}", "",
         f"BRIEF {md(study.brief)} ({md(seeds)}). {md(study.description)}", "",
         f"Run {md(when)} on {md(host.short)}, kernel {md(host.kernel)}: `{command}`"
-        + (" (quick mode: a check that the study runs, not the published method)" if quick else "") + ".", "",
+        + MODE_NOTES[mode] + ".", "",
         *table(rows, host), "",
         "## Steps", "",
         *[f"- {md(name)}: {md(how)}" for name, how in steps], "",
@@ -115,17 +122,19 @@ def summary(study: Study, rows: list[Row], host: Host, when: str, command: str, 
     return "\n".join(lines).lstrip("\n") + "\n"
 
 
-def html_summary(study: Study, rows: list[Row], host: Host, when: str, command: str, quick: bool,
+def html_summary(study: Study, rows: list[Row], host: Host, when: str, command: str, mode: Mode,
                  headline: Headline | None, steps: list[tuple[str, str]], reports: list[str]) -> str:
     """The summary as one self-contained HTML page (report/html_page.py; every value escaped), linking the
     experiment steps' own HTML reports (`reports`: file names beside it)."""
     page = Page(f"Study {study.name}: {study.title}")
+    if mode == "smoke":
+        page.add(f"<p><b>{text(SMOKE_NOTE)}</b></p>")
     if headline:
         page.add(f"<p><b>{text(headline.first_line(study.name))}</b></p>")
     seeds = ", ".join(f"seed {s}" for s in study.seeds)
     page.add(f"<p>BRIEF {text(study.brief)} ({text(seeds)}). {text(study.description)}</p>")
     page.add(f"<p>Run {text(when)} on {text(host.short)}, kernel {text(host.kernel)}: <code>{text(command)}</code>"
-             + (" (quick mode: a check that the study runs, not the published method)" if quick else "") + ".</p>")
+             + text(MODE_NOTES[mode]) + ".</p>")
     page.section("figures", "The seed's figures and this host's")
     page.add(html_table(("seed's published figure", "measured here", "verdict", "host"),
                         [(f"{r.what} ({r.section}): {r.published}", r.measured, r.verdict, host.short) for r in rows],
