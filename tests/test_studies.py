@@ -1,6 +1,9 @@
 """Studies (`dbperf study`): every study file loads and names what exists; bad study files are one line; figures are
 read back from what steps wrote (never made up); the summary table escapes what was named; a study is put on
-record and a later run compares against it. The e2e test runs the barriers study in quick mode."""
+record and a later run compares against it; --smoke is a mode of its own (the quick overrides, then the smoke ones),
+refused at load when it would build a server or run long, and never put on record. The e2e and server tests run every
+study in smoke mode for real (under a minute each once the released binaries are cached), so that a study cannot
+rot; the barriers study also runs in quick mode."""
 
 from __future__ import annotations
 
@@ -16,7 +19,7 @@ from dbperf.studies.figures import NotMeasured, Row, rows, walk
 from dbperf.studies.model import load_study, parse_study, study_names
 from dbperf.studies.record import compare_with_record, record_study
 from dbperf.studies.summary import Host, host_differences, summary, table
-from tests.conftest import run_cli
+from tests.conftest import NEEDS_SERVERS, run_cli
 
 ISSUE_STUDIES = {"release-regression", "pgo-server", "tuning-ladder", "barriers-spin", "read-mostly-globals",
                  "replication"}
@@ -47,6 +50,9 @@ def test_the_studies_that_build_from_source_say_so():
     assert {n for n in study_names() if load_study(n).long} == {"pgo-server", "tuning-ladder"}
 
 
+TINY = 'table_size = 1000\ntime = "0.5s"\nwarmup = "0.2s"\nrepeats = 2\n'  # runs as is under --smoke
+
+
 def _write(tmp_path: Path, body: str, name: str = "mine") -> Path:
     path = tmp_path / f"{name}.toml"
     path.write_text(body)
@@ -63,6 +69,7 @@ description = "d"
 name = "probes"
 kind = "probe"
 families = ["barriers"]
+smoke = { scale = 0.01 }
 [[figure]]
 what = "w"
 section = "§3"
@@ -93,7 +100,7 @@ def test_a_bad_study_file_is_a_one_line_error(tmp_path, change, message):
 @pytest.mark.unit
 def test_a_study_experiment_naming_an_unknown_benchmark_or_target_is_refused(tmp_path):
     exp = tmp_path / "e.toml"
-    exp.write_text('[run]\nbenchmarks = ["point-query"]\n[[target]]\nname = "a"\n[[target]]\nname = "b"\n')
+    exp.write_text(f'[run]\nbenchmarks = ["point-query"]\n{TINY}[[target]]\nname = "a"\n[[target]]\nname = "b"\n')
     body = ('name = "mine"\ntitle = "t"\nbrief = "§1"\nduration = "d"\ndescription = "d"\n'
             '[[step]]\nname = "run"\nkind = "experiment"\nexperiment = "e.toml"\n{quick}\n'
             '[[figure]]\nwhat = "w"\nsection = "§1"\npublished = "0.56"\n'
@@ -317,10 +324,11 @@ def test_the_worst_cell_is_the_lowest_rqps_against_the_base_leaving_the_aa_copy_
     from dbperf.studies.figures import Reader
     from tests.synthetic import write_run
     exp = tmp_path / "e.toml"
-    exp.write_text('[run]\nbenchmarks = ["point-query"]\n[[target]]\nname = "a"\n')
+    exp.write_text(f'[run]\nbenchmarks = ["point-query"]\n{TINY}[[target]]\nname = "a"\n')
     study = parse_study(_write(tmp_path, 'name = "mine"\ntitle = "t"\nbrief = "§1"\nduration = "d"\n'
                                'description = "d"\n[[step]]\nname = "versions"\nkind = "experiment"\n'
-                               'experiment = "e.toml"\n[[step]]\nname = "diff"\nkind = "diff"\nof = "versions"\n'))
+                               'experiment = "e.toml"\n[[step]]\nname = "diff"\nkind = "diff"\nof = "versions"\n'
+                               'queries = 500\n'))
     write_run(tmp_path / "run" / "versions", ["v1", "v1-aa", "v2", "v3"], ["point-query", "update-index"], 6,
               speed={"v1-aa": 0.5, "v2": 0.9, "v3": 0.7}, noise=0.001)
     base, target, benchmark, rqps = Reader(study, tmp_path / "run").worst_cell("versions")
@@ -328,3 +336,184 @@ def test_the_worst_cell_is_the_lowest_rqps_against_the_base_leaving_the_aa_copy_
     assert benchmark in ("point-query", "update-index")
     with pytest.raises(UserError, match="'of' must name an experiment step before it"):
         parse_study(_write(tmp_path, study.path.read_text().replace('of = "versions"', 'of = "diff"')))
+
+
+SMOKE_STEP = """
+[[step]]
+name = "run"
+kind = "experiment"
+experiment = "e.toml"
+{step}
+[[figure]]
+what = "w"
+section = "§1"
+published = "0.56"
+measure = {{ from = "cell", step = "run", target = "b", benchmark = "point-query" }}
+[[figure]]
+what = "w2"
+section = "§1"
+published = "0.9"
+measure = {{ from = "cell", step = "run", target = "b", benchmark = "update-index" }}
+"""
+HEAD = 'name = "mine"\ntitle = "t"\nbrief = "§1"\nduration = "d"\ndescription = "d"\n'
+SLOW = ('[run]\nbenchmarks = ["point-query", "update-index"]\ntable_size = 100000\ntime = "10s"\nrepeats = "auto"\n'
+        'budget = "30m"\n[[target]]\nname = "a"\nsource = "postgres@debian-src"\nbuild = ["O2"]\n'
+        '[[target]]\nname = "b"\nsource = "postgres@debian-src"\nbuild = ["O2", "pgo"]\n')
+FAST = ('[run]\nbenchmarks = ["point-query"]\ntable_size = 1000\ntime = "0.5s"\nwarmup = "0.2s"\nrepeats = 2\n'
+        '[[target]]\nname = "a"\nsource = "postgres@14.0"\n[[target]]\nname = "b"\nsource = "postgres@14.0"\n')
+
+
+@pytest.mark.unit
+def test_smoke_overrides_go_on_top_of_the_quick_ones_key_by_key():
+    step = model.Step("run", "experiment", {"experiment": "e.toml", "aa": True, "run": {"time": "10s", "budget": "1h",
+                                                                                      "table_size": 100_000}},
+                      quick={"run": {"time": "1s", "table_size": 10_000}, "targets": ["a", "b"]},
+                      smoke={"aa": False, "run": {"table_size": 1000}})
+    assert step.effective("full") == step.settings
+    assert step.effective("quick") == {"experiment": "e.toml", "aa": True, "targets": ["a", "b"],
+                                       "run": {"time": "1s", "budget": "1h", "table_size": 10_000}}
+    assert step.effective("smoke") == {"experiment": "e.toml", "aa": False, "targets": ["a", "b"],
+                                       "run": {"time": "1s", "budget": "1h", "table_size": 1000}}
+
+
+@pytest.mark.unit
+def test_a_smoke_experiment_replaces_the_targets_drops_the_auto_budget_and_says_what_it_leaves_out(tmp_path):
+    (tmp_path / "e.toml").write_text(SLOW)
+    (tmp_path / "e-smoke.toml").write_text(FAST)
+    study = parse_study(_write(tmp_path, HEAD + SMOKE_STEP.format(
+        step='smoke = { experiment = "e-smoke.toml", run = { repeats = 2 } }')))
+    doc = model.experiment_doc(study, study.step("run"), "smoke")
+    assert [t["source"] for t in doc["target"]] == ["postgres@14.0", "postgres@14.0"]
+    assert "budget" not in doc["run"] and doc["run"]["repeats"] == 2
+    assert model.experiment_doc(study, study.step("run"), "full")["run"]["budget"] == "30m"
+    assert model.left_out(study, "smoke") == {1: "the --smoke run leaves out update-index"}
+    assert model.left_out(study, "full") == {}
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(("smoke", "message"), [
+    ("", "target 'a' builds a server from source"),
+    ('smoke = { experiment = "e-fast-but-wide.toml" }', r"benchmarks 2 \(at most 1\)"),
+])
+def test_a_study_whose_smoke_run_would_build_a_server_or_run_long_is_refused(tmp_path, smoke, message):
+    (tmp_path / "e.toml").write_text(SLOW)
+    (tmp_path / "e-fast-but-wide.toml").write_text(FAST.replace('["point-query"]', '["point-query", "update-index"]'))
+    with pytest.raises(UserError, match=rf"step 'run': too long for --smoke \({message}.*give the step smoke = "):
+        parse_study(_write(tmp_path, HEAD + SMOKE_STEP.format(step=smoke)))
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(("smoke", "message"), [
+    ("smoke = { scale = 0.5 }", r"probe scale 0\.5 \(at most 0\.1\)"),
+    ("smoke = { scale = 0.01, repeats = 9 }", r"probe repeats 9 \(at most 5\)"),
+    ("", r"probe scale 1 \(at most 0\.1\)"),
+])
+def test_a_probe_step_too_long_for_smoke_is_refused(tmp_path, smoke, message):
+    body = GOOD.replace("smoke = { scale = 0.01 }", smoke)
+    with pytest.raises(UserError, match=message):
+        parse_study(_write(tmp_path, body))
+
+
+@pytest.mark.unit
+def test_every_study_smoke_run_builds_no_server_and_names_only_cached_releases():
+    # CI's downloads stay small: the smoke runs use the releases the lab's cache already holds (or Debian's packages).
+    cached = {"postgres@13.23", "postgres@14.0", "mariadb@11.4.5"}
+    for name in sorted(ISSUE_STUDIES):
+        study = load_study(name)
+        for step in study.steps:
+            if step.kind == "experiment":
+                for t in model.experiment_doc(study, step, "smoke")["target"]:
+                    assert "debian-src" not in str(t.get("source", "")), (name, t)
+                    assert t.get("source") is None or t["source"] in cached or t["source"].startswith("sqlite@"), t
+
+
+@pytest.mark.unit
+def test_a_smoke_run_says_so_first_and_in_its_json_and_cannot_be_recorded(tmp_path):
+    from dbperf.studies.figures import Headline
+    study = load_study("pgo-server")
+    doc = summary(study, [Row("w", "§2", "1.44", "1.05", "undecided", 1.05)], HOST, "now",
+                  "dbperf study run pgo-server --smoke", "smoke", Headline("pgo", 1.0, 0, 1, 0), [("mariadb", "ran")])
+    assert doc.startswith("SMOKE RUN: ") and "not results" in doc.splitlines()[0]
+    assert doc.splitlines()[2].startswith("study pgo-server: geomean rQPS")
+    _study_run(tmp_path / "run", 60.0)
+    run = json.loads((tmp_path / "run" / "study.json").read_text())
+    (tmp_path / "run" / "study.json").write_text(json.dumps({**run, "mode": "smoke", "smoke": True}))
+    with pytest.raises(UserError, match=r"a smoke run .* not results"):
+        record_study("barriers-spin", tmp_path / "run", tmp_path / "docs")
+    assert not (tmp_path / "docs").exists()
+    proc = run_cli("study", "record", "barriers-spin", str(tmp_path / "run"), "--docs", str(tmp_path / "docs"),
+                   timeout=60)
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1 and "smoke run" in proc.stderr
+
+
+@pytest.mark.unit
+def test_quick_and_smoke_together_are_refused():
+    proc = run_cli("study", "run", "barriers-spin", "--quick", "--smoke", timeout=60)
+    assert proc.returncode == 2 and "two modes" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+
+
+def _smoke(name: str, tmp_path: Path, measured: str) -> dict:
+    """Runs `dbperf study run NAME --smoke` for real; checks the summary and study.json; returns study.json."""
+    out = tmp_path / "study"
+    proc = run_cli("study", "run", name, "--smoke", "--out", str(out), timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    text = (out / "summary.md").read_text()
+    assert text == proc.stdout and text.startswith("SMOKE RUN: ")
+    assert "| seed's published figure | measured here | verdict | host |" in text
+    record = json.loads((out / "study.json").read_text())
+    assert record["study"] == name and record["mode"] == "smoke" and record["smoke"] is True
+    assert not any(s["ended"].startswith(("failed", "interrupted")) for s in record["steps"]), record["steps"]
+    figures = {f["what"]: f for f in record["figures"]}
+    assert figures[measured]["value"] is not None and figures[measured]["value"] > 0, figures[measured]
+    assert figures[measured]["measured"] in text
+    return record
+
+
+
+@pytest.mark.e2e
+@pytest.mark.skipif(shutil.which("cc") is None and shutil.which("gcc") is None, reason="needs a C compiler")
+def test_smoke_barriers_spin(tmp_path):
+    record = _smoke("barriers-spin", tmp_path, "pthread mutex against no barrier")
+    assert all(f["value"] is not None for f in record["figures"])  # every probe is measured, even tiny
+
+
+@pytest.mark.e2e
+@pytest.mark.skipif(not Path("/usr/sbin/mariadbd").exists() or shutil.which("valgrind") is None,
+                    reason="the study maps the system's mariadbd and traces SQLite under valgrind (make setup)")
+def test_smoke_read_mostly_globals(tmp_path):
+    record = _smoke("read-mostly-globals", tmp_path,
+                    "demo: lines flagged (read-mostly object beside a hot-written one)")
+    figures = {f["what"]: f for f in record["figures"]}
+    assert figures["mariadbd static map: lines mixing written and never-written objects"]["value"] is not None
+
+
+@pytest.mark.server
+@NEEDS_SERVERS
+def test_smoke_release_regression(tmp_path):
+    record = _smoke("release-regression", tmp_path, "point-query rQPS, newest against oldest")
+    figures = {f["what"]: f for f in record["figures"]}
+    assert figures["update-index rQPS, newest against oldest"]["left_out"]  # said so, not made up
+    assert figures["bisect: how it ended"]["text"]
+
+
+@pytest.mark.server
+@NEEDS_SERVERS
+def test_smoke_pgo_server(tmp_path):
+    record = _smoke("pgo-server", tmp_path, "MariaDB point-query rQPS, -O2 + PGO / -O2")
+    assert record["headline"]["compared"] == 1 and record["headline"]["geomean"] > 0
+    assert {f["what"]: f for f in record["figures"]}["PostgreSQL point-query rQPS, -O2 + PGO / -O2"]["value"] > 0
+
+
+@pytest.mark.server
+@NEEDS_SERVERS
+def test_smoke_tuning_ladder(tmp_path):
+    _smoke("tuning-ladder", tmp_path, "+ jemalloc (LD_PRELOAD)")
+
+
+@pytest.mark.server
+@NEEDS_SERVERS
+def test_smoke_replication(tmp_path):
+    record = _smoke("replication", tmp_path, "MariaDB apply rate, 4 workers against 1 SQL thread, durable (binlog, "
+                                             "crash-safe)")
+    figures = {f["what"]: f for f in record["figures"]}
+    assert figures["PostgreSQL stale reads with synchronous_commit = remote_apply"]["value"] is not None

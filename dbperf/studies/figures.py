@@ -15,7 +15,7 @@ from typing import Any
 from dbperf.errors import UserError
 from dbperf.stats.rqps_matrix import Matrix, build_matrix
 from dbperf.storage.results import read_results
-from dbperf.studies.model import Figure, Mode, Study
+from dbperf.studies.model import Figure, Mode, Study, left_out
 
 PROBE_IDENTITY = ("x", "offset", "flag_offset", "n", "multiplier")
 SEGMENT = re.compile(r"^([^\[\]]+)(?:\[([^\]]*)\])?$")
@@ -41,6 +41,7 @@ class Row:
     verdict: str
     value: float | None = None
     text: str | None = None  # a measured fact that is not a number
+    left_out: bool = False  # by design of a --quick or --smoke run (a benchmark or target it does not run)
 
     @property
     def measured_anything(self) -> bool:
@@ -179,6 +180,8 @@ class Reader:
         if isinstance(found, list):  # how many (findings, steps)
             return Measured(float(len(found)))
         if found is None:
+            if isinstance(m.get("empty"), str):  # a measured absence (a bisect that found no slower release)
+                return Measured(None, text=m["empty"])
             raise NotMeasured(f"{m['path']} is empty in the results")
         return Measured(_number(found, m["path"]))
 
@@ -218,7 +221,9 @@ def row(reader: Reader, figure: Figure, mode: Mode = "full") -> Row:
 
 def rows(study: Study, directory: Path, mode: Mode = "full") -> list[Row]:
     reader = Reader(study, directory)
-    return [row(reader, f, mode) for f in study.figures]
+    skipped = left_out(study, mode)
+    return [Row(f.what, f.section, f.published, f"not measured: {skipped[i]}", "–", left_out=True) if i in skipped
+            else row(reader, f, mode) for i, f in enumerate(study.figures)]
 
 
 @dataclass(frozen=True)

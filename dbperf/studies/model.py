@@ -11,6 +11,7 @@ catalog, the probe families, the experiment parser), so that a study cannot name
     [[figure]]                      # one row of the summary table
     what = "..."; section = "§3"; published = "81 cycles/iter"
     measure = { from = "probe" | "cell" | "json", step = "probes", ... }; per = { ... }   # measured = measure / per
+                                    # a json measure's `empty = "..."`: what a null there means (measured, none)
     quick = { target = "...", per = { target = "..." } }    # overrides of measure (and per) under --quick/--smoke
     unit = "TSC ticks"; expect = { min = 2.0, max = 100.0 }; claim = "what the seed's figure says, restated"
     [headline]                      # experiment studies: geomean rQPS of one target over its decided cells
@@ -182,6 +183,32 @@ def _parsed(study: Study, step: Step, mode: Mode) -> Experiment:
             raise UserError(f"{study.path} step {step.name!r}{_in_mode(mode)}: {e}") from None
 
 
+def left_out(study: Study, mode: Mode) -> dict[int, str]:
+    """The figures (by index) that this mode's run does not measure, with why: a cell of a benchmark or target the
+    quick or smoke run leaves out. They are said as such, and do not make the run incomplete."""
+    if mode == "full":
+        return {}
+    runs: dict[str, Experiment] = {}
+    out: dict[int, str] = {}
+    for i, f in enumerate(study.figures):
+        for m in f.measures(mode):
+            if m is None or m.get("from") != "cell" or m.get("results_from"):
+                continue
+            step = study.step(str(m["step"]))
+            if step.kind != "experiment":
+                continue
+            if step.name not in runs:
+                runs[step.name] = _parsed(study, step, mode)
+            exp = runs[step.name]
+            if m.get("benchmark") not in {b.name for b in exp.benchmarks}:
+                out[i] = f"the {mode_flag(mode)} run leaves out {m.get('benchmark')}"
+            elif m.get("target") not in {t.name for t in exp.targets}:
+                out[i] = f"the {mode_flag(mode)} run leaves out target {m.get('target')}"
+            if i in out:
+                break
+    return out
+
+
 def study_files() -> list[Path]:
     return sorted(STUDY_DIR.glob("*.toml"))
 
@@ -344,7 +371,7 @@ def _check_references(study: Study, where: str) -> None:
 # built from source: an hour here).
 SMOKE_LIMITS: dict[str, float] = {"table_size": 10_000, "benchmarks": 1, "time_s": 1.0, "warmup_s": 1.0,
                                   "budget_s": 30.0, "repeats": 3, "transactions": 2_000, "stale_reads": 200,
-                                  "replication_repeats": 1, "probe_scale": 0.1, "probe_repeats": 3,
+                                  "replication_repeats": 1, "probe_scale": 0.1, "probe_repeats": 5,
                                   "trace_seconds": 5.0, "bisect_tries": 1, "diff_queries": 1_000}
 
 

@@ -44,7 +44,7 @@ from dbperf.usecases.run import run_experiment
 SUMMARY = "summary.md"
 SUMMARY_HTML = "summary.html"
 STUDY_JSON = "study.json"
-INCOMPLETE = 1  # a step failed or a figure was not measured: the summary says which
+INCOMPLETE = 1  # a step failed or a figure the run should measure was not: the summary says which
 INTERRUPTED = 128  # and above: 128 + the signal's number
 
 
@@ -74,8 +74,8 @@ def run_study(study: Study, out: Path | None, mode: Mode, yes: bool = False, err
     directory.mkdir(parents=True, exist_ok=True)
     host = this_host()
     started = datetime.now(UTC)
-    say(f"dbperf: study {study.name}{f' ({mode})' if mode != 'full' else ''}: {len(study.steps)} step(s), {study.duration}; "
-        f"results in {directory}", err)
+    say(f"dbperf: study {study.name}{f' ({mode})' if mode != 'full' else ''}: {len(study.steps)} step(s), "
+        f"{study.duration}; results in {directory}", err)
     ended: list[tuple[str, str]] = []
     exit_code = 0
     for step in study.steps:
@@ -109,7 +109,7 @@ def run_study(study: Study, out: Path | None, mode: Mode, yes: bool = False, err
               "host": host.to_json(), "steps": [{"name": n, "ended": h} for n, h in ended],
               "figures": [asdict(r) for r in found], "headline": asdict(top) if top else None}
     write_file(directory / STUDY_JSON, json.dumps(record, indent=2) + "\n", force=False, name=STUDY_JSON)
-    if not exit_code and not all(r.measured_anything for r in found):
+    if not exit_code and not all(r.measured_anything or r.left_out for r in found):
         exit_code = INCOMPLETE
     return StudyEnd(directory, doc, exit_code, found, top)
 
