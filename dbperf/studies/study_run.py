@@ -67,6 +67,10 @@ def default_directory(study: Study) -> Path:
     return Path("results") / f"study-{study.name}-{datetime.now():%Y%m%d-%H%M%S}"
 
 
+def run_command(study: Study, mode: Mode) -> str:
+    return " ".join(w for w in ("dbperf study run", study.name, mode_flag(mode)) if w)
+
+
 def run_study(study: Study, out: Path | None, mode: Mode, yes: bool = False, err: Console = PROGRESS) -> StudyEnd:
     directory = (out or default_directory(study)).absolute()
     if (directory / SUMMARY).exists():
@@ -93,7 +97,7 @@ def run_study(study: Study, out: Path | None, mode: Mode, yes: bool = False, err
     host = host.ended()
     found = rows(study, directory, mode)
     top = headline(study, directory)
-    command = " ".join(w for w in ("dbperf study run", study.name, mode_flag(mode)) if w)
+    command = run_command(study, mode)
     when = f"{started:%Y-%m-%d %H:%M} UTC"
     # A smoke run's figures check the plumbing: set beside the record, they would read as a regression.
     recorded = None if mode == "smoke" else compare_with_record(study.name, found)
@@ -150,8 +154,7 @@ def _layout(study: Study, name: str, s: dict[str, Any], mode: Mode, directory: P
 def experiment_file(study: Study, step: Step, mode: Mode, directory: Path) -> Path:
     """The step's experiment as it runs (model.experiment_doc), written as DIR/<step>.toml."""
     path = directory / f"{step.name}.toml"
-    command = " ".join(w for w in ("dbperf study run", study.name, mode_flag(mode)) if w)
-    path.write_text(f"# {step.effective(mode)['experiment']} as run by `{command}`\n"
+    path.write_text(f"# {step.effective(mode)['experiment']} as run by `{run_command(study, mode)}`\n"
                     + toml_text.document(experiment_doc(study, step, mode)))
     return path
 
