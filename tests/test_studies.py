@@ -460,6 +460,7 @@ def _smoke(name: str, tmp_path: Path, measured: str) -> dict:
     text = (out / "summary.md").read_text()
     assert text == proc.stdout and text.startswith("SMOKE RUN: ")
     assert "| seed's published figure | measured here | verdict | host |" in text
+    assert "SMOKE RUN: " in (out / "summary.html").read_text()
     record = json.loads((out / "study.json").read_text())
     assert record["study"] == name and record["mode"] == "smoke" and record["smoke"] is True
     assert not any(s["ended"].startswith(("failed", "interrupted")) for s in record["steps"]), record["steps"]
