@@ -518,3 +518,61 @@ def test_smoke_replication(tmp_path):
                                              "crash-safe)")
     figures = {f["what"]: f for f in record["figures"]}
     assert figures["PostgreSQL stale reads with synchronous_commit = remote_apply"]["value"] is not None
+
+
+TWO_STEPS = """
+name = "mine"
+title = "t"
+brief = "§6"
+duration = "a second"
+description = "d"
+[[step]]
+name = "a"
+kind = "layout"
+binary = "/nonexistent/a"
+[[step]]
+name = "b"
+kind = "layout"
+binary = "/nonexistent/b"
+[[figure]]
+what = "lines of a"
+section = "§6"
+published = "p"
+measure = { from = "json", step = "a", path = "static_candidate_lines" }
+[[figure]]
+what = "lines of b"
+section = "§6"
+published = "p"
+measure = { from = "json", step = "b", path = "static_candidate_lines" }
+"""
+
+
+@pytest.mark.unit
+def test_step_runs_only_the_named_steps_and_says_the_others_were_not_run(tmp_path):
+    from dbperf.studies.study_run import INCOMPLETE, Limits, run_study
+    study = parse_study(_write(tmp_path, TWO_STEPS))
+    end = run_study(study, tmp_path / "out", "full", limits=Limits(steps=("b",)))
+    assert "- a: not run (--step)" in end.summary and "- b: failed: /nonexistent/b: not found" in end.summary
+    assert "| lines of a (§6): p | not measured: step a was not run (--step)" in end.summary
+    assert "dbperf study run mine --step b" in end.summary
+    assert end.exit_code == INCOMPLETE  # b failed; a, left out on purpose, does not count
+    with pytest.raises(UserError, match=r"^--step c: study mine has no such step \(its steps: a, b\)$"):
+        run_study(study, tmp_path / "again", "full", limits=Limits(steps=("c",)))
+    assert not (tmp_path / "again").exists()
+
+
+@pytest.mark.unit
+def test_budget_caps_an_experiment_steps_automatic_repeats_and_leaves_fixed_repeats_alone(tmp_path):
+    import tomllib
+
+    from dbperf.studies.study_run import experiment_file
+    for repeats, budget, capped in (('"auto"', '"90m"', "600s"), ('"auto"', '"5m"', "300s"), ("3", None, None)):
+        (tmp_path / "e.toml").write_text(f'[run]\nbenchmarks = ["point-query"]\nrepeats = {repeats}\n'
+                                         + (f"budget = {budget}\n" if budget else "") + '[[target]]\nname = "a"\n')
+        study = parse_study(_write(tmp_path, 'name = "mine"\ntitle = "t"\nbrief = "§1"\nduration = "d"\n'
+                                   'description = "d"\n[[step]]\nname = "x"\nkind = "experiment"\n'
+                                   'experiment = "e.toml"\n'
+                                   'smoke = { run = { table_size = 1000, time = "0.5s", warmup = "0.2s"'
+                                   + (', budget = "20s"' if budget else "") + ' } }\n'))
+        run = tomllib.loads(experiment_file(study, study.step("x"), "full", tmp_path, 600).read_text())["run"]
+        assert run.get("budget") == capped

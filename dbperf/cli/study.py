@@ -10,9 +10,10 @@ import typer
 
 from dbperf.cli.common import FORCE_OPTION, YES_OPTION, show
 from dbperf.errors import UserError
+from dbperf.experiment.durations import parse_duration
 from dbperf.studies.model import load_study, study_list_view
 from dbperf.studies.record import DOCS_STUDIES, record_study
-from dbperf.studies.study_run import run_study
+from dbperf.studies.study_run import Limits, run_study
 from dbperf.usecases.progress import say
 
 study_app = typer.Typer(no_args_is_help=True, help="Studies: each published result of BRIEF reproduced by one "
@@ -36,13 +37,18 @@ def study_run(
     smoke: Annotated[bool, typer.Option("--smoke", help="tiny tables, one benchmark, released or cached binaries, "
                                                         "under a minute: a check of the study's plumbing (what the "
                                                         "tests run); its figures are not results")] = False,
+    step: Annotated[Optional[list[str]], typer.Option("--step", help="run only this step (repeatable); the "
+                                                                     "others' figures say they were not run")] = None,
+    budget: Annotated[Optional[str], typer.Option("--budget", help="cap each experiment step's budget (e.g. "
+                                                                   "30m): its undecided cells stay undecided")] = None,
     yes: Annotated[bool, YES_OPTION] = False,
 ) -> None:
     """Run a study end to end: its steps, its reports, and summary.md and summary.html (seed's figure | measured
     here | verdict | host). Exit 0, or 1 when a step failed or a figure was not measured (the summary says which)."""
     if quick and smoke:
         raise UserError("--quick and --smoke are two modes: give one")
-    end = run_study(load_study(name), out, "smoke" if smoke else "quick" if quick else "full", yes)
+    limits = Limits(tuple(step or ()), parse_duration(budget, "--budget", positive=True) if budget else None)
+    end = run_study(load_study(name), out, "smoke" if smoke else "quick" if quick else "full", yes, limits=limits)
     sys.stdout.write(end.summary)
     say(f"dbperf: study {name}: summary in {end.directory / 'summary.md'}")
     if end.exit_code:

@@ -67,11 +67,41 @@ def default_directory(study: Study) -> Path:
     return Path("results") / f"study-{study.name}-{datetime.now():%Y%m%d-%H%M%S}"
 
 
-def run_command(study: Study, mode: Mode) -> str:
-    return " ".join(w for w in ("dbperf study run", study.name, mode_flag(mode)) if w)
+@dataclass(frozen=True)
+class Limits:
+    """What a user narrows a study run to: some of its steps (--step), a cap on each experiment's budget
+    (--budget, seconds). Both are said in the summary's command line."""
+    steps: tuple[str, ...] = ()
+    budget_s: float | None = None
+
+    def flags(self) -> list[str]:
+        return [*(f"--step {s}" for s in self.steps), *([f"--budget {self.budget_s:g}s"] if self.budget_s else [])]
+
+    def check(self, study: Study) -> None:
+        names = [s.name for s in study.steps]
+        for name in self.steps:
+            if name not in names:
+                raise UserError(f"--step {name}: study {study.name} has no such step (its steps: {', '.join(names)})")
 
 
-def run_study(study: Study, out: Path | None, mode: Mode, yes: bool = False, err: Console = PROGRESS) -> StudyEnd:
+def run_command(study: Study, mode: Mode, limits: Limits = Limits()) -> str:
+    return " ".join(w for w in ("dbperf study run", study.name, mode_flag(mode), *limits.flags()) if w)
+
+
+def not_run(study: Study, found: list[Row], mode: Mode, skipped: set[str]) -> list[Row]:
+    """The figures of the steps a --step run leaves out, said so; like the cells a quick run leaves out, they do
+    not make the run incomplete."""
+    out = []
+    for f, r in zip(study.figures, found, strict=True):
+        steps = {str(m["step"]) for m in f.measures(mode) if m is not None and "step" in m} & skipped
+        out.append(Row(f.what, f.section, f.published, f"not measured: step {', '.join(sorted(steps))} was not run "
+                       "(--step)", "–", left_out=True) if steps and not r.measured_anything else r)
+    return out
+
+
+def run_study(study: Study, out: Path | None, mode: Mode, yes: bool = False, err: Console = PROGRESS,
+              limits: Limits = Limits()) -> StudyEnd:
+    limits.check(study)
     directory = (out or default_directory(study)).absolute()
     if (directory / SUMMARY).exists():
         raise UserError(f"--out {directory}: already holds a study run ({SUMMARY}); give another directory")
@@ -83,9 +113,12 @@ def run_study(study: Study, out: Path | None, mode: Mode, yes: bool = False, err
     ended: list[tuple[str, str]] = []
     exit_code = 0
     for step in study.steps:
+        if limits.steps and step.name not in limits.steps:
+            ended.append((step.name, "not run (--step)"))
+            continue
         say(f"dbperf: study {study.name}: step {step.name} ({step.kind})", err)
         try:
-            end = run_step(study, step, directory, mode, yes, err)
+            end = run_step(study, step, directory, mode, yes, err, limits.budget_s)
         except UserError as e:  # this step's bad input or failure; the others may still measure
             end = StepEnd(f"failed: {e}", INCOMPLETE)
         except KeyboardInterrupt as interrupt:
@@ -95,9 +128,10 @@ def run_study(study: Study, out: Path | None, mode: Mode, yes: bool = False, err
         if end.exit_code >= INTERRUPTED:
             break
     host = host.ended()
-    found = rows(study, directory, mode)
+    found = not_run(study, rows(study, directory, mode), mode,
+                    {s.name for s in study.steps} - set(limits.steps) if limits.steps else set())
     top = headline(study, directory)
-    command = run_command(study, mode)
+    command = run_command(study, mode, limits)
     when = f"{started:%Y-%m-%d %H:%M} UTC"
     # A smoke run's figures check the plumbing: set beside the record, they would read as a regression.
     recorded = None if mode == "smoke" else compare_with_record(study.name, found)
@@ -118,8 +152,9 @@ def run_study(study: Study, out: Path | None, mode: Mode, yes: bool = False, err
     return StudyEnd(directory, doc, exit_code, found, top)
 
 
-def run_step(study: Study, step: Step, directory: Path, mode: Mode, yes: bool, err: Console) -> StepEnd:
-    """Runs one step; returns how it ended."""
+def run_step(study: Study, step: Step, directory: Path, mode: Mode, yes: bool, err: Console,
+             budget_s: float | None = None) -> StepEnd:
+    """Runs one step; returns how it ended. `budget_s` caps an experiment step's budget."""
     s = step.effective(mode)
     if step.kind == "probe":
         result = run_probes(list(s["families"]), repeats=int(s.get("repeats", 5)), scale=float(s.get("scale", 1.0)),
@@ -129,7 +164,7 @@ def run_step(study: Study, step: Step, directory: Path, mode: Mode, yes: bool, e
     if step.kind == "layout":
         return _layout(study, step.name, s, mode, directory, err)
     if step.kind == "experiment":
-        return _experiment(study, step, mode, directory, yes, err)
+        return _experiment(study, step, mode, directory, yes, err, budget_s)
     if step.kind == "diff":
         return _diff(study, step.name, s, directory)
     return _bisect(step.name, s, directory, yes, err)
@@ -151,17 +186,25 @@ def _layout(study: Study, name: str, s: dict[str, Any], mode: Mode, directory: P
     return StepEnd(f"layout check, report in {log.name}, JSON in {name}.json")
 
 
-def experiment_file(study: Study, step: Step, mode: Mode, directory: Path) -> Path:
-    """The step's experiment as it runs (model.experiment_doc), written as DIR/<step>.toml."""
+def experiment_file(study: Study, step: Step, mode: Mode, directory: Path, budget_s: float | None = None) -> Path:
+    """The step's experiment as it runs (model.experiment_doc), written as DIR/<step>.toml; `budget_s` caps the
+    budget of its automatic repeats (a file with a fixed number of repeats has none)."""
+    doc = experiment_doc(study, step, mode)
+    run = doc.setdefault("run", {})
+    if budget_s is not None and run.get("repeats", "auto") == "auto":
+        own = parse_duration(run["budget"], "budget", positive=True) if "budget" in run else None
+        run["budget"] = f"{min(own, budget_s) if own is not None else budget_s:g}s"
     path = directory / f"{step.name}.toml"
-    path.write_text(f"# {step.effective(mode)['experiment']} as run by `{run_command(study, mode)}`\n"
-                    + toml_text.document(experiment_doc(study, step, mode)))
+    path.write_text(f"# {step.effective(mode)['experiment']} as run by `{run_command(study, mode)}`"
+                    f"{f' (budget capped at {budget_s:g} s)' if budget_s is not None else ''}\n"
+                    + toml_text.document(doc))
     return path
 
 
-def _experiment(study: Study, step: Step, mode: Mode, directory: Path, yes: bool, err: Console) -> StepEnd:
+def _experiment(study: Study, step: Step, mode: Mode, directory: Path, yes: bool, err: Console,
+                budget_s: float | None = None) -> StepEnd:
     s = step.effective(mode)
-    file = experiment_file(study, step, mode, directory)
+    file = experiment_file(study, step, mode, directory, budget_s)
     end = run_experiment(file, directory / step.name, keep_data=False, yes=yes, aa=bool(s.get("aa")), err=err)
     reports = []
     if (end.directory / "meta.json").is_file():
