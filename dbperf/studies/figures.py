@@ -58,6 +58,7 @@ def json_file(directory: Path, study: Study, step_name: str, file: str | None) -
         return directory / file
     kind = study.step(step_name).kind
     return {"layout": directory / f"{step_name}.json", "diff": directory / f"{step_name}.json",
+            "counters": directory / f"{step_name}.json",
             "bisect": directory / step_name / "bisect.json",
             "experiment": directory / f"{step_name}-report.json",
             "probe": directory / step_name / "probes.json"}[kind]
@@ -186,14 +187,18 @@ class Reader:
         return Measured(_number(found, m["path"]))
 
 
-def claim_check(figure: Figure, value: float) -> str:
-    """Whether the seed's claim, restated as a range for this figure, holds on this host."""
+def claim_check(figure: Figure, value: float, before: float | None = None) -> str:
+    """Whether the seed's claim, restated as a range for this figure, holds on this host; with a value `before`,
+    the range bounds the change, value / before."""
     if figure.expect is None:
         return ""
+    if before is not None:
+        value /= before
     lo, hi = figure.expect
     inside = (lo is None or value >= lo) and (hi is None or value <= hi)
     side = "" if inside else " (below its range)" if lo is not None and value < lo else " (above its range)"
-    return ("holds" if inside else "does not hold") + side + (f": {figure.claim}" if figure.claim else "")
+    change = f" (after / before {value:.3f})" if before is not None else ""
+    return ("holds" if inside else "does not hold") + side + (f": {figure.claim}" if figure.claim else "") + change
 
 
 def row(reader: Reader, figure: Figure, mode: Mode = "full") -> Row:
@@ -210,13 +215,23 @@ def row(reader: Reader, figure: Figure, mode: Mode = "full") -> Row:
                 raise NotMeasured("the reference figure is 0 or not a number")
             value /= per.value
         value *= figure.scale
+        before = None
+        if figure.before is not None:  # the value it changed from, read and scaled the same
+            was = reader.measure(figure.before).value
+            if not was:
+                raise NotMeasured(f"the value before is 0 or not a number ({figure.before.get('path', '')})")
+            before = was * figure.scale
     except NotMeasured as why:
         return Row(figure.what, figure.section, figure.published, f"not measured: {why}", "–")
-    words = [w for w in (measured.verdict if per_measure is None else None, claim_check(figure, value)) if w]
-    text = f"{value:,.{figure.digits}f}" + (figure.unit if figure.unit in ("×", "%") else
-                                            f" {figure.unit}" if figure.unit else "")
+    words = [w for w in (measured.verdict if per_measure is None else None, claim_check(figure, value, before)) if w]
+    text = ("" if before is None else f"{_formatted(figure, before)} → ") + _formatted(figure, value)
     return Row(figure.what, figure.section, figure.published, text, "; ".join(words) or "shown beside the seed's",
                value)
+
+
+def _formatted(figure: Figure, value: float) -> str:
+    return f"{value:,.{figure.digits}f}" + (figure.unit if figure.unit in ("×", "%") else
+                                            f" {figure.unit}" if figure.unit else "")
 
 
 def rows(study: Study, directory: Path, mode: Mode = "full") -> list[Row]:

@@ -6,7 +6,8 @@ catalog, the probe families, the experiment parser), so that a study cannot name
     name = "barriers-spin"          # the file's stem
     title = "..."; brief = "§3-4"; seeds = ["001", "003"]; duration = "about a minute"; description = "..."
     [[step]]                        # run in order, each into DIR/<name>/
-    name = "probes"; kind = "probe" | "layout" | "experiment" | "bisect" | "diff"; ... ; quick = { overrides }
+    name = "probes"; kind = "probe" | "layout" | "experiment" | "bisect" | "diff" | "counters"; ...
+                                    # ... ; quick = { overrides }
     smoke = { overrides }           # --smoke: on top of the quick ones; a plumbing check of under a minute
     [[figure]]                      # one row of the summary table
     what = "..."; section = "§3"; published = "81 cycles/iter"
@@ -14,6 +15,8 @@ catalog, the probe families, the experiment parser), so that a study cannot name
                                     # a json measure's `empty = "..."`: what a null there means (measured, none)
     quick = { target = "...", per = { target = "..." } }    # overrides of measure (and per) under --quick/--smoke
     unit = "TSC ticks"; expect = { min = 2.0, max = 100.0 }; claim = "what the seed's figure says, restated"
+    before = { from = ... }         # optional: the value it changed from, shown "before → measured"; expect then
+                                    # bounds measured / before (a claim that something grew or shrank)
     [headline]                      # experiment studies: geomean rQPS of one target over its decided cells
     step = "run"; target = "pgo"
 
@@ -42,9 +45,10 @@ from dbperf.names import check_name
 from dbperf.probes.catalog import FAMILIES
 from dbperf.report.model import Block, Row, Section, View
 from dbperf.studies import toml_text
+from dbperf.usecases.explain import MODES as COUNTER_MODES
 
 STUDY_DIR = Path(__file__).parent / "data"
-STEP_KINDS = ("probe", "layout", "experiment", "bisect", "diff")
+STEP_KINDS = ("probe", "layout", "experiment", "bisect", "diff", "counters")
 MEASURE_SOURCES = ("probe", "cell", "json")
 Mode = Literal["full", "quick", "smoke"]
 MODES: tuple[Mode, ...] = ("full", "quick", "smoke")
@@ -59,10 +63,12 @@ STEP_KEYS: dict[str, tuple[str, ...]] = {
                "table_size", "config"),
     # the simulated per-function diff of an earlier experiment step's worst cell (its base against that target)
     "diff": ("of", "queries", "top", "mode"),
+    # the counters per query of every target of an earlier experiment step on one benchmark (dbperf profile)
+    "counters": ("of", "benchmark", "queries", "mode"),
 }
 STUDY_KEYS = ("name", "title", "brief", "seeds", "duration", "description", "long", "step", "figure", "headline")
 FIGURE_KEYS = ("what", "section", "published", "measure", "per", "unit", "scale", "expect", "claim", "digits",
-               "quick")
+               "quick", "before")
 
 
 def _merged(settings: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
@@ -104,6 +110,7 @@ class Figure:
     claim: str = ""
     digits: int = 2
     quick: dict[str, Any] = field(default_factory=dict)  # overrides of measure with --quick/--smoke; its `per`, of per
+    before: dict[str, Any] | None = None  # the value the measured one changed from; `expect` then bounds their ratio
 
     def measures(self, mode: Mode) -> tuple[dict[str, Any], dict[str, Any] | None]:
         """The measure and the reference it is divided by (None: none), with the --quick overrides (which a smoke
@@ -308,7 +315,7 @@ def _figure(raw: Any, i: int, where: str) -> Figure:
     return Figure(what=_text(raw, "what", fwhere), section=_text(raw, "section", fwhere),
                   published=_text(raw, "published", fwhere), measure=measure, per=raw.get("per"),
                   unit=str(raw.get("unit", "")), scale=float(scale), expect=bounds, claim=str(raw.get("claim", "")),
-                  digits=digits, quick=dict(raw.get("quick", {})))
+                  digits=digits, quick=dict(raw.get("quick", {})), before=raw.get("before"))
 
 
 def _check_references(study: Study, where: str) -> None:
@@ -340,6 +347,17 @@ def _check_references(study: Study, where: str) -> None:
                     raise UserError(f"{swhere}: 'of' must name an experiment step before it ({', '.join(earlier)})")
                 if not isinstance(s.get("queries", 1), int) or s.get("queries", 1) < 1:
                     raise UserError(f"{swhere}: queries must be a whole number of at least 1")
+            elif step.kind == "counters":
+                earlier = [e.name for e in study.steps[:study.steps.index(step)] if e.kind == "experiment"]
+                if s.get("of") not in earlier:
+                    raise UserError(f"{swhere}: 'of' must name an experiment step before it ({', '.join(earlier)})")
+                if s.get("benchmark", "point-query") not in catalog:
+                    raise UserError(f"{swhere}: benchmark {s.get('benchmark')!r} is not in the catalog")
+                queries = s.get("queries", 1)
+                if isinstance(queries, bool) or not isinstance(queries, int) or queries < 1:
+                    raise UserError(f"{swhere}: queries must be a whole number of at least 1")
+                if s.get("mode", "simulated") not in COUNTER_MODES:
+                    raise UserError(f"{swhere}: mode must be one of {', '.join(COUNTER_MODES)}")
         if step.kind == "experiment":
             for mode in MODES:
                 experiments[mode][step.name] = _parsed(study, step, mode)
@@ -359,6 +377,10 @@ def _check_references(study: Study, where: str) -> None:
             for m in f.measures(mode):
                 if m is not None:
                     _check_measure(m, study, targets, catalog, f"{where} [[figure]] {i + 1}{_in_mode(mode)}")
+        if f.before is not None:
+            if not isinstance(f.before, dict):
+                raise UserError(f"{where} [[figure]] {i + 1}: before must be a table")
+            _check_measure(f.before, study, targets, catalog, f"{where} [[figure]] {i + 1} before")
     if study.headline:
         full = experiments["full"]
         named = study.headline.get("step", "")
@@ -372,7 +394,8 @@ def _check_references(study: Study, where: str) -> None:
 SMOKE_LIMITS: dict[str, float] = {"table_size": 10_000, "benchmarks": 1, "time_s": 1.0, "warmup_s": 1.0,
                                   "budget_s": 30.0, "repeats": 3, "transactions": 2_000, "stale_reads": 200,
                                   "replication_repeats": 1, "probe_scale": 0.1, "probe_repeats": 5,
-                                  "trace_seconds": 5.0, "bisect_tries": 1, "diff_queries": 1_000}
+                                  "trace_seconds": 5.0, "bisect_tries": 1, "diff_queries": 1_000,
+                                  "counters_queries": 1_000}
 
 
 def _check_smoke(step: Step, s: dict[str, Any], exp: Experiment | None, where: str) -> None:
@@ -413,6 +436,8 @@ def _check_smoke(step: Step, s: dict[str, Any], exp: Experiment | None, where: s
         limit(int(s.get("tries", 3)), "bisect_tries", "tries")
     elif step.kind == "diff":
         limit(int(s.get("queries", 20_000)), "diff_queries", "queries")
+    elif step.kind == "counters":
+        limit(int(s.get("queries", 5_000)), "counters_queries", "queries")
     if over:
         raise UserError(f"{where}: too long for --smoke ({over[0]}); give the step smoke = {{ ... }} overrides "
                         "(tiny tables, one benchmark, released binaries)")

@@ -35,7 +35,7 @@ from dbperf.usecases.bisect import (
     search,
     write_path,
 )
-from dbperf.usecases.explain import diff_targets
+from dbperf.usecases.explain import diff_targets, i1_counts, profile_targets
 from dbperf.usecases.probe import store_probes
 from dbperf.usecases.progress import PROGRESS, say
 from dbperf.usecases.report import report_view
@@ -167,6 +167,8 @@ def run_step(study: Study, step: Step, directory: Path, mode: Mode, yes: bool, e
         return _experiment(study, step, mode, directory, yes, err, budget_s)
     if step.kind == "diff":
         return _diff(study, step.name, s, directory)
+    if step.kind == "counters":
+        return _counters(step.name, s, directory, err)
     return _bisect(step.name, s, directory, yes, err)
 
 
@@ -259,3 +261,36 @@ def _diff(study: Study, name: str, s: dict[str, Any], directory: Path) -> StepEn
     write_file(directory / f"{name}.json", json.dumps(doc, indent=2) + "\n", force=False)
     return StepEnd(f"{d.mode} per-function diff of the worst cell, {target} against {base} on {benchmark} (rQPS "
                    f"{rqps:.2f}), in {name}.json")
+
+
+def _ratio(after: float | None, before: float | None) -> float | None:
+    return after / before if after is not None and before else None
+
+
+def _counters(name: str, s: dict[str, Any], directory: Path, err: Console) -> StepEnd:
+    """Counters per query of every target of an earlier experiment step on one benchmark (dbperf profile), as
+    DIR/<step>.json: each target's, and each target's against the base (instructions ×, I1 misses per instruction
+    before → after)."""
+    bench, queries, mode = str(s.get("benchmark", "point-query")), int(s.get("queries", 5000)), str(s.get("mode",
+                                                                                                       "simulated"))
+    base, profiles = profile_targets(directory / f"{s['of']}.toml", bench, queries, mode, err)
+    targets = []
+    for p in profiles:
+        instructions, i1_misses, i1_pct = i1_counts(p)
+        targets.append({"target": p.target, "mode": p.mode, "mode_reason": p.mode_reason, "tool": p.tool,
+                        "method": p.method, "events": p.events, "queries": p.queries, "instructions": instructions,
+                        "i1_misses": i1_misses, "i1_miss_pct_of_instructions": i1_pct, "per_query": p.per_query})
+    first = targets[0]
+    ratios = [{"target": t["target"], "base": base, "instructions": _ratio(t["instructions"], first["instructions"]),
+               "i1_miss_pct_before": first["i1_miss_pct_of_instructions"],
+               "i1_miss_pct_after": t["i1_miss_pct_of_instructions"],
+               "i1_miss_pct_ratio": _ratio(t["i1_miss_pct_of_instructions"], first["i1_miss_pct_of_instructions"])}
+              for t in targets[1:]]
+    doc = {"of": s["of"], "benchmark": bench, "queries": queries, "mode_asked": mode, "mode": profiles[0].mode,
+           "mode_reason": profiles[0].mode_reason, "tool": profiles[0].tool, "base": base, "targets": targets,
+           "ratios": ratios}
+    write_file(directory / f"{name}.json", json.dumps(doc, indent=2) + "\n", force=False)
+    said = ", ".join(f"{r['target']} {r['i1_miss_pct_before']:.2f}% → {r['i1_miss_pct_after']:.2f}%" for r in ratios
+                     if r["i1_miss_pct_before"] is not None and r["i1_miss_pct_after"] is not None)
+    return StepEnd(f"{doc['mode']} counters of {len(targets)} target(s) on {bench}, {queries} queries each"
+                   f"{f' (I1 misses per instruction against {base}: {said})' if said else ''}, in {name}.json")

@@ -1,5 +1,5 @@
-"""Counters per query: one target's profile, the per-function difference of two targets, and the instruction gate
-(every target's simulated instructions per query against the base's)."""
+"""Counters per query: one target's profile, every target's on one benchmark, the per-function difference of two
+targets, and the instruction gate (every target's simulated instructions per query against the base's)."""
 
 from __future__ import annotations
 
@@ -68,6 +68,24 @@ def benchmark(exp: Experiment, name: str) -> Workload:
 def profile_one(experiment: Path, target_name: str, benchmark_name: str, queries: int, mode: str) -> Profile:
     with profiler(experiment, mode, queries) as (exp, p):
         return p.profile(target(exp, target_name), benchmark(exp, benchmark_name))
+
+
+def profile_targets(experiment: Path, benchmark_name: str, queries: int, mode: str,
+                    err: Console = PROGRESS) -> tuple[str, list[Profile]]:
+    """Every target of the experiment on one benchmark, the base first: (the base's name, their profiles)."""
+    with profiler(experiment, mode, queries, err) as (exp, p):
+        bench = benchmark(exp, benchmark_name)
+        ordered = [target(exp, exp.base), *(t for t in exp.targets if t.name != exp.base)]
+        return exp.base, [p.profile(t, bench) for t in ordered]
+
+
+def i1_counts(profile: Profile) -> tuple[float | None, float | None, float | None]:
+    """(instructions, I1 misses, I1 misses as % of instructions) per query, whichever counters measured them:
+    cachegrind's I1 misses simulated, or perf's L1-icache-load-misses (None where this PMU does not count it)."""
+    q = profile.per_query
+    if profile.mode == "simulated":
+        return q.get("instructions"), q.get("i1_misses"), q.get("i1_miss_pct_of_instructions")
+    return q.get("instructions"), q.get("L1_icache_load_misses"), q.get("l1i_miss_pct_of_instructions")
 
 
 @dataclass
