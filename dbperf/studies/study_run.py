@@ -273,24 +273,25 @@ def _counters(name: str, s: dict[str, Any], directory: Path, err: Console) -> St
     before → after)."""
     bench, queries, mode = str(s.get("benchmark", "point-query")), int(s.get("queries", 5000)), str(s.get("mode",
                                                                                                        "simulated"))
-    base, profiles = profile_targets(directory / f"{s['of']}.toml", bench, queries, mode, err)
-    targets = []
-    for p in profiles:
-        instructions, i1_misses, i1_pct = i1_counts(p)
-        targets.append({"target": p.target, "mode": p.mode, "mode_reason": p.mode_reason, "tool": p.tool,
-                        "method": p.method, "events": p.events, "queries": p.queries, "instructions": instructions,
-                        "i1_misses": i1_misses, "i1_miss_pct_of_instructions": i1_pct, "per_query": p.per_query})
-    first = targets[0]
-    ratios = [{"target": t["target"], "base": base, "instructions": _ratio(t["instructions"], first["instructions"]),
-               "i1_miss_pct_before": first["i1_miss_pct_of_instructions"],
-               "i1_miss_pct_after": t["i1_miss_pct_of_instructions"],
-               "i1_miss_pct_ratio": _ratio(t["i1_miss_pct_of_instructions"], first["i1_miss_pct_of_instructions"])}
-              for t in targets[1:]]
+    experiment = directory / f"{s['of']}.toml"  # the experiment as its step ran it
+    if not experiment.is_file():
+        raise UserError(f"nothing to count: step {s['of']!r} was not run ({experiment.name} is not in {directory})")
+    base, profiles = profile_targets(experiment, bench, queries, mode, err)
+    counts = [i1_counts(p) for p in profiles]  # (instructions, I1 misses, I1 misses % of instructions) per query
+    targets = [{"target": p.target, "mode": p.mode, "mode_reason": p.mode_reason, "tool": p.tool, "method": p.method,
+                "events": p.events, "queries": p.queries, "instructions": ir, "i1_misses": i1,
+                "i1_miss_pct_of_instructions": pct, "per_query": p.per_query}
+               for p, (ir, i1, pct) in zip(profiles, counts, strict=True)]
+    base_ir, _, base_pct = counts[0]
+    ratios = [{"target": p.target, "base": base, "instructions": _ratio(ir, base_ir), "i1_miss_pct_before": base_pct,
+               "i1_miss_pct_after": pct, "i1_miss_pct_ratio": _ratio(pct, base_pct)}
+              for p, (ir, _, pct) in zip(profiles[1:], counts[1:], strict=True)]
     doc = {"of": s["of"], "benchmark": bench, "queries": queries, "mode_asked": mode, "mode": profiles[0].mode,
            "mode_reason": profiles[0].mode_reason, "tool": profiles[0].tool, "base": base, "targets": targets,
            "ratios": ratios}
     write_file(directory / f"{name}.json", json.dumps(doc, indent=2) + "\n", force=False)
-    said = ", ".join(f"{r['target']} {r['i1_miss_pct_before']:.2f}% → {r['i1_miss_pct_after']:.2f}%" for r in ratios
-                     if r["i1_miss_pct_before"] is not None and r["i1_miss_pct_after"] is not None)
+    said = ", ".join(f"{p.target} {base_pct:.2f}% → {pct:.2f}%"
+                     for p, (_, _, pct) in zip(profiles[1:], counts[1:], strict=True)
+                     if base_pct is not None and pct is not None)
     return StepEnd(f"{doc['mode']} counters of {len(targets)} target(s) on {bench}, {queries} queries each"
                    f"{f' (I1 misses per instruction against {base}: {said})' if said else ''}, in {name}.json")
