@@ -502,7 +502,11 @@ def test_smoke_release_regression(tmp_path):
 def test_smoke_pgo_server(tmp_path):
     record = _smoke("pgo-server", tmp_path, "MariaDB point-query rQPS, -O2 + PGO / -O2")
     assert record["headline"]["compared"] == 1 and record["headline"]["geomean"] > 0
-    assert {f["what"]: f for f in record["figures"]}["PostgreSQL point-query rQPS, -O2 + PGO / -O2"]["value"] > 0
+    figures = {f["what"]: f for f in record["figures"]}
+    assert figures["PostgreSQL point-query rQPS, -O2 + PGO / -O2"]["value"] > 0
+    for engine in ("MariaDB", "PostgreSQL"):  # the counters steps: simulated I1 misses per instruction, both targets
+        i1 = figures[f"{engine} I1 misses per instruction, -O2 → -O2 + PGO"]
+        assert i1["value"] is not None and i1["value"] > 0 and " → " in i1["measured"], i1
 
 
 @pytest.mark.server
