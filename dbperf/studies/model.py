@@ -6,8 +6,8 @@ catalog, the probe families, the experiment parser), so that a study cannot name
     name = "barriers-spin"          # the file's stem
     title = "..."; brief = "§3-4"; seeds = ["001", "003"]; duration = "about a minute"; description = "..."
     [[step]]                        # run in order, each into DIR/<name>/
-    name = "probes"; kind = "probe" | "layout" | "experiment" | "bisect" | "diff" | "counters"; ...
-                                    # ... ; quick = { overrides }
+    name = "probes"; kind = "probe" | "layout" | "experiment" | "bisect" | "diff"; ... ; quick = { overrides }
+                                    # (or kind = "counters": every target's counters per query, STEP_KEYS)
     smoke = { overrides }           # --smoke: on top of the quick ones; a plumbing check of under a minute
     [[figure]]                      # one row of the summary table
     what = "..."; section = "§3"; published = "81 cycles/iter"
