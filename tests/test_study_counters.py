@@ -134,8 +134,6 @@ def test_the_counters_json_holds_every_target_and_its_change_and_the_figure_read
         return "a", [_profile("a", 10_000.0, 1_030.0), _profile("b", 9_000.0, 738.0)]
 
     monkeypatch.setattr(study_run, "profile_targets", fake)
-    with pytest.raises(UserError, match=r"^nothing to count: step 'run' was not run \(run\.toml is not in "):
-        study_run.run_step(study, study.step("counters"), out, "full", yes=True, err=study_run.PROGRESS)
     (out / "run.toml").write_text(EXPERIMENT)
     end = study_run.run_step(study, study.step("counters"), out, "full", yes=True, err=study_run.PROGRESS)
     assert asked == [(out / "run.toml", "point-query", 300, "simulated")]  # the experiment as the study ran it
@@ -193,3 +191,20 @@ def test_a_study_with_a_counters_step_measures_both_sqlite_targets_under_cachegr
     figure, instructions = end.rows
     assert figure.value is not None and figure.value > 0 and " → " in figure.measured
     assert f"| {figure.measured} |" in end.summary and instructions.value is not None
+
+
+@pytest.mark.unit
+def test_a_counters_step_run_alone_profiles_the_experiment_the_study_defines(tmp_path, monkeypatch):
+    study = parse_study(_study(tmp_path))
+    out = tmp_path / "out"
+    out.mkdir()
+    asked = []
+
+    def fake(experiment: Path, benchmark: str, queries: int, mode: str, err: object) -> tuple[str, list[Profile]]:
+        asked.append(experiment.read_text())
+        return "a", [_profile("a", 10_000.0, 1_030.0), _profile("b", 9_000.0, 738.0)]
+
+    monkeypatch.setattr(study_run, "profile_targets", fake)
+    study_run.run_step(study, study.step("counters"), out, "full", yes=True, err=study_run.PROGRESS)
+    (written,) = asked  # no run.toml yet: the step wrote the study's own (--step counters runs it alone)
+    assert written == (out / "run.toml").read_text() and 'name = "a"' in written and 'name = "b"' in written

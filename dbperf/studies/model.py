@@ -96,6 +96,11 @@ class Step:
         merged = _merged(self.settings, self.quick)
         return _merged(merged, self.smoke) if mode == "smoke" else merged
 
+    def skipped(self, mode: Mode) -> bool:
+        """Whether this mode's run leaves the step out (`quick`/`smoke` `skip = true`: a step whose cost no short
+        run can cut, such as cachegrind starting two servers)."""
+        return bool(self.effective(mode).get("skip", False))
+
 
 @dataclass(frozen=True)
 class Figure:
@@ -285,7 +290,9 @@ def _step(raw: Any, i: int, where: str) -> Step:
         table = raw.get(mode, {})
         if not isinstance(table, dict):
             raise UserError(f"{swhere}: {mode} must be a table")
-        _unknown(table, known, f"{swhere} {mode}")
+        _unknown(table, (*known, "skip"), f"{swhere} {mode}")
+        if not isinstance(table.get("skip", False), bool):
+            raise UserError(f"{swhere} {mode}: skip must be true or false")
         overrides[mode] = table
     settings = {k: v for k, v in raw.items() if k not in ("name", "kind", *OVERRIDES)}
     return Step(check_name(raw.get("name"), swhere), kind, settings, overrides["quick"], overrides["smoke"])
@@ -368,7 +375,8 @@ def _check_references(study: Study, where: str) -> None:
                 experiments[mode][step.name] = exp
                 if step.settings.get("target") not in {t.name for t in exp.targets}:
                     raise UserError(f"{swhere}: target {step.settings.get('target')!r} is not in {path.name}")
-        _check_smoke(step, step.effective("smoke"), experiments["smoke"].get(step.name), swhere)
+        if not step.skipped("smoke"):
+            _check_smoke(step, step.effective("smoke"), experiments["smoke"].get(step.name), swhere)
     # A figure may name a target the quick or smoke run leaves out (it is then "not measured" there): checked
     # against the targets of any run.
     targets = {n: {t.name for mode in MODES for t in experiments[mode][n].targets} for n in experiments["full"]}

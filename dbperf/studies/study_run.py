@@ -88,14 +88,14 @@ def run_command(study: Study, mode: Mode, limits: Limits = Limits()) -> str:
     return " ".join(w for w in ("dbperf study run", study.name, mode_flag(mode), *limits.flags()) if w)
 
 
-def not_run(study: Study, found: list[Row], mode: Mode, skipped: set[str]) -> list[Row]:
-    """The figures of the steps a --step run leaves out, said so; like the cells a quick run leaves out, they do
-    not make the run incomplete."""
+def not_run(study: Study, found: list[Row], mode: Mode, why: dict[str, str]) -> list[Row]:
+    """The figures of the steps this run left out (step -> the option that did: --step, or a mode's skip), said
+    so; like the cells a quick run leaves out, they do not make the run incomplete."""
     out = []
     for f, r in zip(study.figures, found, strict=True):
-        steps = {str(m["step"]) for m in f.measures(mode) if m is not None and "step" in m} & skipped
-        out.append(Row(f.what, f.section, f.published, f"not measured: step {', '.join(sorted(steps))} was not run "
-                       "(--step)", "–", left_out=True) if steps and not r.measured_anything else r)
+        steps = sorted({str(m["step"]) for m in f.measures(mode) if m is not None and "step" in m} & why.keys())
+        out.append(Row(f.what, f.section, f.published, f"not measured: step {steps[0]} was not run ({why[steps[0]]})",
+                       "–", left_out=True) if steps and not r.measured_anything else r)
     return out
 
 
@@ -116,6 +116,9 @@ def run_study(study: Study, out: Path | None, mode: Mode, yes: bool = False, err
         if limits.steps and step.name not in limits.steps:
             ended.append((step.name, "not run (--step)"))
             continue
+        if step.skipped(mode):
+            ended.append((step.name, f"not run in the {mode_flag(mode)} run (its skip = true)"))
+            continue
         say(f"dbperf: study {study.name}: step {step.name} ({step.kind})", err)
         try:
             end = run_step(study, step, directory, mode, yes, err, limits.budget_s)
@@ -128,8 +131,9 @@ def run_study(study: Study, out: Path | None, mode: Mode, yes: bool = False, err
         if end.exit_code >= INTERRUPTED:
             break
     host = host.ended()
-    found = not_run(study, rows(study, directory, mode), mode,
-                    {s.name for s in study.steps} - set(limits.steps) if limits.steps else set())
+    why = {s.name: "--step" for s in study.steps if limits.steps and s.name not in limits.steps}
+    why.update({s.name: mode_flag(mode) for s in study.steps if s.skipped(mode)})
+    found = not_run(study, rows(study, directory, mode), mode, why)
     top = headline(study, directory)
     command = run_command(study, mode, limits)
     when = f"{started:%Y-%m-%d %H:%M} UTC"
@@ -168,7 +172,7 @@ def run_step(study: Study, step: Step, directory: Path, mode: Mode, yes: bool, e
     if step.kind == "diff":
         return _diff(study, step.name, s, directory)
     if step.kind == "counters":
-        return _counters(step.name, s, directory, err)
+        return _counters(study, step.name, s, mode, directory, err)
     return _bisect(step.name, s, directory, yes, err)
 
 
@@ -267,15 +271,16 @@ def _ratio(after: float | None, before: float | None) -> float | None:
     return after / before if after is not None and before else None
 
 
-def _counters(name: str, s: dict[str, Any], directory: Path, err: Console) -> StepEnd:
+def _counters(study: Study, name: str, s: dict[str, Any], mode: Mode, directory: Path, err: Console) -> StepEnd:
     """Counters per query of every target of an earlier experiment step on one benchmark (dbperf profile), as
     DIR/<step>.json: each target's, and each target's against the base (instructions ×, I1 misses per instruction
-    before → after)."""
+    before → after). It needs the step's targets, not its results: run alone (--step), it profiles the
+    experiment file the study defines."""
     bench, queries, mode = str(s.get("benchmark", "point-query")), int(s.get("queries", 5000)), str(s.get("mode",
                                                                                                        "simulated"))
     experiment = directory / f"{s['of']}.toml"  # the experiment as its step ran it
     if not experiment.is_file():
-        raise UserError(f"nothing to count: step {s['of']!r} was not run ({experiment.name} is not in {directory})")
+        experiment = experiment_file(study, study.step(str(s["of"])), mode, directory)
     base, profiles = profile_targets(experiment, bench, queries, mode, err)
     counts = [i1_counts(p) for p in profiles]  # (instructions, I1 misses, I1 misses % of instructions) per query
     targets = [{"target": p.target, "mode": p.mode, "mode_reason": p.mode_reason, "tool": p.tool, "method": p.method,
