@@ -276,12 +276,12 @@ def _counters(study: Study, name: str, s: dict[str, Any], mode: Mode, directory:
     DIR/<step>.json: each target's, and each target's against the base (instructions ×, I1 misses per instruction
     before → after). It needs the step's targets, not its results: run alone (--step), it profiles the
     experiment file the study defines."""
-    bench, queries, mode = str(s.get("benchmark", "point-query")), int(s.get("queries", 5000)), str(s.get("mode",
-                                                                                                       "simulated"))
+    bench, queries = str(s.get("benchmark", "point-query")), int(s.get("queries", 5000))
+    counter_mode = str(s.get("mode", "simulated"))
     experiment = directory / f"{s['of']}.toml"  # the experiment as its step ran it
     if not experiment.is_file():
         experiment = experiment_file(study, study.step(str(s["of"])), mode, directory)
-    base, profiles = profile_targets(experiment, bench, queries, mode, err)
+    base, profiles = profile_targets(experiment, bench, queries, counter_mode, err)
     counts = [i1_counts(p) for p in profiles]  # (instructions, I1 misses, I1 misses % of instructions) per query
     targets = [{"target": p.target, "mode": p.mode, "mode_reason": p.mode_reason, "tool": p.tool, "method": p.method,
                 "events": p.events, "queries": p.queries, "instructions": ir, "i1_misses": i1,
@@ -291,7 +291,7 @@ def _counters(study: Study, name: str, s: dict[str, Any], mode: Mode, directory:
     ratios = [{"target": p.target, "base": base, "instructions": _ratio(ir, base_ir), "i1_miss_pct_before": base_pct,
                "i1_miss_pct_after": pct, "i1_miss_pct_ratio": _ratio(pct, base_pct)}
               for p, (ir, _, pct) in zip(profiles[1:], counts[1:], strict=True)]
-    doc = {"of": s["of"], "benchmark": bench, "queries": queries, "mode_asked": mode, "mode": profiles[0].mode,
+    doc = {"of": s["of"], "benchmark": bench, "queries": queries, "mode_asked": counter_mode, "mode": profiles[0].mode,
            "mode_reason": profiles[0].mode_reason, "tool": profiles[0].tool, "base": base, "targets": targets,
            "ratios": ratios}
     write_file(directory / f"{name}.json", json.dumps(doc, indent=2) + "\n", force=False)
