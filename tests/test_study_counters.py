@@ -207,4 +207,4 @@ def test_a_counters_step_run_alone_profiles_the_experiment_the_study_defines(tmp
     monkeypatch.setattr(study_run, "profile_targets", fake)
     study_run.run_step(study, study.step("counters"), out, "full", yes=True, err=study_run.PROGRESS)
     (written,) = asked  # no run.toml yet: the step wrote the study's own (--step counters runs it alone)
-    assert written == (out / "run.toml").read_text() and 'name = "a"' in written and 'name = "b"' in written
+    assert written == (out / "run.toml").read_text() and '"name" = "a"' in written and '"name" = "b"' in written
