@@ -122,21 +122,29 @@ def _profile(target: str, instructions: float, i1_misses: float) -> Profile:
                               "estimated_cycles": 2 * instructions})
 
 
+def _fake_profiling(monkeypatch: pytest.MonkeyPatch) -> list[tuple[Path, str, str, int, str]]:
+    """profile_targets replaced by two fixed profiles; what it was asked (experiment, its text, benchmark, queries,
+    mode) is recorded."""
+    asked = []
+
+    def fake(experiment: Path, benchmark: str, queries: int, mode: str, err: object) -> tuple[str, list[Profile]]:
+        asked.append((experiment, experiment.read_text(), benchmark, queries, mode))
+        return "a", [_profile("a", 10_000.0, 1_030.0), _profile("b", 9_000.0, 738.0)]
+
+    monkeypatch.setattr(study_run, "profile_targets", fake)
+    return asked
+
+
 @pytest.mark.unit
 def test_the_counters_json_holds_every_target_and_its_change_and_the_figure_reads_it_back(tmp_path, monkeypatch):
     study = parse_study(_study(tmp_path))
     out = tmp_path / "out"
     out.mkdir()
-    asked = []
-
-    def fake(experiment: Path, benchmark: str, queries: int, mode: str, err: object) -> tuple[str, list[Profile]]:
-        asked.append((experiment, benchmark, queries, mode))
-        return "a", [_profile("a", 10_000.0, 1_030.0), _profile("b", 9_000.0, 738.0)]
-
-    monkeypatch.setattr(study_run, "profile_targets", fake)
+    asked = _fake_profiling(monkeypatch)
     (out / "run.toml").write_text(EXPERIMENT)
     end = study_run.run_step(study, study.step("counters"), out, "full", yes=True, err=study_run.PROGRESS)
-    assert asked == [(out / "run.toml", "point-query", 300, "simulated")]  # the experiment as the study ran it
+    # the experiment as the study ran it
+    assert [(path, *rest) for path, _, *rest in asked] == [(out / "run.toml", "point-query", 300, "simulated")]
     assert "simulated counters of 2 target(s) on point-query" in end.how and "b 10.30% → 8.20%" in end.how
     doc = json.loads((out / "counters.json").read_text())
     assert doc["of"] == "run" and doc["benchmark"] == "point-query" and doc["queries"] == 300
@@ -198,13 +206,7 @@ def test_a_counters_step_run_alone_profiles_the_experiment_the_study_defines(tmp
     study = parse_study(_study(tmp_path))
     out = tmp_path / "out"
     out.mkdir()
-    asked = []
-
-    def fake(experiment: Path, benchmark: str, queries: int, mode: str, err: object) -> tuple[str, list[Profile]]:
-        asked.append(experiment.read_text())
-        return "a", [_profile("a", 10_000.0, 1_030.0), _profile("b", 9_000.0, 738.0)]
-
-    monkeypatch.setattr(study_run, "profile_targets", fake)
+    asked = _fake_profiling(monkeypatch)
     study_run.run_step(study, study.step("counters"), out, "full", yes=True, err=study_run.PROGRESS)
-    (written,) = asked  # no run.toml yet: the step wrote the study's own (--step counters runs it alone)
+    ((_, written, *_),) = asked  # no run.toml yet: the step wrote the study's own (--step counters runs it alone)
     assert written == (out / "run.toml").read_text() and '"name" = "a"' in written and '"name" = "b"' in written
