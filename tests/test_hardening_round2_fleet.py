@@ -151,9 +151,12 @@ def test_a_signal_during_start_up_stops_every_worker(write_experiment, tmp_path:
     seconds). Then no process of this fleet remains, adopted by init
     or not: each one's command line names the fleet's state directory, made under this test's TMPDIR."""
     marker = (str(tmp_path), "dbperf-fleet-")
+    # SIGINT as a terminal's Ctrl-C delivers it: not ignored in the controller even when this suite runs as a
+    # background job (the shell ignores SIGINT there, every child inherits it, and Python then never raises).
     proc = subprocess.Popen([*DBPERF, "fleet", "local", "--workers", "3", str(write_experiment(SMALL)), "--out",
                              str(tmp_path / "out")], cwd=REPO, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL,
-                            text=True, env={**os.environ, "TMPDIR": str(tmp_path)})
+                            text=True, env={**os.environ, "TMPDIR": str(tmp_path)},
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     assert proc.stderr is not None
     seen = []
     try:
