@@ -18,7 +18,7 @@ from dbperf.studies import model
 from dbperf.studies.figures import NotMeasured, Row, rows, walk
 from dbperf.studies.model import load_study, parse_study, study_names
 from dbperf.studies.record import compare_with_record, record_study
-from dbperf.studies.summary import Host, host_differences, summary, table
+from dbperf.studies.summary import Host, RunFacts, host_differences, summary, table
 from tests.conftest import NEEDS_SERVERS, run_cli
 
 ISSUE_STUDIES = {"release-regression", "pgo-server", "tuning-ladder", "barriers-spin", "read-mostly-globals",
@@ -193,12 +193,14 @@ def test_the_summary_table_escapes_what_was_named():
 def test_the_html_summary_escapes_what_was_named_and_links_the_reports():
     from dbperf.studies.summary import html_summary
     study = load_study("barriers-spin")
-    page = html_summary(study, [Row("<img src=x onerror=alert(1)>", "§3", "81 & more", "1.0", "holds")], HOST,
-                        "now", "dbperf study run barriers-spin", "quick", None, [("probes", "<b>ran</b>")],
+    run = RunFacts(HOST, "now", "dbperf study run barriers-spin", "quick", None, [("probes", "<b>ran</b>")],
+                   rewritten="<i>later</i>")
+    page = html_summary(study, [Row("<img src=x onerror=alert(1)>", "§3", "81 & more", "1.0", "holds")], run,
                         ['versions-report.html"><script>'])
     assert "<img src=x" not in page and "&lt;img src=x onerror=alert(1)&gt;" in page
     assert "<b>ran</b>" not in page and "81 &amp; more" in page
     assert '<a href="versions-report.html&quot;&gt;&lt;script&gt;">' in page
+    assert "Summary written again &lt;i&gt;later&lt;/i&gt; from the same results" in page
 
 
 @pytest.mark.unit
@@ -215,8 +217,9 @@ def test_host_differences_name_vendor_vm_counters_cores_and_load():
 def test_the_summary_has_the_headline_first_and_the_ratio_last():
     from dbperf.studies.figures import Headline
     study = load_study("pgo-server")
-    doc = summary(study, [Row("w", "§2", "1.44", "1.05", "faster", 1.05)], HOST, "2026-11-23 20:00 UTC",
-                  "dbperf study run pgo-server", "full", Headline("pgo", 1.0512, 13, 14, 0), [("mariadb", "ran")])
+    doc = summary(study, [Row("w", "§2", "1.44", "1.05", "faster", 1.05)],
+                  RunFacts(HOST, "2026-11-23 20:00 UTC", "dbperf study run pgo-server", "full",
+                           Headline("pgo", 1.0512, 13, 14, 0), [("mariadb", "ran")]))
     lines = doc.strip().splitlines()
     assert lines[0] == "study pgo-server: geomean rQPS 1.051, decided 13 of 14, slower 0"
     assert lines[-1] == "ratio 1.051"
@@ -431,8 +434,9 @@ def test_every_study_smoke_run_builds_no_server_and_names_only_cached_releases()
 def test_a_smoke_run_says_so_first_and_in_its_json_and_cannot_be_recorded(tmp_path):
     from dbperf.studies.figures import Headline
     study = load_study("pgo-server")
-    doc = summary(study, [Row("w", "§2", "1.44", "1.05", "undecided", 1.05)], HOST, "now",
-                  "dbperf study run pgo-server --smoke", "smoke", Headline("pgo", 1.0, 0, 1, 0), [("mariadb", "ran")])
+    doc = summary(study, [Row("w", "§2", "1.44", "1.05", "undecided", 1.05)],
+                  RunFacts(HOST, "now", "dbperf study run pgo-server --smoke", "smoke", Headline("pgo", 1.0, 0, 1, 0),
+                           [("mariadb", "ran")]))
     assert doc.startswith("SMOKE RUN: ") and "not results" in doc.splitlines()[0]
     assert doc.splitlines()[2].startswith("study pgo-server: geomean rQPS")
     _study_run(tmp_path / "run", 60.0)
@@ -596,3 +600,52 @@ def test_a_step_a_mode_skips_is_said_and_its_figures_do_not_fail_the_run(tmp_pat
     with pytest.raises(UserError, match="skip must be true or false"):
         parse_study(_write(tmp_path, TWO_STEPS.replace('binary = "/nonexistent/b"',
                                                        'binary = "/nonexistent/b"\nsmoke = { skip = "yes" }')))
+
+
+@pytest.mark.unit
+def test_every_step_kind_has_a_runner():
+    from dbperf.studies.study_run import STEP_RUNNERS
+    assert set(STEP_RUNNERS) == set(model.STEP_KINDS)
+
+
+@pytest.mark.unit
+def test_a_summary_is_written_again_with_a_figure_added_after_the_run_and_keeps_the_runs_facts(tmp_path,
+                                                                                               monkeypatch):
+    import dbperf.studies.study_run as study_run
+    from dbperf.studies.study_run import INCOMPLETE, Limits, run_study, summarise
+    definition = TWO_STEPS.replace('binary = "/nonexistent/b"', 'binary = "/nonexistent/b"\nsmoke = { skip = true }')
+    (tmp_path / "defs").mkdir()
+    study = parse_study(_write(tmp_path / "defs", definition))
+    out = tmp_path / "out"
+    first = run_study(study, out, "smoke", limits=Limits(steps=("a",)))
+    record = json.loads((out / "study.json").read_text())
+    assert record["command"] == "dbperf study run mine --smoke --step a" and record["left_out"] == {"b": "--step"}
+    # The step wrote what a later figure reads: the figure, added to the study, is read back from it.
+    (out / "a.json").write_text(json.dumps({"static_candidate_lines": [1, 2, 3]}))
+    added = definition + '[[figure]]\nwhat = "added later"\nsection = "§6"\npublished = "p"\n' \
+                         'measure = { from = "json", step = "a", path = "static_candidate_lines" }\n'
+    monkeypatch.setattr(study_run, "load_study", lambda name: parse_study(_write(tmp_path / "defs", added, name)))
+    again = summarise(out)
+    assert "| added later (§6): p | 3.00 | shown beside the seed's |" in again.summary
+    assert "added later" not in first.summary
+    assert "`dbperf study run mine --smoke --step a`" in again.summary and "Summary written again" in again.summary
+    assert "| lines of b (§6): p | not measured: step b was not run (--step)" in again.summary
+    assert "- a: failed" in again.summary and again.exit_code == INCOMPLETE  # the run's failed step still counts
+    rewritten = json.loads((out / "study.json").read_text())
+    assert rewritten["started"] == record["started"] and rewritten["host"] == record["host"]
+    assert rewritten["rewritten"] and (out / "summary.md").read_text() == again.summary
+    assert "added later" in (out / "summary.html").read_text()
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(("content", "message"), [
+    (None, "not a study run (study.json missing"),
+    ("{", "unreadable study run"),
+    ('{"study": "barriers-spin"}', "not a study run's record (no study name or mode)"),
+    ('{"study": "nope", "mode": "full"}', "study 'nope': no such study"),
+])
+def test_study_summary_of_a_directory_that_is_not_a_study_run_is_one_line_and_exit_2(tmp_path, content, message):
+    if content is not None:
+        (tmp_path / "study.json").write_text(content)
+    proc = run_cli("study", "summary", str(tmp_path), timeout=60)
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1 and message in proc.stderr, proc.stderr

@@ -1,4 +1,4 @@
-"""`dbperf study list/run/record`: BRIEF's published results reproduced end to end (dbperf/studies/)."""
+"""`dbperf study list/run/summary/record`: BRIEF's published results reproduced end to end (dbperf/studies/)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from dbperf.errors import UserError
 from dbperf.experiment.durations import parse_duration
 from dbperf.studies.model import load_study, study_list_view
 from dbperf.studies.record import DOCS_STUDIES, record_study
-from dbperf.studies.study_run import Limits, run_study
+from dbperf.studies.study_run import Limits, run_study, summarise
 from dbperf.usecases.progress import say
 
 study_app = typer.Typer(no_args_is_help=True, help="Studies: each published result of BRIEF reproduced by one "
@@ -51,6 +51,20 @@ def study_run(
     end = run_study(load_study(name), out, "smoke" if smoke else "quick" if quick else "full", yes, limits=limits)
     sys.stdout.write(end.summary)
     say(f"dbperf: study {name}: summary in {end.directory / 'summary.md'}")
+    if end.exit_code:
+        raise typer.Exit(end.exit_code)
+
+
+@study_app.command("summary")
+def study_summary(
+    directory: Annotated[Path, typer.Argument(help="the study run's results directory")],
+) -> None:
+    """Write a study run's summary again from its results (summary.md, summary.html, study.json), with the
+    study's figures as defined now: a figure added since the run is read back without running its steps again.
+    Exit 0, or 1 when a step had failed or a figure was not measured."""
+    end = summarise(directory.absolute())
+    sys.stdout.write(end.summary)
+    say(f"dbperf: study summary written again in {end.directory / 'summary.md'}")
     if end.exit_code:
         raise typer.Exit(end.exit_code)
 

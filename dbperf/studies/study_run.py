@@ -7,6 +7,8 @@ of what was measured."""
 from __future__ import annotations
 
 import json
+import re
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -24,9 +26,9 @@ from dbperf.report import formats
 from dbperf.runner import interrupts
 from dbperf.studies import toml_text
 from dbperf.studies.figures import Headline, NotMeasured, Reader, Row, headline, rows
-from dbperf.studies.model import Mode, Step, Study, experiment_doc, mode_flag
-from dbperf.studies.record import compare_with_record
-from dbperf.studies.summary import html_summary, summary, this_host
+from dbperf.studies.model import MODES, Mode, Step, Study, experiment_doc, load_study, mode_flag
+from dbperf.studies.record import compare_with_record, recorded
+from dbperf.studies.summary import Host, RunFacts, html_summary, summary, this_host
 from dbperf.usecases.bisect import (
     StepSettings,
     parse_threshold,
@@ -111,13 +113,16 @@ def run_study(study: Study, out: Path | None, mode: Mode, yes: bool = False, err
     say(f"dbperf: study {study.name}{f' ({mode})' if mode != 'full' else ''}: {len(study.steps)} step(s), "
         f"{study.duration}; results in {directory}", err)
     ended: list[tuple[str, str]] = []
+    why: dict[str, str] = {}  # the steps left out on purpose, and the option that did
     exit_code = 0
     for step in study.steps:
         if limits.steps and step.name not in limits.steps:
             ended.append((step.name, "not run (--step)"))
+            why[step.name] = "--step"
             continue
         if step.skipped(mode):
             ended.append((step.name, f"not run in the {mode_flag(mode)} run (its skip = true)"))
+            why[step.name] = mode_flag(mode)
             continue
         say(f"dbperf: study {study.name}: step {step.name} ({step.kind})", err)
         try:
@@ -130,62 +135,135 @@ def run_study(study: Study, out: Path | None, mode: Mode, yes: bool = False, err
         exit_code = max(exit_code, end.exit_code)  # 0 < INCOMPLETE < 128 + N
         if end.exit_code >= INTERRUPTED:
             break
-    host = host.ended()
-    why = {s.name: "--step" for s in study.steps if limits.steps and s.name not in limits.steps}
-    why.update({s.name: mode_flag(mode) for s in study.steps if s.skipped(mode)})
-    found = not_run(study, rows(study, directory, mode), mode, why)
-    top = headline(study, directory)
-    command = run_command(study, mode, limits)
-    when = f"{started:%Y-%m-%d %H:%M} UTC"
-    # A smoke run's figures check the plumbing: set beside the record, they would read as a regression.
-    recorded = None if mode == "smoke" else compare_with_record(study.name, found)
-    doc = summary(study, found, host, when, command, mode, top, ended, recorded)
-    write_file(directory / SUMMARY, doc, force=False, name=SUMMARY)
-    reports = [f"{s.name}-report.html" for s in study.steps if (directory / f"{s.name}-report.html").is_file()]
-    write_file(directory / SUMMARY_HTML, html_summary(study, found, host, when, command, mode, top, ended, reports),
-               force=False, name=SUMMARY_HTML)
+    facts = RunFacts(host.ended(), f"{started:%Y-%m-%d %H:%M} UTC", run_command(study, mode, limits), mode,
+                     headline(study, directory), ended)
     record = {"dbperf_study": 1, "study": study.name, "title": study.title, "mode": mode,
               "quick": mode != "full", "smoke": mode == "smoke",
               "started": started.isoformat(timespec="seconds"),
               "ended": datetime.now(UTC).isoformat(timespec="seconds"), "directory": str(directory),
-              "host": host.to_json(), "steps": [{"name": n, "ended": h} for n, h in ended],
-              "figures": [asdict(r) for r in found], "headline": asdict(top) if top else None}
-    write_file(directory / STUDY_JSON, json.dumps(record, indent=2) + "\n", force=False, name=STUDY_JSON)
+              "command": facts.command, "left_out": why}
+    return write_summary(study, directory, facts, record, exit_code, force=False)
+
+
+def write_summary(study: Study, directory: Path, facts: RunFacts, record: dict[str, Any], exit_code: int,
+                  force: bool) -> StudyEnd:
+    """The figures read back from what the steps wrote in DIRECTORY, then summary.md, summary.html and study.json
+    (`record` with the host, the steps, the figures and the headline added); the run's exit code, INCOMPLETE if a
+    figure it should measure was not."""
+    why = dict(record.get("left_out") or {})
+    found = not_run(study, rows(study, directory, facts.mode), facts.mode, why)
+    # A smoke run's figures check the plumbing: set beside the record, they would read as a regression. A run is
+    # not compared with itself (its summary written again after it was put on record).
+    on_record = recorded(study.name)
+    same = on_record is not None and on_record.get("directory") == str(directory)
+    against = None if facts.mode == "smoke" or same else compare_with_record(study.name, found)
+    doc = summary(study, found, facts, against)
+    write_file(directory / SUMMARY, doc, force=force, name=SUMMARY)
+    reports = [f"{s.name}-report.html" for s in study.steps if (directory / f"{s.name}-report.html").is_file()]
+    write_file(directory / SUMMARY_HTML, html_summary(study, found, facts, reports), force=force, name=SUMMARY_HTML)
+    record = {**record, "host": facts.host.to_json(), "steps": [{"name": n, "ended": h} for n, h in facts.steps],
+              "figures": [asdict(r) for r in found], "headline": asdict(facts.headline) if facts.headline else None}
+    if facts.rewritten:
+        record["rewritten"] = facts.rewritten
+    write_file(directory / STUDY_JSON, json.dumps(record, indent=2) + "\n", force=force, name=STUDY_JSON)
     if not exit_code and not all(r.measured_anything or r.left_out for r in found):
         exit_code = INCOMPLETE
-    return StudyEnd(directory, doc, exit_code, found, top)
+    return StudyEnd(directory, doc, exit_code, found, facts.headline)
+
+
+# How a step's end was said (StepEnd.how) when it did not measure what it should: the summary written again
+# keeps the run's exit code.
+UNFINISHED = ("failed", "interrupted")
+
+
+def summarise(directory: Path) -> StudyEnd:
+    """Writes the summary of the study run in DIRECTORY again from its results (summary.md, summary.html,
+    study.json), with the figures as the study defines them now: a figure added to the study after the run is read
+    back from what its steps wrote, without running them again. The run's facts (host, steps, command) are kept."""
+    try:
+        run = json.loads((directory / STUDY_JSON).read_text())
+    except FileNotFoundError:
+        raise UserError(f"{directory}: not a study run ({STUDY_JSON} missing; `dbperf study run` writes it)") \
+            from None
+    except (OSError, json.JSONDecodeError) as e:
+        raise UserError(f"{directory}: unreadable study run ({e})") from None
+    if not isinstance(run, dict) or not isinstance(run.get("study"), str) or run.get("mode") not in MODES:
+        raise UserError(f"{directory}/{STUDY_JSON}: not a study run's record (no study name or mode)")
+    study = load_study(run["study"])
+    mode: Mode = run["mode"]
+    steps = [(str(s.get("name")), str(s.get("ended"))) for s in run.get("steps", []) if isinstance(s, dict)]
+    if "left_out" not in run:  # written before study.json kept it: said in the steps' ends
+        run["left_out"] = {n: ("--step" if h == "not run (--step)" else mode_flag(mode))
+                           for n, h in steps if h.startswith("not run")}
+    command = run.get("command") or _command_said(directory) or run_command(study, mode)
+    started = run.get("started", "")
+    try:
+        when = f"{datetime.fromisoformat(started):%Y-%m-%d %H:%M} UTC"
+    except (TypeError, ValueError):
+        when = str(started)
+    facts = RunFacts(Host.from_json(run.get("host") or {}), when, command, mode, headline(study, directory), steps,
+                     rewritten=f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC")
+    keep = {k: v for k, v in run.items() if k not in ("host", "steps", "figures", "headline", "rewritten")}
+    failed = any(h.startswith(UNFINISHED) for _, h in steps)
+    return write_summary(study, directory, facts, {**keep, "command": command}, INCOMPLETE if failed else 0,
+                         force=True)
+
+
+def _command_said(directory: Path) -> str | None:
+    """The command an older summary.md names (its study.json did not keep it)."""
+    try:
+        said = re.search(r"`(dbperf study run [^`]*)`", (directory / SUMMARY).read_text())
+    except OSError:
+        return None
+    return said.group(1) if said else None
+
+
+@dataclass(frozen=True)
+class StepRun:
+    """One step as it runs: its study, its settings in this mode (the step's overrides applied), where it writes,
+    and the run's options that reach it."""
+    study: Study
+    step: Step
+    mode: Mode
+    directory: Path
+    yes: bool
+    err: Console
+    budget_s: float | None = None  # caps an experiment step's budget (--budget)
+
+    @property
+    def name(self) -> str:
+        return self.step.name
+
+    @property
+    def settings(self) -> dict[str, Any]:
+        return self.step.effective(self.mode)
 
 
 def run_step(study: Study, step: Step, directory: Path, mode: Mode, yes: bool, err: Console,
              budget_s: float | None = None) -> StepEnd:
-    """Runs one step; returns how it ended. `budget_s` caps an experiment step's budget."""
-    s = step.effective(mode)
-    if step.kind == "probe":
-        result = run_probes(list(s["families"]), repeats=int(s.get("repeats", 5)), scale=float(s.get("scale", 1.0)),
-                            on_family=lambda f: say(f"dbperf: probing {f.name}: {f.description}", err))
-        store_probes(directory / step.name, result, force=False)
-        return StepEnd(f"probes {', '.join(s['families'])}, {result['repeats']} repeats, scale {result['scale']:g}")
-    if step.kind == "layout":
-        return _layout(study, step.name, s, mode, directory, err)
-    if step.kind == "experiment":
-        return _experiment(study, step, mode, directory, yes, err, budget_s)
-    if step.kind == "diff":
-        return _diff(study, step.name, s, directory)
-    if step.kind == "counters":
-        return _counters(study, step.name, s, mode, directory, err)
-    return _bisect(step.name, s, directory, yes, err)
+    """Runs one step by its kind (STEP_RUNNERS); returns how it ended."""
+    return STEP_RUNNERS[step.kind](StepRun(study, step, mode, directory, yes, err, budget_s))
 
 
-def _layout(study: Study, name: str, s: dict[str, Any], mode: Mode, directory: Path, err: Console) -> StepEnd:
+def _probe(run: StepRun) -> StepEnd:
+    s = run.settings
+    result = run_probes(list(s["families"]), repeats=int(s.get("repeats", 5)), scale=float(s.get("scale", 1.0)),
+                        on_family=lambda f: say(f"dbperf: probing {f.name}: {f.description}", run.err))
+    store_probes(run.directory / run.name, result, force=False)
+    return StepEnd(f"probes {', '.join(s['families'])}, {result['repeats']} repeats, scale {result['scale']:g}")
+
+
+def _layout(run: StepRun) -> StepEnd:
+    name, s, directory = run.name, run.settings, run.directory
     log = directory / f"{name}.txt"
-    experiment = study.experiment_path(study.step(name), mode) if s.get("experiment") else None
+    experiment = run.study.experiment_path(run.step, run.mode) if s.get("experiment") else None
     binary = Path(s["binary"]) if s.get("binary") else None
     if binary is not None and not binary.exists():
         raise UserError(f"{binary}: not found (the step checks an installed binary)")
     with log.open("w") as f:
         code = layout_command(binary, s.get("run"), experiment, s.get("target"), s.get("benchmark"), None,
                               directory / f"{name}.json", bool(s.get("fix")), bool(s.get("demo")), "auto",
-                              Console(file=f, width=160, color_system=None), err,
+                              Console(file=f, width=160, color_system=None), run.err,
                               trace_seconds=s.get("trace_seconds"))
     if code:
         return StepEnd(f"interrupted (exit {code}); the report so far is in {log.name}", code)
@@ -207,11 +285,11 @@ def experiment_file(study: Study, step: Step, mode: Mode, directory: Path, budge
     return path
 
 
-def _experiment(study: Study, step: Step, mode: Mode, directory: Path, yes: bool, err: Console,
-                budget_s: float | None = None) -> StepEnd:
-    s = step.effective(mode)
-    file = experiment_file(study, step, mode, directory, budget_s)
-    end = run_experiment(file, directory / step.name, keep_data=False, yes=yes, aa=bool(s.get("aa")), err=err)
+def _experiment(run: StepRun) -> StepEnd:
+    s, step, directory = run.settings, run.step, run.directory
+    file = experiment_file(run.study, step, run.mode, directory, run.budget_s)
+    end = run_experiment(file, directory / step.name, keep_data=False, yes=run.yes, aa=bool(s.get("aa")),
+                         err=run.err)
     reports = []
     if (end.directory / "meta.json").is_file():
         view = report_view(end.directory)
@@ -227,7 +305,8 @@ def _experiment(study: Study, step: Step, mode: Mode, directory: Path, yes: bool
                    f"{', '.join(reports)}")
 
 
-def _bisect(name: str, s: dict[str, Any], directory: Path, yes: bool, err: Console) -> StepEnd:
+def _bisect(run: StepRun) -> StepEnd:
+    s = run.settings
     settings = StepSettings(s["engine"], s["benchmark"], parse_threshold(str(s.get("threshold", "5%"))),
                             parse_duration(s.get("time", "5s"), "time", positive=True),
                             parse_duration(s.get("warmup", "1s"), "warmup"),
@@ -236,8 +315,8 @@ def _bisect(name: str, s: dict[str, Any], directory: Path, yes: bool, err: Conso
                             {str(k): str(v) for k, v in s.get("config", {}).items()})
     settings.check()
     versions = release_range(settings.engine, str(s["first"]), str(s["last"]), available_versions(settings.engine))
-    out = directory / name
-    result = search(versions, release_judge(settings, out, yes, err), int(s.get("tries", 3)),
+    out = run.directory / run.name
+    result = search(versions, release_judge(settings, out, run.yes, run.err), int(s.get("tries", 3)),
                     on_step=lambda r: write_path(out, r, settings))
     write_path(out, result, settings)
     if result.outcome == "interrupted":
@@ -249,9 +328,10 @@ def _bisect(name: str, s: dict[str, Any], directory: Path, yes: bool, err: Conso
                    f"{found}", INCOMPLETE if result.outcome == "failed" else 0)
 
 
-def _diff(study: Study, name: str, s: dict[str, Any], directory: Path) -> StepEnd:
+def _diff(run: StepRun) -> StepEnd:
     """The worst cell of an experiment step (lowest rQPS against its base): per-function cost per query of that
     target minus the base's on that benchmark (dbperf diff), the largest changes first, as DIR/<step>.json."""
+    study, name, s, directory = run.study, run.name, run.settings, run.directory
     try:
         base, target, benchmark, rqps = Reader(study, directory).worst_cell(str(s["of"]))
     except NotMeasured as why:
@@ -271,16 +351,17 @@ def _ratio(after: float | None, before: float | None) -> float | None:
     return after / before if after is not None and before else None
 
 
-def _counters(study: Study, name: str, s: dict[str, Any], mode: Mode, directory: Path, err: Console) -> StepEnd:
+def _counters(run: StepRun) -> StepEnd:
     """Counters per query of every target of an earlier experiment step on one benchmark (dbperf profile), as
     DIR/<step>.json: each target's, and each target's against the base (instructions ×, I1 misses per instruction
     before → after). It needs the step's targets, not its results: run alone (--step), it profiles the
     experiment file the study defines."""
+    study, name, s, directory, err = run.study, run.name, run.settings, run.directory, run.err
     bench, queries = str(s.get("benchmark", "point-query")), int(s.get("queries", 5000))
     counter_mode = str(s.get("mode", "simulated"))
     experiment = directory / f"{s['of']}.toml"  # the experiment as its step ran it
     if not experiment.is_file():
-        experiment = experiment_file(study, study.step(str(s["of"])), mode, directory)
+        experiment = experiment_file(study, study.step(str(s["of"])), run.mode, directory)
     base, profiles = profile_targets(experiment, bench, queries, counter_mode, err)
     counts = [i1_counts(p) for p in profiles]  # (instructions, I1 misses, I1 misses % of instructions) per query
     targets = [{"target": p.target, "mode": p.mode, "mode_reason": p.mode_reason, "tool": p.tool, "method": p.method,
@@ -300,3 +381,9 @@ def _counters(study: Study, name: str, s: dict[str, Any], mode: Mode, directory:
                      if base_pct is not None and pct is not None)
     return StepEnd(f"{doc['mode']} counters of {len(targets)} target(s) on {bench}, {queries} queries each"
                    f"{f' (I1 misses per instruction against {base}: {said})' if said else ''}, in {name}.json")
+
+
+# A step's kind (model.STEP_KINDS) picks the function that runs it.
+STEP_RUNNERS: dict[str, Callable[[StepRun], StepEnd]] = {
+    "probe": _probe, "layout": _layout, "experiment": _experiment, "bisect": _bisect, "diff": _diff,
+    "counters": _counters}

@@ -49,6 +49,27 @@ class Host:
                 "counters_reason": self.counters_reason, "kernel": self.kernel, "load_start": self.load_start,
                 "load_end": self.load_end}
 
+    @classmethod
+    def from_json(cls, doc: dict[str, Any]) -> Host:
+        """The host as a study run's study.json holds it (to_json)."""
+        def load(v: Any) -> tuple[float, float, float] | None:
+            return (float(v[0]), float(v[1]), float(v[2])) if isinstance(v, list) and len(v) == 3 else None
+        return cls(str(doc.get("cpu", "?")), int(doc.get("cores") or 1), bool(doc.get("virtualised")),
+                   str(doc.get("counters", "?")), str(doc.get("counters_reason", "")), str(doc.get("kernel", "?")),
+                   load(doc.get("load_start")) or (0.0, 0.0, 0.0), load(doc.get("load_end")))
+
+
+@dataclass(frozen=True)
+class RunFacts:
+    """What a study's summary says of the run beside its figures."""
+    host: Host
+    when: str  # when it started, for readers ("2026-11-25 02:00 UTC")
+    command: str  # the command that ran it
+    mode: Mode
+    headline: Headline | None
+    steps: list[tuple[str, str]]  # (step name, how it ended)
+    rewritten: str | None = None  # when `dbperf study summary` wrote the summary again from the same results
+
 
 def this_host() -> Host:
     facts = host_metadata()
@@ -98,21 +119,27 @@ def table(rows: list[Row], host: Host) -> list[str]:
     return out
 
 
-def summary(study: Study, rows: list[Row], host: Host, when: str, command: str, mode: Mode,
-            headline: Headline | None, steps: list[tuple[str, str]], recorded: list[str] | None = None) -> str:
-    """The summary page of one study run; `steps` are (step name, how it ended); `recorded` the comparison with
-    the run on record, as lines. A smoke run says so first, above the headline."""
+def rewritten_note(run: RunFacts) -> str:
+    """Said after the run's line when the summary was written again (plain text: the caller escapes it)."""
+    return (f" Summary written again {run.rewritten} from the same results, with the study's figures as defined "
+            "then (dbperf study summary)." if run.rewritten else "")
+
+
+def summary(study: Study, rows: list[Row], run: RunFacts, recorded: list[str] | None = None) -> str:
+    """The summary page of one study run; `recorded` the comparison with the run on record, as lines. A smoke run
+    says so first, above the headline."""
+    host, mode, headline = run.host, run.mode, run.headline
     seeds = ", ".join(f"seed {s}" for s in study.seeds)
     lines = [SMOKE_NOTE, ""] if mode == "smoke" else []
     lines += [headline.first_line(study.name)] if headline else []
     lines += [
         "", f"# Study {md(study.name)}: {md(study.title)}", "",
         f"BRIEF {md(study.brief)} ({md(seeds)}). {md(study.description)}", "",
-        f"Run {md(when)} on {md(host.short)}, kernel {md(host.kernel)}: `{command}`"
-        + MODE_NOTES[mode] + ".", "",
+        f"Run {md(run.when)} on {md(host.short)}, kernel {md(host.kernel)}: `{run.command}`"
+        + MODE_NOTES[mode] + "." + md(rewritten_note(run)), "",
         *table(rows, host), "",
         "## Steps", "",
-        *[f"- {md(name)}: {md(how)}" for name, how in steps], "",
+        *[f"- {md(name)}: {md(how)}" for name, how in run.steps], "",
         "## How this host differs", "", host_differences(host), "",
     ]
     if recorded:
@@ -122,10 +149,10 @@ def summary(study: Study, rows: list[Row], host: Host, when: str, command: str, 
     return "\n".join(lines).lstrip("\n") + "\n"
 
 
-def html_summary(study: Study, rows: list[Row], host: Host, when: str, command: str, mode: Mode,
-                 headline: Headline | None, steps: list[tuple[str, str]], reports: list[str]) -> str:
+def html_summary(study: Study, rows: list[Row], run: RunFacts, reports: list[str]) -> str:
     """The summary as one self-contained HTML page (report/html_page.py; every value escaped), linking the
     experiment steps' own HTML reports (`reports`: file names beside it)."""
+    host, mode, headline = run.host, run.mode, run.headline
     page = Page(f"Study {study.name}: {study.title}")
     if mode == "smoke":
         page.add(f"<p><b>{text(SMOKE_NOTE)}</b></p>")
@@ -133,14 +160,14 @@ def html_summary(study: Study, rows: list[Row], host: Host, when: str, command: 
         page.add(f"<p><b>{text(headline.first_line(study.name))}</b></p>")
     seeds = ", ".join(f"seed {s}" for s in study.seeds)
     page.add(f"<p>BRIEF {text(study.brief)} ({text(seeds)}). {text(study.description)}</p>")
-    page.add(f"<p>Run {text(when)} on {text(host.short)}, kernel {text(host.kernel)}: <code>{text(command)}</code>"
-             + text(MODE_NOTES[mode]) + ".</p>")
+    page.add(f"<p>Run {text(run.when)} on {text(host.short)}, kernel {text(host.kernel)}: "
+             f"<code>{text(run.command)}</code>" + text(MODE_NOTES[mode] + "." + rewritten_note(run)) + "</p>")
     page.section("figures", "The seed's figures and this host's")
     page.add(html_table(("seed's published figure", "measured here", "verdict", "host"),
                         [(f"{r.what} ({r.section}): {r.published}", r.measured, r.verdict, host.short) for r in rows],
                         text_columns=4))
     page.section("steps", "Steps")
-    page.add(html_table(("step", "how it ended"), steps, text_columns=2))
+    page.add(html_table(("step", "how it ended"), run.steps, text_columns=2))
     if reports:
         page.add("<p>Reports of the experiment steps: "
                  + ", ".join(f'<a href="{text(r)}">{text(r)}</a>' for r in reports) + "</p>")
