@@ -341,6 +341,28 @@ def test_the_worst_cell_is_the_lowest_rqps_against_the_base_leaving_the_aa_copy_
         parse_study(_write(tmp_path, study.path.read_text().replace('of = "versions"', 'of = "diff"')))
 
 
+
+@pytest.mark.unit
+def test_a_cell_measure_with_a_base_is_that_target_against_another_from_the_same_rounds(tmp_path):
+    """A ladder's rung alone: its rQPS against the rung below, with the lab's verdict, not against the run's base."""
+    from dbperf.studies.figures import Reader
+    from tests.synthetic import write_run
+    (tmp_path / "e.toml").write_text(f'[run]\nbenchmarks = ["point-query"]\n{TINY}'
+                                     + "".join(f'[[target]]\nname = "{n}"\n' for n in ("a", "b", "c")))
+    body = (HEAD + '[[step]]\nname = "ladder"\nkind = "experiment"\nexperiment = "e.toml"\n'
+            '[[figure]]\nwhat = "c alone"\nsection = "§5"\npublished = "1.1"\n'
+            'measure = { from = "cell", step = "ladder", target = "c", benchmark = "point-query", base = "b" }\n')
+    study = parse_study(_write(tmp_path, body))
+    write_run(tmp_path / "run" / "ladder", ["a", "b", "c"], ["point-query"], 12, speed={"b": 1.5, "c": 1.8},
+              noise=0.002)
+    reader = Reader(study, tmp_path / "run")
+    alone = reader.measure(study.figures[0].measure)
+    assert alone.value == pytest.approx(1.8 / 1.5, rel=0.02) and alone.verdict == "faster"
+    against_base = reader.measure({**study.figures[0].measure, "base": None})
+    assert against_base.value == pytest.approx(1.8, rel=0.02)
+    with pytest.raises(UserError, match="base 'z' is not a target of step 'ladder'"):
+        parse_study(_write(tmp_path, body.replace('base = "b"', 'base = "z"')))
+
 SMOKE_STEP = """
 [[step]]
 name = "run"

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from dbperf.errors import UserError
 from dbperf.stats.rqps_matrix import Matrix, build_matrix
 from dbperf.storage.results import read_results
@@ -128,10 +130,11 @@ class Reader:
         worst = min(cells, key=lambda c: c.rqps or 0.0)
         return m.base, worst.target, worst.benchmark, worst.rqps or 0.0
 
-    def matrix(self, step: str, results_from: str | None = None) -> Matrix:
+    def matrix(self, step: str, results_from: str | None = None, base: str | None = None) -> Matrix:
         """The rQPS matrix of an experiment step, or of the results directory a step's JSON names at the path
-        `results_from` (the layout check's A/B run)."""
-        key = f"{step}:{results_from or ''}"
+        `results_from` (the layout check's A/B run); with `base`, every cell against that target instead of the
+        run's base, from the same rounds (the verdicts as the lab's rules give them on those rounds)."""
+        key = f"{step}:{results_from or ''}:{base or ''}"
         if key not in self._matrix:
             where = step_dir(self.directory, step)
             if results_from:
@@ -143,7 +146,10 @@ class Reader:
                 meta, records, _ = read_results(where)
             except UserError as e:
                 raise NotMeasured(f"step {step!r} has no results ({e})") from None
-            self._matrix[key] = build_matrix(meta, records)
+            if base is not None and base not in meta.target_names:
+                raise NotMeasured(f"step {step!r} has no target {base!r} to compare with")
+            self._matrix[key] = build_matrix(meta if base is None else msgspec.structs.replace(meta, base=base),
+                                             records)
         return self._matrix[key]
 
     def measure(self, m: dict[str, Any]) -> Measured:
@@ -160,7 +166,7 @@ class Reader:
                     return Measured(_number(value["median"] if isinstance(value, dict) else value, m["name"]))
             raise NotMeasured(f"probe figure {m['group']}: {m['name']} not in the results")
         if source == "cell":
-            matrix = self.matrix(step, m.get("results_from"))
+            matrix = self.matrix(step, m.get("results_from"), m.get("base"))
             cell = matrix.cell(m["target"], m["benchmark"], int(m.get("threads", 1)))
             field = m.get("field", "rqps")
             if field != "rqps":  # a per-query figure of the cell (median of its repeats), no verdict

@@ -12,6 +12,8 @@ catalog, the probe families, the experiment parser), so that a study cannot name
     [[figure]]                      # one row of the summary table
     what = "..."; section = "§3"; published = "81 cycles/iter"
     measure = { from = "probe" | "cell" | "json", step = "probes", ... }; per = { ... }   # measured = measure / per
+    # a cell measure: target, benchmark, optionally threads, field (a per-query figure) and base (another target
+    # of the experiment to compare with, instead of its base: its rQPS and the lab's verdict against that one)
                                     # a json measure's `empty = "..."`: what a null there means (measured, none)
     quick = { target = "...", per = { target = "..." } }    # overrides of measure (and per) under --quick/--smoke
     unit = "TSC ticks"; expect = { min = 2.0, max = 100.0 }; claim = "what the seed's figure says, restated"
@@ -214,8 +216,11 @@ def left_out(study: Study, mode: Mode) -> dict[int, str]:
             exp = runs[step.name]
             if m.get("benchmark") not in {b.name for b in exp.benchmarks}:
                 out[i] = f"the {mode_flag(mode)} run leaves out {m.get('benchmark')}"
-            elif m.get("target") not in {t.name for t in exp.targets}:
-                out[i] = f"the {mode_flag(mode)} run leaves out target {m.get('target')}"
+            else:
+                names = {t.name for t in exp.targets}
+                gone = [n for n in (m.get("target"), m.get("base")) if n is not None and n not in names]
+                if gone:
+                    out[i] = f"the {mode_flag(mode)} run leaves out target {gone[0]}"
             if i in out:
                 break
     return out
@@ -471,6 +476,9 @@ def _check_measure(m: dict[str, Any], study: Study, targets: dict[str, set[str]]
         # A run the step makes of its own (results_from: the layout check's A/B) has targets the file does not.
         if not m.get("results_from") and m.get("target") not in names:
             raise UserError(f"{where}: target {m.get('target')!r} is not in step {step_name!r}'s experiment")
+        # base: the target compared against instead of the experiment's base (the rung below, on a ladder)
+        if m.get("base") is not None and (m.get("results_from") or m["base"] not in names):
+            raise UserError(f"{where}: base {m.get('base')!r} is not a target of step {step_name!r}'s experiment")
         if m.get("benchmark") not in catalog:
             raise UserError(f"{where}: benchmark {m.get('benchmark')!r} is not in the catalog")
     elif not isinstance(m.get("path"), str) or not isinstance(m.get("file", ""), str):
