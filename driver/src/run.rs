@@ -686,7 +686,7 @@ fn client_loop(
                 }
             }
             let due = if let Some(s) = schedule.as_mut() {
-                let due = anchor.tick(s.due());
+                let mut due = anchor.tick(s.due());
                 let mut now = tick::now();
                 if due >= end_t || now >= end_t {
                     break;
@@ -711,7 +711,18 @@ fn client_loop(
                             clock.advance_to(now)?;
                             clock.cur.skipped += skipped;
                         }
-                        continue;
+                        // The first event kept (due at or after now − limit) runs, judged by the same clock reading
+                        // as pgbench -L does: read again, the clock would put it past the limit too whenever the
+                        // skipping took longer than the gap between arrivals, and no event would ever run.
+                        due = anchor.tick(s.due());
+                        if due >= end_t {
+                            break;
+                        }
+                        if now < due {
+                            thread::sleep(Duration::from_nanos(due - now));
+                            now = tick::now();
+                        }
+                        s.advance();
                     }
                 }
                 started = now;
