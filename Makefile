@@ -46,9 +46,13 @@ $(VENV)/.installed-dev: pyproject.toml
 demo: demo-setup
 	$(VENV)/bin/dbperf run examples/demo.toml
 
+# The suite in two processes (pytest-xdist, a test file per worker): most tests wait on a server, a compiler or
+# valgrind on one core, so two workers take about half the time on a 2-core machine. TEST_WORKERS=0: one process.
+TEST_WORKERS ?= 2
+
 test: setup
 	cd driver && cargo test --release --quiet
-	$(VENV)/bin/pytest -q
+	$(VENV)/bin/pytest -q -n $(TEST_WORKERS) --dist loadfile
 
 # The unit tier only (no engine is run): under a minute.
 test-fast: setup

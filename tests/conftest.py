@@ -18,8 +18,12 @@ TIERS = ("unit", "e2e", "server", "network")
 # checkouts, CI beside a developer's run) never count each other's servers or runtime directories as their own.
 SESSION = str(os.getpid())
 SERVER_DIR_PREFIX = f"dbperf-srv-{SESSION}-"
-if os.geteuid() == 0 and "DBPERF_RUNTIME_DIR" not in os.environ:
+# Set here, not by the user: each worker of a parallel run (pytest -n, pytest-xdist) inherits its controller's and
+# takes one of its own, so that a worker's checks that the lab left no server never see the other worker's.
+OWN_RUNTIME = "DBPERF_TESTS_OWN_RUNTIME_DIR"
+if os.geteuid() == 0 and ("DBPERF_RUNTIME_DIR" not in os.environ or os.environ.get(OWN_RUNTIME)):
     os.environ["DBPERF_RUNTIME_DIR"] = f"/var/lib/dbperf/pytest-{SESSION}"
+    os.environ[OWN_RUNTIME] = "1"
 NEEDS_SERVERS = pytest.mark.skipif(not (Path("/usr/lib/postgresql/15/bin/postgres").exists()
                                         and Path("/usr/sbin/mariadbd").exists()),
                                    reason="postgresql and mariadb-server are installed by make setup")

@@ -655,8 +655,35 @@ def test_a_summary_is_written_again_with_a_figure_added_after_the_run_and_keeps_
     assert "- a: failed" in again.summary and again.exit_code == INCOMPLETE  # the run's failed step still counts
     rewritten = json.loads((out / "study.json").read_text())
     assert rewritten["started"] == record["started"] and rewritten["host"] == record["host"]
+    assert record["exit_code"] == rewritten["exit_code"] == INCOMPLETE
     assert rewritten["rewritten"] and (out / "summary.md").read_text() == again.summary
     assert "added later" in (out / "summary.html").read_text()
+
+
+@pytest.mark.unit
+def test_a_summary_written_again_keeps_the_runs_exit_code_and_reads_an_older_runs_from_its_steps(tmp_path,
+                                                                                                  monkeypatch):
+    import dbperf.studies.study_run as study_run
+    from dbperf.studies.study_run import INCOMPLETE, Limits, run_study, summarise
+    (tmp_path / "defs").mkdir()
+    monkeypatch.setattr(study_run, "load_study", lambda name: parse_study(_write(tmp_path / "defs", TWO_STEPS, name)))
+    out = tmp_path / "out"
+    run_study(parse_study(_write(tmp_path / "defs", TWO_STEPS)), out, "full", limits=Limits(steps=("a",)))
+    record = json.loads((out / "study.json").read_text())
+
+    def written_again(**changes: object) -> int:
+        (out / "study.json").write_text(json.dumps({**{k: v for k, v in record.items() if k != "exit_code"},
+                                                    **changes}))
+        end = summarise(out)
+        assert json.loads((out / "study.json").read_text())["exit_code"] == end.exit_code
+        return end.exit_code
+
+    assert written_again(exit_code=143) == 143  # stopped by SIGTERM: not turned into a plain failure
+    assert written_again() == INCOMPLETE  # an older record: its failed step says so
+    # An older record whose steps all ran or were left out on purpose, their figures read back: a clean run.
+    (out / "a.json").write_text(json.dumps({"static_candidate_lines": [1, 2]}))
+    steps = [{"name": "a", "ended": "ran"}, {"name": "b", "ended": "not run (--step)"}]
+    assert written_again(steps=steps) == 0
 
 
 @pytest.mark.unit

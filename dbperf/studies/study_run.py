@@ -165,14 +165,15 @@ def write_summary(study: Study, directory: Path, facts: RunFacts, record: dict[s
               "figures": [asdict(r) for r in found], "headline": asdict(facts.headline) if facts.headline else None}
     if facts.rewritten:
         record["rewritten"] = facts.rewritten
-    write_file(directory / STUDY_JSON, json.dumps(record, indent=2) + "\n", force=force, name=STUDY_JSON)
     if not exit_code and not all(r.measured_anything or r.left_out for r in found):
         exit_code = INCOMPLETE
+    record["exit_code"] = exit_code  # kept when the summary is written again (128 + N: stopped by signal N)
+    write_file(directory / STUDY_JSON, json.dumps(record, indent=2) + "\n", force=force, name=STUDY_JSON)
     return StudyEnd(directory, doc, exit_code, found, facts.headline)
 
 
-# How a step's end was said (StepEnd.how) when it did not measure what it should: the summary written again
-# keeps the run's exit code.
+# How a step's end was said (StepEnd.how) when it did not measure what it should: the exit code of a run whose
+# study.json predates its "exit_code" is read from its steps' ends.
 UNFINISHED = ("failed", "interrupted")
 
 
@@ -203,10 +204,12 @@ def summarise(directory: Path) -> StudyEnd:
         when = str(started)
     facts = RunFacts(Host.from_json(run.get("host") or {}), when, command, mode, headline(study, directory), steps,
                      rewritten=f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC")
-    keep = {k: v for k, v in run.items() if k not in ("host", "steps", "figures", "headline", "rewritten")}
-    failed = any(h.startswith(UNFINISHED) for _, h in steps)
-    return write_summary(study, directory, facts, {**keep, "command": command}, INCOMPLETE if failed else 0,
-                         force=True)
+    keep = {k: v for k, v in run.items()
+            if k not in ("host", "steps", "figures", "headline", "rewritten", "exit_code")}
+    exit_code = run.get("exit_code")
+    if not isinstance(exit_code, int) or isinstance(exit_code, bool) or exit_code < 0:
+        exit_code = INCOMPLETE if any(h.startswith(UNFINISHED) for _, h in steps) else 0
+    return write_summary(study, directory, facts, {**keep, "command": command}, exit_code, force=True)
 
 
 def _command_said(directory: Path) -> str | None:

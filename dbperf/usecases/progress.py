@@ -11,4 +11,5 @@ PROGRESS = Console(stderr=True, width=None if sys.stderr.isatty() else 200)
 
 
 def say(text: str, err: Console = PROGRESS) -> None:
-    err.print(text, markup=False, highlight=False)
+    # soft_wrap: a line longer than the console (a long path in a warning) stays one line, in a log as on a terminal
+    err.print(text, markup=False, highlight=False, soft_wrap=True)

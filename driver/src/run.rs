@@ -502,6 +502,22 @@ impl Clock<'_> {
     }
 }
 
+/// The next open-loop event: its due tick and the clock reading it starts at (after sleeping until it is due, if
+/// it is not yet), the schedule moved past it; None when it falls due after the window closes.
+fn take_due(s: &mut Schedule, anchor: &tick::Anchor, end_t: u64, now: u64) -> Option<(u64, u64)> {
+    let due = anchor.tick(s.due());
+    if due >= end_t {
+        return None;
+    }
+    let mut now = now;
+    if now < due {
+        thread::sleep(Duration::from_nanos(due - now));
+        now = tick::now();
+    }
+    s.advance();
+    Some((due, now))
+}
+
 /// One client: connect, prepare, wait at the gate, then run events until the window closes. Closed loop: events
 /// that start after the warmup and end inside the measured window are counted. Open loop: events that start (or
 /// are skipped) inside the measured window are counted, their latency from when they were due, which may lie in the
@@ -686,16 +702,13 @@ fn client_loop(
                 }
             }
             let due = if let Some(s) = schedule.as_mut() {
-                let mut due = anchor.tick(s.due());
-                let mut now = tick::now();
-                if due >= end_t || now >= end_t {
+                let now = tick::now();
+                if now >= end_t {
                     break;
                 }
-                if now < due {
-                    thread::sleep(Duration::from_nanos(due - now));
-                    now = tick::now();
-                }
-                s.advance();
+                let Some((mut due, mut now)) = take_due(s, &anchor, end_t, now) else {
+                    break;
+                };
                 if takes_usage && before.is_none() && now >= warm_end_t {
                     server_before = window.server_pid.map(procstat::sample);
                     before = Some(usage::process());
@@ -714,15 +727,10 @@ fn client_loop(
                         // The first event kept (due at or after now − limit) runs, judged by the same clock reading
                         // as pgbench -L does: read again, the clock would put it past the limit too whenever the
                         // skipping took longer than the gap between arrivals, and no event would ever run.
-                        due = anchor.tick(s.due());
-                        if due >= end_t {
+                        let Some(kept) = take_due(s, &anchor, end_t, now) else {
                             break;
-                        }
-                        if now < due {
-                            thread::sleep(Duration::from_nanos(due - now));
-                            now = tick::now();
-                        }
-                        s.advance();
+                        };
+                        (due, now) = kept;
                     }
                 }
                 started = now;
