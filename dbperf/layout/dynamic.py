@@ -141,6 +141,13 @@ def _progress(err: Console | None, budget: TraceBudget) -> Iterator[Callable[[in
         yield live
 
 
+def lackey_options() -> list[str]:
+    """Every load and store, and which thread runs (valgrind runs one at a time). --fair-sched: threads take turns
+    (a ticket lock); without it one thread can re-take valgrind's lock hundreds of times in a row on a loaded
+    machine, and a bounded trace would see that thread only."""
+    return ["--tool=lackey", "--trace-mem=yes", "--trace-sched=yes", "--fair-sched=try"]
+
+
 @dataclass
 class Access:
     loads: int = 0
@@ -267,7 +274,7 @@ def count_simulated_many(statics: list[StaticMap], command: Sequence[str], env: 
             raise UserError(f"the trace filter failed: {trace.filter_failure}")
         counts.seek(0)
         text = counts.read().decode(errors="replace")
-    tool = (f"{_valgrind_version()} lackey --trace-mem=yes --trace-sched=yes --fair-sched=try, ASLR off; threads "
+    tool = (f"{valgrind_version()} lackey --trace-mem=yes --trace-sched=yes --fair-sched=try, ASLR off; threads "
             "serialised by valgrind, taking turns; exact counts of the traced run")
     results = []
     for path, (per_object, totals) in zip(paths, parse_filter_output_many(text, statics), strict=True):
@@ -330,10 +337,8 @@ class _Trace:
               counts: IO[bytes], env: dict[str, str] | None, cwd: Path | None, limit: int | None) -> None:
         read_end, write_end = os.pipe()
         try:
-            # --fair-sched: threads take turns (a ticket lock); without it one thread can re-take valgrind's lock
-            # hundreds of times in a row on a loaded machine, and a bounded trace would see that thread only.
-            cmd = ["setarch", platform.machine(), "-R", "valgrind", "--tool=lackey", "--trace-mem=yes",
-                   "--trace-sched=yes", "--fair-sched=try", f"--log-fd={write_end}", *command]
+            cmd = ["setarch", platform.machine(), "-R", "valgrind", *lackey_options(), f"--log-fd={write_end}",
+                   *command]
             try:
                 self.vg = subprocess.Popen(cmd, pass_fds=(write_end,), stdout=out, stderr=vg_err,
                                            stdin=subprocess.DEVNULL, env=env, cwd=cwd, start_new_session=True)
@@ -450,7 +455,7 @@ class _Trace:
             self.flt.wait()
 
 
-def _valgrind_version() -> str:
+def valgrind_version() -> str:
     try:
         return subprocess.run(["valgrind", "--version"], capture_output=True, text=True, timeout=30).stdout.strip()
     except OSError:

@@ -7,17 +7,22 @@ from pathlib import Path
 
 from rich.console import Console
 
+from dbperf.errors import UserError
 from dbperf.layout.check import render, result_json, write_json
 from dbperf.layout.dynamic import TraceBudget, TraceInterrupted
 from dbperf.layout.fix import sqlite_fix
 from dbperf.layout.lab import count_target, lab_target
+from dbperf.layout.server_trace import traced_binary
 
 
 def experiment_layout(binary: Path | None, experiment: Path, target: str, benchmark: str, line: int | None,
                       json_file: Path | None, fix: bool, mode: str, out: Console, err: Console,
                       budget: TraceBudget | None = None) -> None:
     exp, t = lab_target(experiment, target, err)
-    library = binary or Path(t.library)
+    if fix and t.is_server:
+        raise UserError(f"target {target!r} is a server: --fix rebuilds SQLite's library with its read-mostly "
+                        "objects moved; the server's findings are reported without it")
+    library = binary or (traced_binary(t) if t.is_server else Path(t.library))
     try:
         static, counts, found, cell = count_target(exp, t, benchmark, library, line, mode, err, budget)
     except TraceInterrupted as interrupted:  # what was counted before the interrupt is reported; no --fix

@@ -1,6 +1,7 @@
 """`dbperf layout --experiment E --target T --benchmark B`: the target's engine driven by a catalog benchmark under
 the dynamic count, the way `dbperf profile` runs the driver under valgrind: data loaded natively once, then one
-driver process (the cell's threads, time, no warm-up) under lackey, the job in a file."""
+driver process (the cell's threads, time, no warm-up) under lackey, the job in a file. A MariaDB target: the server
+under lackey and the driver native instead (server_trace.py)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from dbperf.host.driver import driver_environ, driver_path
 from dbperf.layout.check import dynamic_counts
 from dbperf.layout.dynamic import DynamicCounts, TraceBudget, TraceInterrupted
 from dbperf.layout.findings import Finding, findings
+from dbperf.layout.server_trace import count_server, refuse_untraceable
 from dbperf.layout.static_map import StaticMap, static_map
 from dbperf.records import encode
 from dbperf.runner.targets import build_targets, inspect_targets
@@ -34,8 +36,7 @@ def lab_target(experiment: Path, name: str, err: Console) -> tuple[Experiment, T
     for t in exp.targets:
         if t.name == name:
             if t.is_server:
-                raise UserError(f"target {name!r} is a server: check its binary with `dbperf layout BINARY --run` "
-                                "(the lab counts the driver's process, where SQLite runs)")
+                refuse_untraceable(t)
             return exp, t
     raise UserError(f"{experiment}: no target {name!r} (targets: {', '.join(t.name for t in exp.targets)})")
 
@@ -46,6 +47,16 @@ def count_target(exp: Experiment, target: Target, benchmark: str, library: Path,
     (bench,) = resolve([benchmark], exp.path.parent, "--benchmark")
     static = static_map(library, line)
     threads = max(MIN_THREADS, *exp.threads)
+    if target.is_server:  # the server's process under lackey, the driver native (server_trace.py)
+        if mode == "hardware":
+            raise UserError(f"target {target.name!r}: hardware memory sampling (perf mem) counts a program the lab "
+                            "runs, not a server's process: give --mode simulated or auto")
+        budget = budget or TraceBudget()
+        cell = {"target": target.name, "benchmark": bench.name, "threads": threads, "time_s": budget.seconds,
+                "library": str(library), "server": True}
+        counts = count_server(exp, target, bench, static, threads, budget, err)
+        counts.mode_reason = "a server's process is counted under lackey only"
+        return static, counts, findings(static, counts), cell
     work = Path(tempfile.mkdtemp(prefix="dbperf-layout-"))
     try:
         data = SqliteData(work, target, exp)

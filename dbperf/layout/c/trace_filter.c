@@ -8,7 +8,10 @@
  *   T <records> <records counted> <thread switches>
  * Lackey prints no thread ids; valgrind runs one thread at a time and "SCHED[n]:  acquired lock" says which.
  * Progress goes to stderr about twice a second: P <records> <records counted>. At end of file, or at SIGTERM (when
- * the lab stops the trace at its budget and something still holds the pipe open), the counts so far are printed. */
+ * the lab stops the trace at its budget and something still holds the pipe open), the counts so far are printed.
+ * PID 0: the traced process is not known when the filter starts (a server the lab launches under valgrind, its trace
+ * through a FIFO); its pid is read from valgrind's first "==PID==" line. SIGUSR1 zeroes the counts (the server's
+ * start-up is left out: the lab sends it once the server is ready, before the workload starts). */
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -93,8 +96,9 @@ static void grow(void) {
     free(old);
 }
 
-static volatile sig_atomic_t stop;
+static volatile sig_atomic_t stop, zero;
 static void on_term(int sig) { (void)sig; stop = 1; }
+static void on_zero(int sig) { (void)sig; zero = 1; }
 
 static double now(void) {
     struct timespec t;
@@ -120,7 +124,8 @@ int main(int argc, char **argv) {
         argc -= 2; argv += 2;
     }
     if (argc < 3) { fprintf(stderr, "usage: trace_filter [-n LIMIT] PID OBJECT...\n"); return 2; }
-    snprintf(maps_path, sizeof maps_path, "/proc/%s/maps", argv[1]);
+    int pid_known = strcmp(argv[1], "0") != 0;
+    if (pid_known) snprintf(maps_path, sizeof maps_path, "/proc/%s/maps", argv[1]);
     objects = argv + 2; n_objects = argc - 2;
     table = calloc(capacity, sizeof *table);
     /* No SA_RESTART: the blocked read returns EINTR, fgets returns NULL, and the counts so far are printed. */
@@ -128,6 +133,12 @@ int main(int argc, char **argv) {
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_term;
     sigaction(SIGTERM, &sa, NULL);
+    /* SA_RESTART: zeroing must not end the read loop as SIGTERM does. */
+    struct sigaction sz;
+    memset(&sz, 0, sizeof sz);
+    sz.sa_handler = on_zero;
+    sz.sa_flags = SA_RESTART;
+    sigaction(SIGUSR1, &sz, NULL);
     double reported = now();
     int limit_said = 0;
     static char buf[1 << 20];
@@ -136,6 +147,11 @@ int main(int argc, char **argv) {
     uint32_t tid = 1;
     uint64_t records = 0, counted = 0, switches = 0;
     while (!stop && fgets(line, sizeof line, stdin)) {
+        if (zero) {
+            memset(table, 0, capacity * sizeof *table);
+            used = 0; records = 0; counted = 0; switches = 0; limit_said = 0;
+            zero = 0;
+        }
         char c = line[1];
         if (line[0] == ' ' && (c == 'L' || c == 'S' || c == 'M')) {
             if (records == limit) {
@@ -159,6 +175,9 @@ int main(int argc, char **argv) {
             if (c != 'S') e->loads++;
             if (c != 'L') e->stores++;
             counted++;
+        } else if (line[0] == '=' && !pid_known && line[1] == '=') {
+            long pid = strtol(line + 2, NULL, 10);
+            if (pid > 0) { snprintf(maps_path, sizeof maps_path, "/proc/%ld/maps", pid); pid_known = 1; }
         } else if (line[0] == '-') {
             char *s = strstr(line, "SCHED[");
             if (s && strstr(s, "acquired lock")) { tid = (uint32_t)atoi(s + 6); switches++; }

@@ -1,0 +1,156 @@
+"""The dynamic count of a server the lab starts, driven by a catalog benchmark: for a server of one process whose
+connections are threads (MariaDB's mariadbd). The data is loaded by the server running natively; then it is started
+again under lackey, its trace written into a FIFO read by the trace filter, which learns the server's pid from
+valgrind's first line. Once the server takes logins the filter zeroes its counts (the start-up's accesses are left
+out: under lackey a mariadbd start is about 1.5 minutes and 2.5 GB of trace); the driver runs the cell natively
+outside valgrind for the budget's seconds; then the filter is stopped and prints what it counted in that window,
+before the server is stopped (its shutdown is not counted either). PostgreSQL, a process per connection, is refused:
+its backends would write one interleaved trace."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import platform
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from dataclasses import replace
+from pathlib import Path
+
+from rich.console import Console
+
+from dbperf import engines
+from dbperf.catalog.workload import Workload, compile_statements
+from dbperf.errors import UserError
+from dbperf.experiment.model import Experiment, Target
+from dbperf.explain.server_profile import PROFILED_READY_TIMEOUT_S
+from dbperf.host.driver import run_job
+from dbperf.layout.build import trace_filter
+from dbperf.layout.dynamic import (
+    FILTER_DRAIN_S,
+    DynamicCounts,
+    TraceBudget,
+    TraceExtent,
+    lackey_options,
+    parse_filter_output,
+    valgrind_version,
+)
+from dbperf.layout.static_map import StaticMap
+from dbperf.records import RunResult
+from dbperf.servers.engines import server_target
+from dbperf.servers.lifecycle import LabServer
+from dbperf.servers.runtime import RuntimeDir
+from dbperf.tools import tail
+
+# The driver's connections to a server under lackey: each login and statement is a hundred times slower.
+DRIVER_GRACE_S = 600.0
+
+
+def traced_binary(target: Target) -> Path:
+    """The one binary a threaded server's process runs (a MariaDB target's `binaries` names mariadbd itself)."""
+    refuse_untraceable(target)
+    return Path(target.binaries or "/usr/sbin/mariadbd")
+
+
+def refuse_untraceable(target: Target) -> None:
+    kind = engines.engine(target.engine)
+    if target.dsn is not None:
+        raise UserError(f"target {target.name!r} is an external server: its process is not the lab's to run under "
+                        "valgrind")
+    if kind.process_model != "threads":
+        raise UserError(f"target {target.name!r}: the dynamic count of a server needs one process whose connections "
+                        f"are threads (MariaDB); {kind.title} runs a process per connection")
+
+
+def count_server(exp: Experiment, target: Target, bench: Workload, static: StaticMap, threads: int,
+                 budget: TraceBudget, err: Console) -> DynamicCounts:
+    """The loads and stores of STATIC's objects by the server's threads while the driver runs BENCH natively with
+    THREADS connections for the budget's seconds (or until the filter has seen the budget's accesses)."""
+    refuse_untraceable(target)
+    if shutil.which("valgrind") is None:
+        raise UserError("valgrind not found: simulated access counts need it (apt install valgrind)")
+    filter_exe = trace_filter()
+    kind = engines.engine(target.engine)
+    runtime = RuntimeDir()
+    server: LabServer | None = None
+    flt: subprocess.Popen[bytes] | None = None
+    write_end = -1
+    with tempfile.TemporaryFile() as counts:
+        try:
+            directory = runtime.target_dir(1)
+            profiled = replace(target, config={**target.config, **kind.profiled_settings(target.config)})
+            started = server_target(directory, directory.parent / "logs", profiled, exp)
+            assert isinstance(started, LabServer)
+            server = started
+            err.print(f"dbperf: loading {target.name} natively", markup=False, highlight=False)
+            server.start()
+            server.load()
+            server.stop()
+            # The FIFO beside the data (the runtime directory is private); valgrind opens it as root at launch.
+            fifo = runtime.path / "lackey.fifo"
+            os.mkfifo(fifo, 0o600)
+            read_end = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+            # Held open until valgrind has opened its end: a FIFO without a writer reads as its end.
+            write_end = os.open(fifo, os.O_WRONLY)
+            os.set_blocking(read_end, True)
+            limit = [] if budget.accesses is None else ["-n", str(budget.accesses)]
+            try:
+                flt = subprocess.Popen([str(filter_exe), *limit, "0", os.path.realpath(static.path)], stdin=read_end,
+                                       stdout=counts, stderr=subprocess.PIPE, start_new_session=True)
+            finally:
+                os.close(read_end)
+            server.launch_prefix = [shutil.which("setarch") or "setarch", platform.machine(), "-R",
+                                    shutil.which("valgrind") or "valgrind", *lackey_options(), f"--log-file={fifo}"]
+            server.ready_timeout_s = PROFILED_READY_TIMEOUT_S
+            err.print(f"dbperf: starting {target.name} under lackey (a minute or two)", markup=False, highlight=False)
+            server.start()
+            os.close(write_end)
+            write_end = -1
+            os.kill(flt.pid, signal.SIGUSR1)  # the start-up's accesses out
+            err.print(f"dbperf: counting {target.name} {bench.name}, {threads} threads, {budget.seconds:g} s, the "
+                      "server under lackey, the driver native", markup=False, highlight=False)
+            job = server.working_job().replace(mode="run", threads=threads, time_s=budget.seconds, warmup_s=0.0,
+                                               seed=exp.seed, workload=compile_statements(bench, exp.table_size,
+                                                                                           target.engine))
+            began = time.monotonic()
+            outcome = run_job(job, RunResult, budget.seconds + DRIVER_GRACE_S, env=server.env())
+            seconds = round(time.monotonic() - began, 3)
+            flt.send_signal(signal.SIGTERM)  # prints the window's counts; the shutdown is not counted
+            try:
+                _, said = flt.communicate(timeout=FILTER_DRAIN_S)
+            except subprocess.TimeoutExpired:
+                flt.kill()
+                raise UserError("the trace filter did not print its counts") from None
+            if flt.returncode != 0:
+                raise UserError(f"the trace filter failed (exit {flt.returncode}): "
+                                f"{tail(said.decode(errors='replace')) or 'no output'}")
+            if not outcome.ok or outcome.result is None:
+                raise UserError(f"{target.name} {bench.name}: the driver against the server under lackey failed: "
+                                f"{outcome.error}")
+            counts.seek(0)
+            per_object, totals = parse_filter_output(counts.read().decode(errors="replace"), static)
+            if totals["mapped"] == 0:
+                raise UserError(f"{static.path} was never mapped by the traced server: it is not the binary it runs")
+            queries = outcome.result.queries
+            extent = TraceExtent(whole_run=True, stopped_by=None, seconds=seconds, accesses=totals["records"],
+                                 budget_seconds=budget.seconds, budget_accesses=budget.accesses)
+            return DynamicCounts(
+                mode="simulated", tool=f"{valgrind_version()} lackey on the server ({kind.title}), ASLR off, its "
+                                       f"start-up and shutdown left out; the driver native, {queries:,} queries in the "
+                                       "window; threads serialised by valgrind",
+                command=[*server.launch_prefix[:-1], str(static.path)], seconds=seconds, per_object=per_object,
+                records=totals["records"], counted=totals["counted"], threads=totals["threads"],
+                unattributed=totals["unattributed"], trace=extent)
+        finally:
+            if write_end >= 0:
+                os.close(write_end)
+            if flt is not None and flt.poll() is None:
+                flt.kill()
+                flt.wait()
+            if server is not None:
+                server.stop()
+            with contextlib.suppress(OSError):
+                runtime.remove()

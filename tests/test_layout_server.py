@@ -1,0 +1,102 @@
+"""The layout check's dynamic count of a server's process (dbperf/layout/server_trace.py): the trace filter's part
+(a pid learned from valgrind's first line, counts zeroed on SIGUSR1) and a real MariaDB under lackey."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import shutil
+import signal
+import struct
+import subprocess
+import sys
+import termios
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import NEEDS_SERVERS, run_cli
+from tests.test_servers import lab_processes
+
+STREAM = "".join(f" {'LSM'[i % 3]} {0x1000 + 8 * (i % 4):08x},8\n" for i in range(10)).encode()
+
+
+def _waiting_for_more(proc: subprocess.Popen[bytes]) -> bool:
+    """The filter has read everything written to it and sleeps in its next read."""
+    assert proc.stdin is not None
+    unread = struct.unpack("i", fcntl.ioctl(proc.stdin.fileno(), termios.FIONREAD, b"\0\0\0\0"))[0]
+    state = Path(f"/proc/{proc.pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    return unread == 0 and state == "S"
+
+
+@pytest.mark.e2e
+@pytest.mark.skipif(shutil.which("gcc") is None and shutil.which("cc") is None, reason="needs a C compiler")
+def test_the_filter_learns_the_pid_from_valgrinds_first_line_and_zeroes_on_sigusr1():
+    from dbperf.layout.build import trace_filter
+
+    python = os.path.realpath(sys.executable)
+    proc = subprocess.Popen([str(trace_filter()), "0", python], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    assert proc.stdin is not None
+    # This test's own process stands for the server: its maps hold the python executable.
+    first = f"=={os.getpid()}== Lackey, an example Valgrind tool\n".encode() + STREAM
+    proc.stdin.write(first)
+    proc.stdin.flush()
+    deadline = time.monotonic() + 60
+    while not _waiting_for_more(proc) and time.monotonic() < deadline:  # whatever the machine's load
+        time.sleep(0.05)
+    assert _waiting_for_more(proc)
+    proc.send_signal(signal.SIGUSR1)  # what the lab sends once the server is ready
+    time.sleep(0.2)
+    assert proc.poll() is None  # zeroing does not end the read loop
+    proc.stdin.write(STREAM[: STREAM.index(b"\n", 40) + 1])  # three more records
+    out, _ = proc.communicate(timeout=60)
+    lines = out.decode().splitlines()
+    assert proc.returncode == 0 and lines[-1] == "T 3 0 0"  # only what came after the signal
+    assert any(line.startswith("MAP 0 ") for line in lines)  # the maps of the pid it read
+
+
+@pytest.mark.server
+@NEEDS_SERVERS
+@pytest.mark.skipif(shutil.which("valgrind") is None, reason="needs valgrind")
+def test_a_mariadb_point_query_cell_is_counted_with_the_server_under_lackey_and_its_start_up_left_out(
+        tmp_path, write_experiment):
+    exp = write_experiment("""
+[run]
+benchmarks = ["point-query"]
+table_size = 500
+threads = [2]
+time = "10m"
+
+[[target]]
+name = "maria"
+engine = "mariadb"
+config = { innodb_buffer_pool_size = "16M" }
+
+[[target]]
+name = "pg"
+engine = "postgres"
+""")
+    out = tmp_path / "m.json"
+    proc = run_cli("layout", "--experiment", str(exp), "--target", "maria", "--benchmark", "point-query",
+                   "--trace-seconds", "3", "--json", str(out), timeout=900)
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(out.read_text())
+    dynamic = data["dynamic"]
+    assert data["binary"] == "/usr/sbin/mariadbd" and data["cell"]["server"] is True
+    assert data["cell"]["threads"] == 2 and dynamic["mode"] == "simulated"
+    assert "start-up and shutdown left out" in dynamic["tool"] and "queries in the window" in dynamic["tool"]
+    # Two connection threads and the server's own at least; accesses to mariadbd's objects were counted. Its
+    # start-up alone under lackey is about 80 million records: a window of seconds is far fewer.
+    assert dynamic["threads"] >= 2 and dynamic["records_in_binary"] > 0
+    assert 0 < dynamic["memory_records"] < 40_000_000
+    assert lab_processes() == []
+    refused = run_cli("layout", "--experiment", str(exp), "--target", "pg", "--benchmark", "point-query",
+                      timeout=300)
+    assert refused.returncode == 2 and "runs a process per connection" in refused.stderr
+    assert len(refused.stderr.strip().splitlines()) == 1
+    fixed = run_cli("layout", "--experiment", str(exp), "--target", "maria", "--benchmark", "point-query", "--fix",
+                    timeout=300)
+    assert fixed.returncode == 2 and "--fix rebuilds SQLite's library" in fixed.stderr
