@@ -17,8 +17,8 @@ def layout(
     run: Annotated[Optional[str], typer.Option("--run", help="run BINARY with these arguments under the dynamic "
                                                               "count")] = None,
     experiment: Annotated[Optional[Path], typer.Option(help="drive this experiment's target engine ...")] = None,
-    target: Annotated[Optional[str], typer.Option(help="... this target (its SQLite library is checked) ...")]
-    = None,
+    target: Annotated[Optional[str], typer.Option(help="... this target (its SQLite library, or a MariaDB "
+                                                       "target's mariadbd, is checked) ...")] = None,
     benchmark: Annotated[Optional[str], typer.Option(help="... with this catalog benchmark")] = None,
     line: Annotated[Optional[int], typer.Option(help="cache line bytes, 64 or 128 (default: from the ELF "
                                                      "machine)")] = None,
