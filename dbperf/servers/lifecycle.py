@@ -234,6 +234,21 @@ class ExternalServer(ServerTarget):
                 "log": str(self.log), "data_dir": None, "restarts": 0}
 
 
+# The tries of a lab-chosen port (free_port) taken by someone else before the server bound it.
+PORT_TRIES = 3
+ADDRESS_IN_USE = "Address already in use"  # both servers' words for EADDRINUSE
+
+
+def _log_says(log: Path, start: int, words: str) -> bool:
+    """Whether the server's log, from byte `start` on, holds `words`."""
+    try:
+        with open(log, "rb") as f:
+            f.seek(start)
+            return words.encode() in f.read()
+    except OSError:
+        return False
+
+
 class LabServer(ServerTarget):
     """A server the lab starts in `directory` (its own, in the runtime directory) and stops. Subclasses say how the
     engine is initialised, configured and started, and how the working database is restored."""
@@ -275,7 +290,6 @@ class LabServer(ServerTarget):
             raise UserError(f"user {self.service_user} not found (apt install {self.apt_package})") from None
         if self.target.port:
             check_port_free(self.target.port)
-        port = self.port = self.target.port or free_port()
         password = self.password
         assert password is not None  # lab_password() always gives one
         first = not self.dir.exists()
@@ -283,7 +297,19 @@ class LabServer(ServerTarget):
             raise UserError(f"the server runs as user {self.service_user}, who cannot reach {self.dir} (a parent "
                             "directory is not searchable)")
         _private_dir(self.dir, user)
-        self.launch(binaries, user, first, port, password)
+        for attempt in range(1, PORT_TRIES + 1):
+            port = self.port = self.target.port or free_port()
+            log_start = self.log.stat().st_size if self.log.exists() else 0
+            try:
+                self.launch(binaries, user, first, port, password)
+                break
+            except UserError:
+                # A port the lab chose was free when it looked, but another process (a client's connection) can
+                # take it before the server binds it: the server says so and exits; another port is tried.
+                if self.target.port or attempt == PORT_TRIES or not _log_says(self.log, log_start, ADDRESS_IN_USE):
+                    raise
+                self.stop()
+                first = False  # launch() initialises the data directory again only if it is not
         self._wait_sql(self.admin_database)
         if not self._databases_created:
             self._exec(self.admin_database, self.create_pristine_sql(), "creating the database")
