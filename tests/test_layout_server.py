@@ -18,9 +18,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import NEEDS_SERVERS, run_cli
+from tests.test_hardening_round2_layout import LACKEY_STREAM
 from tests.test_servers import lab_processes
-
-STREAM = "".join(f" {'LSM'[i % 3]} {0x1000 + 8 * (i % 4):08x},8\n" for i in range(10)).encode()
 
 
 def _waiting_for_more(proc: subprocess.Popen[bytes]) -> bool:
@@ -41,7 +40,7 @@ def test_the_filter_learns_the_pid_from_valgrinds_first_line_and_zeroes_on_sigus
                             stderr=subprocess.PIPE)
     assert proc.stdin is not None
     # This test's own process stands for the server: its maps hold the python executable.
-    first = f"=={os.getpid()}== Lackey, an example Valgrind tool\n".encode() + STREAM
+    first = f"=={os.getpid()}== Lackey, an example Valgrind tool\n".encode() + LACKEY_STREAM
     proc.stdin.write(first)
     proc.stdin.flush()
     deadline = time.monotonic() + 60
@@ -51,7 +50,7 @@ def test_the_filter_learns_the_pid_from_valgrinds_first_line_and_zeroes_on_sigus
     proc.send_signal(signal.SIGUSR1)  # what the lab sends once the server is ready
     time.sleep(0.2)
     assert proc.poll() is None  # zeroing does not end the read loop
-    proc.stdin.write(STREAM[: STREAM.index(b"\n", 40) + 1])  # three more records
+    proc.stdin.write(LACKEY_STREAM[: LACKEY_STREAM.index(b"\n", 40) + 1])  # three more records
     out, _ = proc.communicate(timeout=60)
     lines = out.decode().splitlines()
     assert proc.returncode == 0 and lines[-1] == "T 3 0 0"  # only what came after the signal

@@ -52,6 +52,16 @@ def _complete(path: Path) -> bool:
         return False
 
 
+def profiled_server(directory: Path, target: Target, e: Experiment) -> LabServer:
+    """The target's lab server in DIRECTORY with the settings it needs under valgrind (the engine's
+    profiled_settings), not started."""
+    settings = dict(engines.engine(target.engine).profiled_settings(target.config))
+    server = server_target(directory, directory.parent / "logs", replace(target, config={**target.config, **settings}),
+                           e)
+    assert isinstance(server, LabServer)
+    return server
+
+
 class ServerProfiling:
     """One server per profiled target, started under cachegrind once its data is loaded; stopped by close()."""
 
@@ -69,11 +79,8 @@ class ServerProfiling:
                             "processes are not the lab's to run under valgrind)")
         valgrind_available()
         self.runtime = self.runtime or RuntimeDir()
-        settings = dict(engines.engine(target.engine).profiled_settings(target.config))
-        profiled = replace(target, config={**target.config, **settings})
         directory = self.runtime.target_dir(len(self.servers) + 1)
-        server = server_target(directory, directory.parent / "logs", profiled, self.e)
-        assert isinstance(server, LabServer)
+        server = profiled_server(directory, target, self.e)
         self.servers[target.name] = (server, directory / "cachegrind")  # stopped by close() from here on
         server.start()
         server.load()

@@ -17,7 +17,6 @@ import signal
 import subprocess
 import tempfile
 import time
-from dataclasses import replace
 from pathlib import Path
 
 from rich.console import Console
@@ -26,7 +25,7 @@ from dbperf import engines
 from dbperf.catalog.workload import Workload, compile_statements
 from dbperf.errors import UserError
 from dbperf.experiment.model import Experiment, Target
-from dbperf.explain.server_profile import PROFILED_READY_TIMEOUT_S
+from dbperf.explain.server_profile import PROFILED_READY_TIMEOUT_S, profiled_server
 from dbperf.host.driver import run_job
 from dbperf.layout.build import trace_filter
 from dbperf.layout.dynamic import (
@@ -40,7 +39,7 @@ from dbperf.layout.dynamic import (
 )
 from dbperf.layout.static_map import StaticMap
 from dbperf.records import RunResult
-from dbperf.servers.engines import server_target
+from dbperf.servers.engines import LAB_SERVERS
 from dbperf.servers.lifecycle import LabServer
 from dbperf.servers.runtime import RuntimeDir
 from dbperf.tools import tail
@@ -50,9 +49,9 @@ DRIVER_GRACE_S = 600.0
 
 
 def traced_binary(target: Target) -> Path:
-    """The one binary a threaded server's process runs (a MariaDB target's `binaries` names mariadbd itself)."""
-    refuse_untraceable(target)
-    return Path(target.binaries or "/usr/sbin/mariadbd")
+    """The one binary a threaded server's process runs: its target's `binaries`, else its engine's default (for
+    MariaDB both name mariadbd itself); lab_target has refused the others."""
+    return Path(target.binaries or LAB_SERVERS[target.engine].default_binaries)
 
 
 def refuse_untraceable(target: Target) -> None:
@@ -80,11 +79,7 @@ def count_server(exp: Experiment, target: Target, bench: Workload, static: Stati
     write_end = -1
     with tempfile.TemporaryFile() as counts:
         try:
-            directory = runtime.target_dir(1)
-            profiled = replace(target, config={**target.config, **kind.profiled_settings(target.config)})
-            started = server_target(directory, directory.parent / "logs", profiled, exp)
-            assert isinstance(started, LabServer)
-            server = started
+            server = profiled_server(runtime.target_dir(1), target, exp)
             err.print(f"dbperf: loading {target.name} natively", markup=False, highlight=False)
             server.start()
             server.load()
