@@ -22,6 +22,7 @@ from dbperf.host.cpus import CpuPlan
 from dbperf.records import DriverJob
 from dbperf.runner import matrix
 from dbperf.runner.duet import Side, plan_duets, run_together
+from dbperf.runner.estimate import CELL_OVERHEAD_S, estimate
 from dbperf.runner.matrix import cell_count, plan_cells
 from dbperf.runner.targets import build_targets
 from tests.conftest import DBPERF, REPO, run_cli
@@ -100,6 +101,19 @@ def test_more_threads_than_a_side_has_cpus_run_interleaved(write_experiment):
     assert {c.partner is not None for c in cells if c.threads == 1} == {True}
     assert {c.partner for c in cells if c.threads == 2} == {None}
     assert len(cells) == cell_count(e)
+
+
+@pytest.mark.unit
+def test_the_estimate_counts_a_duet_once_not_once_per_side(write_experiment, tmp_path):
+    """A duet's two cells run at the same moment: a round takes one cell length per target other than the base
+    (2 here, with the A/A copy), where interleaved rounds take one per target (3)."""
+    e = _parsed(write_experiment)
+    interleaved = replace(e, order="alternate")
+    cell_s = e.time_s + e.warmup_s + CELL_OVERHEAD_S
+    saved = estimate(interleaved, tmp_path).seconds - estimate(e, tmp_path).seconds
+    assert saved == pytest.approx(2 * 2 * (3 - 2) * cell_s)  # benchmarks × rounds × (targets − duets)
+    one_side = replace(e, cpus=CpuPlan(None, None, "off"))  # no duet formed: timed like interleaved rounds
+    assert estimate(one_side, tmp_path).seconds == pytest.approx(estimate(interleaved, tmp_path).seconds)
 
 
 @pytest.mark.unit

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from dbperf import engines
 from dbperf.experiment.model import Experiment
+from dbperf.runner.duet import plan_duets
 from dbperf.runner.post_write import steps_before
 from dbperf.runner.simulated_tier import estimated_seconds
 from dbperf.servers.runtime import runtime_base
@@ -88,6 +89,15 @@ class Estimate:
         return [self.summary()] if self.needs_confirmation() else []
 
 
+def _slots_per_round(e: Experiment, threads: int) -> int:
+    """Cell lengths a round of one (benchmark, threads) takes: one per target, or, where duets are formed, one per
+    target other than the base (the base runs beside each of them at the same moment)."""
+    duets = plan_duets(e)
+    if duets is not None and duets.formed(threads):
+        return max(1, len(e.targets) - 1)
+    return len(e.targets)
+
+
 def estimate(e: Experiment, out: Path) -> Estimate:
     rows = e.tables * e.table_size
     seconds = 0.0
@@ -110,12 +120,12 @@ def estimate(e: Experiment, out: Path) -> Estimate:
         seconds += len(steps_before(e.benchmarks)) * len(e.targets) * e.post_write_wait_s
     for t in e.targets:
         seconds += restores * rows / (3 * engines.engine(t.engine).load_rows_per_s)
-    cells = len(e.benchmarks) * len(e.threads) * e.repeats * len(e.targets)
+    slots = len(e.benchmarks) * e.repeats * sum(_slots_per_round(e, t) for t in e.threads)
     # Steady state: the least warm-up (a cell that does not settle takes up to max_warmup).
     warmup_s = e.steady.least_warmup_s(e.warmup_s) if e.steady else e.warmup_s
-    seconds += cells * (e.time_s + warmup_s + CELL_OVERHEAD_S)
+    seconds += slots * (e.time_s + warmup_s + CELL_OVERHEAD_S)
     if e.budget_s is not None:  # repeats = "auto": the minimum rounds above, or the budget if it is longer
-        seconds += max(0.0, e.budget_s - cells * (e.time_s + warmup_s + CELL_OVERHEAD_S))
+        seconds += max(0.0, e.budget_s - slots * (e.time_s + warmup_s + CELL_OVERHEAD_S))
     if e.simulated:
         seconds += estimated_seconds(e)
     needs = tuple((place, need, _free_bytes(Path(place))) for place, need in per_place.items())
