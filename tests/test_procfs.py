@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 
@@ -34,3 +35,23 @@ def test_walks_find_this_process_its_child_and_its_session():
     finally:
         child.kill()
         child.wait()
+
+
+@pytest.mark.unit
+def test_a_listening_socket_is_found_by_port_and_in_its_owners_fds():
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as listening, \
+            socket.socket(socket.AF_INET, socket.SOCK_STREAM) as bound:
+        listening.bind(("127.0.0.1", 0))
+        listening.listen()
+        bound.bind(("127.0.0.1", 0))  # bound, not listening: not a listener
+        port, other = listening.getsockname()[1], bound.getsockname()[1]
+        found = procfs.tcp_listeners(port)
+        assert found is not None and len(found) == 1
+        assert found <= procfs.socket_inodes([os.getpid()])
+        assert procfs.tcp_listeners(other) == set()
+        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+        try:
+            assert not found & procfs.socket_inodes([child.pid]), "a process that does not hold it is not its owner"
+        finally:
+            child.kill()
+            child.wait()

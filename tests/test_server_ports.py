@@ -26,8 +26,27 @@ def taken() -> Iterator[int]:
         yield s.getsockname()[1]
 
 
+@pytest.fixture
+def answered() -> Iterator[int]:
+    """A port another process listens on: a connection to it succeeds, but not to the lab's server."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        yield s.getsockname()[1]
+
+
 @pytest.mark.parametrize("engine", ["postgres", "mariadb"])
 def test_a_chosen_port_taken_before_the_server_binds_it_is_replaced(where, monkeypatch, taken, engine):
+    _replaced(where, monkeypatch, taken, engine)
+
+
+def test_a_chosen_port_another_listener_answers_on_is_not_taken_for_the_server(where, monkeypatch, answered):
+    """The other listener accepts the lab's connection while the server fails to bind: the lab does not take it
+    for the server's (it would load and measure someone else's server, or fail on its password)."""
+    _replaced(where, monkeypatch, answered, "postgres")
+
+
+def _replaced(where, monkeypatch, taken: int, engine: str) -> None:
     chosen = iter([taken])
     real = lifecycle.free_port
     monkeypatch.setattr(lifecycle, "free_port", lambda: next(chosen, None) or real())

@@ -92,6 +92,41 @@ def own_children() -> set[int]:
     return pids
 
 
+TCP_LISTEN = "0A"  # the `st` column of /proc/net/tcp (include/net/tcp_states.h)
+
+
+def tcp_listeners(port: int) -> set[int] | None:
+    """The socket inodes listening on TCP `port` (any address, IPv4 or IPv6) in this network namespace, from
+    /proc/net/tcp and tcp6; None where neither can be read."""
+    found: set[int] = set()
+    readable = False
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            lines = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        readable = True
+        for line in lines:
+            fields = line.split()
+            # sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout inode
+            if len(fields) > 9 and fields[3] == TCP_LISTEN and int(fields[1].rsplit(":", 1)[1], 16) == port:
+                found.add(int(fields[9]))
+    return found if readable else None
+
+
+def socket_inodes(pids: list[int]) -> set[int]:
+    """The inodes of the sockets these processes hold open (those that end or cannot be read left out)."""
+    inodes: set[int] = set()
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            for fd in Path(f"/proc/{pid}/fd").iterdir():
+                with contextlib.suppress(OSError):
+                    target = os.readlink(fd)
+                    if target.startswith("socket:["):
+                        inodes.add(int(target[8:-1]))
+    return inodes
+
+
 def proc_io(pid: int, fields: tuple[str, ...]) -> dict[str, int] | None:
     """The named counters of /proc/PID/io, or None when it cannot be read (gone, or another user's)."""
     try:

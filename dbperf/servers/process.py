@@ -15,6 +15,7 @@ from pathlib import Path
 
 from dbperf.errors import UserError
 from dbperf.host.cpus import pinned
+from dbperf.host.procfs import session_members, socket_inodes, tcp_listeners
 from dbperf.servers.watchdog import Watchdog
 
 STOP_TIMEOUT_S = 30.0
@@ -86,11 +87,20 @@ class ServerProcess:
                 raise UserError(f"server exited during start-up: {last_error_line(self.log)}")
             with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
                 s.settimeout(0.5)
-                if s.connect_ex(("127.0.0.1", port)) == 0:
+                if s.connect_ex(("127.0.0.1", port)) == 0 and self.listens_on(port):
                     return
             time.sleep(0.1)
         self.stop()
         raise UserError(f"server did not accept connections within {timeout_s:.0f} s: {last_error_line(self.log)}")
+
+    def listens_on(self, port: int) -> bool:
+        """Whether the socket listening on `port` is this server's (its session's): another process can bind a
+        port the lab chose between free_port and the server's own bind, and would answer the lab's connection
+        while this server fails to bind. True where /proc/net/tcp cannot be read (nothing to check against)."""
+        listening = tcp_listeners(port)
+        if listening is None:
+            return True
+        return bool(listening & socket_inodes(session_members(self.pid)))
 
     def stop(self) -> None:
         if self.proc is None:
