@@ -133,6 +133,7 @@ class FleetHostMeta(msgspec.Struct, kw_only=True, omit_defaults=True):
     status: str | None = None  # pending, running, complete, interrupted, failed, lost
     targets: list[str | TargetMeta] = []  # names until the host's run reports them as built and loaded there
     cells: int | None = None
+    cpus: dict[str, Any] | None = None  # `[run].cpus` as planned for this host's CPUs (CpuPlan.describe)
     not_run: int | None = None
     reason: str | None = None
     host: HostMeta | None = None

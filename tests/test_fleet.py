@@ -17,16 +17,20 @@ from rich.console import Console
 
 from dbperf.errors import UserError
 from dbperf.experiment.spec import parse_experiment
+from dbperf.fleet import controller as fleet_controller
 from dbperf.fleet.certs import make_certs
 from dbperf.fleet.cluster import connect, connected_hosts
-from dbperf.fleet.controller import LOST
+from dbperf.fleet.controller import LOST, Controller
 from dbperf.fleet.local import local_fleet
-from dbperf.fleet.plan import split
-from dbperf.fleet.probe import probe_fleet
+from dbperf.fleet.plan import split, with_host_cpus
+from dbperf.fleet.probe import allowed_cpus, probe_fleet
 from dbperf.fleet.run import _run, run_fleet
-from dbperf.records import CellRecord
+from dbperf.host.cpus import CpuPlan
+from dbperf.records import CellRecord, ResultsRecord
 from dbperf.report.formats import draw
+from dbperf.report.hosts import host_view
 from dbperf.report.probe_hosts import probe_hosts_view
+from dbperf.run_meta import FleetHostMeta, FleetMeta, RunMeta, TargetMeta
 from dbperf.storage.results import read_results
 from tests.conftest import DBPERF, REPO, run_cli
 
@@ -246,6 +250,71 @@ def test_fleet_run_errors_are_one_line(write_experiment) -> None:
         run_fleet(write_experiment(MATRIX), None, None, None, Console(stderr=True))
     proc = run_cli("fleet", "local", str(REPO / "examples" / "fleet.toml"))
     assert proc.returncode == 2 and "names host(s) beelink" in proc.stderr and "Traceback" not in proc.stderr
+
+
+DUET_ON_TWO_HOSTS = MATRIX.replace("repeats = 2", 'repeats = 2\norder = "duet"') + """
+[fleet]
+hosts = ["big", "one-cpu"]
+"""
+
+
+@pytest.mark.unit
+def test_each_host_plans_cpus_and_so_its_cells_with_its_own_cpus(write_experiment) -> None:
+    e = parse_experiment(write_experiment(DUET_ON_TWO_HOSTS))
+    parts = {p.host: p for p in with_host_cpus(split(e), {"big": [7, 2, 5], "one-cpu": [3]})}
+    assert parts["big"].experiment.cpus == CpuPlan(frozenset({2}), frozenset({5}), "auto")
+    assert parts["one-cpu"].experiment.cpus == CpuPlan(None, None, "off: one CPU")
+    # Duets pair A and B on the host with two CPUs (each record names its partner); the one-CPU host interleaves.
+    assert {key[4] for key in parts["big"].cells} == {"A", "B"}
+    assert {key[4] for key in parts["one-cpu"].cells} == {None}
+    # fleet local: every worker has the controller's CPUs, so each host's plan is the one parsed here
+    here = sorted(os.sched_getaffinity(0))
+    assert all(p.experiment.cpus == e.cpus for p in with_host_cpus(split(e), {"big": here, "one-cpu": here}))
+    assert allowed_cpus() == here
+
+
+@pytest.mark.unit
+def test_a_cpu_list_with_a_cpu_a_host_may_not_use_is_one_line_naming_the_host(write_experiment) -> None:
+    cpu = min(os.sched_getaffinity(0))  # one this process may use: the file is read here first
+    path = write_experiment(MATRIX.replace("[run]", f'[run]\ncpus = {{ client = "{cpu}" }}')
+                            + '\n[fleet]\nhosts = ["h1", "h2"]\n')
+    parts = split(parse_experiment(path))
+    assert with_host_cpus(parts, {"h1": [cpu], "h2": [cpu]})[1].experiment.cpus.client == {cpu}
+    with pytest.raises(UserError) as refused:
+        with_host_cpus(parts, {"h1": [cpu], "h2": [cpu + 1]})
+    assert str(refused.value) == (f"host 'h2': {path} [run].cpus.client: CPU {cpu} is not one this process may "
+                                  f"use (allowed: {cpu + 1})")
+
+
+@pytest.mark.unit
+def test_the_controller_plans_each_host_with_the_cpus_that_host_reports(write_experiment, tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    e = parse_experiment(write_experiment(DUET_ON_TWO_HOSTS))
+    reported = {"big": [2, 5], "one-cpu": [3]}
+    monkeypatch.setattr(fleet_controller, "hosts_cpus", lambda _client, hosts, _run_id: {h: reported[h] for h in hosts})
+    controller = Controller(e, None, tmp_path / "out", Console(stderr=True), "tcp://127.0.0.1:8786", [])
+    controller._plan_host_cpus()
+    big, one_cpu = controller.hosts["big"], controller.hosts["one-cpu"]
+    assert big.part.experiment.cpus.describe() == {"client": [2], "server": [5], "how": "auto"}
+    assert one_cpu.part.experiment.cpus.how == "off: one CPU"
+    assert big.planned == big.part.cells and {k[4] for k in big.remaining()} == {"A", "B"}
+    assert {k[4] for k in one_cpu.remaining()} == {None}
+    controller._open_results().close()
+    hosts = json.loads((tmp_path / "out" / "meta.json").read_text())["fleet"]["hosts"]
+    assert hosts["big"]["cpus"] == {"client": [2], "server": [5], "how": "auto"} and hosts["big"]["cells"] == 8
+    assert hosts["one-cpu"]["cpus"]["how"] == "off: one CPU"
+
+
+@pytest.mark.unit
+def test_a_hosts_report_shows_its_own_cpus_not_the_controllers() -> None:
+    controller_cpus = {"client": [0], "server": [1], "how": "auto"}
+    meta = RunMeta(base="A", targets=[TargetMeta(name="A")], cpus=controller_cpus, fleet=FleetMeta(hosts={
+        "h1": FleetHostMeta(targets=["A"], cpus={"client": None, "server": None, "how": "off: one CPU"}),
+        "h2": FleetHostMeta(targets=["A"])}))  # h2: a directory written before hosts had their cpus
+    records: list[ResultsRecord] = [CellRecord(target="A", benchmark="point-query", threads=1, repeat=1,
+                                               status="ok", host=h) for h in ("h1", "h2")]
+    assert host_view(meta, records, "h1")[0].cpus == {"client": None, "server": None, "how": "off: one CPU"}
+    assert host_view(meta, records, "h2")[0].cpus == controller_cpus
 
 
 @pytest.mark.unit

@@ -9,7 +9,7 @@ import pytest
 
 from dbperf.errors import UserError
 from dbperf.experiment.spec import parse_experiment
-from dbperf.host.cpus import CpuPlan, pinned, plan_cpus
+from dbperf.host.cpus import CpuPlan, parse_cpu_list, pinned, plan_cpus
 from dbperf.host.noise import CLK_TCK, Sample, read_proc_stat, sensors
 from dbperf.records import CellRecord, results_record
 
@@ -64,6 +64,20 @@ def test_cpu_plan_defaults_and_checks(write_experiment):
                          ('"on"', "expected { client"), ('{ driver = "0" }', "expected { client")):
         with pytest.raises(UserError, match=message):
             parse_experiment(write_experiment(body.format(cpus=bad)))
+
+
+def test_cpus_are_planned_for_the_cpus_given_not_only_this_processs():
+    # A fleet host's CPUs are asked there and may be none of this process's: planning takes them as an argument.
+    assert plan_cpus(None, allowed=frozenset({0})) == CpuPlan(None, None, "off: one CPU")
+    assert plan_cpus(None, allowed=frozenset({5, 2, 7})) == CpuPlan(frozenset({2}), frozenset({5}), "auto")
+    assert plan_cpus("off", allowed=frozenset({2, 5})) == CpuPlan(None, None, "off")
+    explicit = {"client": "3", "server": "0-1"}
+    assert plan_cpus(explicit, allowed=frozenset({0, 1, 3})) == CpuPlan(frozenset({3}), frozenset({0, 1}),
+                                                                        "experiment")
+    assert parse_cpu_list("2,4-5", "x", frozenset({2, 4, 5, 9})) == {2, 4, 5}
+    with pytest.raises(UserError) as refused:
+        plan_cpus(explicit, "host 'h2': [run].cpus", frozenset({0}))
+    assert str(refused.value) == "host 'h2': [run].cpus.client: CPU 3 is not one this process may use (allowed: 0)"
 
 
 def test_a_child_started_while_pinned_inherits_the_cpus():

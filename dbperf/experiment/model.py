@@ -104,6 +104,7 @@ class Experiment:
     post_write_wait_s: float = 0.0
     fleet: FleetSection | None = None
     cpus: CpuPlan = NOT_PINNED  # where the driver and lab-started servers run (host/cpus.py)
+    cpus_setting: object = None  # [run].cpus as written (None: auto): a fleet plans it again with each host's CPUs
     aa_target: str | None = None  # the base's A/A copy (experiment/aa.py), when the run has one
     resources: bool = True  # I/O and engine counters per cell (targets/resources.py)
     load: LoadModel = field(default_factory=LoadModel)  # closed/open loop, time series, percentiles

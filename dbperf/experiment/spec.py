@@ -253,6 +253,7 @@ def parse_experiment(path: Path) -> Experiment:
         **harness_settings(values, values.get("tables", 1) * values.get("table_size", 100_000)),
         fleet=_fleet(doc.get("fleet"), where, path.parent),
         cpus=plan_cpus(run.get("cpus"), f"{rwhere}.cpus"),
+        cpus_setting=run.get("cpus"),
         resources=values.get("resources", True),
         simulated=values.get("simulated", False),
         load=parse_load_model(run, values, rwhere),

@@ -27,7 +27,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from dbperf.errors import UserError
 from dbperf.experiment.model import Experiment
 from dbperf.fleet.cluster import connected_hosts, resource_of
-from dbperf.fleet.plan import HostPart, split
+from dbperf.fleet.plan import HostPart, split, with_host_cpus
+from dbperf.fleet.probe import hosts_cpus
 from dbperf.fleet.task import cancel_event_of, host_matrix, topic_of
 from dbperf.records import CellRecord, RecordError, results_record
 from dbperf.run_meta import FleetHostMeta, FleetMeta, HostMeta, RunMeta, meta_part, updated
@@ -110,6 +111,7 @@ class Controller:
         done: dict[str, set[CellKey]] = {}
         if resume:
             self.meta, done = _resume_state(self.out, e)
+        # cpus, and so the planned cells, are the controller's until run() asks each host (_plan_host_cpus)
         self.hosts = {p.host: HostRun(p, p.cells, done.get(p.host, set())) for p in parts}
         self.outcome = FleetOutcome(self.out, hosts=self.hosts)
         self.events: queue.Queue[dict[str, Any]] = queue.Queue()
@@ -130,13 +132,22 @@ class Controller:
                                 f"{missing[0]}` there)")
             time.sleep(0.2)
 
+    def _plan_host_cpus(self) -> None:
+        """Every host's `[run].cpus` planned with the CPUs it may use, asked there (the parser planned them with the
+        controller's), and so its cells: a duet's depend on them."""
+        cpus = hosts_cpus(self.client, list(self.hosts), self.run_id)
+        for part in with_host_cpus([r.part for r in self.hosts.values()], cpus):
+            run = self.hosts[part.host]
+            run.part, run.planned = part, part.cells
+
     def _open_results(self) -> ResultsWriter:
         if self.resume:
             writer = ResultsWriter.reopen(self.out)
             self.meta.status = "running"
             self.meta.resumed_at = [*(self.meta.resumed_at or []), datetime.now(UTC).isoformat(timespec="seconds")]
-            for name in self.hosts:
-                self._host_meta(name).status = "pending"
+            for name, run in self.hosts.items():
+                hm = self._host_meta(name)
+                hm.status, hm.cpus = "pending", run.part.experiment.cpus.describe()
             writer.update_meta(self.meta)
             return writer
         writer = ResultsWriter(self.out)
@@ -144,10 +155,11 @@ class Controller:
         self.meta = _meta(e, {t.name: {} for t in e.targets}, {t.name: [] for t in e.targets})
         self.meta.fleet = FleetMeta(
             scheduler=self.scheduler, run_id=self.run_id,
-            note="meta.host is the controller's; each host's own metadata, and its targets as built and "
-                 "loaded there, are under fleet.hosts",
+            note="meta.host and meta.cpus are the controller's; each host's own metadata, its cpus as planned "
+                 "there, and its targets as built and loaded there, are under fleet.hosts",
             hosts={h: FleetHostMeta(status="pending", targets=[t.name for t in r.part.experiment.targets],
-                                    cells=len(r.planned)) for h, r in self.hosts.items()},
+                                    cells=len(r.planned), cpus=r.part.experiment.cpus.describe())
+                   for h, r in self.hosts.items()},
         )
         writer.write_meta(self.meta, e.text)
         return writer
@@ -293,6 +305,7 @@ class Controller:
 
     def run(self) -> FleetOutcome:
         self._wait_for_hosts()
+        self._plan_host_cpus()
         writer = self._open_results()
         total = sum(len(r.remaining()) for r in self.hosts.values())
         try:

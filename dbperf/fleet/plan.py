@@ -1,14 +1,16 @@
 """Which targets run on which host: `[fleet] hosts` run the whole matrix each (hosts become a dimension); a target
 with `host = "..."` runs on that host only. Each host gets its part as an experiment of its own, run there exactly as
-`dbperf run` would run it (repeats interleaved across that host's targets)."""
+`dbperf run` would run it (repeats interleaved across that host's targets), with `[run].cpus` planned for the CPUs
+that host may use (`with_host_cpus`)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from dbperf.errors import UserError
 from dbperf.experiment.model import Experiment
+from dbperf.host.cpus import plan_cpus
 from dbperf.runner.matrix import CellKey, plan_cells
 
 
@@ -51,3 +53,15 @@ def split(e: Experiment, default: Sequence[str] = ()) -> list[HostPart]:
     if not parts:
         raise UserError(f"{e.path}: no host to run on")
     return parts
+
+
+def host_experiment(e: Experiment, host: str, allowed: Iterable[int]) -> Experiment:
+    """`e` with `[run].cpus` planned for `host`, which may use the CPUs `allowed`. The parser planned it with the
+    controller's CPUs; the driver and servers are pinned on the host, and duets are formed (or not) there."""
+    return replace(e, cpus=plan_cpus(e.cpus_setting, f"host {host!r}: {e.path} [run].cpus", frozenset(allowed)))
+
+
+def with_host_cpus(parts: Sequence[HostPart], hosts_cpus: Mapping[str, Iterable[int]]) -> list[HostPart]:
+    """Every part with `cpus` planned for its host's CPUs (host name -> the CPUs it may use, asked there), before
+    its cells are planned: a duet's cells, and so the cell keys, depend on them."""
+    return [HostPart(p.host, host_experiment(p.experiment, p.host, hosts_cpus[p.host])) for p in parts]

@@ -1,5 +1,6 @@
 """`dbperf probe --fleet`: every host of the fleet runs `dbperf probe` (its own compiler, its own CPU), one host at a
-time is not needed (each probe runs on its own host), and the results come back as one JSON document per host."""
+time is not needed (each probe runs on its own host), and the results come back as one JSON document per host.
+`hosts_cpus`: the CPUs each host may use, for a fleet run to plan `[run].cpus` there (fleet/plan.py)."""
 
 from __future__ import annotations
 
@@ -10,12 +11,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from distributed import Client
+from distributed import Client, wait
 
 from dbperf.errors import UserError
 from dbperf.fleet.cluster import connected_hosts, resource_of
 
 TIMEOUT_S = 1800
+CPUS_TIMEOUT_S = 60.0  # a worker that joined answers at once, unless another task holds its thread
 
 
 def probe_on_host(args: list[str]) -> dict[str, Any]:
@@ -50,3 +52,30 @@ def probe_fleet(client: Client, args: list[str], hosts: list[str] | None = None,
         return {h: submit(h).result() for h in names}
     futures = {h: submit(h) for h in names}
     return {h: f.result() for h, f in futures.items()}
+
+
+def allowed_cpus() -> list[int]:
+    """Runs on a host's worker: the CPUs the lab may use there (the worker's affinity, which the child that runs
+    the host's cells inherits)."""
+    return sorted(os.sched_getaffinity(0))
+
+
+def hosts_cpus(client: Client, hosts: list[str], run_id: str) -> dict[str, list[int]]:
+    """Host name -> the CPUs it may use, asked on each host (its worker; they are connected)."""
+    futures = {h: client.submit(allowed_cpus, key=f"dbperf-cpus-{run_id}-{h}", pure=False,
+                                resources={resource_of(h): 1}) for h in hosts}
+    try:
+        wait(list(futures.values()), timeout=CPUS_TIMEOUT_S)
+    except TimeoutError:
+        late = [h for h, f in futures.items() if not f.done()]
+        client.cancel([futures[h] for h in late])
+        raise UserError(f"host(s) {', '.join(late)} did not say which CPUs they may use within "
+                        f"{CPUS_TIMEOUT_S:.0f} s (is another run using their worker?)") from None
+    cpus: dict[str, list[int]] = {}
+    for host, future in futures.items():
+        try:
+            cpus[host] = future.result()
+        except Exception as err:  # the worker died or the call failed there: one line, no traceback
+            raise UserError(f"host {host!r}: could not ask which CPUs it may use "
+                            f"({type(err).__name__}: {err})") from None
+    return cpus

@@ -39,8 +39,9 @@ class CpuPlan:
 NOT_PINNED = CpuPlan(None, None, "off")
 
 
-def parse_cpu_list(text: object, where: str) -> frozenset[int]:
-    """"0", "0,2", "2-3": CPUs the lab may use (its own affinity), as a set."""
+def parse_cpu_list(text: object, where: str, allowed: frozenset[int] | None = None) -> frozenset[int]:
+    """"0", "0,2", "2-3": CPUs the lab may use, as a set. `allowed`: the CPUs of the host it is planned for (a
+    fleet host's, asked there); None: this process's affinity."""
     if not isinstance(text, str) or not text.strip():
         raise UserError(f"{where}: expected CPUs such as \"0\", \"0,2\" or \"2-3\", got {text!r}")
     cpus: set[int] = set()
@@ -49,7 +50,8 @@ def parse_cpu_list(text: object, where: str) -> frozenset[int]:
         if not low.isdigit() or (high and not high.isdigit()):
             raise UserError(f"{where}: expected CPUs such as \"0\", \"0,2\" or \"2-3\", got {text!r}")
         cpus.update(range(int(low), int(high or low) + 1))
-    allowed = os.sched_getaffinity(0)
+    if allowed is None:
+        allowed = frozenset(os.sched_getaffinity(0))
     missing = sorted(cpus - allowed)
     if missing:
         raise UserError(f"{where}: CPU {missing[0]} is not one this process may use "
@@ -68,17 +70,21 @@ def check_cpus(value: object, where: str) -> object:
     return value
 
 
-def plan_cpus(value: object, where: str = "[run].cpus") -> CpuPlan:
+def plan_cpus(value: object, where: str = "[run].cpus", allowed: frozenset[int] | None = None) -> CpuPlan:
+    """The plan of the `cpus` setting (None: auto) on a host that may use the CPUs `allowed` (None: those of this
+    process). A fleet plans it once per host, with that host's CPUs (fleet/plan.py)."""
+    if allowed is None:
+        allowed = frozenset(os.sched_getaffinity(0))
     if value == "off":
         return CpuPlan(None, None, "off")
     if isinstance(value, dict):
-        client = parse_cpu_list(value["client"], f"{where}.client") if "client" in value else None
-        server = parse_cpu_list(value["server"], f"{where}.server") if "server" in value else None
+        client = parse_cpu_list(value["client"], f"{where}.client", allowed) if "client" in value else None
+        server = parse_cpu_list(value["server"], f"{where}.server", allowed) if "server" in value else None
         return CpuPlan(client, server, "experiment")
-    allowed = sorted(os.sched_getaffinity(0))
-    if len(allowed) < 2:
+    in_order = sorted(allowed)
+    if len(in_order) < 2:
         return CpuPlan(None, None, "off: one CPU")
-    return CpuPlan(frozenset({allowed[0]}), frozenset({allowed[1]}), "auto")
+    return CpuPlan(frozenset({in_order[0]}), frozenset({in_order[1]}), "auto")
 
 
 @contextlib.contextmanager

@@ -25,7 +25,7 @@ def _host_meta(meta: RunMeta, host: str) -> FleetHostMeta:
 
 def host_view(meta: RunMeta, records: list[ResultsRecord], host: str) -> tuple[RunMeta, list[ResultsRecord]]:
     """meta and records as if `host` had run alone: its targets (with what the host recorded about them), its
-    metadata as `host`, its status."""
+    metadata as `host`, its cpus, its status."""
     mine: list[ResultsRecord] = [r for r in records if isinstance(r, CellRecord) and r.host == host]
     hm = _host_meta(meta, host)
     declared = {t.name: t for t in meta.targets}
@@ -37,6 +37,7 @@ def host_view(meta: RunMeta, records: list[ResultsRecord], host: str) -> tuple[R
     base = meta.base if meta.base in names else (names[0] if names else meta.base)
     status = hm.status or meta.status
     view = meta.replace(targets=targets or meta.targets, base=base, host=hm.host or meta.host,
+                        cpus=hm.cpus or meta.cpus,  # meta.cpus is the controller's plan, not the host's
                         status="complete" if status == "complete" else status)
     return view, mine
 
