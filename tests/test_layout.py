@@ -6,10 +6,12 @@ from __future__ import annotations
 import json
 import shutil
 import struct
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from elftools.elf.elffile import ELFFile
 
 from dbperf.cli import main
 from dbperf.layout.dynamic import Access, DynamicCounts, parse_filter_output, parse_filter_output_many
@@ -100,10 +102,41 @@ def test_filter_output_of_a_binary_and_a_library_is_split_by_mapping():
 
 
 @pytest.mark.unit
-def test_linker_script_gathers_the_named_objects_in_an_aligned_section_before_data():
+def test_linker_script_gathers_the_named_objects_in_an_aligned_section_after_data():
     text = linker_script(["flag", "limit"], 128)
     assert "*(.data.flag .data.rel.local.flag .data.rel.flag .bss.flag)" in text
-    assert "ALIGN(128)" in text and "INSERT BEFORE .data;" in text
+    assert "ALIGN(128)" in text and "INSERT AFTER .data;" in text
+
+
+MOVED = """#include <stdio.h>
+int flag = 7;           /* initialised: .data.flag */
+int inited;             /* zero: .bss.inited, written once at start, as MariaDB's thr_timer_inited */
+int counter = 3;
+int main(void) { inited = 1; counter++; printf("%d %d %d\\n", flag, inited, counter); return 0; }
+"""
+
+
+@pytest.mark.unit
+@pytest.mark.skipif(shutil.which("cc") is None, reason="needs the C compiler")
+@pytest.mark.parametrize("hardening", [[], ["-Wl,-z,relro,-z,now"]])
+def test_the_fragment_moves_data_and_bss_objects_and_they_stay_writable_with_z_now(tmp_path, hardening):
+    """With -z now the read-only-after-relocation segment ends right before .data: a section inserted there
+    faulted on the first write to a moved object (MariaDB's build, whose factorial test program crashed)."""
+    (tmp_path / "t.c").write_text(MOVED)
+    (tmp_path / "f.ld").write_text(linker_script(["flag", "inited"], 64))
+    exe = tmp_path / "t"
+    subprocess.run(["cc", "-O2", "-fdata-sections", *hardening, f"-Wl,-T,{tmp_path / 'f.ld'}", str(tmp_path / "t.c"),
+                    "-o", str(exe)], check=True)
+    ran = subprocess.run([str(exe)], capture_output=True, text=True)
+    assert ran.returncode == 0 and ran.stdout == "7 1 4\n"
+    with exe.open("rb") as f:
+        elf = ELFFile(f)
+        section = elf.get_section_by_name(".data.read_mostly")
+        assert section is not None and section["sh_addr"] % 64 == 0 and section["sh_size"] % 64 == 0
+        symbols = {s.name: s["st_value"] for s in elf.get_section_by_name(".symtab").iter_symbols()}
+    start, end = section["sh_addr"], section["sh_addr"] + section["sh_size"]
+    assert start <= symbols["flag"] < end and start <= symbols["inited"] < end
+    assert not start <= symbols["counter"] < end
 
 
 @pytest.mark.unit
@@ -184,7 +217,7 @@ def test_demo_fix_moves_the_flag_rechecks_and_measures(tmp_path):
     fix = json.loads(out.read_text())["fix"]
     assert fix["moved"] == ["demo_search_enabled"] and fix["gone"] and fix["findings_after"] == []
     assert fix["sections_after"] == {"demo_search_enabled": ".data.read_mostly"}
-    assert "INSERT BEFORE .data" in fix["linker_script"] and "-fdata-sections" in fix["flags"]
+    assert "INSERT AFTER .data" in fix["linker_script"] and "-fdata-sections" in fix["flags"]
     ab = fix["ab"]
     assert len(ab["original"]) == len(ab["fixed"]) >= 5 and all(x > 0 for x in ab["original"] + ab["fixed"])
     assert "after the fix:" in proc.stdout and "A/B" in proc.stdout

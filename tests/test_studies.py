@@ -90,6 +90,7 @@ measure = { from = "probe", step = "probes", family = "barriers", group = "state
     (("[[figure]]", "[[figure]]\nexpect = { min = \"2\" }"), "expect must be"),
     (("[[figure]]", "[[figure]]\ndigits = \"two\""), "digits must be"),
     (("title = \"t\"\n", ""), "'title' must be a non-empty string"),
+    (("[[figure]]", "[[figure]]\nquick = { skip = true }"), "its skip, the reason"),
 ])
 def test_a_bad_study_file_is_a_one_line_error(tmp_path, change, message):
     old, new = change
@@ -399,6 +400,15 @@ def test_smoke_overrides_go_on_top_of_the_quick_ones_key_by_key():
                                        "run": {"time": "1s", "budget": "1h", "table_size": 10_000}}
     assert step.effective("smoke") == {"experiment": "e.toml", "aa": False, "targets": ["a", "b"],
                                        "run": {"time": "1s", "budget": "1h", "table_size": 1000}}
+
+
+@pytest.mark.unit
+def test_a_figure_the_short_runs_skip_is_left_out_with_its_reason_and_measured_in_the_full_run(tmp_path):
+    study = parse_study(_write(tmp_path, GOOD.replace("[[figure]]", '[[figure]]\nquick = { skip = "not rebuilt" }')))
+    assert model.left_out(study, "quick") == {0: "the --quick run leaves it out (not rebuilt)"}
+    assert model.left_out(study, "smoke") == {0: "the --smoke run leaves it out (not rebuilt)"}
+    assert model.left_out(study, "full") == {}
+    assert study.figures[0].measures("quick")[0] == study.figures[0].measure  # skip is no override of measure
 
 
 @pytest.mark.unit

@@ -1,7 +1,8 @@
 """--fix: rebuild with the remedy (the read-mostly objects of every finding gathered in their own line-aligned
 section by a generated GNU ld fragment, with -fdata-sections so that each object has a section of its own to
-move), rerun the layout check (the finding must be gone), and A/B the workload: the usual rQPS for a SQLite target
-of the lab, the demo's own wall-clock figure for the demo program."""
+move), rerun the layout check (the finding must be gone), and A/B the workload: the usual rQPS for a target the
+lab builds (SQLite's library, or a MariaDB server built from source), the demo's own wall-clock figure for the demo
+program."""
 
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ from dbperf.layout.check import check, render, result_json, write_json
 from dbperf.layout.dynamic import TraceBudget
 from dbperf.layout.findings import Finding, linker_script
 from dbperf.layout.lab import MIN_THREADS, count_target, lab_target
+from dbperf.layout.server_trace import traced_binary
 from dbperf.layout.static_map import StaticMap
 from dbperf.storage.results import read_results
 from dbperf.usecases.report import draw_report, report_view
@@ -163,9 +165,22 @@ def ab_experiment(experiment: Path, target: Target, benchmark: str, threads: int
     return _table("run", run) + "\n" + _table("[target]", raw) + "\n" + _table("[target]", fixed)
 
 
-def sqlite_fix(experiment: Path, exp: Experiment, target: Target, benchmark: str, found: list[Finding],
+def checked_file(target: Target) -> Path:
+    """What the layout check reads of a target: a server's binary, else SQLite's library."""
+    return traced_binary(target) if target.is_server else Path(target.library)
+
+
+def refuse_unbuildable(target: Target) -> None:
+    """--fix rebuilds the target with the remedy: only what the build lab builds from source."""
+    if target.is_server and target.server_build is None:
+        raise UserError(f"--fix: target {target.name!r} is a server the lab does not build (a package or a "
+                        "release): give a target with source = \"mariadb@debian-src\" to rebuild it with the remedy")
+
+
+def target_fix(experiment: Path, exp: Experiment, target: Target, benchmark: str, found: list[Finding],
                static: StaticMap, line: int | None, mode: str, out: Console, err: Console,
                budget: TraceBudget | None = None) -> dict[str, Any]:
+    refuse_unbuildable(target)
     if not found:
         raise UserError(f"--fix: {target.name} has no finding on {benchmark}: nothing to fix")
     names = moved_objects(found)
@@ -176,7 +191,7 @@ def sqlite_fix(experiment: Path, exp: Experiment, target: Target, benchmark: str
     ab_file.write_text(ab_experiment(experiment, target, benchmark, threads, script))
     _say(err, f"dbperf: rebuilding {target.name} with {' '.join(fix_flags(script))} (moves {', '.join(names)})")
     ab_exp, fixed = lab_target(ab_file, target.name + FIXED_SUFFIX, err)
-    static2, counts2, found2, _ = count_target(ab_exp, fixed, benchmark, Path(fixed.library), line, mode, err,
+    static2, counts2, found2, _ = count_target(ab_exp, fixed, benchmark, checked_file(fixed), line, mode, err,
                                                budget)
     _say(out, "after the fix:")
     render(static2, counts2, found2, out)
@@ -191,7 +206,7 @@ def sqlite_fix(experiment: Path, exp: Experiment, target: Target, benchmark: str
     _, records, _ = read_results(end.directory)
     return {"moved": names, "linker_script": script.read_text(), "flags": fix_flags(script),
             "findings_after": [f.line for f in found2], "still_flagged": left, "gone": not left,
-            "sections_after": placed, "fixed_library": fixed.library, "ab_results": str(end.directory),
+            "sections_after": placed, "fixed_library": str(checked_file(fixed)), "ab_results": str(end.directory),
             "ab_cells": len(records)}
 
 

@@ -16,6 +16,7 @@ catalog, the probe families, the experiment parser), so that a study cannot name
     # of the experiment to compare with, instead of its base: its rQPS and the lab's verdict against that one)
                                     # a json measure's `empty = "..."`: what a null there means (measured, none)
     quick = { target = "...", per = { target = "..." } }    # overrides of measure (and per) under --quick/--smoke
+    quick = { skip = "why" }        # a figure the --quick/--smoke run does not measure by design (said, not missing)
     unit = "TSC ticks"; expect = { min = 2.0, max = 100.0 }; claim = "what the seed's figure says, restated"
     before = { from = ... }         # optional: the value it changed from, shown "before → measured"; expect then
                                     # bounds measured / before (a claim that something grew or shrank)
@@ -124,7 +125,7 @@ class Figure:
         run, built on the quick one, takes too)."""
         if mode == "full":
             return self.measure, self.per
-        overrides = {k: v for k, v in self.quick.items() if k != "per"}
+        overrides = {k: v for k, v in self.quick.items() if k not in ("per", "skip")}
         per = None if self.per is None else {**self.per, **self.quick.get("per", {})}
         return {**self.measure, **overrides}, per
 
@@ -205,6 +206,9 @@ def left_out(study: Study, mode: Mode) -> dict[int, str]:
     runs: dict[str, Experiment] = {}
     out: dict[int, str] = {}
     for i, f in enumerate(study.figures):
+        if f.quick.get("skip"):
+            out[i] = f"the {mode_flag(mode)} run leaves it out ({f.quick['skip']})"
+            continue
         for m in f.measures(mode):
             if m is None or m.get("from") != "cell" or m.get("results_from"):
                 continue
@@ -321,13 +325,16 @@ def _figure(raw: Any, i: int, where: str) -> Figure:
     digits = raw.get("digits", 2)
     if isinstance(digits, bool) or not isinstance(digits, int) or not 0 <= digits <= 6:
         raise UserError(f"{fwhere}: digits must be a whole number from 0 to 6")
+    quick = raw.get("quick", {})
+    if not isinstance(quick, dict) or not isinstance(quick.get("skip", ""), str):
+        raise UserError(f"{fwhere}: quick must be a table; its skip, the reason the short runs leave the figure out")
     scale = raw.get("scale", 1.0)
     if not isinstance(scale, (int, float)) or not math.isfinite(scale) or scale <= 0:
         raise UserError(f"{fwhere}: scale must be a positive number")
     return Figure(what=_text(raw, "what", fwhere), section=_text(raw, "section", fwhere),
                   published=_text(raw, "published", fwhere), measure=measure, per=raw.get("per"),
                   unit=str(raw.get("unit", "")), scale=float(scale), expect=bounds, claim=str(raw.get("claim", "")),
-                  digits=digits, quick=dict(raw.get("quick", {})), before=raw.get("before"))
+                  digits=digits, quick=dict(quick), before=raw.get("before"))
 
 
 def _check_references(study: Study, where: str) -> None:
