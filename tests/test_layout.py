@@ -16,6 +16,7 @@ from elftools.elf.elffile import ELFFile
 from dbperf.cli import main
 from dbperf.layout.dynamic import Access, DynamicCounts, parse_filter_output, parse_filter_output_many
 from dbperf.layout.findings import findings, linker_script
+from dbperf.layout.fix import work_dir
 from dbperf.layout.static_map import GlobalObject, StaticMap
 from tests.conftest import run_cli
 
@@ -106,6 +107,18 @@ def test_linker_script_gathers_the_named_objects_in_an_aligned_section_after_dat
     text = linker_script(["flag", "limit"], 128)
     assert "*(.data.flag .data.rel.local.flag .data.rel.flag .bss.flag)" in text
     assert "ALIGN(128)" in text and "INSERT AFTER .data;" in text
+
+
+@pytest.mark.unit
+def test_the_fix_keeps_its_rebuild_and_ab_beside_the_json_file(tmp_path):
+    beside = work_dir(tmp_path / "study" / "sqlite.json", "ab")
+    assert beside.parent == tmp_path / "study" and beside.name.startswith("sqlite-ab-") and beside.is_dir()
+    assert work_dir(tmp_path / "study" / "sqlite.json", "ab") != beside, "a second fix does not reuse the first's"
+    alone = work_dir(None, "fix")
+    try:
+        assert alone.name.startswith("dbperf-layout-fix-") and alone.is_dir()
+    finally:
+        alone.rmdir()
 
 
 MOVED = """#include <stdio.h>
@@ -218,6 +231,7 @@ def test_demo_fix_moves_the_flag_rechecks_and_measures(tmp_path):
     assert fix["moved"] == ["demo_search_enabled"] and fix["gone"] and fix["findings_after"] == []
     assert fix["sections_after"] == {"demo_search_enabled": ".data.read_mostly"}
     assert "INSERT AFTER .data" in fix["linker_script"] and "-fdata-sections" in fix["flags"]
+    assert tmp_path in Path(fix["fixed_binary"]).parents, "the rebuilt demo is kept beside the JSON that names it"
     ab = fix["ab"]
     assert len(ab["original"]) == len(ab["fixed"]) >= 5 and all(x > 0 for x in ab["original"] + ab["fixed"])
     assert "after the fix:" in proc.stdout and "A/B" in proc.stdout

@@ -33,6 +33,7 @@ def experiment_layout(binary: Path | None, experiment: Path, target: str, benchm
     render(static, counts, found, out)
     data = result_json(static, counts, found, {"cell": cell})
     if fix:
-        data["fix"] = target_fix(experiment, exp, t, benchmark, found, static, line, mode, out, err, budget)
+        data["fix"] = target_fix(experiment, exp, t, benchmark, found, static, line, mode, out, err, budget,
+                                 json_file)
     if json_file is not None:
         write_json(json_file, data)

@@ -56,6 +56,16 @@ def fix_flags(script: Path) -> list[str]:
     return ["-fdata-sections", f"-Wl,-T,{script}"]
 
 
+def work_dir(json_file: Path | None, kind: str) -> Path:
+    """Where the fix keeps what it builds and measures (the rebuilt demo, the A/B's experiment and results): beside
+    the --json file when there is one (a study's directory keeps its A/B with it), else a new directory in the
+    system's temporary one. Kept either way: the JSON points at it."""
+    if json_file is None:
+        return Path(tempfile.mkdtemp(prefix=f"dbperf-layout-{kind}-"))
+    json_file.parent.mkdir(parents=True, exist_ok=True)
+    return Path(tempfile.mkdtemp(prefix=f"{json_file.stem}-{kind}-", dir=json_file.parent))
+
+
 def _placed(names: list[str], fixed: StaticMap) -> dict[str, str]:
     """Where the fixed build put each moved object (its section), so that the proof does not rest on the finding
     merely moving elsewhere."""
@@ -88,7 +98,7 @@ def demo_fix(binary: Path, run: str, line: int | None, json_file: Path | None, m
         raise UserError("--fix: the demo program has no finding to fix")
     names = moved_objects(found)
     script = write_script(names, static.line)
-    fixed_dir = Path(tempfile.mkdtemp(prefix="dbperf-layout-fix-"))
+    fixed_dir = work_dir(json_file, "fix")
     fixed = build.demo(fix_flags(script), out_dir=fixed_dir)
     _say(err, f"dbperf: rebuilt the demo with {' '.join(fix_flags(script))} (moves {', '.join(names)})")
     static2, counts2, found2 = check(fixed, run, line, mode, budget=budget, err=err)
@@ -102,7 +112,7 @@ def demo_fix(binary: Path, run: str, line: int | None, json_file: Path | None, m
     data = result_json(static, counts, found, {
         "fix": {"moved": names, "linker_script": script.read_text(), "flags": fix_flags(script),
                 "findings_after": [f.line for f in found2], "still_flagged": left, "gone": not left,
-                "sections_after": placed, "ab": ab}})
+                "sections_after": placed, "fixed_binary": str(fixed), "ab": ab}})
     if json_file is not None:
         write_json(json_file, data)
     if left:
@@ -179,14 +189,14 @@ def refuse_unbuildable(target: Target) -> None:
 
 def target_fix(experiment: Path, exp: Experiment, target: Target, benchmark: str, found: list[Finding],
                static: StaticMap, line: int | None, mode: str, out: Console, err: Console,
-               budget: TraceBudget | None = None) -> dict[str, Any]:
+               budget: TraceBudget | None = None, json_file: Path | None = None) -> dict[str, Any]:
     refuse_unbuildable(target)
     if not found:
         raise UserError(f"--fix: {target.name} has no finding on {benchmark}: nothing to fix")
     names = moved_objects(found)
     script = write_script(names, static.line)
     threads = max(MIN_THREADS, *exp.threads)
-    work = Path(tempfile.mkdtemp(prefix="dbperf-layout-ab-"))
+    work = work_dir(json_file, "ab")
     ab_file = work / "ab.toml"
     ab_file.write_text(ab_experiment(experiment, target, benchmark, threads, script))
     _say(err, f"dbperf: rebuilding {target.name} with {' '.join(fix_flags(script))} (moves {', '.join(names)})")
