@@ -8,10 +8,11 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
-from distributed import Client, wait
+from distributed import Client
 
 from dbperf.errors import UserError
 from dbperf.fleet.cluster import connected_hosts, resource_of
@@ -61,20 +62,20 @@ def allowed_cpus() -> list[int]:
 
 
 def hosts_cpus(client: Client, hosts: list[str], run_id: str) -> dict[str, list[int]]:
-    """Host name -> the CPUs it may use, asked on each host (its worker; they are connected)."""
+    """Host name -> the CPUs it may use, asked on each host (its worker; they are connected). Each future is waited
+    on through its own client: the lab's client is not Dask's default one, which distributed.wait would need."""
     futures = {h: client.submit(allowed_cpus, key=f"dbperf-cpus-{run_id}-{h}", pure=False,
                                 resources={resource_of(h): 1}) for h in hosts}
-    try:
-        wait(list(futures.values()), timeout=CPUS_TIMEOUT_S)
-    except TimeoutError:
-        late = [h for h, f in futures.items() if not f.done()]
-        client.cancel([futures[h] for h in late])
-        raise UserError(f"host(s) {', '.join(late)} did not say which CPUs they may use within "
-                        f"{CPUS_TIMEOUT_S:.0f} s (is another run using their worker?)") from None
+    deadline = time.monotonic() + CPUS_TIMEOUT_S
     cpus: dict[str, list[int]] = {}
     for host, future in futures.items():
         try:
-            cpus[host] = future.result()
+            cpus[host] = future.result(timeout=max(0.1, deadline - time.monotonic()))
+        except TimeoutError:
+            late = [h for h, f in futures.items() if not f.done()]
+            client.cancel([futures[h] for h in late])
+            raise UserError(f"host(s) {', '.join(late)} did not say which CPUs they may use within "
+                            f"{CPUS_TIMEOUT_S:.0f} s (is another run using their worker?)") from None
         except Exception as err:  # the worker died or the call failed there: one line, no traceback
             raise UserError(f"host {host!r}: could not ask which CPUs it may use "
                             f"({type(err).__name__}: {err})") from None
