@@ -190,7 +190,8 @@ def refuse_unbuildable(target: Target) -> None:
 def target_fix(experiment: Path, exp: Experiment, target: Target, benchmark: str, found: list[Finding],
                static: StaticMap, line: int | None, mode: str, out: Console, err: Console,
                budget: TraceBudget | None = None, json_file: Path | None = None) -> dict[str, Any]:
-    refuse_unbuildable(target)
+    """The --fix of a target the lab builds; the caller has refused the others (refuse_unbuildable) before the
+    count, which takes minutes for a server."""
     if not found:
         raise UserError(f"--fix: {target.name} has no finding on {benchmark}: nothing to fix")
     names = moved_objects(found)
