@@ -14,10 +14,11 @@ import pytest
 from elftools.elf.elffile import ELFFile
 
 from dbperf.cli import main
-from dbperf.layout.dynamic import Access, DynamicCounts, parse_filter_output, parse_filter_output_many
+from dbperf.layout.check import unattributed_line
+from dbperf.layout.dynamic import NO_SECTION, Access, DynamicCounts, parse_filter_output, parse_filter_output_many
 from dbperf.layout.findings import findings, linker_script
 from dbperf.layout.fix import work_dir
-from dbperf.layout.static_map import GlobalObject, StaticMap
+from dbperf.layout.static_map import GlobalObject, StaticMap, static_map
 from tests.conftest import run_cli
 
 MARIADBD = Path("/usr/sbin/mariadbd")
@@ -87,7 +88,42 @@ def test_filter_output_is_mapped_back_to_link_time_addresses():
            "T 100 13 4\n"
     per, totals = parse_filter_output(text, _map(objs))
     assert per["flag"][3].loads == 7 and per["rnd"][2].stores == 5
-    assert totals["unattributed"] == 2 and totals["threads"] == 2 and totals["records"] == 100
+    assert totals.unattributed == 2 and totals.threads == 2 and totals.records == 100
+
+
+@pytest.mark.unit
+def test_accesses_in_no_symbol_are_counted_by_the_section_they_fall_in():
+    static = _map([_obj("flag", 0x4100)])
+    static.sections = [(0x1000, 0x2000, ".rodata"), (0x4000, 0x4180, ".data"), (0x4180, 0x4300, ".got")]
+    text = "MAP 0 108000 10d000 0\nC 1 10c100 3 0\nC 1 10c200 4 0\nC 2 10c2f8 0 1\nC 1 109000 2 0\n" \
+           "C 1 10c108 5 0\nC 1 10c400 6 0\nT 30 21 2\n"
+    per, totals = parse_filter_output(text, static)
+    assert per["flag"][1].loads == 3
+    assert totals.unattributed == 18
+    assert totals.unattributed_by_section == {NO_SECTION: 6, ".data": 5, ".got": 5, ".rodata": 2}
+    assert list(totals.unattributed_by_section) == [NO_SECTION, ".got", ".data", ".rodata"]  # most first
+    counts = DynamicCounts("simulated", "test", ["app"], 0.0, counted=totals.counted, unattributed=totals.unattributed,
+                           unattributed_by_section=totals.unattributed_by_section)
+    assert unattributed_line(counts) == \
+        "18 of them in no symbol (85.7%), by section: (no section) 33%, .got 28%, .data 28%, .rodata 11%"
+
+
+@pytest.mark.unit
+@pytest.mark.skipif(shutil.which("cc") is None, reason="needs the C compiler")
+def test_the_static_map_knows_each_allocated_section_of_a_real_binary(tmp_path):
+    (tmp_path / "t.c").write_text(MOVED)
+    exe = tmp_path / "t"
+    subprocess.run(["cc", "-O2", str(tmp_path / "t.c"), "-o", str(exe)], check=True)
+    static = static_map(exe)
+    by_name = {o.name: o for o in static.objects}
+    assert static.section_at(by_name["counter"].address) == by_name["counter"].section
+    with exe.open("rb") as f:
+        sections = [(s.name, s["sh_addr"], s["sh_size"]) for s in ELFFile(f).iter_sections()
+                    if s["sh_flags"] & 2 and s["sh_size"] and not s["sh_flags"] & 0x400]  # SHF_ALLOC, not SHF_TLS
+    assert {".text", ".data", ".got", ".rodata"} <= {name for name, _, _ in sections}
+    for name, start, size in sections:
+        assert static.section_at(start) == name and static.section_at(start + size - 1) == name
+    assert static.section_at(max(start + size for _, start, size in sections) + 0x10000) is None
 
 
 @pytest.mark.unit
@@ -99,7 +135,7 @@ def test_filter_output_of_a_binary_and_a_library_is_split_by_mapping():
     (app_per, app_totals), (lib_per, lib_totals) = parse_filter_output_many(text, [app, lib])
     assert set(app_per) == {"flag"} and app_per["flag"][2].loads == 3
     assert set(lib_per) == {"lib_counter"} and lib_per["lib_counter"][2].stores == 9
-    assert lib_totals["unattributed"] == 1 and app_totals["counted"] == 3 and lib_totals["counted"] == 10
+    assert lib_totals.unattributed == 1 and app_totals.counted == 3 and lib_totals.counted == 10
 
 
 @pytest.mark.unit
@@ -206,6 +242,8 @@ def test_demo_report_flags_exactly_the_seeded_line(tmp_path):
     assert sum(t["stores"] for t in per["demo_ops"].values()) >= 50_000
     assert sum(t["stores"] for t in per["demo_config_word"].values()) == 1
     assert "demo_search_enabled" in proc.stdout
+    by_section = data["dynamic"]["unattributed_by_section"]
+    assert sum(s["accesses"] for s in by_section) == data["dynamic"]["unattributed_accesses"]
 
 
 @pytest.mark.e2e
@@ -307,7 +345,7 @@ def test_perf_mem_samples_are_mapped_back_like_the_trace():
     assert stats == {"samples": 5, "unclassified": 1}
     per, totals = parse_filter_output(text, static)
     assert per["flag"][27349].loads == 2 and per["rnd"][27350].stores == 1 and per["bss_word"][27350].stores == 1
-    assert totals["mapped"] == 2
+    assert totals.mapped == 2
 
 
 @pytest.mark.e2e

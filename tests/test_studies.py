@@ -540,6 +540,11 @@ def test_smoke_pgo_server(tmp_path):
     assert record["headline"]["compared"] == 1 and record["headline"]["geomean"] > 0
     figures = {f["what"]: f for f in record["figures"]}
     assert figures["PostgreSQL point-query rQPS, -O2 + PGO / -O2"]["value"] > 0
+    for engine in ("MariaDB", "PostgreSQL"):  # the server's user CPU per query, read from the same cells
+        user = figures[f"{engine} point-query server user CPU per query, -O2 → -O2 + PGO"]
+        assert user["value"] > 0 and " µs → " in user["measured"], user
+    share = figures["MariaDB point-query, -O2: the server's user CPU as a share of all CPU per query (client + server)"]
+    assert 0 < share["value"] < 100, share
     for engine in ("MariaDB", "PostgreSQL"):  # the counters steps skip the smoke run (cachegrind starting servers)
         i1 = figures[f"{engine} I1 misses per instruction, -O2 → -O2 + PGO"]
         assert i1["left_out"] and "was not run (--smoke)" in i1["measured"], i1

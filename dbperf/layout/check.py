@@ -97,7 +97,9 @@ def result_json(static: StaticMap, counts: DynamicCounts | None, found: list[Fin
             "mode": counts.mode, "mode_reason": counts.mode_reason, "tool": counts.tool, "command": counts.command,
             "seconds": counts.seconds, "trace": None if counts.trace is None else counts.trace.as_json(),
             "memory_records": counts.records, "records_in_binary": counts.counted, "threads": counts.threads,
-            "unattributed_accesses": counts.unattributed, "hot_written_means": f">= {hot_stores(counts)} stores",
+            "unattributed_accesses": counts.unattributed, "unattributed_by_section": [
+                {"section": name, "accesses": n} for name, n in counts.unattributed_by_section.items()],
+            "hot_written_means": f">= {hot_stores(counts)} stores",
             "per_object": {name: {str(t): {"loads": a.loads, "stores": a.stores} for t, a in sorted(per.items())}
                            for name, per in sorted(counts.per_object.items())}},
         "findings": [asdict(f) for f in found],
@@ -108,6 +110,17 @@ def result_json(static: StaticMap, counts: DynamicCounts | None, found: list[Fin
                     for o in sorted(static.objects, key=lambda o: o.address)],
         **(extra or {}),
     }
+
+
+def unattributed_line(counts: DynamicCounts, shown: int = 5) -> str:
+    """Where the accesses no symbol names fall, by section: GOT and PLT slots, string literals in .rodata and
+    page padding have no symbol, and a large share elsewhere means a symbol table that misses objects."""
+    parts = [f"{name} {n / counts.unattributed:.0%}" for name, n in
+             list(counts.unattributed_by_section.items())[:shown]]
+    more = len(counts.unattributed_by_section) - shown
+    share = f" ({counts.unattributed / counts.counted:.1%})" if counts.counted else ""
+    return (f"{counts.unattributed:,} of them in no symbol{share}, by section: {', '.join(parts)}"
+            f"{f', {more} more' if more > 0 else ''}")
 
 
 def check_view(static: StaticMap, counts: DynamicCounts | None, found: list[Finding]) -> View:
@@ -136,7 +149,8 @@ def check_view(static: StaticMap, counts: DynamicCounts | None, found: list[Find
     sections.append(Section(lines=(
         f"dynamic counts, {counts.mode} ({counts.mode_reason}): {counts.tool}; {counts.threads} threads, "
         f"{counts.counted:,} of {counts.records:,} loads/stores in the binary, {counts.seconds:.1f} s",
-        *([f"  {counts.trace.summary()}"] if counts.trace is not None else []))))
+        *([f"  {counts.trace.summary()}"] if counts.trace is not None else []),
+        *([f"  {unattributed_line(counts)}"] if counts.unattributed else []))))
     if not found:
         sections.append(Section(lines=("no finding: no hot-written object shares a line with objects other threads "
                                        "load",)))

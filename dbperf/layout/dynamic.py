@@ -22,7 +22,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -167,7 +167,12 @@ class DynamicCounts:
     threads: int = 0
     mode_reason: str = ""
     unattributed: int = 0  # accesses inside the objects' mappings but in no symbol (padding, unnamed statics)
+    # those accesses by the section they fall in (.got, .rodata, ...; NO_SECTION between sections), most first
+    unattributed_by_section: dict[str, int] = field(default_factory=dict)
     trace: TraceExtent | None = None  # how much of the run was traced (None: counts made elsewhere, e.g. in tests)
+
+
+NO_SECTION = "(no section)"
 
 
 def memory_sampling_available() -> tuple[bool, str]:
@@ -192,17 +197,29 @@ def _runtime_to_link(static: StaticMap, maps: list[tuple[int, int, int]]) -> int
     return None
 
 
-def parse_filter_output(text: str, static: StaticMap) -> tuple[dict[str, dict[int, Access]], dict[str, int]]:
+@dataclass
+class FilterTotals:
+    """What the trace filter counted for one analysed object."""
+    records: int  # loads and stores of the whole traced run
+    counted: int  # of those, in the object's mappings
+    switches: int  # thread switches the filter saw
+    unattributed: int  # in the mappings but in no symbol
+    unattributed_by_section: dict[str, int]  # those by section, most first
+    threads: int  # threads that touched the object
+    mapped: int  # mappings of the object seen (0: the workload never ran it)
+
+
+def parse_filter_output(text: str, static: StaticMap) -> tuple[dict[str, dict[int, Access]], FilterTotals]:
     return parse_filter_output_many(text, [static])[0]
 
 
 def parse_filter_output_many(text: str, statics: list[StaticMap]) \
-        -> list[tuple[dict[str, dict[int, Access]], dict[str, int]]]:
+        -> list[tuple[dict[str, dict[int, Access]], FilterTotals]]:
     """The filter's output split by analysed object (its index on the filter's command line): per object symbol,
     per thread, loads and stores, and the totals."""
     maps: list[list[tuple[int, int, int]]] = [[] for _ in statics]
     counts: list[tuple[int, int, int, int]] = []
-    run_totals = {"records": 0, "counted": 0, "switches": 0}
+    records = counted_in_run = switches = 0
     for line in text.splitlines():
         parts = line.split()
         if not parts:
@@ -212,12 +229,13 @@ def parse_filter_output_many(text: str, statics: list[StaticMap]) \
         elif parts[0] == "C" and len(parts) == 5:
             counts.append((int(parts[1]), int(parts[2], 16), int(parts[3]), int(parts[4])))
         elif parts[0] == "T" and len(parts) == 4:
-            run_totals = {"records": int(parts[1]), "counted": int(parts[2]), "switches": int(parts[3])}
+            records, counted_in_run, switches = int(parts[1]), int(parts[2]), int(parts[3])
     ranges = [(start, end, i) for i, object_maps in enumerate(maps) for start, end, _ in object_maps]
     biases = [_runtime_to_link(static, m) for static, m in zip(statics, maps, strict=True)]
-    out: list[tuple[dict[str, dict[int, Access]], dict[str, int]]] = []
+    out: list[tuple[dict[str, dict[int, Access]], FilterTotals]] = []
     per_objects: list[dict[str, dict[int, Access]]] = [defaultdict(dict) for _ in statics]
     unattributed = [0 for _ in statics]
+    by_section: list[Counter[str]] = [Counter() for _ in statics]
     counted = [0 for _ in statics]
     threads: list[set[int]] = [set() for _ in statics]
     for tid, address, loads, stores in counts:
@@ -230,13 +248,14 @@ def parse_filter_output_many(text: str, statics: list[StaticMap]) \
         obj = statics[i].find(address - bias)
         if obj is None:
             unattributed[i] += loads + stores
+            by_section[i][statics[i].section_at(address - bias) or NO_SECTION] += loads + stores
             continue
         acc = per_objects[i][obj.name].setdefault(tid, Access())
         acc.loads += loads
         acc.stores += stores
     for i in range(len(statics)):
-        totals = {**run_totals, "counted": counted[i] if len(statics) > 1 else run_totals["counted"],
-                  "unattributed": unattributed[i], "threads": len(threads[i]), "mapped": len(maps[i])}
+        totals = FilterTotals(records, counted[i] if len(statics) > 1 else counted_in_run, switches, unattributed[i],
+                              dict(by_section[i].most_common()), len(threads[i]), len(maps[i]))
         out.append((dict(per_objects[i]), totals))
     return out
 
@@ -278,17 +297,18 @@ def count_simulated_many(statics: list[StaticMap], command: Sequence[str], env: 
             "serialised by valgrind, taking turns; exact counts of the traced run")
     results = []
     for path, (per_object, totals) in zip(paths, parse_filter_output_many(text, statics), strict=True):
-        if totals["mapped"] == 0 and end.interrupt is not None:
+        if totals.mapped == 0 and end.interrupt is not None:
             raise end.interrupt
-        if totals["mapped"] == 0 and end.stopped_by is not None:
+        if totals.mapped == 0 and end.stopped_by is not None:
             raise UserError(f"the trace budget ended the trace before {path} was mapped: give a larger "
                             f"--trace-seconds or --trace-accesses")
-        if totals["mapped"] == 0:
+        if totals.mapped == 0:
             raise UserError(f"{path} was never mapped by the workload: it does not run the analysed binary")
         results.append(DynamicCounts(
             mode="simulated", tool=tool, command=list(command), seconds=end.seconds, per_object=per_object,
-            records=totals["records"], counted=totals["counted"], threads=totals["threads"],
-            unattributed=totals["unattributed"], trace=end.trace(budget, totals["records"])))
+            records=totals.records, counted=totals.counted, threads=totals.threads,
+            unattributed=totals.unattributed, unattributed_by_section=totals.unattributed_by_section,
+            trace=end.trace(budget, totals.records)))
     if end.interrupt is not None:
         raise TraceInterrupted(getattr(end.interrupt, "signum", signal.SIGINT), results) from None
     return results

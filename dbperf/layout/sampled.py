@@ -138,13 +138,14 @@ def count_sampled_many(statics: list[StaticMap], command: Sequence[str], env: di
     converted, stats = perf_script_to_filter(text, paths)
     results = []
     for path, (per_object, totals) in zip(paths, parse_filter_output_many(converted, statics), strict=True):
-        if totals["mapped"] == 0:
+        if totals.mapped == 0:
             raise UserError(f"{path} was never mapped by the workload: it does not run the analysed binary")
         results.append(DynamicCounts(
             mode="sampled", tool=f"perf mem record / perf script: {stats['samples']:,} samples "
                                  f"({stats['unclassified']:,} neither load nor store); counts are samples",
-            command=list(command), seconds=seconds, per_object=per_object, records=totals["records"],
-            counted=totals["counted"], threads=totals["threads"], unattributed=totals["unattributed"],
+            command=list(command), seconds=seconds, per_object=per_object, records=totals.records,
+            counted=totals.counted, threads=totals.threads, unattributed=totals.unattributed,
+            unattributed_by_section=totals.unattributed_by_section,
             trace=TraceExtent(whole_run=not stopped, stopped_by="time" if stopped else None, seconds=seconds,
                               accesses=stats["samples"], budget_seconds=budget.seconds, unit="samples")))
     return results

@@ -127,18 +127,19 @@ def count_server(exp: Experiment, target: Target, bench: Workload, static: Stati
                                 f"{outcome.error}")
             counts.seek(0)
             per_object, totals = parse_filter_output(counts.read().decode(errors="replace"), static)
-            if totals["mapped"] == 0:
+            if totals.mapped == 0:
                 raise UserError(f"{static.path} was never mapped by the traced server: it is not the binary it runs")
             queries = outcome.result.queries
-            extent = TraceExtent(whole_run=True, stopped_by=None, seconds=seconds, accesses=totals["records"],
+            extent = TraceExtent(whole_run=True, stopped_by=None, seconds=seconds, accesses=totals.records,
                                  budget_seconds=budget.seconds, budget_accesses=budget.accesses)
             return DynamicCounts(
                 mode="simulated", tool=f"{valgrind_version()} lackey on the server ({kind.title}), ASLR off, its "
                                        f"start-up and shutdown left out; the driver native, {queries:,} queries in the "
                                        "window; threads serialised by valgrind",
                 command=[*server.launch_prefix[:-1], str(static.path)], seconds=seconds, per_object=per_object,
-                records=totals["records"], counted=totals["counted"], threads=totals["threads"],
-                unattributed=totals["unattributed"], trace=extent)
+                records=totals.records, counted=totals.counted, threads=totals.threads,
+                unattributed=totals.unattributed, unattributed_by_section=totals.unattributed_by_section,
+                trace=extent)
         finally:
             if write_end >= 0:
                 os.close(write_end)

@@ -60,6 +60,8 @@ class StaticMap:
     dwarf: str  # what DWARF gave
     stores: str  # how "written in code" was found
     seconds: dict[str, float] = field(default_factory=dict)
+    # allocated sections (start, end, name), by start: where an access no symbol names falls (.got, .rodata, ...)
+    sections: list[tuple[int, int, str]] = field(default_factory=list)
     _starts: list[int] = field(default_factory=list, repr=False)
 
     def writable(self) -> list[GlobalObject]:
@@ -84,6 +86,14 @@ class StaticMap:
             o = self.objects[j]
             if o.address <= address < o.end:
                 return o
+        return None
+
+    def section_at(self, address: int) -> str | None:
+        """The name of the allocated section holding this link-time address; None between sections (page
+        padding of a mapping)."""
+        i = bisect.bisect_right(self.sections, (address, float("inf"))) - 1
+        if i >= 0 and self.sections[i][0] <= address < self.sections[i][1]:
+            return self.sections[i][2]
         return None
 
     def candidate_lines(self) -> list[tuple[int, list[GlobalObject]]]:
@@ -338,6 +348,11 @@ def _check_sections(elf: ELFFile, path: Path) -> None:
                             f"size {section['sh_size']}, past the end of the file at {length} bytes)")
 
 
+def _allocated_sections(elf: ELFFile) -> list[tuple[int, int, str]]:
+    return sorted((s["sh_addr"], s["sh_addr"] + s["sh_size"], s.name) for s in elf.iter_sections()
+                  if s["sh_flags"] & SH_FLAGS.SHF_ALLOC and s["sh_size"] and not s["sh_flags"] & SH_FLAGS.SHF_TLS)
+
+
 def static_map(path: Path, line: int | None = None) -> StaticMap:
     import time
 
@@ -350,7 +365,8 @@ def static_map(path: Path, line: int | None = None) -> StaticMap:
         table, objects = _symbols(elf, path)
         segments = [(s["p_vaddr"], s["p_offset"], s["p_memsz"]) for s in elf.iter_segments()
                     if s["p_type"] == "PT_LOAD"]
-        m = StaticMap(str(path), machine, elf["e_type"], size, table, objects, segments, "", "")
+        m = StaticMap(str(path), machine, elf["e_type"], size, table, objects, segments, "", "",
+                      sections=_allocated_sections(elf))
         m.seconds["symbols"] = round(time.monotonic() - started, 3)
         t = time.monotonic()
         try:
