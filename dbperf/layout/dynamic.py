@@ -166,7 +166,7 @@ class DynamicCounts:
     counted: int = 0
     threads: int = 0
     mode_reason: str = ""
-    unattributed: int = 0  # accesses inside the objects' mappings but in no symbol (padding, unnamed statics)
+    unattributed: int = 0  # accesses inside the objects' mappings but in no symbol (GOT, string literals, padding)
     # those accesses by the section they fall in (.got, .rodata, ...; NO_SECTION between sections), most first
     unattributed_by_section: dict[str, int] = field(default_factory=dict)
     trace: TraceExtent | None = None  # how much of the run was traced (None: counts made elsewhere, e.g. in tests)
