@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from elftools.elf.constants import SH_FLAGS
 from elftools.elf.elffile import ELFFile
 
 from dbperf.cli import main
@@ -119,7 +120,7 @@ def test_the_static_map_knows_each_allocated_section_of_a_real_binary(tmp_path):
     assert static.section_at(by_name["counter"].address) == by_name["counter"].section
     with exe.open("rb") as f:
         sections = [(s.name, s["sh_addr"], s["sh_size"]) for s in ELFFile(f).iter_sections()
-                    if s["sh_flags"] & 2 and s["sh_size"] and not s["sh_flags"] & 0x400]  # SHF_ALLOC, not SHF_TLS
+                    if s["sh_flags"] & SH_FLAGS.SHF_ALLOC and s["sh_size"] and not s["sh_flags"] & SH_FLAGS.SHF_TLS]
     assert {".text", ".data", ".got", ".rodata"} <= {name for name, _, _ in sections}
     for name, start, size in sections:
         assert static.section_at(start) == name and static.section_at(start + size - 1) == name

@@ -202,7 +202,6 @@ class FilterTotals:
     """What the trace filter counted for one analysed object."""
     records: int  # loads and stores of the whole traced run
     counted: int  # of those, in the object's mappings
-    switches: int  # thread switches the filter saw
     unattributed: int  # in the mappings but in no symbol
     unattributed_by_section: dict[str, int]  # those by section, most first
     threads: int  # threads that touched the object
@@ -219,7 +218,7 @@ def parse_filter_output_many(text: str, statics: list[StaticMap]) \
     per thread, loads and stores, and the totals."""
     maps: list[list[tuple[int, int, int]]] = [[] for _ in statics]
     counts: list[tuple[int, int, int, int]] = []
-    records = counted_in_run = switches = 0
+    records = counted_in_run = 0
     for line in text.splitlines():
         parts = line.split()
         if not parts:
@@ -229,7 +228,7 @@ def parse_filter_output_many(text: str, statics: list[StaticMap]) \
         elif parts[0] == "C" and len(parts) == 5:
             counts.append((int(parts[1]), int(parts[2], 16), int(parts[3]), int(parts[4])))
         elif parts[0] == "T" and len(parts) == 4:
-            records, counted_in_run, switches = int(parts[1]), int(parts[2]), int(parts[3])
+            records, counted_in_run = int(parts[1]), int(parts[2])  # the third: thread switches, not used
     ranges = [(start, end, i) for i, object_maps in enumerate(maps) for start, end, _ in object_maps]
     biases = [_runtime_to_link(static, m) for static, m in zip(statics, maps, strict=True)]
     out: list[tuple[dict[str, dict[int, Access]], FilterTotals]] = []
@@ -254,7 +253,7 @@ def parse_filter_output_many(text: str, statics: list[StaticMap]) \
         acc.loads += loads
         acc.stores += stores
     for i in range(len(statics)):
-        totals = FilterTotals(records, counted[i] if len(statics) > 1 else counted_in_run, switches, unattributed[i],
+        totals = FilterTotals(records, counted[i] if len(statics) > 1 else counted_in_run, unattributed[i],
                               dict(by_section[i].most_common()), len(threads[i]), len(maps[i]))
         out.append((dict(per_objects[i]), totals))
     return out
