@@ -287,6 +287,31 @@ def test_a_cpu_list_with_a_cpu_a_host_may_not_use_is_one_line_naming_the_host(wr
 
 
 @pytest.mark.unit
+def test_a_fleet_reads_cpu_lists_for_its_hosts_not_for_the_controller(write_experiment) -> None:
+    # A CPU the controller does not have (a 2-core laptop driving 64-core hosts): a local run refuses it, a fleet's
+    # controller reads it as written and each host plans it with its own CPUs.
+    far = max(os.sched_getaffinity(0)) + 62
+    path = write_experiment(MATRIX.replace("[run]", f'[run]\ncpus = {{ client = "{far - 1}", server = "{far}" }}')
+                            + '\n[fleet]\nhosts = ["big", "small"]\n')
+    with pytest.raises(UserError, match=rf"\[run\]\.cpus\.client: CPU {far - 1} is not one this process may use"):
+        parse_experiment(path)
+    e = parse_experiment(path, cpus_here=False)
+    assert e.cpus == CpuPlan(None, None, "planned on each host") and e.cpus_setting == {
+        "client": str(far - 1), "server": str(far)}
+    with pytest.raises(UserError, match="no scheduler"):  # fleet run reads it the fleet's way, then wants a scheduler
+        run_fleet(path, None, None, None, Console(stderr=True))
+    parts = split(e)
+    big = with_host_cpus(parts[:1], {"big": range(far + 1)})[0]
+    assert big.experiment.cpus == CpuPlan(frozenset({far - 1}), frozenset({far}), "experiment")
+    with pytest.raises(UserError, match=rf"^host 'small': .*\[run\]\.cpus\.client: CPU {far - 1} is not one"):
+        with_host_cpus(parts, {"big": range(far + 1), "small": [0, 1]})
+    # The syntax is still checked where the file is read, whoever plans it.
+    bad = write_experiment(MATRIX.replace("[run]", '[run]\ncpus = { client = "0-x" }'))
+    with pytest.raises(UserError, match=r"cpus\.client: expected CPUs such as"):
+        parse_experiment(bad, cpus_here=False)
+
+
+@pytest.mark.unit
 def test_the_controller_plans_each_host_with_the_cpus_that_host_reports(write_experiment, tmp_path: Path,
                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     e = parse_experiment(write_experiment(DUET_ON_TWO_HOSTS))

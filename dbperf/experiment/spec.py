@@ -28,7 +28,7 @@ from dbperf.experiment.model import Experiment, FleetSection, Target, default_sq
 from dbperf.experiment.replication_section import check_replication_experiment, parse_replication
 from dbperf.experiment.steady import steady_with_warmup
 from dbperf.experiment.tool_section import check_tool_benchmarks, tool_fields
-from dbperf.host.cpus import plan_cpus
+from dbperf.host.cpus import PLANNED_ON_EACH_HOST, plan_cpus
 from dbperf.host.process_variants import ProcessVariant, allocator_library
 from dbperf.names import check_name
 
@@ -179,7 +179,9 @@ def _release(value: object, engine: str, where: str) -> str:
     return version
 
 
-def parse_experiment(path: Path) -> Experiment:
+def parse_experiment(path: Path, *, cpus_here: bool = True) -> Experiment:
+    """The experiment file at `path`, checked. `cpus_here=False` (a fleet's controller): `[run].cpus` is checked as
+    written and planned later on each host, with that host's CPUs, not with this one's."""
     where = str(path)
     try:
         text = path.read_text(encoding="utf-8")
@@ -252,7 +254,7 @@ def parse_experiment(path: Path) -> Experiment:
         min_effect=values.get("min_effect", DEFAULT_MIN_EFFECT), order=values.get("order", "alternate"),
         **harness_settings(values, values.get("tables", 1) * values.get("table_size", 100_000)),
         fleet=_fleet(doc.get("fleet"), where, path.parent),
-        cpus=plan_cpus(run.get("cpus"), f"{rwhere}.cpus"),
+        cpus=plan_cpus(run.get("cpus"), f"{rwhere}.cpus") if cpus_here else PLANNED_ON_EACH_HOST,
         cpus_setting=run.get("cpus"),
         resources=values.get("resources", True),
         simulated=values.get("simulated", False),

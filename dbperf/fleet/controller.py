@@ -111,7 +111,7 @@ class Controller:
         done: dict[str, set[CellKey]] = {}
         if resume:
             self.meta, done = _resume_state(self.out, e)
-        # cpus, and so the planned cells, are the controller's until run() asks each host (_plan_host_cpus)
+        # cpus, and so the planned cells (a duet's), are not planned until run() asks each host (_plan_host_cpus)
         self.hosts = {p.host: HostRun(p, p.cells, done.get(p.host, set())) for p in parts}
         self.outcome = FleetOutcome(self.out, hosts=self.hosts)
         self.events: queue.Queue[dict[str, Any]] = queue.Queue()
@@ -133,8 +133,8 @@ class Controller:
             time.sleep(0.2)
 
     def _plan_host_cpus(self) -> None:
-        """Every host's `[run].cpus` planned with the CPUs it may use, asked there (the parser planned them with the
-        controller's), and so its cells: a duet's depend on them."""
+        """Every host's `[run].cpus` planned with the CPUs it may use, asked there (the controller's own do not
+        count), and so its cells: a duet's depend on them."""
         cpus = hosts_cpus(self.client, list(self.hosts), self.run_id)
         for part in with_host_cpus([r.part for r in self.hosts.values()], cpus):
             run = self.hosts[part.host]
@@ -155,8 +155,9 @@ class Controller:
         self.meta = _meta(e, {t.name: {} for t in e.targets}, {t.name: [] for t in e.targets})
         self.meta.fleet = FleetMeta(
             scheduler=self.scheduler, run_id=self.run_id,
-            note="meta.host and meta.cpus are the controller's; each host's own metadata, its cpus as planned "
-                 "there, and its targets as built and loaded there, are under fleet.hosts",
+            note="meta.host is the controller's and meta.cpus says each host planned its own; each host's own "
+                 "metadata, its cpus as planned there, and its targets as built and loaded there, are under "
+                 "fleet.hosts",
             hosts={h: FleetHostMeta(status="pending", targets=[t.name for t in r.part.experiment.targets],
                                     cells=len(r.planned), cpus=r.part.experiment.cpus.describe())
                    for h, r in self.hosts.items()},

@@ -56,8 +56,9 @@ def split(e: Experiment, default: Sequence[str] = ()) -> list[HostPart]:
 
 
 def host_experiment(e: Experiment, host: str, allowed: Iterable[int]) -> Experiment:
-    """`e` with `[run].cpus` planned for `host`, which may use the CPUs `allowed`. The parser planned it with the
-    controller's CPUs; the driver and servers are pinned on the host, and duets are formed (or not) there."""
+    """`e` with `[run].cpus` planned for `host`, which may use the CPUs `allowed`. The controller read the file
+    without planning it (its own CPUs bound nothing); the driver and servers are pinned on the host, and duets are
+    formed (or not) there."""
     return replace(e, cpus=plan_cpus(e.cpus_setting, f"host {host!r}: {e.path} [run].cpus", frozenset(allowed)))
 
 

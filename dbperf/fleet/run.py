@@ -82,7 +82,7 @@ def _run(e: Experiment, directory: Path, scheduler: str, certs: Path | None, con
 def run_fleet(experiment: Path, out: Path | None, scheduler: str | None, certs: Path | None, console: Console,
               resume: bool = False, keep_data: bool = False) -> FleetEnd:
     """`dbperf fleet run`: the hosts' workers are already at the scheduler ([fleet] scheduler or --scheduler)."""
-    e = parse_experiment(experiment)
+    e = parse_experiment(experiment, cpus_here=False)  # each host plans [run].cpus with its own CPUs
     scheduler = scheduler or (e.fleet.scheduler if e.fleet else None)
     if not scheduler:
         raise UserError(f"{experiment}: no scheduler: give [fleet] scheduler = \"tls://HOST:PORT\" or --scheduler")
@@ -96,7 +96,7 @@ def run_local(experiment: Path, workers: int, out: Path | None, console: Console
               resume: bool = False, keep_data: bool = False, fake_cell_s: float | None = None) -> FleetEnd:
     """`dbperf fleet local`: a scheduler and `workers` workers on 127.0.0.1 for this run only."""
     check_workers(workers)  # before anything else: the cap is about this host, not the experiment
-    e = parse_experiment(experiment)
+    e = parse_experiment(experiment, cpus_here=False)  # each host plans [run].cpus with its own CPUs
     foreign = [h for h in fleet_hosts(e, local_names(workers)) if h not in local_names(workers)]
     if foreign:
         raise UserError(f"{experiment}: names host(s) {', '.join(foreign)}; fleet local runs on local-1 ... "

@@ -37,11 +37,13 @@ class CpuPlan:
 
 
 NOT_PINNED = CpuPlan(None, None, "off")
+# A fleet's experiment as the controller reads it: each host plans `cpus` with the CPUs it may use (fleet/plan.py),
+# so the controller's own CPUs bound nothing.
+PLANNED_ON_EACH_HOST = CpuPlan(None, None, "planned on each host")
 
 
-def parse_cpu_list(text: object, where: str, allowed: frozenset[int] | None = None) -> frozenset[int]:
-    """"0", "0,2", "2-3": CPUs the lab may use, as a set. `allowed`: the CPUs of the host it is planned for (a
-    fleet host's, asked there); None: this process's affinity."""
+def cpu_set(text: object, where: str) -> frozenset[int]:
+    """"0", "0,2", "2-3" as a set of CPU numbers, whichever host they are for."""
     if not isinstance(text, str) or not text.strip():
         raise UserError(f"{where}: expected CPUs such as \"0\", \"0,2\" or \"2-3\", got {text!r}")
     cpus: set[int] = set()
@@ -50,23 +52,31 @@ def parse_cpu_list(text: object, where: str, allowed: frozenset[int] | None = No
         if not low.isdigit() or (high and not high.isdigit()):
             raise UserError(f"{where}: expected CPUs such as \"0\", \"0,2\" or \"2-3\", got {text!r}")
         cpus.update(range(int(low), int(high or low) + 1))
+    return frozenset(cpus)
+
+
+def parse_cpu_list(text: object, where: str, allowed: frozenset[int] | None = None) -> frozenset[int]:
+    """The CPUs of a list the lab may use. `allowed`: the CPUs of the host it is planned for (a fleet host's, asked
+    there); None: this process's affinity."""
+    cpus = cpu_set(text, where)
     if allowed is None:
         allowed = frozenset(os.sched_getaffinity(0))
     missing = sorted(cpus - allowed)
     if missing:
         raise UserError(f"{where}: CPU {missing[0]} is not one this process may use "
                         f"(allowed: {','.join(map(str, sorted(allowed)))})")
-    return frozenset(cpus)
+    return cpus
 
 
 def check_cpus(value: object, where: str) -> object:
-    """The `cpus` key: "off" or a table with client and server."""
+    """The `cpus` key: "off" or a table with client and server, CPU lists as written. Whether the CPUs exist is
+    the plan's question (`plan_cpus`), asked on the host that runs the cells."""
     if value == "off":
         return value
     if not isinstance(value, dict) or set(value) - {"client", "server"} or not value:
         raise UserError(f"{where}: expected {{ client = \"0\", server = \"1\" }} or \"off\"")
     for key, text in value.items():
-        parse_cpu_list(text, f"{where}.{key}")
+        cpu_set(text, f"{where}.{key}")
     return value
 
 
