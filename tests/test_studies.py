@@ -225,6 +225,36 @@ def test_the_summary_has_the_headline_first_and_the_ratio_last():
     assert lines[0] == "study pgo-server: geomean rQPS 1.051, decided 13 of 14, slower 0"
     assert lines[-1] == "ratio 1.051"
     assert "| w (§2): 1.44 | 1.05 | faster | AMD EPYC 7B13, 2 cores, VM |" in doc
+    assert "on CPU time only" not in doc  # every cell decided on the wall clock: nothing to add
+
+
+@pytest.mark.unit
+def test_the_headline_counts_a_cell_decided_on_cpu_time_only_and_says_so_under_its_first_line(monkeypatch):
+    """The first line counts a cell as decided by either metric (a verdict's rule); the line under it says how many
+    only CPU time decided, so that a reader does not take them for QPS verdicts."""
+    from types import SimpleNamespace
+
+    from dbperf.studies import figures
+    from dbperf.studies.figures import Headline, headline
+
+    def cell(rqps: float, verdict: str, metric: str, decided: bool = True) -> SimpleNamespace:
+        return SimpleNamespace(rqps=rqps, deciding_verdict=SimpleNamespace(decided=decided, verdict=verdict,
+                                                                           metric=metric))
+    cells = {("pgo", "point-query", 1): cell(1.10, "faster", "wall"),
+             ("pgo", "range-covered-pk", 1): cell(1.09, "faster", "cpu"),
+             ("pgo", "random-points-10", 1): cell(1.05, "undecided", "wall", decided=False),
+             ("pgo", "train-mix", 1): cell(1.50, "faster", "wall"),  # trained on: left out
+             ("O2-aa", "point-query", 1): cell(1.0, "same", "cpu")}  # another target
+    matrix = SimpleNamespace(cells=cells, was_trained_on=lambda _t, b: b == "train-mix")
+    monkeypatch.setattr(figures.Reader, "matrix", lambda _self, _step: matrix)
+    found = headline(load_study("pgo-server"), Path("/nonexistent"))
+    assert found == Headline("pgo", pytest.approx((1.10 * 1.09 * 1.05) ** (1 / 3)), 2, 3, 0, 1)
+    doc = summary(load_study("pgo-server"), [], RunFacts(HOST, "now", "dbperf study run pgo-server", "full", found,
+                                                         [("mariadb", "ran")]))
+    assert doc.splitlines()[:3] == [
+        "study pgo-server: geomean rQPS 1.080, decided 2 of 3, slower 0", "",
+        "Of the 2 decided, 1 on the wall clock (QPS) and 1 on CPU time only (queries per CPU second; their wall clock "
+        "undecided)."]
 
 
 def _study_run(directory: Path, value: float) -> None:

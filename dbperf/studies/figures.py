@@ -254,10 +254,19 @@ class Headline:
     decided: int
     compared: int
     slower: int
+    on_cpu_time: int = 0  # of `decided`: by CPU time, the wall clock undecided (docs/verdicts.md)
 
     def first_line(self, study: str) -> str:
         g = "–" if self.geomean is None else f"{self.geomean:.3f}"
         return f"study {study}: geomean rQPS {g}, decided {self.decided} of {self.compared}, slower {self.slower}"
+
+    def decided_by(self) -> str | None:
+        """Which metric decided the cells, when CPU time decided some of them: the first line counts a cell as
+        decided by either, as a verdict does."""
+        if not self.on_cpu_time:
+            return None
+        return (f"Of the {self.decided} decided, {self.decided - self.on_cpu_time} on the wall clock (QPS) and "
+                f"{self.on_cpu_time} on CPU time only (queries per CPU second; their wall clock undecided).")
 
     def last_line(self) -> str:
         return f"ratio {'–' if self.geomean is None else f'{self.geomean:.3f}'}"
@@ -276,5 +285,6 @@ def headline(study: Study, directory: Path) -> Headline | None:
     cells = [c for (t, b, _), c in m.cells.items() if t == target and c.rqps and not m.was_trained_on(t, b)]
     verdicts = [c.deciding_verdict for c in cells]
     geomean = math.exp(sum(math.log(c.rqps) for c in cells if c.rqps) / len(cells)) if cells else None
-    return Headline(target, geomean, sum(1 for v in verdicts if v is not None and v.decided), len(cells),
-                    sum(1 for v in verdicts if v is not None and v.verdict == "slower"))
+    decided = [v for v in verdicts if v is not None and v.decided]
+    return Headline(target, geomean, len(decided), len(cells), sum(1 for v in decided if v.verdict == "slower"),
+                    sum(1 for v in decided if v.metric == "cpu"))

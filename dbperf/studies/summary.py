@@ -132,6 +132,7 @@ def summary(study: Study, rows: list[Row], run: RunFacts, recorded: list[str] | 
     seeds = ", ".join(f"seed {s}" for s in study.seeds)
     lines = [SMOKE_NOTE, ""] if mode == "smoke" else []
     lines += [headline.first_line(study.name)] if headline else []
+    lines += ["", by] if headline and (by := headline.decided_by()) else []
     lines += [
         "", f"# Study {md(study.name)}: {md(study.title)}", "",
         f"BRIEF {md(study.brief)} ({md(seeds)}). {md(study.description)}", "",
@@ -158,6 +159,8 @@ def html_summary(study: Study, rows: list[Row], run: RunFacts, reports: list[str
         page.add(f"<p><b>{text(SMOKE_NOTE)}</b></p>")
     if headline:
         page.add(f"<p><b>{text(headline.first_line(study.name))}</b></p>")
+        if by := headline.decided_by():
+            page.add(f"<p>{text(by)}</p>")
     seeds = ", ".join(f"seed {s}" for s in study.seeds)
     page.add(f"<p>BRIEF {text(study.brief)} ({text(seeds)}). {text(study.description)}</p>")
     page.add(f"<p>Run {text(run.when)} on {text(host.short)}, kernel {text(host.kernel)}: "
