@@ -7,13 +7,18 @@ VENV := .venv
 DRIVER := driver/target/release/dbperf-driver
 SITE := build/site
 
-.PHONY: setup demo-setup system-packages demo-packages venv venv-dev driver demo test test-fast lint docs clean
+.PHONY: setup setup-builds demo-setup system-packages demo-packages venv venv-dev driver demo test test-fast lint docs clean
 
 # The driver is built before the package: cargo shows its progress here, and the package's own build of it
 # (setuptools-rust, under a quiet pip) then finds it up to date.
 setup: system-packages driver venv-dev
 
 demo-setup: demo-packages driver venv
+
+# Everything setup installs, plus what servers built from source need (MariaDB's cmake build, BOLT, clang-16): the
+# studies that build servers (pgo-server, tuning-ladder, read-mostly-globals) refuse to start without them.
+setup-builds: setup
+	@./scripts/install-system-packages.sh build
 
 system-packages:
 	@./scripts/install-system-packages.sh all

@@ -2,6 +2,7 @@
 # Installs the Debian packages dbperf needs, only those missing. Idempotent; needs root (or sudo) to install.
 #   install-system-packages.sh demo   what `make demo` needs: the SQLite demo (compiler, valgrind for its simulated tier)
 #   install-system-packages.sh        everything `make test` and `make lint` need: the demo's, plus the servers
+#   install-system-packages.sh build  all of that, plus what servers built from source need (`make setup-builds`)
 set -eu
 # The demo builds SQLite from source (gcc, libc6-dev, make), runs in .venv (python3-venv) and counts every target
 # under cachegrind (valgrind; binutils for the symbols); libsqlite3-0 is the system SQLite of examples/quick.toml.
@@ -12,6 +13,12 @@ DEMO_PACKAGES="libsqlite3-0 gcc libc6-dev make python3-venv valgrind binutils"
 SERVER_PACKAGES="libjemalloc2 libtcmalloc-minimal4 libmimalloc2.0
 postgresql mariadb-server mariadb-plugin-rocksdb sysbench dpkg-dev debian-archive-keyring zlib1g-dev xz-utils
 chromium strace"
+# Servers built from source (buildlab/server_build.py's recipes name each tool's and header's package; the tests
+# check that this list holds them): MariaDB's cmake build and its system libraries, BOLT (bolt-16 and its
+# instrumentation runtime) and the compiler a target may name instead of the user's (compiler = "clang-16").
+# PostgreSQL's build needs only what is above.
+BUILD_PACKAGES="cmake ninja-build bison g++ libssl-dev libpcre2-dev libfmt-dev libncurses-dev
+bolt-16 libbolt-16-dev clang-16"
 missing_of() {
     out=""
     for p in "$@"; do
@@ -29,8 +36,11 @@ case "${1:-all}" in
     all)
         # shellcheck disable=SC2086
         missing=$(missing_of $DEMO_PACKAGES $SERVER_PACKAGES) ;;
+    build)
+        # shellcheck disable=SC2086
+        missing=$(missing_of $DEMO_PACKAGES $SERVER_PACKAGES $BUILD_PACKAGES) ;;
     *)
-        echo "usage: $0 [demo|all]" >&2
+        echo "usage: $0 [demo|all|build]" >&2
         exit 2 ;;
 esac
 [ -z "$missing" ] && exit 0

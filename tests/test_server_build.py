@@ -171,3 +171,29 @@ def test_missing_library_headers_are_named_by_their_package_before_any_fetch(mon
     monkeypatch.setattr(server_build, "candidate_versions", lambda engine: pytest.fail("fetched before the check"))
     with pytest.raises(UserError, match=r"needs the development files of libnope-dev \(apt install libnope-dev\)$"):
         server_build.build_server(ServerBuildSpec("mariadb"), lambda *a: None)
+
+
+@pytest.mark.unit
+def test_make_setup_builds_installs_every_package_a_source_build_names():
+    """The build lab names, per recipe, the Debian package of each tool and header it needs (and BOLT's and the
+    named compilers'); `scripts/install-system-packages.sh build` must install them all, so that `make setup-builds`
+    is enough for every study that builds a server."""
+    import re
+    import subprocess
+
+    from dbperf.buildlab.server_bolt import BOLT_PACKAGES
+    from dbperf.host.compiler import NAMED_COMPILERS
+    from tests.conftest import REPO
+
+    script = (REPO / "scripts" / "install-system-packages.sh").read_text()
+    lists = {name: set(body.split()) for name, body in re.findall(r'^([A-Z]+_PACKAGES)="([^"]*)"', script, re.M)}
+    assert set(lists) == {"DEMO_PACKAGES", "SERVER_PACKAGES", "BUILD_PACKAGES"}
+    installed = set().union(*lists.values())
+    needed = {p for r in server_build.RECIPES.values() for p in (*r.tools.values(), *r.headers.values())}
+    needed |= set(BOLT_PACKAGES) | {package for _cc, _cxx, package in NAMED_COMPILERS.values()}
+    assert needed <= installed, f"not installed by `make setup-builds`: {sorted(needed - installed)}"
+    assert "build)" in script and "$BUILD_PACKAGES" in script.split("build)")[1].split(";;")[0]
+    refused = subprocess.run(["sh", str(REPO / "scripts" / "install-system-packages.sh"), "nonsense"],
+                             capture_output=True, text=True, timeout=30)
+    assert refused.returncode == 2 and refused.stderr.strip().endswith("[demo|all|build]")
+

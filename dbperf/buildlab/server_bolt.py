@@ -45,6 +45,7 @@ from dbperf.tools import tail
 # says what ran, for the manifest: runner/server_training.py, handed in by the caller (the build lab starts no server).
 Training = Callable[[str, Path, Path], dict[str, Any]]
 LLVM_BOLT = "llvm-bolt-16"
+BOLT_PACKAGES = ("bolt-16", "libbolt-16-dev")  # Debian's: llvm-bolt-16, its instrumentation runtime
 INSTRUMENT_OPTIONS = ("-instrument", "-instrumentation-file-append-pid")
 # Engines whose server forks processes that never exec (see above): no call instrumentation.
 FORKS_WITHOUT_EXEC = frozenset(e.name for e in engines.ENGINES.values() if e.forks_without_exec)
@@ -58,7 +59,7 @@ def bolt_tools() -> dict[str, str]:
     """The BOLT tools' paths and version; refused with the package to install when missing."""
     found = shutil.which(LLVM_BOLT)
     if found is None:
-        raise UserError(f"the bolt variant needs {LLVM_BOLT} (apt install bolt-16)")
+        raise UserError(f"the bolt variant needs {LLVM_BOLT} (apt install {BOLT_PACKAGES[0]})")
     out = subprocess.run([found, "--version"], capture_output=True, text=True, timeout=60).stdout
     version = next((line.strip() for line in out.splitlines() if "version" in line.lower()), "unknown")
     # llvm-bolt looks for its instrumentation runtime in ../lib of the path it was started by: started as
@@ -67,7 +68,8 @@ def bolt_tools() -> dict[str, str]:
     real = os.path.realpath(found)
     runtime = Path(real).parent.parent / "lib" / "libbolt_rt_instr.a"
     if not runtime.is_file():
-        raise UserError(f"the bolt variant needs BOLT's instrumentation runtime {runtime} (apt install libbolt-16-dev)")
+        raise UserError(f"the bolt variant needs BOLT's instrumentation runtime {runtime} "
+                        f"(apt install {BOLT_PACKAGES[1]})")
     return {"llvm_bolt": real, "version": version, "runtime": str(runtime)}
 
 
