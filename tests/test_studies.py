@@ -518,10 +518,10 @@ def test_quick_and_smoke_together_are_refused():
     assert proc.returncode == 2 and "two modes" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
 
 
-def _smoke(name: str, tmp_path: Path, measured: str) -> dict:
+def _smoke(name: str, tmp_path: Path, measured: str, env: dict[str, str] | None = None) -> dict:
     """Runs `dbperf study run NAME --smoke` for real; checks the summary and study.json; returns study.json."""
     out = tmp_path / "study"
-    proc = run_cli("study", "run", name, "--smoke", "--out", str(out), timeout=600)
+    proc = run_cli("study", "run", name, "--smoke", "--out", str(out), timeout=600, env=env)
     assert proc.returncode == 0, proc.stderr[-3000:]
     text = (out / "summary.md").read_text()
     assert text == proc.stdout and text.startswith("SMOKE RUN: ")
@@ -548,10 +548,17 @@ def test_smoke_barriers_spin(tmp_path):
 @pytest.mark.skipif(not Path("/usr/sbin/mariadbd").exists() or shutil.which("valgrind") is None,
                     reason="the study maps the system's mariadbd and traces SQLite under valgrind (make setup)")
 def test_smoke_read_mostly_globals(tmp_path):
+    history = tmp_path / "history.sqlite"
     record = _smoke("read-mostly-globals", tmp_path,
-                    "demo: lines flagged (read-mostly object beside a hot-written one)")
+                    "demo: lines flagged (read-mostly object beside a hot-written one)",
+                    env={"DBPERF_HISTORY": str(history)})
     figures = {f["what"]: f for f in record["figures"]}
     assert figures["mariadbd static map: lines mixing written and never-written objects"]["value"] is not None
+    # SQLite's --fix ran its A/B (a results directory with cells) and left the user's history alone: its targets
+    # bear the user's target's name, with a rebuilt library.
+    sqlite = json.loads((tmp_path / "study" / "sqlite.json").read_text())
+    assert sqlite["fix"]["ab_cells"] > 0 and Path(sqlite["fix"]["ab_results"]).is_dir()
+    assert not history.exists()
 
 
 @pytest.mark.server

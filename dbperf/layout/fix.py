@@ -210,7 +210,9 @@ def target_fix(experiment: Path, exp: Experiment, target: Target, benchmark: str
     placed = _placed(names, static2)
     _say(out, f"moved objects now in: {', '.join(f'{n} {sec}' for n, sec in placed.items())}; still flagged: "
               f"{', '.join(left) or 'none'}")
-    end = run_experiment(ab_file, work / "results", keep_data=False, err=err)
+    # Not into the history: the A/B's targets carry the user's target's name but a rebuilt library and the check's
+    # own settings, and would land in that target's series as one of its runs.
+    end = run_experiment(ab_file, work / "results", keep_data=False, err=err, record=False)
     if end.exit_code:
         raise UserError(f"--fix: the A/B run failed (exit {end.exit_code}); results in {end.directory}")
     draw_report(report_view(end.directory), out, err)

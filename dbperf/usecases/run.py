@@ -36,8 +36,10 @@ class RunEnd:
 
 
 def run_experiment(experiment: Path, out: Path | None, keep_data: bool, profile: bool = False,
-                   yes: bool = False, aa: bool = False, simulated: bool = False, err: Console = PROGRESS) -> RunEnd:
-    """Builds what the targets need, runs the matrix."""
+                   yes: bool = False, aa: bool = False, simulated: bool = False, err: Console = PROGRESS,
+                   record: bool = True) -> RunEnd:
+    """Builds what the targets need, runs the matrix. `record=False`: the run stays out of the history (a run the
+    lab composes for its own question, whose targets are not the user's series)."""
     # Absolute once, here: servers and set-up tools run with another working directory.
     directory = (out or Path("results") / f"{experiment.stem}-{datetime.now():%Y%m%d-%H%M%S}").absolute()
     spec = parse_experiment(experiment)
@@ -47,7 +49,8 @@ def run_experiment(experiment: Path, out: Path | None, keep_data: bool, profile:
         spec = with_aa(spec)
     if simulated:
         spec = replace(spec, simulated=True)
-    history_path()  # a bad DBPERF_HISTORY is said now, not after the run
+    if record:
+        history_path()  # a bad DBPERF_HISTORY is said now, not after the run
     size = estimate(spec, directory)
     if size.needs_confirmation() and not yes:  # said once, as the error; with --yes, as a warning
         raise UserError(f"{experiment}: {size.summary()}; add --yes to run it anyway")
@@ -64,7 +67,7 @@ def run_experiment(experiment: Path, out: Path | None, keep_data: bool, profile:
         err.print(f"dbperf: counters mode {mode.mode}: {mode.reason}", highlight=False)
     return run_to_end(directory, keep_data, "cell",
                       lambda: run_matrix(exp, directory, err, keep_data=keep_data, builds=builds, profile=profile),
-                      record=True, err=err)
+                      record=record, err=err)
 
 
 def run_replication_experiment(spec: Experiment, directory: Path, keep_data: bool,
