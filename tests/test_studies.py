@@ -17,7 +17,7 @@ from dbperf.errors import UserError
 from dbperf.studies import model
 from dbperf.studies.figures import NotMeasured, Row, rows, walk
 from dbperf.studies.model import load_study, parse_study, study_names
-from dbperf.studies.record import compare_with_record, record_study
+from dbperf.studies.record import BY_HAND, compare_with_record, record_study
 from dbperf.studies.summary import Host, RunFacts, host_differences, summary, table
 from tests.conftest import NEEDS_SERVERS, run_cli
 
@@ -284,6 +284,92 @@ def test_a_recorded_run_is_dated_with_its_host_and_a_later_run_is_compared_with_
         record_study("replication", tmp_path / "run1", docs)
     with pytest.raises(UserError, match="not a study run"):
         record_study("barriers-spin", tmp_path, docs)
+
+
+def _pgo_run(directory: Path, started: str, host: Host, measured_steps: set[str], value: float) -> dict:
+    """A pgo-server study.json (and its summary.md) whose figures of `measured_steps` read `value`, the others left
+    out by --step, as `dbperf study run pgo-server --step ...` writes them."""
+    from dataclasses import asdict
+
+    from dbperf.studies.figures import Headline
+    study = load_study("pgo-server")
+    left = {s.name: "--step" for s in study.steps if s.name not in measured_steps}
+    figures = []
+    for f in study.figures:
+        steps = {str(m["step"]) for m in f.measures("full") if m is not None and "step" in m}
+        figures.append(asdict(Row(f.what, f.section, f.published, f"{value:.3f}", "faster", value) if steps <=
+                              measured_steps else
+                              Row(f.what, f.section, f.published,
+                                  f"not measured: step {sorted(steps & left.keys())[0]} was not run (--step)", "–",
+                                  left_out=True)))
+    run = {"dbperf_study": 1, "study": "pgo-server", "title": study.title, "mode": "full", "quick": False,
+           "smoke": False, "started": started, "ended": started, "directory": str(directory),
+           "command": "dbperf study run pgo-server" + "".join(f" --step {s}" for s in sorted(measured_steps)),
+           "left_out": left, "host": host.to_json(),
+           "steps": [{"name": s.name, "ended": "not run (--step)" if s.name in left else f"ran ({value})"}
+                     for s in study.steps],
+           "figures": figures,
+           "headline": asdict(Headline("pgo", value, 13, 14, 0, 1)) if "mariadb" in measured_steps else None,
+           "exit_code": 0}
+    directory.mkdir(parents=True)
+    (directory / "study.json").write_text(json.dumps(run))
+    (directory / "summary.md").write_text("# Study pgo-server: t\n\nthe run's own summary\n")
+    return run
+
+
+@pytest.mark.unit
+def test_a_run_narrowed_by_step_goes_on_record_on_top_of_the_record_keeping_the_steps_it_left_out(tmp_path):
+    """pgo-server takes longer than one sitting at its own budget: its MariaDB step, run again, goes on record
+    and the PostgreSQL figures on record stay, each row saying which run (host, date) measured it."""
+    docs = tmp_path / "docs"
+    intel = Host("Intel Xeon", 2, True, "simulated", "no PMU", "6.1", (0.5, 0.5, 0.5), (0.9, 0.9, 0.9))
+    _pgo_run(tmp_path / "whole", "2026-11-23T23:32:55+00:00", intel, {"mariadb", "postgres"}, 1.02)
+    page, data = record_study("pgo-server", tmp_path / "whole", docs)
+    page.write_text(page.read_text() + f"\n{BY_HAND}\n\n## An analysis (written by hand)\n\nProse.\n")
+    _pgo_run(tmp_path / "maria", "2026-11-25T16:57:00+00:00", HOST, {"mariadb"}, 1.07)
+    with pytest.raises(UserError, match="the file exists; add --force"):
+        record_study("pgo-server", tmp_path / "maria", docs)
+    record_study("pgo-server", tmp_path / "maria", docs, force=True)
+    merged = json.loads(data.read_text())
+    figures = {f["what"]: f for f in merged["figures"]}
+    maria = figures["MariaDB point-query rQPS, -O2 + PGO / -O2"]
+    pg = figures["PostgreSQL point-query rQPS, -O2 + PGO / -O2"]
+    counters = figures["MariaDB I1 misses per instruction, -O2 → -O2 + PGO"]
+    assert maria["value"] == 1.07 and maria["host"] is None  # this run's: its host is the run's
+    assert pg["value"] == 1.02 and pg["host"] == "Intel Xeon, 2 cores, VM; run of 2026-11-23 23:32 UTC"
+    # Left out by both runs: still not measured, never a number from nowhere.
+    assert counters["value"] is None and counters["measured"].startswith("not measured")
+    steps = {s["name"]: s["ended"] for s in merged["steps"]}
+    assert steps["mariadb"] == "ran (1.07)"
+    assert steps["postgres"] == ("kept from the run on record (Intel Xeon, 2 cores, VM; run of 2026-11-23 23:32 UTC): "
+                                 "ran (1.02)")
+    assert merged["kept_from_record"]["steps"] == ["mariadb-counters", "postgres", "postgres-counters"]
+    assert merged["kept_from_record"]["started"] == "2026-11-23T23:32:55+00:00"
+    assert merged["headline"]["geomean"] == 1.07  # the headline's step ran here
+    text = page.read_text()
+    assert text.startswith("# Study pgo-server: ")
+    assert "study pgo-server: geomean rQPS 1.070, decided 13 of 14, slower 0" in text
+    assert "| 1.020 | faster | Intel Xeon, 2 cores, VM; run of 2026-11-23 23:32 UTC |" in text
+    assert "| 1.070 | faster | AMD EPYC 7B13, 2 cores, VM |" in text
+    assert "which this run left out (--step), are those of the run on record of 2026-11-23 23:32 UTC" in text
+    assert text.rstrip().endswith("## An analysis (written by hand)\n\nProse.") and text.count(BY_HAND) == 1
+    # The merged record is the next merge's record: a later PostgreSQL run keeps these MariaDB figures, and the
+    # PostgreSQL step's end is said once, not wrapped again.
+    _pgo_run(tmp_path / "pg", "2026-11-26T10:00:00+00:00", HOST, {"postgres"}, 0.97)
+    record_study("pgo-server", tmp_path / "pg", docs, force=True)
+    again = {f["what"]: f for f in json.loads(data.read_text())["figures"]}
+    assert again["MariaDB point-query rQPS, -O2 + PGO / -O2"]["value"] == 1.07
+    assert again["MariaDB point-query rQPS, -O2 + PGO / -O2"]["host"] == (
+        "AMD EPYC 7B13, 2 cores, VM; run of 2026-11-25 16:57 UTC")
+    assert again["PostgreSQL point-query rQPS, -O2 + PGO / -O2"]["value"] == 0.97
+    assert json.loads(data.read_text())["headline"]["geomean"] == 1.07  # kept with its step
+    # A quick run does not go on top of a full record.
+    quick = tmp_path / "quick"
+    _pgo_run(quick, "2026-11-26T11:00:00+00:00", HOST, {"mariadb"}, 1.0)
+    doc = json.loads((quick / "study.json").read_text())
+    (quick / "study.json").write_text(json.dumps({**doc, "mode": "quick", "quick": True}))
+    with pytest.raises(UserError, match=r"a quick run narrowed by --step .* cannot be put on top of a full record"):
+        record_study("pgo-server", quick, docs, force=True)
 
 
 @pytest.mark.unit

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -44,10 +44,16 @@ class Row:
     value: float | None = None
     text: str | None = None  # a measured fact that is not a number
     left_out: bool = False  # by design of a --quick or --smoke run (a benchmark or target it does not run)
+    host: str | None = None  # measured elsewhere: kept from the run on record (studies/record.py), its host and date
 
     @property
     def measured_anything(self) -> bool:
         return self.value is not None or self.text is not None
+
+    @classmethod
+    def from_json(cls, doc: dict[str, Any]) -> Row:
+        """A figure as study.json holds it (asdict)."""
+        return cls(**{f.name: doc[f.name] for f in fields(cls) if f.name in doc})
 
 
 def step_dir(directory: Path, step: str) -> Path:
@@ -259,6 +265,11 @@ class Headline:
     def first_line(self, study: str) -> str:
         g = "–" if self.geomean is None else f"{self.geomean:.3f}"
         return f"study {study}: geomean rQPS {g}, decided {self.decided} of {self.compared}, slower {self.slower}"
+
+    @classmethod
+    def from_json(cls, doc: dict[str, Any]) -> Headline:
+        """The headline as study.json holds it (asdict)."""
+        return cls(**{f.name: doc[f.name] for f in fields(cls) if f.name in doc})
 
     def decided_by(self) -> str | None:
         """Which metric decided the cells, when CPU time decided some of them: the first line counts a cell as

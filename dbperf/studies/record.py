@@ -5,6 +5,8 @@ figures with the recorded ones, and its experiment steps with `dbperf compare RE
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -12,9 +14,14 @@ import dbperf
 from dbperf.errors import UserError
 from dbperf.output_file import write_file
 from dbperf.report.escape import md
-from dbperf.studies.figures import Row
+from dbperf.studies.figures import Headline, Row
+from dbperf.studies.model import MODES, Mode, Study, load_study
+from dbperf.studies.summary import Host, RunFacts, summary
 
 DOCS_STUDIES = Path(dbperf.__file__).resolve().parents[1] / "docs" / "studies"
+# A record page from this line on is prose written by hand (an analysis, a run apart): recording the study again
+# keeps it below the new summary.
+BY_HAND = "<!-- written by hand below: kept when the study is recorded again -->"
 
 
 def recorded(name: str, docs: Path = DOCS_STUDIES) -> dict[str, Any] | None:
@@ -61,6 +68,10 @@ def record_study(name: str, directory: Path, docs: Path = DOCS_STUDIES, force: b
     if run.get("smoke") or run.get("mode") == "smoke":
         raise UserError(f"{directory}: a smoke run (--smoke) checks the study's plumbing, its figures are not "
                         "results: record a full or --quick run")
+    on_record = recorded(name, docs)
+    narrowed = sorted(step for step, why in (run.get("left_out") or {}).items() if why == "--step")
+    if narrowed and on_record is not None:
+        run, text = kept_from_record(load_study(name), run, on_record, narrowed, directory)
     host = run.get("host", {})
     load = " / ".join(f"{x:.2f}" for x in host.get("load_start") or [])
     note = (f"!!! note \"On record\"\n    Recorded from `{md(run.get('directory'))}`, run {md(run.get('started'))} "
@@ -74,6 +85,69 @@ def record_study(name: str, directory: Path, docs: Path = DOCS_STUDIES, force: b
         title = body.pop(heading)
         body = [title, "", note.rstrip("\n"), "", *body]
     docs.mkdir(parents=True, exist_ok=True)
-    page = write_file(docs / f"{name}.md", "\n".join(body).rstrip("\n") + "\n", force, option="record")
+    page_text = "\n".join(body).rstrip("\n") + "\n"
+    try:
+        before = (docs / f"{name}.md").read_text()
+    except OSError:
+        before = ""
+    if force and BY_HAND in before:
+        page_text += "\n" + before[before.index(BY_HAND):]
+    page = write_file(docs / f"{name}.md", page_text, force, option="record")
     data = write_file(docs / f"{name}.json", json.dumps(run, indent=2) + "\n", force, option="record")
     return [page, data]
+
+
+def _when(started: object) -> str:
+    try:
+        return f"{datetime.fromisoformat(str(started)):%Y-%m-%d %H:%M} UTC"
+    except ValueError:
+        return str(started)
+
+
+def kept_from_record(study: Study, run: dict[str, Any], on_record: dict[str, Any], narrowed: list[str],
+                     directory: Path) -> tuple[dict[str, Any], str]:
+    """A run narrowed by --step, put on record on top of the record: the figures, steps and headline of the steps
+    it left out are the record's, each saying whose (host and date), so that a study too long for one sitting can be
+    put on record step by step without losing what is on record. Its summary is written anew from the merged
+    figures; the run's own directory is left as it was."""
+    mode: Mode = next((m for m in MODES if m == run.get("mode")), "full")
+    if on_record.get("mode") != mode:
+        raise UserError(f"{directory}: a {mode} run narrowed by --step ({', '.join(narrowed)} left out) cannot be "
+                        f"put on top of a {on_record.get('mode')} record; run the whole study, or the same mode")
+    source_host = Host.from_json(on_record.get("host") or {})
+    source = f"{source_host.short}; run of {_when(on_record.get('started'))}"
+    steps_of = {f.what: {str(m["step"]) for m in f.measures(mode) if m is not None and "step" in m}
+                for f in study.figures}
+    old_figures = {f.get("what"): f for f in on_record.get("figures", []) if isinstance(f, dict)}
+    figures = []
+    for doc in run.get("figures", []):
+        row = Row.from_json(doc)
+        old = old_figures.get(row.what)
+        if old is not None and steps_of.get(row.what, set()) & set(narrowed) and not row.measured_anything:
+            row = Row.from_json({**old, "host": old.get("host") or source})
+        figures.append(row)
+    old_steps = {s.get("name"): s.get("ended") for s in on_record.get("steps", []) if isinstance(s, dict)}
+    steps = []
+    for s in run.get("steps", []):
+        name, ended = str(s.get("name")), str(s.get("ended"))
+        if name in narrowed and name in old_steps:
+            was = str(old_steps[name])
+            ended = was if was.startswith("kept from the run on record") else \
+                f"kept from the run on record ({source}): {was}"
+        steps.append((name, ended))
+    headline_doc = run.get("headline")
+    if study.headline and study.headline["step"] in narrowed:
+        headline_doc = on_record.get("headline")
+    headline = Headline.from_json(headline_doc) if isinstance(headline_doc, dict) else None
+    kept = (f"The figures of step(s) {', '.join(narrowed)}, which this run left out (--step), are those of the run on "
+            f"record of {_when(on_record.get('started'))} on {source_host.short} (`{on_record.get('command', '?')}`): "
+            "the host column says which run measured each figure.")
+    facts = RunFacts(Host.from_json(run.get("host") or {}), _when(run.get("started")),
+                     str(run.get("command", "?")), mode, headline, steps, kept=kept)
+    merged = {**run, "figures": [asdict(r) for r in figures], "steps": [{"name": n, "ended": h} for n, h in steps],
+              "headline": asdict(headline) if headline else None,
+              "kept_from_record": {"steps": narrowed, "started": on_record.get("started"),
+                                   "ended": on_record.get("ended"), "directory": on_record.get("directory"),
+                                   "command": on_record.get("command"), "host": on_record.get("host")}}
+    return merged, summary(study, figures, facts)
+

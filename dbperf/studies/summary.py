@@ -69,6 +69,7 @@ class RunFacts:
     headline: Headline | None
     steps: list[tuple[str, str]]  # (step name, how it ended)
     rewritten: str | None = None  # when `dbperf study summary` wrote the summary again from the same results
+    kept: str | None = None  # which figures were kept from the run on record, and whose (studies/record.py)
 
 
 def this_host() -> Host:
@@ -115,14 +116,15 @@ def table(rows: list[Row], host: Host) -> list[str]:
     out = ["| seed's published figure | measured here | verdict | host |", "|---|---|---|---|"]
     for r in rows:
         out.append(f"| {md(r.what)} ({md(r.section)}): {md(r.published)} | {md(r.measured)} | {md(r.verdict)} | "
-                   f"{md(host.short)} |")
+                   f"{md(r.host or host.short)} |")
     return out
 
 
 def rewritten_note(run: RunFacts) -> str:
-    """Said after the run's line when the summary was written again (plain text: the caller escapes it)."""
-    return (f" Summary written again {run.rewritten} from the same results, with the study's figures as defined "
-            "then (dbperf study summary)." if run.rewritten else "")
+    """Said after the run's line when the summary was written again, or holds figures of another run (plain text:
+    the caller escapes it)."""
+    return ((f" Summary written again {run.rewritten} from the same results, with the study's figures as defined "
+             "then (dbperf study summary)." if run.rewritten else "") + (f" {run.kept}" if run.kept else ""))
 
 
 def summary(study: Study, rows: list[Row], run: RunFacts, recorded: list[str] | None = None) -> str:
@@ -167,7 +169,8 @@ def html_summary(study: Study, rows: list[Row], run: RunFacts, reports: list[str
              f"<code>{text(run.command)}</code>" + text(MODE_NOTES[mode] + "." + rewritten_note(run)) + "</p>")
     page.section("figures", "The seed's figures and this host's")
     page.add(html_table(("seed's published figure", "measured here", "verdict", "host"),
-                        [(f"{r.what} ({r.section}): {r.published}", r.measured, r.verdict, host.short) for r in rows],
+                        [(f"{r.what} ({r.section}): {r.published}", r.measured, r.verdict, r.host or host.short)
+                         for r in rows],
                         text_columns=4))
     page.section("steps", "Steps")
     page.add(html_table(("step", "how it ended"), run.steps, text_columns=2))
