@@ -140,7 +140,7 @@ def kept_from_record(study: Study, run: dict[str, Any], on_record: dict[str, Any
         headline_doc = on_record.get("headline")
     headline = Headline.from_json(headline_doc) if isinstance(headline_doc, dict) else None
     kept = (f"The figures of step(s) {', '.join(narrowed)}, which this run left out (--step), are those of the run on "
-            f"record of {_when(on_record.get('started'))} on {source_host.short} (`{on_record.get('command', '?')}`): "
+            f"record of {_when(on_record.get('started'))} on {source_host.short} ({on_record.get('command', '?')}): "
             "the host column says which run measured each figure.")
     facts = RunFacts(Host.from_json(run.get("host") or {}), _when(run.get("started")),
                      str(run.get("command", "?")), mode, headline, steps, kept=kept)
@@ -150,4 +150,3 @@ def kept_from_record(study: Study, run: dict[str, Any], on_record: dict[str, Any
                                    "ended": on_record.get("ended"), "directory": on_record.get("directory"),
                                    "command": on_record.get("command"), "host": on_record.get("host")}}
     return merged, summary(study, figures, facts)
-
