@@ -139,9 +139,10 @@ def kept_from_record(study: Study, run: dict[str, Any], on_record: dict[str, Any
     if study.headline and study.headline["step"] in narrowed:
         headline_doc = on_record.get("headline")
     headline = Headline.from_json(headline_doc) if isinstance(headline_doc, dict) else None
+    command = on_record.get("command")  # records written before study.json kept it have none
     kept = (f"The figures of step(s) {', '.join(narrowed)}, which this run left out (--step), are those of the run on "
-            f"record of {_when(on_record.get('started'))} on {source_host.short} ({on_record.get('command', '?')}): "
-            "the host column says which run measured each figure.")
+            f"record of {_when(on_record.get('started'))} on {source_host.short}{f' ({command})' if command else ''}"
+            ": the host column says which run measured each figure.")
     facts = RunFacts(Host.from_json(run.get("host") or {}), _when(run.get("started")),
                      str(run.get("command", "?")), mode, headline, steps, kept=kept)
     merged = {**run, "figures": [asdict(r) for r in figures], "steps": [{"name": n, "ended": h} for n, h in steps],
