@@ -140,8 +140,9 @@ def kept_from_record(study: Study, run: dict[str, Any], on_record: dict[str, Any
         headline_doc = on_record.get("headline")
     headline = Headline.from_json(headline_doc) if isinstance(headline_doc, dict) else None
     command = on_record.get("command")  # records written before study.json kept it have none
-    kept = (f"The figures of step(s) {', '.join(narrowed)}, which this run left out (--step), are those of the run on "
-            f"record of {_when(on_record.get('started'))} on {source_host.short}{f' ({command})' if command else ''}"
+    from_record = [n for n in narrowed if n in old_steps] or narrowed  # a step added since is in neither run
+    kept = (f"The figures of step(s) {', '.join(from_record)}, which this run left out (--step), are those of the run "
+            f"on record of {_when(on_record.get('started'))} on {source_host.short}{f' ({command})' if command else ''}"
             ": the host column says which run measured each figure.")
     facts = RunFacts(Host.from_json(run.get("host") or {}), _when(run.get("started")),
                      str(run.get("command", "?")), mode, headline, steps, kept=kept)
