@@ -97,7 +97,8 @@ def record_study(name: str, directory: Path, docs: Path = DOCS_STUDIES, force: b
     return [page, data]
 
 
-def _when(started: object) -> str:
+def started_when(started: object) -> str:
+    """A run's start (study.json's ISO time) as its summary says it."""
     try:
         return f"{datetime.fromisoformat(str(started)):%Y-%m-%d %H:%M} UTC"
     except ValueError:
@@ -115,7 +116,7 @@ def kept_from_record(study: Study, run: dict[str, Any], on_record: dict[str, Any
         raise UserError(f"{directory}: a {mode} run narrowed by --step ({', '.join(narrowed)} left out) cannot be "
                         f"put on top of a {on_record.get('mode')} record; run the whole study, or the same mode")
     source_host = Host.from_json(on_record.get("host") or {})
-    source = f"{source_host.short}; run of {_when(on_record.get('started'))}"
+    source = f"{source_host.short}; run of {started_when(on_record.get('started'))}"
     steps_of = {f.what: {str(m["step"]) for m in f.measures(mode) if m is not None and "step" in m}
                 for f in study.figures}
     old_figures = {f.get("what"): f for f in on_record.get("figures", []) if isinstance(f, dict)}
@@ -142,9 +143,9 @@ def kept_from_record(study: Study, run: dict[str, Any], on_record: dict[str, Any
     command = on_record.get("command")  # records written before study.json kept it have none
     from_record = [n for n in narrowed if n in old_steps] or narrowed  # a step added since is in neither run
     kept = (f"The figures of step(s) {', '.join(from_record)}, which this run left out (--step), are those of the run "
-            f"on record of {_when(on_record.get('started'))} on {source_host.short}{f' ({command})' if command else ''}"
-            ": the host column says which run measured each figure.")
-    facts = RunFacts(Host.from_json(run.get("host") or {}), _when(run.get("started")),
+            f"on record of {started_when(on_record.get('started'))} on {source_host.short}"
+            f"{f' ({command})' if command else ''}: the host column says which run measured each figure.")
+    facts = RunFacts(Host.from_json(run.get("host") or {}), started_when(run.get("started")),
                      str(run.get("command", "?")), mode, headline, steps, kept=kept)
     merged = {**run, "figures": [asdict(r) for r in figures], "steps": [{"name": n, "ended": h} for n, h in steps],
               "headline": asdict(headline) if headline else None,

@@ -27,7 +27,7 @@ from dbperf.runner import interrupts
 from dbperf.studies import toml_text
 from dbperf.studies.figures import Headline, NotMeasured, Reader, Row, headline, rows
 from dbperf.studies.model import MODES, Mode, Step, Study, experiment_doc, load_study, mode_flag
-from dbperf.studies.record import compare_with_record, recorded
+from dbperf.studies.record import compare_with_record, recorded, started_when
 from dbperf.studies.summary import Host, RunFacts, html_summary, summary, this_host
 from dbperf.usecases.bisect import (
     StepSettings,
@@ -197,11 +197,7 @@ def summarise(directory: Path) -> StudyEnd:
         run["left_out"] = {n: ("--step" if h == "not run (--step)" else mode_flag(mode))
                            for n, h in steps if h.startswith("not run")}
     command = run.get("command") or _command_said(directory) or run_command(study, mode)
-    started = run.get("started", "")
-    try:
-        when = f"{datetime.fromisoformat(started):%Y-%m-%d %H:%M} UTC"
-    except (TypeError, ValueError):
-        when = str(started)
+    when = started_when(run.get("started", ""))
     facts = RunFacts(Host.from_json(run.get("host") or {}), when, command, mode, headline(study, directory), steps,
                      rewritten=f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC")
     keep = {k: v for k, v in run.items()
