@@ -378,3 +378,21 @@ def test_plain_tcp_only_on_this_machine_and_tls_needs_certificates(tmp_path: Pat
         security(None, "tls://bench-controller:8786")
     make_certs(tmp_path / "c")
     assert security(tmp_path / "c", "tls://bench-controller:8786").require_encryption
+
+
+@pytest.mark.unit
+def test_connected_hosts_asks_the_scheduler_not_the_clients_cache(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The client's periodic refresh caches totals only (no workers); if it lands between `scheduler_info()`'s fetch
+    and its return, every worker looks gone at once, and a controller failed both local hosts as lost in CI."""
+    from distributed import Client, LocalCluster
+
+    fetch = Client._update_scheduler_info
+
+    async def refreshed_behind(self: Client, n_workers: int = 0) -> None:
+        await fetch(self, n_workers=n_workers)
+        await fetch(self, n_workers=0)  # the periodic refresh wins the race
+
+    with LocalCluster(n_workers=1, processes=False, dashboard_address=None) as cluster, Client(cluster) as client:
+        monkeypatch.setattr(Client, "_update_scheduler_info", refreshed_behind)
+        assert client.scheduler_info()["workers"] == {}  # the cache the controller used to read: nobody there
+        assert list(connected_hosts(client).values()) == list(cluster.scheduler_info["workers"])

@@ -175,6 +175,10 @@ def connect(address: str, certs: Path | None, timeout: float = 30) -> Client:
 
 
 def connected_hosts(client: Client) -> dict[str, str]:
-    """Worker name -> address, as the scheduler sees them now."""
-    info = client.scheduler_info()
+    """Worker name -> address, as the scheduler sees them now.
+
+    Asks the scheduler directly rather than through `Client.scheduler_info()`: that returns the client's cached
+    identity, which the client's own periodic refresh (totals only, no workers) can overwrite between the fetch and
+    the return; a controller that read it then saw every worker gone at once and failed its hosts as lost."""
+    info = client.sync(client.scheduler.identity, n_workers=-1)
     return {str(w.get("name")): addr for addr, w in info.get("workers", {}).items()}
