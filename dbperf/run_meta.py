@@ -28,6 +28,9 @@ class HostMeta(msgspec.Struct, kw_only=True):
     """host/facts.py `host_metadata()`: the machine a run (or a fleet host's part) ran on."""
     hostname: str | None = None
     cpu_model: str | None = None
+    cpu_id: str | None = None  # family, model, stepping (x86): the generation a model name may hide
+    microcode: str | None = None
+    virtualised: bool | None = None
     cores: int | None = None
     kernel: str | None = None
     governor: str | None = None

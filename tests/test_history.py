@@ -182,6 +182,14 @@ def test_compare_sets_the_same_target_from_two_runs_side_by_side(tmp_path):
     assert o3["point-query"]["verdict"] == "slower" and o3["point-query"]["ratio"] == pytest.approx(0.8, rel=0.05)
     assert o3["scan"]["verdict"] == "not in B"
     assert doc["a"]["host"]["hostname"] == "h1" and doc["b"]["host"]["hostname"] == "h2"
+    assert doc["cpu_caveat"] is None  # the same CPU model and cores, neither run says its generation
+    assert b.run_meta.host is not None
+    b.run_meta.host.cpu_id = "family 25, model 17, stepping 1"
+    caveat = json.loads(render(compare_view(a, b, pairs), "json"))["cpu_caveat"]
+    assert caveat.startswith("The CPU's generation is not known in monday")
+    assert "model 17, stepping 1 in tuesday" in caveat
+    assert caveat in render(compare_view(a, b, pairs), "markdown")
+    b.run_meta.host.cpu_id = None
     text = render(compare_view(a, b, pairs), "markdown")
     assert text.count("<details><summary><b>") == 2 and text.count("</details>") == 2
     row = next(line for line in text.splitlines() if line.startswith("| point-query |"))

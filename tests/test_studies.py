@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import json
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from dbperf.errors import UserError
+from dbperf.host.cpu_identity import cpu_caveat
 from dbperf.studies import model
 from dbperf.studies.figures import NotMeasured, Row, rows, walk
 from dbperf.studies.model import load_study, parse_study, study_names
@@ -24,7 +26,7 @@ from tests.conftest import NEEDS_SERVERS, run_cli
 ISSUE_STUDIES = {"release-regression", "pgo-server", "tuning-ladder", "barriers-spin", "read-mostly-globals",
                  "replication"}
 HOST = Host("AMD EPYC 7B13", 2, True, "simulated", "perf cannot count cycles", "6.1", (0.5, 0.4, 0.3),
-            (0.6, 0.5, 0.4))
+            (0.6, 0.5, 0.4), cpu_id="family 25, model 1, stepping 1", microcode="0xa0011d1")
 
 
 @pytest.mark.unit
@@ -274,10 +276,16 @@ def test_a_recorded_run_is_dated_with_its_host_and_a_later_run_is_compared_with_
     text = page.read_text()
     assert text.startswith("# Study barriers-spin: t\n") and "2026-11-23T20:00:00+00:00" in text
     assert "AMD EPYC 7B13 (2 cores" in text and data.name == "barriers-spin.json"
+    kept = json.loads(data.read_text())["host"]
+    assert (kept["cpu_id"], kept["microcode"]) == ("family 25, model 1, stepping 1", "0xa0011d1")
     lines = compare_with_record("barriers-spin", [Row("PAUSE latency", "§4", "x", "90.0 TSC ticks", "", 90.0)],
-                                docs)
+                                HOST, docs)
     assert lines is not None and "| PAUSE latency | 60.0 TSC ticks | 90.0 TSC ticks | 1.500 |" in lines
-    assert compare_with_record("barriers-spin", [], tmp_path / "none") is None
+    assert "on AMD EPYC 7B13, 2 cores, VM (family 25, model 1, stepping 1; microcode 0xa0011d1)" in lines[0]
+    assert "generation" not in lines[0]  # the same CPU: no caveat
+    moved = compare_with_record("barriers-spin", [], replace(HOST, cpu_id="family 25, model 17, stepping 1"), docs)
+    assert moved is not None and "generation differs under one model name" in moved[0]
+    assert compare_with_record("barriers-spin", [], HOST, tmp_path / "none") is None
     with pytest.raises(UserError, match="the file exists; add --force"):
         record_study("barriers-spin", tmp_path / "run1", docs)
     with pytest.raises(UserError, match="holds a run of study 'barriers-spin', not 'replication'"):
@@ -357,6 +365,7 @@ def test_a_run_narrowed_by_step_goes_on_record_on_top_of_the_record_keeping_the_
     assert ("The figures of step(s) mariadb-counters, postgres, which this run left out (--step), are those of the run "
             "on record of 2026-11-23 23:32 UTC on Intel Xeon, 2 cores, VM (dbperf study run pgo-server --step mariadb "
             "--step postgres): the host column") in text
+    assert "The CPUs differ (Intel Xeon, 2 cores in the run on record, AMD EPYC 7B13, 2 cores" in text
     assert text.rstrip().endswith("## An analysis (written by hand)\n\nProse.") and text.count(BY_HAND) == 1
     # The merged record is the next merge's record: a later PostgreSQL run keeps these MariaDB figures, and the
     # PostgreSQL step's end is said once, not wrapped again.
@@ -368,6 +377,7 @@ def test_a_run_narrowed_by_step_goes_on_record_on_top_of_the_record_keeping_the_
         "AMD EPYC 7B13, 2 cores, VM; run of 2026-11-25 16:57 UTC")
     assert again["PostgreSQL point-query rQPS, -O2 + PGO / -O2"]["value"] == 0.97
     assert json.loads(data.read_text())["headline"]["geomean"] == 1.07  # kept with its step
+    assert "CPUs differ" not in page.read_text().split(BY_HAND)[0]  # both runs on the same CPU
     # A quick run does not go on top of a full record.
     quick = tmp_path / "quick"
     _pgo_run(quick, "2026-11-26T11:00:00+00:00", HOST, {"mariadb"}, 1.0)
@@ -841,3 +851,25 @@ def test_study_summary_of_a_directory_that_is_not_a_study_run_is_one_line_and_ex
         (tmp_path / "study.json").write_text(content)
     proc = run_cli("study", "summary", str(tmp_path), timeout=60)
     assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1 and message in proc.stderr, proc.stderr
+
+
+@pytest.mark.unit
+def test_a_run_compared_with_the_record_says_when_the_cpu_may_not_be_the_same() -> None:
+    """One model name ("AMD EPYC" in a VM) covers several generations: the comparison says so when the record's
+    family/model differs, when the record predates the lab keeping it, and when the model name itself differs."""
+    def caveat(then: Host, now: Host) -> str:
+        return cpu_caveat(then.identity, now.identity, "on record", "here") or ""
+    assert cpu_caveat(HOST.identity, HOST.identity, "on record", "here") is None
+    genoa = replace(HOST, cpu_id="family 25, model 17, stepping 1", microcode="0x1000065")
+    assert "(family 25, model 1, stepping 1 on record, family 25, model 17, stepping 1 here)" in caveat(HOST, genoa)
+    old = replace(HOST, cpu_id=None, microcode=None)
+    assert "generation is not known on record" in caveat(old, genoa)
+    assert "model 17, stepping 1 here" in caveat(old, genoa)
+    assert "generation is not known here" in caveat(genoa, old)
+    assert cpu_caveat(old.identity, old.identity, "on record", "here") is None  # neither knows: nothing to say
+    assert "The CPUs differ (Intel Xeon, 2 cores on record" in caveat(replace(old, cpu="Intel Xeon"), old)
+    def round_trip(host: Host) -> Host:  # as study.json holds it
+        return Host.from_json(json.loads(json.dumps(host.to_json())))
+    assert round_trip(genoa) == genoa and round_trip(old) == old
+    assert genoa.described == "AMD EPYC 7B13, 2 cores, VM (family 25, model 17, stepping 1; microcode 0x1000065)"
+    assert old.described == old.short

@@ -44,6 +44,25 @@ def cpu_model() -> str:
     return cpuinfo_field("model name") or platform.processor() or "unknown"
 
 
+def cpu_id() -> str | None:
+    """Which generation the CPU is, where its model name does not say: a VM's "AMD EPYC" is any of five (x86:
+    family, model, stepping; Arm: implementer, part, variant, revision)."""
+    x86 = [(label, cpuinfo_field(name)) for label, name in
+           (("family", "cpu family"), ("model", "model\t"), ("stepping", "stepping"))]
+    arm = [(label, cpuinfo_field(name)) for label, name in
+           (("implementer", "CPU implementer"), ("part", "CPU part"), ("variant", "CPU variant"),
+            ("revision", "CPU revision"))]
+    for fields in (x86, arm):
+        if all(value for _, value in fields):
+            return ", ".join(f"{label} {value}" for label, value in fields)
+    return None
+
+
+def virtualised() -> bool:
+    """The CPU says it runs under a hypervisor (the x86 `hypervisor` flag)."""
+    return "hypervisor" in (cpuinfo_field("flags") or "").split()
+
+
 def compiler_version() -> str | None:
     try:
         return find_compiler().version
@@ -67,6 +86,9 @@ def git_commit() -> str | None:
 def host_metadata() -> dict[str, Any]:
     return {
         "cpu_model": cpu_model(),
+        "cpu_id": cpu_id(),
+        "microcode": cpuinfo_field("microcode"),
+        "virtualised": virtualised(),
         "cores": os.cpu_count(),
         "kernel": platform.release(),
         "governor": _read("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"),

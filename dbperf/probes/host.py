@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from dbperf.host.compiler import find_compiler
-from dbperf.host.facts import cpu_model, cpuinfo_field
+from dbperf.host.facts import cpu_id, cpu_model, cpuinfo_field, virtualised
 
 
 def _caches() -> list[dict[str, str]]:
@@ -26,12 +26,13 @@ def cpu_metadata() -> dict[str, Any]:
     flags = set((cpuinfo_field("flags") or "").split())
     return {
         "model": cpu_model(),
+        "cpu_id": cpu_id(),
         "microcode": cpuinfo_field("microcode"),
         "cores": os.cpu_count(),
         "machine": platform.machine(),
         "kernel": platform.release(),
         "hostname": platform.node(),
-        "virtualised": "hypervisor" in flags,
+        "virtualised": virtualised(),
         "caches": _caches(),
         "tsc": {"constant_tsc": "constant_tsc" in flags, "nonstop_tsc": "nonstop_tsc" in flags,
                 "invariant": "constant_tsc" in flags and "nonstop_tsc" in flags},

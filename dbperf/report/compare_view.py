@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from dbperf.host.cpu_identity import CpuIdentity, cpu_caveat
 from dbperf.records import to_builtins
 from dbperf.report import charts
 from dbperf.report.html import VERDICT_MEANINGS
@@ -65,8 +66,19 @@ def _detail(row: dict[str, Any]) -> tuple[str, ...]:
 
 def _side_text(side: Side) -> str:
     meta, host = side.run_meta, side.run_meta.host or HostMeta()
-    return (f"{side.label}: {side.directory} (host {host.hostname or '?'}, {host.cpu_model or '?'}; "
+    cpu = f"{host.cpu_model or '?'}{f' ({host.cpu_id})' if host.cpu_id else ''}"
+    return (f"{side.label}: {side.directory} (host {host.hostname or '?'}, {cpu}; "
             f"started {meta.started_at or '?'}; status {meta.status or '?'})")
+
+
+def _identity(side: Side) -> CpuIdentity:
+    host = side.run_meta.host or HostMeta()
+    return CpuIdentity(host.cpu_model, host.cpu_id, host.cores)
+
+
+def _cpu_text(a: Side, b: Side) -> str | None:
+    """Whether A and B ran on the same CPU, when it may not be so (host/cpu_identity.py)."""
+    return cpu_caveat(_identity(a), _identity(b), f"in {a.label}", f"in {b.label}")
 
 
 def _summary(pairs: list[Pair]) -> tuple[list[str], list[tuple[str, ...]]]:
@@ -87,7 +99,9 @@ def compare_view(a: Side, b: Side, pairs: list[Pair]) -> View:
     """The summary (B / A per benchmark and target), then each target's figures of both runs, folded in Markdown;
     CSV one line per (target, benchmark); HTML adds the heat map and the repeats (compare_html)."""
     targets, rows = _summary(pairs)
-    summary = Section(title=f"{b.label} / {a.label}", text=(_side_text(a), _side_text(b)),
+    caveat = _cpu_text(a, b)
+    summary = Section(title=f"{b.label} / {a.label}",
+                      text=(_side_text(a), _side_text(b), *((caveat,) if caveat else ())),
                       block=Block("", "", ("benchmark", *targets), tuple(Row(r) for r in rows)))
     details = [Section(title=p.target, subtitle="both runs' figures", collapsed=True,
                        block=Block("", "", DETAIL_HEADER, tuple(Row(_detail(r)) for r in compare_rows(p)),
@@ -97,7 +111,7 @@ def compare_view(a: Side, b: Side, pairs: list[Pair]) -> View:
                       "started_at": a.run_meta.started_at},
                 "b": {"label": b.label, "directory": str(b.directory), "host": to_builtins(b.run_meta.host),
                       "started_at": b.run_meta.started_at},
-                "targets": {p.target: compare_rows(p) for p in pairs}, "note": NOTE}
+                "cpu_caveat": caveat, "targets": {p.target: compare_rows(p) for p in pairs}, "note": NOTE}
     return View("compare", "", (summary, *details), notes=(NOTE,), document=document,
                 rows=tuple({"target": p.target, **row} for p in pairs for row in compare_rows(p)),
                 own={"html": lambda: compare_html(a, b, pairs)})
@@ -105,7 +119,9 @@ def compare_view(a: Side, b: Side, pairs: list[Pair]) -> View:
 
 def compare_html(a: Side, b: Side, pairs: list[Pair]) -> str:
     page = Page(f"dbperf compare: {b.label} / {a.label}")
-    page.add(f'<p class="note">{text(_side_text(a))}<br>{text(_side_text(b))}</p>')
+    caveat = _cpu_text(a, b)
+    page.add(f'<p class="note">{text(_side_text(a))}<br>{text(_side_text(b))}'
+             f'{f"<br>{text(caveat)}" if caveat else ""}</p>')
     page.section("summary", "B / A")
     targets, rows = _summary(pairs)
     page.add(table(("benchmark", *targets), rows))

@@ -49,7 +49,8 @@ def _fields(target: TargetMeta | None) -> dict[str, Any]:
 def heading(meta: RunMeta, host: str) -> str:
     h = _host_meta(meta, host)
     facts = h.host or HostMeta()
-    what = ", ".join(str(x) for x in (facts.cpu_model, f"{facts.cores} cores" if facts.cores else None,
+    cpu = f"{facts.cpu_model} ({facts.cpu_id})" if facts.cpu_model and facts.cpu_id else facts.cpu_model
+    what = ", ".join(str(x) for x in (cpu, f"{facts.cores} cores" if facts.cores else None,
                                       facts.compiler) if x)
     status = h.status or "?"
     extra = f"; {h.not_run} cell(s) not run" if h.not_run else ""

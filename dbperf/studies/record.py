@@ -12,6 +12,7 @@ from typing import Any
 
 import dbperf
 from dbperf.errors import UserError
+from dbperf.host.cpu_identity import cpu_caveat
 from dbperf.output_file import write_file
 from dbperf.report.escape import md
 from dbperf.studies.figures import Headline, Row
@@ -34,18 +35,20 @@ def recorded(name: str, docs: Path = DOCS_STUDIES) -> dict[str, Any] | None:
         return None  # a damaged record is not a reason to lose this run's summary
 
 
-def compare_with_record(name: str, rows: list[Row], docs: Path = DOCS_STUDIES) -> list[str] | None:
+def compare_with_record(name: str, rows: list[Row], host: Host, docs: Path = DOCS_STUDIES) -> list[str] | None:
     """Lines of the summary's "against the run on record" section, or None when the study has no record."""
     record = recorded(name, docs)
     if record is None:
         return None
     before = {f["what"]: f for f in record.get("figures", [])}
-    host = record.get("host", {})
-    lines = [f"Recorded {md(record.get('started', '?'))} on {md(host.get('cpu', '?'))}, {md(host.get('cores', '?'))} "
-             f"cores ({'quick' if record.get('quick') else 'full'} run; results were in "
+    then = Host.from_json(record.get("host") or {})
+    caveat = cpu_caveat(then.identity, host.identity, "on record", "here")
+    lines = [f"Recorded {md(record.get('started', '?'))} on {md(then.described)} "
+             f"({'quick' if record.get('quick') else 'full'} run; results were in "
              f"`{md(record.get('directory', '?'))}`). Experiment steps: `dbperf compare "
              f"{md(record.get('directory', 'RECORDED'))}/STEP THIS_RUN/STEP` puts them side by side with the same "
-             "verdict rules.", "", "| figure | on record | here now | now / on record |", "|---|---|---|---|"]
+             "verdict rules." + (f" {md(caveat)}" if caveat else ""),
+             "", "| figure | on record | here now | now / on record |", "|---|---|---|---|"]
     for r in rows:
         old = before.get(r.what)
         ratio = (f"{r.value / old['value']:.3f}" if old and old.get("value") and r.value is not None else "–")
@@ -145,7 +148,10 @@ def kept_from_record(study: Study, run: dict[str, Any], on_record: dict[str, Any
     kept = (f"The figures of step(s) {', '.join(from_record)}, which this run left out (--step), are those of the run "
             f"on record of {started_when(on_record.get('started'))} on {source_host.short}"
             f"{f' ({command})' if command else ''}: the host column says which run measured each figure.")
-    facts = RunFacts(Host.from_json(run.get("host") or {}), started_when(run.get("started")),
+    this_run = Host.from_json(run.get("host") or {})
+    caveat = cpu_caveat(source_host.identity, this_run.identity, "in the run on record", "in this run")
+    kept += f" {caveat}" if caveat else ""
+    facts = RunFacts(this_run, started_when(run.get("started")),
                      str(run.get("command", "?")), mode, headline, steps, kept=kept)
     merged = {**run, "figures": [asdict(r) for r in figures], "steps": [{"name": n, "ended": h} for n, h in steps],
               "headline": asdict(headline) if headline else None,

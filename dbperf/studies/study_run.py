@@ -156,7 +156,7 @@ def write_summary(study: Study, directory: Path, facts: RunFacts, record: dict[s
     # not compared with itself (its summary written again after it was put on record).
     on_record = recorded(study.name)
     same = on_record is not None and on_record.get("directory") == str(directory)
-    against = None if facts.mode == "smoke" or same else compare_with_record(study.name, found)
+    against = None if facts.mode == "smoke" or same else compare_with_record(study.name, found, facts.host)
     doc = summary(study, found, facts, against)
     write_file(directory / SUMMARY, doc, force=force, name=SUMMARY)
     reports = [f"{s.name}-report.html" for s in study.steps if (directory / f"{s.name}-report.html").is_file()]

@@ -5,11 +5,12 @@ the host facts the lab records with every result. What users or engines named is
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from dbperf.explain.mode import detect_mode
-from dbperf.host.facts import cpuinfo_field, host_metadata
+from dbperf.host.cpu_identity import CpuIdentity
+from dbperf.host.facts import host_metadata
 from dbperf.report.escape import md
 from dbperf.report.html_page import Page, text
 from dbperf.report.html_page import table as html_table
@@ -35,19 +36,30 @@ class Host:
     kernel: str
     load_start: tuple[float, float, float]
     load_end: tuple[float, float, float] | None = None
+    cpu_id: str | None = None  # family, model, stepping: None in runs recorded before the lab kept it
+    microcode: str | None = None
 
     @property
     def short(self) -> str:
         return f"{self.cpu}, {self.cores} cores{', VM' if self.virtualised else ''}"
 
+    @property
+    def identity(self) -> CpuIdentity:
+        return CpuIdentity(self.cpu, self.cpu_id, self.cores)
+
+    @property
+    def described(self) -> str:
+        """`short` with the CPU's generation and microcode, for the run's line."""
+        ident = "; ".join(x for x in (self.cpu_id, f"microcode {self.microcode}" if self.microcode else None) if x)
+        return f"{self.short} ({ident})" if ident else self.short
+
     def ended(self) -> Host:
-        return Host(self.cpu, self.cores, self.virtualised, self.counters, self.counters_reason, self.kernel,
-                    self.load_start, os.getloadavg())
+        return replace(self, load_end=os.getloadavg())
 
     def to_json(self) -> dict[str, Any]:
-        return {"cpu": self.cpu, "cores": self.cores, "virtualised": self.virtualised, "counters": self.counters,
-                "counters_reason": self.counters_reason, "kernel": self.kernel, "load_start": self.load_start,
-                "load_end": self.load_end}
+        return {"cpu": self.cpu, "cpu_id": self.cpu_id, "microcode": self.microcode, "cores": self.cores,
+                "virtualised": self.virtualised, "counters": self.counters, "counters_reason": self.counters_reason,
+                "kernel": self.kernel, "load_start": self.load_start, "load_end": self.load_end}
 
     @classmethod
     def from_json(cls, doc: dict[str, Any]) -> Host:
@@ -56,7 +68,8 @@ class Host:
             return (float(v[0]), float(v[1]), float(v[2])) if isinstance(v, list) and len(v) == 3 else None
         return cls(str(doc.get("cpu", "?")), int(doc.get("cores") or 1), bool(doc.get("virtualised")),
                    str(doc.get("counters", "?")), str(doc.get("counters_reason", "")), str(doc.get("kernel", "?")),
-                   load(doc.get("load_start")) or (0.0, 0.0, 0.0), load(doc.get("load_end")))
+                   load(doc.get("load_start")) or (0.0, 0.0, 0.0), load(doc.get("load_end")),
+                   _text(doc.get("cpu_id")), _text(doc.get("microcode")))
 
 
 @dataclass(frozen=True)
@@ -75,9 +88,12 @@ class RunFacts:
 def this_host() -> Host:
     facts = host_metadata()
     mode = detect_mode()
-    return Host(str(facts["cpu_model"]), int(facts["cores"] or 1),
-                "hypervisor" in (cpuinfo_field("flags") or "").split(), mode.mode, mode.reason, str(facts["kernel"]),
-                os.getloadavg())
+    return Host(str(facts["cpu_model"]), int(facts["cores"] or 1), bool(facts["virtualised"]), mode.mode, mode.reason,
+                str(facts["kernel"]), os.getloadavg(), cpu_id=facts["cpu_id"], microcode=facts["microcode"])
+
+
+def _text(value: object) -> str | None:
+    return str(value) if value else None
 
 
 def host_differences(host: Host) -> str:
@@ -138,7 +154,7 @@ def summary(study: Study, rows: list[Row], run: RunFacts, recorded: list[str] | 
     lines += [
         "", f"# Study {md(study.name)}: {md(study.title)}", "",
         f"BRIEF {md(study.brief)} ({md(seeds)}). {md(study.description)}", "",
-        f"Run {md(run.when)} on {md(host.short)}, kernel {md(host.kernel)}: `{run.command}`"
+        f"Run {md(run.when)} on {md(host.described)}, kernel {md(host.kernel)}: `{run.command}`"
         + MODE_NOTES[mode] + "." + md(rewritten_note(run)), "",
         *table(rows, host), "",
         "## Steps", "",
@@ -165,7 +181,7 @@ def html_summary(study: Study, rows: list[Row], run: RunFacts, reports: list[str
             page.add(f"<p>{text(by)}</p>")
     seeds = ", ".join(f"seed {s}" for s in study.seeds)
     page.add(f"<p>BRIEF {text(study.brief)} ({text(seeds)}). {text(study.description)}</p>")
-    page.add(f"<p>Run {text(run.when)} on {text(host.short)}, kernel {text(host.kernel)}: "
+    page.add(f"<p>Run {text(run.when)} on {text(host.described)}, kernel {text(host.kernel)}: "
              f"<code>{text(run.command)}</code>" + text(MODE_NOTES[mode] + "." + rewritten_note(run)) + "</p>")
     page.section("figures", "The seed's figures and this host's")
     page.add(html_table(("seed's published figure", "measured here", "verdict", "host"),
