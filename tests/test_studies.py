@@ -362,7 +362,8 @@ def test_a_run_narrowed_by_step_goes_on_record_on_top_of_the_record_keeping_the_
     assert "study pgo-server: geomean rQPS 1.070, decided 13 of 14, slower 0" in text
     assert "| 1.020 | faster | Intel Xeon, 2 cores, VM; run of 2026-11-23 23:32 UTC |" in text
     assert "| 1.070 | faster | AMD EPYC 7B13, 2 cores, VM |" in text
-    assert ("The figures of step(s) mariadb-counters, postgres, which this run left out (--step), are those of the run "
+    assert steps["mariadb-counters"] == "not run (--step)"  # neither run ran it: not "kept from the run on record"
+    assert ("The figures of step(s) postgres, which this run left out (--step), are those of the run "
             "on record of 2026-11-23 23:32 UTC on Intel Xeon, 2 cores, VM (dbperf study run pgo-server --step mariadb "
             "--step postgres): the host column") in text
     assert "The CPUs differ (Intel Xeon, 2 cores in the run on record, AMD EPYC 7B13, 2 cores" in text
@@ -378,6 +379,16 @@ def test_a_run_narrowed_by_step_goes_on_record_on_top_of_the_record_keeping_the_
     assert again["PostgreSQL point-query rQPS, -O2 + PGO / -O2"]["value"] == 0.97
     assert json.loads(data.read_text())["headline"]["geomean"] == 1.07  # kept with its step
     assert "CPUs differ" not in page.read_text().split(BY_HAND)[0]  # both runs on the same CPU
+    # A third run (the counters) on top of that merge: its kept figures come from two runs, and the sentence says so.
+    _pgo_run(tmp_path / "counters", "2026-11-26T12:00:00+00:00", HOST, {"mariadb-counters", "postgres-counters"},
+             0.9)
+    record_study("pgo-server", tmp_path / "counters", docs, force=True)
+    assert ("are those on record, measured by the runs (AMD EPYC 7B13, 2 cores, VM; run of 2026-11-25 16:57 UTC), "
+            "(AMD EPYC 7B13, 2 cores, VM; run of 2026-11-26 10:00 UTC): the host column") in page.read_text()
+    third = {f["what"]: f for f in json.loads(data.read_text())["figures"]}
+    assert third["MariaDB I1 misses per instruction, -O2 → -O2 + PGO"]["value"] == 0.9
+    assert third["PostgreSQL point-query rQPS, -O2 + PGO / -O2"]["host"] == (
+        "AMD EPYC 7B13, 2 cores, VM; run of 2026-11-26 10:00 UTC")
     # A quick run does not go on top of a full record.
     quick = tmp_path / "quick"
     _pgo_run(quick, "2026-11-26T11:00:00+00:00", HOST, {"mariadb"}, 1.0)

@@ -124,17 +124,22 @@ def kept_from_record(study: Study, run: dict[str, Any], on_record: dict[str, Any
                 for f in study.figures}
     old_figures = {f.get("what"): f for f in on_record.get("figures", []) if isinstance(f, dict)}
     figures = []
+    measured_by: dict[str, None] = {}  # the runs the kept figures come from, in order: a record may be a merge
     for doc in run.get("figures", []):
         row = Row.from_json(doc)
         old = old_figures.get(row.what)
-        if old is not None and steps_of.get(row.what, set()) & set(narrowed) and not row.measured_anything:
-            row = Row.from_json({**old, "host": old.get("host") or source})
+        kept_row = Row.from_json({**old, "host": old.get("host") or source}) if old is not None else None
+        # a figure the record did not measure either stays this run's "not measured", with no run to its name
+        if kept_row and kept_row.measured_anything and steps_of.get(row.what, set()) & set(narrowed) and \
+                not row.measured_anything:
+            row = kept_row
+            measured_by[str(row.host)] = None
         figures.append(row)
     old_steps = {s.get("name"): s.get("ended") for s in on_record.get("steps", []) if isinstance(s, dict)}
     steps = []
     for s in run.get("steps", []):
         name, ended = str(s.get("name")), str(s.get("ended"))
-        if name in narrowed and name in old_steps:
+        if name in narrowed and name in old_steps and not str(old_steps[name]).startswith("not run"):
             was = str(old_steps[name])
             ended = was if was.startswith("kept from the run on record") else \
                 f"kept from the run on record ({source}): {was}"
@@ -144,10 +149,16 @@ def kept_from_record(study: Study, run: dict[str, Any], on_record: dict[str, Any
         headline_doc = on_record.get("headline")
     headline = Headline.from_json(headline_doc) if isinstance(headline_doc, dict) else None
     command = on_record.get("command")  # records written before study.json kept it have none
-    from_record = [n for n in narrowed if n in old_steps] or narrowed  # a step added since is in neither run
-    kept = (f"The figures of step(s) {', '.join(from_record)}, which this run left out (--step), are those of the run "
-            f"on record of {started_when(on_record.get('started'))} on {source_host.short}"
-            f"{f' ({command})' if command else ''}: the host column says which run measured each figure.")
+    # a step added since, or one the record did not run either, is in neither run
+    from_record = [n for n in narrowed if not str(old_steps.get(n, "not run")).startswith("not run")] or narrowed
+    if len(measured_by) > 1:  # the record was itself put together from runs of some steps each
+        kept = (f"The figures of step(s) {', '.join(from_record)}, which this run left out (--step), are those on "
+                f"record, measured by the runs {', '.join(f'({m})' for m in measured_by)}: the host column says "
+                "which run measured each figure.")
+    else:
+        kept = (f"The figures of step(s) {', '.join(from_record)}, which this run left out (--step), are those of "
+                f"the run on record of {started_when(on_record.get('started'))} on {source_host.short}"
+                f"{f' ({command})' if command else ''}: the host column says which run measured each figure.")
     this_run = Host.from_json(run.get("host") or {})
     caveat = cpu_caveat(source_host.identity, this_run.identity, "in the run on record", "in this run")
     kept += f" {caveat}" if caveat else ""
