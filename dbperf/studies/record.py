@@ -136,10 +136,11 @@ def kept_from_record(study: Study, run: dict[str, Any], on_record: dict[str, Any
             measured_by[str(row.host)] = None
         figures.append(row)
     old_steps = {s.get("name"): s.get("ended") for s in on_record.get("steps", []) if isinstance(s, dict)}
+    ran_on_record = {n for n, ended in old_steps.items() if not str(ended).startswith("not run")}
     steps = []
     for s in run.get("steps", []):
         name, ended = str(s.get("name")), str(s.get("ended"))
-        if name in narrowed and name in old_steps and not str(old_steps[name]).startswith("not run"):
+        if name in narrowed and name in ran_on_record:
             was = str(old_steps[name])
             ended = was if was.startswith("kept from the run on record") else \
                 f"kept from the run on record ({source}): {was}"
@@ -150,7 +151,7 @@ def kept_from_record(study: Study, run: dict[str, Any], on_record: dict[str, Any
     headline = Headline.from_json(headline_doc) if isinstance(headline_doc, dict) else None
     command = on_record.get("command")  # records written before study.json kept it have none
     # a step added since, or one the record did not run either, is in neither run
-    from_record = [n for n in narrowed if not str(old_steps.get(n, "not run")).startswith("not run")] or narrowed
+    from_record = [n for n in narrowed if n in ran_on_record] or narrowed
     if len(measured_by) > 1:  # the record was itself put together from runs of some steps each
         kept = (f"The figures of step(s) {', '.join(from_record)}, which this run left out (--step), are those on "
                 f"record, measured by the runs {', '.join(f'({m})' for m in measured_by)}: the host column says "
