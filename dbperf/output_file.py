@@ -2,8 +2,9 @@
 
 The rules, one place for every writer:
 - an existing file is replaced only with `--force` (the user asked for it); otherwise one line, exit 2;
-- a results directory's own `results.jsonl` and `meta.json` (a directory whose meta.json is dbperf's) are never
-  written, not even with `--force`, whatever symlink leads there: they are the measurements;
+- a results directory's own `results.jsonl` (or its kept copy `results.jsonl.gz`) and `meta.json` (a directory
+  whose meta.json is dbperf's) are never written, not even with `--force`, whatever symlink leads there: they are
+  the measurements;
 - a path ending in `/`, or an existing directory, is a directory: the file goes inside it under the view's default
   name (`report.html`, `compare.csv`, ...), by the same rules; a directory that does not exist is refused;
 - a missing parent directory is refused (nothing is created on a guess);
@@ -23,7 +24,7 @@ from pathlib import Path
 
 from dbperf.errors import UserError
 
-RESULT_FILES = ("results.jsonl", "meta.json")
+RESULT_FILES = ("results.jsonl", "results.jsonl.gz", "meta.json")
 DEFAULT_STEM = "report"
 def is_results_directory(directory: Path) -> bool:
     """A directory holding a dbperf results meta.json (the key `dbperf_results`, storage/results.py)."""

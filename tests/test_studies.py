@@ -399,6 +399,70 @@ def test_a_run_narrowed_by_step_goes_on_record_on_top_of_the_record_keeping_the_
 
 
 @pytest.mark.unit
+def test_a_record_keeps_its_steps_results_so_that_a_later_run_is_compared_with_them_on_any_clone(tmp_path):
+    """The results directories of a recorded run's steps are copied beside the record (results.jsonl compressed), so
+    that `dbperf compare` against the recorded run does not need the host whose /tmp held it; a later run of the
+    study is compared with them cell by cell, each target against itself, with a report."""
+    from dbperf.storage.results import KEPT_RESULTS, keep_results, read_results
+    from dbperf.studies.study_run import steps_against_record
+    from tests.synthetic import write_run
+
+    docs = tmp_path / "docs"
+    benchmarks = ["point-query", "hot-points", "range-covered-pk"]
+    _pgo_run(tmp_path / "run1", "2026-11-25T20:00:00+00:00", HOST, {"mariadb", "postgres"}, 1.1)
+    write_run(tmp_path / "run1" / "mariadb", ["O2", "pgo"], benchmarks, 20, speed={"pgo": 1.1}, noise=0.01,
+              server=True)
+    page, data = record_study("pgo-server", tmp_path / "run1", docs)
+    kept = docs / "pgo-server" / "mariadb"
+    assert json.loads(data.read_text())["results"] == {"mariadb": "pgo-server/mariadb"}  # postgres wrote none
+    assert (kept / KEPT_RESULTS).is_file() and not (kept / "results.jsonl").exists()
+    assert (kept / KEPT_RESULTS).stat().st_size < (tmp_path / "run1" / "mariadb" / "results.jsonl").stat().st_size
+    assert " Its steps' results are kept in `docs/studies/pgo-server/`. A later " in page.read_text()
+    _, original, _ = read_results(tmp_path / "run1" / "mariadb")
+    _, copied, skipped = read_results(kept)
+    assert copied == original and not skipped and len(copied) == 2 * 3 * 20
+    first = (kept / KEPT_RESULTS).read_bytes()
+    keep_results(tmp_path / "run1" / "mariadb", kept)
+    assert (kept / KEPT_RESULTS).read_bytes() == first  # no timestamp: keeping the same run again changes nothing
+    # The section against the record names the kept copy, not the recording host's /tmp.
+    lines = compare_with_record("pgo-server", [], HOST, docs)
+    assert lines is not None and f"`dbperf compare {kept} THIS_RUN/mariadb`" in lines[0]
+    assert "/run1" not in lines[0]
+    # A later run: its MariaDB step against the kept one, -O2 at the same speed, PGO's gain gone.
+    later = tmp_path / "later"
+    write_run(later / "mariadb", ["O2", "pgo"], benchmarks, 20, seed=2, speed={"pgo": 1.0}, noise=0.01, server=True)
+    said = steps_against_record(json.loads(data.read_text()), later, force=False, docs=docs)
+    assert said[0] == "" and len(said) == 2
+    assert said[1].startswith("- step mariadb, this run against the recorded one, cell by cell (each target against "
+                              "itself), 6 cells: ") and "; report mariadb-against-record.html; " in said[1]
+    assert "6 cells: 3 slower, " in said[1]  # pgo lost its 10%: its three cells decided slower against the record
+    assert said[1].endswith(f"`dbperf compare {kept} {later / 'mariadb'}`")
+    report = (later / "mariadb-against-record.html").read_text()
+    assert report.startswith("<!DOCTYPE html>") and "hot-points" in report
+    proc = run_cli("compare", str(kept), str(later / "mariadb"), "--format", "json", timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert {t for t in json.loads(proc.stdout)["targets"]} == {"O2", "pgo"}
+    # A run narrowed by --step keeps the record's copy of the step it left out, and adds its own.
+    _pgo_run(tmp_path / "pg", "2026-11-26T10:00:00+00:00", HOST, {"postgres"}, 0.9)
+    write_run(tmp_path / "pg" / "postgres", ["O2", "pgo"], benchmarks, 6, engine="postgres", server=True)
+    record_study("pgo-server", tmp_path / "pg", docs, force=True)
+    assert json.loads(data.read_text())["results"] == {"mariadb": "pgo-server/mariadb",
+                                                       "postgres": "pgo-server/postgres"}
+    assert (kept / KEPT_RESULTS).read_bytes() == first
+    # A whole run recorded again replaces the record: a step with no results in it does not keep an older copy.
+    _pgo_run(tmp_path / "whole", "2026-11-27T10:00:00+00:00", HOST, {s.name for s in load_study("pgo-server").steps},
+             1.0)
+    write_run(tmp_path / "whole" / "postgres", ["O2", "pgo"], benchmarks, 6, seed=3, engine="postgres", server=True)
+    record_study("pgo-server", tmp_path / "whole", docs, force=True)
+    assert json.loads(data.read_text())["results"] == {"postgres": "pgo-server/postgres"} and not kept.exists()
+    # A kept copy cut short is one line, not a traceback.
+    cut = docs / "pgo-server" / "postgres" / KEPT_RESULTS
+    cut.write_bytes(cut.read_bytes()[:100])
+    with pytest.raises(UserError, match=r"results\.jsonl\.gz: cannot read"):
+        read_results(cut.parent)
+
+
+@pytest.mark.unit
 @pytest.mark.parametrize(("args", "message"), [
     (["study", "run", "nope"], "study 'nope': no such study"),
     (["study", "record", "nope", "/tmp"], "study 'nope': no such study"),

@@ -6,6 +6,9 @@
 
     DIR/.lock             held (flock) by the run writing into DIR, for as long as it runs (DirectoryClaim)
 
+A run kept on record (a study's, in the docs: studies/record.py) is a copy made by `keep_results`, with
+results.jsonl gzip-compressed as results.jsonl.gz; `read_results` reads either.
+
 A run that is interrupted or crashes keeps every line written so far; `dbperf report` reads whatever is there.
 """
 
@@ -13,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import gzip
 import json
 import os
 import time
@@ -28,6 +32,7 @@ from dbperf.run_meta import DIED, MetaError, RunMeta, encode_file, run_meta
 
 META = "meta.json"
 RESULTS = "results.jsonl"
+KEPT_RESULTS = "results.jsonl.gz"  # a copy kept on record (keep_results), read-only
 EXPERIMENT = "experiment.toml"
 LOCK = ".lock"
 # A reader probing the lock (read_results) holds it for microseconds: a claim waits that long out, no more.
@@ -263,10 +268,17 @@ def read_results(directory: Path) -> tuple[RunMeta, list[ResultsRecord], list[Sk
     records: list[ResultsRecord] = []
     skipped: list[SkippedLine] = []
     path = directory / RESULTS
+    if not path.is_file() and (directory / KEPT_RESULTS).is_file():
+        path = directory / KEPT_RESULTS
     try:
-        lines = path.read_bytes().decode("utf-8", errors="replace").splitlines() if path.is_file() else []
-    except OSError as e:
-        raise UserError(f"{path}: cannot read: {e.strerror}") from None
+        data = path.read_bytes() if path.is_file() else b""
+        if path.name == KEPT_RESULTS:
+            data = gzip.decompress(data)
+    except OSError as e:  # gzip.BadGzipFile (not gzip) is an OSError with no strerror
+        raise UserError(f"{path}: cannot read: {e.strerror or e}") from None
+    except EOFError:
+        raise UserError(f"{path}: cannot read: the compressed copy is cut short") from None
+    lines = data.decode("utf-8", errors="replace").splitlines()
     for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
@@ -282,6 +294,26 @@ def read_results(directory: Path) -> tuple[RunMeta, list[ResultsRecord], list[Sk
         except RecordError as e:
             skipped.append(SkippedLine(number, str(e)))
     return meta, records, skipped
+
+
+def keep_results(source: Path, dest: Path) -> Path:
+    """A copy of the results directory `source` in `dest` (replacing what was there), to keep beside a record:
+    meta.json and experiment.toml as they are and results.jsonl compressed (a third of its size: the per-second
+    intervals and latency histograms stay, so `dbperf compare` and `dbperf report` read it as the original).
+    Compressed with no timestamp, so that keeping the same run again writes the same bytes."""
+    if not (source / META).is_file():
+        raise UserError(f"{source}: not a dbperf results directory (no {META})")
+    try:
+        dest.mkdir(parents=True, exist_ok=True)
+        for name in (META, EXPERIMENT):
+            if (source / name).is_file():
+                (dest / name).write_bytes((source / name).read_bytes())
+        (dest / RESULTS).unlink(missing_ok=True)
+        data = (source / RESULTS).read_bytes() if (source / RESULTS).is_file() else b""
+        (dest / KEPT_RESULTS).write_bytes(gzip.compress(data, compresslevel=9, mtime=0))
+    except OSError as e:
+        raise UserError(f"{e.filename or dest}: cannot keep the results: {e.strerror}") from None
+    return dest
 
 
 @contextmanager

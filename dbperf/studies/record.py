@@ -1,10 +1,13 @@
 """A study run put on record in the documentation: docs/studies/<name>.md (the summary, dated, with the host and
-where its results are) and docs/studies/<name>.json (its figures), so that a later run of the study compares its
-figures with the recorded ones, and its experiment steps with `dbperf compare RECORDED_DIR NEW_DIR`."""
+where its results are), docs/studies/<name>.json (its figures) and docs/studies/<name>/<step>/ (a copy of each of
+its steps' results directories), so that a later run of the study compares its figures with the recorded ones, and
+its experiment steps with the recorded runs (`dbperf compare docs/studies/<name>/<step> NEW_DIR/<step>`) on any
+clone, not only on the host that ran it."""
 
 from __future__ import annotations
 
 import json
+import shutil
 from dataclasses import asdict
 from datetime import datetime
 from pathlib import Path
@@ -15,6 +18,7 @@ from dbperf.errors import UserError
 from dbperf.host.cpu_identity import cpu_caveat
 from dbperf.output_file import write_file
 from dbperf.report.escape import md
+from dbperf.storage.results import META, keep_results
 from dbperf.studies.figures import Headline, Row
 from dbperf.studies.model import MODES, Mode, Study, load_study
 from dbperf.studies.summary import Host, RunFacts, summary
@@ -35,6 +39,23 @@ def recorded(name: str, docs: Path = DOCS_STUDIES) -> dict[str, Any] | None:
         return None  # a damaged record is not a reason to lose this run's summary
 
 
+def recorded_results(record: dict[str, Any], docs: Path = DOCS_STUDIES) -> dict[str, Path]:
+    """The record's steps whose results directories are kept beside it (docs/studies/<name>/<step>), by step."""
+    kept = record.get("results")
+    if not isinstance(kept, dict):
+        return {}  # a record written before the results were kept beside it
+    return {str(step): docs / str(rel) for step, rel in kept.items() if (docs / str(rel) / META).is_file()}
+
+
+def shown_path(path: Path, docs: Path = DOCS_STUDIES) -> str:
+    """A path under the docs as a clone of dbperf names it (docs/studies/...); elsewhere as it is."""
+    try:
+        return str(Path("docs/studies") / path.relative_to(DOCS_STUDIES)) if docs.resolve() == DOCS_STUDIES \
+            else str(path)
+    except ValueError:
+        return str(path)
+
+
 def compare_with_record(name: str, rows: list[Row], host: Host, docs: Path = DOCS_STUDIES) -> list[str] | None:
     """Lines of the summary's "against the run on record" section, or None when the study has no record."""
     record = recorded(name, docs)
@@ -43,11 +64,19 @@ def compare_with_record(name: str, rows: list[Row], host: Host, docs: Path = DOC
     before = {f["what"]: f for f in record.get("figures", [])}
     then = Host.from_json(record.get("host") or {})
     caveat = cpu_caveat(then.identity, host.identity, "on record", "here")
+    kept = recorded_results(record, docs)
+    if kept:
+        step, path = next(iter(kept.items()))
+        where = ", ".join(f"`{md(shown_path(p, docs))}`" for p in kept.values())
+        steps = (f"Its steps' results are kept beside the record ({where}): `dbperf compare "
+                 f"{md(shown_path(path, docs))} THIS_RUN/{md(step)}` puts a step side by side with this run's, with "
+                 "the same verdict rules.")
+    else:
+        steps = (f"Its results were in `{md(record.get('directory', '?'))}` on the host that ran it (they were not "
+                 "kept beside the record then): there, `dbperf compare RECORDED/STEP THIS_RUN/STEP` puts a step side "
+                 "by side with this run's.")
     lines = [f"Recorded {md(record.get('started', '?'))} on {md(then.described)} "
-             f"({'quick' if record.get('quick') else 'full'} run; results were in "
-             f"`{md(record.get('directory', '?'))}`). Experiment steps: `dbperf compare "
-             f"{md(record.get('directory', 'RECORDED'))}/STEP THIS_RUN/STEP` puts them side by side with the same "
-             "verdict rules." + (f" {md(caveat)}" if caveat else ""),
+             f"({'quick' if record.get('quick') else 'full'} run). {steps}" + (f" {md(caveat)}" if caveat else ""),
              "", "| figure | on record | here now | now / on record |", "|---|---|---|---|"]
     for r in rows:
         old = before.get(r.what)
@@ -72,14 +101,21 @@ def record_study(name: str, directory: Path, docs: Path = DOCS_STUDIES, force: b
         raise UserError(f"{directory}: a smoke run (--smoke) checks the study's plumbing, its figures are not "
                         "results: record a full or --quick run")
     on_record = recorded(name, docs)
+    study = load_study(name)
     narrowed = sorted(step for step, why in (run.get("left_out") or {}).items() if why == "--step")
     if narrowed and on_record is not None:
-        run, text = kept_from_record(load_study(name), run, on_record, narrowed, directory)
+        run, text = kept_from_record(study, run, on_record, narrowed, directory)
+    # The steps' results directories go beside the record; a step left out keeps the record's copy.
+    record_results = (on_record or {}).get("results") or {}
+    results = {s.name: f"{name}/{s.name}" if s.name not in narrowed else record_results.get(s.name)
+               for s in study.steps if (directory / s.name / META).is_file() or s.name in narrowed}
+    run = {**run, "results": {step: rel for step, rel in results.items() if rel}}
     host = run.get("host", {})
     load = " / ".join(f"{x:.2f}" for x in host.get("load_start") or [])
+    kept = f" Its steps' results are kept in `docs/studies/{md(name)}/`." if run["results"] else ""
     note = (f"!!! note \"On record\"\n    Recorded from `{md(run.get('directory'))}`, run {md(run.get('started'))} "
             f"to {md(run.get('ended'))} on {md(host.get('cpu'))} ({md(host.get('cores'))} cores, load average "
-            f"{md(load)} at the start){', quick mode' if run.get('quick') else ''}. A later `dbperf study run "
+            f"{md(load)} at the start){', quick mode' if run.get('quick') else ''}.{kept} A later `dbperf study run "
             f"{md(name)}` compares its figures with these.\n\n")
     body = text.splitlines()
     # The page's title first (a headline line, if any, follows it), so that the docs' navigation names the study.
@@ -96,8 +132,23 @@ def record_study(name: str, directory: Path, docs: Path = DOCS_STUDIES, force: b
     if force and BY_HAND in before:
         page_text += "\n" + before[before.index(BY_HAND):]
     page = write_file(docs / f"{name}.md", page_text, force, option="record")
+    keep_step_results(study, directory, docs, run["results"], narrowed)
     data = write_file(docs / f"{name}.json", json.dumps(run, indent=2) + "\n", force, option="record")
     return [page, data]
+
+
+def keep_step_results(study: Study, directory: Path, docs: Path, results: dict[str, str], narrowed: list[str]) -> None:
+    """Copies the results directory of each step this run ran into docs/studies/<name>/<step> (storage's
+    keep_results: results.jsonl compressed); a step it left out (--step) keeps the record's copy, and a step that
+    has none in this run loses the older one, which is not this record's."""
+    for step in study.steps:
+        dest = docs / study.name / step.name
+        if step.name in narrowed:
+            continue
+        if step.name in results:
+            keep_results(directory / step.name, dest)
+        elif dest.is_dir():
+            shutil.rmtree(dest)
 
 
 def started_when(started: object) -> str:

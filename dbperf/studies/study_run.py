@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
@@ -23,11 +24,20 @@ from dbperf.layout.command import layout_command
 from dbperf.output_file import write_file
 from dbperf.probes.run import run_probes
 from dbperf.report import formats
+from dbperf.report.escape import md
 from dbperf.runner import interrupts
+from dbperf.storage.results import META
 from dbperf.studies import toml_text
 from dbperf.studies.figures import Headline, NotMeasured, Reader, Row, headline, rows
 from dbperf.studies.model import MODES, Mode, Step, Study, experiment_doc, load_study, mode_flag
-from dbperf.studies.record import compare_with_record, recorded, started_when
+from dbperf.studies.record import (
+    DOCS_STUDIES,
+    compare_with_record,
+    recorded,
+    recorded_results,
+    shown_path,
+    started_when,
+)
 from dbperf.studies.summary import Host, RunFacts, html_summary, summary, this_host
 from dbperf.usecases.bisect import (
     StepSettings,
@@ -37,6 +47,7 @@ from dbperf.usecases.bisect import (
     search,
     write_path,
 )
+from dbperf.usecases.compare import compare
 from dbperf.usecases.explain import diff_targets, i1_counts, profile_targets
 from dbperf.usecases.probe import store_probes
 from dbperf.usecases.progress import PROGRESS, say
@@ -157,6 +168,8 @@ def write_summary(study: Study, directory: Path, facts: RunFacts, record: dict[s
     on_record = recorded(study.name)
     same = on_record is not None and on_record.get("directory") == str(directory)
     against = None if facts.mode == "smoke" or same else compare_with_record(study.name, found, facts.host)
+    if against is not None and on_record is not None:
+        against += steps_against_record(on_record, directory, force)
     doc = summary(study, found, facts, against)
     write_file(directory / SUMMARY, doc, force=force, name=SUMMARY)
     reports = [f"{s.name}-report.html" for s in study.steps if (directory / f"{s.name}-report.html").is_file()]
@@ -170,6 +183,31 @@ def write_summary(study: Study, directory: Path, facts: RunFacts, record: dict[s
     record["exit_code"] = exit_code  # kept when the summary is written again (128 + N: stopped by signal N)
     write_file(directory / STUDY_JSON, json.dumps(record, indent=2) + "\n", force=force, name=STUDY_JSON)
     return StudyEnd(directory, doc, exit_code, found, facts.headline)
+
+
+def steps_against_record(on_record: dict[str, Any], directory: Path, force: bool,
+                         docs: Path = DOCS_STUDIES) -> list[str]:
+    """Each step whose results the record keeps and this run has too, compared cell by cell with the recorded run
+    (dbperf compare: the same verdict rules as one run), its HTML report written beside the summary as
+    STEP-against-record.html: lines of the summary's section against the run on record."""
+    lines = []
+    for step, kept in recorded_results(on_record, docs).items():
+        mine = directory / step
+        if not (mine / META).is_file():
+            continue
+        command = f"dbperf compare {shown_path(kept, docs)} {mine}"
+        try:
+            view = compare(kept, mine, None, "html", None)
+        except UserError as e:
+            lines.append(f"- step {md(step)}: not compared with the record ({md(str(e))}); `{command}`")
+            continue
+        report = f"{step}-against-record.html"
+        write_file(directory / report, formats.render(view, "html"), force=force, name=report)
+        verdicts = Counter(str(row["verdict"]) for row in view.rows)
+        counts = ", ".join(f"{n} {word}" for word, n in verdicts.most_common())
+        lines.append(f"- step {md(step)}, this run against the recorded one, cell by cell (each target against "
+                     f"itself), {len(view.rows)} cells: {md(counts)}; report {md(report)}; `{command}`")
+    return ["", *lines] if lines else []
 
 
 # How a step's end was said (StepEnd.how) when it did not measure what it should: the exit code of a run whose
