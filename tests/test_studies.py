@@ -250,7 +250,7 @@ def test_the_headline_counts_a_cell_decided_on_cpu_time_only_and_says_so_under_i
     matrix = SimpleNamespace(cells=cells, was_trained_on=lambda _t, b: b == "train-mix")
     monkeypatch.setattr(figures.Reader, "matrix", lambda _self, _step: matrix)
     found = headline(load_study("pgo-server"), Path("/nonexistent"))
-    assert found == Headline("pgo", pytest.approx((1.10 * 1.09 * 1.05) ** (1 / 3)), 2, 3, 0, 1)
+    assert found == Headline("pgo", pytest.approx((1.10 * 1.09 * 1.05) ** (1 / 3)), 2, 3, 0, 1, faster=2)
     doc = summary(load_study("pgo-server"), [], RunFacts(HOST, "now", "dbperf study run pgo-server", "full", found,
                                                          [("mariadb", "ran")]))
     assert doc.splitlines()[:3] == [
@@ -569,6 +569,31 @@ def test_a_cell_measure_with_a_base_is_that_target_against_another_from_the_same
     assert against_base.value == pytest.approx(1.8, rel=0.02)
     with pytest.raises(UserError, match="base 'z' is not a target of step 'ladder'"):
         parse_study(_write(tmp_path, body.replace('base = "b"', 'base = "z"')))
+
+
+@pytest.mark.unit
+def test_a_geomean_measure_is_one_target_over_every_benchmark_with_its_decided_cells_counted(tmp_path):
+    """Which release turned slower across the whole harness: a target's geomean rQPS over every benchmark, and how
+    many of its cells the lab decided slower and faster (the figures of each release in release-regression)."""
+    from dbperf.studies.figures import Reader
+    from tests.synthetic import write_run
+    benchmarks = ["point-query", "hot-points", "update-index", "insert"]
+    (tmp_path / "e.toml").write_text(f'[run]\nbenchmarks = {json.dumps(benchmarks)}\n{TINY}'
+                                     + "".join(f'[[target]]\nname = "{n}"\n' for n in ("old", "new")))
+    body = (HEAD + '[[step]]\nname = "versions"\nkind = "experiment"\nexperiment = "e.toml"\n'
+            'smoke = { run = { benchmarks = ["point-query"] } }\n'
+            '[[figure]]\nwhat = "new over every benchmark"\nsection = "§1"\npublished = "about 0.95"\n'
+            'measure = { from = "geomean", step = "versions", target = "new" }\n')
+    study = parse_study(_write(tmp_path, body))
+    write_run(tmp_path / "run" / "versions", ["old", "new"], benchmarks, 16, speed={"new": 0.8}, noise=0.005)
+    measured = Reader(study, tmp_path / "run").measure(study.figures[0].measure)
+    assert measured.value == pytest.approx(0.8, rel=0.02)
+    assert measured.verdict == "decided 4 of 4: 4 slower, 0 faster"
+    with pytest.raises(UserError, match="target 'newer' is not in step 'versions'"):
+        parse_study(_write(tmp_path, body.replace('target = "new"', 'target = "newer"')))
+    # No benchmark to name, and none checked.
+    assert "benchmark" not in study.figures[0].measure
+
 
 SMOKE_STEP = """
 [[step]]

@@ -184,6 +184,11 @@ class Reader:
                 raise NotMeasured(f"cell {m['target']} {m['benchmark']} has no rQPS")
             v = cell.deciding_verdict
             return Measured(cell.rqps, v.verdict if v else "undecided")
+        if source == "geomean":  # one target over every benchmark, as a headline counts it
+            t = tallied(self.matrix(step, base=m.get("base")), m["target"])
+            if t.geomean is None:
+                raise NotMeasured(f"target {m['target']} has no compared cell")
+            return Measured(t.geomean, f"decided {t.decided} of {t.compared}: {t.slower} slower, {t.faster} faster")
         doc = self.load_json(json_file(self.directory, self.study, step, m.get("file")))
         found = walk(doc, m["path"])
         if isinstance(found, bool):
@@ -261,6 +266,7 @@ class Headline:
     compared: int
     slower: int
     on_cpu_time: int = 0  # of `decided`: by CPU time, the wall clock undecided (docs/verdicts.md)
+    faster: int = 0
 
     def first_line(self, study: str) -> str:
         g = "–" if self.geomean is None else f"{self.geomean:.3f}"
@@ -293,9 +299,15 @@ def headline(study: Study, directory: Path) -> Headline | None:
         m = Reader(study, directory).matrix(study.headline["step"])
     except NotMeasured:
         return Headline(target, None, 0, 0, 0)
+    return tallied(m, target)
+
+
+def tallied(m: Matrix, target: str) -> Headline:
+    """One target of an experiment against its base over every benchmark it was not trained on (held out): the
+    geomean rQPS, and how many cells the lab decided, called slower and called faster."""
     cells = [c for (t, b, _), c in m.cells.items() if t == target and c.rqps and not m.was_trained_on(t, b)]
     verdicts = [c.deciding_verdict for c in cells]
     geomean = math.exp(sum(math.log(c.rqps) for c in cells if c.rqps) / len(cells)) if cells else None
     decided = [v for v in verdicts if v is not None and v.decided]
     return Headline(target, geomean, len(decided), len(cells), sum(1 for v in decided if v.verdict == "slower"),
-                    sum(1 for v in decided if v.metric == "cpu"))
+                    sum(1 for v in decided if v.metric == "cpu"), sum(1 for v in decided if v.verdict == "faster"))

@@ -11,9 +11,11 @@ catalog, the probe families, the experiment parser), so that a study cannot name
     smoke = { overrides }           # --smoke: on top of the quick ones; a plumbing check of under a minute
     [[figure]]                      # one row of the summary table
     what = "..."; section = "§3"; published = "81 cycles/iter"
-    measure = { from = "probe" | "cell" | "json", step = "probes", ... }; per = { ... }   # measured = measure / per
+    measure = { from = "probe" | "cell" | "geomean" | "json", step = "probes", ... }; per = { ... }  # measure / per
     # a cell measure: target, benchmark, optionally threads, field (a per-query figure) and base (another target
     # of the experiment to compare with, instead of its base: its rQPS and the lab's verdict against that one)
+    # a geomean measure: target (and optionally base): its geomean rQPS over every benchmark not trained on, and
+    # how many cells the lab decided slower and faster
                                     # a json measure's `empty = "..."`: what a null there means (measured, none)
     quick = { target = "...", per = { target = "..." } }    # overrides of measure (and per) under --quick/--smoke
     quick = { skip = "why" }        # a figure the --quick/--smoke run does not measure by design (said, not missing)
@@ -52,7 +54,7 @@ from dbperf.usecases.explain import MODES as COUNTER_MODES
 
 STUDY_DIR = Path(__file__).parent / "data"
 STEP_KINDS = ("probe", "layout", "experiment", "bisect", "diff", "counters")
-MEASURE_SOURCES = ("probe", "cell", "json")
+MEASURE_SOURCES = ("probe", "cell", "geomean", "json")
 Mode = Literal["full", "quick", "smoke"]
 MODES: tuple[Mode, ...] = ("full", "quick", "smoke")
 OVERRIDES = ("quick", "smoke")  # a step's tables of overrides, one per mode besides the full one
@@ -210,7 +212,7 @@ def left_out(study: Study, mode: Mode) -> dict[int, str]:
             out[i] = f"the {mode_flag(mode)} run leaves it out ({f.quick['skip']})"
             continue
         for m in f.measures(mode):
-            if m is None or m.get("from") != "cell" or m.get("results_from"):
+            if m is None or m.get("from") not in ("cell", "geomean") or m.get("results_from"):
                 continue
             step = study.step(str(m["step"]))
             if step.kind != "experiment":
@@ -218,7 +220,7 @@ def left_out(study: Study, mode: Mode) -> dict[int, str]:
             if step.name not in runs:
                 runs[step.name] = _parsed(study, step, mode)
             exp = runs[step.name]
-            if m.get("benchmark") not in {b.name for b in exp.benchmarks}:
+            if m.get("from") == "cell" and m.get("benchmark") not in {b.name for b in exp.benchmarks}:
                 out[i] = f"the {mode_flag(mode)} run leaves out {m.get('benchmark')}"
             else:
                 names = {t.name for t in exp.targets}
@@ -476,17 +478,17 @@ def _check_measure(m: dict[str, Any], study: Study, targets: dict[str, set[str]]
             raise UserError(f"{where}: a probe measure names a family its probe step runs")
         if not m.get("group") or not m.get("name"):
             raise UserError(f"{where}: a probe measure needs the figure's group and name")
-    elif source == "cell":
+    elif source in ("cell", "geomean"):
         names = targets.get(step_name)
         if names is None:
-            raise UserError(f"{where}: a cell measure names an experiment step")
+            raise UserError(f"{where}: a {source} measure names an experiment step")
         # A run the step makes of its own (results_from: the layout check's A/B) has targets the file does not.
         if not m.get("results_from") and m.get("target") not in names:
             raise UserError(f"{where}: target {m.get('target')!r} is not in step {step_name!r}'s experiment")
         # base: the target compared against instead of the experiment's base (the rung below, on a ladder)
         if m.get("base") is not None and (m.get("results_from") or m["base"] not in names):
             raise UserError(f"{where}: base {m.get('base')!r} is not a target of step {step_name!r}'s experiment")
-        if m.get("benchmark") not in catalog:
+        if source == "cell" and m.get("benchmark") not in catalog:
             raise UserError(f"{where}: benchmark {m.get('benchmark')!r} is not in the catalog")
     elif not isinstance(m.get("path"), str) or not isinstance(m.get("file", ""), str):
         raise UserError(f"{where}: a json measure needs a path (and optionally the step's file)")
