@@ -58,14 +58,19 @@ def test_variants_give_distinct_libraries_with_flags_in_the_manifest(source):
 
 
 def test_pgo_build_consumed_a_profile(source):
-    spec = BuildSpec(VERSION, ("O2", "pgo"), ("-O1",), ("train-mix",))
+    # Partial training and a training time of its own: 1 s per workload, half prepared, half as SQL text.
+    spec = BuildSpec(VERSION, ("O2", "pgo"), ("-O1",), ("train-mix",), pgo_partial_training=True,
+                     pgo_train_seconds=1.0)
     b = build(spec, source)
     pgo = b.manifest["pgo"]
-    assert pgo["training_set"] == ["train-mix"]
+    assert pgo["training_set"] == ["train-mix"] and pgo["seconds_per_workload"] == 1.0
     assert pgo["profile_files"] and all(f["bytes"] > 0 for f in pgo["profile_files"])
     assert "-Werror=missing-profile" in pgo["profile_use_flags"] and pgo["profile_warnings"] == []
+    assert "-fprofile-partial-training" in pgo["profile_use_flags"]
     assert all(r["events"] > 0 and r["errors"] == 0 for r in pgo["training_runs"])
+    assert all(r["seconds"] == pytest.approx(0.5, abs=0.1) for r in pgo["training_runs"])
     assert {r["prepared"] for r in pgo["training_runs"]} == {True, False}
+    assert b.manifest["label"].endswith("[O2 pgo -O1 partial-training trained 1s per workload]")
     assert any("-fprofile-use=" in " ".join(c) for c in b.manifest["commands"])
     assert library_info("sqlite", str(b.library)).engine_version == VERSION
 
@@ -75,7 +80,13 @@ def test_training_set_is_part_of_the_cache_key(source):
     mix = BuildSpec(VERSION, ("O2", "pgo"), (), ("train-mix",))
     other = BuildSpec(VERSION, ("O2", "pgo"), (), ("point-query",))
     plain = BuildSpec(VERSION, ("O2",))
-    assert len({build_key(mix, source, cc), build_key(other, source, cc), build_key(plain, source, cc)}) == 3
+    partial = BuildSpec(VERSION, ("O2", "pgo"), (), ("train-mix",), pgo_partial_training=True)
+    longer = BuildSpec(VERSION, ("O2", "pgo"), (), ("train-mix",), pgo_train_seconds=60.0)
+    keys = {build_key(s, source, cc) for s in (mix, other, plain, partial, longer)}
+    assert len(keys) == 5
+    # The default training time is the key it always was.
+    assert build_key(BuildSpec(VERSION, ("O2", "pgo"), (), ("train-mix",), pgo_train_seconds=3.0), source, cc) == \
+        build_key(mix, source, cc)
 
 
 def _experiment(tmp_path: Path, target: str) -> Path:

@@ -53,7 +53,7 @@ def build_key(spec: BuildSpec, source: SqliteSource, compiler: Compiler, base_di
         "sqlite3_c_sha256": source.sqlite3_c_sha256,
         "flags": spec.flags(),
         "compiler": compiler.version,
-        "pgo": {"train": training_identity(training_workloads(spec.pgo_train, base_dir)),
+        "pgo": {"train": training_identity(training_workloads(spec.pgo_train, base_dir), spec.pgo_train_seconds),
                 "partial_training": spec.pgo_partial_training} if spec.pgo else None,
     }
     return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:20]
@@ -98,7 +98,7 @@ def _build_pgo(cc: Compiler, spec: BuildSpec, source: SqliteSource, work: Path, 
     os.replace(work / "libsqlite3.so", trained_lib)
     workloads = training_workloads(spec.pgo_train, base_dir)
     started = time.monotonic()
-    runs = run_training(trained_lib, workloads)
+    runs = run_training(trained_lib, workloads, spec.pgo_train_seconds)
     training_s = time.monotonic() - started
     gcda = _profile_files(profile)
     if not gcda or not any(g["bytes"] > 0 for g in gcda):
@@ -113,6 +113,7 @@ def _build_pgo(cc: Compiler, spec: BuildSpec, source: SqliteSource, work: Path, 
                 if not line.startswith("$ ") and "profile" in line and ("warning" in line or "error" in line)]
     trained_lib.unlink()
     return {"training_set": list(spec.pgo_train), "training_runs": runs, "training_seconds": round(training_s, 1),
+            "seconds_per_workload": spec.pgo_train_seconds,
             "profile_files": gcda, "profile_use_flags": use, "profile_warnings": warnings,
             "profile_consumed": "the -fprofile-use build passed -Werror=missing-profile with the .gcda above",
             "commands": instrumented + used}

@@ -38,12 +38,14 @@ from typing import Any
 from dbperf import engines
 from dbperf.buildlab.paths import open_to_service_users
 from dbperf.errors import UserError
+from dbperf.experiment.build_variants import DEFAULT_TRAIN_SECONDS
 from dbperf.host.compiler import build_environment
 from dbperf.tools import tail
 
-# Runs the training set against the instrumented server build at `binaries` (engine, binaries, logs directory) and
-# says what ran, for the manifest: runner/server_training.py, handed in by the caller (the build lab starts no server).
-Training = Callable[[str, Path, Path], dict[str, Any]]
+# Runs the training set against the instrumented server build at `binaries` (engine, binaries, logs directory,
+# seconds per training workload) and says what ran, for the manifest: runner/server_training.py, handed in by the
+# caller (the build lab starts no server).
+Training = Callable[[str, Path, Path, float], dict[str, Any]]
 LLVM_BOLT = "llvm-bolt-16"
 BOLT_PACKAGES = ("bolt-16", "libbolt-16-dev")  # Debian's: llvm-bolt-16, its instrumentation runtime
 INSTRUMENT_OPTIONS = ("-instrument", "-instrumentation-file-append-pid")
@@ -142,7 +144,7 @@ def bolt_server(engine: str, label: str, prefix: Path, binary: Path, binaries_of
         raise UserError(f"{label}: llvm-bolt found no relocations in {binary.name} (was it linked with -Wl,-q?)")
     work.chmod(0o755)  # the instrumented server runs as the service user, inside the staging directory
     open_to_service_users(instrumented)
-    training = train(engine, binaries_of(instrumented), work / "bolt-training-logs")
+    training = train(engine, binaries_of(instrumented), work / "bolt-training-logs", DEFAULT_TRAIN_SECONDS)
     own, profile_facts = server_profile(profile, training.pop("server_pid"), label)
     with open(log, "a") as f:
         f.write(f"BOLT profile: {profile_facts}\n")

@@ -190,9 +190,12 @@ class ServerBuild:
 def _key(spec: ServerBuildSpec, package: str, version: str, cc: Compiler, recipe: Recipe) -> str:
     identity: dict[str, Any] = {"engine": spec.engine, "origin": spec.origin, "package": package, "version": version,
                 "flags": spec.flags(), "compiler": cc.version, "recipe": list(recipe.options),
-                "pgo": training_identity(training_workloads(SERVER_TRAINING)) if spec.pgo else None}
+                "pgo": training_identity(training_workloads(SERVER_TRAINING), spec.pgo_train_seconds) if spec.pgo
+                else None}
     if spec.compiler:  # only then, as bolt below: the keys of builds with the user's CC stay as they were
         identity["compiler_named"] = {"name": spec.compiler, "cxx": cc.cxx}
+    if spec.pgo_partial_training:  # only then, as bolt below
+        identity["pgo_partial_training"] = True
     if spec.bolt:  # only then: the keys of builds without BOLT stay as they were
         identity["bolt"] = {**bolt_identity(spec.engine),
                             "training": training_identity(training_workloads(SERVER_TRAINING))}
@@ -329,6 +332,14 @@ def _build(spec: ServerBuildSpec, recipe: Recipe, cc: Compiler, tree: Path, prov
     return ServerBuild(final / "install", recipe.binaries(final / "install"), manifest, cached=False)
 
 
+def profile_use_flags(spec: ServerBuildSpec, profile: Path) -> list[str]:
+    """The flags of the build that uses the profile: objects the training never reached have none (-Wno-missing-
+    profile); with partial training, code the training never ran keeps the variant's optimisation level instead of
+    being optimised for size."""
+    return [*spec.flags(), f"-fprofile-use={profile}", "-fprofile-correction", "-Wno-missing-profile",
+            *(["-fprofile-partial-training"] if spec.pgo_partial_training else [])]
+
+
 def _build_pgo(spec: ServerBuildSpec, recipe: Recipe, cc: Compiler, runner: _Runner, work: Path, prefix: Path,
                jobs: int, train: Training) -> tuple[dict[str, Any], list[list[str]]]:
     """Instrumented build, training against the instrumented server, then the build that uses the profile, in the
@@ -345,13 +356,13 @@ def _build_pgo(spec: ServerBuildSpec, recipe: Recipe, cc: Compiler, runner: _Run
     commands = recipe.commands(runner.tree, instrumented, cc, generate, jobs)
     runner.run(commands, "compiling (instrumented)")
     open_to_service_users(instrumented)
-    training = train(spec.engine, recipe.binaries(instrumented), work / "training-logs")
+    training = train(spec.engine, recipe.binaries(instrumented), work / "training-logs", spec.pgo_train_seconds)
     training.pop("server_pid", None)  # BOLT's business, not PGO's
     gcda = sorted(profile.rglob("*.gcda"))
     if not gcda:
         raise UserError(f"{spec.label()}: PGO training wrote no profile (.gcda) under {profile}")
     shutil.rmtree(instrumented)
-    use = [*spec.flags(), f"-fprofile-use={profile}", "-fprofile-correction", "-Wno-missing-profile"]
+    use = profile_use_flags(spec, profile)
     use_commands = [*recipe.clean_commands(runner.tree), *recipe.commands(runner.tree, prefix, cc, use, jobs)]
     compiled = runner.run(use_commands, "compiling (with the profile)")
     names = [p.name.replace("#", "/").split("/src/", 1)[-1] for p in gcda]

@@ -12,13 +12,14 @@ from dbperf.catalog.schema import sbtest
 from dbperf.catalog.workload import Workload, compile_statements, parse_workload_file
 from dbperf.engines.sqlite import SQLITE
 from dbperf.errors import UserError
+from dbperf.experiment.build_variants import DEFAULT_TRAIN_SECONDS
 from dbperf.host.driver import run_job
 from dbperf.records import DriverJob, LoadResult, RunResult
 
 TRAINING_DIR = Path(__file__).resolve().parents[1] / "catalog" / "training"
 TRAIN_TABLES = 2
 TRAIN_TABLE_SIZE = 20_000
-TRAIN_SECONDS = 3.0
+TRAIN_SECONDS = DEFAULT_TRAIN_SECONDS
 
 
 def training_workloads(names: tuple[str, ...], base_dir: Path | None = None) -> list[Workload]:
@@ -33,15 +34,17 @@ def training_workloads(names: tuple[str, ...], base_dir: Path | None = None) -> 
     return out
 
 
-def training_identity(workloads: list[Workload]) -> list[dict[str, Any]]:
-    """What the build cache key needs to know of the training set: names and the exact statements."""
+def training_identity(workloads: list[Workload], seconds: float = TRAIN_SECONDS) -> list[dict[str, Any]]:
+    """What the build cache key needs to know of the training set: names, the exact statements, and how long each
+    runs."""
     return [{"name": w.name, "statements": hashlib.sha256(repr(w.statements).encode()).hexdigest()[:16],
-             "seconds": TRAIN_SECONDS, "tables": TRAIN_TABLES, "table_size": TRAIN_TABLE_SIZE} for w in workloads]
+             "seconds": float(seconds), "tables": TRAIN_TABLES, "table_size": TRAIN_TABLE_SIZE} for w in workloads]
 
 
-def run_training(library: Path, workloads: list[Workload]) -> list[dict[str, Any]]:
-    """Loads a small database with the instrumented library, then runs every training workload with prepared
-    statements and without. The instrumented library writes its profile when each driver process exits."""
+def run_training(library: Path, workloads: list[Workload], seconds: float = TRAIN_SECONDS) -> list[dict[str, Any]]:
+    """Loads a small database with the instrumented library, then runs every training workload for `seconds`, half
+    with prepared statements and half without. The instrumented library writes its profile when each driver process
+    exits."""
     runs = []
     with tempfile.TemporaryDirectory(prefix="dbperf-train-") as tmp:
         db = Path(tmp) / "train.db"
@@ -52,11 +55,11 @@ def run_training(library: Path, workloads: list[Workload]) -> list[dict[str, Any
             raise UserError(f"PGO training: loading with the instrumented library failed: {loaded.error}")
         for w in workloads:
             for prepared in (True, False):
-                job = base.replace(mode="run", threads=1, time_s=TRAIN_SECONDS / 2, warmup_s=0.0, prepared=prepared,
+                job = base.replace(mode="run", threads=1, time_s=seconds / 2, warmup_s=0.0, prepared=prepared,
                                    workload=compile_statements(w, TRAIN_TABLE_SIZE))
-                outcome = run_job(job, RunResult, TRAIN_SECONDS + 120)
+                outcome = run_job(job, RunResult, seconds + 120)
                 if not outcome.ok or outcome.result is None:
                     raise UserError(f"PGO training run {w.name} failed: {outcome.error}")
                 runs.append({"workload": w.name, "prepared": prepared, "events": outcome.result.events,
-                             "errors": outcome.result.errors})
+                             "errors": outcome.result.errors, "seconds": outcome.result.duration_s})
     return runs

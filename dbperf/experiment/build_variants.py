@@ -20,6 +20,10 @@ NAMED_FLAGS: dict[str, tuple[str, ...]] = {
     "bolt": ("-Wl,-q", "-fno-reorder-blocks-and-partition"),
 }
 DEFAULT_TRAINING = ("train-mix",)
+# Seconds each PGO training workload runs (split between prepared statements and SQL text; a server's also per
+# connection count): `pgo_train_seconds`. Longer training leaves less of the measured code cold in the profile.
+DEFAULT_TRAIN_SECONDS = 3.0
+MAX_TRAIN_SECONDS = 3600.0
 # A flag is one compiler argument; it never passes through a shell, but refuse anything that is not an option.
 FLAG = re.compile(r"^-[A-Za-z0-9][A-Za-z0-9_=.,+:/-]*$")
 VERSION = re.compile(r"^\d+\.\d+\.\d+$")
@@ -32,6 +36,7 @@ class BuildSpec:
     cflags: tuple[str, ...] = ()
     pgo_train: tuple[str, ...] = field(default=())
     pgo_partial_training: bool = False
+    pgo_train_seconds: float = DEFAULT_TRAIN_SECONDS
 
     @property
     def pgo(self) -> bool:
@@ -41,8 +46,14 @@ class BuildSpec:
         return compile_flags(self.variants, self.cflags)
 
     def label(self) -> str:
-        parts = [*self.variants, *self.cflags]
+        parts = [*self.variants, *self.cflags, *pgo_words(self.pgo_partial_training, self.pgo_train_seconds)]
         return f"sqlite@{self.sqlite_version} [{' '.join(parts)}]"
+
+
+def pgo_words(partial: bool, seconds: float) -> list[str]:
+    """How a build label says its PGO options, when they are not the defaults."""
+    return [*(["partial-training"] if partial else []),
+            *([f"trained {seconds:g}s per workload"] if seconds != DEFAULT_TRAIN_SECONDS else [])]
 
 
 def compile_flags(variants: tuple[str, ...], cflags: tuple[str, ...]) -> list[str]:
@@ -65,6 +76,8 @@ class ServerBuildSpec:
     variants: tuple[str, ...] = ("O2",)
     cflags: tuple[str, ...] = ()
     compiler: str | None = None  # a named compiler (compiler.NAMED_COMPILERS); None: the user's CC
+    pgo_partial_training: bool = False  # -fprofile-partial-training in the build that uses the profile
+    pgo_train_seconds: float = DEFAULT_TRAIN_SECONDS
 
     @property
     def pgo(self) -> bool:
@@ -79,7 +92,8 @@ class ServerBuildSpec:
 
     def label(self) -> str:
         with_compiler = f" with {self.compiler}" if self.compiler else ""
-        return f"{self.engine}@{self.origin} [{' '.join([*self.variants, *self.cflags])}]{with_compiler}"
+        parts = [*self.variants, *self.cflags, *pgo_words(self.pgo_partial_training, self.pgo_train_seconds)]
+        return f"{self.engine}@{self.origin} [{' '.join(parts)}]{with_compiler}"
 
 
 def parse_source(value: object, where: str) -> str:
@@ -106,12 +120,27 @@ def _variants_and_cflags(raw: dict[str, object], where: str) -> tuple[tuple[str,
     return tuple(dict.fromkeys(variants)), tuple(cflags)
 
 
+def _pgo_options(raw: dict[str, object], variants: tuple[str, ...], where: str) -> tuple[bool, float]:
+    """`pgo_partial_training` and `pgo_train_seconds`, checked: each only with the pgo variant."""
+    for key in ("pgo_partial_training", "pgo_train_seconds"):
+        if key in raw and "pgo" not in variants:
+            raise UserError(f"{where}.{key}: only meaningful with the \"pgo\" variant in build")
+    partial = raw.get("pgo_partial_training", False)
+    if not isinstance(partial, bool):
+        raise UserError(f"{where}.pgo_partial_training: expected true or false")
+    seconds = raw.get("pgo_train_seconds", DEFAULT_TRAIN_SECONDS)
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not 0 < seconds <= MAX_TRAIN_SECONDS:
+        raise UserError(f"{where}.pgo_train_seconds: expected seconds per training workload, above 0 and at most "
+                        f"{MAX_TRAIN_SECONDS:g}, got {seconds!r}")
+    return partial, float(seconds)
+
+
 def parse_server_build(raw: dict[str, object], engine: str, origin: str, where: str) -> ServerBuildSpec:
     variants, cflags = _variants_and_cflags(raw, where)
-    for key in ("pgo_train", "pgo_partial_training"):
-        if key in raw:
-            raise UserError(f"{where}.{key}: server builds train on the server training set "
-                            f"({', '.join(SERVER_TRAINING)}), kept apart from the measured benchmarks")
+    if "pgo_train" in raw:
+        raise UserError(f"{where}.pgo_train: server builds train on the server training set "
+                        f"({', '.join(SERVER_TRAINING)}), kept apart from the measured benchmarks")
+    partial, seconds = _pgo_options(raw, variants, where)
     compiler = raw.get("compiler")
     if compiler is not None:
         if compiler not in NAMED_COMPILERS:
@@ -120,7 +149,7 @@ def parse_server_build(raw: dict[str, object], engine: str, origin: str, where: 
         if "pgo" in variants:
             raise UserError(f"{where}.compiler: the pgo variant of server builds needs gcc (its .gcda profiles); "
                             f"drop compiler = {compiler!r} or pgo")
-    return ServerBuildSpec(engine, origin, variants, cflags, compiler)
+    return ServerBuildSpec(engine, origin, variants, cflags, compiler, partial, seconds)
 
 
 def parse_build(raw: dict[str, object], sqlite_version: str, where: str) -> BuildSpec:
@@ -141,7 +170,5 @@ def parse_build(raw: dict[str, object], sqlite_version: str, where: str) -> Buil
     if not isinstance(pgo_train, list) or not all(isinstance(t, str) and t for t in pgo_train) or (
             "pgo" in variants and not pgo_train):
         raise UserError(f"{where}.pgo_train: expected a non-empty list of workload names or files")
-    partial = raw.get("pgo_partial_training", False)
-    if not isinstance(partial, bool):
-        raise UserError(f"{where}.pgo_partial_training: expected true or false")
-    return BuildSpec(sqlite_version, ordered, cflags, tuple(pgo_train), partial)
+    partial, seconds = _pgo_options(raw, ordered, where)
+    return BuildSpec(sqlite_version, ordered, cflags, tuple(pgo_train), partial, seconds)

@@ -189,7 +189,11 @@ TARGET = (
     Key("compiler", "\"clang-16\"", "servers built from source: Debian's clang-16 instead of the user's CC",
         "CC (gcc)"),
     Key("pgo_train", "list of workloads", "PGO training set (with build = [..., \"pgo\"])", "[\"train-mix\"]"),
-    Key("pgo_partial_training", "boolean", "-fprofile-partial-training", "false", "", boolean),
+    Key("pgo_partial_training", "boolean", "-fprofile-partial-training in the build that uses the profile (with "
+        "pgo; SQLite or a server from source): code the training never ran keeps its optimisation level", "false", "",
+        boolean),
+    Key("pgo_train_seconds", "seconds", "how long each PGO training workload runs (with pgo; half prepared, half as "
+        "SQL text, and a server's per connection count)", "3"),
     Key("allocator", " | ".join(ALLOCATORS), "preloaded into the process that runs the engine", "", "",
         one_of(*ALLOCATORS)),
     Key("hugepages", " | ".join(HUGEPAGES), "huge pages for the process that runs the engine", "", "",

@@ -38,7 +38,7 @@ SERVER_KEYS = {"binaries", "dsn", "password_env", "password_file", "port", "sock
 # Server settings end up in postgresql.conf or my.cnf: plain words, numbers, sizes and paths only.
 SERVER_SETTING_NAME = re.compile(r"^[a-z_][a-z0-9_.-]*$")
 SERVER_SETTING_VALUE = re.compile(r"^[A-Za-z0-9_.+:/,-]+$")
-BUILD_KEYS = {"build", "cflags", "pgo_train", "pgo_partial_training"}
+BUILD_KEYS = {"build", "cflags", "pgo_train", "pgo_partial_training", "pgo_train_seconds"}
 # PRAGMA names and values reach SQL text, so only plain words and numbers are allowed.
 RELEASE_VERSION = re.compile(r"^\d+(\.\d+){0,2}(-\d+)?$")
 PRAGMA_NAME = re.compile(r"^[a-z_][a-z0-9_]*$")
@@ -128,7 +128,7 @@ def _server_target(raw: dict[str, Any], name: str, engine: str, twhere: str) -> 
                             "Debian's package")
         server_build = parse_server_build(raw, engine, source.split("@", 1)[1], twhere)
     else:
-        for key in ("build", "cflags", "pgo_train", "pgo_partial_training", "compiler"):
+        for key in ("build", "cflags", "pgo_train", "pgo_partial_training", "pgo_train_seconds", "compiler"):
             if key in raw:
                 raise UserError(f"{twhere}: {key!r} needs a source to build: \"sqlite@X.Y.Z\" or "
                                 f"\"{engine}@debian-src\"")

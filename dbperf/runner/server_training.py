@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from dbperf.buildlab.training import TRAIN_SECONDS, TRAIN_TABLE_SIZE, TRAIN_TABLES, training_workloads
+from dbperf.buildlab.training import TRAIN_TABLE_SIZE, TRAIN_TABLES, training_workloads
 from dbperf.catalog.workload import compile_statements
 from dbperf.errors import UserError
 from dbperf.experiment.build_variants import SERVER_TRAINING
@@ -22,8 +22,9 @@ from dbperf.servers.runtime import RuntimeDir
 TRAIN_THREADS = (1, 4)  # one connection, then several at once
 
 
-def train_server(engine: str, binaries: Path, logs: Path) -> dict[str, Any]:
-    """Runs the training set against the server at `binaries`; what ran, for the manifest."""
+def train_server(engine: str, binaries: Path, logs: Path, seconds: float) -> dict[str, Any]:
+    """Runs the training set against the server at `binaries`, each workload for `seconds` per connection count
+    (half prepared, half as SQL text); what ran, for the manifest."""
     workloads = training_workloads(SERVER_TRAINING)
     target = Target(name="pgo-training", engine=engine, library="", binaries=str(binaries))
     e = Experiment(path=logs / "training.toml", text="", benchmarks=tuple(workloads), targets=(target,),
@@ -42,17 +43,18 @@ def train_server(engine: str, binaries: Path, logs: Path) -> dict[str, Any]:
             for threads in TRAIN_THREADS:
                 for prepared in (True, False):
                     job = server.working_job().replace(
-                        mode="run", threads=threads, time_s=TRAIN_SECONDS / 2, warmup_s=0.0, prepared=prepared,
+                        mode="run", threads=threads, time_s=seconds / 2, warmup_s=0.0, prepared=prepared,
                         workload=compile_statements(w, TRAIN_TABLE_SIZE, engine))
-                    outcome = run_job(job, RunResult, TRAIN_SECONDS + 120, env=server.env())
+                    outcome = run_job(job, RunResult, seconds + 120, env=server.env())
                     if not outcome.ok or outcome.result is None:
                         raise UserError(f"PGO training run {w.name} against the instrumented {engine} failed: "
                                         f"{outcome.error}")
                     runs.append({"workload": w.name, "threads": threads, "prepared": prepared,
-                                 "events": outcome.result.events, "errors": outcome.result.errors})
+                                 "events": outcome.result.events, "errors": outcome.result.errors,
+                                 "seconds": outcome.result.duration_s})
                     server.restore()
     finally:
         server.stop()  # a clean shutdown: the processes write their profiles as they exit
         runtime.remove()
-    return {"training_set": list(SERVER_TRAINING), "training_runs": runs,
+    return {"training_set": list(SERVER_TRAINING), "seconds_per_workload": seconds, "training_runs": runs,
             "training_seconds": round(time.monotonic() - started, 1), "server_pid": server_pid}
