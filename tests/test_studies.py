@@ -389,6 +389,19 @@ def test_a_run_narrowed_by_step_goes_on_record_on_top_of_the_record_keeping_the_
     assert third["MariaDB I1 misses per instruction, -O2 → -O2 + PGO"]["value"] == 0.9
     assert third["PostgreSQL point-query rQPS, -O2 + PGO / -O2"]["host"] == (
         "AMD EPYC 7B13, 2 cores, VM; run of 2026-11-26 10:00 UTC")
+    # A figure the record's run could not measure though it ran the step (a target added to the study since) keeps
+    # that run's reason and name, not this run's "was not run".
+    doc = json.loads(data.read_text())
+    partial = "PostgreSQL geomean rQPS over the 14 held-out reads, -O2 + PGO with partial training / -O2"
+    why = "not measured: step 'postgres' ran no target pgo-partial (a run from before the study had it?)"
+    for f in doc["figures"]:
+        if f["what"] == partial:
+            f.update(measured=why, value=None, verdict="–", host=None)
+    data.write_text(json.dumps(doc))
+    _pgo_run(tmp_path / "maria2", "2026-11-26T13:00:00+00:00", HOST, {"mariadb"}, 1.05)
+    record_study("pgo-server", tmp_path / "maria2", docs, force=True)
+    kept = {f["what"]: f for f in json.loads(data.read_text())["figures"]}[partial]
+    assert kept["measured"] == why and kept["host"] == "AMD EPYC 7B13, 2 cores, VM; run of 2026-11-26 12:00 UTC"
     # A quick run does not go on top of a full record.
     quick = tmp_path / "quick"
     _pgo_run(quick, "2026-11-26T11:00:00+00:00", HOST, {"mariadb"}, 1.0)
@@ -439,6 +452,10 @@ def test_a_record_keeps_its_steps_results_so_that_a_later_run_is_compared_with_t
     assert said[1].endswith(f"`dbperf compare {kept} {later / 'mariadb'}`")
     report = (later / "mariadb-against-record.html").read_text()
     assert report.startswith("<!DOCTYPE html>") and "hot-points" in report
+    # The recorded run itself, its summary written again: not compared with itself.
+    assert steps_against_record(json.loads(data.read_text()), tmp_path / "run1", force=False, docs=docs) == [
+        "", "- step mariadb: the results kept on record are this run's own"]
+    assert not (tmp_path / "run1" / "mariadb-against-record.html").exists()
     proc = run_cli("compare", str(kept), str(later / "mariadb"), "--format", "json", timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert {t for t in json.loads(proc.stdout)["targets"]} == {"O2", "pgo"}
@@ -589,6 +606,9 @@ def test_a_geomean_measure_is_one_target_over_every_benchmark_with_its_decided_c
     measured = Reader(study, tmp_path / "run").measure(study.figures[0].measure)
     assert measured.value == pytest.approx(0.8, rel=0.02)
     assert measured.verdict == "decided 4 of 4: 4 slower, 0 faster"
+    # A run from before the study named the target: said, not a number.
+    with pytest.raises(NotMeasured, match="step 'versions' ran no target newest"):
+        Reader(study, tmp_path / "run").measure({**study.figures[0].measure, "target": "newest"})
     with pytest.raises(UserError, match="target 'newer' is not in step 'versions'"):
         parse_study(_write(tmp_path, body.replace('target = "new"', 'target = "newer"')))
     # No benchmark to name, and none checked.

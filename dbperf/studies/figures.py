@@ -185,7 +185,10 @@ class Reader:
             v = cell.deciding_verdict
             return Measured(cell.rqps, v.verdict if v else "undecided")
         if source == "geomean":  # one target over every benchmark, as a headline counts it
-            t = tallied(self.matrix(step, base=m.get("base")), m["target"])
+            matrix = self.matrix(step, base=m.get("base"))
+            if not any(t == m["target"] for t, _, _ in matrix.cells):
+                raise NotMeasured(f"step {step!r} ran no target {m['target']} (a run from before the study had it?)")
+            t = tallied(matrix, m["target"])
             if t.geomean is None:
                 raise NotMeasured(f"target {m['target']} has no compared cell")
             return Measured(t.geomean, f"decided {t.decided} of {t.compared}: {t.slower} slower, {t.faster} faster")
@@ -266,7 +269,7 @@ class Headline:
     compared: int
     slower: int
     on_cpu_time: int = 0  # of `decided`: by CPU time, the wall clock undecided (docs/verdicts.md)
-    faster: int = 0
+    faster: int | None = None  # None: a headline recorded before the lab counted them
 
     def first_line(self, study: str) -> str:
         g = "–" if self.geomean is None else f"{self.geomean:.3f}"

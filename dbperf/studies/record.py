@@ -174,20 +174,24 @@ def kept_from_record(study: Study, run: dict[str, Any], on_record: dict[str, Any
     steps_of = {f.what: {str(m["step"]) for m in f.measures(mode) if m is not None and "step" in m}
                 for f in study.figures}
     old_figures = {f.get("what"): f for f in on_record.get("figures", []) if isinstance(f, dict)}
+    old_steps = {s.get("name"): s.get("ended") for s in on_record.get("steps", []) if isinstance(s, dict)}
+    ran_on_record = {n for n, ended in old_steps.items() if not str(ended).startswith("not run")}
     figures = []
     measured_by: dict[str, None] = {}  # the runs the kept figures come from, in order: a record may be a merge
     for doc in run.get("figures", []):
         row = Row.from_json(doc)
         old = old_figures.get(row.what)
         kept_row = Row.from_json({**old, "host": old.get("host") or source}) if old is not None else None
-        # a figure the record did not measure either stays this run's "not measured", with no run to its name
-        if kept_row and kept_row.measured_anything and steps_of.get(row.what, set()) & set(narrowed) and \
-                not row.measured_anything:
+        its_steps = steps_of.get(row.what, set())
+        # The record's figure where this run left its step out: its number, or why the run that ran the step did
+        # not measure it (a target added to the study since). A step neither run ran stays this run's "not run",
+        # with no run to its name.
+        if kept_row and its_steps & set(narrowed) and not row.measured_anything and \
+                (kept_row.measured_anything or its_steps <= ran_on_record):
             row = kept_row
-            measured_by[str(row.host)] = None
+            if row.measured_anything:
+                measured_by[str(row.host)] = None
         figures.append(row)
-    old_steps = {s.get("name"): s.get("ended") for s in on_record.get("steps", []) if isinstance(s, dict)}
-    ran_on_record = {n for n, ended in old_steps.items() if not str(ended).startswith("not run")}
     steps = []
     for s in run.get("steps", []):
         name, ended = str(s.get("name")), str(s.get("ended"))
