@@ -19,7 +19,6 @@ from dbperf.records import DriverJob, LoadResult, RunResult
 TRAINING_DIR = Path(__file__).resolve().parents[1] / "catalog" / "training"
 TRAIN_TABLES = 2
 TRAIN_TABLE_SIZE = 20_000
-TRAIN_SECONDS = DEFAULT_TRAIN_SECONDS
 
 
 def training_workloads(names: tuple[str, ...], base_dir: Path | None = None) -> list[Workload]:
@@ -34,14 +33,15 @@ def training_workloads(names: tuple[str, ...], base_dir: Path | None = None) -> 
     return out
 
 
-def training_identity(workloads: list[Workload], seconds: float = TRAIN_SECONDS) -> list[dict[str, Any]]:
+def training_identity(workloads: list[Workload], seconds: float = DEFAULT_TRAIN_SECONDS) -> list[dict[str, Any]]:
     """What the build cache key needs to know of the training set: names, the exact statements, and how long each
     runs."""
     return [{"name": w.name, "statements": hashlib.sha256(repr(w.statements).encode()).hexdigest()[:16],
              "seconds": float(seconds), "tables": TRAIN_TABLES, "table_size": TRAIN_TABLE_SIZE} for w in workloads]
 
 
-def run_training(library: Path, workloads: list[Workload], seconds: float = TRAIN_SECONDS) -> list[dict[str, Any]]:
+def run_training(library: Path, workloads: list[Workload],
+                 seconds: float = DEFAULT_TRAIN_SECONDS) -> list[dict[str, Any]]:
     """Loads a small database with the instrumented library, then runs every training workload for `seconds`, half
     with prepared statements and half without. The instrumented library writes its profile when each driver process
     exits."""
