@@ -172,7 +172,8 @@ def write_summary(study: Study, directory: Path, facts: RunFacts, record: dict[s
         against += steps_against_record(on_record, directory, force)
     doc = summary(study, found, facts, against)
     write_file(directory / SUMMARY, doc, force=force, name=SUMMARY)
-    reports = [f"{s.name}-report.html" for s in study.steps if (directory / f"{s.name}-report.html").is_file()]
+    reports = [name for s in study.steps for name in (f"{s.name}-report.html", f"{s.name}-against-record.html")
+               if (directory / name).is_file()]
     write_file(directory / SUMMARY_HTML, html_summary(study, found, facts, reports), force=force, name=SUMMARY_HTML)
     record = {**record, "host": facts.host.to_json(), "steps": [{"name": n, "ended": h} for n, h in facts.steps],
               "figures": [asdict(r) for r in found], "headline": asdict(facts.headline) if facts.headline else None}
