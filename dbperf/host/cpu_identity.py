@@ -14,6 +14,11 @@ class CpuIdentity:
     cores: int | None
 
     @property
+    def named(self) -> str:
+        """The model with its generation when known: "AMD EPYC (family 25, model 17, stepping 1)"."""
+        return f"{self.model or '?'}" + (f" ({self.cpu_id})" if self.cpu_id else "")
+
+    @property
     def short(self) -> str:
         return f"{self.model or '?'}, {self.cores or '?'} cores" + (f" ({self.cpu_id})" if self.cpu_id else "")
 

@@ -66,8 +66,7 @@ def _detail(row: dict[str, Any]) -> tuple[str, ...]:
 
 def _side_text(side: Side) -> str:
     meta, host = side.run_meta, side.run_meta.host or HostMeta()
-    cpu = f"{host.cpu_model or '?'}{f' ({host.cpu_id})' if host.cpu_id else ''}"
-    return (f"{side.label}: {side.directory} (host {host.hostname or '?'}, {cpu}; "
+    return (f"{side.label}: {side.directory} (host {host.hostname or '?'}, {_identity(side).named}; "
             f"started {meta.started_at or '?'}; status {meta.status or '?'})")
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from dbperf.host.cpu_identity import CpuIdentity
 from dbperf.records import CellRecord, ResultsRecord, to_builtins
 from dbperf.run_meta import FleetHostMeta, HostMeta, RunMeta, TargetMeta, meta_part
 
@@ -49,7 +50,7 @@ def _fields(target: TargetMeta | None) -> dict[str, Any]:
 def heading(meta: RunMeta, host: str) -> str:
     h = _host_meta(meta, host)
     facts = h.host or HostMeta()
-    cpu = f"{facts.cpu_model} ({facts.cpu_id})" if facts.cpu_model and facts.cpu_id else facts.cpu_model
+    cpu = CpuIdentity(facts.cpu_model, facts.cpu_id, facts.cores).named if facts.cpu_model else None
     what = ", ".join(str(x) for x in (cpu, f"{facts.cores} cores" if facts.cores else None,
                                       facts.compiler) if x)
     status = h.status or "?"
