@@ -480,6 +480,27 @@ def test_a_record_keeps_its_steps_results_so_that_a_later_run_is_compared_with_t
 
 
 @pytest.mark.unit
+def test_a_full_run_narrowed_by_step_replaces_a_quick_record_without_keeping_anything_of_it(tmp_path):
+    """release-regression's record was a --quick run (a check that the study runs); its full run takes longer than a
+    sitting and goes on record step by step: the first full step replaces the quick record, not merges into it."""
+    docs = tmp_path / "docs"
+    quick = tmp_path / "quick"
+    _pgo_run(quick, "2026-11-23T20:00:00+00:00", HOST, {"mariadb", "postgres"}, 1.01)
+    doc = json.loads((quick / "study.json").read_text())
+    doc.pop("mode")  # as records from before study.json kept its mode: `quick` only
+    (quick / "study.json").write_text(json.dumps({**doc, "quick": True}))
+    record_study("pgo-server", quick, docs)
+    _pgo_run(tmp_path / "full", "2026-11-26T10:00:00+00:00", HOST, {"mariadb"}, 1.1)
+    record_study("pgo-server", tmp_path / "full", docs, force=True)
+    now = json.loads((docs / "pgo-server.json").read_text())
+    assert "kept_from_record" not in now and now["mode"] == "full"
+    figures = {f["what"]: f for f in now["figures"]}
+    assert figures["MariaDB point-query rQPS, -O2 + PGO / -O2"]["value"] == 1.1
+    pg = figures["PostgreSQL point-query rQPS, -O2 + PGO / -O2"]
+    assert pg["value"] is None and pg["measured"] == "not measured: step postgres was not run (--step)"
+
+
+@pytest.mark.unit
 @pytest.mark.parametrize(("args", "message"), [
     (["study", "run", "nope"], "study 'nope': no such study"),
     (["study", "record", "nope", "/tmp"], "study 'nope': no such study"),

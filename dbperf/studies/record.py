@@ -103,19 +103,24 @@ def record_study(name: str, directory: Path, docs: Path = DOCS_STUDIES, force: b
     on_record = recorded(name, docs)
     study = load_study(name)
     narrowed = sorted(step for step, why in (run.get("left_out") or {}).items() if why == "--step")
-    if narrowed and on_record is not None:
+    # A full run replaces a --quick record (a check that the study runs) even when narrowed by --step: nothing of a
+    # quick run goes into a full record.
+    merged = bool(narrowed) and on_record is not None and not (run_mode(on_record) == "quick" and
+                                                                 run_mode(run) == "full")
+    if merged and on_record is not None:
         run, text = kept_from_record(study, run, on_record, narrowed, directory)
+    kept = narrowed if merged else []
     # The steps' results directories go beside the record; a step left out keeps the record's copy.
-    record_results = (on_record or {}).get("results") or {}
-    results = {s.name: f"{name}/{s.name}" if s.name not in narrowed else record_results.get(s.name)
-               for s in study.steps if (directory / s.name / META).is_file() or s.name in narrowed}
+    record_results = ((on_record or {}).get("results") or {}) if merged else {}
+    results = {s.name: f"{name}/{s.name}" if s.name not in kept else record_results.get(s.name)
+               for s in study.steps if (directory / s.name / META).is_file() or s.name in kept}
     run = {**run, "results": {step: rel for step, rel in results.items() if rel}}
     host = run.get("host", {})
     load = " / ".join(f"{x:.2f}" for x in host.get("load_start") or [])
-    kept = f" Its steps' results are kept in `docs/studies/{md(name)}/`." if run["results"] else ""
+    where = f" Its steps' results are kept in `docs/studies/{md(name)}/`." if run["results"] else ""
     note = (f"!!! note \"On record\"\n    Recorded from `{md(run.get('directory'))}`, run {md(run.get('started'))} "
             f"to {md(run.get('ended'))} on {md(host.get('cpu'))} ({md(host.get('cores'))} cores, load average "
-            f"{md(load)} at the start){', quick mode' if run.get('quick') else ''}.{kept} A later `dbperf study run "
+            f"{md(load)} at the start){', quick mode' if run.get('quick') else ''}.{where} A later `dbperf study run "
             f"{md(name)}` compares its figures with these.\n\n")
     body = text.splitlines()
     # The page's title first (a headline line, if any, follows it), so that the docs' navigation names the study.
@@ -132,23 +137,29 @@ def record_study(name: str, directory: Path, docs: Path = DOCS_STUDIES, force: b
     if force and BY_HAND in before:
         page_text += "\n" + before[before.index(BY_HAND):]
     page = write_file(docs / f"{name}.md", page_text, force, option="record")
-    keep_step_results(study, directory, docs, run["results"], narrowed)
+    keep_step_results(study, directory, docs, run["results"], kept)
     data = write_file(docs / f"{name}.json", json.dumps(run, indent=2) + "\n", force, option="record")
     return [page, data]
 
 
-def keep_step_results(study: Study, directory: Path, docs: Path, results: dict[str, str], narrowed: list[str]) -> None:
+def keep_step_results(study: Study, directory: Path, docs: Path, results: dict[str, str], kept: list[str]) -> None:
     """Copies the results directory of each step this run ran into docs/studies/<name>/<step> (storage's
-    keep_results: results.jsonl compressed); a step it left out (--step) keeps the record's copy, and a step that
-    has none in this run loses the older one, which is not this record's."""
+    keep_results: results.jsonl compressed); a step whose figures are kept from the record keeps the record's copy,
+    and any other step with none in this run loses the older one, which is not this record's."""
     for step in study.steps:
         dest = docs / study.name / step.name
-        if step.name in narrowed:
+        if step.name in kept:
             continue
         if step.name in results:
             keep_results(directory / step.name, dest)
         elif dest.is_dir():
             shutil.rmtree(dest)
+
+
+def run_mode(run: dict[str, Any]) -> Mode:
+    """A study run's mode as its study.json says it (runs from before `mode` was kept say `quick` only)."""
+    said = run.get("mode") or ("quick" if run.get("quick") else "full")
+    return next((m for m in MODES if m == said), "full")
 
 
 def started_when(started: object) -> str:
@@ -165,10 +176,10 @@ def kept_from_record(study: Study, run: dict[str, Any], on_record: dict[str, Any
     it left out are the record's, each saying whose (host and date), so that a study too long for one sitting can be
     put on record step by step without losing what is on record. Its summary is written anew from the merged
     figures; the run's own directory is left as it was."""
-    mode: Mode = next((m for m in MODES if m == run.get("mode")), "full")
-    if on_record.get("mode") != mode:
+    mode = run_mode(run)
+    if run_mode(on_record) != mode:
         raise UserError(f"{directory}: a {mode} run narrowed by --step ({', '.join(narrowed)} left out) cannot be "
-                        f"put on top of a {on_record.get('mode')} record; run the whole study, or the same mode")
+                        f"put on top of a {run_mode(on_record)} record; run the whole study, or the same mode")
     source_host = Host.from_json(on_record.get("host") or {})
     source = f"{source_host.short}; run of {started_when(on_record.get('started'))}"
     steps_of = {f.what: {str(m["step"]) for m in f.measures(mode) if m is not None and "step" in m}
