@@ -200,13 +200,13 @@ def steps_against_record(on_record: dict[str, Any], directory: Path, force: bool
             lines.append(f"- step {md(step)}: the results kept on record are this run's own")
             continue
         command = f"dbperf compare {shown_path(kept, docs)} {mine}"
+        report = f"{step}-against-record.html"
         try:
             view = compare(kept, mine, None, "html", None)
-        except UserError as e:
+            write_file(directory / report, formats.render(view, "html"), force=force, name=report)
+        except (UserError, OSError, ValueError) as e:  # the end of a long run: its summary comes first
             lines.append(f"- step {md(step)}: not compared with the record ({md(str(e))}); `{command}`")
             continue
-        report = f"{step}-against-record.html"
-        write_file(directory / report, formats.render(view, "html"), force=force, name=report)
         verdicts = Counter(str(row["verdict"]) for row in view.rows)
         counts = ", ".join(f"{n} {word}" for word, n in verdicts.most_common())
         lines.append(f"- step {md(step)}, this run against the recorded one, cell by cell (each target against "
