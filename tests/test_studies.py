@@ -452,6 +452,12 @@ def test_a_record_keeps_its_steps_results_so_that_a_later_run_is_compared_with_t
     assert said[1].endswith(f"`dbperf compare {kept} {later / 'mariadb'}`")
     report = (later / "mariadb-against-record.html").read_text()
     assert report.startswith("<!DOCTYPE html>") and "hot-points" in report
+    # A step that cannot be compared (its targets renamed since) is a line of the summary, not the summary lost.
+    other = tmp_path / "other"
+    write_run(other / "mariadb", ["x", "y"], benchmarks, 3, server=True)
+    said = steps_against_record(json.loads(data.read_text()), other, force=False, docs=docs)
+    assert said[1].startswith("- step mariadb: not compared with the record (") and "no target name in common" in \
+        said[1]
     # The recorded run itself, its summary written again: not compared with itself.
     assert steps_against_record(json.loads(data.read_text()), tmp_path / "run1", force=False, docs=docs) == [
         "", "- step mariadb: the results kept on record are this run's own"]
