@@ -127,13 +127,25 @@ def studies_page() -> str:
     """The studies (dbperf/studies/data/) and, for each, its run on record (docs/studies/NAME.md) or that it has
     none yet: written by `dbperf study record`, so the page follows what is recorded."""
     model = importlib.import_module("dbperf.studies.model")
+    record = importlib.import_module("dbperf.studies.record")
     out = ["# Studies on record", "",
            "Each study of [Studies](studies.md) with its last run put on record (`dbperf study record NAME DIR`): "
            "the summary as it was, dated, with the host. A later `dbperf study run NAME` compares its figures with "
-           "the record.", "", "| study | BRIEF | what | takes | on record |", "|---|---|---|---|---|"]
+           "the record, and its steps with the results kept beside it (`docs/studies/NAME/STEP`).", "",
+           "| study | BRIEF | what | takes | on record | run | results kept |", "|---|---|---|---|---|---|---|"]
     for name in model.study_names():
         s = model.load_study(name)
         page = ROOT / "docs" / "studies" / f"{name}.md"
-        recorded = f"[{name}](studies/{name}.md)" if page.is_file() else "not yet"
-        out.append(f"| `{name}` | {cell(s.brief)} | {cell(s.title)} | {cell(s.duration)} | {recorded} |")
+        doc = record.recorded(name)
+        if page.is_file() and doc is not None:
+            host = doc.get("host") or {}
+            run = (f"{record.started_when(doc.get('started'))}, {record.run_mode(doc)}, "
+                   f"{host.get('cpu', '?')}, {host.get('cores', '?')} cores")
+            kept = ", ".join(f"`{step}`" for step in record.recorded_results(doc)) or (
+                "no (recorded before they were)" if any(step.kind == "experiment" for step in s.steps)
+                else "none (no experiment step)")
+            out.append(f"| `{name}` | {cell(s.brief)} | {cell(s.title)} | {cell(s.duration)} | "
+                       f"[{name}](studies/{name}.md) | {cell(run)} | {kept} |")
+        else:
+            out.append(f"| `{name}` | {cell(s.brief)} | {cell(s.title)} | {cell(s.duration)} | not yet | | |")
     return "\n".join(out) + "\n"
