@@ -137,7 +137,10 @@ def studies_page() -> str:
         s = model.load_study(name)
         page = ROOT / "docs" / "studies" / f"{name}.md"
         doc = record.recorded(name)
-        if page.is_file() and doc is not None:
+        if page.is_file() and doc is None:  # its figures unreadable: the page still is the record
+            out.append(f"| `{name}` | {cell(s.brief)} | {cell(s.title)} | {cell(s.duration)} | "
+                       f"[{name}](studies/{name}.md) | ? | ? |")
+        elif page.is_file() and doc is not None:
             host = doc.get("host") or {}
             run = (f"{record.started_when(doc.get('started'))}, {record.run_mode(doc)}, "
                    f"{host.get('cpu', '?')}, {host.get('cores', '?')} cores")

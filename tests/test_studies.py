@@ -412,7 +412,8 @@ def test_a_run_narrowed_by_step_goes_on_record_on_top_of_the_record_keeping_the_
 
 
 @pytest.mark.unit
-def test_a_record_keeps_its_steps_results_so_that_a_later_run_is_compared_with_them_on_any_clone(tmp_path):
+def test_a_record_keeps_its_steps_results_so_that_a_later_run_is_compared_with_them_on_any_clone(tmp_path,
+                                                                                                 monkeypatch):
     """The results directories of a recorded run's steps are copied beside the record (results.jsonl compressed), so
     that `dbperf compare` against the recorded run does not need the host whose /tmp held it; a later run of the
     study is compared with them cell by cell, each target against itself, with a report."""
@@ -437,6 +438,22 @@ def test_a_record_keeps_its_steps_results_so_that_a_later_run_is_compared_with_t
     first = (kept / KEPT_RESULTS).read_bytes()
     keep_results(tmp_path / "run1" / "mariadb", kept)
     assert (kept / KEPT_RESULTS).read_bytes() == first  # no timestamp: keeping the same run again changes nothing
+    # A copy that fails (the disk full) leaves the record as it was: page, figures and copies.
+    broken = tmp_path / "broken"
+    _pgo_run(broken, "2026-11-25T21:00:00+00:00", HOST, {"mariadb", "postgres"}, 1.2)
+    write_run(broken / "mariadb", ["O2", "pgo"], benchmarks, 3, server=True)
+    page_before, data_before = page.read_text(), data.read_text()
+
+    def disk_full(*_args, **_kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr("dbperf.storage.results.gzip.compress", disk_full)
+    with pytest.raises(UserError, match="cannot keep the results: No space left on device"):
+        record_study("pgo-server", broken, docs, force=True)
+    monkeypatch.undo()
+    assert (page.read_text(), data.read_text()) == (page_before, data_before)
+    assert (kept / KEPT_RESULTS).read_bytes() == first
+    assert sorted(p.name for p in (docs / "pgo-server").iterdir()) == ["mariadb"]
     # The section against the record names the kept copy, not the recording host's /tmp.
     lines = compare_with_record("pgo-server", [], HOST, docs)
     assert lines is not None and f"`dbperf compare {kept} THIS_RUN/mariadb`" in lines[0]
@@ -444,7 +461,7 @@ def test_a_record_keeps_its_steps_results_so_that_a_later_run_is_compared_with_t
     # A later run: its MariaDB step against the kept one, -O2 at the same speed, PGO's gain gone.
     later = tmp_path / "later"
     write_run(later / "mariadb", ["O2", "pgo"], benchmarks, 20, seed=2, speed={"pgo": 1.0}, noise=0.01, server=True)
-    said = steps_against_record(json.loads(data.read_text()), later, force=False, docs=docs)
+    said = steps_against_record(json.loads(data.read_text()), later, "full", force=False, docs=docs)
     assert said[0] == "" and len(said) == 2
     assert said[1].startswith("- step mariadb, this run against the recorded one, cell by cell (each target against "
                               "itself), 6 cells: ") and "; report mariadb-against-record.html; " in said[1]
@@ -452,14 +469,18 @@ def test_a_record_keeps_its_steps_results_so_that_a_later_run_is_compared_with_t
     assert said[1].endswith(f"`dbperf compare {kept} {later / 'mariadb'}`")
     report = (later / "mariadb-against-record.html").read_text()
     assert report.startswith("<!DOCTYPE html>") and "hot-points" in report
+    # A quick run is not compared cell by cell with a full record: other cells, other benchmarks.
+    said = steps_against_record(json.loads(data.read_text()), later, "quick", force=True, docs=docs)
+    assert said[1].startswith("- step mariadb: not compared cell by cell: this is a quick run, the record a full one")
     # A step that cannot be compared (its targets renamed since) is a line of the summary, not the summary lost.
     other = tmp_path / "other"
     write_run(other / "mariadb", ["x", "y"], benchmarks, 3, server=True)
-    said = steps_against_record(json.loads(data.read_text()), other, force=False, docs=docs)
+    said = steps_against_record(json.loads(data.read_text()), other, "full", force=False, docs=docs)
     assert said[1].startswith("- step mariadb: not compared with the record (") and "no target name in common" in \
         said[1]
     # The recorded run itself, its summary written again: not compared with itself.
-    assert steps_against_record(json.loads(data.read_text()), tmp_path / "run1", force=False, docs=docs) == [
+    assert steps_against_record(json.loads(data.read_text()), tmp_path / "run1", "full", force=False,
+                                docs=docs) == [
         "", "- step mariadb: the results kept on record are this run's own"]
     assert not (tmp_path / "run1" / "mariadb-against-record.html").exists()
     proc = run_cli("compare", str(kept), str(later / "mariadb"), "--format", "json", timeout=120)
@@ -478,6 +499,13 @@ def test_a_record_keeps_its_steps_results_so_that_a_later_run_is_compared_with_t
     write_run(tmp_path / "whole" / "postgres", ["O2", "pgo"], benchmarks, 6, seed=3, engine="postgres", server=True)
     record_study("pgo-server", tmp_path / "whole", docs, force=True)
     assert json.loads(data.read_text())["results"] == {"postgres": "pgo-server/postgres"} and not kept.exists()
+    # A damaged kept copy is one line, not a traceback.
+    damaged = docs / "pgo-server" / "postgres" / KEPT_RESULTS
+    data_bytes = bytearray(damaged.read_bytes())
+    data_bytes[len(data_bytes) // 2] ^= 0xFF
+    damaged.write_bytes(bytes(data_bytes))
+    with pytest.raises(UserError, match=r"results\.jsonl\.gz: cannot read"):
+        read_results(damaged.parent)
     # A kept copy cut short is one line, not a traceback.
     cut = docs / "pgo-server" / "postgres" / KEPT_RESULTS
     cut.write_bytes(cut.read_bytes()[:100])
@@ -495,11 +523,18 @@ def test_a_full_run_narrowed_by_step_replaces_a_quick_record_without_keeping_any
     doc = json.loads((quick / "study.json").read_text())
     doc.pop("mode")  # as records from before study.json kept its mode: `quick` only
     (quick / "study.json").write_text(json.dumps({**doc, "quick": True}))
+    from tests.synthetic import write_run
+    write_run(quick / "postgres", ["O2", "pgo"], ["point-query"], 3, engine="postgres", server=True)
     record_study("pgo-server", quick, docs)
+    assert (docs / "pgo-server" / "postgres").is_dir()
     _pgo_run(tmp_path / "full", "2026-11-26T10:00:00+00:00", HOST, {"mariadb"}, 1.1)
+    write_run(tmp_path / "full" / "mariadb", ["O2", "pgo"], ["point-query"], 3, server=True)
     record_study("pgo-server", tmp_path / "full", docs, force=True)
     now = json.loads((docs / "pgo-server.json").read_text())
     assert "kept_from_record" not in now and now["mode"] == "full"
+    # Nothing of the quick run is kept: not its figures, not its results; no copy is left half made.
+    assert now["results"] == {"mariadb": "pgo-server/mariadb"} and not (docs / "pgo-server" / "postgres").exists()
+    assert sorted(p.name for p in (docs / "pgo-server").iterdir()) == ["mariadb"]
     figures = {f["what"]: f for f in now["figures"]}
     assert figures["MariaDB point-query rQPS, -O2 + PGO / -O2"]["value"] == 1.1
     pg = figures["PostgreSQL point-query rQPS, -O2 + PGO / -O2"]
@@ -638,8 +673,14 @@ def test_a_geomean_measure_is_one_target_over_every_benchmark_with_its_decided_c
         Reader(study, tmp_path / "run").measure({**study.figures[0].measure, "target": "newest"})
     with pytest.raises(UserError, match="target 'newer' is not in step 'versions'"):
         parse_study(_write(tmp_path, body.replace('target = "new"', 'target = "newer"')))
-    # No benchmark to name, and none checked.
-    assert "benchmark" not in study.figures[0].measure
+    with pytest.raises(UserError, match="a geomean measure reads its step's own results"):
+        parse_study(_write(tmp_path, body.replace('target = "new" }', 'target = "new", results_from = "x" }')))
+    # A benchmark with no rQPS (its cells failed) is said: the geomean is not over every benchmark.
+    results = tmp_path / "run" / "versions" / "results.jsonl"
+    lines = results.read_text().splitlines()
+    results.write_text("\n".join(x for x in lines if not ('"target":"new"' in x and '"benchmark":"insert"' in x)))
+    short = Reader(study, tmp_path / "run").measure(study.figures[0].measure)
+    assert short.verdict == "decided 3 of 3: 3 slower, 0 faster; over 3 of 4 benchmarks, the others without rQPS"
 
 
 SMOKE_STEP = """

@@ -20,6 +20,7 @@ import gzip
 import json
 import os
 import time
+import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -278,6 +279,8 @@ def read_results(directory: Path) -> tuple[RunMeta, list[ResultsRecord], list[Sk
         raise UserError(f"{path}: cannot read: {e.strerror or e}") from None
     except EOFError:
         raise UserError(f"{path}: cannot read: the compressed copy is cut short") from None
+    except zlib.error as e:
+        raise UserError(f"{path}: cannot read: the compressed copy is damaged ({e})") from None
     lines = data.decode("utf-8", errors="replace").splitlines()
     for number, line in enumerate(lines, 1):
         if not line.strip():

@@ -191,7 +191,11 @@ class Reader:
             t = tallied(matrix, m["target"])
             if t.geomean is None:
                 raise NotMeasured(f"target {m['target']} has no compared cell")
-            return Measured(t.geomean, f"decided {t.decided} of {t.compared}: {t.slower} slower, {t.faster} faster")
+            held_out = {b for _, b, _ in matrix.rows() if not matrix.was_trained_on(m["target"], b)}
+            short = (f"; over {t.compared} of {len(held_out)} benchmarks, the others without rQPS"
+                     if t.compared < len(held_out) else "")
+            return Measured(t.geomean,
+                            f"decided {t.decided} of {t.compared}: {t.slower} slower, {t.faster} faster{short}")
         doc = self.load_json(json_file(self.directory, self.study, step, m.get("file")))
         found = walk(doc, m["path"])
         if isinstance(found, bool):

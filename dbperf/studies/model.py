@@ -482,6 +482,8 @@ def _check_measure(m: dict[str, Any], study: Study, targets: dict[str, set[str]]
         names = targets.get(step_name)
         if names is None:
             raise UserError(f"{where}: a {source} measure names an experiment step")
+        if source == "geomean" and m.get("results_from"):
+            raise UserError(f"{where}: a geomean measure reads its step's own results (no results_from)")
         # A run the step makes of its own (results_from: the layout check's A/B) has targets the file does not.
         if not m.get("results_from") and m.get("target") not in names:
             raise UserError(f"{where}: target {m.get('target')!r} is not in step {step_name!r}'s experiment")

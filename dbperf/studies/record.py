@@ -136,24 +136,47 @@ def record_study(name: str, directory: Path, docs: Path = DOCS_STUDIES, force: b
         before = ""
     if force and BY_HAND in before:
         page_text += "\n" + before[before.index(BY_HAND):]
-    page = write_file(docs / f"{name}.md", page_text, force, option="record")
-    keep_step_results(study, directory, docs, run["results"], kept)
+    # The copies are made aside first: a copy that fails (a full disk) leaves the record as it was.
+    staged = staged_step_results(study, directory, docs, [s for s in run["results"] if s not in kept])
+    try:
+        page = write_file(docs / f"{name}.md", page_text, force, option="record")
+        put_step_results(study, docs, staged, kept)
+    finally:
+        for aside in staged.values():
+            shutil.rmtree(aside, ignore_errors=True)
     data = write_file(docs / f"{name}.json", json.dumps(run, indent=2) + "\n", force, option="record")
     return [page, data]
 
 
-def keep_step_results(study: Study, directory: Path, docs: Path, results: dict[str, str], kept: list[str]) -> None:
-    """Copies the results directory of each step this run ran into docs/studies/<name>/<step> (storage's
-    keep_results: results.jsonl compressed); a step whose figures are kept from the record keeps the record's copy,
-    and any other step with none in this run loses the older one, which is not this record's."""
+def staged_step_results(study: Study, directory: Path, docs: Path, steps: list[str]) -> dict[str, Path]:
+    """Each of `steps`' results directories copied (storage's keep_results: results.jsonl compressed) beside its
+    place in the record, docs/studies/<name>/.<step>.new, by step; any failure removes them all (one line)."""
+    staged: dict[str, Path] = {}
+    try:
+        for step in steps:
+            staged[step] = docs / study.name / f".{step}.new"
+            keep_results(directory / step, staged[step])
+    except UserError:
+        for aside in staged.values():
+            shutil.rmtree(aside, ignore_errors=True)
+        raise
+    return staged
+
+
+def put_step_results(study: Study, docs: Path, staged: dict[str, Path], kept: list[str]) -> None:
+    """The staged copies in their places (docs/studies/<name>/<step>); a step whose figures are kept from the record
+    keeps the record's copy, and any other step with none in this run loses the older one, not this record's."""
     for step in study.steps:
         dest = docs / study.name / step.name
         if step.name in kept:
             continue
-        if step.name in results:
-            keep_results(directory / step.name, dest)
-        elif dest.is_dir():
-            shutil.rmtree(dest)
+        try:
+            if dest.is_dir():
+                shutil.rmtree(dest)
+            if step.name in staged:
+                staged[step.name].rename(dest)
+        except OSError as e:
+            raise UserError(f"{dest}: cannot put the step's results on record: {e.strerror or e}") from None
 
 
 def run_mode(run: dict[str, Any]) -> Mode:

@@ -35,6 +35,7 @@ from dbperf.studies.record import (
     compare_with_record,
     recorded,
     recorded_results,
+    run_mode,
     shown_path,
     started_when,
 )
@@ -169,7 +170,7 @@ def write_summary(study: Study, directory: Path, facts: RunFacts, record: dict[s
     same = on_record is not None and on_record.get("directory") == str(directory)
     against = None if facts.mode == "smoke" or same else compare_with_record(study.name, found, facts.host)
     if against is not None and on_record is not None:
-        against += steps_against_record(on_record, directory, force)
+        against += steps_against_record(on_record, directory, facts.mode, force)
     doc = summary(study, found, facts, against)
     write_file(directory / SUMMARY, doc, force=force, name=SUMMARY)
     reports = [name for s in study.steps for name in (f"{s.name}-report.html", f"{s.name}-against-record.html")
@@ -186,22 +187,27 @@ def write_summary(study: Study, directory: Path, facts: RunFacts, record: dict[s
     return StudyEnd(directory, doc, exit_code, found, facts.headline)
 
 
-def steps_against_record(on_record: dict[str, Any], directory: Path, force: bool,
+def steps_against_record(on_record: dict[str, Any], directory: Path, mode: Mode, force: bool,
                          docs: Path = DOCS_STUDIES) -> list[str]:
     """Each step whose results the record keeps and this run has too, compared cell by cell with the recorded run
     (dbperf compare: the same verdict rules as one run), its HTML report written beside the summary as
-    STEP-against-record.html: lines of the summary's section against the run on record."""
+    STEP-against-record.html: lines of the summary's section against the run on record. A run of another mode
+    (shorter cells, fewer benchmarks) is not compared cell by cell."""
     lines = []
     for step, kept in recorded_results(on_record, docs).items():
         mine = directory / step
         if not (mine / META).is_file():
             continue
-        if (kept / META).read_bytes() == (mine / META).read_bytes():  # a run written again after it went on record
-            lines.append(f"- step {md(step)}: the results kept on record are this run's own")
-            continue
         command = f"dbperf compare {shown_path(kept, docs)} {mine}"
+        if run_mode(on_record) != mode:
+            lines.append(f"- step {md(step)}: not compared cell by cell: this is a {md(mode)} run, the record a "
+                         f"{md(run_mode(on_record))} one (other cells, other benchmarks); `{command}`")
+            continue
         report = f"{step}-against-record.html"
         try:
+            if (kept / META).read_bytes() == (mine / META).read_bytes():  # written again after it went on record
+                lines.append(f"- step {md(step)}: the results kept on record are this run's own")
+                continue
             view = compare(kept, mine, None, "html", None)
             write_file(directory / report, formats.render(view, "html"), force=force, name=report)
         except (UserError, OSError, ValueError) as e:  # the end of a long run: its summary comes first
