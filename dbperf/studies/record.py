@@ -47,11 +47,10 @@ def recorded_results(record: dict[str, Any], docs: Path = DOCS_STUDIES) -> dict[
     return {str(step): docs / str(rel) for step, rel in kept.items() if (docs / str(rel) / META).is_file()}
 
 
-def shown_path(path: Path, docs: Path = DOCS_STUDIES) -> str:
-    """A path under the docs as a clone of dbperf names it (docs/studies/...); elsewhere as it is."""
+def shown_path(path: Path) -> str:
+    """A path under dbperf's docs as a clone of dbperf names it (docs/studies/...); elsewhere as it is."""
     try:
-        return str(Path("docs/studies") / path.relative_to(DOCS_STUDIES)) if docs.resolve() == DOCS_STUDIES \
-            else str(path)
+        return str(Path("docs/studies") / path.relative_to(DOCS_STUDIES))
     except ValueError:
         return str(path)
 
@@ -67,16 +66,16 @@ def compare_with_record(name: str, rows: list[Row], host: Host, docs: Path = DOC
     kept = recorded_results(record, docs)
     if kept:
         step, path = next(iter(kept.items()))
-        where = ", ".join(f"`{md(shown_path(p, docs))}`" for p in kept.values())
+        where = ", ".join(f"`{md(shown_path(p))}`" for p in kept.values())
         steps = (f"Its steps' results are kept beside the record ({where}): `dbperf compare "
-                 f"{md(shown_path(path, docs))} THIS_RUN/{md(step)}` puts a step side by side with this run's, with "
+                 f"{md(shown_path(path))} THIS_RUN/{md(step)}` puts a step side by side with this run's, with "
                  "the same verdict rules.")
     else:
         steps = (f"Its results were in `{md(record.get('directory', '?'))}` on the host that ran it (they were not "
                  "kept beside the record then): there, `dbperf compare RECORDED/STEP THIS_RUN/STEP` puts a step side "
                  "by side with this run's.")
     lines = [f"Recorded {md(record.get('started', '?'))} on {md(then.described)} "
-             f"({'quick' if record.get('quick') else 'full'} run). {steps}" + (f" {md(caveat)}" if caveat else ""),
+             f"({run_mode(record)} run). {steps}" + (f" {md(caveat)}" if caveat else ""),
              "", "| figure | on record | here now | now / on record |", "|---|---|---|---|"]
     for r in rows:
         old = before.get(r.what)

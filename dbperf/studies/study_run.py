@@ -198,7 +198,7 @@ def steps_against_record(on_record: dict[str, Any], directory: Path, mode: Mode,
         mine = directory / step
         if not (mine / META).is_file():
             continue
-        command = f"dbperf compare {shown_path(kept, docs)} {mine}"
+        command = f"dbperf compare {shown_path(kept)} {mine}"
         if run_mode(on_record) != mode:
             lines.append(f"- step {md(step)}: not compared cell by cell: this is a {md(mode)} run, the record a "
                          f"{md(run_mode(on_record))} one (other cells, other benchmarks); `{command}`")
