@@ -58,7 +58,7 @@ def test_the_search_finds_the_first_slower_release_in_about_log2_steps(first_slo
     judge = FakeJudge(VERSIONS, first_slower)
     result = search(VERSIONS, judge)
     assert result.outcome == "found" and result.exit_code == FOUND
-    assert result.first_slower == VERSIONS[first_slower]
+    assert result.first_slower == result.answer == VERSIONS[first_slower]
     assert result.last_not_slower == VERSIONS[first_slower - 1]
     assert len(result.steps) <= expected_steps(20) == 1 + math.ceil(math.log2(19))
     assert all(good == "1.0" for good, _, _ in judge.calls)  # every step against the oldest
@@ -81,7 +81,7 @@ def test_faster_counts_as_not_slower():
 def test_nothing_slower_in_the_range_is_said_with_its_own_status_after_one_step():
     result = search(VERSIONS, FakeJudge(VERSIONS, None))
     assert (result.outcome, result.exit_code, len(result.steps)) == ("none-slower", NONE_SLOWER, 1)
-    assert result.first_slower is None and result.last_not_slower == "1.19"
+    assert result.first_slower is None and result.answer is None and result.last_not_slower == "1.19"
 
 
 @pytest.mark.unit
@@ -103,6 +103,9 @@ def test_a_step_still_undecided_after_the_cap_stops_the_search_without_a_guess()
     # the path so far: the newest, 1.9, then 1.4 twice; the bracket known so far is kept
     assert [(s.version, s.attempt) for s in result.steps] == [("1.19", 1), ("1.9", 1), ("1.4", 1), ("1.4", 2)]
     assert (result.last_not_slower, result.first_slower) == ("1.0", "1.9")
+    # What the record says for the first slower release: the bracket, never the bracket's end as the answer.
+    assert result.answer == "after 1.0, at or before 1.9 (stopped: 1.4 undecided after 2 tries)"
+    assert result.to_json()["answer"] == result.answer
 
 
 @pytest.mark.unit

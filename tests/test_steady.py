@@ -19,7 +19,7 @@ from dbperf.experiment.spec import parse_experiment
 from dbperf.host.window_opens import WindowOpens
 from dbperf.records import CellRecord, DriverJob, RunResult, decode, encode, results_record
 from dbperf.report.render import render_table, to_csv, to_json, to_markdown
-from dbperf.runner.matrix import _unsettled
+from dbperf.runner.resume import interfered
 from dbperf.runner.rounds import GroupState, Measured, RoundPolicy, run_rounds
 from dbperf.stats.rqps_matrix import build_matrix
 from tests.synthetic import meta_of
@@ -101,7 +101,7 @@ def test_the_drivers_result_is_parsed_once_into_records():
     assert old.warmup_s is None and old.steady is None and not old.unsettled
     record = results_record({"target": "a", "benchmark": "b", "threads": 1, "repeat": 1, "status": "ok",
                              "result": steady_result(False)})
-    assert isinstance(record, CellRecord) and _unsettled(record)
+    assert isinstance(record, CellRecord) and interfered(record)
     with pytest.raises(Exception, match="settled"):
         decode(RunResult, json.dumps({**RESULT, "steady": {"spread": 0.1}}))
 
@@ -190,7 +190,7 @@ def test_under_auto_an_unsettled_round_is_run_again_like_an_interfered_one():
                               result=decode(RunResult, json.dumps(steady_result(
                                   not (t == "new" and round_ in unsettled_rounds), qps=1000.0 + round_))))
                    for t in ("old", "new")]
-        return [Measured(r.target, round_, r.result.qps if r.result else None, interfered=_unsettled(r))
+        return [Measured(r.target, round_, r.result.qps if r.result else None, interfered=interfered(r))
                 for r in records]
 
     clock = iter(range(1000))

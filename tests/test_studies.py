@@ -7,6 +7,7 @@ rot; the barriers study also runs in quick mode."""
 
 from __future__ import annotations
 
+import gzip
 import json
 import shutil
 from dataclasses import replace
@@ -486,6 +487,12 @@ def test_a_record_keeps_its_steps_results_so_that_a_later_run_is_compared_with_t
     proc = run_cli("compare", str(kept), str(later / "mariadb"), "--format", "json", timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert {t for t in json.loads(proc.stdout)["targets"]} == {"O2", "pgo"}
+    # A line of a kept copy that cannot be used is said, naming the file read: the copy, not results.jsonl.
+    edited = tmp_path / "edited"
+    shutil.copytree(kept, edited)
+    (edited / KEPT_RESULTS).write_bytes(gzip.compress(gzip.decompress(first) + b"{not json\n"))
+    proc = run_cli("report", str(edited), "--format", "json", timeout=120)
+    assert proc.returncode == 0 and f"{edited / KEPT_RESULTS}: 1 line(s) skipped" in proc.stderr, proc.stderr
     # A run narrowed by --step keeps the record's copy of the step it left out, and adds its own.
     _pgo_run(tmp_path / "pg", "2026-11-26T10:00:00+00:00", HOST, {"postgres"}, 0.9)
     write_run(tmp_path / "pg" / "postgres", ["O2", "pgo"], benchmarks, 6, engine="postgres", server=True)
@@ -618,11 +625,22 @@ def test_the_worst_cell_is_the_lowest_rqps_against_the_base_leaving_the_aa_copy_
                                'description = "d"\n[[step]]\nname = "versions"\nkind = "experiment"\n'
                                'experiment = "e.toml"\n[[step]]\nname = "diff"\nkind = "diff"\nof = "versions"\n'
                                'queries = 500\n'))
-    write_run(tmp_path / "run" / "versions", ["v1", "v1-aa", "v2", "v3"], ["point-query", "update-index"], 6,
+    write_run(tmp_path / "run" / "versions", ["v1", "v1-aa", "v2", "v3"], ["point-query", "update-index"], 12,
               speed={"v1-aa": 0.5, "v2": 0.9, "v3": 0.7}, noise=0.001)
-    base, target, benchmark, rqps = Reader(study, tmp_path / "run").worst_cell("versions")
-    assert (base, target) == ("v1", "v3") and rqps == pytest.approx(0.7, rel=0.02)
+    reader = Reader(study, tmp_path / "run")
+    base, target, benchmark, rqps, verdict = reader.worst_cell("versions")
+    assert (base, target, verdict) == ("v1", "v3", "slower") and rqps == pytest.approx(0.7, rel=0.02)
     assert benchmark in ("point-query", "update-index")
+    # A lower rQPS the lab did not decide does not beat a cell decided slower: the diff explains a regression.
+    for c in reader.matrix("versions").cells.values():
+        if c.target == "v3" and c.verdict_detail is not None:
+            c.verdict_detail = replace(c.verdict_detail, verdict="undecided")
+    _, target, _, _, verdict = reader.worst_cell("versions")
+    assert (target, verdict) == ("v2", "slower")
+    # With no cell decided slower (one round: no verdict at all), the lowest rQPS, and its verdict says so.
+    write_run(tmp_path / "one" / "versions", ["v1", "v2", "v3"], ["point-query"], 1, speed={"v2": 0.9, "v3": 0.7})
+    _, target, _, _, verdict = Reader(study, tmp_path / "one").worst_cell("versions")
+    assert (target, verdict) == ("v3", None)
     with pytest.raises(UserError, match="'of' must name an experiment step before it"):
         parse_study(_write(tmp_path, study.path.read_text().replace('of = "versions"', 'of = "diff"')))
 
@@ -922,9 +940,17 @@ measure = { from = "json", step = "b", path = "static_candidate_lines" }
 
 @pytest.mark.unit
 def test_step_runs_only_the_named_steps_and_says_the_others_were_not_run(tmp_path):
+    import io
+
+    from rich.console import Console
+
     from dbperf.studies.study_run import INCOMPLETE, Limits, run_study
     study = parse_study(_write(tmp_path, TWO_STEPS))
-    end = run_study(study, tmp_path / "out", "full", limits=Limits(steps=("b",)))
+    err = io.StringIO()
+    end = run_study(study, tmp_path / "out", "full", err=Console(file=err, width=300),
+                    limits=Limits(steps=("b",)))
+    # The study's duration is the whole study's: the start line says which part of it runs.
+    assert err.getvalue().startswith("dbperf: study mine: step(s) b of 2 (--step; the whole study: ")
     assert "- a: not run (--step)" in end.summary and "- b: failed: /nonexistent/b: not found" in end.summary
     assert "| lines of a (§6): p | not measured: step a was not run (--step)" in end.summary
     assert "dbperf study run mine --step b" in end.summary

@@ -41,10 +41,13 @@ def run(
     simulated: Annotated[bool, typer.Option("--simulated", help="also measure simulated instructions and estimated "
                                                                 "cycles per query (cachegrind), as `simulated = "
                                                                 "true`")] = False,
+    resume: Annotated[bool, typer.Option("--resume", help="go on with the run cut short in --out DIR: the cells it "
+                                                          "measured are kept, the rest are run (same experiment "
+                                                          "file and options)")] = False,
 ) -> None:
     """Run an experiment's matrix and print the rQPS table."""
     check_aggregate(aggregate)
-    end = run_experiment(experiment, out, keep_data, profile, yes, aa, simulated)
+    end = run_experiment(experiment, out, keep_data, profile, yes, aa, simulated, resume=resume)
     report_after_run(end, "run", aggregate)
 
 

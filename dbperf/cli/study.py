@@ -42,13 +42,17 @@ def study_run(
     budget: Annotated[Optional[str], typer.Option("--budget", help="cap each experiment step's budget (e.g. "
                                                                    "30m): its undecided cells stay undecided")] = None,
     yes: Annotated[bool, YES_OPTION] = False,
+    resume: Annotated[bool, typer.Option("--resume", help="go on with the study run cut short in --out DIR (same "
+                                                          "options): finished steps are kept, an experiment cut "
+                                                          "short goes on from the cells it measured")] = False,
 ) -> None:
     """Run a study end to end: its steps, its reports, and summary.md and summary.html (seed's figure | measured
     here | verdict | host). Exit 0, or 1 when a step failed or a figure was not measured (the summary says which)."""
     if quick and smoke:
         raise UserError("--quick and --smoke are two modes: give one")
     limits = Limits(tuple(step or ()), parse_duration(budget, "--budget", positive=True) if budget else None)
-    end = run_study(load_study(name), out, "smoke" if smoke else "quick" if quick else "full", yes, limits=limits)
+    end = run_study(load_study(name), out, "smoke" if smoke else "quick" if quick else "full", yes, limits=limits,
+                    resume=resume)
     sys.stdout.write(end.summary)
     say(f"dbperf: study {name}: summary in {end.directory / 'summary.md'}")
     if end.exit_code:

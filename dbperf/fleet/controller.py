@@ -32,7 +32,8 @@ from dbperf.fleet.probe import hosts_cpus
 from dbperf.fleet.task import cancel_event_of, host_matrix, topic_of
 from dbperf.records import CellRecord, RecordError, results_record
 from dbperf.run_meta import FleetHostMeta, FleetMeta, HostMeta, RunMeta, meta_part, updated
-from dbperf.runner.matrix import CellKey, _meta, record_key
+from dbperf.runner.matrix import _meta
+from dbperf.runner.resume import CellKey, record_key
 from dbperf.storage.results import ResultsWriter, read_results
 
 LOST = "the host's worker was lost"  # the error of a cell a lost worker was running; --resume runs it again

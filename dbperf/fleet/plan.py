@@ -11,7 +11,8 @@ from dataclasses import dataclass, replace
 from dbperf.errors import UserError
 from dbperf.experiment.model import Experiment
 from dbperf.host.cpus import plan_cpus
-from dbperf.runner.matrix import CellKey, plan_cells
+from dbperf.runner.matrix import plan_cells
+from dbperf.runner.resume import CellKey
 
 
 @dataclass

@@ -307,6 +307,9 @@ def _run_lines(meta: RunMeta) -> list[str]:
     if meta.repeats == "auto":
         stopped = "; ".join(f"{r.benchmark} t={r.threads}: {r.stopped}" for r in meta.rounds or [])
         lines.append(f"repeats: auto, budget {meta.budget_s or 0:.0f} s" + (f" ({stopped})" if stopped else ""))
+    if meta.resumed_at:  # two sittings or more: servers started and data loaded again between them
+        lines.append(f"resumed (--resume) at {', '.join(meta.resumed_at)}: the repeats before and after come from "
+                     "separate sittings (servers started and data loaded again)")
     return lines
 
 

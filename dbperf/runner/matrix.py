@@ -30,6 +30,7 @@ from dbperf.records import CellRecord, CountersRecord, DriverJob, NoiseSensors, 
 from dbperf.run_meta import BenchmarkMeta, HostMeta, RoundsMeta, RunMeta, TargetMeta, meta_part, updated
 from dbperf.runner.duet import DuetPlan, Side, plan_duets, round_duets, run_together
 from dbperf.runner.post_write import PostWriteSteps, meta_fields
+from dbperf.runner.resume import CellKey, Earlier, interfered
 from dbperf.runner.rounds import GroupState, Measured, RoundPolicy, round_order, run_rounds
 from dbperf.runner.simulated_tier import measure_simulated
 from dbperf.runner.targets import inspect_targets
@@ -60,15 +61,6 @@ class CellPlan:
     @property
     def key(self) -> CellKey:
         return (self.target.name, self.benchmark.name, self.threads, self.repeat, self.partner)
-
-
-# (target, benchmark, threads, repeat, partner): in a duet round the base runs once per partner.
-CellKey = tuple[str, str, int, int, str | None]
-
-
-def record_key(record: CellRecord) -> CellKey:
-    """The key of the cell a record measured (the fleet's resume and progress)."""
-    return (record.target, record.benchmark, record.threads, record.repeat, record.partner)
 
 
 def plan_cells(e: Experiment) -> Iterator[CellPlan]:
@@ -155,12 +147,16 @@ def benchmarks_meta(e: Experiment) -> list[BenchmarkMeta]:
 def run_matrix(e: Experiment, out: Path, console: Console, keep_data: bool = False,
                builds: dict[str, dict[str, Any]] | None = None, profile: bool = False,
                on_record: Callable[[CellRecord], None] | None = None,
-               skip: Container[CellKey] = ()) -> RunOutcome:
+               skip: Container[CellKey] = (), earlier: Earlier | None = None) -> RunOutcome:
     """Runs the experiment (its targets already built, see targets.py) into `out`. Interrupts propagate after the
     run's status is recorded; a results file that cannot be written (disk full, read-only) is a ResultsWriteError
     naming the path, the run's status `failed`, with everything written so far kept. The fleet (dbperf/fleet) sees
-    each cell's record as it is written (`on_record`) and resumes a run by skipping the cells already measured."""
+    each cell's record as it is written (`on_record`) and resumes a run by skipping the cells already measured;
+    `earlier` is the run cut short in `out` that this one goes on with (runner/resume.py)."""
     out = out.absolute()  # servers and tools run with another working directory
+    if earlier is not None:
+        skip = earlier.keys()
+        shutil.rmtree(out / ".data", ignore_errors=True)  # the lab's own SQLite files, left by a run killed hard
     infos = inspect_targets(e)
     for name, manifest in (builds or {}).items():
         infos[name]["build"] = manifest
@@ -180,15 +176,19 @@ def run_matrix(e: Experiment, out: Path, console: Console, keep_data: bool = Fal
                 data[t.name] = server_target(directory, out / "logs", t, e)
             else:
                 data[t.name] = SqliteData(data_root, t, e)
-        writer = ResultsWriter(out)
+        writer = ResultsWriter.reopen(out) if earlier is not None else ResultsWriter(out)
     except BaseException:
         if runtime:
             runtime.remove()
         raise
     outcome = RunOutcome(out, runtime_dir=runtime.path if runtime else None)
+    if earlier is not None:
+        outcome.cells_ok, outcome.cells_failed = earlier.cells_ok(), earlier.cells_failed()
     if runtime and not keep_data:
         Watchdog.get().watch_dir(runtime.path)  # removed even if the lab is killed hard
     meta = _meta(e, infos, {name: d.settings for name, d in data.items()})
+    if earlier is not None:
+        meta = earlier.resumed_meta(meta)
     duets = plan_duets(e)
     note = duets.note(e.threads) if duets else None
     if note:
@@ -236,7 +236,9 @@ def run_matrix(e: Experiment, out: Path, console: Console, keep_data: bool = Fal
                 task = progress.add_task("cells", total=total)
                 policy = RoundPolicy(e.repeats, e.budget_s)
                 groups = [(b, t) for b in e.benchmarks for t in e.threads]
-                budget_end = time.monotonic() + (e.budget_s or 0.0)
+                # resumed: the groups whose rounds had stopped took their shares of the budget already
+                left = [g for g in groups if not (earlier and earlier.stopped(g[0].name, g[1]))]
+                budget_end = time.monotonic() + (e.budget_s or 0.0) * len(left) / max(len(groups), 1)
                 meta.rounds = rounds = []
 
                 def keep(cell: CellPlan, record: CellRecord, restarted: bool) -> None:
@@ -255,8 +257,8 @@ def run_matrix(e: Experiment, out: Path, console: Console, keep_data: bool = Fal
                     if not policy.auto:
                         progress.advance(task)
 
-                def measure(benchmark: Workload, threads: int, round_: int) -> list[Measured]:
-                    measured = []
+                def measure(benchmark: Workload, threads: int, before: list[Measured], round_: int) -> list[Measured]:
+                    measured = [m for m in before if m.round == round_]
                     for group in round_cells(e, duets, benchmark, threads, round_):
                         if all(cell.key in skip for cell in group):  # resumed: measured before
                             if not policy.auto:
@@ -281,7 +283,7 @@ def run_matrix(e: Experiment, out: Path, console: Console, keep_data: bool = Fal
                                        if cell.target.tool else _run_cell(e, cell, data[cell.target.name])]
                         # A warm-up that never settled counts like interference: its round is run again (auto).
                         # In a duet the pair is the unit: interference on either side spoils both.
-                        interfered = any(_interfered(r) or _unsettled(r) for r in records)
+                        spoiled = any(interfered(r) for r in records)
                         for cell, record, was_restarted in zip(group, records, restarted, strict=True):
                             if cell.key in skip:  # resumed duet: only the side not measured before is kept
                                 if not policy.auto:
@@ -290,7 +292,7 @@ def run_matrix(e: Experiment, out: Path, console: Console, keep_data: bool = Fal
                             keep(cell, record, was_restarted)
                             measured.append(Measured(
                                 cell.target.name, round_, record.result.qps if record.ok and record.result else None,
-                                interfered=interfered if len(group) == 2 else _interfered(record) or _unsettled(record),
+                                interfered=spoiled if len(group) == 2 else interfered(record),
                                 cpu_qps=cpu_qps(record), partner=cell.partner))
                     return measured
 
@@ -298,8 +300,16 @@ def run_matrix(e: Experiment, out: Path, console: Console, keep_data: bool = Fal
                     # auto: each (benchmark, threads) gets an equal share of what is left of the budget, so that time
                     # one group did not need goes to the next ones.
                     deadline = time.monotonic() + (budget_end - time.monotonic()) / (len(groups) - i)
+                    stopped = earlier.stopped(benchmark.name, threads) if earlier and policy.auto else None
+                    if stopped is not None:  # resumed: its rounds had stopped; they are not run again
+                        rounds.append(stopped)
+                        progress.advance(task)
+                        continue
                     state = GroupState(e.base, [t.name for t in e.targets], e.min_effect)
-                    run_rounds(state, policy, partial(measure, benchmark, threads), deadline)
+                    # resumed: its rounds are walked again, each with its earlier repeats, measuring only the cells
+                    # not measured before, so that the stopping rule sees what it would have seen
+                    before = earlier.measured(benchmark.name, threads) if earlier else []
+                    run_rounds(state, policy, partial(measure, benchmark, threads, before), deadline)
                     rounds.append(RoundsMeta(benchmark=benchmark.name, threads=threads, rounds=state.rounds,
                                              stopped=state.stop_reason))
                     writer.update_meta(meta)
@@ -458,9 +468,3 @@ def _record(run: _CellRun, data: TargetLifecycle, outcome: DriverOutcome[RunResu
     return record
 
 
-def _interfered(record: CellRecord) -> bool:
-    return bool(record.noise and record.noise.interfered)
-
-
-def _unsettled(record: CellRecord) -> bool:
-    return bool(record.result and record.result.unsettled)

@@ -247,6 +247,12 @@ class SkippedLine:
     reason: str
 
 
+def results_path(directory: Path) -> Path:
+    """The results file read_results reads: results.jsonl, or the copy kept on record when only that is there."""
+    kept = directory / KEPT_RESULTS
+    return kept if not (directory / RESULTS).is_file() and kept.is_file() else directory / RESULTS
+
+
 def read_results(directory: Path) -> tuple[RunMeta, list[ResultsRecord], list[SkippedLine]]:
     """meta (upgraded from an older format version, run_meta.py), the usable records, and the lines skipped (a torn
     last line: the run was killed mid-write; a line edited by hand) with why. A meta.json that cannot be reported
@@ -268,9 +274,7 @@ def read_results(directory: Path) -> tuple[RunMeta, list[ResultsRecord], list[Sk
         meta.status = DIED  # its note: RunMeta.status_note
     records: list[ResultsRecord] = []
     skipped: list[SkippedLine] = []
-    path = directory / RESULTS
-    if not path.is_file() and (directory / KEPT_RESULTS).is_file():
-        path = directory / KEPT_RESULTS
+    path = results_path(directory)
     try:
         data = path.read_bytes() if path.is_file() else b""
         if path.name == KEPT_RESULTS:

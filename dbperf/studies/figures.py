@@ -125,16 +125,17 @@ class Reader:
                 raise NotMeasured(f"{path.name}: unreadable ({e})") from None
         return self._json[path]
 
-    def worst_cell(self, step: str) -> tuple[str, str, str, float]:
-        """(base, target, benchmark, rQPS) of an experiment step's lowest rQPS against its base, one thread, the
-        base's A/A copy left out."""
+    def worst_cell(self, step: str) -> tuple[str, str, str, float, str | None]:
+        """(base, target, benchmark, rQPS, verdict) of an experiment step's worst cell against its base, one thread,
+        the base's A/A copy left out: the lowest rQPS among the cells decided slower, or the lowest of all when none
+        was decided slower (its verdict then says that the rQPS alone picked it)."""
         m = self.matrix(step)
         cells = [c for (t, _, _), c in m.cells.items()
                  if t != m.base and t != f"{m.base}-aa" and c.rqps is not None and c.threads == min(m.threads)]
         if not cells:
             raise NotMeasured(f"step {step!r} has no compared cell")
-        worst = min(cells, key=lambda c: c.rqps or 0.0)
-        return m.base, worst.target, worst.benchmark, worst.rqps or 0.0
+        worst = min([c for c in cells if c.verdict == "slower"] or cells, key=lambda c: c.rqps or 0.0)
+        return m.base, worst.target, worst.benchmark, worst.rqps or 0.0, worst.verdict
 
     def matrix(self, step: str, results_from: str | None = None, base: str | None = None) -> Matrix:
         """The rQPS matrix of an experiment step, or of the results directory a step's JSON names at the path

@@ -6,6 +6,7 @@ of what was measured."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 from collections import Counter
@@ -28,7 +29,7 @@ from dbperf.report.escape import md
 from dbperf.runner import interrupts
 from dbperf.storage.results import META
 from dbperf.studies import toml_text
-from dbperf.studies.figures import Headline, NotMeasured, Reader, Row, headline, rows
+from dbperf.studies.figures import Headline, NotMeasured, Reader, Row, headline, json_file, rows
 from dbperf.studies.model import MODES, Mode, Step, Study, experiment_doc, load_study, mode_flag
 from dbperf.studies.record import (
     DOCS_STUDIES,
@@ -114,16 +115,30 @@ def not_run(study: Study, found: list[Row], mode: Mode, why: dict[str, str]) -> 
 
 
 def run_study(study: Study, out: Path | None, mode: Mode, yes: bool = False, err: Console = PROGRESS,
-              limits: Limits = Limits()) -> StudyEnd:
+              limits: Limits = Limits(), resume: bool = False) -> StudyEnd:
+    """Runs the study's steps into `out`, then its summary. `resume`: go on with the run cut short in `out`: an
+    experiment step that completed is kept, one cut short is resumed (runner/resume.py), any other step that wrote
+    its file is kept; the rest run."""
     limits.check(study)
+    if resume and out is None:
+        raise UserError("--resume goes on with a study run cut short: give its directory with --out DIR")
     directory = (out or default_directory(study)).absolute()
-    if (directory / SUMMARY).exists():
-        raise UserError(f"--out {directory}: already holds a study run ({SUMMARY}); give another directory")
+    if resume and not directory.is_dir():
+        raise UserError(f"--out {directory}: no study run to resume")
+    if not resume and (directory / SUMMARY).exists():
+        raise UserError(f"--out {directory}: already holds a study run ({SUMMARY}); give another directory, or "
+                        "--resume to go on with it")
     directory.mkdir(parents=True, exist_ok=True)
     host = this_host()
     started = datetime.now(UTC)
-    say(f"dbperf: study {study.name}{f' ({mode})' if mode != 'full' else ''}: {len(study.steps)} step(s), "
-        f"{study.duration}; results in {directory}", err)
+    resumed_at: list[str] = []
+    if resume:
+        started, resumed_at = _earlier_start(directory, started)
+    # The study's duration is the whole study's: a run narrowed by --step says which part of it it runs.
+    steps = (f"{len(study.steps)} step(s), {study.duration}" if not limits.steps else
+             f"step(s) {', '.join(s.name for s in study.steps if s.name in limits.steps)} of {len(study.steps)} "
+             f"(--step; the whole study: {study.duration})")
+    say(f"dbperf: study {study.name}{f' ({mode})' if mode != 'full' else ''}: {steps}; results in {directory}", err)
     ended: list[tuple[str, str]] = []
     why: dict[str, str] = {}  # the steps left out on purpose, and the option that did
     exit_code = 0
@@ -136,9 +151,14 @@ def run_study(study: Study, out: Path | None, mode: Mode, yes: bool = False, err
             ended.append((step.name, f"not run in the {mode_flag(mode)} run (its skip = true)"))
             why[step.name] = mode_flag(mode)
             continue
+        kept = _kept_before(study, step, directory) if resume else None
+        if kept is not None:
+            ended.append((step.name, kept))
+            say(f"dbperf: study {study.name}: step {step.name}: {kept}", err)
+            continue
         say(f"dbperf: study {study.name}: step {step.name} ({step.kind})", err)
         try:
-            end = run_step(study, step, directory, mode, yes, err, limits.budget_s)
+            end = run_step(study, step, directory, mode, yes, err, limits.budget_s, resume)
         except UserError as e:  # this step's bad input or failure; the others may still measure
             end = StepEnd(f"failed: {e}", INCOMPLETE)
         except KeyboardInterrupt as interrupt:
@@ -154,7 +174,41 @@ def run_study(study: Study, out: Path | None, mode: Mode, yes: bool = False, err
               "started": started.isoformat(timespec="seconds"),
               "ended": datetime.now(UTC).isoformat(timespec="seconds"), "directory": str(directory),
               "command": facts.command, "left_out": why}
-    return write_summary(study, directory, facts, record, exit_code, force=False)
+    if resumed_at:
+        record["resumed_at"] = resumed_at
+    return write_summary(study, directory, facts, record, exit_code, force=resume)
+
+
+def _earlier_start(directory: Path, now: datetime) -> tuple[datetime, list[str]]:
+    """A resumed study run's start (the earlier run's, from its study.json when it got that far, else its steps'
+    earliest meta.json), and when each resume began (this one last)."""
+    earlier: dict[str, Any] = {}
+    with contextlib.suppress(OSError, ValueError):
+        earlier = json.loads((directory / STUDY_JSON).read_text(encoding="utf-8"))
+    starts = [str(earlier["started"])] if isinstance(earlier.get("started"), str) else []
+    for meta in directory.glob(f"*/{META}"):
+        with contextlib.suppress(OSError, ValueError):
+            starts.append(str(json.loads(meta.read_text(encoding="utf-8"))["started_at"]))
+    parsed = []
+    for text in starts:
+        with contextlib.suppress(ValueError):
+            parsed.append(datetime.fromisoformat(text))
+    resumed = [*(earlier.get("resumed_at") or []), now.isoformat(timespec="seconds")]
+    return min([*parsed, now]), resumed
+
+
+def _kept_before(study: Study, step: Step, directory: Path) -> str | None:
+    """How a step of a resumed study run ended before the resume, when it is kept; None when it runs (again)."""
+    if step.kind == "experiment":
+        meta = directory / step.name / META
+        if not meta.is_file():
+            return None
+        with contextlib.suppress(OSError, ValueError):
+            if json.loads(meta.read_text(encoding="utf-8")).get("status") == "complete":
+                return f"complete before the resume, results in {step.name}/"
+        return None  # cut short: resumed
+    written = json_file(directory, study, step.name, None)
+    return f"kept from before the resume ({written.relative_to(directory)})" if written.is_file() else None
 
 
 def write_summary(study: Study, directory: Path, facts: RunFacts, record: dict[str, Any], exit_code: int,
@@ -276,6 +330,7 @@ class StepRun:
     yes: bool
     err: Console
     budget_s: float | None = None  # caps an experiment step's budget (--budget)
+    resume: bool = False  # an experiment step goes on with its run cut short (--resume)
 
     @property
     def name(self) -> str:
@@ -287,9 +342,9 @@ class StepRun:
 
 
 def run_step(study: Study, step: Step, directory: Path, mode: Mode, yes: bool, err: Console,
-             budget_s: float | None = None) -> StepEnd:
+             budget_s: float | None = None, resume: bool = False) -> StepEnd:
     """Runs one step by its kind (STEP_RUNNERS); returns how it ended."""
-    return STEP_RUNNERS[step.kind](StepRun(study, step, mode, directory, yes, err, budget_s))
+    return STEP_RUNNERS[step.kind](StepRun(study, step, mode, directory, yes, err, budget_s, resume))
 
 
 def _probe(run: StepRun) -> StepEnd:
@@ -335,13 +390,14 @@ def experiment_file(study: Study, step: Step, mode: Mode, directory: Path, budge
 def _experiment(run: StepRun) -> StepEnd:
     s, step, directory = run.settings, run.step, run.directory
     file = experiment_file(run.study, step, run.mode, directory, run.budget_s)
+    resume = run.resume and (directory / step.name / META).is_file()
     end = run_experiment(file, directory / step.name, keep_data=False, yes=run.yes, aa=bool(s.get("aa")),
-                         err=run.err)
+                         err=run.err, resume=resume)
     reports = []
-    if (end.directory / "meta.json").is_file():
+    if (end.directory / META).is_file():
         view = report_view(end.directory)
         for fmt in ("html", "json"):
-            write_file(directory / f"{step.name}-report.{fmt}", formats.render(view.view(), fmt), force=False)
+            write_file(directory / f"{step.name}-report.{fmt}", formats.render(view.view(), fmt), force=resume)
             reports.append(f"{step.name}-report.{fmt}")
     if end.exit_code >= INTERRUPTED:
         return StepEnd(f"interrupted; what was measured is in {end.directory.name}/", end.exit_code)
@@ -376,22 +432,23 @@ def _bisect(run: StepRun) -> StepEnd:
 
 
 def _diff(run: StepRun) -> StepEnd:
-    """The worst cell of an experiment step (lowest rQPS against its base): per-function cost per query of that
-    target minus the base's on that benchmark (dbperf diff), the largest changes first, as DIR/<step>.json."""
+    """The worst cell of an experiment step (lowest rQPS against its base, decided slower first): per-function cost
+    per query of that target minus the base's on that benchmark (dbperf diff), the largest changes first, as
+    DIR/<step>.json."""
     study, name, s, directory = run.study, run.name, run.settings, run.directory
     try:
-        base, target, benchmark, rqps = Reader(study, directory).worst_cell(str(s["of"]))
+        base, target, benchmark, rqps, verdict = Reader(study, directory).worst_cell(str(s["of"]))
     except NotMeasured as why:
         raise UserError(f"nothing to diff: {why}") from None
     top = int(s.get("top", 25))
     d = diff_targets(directory / f"{s['of']}.toml", base, target, benchmark, int(s.get("queries", 20_000)),
                      str(s.get("mode", "simulated")))
-    doc = {"of": s["of"], "base": base, "target": target, "benchmark": benchmark, "rqps": rqps, "metric": d.metric,
-           "mode": d.mode, "total_base": d.total_a, "total_target": d.total_b,
+    doc = {"of": s["of"], "base": base, "target": target, "benchmark": benchmark, "rqps": rqps, "verdict": verdict,
+           "metric": d.metric, "mode": d.mode, "total_base": d.total_a, "total_target": d.total_b,
            "functions": [{"function": r.function, "base": r.a, "target": r.b, "delta": r.delta} for r in d.rows[:top]]}
     write_file(directory / f"{name}.json", json.dumps(doc, indent=2) + "\n", force=False)
     return StepEnd(f"{d.mode} per-function diff of the worst cell, {target} against {base} on {benchmark} (rQPS "
-                   f"{rqps:.2f}), in {name}.json")
+                   f"{rqps:.2f}, {verdict or 'no verdict'}), in {name}.json")
 
 
 def _ratio(after: float | None, before: float | None) -> float | None:

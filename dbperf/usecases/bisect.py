@@ -78,8 +78,20 @@ class BisectResult:
     last_not_slower: str | None = None
     exit_code: int = STILL_UNDECIDED
 
+    @property
+    def answer(self) -> str | None:
+        """The first slower release as far as the search got: the release when found; when a step stopped the
+        search, the bracket it had narrowed to and the step that stopped it; None when none is slower (or no step
+        has been decided yet)."""
+        if self.outcome == "found" or not self.first_slower or self.outcome == "none-slower":
+            return self.first_slower if self.outcome == "found" else None
+        last = self.steps[-1] if self.steps else None
+        why = (f"{last.version} {last.judgement.verdict} after {last.attempt} tr{'y' if last.attempt == 1 else 'ies'}"
+               if last else self.outcome)
+        return f"after {self.last_not_slower}, at or before {self.first_slower} (stopped: {why})"
+
     def to_json(self) -> dict:
-        return asdict(self)
+        return {**asdict(self), "answer": self.answer}
 
 
 Judge = Callable[[str, str, int], Judgement]  # (good, probe, attempt from 0) -> verdict of probe against good

@@ -27,7 +27,7 @@ from dbperf.report.run_view import hosts_view, run_view
 from dbperf.run_meta import RunMeta
 from dbperf.stats.ladder import ladder as ladder_steps
 from dbperf.stats.rqps_matrix import build_matrix
-from dbperf.storage.results import SkippedLine, read_results
+from dbperf.storage.results import SkippedLine, read_results, results_path
 
 VIEWS = ("run", "resources", "intervals", "ladder")
 
@@ -63,7 +63,7 @@ def skipped_note(view: ReportView) -> str | None:
     if not skipped or view.directory is None:
         return None
     where = ", ".join(f"line {s.line}: {s.reason}" for s in skipped[:5]) + (", ..." if len(skipped) > 5 else "")
-    return f"dbperf: note: {view.directory / 'results.jsonl'}: {len(skipped)} line(s) skipped ({where})"
+    return f"dbperf: note: {results_path(view.directory)}: {len(skipped)} line(s) skipped ({where})"
 
 
 def report_view(directory: Path, view: str = "run", aggregate: str | None = None) -> ReportView:

@@ -22,6 +22,7 @@ from dbperf.replication.lab import run_replication
 from dbperf.runner import interrupts
 from dbperf.runner.estimate import estimate
 from dbperf.runner.matrix import run_matrix
+from dbperf.runner.resume import earlier_run
 from dbperf.runner.targets import build_targets, inspect_targets
 from dbperf.usecases.history import record_run
 from dbperf.usecases.progress import PROGRESS, say
@@ -37,18 +38,24 @@ class RunEnd:
 
 def run_experiment(experiment: Path, out: Path | None, keep_data: bool, profile: bool = False,
                    yes: bool = False, aa: bool = False, simulated: bool = False, err: Console = PROGRESS,
-                   record: bool = True) -> RunEnd:
+                   record: bool = True, resume: bool = False) -> RunEnd:
     """Builds what the targets need, runs the matrix. `record=False`: the run stays out of the history (a run the
-    lab composes for its own question, whose targets are not the user's series)."""
+    lab composes for its own question, whose targets are not the user's series). `resume`: go on with the run cut
+    short in `out` (runner/resume.py)."""
+    if resume and out is None:
+        raise UserError("--resume goes on with a run cut short: give its directory with --out DIR")
     # Absolute once, here: servers and set-up tools run with another working directory.
     directory = (out or Path("results") / f"{experiment.stem}-{datetime.now():%Y%m%d-%H%M%S}").absolute()
     spec = parse_experiment(experiment)
     if spec.replication is not None:
+        if resume:
+            raise UserError(f"{experiment}: --resume goes on with a matrix run; a replication lab's runs again")
         return run_replication_experiment(spec, directory, keep_data, err)
     if aa:
         spec = with_aa(spec)
     if simulated:
         spec = replace(spec, simulated=True)
+    earlier = earlier_run(directory, spec) if resume else None
     if record:
         history_path()  # a bad DBPERF_HISTORY is said now, not after the run
     size = estimate(spec, directory)
@@ -62,11 +69,15 @@ def run_experiment(experiment: Path, out: Path | None, keep_data: bool, profile:
                if exp.budget_s is not None else f"{exp.repeats} repeats")
     say(f"dbperf: {len(exp.benchmarks)} benchmarks × {len(exp.threads)} thread counts × {repeats} × "
         f"{len(exp.targets)} targets, results in {directory}", err)
+    if earlier is not None:
+        say(f"dbperf: resuming the run started {earlier.meta.started_at}: {len(earlier.records)} cell(s) measured "
+            "before are kept, not measured again", err)
     if profile:
         mode = detect_mode()
         err.print(f"dbperf: counters mode {mode.mode}: {mode.reason}", highlight=False)
     return run_to_end(directory, keep_data, "cell",
-                      lambda: run_matrix(exp, directory, err, keep_data=keep_data, builds=builds, profile=profile),
+                      lambda: run_matrix(exp, directory, err, keep_data=keep_data, builds=builds, profile=profile,
+                                         earlier=earlier),
                       record=record, err=err)
 
 

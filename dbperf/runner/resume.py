@@ -1,0 +1,97 @@
+"""Resuming a run that was cut short (`dbperf run --resume`, a study's `--resume`): what an earlier run of the same
+experiment measured into the same directory, so that the matrix measures only what is left. A run of five hours on a
+shared host is interrupted more often than not (a session ends, a machine is needed); starting it again would throw
+its hours away.
+
+The cells measured before are not measured again. With automatic repeats, a (benchmark, threads) whose rounds had
+stopped keeps its rounds and why they stopped; the one that was running goes on from its measured repeats, decided
+by the same rule over the earlier repeats and the new ones; the ones not reached run as they would have. The earlier
+repeats and the new ones come from two sittings (servers started and data loaded again): meta.json's `resumed_at`
+says when, and the report says it beside the verdicts."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from dbperf.errors import UserError
+from dbperf.experiment.model import Experiment
+from dbperf.records import CellRecord
+from dbperf.run_meta import RoundsMeta, RunMeta
+from dbperf.runner.rounds import Measured
+from dbperf.stats.rqps_matrix import cpu_qps
+from dbperf.storage.results import EXPERIMENT, META, read_results
+
+# (target, benchmark, threads, repeat, partner): in a duet round the base runs once per partner.
+CellKey = tuple[str, str, int, int, str | None]
+
+
+def record_key(record: CellRecord) -> CellKey:
+    """The key of the cell a record measured (a resumed run's and the fleet's)."""
+    return (record.target, record.benchmark, record.threads, record.repeat, record.partner)
+
+
+def interfered(record: CellRecord) -> bool:
+    """Its noise sensors saw heavy interference, or its warm-up never settled: an automatic run replaces its round."""
+    return bool(record.noise and record.noise.interfered) or bool(record.result and record.result.unsettled)
+
+
+@dataclass(frozen=True)
+class Earlier:
+    """What the earlier run into a directory measured: its meta.json and its cell records."""
+    meta: RunMeta
+    records: list[CellRecord]
+
+    def keys(self) -> set[CellKey]:
+        return {record_key(r) for r in self.records}
+
+    def cells_ok(self) -> int:
+        return sum(1 for r in self.records if r.ok)
+
+    def cells_failed(self) -> int:
+        return sum(1 for r in self.records if not r.ok)
+
+    def stopped(self, benchmark: str, threads: int) -> RoundsMeta | None:
+        """The rounds of a (benchmark, threads) whose automatic repeats had stopped (it is not run again)."""
+        return next((r for r in self.meta.rounds or [] if r.benchmark == benchmark and r.threads == threads), None)
+
+    def measured(self, benchmark: str, threads: int) -> list[Measured]:
+        """The earlier repeats of a (benchmark, threads), as the stopping rule sees them. In a duet the pair is the
+        unit: interference on either side spoils both, as when it was measured."""
+        mine = [r for r in self.records if r.benchmark == benchmark and r.threads == threads]
+        by_side = {(r.target, r.partner, r.repeat): r for r in mine}
+        out = []
+        for r in mine:
+            other = by_side.get((r.partner, r.target, r.repeat)) if r.partner else None
+            out.append(Measured(r.target, r.repeat, r.result.qps if r.ok and r.result else None,
+                                interfered=interfered(r) or (other is not None and interfered(other)),
+                                cpu_qps=cpu_qps(r), partner=r.partner))
+        return out
+
+    def resumed_meta(self, meta: RunMeta) -> RunMeta:
+        """The new sitting's meta.json: the earlier start, and when each resume began."""
+        meta.started_at = self.meta.started_at
+        meta.resumed_at = [*(self.meta.resumed_at or []), datetime.now(UTC).isoformat(timespec="seconds")]
+        return meta
+
+
+def earlier_run(directory: Path, e: Experiment) -> Earlier:
+    """The earlier run into `directory`, checked to be this experiment's and not complete; a UserError otherwise."""
+    if not (directory / META).is_file():
+        raise UserError(f"{directory}: no earlier run to resume (no {META})")
+    meta, records, _ = read_results(directory)
+    if meta.fleet is not None:
+        raise UserError(f"{directory}: a fleet run's results; dbperf fleet ... --resume continues it")
+    if meta.status == "complete":
+        raise UserError(f"{directory}: its run is complete; nothing to resume")
+    try:
+        earlier = (directory / EXPERIMENT).read_text(encoding="utf-8")
+    except OSError as err:
+        raise UserError(f"{directory / EXPERIMENT}: cannot read: {err.strerror}") from None
+    if earlier != e.text:
+        raise UserError(f"{directory}: was run with another experiment file than {e.path}; --resume needs the same")
+    if meta.target_names != [t.name for t in e.targets]:
+        raise UserError(f"{directory}: was run with targets {', '.join(meta.target_names)}, this run has "
+                        f"{', '.join(t.name for t in e.targets)} (--aa as before?); --resume needs the same")
+    return Earlier(meta, [r for r in records if isinstance(r, CellRecord)])

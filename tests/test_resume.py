@@ -1,0 +1,161 @@
+"""`dbperf run --resume` and `dbperf study run --resume`: a run cut short (a session that ended, a kill) goes on from
+what it measured, in the same directory: the cells measured before are kept and not measured again; with automatic
+repeats, a (benchmark, threads) whose rounds had stopped stays as it stopped, the one that was running goes on from
+its repeats, decided over the old and the new; the report says the run was resumed. A run that is complete, of
+another experiment or of other targets is refused in one line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from dbperf.errors import UserError
+from dbperf.experiment.spec import parse_experiment
+from dbperf.records import CellRecord
+from dbperf.runner.resume import earlier_run
+from dbperf.storage.results import read_results
+from dbperf.studies.model import parse_study
+from tests.conftest import run_cli
+from tests.synthetic import write_run
+
+AUTO = """[run]
+benchmarks = ["point-query", "hot-points"]
+table_size = 1000
+time = "0.2s"
+warmup = "0.05s"
+repeats = "auto"
+budget = "2m"
+[[target]]
+name = "a"
+[[target]]
+name = "b"
+"""
+
+
+def _cells(directory: Path) -> list[CellRecord]:
+    return [r for r in read_results(directory)[1] if isinstance(r, CellRecord)]
+
+
+def _cut_short(out: Path, keep: int) -> list[str]:
+    """The run in `out` as if killed after its first `keep` results lines: the rest dropped, the second group's
+    rounds not stopped, its status interrupted. Returns the lines kept."""
+    lines = (out / "results.jsonl").read_text().splitlines(keepends=True)[:keep]
+    (out / "results.jsonl").write_text("".join(lines))
+    meta = json.loads((out / "meta.json").read_text())
+    meta["rounds"] = meta["rounds"][:1]
+    meta["status"] = "interrupted"
+    meta.pop("finished_at", None)
+    (out / "meta.json").write_text(json.dumps(meta))
+    return lines
+
+
+@pytest.mark.e2e
+def test_a_run_cut_short_goes_on_from_its_cells_and_decides_over_the_old_rounds_and_the_new(tmp_path):
+    exp = tmp_path / "exp.toml"
+    exp.write_text(AUTO)
+    out = tmp_path / "out"
+    proc = run_cli("run", str(exp), "--out", str(out), timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    first = json.loads((out / "meta.json").read_text())
+    whole = _cells(out)
+    group_one = [c for c in whole if c.benchmark == "point-query"]
+    assert len(group_one) >= 10 and first["rounds"][0]["benchmark"] == "point-query"
+    # Cut in the second group's round 3, after its first target: rounds 1-2 whole, round 3 half.
+    kept = _cut_short(out, len(group_one) + 5)
+    proc = run_cli("run", str(exp), "--out", str(out), "--resume", timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    assert "dbperf: resuming the run started " in proc.stderr and f" {len(kept)} cell(s) measured before" in \
+        proc.stderr
+    after = (out / "results.jsonl").read_text().splitlines(keepends=True)
+    assert after[:len(kept)] == kept  # nothing measured before is measured again or changed
+    cells = _cells(out)
+    assert [c for c in cells if c.benchmark == "point-query"] == group_one  # its rounds had stopped: not run again
+    two = [c for c in cells if c.benchmark == "hot-points"]
+    keys = [(c.target, c.repeat) for c in two]
+    assert len(keys) == len(set(keys))  # each cell once
+    assert {r for _, r in keys} == set(range(1, max(r for _, r in keys) + 1))  # the rounds go on, none skipped
+    assert len(two) >= 10 and all(c.ok for c in two)
+    meta = json.loads((out / "meta.json").read_text())
+    assert meta["status"] == "complete" and meta["started_at"] == first["started_at"]
+    assert len(meta["resumed_at"]) == 1
+    assert [r["benchmark"] for r in meta["rounds"]] == ["point-query", "hot-points"]
+    assert meta["rounds"][0] == first["rounds"][0]
+    report = run_cli("report", str(out))
+    assert report.returncode == 0 and "resumed (--resume) at " in report.stdout, report.stdout
+    # Complete now: nothing to resume, one line.
+    proc = run_cli("run", str(exp), "--out", str(out), "--resume")
+    assert proc.returncode != 0 and proc.stderr.strip() == f"dbperf: error: {out}: its run is complete; nothing " \
+                                                           "to resume", proc.stderr
+
+
+@pytest.mark.unit
+def test_a_resume_of_another_experiment_or_other_targets_is_refused_in_one_line(tmp_path):
+    exp = tmp_path / "exp.toml"
+    exp.write_text(AUTO)
+    out = tmp_path / "out"
+    write_run(out, ["a", "b"], ["point-query"], 3)
+    (out / "experiment.toml").write_text(AUTO)
+    meta = json.loads((out / "meta.json").read_text())
+    meta["status"] = "interrupted"
+    (out / "meta.json").write_text(json.dumps(meta))
+    assert len(earlier_run(out, parse_experiment(exp)).records) == 6
+    other = tmp_path / "other.toml"
+    other.write_text(AUTO.replace('time = "0.2s"', 'time = "0.3s"'))
+    with pytest.raises(UserError, match=r"was run with another experiment file than .*other\.toml; --resume needs"):
+        earlier_run(out, parse_experiment(other))
+    (out / "experiment.toml").write_text(AUTO + '[[target]]\nname = "c"\n')
+    exp.write_text(AUTO + '[[target]]\nname = "c"\n')
+    with pytest.raises(UserError, match=r"was run with targets a, b, this run has a, b, c \(--aa as before\?\)"):
+        earlier_run(out, parse_experiment(exp))
+    with pytest.raises(UserError, match=r"no earlier run to resume \(no meta\.json\)"):
+        earlier_run(tmp_path / "nothing", parse_experiment(exp))
+    proc = run_cli("run", str(exp), "--resume")
+    assert proc.returncode != 0 and proc.stderr.strip() == ("dbperf: error: --resume goes on with a run cut short: "
+                                                            "give its directory with --out DIR")
+
+
+STUDY = """name = "mine"
+title = "t"
+brief = "§6"
+duration = "a second"
+description = "d"
+[[step]]
+name = "a"
+kind = "layout"
+binary = "/nonexistent/a"
+[[step]]
+name = "b"
+kind = "layout"
+binary = "/nonexistent/b"
+[[figure]]
+what = "lines of a"
+section = "§6"
+published = "p"
+measure = { from = "json", step = "a", path = "static_candidate_lines" }
+"""
+
+
+@pytest.mark.unit
+def test_a_study_run_resumed_keeps_the_steps_that_wrote_their_file_and_its_start(tmp_path):
+    from dbperf.studies.study_run import run_study
+    (tmp_path / "mine.toml").write_text(STUDY)
+    study = parse_study(tmp_path / "mine.toml")
+    out = tmp_path / "out"
+    first = run_study(study, out, "full")
+    assert "- a: failed: /nonexistent/a: not found" in first.summary
+    started = json.loads((out / "study.json").read_text())["started"]
+    # Step a's file, as if it had been measured before the run was cut short.
+    (out / "a.json").write_text(json.dumps({"static_candidate_lines": 7}))
+    with pytest.raises(UserError, match=r"already holds a study run \(summary\.md\); give another directory, or "
+                                        r"--resume to go on with it"):
+        run_study(study, out, "full")
+    end = run_study(study, out, "full", resume=True)
+    assert "- a: kept from before the resume (a.json)" in end.summary
+    assert "- b: failed: /nonexistent/b: not found" in end.summary  # b had written nothing: run again
+    assert "| lines of a (§6): p | 7.00 |" in end.summary
+    record = json.loads((out / "study.json").read_text())
+    assert record["started"] == started and len(record["resumed_at"]) == 1
+    with pytest.raises(UserError, match=r"no study run to resume"):
+        run_study(study, tmp_path / "none", "full", resume=True)
