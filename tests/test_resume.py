@@ -159,3 +159,38 @@ def test_a_study_run_resumed_keeps_the_steps_that_wrote_their_file_and_its_start
     assert record["started"] == started and len(record["resumed_at"]) == 1
     with pytest.raises(UserError, match=r"no study run to resume"):
         run_study(study, tmp_path / "none", "full", resume=True)
+
+
+@pytest.mark.unit
+def test_earlier_repeats_are_what_the_stopping_rule_saw_a_duets_interference_spoiling_both_sides(tmp_path):
+    """A duet's pair is one unit: interference seen by either side flags both, as when the cells were measured; a
+    warm-up that never settled counts like interference; a failed repeat has no QPS."""
+    from msgspec.structs import replace
+
+    from dbperf.records import NoiseSensors
+    from dbperf.run_meta import RoundsMeta
+    from dbperf.runner.resume import Earlier
+    from tests.synthetic import _cell, meta_of
+
+    noisy = NoiseSensors(window_s=1.0, cpus=[1], steal=0.0, foreign_cpu=0.9, interfered=True)
+    base_1 = replace(_cell("a", "point-query", 1, 1000.0, False), partner="b")
+    other_1 = replace(_cell("b", "point-query", 1, 900.0, False), partner="a", noise=noisy)
+    base_2 = replace(_cell("a", "point-query", 2, 1000.0, False), partner="b")
+    failed_2 = replace(_cell("b", "point-query", 2, 900.0, False), partner="a", status="failed")
+    elsewhere = _cell("a", "hot-points", 1, 500.0, False)
+    meta = meta_of({"base": "a", "targets": [{"name": "a"}, {"name": "b"}], "started_at": "2026-11-25T20:00:00+00:00",
+                    "rounds": [{"benchmark": "hot-points", "threads": 1, "rounds": 5, "stopped": "every cell decided "
+                                                                                                 "after 5 rounds"}]})
+    earlier = Earlier(meta, [base_1, other_1, base_2, failed_2, elsewhere])
+    seen = {(m.target, m.round): m for m in earlier.measured("point-query", 1)}
+    assert set(seen) == {("a", 1), ("b", 1), ("a", 2), ("b", 2)}  # hot-points is another group
+    assert seen["a", 1].interfered and seen["b", 1].interfered  # b's noise spoils the pair
+    assert not seen["a", 2].interfered and seen["b", 2].qps is None and seen["a", 2].qps == 1000.0
+    assert seen["a", 1].partner == "b" and seen["b", 1].partner == "a"
+    assert earlier.stopped("hot-points", 1) == RoundsMeta(benchmark="hot-points", threads=1, rounds=5,
+                                                          stopped="every cell decided after 5 rounds")
+    assert earlier.stopped("point-query", 1) is None
+    assert (earlier.cells_ok(), earlier.cells_failed()) == (4, 1)
+    resumed = earlier.resumed_meta(meta_of({"base": "a", "targets": [{"name": "a"}],
+                                            "started_at": "2026-11-26T05:00:00+00:00"}))
+    assert resumed.started_at == "2026-11-25T20:00:00+00:00" and len(resumed.resumed_at or []) == 1
