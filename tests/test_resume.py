@@ -19,6 +19,7 @@ from dbperf.storage.results import read_results
 from dbperf.studies.model import parse_study
 from tests.conftest import run_cli
 from tests.synthetic import write_run
+from tests.test_studies import TWO_STEPS
 
 AUTO = """[run]
 benchmarks = ["point-query", "hot-points"]
@@ -116,31 +117,10 @@ def test_a_resume_of_another_experiment_or_other_targets_is_refused_in_one_line(
                                                             "give its directory with --out DIR")
 
 
-STUDY = """name = "mine"
-title = "t"
-brief = "§6"
-duration = "a second"
-description = "d"
-[[step]]
-name = "a"
-kind = "layout"
-binary = "/nonexistent/a"
-[[step]]
-name = "b"
-kind = "layout"
-binary = "/nonexistent/b"
-[[figure]]
-what = "lines of a"
-section = "§6"
-published = "p"
-measure = { from = "json", step = "a", path = "static_candidate_lines" }
-"""
-
-
 @pytest.mark.unit
 def test_a_study_run_resumed_keeps_the_steps_that_wrote_their_file_and_its_start(tmp_path):
     from dbperf.studies.study_run import run_study
-    (tmp_path / "mine.toml").write_text(STUDY)
+    (tmp_path / "mine.toml").write_text(TWO_STEPS)  # two layout steps of a binary that does not exist
     study = parse_study(tmp_path / "mine.toml")
     out = tmp_path / "out"
     first = run_study(study, out, "full")

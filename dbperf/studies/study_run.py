@@ -185,16 +185,16 @@ def _earlier_start(directory: Path, now: datetime) -> tuple[datetime, list[str]]
     earlier: dict[str, Any] = {}
     with contextlib.suppress(OSError, ValueError):
         earlier = json.loads((directory / STUDY_JSON).read_text(encoding="utf-8"))
-    starts = [str(earlier["started"])] if isinstance(earlier.get("started"), str) else []
+    said = [earlier.get("started")]
     for meta in directory.glob(f"*/{META}"):
-        with contextlib.suppress(OSError, ValueError):
-            starts.append(str(json.loads(meta.read_text(encoding="utf-8"))["started_at"]))
-    parsed = []
-    for text in starts:
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            said.append(json.loads(meta.read_text(encoding="utf-8")).get("started_at"))
+    starts = [now]
+    for text in said:
         with contextlib.suppress(ValueError):
-            parsed.append(datetime.fromisoformat(text))
-    resumed = [*(earlier.get("resumed_at") or []), now.isoformat(timespec="seconds")]
-    return min([*parsed, now]), resumed
+            if isinstance(text, str):
+                starts.append(datetime.fromisoformat(text))
+    return min(starts), [*(earlier.get("resumed_at") or []), now.isoformat(timespec="seconds")]
 
 
 def _kept_before(study: Study, step: Step, directory: Path) -> str | None:
