@@ -11,6 +11,7 @@ import pytest
 from dbperf.errors import UserError
 from dbperf.experiment.spec import parse_experiment
 from dbperf.records import CellRecord, Latency, RunResult, Usage
+from dbperf.runner.estimate import estimate
 from dbperf.runner.rounds import MIN_ROUNDS, GroupState, Measured, RoundPolicy, round_order, run_rounds
 from dbperf.stats.rqps_matrix import build_matrix, cpu_qps
 from tests.synthetic import meta_of
@@ -78,10 +79,13 @@ def test_interfered_rounds_are_run_again_within_the_budget():
     quiet = _run({"A": 1000.0, "B": 1000.0}, noise=0.001, budget_s=10_000)
     # decided as soon as the sequential rule can at 0.5% a metric: a round multiplies its wealth by less than 1.95
     assert quiet.rounds == 9 and quiet.verdicts()["B"].verdict == "same"
-    # rounds 1-7 interfered: only 1 clean round at 8, so rounds go on to the cap of 5 extra
-    busy = _run({"A": 1000.0, "B": 1000.0}, noise=0.001, budget_s=10_000, interfered=set(range(1, 8)))
+    # rounds 1-7 interfered: 2 clean rounds at the minimum, so rounds go on until 9 are clean (round 16)
+    some = _run({"A": 1000.0, "B": 1000.0}, noise=0.001, budget_s=10_000, interfered=set(range(1, 8)))
+    assert some.rounds == 16 and some.clean_rounds() == MIN_ROUNDS and some.stop_reason.startswith("every cell")
+    # rounds 1-12 interfered: the extra rounds stop at their cap, with 6 clean
+    busy = _run({"A": 1000.0, "B": 1000.0}, noise=0.001, budget_s=10_000, interfered=set(range(1, 13)))
     assert busy.rounds == 2 * MIN_ROUNDS and busy.stop_reason.startswith("every cell decided")
-    assert busy.clean_rounds() == 3
+    assert busy.clean_rounds() == 6
     no_time = _run({"A": 1000.0, "B": 1000.0}, noise=0.001, budget_s=0, interfered=set(range(1, 8)))
     assert no_time.rounds == MIN_ROUNDS and no_time.stop_reason.startswith("budget spent")
 
@@ -120,6 +124,15 @@ def test_auto_keys_parse(write_experiment):
     e = parse_experiment(write_experiment(AUTO.format(extra='budget = "2m"\norder = "random"\nmin_effect = "5%"')))
     assert e.budget_s == 120 and e.repeats == MIN_ROUNDS and e.order == "random" and e.min_effect == 0.05
     assert parse_experiment(write_experiment(AUTO.format(extra=""))).budget_s == 600
+
+
+def test_a_budget_shorter_than_the_minimum_rounds_is_warned_of(write_experiment, tmp_path):
+    # 9 rounds of 12.5 s (10 s + 2 s warm-up + overhead) are about 112 s: a budget of 1 minute decides nothing
+    short = estimate(parse_experiment(write_experiment(AUTO.format(extra='budget = "1m"'))), tmp_path)
+    assert short.short_budget == (MIN_ROUNDS, 60, pytest.approx(MIN_ROUNDS * 12.5))
+    warning = short.warnings()
+    assert len(warning) == 1 and "shorter than the 9 rounds the verdict needs" in warning[0]
+    assert not estimate(parse_experiment(write_experiment(AUTO.format(extra='budget = "2m"'))), tmp_path).warnings()
 
 
 @pytest.mark.parametrize(("extra", "message"), [

@@ -161,3 +161,13 @@ def test_level_shift_flags_are_rare_on_one_level():
     flagged = np.mean([find_level_shift(list(row), MIN_EFFECT) is not None for row in x])
     print(f"A/A at 5% noise, 20 rounds: level shift flagged in {flagged:.1%}")
     assert flagged <= 0.08
+
+
+@pytest.mark.parametrize("ratio, want", [(0.5, "slower"), (1.5, "faster"), (1.0, "same")])
+def test_the_auto_minimum_is_the_first_round_the_rule_can_call(ratio, want):
+    # The clearest data there can be (a change of any size, noise of 0.1%): nothing is called before MIN_ROUNDS,
+    # and the call comes at MIN_ROUNDS. So `repeats = "auto"` never stops on its budget at a round count where no
+    # cell could have been decided (experiment/keys.py).
+    logs = [math.log(ratio) + 0.001 * (-1) ** i for i in range(2 * MIN_ROUNDS)]
+    calls = [call(c, MIN_EFFECT) for c in confidence_path(logs, METRIC_ALPHA)]
+    assert set(calls[:MIN_ROUNDS - 1]) == {"undecided"} and calls[MIN_ROUNDS - 1] == want

@@ -23,7 +23,11 @@ from dbperf.names import check_name
 
 Check = Callable[[Any, str], Any]
 ORDERS = ("alternate", "random")  # of the targets within a round (runner/rounds.py)
-MIN_ROUNDS = 5  # clean rounds a side before `repeats = "auto"` may stop
+# Clean rounds a side before `repeats = "auto"` may stop, even on its budget: the sequential verdict
+# (stats/sequential.py) cannot call a cell before its 9th round (a round multiplies its wealth by less than
+# 1 + LAMBDA, and a call needs 1 / alpha), so a budget stop any sooner would decide nothing at all
+# (tests/test_sequential.py checks the two agree).
+MIN_ROUNDS = 9
 DEFAULT_MIN_EFFECT = 0.02  # the smallest change a verdict calls faster or slower (`min_effect`)
 AGGREGATES = ("median", "trimmed")
 WRITE_MODES = ("restore", "cumulative")
@@ -133,7 +137,8 @@ RUN = (
         "at most `max_warmup`; a cell that never settled is flagged w (experiment/steady.py)",
         "off; true: 0.05, 3, 1s, 30s", "", check_steady),
     Key("repeats", "integer >= 1 or \"auto\"", "repeats (rounds) per (benchmark, threads), interleaved; auto: at "
-        "least 5 clean rounds, then more until every cell is decided or the budget is spent", "3", "", repeats),
+        f"least {MIN_ROUNDS} clean rounds, then more until every cell is decided or the budget is spent", "3", "",
+        repeats),
     Key("budget", "duration", "repeats = \"auto\": time for the measured rounds of the whole run", "10m", "s",
         duration),
     Key("base", "target name", "the target rQPS is relative to", "the first target"),

@@ -62,6 +62,8 @@ class Estimate:
     seconds: float
     # bytes needed and free, per file system that receives data: --out (SQLite files) and the runtime directory
     needs: tuple[tuple[str, int, int | None], ...]
+    # repeats = "auto" whose budget is shorter than its minimum rounds: (rounds, budget, the minimum's seconds)
+    short_budget: tuple[int, float, float] | None = None
 
     def too_long(self) -> bool:
         return self.seconds > LONG_RUN_S
@@ -86,7 +88,13 @@ class Estimate:
         return " and ".join(parts) + (f" ({'; '.join(why)})" if why else "")
 
     def warnings(self) -> list[str]:
-        return [self.summary()] if self.needs_confirmation() else []
+        out = [self.summary()] if self.needs_confirmation() else []
+        if self.short_budget is not None:
+            rounds, budget, minimum = self.short_budget
+            out.append(f"the budget ({human_seconds(budget)}) is shorter than the {rounds} rounds the verdict needs "
+                       f"before it can call a cell (about {human_seconds(minimum)}): they run whatever the budget, "
+                       "and none is left for the cells still undecided after them")
+        return out
 
 
 def _slots_per_round(e: Experiment, threads: int) -> int:
@@ -123,10 +131,14 @@ def estimate(e: Experiment, out: Path) -> Estimate:
     slots = len(e.benchmarks) * e.repeats * sum(_slots_per_round(e, t) for t in e.threads)
     # Steady state: the least warm-up (a cell that does not settle takes up to max_warmup).
     warmup_s = e.steady.least_warmup_s(e.warmup_s) if e.steady else e.warmup_s
-    seconds += slots * (e.time_s + warmup_s + CELL_OVERHEAD_S)
+    minimum_s = slots * (e.time_s + warmup_s + CELL_OVERHEAD_S)
+    seconds += minimum_s
+    short_budget = None
     if e.budget_s is not None:  # repeats = "auto": the minimum rounds above, or the budget if it is longer
-        seconds += max(0.0, e.budget_s - slots * (e.time_s + warmup_s + CELL_OVERHEAD_S))
+        seconds += max(0.0, e.budget_s - minimum_s)
+        if e.budget_s < minimum_s:
+            short_budget = (e.repeats, e.budget_s, minimum_s)
     if e.simulated:
         seconds += estimated_seconds(e)
     needs = tuple((place, need, _free_bytes(Path(place))) for place, need in per_place.items())
-    return Estimate(seconds, needs)
+    return Estimate(seconds, needs, short_budget)
