@@ -226,6 +226,7 @@ def maven(monkeypatch):
     (["postgres", "13", "17", "--benchmark", "no-such"], "'no-such' is not a catalog benchmark"),
     (["postgres", "13", "17", "--time", "-1s"], "--time"),
     (["postgres", "13", "17", "--tries", "0"], "--tries"),
+    (["postgres", "13", "17", "--resume"], "no bisect to resume"),
 ])
 def test_bad_input_is_one_line_and_exit_2(maven, tmp_path, args, message):
     proc = run_cli("bisect", *args, "--out", str(tmp_path / "b"), env=maven, timeout=60)
@@ -246,3 +247,61 @@ def test_a_step_is_judged_from_its_results_directory_as_the_report_decides_it(tm
     assert j.lower is not None and j.upper is not None and j.lower < j.upper < 0
     assert judgement_of(directory, "postgres-15.0", "point-query", 1, 0).verdict == "failed"
     assert judgement_of(tmp_path / "nothing", "x", "point-query", 1, 130).interrupted
+
+
+@pytest.mark.unit
+def test_a_bisect_cut_short_goes_on_replaying_its_decided_steps(tmp_path, monkeypatch):
+    """The first sitting is interrupted in its third step; `--resume` replays steps 1-2 from bisect.json without
+    running them, resumes the third step's own run, and ends where an uninterrupted search would."""
+    import json
+    import shutil
+
+    from dbperf.usecases import bisect as b
+    from dbperf.usecases.run import RunEnd
+    from tests.synthetic import write_run
+
+    versions = VERSIONS[:9]
+    settings = StepSettings("postgres", "point-query", 0.05, 5.0, 1.0, 120.0)
+    out = tmp_path / "b"
+    runs: list[tuple[str, bool]] = []
+    interrupt_at = [3]
+
+    def fake_run(experiment, directory, keep_data, yes=False, err=None, resume=False):
+        runs.append((directory.name, resume))
+        doc = tomllib.loads(experiment.read_text())
+        base, probe = (t["name"] for t in doc["target"])
+        slow = versions.index(probe.removeprefix("postgres-")) >= 5
+        if resume:  # the real run reopens the directory and measures the missing cells; this one measures anew
+            shutil.rmtree(directory)
+        write_run(directory, [base, probe], ["point-query"], 20, speed={probe: 0.8 if slow else 1.0}, noise=0.005,
+                  engine="postgres")
+        if len(runs) == interrupt_at[0]:  # cut short: its meta says so, and the run exits as Ctrl-C does
+            meta = json.loads((directory / "meta.json").read_text())
+            (directory / "meta.json").write_text(json.dumps({**meta, "status": "interrupted"}))
+            return RunEnd(directory, 130)
+        return RunEnd(directory, 0)
+
+    monkeypatch.setattr(b, "run_experiment", fake_run)
+    first = b.search(versions, b.release_judge(settings, out), on_step=lambda r: b.write_path(out, r, settings))
+    b.write_path(out, first, settings)
+    assert (first.outcome, len(first.steps)) == ("interrupted", 3)
+    earlier = b.earlier_steps(out, settings, versions)
+    assert [s.judgement.interrupted for s in earlier] == [False, False, True]
+
+    runs.clear()
+    interrupt_at[0] = 0
+    result = b.search(versions, b.release_judge(settings, out, earlier=earlier))
+    assert (result.outcome, result.first_slower, result.last_not_slower) == ("found", "1.5", "1.4")
+    assert runs[0] == (earlier[2].judgement.directory.rsplit("/", 1)[-1], True)  # step 3 resumed, 1-2 not run
+    assert all(not resumed for _, resumed in runs[1:])
+    assert [s.judgement.verdict for s in result.steps[:2]] == [s.judgement.verdict for s in earlier[:2]]
+
+    b.write_path(out, result, settings)
+    with pytest.raises(UserError, match=r"its bisect ended \(found\)"):
+        b.earlier_steps(out, settings, versions)
+    (out / "bisect.json").write_text(json.dumps({**json.loads((out / "bisect.json").read_text()),
+                                                 "outcome": "running"}))
+    with pytest.raises(UserError, match="other settings or another range"):
+        b.earlier_steps(out, StepSettings("postgres", "point-query", 0.03, 5.0, 1.0, 120.0), versions)
+    with pytest.raises(UserError, match="no bisect to resume"):
+        b.earlier_steps(tmp_path / "none", settings, versions)

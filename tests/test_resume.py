@@ -174,3 +174,18 @@ def test_earlier_repeats_are_what_the_stopping_rule_saw_a_duets_interference_spo
     resumed = earlier.resumed_meta(meta_of({"base": "a", "targets": [{"name": "a"}],
                                             "started_at": "2026-11-26T05:00:00+00:00"}))
     assert resumed.started_at == "2026-11-25T20:00:00+00:00" and len(resumed.resumed_at or []) == 1
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(("outcome", "kept"), [("interrupted", False), ("running", False), ("found", True),
+                                               ("undecided", True)])
+def test_a_study_resume_goes_on_with_a_bisect_cut_short_and_keeps_one_that_ended(tmp_path, outcome, kept):
+    from dbperf.studies.model import load_study
+    from dbperf.studies.study_run import _kept_before
+
+    study = load_study("release-regression")
+    (tmp_path / "bisect").mkdir()
+    (tmp_path / "bisect" / "bisect.json").write_text(json.dumps({"outcome": outcome, "steps": []}))
+    said = _kept_before(study, study.step("bisect"), tmp_path)
+    assert (said is not None) == kept
+    assert said is None or "bisect/bisect.json" in said

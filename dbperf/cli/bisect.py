@@ -15,6 +15,7 @@ from dbperf.usecases.bisect import (
     DEFAULT_TRIES,
     BisectResult,
     StepSettings,
+    earlier_steps,
     expected_steps,
     parse_threshold,
     path_view,
@@ -59,6 +60,9 @@ def bisect(
     out: Annotated[Optional[Path], typer.Option("--out", help="directory of every step's results (default "
                                                               "results/bisect-ENGINE-TIME)")] = None,
     yes: Annotated[bool, YES_OPTION] = False,
+    resume: Annotated[bool, typer.Option("--resume", help="go on with the bisect cut short in --out DIR (the same "
+                                                          "settings): its decided steps are kept, not run again")]
+    = False,
 ) -> None:
     """Find the first released version whose verdict against the oldest turns slower (binary search, each step
     an A/B run decided by the sequential verdict). Exit 0: found; 1: the newest is not slower; 3: a step measured
@@ -71,9 +75,12 @@ def bisect(
     if tries < 1:
         fail(f"--tries: expected at least 1, got {tries}")
     versions = release_range(engine, first, last, available_versions(engine))
+    if resume and out is None:
+        fail("--resume goes on with a bisect cut short: give its directory with --out DIR")
     directory = (out or Path("results") / f"bisect-{engine}-{datetime.now():%Y%m%d-%H%M%S}").absolute()
-    if (directory / "bisect.json").exists():
-        fail(f"--out {directory}: already holds a bisect (bisect.json); give another directory")
+    earlier = earlier_steps(directory, settings, versions) if resume else []
+    if not resume and (directory / "bisect.json").exists():
+        fail(f"--out {directory}: already holds a bisect (bisect.json); give another directory, or --resume")
     say(f"dbperf: bisect {engine} {versions[0]} .. {versions[-1]}: {len(versions)} releases, {benchmark}, "
         f"slower at {settings.threshold:.1%} or more; about {expected_steps(len(versions))} steps; results in "
         f"{directory}")
@@ -83,7 +90,7 @@ def bisect(
         say(f"dbperf: step {s.number}: {s.version} (try {s.attempt}): {s.judgement.verdict}")
         write_path(directory, so_far, settings)
 
-    result = search(versions, release_judge(settings, directory, yes), tries, on_step=step_done)
+    result = search(versions, release_judge(settings, directory, yes, earlier=earlier), tries, on_step=step_done)
     write_path(directory, result, settings)
     show(path_view(result), "table")
     out_console.print(outcome_line(result, engine), highlight=False)

@@ -42,7 +42,9 @@ from dbperf.studies.record import (
 )
 from dbperf.studies.summary import Host, RunFacts, html_summary, summary, this_host
 from dbperf.usecases.bisect import (
+    RESUMABLE,
     StepSettings,
+    earlier_steps,
     parse_threshold,
     release_judge,
     release_range,
@@ -117,8 +119,8 @@ def not_run(study: Study, found: list[Row], mode: Mode, why: dict[str, str]) -> 
 def run_study(study: Study, out: Path | None, mode: Mode, yes: bool = False, err: Console = PROGRESS,
               limits: Limits = Limits(), resume: bool = False) -> StudyEnd:
     """Runs the study's steps into `out`, then its summary. `resume`: go on with the run cut short in `out`: an
-    experiment step that completed is kept, one cut short is resumed (runner/resume.py), any other step that wrote
-    its file is kept; the rest run."""
+    experiment step that completed is kept, one cut short is resumed (runner/resume.py), as is a bisect cut short
+    (its decided steps replayed); any other step that wrote its file is kept; the rest run."""
     limits.check(study)
     if resume and out is None:
         raise UserError("--resume goes on with a study run cut short: give its directory with --out DIR")
@@ -208,6 +210,10 @@ def _kept_before(study: Study, step: Step, directory: Path) -> str | None:
                 return f"complete before the resume, results in {step.name}/"
         return None  # cut short: resumed
     written = json_file(directory, study, step.name, None)
+    if step.kind == "bisect" and written.is_file():
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            if json.loads(written.read_text(encoding="utf-8")).get("outcome") in RESUMABLE:
+                return None  # cut short: its search goes on
     return f"kept from before the resume ({written.relative_to(directory)})" if written.is_file() else None
 
 
@@ -419,7 +425,8 @@ def _bisect(run: StepRun) -> StepEnd:
     settings.check()
     versions = release_range(settings.engine, str(s["first"]), str(s["last"]), available_versions(settings.engine))
     out = run.directory / run.name
-    result = search(versions, release_judge(settings, out, run.yes, run.err), int(s.get("tries", 3)),
+    earlier = earlier_steps(out, settings, versions) if run.resume and (out / "bisect.json").is_file() else []
+    result = search(versions, release_judge(settings, out, run.yes, run.err, earlier), int(s.get("tries", 3)),
                     on_step=lambda r: write_path(out, r, settings))
     write_path(out, result, settings)
     if result.outcome == "interrupted":

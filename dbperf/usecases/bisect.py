@@ -7,7 +7,9 @@ if it is still undecided the search stops and says so with the path so far: it n
 The search (`search`) only sees a judge, `judge(good, probe, attempt) -> Judgement`, so that its order, its
 handling of undecided steps and its number of steps are tested with a fake judge; `release_judge` is the real one,
 which runs each step through the run use case (usecases/run.py) into a directory of its own under the output
-directory, so that nothing measured is lost.
+directory, so that nothing measured is lost. A search cut short goes on (`--resume`): the search is deterministic
+given its judgements, so the steps decided before are replayed from bisect.json and the step that was running
+resumes its own run (runner/resume.py).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from __future__ import annotations
 import contextlib
 import json
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -73,7 +75,7 @@ class Step:
 class BisectResult:
     versions: list[str]
     steps: list[Step] = field(default_factory=list)
-    outcome: str = "undecided"  # found, none-slower, undecided, failed, interrupted
+    outcome: str = "running"  # until the search ends: found, none-slower, undecided, failed, interrupted
     first_slower: str | None = None
     last_not_slower: str | None = None
     exit_code: int = STILL_UNDECIDED
@@ -265,25 +267,72 @@ def judgement_of(directory: Path, target: str, benchmark: str, threads: int, exi
     return Judgement(v.verdict, cell.rqps, v.lower, v.upper, len(cell.runs), v.metric, where, exit_code)
 
 
-def release_judge(settings: StepSettings, out: Path, yes: bool = False, err: Console = PROGRESS) -> Judge:
+RESUMABLE = ("running", "interrupted")  # outcomes of a search cut short (running: killed between two steps)
+
+
+def earlier_steps(out: Path, settings: StepSettings, versions: list[str]) -> list[Step]:
+    """The steps of the search cut short in `out` (its bisect.json), for `--resume`. Refused in one line: no
+    bisect there, one that ended, or one run with other settings or another range (its path would not replay)."""
+    path = out / "bisect.json"
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise UserError(f"--out {out}: no bisect to resume (no bisect.json)") from None
+    except (OSError, ValueError) as e:
+        raise UserError(f"{path}: unreadable ({e})") from None
+    if doc.get("outcome") not in RESUMABLE:
+        raise UserError(f"--out {out}: its bisect ended ({doc.get('outcome')}): nothing to resume")
+    if doc.get("settings") != json.loads(json.dumps(asdict(settings))) or doc.get("versions") != versions:
+        raise UserError(f"--out {out}: its bisect was run with other settings or another range of releases; "
+                        "resume it with the same ones")
+    try:
+        return [Step(s["number"], s["version"], s["attempt"], Judgement(**s["judgement"])) for s in doc["steps"]]
+    except (KeyError, TypeError) as e:
+        raise UserError(f"{path}: not a bisect path ({e})") from None
+
+
+def release_judge(settings: StepSettings, out: Path, yes: bool = False, err: Console = PROGRESS,
+                  earlier: Sequence[Step] = ()) -> Judge:
     """Each step: its experiment written as out/NN-VERSION.toml, run into out/NN-VERSION/ (a retry: -tryK), with
-    the budget doubled at every try."""
+    the budget doubled at every try. `earlier`: the steps of a search cut short (`earlier_steps`), replayed in
+    order; the one interrupted, or one whose directory exists without a step in the path (killed), goes on with
+    its run."""
     counter = [0]
 
     def judge(good: str, probe: str, attempt: int) -> Judgement:
         counter[0] += 1
         stem = f"{counter[0]:02d}-{probe}" + (f"-try{attempt + 1}" if attempt else "")
+        before = earlier[counter[0] - 1] if counter[0] <= len(earlier) else None
+        if before is not None and (before.version, before.attempt) != (probe, attempt + 1):
+            raise UserError(f"bisect --resume: step {counter[0]} was {before.version} (try {before.attempt}) "
+                            f"before and is {probe} (try {attempt + 1}) now: the earlier path does not replay")
+        if before is not None and not before.judgement.interrupted:
+            say(f"dbperf: bisect step {counter[0]}: {good} against {probe} (try {attempt + 1}): kept from before the "
+                f"resume", err)
+            return before.judgement
         budget = settings.budget_s * 2 ** attempt
         out.mkdir(parents=True, exist_ok=True)
         experiment = out / f"{stem}.toml"
         experiment.write_text(step_experiment(settings, good, probe, budget))
-        say(f"dbperf: bisect step {counter[0]}: {good} against {probe} (try {attempt + 1}, budget {budget:g} s)",
-            err)
-        end = run_experiment(experiment, out / stem, keep_data=False, yes=yes, err=err)
+        status = _run_status(out / stem)
+        if status == "complete":  # measured, but killed before the path was written
+            return judgement_of(out / stem, target_name(settings.engine, probe), settings.benchmark,
+                                settings.threads, 0)
+        say(f"dbperf: bisect step {counter[0]}: {good} against {probe} (try {attempt + 1}, budget {budget:g} s)"
+            + (": resuming its run" if status else ""), err)
+        end = run_experiment(experiment, out / stem, keep_data=False, yes=yes, err=err, resume=status is not None)
         return judgement_of(end.directory, target_name(settings.engine, probe), settings.benchmark,
                             settings.threads, end.exit_code)
 
     return judge
+
+
+def _run_status(directory: Path) -> str | None:
+    """The status in a step's meta.json (complete, interrupted, ...), None when it has none: not run yet."""
+    try:
+        return str(json.loads((directory / "meta.json").read_text(encoding="utf-8")).get("status", ""))
+    except (OSError, ValueError, AttributeError):
+        return None
 
 
 def write_path(out: Path, result: BisectResult, settings: StepSettings) -> Path:
