@@ -460,9 +460,10 @@ def test_a_record_keeps_its_steps_results_so_that_a_later_run_is_compared_with_t
     assert lines is not None and f"`dbperf compare {kept} THIS_RUN/mariadb`" in lines[0]
     assert "/run1" not in lines[0]
     # A later run: its MariaDB step against the kept one, -O2 at the same speed, PGO's gain gone.
+    pgo = load_study("pgo-server")
     later = tmp_path / "later"
     write_run(later / "mariadb", ["O2", "pgo"], benchmarks, 20, seed=2, speed={"pgo": 1.0}, noise=0.01, server=True)
-    said = steps_against_record(json.loads(data.read_text()), later, "full", force=False, docs=docs)
+    said = steps_against_record(pgo, json.loads(data.read_text()), later, "full", force=False, docs=docs)
     assert said[0] == "" and len(said) == 2
     assert said[1].startswith("- step mariadb, this run against the recorded one, cell by cell (each target against "
                               "itself), 6 cells: ") and "; report mariadb-against-record.html; " in said[1]
@@ -471,16 +472,16 @@ def test_a_record_keeps_its_steps_results_so_that_a_later_run_is_compared_with_t
     report = (later / "mariadb-against-record.html").read_text()
     assert report.startswith("<!DOCTYPE html>") and "hot-points" in report
     # A quick run is not compared cell by cell with a full record: other cells, other benchmarks.
-    said = steps_against_record(json.loads(data.read_text()), later, "quick", force=True, docs=docs)
+    said = steps_against_record(pgo, json.loads(data.read_text()), later, "quick", force=True, docs=docs)
     assert said[1].startswith("- step mariadb: not compared cell by cell: this is a quick run, the record a full one")
     # A step that cannot be compared (its targets renamed since) is a line of the summary, not the summary lost.
     other = tmp_path / "other"
     write_run(other / "mariadb", ["x", "y"], benchmarks, 3, server=True)
-    said = steps_against_record(json.loads(data.read_text()), other, "full", force=False, docs=docs)
+    said = steps_against_record(pgo, json.loads(data.read_text()), other, "full", force=False, docs=docs)
     assert said[1].startswith("- step mariadb: not compared with the record (") and "no target name in common" in \
         said[1]
     # The recorded run itself, its summary written again: not compared with itself.
-    assert steps_against_record(json.loads(data.read_text()), tmp_path / "run1", "full", force=False,
+    assert steps_against_record(pgo, json.loads(data.read_text()), tmp_path / "run1", "full", force=False,
                                 docs=docs) == [
         "", "- step mariadb: the results kept on record are this run's own"]
     assert not (tmp_path / "run1" / "mariadb-against-record.html").exists()
@@ -1087,3 +1088,27 @@ def test_a_run_compared_with_the_record_says_when_the_cpu_may_not_be_the_same() 
     assert round_trip(genoa) == genoa and round_trip(old) == old
     assert genoa.described == "AMD EPYC 7B13, 2 cores, VM (family 25, model 17, stepping 1; microcode 0x1000065)"
     assert old.described == old.short
+
+
+@pytest.mark.unit
+def test_a_record_keeps_a_layout_fixs_ab_run_beside_it(tmp_path):
+    """read-mostly-globals' --fix A/B runs (DIR/<step>-ab-*/results, beside the step's JSON) are results like an
+    experiment step's: the record keeps a copy, so that `dbperf compare` can put a later A/B beside it."""
+    from dbperf.studies.record import step_results
+    from tests.synthetic import write_run
+
+    run = tmp_path / "rmg"
+    run.mkdir()
+    (run / "summary.md").write_text("# Study read-mostly-globals: t\n\n| a | b |\n")
+    (run / "study.json").write_text(json.dumps({
+        "study": "read-mostly-globals", "mode": "full", "started": "2026-11-26T09:00:00+00:00", "ended": "x",
+        "directory": str(run), "host": HOST.to_json(), "figures": []}))
+    write_run(run / "sqlite-ab-x1y2z3" / "results", ["sqlite", "sqlite-fixed"], ["point-query"], 9)
+    study = load_study("read-mostly-globals")
+    assert step_results(run, study.step("sqlite")) == run / "sqlite-ab-x1y2z3" / "results"
+    assert step_results(run, study.step("demo")) is None  # its A/B is the demo's own timing, not a results run
+    docs = tmp_path / "docs"
+    _, data = record_study("read-mostly-globals", run, docs)
+    assert json.loads(data.read_text())["results"] == {"sqlite": "read-mostly-globals/sqlite"}
+    kept = docs / "read-mostly-globals" / "sqlite"
+    assert (kept / "meta.json").is_file() and (kept / "results.jsonl.gz").is_file()

@@ -1,8 +1,8 @@
 """A study run put on record in the documentation: docs/studies/<name>.md (the summary, dated, with the host and
 where its results are), docs/studies/<name>.json (its figures) and docs/studies/<name>/<step>/ (a copy of each of
-its steps' results directories), so that a later run of the study compares its figures with the recorded ones, and
-its experiment steps with the recorded runs (`dbperf compare docs/studies/<name>/<step> NEW_DIR/<step>`) on any
-clone, not only on the host that ran it."""
+its steps' results directories: an experiment step's, a layout --fix's A/B run), so that a later run of the study
+compares its figures with the recorded ones, and its steps' runs with the recorded ones (`dbperf compare
+docs/studies/<name>/<step> NEW_DIR/<step>`) on any clone, not only on the host that ran it."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from dbperf.output_file import write_file
 from dbperf.report.escape import md
 from dbperf.storage.results import META, keep_results
 from dbperf.studies.figures import Headline, Row
-from dbperf.studies.model import MODES, Mode, Study, load_study
+from dbperf.studies.model import MODES, Mode, Step, Study, load_study
 from dbperf.studies.summary import Host, RunFacts, summary
 
 DOCS_STUDIES = Path(dbperf.__file__).resolve().parents[1] / "docs" / "studies"
@@ -111,8 +111,9 @@ def record_study(name: str, directory: Path, docs: Path = DOCS_STUDIES, force: b
     kept = narrowed if merged else []
     # The steps' results directories go beside the record; a step left out keeps the record's copy.
     record_results = ((on_record or {}).get("results") or {}) if merged else {}
+    sources = {s.name: found for s in study.steps if s.name not in kept and (found := step_results(directory, s))}
     results = {s.name: f"{name}/{s.name}" if s.name not in kept else record_results.get(s.name)
-               for s in study.steps if (directory / s.name / META).is_file() or s.name in kept}
+               for s in study.steps if s.name in sources or s.name in kept}
     run = {**run, "results": {step: rel for step, rel in results.items() if rel}}
     host = run.get("host", {})
     load = " / ".join(f"{x:.2f}" for x in host.get("load_start") or [])
@@ -136,7 +137,7 @@ def record_study(name: str, directory: Path, docs: Path = DOCS_STUDIES, force: b
     if force and BY_HAND in before:
         page_text += "\n" + before[before.index(BY_HAND):]
     # The copies are made aside first: a copy that fails (a full disk) leaves the record as it was.
-    staged = staged_step_results(study, directory, docs, [s for s in run["results"] if s not in kept])
+    staged = staged_step_results(study, docs, sources)
     try:
         page = write_file(docs / f"{name}.md", page_text, force, option="record")
         put_step_results(study, docs, staged, kept)
@@ -147,14 +148,15 @@ def record_study(name: str, directory: Path, docs: Path = DOCS_STUDIES, force: b
     return [page, data]
 
 
-def staged_step_results(study: Study, directory: Path, docs: Path, steps: list[str]) -> dict[str, Path]:
-    """Each of `steps`' results directories copied (storage's keep_results: results.jsonl compressed) beside its
-    place in the record, docs/studies/<name>/.<step>.new, by step; any failure removes them all (one line)."""
+def staged_step_results(study: Study, docs: Path, sources: dict[str, Path]) -> dict[str, Path]:
+    """Each step's results directory (`sources`, by step) copied (storage's keep_results: results.jsonl compressed)
+    beside its place in the record, docs/studies/<name>/.<step>.new, by step; any failure removes them all (one
+    line)."""
     staged: dict[str, Path] = {}
     try:
-        for step in steps:
+        for step, source in sources.items():
             staged[step] = docs / study.name / f".{step}.new"
-            keep_results(directory / step, staged[step])
+            keep_results(source, staged[step])
     except UserError:
         for aside in staged.values():
             shutil.rmtree(aside, ignore_errors=True)
@@ -176,6 +178,18 @@ def put_step_results(study: Study, docs: Path, staged: dict[str, Path], kept: li
                 staged[step.name].rename(dest)
         except OSError as e:
             raise UserError(f"{dest}: cannot put the step's results on record: {e.strerror or e}") from None
+
+
+def step_results(directory: Path, step: Step) -> Path | None:
+    """A step's results directory in a study run, when it has one: an experiment step's DIR/<step>/, a layout
+    --fix's A/B run (DIR/<step>-ab-*/results, beside the step's JSON; the newest when a rerun left several)."""
+    own = directory / step.name
+    if (own / META).is_file():
+        return own
+    if step.kind != "layout":
+        return None
+    runs = [p for p in directory.glob(f"{step.name}-ab-*/results") if (p / META).is_file()]
+    return max(runs, key=lambda p: (p / META).stat().st_mtime) if runs else None
 
 
 def run_mode(run: dict[str, Any]) -> Mode:

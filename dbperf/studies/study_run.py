@@ -39,6 +39,7 @@ from dbperf.studies.record import (
     run_mode,
     shown_path,
     started_when,
+    step_results,
 )
 from dbperf.studies.summary import Host, RunFacts, html_summary, summary, this_host
 from dbperf.usecases.bisect import (
@@ -230,7 +231,7 @@ def write_summary(study: Study, directory: Path, facts: RunFacts, record: dict[s
     same = on_record is not None and on_record.get("directory") == str(directory)
     against = None if facts.mode == "smoke" or same else compare_with_record(study.name, found, facts.host)
     if against is not None and on_record is not None:
-        against += steps_against_record(on_record, directory, facts.mode, force)
+        against += steps_against_record(study, on_record, directory, facts.mode, force)
     doc = summary(study, found, facts, against)
     write_file(directory / SUMMARY, doc, force=force, name=SUMMARY)
     reports = [name for s in study.steps for name in (f"{s.name}-report.html", f"{s.name}-against-record.html")
@@ -247,7 +248,7 @@ def write_summary(study: Study, directory: Path, facts: RunFacts, record: dict[s
     return StudyEnd(directory, doc, exit_code, found, facts.headline)
 
 
-def steps_against_record(on_record: dict[str, Any], directory: Path, mode: Mode, force: bool,
+def steps_against_record(study: Study, on_record: dict[str, Any], directory: Path, mode: Mode, force: bool,
                          docs: Path = DOCS_STUDIES) -> list[str]:
     """Each step whose results the record keeps and this run has too, compared cell by cell with the recorded run
     (dbperf compare: the same verdict rules as one run), its HTML report written beside the summary as
@@ -255,8 +256,8 @@ def steps_against_record(on_record: dict[str, Any], directory: Path, mode: Mode,
     (shorter cells, fewer benchmarks) is not compared cell by cell."""
     lines = []
     for step, kept in recorded_results(on_record, docs).items():
-        mine = directory / step
-        if not (mine / META).is_file():
+        mine = step_results(directory, study.step(step)) if step in {s.name for s in study.steps} else None
+        if mine is None:
             continue
         command = f"dbperf compare {shown_path(kept)} {mine}"
         if run_mode(on_record) != mode:
