@@ -315,11 +315,13 @@ def release_judge(settings: StepSettings, out: Path, yes: bool = False, err: Con
         experiment = out / f"{stem}.toml"
         experiment.write_text(step_experiment(settings, good, probe, budget))
         status = _run_status(out / stem)
-        if status == "complete":  # measured, but killed before the path was written
+        kept = out / stem / "experiment.toml"
+        if status == "complete" and kept.is_file() and kept.read_text() == experiment.read_text():
+            # measured, but killed before the path was written (another experiment there: the run refuses it)
             return judgement_of(out / stem, target_name(settings.engine, probe), settings.benchmark,
                                 settings.threads, 0)
         say(f"dbperf: bisect step {counter[0]}: {good} against {probe} (try {attempt + 1}, budget {budget:g} s)"
-            + (": resuming its run" if status else ""), err)
+            + (": resuming its run" if status is not None else ""), err)
         end = run_experiment(experiment, out / stem, keep_data=False, yes=yes, err=err, resume=status is not None)
         return judgement_of(end.directory, target_name(settings.engine, probe), settings.benchmark,
                             settings.threads, end.exit_code)
