@@ -29,7 +29,7 @@ from dbperf.errors import UserError
 from dbperf.experiment.keys import fraction
 from dbperf.report.model import Block, Row, Section, View
 from dbperf.stats.rqps_matrix import build_matrix
-from dbperf.storage.results import read_results
+from dbperf.storage.results import EXPERIMENT, META, read_results
 from dbperf.usecases.progress import PROGRESS, say
 from dbperf.usecases.run import NO_CELL_SUCCEEDED, run_experiment
 
@@ -315,7 +315,7 @@ def release_judge(settings: StepSettings, out: Path, yes: bool = False, err: Con
         experiment = out / f"{stem}.toml"
         experiment.write_text(step_experiment(settings, good, probe, budget))
         status = _run_status(out / stem)
-        kept = out / stem / "experiment.toml"
+        kept = out / stem / EXPERIMENT
         if status == "complete" and kept.is_file() and kept.read_text() == experiment.read_text():
             # measured, but killed before the path was written (another experiment there: the run refuses it)
             return judgement_of(out / stem, target_name(settings.engine, probe), settings.benchmark,
@@ -332,7 +332,7 @@ def release_judge(settings: StepSettings, out: Path, yes: bool = False, err: Con
 def _run_status(directory: Path) -> str | None:
     """The status in a step's meta.json (complete, interrupted, ...), None when it has none: not run yet."""
     try:
-        return str(json.loads((directory / "meta.json").read_text(encoding="utf-8")).get("status", ""))
+        return str(json.loads((directory / META).read_text(encoding="utf-8")).get("status", ""))
     except (OSError, ValueError, AttributeError):
         return None
 
