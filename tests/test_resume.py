@@ -189,3 +189,30 @@ def test_a_study_resume_goes_on_with_a_bisect_cut_short_and_keeps_one_that_ended
     said = _kept_before(study, study.step("bisect"), tmp_path)
     assert (said is not None) == kept
     assert said is None or "bisect/bisect.json" in said
+
+
+@pytest.mark.unit
+def test_a_resumed_run_is_estimated_on_what_is_left(tmp_path):
+    """The estimate before a resume counts what is left to measure, not the whole run again: with automatic repeats,
+    the budget shares of the groups whose rounds had not stopped; with fixed repeats, the cells not yet measured."""
+    from dbperf.runner.estimate import estimate
+    from dbperf.runner.resume import Earlier
+    from tests.synthetic import _cell, meta_of
+
+    auto = tmp_path / "auto.toml"
+    auto.write_text(AUTO.replace('budget = "2m"', 'budget = "2h"'))
+    e = parse_experiment(auto)
+    stopped = {"benchmark": "point-query", "threads": 1, "rounds": 9, "stopped": "budget spent after 9 rounds"}
+    earlier = Earlier(meta_of({"base": "a", "targets": [{"name": "a"}, {"name": "b"}], "rounds": [stopped]}), [])
+    whole, resumed = estimate(e, tmp_path).seconds, estimate(e, tmp_path, earlier).seconds
+    assert earlier.groups_left(e) == 0.5
+    assert resumed == pytest.approx(whole / 2, rel=0.05)  # the load of 1,000 rows each is seconds beside an hour
+
+    fixed = tmp_path / "fixed.toml"
+    fixed.write_text(AUTO.replace('repeats = "auto"\nbudget = "2m"', "repeats = 2").replace('"0.2s"', '"100s"'))
+    e = parse_experiment(fixed)
+    # 2 benchmarks × 2 repeats × 2 targets = 8 cells; 6 measured before
+    done = [_cell(t, b, r, 1000.0, False) for b in ("point-query", "hot-points") for r in (1, 2) for t in "ab"][:6]
+    earlier = Earlier(meta_of({"base": "a", "targets": [{"name": "a"}, {"name": "b"}]}), done)
+    whole, resumed = estimate(e, tmp_path).seconds, estimate(e, tmp_path, earlier).seconds
+    assert resumed == pytest.approx(whole / 4, rel=0.05)

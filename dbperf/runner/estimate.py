@@ -16,6 +16,7 @@ from dbperf import engines
 from dbperf.experiment.model import Experiment
 from dbperf.runner.duet import plan_duets
 from dbperf.runner.post_write import steps_before
+from dbperf.runner.resume import Earlier
 from dbperf.runner.simulated_tier import estimated_seconds
 from dbperf.servers.runtime import runtime_base
 
@@ -106,7 +107,23 @@ def _slots_per_round(e: Experiment, threads: int) -> int:
     return len(e.targets)
 
 
-def estimate(e: Experiment, out: Path) -> Estimate:
+def _share_left(e: Experiment, earlier: Earlier | None) -> float:
+    """The share of the cells a resumed run still measures: with automatic repeats, the share of the (benchmark,
+    threads) groups whose rounds had not stopped (the budget shrinks with it); otherwise, of the cell records."""
+    if earlier is None:
+        return 1.0
+    if e.budget_s is not None:
+        return earlier.groups_left(e)
+    duets = plan_duets(e)
+    n = len(e.targets)  # in a duet round the base runs once beside each other target
+    per_round = sum(2 * (n - 1) if duets is not None and duets.formed(t) else n for t in e.threads)
+    return max(0.0, 1.0 - len(earlier.records) / max(len(e.benchmarks) * e.repeats * per_round, 1))
+
+
+def estimate(e: Experiment, out: Path, earlier: Earlier | None = None) -> Estimate:
+    """`earlier`: the run cut short that this one resumes; only what is left is counted, but the data is loaded
+    again (a new sitting starts its servers afresh)."""
+    left = _share_left(e, earlier)
     rows = e.tables * e.table_size
     seconds = 0.0
     per_place: dict[str, int] = {}
@@ -121,7 +138,7 @@ def estimate(e: Experiment, out: Path) -> Estimate:
             place = str(out)
         kind = engines.engine(t.engine)
         per_place[place] = per_place.get(place, 0) + 2 * rows * kind.row_bytes + kind.empty_server_bytes
-    restores = sum(1 for b in e.benchmarks if b.phase != "read") * len(e.threads) * e.repeats
+    restores = sum(1 for b in e.benchmarks if b.phase != "read") * len(e.threads) * e.repeats * left
     if e.writes == "cumulative":
         restores = 0
     if e.post_write:  # the post-write step's wait, once per target before each read that follows writes
@@ -131,13 +148,14 @@ def estimate(e: Experiment, out: Path) -> Estimate:
     slots = len(e.benchmarks) * e.repeats * sum(_slots_per_round(e, t) for t in e.threads)
     # Steady state: the least warm-up (a cell that does not settle takes up to max_warmup).
     warmup_s = e.steady.least_warmup_s(e.warmup_s) if e.steady else e.warmup_s
-    minimum_s = slots * (e.time_s + warmup_s + CELL_OVERHEAD_S)
+    minimum_s = slots * (e.time_s + warmup_s + CELL_OVERHEAD_S) * left
     seconds += minimum_s
     short_budget = None
     if e.budget_s is not None:  # repeats = "auto": the minimum rounds above, or the budget if it is longer
-        seconds += max(0.0, e.budget_s - minimum_s)
-        if e.budget_s < minimum_s:
-            short_budget = (e.repeats, e.budget_s, minimum_s)
+        budget_s = e.budget_s * left
+        seconds += max(0.0, budget_s - minimum_s)
+        if budget_s < minimum_s:
+            short_budget = (e.repeats, budget_s, minimum_s)
     if e.simulated:
         seconds += estimated_seconds(e)
     needs = tuple((place, need, _free_bytes(Path(place))) for place, need in per_place.items())

@@ -236,9 +236,7 @@ def run_matrix(e: Experiment, out: Path, console: Console, keep_data: bool = Fal
                 task = progress.add_task("cells", total=total)
                 policy = RoundPolicy(e.repeats, e.budget_s)
                 groups = [(b, t) for b in e.benchmarks for t in e.threads]
-                # resumed: the groups whose rounds had stopped took their shares of the budget already
-                left = [g for g in groups if not (earlier and earlier.stopped(g[0].name, g[1]))]
-                budget_end = time.monotonic() + (e.budget_s or 0.0) * len(left) / max(len(groups), 1)
+                budget_end = time.monotonic() + (e.budget_s or 0.0) * (earlier.groups_left(e) if earlier else 1.0)
                 meta.rounds = rounds = []
 
                 def keep(cell: CellPlan, record: CellRecord, restarted: bool) -> None:

@@ -69,6 +69,12 @@ class Earlier:
                                 cpu_qps=cpu_qps(r), partner=r.partner))
         return out
 
+    def groups_left(self, e: Experiment) -> float:
+        """The share of an automatic run's (benchmark, threads) groups whose rounds had not stopped: a resumed run's
+        budget is that share of the experiment's, since the groups that had stopped took their shares already."""
+        groups = [(b.name, t) for b in e.benchmarks for t in e.threads]
+        return sum(1 for b, t in groups if not self.stopped(b, t)) / max(len(groups), 1)
+
     def resumed_meta(self, meta: RunMeta) -> RunMeta:
         """The new sitting's meta.json: the earlier start, and when each resume began."""
         meta.started_at = self.meta.started_at

@@ -58,7 +58,7 @@ def run_experiment(experiment: Path, out: Path | None, keep_data: bool, profile:
     earlier = earlier_run(directory, spec) if resume else None
     if record:
         history_path()  # a bad DBPERF_HISTORY is said now, not after the run
-    size = estimate(spec, directory)
+    size = estimate(spec, directory, earlier)
     if size.needs_confirmation() and not yes:  # said once, as the error; with --yes, as a warning
         raise UserError(f"{experiment}: {size.summary()}; add --yes to run it anyway")
     for line in size.warnings():
