@@ -100,6 +100,12 @@ class RoundsMeta(msgspec.Struct, kw_only=True):
     stopped: str | None = None
 
 
+class Extension(msgspec.Struct, kw_only=True):
+    """A sitting that `--extend` gave more budget (runner/resume.py): when it began and how much it added."""
+    at: str
+    budget_s: float
+
+
 class ReplicationMeta(msgspec.Struct, kw_only=True, omit_defaults=True):
     """A replication lab's section (replication/lab.py): its spec, how apply is timed, its servers and studies."""
     engine: str | None = None
@@ -199,6 +205,7 @@ class RunMeta(msgspec.Struct, kw_only=True):
     imported: ImportedMeta | None = None
     fleet: FleetMeta | None = None
     resumed_at: list[str] | None = None
+    extended: list[Extension] | None = None
 
     @property
     def status_note(self) -> str | None:

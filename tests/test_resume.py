@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from dbperf.errors import UserError
+from dbperf.experiment.keys import MIN_ROUNDS
 from dbperf.experiment.spec import parse_experiment
 from dbperf.records import CellRecord
 from dbperf.runner.resume import earlier_run
@@ -88,7 +89,8 @@ def test_a_run_cut_short_goes_on_from_its_cells_and_decides_over_the_old_rounds_
     # Complete now: nothing to resume, one line.
     proc = run_cli("run", str(exp), "--out", str(out), "--resume")
     assert proc.returncode != 0 and proc.stderr.strip() == f"dbperf: error: {out}: its run is complete; nothing " \
-                                                           "to resume", proc.stderr
+                                                           "to resume (--extend BUDGET gives the cells its budget " \
+                                                           "left undecided more rounds)", proc.stderr
 
 
 @pytest.mark.unit
@@ -216,3 +218,82 @@ def test_a_resumed_run_is_estimated_on_what_is_left(tmp_path):
     earlier = Earlier(meta_of({"base": "a", "targets": [{"name": "a"}, {"name": "b"}]}), done)
     whole, resumed = estimate(e, tmp_path).seconds, estimate(e, tmp_path, earlier).seconds
     assert resumed == pytest.approx(whole / 4, rel=0.05)
+
+
+@pytest.mark.e2e
+def test_extend_gives_the_groups_stopped_on_their_budget_more_rounds_and_keeps_every_earlier_one(tmp_path):
+    """`--extend`: a complete run's groups that spent their budget share undecided go on from their rounds; nothing
+    measured before changes; meta.json and the report say it. An equal pair at a 0.1% minimum effect cannot be
+    decided in a few rounds, so both groups stop on the budget (shorter than the minimum rounds, which run anyway)."""
+    exp = tmp_path / "exp.toml"
+    exp.write_text(AUTO.replace('budget = "2m"', 'budget = "1s"\nmin_effect = "0.1%"'))
+    out = tmp_path / "out"
+    proc = run_cli("run", str(exp), "--out", str(out), timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    first = json.loads((out / "meta.json").read_text())
+    assert [r["stopped"] for r in first["rounds"]] == [f"budget spent after {MIN_ROUNDS} rounds"] * 2
+    before = (out / "results.jsonl").read_text().splitlines(keepends=True)
+    proc = run_cli("run", str(exp), "--out", str(out), "--extend", "6s", timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    assert (f"extending it by 6 s: 2 (benchmark, threads) stopped on their budget share go on: point-query t=1 "
+            f"({MIN_ROUNDS} rounds), hot-points t=1 ({MIN_ROUNDS} rounds)") in proc.stderr
+    assert (out / "results.jsonl").read_text().splitlines(keepends=True)[:len(before)] == before
+    meta = json.loads((out / "meta.json").read_text())
+    assert meta["status"] == "complete" and meta["started_at"] == first["started_at"]
+    assert [x["budget_s"] for x in meta["extended"]] == [6.0] and meta["extended"][0]["at"] == meta["resumed_at"][0]
+    assert [r["benchmark"] for r in meta["rounds"]] == ["point-query", "hot-points"]
+    for r in meta["rounds"]:
+        assert r["rounds"] > MIN_ROUNDS and r["stopped"] == f"budget spent after {r['rounds']} rounds"
+        keys = [(c.target, c.repeat) for c in _cells(out) if c.benchmark == r["benchmark"]]
+        assert sorted(keys) == [(t, n) for t in "ab" for n in range(1, r["rounds"] + 1)]  # each round once, in full
+    report = run_cli("report", str(out))
+    assert report.returncode == 0 and "extended (--extend) at " in report.stdout, report.stdout
+
+
+@pytest.mark.unit
+def test_extend_reopens_only_the_groups_stopped_on_their_budget_and_is_refused_where_it_cannot_help(tmp_path):
+    exp = tmp_path / "exp.toml"
+    exp.write_text(AUTO)
+    out = tmp_path / "out"
+    write_run(out, ["a", "b"], ["point-query", "hot-points"], 3)
+    (out / "experiment.toml").write_text(AUTO)
+    meta = json.loads((out / "meta.json").read_text())
+    meta["rounds"] = [{"benchmark": "point-query", "threads": 1, "rounds": 3, "stopped": "every cell decided after 3 "
+                                                                                          "rounds"}]
+    (out / "meta.json").write_text(json.dumps(meta))
+    e = parse_experiment(exp)
+    with pytest.raises(UserError, match=r"nothing to extend: no \(benchmark, threads\) stopped on its budget share"):
+        earlier_run(out, e, 3600.0)
+    meta["rounds"].append({"benchmark": "hot-points", "threads": 1, "rounds": 3, "stopped": "budget spent after 3 "
+                                                                                           "rounds"})
+    (out / "meta.json").write_text(json.dumps(meta))
+    earlier = earlier_run(out, e, 3600.0)
+    assert earlier.stopped("point-query", 1) is not None and earlier.stopped("hot-points", 1) is None
+    assert [r.benchmark for r in earlier.reopened()] == ["hot-points"]
+    assert earlier.budget_s(e) == 3600.0  # both groups had ended: none is owed a share of the file's 2 minutes
+    with pytest.raises(UserError, match=r"its run is complete; nothing to resume \(--extend BUDGET gives"):
+        earlier_run(out, e)  # without --extend, a complete run has nothing left
+    fixed = tmp_path / "fixed.toml"
+    fixed.write_text(AUTO.replace('repeats = "auto"\nbudget = "2m"', "repeats = 3"))
+    (out / "experiment.toml").write_text(fixed.read_text())
+    with pytest.raises(UserError, match=r"--extend adds budget to automatic repeats; .*fixed\.toml has a fixed"):
+        earlier_run(out, parse_experiment(fixed), 3600.0)
+
+
+@pytest.mark.unit
+def test_a_study_extend_runs_again_the_experiment_steps_whose_budget_left_cells_undecided(tmp_path):
+    from dbperf.studies.model import load_study
+    from dbperf.studies.study_run import _kept_before
+
+    study = load_study("pgo-server")
+    step = next(s for s in study.steps if s.name == "mariadb")
+    (tmp_path / "mariadb").mkdir()
+    meta = {"status": "complete", "rounds": [{"benchmark": "point-query", "threads": 1, "rounds": 21,
+                                              "stopped": "every cell decided after 21 rounds"}]}
+    (tmp_path / "mariadb" / "meta.json").write_text(json.dumps(meta))
+    assert _kept_before(study, step, tmp_path, extend=True) == "complete before the resume, results in mariadb/"
+    meta["rounds"].append({"benchmark": "hot-points", "threads": 1, "rounds": 21,
+                           "stopped": "budget spent after 21 rounds"})
+    (tmp_path / "mariadb" / "meta.json").write_text(json.dumps(meta))
+    assert _kept_before(study, step, tmp_path, extend=True) is None  # runs again, extended
+    assert _kept_before(study, step, tmp_path) == "complete before the resume, results in mariadb/"

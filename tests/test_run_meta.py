@@ -22,6 +22,7 @@ from dbperf.replication.lab import _meta as replication_meta
 from dbperf.run_meta import (
     FORMAT_VERSION,
     BenchmarkMeta,
+    Extension,
     FleetHostMeta,
     FleetMeta,
     HostMeta,
@@ -150,7 +151,8 @@ def _full_meta() -> RunMeta:
         fleet=FleetMeta(scheduler="tcp://127.0.0.1:1", hosts={
             "h1": FleetHostMeta(status="pending", targets=["a", "b"], cells=4),
             "h2": FleetHostMeta(status="complete", targets=[TargetMeta(name="a", engine_version="3.45")])}),
-        resumed_at=["2026-11-23T01:00:00+00:00"])
+        resumed_at=["2026-11-23T01:00:00+00:00"],
+        extended=[Extension(at="2026-11-23T01:00:00+00:00", budget_s=3600.0)])
 
 
 def test_what_a_writer_writes_reads_back_equal(tmp_path: Path) -> None:

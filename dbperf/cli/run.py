@@ -10,6 +10,7 @@ from typing import Annotated, Optional
 import typer
 
 from dbperf.cli.common import OUT_OPTION, YES_OPTION, show
+from dbperf.experiment.durations import parse_duration
 from dbperf.usecases.report import check_aggregate, report_view
 from dbperf.usecases.run import RunEnd, run_experiment
 
@@ -44,10 +45,14 @@ def run(
     resume: Annotated[bool, typer.Option("--resume", help="go on with the run cut short in --out DIR: the cells it "
                                                           "measured are kept, the rest are run (same experiment "
                                                           "file and options)")] = False,
+    extend: Annotated[Optional[str], typer.Option("--extend", help="give the automatic run in --out DIR (complete "
+                                                                   "or cut short) this much more budget (e.g. 1h) "
+                                                                   "for the cells its budget left undecided")] = None,
 ) -> None:
     """Run an experiment's matrix and print the rQPS table."""
     check_aggregate(aggregate)
-    end = run_experiment(experiment, out, keep_data, profile, yes, aa, simulated, resume=resume)
+    extend_s = parse_duration(extend, "--extend", positive=True) if extend else 0.0
+    end = run_experiment(experiment, out, keep_data, profile, yes, aa, simulated, resume=resume, extend_s=extend_s)
     report_after_run(end, "run", aggregate)
 
 

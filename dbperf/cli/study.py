@@ -45,6 +45,10 @@ def study_run(
     resume: Annotated[bool, typer.Option("--resume", help="go on with the study run cut short in --out DIR (same "
                                                           "options): finished steps are kept, an experiment cut "
                                                           "short goes on from the cells it measured")] = False,
+    extend: Annotated[Optional[str], typer.Option("--extend", help="go on with the study run in --out DIR (same "
+                                                                   "options) giving each experiment step whose "
+                                                                   "budget left cells undecided this much more "
+                                                                   "(e.g. 1h); implies --resume")] = None,
 ) -> None:
     """Run a study end to end: its steps, its reports, and summary.md and summary.html (seed's figure | measured
     here | verdict | host). Exit 0, or 1 when a step failed or a figure was not measured (the summary says which)."""
@@ -52,7 +56,7 @@ def study_run(
         raise UserError("--quick and --smoke are two modes: give one")
     limits = Limits(tuple(step or ()), parse_duration(budget, "--budget", positive=True) if budget else None)
     end = run_study(load_study(name), out, "smoke" if smoke else "quick" if quick else "full", yes, limits=limits,
-                    resume=resume)
+                    resume=resume, extend_s=parse_duration(extend, "--extend", positive=True) if extend else 0.0)
     sys.stdout.write(end.summary)
     say(f"dbperf: study {name}: summary in {end.directory / 'summary.md'}")
     if end.exit_code:

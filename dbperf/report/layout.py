@@ -310,6 +310,9 @@ def _run_lines(meta: RunMeta) -> list[str]:
     if meta.resumed_at:  # two sittings or more: servers started and data loaded again between them
         lines.append(f"resumed (--resume) at {', '.join(meta.resumed_at)}: the repeats before and after come from "
                      "separate sittings (servers started and data loaded again)")
+    for x in meta.extended or []:  # rounds added after a look at the verdicts: sound, as they are anytime-valid
+        lines.append(f"extended (--extend) at {x.at} by {x.budget_s:.0f} s: the groups that had spent their budget "
+                     "share with cells undecided went on")
     return lines
 
 

@@ -108,12 +108,14 @@ def _slots_per_round(e: Experiment, threads: int) -> int:
 
 
 def _share_left(e: Experiment, earlier: Earlier | None) -> float:
-    """The share of the cells a resumed run still measures: with automatic repeats, the share of the (benchmark,
-    threads) groups whose rounds had not stopped (the budget shrinks with it); otherwise, of the cell records."""
+    """The share of the cells a resumed run still measures in its minimum rounds: with automatic repeats, the share
+    of the (benchmark, threads) groups not reached before (a group --extend reopens is past its minimum); otherwise,
+    of the cell records."""
     if earlier is None:
         return 1.0
     if e.budget_s is not None:
-        return earlier.groups_left(e)
+        groups = [(b.name, t) for b in e.benchmarks for t in e.threads]
+        return sum(1 for b, t in groups if not earlier.ended(b, t)) / max(len(groups), 1)
     duets = plan_duets(e)
     n = len(e.targets)  # in a duet round the base runs once beside each other target
     per_round = sum(2 * (n - 1) if duets is not None and duets.formed(t) else n for t in e.threads)
@@ -121,7 +123,7 @@ def _share_left(e: Experiment, earlier: Earlier | None) -> float:
 
 
 def estimate(e: Experiment, out: Path, earlier: Earlier | None = None) -> Estimate:
-    """`earlier`: the run cut short that this one resumes; only what is left is counted, but the data is loaded
+    """`earlier`: the run that this one resumes or extends; only what is left is counted, but the data is loaded
     again (a new sitting starts its servers afresh)."""
     left = _share_left(e, earlier)
     rows = e.tables * e.table_size
@@ -152,7 +154,7 @@ def estimate(e: Experiment, out: Path, earlier: Earlier | None = None) -> Estima
     seconds += minimum_s
     short_budget = None
     if e.budget_s is not None:  # repeats = "auto": the minimum rounds above, or the budget if it is longer
-        budget_s = e.budget_s * left
+        budget_s = earlier.budget_s(e) if earlier else e.budget_s
         seconds += max(0.0, budget_s - minimum_s)
         if budget_s < minimum_s:
             short_budget = (e.repeats, budget_s, minimum_s)

@@ -236,8 +236,9 @@ def run_matrix(e: Experiment, out: Path, console: Console, keep_data: bool = Fal
                 task = progress.add_task("cells", total=total)
                 policy = RoundPolicy(e.repeats, e.budget_s)
                 groups = [(b, t) for b in e.benchmarks for t in e.threads]
-                budget_end = time.monotonic() + (e.budget_s or 0.0) * (earlier.groups_left(e) if earlier else 1.0)
-                meta.rounds = rounds = []
+                budget_end = time.monotonic() + (earlier.budget_s(e) if earlier else e.budget_s or 0.0)
+                # resumed: the groups that had stopped keep their rounds (a reopened one until its new rounds stop)
+                meta.rounds = rounds = list(earlier.meta.rounds or []) if earlier and policy.auto else []
 
                 def keep(cell: CellPlan, record: CellRecord, restarted: bool) -> None:
                     """Writes a measured cell's record the moment it is measured."""
@@ -294,22 +295,24 @@ def run_matrix(e: Experiment, out: Path, console: Console, keep_data: bool = Fal
                                 cpu_qps=cpu_qps(record), partner=cell.partner))
                     return measured
 
+                stopped = [bool(earlier and policy.auto and earlier.stopped(b.name, t)) for b, t in groups]
                 for i, (benchmark, threads) in enumerate(groups):
-                    # auto: each (benchmark, threads) gets an equal share of what is left of the budget, so that time
-                    # one group did not need goes to the next ones.
-                    deadline = time.monotonic() + (budget_end - time.monotonic()) / (len(groups) - i)
-                    stopped = earlier.stopped(benchmark.name, threads) if earlier and policy.auto else None
-                    if stopped is not None:  # resumed: its rounds had stopped; they are not run again
-                        rounds.append(stopped)
+                    if stopped[i]:  # resumed: its rounds had stopped; they are not run again
                         progress.advance(task)
                         continue
+                    # auto: each (benchmark, threads) gets an equal share of what is left of the budget, so that time
+                    # one group did not need goes to the next ones.
+                    deadline = time.monotonic() + (budget_end - time.monotonic()) / stopped[i:].count(False)
                     state = GroupState(e.base, [t.name for t in e.targets], e.min_effect)
                     # resumed: its rounds are walked again, each with its earlier repeats, measuring only the cells
                     # not measured before, so that the stopping rule sees what it would have seen
                     before = earlier.measured(benchmark.name, threads) if earlier else []
                     run_rounds(state, policy, partial(measure, benchmark, threads, before), deadline)
-                    rounds.append(RoundsMeta(benchmark=benchmark.name, threads=threads, rounds=state.rounds,
-                                             stopped=state.stop_reason))
+                    ended = RoundsMeta(benchmark=benchmark.name, threads=threads, rounds=state.rounds,
+                                       stopped=state.stop_reason)
+                    rounds[:] = [r for r in rounds if (r.benchmark, r.threads) != (benchmark.name, threads)] + [ended]
+                    rounds.sort(key=lambda r: next((j for j, (b, t) in enumerate(groups)
+                                                    if (b.name, t) == (r.benchmark, r.threads)), len(groups)))
                     writer.update_meta(meta)
                     if policy.auto:
                         progress.advance(task)

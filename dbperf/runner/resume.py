@@ -7,7 +7,14 @@ The cells measured before are not measured again. With automatic repeats, a (ben
 stopped keeps its rounds and why they stopped; the one that was running goes on from its measured repeats, decided
 by the same rule over the earlier repeats and the new ones; the ones not reached run as they would have. The earlier
 repeats and the new ones come from two sittings (servers started and data loaded again): meta.json's `resumed_at`
-says when, and the report says it beside the verdicts."""
+says when, and the report says it beside the verdicts.
+
+`--extend BUDGET` gives an automatic run more time, complete or not: the groups whose rounds had stopped on their
+budget share go on, sharing BUDGET (with the groups not reached, which keep their shares of the file's budget). This
+is Pinpoint's "undecided: run more", and it is sound because the verdicts are anytime-valid (stats/sequential.py): a
+confidence sequence holds its error bound over every round, whenever the rounds stop or go on, so rounds added after
+a look at the verdicts do not raise the false-alarm rate. The groups decided stay as they were. meta.json's
+`extended` says when and by how much."""
 
 from __future__ import annotations
 
@@ -18,7 +25,7 @@ from pathlib import Path
 from dbperf.errors import UserError
 from dbperf.experiment.model import Experiment
 from dbperf.records import CellRecord
-from dbperf.run_meta import RoundsMeta, RunMeta
+from dbperf.run_meta import Extension, RoundsMeta, RunMeta
 from dbperf.runner.rounds import Measured
 from dbperf.stats.rqps_matrix import cpu_qps
 from dbperf.storage.results import EXPERIMENT, META, read_results
@@ -37,11 +44,16 @@ def interfered(record: CellRecord) -> bool:
     return bool(record.noise and record.noise.interfered) or bool(record.result and record.result.unsettled)
 
 
+BUDGET_SPENT = "budget spent"  # runner/rounds.py's stop reason when a group's share ran out (what --extend reopens)
+
+
 @dataclass(frozen=True)
 class Earlier:
-    """What the earlier run into a directory measured: its meta.json and its cell records."""
+    """What the earlier run into a directory measured: its meta.json and its cell records; `extend_s`: the budget
+    that --extend adds, which reopens the groups stopped on their budget share."""
     meta: RunMeta
     records: list[CellRecord]
+    extend_s: float = 0.0
 
     def keys(self) -> set[CellKey]:
         return {record_key(r) for r in self.records}
@@ -52,9 +64,26 @@ class Earlier:
     def cells_failed(self) -> int:
         return sum(1 for r in self.records if not r.ok)
 
-    def stopped(self, benchmark: str, threads: int) -> RoundsMeta | None:
-        """The rounds of a (benchmark, threads) whose automatic repeats had stopped (it is not run again)."""
+    def ended(self, benchmark: str, threads: int) -> RoundsMeta | None:
+        """The rounds of a (benchmark, threads) whose automatic repeats had stopped, for whatever reason."""
         return next((r for r in self.meta.rounds or [] if r.benchmark == benchmark and r.threads == threads), None)
+
+    def stopped(self, benchmark: str, threads: int) -> RoundsMeta | None:
+        """The rounds of a (benchmark, threads) that is not run again: its repeats had stopped, and not on a budget
+        share that --extend adds to."""
+        ended = self.ended(benchmark, threads)
+        return None if ended is not None and ended in self.reopened() else ended
+
+    def reopened(self) -> list[RoundsMeta]:
+        """The groups --extend gives more rounds: those stopped on their budget share."""
+        return [r for r in self.meta.rounds or [] if self.extend_s and (r.stopped or "").startswith(BUDGET_SPENT)]
+
+    def budget_s(self, e: Experiment) -> float:
+        """This sitting's budget: the shares of the file's budget owed to the groups not reached before (the groups
+        that had stopped took theirs already), plus what --extend adds."""
+        groups = [(b.name, t) for b in e.benchmarks for t in e.threads]
+        owed = sum(1 for b, t in groups if not self.ended(b, t)) / max(len(groups), 1)
+        return (e.budget_s or 0.0) * owed + self.extend_s
 
     def measured(self, benchmark: str, threads: int) -> list[Measured]:
         """The earlier repeats of a (benchmark, threads), as the stopping rule sees them. In a duet the pair is the
@@ -70,34 +99,43 @@ class Earlier:
         return out
 
     def groups_left(self, e: Experiment) -> float:
-        """The share of an automatic run's (benchmark, threads) groups whose rounds had not stopped: a resumed run's
-        budget is that share of the experiment's, since the groups that had stopped took their shares already."""
+        """The share of an automatic run's (benchmark, threads) groups that this sitting runs (again)."""
         groups = [(b.name, t) for b in e.benchmarks for t in e.threads]
         return sum(1 for b, t in groups if not self.stopped(b, t)) / max(len(groups), 1)
 
     def resumed_meta(self, meta: RunMeta) -> RunMeta:
-        """The new sitting's meta.json: the earlier start, and when each resume began."""
+        """The new sitting's meta.json: the earlier start, when each resume began, and each extension."""
+        now = datetime.now(UTC).isoformat(timespec="seconds")
         meta.started_at = self.meta.started_at
-        meta.resumed_at = [*(self.meta.resumed_at or []), datetime.now(UTC).isoformat(timespec="seconds")]
+        meta.resumed_at = [*(self.meta.resumed_at or []), now]
+        meta.extended = [*(self.meta.extended or []), *([Extension(at=now, budget_s=self.extend_s)]
+                                                         if self.extend_s else [])] or None
         return meta
 
 
-def earlier_run(directory: Path, e: Experiment) -> Earlier:
-    """The earlier run into `directory`, checked to be this experiment's and not complete; a UserError otherwise."""
+def earlier_run(directory: Path, e: Experiment, extend_s: float = 0.0) -> Earlier:
+    """The earlier run into `directory`, checked to be this experiment's and not complete (unless `extend_s` adds
+    budget to its groups stopped on theirs); a UserError otherwise."""
     if not (directory / META).is_file():
-        raise UserError(f"{directory}: no earlier run to resume (no {META})")
+        raise UserError(f"{directory}: no earlier run to {'extend' if extend_s else 'resume'} (no {META})")
     meta, records, _ = read_results(directory)
     if meta.fleet is not None:
         raise UserError(f"{directory}: a fleet run's results; dbperf fleet ... --resume continues it")
-    if meta.status == "complete":
-        raise UserError(f"{directory}: its run is complete; nothing to resume")
+    if extend_s and e.budget_s is None:
+        raise UserError(f"{directory}: --extend adds budget to automatic repeats; {e.path} has a fixed number")
+    if meta.status == "complete" and not extend_s:
+        raise UserError(f"{directory}: its run is complete; nothing to resume (--extend BUDGET gives the cells its "
+                        "budget left undecided more rounds)")
     try:
-        earlier = (directory / EXPERIMENT).read_text(encoding="utf-8")
+        text = (directory / EXPERIMENT).read_text(encoding="utf-8")
     except OSError as err:
         raise UserError(f"{directory / EXPERIMENT}: cannot read: {err.strerror}") from None
-    if earlier != e.text:
+    if text != e.text:
         raise UserError(f"{directory}: was run with another experiment file than {e.path}; --resume needs the same")
     if meta.target_names != [t.name for t in e.targets]:
         raise UserError(f"{directory}: was run with targets {', '.join(meta.target_names)}, this run has "
                         f"{', '.join(t.name for t in e.targets)} (--aa as before?); --resume needs the same")
-    return Earlier(meta, [r for r in records if isinstance(r, CellRecord)])
+    earlier = Earlier(meta, [r for r in records if isinstance(r, CellRecord)], extend_s)
+    if extend_s and meta.status == "complete" and not earlier.reopened():
+        raise UserError(f"{directory}: nothing to extend: no (benchmark, threads) stopped on its budget share")
+    return earlier

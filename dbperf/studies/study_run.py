@@ -21,12 +21,14 @@ from rich.console import Console
 from dbperf.buildlab.server_releases import available_versions
 from dbperf.errors import UserError
 from dbperf.experiment.durations import parse_duration
+from dbperf.experiment.spec import parse_experiment
 from dbperf.layout.command import layout_command
 from dbperf.output_file import write_file
 from dbperf.probes.run import run_probes
 from dbperf.report import formats
 from dbperf.report.escape import md
 from dbperf.runner import interrupts
+from dbperf.runner.resume import BUDGET_SPENT
 from dbperf.storage.results import META
 from dbperf.studies import toml_text
 from dbperf.studies.figures import Headline, NotMeasured, Reader, Row, headline, json_file, rows
@@ -118,11 +120,16 @@ def not_run(study: Study, found: list[Row], mode: Mode, why: dict[str, str]) -> 
 
 
 def run_study(study: Study, out: Path | None, mode: Mode, yes: bool = False, err: Console = PROGRESS,
-              limits: Limits = Limits(), resume: bool = False) -> StudyEnd:
+              limits: Limits = Limits(), resume: bool = False, extend_s: float = 0.0) -> StudyEnd:
     """Runs the study's steps into `out`, then its summary. `resume`: go on with the run cut short in `out`: an
     experiment step that completed is kept, one cut short is resumed (runner/resume.py), as is a bisect cut short
-    (its decided steps replayed); any other step that wrote its file is kept; the rest run."""
+    (its decided steps replayed); any other step that wrote its file is kept; the rest run. `extend_s` (--extend,
+    a resume too): an experiment step whose automatic rounds stopped on their budget with cells undecided goes on,
+    with this much more budget (runner/resume.py)."""
     limits.check(study)
+    if extend_s and out is None:
+        raise UserError("--extend gives a study run's undecided cells more rounds: give its directory with --out DIR")
+    resume = resume or bool(extend_s)
     if resume and out is None:
         raise UserError("--resume goes on with a study run cut short: give its directory with --out DIR")
     directory = (out or default_directory(study)).absolute()
@@ -154,14 +161,14 @@ def run_study(study: Study, out: Path | None, mode: Mode, yes: bool = False, err
             ended.append((step.name, f"not run in the {mode_flag(mode)} run (its skip = true)"))
             why[step.name] = mode_flag(mode)
             continue
-        kept = _kept_before(study, step, directory) if resume else None
+        kept = _kept_before(study, step, directory, bool(extend_s)) if resume else None
         if kept is not None:
             ended.append((step.name, kept))
             say(f"dbperf: study {study.name}: step {step.name}: {kept}", err)
             continue
         say(f"dbperf: study {study.name}: step {step.name} ({step.kind})", err)
         try:
-            end = run_step(study, step, directory, mode, yes, err, limits.budget_s, resume)
+            end = run_step(study, step, directory, mode, yes, err, limits.budget_s, resume, extend_s)
         except UserError as e:  # this step's bad input or failure; the others may still measure
             end = StepEnd(f"failed: {e}", INCOMPLETE)
         except KeyboardInterrupt as interrupt:
@@ -200,14 +207,18 @@ def _earlier_start(directory: Path, now: datetime) -> tuple[datetime, list[str]]
     return min(starts), [*(earlier.get("resumed_at") or []), now.isoformat(timespec="seconds")]
 
 
-def _kept_before(study: Study, step: Step, directory: Path) -> str | None:
-    """How a step of a resumed study run ended before the resume, when it is kept; None when it runs (again)."""
+def _kept_before(study: Study, step: Step, directory: Path, extend: bool = False) -> str | None:
+    """How a step of a resumed study run ended before the resume, when it is kept; None when it runs (again).
+    `extend`: an experiment step complete but for groups stopped on their budget share runs again (--extend)."""
     if step.kind == "experiment":
         meta = directory / step.name / META
         if not meta.is_file():
             return None
-        with contextlib.suppress(OSError, ValueError):
-            if json.loads(meta.read_text(encoding="utf-8")).get("status") == "complete":
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            written = json.loads(meta.read_text(encoding="utf-8"))
+            if extend and any(str(r.get("stopped")).startswith(BUDGET_SPENT) for r in written.get("rounds") or []):
+                return None  # its undecided cells get more rounds
+            if written.get("status") == "complete":
                 return f"complete before the resume, results in {step.name}/"
         return None  # cut short: resumed
     written = json_file(directory, study, step.name, None)
@@ -338,6 +349,7 @@ class StepRun:
     err: Console
     budget_s: float | None = None  # caps an experiment step's budget (--budget)
     resume: bool = False  # an experiment step goes on with its run cut short (--resume)
+    extend_s: float = 0.0  # an experiment step's undecided groups get this much more budget (--extend)
 
     @property
     def name(self) -> str:
@@ -349,9 +361,9 @@ class StepRun:
 
 
 def run_step(study: Study, step: Step, directory: Path, mode: Mode, yes: bool, err: Console,
-             budget_s: float | None = None, resume: bool = False) -> StepEnd:
+             budget_s: float | None = None, resume: bool = False, extend_s: float = 0.0) -> StepEnd:
     """Runs one step by its kind (STEP_RUNNERS); returns how it ended."""
-    return STEP_RUNNERS[step.kind](StepRun(study, step, mode, directory, yes, err, budget_s, resume))
+    return STEP_RUNNERS[step.kind](StepRun(study, step, mode, directory, yes, err, budget_s, resume, extend_s))
 
 
 def _probe(run: StepRun) -> StepEnd:
@@ -398,8 +410,10 @@ def _experiment(run: StepRun) -> StepEnd:
     s, step, directory = run.settings, run.step, run.directory
     file = experiment_file(run.study, step, run.mode, directory, run.budget_s)
     resume = run.resume and (directory / step.name / META).is_file()
+    # --extend reaches a step whose rounds are automatic; one with a fixed number is only resumed
+    extend_s = run.extend_s if resume and parse_experiment(file).budget_s is not None else 0.0
     end = run_experiment(file, directory / step.name, keep_data=False, yes=run.yes, aa=bool(s.get("aa")),
-                         err=run.err, resume=resume)
+                         err=run.err, resume=resume, extend_s=extend_s)
     reports = []
     if (end.directory / META).is_file():
         view = report_view(end.directory)

@@ -20,7 +20,7 @@ from dbperf.explain.mode import detect_mode
 from dbperf.history.store import history_path
 from dbperf.replication.lab import run_replication
 from dbperf.runner import interrupts
-from dbperf.runner.estimate import estimate
+from dbperf.runner.estimate import estimate, human_seconds
 from dbperf.runner.matrix import run_matrix
 from dbperf.runner.resume import earlier_run
 from dbperf.runner.targets import build_targets, inspect_targets
@@ -38,24 +38,28 @@ class RunEnd:
 
 def run_experiment(experiment: Path, out: Path | None, keep_data: bool, profile: bool = False,
                    yes: bool = False, aa: bool = False, simulated: bool = False, err: Console = PROGRESS,
-                   record: bool = True, resume: bool = False) -> RunEnd:
+                   record: bool = True, resume: bool = False, extend_s: float = 0.0) -> RunEnd:
     """Builds what the targets need, runs the matrix. `record=False`: the run stays out of the history (a run the
     lab composes for its own question, whose targets are not the user's series). `resume`: go on with the run cut
-    short in `out` (runner/resume.py)."""
+    short in `out`; `extend_s`: go on with the run in `out`, complete or not, its groups stopped on their budget
+    share sharing this much more (runner/resume.py)."""
     if resume and out is None:
         raise UserError("--resume goes on with a run cut short: give its directory with --out DIR")
+    if extend_s and out is None:
+        raise UserError("--extend gives a run's undecided cells more rounds: give its directory with --out DIR")
     # Absolute once, here: servers and set-up tools run with another working directory.
     directory = (out or Path("results") / f"{experiment.stem}-{datetime.now():%Y%m%d-%H%M%S}").absolute()
     spec = parse_experiment(experiment)
     if spec.replication is not None:
-        if resume:
-            raise UserError(f"{experiment}: --resume goes on with a matrix run; a replication lab's runs again")
+        if resume or extend_s:
+            raise UserError(f"{experiment}: --resume and --extend go on with a matrix run; a replication lab's runs "
+                            "again")
         return run_replication_experiment(spec, directory, keep_data, err)
     if aa:
         spec = with_aa(spec)
     if simulated:
         spec = replace(spec, simulated=True)
-    earlier = earlier_run(directory, spec) if resume else None
+    earlier = earlier_run(directory, spec, extend_s) if resume or extend_s else None
     if record:
         history_path()  # a bad DBPERF_HISTORY is said now, not after the run
     size = estimate(spec, directory, earlier)
@@ -72,6 +76,11 @@ def run_experiment(experiment: Path, out: Path | None, keep_data: bool, profile:
     if earlier is not None:
         say(f"dbperf: resuming the run started {earlier.meta.started_at}: {len(earlier.records)} cell(s) measured "
             "before are kept, not measured again", err)
+    if earlier is not None and extend_s:
+        reopened = earlier.reopened()
+        say(f"dbperf: extending it by {human_seconds(extend_s)}: {len(reopened)} (benchmark, threads) stopped on "
+            f"their budget share go on{': ' if reopened else ''}"
+            + ", ".join(f"{r.benchmark} t={r.threads} ({r.rounds} rounds)" for r in reopened), err)
     if profile:
         mode = detect_mode()
         err.print(f"dbperf: counters mode {mode.mode}: {mode.reason}", highlight=False)
