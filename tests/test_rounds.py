@@ -52,11 +52,31 @@ class FakeSource:
                          interfered=round_ in self.interfered) for t, s in self.speeds.items()]
 
 
-def _run(speeds: dict[str, float], noise: float, budget_s: float, **kwargs) -> GroupState:
+def _run(speeds: dict[str, float], noise: float, budget_s: float, aa: str | None = None, replay: int = 0,
+         **kwargs) -> GroupState:
     source = FakeSource(speeds, noise, **kwargs)
-    state = GroupState("A", list(speeds), min_effect=0.02)
+    state = GroupState("A", list(speeds), min_effect=0.02, aa=aa)
     return run_rounds(state, RoundPolicy(MIN_ROUNDS, budget_s=budget_s), source.measure, deadline=budget_s,
-                      clock=source.clock)
+                      clock=source.clock, replay=replay)
+
+
+def test_the_aa_copy_is_judged_but_does_not_hold_the_loop():
+    """B is far slower and decided within a few rounds; the A/A copy's "same within 2%" at 8% noise would take
+    many more. Without the A/A copy named as such, it keeps the rounds going to the budget."""
+    speeds = {"A": 1000.0, "A-aa": 1000.0, "B": 500.0}
+    state = _run(speeds, noise=0.08, budget_s=10_000, aa="A-aa")
+    assert state.stop_reason == f"every cell decided after {state.rounds} rounds" and state.rounds < 20
+    assert state.verdicts()["B"].verdict == "slower" and not state.verdicts()["A-aa"].decided  # judged, undecided
+    held = _run(speeds, noise=0.08, budget_s=300)
+    assert held.stop_reason.startswith("budget spent") and held.rounds > state.rounds
+
+
+def test_the_rounds_measured_before_are_walked_again_whatever_the_rule_says():
+    """A resumed or extended group replays its measured rounds (their cells exist) before the rule can stop it."""
+    decided = _run({"A": 1000.0, "B": 900.0}, noise=0.002, budget_s=10_000)
+    replayed = _run({"A": 1000.0, "B": 900.0}, noise=0.002, budget_s=10_000, replay=decided.rounds + 7)
+    assert replayed.rounds == decided.rounds + 7
+    assert replayed.stop_reason == f"every cell decided after {replayed.rounds} rounds"
 
 
 def test_auto_stops_once_every_cell_is_decided():

@@ -303,11 +303,12 @@ def run_matrix(e: Experiment, out: Path, console: Console, keep_data: bool = Fal
                     # auto: each (benchmark, threads) gets an equal share of what is left of the budget, so that time
                     # one group did not need goes to the next ones.
                     deadline = time.monotonic() + (budget_end - time.monotonic()) / stopped[i:].count(False)
-                    state = GroupState(e.base, [t.name for t in e.targets], e.min_effect)
+                    state = GroupState(e.base, [t.name for t in e.targets], e.min_effect, aa=e.aa_target)
                     # resumed: its rounds are walked again, each with its earlier repeats, measuring only the cells
                     # not measured before, so that the stopping rule sees what it would have seen
                     before = earlier.measured(benchmark.name, threads) if earlier else []
-                    run_rounds(state, policy, partial(measure, benchmark, threads, before), deadline)
+                    run_rounds(state, policy, partial(measure, benchmark, threads, before), deadline,
+                               replay=max((m.round for m in before), default=0))
                     ended = RoundsMeta(benchmark=benchmark.name, threads=threads, rounds=state.rounds,
                                        stopped=state.stop_reason)
                     rounds[:] = [r for r in rounds if (r.benchmark, r.threads) != (benchmark.name, threads)] + [ended]

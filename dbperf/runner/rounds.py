@@ -8,6 +8,11 @@ when its wall-clock or its CPU-time verdict is (stats/verdict.py `deciding`), ea
 looking after every round does not add to the false-alarm rate. The budget is the hard stop. A cell whose ratios
 shift level stays undecided (it does not stop the loop): more rounds may show which level holds.
 
+The base's A/A copy (experiment/aa.py) does not hold the loop: its question is how many of its cells are called
+changed, and its verdict is as valid at the round the other targets stop at as at any other (the rule's stopping
+time may depend on any data). Waiting for it to be decided "same" would spend every group's budget share on a
+noisy host, where the same within the minimum effect needs far more rounds than a real change does.
+
 The loop (`run_rounds`) is written against a measurement function and a clock, so that its stopping rule is tested
 with a fake measurement source (tests/test_rounds.py)."""
 
@@ -55,6 +60,7 @@ class GroupState:
     base: str
     targets: list[str]
     min_effect: float = DEFAULT_MIN_EFFECT
+    aa: str | None = None  # the base's A/A copy: measured and judged like the others, but it does not hold the loop
     measured: list[Measured] = field(default_factory=list)
     rounds: int = 0
     stop_reason: str = ""
@@ -87,9 +93,9 @@ class GroupState:
         return {t: deciding(wall[t], cpu.get(t)) for t in wall}
 
     def all_decided(self) -> bool:
-        """Every target with measurements is decided by either metric. A target (or a base) none of whose repeats
-        succeeded has nothing more rounds could decide: it does not hold the loop."""
-        measured = {m.target for m in self.measured if m.qps}
+        """Every target with measurements is decided by either metric, the A/A copy aside. A target (or a base) none
+        of whose repeats succeeded has nothing more rounds could decide: it does not hold the loop."""
+        measured = {m.target for m in self.measured if m.qps} - {self.aa}
         if self.base not in measured:
             return True
         return all(v is not None and v.decided for t, v in self.deciding_verdicts().items() if t in measured)
@@ -130,11 +136,13 @@ class RoundPolicy:
 
 
 def run_rounds(state: GroupState, policy: RoundPolicy, measure: Callable[[int], list[Measured]],
-               deadline: float, clock: Callable[[], float] = time.monotonic) -> GroupState:
+               deadline: float, clock: Callable[[], float] = time.monotonic, replay: int = 0) -> GroupState:
     """Runs rounds (`measure(round)` measures every target once and returns what it measured) until the policy
-    says stop. An exception (Ctrl-C) propagates with everything measured already kept by `measure`."""
+    says stop. `replay`: the rounds a resumed or extended group had measured; they are walked again whatever the
+    rule says (their cells exist), then the rule takes over. An exception (Ctrl-C) propagates with everything
+    measured already kept by `measure`."""
     last_round_s = 0.0
-    while policy.another_round(state, clock(), deadline, last_round_s):
+    while state.rounds < replay or policy.another_round(state, clock(), deadline, last_round_s):
         started = clock()
         state.rounds += 1
         state.measured.extend(measure(state.rounds))
