@@ -176,6 +176,7 @@ def test_earlier_repeats_are_what_the_stopping_rule_saw_a_duets_interference_spo
     resumed = earlier.resumed_meta(meta_of({"base": "a", "targets": [{"name": "a"}],
                                             "started_at": "2026-11-26T05:00:00+00:00"}))
     assert resumed.started_at == "2026-11-25T20:00:00+00:00" and len(resumed.resumed_at or []) == 1
+    assert resumed.rounds == meta.rounds and resumed.extended is None  # kept from the first write on
 
 
 @pytest.mark.unit

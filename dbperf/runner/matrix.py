@@ -238,7 +238,7 @@ def run_matrix(e: Experiment, out: Path, console: Console, keep_data: bool = Fal
                 groups = [(b, t) for b in e.benchmarks for t in e.threads]
                 budget_end = time.monotonic() + (earlier.budget_s(e) if earlier else e.budget_s or 0.0)
                 # resumed: the groups that had stopped keep their rounds (a reopened one until its new rounds stop)
-                meta.rounds = rounds = list(earlier.meta.rounds or []) if earlier and policy.auto else []
+                meta.rounds = rounds = list(meta.rounds or []) if earlier and policy.auto else []
 
                 def keep(cell: CellPlan, record: CellRecord, restarted: bool) -> None:
                     """Writes a measured cell's record the moment it is measured."""
