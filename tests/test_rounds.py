@@ -69,6 +69,8 @@ def test_the_aa_copy_is_judged_but_does_not_hold_the_loop():
     assert state.verdicts()["B"].verdict == "slower" and not state.verdicts()["A-aa"].decided  # judged, undecided
     held = _run(speeds, noise=0.08, budget_s=300)
     assert held.stop_reason.startswith("budget spent") and held.rounds > state.rounds
+    alone = _run({"A": 1000.0, "A-aa": 1000.0}, noise=0.08, budget_s=300, aa="A-aa")  # the run is about the copy
+    assert alone.stop_reason.startswith("budget spent") and alone.rounds > state.rounds
 
 
 def test_the_rounds_measured_before_are_walked_again_whatever_the_rule_says():

@@ -8,10 +8,11 @@ when its wall-clock or its CPU-time verdict is (stats/verdict.py `deciding`), ea
 looking after every round does not add to the false-alarm rate. The budget is the hard stop. A cell whose ratios
 shift level stays undecided (it does not stop the loop): more rounds may show which level holds.
 
-The base's A/A copy (experiment/aa.py) does not hold the loop: its question is how many of its cells are called
-changed, and its verdict is as valid at the round the other targets stop at as at any other (the rule's stopping
-time may depend on any data). Waiting for it to be decided "same" would spend every group's budget share on a
-noisy host, where the same within the minimum effect needs far more rounds than a real change does.
+The base's A/A copy (experiment/aa.py) does not hold the loop when other targets are compared: its question is how
+many of its cells are called changed, and its verdict is as valid at the round the other targets stop at as at any
+other (the rule's stopping time may depend on any data). Waiting for it to be decided "same" would spend every
+group's budget share on a noisy host, where the same within the minimum effect needs far more rounds than a real
+change does.
 
 The loop (`run_rounds`) is written against a measurement function and a clock, so that its stopping rule is tested
 with a fake measurement source (tests/test_rounds.py)."""
@@ -93,12 +94,14 @@ class GroupState:
         return {t: deciding(wall[t], cpu.get(t)) for t in wall}
 
     def all_decided(self) -> bool:
-        """Every target with measurements is decided by either metric, the A/A copy aside. A target (or a base) none
-        of whose repeats succeeded has nothing more rounds could decide: it does not hold the loop."""
-        measured = {m.target for m in self.measured if m.qps} - {self.aa}
+        """Every target with measurements is decided by either metric, the A/A copy aside (unless it is the only
+        one: a run of the base against its copy alone is about the copy). A target (or a base) none of whose repeats
+        succeeded has nothing more rounds could decide: it does not hold the loop."""
+        measured = {m.target for m in self.measured if m.qps}
         if self.base not in measured:
             return True
-        return all(v is not None and v.decided for t, v in self.deciding_verdicts().items() if t in measured)
+        judged = (measured - {self.base, self.aa}) or measured
+        return all(v is not None and v.decided for t, v in self.deciding_verdicts().items() if t in judged)
 
 
 @dataclass(frozen=True)
