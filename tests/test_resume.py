@@ -298,3 +298,30 @@ def test_a_study_extend_runs_again_the_experiment_steps_whose_budget_left_cells_
     (tmp_path / "mariadb" / "meta.json").write_text(json.dumps(meta))
     assert _kept_before(study, step, tmp_path, extend=True) is None  # runs again, extended
     assert _kept_before(study, step, tmp_path) == "complete before the resume, results in mariadb/"
+
+
+@pytest.mark.unit
+def test_a_reopened_group_its_rounds_decide_by_todays_rule_needs_no_share(tmp_path):
+    """A run whose groups stopped on their budget because the A/A copy held them (the rule before it stopped doing
+    so): extended, the group whose other cells are decided stops on its replay, so it is not given a share."""
+    import random
+
+    from dbperf.experiment.aa import with_aa
+    from dbperf.runner.resume import Earlier
+    from tests.synthetic import _cell, meta_of
+
+    exp = tmp_path / "exp.toml"
+    exp.write_text(AUTO)
+    e = with_aa(parse_experiment(exp))
+    rng = random.Random(1)
+    rounds = range(1, 22)
+    clear = [_cell(t, "point-query", r, q * (1 + rng.uniform(-0.01, 0.01)), False)
+             for r in rounds for t, q in (("a", 1000.0), ("a-aa", 1000.0), ("b", 500.0))]
+    unclear = [_cell(t, "hot-points", r, 1000.0 * (1 + rng.uniform(-0.2, 0.2)), False)
+               for r in rounds for t in ("a", "a-aa", "b")]
+    spent = [{"benchmark": b, "threads": 1, "rounds": 21, "stopped": "budget spent after 21 rounds"}
+             for b in ("point-query", "hot-points")]
+    earlier = Earlier(meta_of({"base": "a", "targets": [{"name": t} for t in ("a", "a-aa", "b")],
+                               "rounds": spent}), clear + unclear, extend_s=600.0)
+    assert earlier.decided(e, "point-query", 1) and not earlier.decided(e, "hot-points", 1)
+    assert earlier.stopped("point-query", 1) is None  # reopened all the same: its replay is where it stops

@@ -296,13 +296,16 @@ def run_matrix(e: Experiment, out: Path, console: Console, keep_data: bool = Fal
                     return measured
 
                 stopped = [bool(earlier and policy.auto and earlier.stopped(b.name, t)) for b, t in groups]
+                # extended: a reopened group its earlier rounds decide stops on its replay and needs no share
+                sharing = [not s and not (earlier and earlier.ended(b.name, t) and earlier.decided(e, b.name, t))
+                           for s, (b, t) in zip(stopped, groups, strict=True)]
                 for i, (benchmark, threads) in enumerate(groups):
                     if stopped[i]:  # resumed: its rounds had stopped; they are not run again
                         progress.advance(task)
                         continue
                     # auto: each (benchmark, threads) gets an equal share of what is left of the budget, so that time
                     # one group did not need goes to the next ones.
-                    deadline = time.monotonic() + (budget_end - time.monotonic()) / stopped[i:].count(False)
+                    deadline = time.monotonic() + (budget_end - time.monotonic()) / max(sharing[i:].count(True), 1)
                     state = GroupState(e.base, [t.name for t in e.targets], e.min_effect, aa=e.aa_target)
                     # resumed: its rounds are walked again, each with its earlier repeats, measuring only the cells
                     # not measured before, so that the stopping rule sees what it would have seen

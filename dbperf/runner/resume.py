@@ -23,10 +23,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from dbperf.errors import UserError
+from dbperf.experiment.keys import MIN_ROUNDS
 from dbperf.experiment.model import Experiment
 from dbperf.records import CellRecord
 from dbperf.run_meta import Extension, RoundsMeta, RunMeta
-from dbperf.runner.rounds import Measured
+from dbperf.runner.rounds import GroupState, Measured
 from dbperf.stats.rqps_matrix import cpu_qps
 from dbperf.storage.results import EXPERIMENT, META, read_results
 
@@ -97,6 +98,15 @@ class Earlier:
                                 interfered=interfered(r) or (other is not None and interfered(other)),
                                 cpu_qps=cpu_qps(r), partner=r.partner))
         return out
+
+    def decided(self, e: Experiment, benchmark: str, threads: int) -> bool:
+        """Whether a (benchmark, threads) group's earlier rounds decide it by today's rule: a group --extend reopens
+        that is (a rule may have changed since: the A/A copy no longer holds the loop) stops as soon as its rounds
+        are walked again, so it needs no share of the budget."""
+        measured = self.measured(benchmark, threads)
+        state = GroupState(e.base, [t.name for t in e.targets], e.min_effect, aa=e.aa_target, measured=measured,
+                           rounds=max((m.round for m in measured), default=0))
+        return state.clean_rounds() >= MIN_ROUNDS and state.all_decided()
 
     def groups_left(self, e: Experiment) -> float:
         """The share of an automatic run's (benchmark, threads) groups that this sitting runs (again)."""
