@@ -156,6 +156,27 @@ def test_a_level_shift_is_found_and_not_decided_on():
     assert find_level_shift([0.0] * 5 + [0.03] * 5, MIN_EFFECT) is None
 
 
+def test_a_call_that_holds_at_both_levels_is_kept_and_says_so():
+    """pgo-server's range-covered-si on the AMD VM (2026-11-26): 1.06 for 6 rounds, then 1.17. Both levels faster
+    by more than the minimum effect: the rule's call on the whole run stands, with the shift named. Across the
+    minimum effect (1.06 then 1.00, or 0.90 then 1.05) the call is withheld."""
+    rng = np.random.default_rng(7)
+
+    def verdict(first: float, then: float, rounds: int = 40):
+        ratios = [(first if i < 6 else then) * math.exp(rng.normal(0, 0.01)) for i in range(rounds)]
+        pairs = [(i + 1, r * 1000.0, 1000.0) for i, r in enumerate(ratios)]
+        return verdict_on_rounds(pairs, [t for _, t, _ in pairs], [b for _, _, b in pairs], MIN_EFFECT)
+
+    both = verdict(1.06, 1.17)
+    assert both is not None and both.verdict == "faster"
+    assert both.level_shift == "level shift after round 6: ratios 1.06 → 1.17, both faster: called"
+    slower = verdict(0.85, 0.93)
+    assert slower is not None and slower.verdict == "slower" and slower.level_shift.endswith("both slower: called")
+    for first, then in ((1.06, 1.00), (0.90, 1.05), (1.00, 1.10)):
+        v = verdict(first, then)
+        assert v is not None and v.verdict == "undecided" and not v.level_shift.endswith("called"), (first, then)
+
+
 def test_level_shift_flags_are_rare_on_one_level():
     x = _log_ratios(501, 200, 0.0, 0.05, rounds=20)
     flagged = np.mean([find_level_shift(list(row), MIN_EFFECT) is not None for row in x])

@@ -47,7 +47,8 @@ def verdict_legend(min_effect: float) -> str:
         f"min_effect {min_effect:.1%}; same : it lies within ±min_effect; "
         "? ±x% : undecided, a change up to x% (its far end) could hide; ? alone : no bound yet (too few rounds); "
         f"unstable : its half-width exceeds min_effect + {UNSTABLE_MARGIN:.0%}; a level shift within a target's "
-        "ratios (a change point) leaves the cell undecided. Runs without round pairs fall back to ClickHouse's "
+        "ratios (a change point) leaves the cell undecided, unless both levels lie beyond min_effect on the side of "
+        "its call (\"both faster: called\"). Runs without round pairs fall back to ClickHouse's "
         f"randomization rule ({round(QUANTILE * 100)}th percentile of |diff| over relabelings; ·p : its paired "
         "view decided). "
 ) + SIGNIFICANCE

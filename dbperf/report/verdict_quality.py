@@ -104,7 +104,7 @@ def quality_lines(m: Matrix) -> list[str]:
         lines.append(f"verdict quality, {label}: " + "; ".join(parts))
     shifts = level_shifts(m)
     if shifts:
-        lines.append("level shifts within repeats (not decided or stopped on): "
+        lines.append("level shifts within repeats (not decided or stopped on, unless called at both levels): "
                      + "; ".join(f"{s['cell']}: {s['level_shift']}" for s in shifts))
     return lines
 

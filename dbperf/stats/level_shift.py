@@ -1,4 +1,5 @@
-"""A level shift within a target's per-round ratios: a change point the verdict must not decide on (issue 25).
+"""A level shift within a target's per-round ratios: a change point the verdict must not decide across (issue 25),
+unless its call holds at both levels.
 
 On a VM the host's speed, or one process's state (where its pages, files or library landed), can change between
 rounds and stay changed: a target that draws a slow state for rounds 1-5 and a fast one from round 6 on gives
@@ -12,6 +13,13 @@ is reported when p <= P_SHIFT and the two segments' medians differ by at least S
 shift too small to matter is not worth withholding a verdict for. A false flag costs time, not a false verdict
 (the cell stays undecided while flagged), so the level is looser than the verdict's: at 8 rounds nothing tighter
 than about 5% can be reached at all.
+
+What a shift withholds (stats/verdict.py): the mixture of two levels is what the sequential rule's interval
+describes, and a call on it could be wrong at either level (0.90 then 1.05: slower, or faster, by how the rounds
+fell). A faster (slower) call is kept when both levels lie beyond the minimum effect on its side (1.06 then 1.17):
+then the direction holds whichever level is the target's, and the call is one the rule made on the whole run, so
+it adds no call the rule would not make without the check. "same" cannot survive a shift (the levels differ by
+at least two minimum effects).
 """
 
 from __future__ import annotations
@@ -38,6 +46,12 @@ class LevelShift:
 
     def describe(self) -> str:
         return f"level shift after round {self.after_round}: ratios {self.before:.2f} → {self.after:.2f}"
+
+    def beyond(self, call: str, min_effect: float) -> bool:
+        """Both levels lie beyond the minimum effect on the side of `call` (faster or slower)."""
+        m = math.log1p(min_effect)
+        levels = (math.log(self.before), math.log(self.after))
+        return min(levels) > m if call == "faster" else call == "slower" and max(levels) < -m
 
 
 def _statistic(ranks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -35,7 +35,7 @@ class Cell:
     verdict_detail: CellVerdict | None = None
     # issue 25: the same decision on queries per CPU second (client + lab-started server), labelled "cpu"
     cpu_verdict_detail: CellVerdict | None = None
-    level_shift: str | None = None  # why the per-round ratios are not one level (a change point): not decided on
+    level_shift: str | None = None  # the per-round ratios are not one level (a change point): see CellVerdict's
     sim: Any = None  # issue 25: stats/simulated.py's SimulatedDelta (est. cycles against the base), when measured
 
     figures: list[dict[str, float | None]] = field(default_factory=list)  # derived(run), in repeat order
@@ -181,7 +181,8 @@ def build_matrix(meta: RunMeta, records: list[ResultsRecord], aggregate: str | N
 
 
 def level_shift_text(wall: CellVerdict | None, cpu: CellVerdict | None) -> str | None:
-    """Why a cell was not decided on: its ratios changed level (per metric, labelled when CPU time's did)."""
+    """Its ratios changed level (per metric, labelled when CPU time's did): why it was not decided on, or that its
+    call holds at both levels."""
     shifts = [f"{label}{v.level_shift}" for label, v in (("", wall), ("CPU time: ", cpu)) if v and v.level_shift]
     return "; ".join(shifts) or None
 

@@ -21,7 +21,7 @@ same moment; interleaved rounds alternate the order (or draw it at random), so a
 each side in turn: not exactly symmetric given the past, which the synthetic test includes and which stays within
 the bound there. What it does not cover: a state one side keeps for several rounds (a process that drew slow pages)
 shifts the ratios' level; stats/level_shift.py looks for that, and a cell with a level shift is not decided on (the
-caller withholds the call).
+caller withholds the call) unless the call holds at both levels.
 
 **The confidence sequence**: CS_n = {mu : sup_{m<=n} K_m(mu) < 1/alpha} covers the true center at every round at
 once with probability >= 1 - alpha. Calls, on its hull (lower, upper):

@@ -3,7 +3,8 @@
 **The rule** (issue 25, `verdict`): the anytime-valid sequential rule of stats/sequential.py on the per-round log
 ratios target/base, one verdict per metric (wall clock: QPS; CPU time: queries per CPU second), each at
 METRIC_ALPHA so that a cell called changed by either metric stays within ALPHA, at every round looked at; a cell
-whose ratios shift level (stats/level_shift.py) is left undecided with the reason. The stopping rule of `repeats =
+whose ratios shift level (stats/level_shift.py) is left undecided with the reason, unless its call holds at
+both levels. The stopping rule of `repeats =
 "auto"` (runner/rounds.py) and the report (stats/rqps_matrix.py) both call `verdict_on_rounds`, so the same data
 get the same call. Fixed `repeats = N` runs use it too: one rule for every run, and a reader who reruns and looks
 again is stopping optionally as well; the price is a round or two at a single planned look.
@@ -80,7 +81,7 @@ class CellVerdict:
     # "sequential": stats/sequential.py on round pairs (noise_threshold = the confidence interval's half-width);
     # "randomization": `decide`, one look, where no round pairs exist
     rule: Literal["sequential", "randomization"] = "randomization"
-    level_shift: str | None = None  # the sequential rule withheld its call: the ratios changed level
+    level_shift: str | None = None  # the ratios changed level: the call was withheld, or it holds at both levels
     lower: float | None = None  # sequential: the confidence interval of the relative change (-1..inf; None: none)
     upper: float | None = None
     alpha: float = QUANTILE_ALPHA
@@ -198,7 +199,10 @@ def verdict_on_rounds(pairs: list[tuple[int, float, float]], target: list[float]
     cs = confidence_sequence(logs, alpha)
     word = cast(Verdict, call(cs, min_effect))
     shift = find_level_shift(logs, min_effect, [r for r, _, _ in pairs])
-    if shift:
+    shift_note = shift.describe() if shift else None
+    if shift and word in ("faster", "slower") and shift.beyond(word, min_effect):
+        shift_note = f"{shift_note}, both {word}: called"
+    elif shift:
         word = "undecided"
     finite = math.isfinite(cs.lower) and math.isfinite(cs.upper)
     # Unbounded (too few rounds): half the span of the changes not ruled out yet, over the candidates examined (the
@@ -209,7 +213,7 @@ def verdict_on_rounds(pairs: list[tuple[int, float, float]], target: list[float]
     paired = View("paired", diff, threshold, len(logs), cs.bounded)
     unpaired = unpaired_view(target, base) if describe else None
     return CellVerdict(word, "paired", diff, threshold, min_effect, unpaired, paired, metric,
-                       "sequential", shift.describe() if shift else None,
+                       "sequential", shift_note,
                        math.expm1(cs.lower) if finite else None, math.expm1(cs.upper) if finite else None, alpha)
 
 
