@@ -325,3 +325,12 @@ def test_a_reopened_group_its_rounds_decide_by_todays_rule_needs_no_share(tmp_pa
                                "rounds": spent}), clear + unclear, extend_s=600.0)
     assert earlier.decided(e, "point-query", 1) and not earlier.decided(e, "hot-points", 1)
     assert earlier.stopped("point-query", 1) is None  # reopened all the same: its replay is where it stops
+
+
+@pytest.mark.unit
+def test_a_resumed_study_summary_says_when_its_sittings_began():
+    from dbperf.studies.record import started_when
+
+    assert started_when("2026-11-25T16:57:24+00:00") == "2026-11-25 16:57 UTC"
+    assert started_when("2026-11-25T16:57:24+00:00", ["2026-11-26T08:47:08+00:00", "2026-11-26T10:00:00+00:00"]) == \
+        "2026-11-25 16:57 UTC (resumed 2026-11-26 08:47 UTC, 2026-11-26 10:00 UTC)"

@@ -198,12 +198,17 @@ def run_mode(run: dict[str, Any]) -> Mode:
     return next((m for m in MODES if m == said), "full")
 
 
-def started_when(started: object) -> str:
-    """A run's start (study.json's ISO time) as its summary says it."""
-    try:
-        return f"{datetime.fromisoformat(str(started)):%Y-%m-%d %H:%M} UTC"
-    except ValueError:
-        return str(started)
+def started_when(started: object, resumed: object = None) -> str:
+    """A run's start (study.json's ISO time) as its summary says it, and when it was resumed (or extended): the
+    figures of a resumed run come from more than one sitting."""
+    def when(iso: object) -> str:
+        try:
+            return f"{datetime.fromisoformat(str(iso)):%Y-%m-%d %H:%M} UTC"
+        except ValueError:
+            return str(iso)
+
+    again = resumed if isinstance(resumed, list) else []
+    return when(started) + (f" (resumed {', '.join(when(r) for r in again)})" if again else "")
 
 
 def kept_from_record(study: Study, run: dict[str, Any], on_record: dict[str, Any], narrowed: list[str],
@@ -265,7 +270,7 @@ def kept_from_record(study: Study, run: dict[str, Any], on_record: dict[str, Any
     this_run = Host.from_json(run.get("host") or {})
     caveat = cpu_caveat(source_host.identity, this_run.identity, "in the run on record", "in this run")
     kept += f" {caveat}" if caveat else ""
-    facts = RunFacts(this_run, started_when(run.get("started")),
+    facts = RunFacts(this_run, started_when(run.get("started"), run.get("resumed_at")),
                      str(run.get("command", "?")), mode, headline, steps, kept=kept)
     merged = {**run, "figures": [asdict(r) for r in figures], "steps": [{"name": n, "ended": h} for n, h in steps],
               "headline": asdict(headline) if headline else None,

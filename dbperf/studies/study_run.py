@@ -177,8 +177,8 @@ def run_study(study: Study, out: Path | None, mode: Mode, yes: bool = False, err
         exit_code = max(exit_code, end.exit_code)  # 0 < INCOMPLETE < 128 + N
         if end.exit_code >= INTERRUPTED:
             break
-    facts = RunFacts(host.ended(), f"{started:%Y-%m-%d %H:%M} UTC", run_command(study, mode, limits), mode,
-                     headline(study, directory), ended)
+    facts = RunFacts(host.ended(), started_when(started.isoformat(), resumed_at), run_command(study, mode, limits),
+                     mode, headline(study, directory), ended)
     record = {"dbperf_study": 1, "study": study.name, "title": study.title, "mode": mode,
               "quick": mode != "full", "smoke": mode == "smoke",
               "started": started.isoformat(timespec="seconds"),
@@ -317,7 +317,7 @@ def summarise(directory: Path) -> StudyEnd:
         run["left_out"] = {n: ("--step" if h == "not run (--step)" else mode_flag(mode))
                            for n, h in steps if h.startswith("not run")}
     command = run.get("command") or _command_said(directory) or run_command(study, mode)
-    when = started_when(run.get("started", ""))
+    when = started_when(run.get("started", ""), run.get("resumed_at"))
     facts = RunFacts(Host.from_json(run.get("host") or {}), when, command, mode, headline(study, directory), steps,
                      rewritten=f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC")
     keep = {k: v for k, v in run.items()
