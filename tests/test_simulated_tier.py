@@ -201,7 +201,8 @@ def test_legend_states_verdict_quality_per_metric():
     assert "could hide a change up to: point-query new ±6.0%" in wall
     cpu = next(line for line in md.splitlines() if "verdict quality, CPU time:" in line)
     assert "3 of 4 compared cells decided" in cpu and "update-index new ±7.0%" in cpu
-    assert "level shifts within repeats (not decided or stopped on, unless called at both levels): update-index new: per-round ratios step" in md
+    assert ("level shifts within repeats (not decided or stopped on, unless called at both levels): update-index "
+            "new: per-round ratios step") in md
     aa = next(line for line in md.splitlines() if "A/A: old-aa is old run against itself" in line)
     assert "wall clock 0 of 2 cells called changed" in aa
     assert "CPU time 1 of 2 cells called changed (point-query t=1: slower)" in aa
