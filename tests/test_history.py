@@ -85,6 +85,27 @@ def test_a_run_round_trips_through_the_store(tmp_path):
 
 
 @pytest.mark.unit
+def test_a_run_measured_further_replaces_its_figures_under_the_same_id(tmp_path):
+    """`--resume`/`--extend` keep a run's start (its key) and add rounds: recorded again, the history holds the
+    figures the directory holds now, not the first ones, and no second run."""
+    run = write_run(tmp_path / "run", ["old", "new"], ["point-query"], 5, noise=0.01)
+    store = Store(tmp_path / "h.sqlite")
+    run_id, _ = store.add_run(run)
+    other = store.add_run(write_run(tmp_path / "other", ["old", "new"], ["point-query"], 3, seed=9, host="b"))[0]
+    longer = write_run(tmp_path / "longer", ["old", "new"], ["point-query"], 12, noise=0.01)
+    meta = json.loads((run / "meta.json").read_text())
+    extended = json.loads((longer / "meta.json").read_text())
+    extended.update(started_at=meta["started_at"], finished_at="2026-11-26T09:08:45+00:00")
+    (run / "meta.json").write_text(json.dumps(extended))
+    (run / "results.jsonl").write_text((longer / "results.jsonl").read_text())
+    assert store.add_run(run) == (run_id, True)  # recorded again, under its id
+    assert store.add_run(run) == (run_id, False)
+    assert {r.n for r in store.results(run_id)} == {12}
+    assert sorted(r.id for r in store.runs()) == sorted([run_id, other])
+    store.close()
+
+
+@pytest.mark.unit
 def test_an_older_results_directory_goes_into_the_history(tmp_path):
     store = Store(tmp_path / "h.sqlite")
     run_id, _ = store.add_run(write_old_results(tmp_path / "old"))

@@ -242,18 +242,24 @@ class Store:
         self.db.close()
 
     def add_run(self, directory: Path) -> tuple[int, bool]:
-        """(run id, True when newly recorded). Reads the directory as `dbperf report` does."""
+        """(run id, True when newly recorded or recorded again). Reads the directory as `dbperf report` does. A run
+        recorded before and measured further since (`--resume`, `--extend`: the same start, a later finish) replaces
+        its earlier figures under the same id: the history holds what the run's directory says now."""
         meta, records, _ = read_results(directory)
         matrix = build_matrix(meta, records)
         key = run_key(meta)
         with self._tx():
-            row = self.db.execute("SELECT id FROM runs WHERE run_key = ?", (key,)).fetchone()
-            if row:
+            row = self.db.execute("SELECT id, finished_at FROM runs WHERE run_key = ?", (key,)).fetchone()
+            if row and row[1] == meta.finished_at:
                 return int(row[0]), False
+            if row:
+                self.db.execute("DELETE FROM results WHERE run_id = ?", (row[0],))
+                self.db.execute("DELETE FROM runs WHERE id = ?", (row[0],))
             cur = self.db.execute(
-                "INSERT INTO runs (run_key, directory, started_at, finished_at, status, host, experiment, base, "
-                "aggregate, added_at, meta) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-                (key, str(directory.absolute()), meta.started_at, meta.finished_at, meta.status, meta.hostname,
+                "INSERT INTO runs (id, run_key, directory, started_at, finished_at, status, host, experiment, base, "
+                "aggregate, added_at, meta) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                (row[0] if row else None, key, str(directory.absolute()), meta.started_at, meta.finished_at,
+                 meta.status, meta.hostname,
                  meta.experiment, meta.base, matrix.aggregate, datetime.now(UTC).isoformat(timespec="seconds"),
                  encode_file(meta).decode()))
             run_id = int(cur.lastrowid or 0)
