@@ -51,7 +51,9 @@ class LevelShift:
         """Both levels lie beyond the minimum effect on the side of `call` (faster or slower)."""
         m = math.log1p(min_effect)
         levels = (math.log(self.before), math.log(self.after))
-        return min(levels) > m if call == "faster" else call == "slower" and max(levels) < -m
+        if call == "faster":
+            return min(levels) > m
+        return call == "slower" and max(levels) < -m
 
 
 def _statistic(ranks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
