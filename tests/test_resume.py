@@ -208,7 +208,7 @@ def test_a_resumed_run_is_estimated_on_what_is_left(tmp_path):
     stopped = {"benchmark": "point-query", "threads": 1, "rounds": 9, "stopped": "budget spent after 9 rounds"}
     earlier = Earlier(meta_of({"base": "a", "targets": [{"name": "a"}, {"name": "b"}], "rounds": [stopped]}), [])
     whole, resumed = estimate(e, tmp_path).seconds, estimate(e, tmp_path, earlier).seconds
-    assert earlier.groups_left(e) == 0.5
+    assert earlier.owed(e) == 0.5
     assert resumed == pytest.approx(whole / 2, rel=0.05)  # the load of 1,000 rows each is seconds beside an hour
 
     fixed = tmp_path / "fixed.toml"

@@ -114,8 +114,7 @@ def _share_left(e: Experiment, earlier: Earlier | None) -> float:
     if earlier is None:
         return 1.0
     if e.budget_s is not None:
-        groups = [(b.name, t) for b in e.benchmarks for t in e.threads]
-        return sum(1 for b, t in groups if not earlier.ended(b, t)) / max(len(groups), 1)
+        return earlier.owed(e)
     duets = plan_duets(e)
     n = len(e.targets)  # in a duet round the base runs once beside each other target
     per_round = sum(2 * (n - 1) if duets is not None and duets.formed(t) else n for t in e.threads)

@@ -236,6 +236,7 @@ def run_matrix(e: Experiment, out: Path, console: Console, keep_data: bool = Fal
                 task = progress.add_task("cells", total=total)
                 policy = RoundPolicy(e.repeats, e.budget_s)
                 groups = [(b, t) for b in e.benchmarks for t in e.threads]
+                order = {(b.name, t): i for i, (b, t) in enumerate(groups)}  # meta.json lists groups as they run
                 budget_end = time.monotonic() + (earlier.budget_s(e) if earlier else e.budget_s or 0.0)
                 # resumed: the groups that had stopped keep their rounds (a reopened one until its new rounds stop)
                 meta.rounds = rounds = list(meta.rounds or []) if earlier and policy.auto else []
@@ -315,8 +316,7 @@ def run_matrix(e: Experiment, out: Path, console: Console, keep_data: bool = Fal
                     ended = RoundsMeta(benchmark=benchmark.name, threads=threads, rounds=state.rounds,
                                        stopped=state.stop_reason)
                     rounds[:] = [r for r in rounds if (r.benchmark, r.threads) != (benchmark.name, threads)] + [ended]
-                    rounds.sort(key=lambda r: next((j for j, (b, t) in enumerate(groups)
-                                                    if (b.name, t) == (r.benchmark, r.threads)), len(groups)))
+                    rounds.sort(key=lambda r: order.get((r.benchmark, r.threads), len(order)))
                     writer.update_meta(meta)
                     if policy.auto:
                         progress.advance(task)

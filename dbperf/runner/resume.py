@@ -79,12 +79,15 @@ class Earlier:
         """The groups --extend gives more rounds: those stopped on their budget share."""
         return [r for r in self.meta.rounds or [] if self.extend_s and (r.stopped or "").startswith(BUDGET_SPENT)]
 
-    def budget_s(self, e: Experiment) -> float:
-        """This sitting's budget: the shares of the file's budget owed to the groups not reached before (the groups
-        that had stopped took theirs already), plus what --extend adds."""
+    def owed(self, e: Experiment) -> float:
+        """The share of the (benchmark, threads) groups not reached before: they are owed their shares of the file's
+        budget and their minimum rounds (the groups that had stopped took theirs already)."""
         groups = [(b.name, t) for b in e.benchmarks for t in e.threads]
-        owed = sum(1 for b, t in groups if not self.ended(b, t)) / max(len(groups), 1)
-        return (e.budget_s or 0.0) * owed + self.extend_s
+        return sum(1 for b, t in groups if not self.ended(b, t)) / max(len(groups), 1)
+
+    def budget_s(self, e: Experiment) -> float:
+        """This sitting's budget: the shares of the file's budget owed, plus what --extend adds."""
+        return (e.budget_s or 0.0) * self.owed(e) + self.extend_s
 
     def measured(self, benchmark: str, threads: int) -> list[Measured]:
         """The earlier repeats of a (benchmark, threads), as the stopping rule sees them. In a duet the pair is the
@@ -107,11 +110,6 @@ class Earlier:
         state = GroupState(e.base, [t.name for t in e.targets], e.min_effect, aa=e.aa_target, measured=measured,
                            rounds=max((m.round for m in measured), default=0))
         return state.clean_rounds() >= MIN_ROUNDS and state.all_decided()
-
-    def groups_left(self, e: Experiment) -> float:
-        """The share of an automatic run's (benchmark, threads) groups that this sitting runs (again)."""
-        groups = [(b.name, t) for b in e.benchmarks for t in e.threads]
-        return sum(1 for b, t in groups if not self.stopped(b, t)) / max(len(groups), 1)
 
     def resumed_meta(self, meta: RunMeta) -> RunMeta:
         """The new sitting's meta.json: the earlier start, when each resume began, each extension, and the rounds of
