@@ -334,3 +334,33 @@ def test_a_resumed_study_summary_says_when_its_sittings_began():
     assert started_when("2026-11-25T16:57:24+00:00") == "2026-11-25 16:57 UTC"
     assert started_when("2026-11-25T16:57:24+00:00", ["2026-11-26T08:47:08+00:00", "2026-11-26T10:00:00+00:00"]) == \
         "2026-11-25 16:57 UTC (resumed 2026-11-26 08:47 UTC, 2026-11-26 10:00 UTC)"
+
+
+@pytest.mark.unit
+def test_a_group_cut_short_is_owed_its_share_less_what_it_spent_in_each_sitting(tmp_path):
+    """A group killed in its rounds, resumed and killed again, is owed its share of the budget less the time its
+    cells took in each sitting; the gap between the sittings is not its time, and a group that ended owes nothing."""
+    from dataclasses import replace
+    from datetime import UTC, datetime
+
+    from msgspec.structs import replace as at
+
+    from dbperf.runner.resume import Earlier
+    from tests.synthetic import _cell, meta_of
+
+    exp = tmp_path / "exp.toml"
+    exp.write_text(AUTO.replace('budget = "2m"', 'budget = "1h"'))
+    e = parse_experiment(exp)
+    first = datetime(2026, 11, 26, 8, 0, tzinfo=UTC).timestamp()
+    second = first + 7200.0  # resumed two hours later
+    # hot-points: 100 s of cells in the first sitting (cells at +0 s and +90 s, 10 s each), 50 s in the second
+    cut = [at(_cell("a", "hot-points", 1, 1000.0, False), started_at=t, wall_s=10.0)
+           for t in (first, first + 90.0, second + 60.0, second + 100.0)]
+    done = [at(_cell("a", "point-query", 1, 1000.0, False), started_at=first - 500.0, wall_s=10.0)]
+    ended = {"benchmark": "point-query", "threads": 1, "rounds": 9, "stopped": "budget spent after 9 rounds"}
+    earlier = Earlier(meta_of({"base": "a", "targets": [{"name": "a"}, {"name": "b"}], "rounds": [ended],
+                               "resumed_at": [datetime.fromtimestamp(second, UTC).isoformat()]}), cut + done)
+    assert earlier.spent_s("hot-points", 1) == pytest.approx(150.0)
+    assert earlier.spent_s("point-query", 1) == 0.0
+    assert earlier.budget_s(e) == pytest.approx(1800.0 - 150.0)
+    assert replace(earlier, extend_s=600.0).budget_s(e) == pytest.approx(1800.0 - 150.0 + 600.0)

@@ -305,8 +305,11 @@ def run_matrix(e: Experiment, out: Path, console: Console, keep_data: bool = Fal
                         progress.advance(task)
                         continue
                     # auto: each (benchmark, threads) gets an equal share of what is left of the budget, so that time
-                    # one group did not need goes to the next ones.
-                    deadline = time.monotonic() + (budget_end - time.monotonic()) / max(sharing[i:].count(True), 1)
+                    # one group did not need goes to the next ones; a group cut short before has spent some of its
+                    # share (the budget left was made short of it too: Earlier.budget_s).
+                    spent = earlier.spent_s(benchmark.name, threads) if earlier else 0.0
+                    now = time.monotonic()
+                    deadline = now + max((budget_end - now + spent) / max(sharing[i:].count(True), 1) - spent, 0.0)
                     state = GroupState(e.base, [t.name for t in e.targets], e.min_effect, aa=e.aa_target)
                     # resumed: its rounds are walked again, each with its earlier repeats, measuring only the cells
                     # not measured before, so that the stopping rule sees what it would have seen

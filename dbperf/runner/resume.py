@@ -18,6 +18,7 @@ a look at the verdicts do not raise the false-alarm rate. The groups decided sta
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -85,9 +86,26 @@ class Earlier:
         groups = [(b.name, t) for b in e.benchmarks for t in e.threads]
         return sum(1 for b, t in groups if not self.ended(b, t)) / max(len(groups), 1)
 
+    def spent_s(self, benchmark: str, threads: int) -> float:
+        """The time a (benchmark, threads) cut short before spent on its rounds (0 for one not reached or ended):
+        the span of its cells in each sitting (a sitting's gap to the next is not its time). Its share of the budget
+        is owed less this, or a group cut short at every sitting would get a whole share each time."""
+        if self.ended(benchmark, threads):
+            return 0.0
+        starts = sorted(datetime.fromisoformat(at).timestamp() for at in self.meta.resumed_at or [])
+        spans: dict[int, tuple[float, float]] = {}
+        for r in self.records:
+            if r.benchmark == benchmark and r.threads == threads and r.started_at:
+                sitting = bisect_right(starts, r.started_at)
+                first, last = spans.get(sitting, (r.started_at, r.started_at))
+                spans[sitting] = (min(first, r.started_at), max(last, r.started_at + r.wall_s))
+        return sum(last - first for first, last in spans.values())
+
     def budget_s(self, e: Experiment) -> float:
-        """This sitting's budget: the shares of the file's budget owed, plus what --extend adds."""
-        return (e.budget_s or 0.0) * self.owed(e) + self.extend_s
+        """This sitting's budget: the shares of the file's budget owed, less what the groups cut short spent of
+        theirs, plus what --extend adds."""
+        spent = sum(self.spent_s(b.name, t) for b in e.benchmarks for t in e.threads)
+        return max((e.budget_s or 0.0) * self.owed(e) - spent, 0.0) + self.extend_s
 
     def measured(self, benchmark: str, threads: int) -> list[Measured]:
         """The earlier repeats of a (benchmark, threads), as the stopping rule sees them. In a duet the pair is the
