@@ -206,6 +206,9 @@ class RunMeta(msgspec.Struct, kw_only=True):
     fleet: FleetMeta | None = None
     resumed_at: list[str] | None = None
     extended: list[Extension] | None = None
+    # False: a run the lab composed for its own question (a layout --fix A/B), kept out of the history, also when it
+    # is resumed or extended
+    in_history: bool | None = None
 
     @property
     def status_note(self) -> str | None:

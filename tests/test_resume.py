@@ -364,3 +364,22 @@ def test_a_group_cut_short_is_owed_its_share_less_what_it_spent_in_each_sitting(
     assert earlier.spent_s("point-query", 1) == 0.0
     assert earlier.budget_s(e) == pytest.approx(1800.0 - 150.0)
     assert replace(earlier, extend_s=600.0).budget_s(e) == pytest.approx(1800.0 - 150.0 + 600.0)
+
+
+@pytest.mark.e2e
+def test_a_run_the_lab_kept_out_of_the_history_stays_out_when_extended(tmp_path):
+    """A layout --fix A/B is a run the lab composes for its own question (record=False); meta.json says so, and an
+    extension of it by hand (`dbperf run ... --extend`) does not put it into the user's history."""
+    from dbperf.usecases.run import run_experiment
+
+    exp = tmp_path / "exp.toml"
+    exp.write_text(AUTO.replace('budget = "2m"', 'budget = "1s"\nmin_effect = "0.1%"'))
+    out = tmp_path / "out"
+    history = tmp_path / "history.sqlite"
+    assert run_experiment(exp, out, keep_data=False, record=False).exit_code == 0
+    assert json.loads((out / "meta.json").read_text())["in_history"] is False
+    proc = run_cli("run", str(exp), "--out", str(out), "--extend", "1s", env={"DBPERF_HISTORY": str(history)},
+                   timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    assert "recorded in the history" not in proc.stderr and not history.exists()
+    assert json.loads((out / "meta.json").read_text())["in_history"] is False

@@ -147,12 +147,14 @@ def benchmarks_meta(e: Experiment) -> list[BenchmarkMeta]:
 def run_matrix(e: Experiment, out: Path, console: Console, keep_data: bool = False,
                builds: dict[str, dict[str, Any]] | None = None, profile: bool = False,
                on_record: Callable[[CellRecord], None] | None = None,
-               skip: Container[CellKey] = (), earlier: Earlier | None = None) -> RunOutcome:
+               skip: Container[CellKey] = (), earlier: Earlier | None = None,
+               in_history: bool = True) -> RunOutcome:
     """Runs the experiment (its targets already built, see targets.py) into `out`. Interrupts propagate after the
     run's status is recorded; a results file that cannot be written (disk full, read-only) is a ResultsWriteError
     naming the path, the run's status `failed`, with everything written so far kept. The fleet (dbperf/fleet) sees
     each cell's record as it is written (`on_record`) and resumes a run by skipping the cells already measured;
-    `earlier` is the run cut short in `out` that this one goes on with (runner/resume.py)."""
+    `earlier` is the run cut short in `out` that this one goes on with (runner/resume.py); `in_history=False`:
+    meta.json says that the run is kept out of the history (so that a resume or an extension keeps it out)."""
     out = out.absolute()  # servers and tools run with another working directory
     if earlier is not None:
         skip = earlier.keys()
@@ -187,6 +189,7 @@ def run_matrix(e: Experiment, out: Path, console: Console, keep_data: bool = Fal
     if runtime and not keep_data:
         Watchdog.get().watch_dir(runtime.path)  # removed even if the lab is killed hard
     meta = _meta(e, infos, {name: d.settings for name, d in data.items()})
+    meta.in_history = None if in_history else False
     if earlier is not None:
         meta = earlier.resumed_meta(meta)
     duets = plan_duets(e)

@@ -60,6 +60,8 @@ def run_experiment(experiment: Path, out: Path | None, keep_data: bool, profile:
     if simulated:
         spec = replace(spec, simulated=True)
     earlier = earlier_run(directory, spec, extend_s) if resume or extend_s else None
+    if earlier is not None and earlier.meta.in_history is False:
+        record = False  # the lab kept it out of the history when it ran it first
     if record:
         history_path()  # a bad DBPERF_HISTORY is said now, not after the run
     size = estimate(spec, directory, earlier)
@@ -86,7 +88,7 @@ def run_experiment(experiment: Path, out: Path | None, keep_data: bool, profile:
         err.print(f"dbperf: counters mode {mode.mode}: {mode.reason}", highlight=False)
     return run_to_end(directory, keep_data, "cell",
                       lambda: run_matrix(exp, directory, err, keep_data=keep_data, builds=builds, profile=profile,
-                                         earlier=earlier),
+                                         earlier=earlier, in_history=record),
                       record=record, err=err)
 
 
