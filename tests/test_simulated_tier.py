@@ -160,6 +160,9 @@ def test_query_count_follows_the_rows_a_query_touches(write_experiment):
     queries = queries_for(e.table_size)
     assert [queries(w) for w in e.benchmarks] == [QUERIES, 300, round(30_000 / 25.625), MIN_QUERIES]
     assert estimated_seconds(e) > 0
+    # a study's diff step: its 20,000 queries are a point query's; a full scan gets the fewest, not 2 billion rows
+    diff = queries_for(e.table_size, row_budget=20_000, most=20_000)
+    assert [diff(w) for w in e.benchmarks] == [20_000, 200, round(20_000 / 25.625), MIN_QUERIES]
 
 
 @unit

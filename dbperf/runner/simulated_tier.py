@@ -66,10 +66,11 @@ def rows_per_query(w: Workload, table_size: int) -> float:
     return max(1.0, rows / w.queries_per_event)
 
 
-def queries_for(table_size: int) -> Callable[[Workload], int]:
-    """The profiled queries of a benchmark (see ROW_BUDGET)."""
+def queries_for(table_size: int, row_budget: int = ROW_BUDGET, most: int = QUERIES) -> Callable[[Workload], int]:
+    """The profiled queries of a benchmark (see ROW_BUDGET): `row_budget` rows, at least MIN_QUERIES queries and
+    at most `most`."""
     def queries(w: Workload) -> int:
-        return max(MIN_QUERIES, min(QUERIES, round(ROW_BUDGET / rows_per_query(w, table_size))))
+        return max(MIN_QUERIES, min(most, round(row_budget / rows_per_query(w, table_size))))
     return queries
 
 

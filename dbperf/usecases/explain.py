@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,13 +28,13 @@ MODES = ("auto", "simulated", "hardware")
 
 
 @contextmanager
-def profiler(experiment: Path, mode: str, queries: int, err: Console = PROGRESS) -> Iterator[tuple[Experiment,
-                                                                                                   Profiler]]:
+def profiler(experiment: Path, mode: str, queries: int | Callable[[Workload], int],
+             err: Console = PROGRESS) -> Iterator[tuple[Experiment, Profiler]]:
     """The experiment's targets built and a profiler on them in the counters mode asked for (said on stderr); the
     profiler and its work directory go on the way out."""
     if mode not in MODES:
         raise UserError(f"--mode: expected one of {', '.join(MODES)}, got {mode!r}")
-    if queries < 1:
+    if isinstance(queries, int) and queries < 1:
         raise UserError("--queries: must be at least 1")
     exp, _ = build_targets(parse_experiment(experiment), err)
     inspect_targets(exp)
@@ -97,8 +97,10 @@ class Diff:
     mode: str
 
 
-def diff_targets(experiment: Path, a: str, b: str, benchmark_name: str, queries: int, mode: str) -> Diff:
-    """B minus A per function and per query, largest changes first."""
+def diff_targets(experiment: Path, a: str, b: str, benchmark_name: str, queries: int | Callable[[Workload], int],
+                 mode: str) -> Diff:
+    """B minus A per function and per query, largest changes first; `queries`: per profile, or a function of the
+    benchmark."""
     with profiler(experiment, mode, queries) as (exp, p):
         bench = benchmark(exp, benchmark_name)
         pa, pb = p.profile(target(exp, a), bench), p.profile(target(exp, b), bench)
