@@ -6,10 +6,12 @@ another experiment or of other targets is refused in one line."""
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 
 from dbperf.errors import UserError
 from dbperf.experiment.keys import MIN_ROUNDS
@@ -141,6 +143,27 @@ def test_a_study_run_resumed_keeps_the_steps_that_wrote_their_file_and_its_start
     assert record["started"] == started and len(record["resumed_at"]) == 1
     with pytest.raises(UserError, match=r"no study run to resume"):
         run_study(study, tmp_path / "none", "full", resume=True)
+
+
+@pytest.mark.unit
+def test_a_resume_that_keeps_every_step_adds_no_sitting_and_keeps_the_runs_host_and_load(tmp_path):
+    from dbperf.studies.study_run import run_study
+    (tmp_path / "mine.toml").write_text(TWO_STEPS)
+    study = parse_study(tmp_path / "mine.toml")
+    out = tmp_path / "out"
+    run_study(study, out, "full")
+    (out / "a.json").write_text(json.dumps({"static_candidate_lines": 7}))
+    (out / "b.json").write_text(json.dumps({"static_candidate_lines": 9}))
+    record = json.loads((out / "study.json").read_text())
+    record["host"]["load_start"], record["host"]["load_end"] = [3.5, 2.0, 1.0], [4.25, 3.0, 2.0]
+    (out / "study.json").write_text(json.dumps(record))
+    err = io.StringIO()
+    end = run_study(study, out, "full", resume=True, err=Console(file=err, width=300))
+    assert "every step was kept, nothing ran; the summary is written again from its results" in err.getvalue()
+    again = json.loads((out / "study.json").read_text())
+    assert "resumed_at" not in again and again["started"] == record["started"] and "rewritten" in again
+    assert again["host"]["load_start"] == [3.5, 2.0, 1.0] and again["host"]["load_end"] == [4.25, 3.0, 2.0]
+    assert "Load average at the start 3.50" in end.summary and "| lines of a (§6): p | 7.00 |" in end.summary
 
 
 @pytest.mark.unit

@@ -153,6 +153,7 @@ def run_study(study: Study, out: Path | None, mode: Mode, yes: bool = False, err
     ended: list[tuple[str, str]] = []
     why: dict[str, str] = {}  # the steps left out on purpose, and the option that did
     exit_code = 0
+    ran = False  # whether this sitting ran a step: a resume that keeps them all measured nothing
     for step in study.steps:
         if limits.steps and step.name not in limits.steps:
             ended.append((step.name, "not run (--step)"))
@@ -168,6 +169,7 @@ def run_study(study: Study, out: Path | None, mode: Mode, yes: bool = False, err
             say(f"dbperf: study {study.name}: step {step.name}: {kept}", err)
             continue
         say(f"dbperf: study {study.name}: step {step.name} ({step.kind})", err)
+        ran = True
         try:
             end = run_step(study, step, directory, mode, yes, err, limits.budget_s, resume, extend_s)
         except UserError as e:  # this step's bad input or failure; the others may still measure
@@ -178,6 +180,11 @@ def run_study(study: Study, out: Path | None, mode: Mode, yes: bool = False, err
         exit_code = max(exit_code, end.exit_code)  # 0 < INCOMPLETE < 128 + N
         if end.exit_code >= INTERRUPTED:
             break
+    if resume and not ran and (directory / STUDY_JSON).is_file():
+        # No sitting took place: its load average and start would misdate the run's measurements.
+        say(f"dbperf: study {study.name}: every step was kept, nothing ran; the summary is written again from its "
+            "results with the earlier sittings' host facts (as `dbperf study summary DIR`)", err)
+        return summarise(directory, study)
     facts = RunFacts(host.ended(), started_when(started.isoformat(), resumed_at), run_command(study, mode, limits),
                      mode, headline(study, directory), ended)
     record = {"dbperf_study": 1, "study": study.name, "title": study.title, "mode": mode,
@@ -298,10 +305,11 @@ def steps_against_record(study: Study, on_record: dict[str, Any], directory: Pat
 UNFINISHED = ("failed", "interrupted")
 
 
-def summarise(directory: Path) -> StudyEnd:
+def summarise(directory: Path, study: Study | None = None) -> StudyEnd:
     """Writes the summary of the study run in DIRECTORY again from its results (summary.md, summary.html,
     study.json), with the figures as the study defines them now: a figure added to the study after the run is read
-    back from what its steps wrote, without running them again. The run's facts (host, steps, command) are kept."""
+    back from what its steps wrote, without running them again. The run's facts (host, steps, command) are kept.
+    `study`: the study the run is of, when the caller has it (else the one its study.json names)."""
     try:
         run = json.loads((directory / STUDY_JSON).read_text())
     except FileNotFoundError:
@@ -311,7 +319,7 @@ def summarise(directory: Path) -> StudyEnd:
         raise UserError(f"{directory}: unreadable study run ({e})") from None
     if not isinstance(run, dict) or not isinstance(run.get("study"), str) or run.get("mode") not in MODES:
         raise UserError(f"{directory}/{STUDY_JSON}: not a study run's record (no study name or mode)")
-    study = load_study(run["study"])
+    study = study or load_study(run["study"])
     mode: Mode = run["mode"]
     steps = [(str(s.get("name")), str(s.get("ended"))) for s in run.get("steps", []) if isinstance(s, dict)]
     if "left_out" not in run:  # written before study.json kept it: said in the steps' ends
