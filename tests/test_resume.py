@@ -406,3 +406,39 @@ def test_a_run_the_lab_kept_out_of_the_history_stays_out_when_extended(tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert "recorded in the history" not in proc.stderr and not history.exists()
     assert json.loads((out / "meta.json").read_text())["in_history"] is False
+
+
+@pytest.mark.e2e
+def test_a_study_extend_reaches_a_layout_steps_fix_ab_and_keeps_its_check(tmp_path):
+    """A layout step's --fix A/B whose rounds stopped on their budget undecided goes on with --extend, like an
+    experiment step: the check and the rebuild are kept (the JSON's other keys), its report is appended to the
+    step's log and its cell count updated; a layout step with no A/B is kept."""
+    from dbperf.studies.study_run import run_study
+    exp = tmp_path / "exp.toml"
+    exp.write_text(AUTO.replace('budget = "2m"', 'budget = "1s"\nmin_effect = "0.1%"')
+                   .replace('"point-query", "hot-points"', '"point-query"'))
+    out = tmp_path / "out"
+    study = parse_study(_write_study(tmp_path))
+    run_study(study, out, "full")  # both steps fail (no binary): a study.json to extend
+    ab = out / "a-ab" / "results"
+    proc = run_cli("run", str(exp), "--out", str(ab), timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    cells = len(_cells(ab))
+    (out / "a.json").write_text(json.dumps({"static_candidate_lines": 7, "fix": {"ab_results": str(ab),
+                                                                                "ab_cells": cells}}))
+    (out / "b.json").write_text(json.dumps({"static_candidate_lines": 9}))
+    end = run_study(study, out, "full", extend_s=4.0)
+    assert end.exit_code == 0, end.summary
+    assert "- a: layout check kept; its --fix A/B extended by 4 s (--extend)" in end.summary
+    assert "- b: kept from before the resume (b.json)" in end.summary
+    data = json.loads((out / "a.json").read_text())
+    assert data["static_candidate_lines"] == 7 and data["fix"]["ab_cells"] == len(_cells(ab)) > cells
+    meta = json.loads((ab / "meta.json").read_text())
+    assert [x["budget_s"] for x in meta["extended"]] == [4.0]
+    assert "the A/B extended by 4 s (--extend):" in (out / "a.txt").read_text()
+
+
+def _write_study(tmp_path: Path) -> Path:
+    path = tmp_path / "mine.toml"
+    path.write_text(TWO_STEPS)
+    return path

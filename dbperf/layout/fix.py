@@ -6,7 +6,9 @@ program."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import json
 import re
 import statistics
 import subprocess
@@ -28,7 +30,8 @@ from dbperf.layout.findings import Finding, linker_script
 from dbperf.layout.lab import MIN_THREADS, count_target, lab_target
 from dbperf.layout.server_trace import traced_binary
 from dbperf.layout.static_map import StaticMap
-from dbperf.storage.results import read_results
+from dbperf.runner.resume import stopped_on_budget
+from dbperf.storage.results import EXPERIMENT, META, read_results
 from dbperf.usecases.report import draw_report, report_view
 from dbperf.usecases.run import run_experiment
 
@@ -223,3 +226,29 @@ def target_fix(experiment: Path, exp: Experiment, target: Target, benchmark: str
             "ab_cells": len(records)}
 
 
+
+
+def fix_ab_to_extend(json_file: Path) -> Path | None:
+    """The results of the --fix A/B a layout check's JSON names, when its automatic rounds stopped on their budget
+    with cells undecided (what --extend reopens); None otherwise, or when the JSON has no A/B."""
+    with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
+        results = Path(json.loads(json_file.read_text(encoding="utf-8"))["fix"]["ab_results"])
+        return results if stopped_on_budget(results) else None
+    return None
+
+
+def extend_fix_ab(json_file: Path, extend_s: float, out: Console, err: Console) -> int:
+    """--extend of a layout --fix A/B (a study's layout step): its undecided cells get `extend_s` more budget
+    (dbperf run --extend; the run stays out of the history as the A/B did), the report is drawn again on `out` and
+    the JSON's cell count updated; the rebuild and the check are kept. The run's exit code (128 + N: interrupted)."""
+    data = json.loads(json_file.read_text(encoding="utf-8"))
+    results = Path(data["fix"]["ab_results"])
+    _say(err, f"dbperf: extending the A/B in {results} by {extend_s:g} s (--extend)")
+    end = run_experiment(results / EXPERIMENT, results, keep_data=False, err=err, record=False, extend_s=extend_s)
+    if (results / META).is_file():
+        _say(out, f"the A/B extended by {extend_s:g} s (--extend):")
+        draw_report(report_view(results), out, err)
+        _, records, _ = read_results(results)
+        data["fix"]["ab_cells"] = len(records)
+        write_json(json_file, data)
+    return end.exit_code

@@ -18,6 +18,7 @@ a look at the verdicts do not raise the false-alarm rate. The groups decided sta
 
 from __future__ import annotations
 
+import json
 from bisect import bisect_right
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -47,6 +48,16 @@ def interfered(record: CellRecord) -> bool:
 
 
 BUDGET_SPENT = "budget spent"  # runner/rounds.py's stop reason when a group's share ran out (what --extend reopens)
+
+
+def stopped_on_budget(directory: Path) -> bool:
+    """Whether the run in `directory` has a (benchmark, threads) whose rounds stopped on its budget share: what
+    --extend would reopen. False when there is no run there or its meta.json cannot be read."""
+    try:  # meta.json alone: the records may be large
+        rounds = json.loads((directory / META).read_text(encoding="utf-8")).get("rounds") or []
+        return any(str(r.get("stopped")).startswith(BUDGET_SPENT) for r in rounds)
+    except (OSError, ValueError, AttributeError):
+        return False
 
 
 @dataclass(frozen=True)

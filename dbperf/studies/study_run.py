@@ -23,12 +23,13 @@ from dbperf.errors import UserError
 from dbperf.experiment.durations import parse_duration
 from dbperf.experiment.spec import parse_experiment
 from dbperf.layout.command import layout_command
+from dbperf.layout.fix import extend_fix_ab, fix_ab_to_extend
 from dbperf.output_file import write_file
 from dbperf.probes.run import run_probes
 from dbperf.report import formats
 from dbperf.report.escape import md
 from dbperf.runner import interrupts
-from dbperf.runner.resume import BUDGET_SPENT
+from dbperf.runner.resume import stopped_on_budget
 from dbperf.runner.simulated_tier import queries_for
 from dbperf.storage.results import META
 from dbperf.studies import toml_text
@@ -222,14 +223,15 @@ def _kept_before(study: Study, step: Step, directory: Path, extend: bool = False
         meta = directory / step.name / META
         if not meta.is_file():
             return None
+        if extend and stopped_on_budget(meta.parent):
+            return None  # its undecided cells get more rounds
         with contextlib.suppress(OSError, ValueError, AttributeError):
-            written = json.loads(meta.read_text(encoding="utf-8"))
-            if extend and any(str(r.get("stopped")).startswith(BUDGET_SPENT) for r in written.get("rounds") or []):
-                return None  # its undecided cells get more rounds
-            if written.get("status") == "complete":
+            if json.loads(meta.read_text(encoding="utf-8")).get("status") == "complete":
                 return f"complete before the resume, results in {step.name}/"
         return None  # cut short: resumed
     written = json_file(directory, study, step.name, None)
+    if step.kind == "layout" and extend and fix_ab_to_extend(written) is not None:
+        return None  # its --fix A/B's undecided cells get more rounds (the check itself is kept)
     if step.kind == "bisect" and written.is_file():
         with contextlib.suppress(OSError, ValueError, AttributeError):
             if json.loads(written.read_text(encoding="utf-8")).get("outcome") in RESUMABLE:
@@ -386,6 +388,15 @@ def _probe(run: StepRun) -> StepEnd:
 def _layout(run: StepRun) -> StepEnd:
     name, s, directory = run.name, run.settings, run.directory
     log = directory / f"{name}.txt"
+    if run.extend_s and (ab := fix_ab_to_extend(directory / f"{name}.json")) is not None:
+        # --extend: the check and the rebuild are kept; only the A/B's undecided cells get more rounds
+        with log.open("a") as f:
+            code = extend_fix_ab(directory / f"{name}.json", run.extend_s,
+                                 Console(file=f, width=160, color_system=None), run.err)
+        if code:
+            return StepEnd(f"interrupted while its A/B was extended; what was measured is in {ab}", code)
+        return StepEnd(f"layout check kept; its --fix A/B extended by {run.extend_s:g} s (--extend), results in "
+                       f"{ab}, report appended to {log.name}")
     experiment = run.study.experiment_path(run.step, run.mode) if s.get("experiment") else None
     binary = Path(s["binary"]) if s.get("binary") else None
     if binary is not None and not binary.exists():
