@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import shlex
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -19,9 +19,10 @@ def tail(text: str, lines: int = TAIL_LINES) -> str:
     return " | ".join(line.strip() for line in text.strip().splitlines()[-lines:])
 
 
-def run_tool(argv: Sequence[str | Path], what: str, timeout: float | None = None, **kwargs: Any) -> \
-        subprocess.CompletedProcess[str]:
-    """`subprocess.run` with output captured as text; returns only when the tool succeeded."""
+def run_tool(argv: Sequence[str | Path], what: str, timeout: float | None = None,
+             explain: Callable[[str], str | None] | None = None, **kwargs: Any) -> subprocess.CompletedProcess[str]:
+    """`subprocess.run` with output captured as text; returns only when the tool succeeded. `explain`: why it
+    failed, read from its whole output (stderr, then stdout), when the tail would not say it."""
     args = [str(a) for a in argv]
     # One line, and short: arguments can be scripts or long paths.
     command = " ".join(shlex.join(args[:4]).split())[:120] + (" ..." if len(args) > 4 else "")
@@ -34,7 +35,7 @@ def run_tool(argv: Sequence[str | Path], what: str, timeout: float | None = None
     except OSError as e:
         raise UserError(f"{what}: cannot run {args[0]}: {e.strerror}") from None
     if proc.returncode != 0:
-        said = tail(proc.stderr) or tail(proc.stdout) or "no output"
+        said = (explain and explain(proc.stderr + proc.stdout)) or tail(proc.stderr) or tail(proc.stdout) or "no output"
         how = f"signal {-proc.returncode}" if proc.returncode < 0 else f"exit {proc.returncode}"
         raise UserError(f"{what} failed (`{command}`, {how}): {said}")
     return proc

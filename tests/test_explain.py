@@ -168,3 +168,19 @@ def test_check_gates_on_instruction_regressions(experiment, env):
 def test_check_refuses_bad_threshold(experiment, env):
     proc = run_cli("check", str(experiment()), "--instructions", "--max-regression", "lots", env=env)
     assert proc.returncode == 2 and "--max-regression" in proc.stderr
+
+
+def test_a_program_valgrind_cannot_decode_is_refused_in_one_line_naming_the_instruction(tmp_path):
+    """An AVX-512 instruction, as -march=native emits on a CPU that has it: valgrind raises SIGILL, and the error
+    says why instead of the summary's tail. Assembled by the machine's cc; never run natively."""
+    from dbperf.errors import UserError
+    from dbperf.explain.cachegrind import profile_command
+    source = tmp_path / "evex.c"
+    source.write_text('int main(void) { __asm__ volatile("vpaddd %%zmm1, %%zmm1, %%zmm1" ::: "xmm1"); return 0; }\n')
+    subprocess.run(["cc", "-O2", "-o", str(tmp_path / "evex"), str(source)], check=True)
+    with pytest.raises(UserError) as e:
+        profile_command([str(tmp_path / "evex")], timeout_s=120)
+    said = str(e.value)
+    assert said.startswith("cachegrind run of evex failed (") and "signal 4" in said and "\n" not in said
+    assert "cannot decode an instruction of the program (0x62 " in said and "in main (in " in said
+    assert "an AVX-512 instruction, which -march=native emits" in said

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from dbperf.errors import UserError
+from dbperf.explain.unhandled import unhandled_instruction
 from dbperf.records import DriverJob, RunResult, driver_result, encode
 from dbperf.tools import run_tool
 
@@ -102,7 +103,7 @@ def profile_command(argv: list[str], env: dict[str, str] | None = None, timeout_
                "--branch-sim=yes", *GEOMETRY, *(["--smc-check=all"] if jit else []),
                f"--cachegrind-out-file={out_file}", *argv]
         proc = run_tool(cmd, f"cachegrind run of {Path(argv[0]).name}", timeout=timeout_s,
-                        env={"PATH": "/usr/bin:/bin", "LC_ALL": "C", **(env or {})})
+                        explain=unhandled_instruction, env={"PATH": "/usr/bin:/bin", "LC_ALL": "C", **(env or {})})
         return parse_cachegrind_out(out_file.read_text()), proc.stdout
 
 

@@ -34,6 +34,7 @@ from dbperf.experiment.model import Experiment, Target
 from dbperf.explain.cachegrind import GEOMETRY, CachegrindProfile, parse_cachegrind_out, valgrind_available
 from dbperf.explain.callgrind import CALLGRIND_OPTIONS, callgrind_control, newest_dump, parse_callgrind_out
 from dbperf.explain.perfstat import STAT_EVENTS, PerfStat, perf_stat_pids
+from dbperf.explain.unhandled import unhandled_instruction
 from dbperf.host.driver import run_job
 from dbperf.records import RunResult
 from dbperf.servers.engines import server_target
@@ -60,6 +61,16 @@ def profiled_server(directory: Path, target: Target, e: Experiment) -> LabServer
                            e)
     assert isinstance(server, LabServer)
     return server
+
+
+def _refused(server: LabServer, error: UserError) -> UserError:
+    """`error`, or valgrind's refusal of an instruction of the server when its log holds one (a process died of
+    it: the start-up or the query failed, and neither says why)."""
+    try:
+        said = unhandled_instruction(server.log.read_text(errors="replace"))
+    except OSError:
+        return error
+    return UserError(f"target {server.target.name!r}: its server under valgrind died: {said}") if said else error
 
 
 class ServerProfiling:
@@ -102,7 +113,10 @@ class ServerProfiling:
         else:
             server.launch_prefix = [*aslr_off, valgrind, "--tool=cachegrind", "--cache-sim=yes", "--branch-sim=yes",
                                     *GEOMETRY, f"--cachegrind-out-file={out}/cachegrind.out.%p"]
-        server.start()
+        try:
+            server.start()
+        except UserError as e:
+            raise _refused(server, e) from None
         return server, out
 
     def _settle(self, out: Path, before: set[Path], need_new: bool) -> set[Path]:
@@ -127,8 +141,8 @@ class ServerProfiling:
             workload=compile_statements(benchmark, self.e.table_size, target.engine))
         outcome = run_job(job, RunResult, WINDOW_TIMEOUT_S, env=server.env())
         if not outcome.ok or outcome.result is None:
-            raise UserError(f"{target.name} {benchmark.name}: the driver against the profiled server failed: "
-                            f"{outcome.error}")
+            raise _refused(server, UserError(f"{target.name} {benchmark.name}: the driver against the profiled "
+                                             f"server failed: {outcome.error}"))
         return outcome.result
 
     def callgrind_window(self, target: Target, benchmark: Workload, events: int,

@@ -33,6 +33,7 @@ from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn
 
 from dbperf.errors import UserError
 from dbperf.experiment.durations import parse_duration
+from dbperf.explain.unhandled import unhandled_instruction
 from dbperf.layout.build import trace_filter
 from dbperf.layout.static_map import StaticMap
 from dbperf.servers.watchdog import Watchdog
@@ -285,7 +286,9 @@ def count_simulated_many(statics: list[StaticMap], command: Sequence[str], env: 
         if end.exit_code != 0 and end.stopped_by is None:
             vg_err.seek(0)
             out.seek(0)
-            said = tail(vg_err.read().decode(errors="replace")) or tail(out.read().decode(errors="replace"))
+            said_vg = vg_err.read().decode(errors="replace")
+            said = (unhandled_instruction(said_vg) or tail(said_vg)
+                    or tail(out.read().decode(errors="replace")))
             raise UserError(f"workload failed under valgrind (exit {end.exit_code}): {' '.join(command)[:120]}: "
                             f"{said or 'no output'}")
         if trace.filter_failure:
