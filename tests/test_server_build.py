@@ -231,3 +231,33 @@ def test_make_setup_builds_installs_every_package_a_source_build_names():
                              capture_output=True, text=True, timeout=30)
     assert refused.returncode == 2 and refused.stderr.strip().endswith("[demo|all|build]")
 
+
+
+@pytest.mark.unit
+def test_every_builds_tools_are_checked_before_the_first_build(monkeypatch, tmp_path):
+    """A ladder of builds whose last needs BOLT: without BOLT the run is refused before the first build starts, not
+    after the builds before it (an hour on 2 cores), naming the build and the package."""
+    from rich.console import Console
+
+    from dbperf.buildlab import server_bolt
+    from dbperf.experiment.spec import parse_experiment
+    from dbperf.runner import targets
+
+    class NoToolsRecipe(FailingRecipe):
+        headers: ClassVar[dict[str, str]] = {}
+        language: ClassVar[str] = "c"
+
+    monkeypatch.setitem(server_build.RECIPES, "postgres", NoToolsRecipe())
+    monkeypatch.setattr(server_bolt, "LLVM_BOLT", "llvm-bolt-not-installed")
+
+    def no_build(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("a build started before every build's tools were checked")
+
+    monkeypatch.setattr(targets, "build_server", no_build)
+    exp = tmp_path / "ladder.toml"
+    exp.write_text('[run]\nbenchmarks = ["point-query"]\n'
+                   + "".join(f'[[target]]\nname = "{n}"\nsource = "postgres@debian-src"\nbuild = {b}\n'
+                             for n, b in (("base", '["O2"]'), ("O3", '["O3"]'), ("bolt", '["O2", "bolt"]'))))
+    with pytest.raises(UserError) as e:
+        targets.build_servers(parse_experiment(exp), Console(file=None))
+    assert str(e.value).endswith("bolt]: the bolt variant needs llvm-bolt-not-installed (apt install bolt-16)")

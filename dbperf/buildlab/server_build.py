@@ -210,9 +210,10 @@ def _cached(entry: Path, recipe: Recipe) -> ServerBuild | None:
     return ServerBuild(entry / "install", recipe.binaries(entry / "install"), manifest, cached=True)
 
 
-def build_server(spec: ServerBuildSpec, train: Training, on_progress: Progress | None = None) -> ServerBuild:
-    """The server build `spec` names, from the cache or built now; `train` runs the training set against an
-    instrumented build for PGO and BOLT (runner/server_training.py: the build lab does not start servers itself)."""
+def check_can_build(spec: ServerBuildSpec) -> tuple[Recipe, Compiler]:
+    """The recipe and compiler of `spec`, or a UserError naming what this machine lacks (tools, development files,
+    gcc for PGO, BOLT): checked for every build of an experiment before the first starts, so that a missing tool is
+    not found after an hour of other builds."""
     recipe = RECIPES.get(spec.engine)
     if recipe is None:
         raise UserError(f"{spec.label()}: building {spec.engine} from source is not supported yet (PostgreSQL is); "
@@ -226,8 +227,20 @@ def build_server(spec: ServerBuildSpec, train: Training, on_progress: Progress |
     if libraries:
         raise UserError(f"{spec.label()}: building {spec.engine} from source needs the development files of "
                         f"{', '.join(libraries)} (apt install {' '.join(libraries)})")
+    if spec.pgo and not cc.is_gcc:
+        raise UserError(f"{spec.label()}: the pgo variant needs gcc (found {cc.version})")
     if spec.bolt:
-        bolt_tools()  # refused before any fetch when the BOLT tools are missing
+        try:
+            bolt_tools()
+        except UserError as e:
+            raise UserError(f"{spec.label()}: {e}") from None
+    return recipe, cc
+
+
+def build_server(spec: ServerBuildSpec, train: Training, on_progress: Progress | None = None) -> ServerBuild:
+    """The server build `spec` names, from the cache or built now; `train` runs the training set against an
+    instrumented build for PGO and BOLT (runner/server_training.py: the build lab does not start servers itself)."""
+    recipe, cc = check_can_build(spec)
     apt, package, versions = candidate_versions(spec.engine)
     builds = server_cache() / "build"
     builds.mkdir(parents=True, exist_ok=True)
@@ -344,8 +357,6 @@ def _build_pgo(spec: ServerBuildSpec, recipe: Recipe, cc: Compiler, runner: _Run
                jobs: int, train: Training) -> tuple[dict[str, Any], list[list[str]]]:
     """Instrumented build, training against the instrumented server, then the build that uses the profile, in the
     same tree (gcc names each profile after its object's path)."""
-    if not cc.is_gcc:
-        raise UserError(f"{spec.label()}: the pgo variant needs gcc (found {cc.version})")
     work.chmod(0o755)  # the instrumented server runs as the service user, inside the staging directory
     profile = work / "profile"
     profile.mkdir()
