@@ -62,8 +62,8 @@ def build_servers(e: Experiment, console: Console) -> tuple[Experiment, dict[str
     """The experiment with every server-from-source target's binaries set (built once, then cached), and each
     such target's build manifest. Server builds run one after another: each uses every core."""
     builds: dict[ServerBuildSpec, ServerBuild] = {}
-    for spec in dict.fromkeys(t.server_build for t in e.targets if t.server_build is not None):
-        check_can_build(spec)  # every build's tools before the first build: each takes minutes, some an hour
+    for wanted in dict.fromkeys(t.server_build for t in e.targets if t.server_build is not None):
+        check_can_build(wanted)  # every build's tools before the first build: each takes minutes, some an hour
     for t in e.targets:
         spec = t.server_build
         if spec is None or spec in builds:
