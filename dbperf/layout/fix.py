@@ -226,8 +226,6 @@ def target_fix(experiment: Path, exp: Experiment, target: Target, benchmark: str
             "ab_cells": len(records)}
 
 
-
-
 def fix_ab_to_extend(json_file: Path) -> Path | None:
     """The results of the --fix A/B a layout check's JSON names, when its automatic rounds stopped on their budget
     with cells undecided (what --extend reopens); None otherwise, or when the JSON has no A/B."""
@@ -237,14 +235,16 @@ def fix_ab_to_extend(json_file: Path) -> Path | None:
     return None
 
 
-def extend_fix_ab(json_file: Path, extend_s: float, out: Console, err: Console) -> int:
+def extend_fix_ab(json_file: Path, extend_s: float, out: Console, err: Console, yes: bool = False) -> int:
     """--extend of a layout --fix A/B (a study's layout step): its undecided cells get `extend_s` more budget
     (dbperf run --extend; the run stays out of the history as the A/B did), the report is drawn again on `out` and
-    the JSON's cell count updated; the rebuild and the check are kept. The run's exit code (128 + N: interrupted)."""
+    the JSON's cell count updated; the rebuild and the check are kept. The run's exit code (dbperf run's: 128 + N
+    when interrupted)."""
     data = json.loads(json_file.read_text(encoding="utf-8"))
     results = Path(data["fix"]["ab_results"])
     _say(err, f"dbperf: extending the A/B in {results} by {extend_s:g} s (--extend)")
-    end = run_experiment(results / EXPERIMENT, results, keep_data=False, err=err, record=False, extend_s=extend_s)
+    end = run_experiment(results / EXPERIMENT, results, keep_data=False, yes=yes, err=err, record=False,
+                         extend_s=extend_s)
     if (results / META).is_file():
         _say(out, f"the A/B extended by {extend_s:g} s (--extend):")
         draw_report(report_view(results), out, err)

@@ -392,9 +392,11 @@ def _layout(run: StepRun) -> StepEnd:
         # --extend: the check and the rebuild are kept; only the A/B's undecided cells get more rounds
         with log.open("a") as f:
             code = extend_fix_ab(directory / f"{name}.json", run.extend_s,
-                                 Console(file=f, width=160, color_system=None), run.err)
-        if code:
+                                 Console(file=f, width=160, color_system=None), run.err, run.yes)
+        if code >= INTERRUPTED:
             return StepEnd(f"interrupted while its A/B was extended; what was measured is in {ab}", code)
+        if code:
+            return StepEnd(f"failed: its A/B's extension measured no cell (exit {code}); errors in {ab}", INCOMPLETE)
         return StepEnd(f"layout check kept; its --fix A/B extended by {run.extend_s:g} s (--extend), results in "
                        f"{ab}, report appended to {log.name}")
     experiment = run.study.experiment_path(run.step, run.mode) if s.get("experiment") else None
