@@ -10,6 +10,7 @@ import tomllib
 
 import pytest
 
+from dbperf.cli.bisect import config_settings
 from dbperf.errors import UserError
 from dbperf.usecases.bisect import (
     FOUND,
@@ -193,6 +194,15 @@ def test_a_step_experiment_is_the_good_release_as_base_against_the_probe_with_au
     assert doc["target"][1]["config"] == {"shared_buffers": "256MB"}
 
 
+@pytest.mark.unit
+def test_config_pairs_become_the_step_targets_config():
+    settings = config_settings(["shared_buffers=256MB", " work_mem = 4MB "])
+    assert settings == {"shared_buffers": "256MB", "work_mem": "4MB"}
+    doc = tomllib.loads(step_experiment(StepSettings("postgres", "update-index", 0.05, 5.0, 1.0, 120.0,
+                                                     config=settings), "15.5.1", "18.6", 240.0))
+    assert [t["config"] for t in doc["target"]] == [settings, settings]
+
+
 @pytest.fixture
 def maven(monkeypatch):
     """maven-metadata.xml of PUBLISHED on 127.0.0.1, so that the CLI lists versions without the network."""
@@ -227,6 +237,10 @@ def maven(monkeypatch):
     (["postgres", "13", "17", "--time", "-1s"], "--time"),
     (["postgres", "13", "17", "--tries", "0"], "--tries"),
     (["postgres", "13", "17", "--resume"], "no bisect to resume"),
+    (["postgres", "13", "17", "--config", "shared_buffers"], "--config: expected NAME=VALUE"),
+    (["postgres", "13", "17", "--config", "work_mem=4MB", "--config", "work_mem=8MB"], "work_mem is given twice"),
+    (["postgres", "13", "17", "--config", "listen_addresses=0.0.0.0"], "config.listen_addresses: the lab's servers"),
+    (["postgres", "13", "17", "--config", "work_mem=4MB;rm -rf"], "is not a plain word, number or size"),
 ])
 def test_bad_input_is_one_line_and_exit_2(maven, tmp_path, args, message):
     proc = run_cli("bisect", *args, "--out", str(tmp_path / "b"), env=maven, timeout=60)

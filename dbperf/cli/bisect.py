@@ -43,6 +43,19 @@ def outcome_line(result: BisectResult, engine: str) -> str:
     return f"stopped: {why}{bracket}; {steps}"
 
 
+def config_settings(pairs: list[str]) -> dict[str, str]:
+    """`--config NAME=VALUE` pairs as the targets' config table (StepSettings.check checks names and values)."""
+    settings: dict[str, str] = {}
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        if not sep or not name.strip() or not value.strip():
+            fail(f"--config: expected NAME=VALUE (e.g. shared_buffers=256MB), got {pair!r}")
+        if name.strip() in settings:
+            fail(f"--config: {name.strip()} is given twice")
+        settings[name.strip()] = value.strip()
+    return settings
+
+
 def bisect(
     engine: Annotated[str, typer.Argument(help="postgres or mariadb (released binaries)")],
     first: Annotated[str, typer.Argument(help="the oldest version (the good one): e.g. 12 or 12.4")],
@@ -57,6 +70,9 @@ def bisect(
     tries: Annotated[int, typer.Option(help="tries of an undecided step before the search stops")] = DEFAULT_TRIES,
     threads: Annotated[int, typer.Option(help="client threads")] = 1,
     table_size: Annotated[int, typer.Option(help="rows per table")] = 100_000,
+    config: Annotated[Optional[list[str]], typer.Option("--config", help="a server setting of every step's two "
+                                                  "targets, NAME=VALUE (repeatable): e.g. shared_buffers=256MB")]
+    = None,
     out: Annotated[Optional[Path], typer.Option("--out", help="directory of every step's results (default "
                                                               "results/bisect-ENGINE-TIME)")] = None,
     yes: Annotated[bool, YES_OPTION] = False,
@@ -70,7 +86,7 @@ def bisect(
     settings = StepSettings(engine, benchmark, parse_threshold(threshold),
                             parse_duration(time, "--time", positive=True),
                             parse_duration(warmup, "--warmup"), parse_duration(budget, "--budget", positive=True),
-                            threads, table_size)
+                            threads, table_size, config_settings(config or []))
     settings.check()
     if tries < 1:
         fail(f"--tries: expected at least 1, got {tries}")

@@ -62,6 +62,19 @@ def _settings(raw: dict[str, Any], twhere: str, name_re: re.Pattern[str], value_
     return checked
 
 
+def server_settings(config: Any, engine: str, twhere: str) -> dict[str, str]:
+    """The `config` of a server the lab starts, checked (also for `dbperf bisect --config`)."""
+    checked = _settings({"config": config}, twhere, SERVER_SETTING_NAME, SERVER_SETTING_VALUE, "server setting")
+    for key in checked:
+        # Where a server the lab starts listens, keeps its files and who it runs as are the lab's business
+        # (127.0.0.1 only, a private data directory). MariaDB treats '-' and '_' alike.
+        if key.replace("-", "_").lower() in engines.engine(engine).lab_owned_settings:
+            raise UserError(f"{twhere} config.{key}: the lab's servers listen on 127.0.0.1 only and keep their "
+                            "files in the lab's private directory; this setting is the lab's (use port = N on "
+                            "the target for a fixed port)")
+    return checked
+
+
 def _target(raw: Any, i: int, where: str, base_dir: Path) -> Target:
     twhere = f"{where} [[target]] #{i}"
     if not isinstance(raw, dict):
@@ -138,16 +151,9 @@ def _server_target(raw: dict[str, Any], name: str, engine: str, twhere: str) -> 
         for key in ("binaries", "dsn"):
             if key in raw:
                 raise UserError(f"{twhere}: give either 'source' (a server the lab fetches or builds) or {key!r}")
-    checked = _settings(raw, twhere, SERVER_SETTING_NAME, SERVER_SETTING_VALUE, "server setting")
     dsn = raw.get("dsn")
-    if dsn is None:
-        for key in checked:
-            # Where a server the lab starts listens, keeps its files and who it runs as are the lab's business
-            # (127.0.0.1 only, a private data directory). MariaDB treats '-' and '_' alike.
-            if key.replace("-", "_").lower() in engines.engine(engine).lab_owned_settings:
-                raise UserError(f"{twhere} config.{key}: the lab's servers listen on 127.0.0.1 only and keep their "
-                                "files in the lab's private directory; this setting is the lab's (use port = N on "
-                                "the target for a fixed port)")
+    checked = (_settings(raw, twhere, SERVER_SETTING_NAME, SERVER_SETTING_VALUE, "server setting") if dsn is not None
+               else server_settings(raw.get("config", {}), engine, twhere))
     if dsn is not None:
         schemes = engines.engine(engine).dsn_schemes
         if not isinstance(dsn, str) or not dsn.startswith(schemes):

@@ -27,6 +27,7 @@ from dbperf.buildlab.server_releases import SOURCES, release_name, resolve_versi
 from dbperf.catalog.registry import builtin
 from dbperf.errors import UserError
 from dbperf.experiment.keys import fraction
+from dbperf.experiment.spec import server_settings
 from dbperf.report.model import Block, Row, Section, View
 from dbperf.stats.rqps_matrix import build_matrix
 from dbperf.storage.results import EXPERIMENT, META, read_results
@@ -221,6 +222,7 @@ class StepSettings:
             raise UserError(f"--threads: expected at least 1, got {self.threads}")
         if self.table_size < 1:
             raise UserError(f"--table-size: expected at least 1, got {self.table_size}")
+        server_settings(self.config, self.engine, "bisect")  # checked before the first release is fetched
 
 
 def target_name(engine: str, version: str) -> str:
