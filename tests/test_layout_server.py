@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from dbperf.explain.unhandled import unhandled_instruction
 from tests.conftest import NEEDS_SERVERS, run_cli
 from tests.test_hardening_round2_layout import LACKEY_STREAM
 from tests.test_servers import lab_processes
@@ -55,6 +56,33 @@ def test_the_filter_learns_the_pid_from_valgrinds_first_line_and_zeroes_on_sigus
     lines = out.decode().splitlines()
     assert proc.returncode == 0 and lines[-1] == "T 3 0 0"  # only what came after the signal
     assert any(line.startswith("MAP 0 ") for line in lines)  # the maps of the pid it read
+
+
+@pytest.mark.e2e
+@pytest.mark.skipif(shutil.which("gcc") is None and shutil.which("cc") is None, reason="needs a C compiler")
+def test_valgrinds_own_lines_in_a_servers_trace_reach_the_lab_which_says_an_undecodable_instruction_in_one_line():
+    from dbperf.layout.build import trace_filter
+    from dbperf.layout.server_trace import valgrind_lines
+
+    pid = os.getpid()
+    # A server dying under lackey on an AVX-512 instruction: valgrind's log is the trace, so its lines are in it.
+    stream = (f"=={pid}== Lackey, an example Valgrind tool\n=={pid}== Using Valgrind-3.19.0 and LibVEX\n".encode()
+              + LACKEY_STREAM
+              + b"vex amd64->IR: unhandled instruction bytes: 0x62 0xF1 0xFE 0x48 0x6F 0x5 0x0 0x0\n"
+              + b"vex amd64->IR:   REX=0 REX.W=0 REX.R=0 REX.X=0 REX.B=0\n"
+              + f"=={pid}== valgrind: Unrecognised instruction at address 0x5a1b2c.\n"
+                f"=={pid}==    at 0x5A1B2C: my_hash_sort_simple (in /usr/sbin/mariadbd)\n"
+                f"=={pid}== Process terminating with default action of signal 4 (SIGILL)\n".encode())
+    proc = subprocess.run([str(trace_filter()), "0", os.path.realpath(sys.executable)], input=stream,
+                          capture_output=True, timeout=60)
+    assert proc.returncode == 0 and proc.stdout.decode().splitlines()[-1].startswith("T ")  # the counts, as before
+    said = valgrind_lines(proc.stderr.decode())
+    assert said.count("\n") == 7 and "Process terminating" in said and " L " not in said  # valgrind's, not the trace
+    assert unhandled_instruction(said) == (
+        "valgrind 3.19.0 cannot decode an instruction of the program (0x62 0xF1 0xFE 0x48 in my_hash_sort_simple (in "
+        "/usr/sbin/mariadbd)): an AVX-512 instruction, which -march=native emits on a CPU that has AVX-512 and "
+        "valgrind does not support; simulate a build without `native`, or count with hardware counters on a host "
+        "with a PMU")
 
 
 @pytest.mark.server

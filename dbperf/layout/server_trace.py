@@ -26,6 +26,7 @@ from dbperf.catalog.workload import Workload, compile_statements
 from dbperf.errors import UserError
 from dbperf.experiment.model import Experiment, Target
 from dbperf.explain.server_profile import PROFILED_READY_TIMEOUT_S, profiled_server
+from dbperf.explain.unhandled import unhandled_instruction
 from dbperf.host.driver import run_job
 from dbperf.layout.build import trace_filter
 from dbperf.layout.dynamic import (
@@ -46,12 +47,33 @@ from dbperf.tools import tail
 
 # The driver's connections to a server under lackey: each login and statement is a hundred times slower.
 DRIVER_GRACE_S = 600.0
+# A server that died under valgrind has closed the trace: the filter reads its end within this.
+VALGRIND_GONE_S = 10.0
 
 
 def traced_binary(target: Target) -> Path:
     """The one binary a threaded server's process runs: its target's `binaries`, else its engine's default (for
     MariaDB both name mariadbd itself); lab_target has refused the others."""
     return Path(target.binaries or LAB_SERVERS[target.engine].default_binaries)
+
+
+def valgrind_lines(filter_stderr: str) -> str:
+    """valgrind's own lines, which the trace filter passes on from the log it shares with the trace (prefixed V)."""
+    return "".join(line[2:] + "\n" for line in filter_stderr.splitlines() if line.startswith("V "))
+
+
+def _valgrind_refused(flt: subprocess.Popen[bytes]) -> str | None:
+    """Why the server died under valgrind, when valgrind could not decode one of its instructions (the filter has
+    read the trace's end, or is stopped here, and its stderr holds valgrind's lines); None otherwise."""
+    try:
+        _, said = flt.communicate(timeout=VALGRIND_GONE_S)
+    except subprocess.TimeoutExpired:  # valgrind still runs (the server was too slow to start): stop the filter
+        flt.send_signal(signal.SIGTERM)
+        try:
+            _, said = flt.communicate(timeout=FILTER_DRAIN_S)
+        except subprocess.TimeoutExpired:
+            return None
+    return unhandled_instruction(valgrind_lines(said.decode(errors="replace")))
 
 
 def refuse_untraceable(target: Target) -> None:
@@ -101,7 +123,12 @@ def count_server(exp: Experiment, target: Target, bench: Workload, static: Stati
                                     shutil.which("valgrind") or "valgrind", *lackey_options(), f"--log-file={fifo}"]
             server.ready_timeout_s = PROFILED_READY_TIMEOUT_S
             err.print(f"dbperf: starting {target.name} under lackey (a minute or two)", markup=False, highlight=False)
-            server.start()
+            try:
+                server.start()
+            except UserError as e:
+                os.close(write_end)  # valgrind gone, the filter reads the trace's end
+                write_end = -1
+                raise UserError(_valgrind_refused(flt) or str(e)) from None
             os.close(write_end)
             write_end = -1
             os.kill(flt.pid, signal.SIGUSR1)  # the start-up's accesses out
@@ -123,7 +150,8 @@ def count_server(exp: Experiment, target: Target, bench: Workload, static: Stati
                 raise UserError(f"the trace filter failed (exit {flt.returncode}): "
                                 f"{tail(said.decode(errors='replace')) or 'no output'}")
             if not outcome.ok or outcome.result is None:
-                raise UserError(f"{target.name} {bench.name}: the driver against the server under lackey failed: "
+                raise UserError(unhandled_instruction(valgrind_lines(said.decode(errors="replace")))
+                                or f"{target.name} {bench.name}: the driver against the server under lackey failed: "
                                 f"{outcome.error}")
             counts.seek(0)
             per_object, totals = parse_filter_output(counts.read().decode(errors="replace"), static)

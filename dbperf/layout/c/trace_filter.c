@@ -11,7 +11,10 @@
  * the lab stops the trace at its budget and something still holds the pipe open), the counts so far are printed.
  * PID 0: the traced process is not known when the filter starts (a server the lab launches under valgrind, its trace
  * through a FIFO); its pid is read from valgrind's first "==PID==" line. SIGUSR1 zeroes the counts (the server's
- * start-up is left out: the lab sends it once the server is ready, before the workload starts). */
+ * start-up is left out: the lab sends it once the server is ready, before the workload starts).
+ * With PID 0 the trace is valgrind's log, so valgrind's own lines ("==PID== ..." and its decoder's "vex ...": an
+ * instruction it cannot decode, a fatal signal) arrive here too: they are passed on to stderr as "V <line>", for
+ * the lab to say why a run failed. */
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -125,6 +128,7 @@ int main(int argc, char **argv) {
     }
     if (argc < 3) { fprintf(stderr, "usage: trace_filter [-n LIMIT] PID OBJECT...\n"); return 2; }
     int pid_known = strcmp(argv[1], "0") != 0;
+    int from_log = !pid_known;
     if (pid_known) snprintf(maps_path, sizeof maps_path, "/proc/%s/maps", argv[1]);
     objects = argv + 2; n_objects = argc - 2;
     table = calloc(capacity, sizeof *table);
@@ -175,9 +179,12 @@ int main(int argc, char **argv) {
             if (c != 'S') e->loads++;
             if (c != 'L') e->stores++;
             counted++;
-        } else if (line[0] == '=' && !pid_known && line[1] == '=') {
-            long pid = strtol(line + 2, NULL, 10);
-            if (pid > 0) { snprintf(maps_path, sizeof maps_path, "/proc/%ld/maps", pid); pid_known = 1; }
+        } else if (from_log && ((line[0] == '=' && line[1] == '=') || strncmp(line, "vex ", 4) == 0)) {
+            if (!pid_known && line[0] == '=') {
+                long pid = strtol(line + 2, NULL, 10);
+                if (pid > 0) { snprintf(maps_path, sizeof maps_path, "/proc/%ld/maps", pid); pid_known = 1; }
+            }
+            fprintf(stderr, "V %s%s", line, strchr(line, '\n') ? "" : "\n");
         } else if (line[0] == '-') {
             char *s = strstr(line, "SCHED[");
             if (s && strstr(s, "acquired lock")) { tid = (uint32_t)atoi(s + 6); switches++; }
