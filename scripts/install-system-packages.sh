@@ -9,10 +9,11 @@ set -eu
 DEMO_PACKAGES="libsqlite3-0 gcc libc6-dev make python3-venv valgrind binutils"
 # The rest: allocators (allocator = ...), the servers and their tools (pgbench comes with postgresql), Debian's
 # source packages of the servers (dpkg-dev, keyring, zlib, xz), and chromium for the HTML report's browser tests
-# (Playwright drives it; no browser download); strace counts the clients' system calls (benchmarks/vs_*).
+# (Playwright drives it; no browser download); strace counts the clients' system calls (benchmarks/vs_*), whose
+# floor client (benchmarks/vs_sysbench/floor_client.c) is compiled against libmariadb and libpq.
 SERVER_PACKAGES="libjemalloc2 libtcmalloc-minimal4 libmimalloc2.0
 postgresql mariadb-server mariadb-plugin-rocksdb sysbench dpkg-dev debian-archive-keyring zlib1g-dev xz-utils
-chromium strace"
+chromium strace libmariadb-dev libpq-dev"
 # Servers built from source (buildlab/server_build.py's recipes name each tool's and header's package; the tests
 # check that this list holds them): MariaDB's cmake build and its system libraries, BOLT (bolt-16 and its
 # instrumentation runtime) and the compiler a target may name instead of the user's (compiler = "clang-16").

@@ -54,7 +54,7 @@ def measured(argv: list[str], env: dict[str, str]) -> tuple[str, float, float]:
 def pgbench_binary() -> str:
     found = sorted(Path("/usr/lib/postgresql").glob("*/bin/pgbench")) or [Path(shutil.which("pgbench") or "")]
     if not found[-1].is_file():
-        raise SystemExit("pgbench not found (apt install postgresql-client)")
+        raise SystemExit("pgbench not found (make setup installs it with postgresql)")
     return str(found[-1])
 
 

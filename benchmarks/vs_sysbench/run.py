@@ -9,11 +9,11 @@ difference): `simulated client instructions per query <dbperf> vs <sysbench>`, a
 Targets: QPS ratio >= 1.0, total client CPU ratio <= 0.8, user client CPU ratio <= 0.5.
 A benchmark, not a test: it asserts nothing.
 
-The floor: each pair also runs `floor_client.c` (compiled here with `cc`, libmariadb and libpq: apt install
-libmariadb-dev libpq-dev), a bare C loop of one send() of a pre-built execute message and recv() until the response
-is complete, measured the same three ways. What it pays per query is what any client pays for the same queries over
-the same loopback TCP: `floor client CPU ratio` lines set it against sysbench, so a target below the floor is on
-record as one no client can reach.
+The floor: each pair also runs `floor_client.c` (compiled here with `cc` against libmariadb and libpq, whose
+libmariadb-dev and libpq-dev `make setup` installs), a bare C loop of one send() of a pre-built execute message and
+recv() until the response is complete, measured the same three ways. What it pays per query is what any client pays
+for the same queries over the same loopback TCP: `floor client CPU ratio` lines set it against sysbench, so a target
+below the floor is on record as one no client can reach.
 
 Usage: .venv/bin/python benchmarks/vs_sysbench/run.py [--time 15] [--pairs 3]
 """
@@ -78,8 +78,8 @@ def floor_client(work: Path) -> str:
     flags = []
     for tool, args in (("mariadb_config", ["--cflags", "--libs"]), ("pg_config", ["--includedir"])):
         if shutil.which(tool) is None:
-            raise SystemExit(f"{tool} not found: the floor client needs libmariadb-dev and libpq-dev (apt install "
-                             "libmariadb-dev libpq-dev)")
+            raise SystemExit(f"{tool} not found: the floor client needs libmariadb-dev and libpq-dev (make setup "
+                             "installs them; or apt install libmariadb-dev libpq-dev)")
         out = subprocess.run([tool, *args], capture_output=True, text=True, check=True).stdout.split()
         flags += out if tool == "mariadb_config" else [f"-I{out[0]}"]
     subprocess.run(["cc", "-O2", "-o", str(binary), str(source), *flags, "-lpq"], check=True)

@@ -191,6 +191,15 @@ def check(binary: Path, run: str | None, line: int | None, mode: str = "auto",
     return check_many(binary, [], run, line, mode, min_hot_stores, budget, err)[0]
 
 
+def _not_a_binary(path: Path) -> str:
+    """Why `path` cannot be mapped, as the file system sees it (a directory or a device is not "missing")."""
+    if path.is_dir():
+        return "is a directory, not an ELF binary or library"
+    if path.exists():
+        return "is not a regular file (a device, FIFO or socket), not an ELF binary or library"
+    return "no such file"
+
+
 def check_many(binary: Path, libraries: list[Path], run: str | None, line: int | None, mode: str = "auto",
                min_hot_stores: int = MIN_HOT_STORES, budget: TraceBudget | None = None,
                err: Console | None = None) -> list[Checked]:
@@ -198,7 +207,7 @@ def check_many(binary: Path, libraries: list[Path], run: str | None, line: int |
     these arguments) each one's counts and findings, from one traced run."""
     for path in (binary, *libraries):
         if not path.is_file():
-            raise UserError(f"{path}: no such file")
+            raise UserError(f"{path}: {_not_a_binary(path)}")
     statics = [static_map(p, line) for p in (binary, *libraries)]
     if run is None:
         return [(s, None, []) for s in statics]
