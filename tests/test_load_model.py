@@ -170,6 +170,16 @@ def test_a_weight_of_zero_is_refused_by_the_driver(database):
 
 
 @pytest.mark.e2e
+@pytest.mark.parametrize("rate", [1e-300, 0.5])
+def test_a_rate_below_one_event_in_the_window_is_refused_by_the_driver(database, rate):
+    # A job written by hand or by the fleet reaches the driver without the lab's parse-time check.
+    job = DriverJob(mode="run", engine="sqlite", library=default_sqlite_library(), database=database, tables=1,
+                    table_size=ROWS, workload=_workload("point-query"), time_s=1.0, rate=rate)
+    outcome = run_job(job, RunResult, 60)
+    assert not outcome.ok and "less than one event" in (outcome.error or ""), outcome
+
+
+@pytest.mark.e2e
 def test_report_prints_interval_lines_and_the_open_loop_block(tmp_path):
     exp = _experiment(tmp_path, 'time = "2s"\nwarmup = "0.1s"\nrepeats = 1\ntable_size = 1000\nrate = 300\n'
                                 'percentiles = [50, 99.9]')

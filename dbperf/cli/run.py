@@ -10,7 +10,10 @@ from typing import Annotated, Optional
 import typer
 
 from dbperf.cli.common import OUT_OPTION, YES_OPTION, show
+from dbperf.errors import UserError
 from dbperf.experiment.durations import parse_duration
+from dbperf.usecases.dry_run import DryRun
+from dbperf.usecases.dry_run import dry_run as plan_run
 from dbperf.usecases.report import check_aggregate, report_view
 from dbperf.usecases.run import RunEnd, run_experiment
 
@@ -27,6 +30,19 @@ def report_when_written(end: RunEnd, report: Callable[[Path], None]) -> None:
             report(end.directory)
     if end.exit_code:
         raise typer.Exit(end.exit_code)
+
+
+def show_dry_run(experiment: Path, plan: DryRun) -> None:
+    """The plan and each check on stdout; a check that would stop the run is the one error line (exit 2)."""
+    for line in plan.lines:
+        typer.echo(line)
+    typer.echo("checks:")
+    for check in plan.checks:
+        typer.echo(f"  {'FAILS' if check.problem else 'ok':5}  {check.line()}")
+    problems = plan.problems
+    if problems:
+        more = f" (and {len(problems) - 1} more, listed above)" if len(problems) > 1 else ""
+        raise UserError(f"{experiment}: the run would stop: {problems[0].line()}{more}")
 
 
 def run(
@@ -48,10 +64,17 @@ def run(
     extend: Annotated[Optional[str], typer.Option("--extend", help="give the automatic run in --out DIR (complete "
                                                                    "or cut short) this much more budget (e.g. 1h) "
                                                                    "for the cells its budget left undecided")] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="check the experiment, its targets and the tools the "
+                                                            "run needs, print the plan (cells, rounds, budget, "
+                                                            "estimate, disk) and exit: nothing is built, measured "
+                                                            "or written")] = False,
 ) -> None:
     """Run an experiment's matrix and print the rQPS table."""
     check_aggregate(aggregate)
     extend_s = parse_duration(extend, "--extend", positive=True) if extend else 0.0
+    if dry_run:
+        show_dry_run(experiment, plan_run(experiment, out, profile, yes, aa, simulated, resume, extend_s))
+        return
     end = run_experiment(experiment, out, keep_data, profile, yes, aa, simulated, resume=resume, extend_s=extend_s)
     report_after_run(end, "run", aggregate)
 

@@ -173,8 +173,8 @@ RUN = (
         "1s", "s", duration),
     Key("percentiles", "list of numbers in (0, 100]", "latency percentiles reported per cell",
         "[50, 95, 99, 99.9]", "%", load_percentiles),
-    Key("rate", "0 < number <= 1e8", "open loop: events per second of a cell (all threads); latency counts from each "
-        "event's scheduled start", "closed loop", "events/s", load_rate),
+    Key("rate", "0 < number <= 1e8", "open loop: events per second of a cell (all threads), at least one event in "
+        "`time`; latency counts from each event's scheduled start", "closed loop", "events/s", load_rate),
     Key("arrivals", " | ".join(ARRIVALS), "open loop: evenly spaced or Poisson arrivals", "uniform", "",
         one_of(*ARRIVALS)),
     Key("latency_limit", "duration", "open loop: events already this late when due are skipped and counted, "

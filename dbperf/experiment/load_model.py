@@ -65,11 +65,23 @@ class LoadModel:
         return {"loop": "open" if self.open_loop else "closed", **self.job_fields()}
 
 
-def parse_load_model(run: dict[str, Any], values: dict[str, Any], where: str) -> LoadModel:
-    """`values`: [run]'s keys as keys.checked returned them."""
+def check_rate_in_time(rate: float, time_s: float, where: str) -> None:
+    """A rate must schedule at least one event in a cell's measured time. Below that the schedule has nothing to
+    pace: at 1e-300 events/s the driver's gap between events overflows to infinity and every event came due at
+    once, an unthrottled closed loop recorded as an open loop at the rate asked."""
+    if rate * time_s < 1:
+        raise UserError(f"{where}.rate: {rate:g} events/s is less than one event in a cell's measured time "
+                        f"(time = {time_s:g} s); ask for at least {1 / time_s:.3g} events/s, or drop rate for a "
+                        "closed loop")
+
+
+def parse_load_model(run: dict[str, Any], values: dict[str, Any], where: str, time_s: float) -> LoadModel:
+    """`values`: [run]'s keys as keys.checked returned them; `time_s`: a cell's measured time."""
     for key in ("arrivals", "latency_limit"):
         if key in run and "rate" not in run:
             raise UserError(f"{where}.{key}: applies to open-loop runs; set rate = N (events per second) too")
+    if values.get("rate") is not None:
+        check_rate_in_time(values["rate"], time_s, where)
     limit = values.get("latency_limit")
     if limit is not None and limit <= 0:
         raise UserError(f"{where}.latency_limit: must be longer than 0")

@@ -148,13 +148,14 @@ def run_matrix(e: Experiment, out: Path, console: Console, keep_data: bool = Fal
                builds: dict[str, dict[str, Any]] | None = None, profile: bool = False,
                on_record: Callable[[CellRecord], None] | None = None,
                skip: Container[CellKey] = (), earlier: Earlier | None = None,
-               in_history: bool = True) -> RunOutcome:
+               in_history: bool = True, on_claimed: Callable[[], None] | None = None) -> RunOutcome:
     """Runs the experiment (its targets already built, see targets.py) into `out`. Interrupts propagate after the
     run's status is recorded; a results file that cannot be written (disk full, read-only) is a ResultsWriteError
     naming the path, the run's status `failed`, with everything written so far kept. The fleet (dbperf/fleet) sees
     each cell's record as it is written (`on_record`) and resumes a run by skipping the cells already measured;
     `earlier` is the run cut short in `out` that this one goes on with (runner/resume.py); `in_history=False`:
-    meta.json says that the run is kept out of the history (so that a resume or an extension keeps it out)."""
+    meta.json says that the run is kept out of the history (so that a resume or an extension keeps it out);
+    `on_claimed` is called once `out` is the run's (the banner naming it)."""
     out = out.absolute()  # servers and tools run with another working directory
     if earlier is not None:
         skip = earlier.keys()
@@ -183,6 +184,8 @@ def run_matrix(e: Experiment, out: Path, console: Console, keep_data: bool = Fal
         if runtime:
             runtime.remove()
         raise
+    if on_claimed:
+        on_claimed()
     outcome = RunOutcome(out, runtime_dir=runtime.path if runtime else None)
     if earlier is not None:
         outcome.cells_ok, outcome.cells_failed = earlier.cells_ok(), earlier.cells_failed()
@@ -274,6 +277,8 @@ def run_matrix(e: Experiment, out: Path, console: Console, keep_data: bool = Fal
                         for cell in group:
                             target_data = data[cell.target.name]
                             restarted.append(target_data.ensure_running())
+                            if restarted[-1]:
+                                _say_restart(console, cell, target_data.describe().get("restarts"))
                             step = post_write.before_cell(benchmark, cell.target, target_data)
                             if step:
                                 target_meta(cell.target.name).post_write.append(step)
@@ -335,6 +340,18 @@ def run_matrix(e: Experiment, out: Path, console: Console, keep_data: bool = Fal
     finally:
         _finish(data, meta, writer, data_root, runtime, keep_data)
     return outcome
+
+
+def restart_line(cell: CellPlan, restarts: int | None) -> str:
+    """What a restart of a lab server between cells means for the cells after it."""
+    return (f"dbperf: target {cell.target.name}: its server had died and was started again (restart "
+            f"{restarts or 1}) before {cell.benchmark.name} t={cell.threads} #{cell.repeat}: this cell and the "
+            "ones after it run on a cold buffer pool (the server's caches emptied)")
+
+
+def _say_restart(console: Console, cell: CellPlan, restarts: int | None) -> None:
+    # Said when it happens, not only as `restarts` in meta.json: the figures after it are not like the ones before.
+    console.print(restart_line(cell, restarts), markup=False, highlight=False, soft_wrap=True)
 
 
 def _finish(data: dict[str, TargetLifecycle], meta: RunMeta, writer: ResultsWriter, data_root: Path,

@@ -22,7 +22,8 @@ from dbperf.replication.lab import run_replication
 from dbperf.runner import interrupts
 from dbperf.runner.estimate import estimate, human_seconds
 from dbperf.runner.matrix import run_matrix
-from dbperf.runner.resume import earlier_run
+from dbperf.runner.preflight import require_simulated_tools
+from dbperf.runner.resume import Earlier, earlier_run
 from dbperf.runner.targets import build_targets, inspect_targets
 from dbperf.usecases.history import record_run
 from dbperf.usecases.progress import PROGRESS, say
@@ -36,13 +37,19 @@ class RunEnd:
     exit_code: int  # 0, 3 when no cell succeeded, 128 + signal when interrupted
 
 
-def run_experiment(experiment: Path, out: Path | None, keep_data: bool, profile: bool = False,
-                   yes: bool = False, aa: bool = False, simulated: bool = False, err: Console = PROGRESS,
-                   record: bool = True, resume: bool = False, extend_s: float = 0.0) -> RunEnd:
-    """Builds what the targets need, runs the matrix. `record=False`: the run stays out of the history (a run the
-    lab composes for its own question, whose targets are not the user's series). `resume`: go on with the run cut
-    short in `out`; `extend_s`: go on with the run in `out`, complete or not, its groups stopped on their budget
-    share sharing this much more (runner/resume.py)."""
+@dataclass
+class Prepared:
+    """What a run (or its dry run) starts from: the experiment as it runs, where its results go, the run it goes on
+    with, whether it enters the history."""
+    spec: Experiment
+    directory: Path
+    earlier: Earlier | None
+    record: bool
+
+
+def prepare_run(experiment: Path, out: Path | None, aa: bool = False, simulated: bool = False,
+                record: bool = True, resume: bool = False, extend_s: float = 0.0) -> Prepared:
+    """The experiment parsed and its options checked, before anything is built or written."""
     if resume and out is None:
         raise UserError("--resume goes on with a run cut short: give its directory with --out DIR")
     if extend_s and out is None:
@@ -54,7 +61,7 @@ def run_experiment(experiment: Path, out: Path | None, keep_data: bool, profile:
         if resume or extend_s:
             raise UserError(f"{experiment}: --resume and --extend go on with a matrix run; a replication lab's runs "
                             "again")
-        return run_replication_experiment(spec, directory, keep_data, err)
+        return Prepared(spec, directory, None, record)
     if aa:
         spec = with_aa(spec)
     if simulated:
@@ -64,13 +71,42 @@ def run_experiment(experiment: Path, out: Path | None, keep_data: bool, profile:
         record = False  # the lab kept it out of the history when it ran it first
     if record:
         history_path()  # a bad DBPERF_HISTORY is said now, not after the run
+    return Prepared(spec, directory, earlier, record)
+
+
+def run_experiment(experiment: Path, out: Path | None, keep_data: bool, profile: bool = False,
+                   yes: bool = False, aa: bool = False, simulated: bool = False, err: Console = PROGRESS,
+                   record: bool = True, resume: bool = False, extend_s: float = 0.0) -> RunEnd:
+    """Builds what the targets need, runs the matrix. `record=False`: the run stays out of the history (a run the
+    lab composes for its own question, whose targets are not the user's series). `resume`: go on with the run cut
+    short in `out`; `extend_s`: go on with the run in `out`, complete or not, its groups stopped on their budget
+    share sharing this much more (runner/resume.py)."""
+    p = prepare_run(experiment, out, aa, simulated, record, resume, extend_s)
+    spec, directory, earlier = p.spec, p.directory, p.earlier
+    if spec.replication is not None:
+        return run_replication_experiment(spec, directory, keep_data, err)
     size = estimate(spec, directory, earlier)
     if size.needs_confirmation() and not yes:  # said once, as the error; with --yes, as a warning
         raise UserError(f"{experiment}: {size.summary()}; add --yes to run it anyway")
     for line in size.warnings():
         say(f"dbperf: warning: {line}", err)
+    if spec.simulated:  # its tools before the builds and the rounds, not after the whole budget is spent
+        require_simulated_tools(spec)
     exp, builds = build_targets(spec, err)
     inspect_targets(exp)
+    if profile:
+        mode = detect_mode()
+        err.print(f"dbperf: counters mode {mode.mode}: {mode.reason}", highlight=False)
+    return run_to_end(directory, keep_data, "cell",
+                      lambda: run_matrix(exp, directory, err, keep_data=keep_data, builds=builds, profile=profile,
+                                         earlier=earlier, in_history=p.record,
+                                         on_claimed=lambda: announce(exp, directory, earlier, extend_s, err)),
+                      record=p.record, err=err)
+
+
+def announce(exp: Experiment, directory: Path, earlier: Earlier | None, extend_s: float, err: Console) -> None:
+    """The run's banner, once its results folder is claimed: a run refused before (a folder not empty, a password
+    not set) says only why, not where results would have gone."""
     repeats = (f"auto repeats (at least {exp.repeats} rounds, budget {exp.budget_s:.0f} s)"
                if exp.budget_s is not None else f"{exp.repeats} repeats")
     say(f"dbperf: {len(exp.benchmarks)} benchmarks × {len(exp.threads)} thread counts × {repeats} × "
@@ -83,13 +119,6 @@ def run_experiment(experiment: Path, out: Path | None, keep_data: bool, profile:
         say(f"dbperf: extending it by {human_seconds(extend_s)}: {len(reopened)} (benchmark, threads) stopped on "
             f"their budget share go on{': ' if reopened else ''}"
             + ", ".join(f"{r.benchmark} t={r.threads} ({r.rounds} rounds)" for r in reopened), err)
-    if profile:
-        mode = detect_mode()
-        err.print(f"dbperf: counters mode {mode.mode}: {mode.reason}", highlight=False)
-    return run_to_end(directory, keep_data, "cell",
-                      lambda: run_matrix(exp, directory, err, keep_data=keep_data, builds=builds, profile=profile,
-                                         earlier=earlier, in_history=record),
-                      record=record, err=err)
 
 
 def run_replication_experiment(spec: Experiment, directory: Path, keep_data: bool,

@@ -186,6 +186,12 @@ fn check_job(job: &Job, workload: &Workload) -> Result<(), String> {
         if job.events.is_some() {
             return Err("an open-loop rate needs a timed window, not an event count".into());
         }
+        // Below one event in the window a thread's gap overflows to infinity and the schedule degenerates into
+        // an unthrottled closed loop while the result says open loop: refuse it (the lab refuses it first).
+        let gap_ns = 1e9 * job.threads as f64 / rate;
+        if !gap_ns.is_finite() || rate * job.time_s < 1.0 {
+            return Err(format!("rate {rate} is less than one event in the {} s window", job.time_s));
+        }
     }
     if let Some(l) = job.latency_limit_s {
         if !l.is_finite() || l <= 0.0 {

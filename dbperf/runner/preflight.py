@@ -1,0 +1,210 @@
+"""What a run needs before its first round, checked without building, fetching, starting or measuring anything:
+each target's library or server binaries (and whether its build or release is cached or would be made), the
+driver, and the tools of the tiers it asks for (valgrind for the simulated tier). `dbperf run --dry-run` shows every
+check; a real run refuses at once when the simulated tier's tools are missing, not after its whole budget."""
+
+from __future__ import annotations
+
+import json
+import pwd
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+
+from dbperf import engines
+from dbperf.buildlab.builder import build_key, cached_builds
+from dbperf.buildlab.paths import server_cache
+from dbperf.buildlab.server_build import Recipe, cached_server_builds, check_can_build
+from dbperf.buildlab.server_releases import ServerInstall
+from dbperf.buildlab.sqlite_source import SqliteSource, _cargo
+from dbperf.catalog.tool_commands import tool_path
+from dbperf.errors import UserError
+from dbperf.experiment.build_variants import BuildSpec, ServerBuildSpec
+from dbperf.experiment.model import Experiment, Target
+from dbperf.host.compiler import Compiler, find_compiler
+from dbperf.host.driver import driver_path, library_info
+from dbperf.host.process_variants import allocator_library
+from dbperf.servers.engines import LAB_SERVERS
+from dbperf.servers.process import check_port_free
+from dbperf.tools import run_tool
+
+TOOL_TIMEOUT_S = 60.0
+
+
+@dataclass(frozen=True)
+class Check:
+    subject: str  # "target a", "valgrind"
+    found: str  # what was found, or what a run would do (build, fetch)
+    problem: str | None = None  # why a run would stop
+
+    def line(self) -> str:
+        return f"{self.subject}: {self.problem}" if self.problem else f"{self.subject}: {self.found}"
+
+
+def checked(subject: str, look: Callable[[], str]) -> Check:
+    try:
+        return Check(subject, look())
+    except UserError as err:
+        return Check(subject, "", str(err))
+
+
+def _which(tool: str, package: str, why: str) -> str:
+    found = shutil.which(tool)
+    if found is None:
+        raise UserError(f"{tool} not found on PATH: {why} (apt install {package})")
+    return found
+
+
+def valgrind_check(subject: str, why: str) -> Check:
+    """valgrind on PATH (where the profiler looks for it) and runnable: a broken install fails here too."""
+    def look() -> str:
+        path = _which("valgrind", "valgrind", why)
+        version = run_tool([path, "--version"], "valgrind --version", timeout=TOOL_TIMEOUT_S).stdout.strip()
+        return f"{version or 'valgrind'} ({path})"
+    return checked(subject, look)
+
+
+def simulated_checks(e: Experiment) -> list[Check]:
+    """The simulated tier's tools: valgrind and setarch (ASLR off) for every target; callgrind_control for lab
+    servers of one process for all connections (MariaDB: callgrind, dumped on demand)."""
+    checks = [valgrind_check("valgrind (simulated tier)", "the simulated tier runs every (target, benchmark) under it"),
+              checked("setarch (simulated tier)",
+                      lambda: _which("setarch", "util-linux", "the simulated tier turns ASLR off with it"))]
+    threads = sorted({t.engine for t in e.targets if t.is_server and t.dsn is None
+                      and engines.engine(t.engine).process_model == "threads"})
+    if threads:
+        titles = " and ".join(engines.engine(name).title for name in threads)
+        checks.append(checked("callgrind_control (simulated tier)", lambda: _which(
+            "callgrind_control", "valgrind", f"{titles}'s counters are dumped with it")))
+    for t in e.targets:
+        if t.is_server and t.dsn is not None:  # not a refusal: the run measures the others (its record says why)
+            checks.append(Check(f"target {t.name}", "an external server: no simulated figures (only servers the "
+                                                    "lab starts run under valgrind)"))
+    return checks
+
+
+def require_simulated_tools(e: Experiment) -> None:
+    """A real run with the simulated tier: its tools before anything is built or measured, in one line."""
+    for check in simulated_checks(e):
+        if check.problem:
+            raise UserError(f"{e.path}: simulated = true (or --simulated): {check.problem}")
+
+
+def driver_check() -> Check:
+    return checked("dbperf-driver", driver_path)
+
+
+def cached_sqlite_build(spec: BuildSpec, base_dir: Path) -> Path | None:
+    """The cached library of `spec`, or None: a cached manifest of the same SQLite version whose key, worked out
+    again from its own source and this machine's compiler, is this build's (no source fetched to find out)."""
+    cc = find_compiler()  # a build, cached or not, needs it (builder.build)
+    for m in cached_builds():
+        source = m.get("source") or {}
+        if source.get("sqlite_version") != spec.sqlite_version:
+            continue
+        try:
+            key = build_key(spec, SqliteSource(**source), cc, base_dir)
+        except TypeError:  # a manifest of another shape: not this build
+            continue
+        library = Path(str(m.get("library")))
+        if key == m.get("key") and library.is_file():
+            return library
+    return None
+
+
+def cached_release(engine: str, wanted: str) -> Path | None:
+    """The binaries of a cached release (as server_releases.fetch_release finds them, without the network)."""
+    cache = server_cache() / "release"
+    for entry in sorted(cache.glob(f"{engine}-*")) if cache.is_dir() else []:
+        try:
+            manifest = json.loads((entry / "manifest.json").read_text())
+        except (OSError, ValueError):
+            continue
+        if wanted in (manifest.get("version"), manifest.get("published_version")):
+            return ServerInstall(engine, str(manifest.get("version")), entry, manifest, cached=True).binaries
+    return None
+
+
+def cached_server_build(spec: ServerBuildSpec, recipe: Recipe, cc: Compiler) -> Path | None:
+    """The binaries of a cached build of `spec` by this compiler. Its key also names the Debian version, known only
+    after an `apt update`: a cached build of the same label and compiler is taken as this one."""
+    try:
+        manifests = cached_server_builds()
+    except (OSError, ValueError):
+        return None
+    for m in manifests:
+        if m.get("label") == spec.label() and (m.get("compiler") or {}).get("version") == cc.version:
+            return recipe.binaries(Path(str(m.get("install"))))
+    return None
+
+
+def _sqlite(e: Experiment, t: Target) -> str:
+    library, said = t.library, ""
+    if t.build is not None:
+        cached = cached_sqlite_build(t.build, e.path.parent)
+        if cached is None:
+            _cargo()  # the source is fetched through cargo
+            return f"{t.build.label()}: not cached, would be built (source fetched through cargo, then compiled)"
+        library, said = str(cached), f"{t.build.label()}: cached, "
+    info = library_info(t.engine, library)
+    return f"{said}{engines.engine(t.engine).title} {info.engine_version} ({library})"
+
+
+def _lab_binaries(t: Target, binaries: Path, default: bool) -> str:
+    """The server's files found where the target says, and its version (the binary run with --version)."""
+    kind = LAB_SERVERS[t.engine]
+    title = engines.engine(t.engine).title
+    files = [binaries / "initdb", binaries / "postgres"] if t.engine == "postgres" else [binaries]
+    missing = [str(f) for f in files if not f.is_file()]
+    if missing:
+        raise UserError(f"{title} binaries not found: no {', '.join(missing)}"
+                        + (f" (apt install {kind.apt_package})" if default else " (check binaries)"))
+    out = run_tool([files[-1], "--version"], f"{files[-1]} --version", timeout=TOOL_TIMEOUT_S).stdout.strip()
+    version = out.splitlines()[0].removeprefix(str(files[-1])).strip() if out else title  # mariadbd names itself
+    return f"{version} ({binaries})"
+
+
+def _server(t: Target) -> str:
+    if t.dsn is not None:
+        t.password()  # an unset password variable refuses the run
+        return "an external server (not contacted)"
+    kind = LAB_SERVERS[t.engine]
+    try:
+        pwd.getpwnam(kind.service_user)
+    except KeyError:
+        raise UserError(f"user {kind.service_user} not found (apt install {kind.apt_package})") from None
+    if t.port:
+        check_port_free(t.port)
+    if t.release is not None:
+        found = cached_release(t.engine, t.release)
+        if found is None:
+            return f"{t.engine}@{t.release}: not cached, would be fetched (released binaries)"
+        return f"{t.engine}@{t.release}: cached, " + _lab_binaries(t, found, False)
+    if t.server_build is not None:
+        recipe, cc = check_can_build(t.server_build)  # its tools and headers, as a real run checks first
+        found = cached_server_build(t.server_build, recipe, cc)
+        if found is None:
+            return f"{t.server_build.label()}: not cached, would be built from Debian's source (minutes to an hour)"
+        return f"{t.server_build.label()}: cached, " + _lab_binaries(t, found, False)
+    return _lab_binaries(t, Path(t.binaries or kind.default_binaries), t.binaries is None)
+
+
+def _target(e: Experiment, t: Target) -> str:
+    found = _server(t) if t.is_server else _sqlite(e, t)
+    if t.tool:
+        found += f"; cells run by {t.tool} ({tool_path(t.tool)})"
+    if t.process.allocator:
+        found += f"; allocator {allocator_library(t.process.allocator)}"
+    return found
+
+
+def target_checks(e: Experiment) -> list[Check]:
+    checks = []
+    for t in e.targets:
+        check = checked(f"target {t.name}", partial(_target, e, t))
+        # the line names the target once, where the lab's own message (a password not set) names it too
+        problem = check.problem and check.problem.removeprefix(f"target {t.name!r}: ")
+        checks.append(Check(check.subject, check.found, problem))
+    return checks
