@@ -1,5 +1,6 @@
-"""Harness fidelity (BRIEF §9): the harness's step orders, the read-only-* parts at range 1000, warm-up cells,
-cumulative writes and the post-write step, on real SQLite (servers: tests/test_resources_servers.py)."""
+"""Harness fidelity ([Callaghan, mytools], docs/sources.md): the harness's step orders, the read-only-* parts at range
+1000, warm-up cells, cumulative writes and the post-write step, on real SQLite (servers:
+tests/test_resources_servers.py)."""
 
 from __future__ import annotations
 

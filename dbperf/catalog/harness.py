@@ -1,5 +1,5 @@
-"""The step orders of the sysbench-based harness (BRIEF §9, mdcallag/mytools `bench/sysbench.lua/all_small.sh`) as
-catalog groups, and its warm-up cells.
+"""The step orders of the sysbench-based harness ([Callaghan, mytools]: mdcallag/mytools
+`bench/sysbench.lua/all_small.sh`; [Callaghan 2023-03-27]; docs/sources.md) as catalog groups, and its warm-up cells.
 
 `all` is the classic run: `point-query.warm`; 15 reads; 8 writes; (the post-write step, see
 runner/post_write.py); 17 reads again on the written data; delete; insert. `all-2025` is the newer order: `scan.warm`
@@ -41,8 +41,8 @@ NEWER = (
 )
 ORDERS = {"all": CLASSIC, "all-2025": NEWER}
 DESCRIPTIONS = {
-    "all": "the harness's classic run (BRIEF §9): point-query.warm, 15 reads, 8 writes, the post-write step (with "
-           "post_write), 17 reads again as NAME@after-writes, delete, insert",
+    "all": "the harness's classic run ([Callaghan, mytools]): point-query.warm, 15 reads, 8 writes, the post-write "
+           "step (with post_write), 17 reads again as NAME@after-writes, delete, insert",
     "all-2025": "the harness's newer run: scan.warm, scan, 8 writes, the post-write step (with post_write), 23 "
                 "reads as NAME@after-writes (read-only-simple/-sum/-order/-distinct/-count at range 1000 among them), "
                 "delete, insert: 32 reported steps",

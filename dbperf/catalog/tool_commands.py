@@ -22,7 +22,8 @@ SCRIPT_SUFFIX = {"sysbench": ".lua", "pgbench": ".sql"}
 # per transaction counted as sysbench counts (BEGIN and END included).
 PGBENCH_BUILTINS = {"tpcb-like": 7, "simple-update": 5, "select-only": 1}
 BUILTIN_PREFIX = "pgbench:"
-# Catalog benchmark -> sysbench 1.0 bundled script and options with the same events (BRIEF §1's table).
+# Catalog benchmark -> sysbench 1.0 bundled script and options with the same events (the microbenchmarks of
+# [Callaghan 2023-03-27] and [Callaghan, mytools]).
 SYSBENCH_EQUIVALENTS: dict[str, tuple[str, list[str]]] = {
     "point-query": ("oltp_point_select", []),
     "read-only-10": ("oltp_read_only", ["--range_size=10"]),

@@ -1,5 +1,6 @@
 """Simulated counters: the driver under valgrind's cachegrind with pinned cache geometry and ASLR off, so the same
-binary, inputs and environment give the same counts on any machine (BRIEF §8)."""
+binary, inputs and environment give the same counts on any machine (as [SQLite]
+and [iai-callgrind] measure: docs/sources.md)."""
 
 from __future__ import annotations
 

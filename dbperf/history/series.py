@@ -1,7 +1,7 @@
-"""A version or date series from the history store, laid out as BRIEF §1: one row per benchmark, one column per
-version (or per run), rQPS against the first column, and a verdict per cell (Mann-Whitney U of the stored repeats
-against the first column's). A series holds one comparable thing: one engine, build, config and host; results that
-mix several are refused with the values found, so the user can choose one."""
+"""A version or date series from the history store, laid out as [Callaghan 2024-10-23]'s rQPS tables: one row per
+benchmark, one column per version (or per run), rQPS against the first column, and a verdict per cell (Mann-Whitney U of
+the stored repeats against the first column's). A series holds one comparable thing: one engine, build, config and host;
+results that mix several are refused with the values found, so the user can choose one."""
 
 from __future__ import annotations
 

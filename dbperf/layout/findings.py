@@ -1,5 +1,5 @@
 """Findings: cache lines where a hot-written object shares the line with read-mostly objects that other threads load
-(the seed's pattern), ranked by estimated cost, with the remedy."""
+(the pattern of [MySQL bug #97777]), ranked by estimated cost, with the remedy."""
 
 from __future__ import annotations
 

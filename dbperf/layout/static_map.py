@@ -17,7 +17,7 @@ from elftools.elf.elffile import ELFFile
 
 from dbperf.errors import UserError
 
-# Coherence granule by ELF machine: 64 B on x86 and Arm, 128 B on POWER (the seed's machine), 256 B on z.
+# Coherence granule by ELF machine: 64 B on x86 and Arm, 128 B on POWER ([MySQL bug #97777]'s machine), 256 B on z.
 LINE_BY_MACHINE = {"EM_X86_64": 64, "EM_386": 64, "EM_AARCH64": 64, "EM_ARM": 64, "EM_RISCV": 64,
                    "EM_PPC64": 128, "EM_PPC": 128, "EM_S390": 256}
 # Stores are found by disassembly on these (iced-x86); elsewhere "written in code" is unknown and said so.

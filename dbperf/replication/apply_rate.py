@@ -1,4 +1,4 @@
-"""The apply-rate study (seed 000, March 2014): how fast a replica applies what the primary wrote, against
+"""The apply-rate study ([Nielsen 2014-03-13]): how fast a replica applies what the primary wrote, against
 slave_parallel_threads × slave_parallel_mode × the replica's durability, with the primary's binlog commit wait.
 
 One measurement: the replicas' SQL threads are stopped (the measured replica keeps its I/O thread, so the relay log
@@ -7,7 +7,7 @@ the chosen client threads; the lab waits until the replica's I/O thread has fetc
 (Gtid_IO_Pos), then starts the SQL thread and times, on one connection, START SLAVE SQL_THREAD and
 MASTER_GTID_WAIT(primary's last GTID) until it returns. transactions = the GTIDs the primary wrote (its
 gtid_binlog_pos before and after), so failed events and multi-statement events count right; trx/s = transactions /
-that time. The data is not restored between measurements: writes accumulate, as in the seed's harness."""
+that time. The data is not restored between measurements: writes accumulate, as in [Nielsen 2014-03-13]'s benchmark."""
 
 from __future__ import annotations
 

@@ -1,10 +1,10 @@
-"""The cross-engine study (seed 000, May 2017): what a replica's apply costs when the replicated tables use one
-storage engine (MyRocks, Debian's mariadb-plugin-rocksdb) and the replica's GTID state (mysql.gtid_slave_pos)
-another (InnoDB, the default): every replicated commit then spans two engines. Three ways of keeping the state, as
-the seed's three bars: `innodb` (cross-engine), `auto` (gtid_pos_auto_engines = innodb,rocksdb: a state table per
-engine, MDEV-12179), `rocksdb` (mysql.gtid_slave_pos itself in MyRocks); each with and without fsync on commit
-(binlog, InnoDB and MyRocks together). The apply is timed as in apply_rate.py, with one SQL thread (workers = 0), on
-the experiment's first benchmark and thread count; the primary logs rows (MyRocks refuses statement-based logging).
+"""The cross-engine study ([Nielsen 2017-05-12]): what a replica's apply costs when the replicated tables use one
+storage engine (MyRocks, Debian's mariadb-plugin-rocksdb) and the replica's GTID state (mysql.gtid_slave_pos) another
+(InnoDB, the default): every replicated commit then spans two engines. Three ways of keeping the state, as
+[Nielsen 2017-05-12]'s three bars: `innodb` (cross-engine), `auto` (gtid_pos_auto_engines = innodb,rocksdb: a state
+table per engine, MDEV-12179), `rocksdb` (mysql.gtid_slave_pos itself in MyRocks); each with and without fsync on commit
+(binlog, InnoDB and MyRocks together). The apply is timed as in apply_rate.py, with one SQL thread (workers = 0), on the
+experiment's first benchmark and thread count; the primary logs rows (MyRocks refuses statement-based logging).
 
 Switching the state's engine: the replica's slave threads stopped, its @@gtid_slave_pos saved, the per-engine table
 of an earlier `auto` dropped and mysql.gtid_slave_pos altered (sql_log_bin = 0, the replica's own business), the

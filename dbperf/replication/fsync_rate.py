@@ -1,5 +1,5 @@
 """The fdatasync rate of the device under the servers' data directories: it bounds what a durable replica can
-commit per second (seed 000, May 2017, measured 120/s on its SATA SSD the same way: 16 KB blocks written at random,
+commit per second ([Nielsen 2017-05-12] measured 120/s on its SATA SSD the same way: 16 KB blocks written at random,
 round robin among five 1 MB files, fdatasync after each write)."""
 
 from __future__ import annotations

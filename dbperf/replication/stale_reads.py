@@ -1,4 +1,4 @@
-"""The stale-read study (seed 000, February 2014): a client writes a row on the primary and at once reads it on a
+"""The stale-read study ([Nielsen 2014-02-10]): a client writes a row on the primary and at once reads it on a
 replica; how often the read misses the write, and, with MASTER_GTID_WAIT(@@last_gtid of the write, timeout) on the
 replica before the read, that no read is stale and what the wait costs (its latency percentiles), while background
 writers keep the primary busy.

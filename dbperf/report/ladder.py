@@ -1,4 +1,4 @@
-"""The tuning ladder as a View: one line per step as in BRIEF §5, then the per-benchmark detail."""
+"""The tuning ladder as a View: one line per step as in [Ronström 2008-03-25], then the per-benchmark detail."""
 
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
-"""What a report shows, built once from a Matrix: the rQPS matrix laid out as BRIEF §1 (a legend `col-N : target`,
-one row per benchmark grouped point, range, write, one column per target, two decimals; `~` not significant, `!`
-noisy, `T` trained on), then a block of absolute figures per target, then counters where profiled, then notes. The
-terminal table and Markdown only render this (hyperfine's export/markup.rs is the model); JSON and CSV render the
-cells through one field list (render.py)."""
+"""What a report shows, built once from a Matrix: the rQPS matrix laid out as [Callaghan 2024-10-23] does (a legend
+`col-N : target`, one row per benchmark grouped point, range, write, one column per target, two decimals; `~` not
+significant, `!` noisy, `T` trained on), then a block of absolute figures per target, then counters where profiled, then
+notes. The terminal table and Markdown only render this (hyperfine's export/markup.rs is the model); JSON and CSV render
+the cells through one field list (render.py)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from typing import Any
 from dbperf.host.noise import HEAVY_FOREIGN_CPU, HEAVY_STEAL
 from dbperf.report.load_view import load_blocks
 from dbperf.report.model import Block, Report, Row
+from dbperf.report.restarts_view import restart_lines
 from dbperf.report.simulated_view import has_simulated, sim_legend, sim_text
 from dbperf.report.steady_view import MARK_MEANING as UNSETTLED_MEANING
 from dbperf.report.steady_view import steady_lines, unsettled_runs
@@ -329,7 +330,7 @@ def build_report(m: Matrix, meta: RunMeta) -> Report:
         blocks.append(_counters_block(m))
     status = meta.status
     return Report(heading=f"rQPS relative to {m.base}, {_center_name(m)} of repeats",
-                  legend=(*legend(m), *_run_lines(meta), *steady_lines(m, meta), *_metric_lines(m),
-                          *quality_lines(m), *aa_line(m, meta)),
+                  legend=(*legend(m), *_run_lines(meta), *restart_lines(m, meta), *steady_lines(m, meta),
+                          *_metric_lines(m), *quality_lines(m), *aa_line(m, meta)),
                   blocks=tuple(blocks), notes=(verdict_legend(m.min_effect), HOW_MEASURED),
                   warning=None if status in (None, "complete") else f"run status: {status}: the matrix is partial")

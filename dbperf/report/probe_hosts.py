@@ -1,5 +1,5 @@
-"""Probe results of many hosts side by side (`dbperf probe --fleet`): one column per host, as seed 001 lays out its
-PRNG and spin-delay figures across machines (median ns per operation, min–max in the JSON)."""
+"""Probe results of many hosts side by side (`dbperf probe --fleet`): one column per host, as [Callaghan 2024-10-23]
+lays out its PRNG and spin-delay figures across machines (median ns per operation, min–max in the JSON)."""
 
 from __future__ import annotations
 

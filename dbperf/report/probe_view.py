@@ -1,5 +1,5 @@
-"""Probe results as Views, laid out as the seeds' tables where there is one, and two hosts side by side. JSON is
-the probe result as stored (probes.json); CSV one line per figure."""
+"""Probe results as Views, laid out as the published tables where there is one (docs/sources.md), and two hosts
+side by side. JSON is the probe result as stored (probes.json); CSV one line per figure."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 
 from dbperf.report.model import Block, Row, Section, View
 
-# BRIEF §3, seed 003: 1e8 iterations of the thread-state update, for comparison.
+# [Nielsen 2013-11-28]: 1e8 iterations of the thread-state update (wall s, cycles/iter), for comparison.
 SEED_BARRIERS = {
     "two locked cmpxchg (original)": (3.70, 81),
     "write barriers only (seqlock)": (0.53, 12),
@@ -90,8 +90,9 @@ def _barriers(result: dict[str, Any], name: str) -> list[Section]:
         over = f["ticks_per_op"]["median"] - empty["ticks_per_op"]["median"] if empty else None
         single.append((f["name"], _range(f, "ns_per_op"), _range(f, "ticks_per_op", digits=1),
                        "–" if f is empty or over is None else f"{over:,.1f}"))
-    return [table("thread-state update (BRIEF §3): 1e8 iterations",
-                  ["variant", "wall s / 1e8", "TSC ticks/iter", "overhead ticks", "seed: wall s", "seed: cycles/iter"],
+    return [table("thread-state update: 1e8 iterations, beside [Nielsen 2013-11-28]'s",
+                  ["variant", "wall s / 1e8", "TSC ticks/iter", "overhead ticks", "published: wall s",
+                   "published: cycles/iter"],
                   rows),
             table("single operations (loop overhead included; 'empty loop' is that overhead)",
                   ["operation", "ns/op", "TSC ticks/op", "ticks over empty loop"], single)]
@@ -99,7 +100,7 @@ def _barriers(result: dict[str, Any], name: str) -> list[Section]:
 
 def _spin(result: dict[str, Any], name: str) -> list[Section]:
     pause = tuple(f"PAUSE: {_range(f, 'ticks_per_op', digits=1)} TSC ticks, {_range(f, 'ns_per_op')} ns "
-                  "(BRIEF §4: about 10–15 cycles before Skylake, 120–150 after)"
+                  "(about 10–15 cycles before Skylake, 120–150 after: [Intel optimization manual])"
                   for f in figures_of(result, name, "pause"))
     delays = figures_of(result, name, "ut_delay")
     by_x: dict[int, dict[str, dict[str, Any]]] = {}
@@ -118,7 +119,8 @@ def _spin(result: dict[str, Any], name: str) -> list[Section]:
         n = int(f["n"])
         backoff.append(f"backoff delay drawn as random(0..{n - 1}): mean {old:.3f}; as random(0..{n}): mean "
                        f"{new:.3f}: {new / old - 1:+.1%} longer{extra}")
-    return [table("ut_delay(X) in µs (BRIEF §4: about 1 µs per unit on most CPUs)", columns, rows, text=pause),
+    return [table("ut_delay(X) in µs (about 1 µs per unit on most CPUs: [Callaghan 2024-10-23])", columns, rows,
+                  text=pause),
             Section(text=tuple(backoff))]
 
 
@@ -143,7 +145,7 @@ def _sharing(result: dict[str, Any], name: str) -> list[Section]:
         flag_rows.append((f["name"], _range(f, "ns_per_op"), "–" if ratio is None else f"{ratio:.2f}×"))
     return [table("two threads incrementing their own counters", ["layout", "ns/increment", "slowdown vs 128 B apart"],
                   rows),
-            table("reading a read-mostly flag while another thread writes a counter (seed 004)",
+            table("reading a read-mostly flag while another thread writes a counter ([MySQL bug #97777])",
                   ["layout", "ns/read", "slowdown"], flag_rows)]
 
 

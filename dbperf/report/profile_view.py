@@ -23,8 +23,8 @@ def _mode_lines(p: Profile) -> tuple[tuple[str, ...], tuple[str, ...]]:
     if p.mode == "simulated":
         pct = p.per_query["i1_miss_pct_of_instructions"]
         verdict = "above" if pct > 1.0 else "below"
-        lines = (f"I1 misses are {pct:.2f}% of instructions, {verdict} the 1% that BRIEF §2 calls significant "
-                 "(simulated 32K 8-way I1)",)
+        lines = (f"I1 misses are {pct:.2f}% of instructions, {verdict} the 1% that Intel's optimization manual calls "
+                 "significant ([Nielsen 2014-01-20]; simulated 32K 8-way I1)",)
         if p.slowdown and p.slowdown.factor is not None:
             return lines, (f"cachegrind slowdown: {p.slowdown.factor}× ({p.slowdown.simulated_s} s against "
                            f"{p.slowdown.native_s} s natively, whole driver process)",)

@@ -1,7 +1,7 @@
 """The replication lab's HTML report (`dbperf report DIR --format html`): the same summary and tables as the terminal
-(replication_view.py), on the self-contained page of html_page.py, with the seed's chart (trx/s applied against
-the worker count, one line per durability and mode; on PostgreSQL one bar per durability and mode, since there are
-no workers to vary) and, on PostgreSQL, the replay lag over time of each measurement."""
+(replication_view.py), on the self-contained page of html_page.py, with [Nielsen 2014-03-13]'s chart (trx/s applied
+against the worker count, one line per durability and mode; on PostgreSQL one bar per durability and mode, since there
+are no workers to vary) and, on PostgreSQL, the replay lag over time of each measurement."""
 
 from __future__ import annotations
 
@@ -23,8 +23,8 @@ def _layout(title: str, x: str, y: str) -> dict[str, Any]:
 
 
 def apply_figure(s: dict[str, Any]) -> Figure:
-    """trx/s applied (median, min–max as error bars): against workers per (durability, mode) on MariaDB (the seed's
-    chart), one bar per (durability, mode) on PostgreSQL."""
+    """trx/s applied (median, min–max as error bars): against workers per (durability, mode) on MariaDB
+    ([Nielsen 2014-03-13]'s chart), one bar per (durability, mode) on PostgreSQL."""
     rows = s["apply"]
     if engines.streaming_replication(s.get("engine")):
         data = []

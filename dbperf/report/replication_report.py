@@ -1,6 +1,6 @@
 """The replication lab's report as a View: the study tables and notes of replication_view.py, any format; JSON the
 summary under `replication` (with the run's status, skipped lines and meta), CSV the apply rows, HTML the page with
-the seed's chart (replication_html.py)."""
+[Nielsen 2014-03-13]'s chart (replication_html.py)."""
 
 from __future__ import annotations
 

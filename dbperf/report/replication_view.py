@@ -1,6 +1,6 @@
-"""The replication lab's report: the apply-rate study as seed 000's chart in table form (trx/s applied per worker
-count, mode and durability, with the speed-up over the single SQL thread), the stale-read study (fractions of stale
-reads without and with MASTER_GTID_WAIT, the wait's latency), and the failures with their servers' log tails. One
+"""The replication lab's report: the apply-rate study as [Nielsen 2014-03-13]'s chart in table form (trx/s applied per
+worker count, mode and durability, with the speed-up over the single SQL thread), the stale-read study (fractions of
+stale reads without and with MASTER_GTID_WAIT, the wait's latency), and the failures with their servers' log tails. One
 summary (`replication_summary`) feeds every format (replication_report.py), so they never disagree."""
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ OVER_CORES = "‡"
 def _cores_note(cpus: int) -> str:
     return (f"This host has {cpus} CPUs (primary, replica and client share them): parallel apply cannot run more "
             f"than {cpus} transactions on CPU at once, so a gain past {cpus} workers ({OVER_CORES}) can only come "
-            "from overlapping commit waits (fsync, group commit), never from more CPU. The seed's 10x at 12+ workers "
-            "was measured on a many-core server; this table does not and cannot show that here.")
+            "from overlapping commit waits (fsync, group commit), never from more CPU. The 10x at 12+ workers of "
+            "[Nielsen 2014-03-13] was measured on a many-core server; this table does not and cannot show that here.")
 
 
 PG_WORKERS_NOTE = ("not applicable: PostgreSQL replays physical WAL in one process (the startup process) and has "
@@ -213,8 +213,8 @@ def study_tables(s: dict[str, Any]) -> tuple[list[StudyTable], list[str]]:
                      "and both engines' flush_log_at_trx_commit = 1; no-fsync: 0 and 2.")
     if s.get("fdatasync_per_s"):
         notes.append(f"fdatasync rate of the data directory's device: {s['fdatasync_per_s']:,.0f}/s (16 KB random "
-                     "writes round robin over five 1 MB files, 2 s; seed 000 measured 120/s on its SSD): it bounds "
-                     "durable commits per second.")
+                     "writes round robin over five 1 MB files, 2 s; [Nielsen 2017-05-12] measured 120/s on its "
+                     "SSD): it bounds durable commits per second.")
     for f in s["failures"]:
         notes.append(f"FAILED {f['study']}: {f['error']}" + (f"\n{f['server_log_tail']}" if f.get("server_log_tail")
                                                              else ""))

@@ -1,6 +1,6 @@
-"""`dbperf series` and `dbperf regressions` as Views (any format draws them). The series is BRIEF §1's layout
-turned sideways in time: a legend `col-N : version`, one row per benchmark, rQPS against the first column with a
-verdict mark; HTML adds a line chart per benchmark with its change points marked."""
+"""`dbperf series` and `dbperf regressions` as Views (any format draws them). The series is the layout of
+[Callaghan 2024-10-23]'s rQPS tables turned sideways in time: a legend `col-N : version`, one row per benchmark, rQPS
+against the first column with a verdict mark; HTML adds a line chart per benchmark with its change points marked."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""The tuning ladder (BRIEF §5): targets are cumulative steps; each step's gain over the previous step and over the
-base, per benchmark and as a geometric mean over benchmarks. A step whose geometric mean gain over the previous
-step is below 1 loses and is flagged, as is every benchmark that a step made significantly slower."""
+"""The tuning ladder ([Ronström 2008-03-25]): targets are cumulative steps; each step's gain over the previous step
+and over the base, per benchmark and as a geometric mean over benchmarks. A step whose geometric mean gain over the
+previous step is below 1 loses and is flagged, as is every benchmark that a step made significantly slower."""
 
 from __future__ import annotations
 

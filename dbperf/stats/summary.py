@@ -1,4 +1,4 @@
-"""Central value, spread and significance of a few repeated measurements (BRIEF §5, §8).
+"""Central value, spread and significance of a few repeated measurements ([Ronström 2008-03-25]; [benchstat]).
 
 - median, min, max; a distribution-free 95% CI on the median from order statistics, when n allows (n >= 6);
 - `trimmed`: drop the best and the worst repeat and average the rest (the tuning ladder's method);

@@ -9,8 +9,9 @@ call `verdict_on_rounds`, so the same data get the same call. Fixed `repeats = N
 every run, and a reader who reruns and looks again is stopping optionally as well; the price is a round or two at
 a single planned look.
 
-**The randomization views** below (ClickHouse's way, BRIEF §10, plus a paired view) are kept as descriptions of
-the data (the report shows both views) and as the verdict where no round pairs exist (`decide`: one look, 1%):
+**The randomization views** below (ClickHouse's way, [ClickHouse perf comparison], plus a paired view) are kept as
+descriptions of the data (the report shows both views) and as the verdict where no round pairs exist (`decide`: one
+look, 1%):
 
 - **Unpaired** (ClickHouse's `eqmed`): diff = median(target) / median(base) - 1. Noise threshold: pool both sides'
   repeats, relabel them (every relabeling when there are few, else 10,000 seeded random ones), and take the 99th

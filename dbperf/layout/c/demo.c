@@ -1,6 +1,6 @@
-/* The seed's pattern (BRIEF §6, seed 004) and its decoys, for `dbperf layout`.
+/* The pattern of [MySQL bug #97777] (docs/sources.md) and its decoys, for `dbperf layout`.
  *
- * Seeded line: demo_search_enabled (read-mostly, read by the reader on every iteration, like btr_search_enabled)
+ * The planted line: demo_search_enabled (read-mostly, read by the reader on every iteration, like btr_search_enabled)
  * sits in the same cache line as demo_rnd_counter (a PRNG state written by the writer on every iteration, like
  * ut_rnd_ulint_counter). Decoys that must NOT be flagged:
  *   - demo_table: read-mostly, read on every iteration, alone on its line;

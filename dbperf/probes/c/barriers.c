@@ -1,5 +1,5 @@
-/* BRIEF §3: the cost of keeping a thread-state update (pointer + length guarded by a version word) SMP-safe,
- * in the four variants of the seed, and the cost of single atomic operations and fences. */
+/* [Nielsen 2013-11-28] (docs/sources.md): the cost of keeping a thread-state update (pointer + length guarded by a
+ * version word) SMP-safe, in that article's four variants, and the cost of single atomic operations and fences. */
 #include "probe.h"
 
 struct thread_state {

@@ -1,5 +1,6 @@
-/* BRIEF §4 and seed 004: ns per call of three backoff generators, and the shared-counter LCG hammered by two
- * threads (every call writes one global cache line, which then bounces between the cores). */
+/* [Callaghan 2024-10-23] and [MySQL bug #97777] (docs/sources.md): ns per call of three backoff generators, and the
+ * shared-counter LCG hammered by two threads (every call writes one global cache line, which then bounces between the
+ * cores). */
 #include "probe.h"
 
 /* InnoDB's old ut_rnd_gen_ulint(): an LCG on one global counter. */

@@ -1,6 +1,6 @@
-/* False sharing (seed 004): two threads incrementing their own counters when the counters share a cache line,
- * sit 64 bytes apart, or 128 bytes apart; and a reader of a read-mostly flag that shares its line with a counter
- * another thread keeps writing, against the same flag on a line of its own. */
+/* False sharing ([MySQL bug #97777], docs/sources.md): two threads incrementing their own counters when the counters
+ * share a cache line, sit 64 bytes apart, or 128 bytes apart; and a reader of a read-mostly flag that shares its line
+ * with a counter another thread keeps writing, against the same flag on a line of its own. */
 #include "probe.h"
 
 struct layout { _Alignas(256) volatile uint64_t slots[64]; };

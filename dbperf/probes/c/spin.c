@@ -1,6 +1,7 @@
-/* BRIEF §4: PAUSE latency; InnoDB's ut_delay(X) (X * multiplier PAUSEs, multiplier 50) against MariaDB's
- * (X * calibrated/4 PAUSEs, calibrated = 200, or 100 when a PAUSE takes over 30 TSC ticks); and the mean delay
- * of random(0..N-1) against random(0..N), the off-by-one that made backoff 20% longer. */
+/* [Callaghan 2024-10-23], [Intel optimization manual], [MDEV-19845] (docs/sources.md): PAUSE latency; InnoDB's
+ * ut_delay(X) (X * multiplier PAUSEs, multiplier 50) against MariaDB's (X * calibrated/4 PAUSEs, calibrated = 200, or
+ * 100 when a PAUSE takes over 30 TSC ticks); and the mean delay of random(0..N-1) against random(0..N), the off-by-one
+ * that made backoff 20% longer. */
 #include "probe.h"
 
 #define INNODB_MULTIPLIER 50
