@@ -15,6 +15,9 @@ from dbperf.usecases.bisect import (
     DEFAULT_TRIES,
     BisectResult,
     StepSettings,
+    check_config_names,
+    check_out,
+    claimed,
     earlier_steps,
     expected_steps,
     parse_threshold,
@@ -73,8 +76,8 @@ def bisect(
     config: Annotated[Optional[list[str]], typer.Option("--config", help="a server setting of every step's two "
                                                   "targets, NAME=VALUE (repeatable): e.g. shared_buffers=256MB")]
     = None,
-    out: Annotated[Optional[Path], typer.Option("--out", help="directory of every step's results (default "
-                                                              "results/bisect-ENGINE-TIME)")] = None,
+    out: Annotated[Optional[Path], typer.Option("--out", help="directory of every step's results, new or empty "
+                                                              "(default results/bisect-ENGINE-TIME)")] = None,
     yes: Annotated[bool, YES_OPTION] = False,
     resume: Annotated[bool, typer.Option("--resume", help="go on with the bisect cut short in --out DIR (the same "
                                                           "settings): its decided steps are kept, not run again")]
@@ -90,24 +93,29 @@ def bisect(
     settings.check()
     if tries < 1:
         fail(f"--tries: expected at least 1, got {tries}")
-    versions = release_range(engine, first, last, available_versions(engine))
     if resume and out is None:
         fail("--resume goes on with a bisect cut short: give its directory with --out DIR")
+    # Every refusal before anything is fetched or started: the folder, the range, the settings' names.
     directory = (out or Path("results") / f"bisect-{engine}-{datetime.now():%Y%m%d-%H%M%S}").absolute()
-    earlier = earlier_steps(directory, settings, versions) if resume else []
-    if not resume and (directory / "bisect.json").exists():
-        fail(f"--out {directory}: already holds a bisect (bisect.json); give another directory, or --resume")
-    say(f"dbperf: bisect {engine} {versions[0]} .. {versions[-1]}: {len(versions)} releases, {benchmark}, "
-        f"slower at {settings.threshold:.1%} or more; about {expected_steps(len(versions))} steps; results in "
-        f"{directory}")
+    check_out(directory, resume)
+    versions = release_range(engine, first, last, available_versions(engine))
+    check_config_names(settings, versions)
+    with claimed(directory, resume):
+        earlier = earlier_steps(directory, settings, versions) if resume else []
+        if not resume:  # the folder is this bisect's from now on: killed in its first step, it can be resumed
+            write_path(directory, BisectResult(versions), settings)
+        say(f"dbperf: bisect {engine} {versions[0]} .. {versions[-1]}: {len(versions)} releases, {benchmark}, "
+            f"slower at {settings.threshold:.1%} or more; about {expected_steps(len(versions))} steps; results in "
+            f"{directory}")
 
-    def step_done(so_far: BisectResult) -> None:  # the path is on disk after every step: an interrupt loses none
-        s = so_far.steps[-1]
-        say(f"dbperf: step {s.number}: {s.version} (try {s.attempt}): {s.judgement.verdict}")
-        write_path(directory, so_far, settings)
+        def step_done(so_far: BisectResult) -> None:  # the path is on disk after every step: an interrupt loses none
+            s = so_far.steps[-1]
+            say(f"dbperf: step {s.number}: {s.version} (try {s.attempt}): {s.judgement.verdict}")
+            write_path(directory, so_far, settings)
 
-    result = search(versions, release_judge(settings, directory, yes, earlier=earlier), tries, on_step=step_done)
-    write_path(directory, result, settings)
+        result = search(versions, release_judge(settings, directory, yes, earlier=earlier), tries,
+                        on_step=step_done)
+        write_path(directory, result, settings)
     show(path_view(result), "table")
     out_console.print(outcome_line(result, engine), highlight=False)
     if result.exit_code:

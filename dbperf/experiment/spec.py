@@ -12,6 +12,7 @@ from urllib.parse import urlsplit
 
 from dbperf import engines
 from dbperf.catalog.registry import resolve
+from dbperf.engines.lab_owned import lab_owned_refusal
 from dbperf.errors import UserError
 from dbperf.experiment import keys
 from dbperf.experiment.aa import with_aa
@@ -67,11 +68,10 @@ def server_settings(config: Any, engine: str, twhere: str) -> dict[str, str]:
     checked = _settings({"config": config}, twhere, SERVER_SETTING_NAME, SERVER_SETTING_VALUE, "server setting")
     for key in checked:
         # Where a server the lab starts listens, keeps its files and who it runs as are the lab's business
-        # (127.0.0.1 only, a private data directory). MariaDB treats '-' and '_' alike.
-        if key.replace("-", "_").lower() in engines.engine(engine).lab_owned_settings:
-            raise UserError(f"{twhere} config.{key}: the lab's servers listen on 127.0.0.1 only and keep their "
-                            "files in the lab's private directory; this setting is the lab's (use port = N on "
-                            "the target for a fixed port)")
+        # (127.0.0.1 only, a private data directory), in every form the server reads the name (loose-, abbreviations).
+        refusal = lab_owned_refusal(engine, key, twhere)
+        if refusal:
+            raise UserError(refusal)
     return checked
 
 

@@ -9,7 +9,9 @@ handling of undecided steps and its number of steps are tested with a fake judge
 which runs each step through the run use case (usecases/run.py) into a directory of its own under the output
 directory, so that nothing measured is lost. A search cut short goes on (`--resume`): the search is deterministic
 given its judgements, so the steps decided before are replayed from bisect.json and the step that was running
-resumes its own run (runner/resume.py).
+resumes its own run (runner/resume.py). The output directory is taken as `dbperf run` takes its --out: new or
+empty (or, with --resume, a folder of the same bisection), writable, checked before anything is fetched, and held
+while the search runs (`check_out`, `claimed`).
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ from __future__ import annotations
 import contextlib
 import json
 import math
-from collections.abc import Callable, Sequence
+import os
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -25,12 +28,14 @@ from rich.console import Console
 
 from dbperf.buildlab.server_releases import SOURCES, release_name, resolve_version, version_key
 from dbperf.catalog.registry import builtin
+from dbperf.engines.lab_owned import lab_owned_refusal
 from dbperf.errors import UserError
 from dbperf.experiment.keys import fraction
 from dbperf.experiment.spec import server_settings
 from dbperf.report.model import Block, Row, Section, View
+from dbperf.servers.setting_names import unknown_setting
 from dbperf.stats.rqps_matrix import build_matrix
-from dbperf.storage.results import EXPERIMENT, META, read_results
+from dbperf.storage.results import EXPERIMENT, LOCK, META, DirectoryClaim, ResultsWriteError, read_results
 from dbperf.usecases.progress import PROGRESS, say
 from dbperf.usecases.run import NO_CELL_SUCCEEDED, run_experiment
 
@@ -45,6 +50,7 @@ STEP_FAILED = NO_CELL_SUCCEEDED  # 3: a step's run measured nothing
 STILL_UNDECIDED = 4  # a step stayed undecided after its last try: the search stops rather than guess
 
 DEFAULT_TRIES = 3
+PATH_FILE = "bisect.json"
 
 
 @dataclass(frozen=True)
@@ -222,7 +228,19 @@ class StepSettings:
             raise UserError(f"--threads: expected at least 1, got {self.threads}")
         if self.table_size < 1:
             raise UserError(f"--table-size: expected at least 1, got {self.table_size}")
+        for key in self.config:  # with the remedy that fits a bisect (no target to set a port or a dsn on)
+            refusal = lab_owned_refusal(self.engine, key, "bisect", bisect=True)
+            if refusal:
+                raise UserError(refusal)
         server_settings(self.config, self.engine, "bisect")  # checked before the first release is fetched
+
+
+def check_config_names(settings: StepSettings, versions: list[str]) -> None:
+    """Each --config name against the server's own list, where a binary of the range is at hand
+    (servers/setting_names.py): before any release is fetched or server started."""
+    refusal = unknown_setting(settings.engine, settings.config, versions, "bisect --config")
+    if refusal:
+        raise UserError(refusal)
 
 
 def target_name(engine: str, version: str) -> str:
@@ -270,27 +288,154 @@ def judgement_of(directory: Path, target: str, benchmark: str, threads: int, exi
 
 
 RESUMABLE = ("running", "interrupted")  # outcomes of a search cut short (running: killed between two steps)
+WRITES_INTO = "bisect writes only into a new or empty directory: choose another --out"
+
+
+def _span(doc: dict) -> str:
+    versions = doc.get("versions")
+    return f"{versions[0]}..{versions[-1]}" if isinstance(versions, list) and versions else "?"
+
+
+def _settings_of(doc: dict) -> dict:
+    settings = doc.get("settings")
+    return settings if isinstance(settings, dict) else {}
+
+
+def describe(doc: dict) -> str:
+    """The bisection a bisect.json holds, as a user would name it: postgres 13.23..17.0, point-query, 5.0%."""
+    settings = _settings_of(doc)
+    threshold = settings.get("threshold")
+    slower = f"slower at {threshold:.1%}" if isinstance(threshold, int | float) else f"threshold {threshold!r}"
+    return f"{settings.get('engine', '?')} {_span(doc)}, {settings.get('benchmark', '?')}, {slower}"
+
+
+def _read_path(path: Path) -> dict:
+    """A bisect.json: a UserError naming it when it cannot be read or is not a bisect's."""
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise UserError(f"--out {path.parent}: no bisect to resume (no {PATH_FILE})") from None
+    except (OSError, ValueError) as e:
+        raise UserError(f"{path}: unreadable ({e})") from None
+    if not isinstance(doc, dict):
+        raise UserError(f"{path}: not a bisect path (not a JSON object)")
+    return doc
+
+
+def _differences(doc: dict, settings: StepSettings, versions: list[str]) -> str:
+    """What differs between the bisect in a folder and this one, for the refusal of --resume."""
+    before = _settings_of(doc)
+    now = json.loads(json.dumps(asdict(settings)))
+    parts = [f"{k} {before.get(k)!r} there, {v!r} here" for k, v in now.items() if before.get(k) != v]
+    if doc.get("versions") != versions:
+        parts.append(f"releases {_span(doc)} there, {versions[0]}..{versions[-1]} here")
+    return "; ".join(parts)
 
 
 def earlier_steps(out: Path, settings: StepSettings, versions: list[str]) -> list[Step]:
     """The steps of the search cut short in `out` (its bisect.json), for `--resume`. Refused in one line: no
-    bisect there, one that ended, or one run with other settings or another range (its path would not replay)."""
-    path = out / "bisect.json"
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise UserError(f"--out {out}: no bisect to resume (no bisect.json)") from None
-    except (OSError, ValueError) as e:
-        raise UserError(f"{path}: unreadable ({e})") from None
+    bisect there, one that ended, or another bisection (other settings or another range: its path would not
+    replay), named."""
+    path = out / PATH_FILE
+    doc = _read_path(path)
     if doc.get("outcome") not in RESUMABLE:
-        raise UserError(f"--out {out}: its bisect ended ({doc.get('outcome')}): nothing to resume")
+        raise UserError(f"--out {out}: its bisect ended ({doc.get('outcome')}): nothing to resume (it was "
+                        f"{describe(doc)})")
     if doc.get("settings") != json.loads(json.dumps(asdict(settings))) or doc.get("versions") != versions:
-        raise UserError(f"--out {out}: its bisect was run with other settings or another range of releases; "
-                        "resume it with the same ones")
+        raise UserError(f"--out {out}: holds the bisect of {describe(doc)}, run with other settings or another range "
+                        f"of releases ({_differences(doc, settings, versions)}); resume it with the same ones")
     try:
         return [Step(s["number"], s["version"], s["attempt"], Judgement(**s["judgement"])) for s in doc["steps"]]
     except (KeyError, TypeError) as e:
         raise UserError(f"{path}: not a bisect path ({e})") from None
+
+
+def _held(directory: Path) -> list[str]:
+    """What a directory holds besides a claim's lock file ([] when it does not exist)."""
+    try:
+        return sorted(p.name for p in directory.iterdir() if p.name != LOCK) if directory.is_dir() else []
+    except OSError as e:
+        raise UserError(f"--out {directory}: cannot read the directory: {e.strerror or e}") from None
+
+
+def _not_empty(directory: Path, held: list[str]) -> str:
+    if PATH_FILE in held:
+        try:
+            doc = _read_path(directory / PATH_FILE)
+        except UserError:
+            doc = {}
+        if doc.get("outcome") in RESUMABLE:
+            return (f"--out {directory}: already holds a bisect ({describe(doc)}), cut short; give another "
+                    "directory, or --resume to go on with it")
+        return (f"--out {directory}: already holds a bisect ({describe(doc)}) that ended ({doc.get('outcome')}); "
+                "give another directory")
+    if META in held:
+        return f"--out {directory}: holds a dbperf run's results; {WRITES_INTO}"
+    more = ", ..." if len(held) > 3 else ""
+    return f"--out {directory}: not empty (holds {', '.join(held[:3])}{more}); {WRITES_INTO}"
+
+
+def _check_writable(directory: Path) -> None:
+    """Refused before anything is fetched: a destination that cannot be written (a read-only file system, no
+    permission, a file where a parent directory should be)."""
+    existing = next(p for p in (directory, *directory.parents) if p.exists())
+    if not existing.is_dir():
+        raise UserError(f"--out {directory}: {existing} is not a directory")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        try:
+            read_only = bool(os.statvfs(existing).f_flag & os.ST_RDONLY)
+        except OSError:
+            read_only = False
+        raise UserError(f"--out {directory}: cannot write there: {existing} "
+                        + ("is on a read-only file system" if read_only else "is not writable"))
+
+
+def check_out(directory: Path, resume: bool) -> None:
+    """`--out` as `dbperf run` takes it, before anything is fetched or started: a new or empty directory; with
+    --resume, a bisect's (whose settings and range earlier_steps checks once the range is known); writable."""
+    if directory.exists() and not directory.is_dir():
+        raise UserError(f"--out {directory}: exists and is not a directory; {WRITES_INTO}")
+    held = _held(directory)
+    if resume and PATH_FILE not in held:
+        what = ": it holds a dbperf run's results" if META in held else ""
+        raise UserError(f"--out {directory}: no bisect to resume (no {PATH_FILE}){what}")
+    if not resume and held:
+        raise UserError(_not_empty(directory, held))
+    _check_writable(directory)
+
+
+@contextlib.contextmanager
+def claimed(directory: Path, resume: bool) -> Iterator[None]:
+    """The bisect's folder, created and held while the search runs (storage/results.py's DirectoryClaim), and
+    checked again once held: of two bisects started together on one --out, the second is refused. A refused
+    bisect leaves no folder it created."""
+    created = not directory.exists()
+    claim = None
+    try:
+        with _writing(directory):
+            directory.mkdir(parents=True, exist_ok=True)
+        claim = DirectoryClaim(directory)
+        check_out(directory, resume)
+    except BaseException:
+        if claim is not None:
+            claim.release()
+        if created:
+            with contextlib.suppress(OSError):
+                directory.rmdir()
+        raise
+    try:
+        yield
+    finally:
+        claim.release()
+
+
+@contextlib.contextmanager
+def _writing(path: Path) -> Iterator[None]:
+    """A write of the lab's (a full disk, a read-only file system) is one line naming the file, not a traceback."""
+    try:
+        yield
+    except OSError as e:
+        raise ResultsWriteError(f"{e.filename or path}: cannot write: {e.strerror or e}") from None
 
 
 def release_judge(settings: StepSettings, out: Path, yes: bool = False, err: Console = PROGRESS,
@@ -313,9 +458,10 @@ def release_judge(settings: StepSettings, out: Path, yes: bool = False, err: Con
                 f"resume", err)
             return before.judgement
         budget = settings.budget_s * 2 ** attempt
-        out.mkdir(parents=True, exist_ok=True)
         experiment = out / f"{stem}.toml"
-        experiment.write_text(step_experiment(settings, good, probe, budget))
+        with _writing(experiment):
+            out.mkdir(parents=True, exist_ok=True)
+            experiment.write_text(step_experiment(settings, good, probe, budget))
         status = _run_status(out / stem)
         kept = out / stem / EXPERIMENT
         if status == "complete" and kept.is_file() and kept.read_text() == experiment.read_text():
@@ -340,11 +486,19 @@ def _run_status(directory: Path) -> str | None:
 
 
 def write_path(out: Path, result: BisectResult, settings: StepSettings) -> Path:
-    """out/bisect.json: the range, the settings and every step, for the record."""
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / "bisect.json"
-    path.write_text(json.dumps({"dbperf_bisect": 1, "settings": asdict(settings), **result.to_json()}, indent=2)
-                    + "\n")
+    """out/bisect.json: the range, the settings and every step, for the record. Replaced whole (written beside
+    and renamed), so that an interrupt or a full disk mid-write leaves the path of the step before."""
+    path = out / PATH_FILE
+    tmp = out / (PATH_FILE + ".tmp")
+    try:
+        with _writing(path):
+            out.mkdir(parents=True, exist_ok=True)
+            tmp.write_text(json.dumps({"dbperf_bisect": 1, "settings": asdict(settings), **result.to_json()},
+                                      indent=2) + "\n")
+            os.replace(tmp, path)
+    finally:
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
     return path
 
 
