@@ -56,7 +56,7 @@ def _in_process(monkeypatch, capsys, *args: str) -> tuple[int, str]:
 
 @pytest.mark.unit
 def test_only_the_line_with_a_hot_written_object_and_a_read_mostly_one_read_by_another_thread_is_a_finding():
-    objs = [_obj("flag", 0x4000), _obj("rnd", 0x4008, stores=1),       # the seed's pattern
+    objs = [_obj("flag", 0x4000), _obj("rnd", 0x4008, stores=1),       # MySQL bug #97777's pattern
             _obj("table", 0x4040, 64),                                   # read-mostly alone
             _obj("ops", 0x4080, stores=1),                               # hot-written alone
             _obj("config", 0x40c0, stores=1), _obj("limit", 0x40c8),     # written once, beside a read one

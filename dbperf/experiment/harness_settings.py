@@ -10,7 +10,8 @@ HARNESS_WAIT_MAX_S = 1200.0
 
 
 def harness_wait_s(rows: int) -> float:
-    """The harness's sleep after its post-write step: 60 s + 1 s per million rows, at most 1200 s (BRIEF §9)."""
+    """The harness's sleep after its post-write step: 60 s + 1 s per million rows, at most 1200 s
+    ([Callaghan, mytools])."""
     return min(HARNESS_WAIT_BASE_S + HARNESS_WAIT_PER_MILLION_ROWS_S * rows / 1e6, HARNESS_WAIT_MAX_S)
 
 

@@ -160,7 +160,7 @@ RUN = (
         "rounds, said once)", "alternate", "", one_of(*RUN_ORDERS)),
     # Harness fidelity (runner/post_write.py): how writes carry over, and the step between writes and reads.
     Key("writes", " | ".join(WRITE_MODES), "restore: every write cell starts from the loaded data; cumulative: "
-        "writes accumulate across the run, as the harness (BRIEF §9)", "restore", "", one_of(*WRITE_MODES)),
+        "writes accumulate across the run, as the harness ([Callaghan, mytools])", "restore", "", one_of(*WRITE_MODES)),
     Key("post_write", "boolean", "before the first read after writes: VACUUM ANALYZE + CHECKPOINT (PostgreSQL), "
         "flush dirty pages (InnoDB), wal_checkpoint(TRUNCATE) (SQLite), then wait", "true with cumulative writes",
         "", boolean),
@@ -280,7 +280,7 @@ REPLICATION = (
         "[\"conservative\"]; PostgreSQL [\"physical\"]"),
     Key("durability", "list of binlog-crash-safe | no-binlog-durable | no-binlog-nondurable | binlog-non-crash-safe; "
         "PostgreSQL: standby-fsync | standby-no-fsync | no-full-page-writes | primary-sync-commit",
-        "apply: the replica's durability (seed 000's four settings; PostgreSQL's: the standby's fsync, the "
+        "apply: the replica's durability ([Nielsen 2014-03-13]'s four settings; PostgreSQL's: the standby's fsync, the "
         "primary's full_page_writes or synchronous_commit)", "all four"),
     Key("binlog_commit_wait_count", "integer >= 0 or list", "apply: the primary's binlog_commit_wait_count; a list "
         "sweeps", "[0]"),

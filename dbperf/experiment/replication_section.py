@@ -16,7 +16,7 @@ from dbperf.experiment import keys
 STUDIES = ("apply", "stale-reads", "cross-engine")
 DEFAULT_STUDIES = ("apply", "stale-reads")
 MODES = ("conservative", "optimistic", "aggressive", "minimal")
-# Seed 000 (March 2014): the replica's four durability settings. Each is the my.cnf of the replica.
+# [Nielsen 2014-03-13]: the replica's four durability settings. Each is the my.cnf of the replica.
 DURABILITY: dict[str, dict[str, str]] = {
     "binlog-crash-safe": {"log_bin": "replica-bin", "log_slave_updates": "ON", "sync_binlog": "1",
                           "innodb_flush_log_at_trx_commit": "1"},
@@ -26,7 +26,7 @@ DURABILITY: dict[str, dict[str, str]] = {
     "binlog-non-crash-safe": {"log_bin": "replica-bin", "log_slave_updates": "ON", "sync_binlog": "0",
                               "innodb_flush_log_at_trx_commit": "0"},
 }
-# Seed 000 (May 2017): the cross-engine study's replica, with and without fsync on commit (binlog, InnoDB, MyRocks).
+# [Nielsen 2017-05-12]: the cross-engine study's replica, with and without fsync on commit (binlog, InnoDB, MyRocks).
 CROSS_ENGINE_DURABILITY: dict[str, dict[str, str]] = {
     "fsync": {"log_bin": "replica-bin", "log_slave_updates": "ON", "sync_binlog": "1",
               "innodb_flush_log_at_trx_commit": "1", "rocksdb_flush_log_at_trx_commit": "1"},

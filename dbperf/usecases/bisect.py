@@ -1,5 +1,5 @@
 """`dbperf bisect`: the first released version of a server whose verdict against the oldest of a range turns slower,
-Pinpoint's way (BRIEF §12): a binary search in which every step is an A/B experiment, the oldest version ("good")
+Pinpoint's way ([Pinpoint]): a binary search in which every step is an A/B experiment, the oldest version ("good")
 as the base against the probed one, decided by the lab's sequential verdict (`repeats = "auto"`, `min_effect` =
 the threshold). A step that ends undecided (or unstable) is run again with twice the budget, up to a cap of tries;
 if it is still undecided the search stops and says so with the path so far: it never guesses a side.
