@@ -1,6 +1,6 @@
 """The harness's post-write step ([Callaghan, mytools]): after the writes and before the reads that follow them,
-each target's engine is brought to a settled state, then the lab waits. PostgreSQL: VACUUM ANALYZE and CHECKPOINT; MariaDB
-(InnoDB): dirty pages flushed (innodb_max_dirty_pages_pct set to 0 until Innodb_buffer_pool_pages_dirty reads 0,
+each target's engine is brought to a settled state, then the lab waits. PostgreSQL: VACUUM ANALYZE and CHECKPOINT;
+MariaDB (InnoDB): dirty pages flushed (innodb_max_dirty_pages_pct set to 0 until Innodb_buffer_pool_pages_dirty reads 0,
 then set back); SQLite: PRAGMA wal_checkpoint(TRUNCATE). What ran, how long it took and the wait are recorded in
 meta.json (`targets[].post_write`)."""
 
