@@ -9,13 +9,21 @@ defaults, so that results directories written before them still read.
 
 from __future__ import annotations
 
-from typing import Any, Literal, TypeVar
+import json
+import math
+from typing import Annotated, Any, Literal, TypeVar
 
 import msgspec
 
 from dbperf.errors import UserError
 
 Mode = Literal["run", "load", "exec"]
+
+# A rate, a time or a count a report divides and ranks by: a negative one is a hand-edited or damaged line, never a
+# measurement (msgspec checks it where the JSON is decoded: `Expected `float` >= 0.0 - at `$.result.qps``). Not
+# the server's CPU: its process-tree deltas can dip when a process exits between two samples.
+Rate = Annotated[float, msgspec.Meta(ge=0)]
+Count = Annotated[int, msgspec.Meta(ge=0)]
 
 
 class SteadyJob(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -90,12 +98,12 @@ class Percentile(msgspec.Struct, frozen=True):
 
 class Latency(msgspec.Struct, frozen=True):
     """Event latency in microseconds: start to end (closed loop), or scheduled start to end (open loop)."""
-    p50_us: float
-    p99_us: float
-    max_us: float
-    min_us: float = 0.0
-    mean_us: float = 0.0
-    p95_us: float = 0.0
+    p50_us: Rate
+    p99_us: Rate
+    max_us: Rate
+    min_us: Rate = 0.0
+    mean_us: Rate = 0.0
+    p95_us: Rate = 0.0
     percentiles: list[Percentile] = []  # those `[run] percentiles` asked for
 
     def at(self, p: float) -> float | None:
@@ -106,16 +114,16 @@ class Interval(msgspec.Struct, frozen=True):
     """One interval of a cell's time series (sysbench --report-interval, pgbench -P); events are counted in the
     interval they ended in."""
     t_s: float  # end of the interval, seconds from the start of the measured window
-    duration_s: float
-    events: int
-    queries: int
-    errors: int
-    eps: float
-    qps: float
-    p50_us: float
-    p95_us: float
-    p99_us: float
-    max_us: float
+    duration_s: Rate
+    events: Count
+    queries: Count
+    errors: Count
+    eps: Rate
+    qps: Rate
+    p50_us: Rate
+    p95_us: Rate
+    p99_us: Rate
+    max_us: Rate
     skipped: int | None = None  # open loop
     lag_max_us: float | None = None  # open loop: longest wait from scheduled to actual start
 
@@ -145,9 +153,9 @@ class MixCount(msgspec.Struct, frozen=True):
 
 class OpenLoop(msgspec.Struct, frozen=True):
     """An open-loop cell: the rate asked for and what the target did with it."""
-    rate_asked: float
+    rate_asked: Rate
     arrivals: str
-    rate_achieved: float
+    rate_achieved: Rate
     backlog_events: int  # due in the window, never started: the queue left over
     skipped: int  # past latency_limit when due (pgbench -L)
     late: int  # completed slower than latency_limit
@@ -178,28 +186,28 @@ class ProcessFacts(msgspec.Struct, frozen=True):
 
 class RunResult(msgspec.Struct, frozen=True):
     """The driver's result of mode run."""
-    qps: float
-    eps: float
-    queries: int
-    errors: int
+    qps: Rate
+    eps: Rate
+    queries: Count
+    errors: Count
     latency: Latency
     client_usage: Usage
-    events: int = 0
-    rows: int = 0
+    events: Count = 0
+    rows: Count = 0
     engine_version: str = ""
     threads: int = 1
-    duration_s: float = 0.0
+    duration_s: Rate = 0.0
     error_samples: list[str] = []
     process: ProcessFacts = ProcessFacts()
     server_usage: Usage | None = None  # servers the lab started: their process tree
     server_processes: int | None = None
     intervals: list[Interval] = []  # the time series, per interval_s of the measured window
-    interval_s: float = 0.0
+    interval_s: Rate = 0.0
     histogram: Histogram | None = None
     statements: list[StatementLatency] = []  # multi-statement events only
     mix: list[MixCount] = []  # weighted mixes only
     open_loop: OpenLoop | None = None
-    warmup_s: float | None = None  # start to measured window, as the driver timed it (None: an older driver)
+    warmup_s: Rate | None = None  # start to measured window, as the driver timed it (None: an older driver)
     steady: SteadyOutcome | None = None  # steady-state warm-ups only
     window_start_unix_s: float | None = None  # wall clock when the measured window opened (None: an older driver)
 
@@ -323,7 +331,7 @@ class CellRecord(msgspec.Struct, omit_defaults=True):
     repeat: int
     status: str  # "ok" or "failed"
     started_at: float = 0.0
-    wall_s: float = 0.0
+    wall_s: Rate = 0.0
     queries_per_event: int = 1
     rows_per_event: int | None = None  # rows an event scans, for rows/s (range scans over the whole table)
     result: RunResult | None = None
@@ -410,11 +418,11 @@ class ApplyRecord(msgspec.Struct, omit_defaults=True):
     commit_wait_usec: int
     repeat: int
     status: str  # "ok" or "failed"
-    transactions: int = 0  # GTIDs the primary wrote (its gtid_binlog_pos before and after)
-    primary_s: float = 0.0
-    primary_trx_per_s: float = 0.0
-    apply_s: float = 0.0
-    trx_per_s: float = 0.0
+    transactions: Count = 0  # GTIDs the primary wrote (its gtid_binlog_pos before and after)
+    primary_s: Rate = 0.0
+    primary_trx_per_s: Rate = 0.0
+    apply_s: Rate = 0.0
+    trx_per_s: Rate = 0.0
     error: str | None = None
     server_log_tail: str | None = None
     started_at: float = 0.0
@@ -429,11 +437,11 @@ class ApplyRecord(msgspec.Struct, omit_defaults=True):
 
 
 class WaitLatency(msgspec.Struct, frozen=True):
-    p50_us: float
-    p95_us: float
-    p99_us: float
-    max_us: float
-    mean_us: float
+    p50_us: Rate
+    p95_us: Rate
+    p99_us: Rate
+    max_us: Rate
+    mean_us: Rate
 
 
 class StaleReadsResult(msgspec.Struct, frozen=True):
@@ -443,9 +451,9 @@ class StaleReadsResult(msgspec.Struct, frozen=True):
     wait_timeouts: int
     write_latency: WaitLatency
     read_latency: WaitLatency
-    background_transactions: int
-    background_trx_per_s: float
-    elapsed_s: float
+    background_transactions: Count
+    background_trx_per_s: Rate
+    elapsed_s: Rate
     wait_latency: WaitLatency | None = None
     gtid_fetch_latency: WaitLatency | None = None
 
@@ -506,8 +514,72 @@ def convert(kind: type[T], obj: Any) -> T:
         raise RecordError(str(e)) from None
 
 
+def non_finite(obj: Any) -> str | None:
+    """Where decoded JSON holds a NaN or an infinity, said as msgspec says a wrong value (`Expected a finite number,
+    got nan - at `$.result.qps``), or None. Python's json reads the tokens NaN and Infinity and a literal beyond
+    float range (1e999), none of which a writer of the lab writes (msgspec writes null): a line holding one was
+    edited or damaged. A loop, not recursion: how deep a line nests is no concern of this check."""
+    stack: list[tuple[str, Any]] = [("$", obj)]
+    while stack:
+        path, value = stack.pop()
+        items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+        for key, item in items:
+            if isinstance(item, float):
+                if not math.isfinite(item):
+                    return f"Expected a finite number, got {item} - at `{_at(path, key)}`"
+            elif isinstance(item, dict | list):
+                stack.append((_at(path, key), item))
+    return None
+
+
+def _at(path: str, key: str | int) -> str:
+    return f"{path}[{key}]" if isinstance(key, int) else f"{path}.{key}"
+
+
+class NotJson(RecordError):
+    """A line that is not JSON at all: torn (the last line of a run killed mid-write) or edited by hand."""
+
+
+NESTED = "nested too deeply to be a record"
+
+
+def results_line(line: str) -> ResultsRecord:
+    """One line of results.jsonl as its record, or RecordError with the reason it cannot be used. Decoded by
+    msgspec (fast, and it reads no NaN or infinity); what it refuses (NaN, Infinity, a literal beyond float range
+    such as 1e999, a lone surrogate's escape) is read again by Python's json, so that a line reads as it always has
+    and a NaN or an infinity in it makes it bad, said with where it is. A line nested deeper than Python recurses
+    ([[[[...) is a RecursionError to either decoder: a bad line too."""
+    try:
+        obj = msgspec.json.decode(line)
+    except (msgspec.DecodeError, msgspec.ValidationError):  # not JSON, or a number out of range: said by the walk
+        return _python_json(line)
+    except RecursionError:
+        raise RecordError(NESTED) from None
+    return _as_record(obj)  # msgspec decodes no NaN or infinity: no need to look for one
+
+
+def _python_json(line: str) -> ResultsRecord:
+    try:
+        obj = json.loads(line)
+    except ValueError:
+        raise NotJson("not JSON") from None
+    except RecursionError:
+        raise RecordError(NESTED) from None
+    return results_record(obj)
+
+
 def results_record(obj: Any) -> ResultsRecord:
-    """A decoded results.jsonl line as its record type (a line with no `type` is a cell), or RecordError."""
+    """A decoded results.jsonl line as its record type (a line with no `type` is a cell), or RecordError. A NaN or
+    an infinity anywhere in it (Python's json reads them) makes it bad."""
+    if not isinstance(obj, dict):
+        raise RecordError("not a JSON object")
+    problem = non_finite(obj)
+    if problem is not None:
+        raise RecordError(problem)
+    return _as_record(obj)
+
+
+def _as_record(obj: Any) -> ResultsRecord:
     if not isinstance(obj, dict):
         raise RecordError("not a JSON object")
     kind = obj.get("type", "cell")

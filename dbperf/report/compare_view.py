@@ -94,9 +94,11 @@ NOTE = ("B / A: B's center QPS over A's; + faster, - slower, ~ same by the verdi
         "engine's.")
 
 
-def compare_view(a: Side, b: Side, pairs: list[Pair]) -> View:
+def compare_view(a: Side, b: Side, pairs: list[Pair], skipped: dict[str, list[dict[str, Any]]] | None = None
+                 ) -> View:
     """The summary (B / A per benchmark and target), then each target's figures of both runs, folded in Markdown;
-    CSV one line per (target, benchmark); HTML adds the heat map and the repeats (compare_html)."""
+    CSV one line per (target, benchmark); HTML adds the heat map and the repeats (compare_html). `skipped`: the
+    lines of each side's results.jsonl that were not used ({"a": [{"line", "reason"}], "b": ...}), in JSON."""
     targets, rows = _summary(pairs)
     caveat = _cpu_text(a, b)
     summary = Section(title=f"{b.label} / {a.label}",
@@ -110,7 +112,8 @@ def compare_view(a: Side, b: Side, pairs: list[Pair]) -> View:
                       "started_at": a.run_meta.started_at},
                 "b": {"label": b.label, "directory": str(b.directory), "host": to_builtins(b.run_meta.host),
                       "started_at": b.run_meta.started_at},
-                "cpu_caveat": caveat, "targets": {p.target: compare_rows(p) for p in pairs}, "note": NOTE}
+                "cpu_caveat": caveat, "targets": {p.target: compare_rows(p) for p in pairs}, "note": NOTE,
+                "skipped_lines": skipped or {"a": [], "b": []}}
     return View("compare", "", (summary, *details), notes=(NOTE,), document=document,
                 rows=tuple({"target": p.target, **row} for p in pairs for row in compare_rows(p)),
                 own={"html": lambda: compare_html(a, b, pairs)})

@@ -64,7 +64,8 @@ class View:
     published interface), else the view's name, title, `data` and rows. `own` holds the formats a view renders
     itself (a page with charts: the html of the run report, the series, a comparison, the replication lab) and
     `draw` the terminal drawing of the run report; every other format is drawn from the sections. `formats`, when
-    given, are the only formats the view can be drawn in (any other is refused)."""
+    given, are the only formats the view can be drawn in (any other is refused). `stderr_after` are notes said on
+    stderr after the view, never in it (a comparison's skipped lines of results.jsonl: usecases/report.py)."""
     name: str  # the JSON's "view", and the file's stem when -o names a directory
     title: str
     sections: tuple[Section, ...] = ()
@@ -78,3 +79,4 @@ class View:
     own: Mapping[str, Callable[[], str]] = field(default_factory=dict)
     draw: Callable[[Console], None] | None = None
     formats: tuple[str, ...] = ()
+    stderr_after: tuple[str, ...] = ()

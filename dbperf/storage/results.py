@@ -28,7 +28,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from dbperf.errors import UserError
-from dbperf.records import RecordError, ResultsRecord, encode, results_record
+from dbperf.records import NotJson, RecordError, ResultsRecord, encode, results_line
 from dbperf.run_meta import DIED, MetaError, RunMeta, encode_file, run_meta
 
 META = "meta.json"
@@ -225,7 +225,10 @@ class ResultsWriter:
                 tmp.write_bytes(encode_file(meta))
                 os.replace(tmp, self.directory / META)
         except ResultsWriteError:
-            tmp.unlink(missing_ok=True)  # the last complete meta.json stays as it was
+            # The last complete meta.json stays as it was. On a file system gone read-only even removing a file
+            # that is not there fails (EROFS): the write's error is the one to say.
+            with contextlib.suppress(OSError):
+                tmp.unlink(missing_ok=True)
             raise
 
     def append(self, record: ResultsRecord) -> None:
@@ -257,25 +260,44 @@ def read_results(directory: Path) -> tuple[RunMeta, list[ResultsRecord], list[Sk
     """meta (upgraded from an older format version, run_meta.py), the usable records, and the lines skipped (a torn
     last line: the run was killed mid-write; a line edited by hand) with why. A meta.json that cannot be reported
     is a UserError naming the file."""
-    meta_path = directory / META
-    if not meta_path.is_file():
-        raise UserError(f"{directory}: not a dbperf results directory (no {META})")
-    try:
-        raw = json.loads(meta_path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise UserError(f"{meta_path}: unreadable: {e}") from None
-    except OSError as e:
-        raise UserError(f"{meta_path}: cannot read: {e.strerror}") from None
-    try:
-        meta = run_meta(raw)
-    except MetaError as e:
-        raise UserError(f"{meta_path}: {e}") from None
+    meta = _read_meta(directory)
     if meta.status == "running" and lab_died(directory):
         meta.status = DIED  # its note: RunMeta.status_note
     records: list[ResultsRecord] = []
     skipped: list[SkippedLine] = []
-    path = results_path(directory)
+    lines = _results_text(directory).splitlines()
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            records.append(_record(line, last=number == len(lines)))
+        except RecordError as e:
+            skipped.append(SkippedLine(number, str(e)))
+    return meta, records, skipped
+
+
+def _read_meta(directory: Path) -> RunMeta:
+    meta_path = directory / META
     try:
+        if not meta_path.is_file():
+            raise UserError(f"{directory}: not a dbperf results directory (no {META})")
+        raw = json.loads(meta_path.read_text(encoding="utf-8"))
+        return run_meta(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise UserError(f"{meta_path}: unreadable: {e}") from None
+    except RecursionError:  # [[[[... nested deeper than Python's json (or msgspec) goes
+        raise UserError(f"{meta_path}: unreadable: nested too deeply") from None
+    except MetaError as e:
+        raise UserError(f"{meta_path}: {e}") from None
+    except OSError as e:  # a directory that cannot be entered (is_file raises for EACCES), an I/O error
+        raise UserError(f"{e.filename or meta_path}: cannot read: {e.strerror or e}") from None
+
+
+def _results_text(directory: Path) -> str:
+    """results.jsonl (or the copy kept on record, decompressed) as text; a missing file reads as empty."""
+    path = directory / RESULTS
+    try:
+        path = results_path(directory)
         data = path.read_bytes() if path.is_file() else b""
         if path.name == KEPT_RESULTS:
             data = gzip.decompress(data)
@@ -285,22 +307,18 @@ def read_results(directory: Path) -> tuple[RunMeta, list[ResultsRecord], list[Sk
         raise UserError(f"{path}: cannot read: the compressed copy is cut short") from None
     except zlib.error as e:
         raise UserError(f"{path}: cannot read: the compressed copy is damaged ({e})") from None
-    lines = data.decode("utf-8", errors="replace").splitlines()
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError:
-            torn = number == len(lines)
-            skipped.append(SkippedLine(number, "torn last line (the run was cut off while writing it)" if torn
-                                       else "not JSON"))
-            continue
-        try:
-            records.append(results_record(rec))
-        except RecordError as e:
-            skipped.append(SkippedLine(number, str(e)))
-    return meta, records, skipped
+    return data.decode("utf-8", errors="replace")
+
+
+def _record(line: str, last: bool) -> ResultsRecord:
+    """One line of results.jsonl as its record, or RecordError with the reason the line is skipped (records.py
+    says why; here, that a last line that is not JSON was torn)."""
+    try:
+        return results_line(line)
+    except NotJson:
+        if last:
+            raise RecordError("torn last line (the run was cut off while writing it)") from None
+        raise
 
 
 def keep_results(source: Path, dest: Path) -> Path:

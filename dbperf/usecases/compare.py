@@ -2,19 +2,32 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict, replace
 from pathlib import Path
 
 from dbperf.report.compare_view import compare_view
 from dbperf.report.model import View
-from dbperf.stats.compare import load_side, pair_matrices, side_labels
-from dbperf.usecases.report import check_aggregate, check_format
+from dbperf.stats.compare import Side, pair_matrices, side_labels
+from dbperf.storage.results import SkippedLine, read_results
+from dbperf.usecases.report import check_aggregate, check_format, skipped_lines_note
 
 
 def compare(dir_a: Path, dir_b: Path, targets: list[str] | None, fmt: str, aggregate: str | None) -> View:
-    """Two results directories paired target by target, with the same verdict rules as one run."""
+    """Two results directories paired target by target, with the same verdict rules as one run. The lines of
+    either results.jsonl that were skipped are said after the view as `dbperf report` says them (and in JSON as
+    `skipped_lines`, per side): a comparison drops nothing without a word."""
     check_format(fmt)
     check_aggregate(aggregate)
     label_a, label_b = side_labels(dir_a, dir_b)
-    a, b = load_side(dir_a, label_a), load_side(dir_b, label_b)
+    (a, skipped_a), (b, skipped_b) = _side(dir_a, label_a), _side(dir_b, label_b)
     pairs = pair_matrices(a, b, targets, aggregate)
-    return compare_view(a, b, pairs)
+    view = compare_view(a, b, pairs, {"a": [asdict(s) for s in skipped_a], "b": [asdict(s) for s in skipped_b]})
+    notes = (skipped_lines_note(dir_a, skipped_a), skipped_lines_note(dir_b, skipped_b))
+    return replace(view, stderr_after=tuple(note for note in notes if note))
+
+
+def _side(directory: Path, label: str) -> tuple[Side, list[SkippedLine]]:
+    """One run of the comparison and the lines of its results.jsonl that were skipped (stats.compare.load_side
+    drops them)."""
+    meta, records, skipped = read_results(directory)
+    return Side(label, directory, meta, records), skipped

@@ -24,7 +24,7 @@ from dbperf.report.model import View
 from dbperf.report.replication_report import replication_view
 from dbperf.report.resources_view import resources_view
 from dbperf.report.run_view import hosts_view, run_view
-from dbperf.run_meta import RunMeta
+from dbperf.run_meta import DIED, RunMeta
 from dbperf.stats.ladder import ladder as ladder_steps
 from dbperf.stats.rqps_matrix import build_matrix
 from dbperf.storage.results import SkippedLine, read_results, results_path
@@ -40,10 +40,12 @@ class ReportView:
     notes: list[str] = field(default_factory=list)
     directory: Path | None = None
     skipped: list[SkippedLine] = field(default_factory=list)  # lines of results.jsonl not used: said after it
+    after: list[str] = field(default_factory=list)  # more notes said after it (a comparison's runs' skipped lines)
 
 
 def ready(view: View) -> ReportView:
-    return ReportView(lambda: view)
+    """A view built already; the notes it carries for stderr (View.stderr_after) are said after it."""
+    return ReportView(lambda: view, after=list(view.stderr_after))
 
 
 def check_format(fmt: str) -> None:
@@ -58,17 +60,53 @@ def check_aggregate(aggregate: str | None) -> None:
 
 def skipped_note(view: ReportView) -> str | None:
     """Lines of results.jsonl that were not used are said, never dropped without a word (on stderr, so that
-    markdown, CSV and JSON on stdout stay parseable; JSON also carries them as `skipped_lines`)."""
-    skipped = view.skipped
-    if not skipped or view.directory is None:
+    markdown, CSV and JSON on stdout stay parseable; JSON also carries them as `skipped_lines`): one line per
+    results file, the report's and each compared run's in the same words."""
+    lines = [*([skipped_lines_note(view.directory, view.skipped)] if view.directory is not None else []),
+             *view.after]
+    said = "\n".join(line for line in lines if line)
+    return said or None
+
+
+def skipped_lines_note(directory: Path, skipped: list[SkippedLine]) -> str | None:
+    """The note for the lines of one results directory's results.jsonl that were skipped, or None."""
+    if not skipped:
         return None
-    where = ", ".join(f"line {s.line}: {s.reason}" for s in skipped[:5]) + (", ..." if len(skipped) > 5 else "")
-    return f"dbperf: note: {results_path(view.directory)}: {len(skipped)} line(s) skipped ({where})"
+    return f"dbperf: note: {results_path(directory)}: {len(skipped)} line(s) skipped ({_which(skipped)})"
+
+
+def _which(skipped: list[SkippedLine]) -> str:
+    return ", ".join(f"line {s.line}: {s.reason}" for s in skipped[:5]) + (", ..." if len(skipped) > 5 else "")
+
+
+def no_results(directory: Path, meta: RunMeta, skipped: list[SkippedLine]) -> str:
+    """Why a run has nothing to report, in one line: its results file missing, empty, or every line skipped, and
+    what the run's status says of that (still running, killed or interrupted before its first cell)."""
+    path = results_path(directory)
+    if skipped:
+        what = f"none of its {len(skipped)} line(s) can be used ({_which(skipped)})"
+    else:
+        what = "the file is empty" if path.is_file() else "the file is missing"
+    if meta.status == DIED:
+        status = "the lab died before it wrote a result"
+    elif meta.status == "running":
+        status = "the run goes on and has measured nothing yet"
+    elif meta.status == "complete":
+        status = "yet meta.json says the run is complete (its results were lost, moved or emptied)"
+    else:
+        status = f"the run's status: {meta.status or 'not said'}"
+    return f"{path}: no results to report: {what}; {status}"
 
 
 def report_view(directory: Path, view: str = "run", aggregate: str | None = None) -> ReportView:
-    """The one dispatch from a results directory and a view name to the view (a View, drawn by the formats)."""
+    """The one dispatch from a results directory and a view name to the view (a View, drawn by the formats).
+    A run with nothing to report says so in one line: a note before its report when its status explains it (still
+    running, interrupted, failed, died: the report says which, in JSON too), a UserError when the run says it is
+    complete (its results are damaged, and an empty report would pass for a complete one)."""
     meta, records, skipped = read_results(directory)
+    empty = no_results(directory, meta, skipped) if not records else None
+    if empty and meta.status == "complete":
+        raise UserError(empty)
     skipped_json = [asdict(s) for s in skipped]
     build: Callable[[], View]
     if view == "resources":
@@ -84,6 +122,9 @@ def report_view(directory: Path, view: str = "run", aggregate: str | None = None
     made = ReportView(cache(build), directory=directory, skipped=skipped)
     if view == "run" and meta.status_note:  # the status read back (a lab that died): said on stderr too
         made.notes.append(f"dbperf: note: {directory}: {meta.status_note}")
+    if empty:  # its skipped lines are in it: not said again after the view
+        made.notes.append(f"dbperf: note: {empty}")
+        made.skipped = []
     return made
 
 
