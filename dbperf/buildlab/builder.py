@@ -2,7 +2,11 @@
 
 Cache: $DBPERF_CACHE/builds/<key>/ with libsqlite3.so, build.log and manifest.json (written last: a build without a
 manifest is incomplete and is rebuilt). The key hashes the SQLite version and amalgamation sha256, the flags, the
-compiler's version and, for PGO, the training set.
+compiler's version and, for PGO, the training set and the version of the profile's proof.
+
+A PGO build proves its profile before it is cached (profile_proof.py), then passes the guard (pgo_guard.py): fewer
+instructions per query than its base on its own training workload. A build that fails either is refused in one line
+and leaves no manifest, so it is never used nor cached as good.
 """
 
 from __future__ import annotations
@@ -12,19 +16,24 @@ import json
 import os
 import shutil
 import subprocess
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from dbperf.build_manifest import BuildManifest, CompilerInfo, build_manifest
 from dbperf.buildlab.paths import cache_root
+from dbperf.buildlab.pgo_guard import guard
+from dbperf.buildlab.profile_proof import NOTES_FLAG, PROOF_VERSION, Training, fresh_profile_dir, prove
 from dbperf.buildlab.sqlite_source import SqliteSource, resolve
 from dbperf.buildlab.training import run_training, training_identity, training_workloads
+from dbperf.engines.descriptor import ProfileProof
+from dbperf.engines.sqlite import SQLITE
 from dbperf.errors import UserError
-from dbperf.experiment.build_variants import BuildSpec
+from dbperf.experiment.build_variants import DEFAULT_TRAIN_SECONDS, BuildSpec
 from dbperf.host.compiler import Compiler, find_compiler
 from dbperf.host.facts import sha256_of
 from dbperf.records import to_builtins
@@ -32,6 +41,10 @@ from dbperf.run_meta import MetaError, encode_file
 
 LIBS = ["-lpthread", "-ldl", "-lm"]
 TAIL_LINES = 6
+# One build of a key at a time in this process: a PGO build builds its base too, which the experiment may be
+# building in another thread.
+_KEY_LOCKS: dict[str, threading.Lock] = {}
+_KEY_LOCKS_GUARD = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -54,7 +67,7 @@ def build_key(spec: BuildSpec, source: SqliteSource, compiler: Compiler, base_di
         "flags": spec.flags(),
         "compiler": compiler.version,
         "pgo": {"train": training_identity(training_workloads(spec.pgo_train, base_dir), spec.pgo_train_seconds),
-                "partial_training": spec.pgo_partial_training} if spec.pgo else None,
+                "partial_training": spec.pgo_partial_training, "proof": PROOF_VERSION} if spec.pgo else None,
     }
     return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:20]
 
@@ -84,44 +97,73 @@ def _profile_files(profile_dir: Path) -> list[dict[str, Any]]:
             for p in sorted(profile_dir.rglob("*.gcda"))]
 
 
+def base_spec(spec: BuildSpec) -> BuildSpec:
+    """A PGO build's base: the same version, variants and flags without PGO (what its guard compares it with)."""
+    return replace(spec, variants=tuple(v for v in spec.variants if v != "pgo"), pgo_train=(),
+                   pgo_partial_training=False, pgo_train_seconds=DEFAULT_TRAIN_SECONDS)
+
+
+def _train(cc: Compiler, spec: BuildSpec, source: SqliteSource, work: Path, log: Path,
+           base_dir: Path | None) -> tuple[dict[str, Any], list[list[str]]]:
+    """The instrumented build (with its notes, for the proof), its training, and the proof of its profile."""
+    profile = work / "profile"
+    shutil.rmtree(profile, ignore_errors=True)
+    instrumented = _compile(cc, spec.flags(), source, work, log,
+                            [f"-fprofile-generate={profile}", "-fprofile-update=atomic", NOTES_FLAG], spec)
+    trained_lib = work / "libsqlite3-instrumented.so"
+    os.replace(work / "libsqlite3.so", trained_lib)
+    workloads = training_workloads(spec.pgo_train, base_dir)
+    # The trainer is this process's user: the driver loads the library and writes the profile at its exit.
+    training_log = work.parent / "training.log"
+    started = fresh_profile_dir(profile, os.geteuid(), os.getegid())
+    began = time.monotonic()
+    runs = run_training(trained_lib, workloads, spec.pgo_train_seconds, training_log)
+    training_s = time.monotonic() - began
+    proof = prove(Training(spec.label(), profile, work, _proof(), os.geteuid(), started, (training_log,)))
+    trained_lib.unlink()
+    (work / "sqlite3.gcno").unlink()  # the notes served the proof only
+    return {"training_set": list(spec.pgo_train), "training_runs": runs, "training_seconds": round(training_s, 1),
+            "seconds_per_workload": spec.pgo_train_seconds, "profile_files": _profile_files(profile),
+            "proof": proof}, instrumented
+
+
+def _proof() -> ProfileProof:
+    proof = SQLITE.profile_proof
+    assert proof is not None  # declared in engines/sqlite.py
+    return proof
+
+
 def _build_pgo(cc: Compiler, spec: BuildSpec, source: SqliteSource, work: Path, log: Path,
                base_dir: Path | None) -> dict[str, Any]:
     if not cc.is_gcc:
         raise UserError(f"{spec.label()}: the pgo variant needs gcc (found {cc.version})")
+    trained, instrumented = _train(cc, spec, source, work, log, base_dir)
     profile = work / "profile"
-    shutil.rmtree(profile, ignore_errors=True)
-    profile.mkdir()
-    flags = spec.flags()
-    instrumented = _compile(cc, flags, source, work, log,
-                            [f"-fprofile-generate={profile}", "-fprofile-update=atomic"], spec)
-    trained_lib = work / "libsqlite3-instrumented.so"
-    os.replace(work / "libsqlite3.so", trained_lib)
-    workloads = training_workloads(spec.pgo_train, base_dir)
-    started = time.monotonic()
-    runs = run_training(trained_lib, workloads, spec.pgo_train_seconds)
-    training_s = time.monotonic() - started
-    gcda = _profile_files(profile)
-    if not gcda or not any(g["bytes"] > 0 for g in gcda):
-        raise UserError(f"{spec.label()}: PGO training wrote no profile (.gcda) under {profile}")
     use = [f"-fprofile-use={profile}", "-fprofile-correction", "-Werror=missing-profile"]
     if spec.pgo_partial_training:
         use.append("-fprofile-partial-training")
     log_before = log.read_text()
-    used = _compile(cc, flags, source, work, log, use, spec)
+    used = _compile(cc, spec.flags(), source, work, log, use, spec)
     # -Werror=missing-profile fails the build if the profile was not found; say so in the manifest as well.
     warnings = [line for line in log.read_text()[len(log_before):].splitlines()
                 if not line.startswith("$ ") and "profile" in line and ("warning" in line or "error" in line)]
-    trained_lib.unlink()
-    return {"training_set": list(spec.pgo_train), "training_runs": runs, "training_seconds": round(training_s, 1),
-            "seconds_per_workload": spec.pgo_train_seconds,
-            "profile_files": gcda, "profile_use_flags": use, "profile_warnings": warnings,
+    base = build(base_spec(spec), source, base_dir)
+    checked = guard(spec.label(), work / "libsqlite3.so", base.library, training_workloads(spec.pgo_train, base_dir))
+    return {**trained, "profile_use_flags": use, "profile_warnings": warnings,
             "profile_consumed": "the -fprofile-use build passed -Werror=missing-profile with the .gcda above",
-            "commands": instrumented + used}
+            "guard": {**checked, "base_key": base.manifest["key"]}, "commands": instrumented + used}
 
 
 def build(spec: BuildSpec, source: SqliteSource, base_dir: Path | None = None) -> Build:
     cc = find_compiler()
     key = build_key(spec, source, cc, base_dir)
+    with _KEY_LOCKS_GUARD:
+        lock = _KEY_LOCKS.setdefault(key, threading.Lock())
+    with lock:
+        return _build(spec, source, base_dir, cc, key)
+
+
+def _build(spec: BuildSpec, source: SqliteSource, base_dir: Path | None, cc: Compiler, key: str) -> Build:
     out = builds_dir() / key
     manifest_path = out / "manifest.json"
     cached = _cached_manifest(manifest_path)

@@ -40,7 +40,7 @@ from dbperf.buildlab.paths import open_to_service_users
 from dbperf.errors import UserError
 from dbperf.experiment.build_variants import DEFAULT_TRAIN_SECONDS
 from dbperf.host.compiler import build_environment
-from dbperf.tools import tail
+from dbperf.tools import run_tool, tail
 
 # Runs the training set against the instrumented server build at `binaries` (engine, binaries, logs directory,
 # seconds per training workload) and says what ran, for the manifest: runner/server_training.py, handed in by the
@@ -97,6 +97,60 @@ def fdata_events(path: Path) -> int:
     return total
 
 
+def fdata_function_events(path: Path) -> dict[str, int]:
+    """Events per function of a .fdata profile: each record's count to the function it leaves and, when another,
+    to the function it enters (a call). A local symbol's name may carry BOLT's "/N" suffix: dropped."""
+    events: dict[str, int] = {}
+    with open(path) as f:
+        for line in f:
+            fields = line.split()
+            if len(fields) < 8 or not fields[-1].isdigit():
+                continue
+            source, target = fields[1].split("/", 1)[0], fields[4].split("/", 1)[0]
+            for name in {source, target}:
+                events[name] = events.get(name, 0) + int(fields[-1])
+    return events
+
+
+def defined_functions(binary: Path) -> set[str]:
+    """The function symbols `binary` defines (a sentinel gcc inlined everywhere has none, and no profile of its
+    own)."""
+    out = run_tool(["nm", "--defined-only", str(binary)], f"listing the symbols of {binary.name}", timeout=300).stdout
+    return {fields[2] for line in out.splitlines() if len(fields := line.split()) == 3 and fields[1] in "tTwW"}
+
+
+PROFILED = re.compile(r"BOLT-INFO:\s+(\d+) out of (\d+) functions in the binary \((\S+)\) have non-empty "
+                      r"execution profile")
+
+
+def check_bolt_profile(label: str, engine: str, own: Path, binary: Path, optimize_output: str) -> dict[str, Any]:
+    """BOLT's profile proves itself as PGO's does (profile_proof.py): the engine's sentinel functions that the
+    binary still has have events in the server's own profile, and the share of the binary's functions with a
+    profile (llvm-bolt's own count) is above the engine's floor. A UserError (one line) when not."""
+    proof = engines.engine(engine).profile_proof
+    if proof is None:
+        raise UserError(f"{label}: {engine} declares no profile proof (engines/{engine}.py)")
+    profiled = PROFILED.search(optimize_output)
+    if profiled is None:
+        raise UserError(f"{label}: the BOLT profile is not proven, so the build is refused: llvm-bolt did not say "
+                        "how many functions have a profile")
+    run, functions = int(profiled.group(1)), int(profiled.group(2))
+    share = run / functions if functions else 0.0
+    events = fdata_function_events(own)
+    symbols = defined_functions(binary)
+    sentinels = {s: events.get(s, 0) for s in proof.sentinels if s in symbols}
+    figures = {"functions": functions, "functions_run": run, "share": round(share, 4), "share_floor": proof.floor,
+               "sentinels": sentinels, "sentinels_inlined": [s for s in proof.sentinels if s not in symbols]}
+    zero = [s for s, n in sentinels.items() if n == 0]
+    if zero:
+        raise UserError(f"{label}: the BOLT profile is not proven, so the build is refused: sentinel function(s) "
+                        f"{', '.join(zero)} have no events in {own.name}")
+    if share <= proof.floor:
+        raise UserError(f"{label}: the BOLT profile is not proven, so the build is refused: {run} of {functions} "
+                        f"functions ({100 * share:.1f}%) have a profile, at most the floor of {100 * proof.floor:g}%")
+    return figures
+
+
 def server_profile(profile: Path, server_pid: int, label: str) -> tuple[Path, dict[str, Any]]:
     """The server process's own profile among the per-process files, and what the manifest says about them."""
     files = sorted(profile.glob("prof*.fdata"))
@@ -151,11 +205,11 @@ def bolt_server(engine: str, label: str, prefix: Path, binary: Path, binaries_of
     bolted = binary.with_name(binary.name + ".bolt")
     out = _run([tools["llvm_bolt"], str(binary), "-o", str(bolted), f"-data={own}", *OPTIMIZE_OPTIONS], log,
                f"{label}: llvm-bolt (optimize)")
+    proof = check_bolt_profile(label, engine, own, binary, out)  # before the installed binary is replaced
     mode = bolted.stat().st_mode
     os.replace(bolted, binary)
     binary.chmod(mode | 0o555)
-    profiled = re.search(r"BOLT-INFO:\s+(\d+) out of (\d+) functions in the binary \((\S+)\) have non-empty "
-                         r"execution profile", out)
+    profiled = PROFILED.search(out)
     result = {
         "tool": tools["version"], "instrument_options": options,
         "optimize_options": list(OPTIMIZE_OPTIONS), "link_flags": ["-Wl,-q"], "binary": binary.name,
@@ -168,6 +222,7 @@ def bolt_server(engine: str, label: str, prefix: Path, binary: Path, binaries_of
                         "other programs (initdb's bootstrap) and are left out"
                         + ("; calls not instrumented (the runtime's indirect-call tables are not fork-safe)"
                            if engine in FORKS_WITHOUT_EXEC else ""),
+        "proof": proof,
         "bolt_seconds": round(time.monotonic() - started, 1),
     }
     shutil.rmtree(instrumented)

@@ -29,9 +29,12 @@ from typing import Any, ClassVar, Protocol
 from dbperf import engines
 from dbperf.buildlab.debian_source import candidate_versions, fetch_debian_source
 from dbperf.buildlab.paths import open_to_service_users, server_cache
+from dbperf.buildlab.profile_proof import NOTES_FLAG, PROOF_VERSION, fresh_profile_dir, missing_profiles, prove
+from dbperf.buildlab.profile_proof import Training as TrainingFacts
 from dbperf.buildlab.server_bolt import Training, bolt_identity, bolt_server, bolt_tools
 from dbperf.buildlab.staging import LOCK, Staging, kill_session, sweep_abandoned
 from dbperf.buildlab.training import training_identity, training_workloads
+from dbperf.engines.descriptor import ProfileProof
 from dbperf.engines.mariadb import MARIADB
 from dbperf.engines.postgres import POSTGRES
 from dbperf.errors import UserError
@@ -66,6 +69,11 @@ class Recipe(Protocol):
         """What removes the objects of a build (between PGO's instrumented and profile-use builds)."""
         ...
 
+    def objects_root(self, tree: Path) -> Path:
+        """Where the build writes its objects (and PGO's notes beside them): what the engine's ProfileProof.objects
+        are relative to."""
+        ...
+
 
 class PostgresRecipe:
     """configure + make: the server, its libraries and tools; no readline or ICU (the lab needs neither), no LLVM
@@ -90,7 +98,7 @@ class PostgresRecipe:
     def commands(self, tree: Path, prefix: Path, cc: Compiler, flags: list[str], jobs: int) -> list[list[str]]:
         # Profile flags go to make's PROFILE (added to CFLAGS and LDFLAGS of every object PostgreSQL builds), not
         # to configure: configure's test programs would otherwise write and then mismatch profiles of their own.
-        profile = [f for f in flags if f.startswith("-fprofile")]
+        profile = [f for f in flags if f.startswith("-fprofile") or f == NOTES_FLAG]
         link_only = [f for f in flags if f.startswith("-Wl,")]  # bolt's -Wl,-q: for the linker alone
         plain = [f for f in flags if f not in profile and f not in link_only]
         ldflags = [f for f in plain if f.startswith("-flto")] + link_only
@@ -115,6 +123,9 @@ class PostgresRecipe:
 
     def clean_commands(self, tree: Path) -> list[list[str]]:
         return [["make", "clean"]]
+
+    def objects_root(self, tree: Path) -> Path:
+        return tree  # in-tree objects: src/backend/...
 
 
 class MariadbRecipe:
@@ -175,6 +186,9 @@ class MariadbRecipe:
     def clean_commands(self, tree: Path) -> list[list[str]]:
         return [["ninja", "-C", str(tree / self.BUILD_DIR), "clean"]]
 
+    def objects_root(self, tree: Path) -> Path:
+        return tree / self.BUILD_DIR  # cmake's: sql/CMakeFiles/sql.dir/...
+
 
 RECIPES: dict[str, Recipe] = {r.engine: r for r in (PostgresRecipe(), MariadbRecipe())}
 
@@ -196,6 +210,8 @@ def _key(spec: ServerBuildSpec, package: str, version: str, cc: Compiler, recipe
         identity["compiler_named"] = {"name": spec.compiler, "cxx": cc.cxx}
     if spec.pgo_partial_training:  # only then, as bolt below
         identity["pgo_partial_training"] = True
+    if spec.pgo:  # PGO builds made before their profile was proven are made again (issue 46)
+        identity["pgo_proof"] = PROOF_VERSION
     if spec.bolt:  # only then: the keys of builds without BOLT stay as they were
         identity["bolt"] = {**bolt_identity(spec.engine),
                             "training": training_identity(training_workloads(SERVER_TRAINING))}
@@ -346,44 +362,71 @@ def _build(spec: ServerBuildSpec, recipe: Recipe, cc: Compiler, tree: Path, prov
 
 
 def profile_use_flags(spec: ServerBuildSpec, profile: Path) -> list[str]:
-    """The flags of the build that uses the profile: objects the training never reached have none (-Wno-missing-
-    profile); with partial training, code the training never ran keeps the variant's optimisation level instead of
-    being optimised for size."""
-    return [*spec.flags(), f"-fprofile-use={profile}", "-fprofile-correction", "-Wno-missing-profile",
+    """The flags of the build that uses the profile: objects the training never reached have none, and gcc says so
+    (-Wmissing-profile; the lab counts those of the server's own objects); with partial training, code the training
+    never ran keeps the variant's optimisation level instead of being optimised for size."""
+    return [*spec.flags(), f"-fprofile-use={profile}", "-fprofile-correction", "-Wmissing-profile",
             *(["-fprofile-partial-training"] if spec.pgo_partial_training else [])]
+
+
+def _proof_of(spec: ServerBuildSpec) -> ProfileProof:
+    proof = engines.engine(spec.engine).profile_proof
+    if proof is None:
+        raise UserError(f"{spec.label()}: {spec.engine} declares no profile proof (engines/{spec.engine}.py)")
+    return proof
+
+
+def _train_and_prove(spec: ServerBuildSpec, recipe: Recipe, runner: _Runner, work: Path, instrumented: Path,
+                     profile: Path, train: Training) -> dict[str, Any]:
+    """The training of the instrumented install, as the service user, into a profile folder emptied and handed to
+    that user first; then the profile's proof (profile_proof.py), a UserError when it fails."""
+    user = pwd.getpwnam(engines.engine(spec.engine).service_user)
+    proof = _proof_of(spec)
+    # `make install` and the build's generators ran instrumented tools as root: their .gcda go before training.
+    started = fresh_profile_dir(profile, user.pw_uid, user.pw_gid)
+    logs = work / "training-logs"
+    training = train(spec.engine, recipe.binaries(instrumented), logs, spec.pgo_train_seconds)
+    training.pop("server_pid", None)  # BOLT's business, not PGO's
+    facts = TrainingFacts(spec.label(), profile, recipe.objects_root(runner.tree), proof, user.pw_uid, started,
+                          tuple(sorted(logs.rglob("*.log"))))
+    try:
+        return {**training, "proof": prove(facts)}
+    except UserError as e:
+        raise UserError(f"{e} (log {_keep_log(runner.log)})") from None
 
 
 def _build_pgo(spec: ServerBuildSpec, recipe: Recipe, cc: Compiler, runner: _Runner, work: Path, prefix: Path,
                jobs: int, train: Training) -> tuple[dict[str, Any], list[list[str]]]:
-    """Instrumented build, training against the instrumented server, then the build that uses the profile, in the
-    same tree (gcc names each profile after its object's path)."""
+    """Instrumented build, training against the instrumented server, the profile's proof, then the build that uses
+    the profile, in the same tree (gcc names each profile after its object's path)."""
     work.chmod(0o755)  # the instrumented server runs as the service user, inside the staging directory
     profile = work / "profile"
-    profile.mkdir()
-    user = pwd.getpwnam(engines.engine(spec.engine).service_user)
-    os.chown(profile, user.pw_uid, user.pw_gid)  # the server's processes write their counts here
     instrumented = work / "instrumented"
-    generate = [*spec.flags(), f"-fprofile-generate={profile}", "-fprofile-update=atomic"]
+    generate = [*spec.flags(), f"-fprofile-generate={profile}", "-fprofile-update=atomic", NOTES_FLAG]
     commands = recipe.commands(runner.tree, instrumented, cc, generate, jobs)
     runner.run(commands, "compiling (instrumented)")
     open_to_service_users(instrumented)
-    training = train(spec.engine, recipe.binaries(instrumented), work / "training-logs", spec.pgo_train_seconds)
-    training.pop("server_pid", None)  # BOLT's business, not PGO's
+    trained = _train_and_prove(spec, recipe, runner, work, instrumented, profile, train)
     gcda = sorted(profile.rglob("*.gcda"))
-    if not gcda:
-        raise UserError(f"{spec.label()}: PGO training wrote no profile (.gcda) under {profile}")
     shutil.rmtree(instrumented)
     use = profile_use_flags(spec, profile)
     use_commands = [*recipe.clean_commands(runner.tree), *recipe.commands(runner.tree, prefix, cc, use, jobs)]
+    log_start = runner.log.stat().st_size
     compiled = runner.run(use_commands, "compiling (with the profile)")
+    with open(runner.log, errors="replace") as f:
+        f.seek(log_start)
+        missing = missing_profiles(f.read(), profile, recipe.objects_root(runner.tree), _proof_of(spec))
     names = [p.name.replace("#", "/").split("/src/", 1)[-1] for p in gcda]
     profile_bytes = sum(p.stat().st_size for p in gcda)
     shutil.rmtree(profile)
-    return {**training, "profile_files": len(gcda), "profile_bytes": profile_bytes,
+    return {**trained, "profile_files": len(gcda), "profile_bytes": profile_bytes,
             "objects_compiled_with_profile_use": compiled,
-            "profiled_objects": names,
+            "profiled_objects": names, "missing_profile_warnings": missing,
             "profile_consumed": "the -fprofile-use build compiled every object with the directory of these .gcda; "
-                                "objects without one (tools the training never ran) were built without a profile",
+                                "objects without one (code the training never reached, tools it never ran) were "
+                                "built without a profile, each a -Wmissing-profile warning, counted above",
+            "guard": {"not_run": "the deterministic guard (fewer simulated instructions per query than the base "
+                                 "build on the training workload) is implemented for SQLite builds only so far"},
             "profile_use_flags": use}, [*commands, *use_commands]
 
 

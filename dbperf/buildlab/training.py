@@ -40,17 +40,26 @@ def training_identity(workloads: list[Workload], seconds: float = DEFAULT_TRAIN_
              "seconds": float(seconds), "tables": TRAIN_TABLES, "table_size": TRAIN_TABLE_SIZE} for w in workloads]
 
 
-def run_training(library: Path, workloads: list[Workload],
-                 seconds: float = DEFAULT_TRAIN_SECONDS) -> list[dict[str, Any]]:
+def _client_log(log: Path | None, what: str, stderr_tail: str) -> None:
+    """What a training driver printed on stderr (the instrumented library's libgcov speaks there at exit), for the
+    profile's proof (profile_proof.py)."""
+    if log is not None:
+        with open(log, "a") as f:
+            f.write(f"== {what}\n{stderr_tail}\n")
+
+
+def run_training(library: Path, workloads: list[Workload], seconds: float = DEFAULT_TRAIN_SECONDS,
+                 log: Path | None = None) -> list[dict[str, Any]]:
     """Loads a small database with the instrumented library, then runs every training workload for `seconds`, half
     with prepared statements and half without. The instrumented library writes its profile when each driver process
-    exits."""
+    exits; what each driver printed on stderr is appended to `log`."""
     runs = []
     with tempfile.TemporaryDirectory(prefix="dbperf-train-") as tmp:
         db = Path(tmp) / "train.db"
         base = DriverJob(mode="run", engine=SQLITE.name, library=str(library), database=str(db),
                          settings=[("journal_mode", "WAL")], tables=TRAIN_TABLES, table_size=TRAIN_TABLE_SIZE, seed=7)
         loaded = run_job(base.replace(mode="load", schema=sbtest(SQLITE.name)), LoadResult, 600)
+        _client_log(log, "load", loaded.stderr_tail)
         if not loaded.ok:
             raise UserError(f"PGO training: loading with the instrumented library failed: {loaded.error}")
         for w in workloads:
@@ -58,6 +67,7 @@ def run_training(library: Path, workloads: list[Workload],
                 job = base.replace(mode="run", threads=1, time_s=seconds / 2, warmup_s=0.0, prepared=prepared,
                                    workload=compile_statements(w, TRAIN_TABLE_SIZE))
                 outcome = run_job(job, RunResult, seconds + 120)
+                _client_log(log, f"{w.name} prepared={prepared}", outcome.stderr_tail)
                 if not outcome.ok or outcome.result is None:
                     raise UserError(f"PGO training run {w.name} failed: {outcome.error}")
                 runs.append({"workload": w.name, "prepared": prepared, "events": outcome.result.events,

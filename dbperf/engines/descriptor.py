@@ -43,6 +43,16 @@ class FlushStep:
 
 
 @dataclass(frozen=True)
+class ProfileProof:
+    """What a PGO profile of this engine must show before its build is used (buildlab/profile_proof.py): the
+    sentinel functions every query passes through have a non-zero counter, and more than `floor` of the functions of
+    the engine's own objects (paths under the build's object root starting with one of `objects`; "" for all) do."""
+    sentinels: tuple[str, ...]
+    objects: tuple[str, ...]
+    floor: float  # a share, 0..1; why each engine's value, beside it
+
+
+@dataclass(frozen=True)
 class Engine:
     name: str  # as the experiment file says it: engine = "postgres"
     title: str  # as people write it: PostgreSQL
@@ -88,6 +98,7 @@ class Engine:
     replication: Literal["binlog", "streaming"] | None = None
     size_sql: str = ""  # the working database's size in bytes, on a server (run in its working database)
     schema_dir: str | None = None  # a lab server's working database as files, relative to its data directory
+    profile_proof: ProfileProof | None = None  # PGO builds: what their profile must show (None: no PGO builds)
 
     def canonical_dsn(self, dsn: str) -> str:
         """The dsn as the driver takes it: an alias scheme (mariadb://) becomes the one it stands for (mysql://)."""

@@ -1,7 +1,12 @@
 """PGO training of a server build: the instrumented server started by the lab as any lab server is, the training set
 (kept apart from the measured catalog, see catalog/training) run through dbperf-driver against it, prepared and as
 SQL text, with one connection and with several at once, as seed 000's gen_profile_load did. The server is then
-stopped cleanly, so that every process (PostgreSQL's postmaster and backends) writes its .gcda counts at exit."""
+stopped cleanly, so that every process (PostgreSQL's postmaster and backends) writes its .gcda counts at exit.
+
+Every program of the instrumented install runs as the service user, set-up tools and probes included (MariaDB's
+install script too: run_as_service_user), so that the profile's files are all the trainer's (issue 46). What the
+clients printed on stderr goes to client.log beside the server's log: the profile's proof reads every log of the
+training (buildlab/profile_proof.py)."""
 
 from __future__ import annotations
 
@@ -17,6 +22,7 @@ from dbperf.experiment.model import Experiment, Target
 from dbperf.host.driver import run_job
 from dbperf.records import RunResult
 from dbperf.servers.engines import server_target
+from dbperf.servers.lifecycle import LabServer
 from dbperf.servers.runtime import RuntimeDir
 
 TRAIN_THREADS = (1, 4)  # one connection, then several at once
@@ -31,6 +37,9 @@ def train_server(engine: str, binaries: Path, logs: Path, seconds: float) -> dic
                    base=target.name, tables=TRAIN_TABLES, table_size=TRAIN_TABLE_SIZE, seed=7)
     runtime = RuntimeDir()
     server = server_target(runtime.target_dir(1), logs, target, e)
+    if isinstance(server, LabServer):
+        server.run_as_service_user = True
+    client_log = logs / "client.log"
     runs = []
     started = time.monotonic()
     server_pid = None
@@ -46,6 +55,8 @@ def train_server(engine: str, binaries: Path, logs: Path, seconds: float) -> dic
                         mode="run", threads=threads, time_s=seconds / 2, warmup_s=0.0, prepared=prepared,
                         workload=compile_statements(w, TRAIN_TABLE_SIZE, engine))
                     outcome = run_job(job, RunResult, seconds + 120, env=server.env())
+                    with open(client_log, "a") as f:
+                        f.write(f"== {w.name} threads={threads} prepared={prepared}\n{outcome.stderr_tail}\n")
                     if not outcome.ok or outcome.result is None:
                         raise UserError(f"PGO training run {w.name} against the instrumented {engine} failed: "
                                         f"{outcome.error}")

@@ -269,8 +269,9 @@ class LabServer(ServerTarget):
         # What the server's command runs under (a profiler: valgrind); empty for a measured run.
         self.launch_prefix: list[str] = []
         self.ready_timeout_s = READY_TIMEOUT_S  # longer under a profiler
-        # Started as the service user rather than as root that drops to it: a profiler's files and control pipes,
-        # created at start, then belong to the user the server runs as.
+        # Started as the service user rather than as root that drops to it, set-up tools included: a profiler's
+        # files and control pipes, or an instrumented build's profile files, then belong to the user the server
+        # runs as.
         self.run_as_service_user = False
 
     def dsn(self, database: str | None) -> str:

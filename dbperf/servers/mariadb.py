@@ -41,9 +41,16 @@ class MariaDBServer(LabServer):
             raise UserError(f"MariaDB server not found at {mariadbd} (apt install mariadb-server)")
         data = self.dir / "data"
         if first or not (data / "mysql").is_dir():
+            # Run by root, the script hands the data directory and the bootstrap server to the mysql user itself
+            # (--user), but the build's own tools it runs first (my_print_defaults) stay root's: where every program
+            # must run as the service user (a PGO training, whose profile files must stay the trainer's: issue
+            # 46), the whole script runs as that user, and names it as the socket-authenticated user --user named.
+            as_user = [f"--auth-root-socket-user={user.pw_name}"] if self.run_as_service_user else [
+                f"--user={user.pw_name}"]
             run_setup([install, "--no-defaults", *([f"--basedir={basedir}"] if relocated else []),
-                       f"--datadir={data}", f"--user={user.pw_name}", "--skip-test-db",
-                       "--auth-root-authentication-method=socket"], self.log, None,
+                       f"--datadir={data}", *as_user, "--skip-test-db",
+                       "--auth-root-authentication-method=socket"], self.log,
+                      user.pw_name if self.run_as_service_user else None,
                       f"target {self.target.name!r}: mariadb-install-db")
         settings = {k.replace("-", "_"): v for k, v in self.settings}
         escapes = "NO_BACKSLASH_ESCAPES" not in settings.get("sql_mode", "").upper()

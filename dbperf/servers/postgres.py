@@ -12,8 +12,7 @@ from urllib.parse import quote
 from dbperf.engines.postgres import POSTGRES
 from dbperf.errors import UserError
 from dbperf.servers.lifecycle import READY_TIMEOUT_S, LabServer, pg_conf_value, run_setup
-from dbperf.servers.process import ServerProcess
-from dbperf.tools import run_tool
+from dbperf.servers.process import ServerProcess, run_probe
 
 INCLUDE = "include_if_exists = 'dbperf.conf'"
 
@@ -32,7 +31,7 @@ class PostgresServer(LabServer):
         initdb, postgres = binaries / "initdb", binaries / "postgres"
         if not (initdb.is_file() and postgres.is_file()):
             raise UserError(f"PostgreSQL binaries not found in {binaries} (apt install postgresql)")
-        self.major = postgres_major(postgres)
+        self.major = postgres_major(postgres, user.pw_name)
         data = self.dir / "pgdata"
         if first or not (data / "PG_VERSION").is_file():
             # In the target's private directory (0700, the postgres user's), beside the data directory to be.
@@ -84,9 +83,10 @@ class PostgresServer(LabServer):
         return [*self._drop("sbtest"), "CREATE DATABASE sbtest TEMPLATE sbtest_pristine"]
 
 
-def postgres_major(postgres: Path) -> int:
-    """10 and later: the first number of `postgres (PostgreSQL) 16.4`; 9.6 is 9."""
-    out = run_tool([postgres, "--version"], "reading the PostgreSQL version", timeout=60).stdout
+def postgres_major(postgres: Path, user: str = POSTGRES.service_user) -> int:
+    """10 and later: the first number of `postgres (PostgreSQL) 16.4`; 9.6 is 9. Asked of the binary as the user
+    the server runs as (run_probe: an instrumented build's profile stays the trainer's)."""
+    out = run_probe([postgres, "--version"], user, "reading the PostgreSQL version")
     m = re.search(r"\(PostgreSQL\) (\d+)", out)
     if not m:
         raise UserError(f"{postgres}: not a PostgreSQL server (`--version` printed {out.strip()[:80]!r})")

@@ -7,16 +7,21 @@ from __future__ import annotations
 import atexit
 import contextlib
 import os
+import pwd
+import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 from dbperf.errors import UserError
 from dbperf.host.cpus import pinned
 from dbperf.host.procfs import session_members, socket_inodes, tcp_listeners
 from dbperf.servers.watchdog import Watchdog
+from dbperf.tools import run_tool
 
 STOP_TIMEOUT_S = 30.0
 LOG_TAIL_LINES = 15
@@ -29,6 +34,28 @@ SECRET_ENV = {"DBPERF_SERVER_PASSWORD", "DBPERF_PASSWORD"}
 def server_environ(extra: dict[str, str] | None = None) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in SECRET_ENV}
     return {**env, **(extra or {})}
+
+
+def run_probe(argv: Sequence[str | Path], user: str, what: str, timeout: float = 60) -> str:
+    """What a program of a server's install prints (its version), run as the server's user `user` (when the lab is
+    root; else as the lab's own user, as the server will be), never as root, and with GCOV_PREFIX pointing at a
+    scratch folder. A PGO build's instrumented programs write their profile at exit: run as root, they left
+    root-owned .gcda that the training's processes then could not open, and the profile was lost (issue 46); the
+    scratch folder keeps a probe's counts out of the profile altogether."""
+    scratch = Path(tempfile.mkdtemp(prefix="dbperf-probe-"))
+    try:
+        as_user = None
+        if os.geteuid() == 0:
+            try:
+                entry = pwd.getpwnam(user)
+            except KeyError:
+                raise UserError(f"{what}: user {user} not found") from None
+            os.chown(scratch, entry.pw_uid, entry.pw_gid)
+            as_user = user
+        return run_tool(argv, what, timeout=timeout, user=as_user, cwd="/",
+                        env=server_environ({"GCOV_PREFIX": str(scratch)})).stdout
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 def free_port() -> int:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 
@@ -29,15 +30,30 @@ class Listing:
     rows: list[tuple[str, ...]]
 
 
+def profile_share(manifest: dict[str, Any]) -> str:
+    """A PGO build's proven profile as its share of the engine's functions with a count (profile_proof.py), "-"
+    without PGO, "unproven" for a build made before profiles were proven (issue 46)."""
+    pgo = manifest.get("pgo")
+    if not pgo:
+        return "-"
+    proof = pgo.get("proof")
+    if not proof:
+        return "unproven"
+    return f"{100 * proof['share']:.1f}% of {proof['functions']:,}"
+
+
 def cache_listings() -> list[Listing]:
     """The SQLite builds, then the server builds and the fetched server releases when there are any."""
-    sqlite = Listing(None, ("key", "sqlite", "variants / cflags", "PGO training", "built", "seconds", "library"), [
+    sqlite = Listing(None, ("key", "sqlite", "variants / cflags", "PGO training", "PGO share", "built", "seconds",
+                            "library"), [
         (m["key"], m["source"]["sqlite_version"], " ".join(m["variants"] + m["cflags"]),
-         ", ".join((m.get("pgo") or {}).get("training_set", [])) or "-", m["built_at"], str(m["build_seconds"]),
-         m["library"]) for m in cached_builds()])
-    servers = Listing("server builds", ("key", "build", "source package", "PGO .gcda", "built", "seconds", "install"), [
+         ", ".join((m.get("pgo") or {}).get("training_set", [])) or "-", profile_share(m), m["built_at"],
+         str(m["build_seconds"]), m["library"]) for m in cached_builds()])
+    servers = Listing("server builds", ("key", "build", "source package", "PGO .gcda", "PGO share", "built",
+                                        "seconds", "install"), [
         (m["key"], m["label"], f"{m['source']['package']} {m['source']['version']}",
-         str((m.get("pgo") or {}).get("profile_files", "-")), m["built_at"], str(m["build_seconds"]), m["install"])
+         str((m.get("pgo") or {}).get("profile_files", "-")), profile_share(m), m["built_at"], str(m["build_seconds"]),
+         m["install"])
         for m in cached_server_builds()])
     releases = Listing("server releases", ("engine", "version", "published as", "jar sha256", "fetched"), [
         (r["engine"], r["version"], r["published_version"], r["jar_sha256"][:16], r["fetched_at"])
