@@ -1,13 +1,19 @@
 """Where a command's `-o/--output FILE` (or `--json FILE`) goes, and writing it without losing anything.
 
 The rules, one place for every writer:
+- only a regular file is written: a device (`/dev/null`), a FIFO or a socket is refused, with or without `--force`;
 - an existing file is replaced only with `--force` (the user asked for it); otherwise one line, exit 2;
-- a results directory's own `results.jsonl` (or its kept copy `results.jsonl.gz`) and `meta.json` (a directory
-  whose meta.json is dbperf's) are never written, not even with `--force`, whatever symlink leads there: they are
-  the measurements;
+- a symlink is written through: its target is the file (the same rules apply to it) and the symlink stays; a symlink
+  to nothing or in a loop is refused, and so is a path through /proc (`/dev/stdout`, `/proc/self/fd/1`: an open
+  file, perhaps appended to, that a rename would throw away);
+- every file a results directory holds (a directory whose meta.json is dbperf's, or any folder inside one) is the
+  run's own: an existing one is never written, not even with `--force`, whatever symlink leads there; nor are the
+  names a run writes (`results.jsonl`, its kept copy `results.jsonl.gz`, `meta.json`, `experiment.toml`, `.lock`),
+  even before they exist. A new file beside them (`-o RUN/report.html`) is allowed;
 - a path ending in `/`, or an existing directory, is a directory: the file goes inside it under the view's default
   name (`report.html`, `compare.csv`, ...), by the same rules; a directory that does not exist is refused;
 - a missing parent directory is refused (nothing is created on a guess);
+- a file system error (read-only, full, no permission) is one line naming the path, never a traceback;
 - the document is written whole to a temporary file beside the target, then moved into place: without `--force`
   by a hard link, which fails if the name was taken meanwhile (no check-then-write race), with `--force` by a
   rename, which replaces the directory entry and never writes into the old file (a hard link to it keeps its bytes).
@@ -19,20 +25,33 @@ import contextlib
 import errno
 import json
 import os
+import stat
 import tempfile
 from pathlib import Path
 
 from dbperf.errors import UserError
 
 RESULT_FILES = ("results.jsonl", "results.jsonl.gz", "meta.json")
+# Every name a run writes into its directory (storage/results.py): refused even before it exists, since the run
+# (or its --resume) writes it later.
+RUN_FILES = (*RESULT_FILES, "experiment.toml", ".lock")
 DEFAULT_STEM = "report"
+KINDS = ((stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"), (stat.S_ISFIFO, "a FIFO (pipe)"),
+         (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a directory"))  # what a file is that is not a regular one
+
+
 def is_results_directory(directory: Path) -> bool:
     """A directory holding a dbperf results meta.json (the key `dbperf_results`, storage/results.py)."""
     try:
         meta = json.loads((directory / "meta.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return False
     return isinstance(meta, dict) and "dbperf_results" in meta
+
+
+def results_directory_holding(path: Path) -> Path | None:
+    """The results directory `path` (absolute, resolved) lies in, at any depth (its logs/ too), if any."""
+    return next((d for d in path.parents if is_results_directory(d)), None)
 
 
 def output_path(where: str | Path, force: bool, name: str, option: str = "-o/--output") -> Path:
@@ -40,6 +59,13 @@ def output_path(where: str | Path, force: bool, name: str, option: str = "-o/--o
     line) when it must not be written. `name` is the default file name used when `where` is a directory."""
     if not str(where).strip():
         raise UserError(f"{option}: an empty path (give a file or a directory)")
+    try:
+        return _checked(where, force, name, option)
+    except (OSError, RuntimeError) as e:  # a loop of symlinks (RuntimeError before Python 3.13), EACCES on a parent
+        raise UserError(f"{option} {where}: cannot use it: {getattr(e, 'strerror', None) or e}") from None
+
+
+def _checked(where: str | Path, force: bool, name: str, option: str) -> Path:
     path = Path(where)
     if str(where).endswith(os.sep) or path.is_dir():
         if not path.is_dir():
@@ -47,40 +73,114 @@ def output_path(where: str | Path, force: bool, name: str, option: str = "-o/--o
         path = path / name
     if not path.parent.is_dir():
         raise UserError(f"{option} {path}: the directory {path.parent} does not exist")
-    real = path.resolve()
-    if real.name in RESULT_FILES and is_results_directory(real.parent):
-        raise UserError(f"{option} {path}: that is the results directory's own {real.name} (the measurements); "
-                        "write the report elsewhere")
-    if path.is_dir():
-        raise UserError(f"{option} {path}: is a directory")
-    if (path.exists() or path.is_symlink()) and not force:
+    real = destination(path, option)
+    _refuse_results_files(path, real, option)
+    try:
+        mode = real.stat().st_mode
+    except FileNotFoundError:
+        return path
+    kind = _kind(mode)
+    if kind is not None:
+        # Never an invitation to --force: a rename would put a regular file in place of a device for the whole host.
+        raise UserError(f"{option} {path}: {kind}, not a regular file; only regular files are written")
+    if not force:
         raise UserError(f"{option} {path}: the file exists; add --force to replace it")
     return path
 
 
+def destination(path: Path, option: str) -> Path:
+    """Where the bytes for `path` go: the path itself in its real directory, or, for a symlink, the file it leads
+    to (written through; the symlink itself is never replaced)."""
+    placed = path.parent.resolve() / path.name
+    if _through_proc(placed):
+        # /dev/stdout, /proc/self/fd/N: an open file, maybe appended to (`>> log`); a rename would throw it away.
+        raise UserError(f"{option} {path}: leads through /proc (an open file, such as /dev/stdout's, or the "
+                        "kernel's), not to a file's own name; give the file itself")
+    if not placed.is_symlink():
+        return placed
+    try:
+        followed = os.stat(placed)
+    except FileNotFoundError:
+        raise UserError(f"{option} {path}: a symlink to {os.readlink(placed)}, which does not exist; give the file "
+                        "itself") from None
+    real = placed.resolve()
+    with contextlib.suppress(FileNotFoundError):
+        if os.path.samestat(followed, os.stat(real)):
+            return real
+    # The name realpath found is another file (a mount or a rename under it meanwhile): nothing sure to write to.
+    kind = _kind(followed.st_mode)
+    if kind is not None:
+        raise UserError(f"{option} {path}: {kind}, not a regular file; only regular files are written")
+    raise UserError(f"{option} {path}: a symlink that cannot be followed to a file's name; give the file itself")
+
+
+def _through_proc(placed: Path) -> bool:
+    """`placed` or a symlink on its way (40 hops, the kernel's limit) in /proc."""
+    for _ in range(40):
+        if placed.parent.resolve().parts[1:2] == ("proc",):
+            return True
+        if not placed.is_symlink():
+            return False
+        placed = placed.parent / os.readlink(placed)  # an absolute target replaces the whole path
+    return False
+
+
+def _kind(mode: int) -> str | None:
+    """What a file that is not a regular one is, or None for a regular file."""
+    if stat.S_ISREG(mode):
+        return None
+    return next((kind for test, kind in KINDS if test(mode)), "not a regular file")
+
+
+def _refuse_results_files(path: Path, real: Path, option: str) -> None:
+    """A results directory's own files (the module's rules), by the symlink's own place and by where it leads."""
+    if real.name in RUN_FILES and is_results_directory(real.parent):
+        what = "the measurements" if real.name in RESULT_FILES else "the run's own file"
+        raise UserError(f"{option} {path}: that is the results directory's own {real.name} ({what}); write the "
+                        "report elsewhere")
+    placed = path.parent.resolve() / path.name
+    for where in dict.fromkeys((placed, real)):
+        run = results_directory_holding(where) if os.path.lexists(where) else None
+        if run is not None:
+            raise UserError(f"{option} {path}: already in the results directory {run}, whose files are the run's "
+                            "own and never replaced, not even with --force; write the report elsewhere")
+
+
 def write_file(path: str | Path, document: str | bytes, force: bool, name: str = DEFAULT_STEM,
                option: str = "-o/--output") -> Path:
-    """Writes `document` to the file `output_path` chooses; returns that path."""
+    """Writes `document` to the file `output_path` chooses; returns that path (as the user named it)."""
     target = output_path(path, force, name, option)
     data = document.encode("utf-8") if isinstance(document, str) else document
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    tmp = Path(tmp_name)
+    tmp: Path | None = None
     try:
+        real = destination(target, option)
+        fd, tmp_name = tempfile.mkstemp(prefix=f".{real.name}.", suffix=".tmp", dir=real.parent)
+        tmp = Path(tmp_name)
         with os.fdopen(fd, "wb") as f:
             f.write(data)
         os.chmod(tmp, 0o666 & ~_umask())
         if force:
-            tmp.replace(target)
+            _replace(tmp, real, target, option)
         else:
-            _link_new(tmp, target, data)
+            _link_new(tmp, real, data)
     except OSError as e:
         if e.errno == errno.EEXIST:
             raise UserError(f"{option} {path}: the file exists; add --force to replace it") from None
         raise UserError(f"{option} {target}: cannot write: {e.strerror or e}") from None
     finally:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                tmp.unlink()
     return target
+
+
+def _replace(tmp: Path, real: Path, target: Path, option: str) -> None:
+    """`tmp` renamed over `real`, looked at again just before: what was checked may have changed while the
+    document was written, and a rename over a device would replace it."""
+    with contextlib.suppress(FileNotFoundError):
+        if not stat.S_ISREG(os.lstat(real).st_mode):
+            raise UserError(f"{option} {target}: no longer a regular file; only regular files are written")
+    tmp.replace(real)
 
 
 def _link_new(tmp: Path, target: Path, data: bytes) -> None:

@@ -89,9 +89,11 @@ def test_a_trailing_slash_is_a_directory_and_a_missing_one_is_refused(results, t
 @pytest.mark.unit
 def test_output_file_rules_directly(tmp_path):
     from dbperf.output_file import output_path, write_file
-    (tmp_path / "meta.json").write_text('{"dbperf_results": 1}')
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "meta.json").write_text('{"dbperf_results": 1}')
     with pytest.raises(UserError, match=r"own meta\.json"):
-        output_path(tmp_path / "meta.json", True, "report.html")
+        output_path(run / "meta.json", True, "report.html")
     other = tmp_path / "elsewhere"
     other.mkdir()
     (other / "meta.json").write_text('{"not": "dbperf"}')  # not a results directory: an ordinary file

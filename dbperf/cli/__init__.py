@@ -11,7 +11,7 @@ import typer
 from typer._click import exceptions as click_errors  # Typer's own click: its parameter errors
 
 from dbperf.cli import bisect, build, catalog, compare, explain, fleet, history, layout, probe, report, run, study
-from dbperf.cli.common import err_console
+from dbperf.cli.common import StdoutWriteError, err_console, flush_stdout, guard_stdout, stdout_failed
 from dbperf.errors import UserError
 from dbperf.runner import interrupts
 
@@ -63,6 +63,17 @@ def _typer_shows(e: click_errors.ClickException) -> NoReturn:
 
 def main() -> None:
     interrupts.install()
+    guard_stdout()
+    try:
+        _dispatch()
+    except SystemExit as done:
+        # Before the interpreter's own flush at exit, whose failure would be a message no user can act on.
+        flush_stdout(done.code)
+        raise
+
+
+def _dispatch() -> NoReturn:
+    """The command, and every way it can end as one line and an exit code."""
     try:
         code = app(standalone_mode=False)
         sys.exit(code if isinstance(code, int) else 0)
@@ -82,3 +93,6 @@ def main() -> None:
         # Interrupted outside a matrix run (building, starting servers, probing): nothing measured to report.
         err_console.print(f"dbperf: interrupted ({interrupts.reason(interrupt)})", highlight=False)
         sys.exit(interrupts.exit_code(interrupt))
+    except StdoutWriteError as e:  # `dbperf report R > /dev/full`: a full disk, an I/O error
+        stdout_failed(e)
+        sys.exit(1)

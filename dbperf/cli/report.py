@@ -11,8 +11,8 @@ from dbperf.cli.common import FORMAT_OPTION, err_console, fail, show
 from dbperf.tooldrivers.importer import import_outputs
 from dbperf.usecases.report import check_aggregate, check_format, report_view
 
-FORCE_OPTION = typer.Option("--force", help="replace the -o file if it exists (never a results directory's "
-                                            "results.jsonl or meta.json)")
+FORCE_OPTION = typer.Option("--force", help="replace the -o file if it exists (a regular file; never one a results "
+                                            "directory holds)")
 
 
 def report(
