@@ -145,7 +145,7 @@ def test_lab_server_binaries_are_checked_without_starting_a_server(write_experim
     before = subprocess.run(["pgrep", "-c", "mariadbd"], capture_output=True, text=True).stdout
     proc = run_cli("run", str(exp), "--out", str(tmp_path / "out"), "--dry-run")
     line = one_error_line(proc)
-    assert "target pg: PostgreSQL binaries not found: no /nonexistent/bin/initdb" in line, line
+    assert "target pg: PostgreSQL server not found: no /nonexistent/bin/initdb" in line, line
     assert "apt install" not in line  # the user named the binaries: Debian's package would not be them
     checks = _checks(proc.stdout)
     assert checks["target maria"].startswith("ok") and "MariaDB" in checks["target maria"]

@@ -135,13 +135,24 @@ def one_line(proc) -> str:
     return lines[0]
 
 
-def test_missing_binaries_name_the_package(where):
+def test_missing_binaries_the_user_named_are_theirs_to_fix(where):
     body = '[[target]]\nname = "pg"\nengine = "postgres"\nbinaries = "/nonexistent/bin"\n'
     line = one_line(run_cli("run", str(experiment(where, body)), "--out", str(where / "out")))
-    assert "PostgreSQL binaries not found in /nonexistent/bin (apt install postgresql)" in line
+    assert "PostgreSQL server not found: no /nonexistent/bin/initdb, /nonexistent/bin/postgres" in line, line
+    assert "apt install" not in line and "check the target's binaries" in line
     body = '[[target]]\nname = "m"\nengine = "mariadb"\nbinaries = "/nonexistent/mariadbd"\n'
     line = one_line(run_cli("run", str(experiment(where, body)), "--out", str(where / "out2")))
-    assert "apt install mariadb-server" in line
+    assert "MariaDB server not found: no /nonexistent/mariadbd" in line and "apt install" not in line, line
+
+
+def test_missing_default_binaries_name_debians_package(monkeypatch, tmp_path):
+    from dbperf.servers.mariadb import MariaDBServer
+    from dbperf.servers.postgres import PostgresServer
+
+    monkeypatch.setattr(PostgresServer, "default_binaries", str(tmp_path / "15" / "bin"))
+    monkeypatch.setattr(MariaDBServer, "default_binaries", str(tmp_path / "mariadbd"))
+    assert "(apt install postgresql)" in (PostgresServer.missing_programs(tmp_path / "15" / "bin") or "")
+    assert "(apt install mariadb-server)" in (MariaDBServer.missing_programs(tmp_path / "mariadbd") or "")
 
 
 def test_port_already_taken(where):

@@ -9,6 +9,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
+from dbperf.engines.owned_reasons import Owned
+
 # The engine's cumulative counters as SQL, given the server's major version: (statement, column names), or with
 # names None a statement whose rows are (name, value) pairs. Run in the working database.
 CountersQuery = Callable[[int], tuple[str, list[str] | None]]
@@ -65,8 +67,11 @@ class Engine:
     empty_server_bytes: int = 0
     dsn_schemes: tuple[str, ...] = ()  # accepted in `dsn`
     dsn_aliases: Mapping[str, str] = field(default_factory=dict)  # a scheme the driver does not take -> one it does
-    # Settings of a server the lab starts that are the lab's own (127.0.0.1 only, a private data directory).
-    lab_owned_settings: frozenset[str] = frozenset()
+    # Settings of a server the lab starts that are the lab's own (127.0.0.1 only, a private data directory), each
+    # with why and what to do instead (engines/owned_reasons.py); `lab_owned_settings` is their names.
+    lab_owned_reasons: Mapping[str, Owned] = field(default_factory=dict)
+    # The server reads option names as mysys' my_getopt: `loose-`, `skip-`..., unique abbreviations (lab_owned.py).
+    reads_my_getopt_names: bool = False
     default_port: int | None = None
     service_user: str = ""  # the system user a lab server runs as (Debian's packages create it)
     builds_from_source: bool = False  # the build lab has a recipe for it (buildlab/server_build.py RECIPES)
@@ -106,3 +111,7 @@ class Engine:
             if dsn.startswith(alias):
                 return scheme + dsn.removeprefix(alias)
         return dsn
+
+    @property
+    def lab_owned_settings(self) -> frozenset[str]:
+        return frozenset(self.lab_owned_reasons)

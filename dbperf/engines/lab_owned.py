@@ -11,58 +11,15 @@ otherwise make a lab server listen on every address. PostgreSQL reads names exac
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from dbperf import engines
+from dbperf.engines.owned_reasons import GENERAL, Owned
+
+__all__ = ["GENERAL", "REASONS", "Owned", "lab_owned_refusal", "owned_setting"]
+
+# Each engine's reasons, from its descriptor (a test holds every lab-owned setting to one).
+REASONS: dict[str, dict[str, Owned]] = {e.name: dict(e.lab_owned_reasons) for e in engines.ENGINES.values()}
 
 
-@dataclass(frozen=True)
-class Owned:
-    why: str  # what the lab does with it
-    experiment: str  # what to do instead in an experiment file's target
-    bisect: str  # ... in `dbperf bisect --config` (and a study's bisect step): no target, released binaries
-
-
-DSN = "a server set up otherwise is measured as a target with a dsn"
-LEAVE_OUT = "leave it out"
-LISTEN = Owned("the lab's servers listen on 127.0.0.1 only, over TCP", DSN,
-               f"bisect measures the lab's own servers: {LEAVE_OUT}")
-PORT = Owned("the lab gives each server it starts a free port on 127.0.0.1",
-             "port = N on the target fixes the port", f"each step's servers get free ports: {LEAVE_OUT}")
-SOCKET = Owned("the lab puts a server's Unix socket in its private data directory",
-               "socket = true on the target connects the driver through it",
-               f"the steps connect over TCP: {LEAVE_OUT}")
-DATA = Owned("the lab keeps a server's data directory in its private runtime directory",
-             "DBPERF_RUNTIME_DIR chooses where that directory is (e.g. another disk)",
-             "DBPERF_RUNTIME_DIR chooses where that directory is (e.g. another disk)")
-FILES = Owned("the lab decides where a server it starts writes files", DSN, LEAVE_OUT)
-LOG = Owned("the lab keeps a server's log in the results directory (logs/) and reads the server's errors there",
-            "read it there", "each step's log is in its results directory (logs/)")
-LOGINS = Owned("the lab sets up a server's logins itself (its user dbperf, a password per run)", DSN, LEAVE_OUT)
-USER = Owned("a server the lab starts runs as its service user", DSN, LEAVE_OUT)
-INSTALL = Owned("the lab runs a server from its binaries' own install",
-                "binaries = PATH or source = \"ENGINE@VERSION\" on the target chooses the install",
-                f"each step runs the releases' own installs: {LEAVE_OUT}")
-CONF = Owned("the lab writes a server's configuration file itself",
-             "give each setting in the target's config table", "give each setting as its own NAME=VALUE")
-
-REASONS: dict[str, dict[str, Owned]] = {
-    "postgres": {
-        "listen_addresses": LISTEN, "port": PORT, "unix_socket_directories": SOCKET, "unix_socket_group": SOCKET,
-        "unix_socket_permissions": SOCKET, "data_directory": DATA, "external_pid_file": FILES, "hba_file": LOGINS,
-        "ident_file": LOGINS, "config_file": CONF, "include": CONF, "include_dir": CONF, "include_if_exists": CONF},
-    "mariadb": {
-        "bind_address": LISTEN, "skip_networking": LISTEN, "networking": LISTEN, "named_pipe": LISTEN, "port": PORT,
-        "socket": SOCKET, "datadir": DATA, "pid_file": FILES, "tmpdir": FILES, "secure_file_priv": FILES,
-        "log_error": LOG, "init_file": LOGINS, "skip_grant_tables": LOGINS, "user": USER, "basedir": INSTALL,
-        "plugin_dir": INSTALL, "defaults_file": CONF, "defaults_extra_file": CONF},
-}
-# Should an engine own a setting without a reason here (a new one), the refusal still says why in general.
-GENERAL = Owned("the lab's servers listen on 127.0.0.1 only and keep their files in the lab's private directory",
-                DSN, LEAVE_OUT)
-
-# Engines whose servers read option names as mysys' my_getopt does (the module's docstring).
-MY_GETOPT = frozenset({"mariadb"})
 MY_GETOPT_PREFIXES = ("skip_", "enable_", "disable_", "maximum_")
 
 
@@ -77,7 +34,7 @@ def owned_setting(engine: str, key: str) -> tuple[list[str], str] | None:
     of it, "abbreviation": an abbreviation of it, or of several, which the server would refuse as ambiguous);
     None when it stands for none."""
     owned = engines.engine(engine).lab_owned_settings
-    if engine not in MY_GETOPT:
+    if not engines.engine(engine).reads_my_getopt_names:
         return ([key.lower()], "") if key.lower() in owned else None
     name = key.replace("-", "_").lower()
     for candidate in _my_getopt_candidates(name):

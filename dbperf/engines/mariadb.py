@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from urllib.parse import unquote, urlsplit
 
 from dbperf.engines.descriptor import Engine, FlushStep, ProfileProof, ReleaseSource
+from dbperf.engines.owned_reasons import CONF, DATA, FILES, INSTALL, LISTEN, LOG, LOGINS, PORT, SOCKET, USER
 
 
 def client_argv(dsn: str, password: str, sql: str) -> tuple[list[str], dict[str, str]]:
@@ -43,10 +44,12 @@ MARIADB = Engine(
     name="mariadb", title="MariaDB", server=True,
     row_bytes=650, load_rows_per_s=60_000, empty_server_bytes=120_000_000,
     dsn_schemes=("mysql://", "mariadb://"), dsn_aliases={"mariadb://": "mysql://"},
-    lab_owned_settings=frozenset({
-        "bind_address", "port", "socket", "datadir", "user", "skip_networking", "networking", "init_file",
-        "pid_file", "basedir", "defaults_file", "defaults_extra_file", "skip_grant_tables", "plugin_dir",
-        "secure_file_priv", "tmpdir", "log_error", "named_pipe"}),
+    lab_owned_reasons={
+        "bind_address": LISTEN, "skip_networking": LISTEN, "networking": LISTEN, "named_pipe": LISTEN, "port": PORT,
+        "socket": SOCKET, "datadir": DATA, "pid_file": FILES, "tmpdir": FILES, "secure_file_priv": FILES,
+        "log_error": LOG, "init_file": LOGINS, "skip_grant_tables": LOGINS, "user": USER, "basedir": INSTALL,
+        "plugin_dir": INSTALL, "defaults_file": CONF, "defaults_extra_file": CONF},
+    reads_my_getopt_names=True,
     service_user="mysql", builds_from_source=True,
     default_port=3306, client="mariadb", client_argv=client_argv, sysbench_driver="mysql", tools=("sysbench",),
     example_release="11.4.5",

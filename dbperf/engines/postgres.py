@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dbperf.engines.descriptor import Engine, ProfileProof, ReleaseSource
+from dbperf.engines.owned_reasons import CONF, DATA, FILES, LISTEN, LOGINS, PORT, SOCKET
 
 
 def client_argv(dsn: str, password: str, sql: str) -> tuple[list[str], dict[str, str]]:
@@ -32,10 +33,10 @@ POSTGRES = Engine(
     name="postgres", title="PostgreSQL", server=True,
     row_bytes=600, load_rows_per_s=100_000, empty_server_bytes=60_000_000,
     dsn_schemes=("postgresql://", "postgres://"),
-    lab_owned_settings=frozenset({
-        "listen_addresses", "port", "unix_socket_directories", "unix_socket_group", "unix_socket_permissions",
-        "data_directory", "hba_file", "ident_file", "config_file", "external_pid_file", "include", "include_dir",
-        "include_if_exists"}),
+    lab_owned_reasons={
+        "listen_addresses": LISTEN, "port": PORT, "unix_socket_directories": SOCKET, "unix_socket_group": SOCKET,
+        "unix_socket_permissions": SOCKET, "data_directory": DATA, "external_pid_file": FILES, "hba_file": LOGINS,
+        "ident_file": LOGINS, "config_file": CONF, "include": CONF, "include_dir": CONF, "include_if_exists": CONF},
     service_user="postgres", builds_from_source=True,
     default_port=5432, client="psql", client_argv=client_argv, sysbench_driver="pgsql", tools=("sysbench", "pgbench"),
     example_release="16.4",

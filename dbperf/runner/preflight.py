@@ -152,15 +152,14 @@ def _sqlite(e: Experiment, t: Target) -> str:
     return f"{said}{engines.engine(t.engine).title} {info.engine_version} ({library})"
 
 
-def _lab_binaries(t: Target, binaries: Path, default: bool) -> str:
+def _lab_binaries(t: Target, binaries: Path) -> str:
     """The server's files found where the target says, and its version (the binary run with --version)."""
     kind = LAB_SERVERS[t.engine]
     title = engines.engine(t.engine).title
-    files = [binaries / "initdb", binaries / "postgres"] if t.engine == "postgres" else [binaries]
-    missing = [str(f) for f in files if not f.is_file()]
+    files = kind.program_files(binaries)
+    missing = kind.missing_programs(binaries)
     if missing:
-        raise UserError(f"{title} binaries not found: no {', '.join(missing)}"
-                        + (f" (apt install {kind.apt_package})" if default else " (check binaries)"))
+        raise UserError(missing)
     out = run_tool([files[-1], "--version"], f"{files[-1]} --version", timeout=TOOL_TIMEOUT_S).stdout.strip()
     version = out.splitlines()[0].removeprefix(str(files[-1])).strip() if out else title  # mariadbd names itself
     return f"{version} ({binaries})"
@@ -181,14 +180,14 @@ def _server(t: Target) -> str:
         found = cached_release(t.engine, t.release)
         if found is None:
             return f"{t.engine}@{t.release}: not cached, would be fetched (released binaries)"
-        return f"{t.engine}@{t.release}: cached, " + _lab_binaries(t, found, False)
+        return f"{t.engine}@{t.release}: cached, " + _lab_binaries(t, found)
     if t.server_build is not None:
         recipe, cc = check_can_build(t.server_build)  # its tools and headers, as a real run checks first
         found = cached_server_build(t.server_build, recipe, cc)
         if found is None:
             return f"{t.server_build.label()}: not cached, would be built from Debian's source (minutes to an hour)"
-        return f"{t.server_build.label()}: cached, " + _lab_binaries(t, found, False)
-    return _lab_binaries(t, Path(t.binaries or kind.default_binaries), t.binaries is None)
+        return f"{t.server_build.label()}: cached, " + _lab_binaries(t, found)
+    return _lab_binaries(t, Path(t.binaries or kind.default_binaries))
 
 
 def _target(e: Experiment, t: Target) -> str:

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
+from dbperf import engines
 from dbperf.catalog.schema import sbtest
 from dbperf.errors import UserError
 from dbperf.experiment.model import Experiment, Target
@@ -273,6 +274,23 @@ class LabServer(ServerTarget):
         # files and control pipes, or an instrumented build's profile files, then belong to the user the server
         # runs as.
         self.run_as_service_user = False
+
+    @classmethod
+    def program_files(cls, binaries: Path) -> list[Path]:
+        """The files a launch needs from `binaries` (a target's `binaries`), the server program last."""
+        return [binaries]
+
+    @classmethod
+    def missing_programs(cls, binaries: Path) -> str | None:
+        """One line naming what `binaries` lacks, None when nothing: installing Debian's package is advised only
+        for Debian's own place (a `binaries = PATH` of the user's is theirs to fix)."""
+        missing = [str(f) for f in cls.program_files(binaries) if not f.is_file()]
+        if not missing:
+            return None
+        remedy = (f"apt install {cls.apt_package}" if binaries == Path(cls.default_binaries)
+                  else "check the target's binaries")
+        title = engines.engine(cls.engine).title
+        return f"{title} server not found: no {', '.join(missing)} ({remedy})"
 
     def dsn(self, database: str | None) -> str:
         if self.target.socket:

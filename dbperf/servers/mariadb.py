@@ -37,8 +37,12 @@ class MariaDBServer(LabServer):
         relocated = own_install.is_file()
         install = str(own_install) if relocated else shutil.which("mariadb-install-db") or str(
             basedir / "bin" / "mariadb-install-db")
-        if not mariadbd.is_file() or not Path(install).is_file():
-            raise UserError(f"MariaDB server not found at {mariadbd} (apt install mariadb-server)")
+        missing = self.missing_programs(mariadbd)
+        if missing:
+            raise UserError(missing)
+        if not Path(install).is_file():
+            raise UserError(f"MariaDB's install script not found: no {install} (beside {mariadbd}, or Debian's "
+                            "mariadb-server package)")
         data = self.dir / "data"
         if first or not (data / "mysql").is_dir():
             # Run by root, the script hands the data directory and the bootstrap server to the mysql user itself

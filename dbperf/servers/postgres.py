@@ -27,10 +27,15 @@ class PostgresServer(LabServer):
 
     major = 15  # of the binaries launched; read from `postgres --version` before the first start
 
+    @classmethod
+    def program_files(cls, binaries: Path) -> list[Path]:
+        return [binaries / "initdb", binaries / "postgres"]
+
     def launch(self, binaries: Path, user: pwd.struct_passwd, first: bool, port: int, password: str) -> None:
-        initdb, postgres = binaries / "initdb", binaries / "postgres"
-        if not (initdb.is_file() and postgres.is_file()):
-            raise UserError(f"PostgreSQL binaries not found in {binaries} (apt install postgresql)")
+        initdb, postgres = self.program_files(binaries)
+        missing = self.missing_programs(binaries)
+        if missing:
+            raise UserError(missing)
         self.major = postgres_major(postgres, user.pw_name)
         data = self.dir / "pgdata"
         if first or not (data / "PG_VERSION").is_file():

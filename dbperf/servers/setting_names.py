@@ -30,6 +30,7 @@ from dbperf.buildlab.paths import server_cache
 from dbperf.buildlab.server_releases import SOURCES, version_key
 from dbperf.engines.lab_owned import MY_GETOPT_PREFIXES
 from dbperf.errors import UserError
+from dbperf.servers.lifecycle import LabServer
 from dbperf.servers.mariadb import MariaDBServer
 from dbperf.servers.postgres import PostgresServer
 from dbperf.servers.process import server_environ
@@ -128,14 +129,18 @@ class NameCheck:
     names: Callable[[Binary], list[str]]  # every name it knows, for a suggestion
 
 
-CHECKS: dict[str, NameCheck] = {
-    "postgres": NameCheck(lambda b: b / "postgres",
-                          # every major version Debian has installed, beside the lab's default (…/15/bin)
-                          lambda: sorted(Path(PostgresServer.default_binaries).parent.parent.glob("*/bin/postgres")),
-                          r"\(PostgreSQL\) (\d+(?:\.\d+)*)", _pg_unknown, _pg_names),
-    "mariadb": NameCheck(lambda b: b, lambda: [p for p in [Path(MariaDBServer.default_binaries)] if p.is_file()],
-                         r"Ver (\d+(?:\.\d+)+)", _mariadb_unknown, _mariadb_names),
+_BY_SERVER: dict[type[LabServer], NameCheck] = {
+    PostgresServer: NameCheck(
+        lambda b: b / "postgres",
+        # every major version Debian has installed, beside the lab's default (…/15/bin)
+        lambda: sorted(Path(PostgresServer.default_binaries).parent.parent.glob("*/bin/postgres")),
+        r"\(PostgreSQL\) (\d+(?:\.\d+)*)", _pg_unknown, _pg_names),
+    MariaDBServer: NameCheck(
+        lambda b: b, lambda: [p for p in [Path(MariaDBServer.default_binaries)] if p.is_file()],
+        r"Ver (\d+(?:\.\d+)+)", _mariadb_unknown, _mariadb_names),
 }
+# Keyed by the lab server class, whose `engine` names it (no engine name spelled here).
+CHECKS: dict[str, NameCheck] = {server.engine: check for server, check in _BY_SERVER.items()}
 
 
 def _cached_release(engine: str, version: str) -> Path | None:
