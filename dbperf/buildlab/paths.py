@@ -10,7 +10,10 @@ from dbperf.errors import UserError
 
 def cache_root() -> Path:
     root = Path(os.environ.get("DBPERF_CACHE") or Path.home() / ".cache" / "dbperf")
-    root.mkdir(parents=True, exist_ok=True)
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise UserError(f"{root}: cannot create the build cache: {e.strerror} (set DBPERF_CACHE)") from None
     return root
 
 

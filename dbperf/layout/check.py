@@ -25,6 +25,7 @@ from dbperf.layout.dynamic import (
 from dbperf.layout.findings import MIN_HOT_STORES, Finding, findings, hot_stores
 from dbperf.layout.sampled import count_sampled_many
 from dbperf.layout.static_map import StaticMap, static_map
+from dbperf.output_file import write_file
 from dbperf.report import formats
 from dbperf.report.model import Block, Row, Section, View
 
@@ -176,10 +177,9 @@ def render(static: StaticMap, counts: DynamicCounts | None, found: list[Finding]
 
 
 def write_json(path: Path, data: dict[str, Any]) -> None:
-    try:
-        path.write_text(json.dumps(data, indent=2) + "\n")
-    except OSError as e:
-        raise UserError(f"{path}: cannot write: {e.strerror}") from None
+    """The --json file, written whole by output_file's rules (a regular file only, never replacing a symlink or a
+    device); `path` was checked before the analysis (cli/layout.py), so what is replaced here is the lab's own."""
+    write_file(path, json.dumps(data, indent=2) + "\n", True, path.name, "--json")
 
 
 Checked = tuple[StaticMap, DynamicCounts | None, list[Finding]]

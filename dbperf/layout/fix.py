@@ -229,7 +229,7 @@ def target_fix(experiment: Path, exp: Experiment, target: Target, benchmark: str
 def fix_ab_to_extend(json_file: Path) -> Path | None:
     """The results of the --fix A/B a layout check's JSON names, when its automatic rounds stopped on their budget
     with cells undecided (what --extend reopens); None otherwise, or when the JSON has no A/B."""
-    with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
+    with contextlib.suppress(OSError, ValueError, KeyError, TypeError, RecursionError):
         results = Path(json.loads(json_file.read_text(encoding="utf-8"))["fix"]["ab_results"])
         return results if stopped_on_budget(results) else None
     return None

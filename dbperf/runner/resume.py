@@ -56,7 +56,7 @@ def stopped_on_budget(directory: Path) -> bool:
     try:  # meta.json alone: the records may be large
         rounds = json.loads((directory / META).read_text(encoding="utf-8")).get("rounds") or []
         return any(str(r.get("stopped")).startswith(BUDGET_SPENT) for r in rounds)
-    except (OSError, ValueError, AttributeError):
+    except (OSError, ValueError, AttributeError, RecursionError):
         return False
 
 

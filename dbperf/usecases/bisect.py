@@ -315,7 +315,7 @@ def _read_path(path: Path) -> dict:
         doc = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise UserError(f"--out {path.parent}: no bisect to resume (no {PATH_FILE})") from None
-    except (OSError, ValueError) as e:
+    except (OSError, ValueError, RecursionError) as e:
         raise UserError(f"{path}: unreadable ({e})") from None
     if not isinstance(doc, dict):
         raise UserError(f"{path}: not a bisect path (not a JSON object)")
@@ -481,7 +481,7 @@ def _run_status(directory: Path) -> str | None:
     """The status in a step's meta.json (complete, interrupted, ...), None when it has none: not run yet."""
     try:
         return str(json.loads((directory / META).read_text(encoding="utf-8")).get("status", ""))
-    except (OSError, ValueError, AttributeError):
+    except (OSError, ValueError, AttributeError, RecursionError):
         return None
 
 

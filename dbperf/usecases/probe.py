@@ -49,6 +49,8 @@ def load_probes(directory: Path) -> dict:
         return json.loads(path.read_text())
     except (OSError, json.JSONDecodeError) as e:
         raise UserError(f"{path}: not a stored probe result ({e})") from None
+    except RecursionError:  # [[[[... deeper than the json module goes
+        raise UserError(f"{path}: not a stored probe result (nested too deeply)") from None
 
 
 def probe_fleet(names: list[str], repeats: int, scale: float, scheduler: str | None, certs: Path | None,
