@@ -9,6 +9,7 @@ import importlib
 import re
 import sys
 import tomllib
+import unicodedata
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +38,25 @@ def cell(text: str) -> str:
     """Text for a Markdown table cell: one line, pipes escaped outside code spans, HTML's `<` as text."""
     parts = re.split(r"(`[^`]*`)", " ".join(text.split()))
     return "".join(p if p.startswith("`") else p.replace("|", r"\|").replace("<", "&lt;") for p in parts)
+
+
+def source_links(sources: tuple[str, ...]) -> str:
+    """A study's sources (`Author, "Title" ... (YYYY-MM-DD)`) as links to their entries on the sources page, by the
+    key it gives them (`Nielsen 2014-01-20`, `MySQL bug #97777`): a source the page lacks fails the strict build."""
+    links = []
+    for source in sources:
+        bug = re.search(r"MySQL bug #(\d+)", source)
+        found = re.match(r'(?P<author>[^,"]+),\s*".*\((?P<date>\d{4}-\d{2}-\d{2})\)\s*$', source)
+        if bug:
+            key = f"MySQL bug #{bug.group(1)}"
+        elif found:
+            key = f"{found['author'].split()[-1]} {found['date']}"
+        else:
+            links.append(cell(source))
+            continue
+        slug = re.sub(r"[^a-z0-9]+", "-", unicodedata.normalize("NFKD", key).encode("ascii", "ignore").decode().lower())
+        links.append(f"[{cell(key)}](sources.md#{slug.strip('-')})")
+    return ", ".join(links) or "–"
 
 
 def code(text: str) -> str:
@@ -132,13 +152,13 @@ def studies_page() -> str:
            "Each study of [Studies](studies.md) with its last run put on record (`dbperf study record NAME DIR`): "
            "the summary as it was, dated, with the host. A later `dbperf study run NAME` compares its figures with "
            "the record, and its steps with the results kept beside it (`docs/studies/NAME/STEP`).", "",
-           "| study | BRIEF | what | takes | on record | run | results kept |", "|---|---|---|---|---|---|---|"]
+           "| study | sources | what | takes | on record | run | results kept |", "|---|---|---|---|---|---|---|"]
     for name in model.study_names():
         s = model.load_study(name)
         page = ROOT / "docs" / "studies" / f"{name}.md"
         doc = record.recorded(name)
         if page.is_file() and doc is None:  # its figures unreadable: the page still is the record
-            out.append(f"| `{name}` | {cell(s.brief)} | {cell(s.title)} | {cell(s.duration)} | "
+            out.append(f"| `{name}` | {source_links(s.sources)} | {cell(s.title)} | {cell(s.duration)} | "
                        f"[{name}](studies/{name}.md) | ? | ? |")
         elif page.is_file() and doc is not None:
             host = doc.get("host") or {}
@@ -147,8 +167,8 @@ def studies_page() -> str:
             kept = ", ".join(f"`{step}`" for step in record.recorded_results(doc)) or (
                 "no (recorded before they were)" if any(step.kind == "experiment" for step in s.steps)
                 else "none (no experiment step)")
-            out.append(f"| `{name}` | {cell(s.brief)} | {cell(s.title)} | {cell(s.duration)} | "
+            out.append(f"| `{name}` | {source_links(s.sources)} | {cell(s.title)} | {cell(s.duration)} | "
                        f"[{name}](studies/{name}.md) | {cell(run)} | {kept} |")
         else:
-            out.append(f"| `{name}` | {cell(s.brief)} | {cell(s.title)} | {cell(s.duration)} | not yet | | |")
+            out.append(f"| `{name}` | {source_links(s.sources)} | {cell(s.title)} | {cell(s.duration)} | not yet | | |")
     return "\n".join(out) + "\n"

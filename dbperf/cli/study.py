@@ -1,4 +1,5 @@
-"""`dbperf study list/run/summary/record`: BRIEF's published results reproduced end to end (dbperf/studies/)."""
+"""`dbperf study list/run/summary/record`: published results (their public sources: docs/sources.md) reproduced end
+to end (dbperf/studies/)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from dbperf.cli.common import FORCE_OPTION, YES_OPTION, show
+from dbperf.cli.common import YES_OPTION, show
 from dbperf.errors import UserError
 from dbperf.experiment.durations import parse_duration
 from dbperf.studies.model import load_study, study_list_view
@@ -16,21 +17,23 @@ from dbperf.studies.record import DOCS_STUDIES, record_study
 from dbperf.studies.study_run import Limits, run_study, summarise
 from dbperf.usecases.progress import say
 
-study_app = typer.Typer(no_args_is_help=True, help="Studies: each published result of BRIEF reproduced by one "
-                                                   "command, beside the seed's figures.")
+study_app = typer.Typer(no_args_is_help=True, help="Studies: each published result (blog posts and bug reports, "
+                                                   "docs/sources.md) reproduced by one command, beside its "
+                                                   "published figures.")
 
 
 @study_app.command("list")
 def study_list() -> None:
-    """The studies, with what each reproduces and how long it takes."""
+    """The studies, with the public source(s) each reproduces, what it measures and how long it takes."""
     show(study_list_view(), "table")
 
 
 @study_app.command("run")
 def study_run(
     name: Annotated[str, typer.Argument(help="the study (`dbperf study list`)")],
-    out: Annotated[Optional[Path], typer.Option("--out", help="results directory (default "
-                                                              "results/study-NAME-TIME)")] = None,
+    out: Annotated[Optional[Path], typer.Option("--out", help="a new or empty results directory (default "
+                                                              "results/study-NAME-TIME); with --resume, this "
+                                                              "study's run")] = None,
     quick: Annotated[bool, typer.Option("--quick", help="fewer versions, smaller tables and shorter cells, still "
                                                         "the study's own builds: a check that the study runs, not "
                                                         "the published method")] = False,
@@ -42,16 +45,19 @@ def study_run(
     budget: Annotated[Optional[str], typer.Option("--budget", help="cap each experiment step's budget (e.g. "
                                                                    "30m): its undecided cells stay undecided")] = None,
     yes: Annotated[bool, YES_OPTION] = False,
-    resume: Annotated[bool, typer.Option("--resume", help="go on with the study run cut short in --out DIR (same "
-                                                          "options): finished steps are kept, an experiment cut "
-                                                          "short goes on from the cells it measured")] = False,
+    resume: Annotated[bool, typer.Option("--resume", help="go on with this study's run cut short in --out DIR "
+                                                          "(same options): finished steps are kept, an experiment "
+                                                          "cut short goes on from the cells it measured, a step "
+                                                          "that cannot go on (a replication run) runs again, its "
+                                                          "earlier output kept aside")] = False,
     extend: Annotated[Optional[str], typer.Option("--extend", help="go on with the study run in --out DIR (same "
                                                                    "options) giving each experiment step whose "
                                                                    "budget left cells undecided this much more "
                                                                    "(e.g. 1h); implies --resume")] = None,
 ) -> None:
-    """Run a study end to end: its steps, its reports, and summary.md and summary.html (seed's figure | measured
-    here | verdict | host). Exit 0, or 1 when a step failed or a figure was not measured (the summary says which)."""
+    """Run a study end to end: its steps, its reports, and summary.md and summary.html (published figure |
+    measured here | verdict | host), into a new or empty --out. Exit 0, or 1 when a step failed or a figure was not
+    measured (the summary says which)."""
     if quick and smoke:
         raise UserError("--quick and --smoke are two modes: give one")
     limits = Limits(tuple(step or ()), parse_duration(budget, "--budget", positive=True) if budget else None)
@@ -81,12 +87,15 @@ def study_summary(
 def study_record(
     name: Annotated[str, typer.Argument(help="the study")],
     directory: Annotated[Path, typer.Argument(help="the study run's results directory")],
-    docs: Annotated[Optional[Path], typer.Option(help="where the records go (default: docs/studies of this "
-                                                      "checkout)")] = None,
-    force: Annotated[bool, FORCE_OPTION] = False,
+    docs: Annotated[Optional[Path], typer.Option(help="the directory the records go in (default: docs/studies of "
+                                                      "this checkout)")] = None,
+    force: Annotated[bool, typer.Option("--force", help="replace the study's record in the docs (NAME.md, "
+                                                        "NAME.json and its steps' results)")] = False,
+    partial: Annotated[bool, typer.Option("--partial", help="put on record a run that was interrupted or did not "
+                                                            "measure every figure; the record says so")] = False,
 ) -> None:
     """Put a study run on record in the documentation (docs/studies/NAME.md, dated, with the host): later runs
-    are compared against it."""
+    are compared against it. A run cut short or incomplete is refused unless --partial."""
     load_study(name)
-    for path in record_study(name, directory, docs or DOCS_STUDIES, force):
+    for path in record_study(name, directory, docs or DOCS_STUDIES, force, partial):
         say(f"dbperf: wrote {path}")

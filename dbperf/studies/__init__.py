@@ -1,1 +1,2 @@
-"""Studies: BRIEF's published results reproduced end to end, one command each (`dbperf study`)."""
+"""Studies: published results (blog posts and bug reports, docs/sources.md) reproduced end to end, one command
+each (`dbperf study`)."""

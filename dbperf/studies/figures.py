@@ -213,7 +213,7 @@ class Reader:
 
 
 def claim_check(figure: Figure, value: float, before: float | None = None) -> str:
-    """Whether the seed's claim, restated as a range for this figure, holds on this host; with a value `before`,
+    """Whether the published claim, restated as a range for this figure, holds on this host; with a value `before`,
     the range bounds the change, value / before."""
     if figure.expect is None:
         return ""

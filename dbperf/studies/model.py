@@ -1,10 +1,15 @@
-"""A study: one published result of BRIEF reproduced by one command. Each is a TOML file in dbperf/studies/data/
-naming what to run (steps: an experiment file, probes, the layout check, a bisect), the seed's published figures
-(with their BRIEF section) and where each is measured here. Checked when loaded, against the lab's own tables (the
-catalog, the probe families, the experiment parser), so that a study cannot name what does not exist.
+"""A study: one published result reproduced by one command, beside the figures of its public sources (blog posts
+and bug reports, cited by author, title and date: docs/sources.md). Each is a TOML file in dbperf/studies/data/
+naming what to run (steps: an experiment file, probes, the layout check, a bisect), the published figures (with the
+section of the lab's notes they belong to) and where each is measured here. Checked when loaded, against the lab's
+own tables (the catalog, the probe families, the experiment parser), so that a study cannot name what does not
+exist.
 
     name = "barriers-spin"          # the file's stem
-    title = "..."; brief = "§3-4"; seeds = ["001", "003"]; duration = "about a minute"; description = "..."
+    title = "..."; duration = "about a minute"; description = "..."
+    sources = ['Kristian Nielsen, "40% better single-threaded performance in MariaDB" (2014-01-20)']
+                                    # the public sources it reproduces (`dbperf study list`, the summary); `brief`
+                                    # and `seeds` (citations of the lab's private notes) are still read, not shown
     [[step]]                        # run in order, each into DIR/<name>/
     name = "probes"; kind = "probe" | "layout" | "experiment" | "bisect" | "diff"; ... ; quick = { overrides }
                                     # (or kind = "counters": every target's counters per query, STEP_KEYS)
@@ -19,7 +24,7 @@ catalog, the probe families, the experiment parser), so that a study cannot name
                                     # a json measure's `empty = "..."`: what a null there means (measured, none)
     quick = { target = "...", per = { target = "..." } }    # overrides of measure (and per) under --quick/--smoke
     quick = { skip = "why" }        # a figure the --quick/--smoke run does not measure by design (said, not missing)
-    unit = "TSC ticks"; expect = { min = 2.0, max = 100.0 }; claim = "what the seed's figure says, restated"
+    unit = "TSC ticks"; expect = { min = 2.0, max = 100.0 }; claim = "what the published figure says, restated"
     before = { from = ... }         # optional: the value it changed from, shown "before → measured"; expect then
                                     # bounds measured / before (a claim that something grew or shrank)
     [headline]                      # experiment studies: geomean rQPS of one target over its decided cells
@@ -71,7 +76,8 @@ STEP_KEYS: dict[str, tuple[str, ...]] = {
     # the counters per query of every target of an earlier experiment step on one benchmark (dbperf profile)
     "counters": ("of", "benchmark", "queries", "mode"),
 }
-STUDY_KEYS = ("name", "title", "brief", "seeds", "duration", "description", "long", "step", "figure", "headline")
+STUDY_KEYS = ("name", "title", "sources", "brief", "seeds", "duration", "description", "long", "step", "figure",
+              "headline")
 FIGURE_KEYS = ("what", "section", "published", "measure", "per", "unit", "scale", "expect", "claim", "digits",
                "quick", "before")
 
@@ -145,6 +151,9 @@ class Study:
     path: Path
     long: bool = False  # builds from source: hours here, not part of a quick check
     headline: dict[str, str] = field(default_factory=dict)
+    # The public sources it reproduces, each "Author, \"Title\" (YYYY-MM-DD)": what `study list` and the summary cite
+    # (`brief` and `seeds` cite the lab's private notes, which no user has: read, never shown).
+    sources: tuple[str, ...] = ()
 
     def step(self, name: str) -> Step:
         return next(s for s in self.steps if s.name == name)
@@ -278,13 +287,23 @@ def parse_study(path: Path) -> Study:
     names = [s.name for s in steps]
     if len(set(names)) != len(names):
         raise UserError(f"{where}: two steps share a name")
-    study = Study(name=name, title=_text(raw, "title", where), brief=_text(raw, "brief", where),
+    study = Study(name=name, title=_text(raw, "title", where), brief=_text(raw, "brief", where, ""),
                   seeds=tuple(str(s) for s in raw.get("seeds", [])), duration=_text(raw, "duration", where),
                   description=_text(raw, "description", where), steps=steps,
                   figures=tuple(_figure(f, i, where) for i, f in enumerate(raw.get("figure", []))), path=path,
-                  long=bool(raw.get("long", False)), headline=dict(raw.get("headline", {})))
+                  long=bool(raw.get("long", False)), headline=dict(raw.get("headline", {})),
+                  sources=_sources(raw, where))
     _check_references(study, where)
     return study
+
+
+def _sources(raw: dict[str, Any], where: str) -> tuple[str, ...]:
+    """The study's `sources`: a list of citations, each a non-empty string (none: an empty list or no key)."""
+    value = raw.get("sources", [])
+    if not isinstance(value, list) or not all(isinstance(s, str) and s.strip() for s in value):
+        raise UserError(f"{where}: 'sources' must be a list of citations (non-empty strings, each "
+                        "'Author, \"Title\" (YYYY-MM-DD)')")
+    return tuple(s.strip() for s in value)
 
 
 def _step(raw: Any, i: int, where: str) -> Step:
@@ -497,10 +516,12 @@ def _check_measure(m: dict[str, Any], study: Study, targets: dict[str, set[str]]
 
 
 def study_list_view() -> View:
-    """`dbperf study list`: each study, what it reproduces and how long it takes."""
+    """`dbperf study list`: each study, the public source(s) it reproduces (docs/sources.md), what it measures and
+    how long it takes."""
     rows = []
     for name in study_names():
         s = load_study(name)
-        rows.append(Row((s.name, s.brief, s.title, s.duration + (" (builds from source)" if s.long else ""))))
-    return View("studies", "studies", (Section(block=Block("", "", ("study", "BRIEF", "what", "takes"), tuple(rows),
+        rows.append(Row((s.name, "; ".join(s.sources) or "–", s.title,
+                         s.duration + (" (builds from source)" if s.long else ""))))
+    return View("studies", "studies", (Section(block=Block("", "", ("study", "source", "what", "takes"), tuple(rows),
                                                            text_columns=4)),))

@@ -13,6 +13,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from rich.console import Console
+
 import dbperf
 from dbperf.errors import UserError
 from dbperf.host.cpu_identity import cpu_caveat
@@ -22,6 +24,7 @@ from dbperf.storage.results import META, keep_results
 from dbperf.studies.figures import Headline, Row
 from dbperf.studies.model import MODES, Mode, Step, Study, load_study
 from dbperf.studies.summary import Host, RunFacts, summary
+from dbperf.usecases.progress import PROGRESS, say
 
 DOCS_STUDIES = Path(dbperf.__file__).resolve().parents[1] / "docs" / "studies"
 # A record page from this line on is prose written by hand (an analysis, a run apart): recording the study again
@@ -74,8 +77,9 @@ def compare_with_record(name: str, rows: list[Row], host: Host, docs: Path = DOC
         steps = (f"Its results were in `{md(record.get('directory', '?'))}` on the host that ran it (they were not "
                  "kept beside the record then): there, `dbperf compare RECORDED/STEP THIS_RUN/STEP` puts a step side "
                  "by side with this run's.")
+    partial = f", partial: {record['partial']}" if record.get("partial") else ""
     lines = [f"Recorded {md(record.get('started', '?'))} on {md(then.described)} "
-             f"({run_mode(record)} run). {steps}" + (f" {md(caveat)}" if caveat else ""),
+             f"({run_mode(record)} run{md(str(partial))}). {steps}" + (f" {md(caveat)}" if caveat else ""),
              "", "| figure | on record | here now | now / on record |", "|---|---|---|---|"]
     for r in rows:
         old = before.get(r.what)
@@ -84,21 +88,60 @@ def compare_with_record(name: str, rows: list[Row], host: Host, docs: Path = DOC
     return lines
 
 
-def record_study(name: str, directory: Path, docs: Path = DOCS_STUDIES, force: bool = False) -> list[Path]:
-    """Writes the study run in `directory` (its summary.md and study.json) into the docs."""
+def _read_run(name: str, directory: Path) -> tuple[dict[str, Any], str]:
+    """The study run in `directory`: its study.json and summary.md; one line when it is none, or another study's."""
     try:
         run = json.loads((directory / "study.json").read_text())
+        if isinstance(run, dict) and run.get("status") == "running":  # study_run.RUNNING: the claim, not a record
+            raise UserError(f"{directory}: the study run has not ended (it is running, or was stopped before its "
+                            f"summary); `dbperf study run {name} --resume --out {directory}` goes on with it")
         text = (directory / "summary.md").read_text()
     except FileNotFoundError as e:
         raise UserError(f"{directory}: not a study run ({Path(e.filename).name} missing; `dbperf study run` "
                         "writes it)") from None
-    except (OSError, json.JSONDecodeError) as e:
+    except (OSError, json.JSONDecodeError, UnicodeDecodeError) as e:
         raise UserError(f"{directory}: unreadable study run ({e})") from None
-    if run.get("study") != name:
-        raise UserError(f"{directory}: holds a run of study {run.get('study')!r}, not {name!r}")
+    if not isinstance(run, dict) or run.get("study") != name:
+        raise UserError(f"{directory}: holds a run of study "
+                        f"{run.get('study') if isinstance(run, dict) else None!r}, not {name!r}")
+    return run, text
+
+
+def unfinished(run: dict[str, Any]) -> str | None:
+    """How a study run did not measure all it set out to (a step interrupted or failed, a figure not measured), in
+    words; None when it ended whole (steps left out on purpose, by --step or a mode's skip, do not count)."""
+    steps = [f"step {s.get('name')} {str(s.get('ended')).split(' ', 1)[0].rstrip(':')}"
+             for s in run.get("steps") or [] if isinstance(s, dict)
+             and str(s.get("ended")).startswith(("failed", "interrupted"))]
+    figures = [f for f in run.get("figures") or [] if isinstance(f, dict)
+               and f.get("value") is None and not f.get("text") and not f.get("left_out")
+               and str(f.get("measured", "")).startswith("not measured")]
+    code = run.get("exit_code")
+    if isinstance(code, bool) or not isinstance(code, int):
+        code = 1 if steps else 0  # a run from before study.json kept its exit code: its steps say
+    if not code and not steps:
+        return None
+    what = "an interrupted run" if code >= 128 or any(s.endswith("interrupted") for s in steps) else \
+        "an incomplete run"
+    said = steps + ([f"{len(figures)} figure(s) not measured"] if figures else [])
+    return what + (f" ({', '.join(said)})" if said else f" (exit {code})")
+
+
+def record_study(name: str, directory: Path, docs: Path = DOCS_STUDIES, force: bool = False, partial: bool = False,
+                 err: Console = PROGRESS) -> list[Path]:
+    """Writes the study run in `directory` (its summary.md and study.json) into the docs. A run cut short or
+    incomplete goes on record only with `partial`, and the record then says so; a --quick one is said on `err`."""
+    run, text = _read_run(name, directory)
     if run.get("smoke") or run.get("mode") == "smoke":
         raise UserError(f"{directory}: a smoke run (--smoke) checks the study's plumbing, its figures are not "
                         "results: record a full or --quick run")
+    cut_short = unfinished(run)
+    if cut_short is not None and not partial:
+        raise UserError(f"{directory}: {cut_short}: its figures are not the whole study's; go on with it "
+                        f"(`dbperf study run {name}{' --quick' if run_mode(run) == 'quick' else ''} --resume --out "
+                        f"{directory}`), or add --partial to put it on record as it is, said so")
+    if cut_short is not None:
+        run = {**run, "partial": cut_short}
     on_record = recorded(name, docs)
     study = load_study(name)
     narrowed = sorted(step for step, why in (run.get("left_out") or {}).items() if why == "--step")
@@ -121,14 +164,16 @@ def record_study(name: str, directory: Path, docs: Path = DOCS_STUDIES, force: b
     note = (f"!!! note \"On record\"\n    Recorded from `{md(run.get('directory'))}`, run {md(run.get('started'))} "
             f"to {md(run.get('ended'))} on {md(host.get('cpu'))} ({md(host.get('cores'))} cores, load average "
             f"{md(load)} at the start){', quick mode' if run.get('quick') else ''}.{where} A later `dbperf study run "
-            f"{md(name)}` compares its figures with these.\n\n")
+            f"{md(name)}` compares its figures with these."
+            + (f" **A partial run** (put on record with --partial): {md(run['partial'])}." if run.get("partial")
+               else "") + "\n\n")
     body = text.splitlines()
     # The page's title first (a headline line, if any, follows it), so that the docs' navigation names the study.
     heading = next((i for i, line in enumerate(body) if line.startswith("# ")), None)
     if heading is not None:
         title = body.pop(heading)
         body = [title, "", note.rstrip("\n"), "", *body]
-    docs.mkdir(parents=True, exist_ok=True)
+    _docs_directory(docs)
     page_text = "\n".join(body).rstrip("\n") + "\n"
     try:
         before = (docs / f"{name}.md").read_text()
@@ -145,7 +190,23 @@ def record_study(name: str, directory: Path, docs: Path = DOCS_STUDIES, force: b
         for aside in staged.values():
             shutil.rmtree(aside, ignore_errors=True)
     data = write_file(docs / f"{name}.json", json.dumps(run, indent=2) + "\n", force, option="record")
+    if cut_short is not None:
+        say(f"dbperf: note: {cut_short} went on record (--partial); the record says so", err)
+    if run_mode(run) == "quick":
+        say("dbperf: note: a --quick run went on record (fewer versions, smaller tables, shorter cells: a check that "
+            "the study runs, not the published method); the record says so, and a full run recorded later "
+            "replaces it", err)
     return [page, data]
+
+
+def _docs_directory(docs: Path) -> None:
+    """The record's directory (--docs), made if missing; one line when it is a file or cannot be made."""
+    if docs.exists() and not docs.is_dir():
+        raise UserError(f"--docs {docs}: not a directory (the records go into a directory: docs/studies)")
+    try:
+        docs.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise UserError(f"--docs {docs}: cannot create the directory: {e.strerror or e}") from None
 
 
 def staged_step_results(study: Study, docs: Path, sources: dict[str, Path]) -> dict[str, Path]:

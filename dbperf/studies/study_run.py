@@ -11,7 +11,7 @@ import json
 import re
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -24,7 +24,7 @@ from dbperf.experiment.durations import parse_duration
 from dbperf.experiment.spec import parse_experiment
 from dbperf.layout.command import layout_command
 from dbperf.layout.fix import extend_fix_ab, fix_ab_to_extend
-from dbperf.output_file import write_file
+from dbperf.output_file import is_results_directory, write_file
 from dbperf.probes.run import run_probes
 from dbperf.report import formats
 from dbperf.report.escape import md
@@ -106,6 +106,11 @@ class Limits:
                 raise UserError(f"--step {name}: study {study.name} has no such step (its steps: {', '.join(names)})")
 
 
+def resume_command(name: str, mode: Mode, directory: Path) -> str:
+    """The command that goes on with a study run cut short in DIRECTORY."""
+    return " ".join(w for w in ("dbperf study run", name, mode_flag(mode), "--resume --out", str(directory)) if w)
+
+
 def run_command(study: Study, mode: Mode, limits: Limits = Limits()) -> str:
     return " ".join(w for w in ("dbperf study run", study.name, mode_flag(mode), *limits.flags()) if w)
 
@@ -123,10 +128,11 @@ def not_run(study: Study, found: list[Row], mode: Mode, why: dict[str, str]) -> 
 
 def run_study(study: Study, out: Path | None, mode: Mode, yes: bool = False, err: Console = PROGRESS,
               limits: Limits = Limits(), resume: bool = False, extend_s: float = 0.0) -> StudyEnd:
-    """Runs the study's steps into `out`, then its summary. `resume`: go on with the run cut short in `out`: an
-    experiment step that completed is kept, one cut short is resumed (runner/resume.py), as is a bisect cut short
-    (its decided steps replayed); any other step that wrote its file is kept; the rest run. `extend_s` (--extend,
-    a resume too): an experiment step whose automatic rounds stopped on their budget with cells undecided goes on,
+    """Runs the study's steps into `out`, then its summary. `out` must be new or empty (claim_directory). `resume`:
+    go on with the run of this study cut short in `out` (check_resumable): an experiment step that completed is
+    kept, one cut short is resumed (runner/resume.py), as is a bisect cut short (its decided steps replayed); any
+    other step that wrote its file is kept; the rest run, from their start (set_aside). `extend_s` (--extend, a
+    resume too): an experiment step whose automatic rounds stopped on their budget with cells undecided goes on,
     with this much more budget (runner/resume.py)."""
     limits.check(study)
     if extend_s and out is None:
@@ -135,67 +141,220 @@ def run_study(study: Study, out: Path | None, mode: Mode, yes: bool = False, err
     if resume and out is None:
         raise UserError("--resume goes on with a study run cut short: give its directory with --out DIR")
     directory = (out or default_directory(study)).absolute()
-    if resume and not directory.is_dir():
-        raise UserError(f"--out {directory}: no study run to resume")
-    if not resume and (directory / SUMMARY).exists():
-        raise UserError(f"--out {directory}: already holds a study run ({SUMMARY}); give another directory, or "
-                        "--resume to go on with it")
-    directory.mkdir(parents=True, exist_ok=True)
-    host = this_host()
     started = datetime.now(UTC)
     resumed_at: list[str] = []
+    record: dict[str, Any] = {"dbperf_study": 1, "study": study.name, "title": study.title, "mode": mode,
+                              "quick": mode != "full", "smoke": mode == "smoke"}
     if resume:
+        check_resumable(study, directory, mode)
         started, resumed_at = _earlier_start(directory, started)
+    else:
+        claim_directory(study, directory, {**record, "started": started.isoformat(timespec="seconds"),
+                                           "directory": str(directory), "command": run_command(study, mode, limits),
+                                           "status": RUNNING})
+    host = this_host()
     # The study's duration is the whole study's: a run narrowed by --step says which part of it it runs.
     steps = (f"{len(study.steps)} step(s), {study.duration}" if not limits.steps else
              f"step(s) {', '.join(s.name for s in study.steps if s.name in limits.steps)} of {len(study.steps)} "
              f"(--step; the whole study: {study.duration})")
     say(f"dbperf: study {study.name}{f' ({mode})' if mode != 'full' else ''}: {steps}; results in {directory}", err)
-    ended: list[tuple[str, str]] = []
-    why: dict[str, str] = {}  # the steps left out on purpose, and the option that did
-    exit_code = 0
-    ran = False  # whether this sitting ran a step: a resume that keeps them all measured nothing
-    for step in study.steps:
-        if limits.steps and step.name not in limits.steps:
-            ended.append((step.name, "not run (--step)"))
-            why[step.name] = "--step"
-            continue
-        if step.skipped(mode):
-            ended.append((step.name, f"not run in the {mode_flag(mode)} run (its skip = true)"))
-            why[step.name] = mode_flag(mode)
-            continue
-        kept = _kept_before(study, step, directory, bool(extend_s)) if resume else None
-        if kept is not None:
-            ended.append((step.name, kept))
-            say(f"dbperf: study {study.name}: step {step.name}: {kept}", err)
-            continue
-        say(f"dbperf: study {study.name}: step {step.name} ({step.kind})", err)
-        ran = True
-        try:
-            end = run_step(study, step, directory, mode, yes, err, limits.budget_s, resume, extend_s)
-        except UserError as e:  # this step's bad input or failure; the others may still measure
-            end = StepEnd(f"failed: {e}", INCOMPLETE)
-        except KeyboardInterrupt as interrupt:
-            end = StepEnd(f"interrupted ({interrupts.reason(interrupt)})", interrupts.exit_code(interrupt))
-        ended.append((step.name, end.how))
-        exit_code = max(exit_code, end.exit_code)  # 0 < INCOMPLETE < 128 + N
-        if end.exit_code >= INTERRUPTED:
-            break
-    if resume and not ran and (directory / STUDY_JSON).is_file():
+    sitting = _run_steps(StepRun(study, study.steps[0], mode, directory, yes, err, limits.budget_s, resume, extend_s),
+                         limits)
+    if resume and not sitting.ran and _ended(directory):
         # No sitting took place: its load average and start would misdate the run's measurements.
         say(f"dbperf: study {study.name}: every step was kept, nothing ran; the summary is written again from its "
             "results with the earlier sittings' host facts (as `dbperf study summary DIR`)", err)
         return summarise(directory, study)
     facts = RunFacts(host.ended(), started_when(started.isoformat(), resumed_at), run_command(study, mode, limits),
-                     mode, headline(study, directory), ended)
-    record = {"dbperf_study": 1, "study": study.name, "title": study.title, "mode": mode,
-              "quick": mode != "full", "smoke": mode == "smoke",
-              "started": started.isoformat(timespec="seconds"),
-              "ended": datetime.now(UTC).isoformat(timespec="seconds"), "directory": str(directory),
-              "command": facts.command, "left_out": why}
+                     mode, headline(study, directory), sitting.ended)
+    record.update({"started": started.isoformat(timespec="seconds"),
+                   "ended": datetime.now(UTC).isoformat(timespec="seconds"), "directory": str(directory),
+                   "command": facts.command, "left_out": sitting.why})
     if resumed_at:
         record["resumed_at"] = resumed_at
-    return write_summary(study, directory, facts, record, exit_code, force=resume)
+    # DIR was new or empty, or is this study's run: its summary files are the lab's own (the first study.json too).
+    return write_summary(study, directory, facts, record, sitting.exit_code, force=True)
+
+
+@dataclass
+class Sitting:
+    """What one sitting of a study run did: each step's end (in words), the steps left out on purpose with the
+    option that did, the worst exit code, and whether it ran any step (a resume may keep them all)."""
+    ended: list[tuple[str, str]]
+    why: dict[str, str]
+    exit_code: int = 0
+    ran: bool = False
+
+
+def _run_steps(run: StepRun, limits: Limits) -> Sitting:
+    """Runs the study's steps in order (`run`: the run's options, its step the first), each one's failure said and
+    the next run; an interrupt stops the sitting."""
+    study, directory, mode, err = run.study, run.directory, run.mode, run.err
+    sitting = Sitting([], {})
+    for step in study.steps:
+        if limits.steps and step.name not in limits.steps:
+            sitting.ended.append((step.name, "not run (--step)"))
+            sitting.why[step.name] = "--step"
+            continue
+        if step.skipped(mode):
+            sitting.ended.append((step.name, f"not run in the {mode_flag(mode)} run (its skip = true)"))
+            sitting.why[step.name] = mode_flag(mode)
+            continue
+        kept = _kept_before(study, step, directory, bool(run.extend_s)) if run.resume else None
+        if kept is not None:
+            sitting.ended.append((step.name, kept))
+            say(f"dbperf: study {study.name}: step {step.name}: {kept}", err)
+            continue
+        say(f"dbperf: study {study.name}: step {step.name} ({step.kind})", err)
+        sitting.ran = True
+        aside = None
+        try:
+            aside = set_aside(run, step) if run.resume else None
+            end = STEP_RUNNERS[step.kind](replace(run, step=step))
+        except UserError as e:  # this step's bad input or failure; the others may still measure
+            end = StepEnd(f"failed: {e}", INCOMPLETE)
+        except OSError as e:  # a write the step could not make (a full or read-only disk): said, not a traceback
+            end = StepEnd(f"failed: {e.filename or directory}: {e.strerror or e}", INCOMPLETE)
+        except KeyboardInterrupt as interrupt:
+            end = StepEnd(f"interrupted ({interrupts.reason(interrupt)})", interrupts.exit_code(interrupt))
+        if aside is not None:
+            end = replace(end, how=f"{end.how} (run again from its start on --resume; what its cut-short sitting "
+                                   f"wrote is kept in {aside.name}/)")
+        sitting.ended.append((step.name, end.how))
+        sitting.exit_code = max(sitting.exit_code, end.exit_code)  # 0 < INCOMPLETE < 128 + N
+        if end.exit_code >= INTERRUPTED:
+            break
+    return sitting
+
+
+# study.json's status from the moment a new run claims its directory until its summary replaces it: a run that
+# never got there (killed, or still running) is said so, not summarised or recorded as if it had ended.
+RUNNING = "running"
+
+
+def _study_record(directory: Path) -> dict[str, Any] | None:
+    """DIR/study.json when it is a study run's (an object naming its study); None when missing or not one."""
+    try:
+        run = json.loads((directory / STUDY_JSON).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return run if isinstance(run, dict) and isinstance(run.get("study"), str) else None
+
+
+def _ended(directory: Path) -> bool:
+    """Whether DIR holds a study run that wrote its summary (its study.json is the whole record, not the claim)."""
+    run = _study_record(directory)
+    return run is not None and run.get("status") != RUNNING
+
+
+def _refuse_taken(study: Study, directory: Path) -> None:
+    """A new study run's --out is a new or an empty directory (`dbperf run`'s rule): anything there could be a
+    user's file (written beside, or read back as a step's results) or another run's."""
+    if directory.exists() and not directory.is_dir():
+        raise UserError(f"--out {directory}: exists and is not a directory; choose another --out")
+    if not directory.is_dir():
+        return
+    try:
+        entries = sorted(p.name for p in directory.iterdir())
+    except OSError as e:
+        raise UserError(f"--out {directory}: cannot read the directory: {e.strerror or e}") from None
+    if not entries:
+        return
+    run = _study_record(directory)
+    if run is not None and run["study"] == study.name:
+        said = SUMMARY if (directory / SUMMARY).exists() else f"{STUDY_JSON}: not ended"
+        raise UserError(f"--out {directory}: already holds a study run ({said}); give another directory, or --resume "
+                        "to go on with it")
+    if run is not None:
+        raise UserError(f"--out {directory}: already holds a run of study {run['study']}; give another directory")
+    what = ("a dbperf run's results (meta.json)" if is_results_directory(directory) else
+            f"{', '.join(entries[:3])}{', ...' if len(entries) > 3 else ''}")
+    raise UserError(f"--out {directory}: not empty (holds {what}); a study run writes only into a new or empty "
+                    "directory: choose another --out")
+
+
+def claim_directory(study: Study, directory: Path, first: dict[str, Any]) -> None:
+    """Takes a new or empty DIRECTORY for a new study run: its first study.json (`first`: the study, its mode, status
+    running) created exclusively, so that two runs cannot both take it and a --resume knows whose run it is. A
+    directory it could not take is left as it was (removed again if it made it)."""
+    _refuse_taken(study, directory)
+    made = not directory.exists()
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        with open(directory / STUDY_JSON, "x", encoding="utf-8") as f:
+            f.write(json.dumps(first, indent=2) + "\n")
+    except FileExistsError:
+        raise UserError(f"--out {directory}: another study run took it meanwhile; choose another --out") from None
+    except OSError as e:
+        if made:
+            with contextlib.suppress(OSError):
+                (directory / STUDY_JSON).unlink(missing_ok=True)
+                directory.rmdir()
+        raise UserError(f"--out {directory}: cannot write the study run there: {e.strerror or e}") from None
+
+
+def check_resumable(study: Study, directory: Path, mode: Mode) -> None:
+    """--resume (and --extend) go on only with a run of this study in this mode: not a user's folder, another
+    study's run (whose study.json and summary it would replace) or a `dbperf run` results directory."""
+    if not directory.is_dir():
+        raise UserError(f"--out {directory}: no study run to resume"
+                        + (" (not a directory)" if directory.exists() else ""))
+    run = _study_record(directory)
+    if run is None:
+        if is_results_directory(directory):
+            raise UserError(f"--out {directory}: a dbperf run's results directory, not a study run; `dbperf run "
+                            f"EXPERIMENT --resume --out {directory}` goes on with it")
+        raise UserError(f"--out {directory}: not a study run (no {STUDY_JSON} naming its study): nothing to resume")
+    if run["study"] != study.name:
+        raise UserError(f"--out {directory}: holds a run of study {run['study']}, not {study.name}; "
+                        f"`{resume_command(run['study'], run_mode(run), directory)}` goes on with it")
+    earlier = run_mode(run)
+    if earlier != mode:
+        flag = mode_flag(earlier) or "neither --quick nor --smoke"
+        raise UserError(f"--out {directory}: holds a {earlier} run of study {study.name}; resume it with the same "
+                        f"options ({flag})")
+
+
+def _goes_on(run: StepRun, step: Step) -> bool:
+    """Whether a step run again on --resume goes on from what its cut-short sitting wrote: a matrix experiment's
+    measured cells, a bisect's decided steps. Any other (a replication lab's run, probes, a run killed before its
+    meta.json) starts again from its start."""
+    own = run.directory / step.name
+    if step.kind == "experiment":
+        return (own / META).is_file() and not experiment_doc(run.study, step, run.mode).get("replication")
+    if step.kind == "bisect":
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            return json.loads((own / "bisect.json").read_text(encoding="utf-8")).get("outcome") in RESUMABLE
+    return False
+
+
+def set_aside(run: StepRun, step: Step) -> Path | None:
+    """On --resume, the folder DIR/<step>/ of a step that starts again (not _goes_on), moved aside to
+    DIR/<step>.cut-short-N/ with the reports made from it: kept for whoever wants it, not deleted, and not read
+    back as this sitting's results. None when there was none."""
+    directory = run.directory
+    own = directory / step.name
+    if not (own.exists() or own.is_symlink()) or _goes_on(run, step):
+        return None
+    n = 1
+    while (directory / f"{step.name}.cut-short-{n}").exists():
+        n += 1
+    aside = directory / f"{step.name}.cut-short-{n}"
+    try:
+        own.rename(aside)
+        for report in (f"{step.name}-report.html", f"{step.name}-report.json"):
+            if aside.is_dir() and (directory / report).is_file():
+                (directory / report).rename(aside / report)
+    except OSError as e:
+        raise UserError(f"{own}: cannot set the cut-short sitting's results aside: {e.strerror or e}") from None
+    if step.kind == "experiment":
+        why = ("a replication lab's run does not go on from its measurements" if (aside / META).is_file() else
+               f"its run was cut short before it wrote {META}")
+    else:
+        why = f"a cut-short {step.kind} step does not go on from what it wrote"
+    say(f"dbperf: study {run.study.name}: step {step.name}: {why}: it runs again from its start; what its cut-short "
+        f"sitting wrote is kept in {aside}", run.err)
+    return aside
 
 
 def _earlier_start(directory: Path, now: datetime) -> tuple[datetime, list[str]]:
@@ -254,10 +413,11 @@ def write_summary(study: Study, directory: Path, facts: RunFacts, record: dict[s
     if against is not None and on_record is not None:
         against += steps_against_record(study, on_record, directory, facts.mode, force)
     doc = summary(study, found, facts, against)
-    write_file(directory / SUMMARY, doc, force=force, name=SUMMARY)
+    write_file(directory / SUMMARY, doc, force=force, name=SUMMARY, option="--out")
     reports = [name for s in study.steps for name in (f"{s.name}-report.html", f"{s.name}-against-record.html")
                if (directory / name).is_file()]
-    write_file(directory / SUMMARY_HTML, html_summary(study, found, facts, reports), force=force, name=SUMMARY_HTML)
+    write_file(directory / SUMMARY_HTML, html_summary(study, found, facts, reports), force=force,
+               name=SUMMARY_HTML, option="--out")
     record = {**record, "host": facts.host.to_json(), "steps": [{"name": n, "ended": h} for n, h in facts.steps],
               "figures": [asdict(r) for r in found], "headline": asdict(facts.headline) if facts.headline else None}
     if facts.rewritten:
@@ -265,7 +425,8 @@ def write_summary(study: Study, directory: Path, facts: RunFacts, record: dict[s
     if not exit_code and not all(r.measured_anything or r.left_out for r in found):
         exit_code = INCOMPLETE
     record["exit_code"] = exit_code  # kept when the summary is written again (128 + N: stopped by signal N)
-    write_file(directory / STUDY_JSON, json.dumps(record, indent=2) + "\n", force=force, name=STUDY_JSON)
+    write_file(directory / STUDY_JSON, json.dumps(record, indent=2) + "\n", force=force, name=STUDY_JSON,
+               option="--out")
     return StudyEnd(directory, doc, exit_code, found, facts.headline)
 
 
@@ -291,7 +452,7 @@ def steps_against_record(study: Study, on_record: dict[str, Any], directory: Pat
                 lines.append(f"- step {md(step)}: the results kept on record are this run's own")
                 continue
             view = compare(kept, mine, None, "html", None)
-            write_file(directory / report, formats.render(view, "html"), force=force, name=report)
+            write_file(directory / report, formats.render(view, "html"), force=force, name=report, option="--out")
         except (UserError, OSError, ValueError) as e:  # the end of a long run: its summary comes first
             lines.append(f"- step {md(step)}: not compared with the record ({md(str(e))}); `{command}`")
             continue
@@ -321,6 +482,9 @@ def summarise(directory: Path, study: Study | None = None) -> StudyEnd:
         raise UserError(f"{directory}: unreadable study run ({e})") from None
     if not isinstance(run, dict) or not isinstance(run.get("study"), str) or run.get("mode") not in MODES:
         raise UserError(f"{directory}/{STUDY_JSON}: not a study run's record (no study name or mode)")
+    if run.get("status") == RUNNING:
+        raise UserError(f"{directory}: the study run has not ended (it is running, or was stopped before its "
+                        f"summary); `{resume_command(run['study'], run['mode'], directory)}` goes on with it")
     study = study or load_study(run["study"])
     mode: Mode = run["mode"]
     steps = [(str(s.get("name")), str(s.get("ended"))) for s in run.get("steps", []) if isinstance(s, dict)]
@@ -431,16 +595,19 @@ def experiment_file(study: Study, step: Step, mode: Mode, directory: Path, budge
 def _experiment(run: StepRun) -> StepEnd:
     s, step, directory = run.settings, run.step, run.directory
     file = experiment_file(run.study, step, run.mode, directory, run.budget_s)
-    resume = run.resume and (directory / step.name / META).is_file()
+    spec = parse_experiment(file)
+    # A matrix run goes on from its measured cells; a replication lab's starts again (set_aside moved it away).
+    resume = run.resume and (directory / step.name / META).is_file() and spec.replication is None
     # --extend reaches a step whose rounds are automatic; one with a fixed number is only resumed
-    extend_s = run.extend_s if resume and parse_experiment(file).budget_s is not None else 0.0
+    extend_s = run.extend_s if resume and spec.budget_s is not None else 0.0
     end = run_experiment(file, directory / step.name, keep_data=False, yes=run.yes, aa=bool(s.get("aa")),
                          err=run.err, resume=resume, extend_s=extend_s)
     reports = []
     if (end.directory / META).is_file():
         view = report_view(end.directory)
         for fmt in ("html", "json"):
-            write_file(directory / f"{step.name}-report.{fmt}", formats.render(view.view(), fmt), force=resume)
+            write_file(directory / f"{step.name}-report.{fmt}", formats.render(view.view(), fmt), force=resume,
+                       option="--out")
             reports.append(f"{step.name}-report.{fmt}")
     if end.exit_code >= INTERRUPTED:
         return StepEnd(f"interrupted; what was measured is in {end.directory.name}/", end.exit_code)
@@ -494,7 +661,7 @@ def _diff(run: StepRun) -> StepEnd:
     doc = {"of": s["of"], "base": base, "target": target, "benchmark": benchmark, "rqps": rqps, "verdict": verdict,
            "metric": d.metric, "mode": d.mode, "total_base": d.total_a, "total_target": d.total_b,
            "functions": [{"function": r.function, "base": r.a, "target": r.b, "delta": r.delta} for r in d.rows[:top]]}
-    write_file(directory / f"{name}.json", json.dumps(doc, indent=2) + "\n", force=False)
+    write_file(directory / f"{name}.json", json.dumps(doc, indent=2) + "\n", force=False, option="--out")
     return StepEnd(f"{d.mode} per-function diff of the worst cell, {target} against {base} on {benchmark} (rQPS "
                    f"{rqps:.2f}, {verdict or 'no verdict'}), in {name}.json")
 
@@ -527,7 +694,7 @@ def _counters(run: StepRun) -> StepEnd:
     doc = {"of": s["of"], "benchmark": bench, "queries": queries, "mode_asked": counter_mode, "mode": profiles[0].mode,
            "mode_reason": profiles[0].mode_reason, "tool": profiles[0].tool, "base": base, "targets": targets,
            "ratios": ratios}
-    write_file(directory / f"{name}.json", json.dumps(doc, indent=2) + "\n", force=False)
+    write_file(directory / f"{name}.json", json.dumps(doc, indent=2) + "\n", force=False, option="--out")
     said = ", ".join(f"{p.target} {base_pct:.2f}% → {pct:.2f}%"
                      for p, (_, _, pct) in zip(profiles[1:], counts[1:], strict=True)
                      if base_pct is not None and pct is not None)

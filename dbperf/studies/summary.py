@@ -1,6 +1,7 @@
-"""A study's short Markdown summary: the table **seed's published figure | measured here | verdict | host**, and a
-paragraph on how this host differs from the seeds' (vendor, virtual machine without a PMU, core count, load), from
-the host facts the lab records with every result. What users or engines named is escaped (report/escape.py)."""
+"""A study's short Markdown summary: the study's public sources (docs/sources.md), the table **seed's published
+figure | measured here | verdict | host** (the seeds: the published runs), and a paragraph on how this host differs
+from the published runs' (vendor, virtual machine without a PMU, core count, load), from the host facts the lab
+records with every result. What users or engines named is escaped (report/escape.py)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from dbperf.report.html_page import table as html_table
 from dbperf.studies.figures import Headline, Row
 from dbperf.studies.model import Mode, Study
 
-SEED_CORES = 32  # seed 001's server and seed 002's 32 threads
+SEED_CORES = 32  # the published runs' servers and their 32-thread sysbench
 # The first line of a smoke run's summary: its figures come from tiny tables and stand-in binaries.
 SMOKE_NOTE = ("SMOKE RUN: a check that the study's steps run and its figures are read back, on tiny tables with "
               "released or cached binaries. Its figures are not results: do not compare them with the seed's or "
@@ -97,13 +98,13 @@ def _text(value: object) -> str | None:
 
 
 def host_differences(host: Host) -> str:
-    """What this host changes against the seeds' (Intel servers, bare metal with a PMU, 32 cores)."""
+    """What this host changes against the published runs' (Intel servers, bare metal with a PMU, 32 cores)."""
     said = []
     cpu = host.cpu.lower()
     if "amd" in cpu:
         said.append(f"This CPU is AMD ({host.cpu}); the seeds measured Intel CPUs. PAUSE latency, the cost of a "
-                    "locked instruction and the PRNGs' ranking differ by vendor and generation (BRIEF §4: 10x for "
-                    "PAUSE), so compare the shape of a table (ratios, order), not its cycles.")
+                    "locked instruction and the PRNGs' ranking differ by vendor and generation (PAUSE's latency "
+                    "alone by about ten times), so compare the shape of a table (ratios, order), not its cycles.")
     elif "intel" not in cpu:
         said.append(f"This CPU ({host.cpu}) is neither of the seeds' vendor (Intel) nor AMD: compare shapes, "
                     "not cycles.")
@@ -143,17 +144,21 @@ def rewritten_note(run: RunFacts) -> str:
              "then (dbperf study summary)." if run.rewritten else "") + (f" {run.kept}" if run.kept else ""))
 
 
+def sourced(study: Study) -> str:
+    """The study's description after the public sources it reproduces (plain text: the caller escapes it)."""
+    return (f"Sources: {'; '.join(study.sources)}. " if study.sources else "") + study.description
+
+
 def summary(study: Study, rows: list[Row], run: RunFacts, recorded: list[str] | None = None) -> str:
     """The summary page of one study run; `recorded` the comparison with the run on record, as lines. A smoke run
     says so first, above the headline."""
     host, mode, headline = run.host, run.mode, run.headline
-    seeds = ", ".join(f"seed {s}" for s in study.seeds)
     lines = [SMOKE_NOTE, ""] if mode == "smoke" else []
     lines += [headline.first_line(study.name)] if headline else []
     lines += ["", by] if headline and (by := headline.decided_by()) else []
     lines += [
         "", f"# Study {md(study.name)}: {md(study.title)}", "",
-        f"BRIEF {md(study.brief)} ({md(seeds)}). {md(study.description)}", "",
+        md(sourced(study)), "",
         f"Run {md(run.when)} on {md(host.described)}, kernel {md(host.kernel)}: `{run.command}`"
         + MODE_NOTES[mode] + "." + md(rewritten_note(run)), "",
         *table(rows, host), "",
@@ -179,8 +184,7 @@ def html_summary(study: Study, rows: list[Row], run: RunFacts, reports: list[str
         page.add(f"<p><b>{text(headline.first_line(study.name))}</b></p>")
         if by := headline.decided_by():
             page.add(f"<p>{text(by)}</p>")
-    seeds = ", ".join(f"seed {s}" for s in study.seeds)
-    page.add(f"<p>BRIEF {text(study.brief)} ({text(seeds)}). {text(study.description)}</p>")
+    page.add(f"<p>{text(sourced(study))}</p>")
     page.add(f"<p>Run {text(run.when)} on {text(host.described)}, kernel {text(host.kernel)}: "
              f"<code>{text(run.command)}</code>" + text(MODE_NOTES[mode] + "." + rewritten_note(run)) + "</p>")
     page.section("figures", "The seed's figures and this host's")
