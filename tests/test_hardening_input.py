@@ -77,21 +77,21 @@ def test_absurd_or_duplicate_run_settings(tmp_path, extra, fragment):
     assert fragment in one_error_line(run_cli("run", str(tmp_path / "exp.toml"), "--out", str(tmp_path / "o")))
 
 
-@pytest.mark.parametrize(("engine", "setting"), [
-    ("postgres", 'listen_addresses = "0.0.0.0"'),
-    ("postgres", 'unix_socket_directories = "/tmp"'),
-    ("mariadb", 'bind-address = "0.0.0.0"'),
-    ("mariadb", 'bind_address = "0.0.0.0"'),
-    ("mariadb", 'skip-networking = "OFF"'),
-    ("mariadb", 'init-file = "/etc/passwd"'),
+@pytest.mark.parametrize(("engine", "setting", "why"), [
+    ("postgres", 'listen_addresses = "0.0.0.0"', "the lab's servers listen on 127.0.0.1 only"),
+    ("postgres", 'unix_socket_directories = "/tmp"', "the lab puts a server's Unix socket in its private data"),
+    ("mariadb", 'bind-address = "0.0.0.0"', "the lab's servers listen on 127.0.0.1 only"),
+    ("mariadb", 'bind_address = "0.0.0.0"', "the lab's servers listen on 127.0.0.1 only"),
+    ("mariadb", 'skip-networking = "OFF"', "the lab's servers listen on 127.0.0.1 only"),
+    ("mariadb", 'init-file = "/etc/passwd"', "the lab sets up a server's logins itself"),
 ])
-def test_settings_that_would_undo_the_labs_binding_are_refused(tmp_path, engine, setting):
+def test_settings_that_would_undo_the_labs_binding_are_refused(tmp_path, engine, setting, why):
     exp = tmp_path / "exp.toml"
     exp.write_text(RUN.format(benchmarks='"point-query"', extra="").replace('name = "a"', f'name = "s"\nengine = '
                                                                             f'"{engine}"\nconfig = {{ {setting} }}'))
     line = one_error_line(run_cli("run", str(exp), "--out", str(tmp_path / "o")))
     key = setting.split(" =")[0]
-    assert f"config.{key}: the lab's servers listen on 127.0.0.1 only" in line
+    assert f"config.{key}: {why}" in line, line  # each setting's own reason (engines/owned_reasons.py)
 
 
 ERROR_WORKLOAD = ('name = "odd-error"\n[[statement]]\nsql = "SELECT `[/red]|<script>x</script>` FROM '

@@ -185,10 +185,15 @@ def instrumented() -> Iterator[tuple[Path, Path]]:
         obj.mkdir()
         os.chown(profile, user.pw_uid, user.pw_gid)
         (root / "server.c").write_text(PROGRAM)
+        # An object with no function, only data (PostgreSQL has such: generated keyword tables): gcov says "no
+        # functions found" of it, which is no reason to refuse a profile.
+        (root / "table.c").write_text("const int keywords[] = {1, 2, 3};\n")
         generate = ["-O2", f"-fprofile-generate={profile}", "-fprofile-update=atomic"]
-        subprocess.run(["gcc", *generate, NOTES_FLAG, "-c", "server.c", "-o", str(obj / "server.o")], cwd=root,
+        for name in ("server", "table"):
+            subprocess.run(["gcc", *generate, NOTES_FLAG, "-c", f"{name}.c", "-o", str(obj / f"{name}.o")], cwd=root,
+                           check=True, timeout=120)
+        subprocess.run(["gcc", *generate, str(obj / "server.o"), str(obj / "table.o"), "-o", str(obj / "server")],
                        check=True, timeout=120)
-        subprocess.run(["gcc", *generate, str(obj / "server.o"), "-o", str(obj / "server")], check=True, timeout=120)
         yield obj / "server", profile
     finally:
         shutil.rmtree(root)
@@ -232,3 +237,4 @@ def test_with_the_fix_the_trainers_counts_arrive(instrumented):
     facts = prove(Training("mini [O2 pgo]", profile, binary.parent, PROOF, user.pw_uid, started, (log,)))
     assert facts["sentinels"] == {"handle_query": 1000}
     assert facts["functions"] == 3 and facts["functions_run"] == 2 and facts["objects_with_profile"] == 1
+    assert facts["objects"] == 2  # the data-only object counted, not refused

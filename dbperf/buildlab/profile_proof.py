@@ -45,6 +45,9 @@ MTIME_SLACK_S = 1.0
 GCOV_BATCH = 400  # notes files per gcov run
 GCOV_TIMEOUT_S = 1800
 NOT_EXECUTED = "cannot open data file, assuming not executed"  # gcov, for an object without a .gcda
+# gcov, for an object that defines no function (only tables or data, e.g. PostgreSQL's generated keyword lists):
+# nothing there to count, so nothing the proof could miss; counted in the manifest, not refused.
+NO_FUNCTIONS = "no functions found"
 MISSING_PROFILE = re.compile(r"[‘'`]([^‘’'`]+\.gcda)[’'`] profile count data file not found")
 EXAMPLES = 5
 
@@ -153,7 +156,7 @@ def function_counts(notes: Sequence[Path], gcda: dict[str, Path]) -> tuple[dict[
             if proc.returncode != 0:
                 raise UserError(f"gcov could not read the profile (exit {proc.returncode}): {tail(proc.stderr)}")
             messages += [line.strip() for line in proc.stderr.splitlines()
-                         if line.strip() and not line.strip().endswith(NOT_EXECUTED)]
+                         if line.strip() and not line.strip().endswith((NOT_EXECUTED, NO_FUNCTIONS))]
             for doc in _gcov_documents(proc.stdout):
                 out[names[doc["data_file"]]] = [
                     FunctionCount(_base_name(f.get("demangled_name") or f["name"]), int(f["execution_count"]))
