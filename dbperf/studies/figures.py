@@ -310,6 +310,18 @@ def headline(study: Study, directory: Path) -> Headline | None:
     return tallied(m, target)
 
 
+def step_headlines(study: Study, directory: Path) -> dict[str, Headline]:
+    """The headline target's line for each of the study's other steps named in [headline] also."""
+    out = {}
+    for step in study.also_headlines:
+        target = study.headline["target"]
+        try:
+            out[step] = tallied(Reader(study, directory).matrix(step), target)
+        except NotMeasured:
+            out[step] = Headline(target, None, 0, 0, 0)
+    return out
+
+
 def tallied(m: Matrix, target: str) -> Headline:
     """One target of an experiment against its base over every benchmark it was not trained on (held out): the
     geomean rQPS, and how many cells the lab decided, called slower and called faster."""

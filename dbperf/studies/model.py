@@ -29,6 +29,7 @@ exist.
                                     # bounds measured / before (a claim that something grew or shrank)
     [headline]                      # experiment studies: geomean rQPS of one target over its decided cells
     step = "run"; target = "pgo"
+    also = ["other-run"]            # optional: the same target's line for other experiment steps
 
 Three modes: the full study (the published method), --quick (fewer versions, smaller tables, shorter cells: still
 the study's own builds) and --smoke (the quick overrides, then the step's `smoke` ones: tiny tables, one benchmark,
@@ -151,6 +152,9 @@ class Study:
     path: Path
     long: bool = False  # builds from source: hours here, not part of a quick check
     headline: dict[str, str] = field(default_factory=dict)
+    # [headline] also = ["STEP", ...]: other experiment steps whose geomean of the same target gets a line of its own
+    # under the headline ("study NAME STEP: geomean rQPS ..."), e.g. the PGO study's PostgreSQL beside MariaDB.
+    also_headlines: tuple[str, ...] = ()
     # The public sources it reproduces, each "Author, \"Title\" (YYYY-MM-DD)": what `study list` and the summary cite
     # (`brief` and `seeds` cite the lab's private notes, which no user has: read, never shown).
     sources: tuple[str, ...] = ()
@@ -291,10 +295,25 @@ def parse_study(path: Path) -> Study:
                   seeds=tuple(str(s) for s in raw.get("seeds", [])), duration=_text(raw, "duration", where),
                   description=_text(raw, "description", where), steps=steps,
                   figures=tuple(_figure(f, i, where) for i, f in enumerate(raw.get("figure", []))), path=path,
-                  long=bool(raw.get("long", False)), headline=dict(raw.get("headline", {})),
+                  long=bool(raw.get("long", False)), headline=_headline(raw, where),
+                  also_headlines=_also_headlines(raw, where),
                   sources=_sources(raw, where))
     _check_references(study, where)
     return study
+
+
+def _headline(raw: dict[str, Any], where: str) -> dict[str, str]:
+    table = raw.get("headline", {})
+    if not isinstance(table, dict):
+        raise UserError(f"{where} [headline]: must be a table (step, target, also)")
+    return {k: str(v) for k, v in table.items() if k != "also"}
+
+
+def _also_headlines(raw: dict[str, Any], where: str) -> tuple[str, ...]:
+    also = raw.get("headline", {}).get("also", []) if isinstance(raw.get("headline"), dict) else []
+    if not isinstance(also, list) or not all(isinstance(s, str) and s for s in also):
+        raise UserError(f"{where} [headline] also: must be a list of step names")
+    return tuple(also)
 
 
 def _sources(raw: dict[str, Any], where: str) -> tuple[str, ...]:
@@ -427,6 +446,10 @@ def _check_references(study: Study, where: str) -> None:
         named = study.headline.get("step", "")
         if named not in full or study.headline.get("target") not in {t.name for t in full[named].targets}:
             raise UserError(f"{where} [headline]: step and target must name an experiment step and one of its targets")
+        for also in study.also_headlines:
+            if also not in full or study.headline.get("target") not in {t.name for t in full[also].targets}:
+                raise UserError(f"{where} [headline] also: {also!r} must name an experiment step with a target "
+                                f"{study.headline.get('target')!r}")
 
 
 # What a smoke run may do, so that each study's smoke test stays under a minute once its binaries are cached: tiny

@@ -317,6 +317,7 @@ def kept_from_record(study: Study, run: dict[str, Any], on_record: dict[str, Any
     if study.headline and study.headline["step"] in narrowed:
         headline_doc = on_record.get("headline")
     headline = Headline.from_json(headline_doc) if isinstance(headline_doc, dict) else None
+    also = _also_merged(study, run, on_record, narrowed)
     command = on_record.get("command")  # records written before study.json kept it have none
     # a step added since, or one the record did not run either, is in neither run
     from_record = [n for n in narrowed if n in ran_on_record] or narrowed
@@ -332,10 +333,20 @@ def kept_from_record(study: Study, run: dict[str, Any], on_record: dict[str, Any
     caveat = cpu_caveat(source_host.identity, this_run.identity, "in the run on record", "in this run")
     kept += f" {caveat}" if caveat else ""
     facts = RunFacts(this_run, started_when(run.get("started"), run.get("resumed_at")),
-                     str(run.get("command", "?")), mode, headline, steps, kept=kept)
+                     str(run.get("command", "?")), mode, headline, steps, also=also, kept=kept)
     merged = {**run, "figures": [asdict(r) for r in figures], "steps": [{"name": n, "ended": h} for n, h in steps],
               "headline": asdict(headline) if headline else None,
+              "also_headlines": {step: asdict(h) for step, h in also.items()},
               "kept_from_record": {"steps": narrowed, "started": on_record.get("started"),
                                    "ended": on_record.get("ended"), "directory": on_record.get("directory"),
                                    "command": on_record.get("command"), "host": on_record.get("host")}}
     return merged, summary(study, figures, facts)
+
+
+def _also_merged(study: Study, run: dict[str, Any], on_record: dict[str, Any],
+                 narrowed: list[str]) -> dict[str, Headline]:
+    """The [headline] also lines of a run narrowed by --step on top of the record: a step this run left out keeps
+    the record's line."""
+    docs = {**(run.get("also_headlines") or {})}
+    docs.update({s: d for s, d in (on_record.get("also_headlines") or {}).items() if s in narrowed})
+    return {s: Headline.from_json(docs[s]) for s in study.also_headlines if isinstance(docs.get(s), dict)}

@@ -33,7 +33,16 @@ from dbperf.runner.resume import stopped_on_budget
 from dbperf.runner.simulated_tier import queries_for
 from dbperf.storage.results import META
 from dbperf.studies import toml_text
-from dbperf.studies.figures import Headline, NotMeasured, Reader, Row, headline, json_file, rows
+from dbperf.studies.figures import (
+    Headline,
+    NotMeasured,
+    Reader,
+    Row,
+    headline,
+    json_file,
+    rows,
+    step_headlines,
+)
 from dbperf.studies.model import MODES, Mode, Step, Study, experiment_doc, load_study, mode_flag
 from dbperf.studies.record import (
     DOCS_STUDIES,
@@ -166,7 +175,7 @@ def run_study(study: Study, out: Path | None, mode: Mode, yes: bool = False, err
             "results with the earlier sittings' host facts (as `dbperf study summary DIR`)", err)
         return summarise(directory, study)
     facts = RunFacts(host.ended(), started_when(started.isoformat(), resumed_at), run_command(study, mode, limits),
-                     mode, headline(study, directory), sitting.ended)
+                     mode, headline(study, directory), sitting.ended, also=step_headlines(study, directory))
     record.update({"started": started.isoformat(timespec="seconds"),
                    "ended": datetime.now(UTC).isoformat(timespec="seconds"), "directory": str(directory),
                    "command": facts.command, "left_out": sitting.why})
@@ -419,7 +428,8 @@ def write_summary(study: Study, directory: Path, facts: RunFacts, record: dict[s
     write_file(directory / SUMMARY_HTML, html_summary(study, found, facts, reports), force=force,
                name=SUMMARY_HTML, option="--out")
     record = {**record, "host": facts.host.to_json(), "steps": [{"name": n, "ended": h} for n, h in facts.steps],
-              "figures": [asdict(r) for r in found], "headline": asdict(facts.headline) if facts.headline else None}
+              "figures": [asdict(r) for r in found], "headline": asdict(facts.headline) if facts.headline else None,
+              "also_headlines": {step: asdict(h) for step, h in facts.also.items()}}
     if facts.rewritten:
         record["rewritten"] = facts.rewritten
     if not exit_code and not all(r.measured_anything or r.left_out for r in found):
@@ -494,9 +504,9 @@ def summarise(directory: Path, study: Study | None = None) -> StudyEnd:
     command = run.get("command") or _command_said(directory) or run_command(study, mode)
     when = started_when(run.get("started", ""), run.get("resumed_at"))
     facts = RunFacts(Host.from_json(run.get("host") or {}), when, command, mode, headline(study, directory), steps,
-                     rewritten=f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC")
+                     also=step_headlines(study, directory), rewritten=f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC")
     keep = {k: v for k, v in run.items()
-            if k not in ("host", "steps", "figures", "headline", "rewritten", "exit_code")}
+            if k not in ("host", "steps", "figures", "headline", "also_headlines", "rewritten", "exit_code")}
     exit_code = run.get("exit_code")
     if not isinstance(exit_code, int) or isinstance(exit_code, bool) or exit_code < 0:
         exit_code = INCOMPLETE if any(h.startswith(UNFINISHED) for _, h in steps) else 0

@@ -6,7 +6,7 @@ records with every result. What users or engines named is escaped (report/escape
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from dbperf.explain.mode import detect_mode
@@ -82,6 +82,7 @@ class RunFacts:
     mode: Mode
     headline: Headline | None
     steps: list[tuple[str, str]]  # (step name, how it ended)
+    also: dict[str, Headline] = field(default_factory=dict)  # step -> its line under the headline ([headline] also)
     rewritten: str | None = None  # when `dbperf study summary` wrote the summary again from the same results
     kept: str | None = None  # which figures were kept from the run on record, and whose (studies/record.py)
 
@@ -155,6 +156,7 @@ def summary(study: Study, rows: list[Row], run: RunFacts, recorded: list[str] | 
     host, mode, headline = run.host, run.mode, run.headline
     lines = [SMOKE_NOTE, ""] if mode == "smoke" else []
     lines += [headline.first_line(study.name)] if headline else []
+    lines += [h.first_line(f"{study.name} {step}") for step, h in run.also.items()]
     lines += ["", by] if headline and (by := headline.decided_by()) else []
     lines += [
         "", f"# Study {md(study.name)}: {md(study.title)}", "",
@@ -184,6 +186,8 @@ def html_summary(study: Study, rows: list[Row], run: RunFacts, reports: list[str
         page.add(f"<p><b>{text(headline.first_line(study.name))}</b></p>")
         if by := headline.decided_by():
             page.add(f"<p>{text(by)}</p>")
+    for step, h in run.also.items():
+        page.add(f"<p><b>{text(h.first_line(f'{study.name} {step}'))}</b></p>")
     page.add(f"<p>{text(sourced(study))}</p>")
     page.add(f"<p>Run {text(run.when)} on {text(host.described)}, kernel {text(host.kernel)}: "
              f"<code>{text(run.command)}</code>" + text(MODE_NOTES[mode] + "." + rewritten_note(run)) + "</p>")
