@@ -41,7 +41,7 @@ def test_every_study_file_loads_and_refers_to_real_benchmarks_keys_and_targets(n
     # parse_study checks the steps' benchmarks against the catalog, probe families, and each experiment step (and its
     # --quick version) through the experiment parser, and each figure against the steps and their targets.
     study = load_study(name)
-    assert study.figures and study.steps and study.duration and study.brief.startswith("§")
+    assert study.figures and study.steps and study.duration and study.sources
     for step in study.steps:
         assert step.kind in model.STEP_KINDS
     for f in study.figures:
@@ -186,7 +186,7 @@ def test_a_figure_of_a_step_that_wrote_nothing_is_not_measured(tmp_path):
 def test_the_summary_table_escapes_what_was_named():
     evil = Row("a | b <script>`x`", "§3", "81 | cycles", "1.0 ms", "holds: <b>", 1.0)
     lines = table([evil], Host("CPU | </td>", 2, False, "hardware", "", "6", (0, 0, 0)))
-    assert lines[0] == "| seed's published figure | measured here | verdict | host |"
+    assert lines[0] == "| published figure | measured here | verdict | host |"
     row = lines[2]
     assert row.count(" | ") == 3  # four cells: every pipe that was named is escaped
     assert "<script>" not in row and "&lt;script&gt;" in row and "\\`x\\`" in row and "\\|" in row
@@ -211,7 +211,7 @@ def test_the_html_summary_escapes_what_was_named_and_links_the_reports():
 def test_host_differences_name_vendor_vm_counters_cores_and_load():
     text = host_differences(HOST)
     for said in ("This CPU is AMD", "virtual machine", "No hardware counters here (perf cannot count cycles)",
-                 "2 cores against the seeds' 32", "0.50 / 0.40 / 0.30", "at the end 0.60"):
+                 "2 cores against the published runs' 32", "0.50 / 0.40 / 0.30", "at the end 0.60"):
         assert said in text
     intel = host_differences(Host("Intel Xeon", 32, False, "hardware", "", "6", (1, 1, 1)))
     assert "AMD" not in intel and "virtual machine" not in intel and "counters" not in intel
@@ -577,7 +577,7 @@ def test_the_barriers_study_runs_end_to_end_in_quick_mode(tmp_path):
     assert proc.returncode == 0, proc.stderr
     summary_md = (out / "summary.md").read_text()
     assert summary_md == proc.stdout
-    assert "| seed's published figure | measured here | verdict | host |" in summary_md
+    assert "| published figure | measured here | verdict | host |" in summary_md
     assert "## How this host differs" in summary_md
     record = json.loads((out / "study.json").read_text())
     measured = {f["what"]: f for f in record["figures"]}
@@ -833,7 +833,7 @@ def _smoke(name: str, tmp_path: Path, measured: str, env: dict[str, str] | None 
     assert proc.returncode == 0, proc.stderr[-3000:]
     text = (out / "summary.md").read_text()
     assert text == proc.stdout and text.startswith("SMOKE RUN: ")
-    assert "| seed's published figure | measured here | verdict | host |" in text
+    assert "| published figure | measured here | verdict | host |" in text
     assert "SMOKE RUN: " in (out / "summary.html").read_text()
     record = json.loads((out / "study.json").read_text())
     assert record["study"] == name and record["mode"] == "smoke" and record["smoke"] is True
@@ -1016,7 +1016,7 @@ def test_a_summary_is_written_again_with_a_figure_added_after_the_run_and_keeps_
                          'measure = { from = "json", step = "a", path = "static_candidate_lines" }\n'
     monkeypatch.setattr(study_run, "load_study", lambda name: parse_study(_write(tmp_path / "defs", added, name)))
     again = summarise(out)
-    assert "| added later (§6): p | 3.00 | shown beside the seed's |" in again.summary
+    assert "| added later (§6): p | 3.00 | shown beside the published one |" in again.summary
     assert "added later" not in first.summary
     assert "`dbperf study run mine --smoke --step a`" in again.summary and "Summary written again" in again.summary
     assert "| lines of b (§6): p | not measured: step b was not run (--step)" in again.summary

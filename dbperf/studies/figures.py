@@ -232,7 +232,7 @@ def row(reader: Reader, figure: Figure, mode: Mode = "full") -> Row:
         measured = reader.measure(measure)
         if measured.value is None:  # a fact, not a number
             text = measured.text or ""
-            return Row(figure.what, figure.section, figure.published, text, "shown beside the seed's", text=text)
+            return Row(figure.what, figure.section, figure.published, text, "shown beside the published one", text=text)
         value = measured.value
         if per_measure is not None:
             per = reader.measure(per_measure)
@@ -250,8 +250,8 @@ def row(reader: Reader, figure: Figure, mode: Mode = "full") -> Row:
         return Row(figure.what, figure.section, figure.published, f"not measured: {why}", "–")
     words = [w for w in (measured.verdict if per_measure is None else None, claim_check(figure, value, before)) if w]
     text = ("" if before is None else f"{_formatted(figure, before)} → ") + _formatted(figure, value)
-    return Row(figure.what, figure.section, figure.published, text, "; ".join(words) or "shown beside the seed's",
-               value)
+    return Row(figure.what, figure.section, figure.published, text,
+               "; ".join(words) or "shown beside the published one", value)
 
 
 def _formatted(figure: Figure, value: float) -> str:

@@ -1,5 +1,5 @@
-"""A study's short Markdown summary: the study's public sources (docs/sources.md), the table **seed's published
-figure | measured here | verdict | host** (the seeds: the published runs), and a paragraph on how this host differs
+"""A study's short Markdown summary: the study's public sources (docs/sources.md), the table **published
+figure | measured here | verdict | host** (from the published runs), and a paragraph on how this host differs
 from the published runs' (vendor, virtual machine without a PMU, core count, load), from the host facts the lab
 records with every result. What users or engines named is escaped (report/escape.py)."""
 
@@ -18,11 +18,11 @@ from dbperf.report.html_page import table as html_table
 from dbperf.studies.figures import Headline, Row
 from dbperf.studies.model import Mode, Study
 
-SEED_CORES = 32  # the published runs' servers and their 32-thread sysbench
+PUBLISHED_CORES = 32  # the published runs' servers and their 32-thread sysbench
 # The first line of a smoke run's summary: its figures come from tiny tables and stand-in binaries.
 SMOKE_NOTE = ("SMOKE RUN: a check that the study's steps run and its figures are read back, on tiny tables with "
-              "released or cached binaries. Its figures are not results: do not compare them with the seed's or "
-              "put them on record.")
+              "released or cached binaries. Its figures are not results: do not compare them with the published ones "
+              "or put them on record.")
 MODE_NOTES = {"full": "", "quick": " (quick mode: a check that the study runs, not the published method)",
               "smoke": " (smoke mode: plumbing only, see the first line)"}
 
@@ -103,24 +103,24 @@ def host_differences(host: Host) -> str:
     said = []
     cpu = host.cpu.lower()
     if "amd" in cpu:
-        said.append(f"This CPU is AMD ({host.cpu}); the seeds measured Intel CPUs. PAUSE latency, the cost of a "
-                    "locked instruction and the PRNGs' ranking differ by vendor and generation (PAUSE's latency "
+        said.append(f"This CPU is AMD ({host.cpu}); the published runs measured Intel CPUs. PAUSE latency, the cost "
+                    "of a locked instruction and the PRNGs' ranking differ by vendor and generation (PAUSE's latency "
                     "alone by about ten times), so compare the shape of a table (ratios, order), not its cycles.")
     elif "intel" not in cpu:
-        said.append(f"This CPU ({host.cpu}) is neither of the seeds' vendor (Intel) nor AMD: compare shapes, "
+        said.append(f"This CPU ({host.cpu}) is neither the published runs' vendor (Intel) nor AMD: compare shapes, "
                     "not cycles.")
     if host.virtualised:
         said.append("It is a virtual machine: figures in TSC ticks stand in for core cycles, steal time and the "
                     "neighbours' load add noise (the lab flags interfered cells), and pinned vCPUs may share a "
                     "physical core.")
     if host.counters != "hardware":
-        said.append(f"No hardware counters here ({host.counters_reason}): the seeds' front-end figures (icache "
+        said.append(f"No hardware counters here ({host.counters_reason}): the published front-end figures (icache "
                     "misses per instruction, top-down slots) come from the simulated tier (cachegrind) instead, "
                     "which counts user-space work only and models caches rather than measuring them.")
-    if host.cores < SEED_CORES:
-        said.append(f"{host.cores} cores against the seeds' {SEED_CORES}: multi-threaded figures (contention, "
-                    "parallel apply, 32-thread sysbench) do not transfer; the lab pins client and server to a CPU "
-                    "each, so one-thread cells are what is comparable.")
+    if host.cores < PUBLISHED_CORES:
+        said.append(f"{host.cores} cores against the published runs' {PUBLISHED_CORES}: multi-threaded figures "
+                    "(contention, parallel apply, 32-thread sysbench) do not transfer; the lab pins client and server "
+                    "to a CPU each, so one-thread cells are what is comparable.")
     end = f", at the end {_load(host.load_end)}" if host.load_end else ""
     said.append(f"Load average at the start {_load(host.load_start)}{end} (1, 5, 15 min).")
     return " ".join(said)
@@ -131,7 +131,7 @@ def _load(load: tuple[float, float, float] | None) -> str:
 
 
 def table(rows: list[Row], host: Host) -> list[str]:
-    out = ["| seed's published figure | measured here | verdict | host |", "|---|---|---|---|"]
+    out = ["| published figure | measured here | verdict | host |", "|---|---|---|---|"]
     for r in rows:
         out.append(f"| {md(r.what)} ({md(r.section)}): {md(r.published)} | {md(r.measured)} | {md(r.verdict)} | "
                    f"{md(r.host or host.short)} |")
@@ -191,8 +191,8 @@ def html_summary(study: Study, rows: list[Row], run: RunFacts, reports: list[str
     page.add(f"<p>{text(sourced(study))}</p>")
     page.add(f"<p>Run {text(run.when)} on {text(host.described)}, kernel {text(host.kernel)}: "
              f"<code>{text(run.command)}</code>" + text(MODE_NOTES[mode] + "." + rewritten_note(run)) + "</p>")
-    page.section("figures", "The seed's figures and this host's")
-    page.add(html_table(("seed's published figure", "measured here", "verdict", "host"),
+    page.section("figures", "The published figures and this host's")
+    page.add(html_table(("published figure", "measured here", "verdict", "host"),
                         [(f"{r.what} ({r.section}): {r.published}", r.measured, r.verdict, r.host or host.short)
                          for r in rows],
                         text_columns=4))
