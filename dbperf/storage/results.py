@@ -45,7 +45,8 @@ class ResultsWriteError(UserError):
 
 
 @contextlib.contextmanager
-def _writing(path: Path) -> Iterator[None]:
+def writing(path: Path) -> Iterator[None]:
+    """A write of the lab's (a full disk, a read-only file system) is one line naming the file, not a traceback."""
     try:
         yield
     except OSError as e:
@@ -171,7 +172,7 @@ class ResultsWriter:
             self._check_empty()
             _pause_after_claim()
             # Kept open for the whole run: every record is appended and fsynced as it is measured.
-            with _writing(directory / RESULTS):
+            with writing(directory / RESULTS):
                 self._results = open(directory / RESULTS, "a", encoding="utf-8")  # noqa: SIM115
         except BaseException:
             self._claim.release(remove=self._claim.created)  # a refused run leaves nothing in the user's directory
@@ -199,7 +200,7 @@ class ResultsWriter:
         writer._claim = DirectoryClaim(directory)  # refused while another run (an earlier controller) holds it
         path = directory / RESULTS
         try:
-            with _writing(path):
+            with writing(path):
                 torn = False
                 if path.is_file() and path.stat().st_size:
                     with open(path, "rb") as f:
@@ -214,14 +215,14 @@ class ResultsWriter:
         return writer
 
     def write_meta(self, meta: RunMeta, experiment_text: str) -> None:
-        with _writing(self.directory / EXPERIMENT):
+        with writing(self.directory / EXPERIMENT):
             (self.directory / EXPERIMENT).write_text(experiment_text)
         self.update_meta(meta)
 
     def update_meta(self, meta: RunMeta) -> None:
         tmp = self.directory / (META + ".tmp")
         try:
-            with _writing(tmp):
+            with writing(tmp):
                 tmp.write_bytes(encode_file(meta))
                 os.replace(tmp, self.directory / META)
         except ResultsWriteError:
@@ -232,7 +233,7 @@ class ResultsWriter:
             raise
 
     def append(self, record: ResultsRecord) -> None:
-        with _writing(self.directory / RESULTS):
+        with writing(self.directory / RESULTS):
             self._results.write(encode(record).decode() + "\n")
             self._results.flush()
             os.fsync(self._results.fileno())

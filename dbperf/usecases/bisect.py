@@ -35,7 +35,7 @@ from dbperf.experiment.spec import server_settings
 from dbperf.report.model import Block, Row, Section, View
 from dbperf.servers.setting_names import unknown_setting
 from dbperf.stats.rqps_matrix import build_matrix
-from dbperf.storage.results import EXPERIMENT, LOCK, META, DirectoryClaim, ResultsWriteError, read_results
+from dbperf.storage.results import EXPERIMENT, LOCK, META, DirectoryClaim, read_results, writing
 from dbperf.usecases.progress import PROGRESS, say
 from dbperf.usecases.run import NO_CELL_SUCCEEDED, run_experiment
 
@@ -412,7 +412,7 @@ def claimed(directory: Path, resume: bool) -> Iterator[None]:
     created = not directory.exists()
     claim = None
     try:
-        with _writing(directory):
+        with writing(directory):
             directory.mkdir(parents=True, exist_ok=True)
         claim = DirectoryClaim(directory)
         check_out(directory, resume)
@@ -427,15 +427,6 @@ def claimed(directory: Path, resume: bool) -> Iterator[None]:
         yield
     finally:
         claim.release()
-
-
-@contextlib.contextmanager
-def _writing(path: Path) -> Iterator[None]:
-    """A write of the lab's (a full disk, a read-only file system) is one line naming the file, not a traceback."""
-    try:
-        yield
-    except OSError as e:
-        raise ResultsWriteError(f"{e.filename or path}: cannot write: {e.strerror or e}") from None
 
 
 def release_judge(settings: StepSettings, out: Path, yes: bool = False, err: Console = PROGRESS,
@@ -459,7 +450,7 @@ def release_judge(settings: StepSettings, out: Path, yes: bool = False, err: Con
             return before.judgement
         budget = settings.budget_s * 2 ** attempt
         experiment = out / f"{stem}.toml"
-        with _writing(experiment):
+        with writing(experiment):
             out.mkdir(parents=True, exist_ok=True)
             experiment.write_text(step_experiment(settings, good, probe, budget))
         status = _run_status(out / stem)
@@ -491,7 +482,7 @@ def write_path(out: Path, result: BisectResult, settings: StepSettings) -> Path:
     path = out / PATH_FILE
     tmp = out / (PATH_FILE + ".tmp")
     try:
-        with _writing(path):
+        with writing(path):
             out.mkdir(parents=True, exist_ok=True)
             tmp.write_text(json.dumps({"dbperf_bisect": 1, "settings": asdict(settings), **result.to_json()},
                                       indent=2) + "\n")
