@@ -207,6 +207,7 @@ def prove(t: Training) -> dict[str, Any]:
     figures = {"functions": len(functions), "functions_run": run, "share": round(share, 4),
                "share_floor": t.proof.floor, "sentinels": sentinels, "objects": len(notes),
                "objects_with_profile": sum(1 for n in notes if object_key(n) in by_object),
+               "objects_without_functions": sum(1 for n in notes if not counts.get(n)),
                "profile_files": len(gcda), "trainer_uid": t.trainer_uid}
     if absent:
         raise _refuse(t, f"sentinel function(s) {', '.join(absent)} not among the {len(functions)} functions of the "
