@@ -166,17 +166,18 @@ def _signal_a_run(write_experiment, tmp_path: Path, sig: int, body: str, extra: 
                       if x.startswith("VmRSS")).split()[1])
     proc.send_signal(sig)
     stdout, stderr = proc.communicate(timeout=60)
-    return proc.returncode, stdout, stderr, out, rss_kb
+    return proc.returncode, stdout, stderr, out, rss_kb, proc.pid
 
 
-def _drivers() -> list[str]:
-    """This checkout's drivers still running (other checkouts' suites on the host are not this test's)."""
+def _drivers(lab_pid: int) -> list[str]:
+    """The drivers this lab started that are still running: a driver's environment names its lab
+    (DBPERF_PARENT_PID, host/driver.py), so another test's drivers running beside this one are not counted."""
     found = []
-    mine = str(REPO / "driver").encode()
+    mark = f"DBPERF_PARENT_PID={lab_pid}".encode()
     for p in Path("/proc").iterdir():
         with contextlib.suppress(OSError):
-            cmdline = (p / "cmdline").read_bytes()
-            if p.name.isdigit() and b"dbperf-driver" in cmdline and mine in cmdline:
+            if p.name.isdigit() and b"dbperf-driver" in (p / "cmdline").read_bytes() \
+                    and mark in (p / "environ").read_bytes().split(b"\0"):
                 found.append(p.name)
     return found
 
@@ -184,7 +185,7 @@ def _drivers() -> list[str]:
 @pytest.mark.parametrize(("sig", "code"), [(signal.SIGTERM, 143), (signal.SIGHUP, 129)])
 def test_term_and_hup_end_a_run_like_ctrl_c(write_experiment, tmp_path, sig, code):
     body = SMALL.replace("repeats = 1", "repeats = 20")
-    returncode, stdout, stderr, out, _ = _signal_a_run(write_experiment, tmp_path, sig, body)
+    returncode, stdout, stderr, out, _, lab_pid = _signal_a_run(write_experiment, tmp_path, sig, body)
     assert returncode == code, stderr
     assert "Traceback" not in stderr and f"interrupted ({signal.Signals(sig).name})" in stderr
     assert json.loads((out / "meta.json").read_text())["status"] == "interrupted"
@@ -192,14 +193,14 @@ def test_term_and_hup_end_a_run_like_ctrl_c(write_experiment, tmp_path, sig, cod
     assert 1 <= len((out / "results.jsonl").read_text().splitlines()) < 40
     assert not (out / ".data").exists()
     deadline = time.monotonic() + 10
-    while _drivers() and time.monotonic() < deadline:
+    while _drivers(lab_pid) and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert _drivers() == []
+    assert _drivers(lab_pid) == []
 
 
 def test_a_huge_matrix_with_yes_is_planned_lazily(write_experiment, tmp_path):
     body = SMALL.replace("repeats = 1", "repeats = 100000000000")
-    returncode, _, stderr, out, rss_kb = _signal_a_run(write_experiment, tmp_path, signal.SIGTERM, body, ("--yes",))
+    returncode, _, stderr, out, rss_kb, _ = _signal_a_run(write_experiment, tmp_path, signal.SIGTERM, body, ("--yes",))
     assert returncode == 143, stderr
     assert "dbperf: warning: this run will take about" in stderr
     assert rss_kb < 400_000, f"the lab holds {rss_kb} kB with a 4e11-cell matrix"
