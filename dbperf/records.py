@@ -389,6 +389,31 @@ class SimulatedRecord(msgspec.Struct, omit_defaults=True):
         return self.per_query.get("estimated_cycles")
 
 
+class CostModelRecord(msgspec.Struct, frozen=True, omit_defaults=True):
+    """A cost model calibrated on one host (`dbperf calibrate`, stats/cost_fit.py): non-negative nanoseconds of
+    user CPU per simulated event, fitted on (SQLite build x benchmark) cells whose user CPU per query was measured on
+    that host, and validated by leaving one build out at a time. A run with the simulated tier copies the host's model
+    into its results.jsonl (so its report reads the same prediction on any machine); stats/cost_model.py predicts
+    with it. `version` is the format's; a model of another version is not used."""
+    type: Literal["cost_model"]
+    version: int
+    host: dict[str, str]  # cpu_model, microcode, kernel: the model is this host's only
+    created: str  # ISO time of the fit
+    weights_ns: dict[str, float]  # simulated per-query counter name (explain/profile.py) -> ns per event, >= 0
+    intercept_ns: float = 0.0  # per-query cost no counter explains (>= 0)
+    r2: float | None = None  # of the level (user CPU µs per query), on all cells
+    change_error_median: float | None = None  # |predicted - measured| change vs the base, left-out builds only
+    change_error_p90: float | None = None  # the band a prediction is quoted with
+    level_error_median: float | None = None  # relative, left-out builds only
+    level_error_p90: float | None = None
+    cells: int = 0
+    builds: list[str] = []
+    benchmarks: list[str] = []
+    base: str | None = None  # the build every change was measured against
+    quick: bool = False  # `calibrate --quick`: fewer cells
+    source: str | None = None  # the calibration run's results directory
+
+
 # --- Replication lab (dbperf/replication/): its records in results.jsonl -------------------------------------------
 
 class LagSample(msgspec.Struct, frozen=True):
@@ -479,7 +504,7 @@ REPLICATION_RECORDS: dict[str, type[ApplyRecord] | type[StaleReadsRecord]] = {
     "replication_apply": ApplyRecord, "replication_stale_reads": StaleReadsRecord}
 
 
-ResultsRecord = CellRecord | CountersRecord | SimulatedRecord | ApplyRecord | StaleReadsRecord
+ResultsRecord = CellRecord | CountersRecord | SimulatedRecord | CostModelRecord | ApplyRecord | StaleReadsRecord
 
 T = TypeVar("T")
 
@@ -587,6 +612,8 @@ def _as_record(obj: Any) -> ResultsRecord:
         return convert(CountersRecord, obj)
     if kind == "simulated":
         return convert(SimulatedRecord, obj)
+    if kind == "cost_model":
+        return convert(CostModelRecord, obj)
     if kind in REPLICATION_RECORDS:
         return convert(REPLICATION_RECORDS[kind], obj)
     if kind != "cell":

@@ -9,11 +9,15 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import msgspec
+
 from dbperf.catalog.registry import AFTER_WRITES
-from dbperf.records import CellRecord, CountersRecord, ResultsRecord, SimulatedRecord, Usage
+from dbperf.records import CellRecord, CostModelRecord, CountersRecord, ResultsRecord, SimulatedRecord, Usage
 from dbperf.run_meta import RunMeta
+from dbperf.stats.cost_model import PredictedChange, predicted_change, usable
 from dbperf.stats.simulated import simulated_delta
 from dbperf.stats.summary import Summary, significance, summarize
+from dbperf.stats.tiers import Interval, TierAgreement, paired_change, tiers_of
 from dbperf.stats.verdict import DEFAULT_MIN_EFFECT, CellVerdict, Metric, deciding, pair_rounds, verdict_on_rounds
 
 GROUP_ORDER = ("point", "range", "write")
@@ -37,6 +41,9 @@ class Cell:
     cpu_verdict_detail: CellVerdict | None = None
     level_shift: str | None = None  # the per-round ratios are not one level (a change point): see CellVerdict's
     sim: Any = None  # issue 25: stats/simulated.py's SimulatedDelta (est. cycles against the base), when measured
+    predicted: PredictedChange | None = None  # the host's calibrated cost model on `sim` (stats/cost_model.py)
+    user_cpu_change: Interval | None = None  # measured user CPU per query against the base, per round pair
+    tiers: TierAgreement | None = None  # do the measured and simulated tiers agree (stats/tiers.py)
 
     figures: list[dict[str, float | None]] = field(default_factory=list)  # derived(run), in repeat order
 
@@ -126,6 +133,8 @@ class Matrix:
     trained_on: dict[str, list[str]] = field(default_factory=dict)
     min_effect: float = DEFAULT_MIN_EFFECT
     counters: dict[tuple[str, str], CountersRecord] = field(default_factory=dict)
+    cost_model: CostModelRecord | None = None  # the host's calibrated model the run recorded, when usable
+    cost_model_note: str | None = None  # why the run has no usable cost model (None: it has one, or no simulated tier)
 
     def was_trained_on(self, target: str, benchmark: str) -> bool:
         """The target is a PGO build whose training set includes this benchmark: its gain is not a fair one."""
@@ -175,9 +184,11 @@ def build_matrix(meta: RunMeta, records: list[ResultsRecord], aggregate: str | N
     thread_counts = sorted({t for (_, _, t) in cells} | set(meta.threads))
     trained_on = {t.name: t.trained_on for t in meta.targets}
     _attach_simulated(cells, base, records)  # issue 25's simulated tier: Cell.sim (stats/simulated.py)
+    model, note = _cost_model(meta, records)
+    _attach_tiers(cells, base, meta.aa_target, model, min_effect)
     return Matrix(base=base, targets=targets, benchmarks=benchmarks, threads=thread_counts, cells=cells,
                   aggregate=aggregate, trained_on=trained_on, counters=counters,
-                  min_effect=min_effect)
+                  min_effect=min_effect, cost_model=model, cost_model_note=note)
 
 
 def level_shift_text(wall: CellVerdict | None, cpu: CellVerdict | None) -> str | None:
@@ -227,3 +238,47 @@ def _attach_simulated(cells: Mapping[tuple[str, str, int], Cell], base: str,
         record = simulated.get((target, benchmark))
         if record is not None:
             cell.sim = simulated_delta(record, simulated.get((base, benchmark)), target == base)
+
+
+def _cost_model(meta: RunMeta, records: Iterable[object]) -> tuple[CostModelRecord | None, str | None]:
+    """The cost model the run recorded (the last one) when it is usable for the run's host, else why there is none.
+    No note where the run has no simulated tier."""
+    records = list(records)
+    if not any(isinstance(r, SimulatedRecord) for r in records):
+        return None, None
+    models = [r for r in records if isinstance(r, CostModelRecord)]
+    if not models:
+        return None, "no cost model calibrated on this host: `dbperf calibrate` makes one (`--quick`: fewer cells)"
+    host = msgspec.to_builtins(meta.host) if meta.host else {}
+    why = usable(models[-1], host)
+    return (None, why) if why else (models[-1], None)
+
+
+def user_cpu_pairs(cell: Cell, base: Cell) -> list[tuple[float, float]]:
+    """(target, base) user CPU µs per query of the rounds both measured (a duet's base: the record of that pair)."""
+    def per_query(r: CellRecord) -> float | None:
+        usage = r.result.client_usage if r.result else None
+        return usage.user_us / r.result.queries if usage and r.result and r.result.queries else None
+
+    base_by_round: dict[int, list[float]] = {}
+    for r in base.runs:
+        v = per_query(r)
+        if v is not None and r.partner in (None, cell.target):
+            base_by_round.setdefault(r.repeat, []).append(v)
+    return [(v, statistics.median(base_by_round[r.repeat])) for r in cell.runs
+            if (v := per_query(r)) is not None and r.repeat in base_by_round]
+
+
+def _attach_tiers(cells: Mapping[tuple[str, str, int], Cell], base: str, aa_target: str | None,
+                  model: CostModelRecord | None, min_effect: float) -> None:
+    """Cell.predicted, Cell.user_cpu_change and Cell.tiers of every compared cell of a run with the simulated tier."""
+    for (target, benchmark, threads), cell in cells.items():
+        base_cell = cells.get((base, benchmark, threads))
+        if target == base or base_cell is None or cell.sim is None:
+            continue
+        sim = cell.sim
+        if model is not None and sim.verdict not in ("missing", "base"):
+            cell.predicted = predicted_change(model, sim.per_query, sim.base_per_query, min_effect)
+        cell.user_cpu_change = paired_change(user_cpu_pairs(cell, base_cell))
+        cell.tiers = tiers_of(cell.deciding_verdict, sim, cell.predicted, cell.user_cpu_change,
+                              aa_copy=target == aa_target)

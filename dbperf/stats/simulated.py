@@ -1,11 +1,14 @@
 """The simulated verdict: a target's estimated cycles per query (cachegrind, runner/simulated_tier.py) against the
 base's, per (target, benchmark). The counts are deterministic, so there is no noise threshold: a difference of at
-least SAME_WITHIN is a change. It explains the wall-clock verdict and may decide a CPU-bound cell the wall clock
-cannot, but it is a verdict of its own, never mixed with the measured ones."""
+least SAME_WITHIN is a change. It is a verdict on work, not on speed: `fewer`, `more` or `same` estimated cycles, never
+faster/slower (an instruction is charged one cycle and a mispredicted branch none, on CPUs that retire several
+instructions a cycle and pay 15-20 cycles a mispredict). Speed words belong to the measured tiers and to a cost model
+calibrated on the host (stats/cost_model.py); stats/tiers.py says whether the tiers agree."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Literal
 
 from dbperf.records import SimulatedRecord
@@ -13,7 +16,8 @@ from dbperf.records import SimulatedRecord
 TIER = "simulated (cachegrind, I1/D1 32K, LL 8M, ASLR off)"  # how every view labels the tier's figures
 SAME_WITHIN = 0.005  # |Δ est. cycles| below 0.5% is "same": the tier's resolution, not a noise estimate
 
-SimulatedVerdict = Literal["faster", "slower", "same", "base", "missing"]
+SimulatedVerdict = Literal["fewer", "more", "same", "base", "missing"]
+WORK_WORDS = ("fewer", "more", "same")  # what the tier may say about a target: work, never speed
 
 
 @dataclass(frozen=True)
@@ -30,14 +34,16 @@ class SimulatedDelta:
     estimated_cycles_delta: float | None  # estimated cycles / base's - 1: what the verdict is on
     reused_from: str | None = None  # the figures are an identical target's (the A/A copy's are the base's)
     error: str | None = None
+    per_query: Mapping[str, float] = field(default_factory=dict)  # every simulated counter, this target
+    base_per_query: Mapping[str, float] = field(default_factory=dict)  # and the base's (the cost model's inputs)
 
 
 def simulated_verdict(estimated_cycles_delta: float) -> SimulatedVerdict:
-    """faster at -0.5% or less, slower at +0.5% or more, else same."""
+    """fewer (estimated cycles) at -0.5% or less, more at +0.5% or more, else same."""
     if estimated_cycles_delta <= -SAME_WITHIN:
-        return "faster"
+        return "fewer"
     if estimated_cycles_delta >= SAME_WITHIN:
-        return "slower"
+        return "more"
     return "same"
 
 
@@ -59,9 +65,10 @@ def simulated_delta(target: SimulatedRecord, base: SimulatedRecord | None, is_ba
                               None, None, target.reused_from, error)
     if is_base or base is None:
         return SimulatedDelta("base", target.tier, target.instructions, target.estimated_cycles,
-                              target.instructions, target.estimated_cycles, 0.0, 0.0, target.reused_from)
+                              target.instructions, target.estimated_cycles, 0.0, 0.0, target.reused_from,
+                              per_query=target.per_query, base_per_query=target.per_query)
     assert target.instructions and target.estimated_cycles and base.instructions and base.estimated_cycles
     cycles = target.estimated_cycles / base.estimated_cycles - 1
     return SimulatedDelta(simulated_verdict(cycles), target.tier, target.instructions, target.estimated_cycles,
                           base.instructions, base.estimated_cycles, target.instructions / base.instructions - 1,
-                          cycles, target.reused_from)
+                          cycles, target.reused_from, per_query=target.per_query, base_per_query=base.per_query)
