@@ -1,4 +1,5 @@
-"""`dbperf profile`, `dbperf diff` and `dbperf check`: counters per query (usecases/explain.py)."""
+"""`dbperf profile`, `dbperf diff` and `dbperf check`: counters per query (usecases/explain.py); `dbperf explain`:
+why a run's tiers disagree (usecases/explain_run.py)."""
 
 from __future__ import annotations
 
@@ -10,8 +11,10 @@ import typer
 from dbperf.cli.common import FORCE_OPTION, FORMAT_OPTION, OUTPUT_OPTION, check_output, err_console, fail, show
 from dbperf.output_file import output_path, write_file
 from dbperf.report import formats
+from dbperf.report.explain_view import TOP
 from dbperf.report.profile_view import diff_view, gate_view, profile_view
 from dbperf.usecases.explain import diff_targets, instruction_gate, profile_one
+from dbperf.usecases.explain_run import explain_directory
 
 QUERIES_OPTION = typer.Option(help="queries in the profiled phase")
 MODE_OPTION = typer.Option(help="auto, simulated or hardware")
@@ -73,3 +76,18 @@ def check(
     if gate.failures:
         err_console.print(f"dbperf: check failed: {'; '.join(gate.failures)}", highlight=False)
         raise typer.Exit(1)
+
+
+def explain(
+    directory: Annotated[Path, typer.Argument(help="a run's results directory (with the simulated tier)")],
+    cell: Annotated[Optional[str], typer.Option("--cell", help="TARGET:BENCHMARK: explain this cell, whether its "
+                                                "tiers disagree or not")] = None,
+    top: Annotated[int, typer.Option(help="leads shown per cell (explain.json keeps every one)")] = TOP,
+    format: Annotated[str, FORMAT_OPTION] = "table",
+    output: Annotated[Optional[str], OUTPUT_OPTION] = None,
+    force: Annotated[bool, FORCE_OPTION] = False,
+) -> None:
+    """Why a run's tiers disagree: per disagreeing cell, the per-function diff of every simulated counter of the base
+    and that target, and its leads (also written to DIR/explain.json)."""
+    check_output(format, output, force, "explain")  # before the profiles are measured, not after
+    show(explain_directory(directory, cell, top), format, output, force)

@@ -32,6 +32,7 @@ DEFAULT_MIN_EFFECT = 0.02  # the smallest change a verdict calls faster or slowe
 AGGREGATES = ("median", "trimmed")
 WRITE_MODES = ("restore", "cumulative")
 RUN_ORDERS = (*ORDERS, "duet")  # duet: runner/duet.py
+EXPLAIN = ("disagreements", "none")  # after the run: usecases/explain_run.py
 
 
 def integer(minimum: int, maximum: int | None = None) -> Check:
@@ -154,6 +155,9 @@ RUN = (
     Key("simulated", "boolean", "after the timed rounds, instructions and estimated cycles per query of every (target, "
         "benchmark) under cachegrind, one thread: the report's deterministic `simulated Δcyc` beside each rQPS "
         "(runner/simulated_tier.py)", "false", "", boolean),
+    Key("explain", " | ".join(EXPLAIN), "disagreements: after a run with the simulated tier, each cell whose measured "
+        "and simulated tiers disagree is explained on its own (`dbperf explain DIR`: the per-function diff of every "
+        "simulated counter and its leads, on stderr and in DIR/explain.json)", "none", "", one_of(*EXPLAIN)),
     Key("order", " | ".join(RUN_ORDERS), "order of the targets within a round: reversed every other round, drawn "
         "at random from the seed (recorded), or duet: the base and each other target run at the same moment, "
         "pinned to a CPU each, released together (runner/duet.py; SQLite targets on 2+ CPUs, else interleaved "

@@ -111,3 +111,4 @@ class Experiment:
     steady: SteadyState | None = None  # warm up until the throughput settles (experiment/steady.py)
     replication: ReplicationSpec | None = None  # a [replication] section: the replication lab runs instead
     simulated: bool = False  # the simulated tier after the timed rounds (runner/simulated_tier.py)
+    explain: str = "none"  # "disagreements": explained after the run (usecases/explain_run.py)

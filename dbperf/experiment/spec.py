@@ -264,6 +264,7 @@ def parse_experiment(path: Path, *, cpus_here: bool = True) -> Experiment:
         cpus_setting=run.get("cpus"),
         resources=values.get("resources", True),
         simulated=values.get("simulated", False),
+        explain=values.get("explain", "none"),
         load=parse_load_model(run, values, rwhere, time_s),
         replication=replication,
         steady=steady_with_warmup(values.get("steady"), values.get("warmup", 2.0), rwhere),

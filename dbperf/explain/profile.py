@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -39,23 +39,31 @@ def _valgrind_version() -> str:
         return "valgrind"
 
 
-def simulated_per_query(delta: CachegrindProfile, queries: int) -> dict[str, float]:
-    t = delta.total()
-    instructions = t["Ir"]
-    l1_misses = t["I1mr"] + t["D1mr"] + t["D1mw"]
-    ll_misses = t["ILmr"] + t["DLmr"] + t["DLmw"]
-    l1_hits = t["Ir"] + t["Dr"] + t["Dw"] - l1_misses
+def simulated_counters(events: Mapping[str, float]) -> dict[str, float]:
+    """Cachegrind's events (of a process, or of one function) as the simulated counters every view names: the
+    same figures per query and per function, so that a function's share of a counter's change adds up."""
+    l1_misses = events["I1mr"] + events["D1mr"] + events["D1mw"]
+    ll_misses = events["ILmr"] + events["DLmr"] + events["DLmw"]
+    l1_hits = events["Ir"] + events["Dr"] + events["Dw"] - l1_misses
     ll_hits = l1_misses - ll_misses
     return {
-        "instructions": instructions / queries,
-        "i1_misses": t["I1mr"] / queries,
-        "i1_miss_pct_of_instructions": 100.0 * t["I1mr"] / instructions if instructions else 0.0,
-        "d1_misses": (t["D1mr"] + t["D1mw"]) / queries,
-        "ll_misses": ll_misses / queries,
-        "branches": (t["Bc"] + t["Bi"]) / queries,
-        "branch_mispredicts_simulated_predictor": (t["Bcm"] + t["Bim"]) / queries,
-        "estimated_cycles": (l1_hits + LL_HIT_CYCLES * ll_hits + RAM_CYCLES * ll_misses) / queries,
+        "instructions": events["Ir"],
+        "i1_misses": events["I1mr"],
+        "d1_misses": events["D1mr"] + events["D1mw"],
+        "ll_misses": ll_misses,
+        "branches": events["Bc"] + events["Bi"],
+        "branch_mispredicts_simulated_predictor": events["Bcm"] + events["Bim"],
+        "estimated_cycles": l1_hits + LL_HIT_CYCLES * ll_hits + RAM_CYCLES * ll_misses,
     }
+
+
+def simulated_per_query(delta: CachegrindProfile, queries: int) -> dict[str, float]:
+    c = {name: value / queries for name, value in simulated_counters(delta.total()).items()}
+    pct = 100.0 * c["i1_misses"] / c["instructions"] if c["instructions"] else 0.0
+    return {"instructions": c["instructions"], "i1_misses": c["i1_misses"], "i1_miss_pct_of_instructions": pct,
+            "d1_misses": c["d1_misses"], "ll_misses": c["ll_misses"], "branches": c["branches"],
+            "branch_mispredicts_simulated_predictor": c["branch_mispredicts_simulated_predictor"],
+            "estimated_cycles": c["estimated_cycles"]}
 
 
 def _top(functions: dict[str, dict[str, float]], key: str, n: int) -> list[TopFunction]:
@@ -69,15 +77,17 @@ class Profiler:
 
     def __init__(self, e: Experiment, work: Path, queries: int | Callable[[Workload], int] = 20_000,
                  mode: CounterMode | None = None, native_timing: bool = True,
-                 data: dict[str, SqliteData] | None = None) -> None:
+                 data: dict[str, SqliteData] | None = None, keep_functions: int | None = KEEP_FUNCTIONS) -> None:
         """`queries`: per profile, or a function of the benchmark; `native_timing` False: simulated mode skips the
         native run that only times the slowdown (the simulated tier wants the counts alone); `data`: SQLite targets'
-        data already loaded (by the run), by target name."""
+        data already loaded (by the run), by target name; `keep_functions`: the per-function figures kept, the
+        costliest by instructions first (None: every function, so that their changes add up to the total's)."""
         self.e = e
         self.work = work
         self.queries = queries
         self.mode = mode or detect_mode()
         self.native_timing = native_timing
+        self.keep_functions = keep_functions
         self.data: dict[str, SqliteData] = dict(data or {})
         self.servers = ServerProfiling(e)
 
@@ -225,7 +235,8 @@ class Profiler:
     def _simulated_profile(self, target: Target, benchmark: Workload, delta: CachegrindProfile, events: int,
                            queries: int, method: str, slowdown: Slowdown, tool: str | None = None) -> Profile:
         per_function = {name: {e: v / queries for e, v in counts.items()} for name, counts in delta.functions.items()}
-        kept = dict(sorted(per_function.items(), key=lambda kv: -abs(kv[1]["Ir"]))[:KEEP_FUNCTIONS])
+        ranked = sorted(per_function.items(), key=lambda kv: -abs(kv[1]["Ir"]))
+        kept = dict(ranked if self.keep_functions is None else ranked[:self.keep_functions])
         return Profile(
             mode="simulated",
             mode_reason=self.mode.reason if self.mode.mode == "simulated" else "asked for simulated counters",
@@ -235,7 +246,7 @@ class Profiler:
             method=method, per_query=simulated_per_query(delta, queries),
             top_by_instructions=_top(per_function, "Ir", TOP_N),
             top_by_i1_misses=_top(per_function, "I1mr", TOP_N),
-            functions={name: {"instructions": f["Ir"], "i1_misses": f["I1mr"]} for name, f in kept.items()},
+            functions={name: simulated_counters(f) for name, f in kept.items()},
             slowdown=slowdown)
 
     def _hardware(self, target: Target, benchmark: Workload) -> Profile:

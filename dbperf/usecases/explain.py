@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 
@@ -36,20 +37,31 @@ def profiler(experiment: Path, mode: str, queries: int | Callable[[Workload], in
         raise UserError(f"--mode: expected one of {', '.join(MODES)}, got {mode!r}")
     if isinstance(queries, int) and queries < 1:
         raise UserError("--queries: must be at least 1")
-    exp, _ = build_targets(parse_experiment(experiment), err)
-    inspect_targets(exp)
-    detected = detect_mode()
-    if mode == "hardware" and detected.mode != "hardware":
-        raise UserError(f"hardware counters asked for, but {detected.reason}")
-    chosen = detected if mode == "auto" else CounterMode(mode, detected.reason if mode == detected.mode
-                                                          else f"asked for {mode} counters")
-    err.print(f"dbperf: counters mode {chosen.mode}: {chosen.reason}", highlight=False)
+    with profiling(parse_experiment(experiment), err) as (exp, _, work):
+        detected = detect_mode()
+        if mode == "hardware" and detected.mode != "hardware":
+            raise UserError(f"hardware counters asked for, but {detected.reason}")
+        chosen = detected if mode == "auto" else CounterMode(mode, detected.reason if mode == detected.mode
+                                                              else f"asked for {mode} counters")
+        err.print(f"dbperf: counters mode {chosen.mode}: {chosen.reason}", highlight=False)
+        p = Profiler(exp, work, queries=queries, mode=chosen)
+        try:
+            yield exp, p
+        finally:
+            p.close()
+
+
+@contextmanager
+def profiling(spec: Experiment, err: Console = PROGRESS) -> Iterator[tuple[Experiment, dict[str, dict[str, Any]],
+                                                                          Path]]:
+    """The experiment's targets built (cached builds reused) and inspected (their engine version and library
+    sha256, runner/targets.py inspect_targets), and a work directory for profiles, removed on the way out."""
+    exp, _ = build_targets(spec, err)
+    infos = inspect_targets(exp)
     work = Path(tempfile.mkdtemp(prefix="dbperf-profile-"))
-    p = Profiler(exp, work, queries=queries, mode=chosen)
     try:
-        yield exp, p
+        yield exp, infos, work
     finally:
-        p.close()
         shutil.rmtree(work, ignore_errors=True)
 
 
