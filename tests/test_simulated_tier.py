@@ -27,7 +27,8 @@ from dbperf.runner.simulated_tier import (
     rows_per_query,
 )
 from dbperf.stats.rqps_matrix import build_matrix
-from dbperf.stats.simulated import SAME_WITHIN, TIER, simulated_delta, simulated_verdict
+from dbperf.stats.simulated import SAME_WITHIN, TIER, WORK_WORDS, simulated_delta, simulated_verdict
+from dbperf.stats.tiers import tiers_of
 from dbperf.stats.verdict import CellVerdict, View
 from tests.conftest import run_cli
 from tests.synthetic import meta_of
@@ -71,9 +72,20 @@ def records(with_sim: bool = True) -> list:
     return out
 
 
-def verdict(v: str, threshold: float, mde_view_can_decide: bool = True, diff: float = 0.03) -> CellVerdict:
+def verdict(v: str, threshold: float, mde_view_can_decide: bool = True, diff: float = 0.03,
+            metric: str = "wall") -> CellVerdict:
     view = View("unpaired", diff, threshold, 8, mde_view_can_decide)
-    return CellVerdict(v, "unpaired", diff, threshold, 0.02, view, None)  # type: ignore[arg-type]
+    return CellVerdict(v, "unpaired", diff, threshold, 0.02, view, None, metric)  # type: ignore[arg-type]
+
+
+def retier(m):
+    """The tiers of every compared cell again, after a test set its verdicts by hand (build_matrix computed them from
+    the records' own)."""
+    for (target, _, _), c in m.cells.items():
+        if target != m.base and c.sim is not None:
+            c.tiers = tiers_of(c.deciding_verdict, c.sim, c.predicted, c.user_cpu_change,
+                               aa_copy=target == META["aa_target"])
+    return m
 
 
 def matrix_with_cpu():
@@ -83,19 +95,20 @@ def matrix_with_cpu():
     aa_pq, aa_upd = m.cell("old-aa", "point-query", 1), m.cell("old-aa", "update-index", 1)
     assert new_pq and new_upd and aa_pq and aa_upd
     new_pq.verdict_detail = verdict("undecided", 0.06)  # the wall clock could still hide 6%
-    new_pq.cpu_verdict_detail = verdict("faster", 0.012, diff=0.05)  # ... the CPU time decided
+    new_pq.cpu_verdict_detail = verdict("faster", 0.012, diff=0.05, metric="cpu")  # ... the CPU time decided
     new_upd.verdict_detail = verdict("slower", 0.04, diff=-0.08)
-    new_upd.cpu_verdict_detail = verdict("undecided", 0.07)
+    new_upd.cpu_verdict_detail = verdict("undecided", 0.07, metric="cpu")
     new_upd.level_shift = "per-round ratios step from 0.95 to 1.10 after round 2"
-    aa_pq.verdict_detail, aa_pq.cpu_verdict_detail = verdict("same", 0.015), verdict("slower", 0.01, diff=-0.03)
-    aa_upd.verdict_detail, aa_upd.cpu_verdict_detail = verdict("same", 0.018), verdict("same", 0.011)
-    return m
+    aa_pq.verdict_detail = verdict("same", 0.015)
+    aa_pq.cpu_verdict_detail = verdict("slower", 0.01, diff=-0.03, metric="cpu")
+    aa_upd.verdict_detail, aa_upd.cpu_verdict_detail = verdict("same", 0.018), verdict("same", 0.011, metric="cpu")
+    return retier(m)
 
 
 @unit
 def test_verdict_at_the_half_percent_threshold():
     assert SAME_WITHIN == 0.005
-    assert simulated_verdict(-0.005) == "faster" and simulated_verdict(0.005) == "slower"
+    assert simulated_verdict(-0.005) == "fewer" and simulated_verdict(0.005) == "more"  # work, never speed
     assert simulated_verdict(-0.00499) == "same" and simulated_verdict(0.00499) == "same"
     assert simulated_verdict(0.0) == "same"
 
@@ -103,7 +116,7 @@ def test_verdict_at_the_half_percent_threshold():
 @unit
 def test_delta_against_the_base():
     d = simulated_delta(sim("new", "b", 9_900, 5_800), sim("old", "b", 10_000, 6_000), is_base=False)
-    assert d.verdict == "faster" and d.estimated_cycles_delta == pytest.approx(-0.01)
+    assert d.verdict == "fewer" and d.estimated_cycles_delta == pytest.approx(-0.01)
     assert d.instructions_delta == pytest.approx(5_800 / 6_000 - 1)
     assert (d.estimated_cycles, d.base_estimated_cycles, d.instructions, d.base_instructions) == (
         9_900, 10_000, 5_800, 6_000)
@@ -187,11 +200,13 @@ def test_markdown_shows_simulated_and_cpu_columns_apart():
     assert cells[5] == "+0.00% same r"  # the A/A copy: reused, exactly 0
     assert cells[6].startswith("1.10 ?±6.0%") and "*" not in cells[6]  # wall clock undecided ...
     assert cells[7] == "+5.0% faster*"  # ... the CPU time decided the cell
-    assert cells[8] == "-1.00% faster"
+    assert cells[8] == "-1.00% fewer"  # CPU time faster, fewer est. cycles: the tiers agree, no mark
     update = next(line for line in md.splitlines() if line.startswith("| update-index"))
     cells = [c.strip() for c in update.strip("|").split("|")]
     assert cells[6].startswith("1.10 slower*") and cells[7] == "?±7.0%" and cells[8] == "missing"
     assert f"col-N simulated Δcyc : Δ est. cycles, {TIER}" in md and "0.5% or more" in md
+    assert "fewer/more when they differ" in md and "a count of work, not of speed" in md
+    assert "faster/slower when they differ" not in md
     assert "simulated figures missing: new: new update-index: the profiled run did 3 events" in md
     assert "col-N cpu : the CPU-time verdict" in md
 
@@ -219,21 +234,30 @@ def test_json_and_csv_add_fields_and_keep_the_old_ones():
     new = cells[("new", "point-query")]
     for key in ("rqps", "verdict", "decided_by", "noise_threshold", "min_detectable_effect", "cpu_us_per_query"):
         assert key in new  # the contract's fields stay
-    assert new["sim_verdict"] == "faster" and new["sim_estimated_cycles_delta"] == pytest.approx(-0.01)
+    assert new["sim_verdict"] == "fewer" and new["sim_estimated_cycles_delta"] == pytest.approx(-0.01)
+    assert new["tiers"] == "agree" and "CPU time +5.0% QPS (faster)" in new["tiers_why"]
+    assert new["predicted_cpu_delta"] is None and new["predicted_verdict"] is None  # no cost model in this run
     assert new["sim_tier"] == TIER and new["sim_estimated_cycles_per_query"] == 9_900
     assert new["cpu_verdict"] == "faster" and new["decided_metric"] == "cpu" and new["verdict"] == "undecided"
     aa = cells[("old-aa", "point-query")]
     assert aa["sim_estimated_cycles_delta"] == 0.0 and aa["sim_reused_from"] == "old"
+    assert aa["tiers"] == "agree" and "by construction" in aa["tiers_why"]
     failed = cells[("new", "update-index")]
     assert failed["sim_verdict"] == "missing" and failed["sim_estimated_cycles_delta"] is None and failed["sim_error"]
     assert failed["level_shift"].startswith("per-round") and failed["decided_metric"] == "wall"
+    assert failed["tiers"] == "open" and "no simulated figure" in failed["tiers_why"]
+    assert cells[("old", "point-query")]["tiers"] is None  # the base is not compared
+    assert doc["simulated"]["verdicts"] == ["fewer", "more", "same"]
+    assert "dbperf calibrate" in doc["simulated"]["cost_model"]["note"]
+    assert doc["verdict_quality"]["tiers"]["agree"] == 1 and doc["verdict_quality"]["tiers"]["open"] == 1
     assert doc["simulated"]["tier"] == TIER and doc["simulated"]["same_within"] == 0.005
     q = doc["verdict_quality"]
     assert q["wall"]["noise_threshold_max"] == 0.06 and q["cpu"]["noise_threshold_min"] == 0.01
     assert q["aa"]["cpu"]["changed"] == 1 and doc["aa"]["cpu"]["changed"] == 1 and doc["aa"]["changed"] == 0
     rows = list(csv.DictReader(io.StringIO(to_csv(m, meta_of(META)))))
     row = next(r for r in rows if r["target"] == "new" and r["benchmark"] == "point-query")
-    assert row["sim_verdict"] == "faster" and row["cpu_verdict"] == "faster" and row["decided_metric"] == "cpu"
+    assert row["sim_verdict"] == "fewer" and row["cpu_verdict"] == "faster" and row["decided_metric"] == "cpu"
+    assert row["tiers"] == "agree" and row["tiers_why"]
     assert float(row["sim_estimated_cycles_delta"]) == pytest.approx(-0.01)
 
 
@@ -242,10 +266,15 @@ def test_terminal_and_html_show_the_simulated_column():
     m = matrix_with_cpu()
     console = Console(record=True, width=300)
     render_table(m, meta_of(META), console)
+    out = console.export_text()  # the glance: one cell per target, the simulated work in it
+    assert "col-3 simulated Δcyc" not in out and "col-3 cpu" not in out
+    assert "1.10 faster·cpu, sim -1.00% fewer" in out and "sim +0.00% same r" in out
+    console = Console(record=True, width=300)
+    render_table(m, meta_of(META), console, verbose=True)
     out = console.export_text()
-    assert "col-3 simulated Δcyc" in out and "-1.00% faster" in out and "+0.00% same r" in out
+    assert "col-3 simulated Δcyc" in out and "-1.00% fewer" in out and "+0.00% same r" in out
     page = to_html(m, meta_of(META))
-    assert "col-3 simulated Δcyc" in page and "simulated Δ est. cycles: -1.00% faster" in page
+    assert "col-3 simulated Δcyc" in page and "simulated Δ est. cycles (work): -1.00% fewer" in page
 
 
 @unit
@@ -293,7 +322,8 @@ def test_one_benchmark_run_with_the_simulated_tier(write_experiment, tmp_path):
         assert "reused_from" not in s and "error" not in s and s["seconds"] > 0
     assert simulated["wal-aa"]["reused_from"] == "wal"
     assert simulated["wal-aa"]["per_query"] == simulated["wal"]["per_query"]
-    assert "col-2 simulated Δcyc" in proc.stdout and "+0.00% same r" in proc.stdout
+    assert "sim +0.00% same r" in proc.stdout  # the glance: the simulated work in each target's one cell
+    assert "dbperf calibrate" in proc.stdout  # no cost model on this host: how to make one
 
     md = run_cli("report", str(out), "--format", "markdown").stdout
     header = ("| benchmark | col-1 | col-1 simulated Δcyc | col-2 | col-2 cpu | col-2 simulated Δcyc | col-3 "
@@ -306,7 +336,9 @@ def test_one_benchmark_run_with_the_simulated_tier(write_experiment, tmp_path):
     expected = simulated["delete"]["per_query"]["estimated_cycles"] / simulated["wal"]["per_query"][
         "estimated_cycles"] - 1
     assert d == pytest.approx(expected) and cells["delete"]["sim_verdict"] == simulated_verdict(d)
-    assert cells["wal"]["sim_verdict"] == "base"
+    assert cells["delete"]["sim_verdict"] in WORK_WORDS and cells["wal"]["sim_verdict"] == "base"
+    assert cells["delete"]["tiers"] in ("agree", "disagree", "open") and cells["wal"]["tiers"] is None
+    assert cells["wal-aa"]["tiers"] == "agree" and "by construction" in cells["wal-aa"]["tiers_why"]
 
 
 @e2e

@@ -15,7 +15,8 @@ One run per mode (`--modes duet,interleaved`: `order = "duet"`, then `order = "a
   the first mode (target: none wrong, at least 0.8).
 Per mode and metric `mode <m> metric wall|cpu: median noise threshold <x>% after <n> rounds` (the half-width of
 the sequential rule's confidence interval when its rounds stopped, median over the compared cells; target <= 3%),
-and the simulated tier's own calls (est. cycles, changed at 0.5%).
+the simulated tier's own calls (work: fewer, more or same estimated cycles, changed at 0.5%; never a speed) and
+whether the tiers agree per cell (stats/tiers.py: agree, disagree, open).
 
 Both builds run with locking_mode EXCLUSIVE and synchronous OFF, so that per-query fcntl and fsync system calls
 (which no instruction count sees) do not dilute the user-space difference the build makes.
@@ -128,6 +129,7 @@ def _report(mode: str, directory: Path) -> tuple[int, int, float, int]:
     print("A/B (O2-ts0 against O2), truth = simulated instructions per query:")
     tally = {k: {"correct": 0, "wrong": 0, "undecided": 0, "missed": 0} for k in ("wall", "cpu", "either")}
     sim_calls: dict[str, int] = {}
+    agreement: dict[str, int] = {}
     with_difference = 0
     for _, benchmark, threads in m.rows():
         cell = m.cell("O2-ts0", benchmark, threads)
@@ -143,6 +145,8 @@ def _report(mode: str, directory: Path) -> tuple[int, int, float, int]:
         # The simulated tier's call is printed, not judged: it is the deterministic measure itself (est. cycles at
         # 0.5%), and judging it against instruction counts at 1% would call a cache-miss difference "wrong".
         outcomes = [f"sim {sim.verdict} (est. cycles)"]
+        tiers = cell.tiers.tiers if cell.tiers is not None else "-"
+        agreement[tiers] = agreement.get(tiers, 0) + 1
         for key, verdict in (("wall", cell.verdict_detail and cell.verdict_detail.verdict),
                              ("cpu", cell.cpu_verdict_detail and cell.cpu_verdict_detail.verdict),
                              ("either", cell.deciding_verdict and cell.deciding_verdict.verdict)):
@@ -159,14 +163,16 @@ def _report(mode: str, directory: Path) -> tuple[int, int, float, int]:
                 outcomes.append(f"{key} {verdict or '-'}")
         print(f"  {benchmark:24s} instructions/q {sim.base_instructions:9,.0f} -> {sim.instructions:9,.0f} "
               f"({-change / (1 + change):+.1%}), est. cycles {sim.estimated_cycles_delta or 0:+.2%}; "
-              f"rQPS {cell.rqps or 0:.3f}; " + ", ".join(outcomes))
+              f"rQPS {cell.rqps or 0:.3f}; " + ", ".join(outcomes) + f"; tiers {tiers}")
     for key, t in tally.items():
         label = {"wall": "wall clock", "cpu": "CPU time", "either": "deciding (wall, else CPU)"}[key]
         print(f"mode {mode} {label}: {t['correct']} called correctly of {with_difference} cells with a >= "
               f"{TRUE_DIFFERENCE:.0%} instruction difference; {t['wrong']} wrong; {t['undecided']} undecided; "
               f"{t['missed']} with a true difference called same")
-    print(f"mode {mode} simulated tier (est. cycles, changed at 0.5%): "
+    print(f"mode {mode} simulated tier (work: est. cycles, changed at 0.5%): "
           + ", ".join(f"{n} {v}" for v, n in sorted(sim_calls.items())) + f" of {sum(sim_calls.values())} cells")
+    print(f"mode {mode} tiers: " + ", ".join(f"{n} {v}" for v, n in sorted(agreement.items()))
+          + f" of {sum(agreement.values())} cells")
     ratio = tally["either"]["correct"] / with_difference if with_difference else 0.0
     return aa_changed, len(aa_cells), ratio, tally["either"]["wrong"]
 

@@ -11,6 +11,9 @@ from dbperf.cli.common import FORMAT_OPTION, err_console, fail, show
 from dbperf.tooldrivers.importer import import_outputs
 from dbperf.usecases.report import check_aggregate, check_format, report_view
 
+VERBOSE_OPTION = typer.Option("--verbose", help="the run report on the terminal: every tier in its own column (wall "
+                                                "clock, CPU time, simulated, predicted) and the full legend (JSON, "
+                                                "CSV, HTML and Markdown always have them)")
 FORCE_OPTION = typer.Option("--force", help="replace the -o file if it exists (a regular file; never one a results "
                                             "directory holds)")
 
@@ -28,6 +31,7 @@ def report(
                                             "sizes")] = False,
     intervals: Annotated[bool, typer.Option("--intervals", help="each cell's time series as sysbench's interval "
                                             "lines, and per-statement latencies")] = False,
+    verbose: Annotated[bool, VERBOSE_OPTION] = False,
 ) -> None:
     """Report a results directory, complete or partial."""
     check_format(format)
@@ -35,7 +39,7 @@ def report(
     if resources + intervals + as_ladder > 1:
         fail("--resources, --intervals and --ladder are views of their own: give one at a time")
     view = "resources" if resources else "intervals" if intervals else "ladder" if as_ladder else "run"
-    show(report_view(directory, view, aggregate), format, output, force)
+    show(report_view(directory, view, aggregate, verbose), format, output, force)
 
 
 def import_command(
@@ -44,8 +48,9 @@ def import_command(
     out: Annotated[Path, typer.Option("--out", help="a new or empty results directory")],
     target: Annotated[Optional[str], typer.Option("--target", help="the target's name (default: the tool)")] = None,
     queries_per_transaction: Annotated[int, typer.Option(help="pgbench: SQL commands per transaction")] = 1,
+    verbose: Annotated[bool, VERBOSE_OPTION] = False,
 ) -> None:
     """Read saved sysbench/pgbench output into a results directory (benchmark = file name up to its first dot)."""
     count = import_outputs(files, tool, out, target, queries_per_transaction)
     err_console.print(f"dbperf: imported {count} {tool} run(s) into {out}", highlight=False)
-    show(report_view(out), "table")
+    show(report_view(out, verbose=verbose), "table")

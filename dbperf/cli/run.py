@@ -10,6 +10,7 @@ from typing import Annotated, Optional
 import typer
 
 from dbperf.cli.common import OUT_OPTION, YES_OPTION, show
+from dbperf.cli.report import VERBOSE_OPTION
 from dbperf.errors import UserError
 from dbperf.experiment.durations import parse_duration
 from dbperf.usecases.dry_run import DryRun
@@ -18,10 +19,11 @@ from dbperf.usecases.report import check_aggregate, report_view
 from dbperf.usecases.run import RunEnd, run_experiment
 
 
-def report_after_run(end: RunEnd, view: str = "run", aggregate: str | None = None) -> None:
+def report_after_run(end: RunEnd, view: str = "run", aggregate: str | None = None,
+                     verbose: bool = False) -> None:
     """The (partial) report of a run that ended, then the run's exit status; a terminal that went away (SIGHUP)
-    does not turn into a traceback."""
-    report_when_written(end, lambda d: show(report_view(d, view, aggregate), "table"))
+    does not turn into a traceback. `verbose`: every tier's column and the full legend."""
+    report_when_written(end, lambda d: show(report_view(d, view, aggregate, verbose), "table"))
 
 
 def report_when_written(end: RunEnd, report: Callable[[Path], None]) -> None:
@@ -68,6 +70,7 @@ def run(
                                                             "run needs, print the plan (cells, rounds, budget, "
                                                             "estimate, disk) and exit: nothing is built, measured "
                                                             "or written")] = False,
+    verbose: Annotated[bool, VERBOSE_OPTION] = False,
 ) -> None:
     """Run an experiment's matrix and print the rQPS table."""
     check_aggregate(aggregate)
@@ -76,7 +79,7 @@ def run(
         show_dry_run(experiment, plan_run(experiment, out, profile, yes, aa, simulated, resume, extend_s))
         return
     end = run_experiment(experiment, out, keep_data, profile, yes, aa, simulated, resume=resume, extend_s=extend_s)
-    report_after_run(end, "run", aggregate)
+    report_after_run(end, "run", aggregate, verbose)
 
 
 def ladder(

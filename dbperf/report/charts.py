@@ -11,6 +11,7 @@ from dbperf.records import CellRecord
 from dbperf.report.html_page import Figure, label
 from dbperf.report.layout import cpu_text, rqps_text
 from dbperf.report.simulated_view import sim_text
+from dbperf.report.tiers_view import mark, predicted_text
 from dbperf.stats.cell_verdict import VERDICT_COLOURS, VERDICTS, cell_verdict
 from dbperf.stats.rqps_matrix import Matrix
 
@@ -44,14 +45,18 @@ def rqps_heatmap(m: Matrix) -> Figure:
             cell = m.cell(target, b, t)
             v = cell_verdict(m, cell)
             zr.append(VERDICTS.index(v.word))
-            tr.append(label(rqps_text(m, cell)))
+            tr.append(label(rqps_text(m, cell) + mark(cell)))
             p = f", p={cell.p_value:.3g}" if cell is not None and cell.p_value is not None else ""
             noise = f", noise threshold {v.noise_threshold:.1%}" if v.noise_threshold is not None else ""
             extra = ""
             if cell is not None and cell.cpu_verdict_detail is not None:
                 extra += f"<br>CPU time: {label(cpu_text(m, cell))}"
             if cell is not None and cell.sim is not None:
-                extra += f"<br>simulated Δ est. cycles: {label(sim_text(cell))}"
+                extra += f"<br>simulated Δ est. cycles (work): {label(sim_text(cell) + mark(cell))}"
+            if cell is not None and cell.predicted is not None:
+                extra += f"<br>predicted CPU Δ (cost model): {label(predicted_text(cell))}"
+            if cell is not None and cell.tiers is not None:
+                extra += f"<br>tiers: {label(cell.tiers.tiers)}: {label(cell.tiers.why)}"
             hr.append(label(f"{v.word} ({v.decided_by}{p}{noise})") + extra)
         z.append(zr)
         texts.append(tr)

@@ -9,9 +9,9 @@ from typing import Any
 from dbperf.host.cpu_identity import CpuIdentity, cpu_caveat
 from dbperf.records import to_builtins
 from dbperf.report import charts
+from dbperf.report.cell_text import noisy
 from dbperf.report.html import VERDICT_MEANINGS
 from dbperf.report.html_page import Page, legend_swatches, table, text
-from dbperf.report.layout import noisy
 from dbperf.report.model import Block, Row, Section, View
 from dbperf.run_meta import HostMeta
 from dbperf.stats.cell_verdict import VERDICT_COLOURS, cell_verdict

@@ -104,7 +104,10 @@ def add_run(page: Page, m: Matrix, meta: RunMeta, section: Callable[[str, str], 
     page.add(legend_swatches(VERDICT_COLOURS, VERDICT_MEANINGS))
     page.add("<pre>" + text("\n".join(report.legend)) + "</pre>")
     page.add(block_html(rqps))
-    page.add(f'<p class="note">{text(report.notes[0])}</p>')
+    for line in report.findings:
+        page.add(f"<p>{text(line)}</p>")
+    for note in report.matrix_notes:
+        page.add(f'<p class="note">{text(note)}</p>')
 
     section("repeats", "Repeats per benchmark")
     page.add('<p class="note">Every repeat of every target is a point; the bar marks the center with its 95% CI on '
@@ -133,7 +136,7 @@ def add_run(page: Page, m: Matrix, meta: RunMeta, section: Callable[[str, str], 
         if block.subtitle:
             page.add(f'<p class="note">{text(block.subtitle)}</p>')
         page.add(block_html(block))
-    for note in report.notes[1:]:
+    for note in report.notes:
         page.add(f'<p class="note">{text(note)}</p>')
 
     section("metadata", "Run metadata")

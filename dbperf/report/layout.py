@@ -9,17 +9,28 @@ from __future__ import annotations
 from typing import Any
 
 from dbperf.host.noise import HEAVY_FOREIGN_CPU, HEAVY_STEAL
+from dbperf.report.cell_text import row_label, rqps_marks, verdict_word
+from dbperf.report.glance_view import MORE, findings, glance_block, short_legend
 from dbperf.report.load_view import load_blocks
 from dbperf.report.model import Block, Report, Row
 from dbperf.report.restarts_view import restart_lines
 from dbperf.report.simulated_view import has_simulated, sim_legend, sim_text
 from dbperf.report.steady_view import MARK_MEANING as UNSETTLED_MEANING
-from dbperf.report.steady_view import steady_lines, unsettled_runs
-from dbperf.report.verdict_quality import aa_counts, aa_line, decided_metric, quality_lines
+from dbperf.report.steady_view import steady_lines
+from dbperf.report.tiers_view import (
+    PREDICTED_LEGEND,
+    TIERS_LEGEND,
+    cost_model_line,
+    disagreement_lines,
+    has_model,
+    mark,
+    predicted_text,
+)
+from dbperf.report.verdict_quality import aa_counts, aa_line, decided_metric, quality_lines, tiers_line
 from dbperf.run_meta import RunMeta, TargetMeta
 from dbperf.stats.rqps_matrix import Cell, Matrix
 from dbperf.stats.summary import MIN_REPEATS_FOR_TEST, NOISY_SPREAD
-from dbperf.stats.verdict import QUANTILE, UNSTABLE_MARGIN, CellVerdict
+from dbperf.stats.verdict import QUANTILE, UNSTABLE_MARGIN
 
 HOW_MEASURED = (
     "QPS: queries / measured wall-clock time of dbperf-driver (sysbench counting: BEGIN and COMMIT are queries). "
@@ -56,34 +67,12 @@ def verdict_legend(min_effect: float) -> str:
 
 
 
-def _row_label(m: Matrix, benchmark: str, threads: int) -> str:
-    return benchmark if len(m.threads) == 1 else f"{benchmark} t={threads}"
-
-
-def interfered_runs(cell: Cell) -> int:
-    """Repeats whose noise sensors saw heavy interference (host/noise.py)."""
-    return sum(1 for r in cell.runs if r.noise and r.noise.interfered)
-
-
-def noisy(m: Matrix, cell: Cell) -> bool:
-    base = m.cell(m.base, cell.benchmark, cell.threads)
-    return bool((cell.qps and cell.qps.noisy) or (base and base.qps and base.qps.noisy))
-
-
 def rqps_text(m: Matrix, cell: Cell | None) -> str:
     if cell is None:
         return "-"
     if cell.rqps is None:
         return "failed" if cell.failures and not cell.runs else "-"
-    marks = ""
-    if noisy(m, cell):
-        marks += "!"
-    if m.was_trained_on(cell.target, cell.benchmark):
-        marks += "T"
-    if interfered_runs(cell):
-        marks += "h"
-    if unsettled_runs(cell):
-        marks += "w"
+    marks = rqps_marks(m, cell)
     verdict = "" if cell.target == m.base else " " + verdict_text(cell)
     if has_cpu_verdicts(m) and decided_metric(cell) == "wall":
         verdict += DECIDED_MARK
@@ -94,19 +83,6 @@ def verdict_text(cell: Cell) -> str:
     """The wall-clock verdict: faster, slower, same, unstable; `?` with what an undecided cell could hide; `·p`
     when the paired view decided."""
     return verdict_word(cell.verdict_detail)
-
-
-def verdict_word(v: CellVerdict | None) -> str:
-    """One metric's verdict (stats/verdict.py) as the matrix shows it."""
-    if v is None:
-        return "?"
-    if v.verdict == "undecided":
-        mde = v.min_detectable_effect
-        word = f"?±{mde:.1%}" if mde is not None else "?"
-    else:
-        word = v.verdict
-    paired_randomization = v.rule == "randomization" and v.decided_by == "paired"
-    return word + ("·p" if paired_randomization and v.verdict != "undecided" else "")
 
 
 DECIDED_MARK = "*"
@@ -155,12 +131,12 @@ def absolute_rows(m: Matrix, target: str) -> list[dict[str, str]]:
             continue
         if cell.qps is None:
             error = (cell.failures[-1].error or "failed") if cell.failures else "no runs"
-            rows.append({"benchmark": _row_label(m, benchmark, threads), "qps": "failed", "error": error})
+            rows.append({"benchmark": row_label(m, benchmark, threads), "qps": "failed", "error": error})
             continue
         q = cell.qps
         rows_per_s = cell.median_of("rows_per_s")
         rows.append({
-            "benchmark": _row_label(m, benchmark, threads),
+            "benchmark": row_label(m, benchmark, threads),
             "qps": f"{q.center:,.0f}",
             "range": f"{q.minimum:,.0f}–{q.maximum:,.0f}",
             "ci": "-" if q.ci_low is None else f"{q.ci_low:,.0f}–{q.ci_high:,.0f}",
@@ -217,27 +193,31 @@ def _config_text(info: TargetMeta) -> str:
 
 
 def _rqps_block(m: Matrix) -> Block:
-    cpu, sim = has_cpu_verdicts(m), has_simulated(m)
+    cpu, sim, predicted = has_cpu_verdicts(m), has_simulated(m), has_model(m)
     rows: list[Row] = []
     current = None
     for group, benchmark, threads in m.rows():
         if group != current:
             rows.append(Row((group,), group=True))
             current = group
-        rows.append(Row((_row_label(m, benchmark, threads),
+        rows.append(Row((row_label(m, benchmark, threads),
                          *[text for t in m.targets for text in _target_columns(m, t, m.cell(t, benchmark, threads),
-                                                                               cpu, sim)])))
+                                                                               cpu, sim, predicted)])))
     header = [title for i, t in enumerate(m.targets, 1)
               for title in (f"col-{i}", *([f"col-{i} cpu"] if cpu and t != m.base else []),
-                            *([f"col-{i} simulated Δcyc"] if sim else []))]
+                            *([f"col-{i} simulated Δcyc"] if sim else []),
+                            *([f"col-{i} predicted CPU Δ"] if predicted and t != m.base else []))]
     return Block("rQPS", "", ("benchmark", *header), tuple(rows))
 
 
-def _target_columns(m: Matrix, target: str, cell: Cell | None, cpu: bool, sim: bool) -> list[str]:
+def _target_columns(m: Matrix, target: str, cell: Cell | None, cpu: bool, sim: bool, predicted: bool) -> list[str]:
     """A target's columns of the matrix: rQPS with the wall-clock verdict; the CPU-time verdict (not for the base);
-    the simulated Δ est. cycles: each metric in a column of its own."""
-    return [rqps_text(m, cell), *([cpu_text(m, cell)] if cpu and target != m.base else []),
-            *([sim_text(cell)] if sim else [])]
+    the simulated Δ est. cycles with ≠ where the tiers disagree; the calibrated prediction where the host has a
+    cost model: each tier in a column of its own."""
+    compared = target != m.base
+    return [rqps_text(m, cell), *([cpu_text(m, cell)] if cpu and compared else []),
+            *([sim_text(cell) + mark(cell)] if sim else []),
+            *([predicted_text(cell)] if predicted and compared else [])]
 
 
 def _target_block(m: Matrix, target: str, info: TargetMeta) -> Block:
@@ -319,18 +299,37 @@ def _run_lines(meta: RunMeta) -> list[str]:
 
 
 def _metric_lines(m: Matrix) -> list[str]:
-    """What the matrix's extra columns are, when it has them: the CPU-time verdict, the simulated tier."""
-    return ([CPU_LEGEND] if has_cpu_verdicts(m) else []) + sim_legend(m)
+    """What the matrix's extra columns are, when it has them: the CPU-time verdict, the simulated tier, whether the
+    tiers agree and the calibrated prediction (or that the host has no cost model, and how to make one)."""
+    lines = ([CPU_LEGEND] if has_cpu_verdicts(m) else []) + sim_legend(m)
+    if has_simulated(m):
+        model = cost_model_line(m)
+        lines += [TIERS_LEGEND, *([PREDICTED_LEGEND] if has_model(m) else []), *([model] if model else [])]
+    return lines
 
 
-def build_report(m: Matrix, meta: RunMeta) -> Report:
-    blocks = [_rqps_block(m), *[_target_block(m, t, meta.target(t) or TargetMeta(name=t)) for t in m.targets]]
+def _caveats(m: Matrix, meta: RunMeta) -> list[str]:
+    """What the glance keeps of how the run went: the sittings it took and the servers restarted in it."""
+    return [line for line in _run_lines(meta) if line.startswith(("resumed", "extended"))] + restart_lines(m, meta)
+
+
+def build_report(m: Matrix, meta: RunMeta, verbose: bool = True) -> Report:
+    """The full layout (`verbose`: every tier in its own column, the legend and the notes in full: `--verbose`,
+    Markdown, HTML), or the glance the terminal shows by default (glance_view.py)."""
+    blocks = [_rqps_block(m) if verbose else glance_block(m),
+              *[_target_block(m, t, meta.target(t) or TargetMeta(name=t)) for t in m.targets]]
     blocks += load_blocks(m, meta)  # open loop: asked vs achieved rate; chosen percentiles
     if m.counters:
         blocks.append(_counters_block(m))
     status = meta.status
-    return Report(heading=f"rQPS relative to {m.base}, {_center_name(m)} of repeats",
+    heading = f"rQPS relative to {m.base}, {_center_name(m)} of repeats"
+    warning = None if status in (None, "complete") else f"run status: {status}: the matrix is partial"
+    if not verbose:
+        return Report(heading=heading, legend=short_legend(m, meta), blocks=tuple(blocks),
+                      findings=(*findings(m), *_caveats(m, meta)), matrix_notes=(MORE,), notes=(), warning=warning)
+    return Report(heading=heading,
                   legend=(*legend(m), *_run_lines(meta), *restart_lines(m, meta), *steady_lines(m, meta),
-                          *_metric_lines(m), *quality_lines(m), *aa_line(m, meta)),
-                  blocks=tuple(blocks), notes=(verdict_legend(m.min_effect), HOW_MEASURED),
-                  warning=None if status in (None, "complete") else f"run status: {status}: the matrix is partial")
+                          *_metric_lines(m), *quality_lines(m), *tiers_line(m, meta), *aa_line(m, meta),
+                          *disagreement_lines(m)),
+                  blocks=tuple(blocks), findings=(), matrix_notes=(verdict_legend(m.min_effect),),
+                  notes=(HOW_MEASURED,), warning=warning)

@@ -35,11 +35,15 @@ class Block:
 
 @dataclass(frozen=True)
 class Report:
+    """The run report: a legend before the matrix (blocks[0]); after it, `findings` (said as they are: the cells
+    whose tiers disagree) and `matrix_notes` (how to read it); then the other blocks, then `notes`."""
     heading: str
     legend: tuple[str, ...]
     blocks: tuple[Block, ...]
     notes: tuple[str, ...]
     warning: str | None  # a partial run says so
+    findings: tuple[str, ...] = ()
+    matrix_notes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

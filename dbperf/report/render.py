@@ -14,22 +14,16 @@ from typing import Any
 from rich.console import Console
 
 from dbperf.records import CountersRecord, to_builtins
+from dbperf.report.cell_text import interfered_runs, noisy
 from dbperf.report.escape import md, term
 from dbperf.report.formats.markdown import markdown_block as _markdown_block
 from dbperf.report.formats.terminal import block_table
-from dbperf.report.layout import (
-    HOW_MEASURED,
-    SIGNIFICANCE,
-    aa_check,
-    build_report,
-    interfered_runs,
-    noisy,
-    verdict_legend,
-)
+from dbperf.report.layout import HOW_MEASURED, SIGNIFICANCE, aa_check, build_report, verdict_legend
 from dbperf.report.load_view import open_loop_of, percentiles_of
 from dbperf.report.model import Block
 from dbperf.report.simulated_view import SIM_FIELD_NAMES, sim_fields, simulated_json
 from dbperf.report.steady_view import steady_cell, steady_runs, unsettled_runs, warmups
+from dbperf.report.tiers_view import TIERS_FIELD_NAMES, tiers_fields
 from dbperf.report.verdict_quality import decided_metric, verdict_quality
 from dbperf.run_meta import RunMeta, meta_dict
 from dbperf.stats.rqps_matrix import Cell, Matrix
@@ -39,18 +33,23 @@ def _terminal_block(block: Block, console: Console) -> None:
     console.print(block_table(block))
 
 
-def render_table(m: Matrix, meta: RunMeta, console: Console) -> None:
-    report = build_report(m, meta)
+def render_table(m: Matrix, meta: RunMeta, console: Console, verbose: bool = False) -> None:
+    """The terminal's report: at a glance (one cell per target, a legend of at most five lines), or with `verbose`
+    every tier's column and the full legend and notes."""
+    report = build_report(m, meta, verbose)
     rqps, *rest = report.blocks
     console.print(f"[bold]{term(report.heading)}[/bold]")
     for line in report.legend:
         console.print(line, markup=False, highlight=False)
     _terminal_block(rqps, console)
-    console.print(f"[dim]{term(report.notes[0])}[/dim]")
+    for line in report.findings:
+        console.print(line, markup=False, highlight=False)
+    for note in report.matrix_notes:
+        console.print(f"[dim]{term(note)}[/dim]")
     for block in rest:
         console.print(f"\n[bold]{term(block.title)}[/bold]  {term(block.subtitle)}")
         _terminal_block(block, console)
-    for note in report.notes[1:]:
+    for note in report.notes:
         console.print(f"\n[dim]{term(note)}[/dim]")
     if report.warning:
         console.print(f"[yellow]{term(report.warning)}[/yellow]")
@@ -61,14 +60,14 @@ def to_markdown(m: Matrix, meta: RunMeta) -> str:
     rqps, *rest = report.blocks
     out = [md(report.heading), ""]
     out += [f"    {line}" for line in report.legend]  # a code block: shown as written
-    out += ["", *_markdown_block(rqps), "", md(report.notes[0])]
+    out += ["", *_markdown_block(rqps), *[x for n in (*report.findings, *report.matrix_notes) for x in ("", md(n))]]
     # Per-target tables are collapsed, as a GitHub comment or pull request shows <details> (blank lines around the
     # table let the Markdown inside render).
     for block in rest:
         out += ["", f"<details><summary><b>{md(block.title)}</b>"
                     + (f" {md(block.subtitle)}" if block.subtitle else "") + "</summary>", "",
                 *_markdown_block(block), "", "</details>"]
-    out += ["", *[md(n) for n in report.notes[1:]]]
+    out += ["", *[md(n) for n in report.notes]]
     if report.warning:
         out += ["", f"**{md(report.warning)}**"]
     return "\n".join(out) + "\n"
@@ -88,6 +87,10 @@ def _median(key: str) -> Callable[[Matrix, Cell], Any]:
 
 def _sim(key: str) -> Callable[[Matrix, Cell], Any]:
     return lambda m, c: sim_fields(c)[key]
+
+
+def _tiers(key: str) -> Callable[[Matrix, Cell], Any]:
+    return lambda m, c: tiers_fields(m, c)[key]
 
 
 CELL_FIELDS: tuple[Field, ...] = (
@@ -152,6 +155,9 @@ CELL_FIELDS: tuple[Field, ...] = (
     Field("decided_metric", lambda m, c: decided_metric(c)),
     Field("level_shift", lambda m, c: c.level_shift),
     *[Field(name, _sim(name)) for name in SIM_FIELD_NAMES],
+    # Issue 47, last again: do the tiers agree, the calibrated prediction of user CPU per query and the measured
+    # change it is checked on (report/tiers_view.py).
+    *[Field(name, _tiers(name)) for name in TIERS_FIELD_NAMES],
 )
 
 

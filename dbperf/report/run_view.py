@@ -20,23 +20,24 @@ from dbperf.stats.rqps_matrix import Matrix
 
 
 def _sections(m: Matrix, meta: RunMeta) -> tuple[tuple[Section, ...], tuple[str, ...], str | None, str]:
-    report = build_report(m, meta)
+    report = build_report(m, meta)  # the full layout: a document carries every tier
     rqps, *rest = report.blocks
-    sections = (Section(lines=report.legend, block=rqps, notes=report.notes[:1]),
+    sections = (Section(lines=report.legend, block=rqps, notes=(*report.findings, *report.matrix_notes)),
                 *[Section(title=b.title, subtitle=b.subtitle, block=b, collapsed=True) for b in rest])
-    return sections, report.notes[1:], report.warning, report.heading
+    return sections, report.notes, report.warning, report.heading
 
 
-def run_view(m: Matrix, meta: RunMeta, skipped: list[dict[str, Any]] | None = None) -> View:
+def run_view(m: Matrix, meta: RunMeta, skipped: list[dict[str, Any]] | None = None, verbose: bool = False) -> View:
+    """`verbose`: the terminal draws every tier's column and the full legend (documents always do)."""
     sections, notes, warning, heading = _sections(m, meta)
     return View("report", heading, sections, notes=notes, warning=warning,
                 own={"markdown": lambda: to_markdown(m, meta), "csv": lambda: to_csv(m, meta),
                      "json": lambda: to_json(m, meta, skipped=skipped), "html": lambda: to_html(m, meta)},
-                draw=lambda console: render_table(m, meta, console))
+                draw=lambda console: render_table(m, meta, console, verbose))
 
 
 def hosts_view(meta: RunMeta, hosts: list[tuple[str, str, Matrix, RunMeta]],
-               skipped: list[dict[str, Any]]) -> View:
+               skipped: list[dict[str, Any]], verbose: bool = False) -> View:
     """`hosts`: per host its name, heading, matrix and meta as if it had run alone (hosts.host_view)."""
     sections: list[Section] = []
     for _, heading, m, view in hosts:
@@ -47,7 +48,7 @@ def hosts_view(meta: RunMeta, hosts: list[tuple[str, str, Matrix, RunMeta]],
     def draw(console: Console) -> None:
         for _, heading, m, view in hosts:
             console.print(f"\n[bold reverse] {term(heading)} [/bold reverse]")
-            render_table(m, view, console)
+            render_table(m, view, console, verbose)
 
     return View("report", f"{meta.experiment or 'fleet run'} on {len(hosts)} hosts", tuple(sections),
                 draw=draw, own={

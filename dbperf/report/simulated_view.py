@@ -1,16 +1,19 @@
-"""The simulated tier in a run's report (stats/simulated.py): a `sim Δcyc` column beside each target's rQPS, its
-legend, and the fields JSON and CSV carry. Labelled simulated wherever it is shown: it is a verdict of its own, never
-mixed with the measured (wall-clock, CPU-time) ones."""
+"""The simulated tier in a run's report (stats/simulated.py): a `simulated Δcyc` column beside each target's rQPS,
+its legend, and the fields JSON and CSV carry. Labelled simulated wherever it is shown, and said in words of work
+(fewer, more, same estimated cycles), never of speed: it counts what ran, not how fast it ran. Whether it agrees with
+the measured tiers is tiers_view.py's."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from dbperf.explain.profile import LL_HIT_CYCLES, RAM_CYCLES
+from dbperf.report.tiers_view import cost_model_json, tiers_json
 from dbperf.stats.rqps_matrix import Cell, Matrix
-from dbperf.stats.simulated import SAME_WITHIN, TIER, SimulatedDelta
+from dbperf.stats.simulated import SAME_WITHIN, TIER, WORK_WORDS, SimulatedDelta
 
 REUSED_MARK = "r"
+ESTIMATED_CYCLES = f"L1 hit 1, LL hit {LL_HIT_CYCLES}, RAM {RAM_CYCLES}"
 
 
 def has_simulated(m: Matrix) -> bool:
@@ -35,19 +38,27 @@ def sim_text(cell: Cell | None) -> str:
     return f"{s.estimated_cycles_delta:+.2%} {s.verdict}{mark}"
 
 
+def reused(m: Matrix) -> bool:
+    return any(s.reused_from for c in m.cells.values() if (s := sim_of(c)) and s.verdict != "base")
+
+
 def sim_legend(m: Matrix) -> list[str]:
     if not has_simulated(m):
         return []
     lines = [
-        f"col-N simulated Δcyc : Δ est. cycles, {TIER}, 1 thread: estimated cycles per query (L1 hit 1, LL hit "
-        f"{LL_HIT_CYCLES}, RAM {RAM_CYCLES}; user-space instructions only: system calls and I/O waits are not in "
-        f"it) against the base's; faster/slower when they differ by {SAME_WITHIN:.1%} or more, else same; the base's "
-        "column shows its estimated cycles per query; a verdict of its own, never mixed with the measured ones; "
+        f"col-N simulated Δcyc : Δ est. cycles, {TIER}, 1 thread: estimated cycles per query ({ESTIMATED_CYCLES}; "
+        "user-space instructions only: system calls and I/O waits are not in it) against the base's; "
+        f"{'/'.join(WORK_WORDS[:2])} when they differ by {SAME_WITHIN:.1%} or more, else same: a count of work, not "
+        "of speed (an instruction is charged one cycle and a mispredicted branch none); the base's column shows its "
+        "estimated cycles per query; never mixed with the measured verdicts; "
         f"{REUSED_MARK} : an identical target's figures (same library, settings, process variant), not measured again"]
+    return lines + missing_lines(m)
+
+
+def missing_lines(m: Matrix) -> list[str]:
+    """Why a cell's simulated figure is missing, once per reason."""
     missing = sorted({f"{s.error}" for c in m.cells.values() if (s := sim_of(c)) and s.verdict == "missing"})
-    if missing:
-        lines.append("simulated figures missing: " + "; ".join(missing))
-    return lines
+    return ["simulated figures missing: " + "; ".join(missing)] if missing else []
 
 
 def sim_fields(cell: Cell) -> dict[str, Any]:
@@ -78,4 +89,7 @@ def simulated_json(m: Matrix) -> dict[str, Any] | None:
             "estimated_cycles": f"L1 hits + {LL_HIT_CYCLES} × LL hits + {RAM_CYCLES} × RAM accesses, per query",
             "what": "instructions the driver process executed (user space, engine included; a server target: its "
                     "processes), one thread, N events minus 0 events under cachegrind; deterministic, measured once "
-                    "per (target, benchmark)"}
+                    "per (target, benchmark)",
+            "verdicts": list(WORK_WORDS),  # work, never speed: speed is the measured tiers' and the cost model's
+            "tiers": tiers_json(),
+            "cost_model": cost_model_json(m)}

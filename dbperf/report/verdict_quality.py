@@ -1,6 +1,7 @@
 """Verdict quality in the open (issue 25): per measured metric (wall clock, CPU time), the noise thresholds the
 compared cells reached, the effect each undecided cell could still hide, the level shifts the verdicts did not decide
-on, and the A/A result when the run had an A/A copy: what a reader needs to judge how far the verdicts carry."""
+on, the A/A result when the run had an A/A copy, and how often the tiers agree (stats/tiers.py): what a reader
+needs to judge how far the verdicts carry."""
 
 from __future__ import annotations
 
@@ -69,13 +70,27 @@ def level_shifts(m: Matrix) -> list[dict[str, str]]:
     return [{"cell": cell_label(m, c), "level_shift": c.level_shift} for c in _ordered(m) if c.level_shift]
 
 
+def tiers_counts(m: Matrix, meta: RunMeta) -> dict[str, Any] | None:
+    """How many compared cells the tiers agree on, disagree on, leave open; the A/A copy's cells apart (they agree
+    by construction, so they would only pad the agreements). None where the run has no simulated tier."""
+    compared = [c for c in _ordered(m) if c.tiers is not None]
+    if not compared:
+        return None
+    own = [c for c in compared if c.target != meta.aa_target]
+    counts = {word: sum(1 for c in own if c.tiers and c.tiers.tiers == word) for word in ("agree", "disagree", "open")}
+    return {"cells": len(own), **counts, "aa_agree_by_construction": len(compared) - len(own),
+            "disagreements": [{"cell": cell_label(m, c), "why": c.tiers.why} for c in own
+                              if c.tiers and c.tiers.tiers == "disagree"]}
+
+
 def verdict_quality(m: Matrix, meta: RunMeta) -> dict[str, Any]:
-    """For JSON: per metric its quality, the level shifts, and the A/A counts per metric."""
+    """For JSON: per metric its quality, the level shifts, the A/A counts per metric and the tiers' agreement."""
     target = meta.aa_target
     return {
         **{name: metric_quality(m, get) for name, _, get in METRICS},
         "level_shifts": level_shifts(m),
         "aa": {name: aa_counts(m, target, get) for name, _, get in METRICS} if target else None,
+        "tiers": tiers_counts(m, meta),
     }
 
 
@@ -125,3 +140,14 @@ def aa_line(m: Matrix, meta: RunMeta) -> list[str]:
         parts.append(f"{label} {aa['changed']} of {aa['cells']} cells called changed{named}, {aa['decided']} of "
                      f"{aa['cells']} decided")
     return [f"A/A: {target} is {m.base} run against itself: " + "; ".join(parts) + " (false alarms on this host)"]
+
+
+def tiers_line(m: Matrix, meta: RunMeta) -> list[str]:
+    """The tiers' agreement in the legend, when the run has the simulated tier."""
+    t = tiers_counts(m, meta)
+    if t is None:
+        return []
+    aa = t["aa_agree_by_construction"]
+    return [f"tiers (measured call against simulated work and the calibrated prediction): {t['agree']} agree, "
+            f"{t['disagree']} disagree, {t['open']} open (nothing measured decided) of {t['cells']} compared cells"
+            + (f"; the A/A copy's {aa} agree by construction" if aa else "")]

@@ -98,11 +98,13 @@ def no_results(directory: Path, meta: RunMeta, skipped: list[SkippedLine]) -> st
     return f"{path}: no results to report: {what}; {status}"
 
 
-def report_view(directory: Path, view: str = "run", aggregate: str | None = None) -> ReportView:
+def report_view(directory: Path, view: str = "run", aggregate: str | None = None,
+                verbose: bool = False) -> ReportView:
     """The one dispatch from a results directory and a view name to the view (a View, drawn by the formats).
     A run with nothing to report says so in one line: a note before its report when its status explains it (still
     running, interrupted, failed, died: the report says which, in JSON too), a UserError when the run says it is
-    complete (its results are damaged, and an empty report would pass for a complete one)."""
+    complete (its results are damaged, and an empty report would pass for a complete one). `verbose`: the run
+    report on the terminal shows every tier's column and the full legend, not the glance."""
     meta, records, skipped = read_results(directory)
     empty = no_results(directory, meta, skipped) if not records else None
     if empty and meta.status == "complete":
@@ -116,7 +118,7 @@ def report_view(directory: Path, view: str = "run", aggregate: str | None = None
     elif view == "ladder":
         build = partial(_ladder, meta, records, aggregate)
     elif view == "run":
-        build = partial(_run, meta, records, skipped_json, aggregate)
+        build = partial(_run, meta, records, skipped_json, aggregate, verbose)
     else:
         raise ValueError(f"no report view {view!r} (views: {', '.join(VIEWS)})")
     made = ReportView(cache(build), directory=directory, skipped=skipped)
@@ -128,14 +130,14 @@ def report_view(directory: Path, view: str = "run", aggregate: str | None = None
     return made
 
 
-def _run(meta: RunMeta, records: list[Any], skipped: list[dict], aggregate: str | None) -> View:
+def _run(meta: RunMeta, records: list[Any], skipped: list[dict], aggregate: str | None, verbose: bool) -> View:
     if meta.replication:  # a replication lab's results (replication_report.py)
         return replication_view(meta, records, skipped)
     if hosts_in(records):  # a fleet run: one report per host (report/hosts.py)
         return hosts_view(meta, [(host, host_heading(meta, host), build_matrix(view, mine, aggregate), view)
                                  for host in hosts_in(records, meta)
-                                 for view, mine in [host_view(meta, records, host)]], skipped)
-    return run_view(build_matrix(meta, records, aggregate), meta, skipped)
+                                 for view, mine in [host_view(meta, records, host)]], skipped, verbose)
+    return run_view(build_matrix(meta, records, aggregate), meta, skipped, verbose)
 
 
 def _ladder(meta: RunMeta, records: list[Any], aggregate: str | None) -> View:

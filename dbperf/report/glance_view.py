@@ -1,0 +1,134 @@
+"""The run report read at a glance (issue 47), the terminal's default: one cell per target in the rQPS matrix (the
+rQPS, the verdict that decided it and which tier decided it, the simulated work Δ and the agreement mark), a legend
+of at most five short lines before it (the targets, what a cell holds and the marks it uses, the verdict-quality
+figures, the A/A false alarms, the cost model), and after it the cells whose tiers disagree, named with both
+figures. Every tier's own column, how each figure was measured and the verdict rule are the full layout's
+(layout.py: `--verbose`, Markdown, HTML; JSON and CSV carry every field) and docs/reports.md's."""
+
+from __future__ import annotations
+
+from dbperf.report.cell_text import (
+    INTERFERED_MARK,
+    NOISY_MARK,
+    TRAINED_MARK,
+    interfered_runs,
+    noisy,
+    row_label,
+    rqps_marks,
+    verdict_word,
+)
+from dbperf.report.model import Block, Row
+from dbperf.report.simulated_view import REUSED_MARK, has_simulated, missing_lines, sim_of
+from dbperf.report.steady_view import MARK as UNSETTLED_MARK
+from dbperf.report.steady_view import unsettled_runs
+from dbperf.report.tiers_view import DISAGREE_MARK, cost_model_line, disagreement_lines, disagrees, mark
+from dbperf.report.verdict_quality import METRICS, aa_line, metric_quality
+from dbperf.run_meta import RunMeta
+from dbperf.stats.rqps_matrix import Cell, Matrix
+
+TIER_TAGS = {"wall": "wall", "cpu": "cpu"}  # which measured tier decided, beside its verdict
+MORE = "every tier in its own column, how each figure was measured and the verdict rule: --verbose, the HTML report, " \
+       "docs/reports.md"
+
+
+def glance_text(m: Matrix, cell: Cell | None) -> str:
+    """`1.04 faster·cpu !, sim -7.60% fewer ≠`: rQPS; the deciding verdict and its tier (wall clock, else CPU time;
+    an undecided cell: what the wall clock could still hide); the measurement's marks; the simulated Δ est. cycles in
+    words of work, and ≠ where the tiers disagree. The base: its rQPS and marks only."""
+    if cell is None:
+        return "-"
+    if cell.rqps is None:
+        return "failed" if cell.failures and not cell.runs else "-"
+    text = f"{cell.rqps:.2f}"
+    if cell.target != m.base:
+        v = cell.deciding_verdict
+        text += " " + verdict_word(v) + (f"·{TIER_TAGS.get(v.metric, v.metric)}" if v is not None and v.decided else "")
+    marks = rqps_marks(m, cell)
+    if marks:
+        text += f" {marks}"
+    s = sim_of(cell)
+    if s is not None and cell.target != m.base:
+        work = "missing" if s.estimated_cycles_delta is None else f"{s.estimated_cycles_delta:+.2%} {s.verdict}"
+        text += f", sim {work}{f' {REUSED_MARK}' if s.reused_from else ''}{mark(cell)}"
+    return text
+
+
+def glance_block(m: Matrix) -> Block:
+    rows: list[Row] = []
+    current = None
+    for group, benchmark, threads in m.rows():
+        if group != current:
+            rows.append(Row((group,), group=True))
+            current = group
+        rows.append(Row((row_label(m, benchmark, threads),
+                         *[glance_text(m, m.cell(t, benchmark, threads)) for t in m.targets])))
+    # Left-aligned: a cell is words as much as figures, and its parts line up from the left.
+    return Block("rQPS", "", ("benchmark", *[f"col-{i}" for i in range(1, len(m.targets) + 1)]), tuple(rows),
+                 text_columns=1 + len(m.targets))
+
+
+def targets_line(m: Matrix) -> str:
+    """`col-1 : O2  (base) · col-2 : O3 · ...`: the targets on one line."""
+    parts = []
+    for i, t in enumerate(m.targets, 1):
+        notes = ["base"] if t == m.base else []
+        if m.trained_on.get(t):
+            notes.append("PGO trained on: " + ", ".join(m.trained_on[t]))
+        parts.append(f"col-{i} : {t}" + (f"  ({'; '.join(notes)})" if notes else ""))
+    return " · ".join(parts)
+
+
+def _marks_used(m: Matrix) -> list[str]:
+    """The meaning of each mark the matrix shows, and of no other."""
+    cells = [c for c in m.cells.values() if c.rqps is not None]
+    used = [(NOISY_MARK, "noisy", any(noisy(m, c) for c in cells)),
+            (TRAINED_MARK, "PGO trained on it", any(m.was_trained_on(c.target, c.benchmark) for c in cells)),
+            (INTERFERED_MARK, "interfered", any(interfered_runs(c) for c in cells)),
+            (UNSETTLED_MARK, "warm-up never settled", any(unsettled_runs(c) for c in cells)),
+            (REUSED_MARK, "reused figures",
+             any((s := sim_of(c)) and s.reused_from and c.target != m.base for c in cells)),
+            (DISAGREE_MARK, "tiers disagree (below)", any(disagrees(c) for c in cells))]
+    return [f"{sign} {meaning}" for sign, meaning, present in used if present]
+
+
+def key_line(m: Matrix) -> str:
+    """What a cell holds, and the marks it uses."""
+    line = "cell: rQPS, verdict·tier that decided (wall clock, else cpu time; ?±x%: undecided)"
+    if has_simulated(m):
+        line += ", sim Δ est. cycles (work, not speed)"
+    marks = _marks_used(m)
+    return line + ("; " + ", ".join(marks) if marks else "")
+
+
+def quality_line(m: Matrix, meta: RunMeta) -> str:
+    """Decided counts per measured tier, with the median noise threshold, and the tiers' agreement."""
+    parts = []
+    for _, label, get in METRICS:
+        q = metric_quality(m, get)
+        if q is None:
+            continue
+        median = q["noise_threshold_median"]
+        parts.append(f"{label} {q['decided']} of {q['cells']} decided"
+                     + ("" if median is None else f" (noise threshold median {median:.1%})"))
+    line = "verdict quality: " + (", ".join(parts) or "no compared cell")
+    agreement = _agreement(m, meta)
+    return line + (f"; tiers {agreement}" if agreement else "")
+
+
+def _agreement(m: Matrix, meta: RunMeta) -> str | None:
+    own = [c for c in m.cells.values() if c.tiers is not None and c.target != meta.aa_target]
+    if not own:
+        return None
+    counts = {w: sum(1 for c in own if c.tiers and c.tiers.tiers == w) for w in ("agree", "disagree", "open")}
+    return ", ".join(f"{n} {w}" for w, n in counts.items() if n)
+
+
+def short_legend(m: Matrix, meta: RunMeta) -> tuple[str, ...]:
+    """At most five lines: the targets, what a cell holds, the verdict quality, the A/A false alarms, the model."""
+    model = cost_model_line(m)
+    return (targets_line(m), key_line(m), quality_line(m, meta), *aa_line(m, meta), *([model] if model else []))
+
+
+def findings(m: Matrix) -> tuple[str, ...]:
+    """After the matrix: each disagreement with both figures, and why a simulated figure is missing."""
+    return (*disagreement_lines(m), *missing_lines(m))
