@@ -10,7 +10,21 @@ from typing import NoReturn
 import typer
 from typer._click import exceptions as click_errors  # Typer's own click: its parameter errors
 
-from dbperf.cli import bisect, build, catalog, compare, explain, fleet, history, layout, probe, report, run, study
+from dbperf.cli import (
+    bisect,
+    build,
+    calibrate,
+    catalog,
+    compare,
+    explain,
+    fleet,
+    history,
+    layout,
+    probe,
+    report,
+    run,
+    study,
+)
 from dbperf.cli.common import StdoutWriteError, err_console, flush_stdout, guard_stdout, stdout_failed
 from dbperf.errors import UserError
 from dbperf.runner import interrupts
@@ -33,6 +47,7 @@ app.add_typer(history.history_app, name="history")
 app.command()(history.series)
 app.command()(compare.compare)
 app.command()(bisect.bisect)
+app.command()(calibrate.calibrate)
 app.add_typer(study.study_app, name="study")
 app.command()(history.regressions)
 app.command()(layout.layout)

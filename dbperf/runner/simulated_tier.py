@@ -3,7 +3,12 @@ query of every (target, benchmark), one thread, under cachegrind (explain/profil
 N events minus 0 events). The counts do not depend on the host's load, so each (target, benchmark) is measured once,
 two at a time where there are two CPUs, and a target identical to one already measured (the A/A copy: same library,
 settings and process variant) reuses its profile instead of measuring it again. Each figure is written to
-results.jsonl as a `simulated` record the moment it is known; a failed one carries its error and no number."""
+results.jsonl as a `simulated` record the moment it is known; a failed one carries its error and no number.
+
+Before the first figure, the host's calibrated cost model (`dbperf calibrate`, storage/cost_models.py), when it has
+one, is copied into results.jsonl as a `cost_model` record, once per run (a resumed run that recorded it keeps that
+one): the report then predicts with the model the run was measured under, on any machine and after any
+recalibration."""
 
 from __future__ import annotations
 
@@ -24,10 +29,12 @@ from dbperf.errors import UserError
 from dbperf.experiment.model import Experiment, Target
 from dbperf.explain.mode import CounterMode
 from dbperf.explain.profile import Profiler
-from dbperf.host.facts import sha256_of
+from dbperf.host.facts import host_metadata, sha256_of
 from dbperf.host.procfs import own_children
-from dbperf.records import Profile, SimulatedRecord
+from dbperf.records import CostModelRecord, Profile, RecordError, SimulatedRecord, results_line
 from dbperf.stats.simulated import TIER
+from dbperf.storage.cost_models import load_current
+from dbperf.storage.results import RESULTS, ResultsWriter
 from dbperf.targets.lifecycle import TargetLifecycle
 from dbperf.targets.sqlite_data import SqliteData
 
@@ -99,12 +106,58 @@ def _record(target: Target, benchmark: Workload, profile: Profile | None, error:
                            seconds=round(seconds, 3))
 
 
+def recorded_models(results: Path) -> int:
+    """How many `cost_model` records the run's results.jsonl holds already (0 when there is none)."""
+    try:
+        text = (results / RESULTS).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return 0
+    count = 0
+    for line in text.splitlines():
+        if '"cost_model"' not in line:  # a cheap look first: a long run's file holds thousands of cells
+            continue
+        try:
+            count += isinstance(results_line(line), CostModelRecord)
+        except RecordError:
+            continue
+    return count
+
+
+def record_cost_model(write: Callable[[CostModelRecord], None], results: Path | None,
+                      progress: Progress | None = None) -> CostModelRecord | None:
+    """Writes the host's current cost model as a `cost_model` record, unless the run recorded one before (a resumed
+    run, `results`: its directory). Nothing when the host has none (the report says so and how to make one); a
+    model file that cannot be read is said in one line and not recorded: the run goes on."""
+    if results is not None and recorded_models(results):
+        return None
+    try:
+        model = load_current(host_metadata())
+    except UserError as err:
+        if progress is not None:
+            progress.console.print(f"dbperf: warning: {err}; the run records no cost model", markup=False,
+                                   highlight=False, soft_wrap=True)
+        return None
+    if model is not None:
+        write(model)
+    return model
+
+
+def _results_of(write: Callable[..., None]) -> Path | None:
+    """The results directory behind `write` when it is a ResultsWriter's append (the matrix's)."""
+    owner = getattr(write, "__self__", None)
+    return owner.directory if isinstance(owner, ResultsWriter) else None
+
+
 def measure_simulated(e: Experiment, work: Path, data: dict[str, TargetLifecycle],
-                      write: Callable[[SimulatedRecord], None], progress: Progress | None = None,
-                      queries: int | Callable[[Workload], int] | None = None) -> None:
+                      write: Callable[[SimulatedRecord | CostModelRecord], None], progress: Progress | None = None,
+                      queries: int | Callable[[Workload], int] | None = None, results: Path | None = None) -> None:
     """Measures every (target, benchmark) once, writing each `simulated` record as it is known. `data`: the run's
     loaded targets; SQLite ones are profiled from their pristine copy (no second load), servers by the profiler's
-    own server (explain/server_profile.py), one at a time."""
+    own server (explain/server_profile.py), one at a time. First the host's cost model, once per run (`results`:
+    the run's directory, by default the one `write` appends to), when a target is in-process SQLite (the model was
+    calibrated on it)."""
+    if any(not t.is_server for t in e.targets):
+        record_cost_model(write, results if results is not None else _results_of(write), progress)
     loaded = {name: d for name, d in data.items() if isinstance(d, SqliteData)}
     profiler = Profiler(e, work, queries=queries or queries_for(e.table_size), mode=MODE, native_timing=False,
                         data=loaded)

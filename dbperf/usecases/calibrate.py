@@ -1,0 +1,440 @@
+"""`dbperf calibrate`: the host's cost model (stats/cost_fit.py, stored by storage/cost_models.py).
+
+It measures user CPU time per query of a spread of SQLite builds (optimisation levels, PGO and the lab's other flag
+variants) × the in-process catalog, with the simulated tier's counters of each cell, fits ns per simulated event,
+validates by leaving one build out at a time, and stores the model as this host's current one. The measuring is an
+experiment composed here and run as `dbperf run` runs one (usecases/run.py, kept out of the history): its own budget
+and progress bar, a results directory whose every record is written as it is measured, and `--resume` to go on
+with a calibration cut short. User CPU, not wall clock: the simulated tier counts the driver's user space only
+(cachegrind), and for in-process SQLite that is where the queries run."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+import msgspec
+from rich.console import Console
+
+from dbperf.errors import UserError
+from dbperf.experiment.durations import parse_duration
+from dbperf.experiment.keys import MIN_ROUNDS
+from dbperf.experiment.spec import parse_experiment
+from dbperf.host.compiler import find_compiler
+from dbperf.host.facts import host_metadata
+from dbperf.records import CostModelRecord, SimulatedRecord
+from dbperf.runner.estimate import estimate, human_seconds
+from dbperf.runner.preflight import simulated_checks
+from dbperf.stats.cost_fit import MISPREDICTS, Calibration, CalibrationCell, TooFewCells, calibrate
+from dbperf.stats.rqps_matrix import build_matrix
+from dbperf.storage import cost_models
+from dbperf.storage.results import EXPERIMENT, LOCK, META, read_results, writing
+from dbperf.usecases.progress import PROGRESS, say
+from dbperf.usecases.run import run_experiment
+
+SQLITE = "3.54.1"
+BASE = "O2"
+# The first line of a calibration's experiment file: how a results directory is known as a calibration run.
+MARKER = "# dbperf calibrate"
+CONFIG = '{ journal_mode = "WAL", synchronous = "NORMAL" }'  # the demo's (examples/demo.toml)
+TOO_FEW = 3  # exit status: nothing (or too little) measured to fit, as `dbperf run`'s "no cell succeeded"
+TEST_PLAN = "DBPERF_TEST_CALIBRATION"  # tests only: a JSON plan of a few cells (see `plan`)
+
+
+@dataclass(frozen=True)
+class Build:
+    """A SQLite build of the calibration: `build` variants and `cflags` as a target takes them (cflags come last,
+    so ["-O0"] overrides the variant's -O2)."""
+    name: str
+    build: tuple[str, ...]
+    cflags: tuple[str, ...] = ()
+
+
+# A spread of code generation over the same source: what differs between the cells is the compiled code, so that
+# the fit sees instructions, branches and misses move apart (-O0 many instructions, few mispredicts each; PGO fewer
+# taken branches; THREADSAFE=0 no mutex calls, whose locked instructions cost more than their count says).
+BUILDS = (
+    Build("O2", ("O2",)),
+    Build("O0", ("O2",), ("-O0",)),
+    Build("O1", ("O2",), ("-O1",)),
+    Build("Os", ("O2",), ("-Os",)),
+    Build("O3", ("O3",)),
+    Build("O2-pgo", ("O2", "pgo")),
+    Build("O2-frame-pointers", ("O2", "frame-pointers")),
+    Build("O2-threadsafe0", ("O2",), ("-DSQLITE_THREADSAFE=0",)),
+    Build("O2-native", ("O2", "native")),
+)
+QUICK_BUILDS = ("O2", "O0", "Os", "O3", "O2-pgo")
+DEMO_BENCHMARKS = ("point-query", "random-points-100", "range-covered-si", "read-only-100", "update-index",
+                   "update-nonindex", "write-only", "insert")
+# The demo's 8 and 8 more of the in-process catalog: point lookups one and a hundred at a time, covered and not,
+# ranges, transactions of reads and of writes. Not scan, read-only-10000 or random-points-1000: one query of those
+# takes milliseconds, so their cells hold a few queries and their medians are the noisiest.
+BENCHMARKS = (*DEMO_BENCHMARKS, "random-points-10", "hot-points", "points-covered-pk", "points-notcovered-si",
+              "range-covered-pk", "range-notcovered-pk", "read-only-10", "read-write-10")
+BUDGET_S = 1800.0
+QUICK_BUDGET_S = 600.0
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What a calibration measures; `experiment()` is the experiment file that measures it."""
+    builds: tuple[Build, ...]
+    benchmarks: tuple[str, ...]
+    budget_s: float
+    quick: bool
+    time: str = "0.5s"  # the demo's: on a shared host, more short cells beat few long ones
+    warmup: str = "0.2s"
+    table_size: int = 100_000
+
+    def experiment(self) -> str:
+        """The experiment as TOML (strings and lists written as JSON, which TOML reads the same)."""
+        kind = "--quick" if self.quick else "full"
+        head = (f"{MARKER} ({kind}): SQLite {SQLITE} builds x in-process benchmarks, user CPU per query measured and\n"
+                "# the simulated counters per query (cachegrind) of each cell, for this host's cost model. Written by\n"
+                "# dbperf (usecases/calibrate.py); `dbperf calibrate --resume --out DIR` goes on with it.\n")
+        run = ("[run]\n"
+               f"benchmarks = {json.dumps(list(self.benchmarks))}\n"
+               f"table_size = {self.table_size}\n"
+               f"time = {json.dumps(self.time)}\n"
+               f"warmup = {json.dumps(self.warmup)}\n"
+               'repeats = "auto"\n'
+               f'budget = "{self.budget_s:g}s"\n'
+               "simulated = true\n"
+               f"base = {json.dumps(BASE)}\n")
+        targets = "".join(
+            "\n[[target]]\n"
+            f"name = {json.dumps(b.name)}\n"
+            f'source = "sqlite@{SQLITE}"\n'
+            f"build = {json.dumps(list(b.build))}\n"
+            + (f"cflags = {json.dumps(list(b.cflags))}\n" if b.cflags else "")
+            + f"config = {CONFIG}\n" for b in self.builds)
+        return head + run + targets
+
+
+def plan(quick: bool, budget_s: float | None) -> Plan:
+    """The full calibration (9 builds x 16 benchmarks), or `--quick`'s (5 x 8, a shorter budget: fewer cells, a
+    weaker validation). $DBPERF_TEST_CALIBRATION (tests only) is a JSON object that shrinks it: builds (names of
+    BUILDS, the base first), benchmarks, time, warmup, table_size, budget."""
+    builds = tuple(b for b in BUILDS if not quick or b.name in QUICK_BUILDS)
+    benchmarks = DEMO_BENCHMARKS if quick else BENCHMARKS
+    budget = budget_s if budget_s is not None else QUICK_BUDGET_S if quick else BUDGET_S
+    p = Plan(builds, benchmarks, budget, quick)
+    raw = os.environ.get(TEST_PLAN)
+    if not raw:
+        return p
+    try:
+        test = json.loads(raw)
+        by_name = {b.name: b for b in BUILDS}
+        return Plan(tuple(by_name[n] for n in test.get("builds", [b.name for b in builds])),
+                    tuple(test.get("benchmarks", benchmarks)),
+                    budget_s if budget_s is not None else parse_duration(test.get("budget", budget), TEST_PLAN),
+                    quick, str(test.get("time", p.time)), str(test.get("warmup", p.warmup)),
+                    int(test.get("table_size", p.table_size)))
+    except (ValueError, KeyError, TypeError, AttributeError) as e:
+        raise UserError(f"{TEST_PLAN}: not a test plan ({e})") from None
+
+
+def experiment_path(quick: bool) -> Path:
+    """Where the experiment file is written (beside the models: a calibration's results directory must start
+    empty, and a user's folder is not the lab's to write into)."""
+    return cost_models.models_dir() / ("calibration-quick.toml" if quick else "calibration.toml")
+
+
+# --- the results directory ------------------------------------------------------------------------------------
+
+def is_calibration(directory: Path) -> bool:
+    try:
+        with open(directory / EXPERIMENT, encoding="utf-8") as f:
+            return f.readline().startswith(MARKER)
+    except (OSError, UnicodeDecodeError):
+        return False
+
+
+def run_status(directory: Path) -> str | None:
+    """The status in a run's meta.json (complete, interrupted, running, ...), None when it has none."""
+    try:
+        status = json.loads((directory / META).read_text(encoding="utf-8")).get("status")
+    except (OSError, ValueError, AttributeError, RecursionError):
+        return None
+    return str(status) if status else None
+
+
+def _held(directory: Path) -> list[str]:
+    try:
+        return sorted(p.name for p in directory.iterdir() if p.name != LOCK) if directory.is_dir() else []
+    except OSError as e:
+        raise UserError(f"--out {directory}: cannot read the directory: {e.strerror or e}") from None
+
+
+def check_out(directory: Path, resume: bool) -> None:
+    """A new calibration goes into a new or empty directory; `--resume` into a calibration run's. Anything else is
+    refused before anything is built or measured, naming what the directory holds."""
+    if directory.exists() and not directory.is_dir():
+        raise UserError(f"--out {directory}: exists and is not a directory")
+    held = _held(directory)
+    calibration = is_calibration(directory)
+    if resume:
+        if not calibration:
+            what = ("nothing" if not held else "a dbperf run that is not a calibration" if META in held
+                    else f"{', '.join(held[:3])}{', ...' if len(held) > 3 else ''}")
+            raise UserError(f"--out {directory}: no calibration run to resume (it holds {what})")
+        return
+    if not held:
+        return
+    if calibration:
+        status = run_status(directory) or "not started"
+        raise UserError(f"--out {directory}: holds a calibration run ({status}); --resume goes on with it (or fits "
+                        "it again when complete), another --out starts a new one")
+    what = "a dbperf run's results" if META in held else f"{', '.join(held[:3])}{', ...' if len(held) > 3 else ''}"
+    raise UserError(f"--out {directory}: not empty and not a calibration run (holds {what}); calibrate writes "
+                    "into a new or empty directory")
+
+
+def latest_run(host: Mapping[str, object]) -> Path:
+    """`--resume` without --out: the host's newest calibration run."""
+    root = cost_models.runs_dir(host)
+    with contextlib.suppress(OSError):
+        runs = sorted((p for p in root.iterdir() if p.is_dir() and is_calibration(p)), key=lambda p: p.name)
+        if runs:
+            return runs[-1]
+    raise UserError(f"--resume: no calibration run of this host in {root} to go on with; `dbperf calibrate` starts "
+                    "one (--out DIR: resume the one in DIR)")
+
+
+# --- the cells and the fit --------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Cells:
+    cells: list[CalibrationCell]
+    excluded: list[str]  # (build, benchmark) not fitted, with why
+    base: str
+    meta_host: dict[str, object]
+
+
+def cells_of(directory: Path) -> Cells:
+    """A calibration run's cells: the median user CPU µs per query of each (build, benchmark) and the simulated
+    per-query counters of the same pair (the last record of each, as the report reads them)."""
+    meta, records, _ = read_results(directory)
+    matrix = build_matrix(meta, records)
+    counters: dict[tuple[str, str], SimulatedRecord] = {}
+    for r in records:
+        if isinstance(r, SimulatedRecord):
+            counters[(r.target, r.benchmark)] = r
+    cells: list[CalibrationCell] = []
+    excluded: list[str] = []
+    for target in matrix.targets:
+        for benchmark in matrix.benchmarks:
+            cell = matrix.cell(target, benchmark, 1)
+            user = cell.median_of("cpu_user_us_per_query") if cell else None
+            sim = counters.get((target, benchmark))
+            if user is None or not math.isfinite(user) or user <= 0:
+                excluded.append(f"{target} {benchmark}: no user CPU measured")
+            elif sim is None or sim.error or not sim.per_query.get("instructions"):
+                why = sim.error if sim is not None and sim.error else "not measured"
+                excluded.append(f"{target} {benchmark}: no simulated counters ({why})")
+            else:
+                cells.append(CalibrationCell(target, benchmark, user, dict(sim.per_query)))
+    host = msgspec.to_builtins(meta.host) if meta.host else {}
+    return Cells(cells, excluded, matrix.base, host)
+
+
+@dataclass(frozen=True)
+class Calibrated:
+    calibration: Calibration
+    model: CostModelRecord
+    stored: Path  # the model's file (the host's current one)
+    version: int  # how many models this host has had, this one included
+    directory: Path  # the calibration run
+
+
+def fit_run(directory: Path, quick: bool) -> Calibrated:
+    """Fits, validates and stores the model of the calibration run in `directory`."""
+    found = cells_of(directory)
+    try:
+        calibration = calibrate(found.cells, found.base, excluded=found.excluded)
+    except TooFewCells as e:
+        raise Unfitted(f"calibrate: too little measured to fit a model: {e} ({len(found.cells)} usable cells; "
+                       f"the results are in {directory})") from None
+    host = cost_models.host_identity(found.meta_host)
+    model = calibration.record(host, datetime.now(UTC).isoformat(timespec="seconds"), quick, str(directory))
+    stored = cost_models.save(model)
+    return Calibrated(calibration, model, stored, len(cost_models.versions(host)), directory)
+
+
+class Unfitted(Exception):
+    """The run ended but measured too little to fit: the CLI says it in one line, exit 3, the results kept."""
+
+
+# --- the whole command ------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class CalibrateEnd:
+    directory: Path
+    exit_code: int  # 0, 128 + signal when interrupted, 3 when nothing was measured
+    calibrated: Calibrated | None = None
+
+
+def run_calibration(out: Path | None, quick: bool = False, budget_s: float | None = None, resume: bool = False,
+                    yes: bool = False, err: Console = PROGRESS) -> CalibrateEnd:
+    """Checks everything a calibration needs before it builds or measures anything (a C compiler, the simulated
+    tier's tools, the directory), runs (or resumes) its experiment, then fits and stores the model."""
+    if resume and (quick or budget_s is not None):
+        raise UserError("--resume goes on with the calibration as it was started (its builds, benchmarks and "
+                        "budget): drop --quick and --budget")
+    host = host_metadata()
+    cost_models.models_dir()  # a bad DBPERF_DATA is said now, not after the run
+    find_compiler()  # every build needs it, cached or not (its version is part of a build's key)
+    if out is not None:
+        directory = out.absolute()
+    elif resume:
+        directory = latest_run(host)
+    else:
+        directory = (cost_models.runs_dir(host) / f"{datetime.now():%Y%m%d-%H%M%S}{'-quick' if quick else ''}")
+    check_out(directory, resume)
+    if resume:
+        text = (directory / EXPERIMENT).read_text(encoding="utf-8")
+        quick = "(--quick)" in text.splitlines()[0]
+    else:
+        text = plan(quick, budget_s).experiment()
+    experiment = experiment_path(quick)
+    with writing(experiment):
+        experiment.parent.mkdir(parents=True, exist_ok=True)
+        tmp = experiment.with_name(f".{experiment.name}.{os.getpid()}.tmp")
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, experiment)
+    spec = parse_experiment(experiment)
+    for check in simulated_checks(spec):  # the run would refuse too, but in the words of `dbperf run`
+        if check.problem:
+            raise UserError(f"calibrate: the simulated tier counts every cell's events: {check.problem}")
+    if resume and run_status(directory) == "complete":
+        say(f"dbperf: calibrate: the run in {directory} is complete: fitting it again, nothing measured", err)
+    else:
+        size = estimate(spec, directory)
+        say(f"dbperf: calibrate{' --quick' if quick else ''}: {len(spec.targets)} SQLite {SQLITE} builds "
+            f"({', '.join(t.name for t in spec.targets)}) × {len(spec.benchmarks)} benchmarks, user CPU per query "
+            f"(at least {MIN_ROUNDS} rounds, budget {human_seconds(spec.budget_s or 0)}) and each cell once under "
+            f"cachegrind: about {human_seconds(size.seconds)} once the builds are made (an estimate); an "
+            f"interrupted calibration goes on with `dbperf calibrate --resume --out {directory}`", err)
+        end = run_experiment(experiment, directory, keep_data=False, yes=yes, err=err, record=False, resume=resume)
+        if end.exit_code >= 128:
+            say(f"dbperf: calibrate: interrupted; `dbperf calibrate --resume --out {directory}` goes on with it",
+                err)
+            return CalibrateEnd(directory, end.exit_code)
+        if end.exit_code:
+            return CalibrateEnd(directory, end.exit_code)
+    try:
+        return CalibrateEnd(directory, 0, fit_run(directory, quick))
+    except Unfitted as e:
+        say(f"dbperf: error: {e}", err)
+        return CalibrateEnd(directory, TOO_FEW)
+
+
+# --- what is printed ----------------------------------------------------------------------------------------------
+
+NAMES = {"instructions": "instruction", "branches": "branch", MISPREDICTS: "branch mispredict (simulated predictor)",
+         "i1_misses": "I1 miss", "d1_misses": "D1 miss", "ll_misses": "LL miss"}
+
+
+def pct(x: float | None, signed: bool = False) -> str:
+    if x is None:
+        return "–"
+    if not math.isfinite(x):
+        return "∞"
+    return f"{x:+.1%}" if signed else f"{x:.1%}"
+
+
+def host_line(host: Mapping[str, str]) -> str:
+    return f"{host.get('cpu_model')}, microcode {host.get('microcode')}, kernel {host.get('kernel')}"
+
+
+def model_lines(model: CostModelRecord) -> list[str]:
+    """The model as stored: what `calibrate --show` prints and `calibrate` ends with."""
+    weights = ", ".join(f"{w:.4g} ns per {NAMES.get(f, f)}" for f, w in model.weights_ns.items())
+    lines = [
+        f"cost model of {host_line(model.host)}: calibrated {model.created}"
+        + (" (--quick: fewer cells, a weaker validation)" if model.quick else ""),
+        f"  user CPU per query = {weights}" + (f" + {model.intercept_ns:.4g} ns" if model.intercept_ns else ""),
+        f"  fitted on {model.cells} cells: {len(model.builds)} SQLite builds ({', '.join(model.builds)}) × "
+        f"{len(model.benchmarks)} benchmarks; base {model.base}",
+        f"  R² of the level (all cells, in sample): {'–' if model.r2 is None else f'{model.r2:.3f}'}",
+        f"  change against the base, builds left out one at a time: |error| median {pct(model.change_error_median)}, "
+        f"p90 {pct(model.change_error_p90)} (the band a prediction is quoted with)",
+        f"  level, builds left out one at a time: |relative error| median {pct(model.level_error_median)}, p90 "
+        f"{pct(model.level_error_p90)}",
+    ]
+    if model.source:
+        lines.append(f"  measured in {model.source}")
+    return lines
+
+
+def calibration_lines(done: Calibrated) -> list[str]:
+    """The fit's story: the model, which candidate and why, the validation and a per-build table."""
+    c = done.calibration
+    chosen = c.chosen
+    lines = model_lines(done.model)
+    lines.append(f"  stored as this host's current model: {done.stored} (version {done.version})")
+    lines.append("")
+    lines.append(f"chosen: {chosen.candidate.label()}, of {len(c.evaluations)} candidates (feature sets × with or "
+                 "without an intercept × level/relative/change weighting), by the median + p90 |error| of the "
+                 "predicted change on builds left out")
+    f = chosen.figures
+    lines.append(f"  its own folds: change |error| median {pct(f.change_median)}, p90 {pct(f.change_p90)} over "
+                 f"{f.changes} cells; level median {pct(f.level_median)}, p90 {pct(f.level_p90)} over {f.levels}")
+    if c.nested is not None:
+        n = c.nested.figures
+        lines.append(f"  the whole procedure (the choice too made without the left-out build): change |error| median "
+                     f"{pct(n.change_median)}, p90 {pct(n.change_p90)}: the model's band")
+    else:
+        lines.append("  too few builds to validate the choice itself (it needs 3 besides the base): the band is the "
+                     "chosen candidate's own folds, which flatter it")
+    lines.append(f"  builds left out one at a time: {', '.join(c.builds)} (the base {c.base}: its level only, its "
+                 "change is 0 by definition)")
+    if c.excluded:
+        lines.append(f"  not fitted ({len(c.excluded)}): " + "; ".join(c.excluded))
+    lines.append("")
+    lines.append("per build, change of user CPU per query against the base (median over its benchmarks), held out "
+                 "and in sample:")
+    header = ("build", "measured Δ", "predicted Δ", "|err| median", "|err| p90", "level err", "in-sample |err|")
+    rows = [header]
+    for r in c.per_build():
+        rows.append((r.build + (" (base)" if r.is_base else ""), pct(r.measured_change, True),
+                     pct(r.predicted_change, True), pct(r.held_out.change_median), pct(r.held_out.change_p90),
+                     pct(r.held_out.level_median), pct(r.in_sample.change_median)))
+    lines += table(rows)
+    lines.append("")
+    lines.append("candidates, best first (leave-one-build-out |error| of the change: median, p90; R² in sample):")
+    for e in c.evaluations[:8]:
+        lines.append(f"  {e.candidate.label():48} {pct(e.figures.change_median):>7} {pct(e.figures.change_p90):>7}"
+                     f"   R² {'–' if e.r2 is None else f'{e.r2:.3f}'}")
+    return lines
+
+
+def table(rows: Sequence[Sequence[str]]) -> list[str]:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return ["  " + "  ".join(v.ljust(w) if i == 0 else v.rjust(w) for i, (v, w) in enumerate(zip(r, widths,
+                                                                                                  strict=True)))
+            for r in rows]
+
+
+def show_current() -> list[str] | None:
+    """`calibrate --show`: the host's current model, None when it has none."""
+    host = host_metadata()
+    model = cost_models.load_current(host)
+    if model is None:
+        return None
+    found = cost_models.versions(host)
+    return [*model_lines(model), f"  stored in {cost_models.current_path(host)} (version {len(found)}; earlier "
+                                 f"versions beside it as NAME.N.json)"]
+
+
+def none_line() -> str:
+    host = host_metadata()
+    return (f"no cost model calibrated on this host ({host_line(cost_models.host_identity(host))}): `dbperf calibrate` "
+            f"makes one (about an hour on 2 cores; --quick: fewer cells, about 20 minutes)")
