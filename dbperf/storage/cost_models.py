@@ -35,9 +35,11 @@ def models_dir() -> Path:
     value = os.environ.get("DBPERF_DATA")
     if value == "":
         raise UserError("DBPERF_DATA is set but empty: give the cost models' directory (unset it for the default)")
+    # absolute: a model records the calibration run's directory, read later from anywhere
     if value is not None:
-        return Path(value).expanduser()
-    return Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share") / "dbperf" / "cost-models"
+        return Path(value).expanduser().absolute()
+    return (Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share") / "dbperf"
+            / "cost-models").absolute()
 
 
 def host_identity(host: Mapping[str, object]) -> dict[str, str]:
