@@ -4,11 +4,13 @@ small run of two real SQLite builds that differ in work, with the simulated tier
 
 from __future__ import annotations
 
+import io
 import json
 import subprocess
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 
 from dbperf.errors import UserError
 from dbperf.experiment.spec import parse_experiment
@@ -25,7 +27,7 @@ from dbperf.stats.rqps_matrix import build_matrix
 from dbperf.stats.simulated import TIER
 from dbperf.stats.tiers import TierAgreement
 from dbperf.storage.results import read_results
-from dbperf.usecases.explain_run import chosen_cells
+from dbperf.usecases.explain_run import chosen_cells, explain_after_run
 from tests.conftest import run_cli
 from tests.synthetic import write_run
 
@@ -76,6 +78,17 @@ def test_leads_rank_by_estimated_stall_cost_either_way():
     leads = find_leads(rows, totals(rows, "a"), totals(rows, "b"))
     assert [lead.function for lead in leads] == ["back", "big", "small"]  # |-30| = |+30| > 10: then by name
     assert leads[0].stall_cost == pytest.approx(-30) and leads[1].stall_cost == pytest.approx(30)
+
+
+@unit
+def test_leads_that_push_the_measured_way_come_first():
+    rows = [FunctionCounters("toward-faster", counters(100, mispredicts=5), counters(120, mispredicts=1)),  # -60
+            FunctionCounters("toward-slower", counters(100, d1=1), counters(90, d1=3))]  # +10
+    leads = find_leads(rows, totals(rows, "a"), totals(rows, "b"), measured="slower")
+    assert [(lead.function, lead.toward) for lead in leads] == [("toward-slower", "slower"),
+                                                                 ("toward-faster", "faster")]
+    undecided = find_leads(rows, totals(rows, "a"), totals(rows, "b"), measured="undecided")
+    assert [lead.function for lead in undecided] == ["toward-faster", "toward-slower"]
 
 
 @unit
@@ -201,6 +214,10 @@ def test_the_view_says_leads_are_leads_and_what_this_host_cannot_show():
     assert c["tiers"] == "disagree" and c["hardware"] is None and "no PMU" in c["hardware_not_measured"]
     assert c["leads"][0]["function"] == "lookup" and c["leads"][0]["as_measured"] is True
     assert c["counters"][MISPREDICTS]["delta"] == pytest.approx(1.0)
+    assert c["stall_cost"]["leads"] == {MISPREDICTS: pytest.approx(4 * 15)}
+    assert c["stall_cost"]["whole_cell"][MISPREDICTS] == pytest.approx(1 * 15)
+    assert "whole cell +15.0 (mispredicts +15.0" in text
+    assert "the whole cell's simulated stalls push toward slower, as measured" in text
     assert "lookup" in formats.render(view, "csv")
 
 
@@ -371,3 +388,35 @@ def test_a_named_cell_is_explained_with_every_counter_and_its_leads(two_builds):
         assert "not measured: this host has no PMU" in proc.stdout and "--mode hardware" in proc.stdout
     else:
         assert cell["hardware"] is not None or cell["hardware_not_measured"]
+
+
+@e2e
+def test_a_disagreement_is_explained_after_the_run_with_the_leads_on_stderr(two_builds, tmp_path, monkeypatch):
+    """The run's own builds and simulated figures, with measured rounds made up so that the wall clock decides the
+    serialized build faster while its simulated work is more: the tiers disagree, deterministically."""
+    out, _, env = two_builds
+    run = write_run(tmp_path / "run", ["single", "serialized"], ["point-query"], 12, speed={"serialized": 1.3},
+                    noise=0.01)
+    (run / "experiment.toml").write_text((out / "experiment.toml").read_text())
+    with (run / "results.jsonl").open("ab") as f:
+        for r in read_results(out)[1]:
+            if isinstance(r, SimulatedRecord):
+                f.write(encode(r) + b"\n")
+    meta, records, _ = read_results(run)
+    cell = build_matrix(meta, records).cell("serialized", "point-query", 1)
+    assert cell is not None and cell.tiers is not None and cell.tiers.tiers == "disagree", cell.tiers
+    monkeypatch.setenv("DBPERF_CACHE", env["DBPERF_CACHE"])
+    stderr = io.StringIO()
+    assert explain_after_run(run, Console(file=stderr, width=200)) is None
+    said = stderr.getvalue()
+    print(said)  # the leads as a run prints them (pytest -s)
+    assert "tiers disagree: wall clock +30" in said and "(faster)" in said and "leads, not proof" in said
+    assert "those pushing toward the measured faster first" in said
+    assert "push toward slower too, against the measured faster: nothing the simulated tier counts" in said
+    assert f"dbperf: explain: written to {run / 'explain.json'}" in said
+    (explained,) = json.loads((run / "explain.json").read_text())["cells"]
+    assert explained["tiers"] == "disagree" and not explained["asked"] and explained["measured"] == "faster"
+    leads = explained["leads"]
+    assert leads and all(lead["as_measured"] for lead in leads[:1])  # the measured way first, when there is one
+    firsts = [lead["as_measured"] for lead in leads]
+    assert firsts == sorted(firsts, reverse=True)

@@ -79,6 +79,11 @@ class Lead:
     def instructions_delta(self) -> float:
         return self.instructions_b - self.instructions_a
 
+    @property
+    def toward(self) -> str:
+        """Which way the lead pushes the target's speed: more stalls, slower."""
+        return "slower" if self.stall_cost > 0 else "faster"
+
 
 def moved_against(instructions_delta: float, counter_delta: float) -> bool:
     """The counter went up while the instructions did not, or down while they did not."""
@@ -88,10 +93,12 @@ def moved_against(instructions_delta: float, counter_delta: float) -> bool:
 
 
 def find_leads(functions: Iterable[FunctionCounters], totals_a: Mapping[str, float], totals_b: Mapping[str, float],
-               costs: StallCosts = ASSUMED) -> list[Lead]:
+               costs: StallCosts = ASSUMED, measured: str | None = None) -> list[Lead]:
     """Every (function, stall-type counter) that moved against the function's instructions, the largest estimated
-    stall cost (either sign) first. `totals_*`: the per-query counters of the whole cell (each share's whole); a
-    counter not in both functions' figures and the totals was not measured and is not looked at."""
+    stall cost (either sign) first; where the measured tier decided a way (`measured` faster or slower), the leads
+    that push that way first: they are what could explain it. `totals_*`: the per-query counters of the whole cell
+    (each share's whole); a counter not in both functions' figures and the totals was not measured and is not
+    looked at."""
     leads = []
     for f in functions:
         if "instructions" not in f.a or "instructions" not in f.b:
@@ -107,5 +114,19 @@ def find_leads(functions: Iterable[FunctionCounters], totals_a: Mapping[str, flo
             leads.append(Lead(f.function, counter, f.a["instructions"], f.b["instructions"], f.a[counter],
                               f.b[counter], delta / total if abs(total) >= MIN_EVENTS_PER_QUERY else None,
                               delta * costs.weights.get(counter, 0.0)))
-    leads.sort(key=lambda lead: (-abs(lead.stall_cost), lead.function, lead.counter))
+    leads.sort(key=lambda lead: (measured in ("faster", "slower") and lead.toward != measured,
+                                 -abs(lead.stall_cost), lead.function, lead.counter))
     return leads
+
+
+def stall_change(a: Mapping[str, float], b: Mapping[str, float], costs: StallCosts = ASSUMED) -> dict[str, float]:
+    """The estimated stall cost of the change of each stall-type counter both `a` and `b` measured (per query)."""
+    return {c: (b[c] - a[c]) * costs.weights.get(c, 0.0) for c in STALL_COUNTERS if c in a and c in b}
+
+
+def leads_stall(leads: Iterable[Lead]) -> dict[str, float]:
+    """The estimated stall cost of the leads together, per stall-type counter."""
+    net: dict[str, float] = {}
+    for lead in leads:
+        net[lead.counter] = net.get(lead.counter, 0.0) + lead.stall_cost
+    return net

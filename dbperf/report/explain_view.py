@@ -8,7 +8,7 @@ from typing import Any
 
 from dbperf.explain.diff import profile_diff
 from dbperf.explain.explanation import CellExplanation, Explanation
-from dbperf.explain.leads import COUNTER_WORDS, Lead
+from dbperf.explain.leads import COUNTER_WORDS, Lead, leads_stall, stall_change
 from dbperf.records import Profile
 from dbperf.report.model import Block, Row, Section, View
 
@@ -45,11 +45,6 @@ def _pct(change: float | None) -> str:
     return "new" if change is None else f"{change:+.1%}"
 
 
-def toward(lead: Lead) -> str:
-    """Which way the lead pushes the target's speed, by its estimated stall cost."""
-    return "slower" if lead.stall_cost > 0 else "faster"
-
-
 def counters_of(base: Profile, target: Profile) -> list[tuple[str, float, float]]:
     """(counter, base, target) per query, every simulated counter both profiles measured, in COUNTER_WORDS order."""
     return [(k, base.per_query[k], target.per_query[k]) for k in COUNTER_WORDS
@@ -68,10 +63,13 @@ def _leads_section(e: Explanation, c: CellExplanation, top: int) -> Section:
         return Section(title="leads", text=("none: no function's stall-type counters moved against its instruction "
                                             "count by one event in a hundred queries or more",))
     shown = c.leads[:top]
+    whole, net = stall_change(c.base.per_query, c.profile.per_query, e.costs), leads_stall(c.leads)
+    text = (f"estimated stall Δ, {unit}/q: whole cell {_stalls(whole)}; the {len(c.leads)} lead(s) together "
+            f"{_stalls(net)}", *_reading(c.measured, sum(whole.values())))
     rows = tuple(Row((
         lead.function, SHORT_WORDS[lead.counter], _instructions(lead), f"{_num(lead.a)} → {_num(lead.b)}",
         _num(lead.delta, True), "-" if lead.share is None else f"{lead.share:+.0%}", _num(lead.stall_cost, True),
-        toward(lead) + (" (as measured)" if toward(lead) == c.measured else ""),
+        lead.toward + (" (as measured)" if lead.toward == c.measured else ""),
     )) for lead in shown)
     block = Block("", "", ("function", "counter", "Δ instructions/q", "counter/q", "Δ/q", "share of cell Δ",
                            f"est. stall Δ {unit}", "pushes toward"), rows, text_columns=2, left=(7,))
@@ -79,8 +77,29 @@ def _leads_section(e: Explanation, c: CellExplanation, top: int) -> Section:
     notes = ["share of cell Δ: of the cell's total change of that counter (negative: against the total's way)",
              *([f"{more} more lead(s) in explain.json"] if more > 0 else []),
              *([UNNAMED_NOTE] if any(lead.function == UNNAMED for lead in shown) else [])]
-    return Section(title="leads", subtitle="stall-type counters that moved against the instruction count, largest "
-                                           "estimated stall cost first", block=block, notes=tuple(notes))
+    first = f"those pushing toward the measured {c.measured} first, " if c.measured in ("faster", "slower") else ""
+    return Section(title="leads", subtitle=f"stall-type counters that moved against the instruction count, {first}"
+                                           "largest estimated stall cost first", text=text, block=block,
+                   notes=tuple(notes))
+
+
+def _reading(measured: str | None, whole: float) -> tuple[str, ...]:
+    """What the whole cell's stall-type counters say of a measured faster or slower."""
+    if measured not in ("faster", "slower") or whole == 0:
+        return ()
+    way = "slower" if whole > 0 else "faster"
+    if way == measured:
+        return (f"the whole cell's simulated stalls push toward {way}, as measured: the leads that push that way are "
+                "where to look",)
+    return (f"the whole cell's simulated stalls push toward {way} too, against the measured {measured}: nothing the "
+            "simulated tier counts accounts for it; what it does not count may (system calls and I/O, locked "
+            "instructions, divisions, page walks: the hardware tier's cycles)",)
+
+
+def _stalls(by_counter: dict[str, float]) -> str:
+    total = sum(by_counter.values())
+    parts = ", ".join(f"{SHORT_WORDS[c]} {_num(v, True)}" for c, v in by_counter.items())
+    return f"{_num(total, True)}" + (f" ({parts})" if parts else "")
 
 
 def _instructions(lead: Lead) -> str:
@@ -131,7 +150,7 @@ def _lead_doc(lead: Lead, measured: str | None) -> dict[str, Any]:
     return {"function": lead.function, "counter": lead.counter, "instructions_base": lead.instructions_a,
             "instructions_target": lead.instructions_b, "instructions_delta": lead.instructions_delta,
             "base": lead.a, "target": lead.b, "delta": lead.delta, "share_of_cell_delta": lead.share,
-            "stall_cost": lead.stall_cost, "toward": toward(lead), "as_measured": toward(lead) == measured}
+            "stall_cost": lead.stall_cost, "toward": lead.toward, "as_measured": lead.toward == measured}
 
 
 def _hardware_doc(c: CellExplanation) -> dict[str, Any] | None:
@@ -154,6 +173,8 @@ def _cell_doc(e: Explanation, c: CellExplanation) -> dict[str, Any]:
         "counters": {k: {"base": a, "target": b, "delta": b - a, "change": _change(a, b)}
                      for k, a, b in counters_of(c.base, c.profile)},
         "leads": [_lead_doc(lead, c.measured) for lead in c.leads],
+        "stall_cost": {"whole_cell": stall_change(c.base.per_query, c.profile.per_query, e.costs),
+                       "leads": leads_stall(c.leads)},
         "functions": [{"function": f.function, "base": f.a, "target": f.b} for f in c.functions[:DOCUMENT_FUNCTIONS]],
         "notes": list(c.notes),
         "hardware": _hardware_doc(c),

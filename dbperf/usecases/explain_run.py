@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import tempfile
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from rich.console import Console
@@ -148,18 +148,18 @@ def explain_run(directory: Path, cell: str | None = None, err: Console = PROGRES
     with profiling(spec, err) as (exp, infos, work):
         # The run's query count per benchmark (runner/simulated_tier.py), so that the counts can be checked against
         # its figures; every function kept, so that their changes add up to the cell's.
-        profiler = Profiler(exp, work, queries=queries_for(exp.table_size), mode=host, native_timing=False,
-                            keep_functions=None)
+        profiles = Profiles(Profiler(exp, work, queries=queries_for(exp.table_size), mode=host,
+                                     native_timing=False, keep_functions=None))
         try:
             base = target(exp, matrix.base)
             for c in chosen:
                 bench = benchmark_of(exp, c.benchmark)
                 notes = [*_build_notes(meta, infos, (base.name, c.target)),
                          *_count_notes(simulated, base.name, c.target, c.benchmark)]
-                cells.append(_explain_cell(profiler, host, base, target(exp, c.target), bench, c, costs, notes,
+                cells.append(_explain_cell(profiles, host, base, target(exp, c.target), bench, c, costs, notes,
                                            simulated))
         finally:
-            profiler.close()
+            profiles.profiler.close()
     return Explanation(str(directory), str(experiment), matrix.base, host, costs, cells)
 
 
@@ -168,19 +168,31 @@ def benchmark_of(exp: Experiment, name: str) -> Workload:
     return next((b for b in exp.benchmarks if b.name == name), None) or benchmark(exp, name)
 
 
-def _explain_cell(profiler: Profiler, host: CounterMode, base: Target, other: Target, bench: Workload, c: Chosen,
+@dataclass
+class Profiles:
+    """Each (target, benchmark, mode) profiled once: the base's serves every cell of its benchmark."""
+    profiler: Profiler
+    done: dict[tuple[str, str, str], Profile] = field(default_factory=dict)
+
+    def of(self, t: Target, bench: Workload, mode: str) -> Profile:
+        key = (t.name, bench.name, mode)
+        if key not in self.done:
+            self.done[key] = self.profiler.profile(t, bench, mode=mode)
+        return self.done[key]
+
+
+def _explain_cell(profiles: Profiles, host: CounterMode, base: Target, other: Target, bench: Workload, c: Chosen,
                   costs: StallCosts, notes: list[str],
                   simulated: dict[tuple[str, str], SimulatedRecord]) -> CellExplanation:
-    a = profiler.profile(base, bench, mode="simulated")
-    b = profiler.profile(other, bench, mode="simulated")
+    a, b = profiles.of(base, bench, "simulated"), profiles.of(other, bench, "simulated")
     notes += [note for p in (a, b) if (note := _differs(p, simulated.get((p.target, p.benchmark)))) is not None]
     functions, counters = counters_diff(a, b)
-    leads = find_leads(functions, a.per_query, b.per_query, costs)
+    leads = find_leads(functions, a.per_query, b.per_query, costs, c.measured)
     hardware: tuple[Profile, Profile] | None = None
     error = None
     if host.mode == "hardware":
         try:
-            hardware = (profiler.profile(base, bench, mode="hardware"), profiler.profile(other, bench, mode="hardware"))
+            hardware = (profiles.of(base, bench, "hardware"), profiles.of(other, bench, "hardware"))
         except (UserError, OSError, ValueError) as e:  # the simulated explanation stands without it
             error = str(e)
     return CellExplanation(c.target, c.benchmark, c.threads, c.tiers, c.why, c.measured, c.asked, a, b, functions,
