@@ -71,4 +71,6 @@ def where():
 def _private_history(tmp_path_factory: pytest.TempPathFactory):
     """Runs made by tests are recorded in a store of the session's own, never the user's history."""
     os.environ["DBPERF_HISTORY"] = str(tmp_path_factory.mktemp("history") / "history.sqlite")
+    # and no cost model of the user's (`dbperf calibrate`) enters a test's simulated run
+    os.environ["DBPERF_DATA"] = str(tmp_path_factory.mktemp("cost-models"))
     yield

@@ -20,7 +20,6 @@ from dbperf.errors import UserError
 from dbperf.experiment.spec import parse_experiment
 from dbperf.host.facts import host_metadata
 from dbperf.records import CostModelRecord, encode, results_line, to_builtins
-from dbperf.runner import simulated_tier
 from dbperf.runner.simulated_tier import measure_simulated, record_cost_model, recorded_models
 from dbperf.stats import cost_fit
 from dbperf.stats.cost_fit import (
@@ -34,7 +33,7 @@ from dbperf.stats.cost_fit import (
     in_sample,
     quantile,
 )
-from dbperf.stats.cost_model import FEATURES, HOST_KEYS, MODEL_VERSION, predict_ns, usable
+from dbperf.stats.cost_model import FEATURES, MODEL_VERSION, predict_ns, usable
 from dbperf.storage import cost_models
 from dbperf.storage.results import RESULTS, ResultsWriter
 from dbperf.usecases import calibrate as calibrate_usecase
@@ -193,11 +192,6 @@ def test_the_record_predicts_as_the_fit_does_and_reads_back_from_results_jsonl()
     assert usable(model, host) is None
 
 
-@unit
-def test_storage_and_the_model_agree_on_the_host_keys():
-    assert cost_models.HOST_KEYS == HOST_KEYS
-
-
 # --- storage ------------------------------------------------------------------------------------------------------
 
 def _model(host: dict[str, str], created: str = "2026-11-27T00:00:00+00:00", w: float = 0.3) -> CostModelRecord:
@@ -266,10 +260,10 @@ def test_the_runner_records_the_hosts_model_once_even_resumed(tmp_path, monkeypa
     e = replace(e, benchmarks=[])  # nothing to profile: what is tested is the record before the first profile
     out = tmp_path / "run"
     writer = ResultsWriter(out)
-    measure_simulated(e, tmp_path / "work", {}, writer.append)
+    measure_simulated(e, tmp_path / "work", {}, writer.append, results=out)
     writer.close()
     writer = ResultsWriter.reopen(out)  # a resumed run's second sitting
-    measure_simulated(e, tmp_path / "work", {}, writer.append)
+    measure_simulated(e, tmp_path / "work", {}, writer.append, results=out)
     writer.close()
     lines = (out / RESULTS).read_text().splitlines()
     assert len(lines) == 1 and results_line(lines[0]) == model
@@ -284,7 +278,6 @@ def test_the_runner_records_nothing_without_a_model_and_goes_on_past_a_damaged_o
     (tmp_path / "models").mkdir()
     cost_models.current_path(host_metadata()).write_text("not json")
     assert record_cost_model(written.append, None) is None and written == []
-    assert simulated_tier._results_of(written.append) is None
 
 
 # --- the command's bad input (one line each, nothing written) ------------------------------------------------------

@@ -336,7 +336,7 @@ def run_matrix(e: Experiment, out: Path, console: Console, keep_data: bool = Fal
                 if profile:
                     _profile_cells(e, data_root / "profile", writer, progress)
                 if e.simulated:  # issue 25's deterministic tier, after the timed rounds
-                    measure_simulated(e, data_root / "simulated", data, writer.append, progress)
+                    measure_simulated(e, data_root / "simulated", data, writer.append, progress, results=out)
     finally:
         _finish(data, meta, writer, data_root, runtime, keep_data)
     return outcome

@@ -34,7 +34,7 @@ from dbperf.host.procfs import own_children
 from dbperf.records import CostModelRecord, Profile, RecordError, SimulatedRecord, results_line
 from dbperf.stats.simulated import TIER
 from dbperf.storage.cost_models import load_current
-from dbperf.storage.results import RESULTS, ResultsWriter
+from dbperf.storage.results import RESULTS
 from dbperf.targets.lifecycle import TargetLifecycle
 from dbperf.targets.sqlite_data import SqliteData
 
@@ -142,22 +142,16 @@ def record_cost_model(write: Callable[[CostModelRecord], None], results: Path | 
     return model
 
 
-def _results_of(write: Callable[..., None]) -> Path | None:
-    """The results directory behind `write` when it is a ResultsWriter's append (the matrix's)."""
-    owner = getattr(write, "__self__", None)
-    return owner.directory if isinstance(owner, ResultsWriter) else None
-
-
 def measure_simulated(e: Experiment, work: Path, data: dict[str, TargetLifecycle],
                       write: Callable[[SimulatedRecord | CostModelRecord], None], progress: Progress | None = None,
                       queries: int | Callable[[Workload], int] | None = None, results: Path | None = None) -> None:
     """Measures every (target, benchmark) once, writing each `simulated` record as it is known. `data`: the run's
     loaded targets; SQLite ones are profiled from their pristine copy (no second load), servers by the profiler's
     own server (explain/server_profile.py), one at a time. First the host's cost model, once per run (`results`:
-    the run's directory, by default the one `write` appends to), when a target is in-process SQLite (the model was
-    calibrated on it)."""
+    the run's directory, read for a model recorded in an earlier sitting), when a target is in-process SQLite (the
+    model was calibrated on it)."""
     if any(not t.is_server for t in e.targets):
-        record_cost_model(write, results if results is not None else _results_of(write), progress)
+        record_cost_model(write, results, progress)
     loaded = {name: d for name, d in data.items() if isinstance(d, SqliteData)}
     profiler = Profiler(e, work, queries=queries or queries_for(e.table_size), mode=MODE, native_timing=False,
                         data=loaded)

@@ -10,12 +10,12 @@ from dataclasses import dataclass
 from typing import Literal
 
 from dbperf.records import CostModelRecord
+from dbperf.storage.cost_models import HOST_KEYS  # what a model is valid for (host/facts.py's names)
 
 MODEL_VERSION = 1
 # The simulated per-query counters a model may weigh (explain/profile.py simulated_per_query's keys).
 FEATURES = ("instructions", "branches", "branch_mispredicts_simulated_predictor", "i1_misses", "d1_misses",
             "ll_misses")
-HOST_KEYS = ("cpu_model", "microcode", "kernel")  # what a model is valid for (host/facts.py's names)
 
 PredictedVerdict = Literal["faster", "slower", "same", "undecided"]
 

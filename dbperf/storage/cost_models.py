@@ -23,8 +23,7 @@ from pathlib import Path
 from dbperf.errors import UserError
 from dbperf.records import CostModelRecord, RecordError, decode, encode
 
-# The host facts a model is keyed by; the same names as stats/cost_model.py's HOST_KEYS (storage may not import
-# stats: tests/test_calibrate.py checks the two agree).
+# The host facts a model is keyed by and valid for (host/facts.py's names); stats/cost_model.py checks them.
 HOST_KEYS = ("cpu_model", "microcode", "kernel")
 SLUG = re.compile(r"[^a-z0-9.]+")
 NUMBERED = re.compile(r"^(?P<key>.+)\.(?P<n>\d+)\.json$")
