@@ -302,6 +302,19 @@ def test_a_run_with_no_disagreement_is_one_line_and_exit_0(tmp_path):
     assert json.loads((run / "explain.json").read_text())["cells"] == []
 
 
+@unit
+def test_after_a_run_a_failure_is_one_warning_and_nothing_to_explain_one_line(tmp_path):
+    said = io.StringIO()
+    assert explain_after_run(synthetic_run(tmp_path / "plain", simulated=False), Console(file=said)) is None
+    assert said.getvalue().startswith('dbperf: warning: explain = "disagreements": ') and \
+        len(said.getvalue().strip().splitlines()) == 1
+    said = io.StringIO()
+    assert explain_after_run(synthetic_run(tmp_path / "sim"), Console(file=said, width=300)) is None
+    assert said.getvalue().strip().splitlines() == [
+        f"dbperf: explain: {tmp_path / 'sim'}: no cell where the measured and simulated tiers disagree: nothing to "
+        "explain (--cell TARGET:BENCHMARK explains one anyway)"]
+
+
 # --- end to end: two SQLite builds that differ in work ---------------------------------------------------------
 
 TWO_BUILDS = """

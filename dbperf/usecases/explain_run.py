@@ -32,7 +32,7 @@ from dbperf.run_meta import RunMeta
 from dbperf.runner import interrupts
 from dbperf.runner.simulated_tier import queries_for
 from dbperf.stats.rqps_matrix import Matrix, build_matrix
-from dbperf.storage.results import EXPERIMENT, read_results, writing
+from dbperf.storage.results import EXPERIMENT, ResultsWriteError, read_results, writing
 from dbperf.usecases.explain import benchmark, profiling, target
 from dbperf.usecases.progress import PROGRESS, say
 
@@ -244,11 +244,19 @@ def write_explanation(directory: Path, view: View) -> Path:
 
 def explain_directory(directory: Path, cell: str | None = None, top: int = TOP, err: Console = PROGRESS) -> View:
     """`dbperf explain DIR`: the explanation as a View, also written into DIR as explain.json."""
+    return _explained(directory, cell, top, err)[0]
+
+
+def _explained(directory: Path, cell: str | None, top: int, err: Console) -> tuple[View, Path | None]:
+    """The view and where it was kept (None: DIR could not be written; said as a warning, the view still shown)."""
     if top < 1:
         raise UserError("--top: must be at least 1")
     view = explain_view(explain_run(directory, cell, err), top)
-    write_explanation(directory, view)
-    return view
+    try:
+        return view, write_explanation(directory, view)
+    except ResultsWriteError as e:
+        say(f"dbperf: warning: {e}: the explanation is not kept in {directory}", err)
+        return view, None
 
 
 def explain_after_run(directory: Path, err: Console = PROGRESS) -> int | None:
@@ -256,8 +264,8 @@ def explain_after_run(directory: Path, err: Console = PROGRESS) -> int | None:
     stderr. Whatever happens here, the run stays as it is: a failure is one warning; an interrupt is said and its exit
     code returned (None otherwise)."""
     try:
-        view = explain_directory(directory, err=err)
-    except UserError as e:
+        view, written = _explained(directory, None, TOP, err)
+    except (UserError, OSError, ValueError) as e:  # a profile that failed: the run is complete all the same
         say(f"dbperf: warning: explain = \"disagreements\": {e}", err)
         return None
     except KeyboardInterrupt as interrupt:
@@ -267,5 +275,6 @@ def explain_after_run(directory: Path, err: Console = PROGRESS) -> int | None:
         say(f"dbperf: explain: {view.title}", err)
         return None
     formats.draw(view, err)
-    say(f"dbperf: explain: written to {directory / EXPLANATION}", err)
+    if written is not None:
+        say(f"dbperf: explain: written to {written}", err)
     return None
