@@ -145,7 +145,12 @@ META = {"base": "old", "aggregate": "median", "threads": [1], "status": "complet
 def test_reports_flag_a_cell_that_never_settled():
     m = build_matrix(meta_of(META), records(unsettled_new=2))
     console = Console(record=True, width=250)
-    render_table(m, meta_of(META), console)
+    render_table(m, meta_of(META), console)  # the glance: the mark, said in its one legend line
+    glance = console.export_text()
+    assert "w warm-up never settled" in glance
+    assert next(line for line in glance.splitlines() if line.startswith("point-query")).rstrip().endswith(" w")
+    console = Console(record=True, width=250)
+    render_table(m, meta_of(META), console, verbose=True)  # the full legend: the rule and the cells, by name
     text = console.export_text()
     assert "steady state: warm-up until 3 samples of 1 s agree within 5% ((max - min) / mean), at most 30 s" in text
     assert "warm-ups took 4.0–6.0 s (median 5.0 s); 2 of 6 repeats never settled (w): new point-query t=1 (2 of 3)" \

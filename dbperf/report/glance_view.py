@@ -22,7 +22,7 @@ from dbperf.report.simulated_view import REUSED_MARK, has_simulated, missing_lin
 from dbperf.report.steady_view import MARK as UNSETTLED_MARK
 from dbperf.report.steady_view import unsettled_runs
 from dbperf.report.tiers_view import DISAGREE_MARK, cost_model_line, disagreement_lines, disagrees, mark
-from dbperf.report.verdict_quality import METRICS, aa_line, metric_quality
+from dbperf.report.verdict_quality import METRICS, aa_counts, metric_quality
 from dbperf.run_meta import RunMeta
 from dbperf.stats.rqps_matrix import Cell, Matrix
 
@@ -123,10 +123,25 @@ def _agreement(m: Matrix, meta: RunMeta) -> str | None:
     return ", ".join(f"{n} {w}" for w, n in counts.items() if n)
 
 
+def aa_short(m: Matrix, meta: RunMeta) -> list[str]:
+    """The A/A false alarms per measured tier, in one line (the cells they were and the decided counts: --verbose,
+    JSON `aa`)."""
+    target = meta.aa_target
+    if not target:
+        return []
+    parts: list[str] = []
+    for _, label, get in METRICS:
+        aa = aa_counts(m, target, get)
+        if aa is not None:
+            parts.append(f"{label} {aa['changed']} of {aa['cells']}" + (" cells called changed" if not parts else ""))
+    return [f"A/A: {target} is {m.base} run against itself: " + (", ".join(parts) or "no cell compared")
+            + " (false alarms on this host)"]
+
+
 def short_legend(m: Matrix, meta: RunMeta) -> tuple[str, ...]:
     """At most five lines: the targets, what a cell holds, the verdict quality, the A/A false alarms, the model."""
     model = cost_model_line(m)
-    return (targets_line(m), key_line(m), quality_line(m, meta), *aa_line(m, meta), *([model] if model else []))
+    return (targets_line(m), key_line(m), quality_line(m, meta), *aa_short(m, meta), *([model] if model else []))
 
 
 def findings(m: Matrix) -> tuple[str, ...]:

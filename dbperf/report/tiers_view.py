@@ -62,7 +62,7 @@ def cost_model_line(m: Matrix) -> str | None:
     model = m.cost_model
     if model is not None:
         band = "-" if model.change_error_p90 is None else f"{model.change_error_p90:.1%}"
-        return (f"cost model: calibrated {model.created} on {model.host.get('cpu_model', 'this host')} "
+        return (f"cost model: calibrated {model.created[:10]} on {model.host.get('cpu_model', 'this host')} "
                 f"({model.cells} cells{', --quick' if model.quick else ''}; change error p90 {band})")
     note = m.cost_model_note
     if note is None:
