@@ -360,8 +360,7 @@ def test_the_run_reports_work_words_and_explains_what_disagrees(two_builds):
     assert cells["single"]["sim_verdict"] == "base"
     assert cells["serialized"]["sim_verdict"] in {"fewer", "more", "same"}
     assert cells["serialized"]["sim_verdict"] == "more"  # mutex enter/leave on every call
-    if "tiers" in cells["serialized"]:  # the report's agreement field
-        assert cells["serialized"]["tiers"] in {"agree", "disagree", "open"} and cells["single"]["tiers"] is None
+    assert cells["serialized"]["tiers"] in {"agree", "disagree", "open"} and cells["single"]["tiers"] is None
     meta, records, _ = read_results(out)
     disagree = [c for c in build_matrix(meta, records).cells.values() if c.tiers and c.tiers.tiers == "disagree"]
     explained = json.loads((out / "explain.json").read_text())
