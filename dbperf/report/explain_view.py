@@ -53,7 +53,7 @@ def counters_of(base: Profile, target: Profile) -> list[tuple[str, float, float]
 
 def _counters_block(e: Explanation, c: CellExplanation) -> Block:
     return Block("", "", ("simulated per query", e.base, c.target, "Δ", "Δ %"), tuple(
-        Row((COUNTER_WORDS[k], _num(a), _num(b), _num(b - a, True), _pct(_change(a, b))))
+        Row((COUNTER_WORDS[k], _num(a), _num(b), _num(b - a, True), "-" if a == b == 0 else _pct(_change(a, b))))
         for k, a, b in counters_of(c.base, c.profile)))
 
 
