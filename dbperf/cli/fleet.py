@@ -10,6 +10,7 @@ from typing import Annotated, Any, Optional
 import typer
 
 from dbperf.cli.common import OUT_OPTION, err_console, out_console
+from dbperf.cli.report import VERBOSE_OPTION
 from dbperf.cli.run import report_after_run
 from dbperf.experiment.durations import parse_duration
 from dbperf.names import check_name
@@ -50,8 +51,8 @@ def worker(
     run_worker(scheduler, check_name(name, "--name"), certs, cache, listen, timeout, ready_file)
 
 
-def _fleet_end(end: Any) -> None:
-    report_after_run(RunEnd(end.directory, end.exit_code))
+def _fleet_end(end: Any, verbose: bool = False) -> None:
+    report_after_run(RunEnd(end.directory, end.exit_code), verbose=verbose)
 
 
 @fleet_app.command("run")
@@ -62,10 +63,12 @@ def fleet_run(
     certs: Annotated[Optional[Path], CERTS_OPTION] = None,
     resume: Annotated[bool, typer.Option("--resume", help="run the cells --out DIR lacks")] = False,
     keep_data: Annotated[bool, typer.Option(help="keep each host's loaded data")] = False,
+    verbose: Annotated[bool, VERBOSE_OPTION] = False,
 ) -> None:
     """Run the matrix on the fleet's hosts; every record carries its host."""
     from dbperf.fleet.run import run_fleet
-    _fleet_end(run_fleet(experiment, out, scheduler, certs, err_console, resume=resume, keep_data=keep_data))
+    _fleet_end(run_fleet(experiment, out, scheduler, certs, err_console, resume=resume, keep_data=keep_data),
+               verbose)
 
 
 @fleet_app.command("local")
@@ -78,12 +81,14 @@ def fleet_local(
     tls: Annotated[bool, typer.Option("--tls", help="TLS with a fresh self-signed set")] = False,
     resume: Annotated[bool, typer.Option("--resume", help="run the cells --out DIR lacks")] = False,
     keep_data: Annotated[bool, typer.Option(help="keep each host's loaded data")] = False,
+    verbose: Annotated[bool, VERBOSE_OPTION] = False,
 ) -> None:
     """Start a scheduler and N workers on 127.0.0.1, run the experiment on them, stop them (all of them, also on
     Ctrl-C or SIGTERM while they start). N is capped by this host: 4 workers per CPU the lab may use, and 160 MiB
     (one worker's measured resident size) each within half of MemAvailable."""
     from dbperf.fleet.run import run_local
-    _fleet_end(run_local(experiment, workers, out, err_console, tls=tls, resume=resume, keep_data=keep_data))
+    _fleet_end(run_local(experiment, workers, out, err_console, tls=tls, resume=resume, keep_data=keep_data),
+               verbose)
 
 
 @fleet_app.command("certs")
