@@ -34,7 +34,7 @@ from dbperf.errors import UserError
 RESULT_FILES = ("results.jsonl", "results.jsonl.gz", "meta.json")
 # Every name a run writes into its directory (storage/results.py): refused even before it exists, since the run
 # (or its --resume) writes it later.
-RUN_FILES = (*RESULT_FILES, "experiment.toml", ".lock")
+RUN_FILES = (*RESULT_FILES, "experiment.toml", ".lock", "explain.json")  # explain.json: `dbperf explain`
 DEFAULT_STEM = "report"
 KINDS = ((stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"), (stat.S_ISFIFO, "a FIFO (pipe)"),
          (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a directory"))  # what a file is that is not a regular one
