@@ -26,7 +26,7 @@ from dbperf.report.verdict_quality import METRICS, aa_counts, metric_quality
 from dbperf.run_meta import RunMeta
 from dbperf.stats.rqps_matrix import Cell, Matrix
 
-TIER_TAGS = {"wall": "wall", "cpu": "cpu"}  # which measured tier decided, beside its verdict
+TIER_TAGS = {"wall": "wall", "cpu": "cpu"}  # the measured tier that decided, after its verdict: `faster·cpu`
 MORE = "every tier in its own column, how each figure was measured and the verdict rule: --verbose, the HTML report, " \
        "docs/reports.md"
 

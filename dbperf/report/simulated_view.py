@@ -38,10 +38,6 @@ def sim_text(cell: Cell | None) -> str:
     return f"{s.estimated_cycles_delta:+.2%} {s.verdict}{mark}"
 
 
-def reused(m: Matrix) -> bool:
-    return any(s.reused_from for c in m.cells.values() if (s := sim_of(c)) and s.verdict != "base")
-
-
 def sim_legend(m: Matrix) -> list[str]:
     if not has_simulated(m):
         return []
