@@ -277,7 +277,8 @@ def _attach_tiers(cells: Mapping[tuple[str, str, int], Cell], base: str, aa_targ
         if target == base or base_cell is None or cell.sim is None:
             continue
         sim = cell.sim
-        if model is not None and sim.verdict not in ("missing", "base"):
+        in_process = not any(r.result and r.result.server_usage for r in cell.runs)  # what the model was fitted on
+        if model is not None and in_process and sim.verdict not in ("missing", "base"):
             cell.predicted = predicted_change(model, sim.per_query, sim.base_per_query, min_effect)
         cell.user_cpu_change = paired_change(user_cpu_pairs(cell, base_cell))
         cell.tiers = tiers_of(cell.deciding_verdict, sim, cell.predicted, cell.user_cpu_change,
