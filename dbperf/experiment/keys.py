@@ -153,8 +153,9 @@ RUN = (
     Key("aa", "boolean", "also run the base against itself (target BASE-aa): the report counts the A/A cells called "
         "changed", "false", "", boolean),
     Key("simulated", "boolean", "after the timed rounds, instructions and estimated cycles per query of every (target, "
-        "benchmark) under cachegrind, one thread: the report's deterministic `simulated Δcyc` beside each rQPS "
-        "(runner/simulated_tier.py)", "false", "", boolean),
+        "benchmark) under cachegrind, one thread: the report's deterministic work per query beside each rQPS (fewer, "
+        "more or same estimated cycles: work, not speed; with the host's `dbperf calibrate` model, a predicted CPU "
+        "change too) (runner/simulated_tier.py)", "false", "", boolean),
     Key("explain", " | ".join(EXPLAIN), "disagreements: after a run with the simulated tier, each cell whose measured "
         "and simulated tiers disagree is explained on its own (`dbperf explain DIR`: the per-function diff of every "
         "simulated counter and its leads, on stderr and in DIR/explain.json)", "none", "", one_of(*EXPLAIN)),
