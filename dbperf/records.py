@@ -412,6 +412,10 @@ class CostModelRecord(msgspec.Struct, frozen=True, omit_defaults=True):
     base: str | None = None  # the build every change was measured against
     quick: bool = False  # `calibrate --quick`: fewer cells
     source: str | None = None  # the calibration run's results directory
+    # What the model predicts: "user", user CPU per query (levels, from the counts alone); "total", user + system CPU
+    # per query as a difference over the base's measured level (the kernel's work, which no simulated count sees and
+    # a build does not change, cancels in the difference; stats/cost_model.py)
+    measure: str = "user"
 
 
 # --- Replication lab (dbperf/replication/): its records in results.jsonl -------------------------------------------

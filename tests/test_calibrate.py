@@ -33,7 +33,7 @@ from dbperf.stats.cost_fit import (
     in_sample,
     quantile,
 )
-from dbperf.stats.cost_model import FEATURES, MODEL_VERSION, predict_ns, usable
+from dbperf.stats.cost_model import FEATURES, MODEL_VERSION, predict_ns, predicted_change, usable
 from dbperf.storage import cost_models
 from dbperf.storage.results import RESULTS, ResultsWriter
 from dbperf.usecases import calibrate as calibrate_usecase
@@ -148,6 +148,35 @@ def test_an_inconsistent_build_raises_its_held_out_error_not_its_in_sample_one()
     cal = calibrate(cells, "O2")  # and the calibration's figures are the held-out ones, not the in-sample ones
     assert cal.chosen.figures.change_p90 is not None and cal.chosen.figures.change_p90 > 0.1
     assert cal.chosen.r2 is not None and cal.chosen.r2 > 0.999
+
+
+@unit
+def test_a_total_cpu_model_cancels_the_kernels_work_and_wins_over_a_noisy_user_split():
+    """Each benchmark's kernel work (its system calls: the same for every build) is large and unknown to the counts,
+    and user CPU is the law times a split noise (the kernel samples the user/system split at its tick): the
+    user + system candidate fits differences, so the kernel term cancels, recovers the weights and is chosen."""
+    rng = random.Random(5)
+    cells = []
+    for c in synthetic():
+        law_us = sum(w * c.counters[f] for f, w in TRUE.items()) / 1000
+        kernel_us = 40.0 + 10 * int(c.benchmark.split("-")[1])  # per benchmark, the same for every build
+        cells.append(replace(c, user_us=law_us * rng.uniform(0.85, 1.15), total_us=law_us + kernel_us))
+    cal = calibrate(cells, "O2")
+    assert cal.chosen.candidate.measure == "total"
+    for f, w in TRUE.items():
+        assert cal.chosen.weights.weights_ns[f] == pytest.approx(w, rel=1e-6)
+    assert cal.chosen.figures.change_median == pytest.approx(0, abs=1e-9)
+    assert cal.chosen.r2 is None  # its levels are anchored on the measured base: no R² of its own
+    best_user = next(e for e in cal.evaluations if e.candidate.measure == "user")
+    assert best_user.figures.change_median > 0.02
+    model = cal.record({"cpu_model": "x", "microcode": "y", "kernel": "z"}, "2026-11-27T00:00:00+00:00")
+    assert model.measure == "total"
+    # the prediction: the counts' difference over the base's measured user + system CPU (ns per query)
+    base, target = cells[0], next(c for c in cells if c.benchmark == cells[0].benchmark and c.build == "O3")
+    assert base.total_us is not None and target.total_us is not None
+    got = predicted_change(model, target.counters, base.counters, 0.02, base.total_us * 1000)
+    assert got is not None and got.delta == pytest.approx(target.total_us / base.total_us - 1, rel=1e-6)
+    assert predicted_change(model, target.counters, base.counters, 0.02) is None  # no measured base level: none
 
 
 @unit

@@ -104,7 +104,7 @@ def test_the_calibrated_check():
     outside = PredictedChange(-0.12, 0.02, "faster")  # |gap| 7% > band 2% + CI 2%
     t = tiers_of(faster, fewer, outside, user)
     assert t is not None and t.tiers == "disagree"
-    assert "calibrated prediction -12.0% user CPU/q (±2.0%)" in t.why and "measured -5.0% (±2.0%)" in t.why
+    assert "calibrated prediction -12.0% CPU/q (±2.0%)" in t.why and "measured -5.0% (±2.0%)" in t.why
     inside = PredictedChange(-0.08, 0.02, "faster")  # gap 3% <= 4%
     assert tiers_of(faster, fewer, inside, user).tiers == "agree"  # type: ignore[union-attr]
     # Without the measured change (too few rounds) the prediction is not checked.
@@ -206,7 +206,7 @@ def test_a_cost_model_adds_the_prediction(tmp_path):
     assert slow["predicted_verdict"] == "slower"  # the band (±2%) excludes ±min_effect (2%): a speed word earned
     assert slow["tiers"] == "agree"  # the prediction lies within its band and the CI of the measured change
     assert tuned["sim_verdict"] == "fewer" and tuned["tiers"] == "disagree"
-    assert "calibrated prediction +10.0% user CPU/q" in tuned["tiers_why"]
+    assert "calibrated prediction +10.0% CPU/q" in tuned["tiers_why"]
     model = doc["simulated"]["cost_model"]
     assert model["weights_ns"] == {"instructions": 1.0} and model["host"]["cpu_model"] == "synthetic CPU"
     assert model["change_error_p90"] == 0.02 and model["created"].startswith("2026-11-27") and model["note"] is None

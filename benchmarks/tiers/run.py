@@ -3,10 +3,10 @@ asserts nothing.
 
 One run (`repeats = "auto"`, its own budget, `simulated = true`) of the demo's builds and benchmarks plus a
 `-DSQLITE_THREADSAFE=0` build: SQLite 3.54.1 -O2 (the base), -O3, -O2 + PGO (trained on the default mix, none of the
-measured benchmarks) and -O2 -DSQLITE_THREADSAFE=0. Per compared cell it prints the measured change of user CPU per
-query (paired rounds, 95% interval) and the CPU-time verdict, the simulated tier's Δ est. cycles (work: fewer, more,
-same), the host's calibrated prediction of the user-CPU change with its band (`dbperf calibrate`; none: said), and
-the report's `tiers` mark. Then:
+measured benchmarks) and -O2 -DSQLITE_THREADSAFE=0. Per compared cell it prints the measured change of CPU per query
+(user, or user + system for a model that predicts that; paired rounds, 95% interval) and the CPU-time verdict, the
+simulated tier's Δ est. cycles (work: fewer, more, same), the host's calibrated prediction of that CPU change with
+its band (`dbperf calibrate`; none: said), and the report's `tiers` mark. Then:
 - `median abs error of predicted change <x>%` over the cells with a prediction and a measured change;
 - `sign right <k> of <n> decided cells`: cells the measured CPU-time verdict (else the wall clock) called faster or
   slower, whose predicted change points the same way (without a model: the simulated Δ's sign, said so);
@@ -18,7 +18,7 @@ the report's `tiers` mark. Then:
 The demo's builds are among the calibration's builds (`dbperf calibrate`): this run measures how a model carries over
 to cells measured in another run; the out-of-sample error is calibrate's leave-one-build-out figure.
 
-Usage: .venv/bin/python benchmarks/tiers/run.py [--budget 15m] [--time 0.5] [--results DIR]
+Usage: .venv/bin/python benchmarks/tiers/run.py [--budget 15m] [--time 0.5] [--out DIR] [--results DIR/results]
 """
 
 from __future__ import annotations
@@ -30,13 +30,17 @@ import tempfile
 import time
 from pathlib import Path
 
+import msgspec
 from rich.console import Console
 
 from dbperf.experiment.spec import parse_experiment
+from dbperf.records import CostModelRecord
 from dbperf.runner.matrix import run_matrix
 from dbperf.runner.targets import build_targets
 from dbperf.stats.rqps_matrix import Cell, Matrix, build_matrix
 from dbperf.stats.simulated import SAME_WITHIN
+from dbperf.stats.tiers import Interval
+from dbperf.storage.cost_models import load_current
 from dbperf.storage.results import read_results
 
 TARGET = """
@@ -73,7 +77,12 @@ def _measure(args: argparse.Namespace, tmp: Path, console: Console) -> Path:
     return out
 
 
-def _contradiction(cell: Cell) -> str | None:
+def _measured(cell: Cell, model: CostModelRecord | None) -> Interval | None:
+    """The measured change of what the model predicts: user + system CPU for a "total" model, else user CPU."""
+    return cell.cpu_change if model is not None and model.measure == "total" else cell.user_cpu_change
+
+
+def _contradiction(cell: Cell, model: CostModelRecord | None) -> str | None:
     """Why the raw figures contradict each other (computed apart from stats/tiers.py), or None."""
     v, sim = cell.deciding_verdict, cell.sim
     if v is None or not v.decided or sim is None or sim.estimated_cycles_delta is None:
@@ -83,14 +92,17 @@ def _contradiction(cell: Cell) -> str | None:
         work_points = "fewer" if d <= -SAME_WITHIN else "more" if d >= SAME_WITHIN else "same"
         if work_points != {"faster": "fewer", "slower": "more"}[v.verdict]:
             return f"measured {v.verdict}, simulated {d:+.2%}"
-    p, u = cell.predicted, cell.user_cpu_change
+    p, u = cell.predicted, _measured(cell, model)
     if p is not None and u is not None and abs(p.delta - u.estimate) > p.band + u.half_width:
         return f"predicted {p.delta:+.1%} ±{p.band:.1%}, measured {u.estimate:+.1%} ±{u.half_width:.1%}"
     return None
 
 
-def _report(directory: Path) -> float:
+def _report(directory: Path, current_model: bool) -> float:
     meta, records, _ = read_results(directory)
+    if current_model:  # the host's model now, not the one the run recorded (a model calibrated after the run)
+        model = load_current(msgspec.to_builtins(meta.host) if meta.host else {})
+        records = [r for r in records if not isinstance(r, CostModelRecord)] + ([model] if model else [])
     m: Matrix = build_matrix(meta, records)
     model = m.cost_model
     print(f"\nresults {directory}")
@@ -101,14 +113,15 @@ def _report(directory: Path) -> float:
                             if model else f"none ({m.cost_model_note})"))
     errors: list[float] = []
     decided = sign_right = flagged = contradictions = 0
-    print(f"{'target':8s} {'benchmark':18s} {'user CPU/q Δ (95%)':>22s} {'CPU verdict':>12s} {'sim Δcyc':>16s} "
+    what = "CPU/q" if model is not None and model.measure == "total" else "user CPU/q"
+    print(f"{'target':8s} {'benchmark':18s} {what + ' Δ (95%)':>22s} {'CPU verdict':>12s} {'sim Δcyc':>16s} "
           f"{'predicted Δ':>18s}  tiers")
     for _, benchmark, threads in m.rows():
         for target in m.targets:
             cell = m.cell(target, benchmark, threads)
             if target == m.base or cell is None:
                 continue
-            u, p, sim, v = cell.user_cpu_change, cell.predicted, cell.sim, cell.deciding_verdict
+            u, p, sim, v = _measured(cell, model), cell.predicted, cell.sim, cell.deciding_verdict
             measured = f"{u.estimate:+.1%} ({u.low:+.1%}..{u.high:+.1%})" if u else "-"
             simulated = f"{sim.estimated_cycles_delta:+.2%} {sim.verdict}" if sim and sim.estimated_cycles_delta \
                 is not None else "-"
@@ -123,7 +136,7 @@ def _report(directory: Path) -> float:
                 decided += 1
                 says = p.delta if p is not None else (sim.estimated_cycles_delta if sim else None)
                 sign_right += says is not None and (says < 0) == (v.verdict == "faster")
-            why = _contradiction(cell)
+            why = _contradiction(cell, model)
             if why:
                 contradictions += 1
                 flagged += tiers == "disagree"
@@ -144,12 +157,17 @@ def main() -> None:
     ap.add_argument("--table-size", type=int, default=100_000)
     ap.add_argument("--benchmarks", default=",".join(DEMO_BENCHMARKS))
     ap.add_argument("--results", type=Path, help="a results directory this script measured before: reported again")
+    ap.add_argument("--current-model", action="store_true", help="with --results: predict with the host's current "
+                    "cost model instead of the one the run recorded")
+    ap.add_argument("--out", type=Path, help="where to keep the run's results (default: a temporary directory)")
     args = ap.parse_args()
     console = Console(stderr=True)
     print(f"SQLite {args.version}: {', '.join(n for n, _, _ in BUILDS)} (base O2); repeats = auto, budget "
           f"{args.budget}, {args.time:g} s cells, simulated tier on; load average at start {os.getloadavg()[0]:.2f}")
     with tempfile.TemporaryDirectory(prefix="dbperf-tiers-") as tmp:
-        ratio = _report(args.results or _measure(args, Path(tmp), console))
+        where = args.out or Path(tmp)
+        where.mkdir(parents=True, exist_ok=True)
+        ratio = _report(args.results or _measure(args, where, console), args.current_model)
     print(f"load average at end {os.getloadavg()[0]:.2f}")
     print(f"ratio {ratio:.3f}")
 

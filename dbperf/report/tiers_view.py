@@ -1,6 +1,6 @@
 """Do the tiers agree, in a run's report (stats/tiers.py): the mark beside a cell whose measured call the simulated
-work does not share, the lines that name each such cell with both figures, the calibrated prediction of user CPU
-(stats/cost_model.py) where the host has a cost model, or the note that it has none and how to make one, and the
+work does not share, the lines that name each such cell with both figures, the calibrated prediction of CPU per
+query (stats/cost_model.py) where the host has a cost model, or the note that it has none and how to make one, and the
 fields JSON and CSV carry. Speed words here belong to the measured tiers and to the calibrated prediction only."""
 
 from __future__ import annotations
@@ -17,13 +17,14 @@ DISAGREE_MARK = "≠"
 CALIBRATE = "`dbperf calibrate` makes one (`--quick`: fewer cells)"
 TIERS_LEGEND = (
     f"{DISAGREE_MARK} : the tiers disagree: a decided measured faster/slower (the wall clock, else the CPU time) whose "
-    "simulated work is not fewer/more alike, or a calibrated prediction outside its band from the measured user CPU "
-    "change; each one is named with both figures (JSON/CSV `tiers`: agree, disagree, open (nothing measured "
-    "decided); `tiers_why`); the A/A copy agrees by construction")
+    "simulated work is not fewer/more alike, or a calibrated prediction outside its band from the measured CPU "
+    "change (user, or user + system: the model's measure); each one is named with both figures (JSON/CSV `tiers`: "
+    "agree, disagree, open (nothing measured decided); `tiers_why`); the A/A copy agrees by construction")
 PREDICTED_LEGEND = (
-    "col-N predicted CPU Δ : the host's calibrated cost model on the simulated counts: user CPU per query against the "
-    "base's (negative: less CPU), ± the model's error band on builds its fit did not see; faster/slower only when the "
-    "band excludes ±min_effect, same when it lies within it, else undecided")
+    "col-N predicted CPU Δ : the host's calibrated cost model on the simulated counts: CPU per query (its measure: "
+    "user, or user + system as a difference over the base's measured level) against the base's (negative: less "
+    "CPU), ± the model's error band on builds its fit did not see; faster/slower only when the band excludes "
+    "±min_effect, same when it lies within it, else undecided")
 
 
 def disagrees(cell: Cell | None) -> bool:
@@ -45,7 +46,7 @@ def disagreement_lines(m: Matrix) -> list[str]:
 
 
 def predicted_text(cell: Cell | None) -> str:
-    """The calibrated prediction: Δ user CPU per query ± its band and its own verdict; `-` where there is none."""
+    """The calibrated prediction: Δ CPU per query ± its band and its own verdict; `-` where there is none."""
     p = cell.predicted if cell is not None else None
     if p is None:
         return "-"
@@ -62,8 +63,9 @@ def cost_model_line(m: Matrix) -> str | None:
     model = m.cost_model
     if model is not None:
         band = "-" if model.change_error_p90 is None else f"{model.change_error_p90:.1%}"
-        return (f"cost model: calibrated {model.created[:10]} on {model.host.get('cpu_model', 'this host')} "
-                f"({model.cells} cells{', --quick' if model.quick else ''}; change error p90 {band})")
+        what = "user CPU" if model.measure == "user" else "user + system CPU"
+        return (f"cost model: calibrated {model.created[:10]} on {model.host.get('cpu_model', 'this host')}, predicts "
+                f"{what} ({model.cells} cells{', --quick' if model.quick else ''}; change error p90 {band})")
     note = m.cost_model_note
     if note is None:
         return None
@@ -80,8 +82,9 @@ def cost_model_json(m: Matrix) -> dict[str, Any] | None:
 
 
 def tiers_fields(m: Matrix, cell: Cell) -> dict[str, Any]:
-    """JSON and CSV: the agreement, the calibrated prediction and the measured user CPU change it is checked on."""
-    t, p, u = cell.tiers, cell.predicted, cell.user_cpu_change
+    """JSON and CSV: the agreement, the calibrated prediction and the measured CPU changes it is checked on (user, or
+    user + system: the model's `measure`)."""
+    t, p, u, c = cell.tiers, cell.predicted, cell.user_cpu_change, cell.cpu_change
     return {
         "tiers": t.tiers if t else None,
         "tiers_why": t.why if t else None,
@@ -91,6 +94,10 @@ def tiers_fields(m: Matrix, cell: Cell) -> dict[str, Any]:
         "user_cpu_delta": u.estimate if u else None,
         "user_cpu_delta_low": u.low if u else None,
         "user_cpu_delta_high": u.high if u else None,
+        "cpu_delta": c.estimate if c else None,
+        "cpu_delta_low": c.low if c else None,
+        "cpu_delta_high": c.high if c else None,
+        "predicted_measure": (m.cost_model.measure if m.cost_model else None) if p else None,
     }
 
 
@@ -102,6 +109,7 @@ def tiers_json() -> dict[str, str]:
     return {"agree": "the measured call (or same) is shared by the work, and by the calibrated prediction within its "
                      "band",
             "disagree": "a decided measured faster/slower is not shared by the simulated work, or the calibrated "
-                        "prediction lies outside its band from the measured user CPU change",
+                        "prediction lies outside its band from the measured change of what it predicts (user "
+                        "CPU, or user + system CPU: the model's measure)",
             "open": "nothing measured decided, or no simulated figure to compare",
             "aa_copy": AA_REASON}

@@ -37,6 +37,7 @@ from dbperf.records import CostModelRecord
 from dbperf.stats.cost_model import FEATURES, MODEL_VERSION
 
 Weighting = Literal["level", "relative", "change"]
+Measure = Literal["user", "total"]
 WEIGHTINGS: tuple[Weighting, ...] = ("level", "relative", "change")
 MISPREDICTS = "branch_mispredicts_simulated_predictor"
 FEATURE_SETS: tuple[tuple[str, ...], ...] = (
@@ -59,17 +60,28 @@ class CalibrationCell:
     benchmark: str
     user_us: float  # measured median user CPU µs per query
     counters: Mapping[str, float]  # the simulated tier's per-query counters (explain/profile.py simulated_per_query)
+    total_us: float | None = None  # measured median user + system CPU µs per query (None: not measured)
 
     @property
     def user_ns(self) -> float:
         return self.user_us * 1000.0
 
+    def measured_us(self, measure: Measure) -> float:
+        value = self.user_us if measure == "user" else self.total_us
+        return value if value is not None else math.nan
+
 
 @dataclass(frozen=True)
 class Candidate:
+    """`measure` "user": levels of user CPU per query from the counts. "total": user + system CPU per query, fitted
+    and predicted as differences between builds of one benchmark, over the base's measured level: the kernel's work
+    (half of the CPU of these cells on the host it was written on) is the same for every build of one benchmark and
+    cancels, and the verdicts' CPU time is this total. The split of CPU time into user and system is itself sampled
+    at the kernel's tick (cputime_adjust), so user CPU per query of a short cell is the noisier figure."""
     features: tuple[str, ...]
     weighting: Weighting
     intercept: bool
+    measure: Measure = "user"
 
     @property
     def parameters(self) -> int:
@@ -77,11 +89,13 @@ class Candidate:
 
     def label(self) -> str:
         return ("+".join(SHORT[f] for f in self.features) + (" +intercept" if self.intercept else "")
-                + f", {self.weighting}")
+                + f", {self.weighting}" + (", user + system CPU as differences" if self.measure == "total" else ""))
 
 
 def candidates() -> list[Candidate]:
-    return [Candidate(fs, w, i) for fs in FEATURE_SETS for i in (False, True) for w in WEIGHTINGS]
+    """User CPU: every feature set, weighting and intercept; user + system: differences only (an intercept cancels)."""
+    return ([Candidate(fs, w, i) for fs in FEATURE_SETS for i in (False, True) for w in WEIGHTINGS]
+            + [Candidate(fs, "change", False, "total") for fs in FEATURE_SETS])
 
 
 @dataclass(frozen=True)
@@ -96,6 +110,8 @@ class Weights:
 def fit(cells: Sequence[CalibrationCell], candidate: Candidate, base: str) -> Weights:
     """Non-negative weights of `candidate` fitted on `cells` (none of a cell left out of them)."""
     rows, targets = _rows(cells, candidate, base)
+    if not rows:  # a fold with no difference to fit (only the base left): no weights
+        return Weights({f: 0.0 for f in candidate.features})
     a = np.asarray(rows, dtype=float)
     b = np.asarray(targets, dtype=float)
     # Columns scaled to unit norm: instructions (1e4-1e6 per query) and LL misses (tens) in one matrix otherwise
@@ -117,6 +133,8 @@ def _rows(cells: Sequence[CalibrationCell], c: Candidate, base: str) -> tuple[li
     def x(cell: CalibrationCell) -> list[float]:
         return [cell.counters.get(f, 0.0) for f in c.features] + ([1.0] if c.intercept else [])
 
+    if c.measure == "total":
+        return _difference_rows(cells, c, base)
     if c.weighting == "level":
         return [x(cell) for cell in cells], [cell.user_ns for cell in cells]
     rows: list[list[float]] = []
@@ -136,6 +154,25 @@ def _rows(cells: Sequence[CalibrationCell], c: Candidate, base: str) -> tuple[li
                 # the intercept cancels in a difference (its column is 0 here)
                 rows.append([(v - r) / scale for v, r in zip(x(cell), xr, strict=True)])
                 targets.append((cell.user_ns - ref.user_ns) / scale)
+    return rows, targets
+
+
+def _difference_rows(cells: Sequence[CalibrationCell], c: Candidate,
+                     base: str) -> tuple[list[list[float]], list[float]]:
+    """A "total" candidate's rows: per benchmark, every other build's counts minus the base's, over the base's
+    measured user + system CPU, against the measured difference over the same: each residual is an error of the
+    predicted change. A benchmark whose base was not measured gives no row."""
+    rows: list[list[float]] = []
+    targets: list[float] = []
+    for group in _by_benchmark(cells).values():
+        ref = next((cell for cell in group if cell.build == base), None)
+        if ref is None or not ref.total_us:
+            continue
+        scale = ref.total_us * 1000.0
+        for cell in group:
+            if cell is not ref and cell.total_us is not None:
+                rows.append([(cell.counters.get(f, 0.0) - ref.counters.get(f, 0.0)) / scale for f in c.features])
+                targets.append((cell.total_us - ref.total_us) * 1000.0 / scale)
     return rows, targets
 
 
@@ -168,9 +205,12 @@ class Prediction:
 
 
 def predictions(weights: Weights, cells: Iterable[CalibrationCell], base_cells: Mapping[str, CalibrationCell],
-                base: str) -> list[Prediction]:
+                base: str, measure: Measure = "user") -> list[Prediction]:
     """`cells` predicted by `weights`, each change against the base's cell of its benchmark (`base_cells`), the
-    base's level predicted by the same weights."""
+    base's level predicted by the same weights ("user"); or ("total") each difference from the base's cell over the
+    base's measured level, the level then anchored on the base's measured one (the base's own is exact)."""
+    if measure == "total":
+        return _difference_predictions(weights, cells, base_cells, base)
     out = []
     for cell in cells:
         predicted = weights.predict_ns(cell.counters) / 1000.0
@@ -181,6 +221,22 @@ def predictions(weights: Weights, cells: Iterable[CalibrationCell], base_cells: 
         ref_predicted = weights.predict_ns(ref.counters) / 1000.0
         out.append(Prediction(cell.build, cell.benchmark, cell.user_us, predicted, cell.user_us / ref.user_us - 1,
                               predicted / ref_predicted - 1 if ref_predicted > 0 else None))
+    return out
+
+
+def _difference_predictions(weights: Weights, cells: Iterable[CalibrationCell],
+                            base_cells: Mapping[str, CalibrationCell], base: str) -> list[Prediction]:
+    out = []
+    for cell in cells:
+        ref = base_cells.get(cell.benchmark)
+        if cell.total_us is None or ref is None or not ref.total_us:
+            continue
+        if cell.build == base:
+            out.append(Prediction(cell.build, cell.benchmark, cell.total_us, cell.total_us))
+            continue
+        difference = (weights.predict_ns(cell.counters) - weights.predict_ns(ref.counters)) / 1000.0
+        out.append(Prediction(cell.build, cell.benchmark, cell.total_us, ref.total_us + difference,
+                              cell.total_us / ref.total_us - 1, difference / ref.total_us))
     return out
 
 
@@ -196,14 +252,15 @@ def held_out(cells: Sequence[CalibrationCell], candidate: Candidate, base: str) 
         train = [cell for cell in cells if cell.build != build]
         if not train:
             continue
-        out += predictions(fit(train, candidate, base), [c for c in cells if c.build == build], base_cells, base)
+        out += predictions(fit(train, candidate, base), [c for c in cells if c.build == build], base_cells, base,
+                           candidate.measure)
     return out
 
 
 def in_sample(cells: Sequence[CalibrationCell], candidate: Candidate, base: str) -> list[Prediction]:
     """Every cell predicted by the fit on all of them (for comparison with `held_out`)."""
     base_cells = {cell.benchmark: cell for cell in cells if cell.build == base}
-    return predictions(fit(cells, candidate, base), cells, base_cells, base)
+    return predictions(fit(cells, candidate, base), cells, base_cells, base, candidate.measure)
 
 
 def quantile(values: Sequence[float], q: float) -> float | None:
@@ -276,8 +333,9 @@ def evaluate(cells: Sequence[CalibrationCell], candidate: Candidate, base: str) 
     weights = fit(cells, candidate, base)
     base_cells = {cell.benchmark: cell for cell in cells if cell.build == base}
     held = held_out(cells, candidate, base)
-    return Evaluation(candidate, weights, r_squared(predictions(weights, cells, base_cells, base)), held,
-                      Figures.of(held))
+    # A "total" candidate's levels are anchored on the measured base: no R² of its own level
+    r2 = r_squared(predictions(weights, cells, base_cells, base)) if candidate.measure == "user" else None
+    return Evaluation(candidate, weights, r2, held, Figures.of(held))
 
 
 def choose(cells: Sequence[CalibrationCell], base: str,
@@ -308,7 +366,8 @@ def nested(cells: Sequence[CalibrationCell], base: str, among: Sequence[Candidat
         train = [cell for cell in cells if cell.build != build]
         best = choose(train, base, among)[0]
         chosen[build] = best.candidate.label()
-        held += predictions(best.weights, [c for c in cells if c.build == build], base_cells, base)
+        held += predictions(best.weights, [c for c in cells if c.build == build], base_cells, base,
+                            best.candidate.measure)
     return Nested(Figures.of(held), chosen, held)
 
 
@@ -364,7 +423,7 @@ class Calibration:
             change_error_median=_maybe(band.change_median), change_error_p90=_maybe(band.change_p90),
             level_error_median=_maybe(band.level_median), level_error_p90=_maybe(band.level_p90),
             cells=len(self.cells), builds=self.builds, benchmarks=self.benchmarks, base=self.base, quick=quick,
-            source=source)
+            source=source, measure=chosen.candidate.measure)
 
 
 @dataclass(frozen=True)

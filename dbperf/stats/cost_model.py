@@ -1,5 +1,6 @@
 """A cost model calibrated on the host (records.CostModelRecord, fitted by stats/cost_fit.py): it turns the simulated
-tier's per-query counts into predicted user CPU time per query, so that a change in work can be said as a change in
+tier's per-query counts into predicted CPU time per query (user, or user + system as a difference over the base's
+measured level), so that a change in work can be said as a change in
 speed with a validated error band. The simulated tier alone measures work (stats/simulated.py); only a prediction
 whose band excludes ±min_effect earns a speed word."""
 
@@ -22,8 +23,9 @@ PredictedVerdict = Literal["faster", "slower", "same", "undecided"]
 
 @dataclass(frozen=True)
 class PredictedChange:
-    """The calibrated prediction for one cell: user CPU per query, target vs base (-0.05: 5% less CPU per query, i.e.
-    faster), quoted with the model's validated band (the 90th percentile of |error| on builds the fit did not see)."""
+    """The calibrated prediction for one cell: CPU per query (the model's `measure`: user, or user + system), target
+    vs base (-0.05: 5% less CPU per query, i.e. faster), quoted with the model's validated band (the 90th percentile
+    of |error| on builds the fit did not see)."""
     delta: float
     band: float
     verdict: PredictedVerdict
@@ -38,7 +40,8 @@ class PredictedChange:
 
 
 def predict_ns(model: CostModelRecord, per_query: Mapping[str, float]) -> float | None:
-    """Predicted user CPU nanoseconds per query; None when a counter the model weighs is missing."""
+    """Predicted CPU nanoseconds per query (of a "total" model: its part the counts explain); None when a counter the
+    model weighs is missing."""
     total = model.intercept_ns
     for name, weight in model.weights_ns.items():
         value = per_query.get(name)
@@ -60,12 +63,21 @@ def predicted_verdict(delta: float, band: float, min_effect: float) -> Predicted
 
 
 def predicted_change(model: CostModelRecord, target: Mapping[str, float], base: Mapping[str, float],
-                     min_effect: float) -> PredictedChange | None:
-    """The predicted change of user CPU per query of `target` against `base` (both simulated per-query counts)."""
+                     min_effect: float, base_measured_ns: float | None = None) -> PredictedChange | None:
+    """The predicted change of CPU per query of `target` against `base` (both simulated per-query counts). A "user"
+    model predicts both levels; a "total" model predicts the difference, over the base's measured user + system CPU
+    per query (`base_measured_ns`, the run's own: None, no prediction)."""
     t, b = predict_ns(model, target), predict_ns(model, base)
-    if t is None or b is None or b <= 0 or model.change_error_p90 is None:
+    if t is None or b is None or model.change_error_p90 is None:
         return None
-    delta = t / b - 1
+    if model.measure == "total":
+        if not base_measured_ns or base_measured_ns <= 0:
+            return None
+        delta = (t - b) / base_measured_ns
+    elif b <= 0:
+        return None
+    else:
+        delta = t / b - 1
     return PredictedChange(delta, model.change_error_p90, predicted_verdict(delta, model.change_error_p90, min_effect))
 
 

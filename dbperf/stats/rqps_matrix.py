@@ -43,6 +43,7 @@ class Cell:
     sim: Any = None  # issue 25: stats/simulated.py's SimulatedDelta (est. cycles against the base), when measured
     predicted: PredictedChange | None = None  # the host's calibrated cost model on `sim` (stats/cost_model.py)
     user_cpu_change: Interval | None = None  # measured user CPU per query against the base, per round pair
+    cpu_change: Interval | None = None  # the same of user + system CPU per query
     tiers: TierAgreement | None = None  # do the measured and simulated tiers agree (stats/tiers.py)
 
     figures: list[dict[str, float | None]] = field(default_factory=list)  # derived(run), in repeat order
@@ -254,11 +255,12 @@ def _cost_model(meta: RunMeta, records: Iterable[object]) -> tuple[CostModelReco
     return (None, why) if why else (models[-1], None)
 
 
-def user_cpu_pairs(cell: Cell, base: Cell) -> list[tuple[float, float]]:
-    """(target, base) user CPU µs per query of the rounds both measured (a duet's base: the record of that pair)."""
+def user_cpu_pairs(cell: Cell, base: Cell, part: str = "user_us") -> list[tuple[float, float]]:
+    """(target, base) CPU µs per query of the rounds both measured (a duet's base: the record of that pair); `part`:
+    the client Usage's user_us, or cpu_us (user + system)."""
     def per_query(r: CellRecord) -> float | None:
         usage = r.result.client_usage if r.result else None
-        return usage.user_us / r.result.queries if usage and r.result and r.result.queries else None
+        return float(getattr(usage, part)) / r.result.queries if usage and r.result and r.result.queries else None
 
     base_by_round: dict[int, list[float]] = {}
     for r in base.runs:
@@ -278,8 +280,12 @@ def _attach_tiers(cells: Mapping[tuple[str, str, int], Cell], base: str, aa_targ
             continue
         sim = cell.sim
         in_process = not any(r.result and r.result.server_usage for r in cell.runs)  # what the model was fitted on
+        base_cpu = base_cell.median_of("cpu_us_per_query")
         if model is not None and in_process and sim.verdict not in ("missing", "base"):
-            cell.predicted = predicted_change(model, sim.per_query, sim.base_per_query, min_effect)
+            cell.predicted = predicted_change(model, sim.per_query, sim.base_per_query, min_effect,
+                                              base_cpu * 1000.0 if base_cpu else None)
         cell.user_cpu_change = paired_change(user_cpu_pairs(cell, base_cell))
-        cell.tiers = tiers_of(cell.deciding_verdict, sim, cell.predicted, cell.user_cpu_change,
-                              aa_copy=target == aa_target)
+        cell.cpu_change = paired_change(user_cpu_pairs(cell, base_cell, "cpu_us"))
+        # the prediction is checked on the measured change of what the model predicts
+        checked = cell.cpu_change if model is not None and model.measure == "total" else cell.user_cpu_change
+        cell.tiers = tiers_of(cell.deciding_verdict, sim, cell.predicted, checked, aa_copy=target == aa_target)

@@ -53,10 +53,10 @@ def simulated_text(sim: SimulatedDelta) -> str:
 
 
 def tiers_of(measured: CellVerdict | None, sim: SimulatedDelta | None, predicted: PredictedChange | None = None,
-             user_cpu: Interval | None = None, aa_copy: bool = False) -> TierAgreement | None:
+             measured_cpu: Interval | None = None, aa_copy: bool = False) -> TierAgreement | None:
     """The agreement of one compared cell; None for the base's own cells and where the run has no simulated tier
-    (`sim` None). `measured`: the deciding verdict (stats/verdict.py deciding). `user_cpu`: the measured change of
-    user CPU per query (what the cost model predicts), for the calibrated check."""
+    (`sim` None). `measured`: the deciding verdict (stats/verdict.py deciding). `measured_cpu`: the measured change of
+    CPU per query of what the cost model predicts (user, or user + system), for the calibrated check."""
     if aa_copy:
         return TierAgreement("agree", AA_REASON)
     if sim is None or sim.verdict == "base":
@@ -69,12 +69,12 @@ def tiers_of(measured: CellVerdict | None, sim: SimulatedDelta | None, predicted
     if shared is not None and sim.verdict != shared:
         return TierAgreement("disagree", f"{measured_text(measured)} but {simulated_text(sim)}: the work does not "
                                          f"share the measured {measured.verdict}")
-    if predicted is not None and user_cpu is not None:
-        gap = abs(predicted.delta - user_cpu.estimate)
-        if gap > predicted.band + user_cpu.half_width:
-            return TierAgreement("disagree", f"calibrated prediction {predicted.delta:+.1%} user CPU/q "
-                                             f"(±{predicted.band:.1%}) but measured {user_cpu.estimate:+.1%} "
-                                             f"(±{user_cpu.half_width:.1%}): outside both bands")
+    if predicted is not None and measured_cpu is not None:
+        gap = abs(predicted.delta - measured_cpu.estimate)
+        if gap > predicted.band + measured_cpu.half_width:
+            return TierAgreement("disagree", f"calibrated prediction {predicted.delta:+.1%} CPU/q "
+                                             f"(±{predicted.band:.1%}) but measured {measured_cpu.estimate:+.1%} "
+                                             f"(±{measured_cpu.half_width:.1%}): outside both bands")
     how = "the work shares the measured call" if shared else "measured same; work may change without speed"
     return TierAgreement("agree", f"{measured_text(measured)}, {simulated_text(sim)}: {how}")
 

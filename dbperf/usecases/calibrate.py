@@ -240,7 +240,8 @@ def cells_of(directory: Path) -> Cells:
                 why = sim.error if sim is not None and sim.error else "not measured"
                 excluded.append(f"{target} {benchmark}: no simulated counters ({why})")
             else:
-                cells.append(CalibrationCell(target, benchmark, user, dict(sim.per_query)))
+                total = cell.median_of("cpu_us_per_query") if cell else None
+                cells.append(CalibrationCell(target, benchmark, user, dict(sim.per_query), total))
     host = msgspec.to_builtins(meta.host) if meta.host else {}
     return Cells(cells, excluded, matrix.base, host)
 
@@ -360,14 +361,19 @@ def model_lines(model: CostModelRecord) -> list[str]:
     lines = [
         f"cost model of {host_line(model.host)}: calibrated {model.created}"
         + (" (--quick: fewer cells, a weaker validation)" if model.quick else ""),
-        f"  user CPU per query = {weights}" + (f" + {model.intercept_ns:.4g} ns" if model.intercept_ns else ""),
+        (f"  user CPU per query = {weights}" + (f" + {model.intercept_ns:.4g} ns" if model.intercept_ns else "")
+         if model.measure == "user" else
+         f"  user + system CPU per query = the base's measured level + {weights} × (each count minus the base's): "
+         "the kernel's work, the same for every build of a benchmark, cancels"),
         f"  fitted on {model.cells} cells: {len(model.builds)} SQLite builds ({', '.join(model.builds)}) × "
         f"{len(model.benchmarks)} benchmarks; base {model.base}",
-        f"  R² of the level (all cells, in sample): {'–' if model.r2 is None else f'{model.r2:.3f}'}",
+        f"  R² of the level (all cells, in sample): {'–' if model.r2 is None else f'{model.r2:.3f}'}"
+        + (" (differences over the measured base: no level of its own)" if model.measure == "total" else ""),
         f"  change against the base, builds left out one at a time: |error| median {pct(model.change_error_median)}, "
         f"p90 {pct(model.change_error_p90)} (the band a prediction is quoted with)",
         f"  level, builds left out one at a time: |relative error| median {pct(model.level_error_median)}, p90 "
-        f"{pct(model.level_error_p90)}",
+        f"{pct(model.level_error_p90)}" + (" (anchored on the base's measured level)" if model.measure == "total"
+                                           else ""),
     ]
     if model.source:
         lines.append(f"  measured in {model.source}")
@@ -381,9 +387,9 @@ def calibration_lines(done: Calibrated) -> list[str]:
     lines = model_lines(done.model)
     lines.append(f"  stored as this host's current model: {done.stored} (version {done.version})")
     lines.append("")
-    lines.append(f"chosen: {chosen.candidate.label()}, of {len(c.evaluations)} candidates (feature sets × with or "
-                 "without an intercept × level/relative/change weighting), by the median + p90 |error| of the "
-                 "predicted change on builds left out")
+    lines.append(f"chosen: {chosen.candidate.label()}, of {len(c.evaluations)} candidates (user CPU: feature sets × "
+                 "with or without an intercept × level/relative/change weighting; user + system CPU: feature sets as "
+                 "differences), by the median + p90 |error| of the predicted change on builds left out")
     f = chosen.figures
     lines.append(f"  its own folds: change |error| median {pct(f.change_median)}, p90 {pct(f.change_p90)} over "
                  f"{f.changes} cells; level median {pct(f.level_median)}, p90 {pct(f.level_p90)} over {f.levels}")
@@ -399,7 +405,8 @@ def calibration_lines(done: Calibrated) -> list[str]:
     if c.excluded:
         lines.append(f"  not fitted ({len(c.excluded)}): " + "; ".join(c.excluded))
     lines.append("")
-    lines.append("per build, change of user CPU per query against the base (median over its benchmarks), held out "
+    what = "user CPU" if chosen.candidate.measure == "user" else "user + system CPU"
+    lines.append(f"per build, change of {what} per query against the base (median over its benchmarks), held out "
                  "and in sample:")
     header = ("build", "measured Δ", "predicted Δ", "|err| median", "|err| p90", "level err", "in-sample |err|")
     rows = [header]
@@ -411,7 +418,7 @@ def calibration_lines(done: Calibrated) -> list[str]:
     lines.append("")
     lines.append("candidates, best first (leave-one-build-out |error| of the change: median, p90; R² in sample):")
     for e in c.evaluations[:8]:
-        lines.append(f"  {e.candidate.label():48} {pct(e.figures.change_median):>7} {pct(e.figures.change_p90):>7}"
+        lines.append(f"  {e.candidate.label():60} {pct(e.figures.change_median):>7} {pct(e.figures.change_p90):>7}"
                      f"   R² {'–' if e.r2 is None else f'{e.r2:.3f}'}")
     return lines
 
