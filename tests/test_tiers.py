@@ -16,11 +16,13 @@ import pytest
 from scipy import stats as scipy_stats
 
 from dbperf.records import CostModelRecord, SimulatedRecord
+from dbperf.report.glance_view import glance_text
 from dbperf.stats.cost_model import MODEL_VERSION, PredictedChange
+from dbperf.stats.rqps_matrix import build_matrix
 from dbperf.stats.simulated import TIER, WORK_WORDS, SimulatedDelta, simulated_delta
 from dbperf.stats.tiers import AA_REASON, Interval, paired_change, tiers_of
 from dbperf.stats.verdict import CellVerdict, View
-from dbperf.storage.results import ResultsWriter
+from dbperf.storage.results import ResultsWriter, read_results
 from tests.conftest import run_cli
 from tests.synthetic import write_run
 
@@ -221,6 +223,11 @@ def test_a_cost_model_adds_the_prediction(tmp_path):
     assert "≠ scan tuned: calibrated prediction +10.0%" in md and "≠ scan slow" not in md
     glance = report(directory)
     assert "cost model: calibrated 2026-11-27" in glance and "predicted" not in glance.split("benchmark")[0]
+    # the glance carries the prediction too, with its band and its verdict where the band decides
+    meta, records, _ = read_results(directory)
+    m = build_matrix(meta, records)
+    assert glance_text(m, m.cell("slow", "scan", 1)).endswith(", pred CPU +11.0% ±2.0% slower")
+    assert "pred CPU Δ ±band" in glance.split("benchmark")[0]
 
 
 def _before_table(text: str) -> list[str]:

@@ -21,7 +21,14 @@ from dbperf.report.model import Block, Row
 from dbperf.report.simulated_view import REUSED_MARK, has_simulated, missing_lines, sim_of
 from dbperf.report.steady_view import MARK as UNSETTLED_MARK
 from dbperf.report.steady_view import unsettled_runs
-from dbperf.report.tiers_view import DISAGREE_MARK, cost_model_line, disagreement_lines, disagrees, mark
+from dbperf.report.tiers_view import (
+    DISAGREE_MARK,
+    cost_model_line,
+    disagreement_lines,
+    disagrees,
+    mark,
+    predicted_text,
+)
 from dbperf.report.verdict_quality import METRICS, aa_counts, metric_quality
 from dbperf.run_meta import RunMeta
 from dbperf.stats.rqps_matrix import Cell, Matrix
@@ -34,7 +41,8 @@ MORE = "every tier in its own column, how each figure was measured and the verdi
 def glance_text(m: Matrix, cell: Cell | None) -> str:
     """`1.04 faster·cpu !, sim -7.60% fewer ≠`: rQPS; the deciding verdict and its tier (wall clock, else CPU time;
     an undecided cell: what the wall clock could still hide); the measurement's marks; the simulated Δ est. cycles in
-    words of work, and ≠ where the tiers disagree. The base: its rQPS and marks only."""
+    words of work; with the host's cost model, the predicted CPU change ± its band and its own verdict; and ≠ where
+    the tiers disagree. The base: its rQPS and marks only."""
     if cell is None:
         return "-"
     if cell.rqps is None:
@@ -49,7 +57,10 @@ def glance_text(m: Matrix, cell: Cell | None) -> str:
     s = sim_of(cell)
     if s is not None and cell.target != m.base:
         work = "missing" if s.estimated_cycles_delta is None else f"{s.estimated_cycles_delta:+.2%} {s.verdict}"
-        text += f", sim {work}{f' {REUSED_MARK}' if s.reused_from else ''}{mark(cell)}"
+        text += f", sim {work}{f' {REUSED_MARK}' if s.reused_from else ''}"
+        if cell.predicted is not None:  # the host's calibrated model: a CPU change, with its band and own verdict
+            text += f", pred CPU {predicted_text(cell).removesuffix(' undecided')}"
+        text += mark(cell)
     return text
 
 
@@ -96,6 +107,8 @@ def key_line(m: Matrix) -> str:
     line = "cell: rQPS, verdict·tier that decided (wall clock, else cpu time; ?±x%: undecided)"
     if has_simulated(m):
         line += ", sim Δ est. cycles (work, not speed)"
+    if m.cost_model is not None:
+        line += ", pred CPU Δ ±band and its verdict, if the band decides (the cost model's)"
     marks = _marks_used(m)
     return line + ("; " + ", ".join(marks) if marks else "")
 
