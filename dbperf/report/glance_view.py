@@ -104,11 +104,11 @@ def _marks_used(m: Matrix) -> list[str]:
 
 def key_line(m: Matrix) -> str:
     """What a cell holds, and the marks it uses."""
-    line = "cell: rQPS, verdict·tier that decided (wall clock, else cpu time; ?±x%: undecided)"
+    line = "cell: rQPS, verdict·tier that decided it (wall, else cpu; ?±x%: undecided)"
     if has_simulated(m):
         line += ", sim Δ est. cycles (work, not speed)"
     if m.cost_model is not None:
-        line += ", pred CPU Δ ±band and its verdict, if the band decides (the cost model's)"
+        line += ", pred CPU Δ ±band (cost model)"
     marks = _marks_used(m)
     return line + ("; " + ", ".join(marks) if marks else "")
 
