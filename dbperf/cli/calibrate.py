@@ -35,7 +35,7 @@ def calibrate(
     show: Annotated[bool, typer.Option("--show", help="print this host's current cost model and exit (1: it has "
                                                       "none)")] = False,
 ) -> None:
-    """Calibrate this host's cost model: user CPU per query of SQLite builds × in-process benchmarks against their
+    """Calibrate this host's cost model: CPU per query of SQLite builds × in-process benchmarks against their
     simulated counters, fitted (ns per event) and validated by leaving one build out at a time."""
     if show:
         lines = show_current()

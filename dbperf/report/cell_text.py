@@ -3,6 +3,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+from dbperf.report.model import Row
 from dbperf.report.steady_view import MARK as UNSETTLED_MARK
 from dbperf.report.steady_view import unsettled_runs
 from dbperf.stats.rqps_matrix import Cell, Matrix
@@ -13,6 +16,20 @@ NOISY_MARK, TRAINED_MARK, INTERFERED_MARK = "!", "T", "h"
 
 def row_label(m: Matrix, benchmark: str, threads: int) -> str:
     return benchmark if len(m.threads) == 1 else f"{benchmark} t={threads}"
+
+
+def matrix_rows(m: Matrix, columns: Callable[[str, Cell | None], list[str]]) -> tuple[Row, ...]:
+    """The rQPS matrix's rows in report order: a heading row before each group (point, range, write), then a row per
+    benchmark and thread count holding `columns(target, cell)` of each target in turn."""
+    rows: list[Row] = []
+    current = None
+    for group, benchmark, threads in m.rows():
+        if group != current:
+            rows.append(Row((group,), group=True))
+            current = group
+        rows.append(Row((row_label(m, benchmark, threads),
+                         *[text for t in m.targets for text in columns(t, m.cell(t, benchmark, threads))])))
+    return tuple(rows)
 
 
 def interfered_runs(cell: Cell) -> int:

@@ -12,12 +12,12 @@ from dbperf.report.cell_text import (
     NOISY_MARK,
     TRAINED_MARK,
     interfered_runs,
+    matrix_rows,
     noisy,
-    row_label,
     rqps_marks,
     verdict_word,
 )
-from dbperf.report.model import Block, Row
+from dbperf.report.model import Block
 from dbperf.report.simulated_view import REUSED_MARK, has_simulated, missing_lines, sim_of
 from dbperf.report.steady_view import MARK as UNSETTLED_MARK
 from dbperf.report.steady_view import unsettled_runs
@@ -65,16 +65,9 @@ def glance_text(m: Matrix, cell: Cell | None) -> str:
 
 
 def glance_block(m: Matrix) -> Block:
-    rows: list[Row] = []
-    current = None
-    for group, benchmark, threads in m.rows():
-        if group != current:
-            rows.append(Row((group,), group=True))
-            current = group
-        rows.append(Row((row_label(m, benchmark, threads),
-                         *[glance_text(m, m.cell(t, benchmark, threads)) for t in m.targets])))
+    rows = matrix_rows(m, lambda _, cell: [glance_text(m, cell)])
     # Left-aligned: a cell is words as much as figures, and its parts line up from the left.
-    return Block("rQPS", "", ("benchmark", *[f"col-{i}" for i in range(1, len(m.targets) + 1)]), tuple(rows),
+    return Block("rQPS", "", ("benchmark", *[f"col-{i}" for i in range(1, len(m.targets) + 1)]), rows,
                  text_columns=1 + len(m.targets))
 
 

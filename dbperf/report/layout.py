@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from dbperf.host.noise import HEAVY_FOREIGN_CPU, HEAVY_STEAL
-from dbperf.report.cell_text import row_label, rqps_marks, verdict_word
+from dbperf.report.cell_text import matrix_rows, row_label, rqps_marks, verdict_word
 from dbperf.report.glance_view import MORE, findings, glance_block, short_legend
 from dbperf.report.load_view import load_blocks
 from dbperf.report.model import Block, Report, Row
@@ -194,20 +194,12 @@ def _config_text(info: TargetMeta) -> str:
 
 def _rqps_block(m: Matrix) -> Block:
     cpu, sim, predicted = has_cpu_verdicts(m), has_simulated(m), has_model(m)
-    rows: list[Row] = []
-    current = None
-    for group, benchmark, threads in m.rows():
-        if group != current:
-            rows.append(Row((group,), group=True))
-            current = group
-        rows.append(Row((row_label(m, benchmark, threads),
-                         *[text for t in m.targets for text in _target_columns(m, t, m.cell(t, benchmark, threads),
-                                                                               cpu, sim, predicted)])))
+    rows = matrix_rows(m, lambda t, cell: _target_columns(m, t, cell, cpu, sim, predicted))
     header = [title for i, t in enumerate(m.targets, 1)
               for title in (f"col-{i}", *([f"col-{i} cpu"] if cpu and t != m.base else []),
                             *([f"col-{i} simulated Δcyc"] if sim else []),
                             *([f"col-{i} predicted CPU Δ"] if predicted and t != m.base else []))]
-    return Block("rQPS", "", ("benchmark", *header), tuple(rows))
+    return Block("rQPS", "", ("benchmark", *header), rows)
 
 
 def _target_columns(m: Matrix, target: str, cell: Cell | None, cpu: bool, sim: bool, predicted: bool) -> list[str]:

@@ -255,7 +255,7 @@ def _cost_model(meta: RunMeta, records: Iterable[object]) -> tuple[CostModelReco
     return (None, why) if why else (models[-1], None)
 
 
-def user_cpu_pairs(cell: Cell, base: Cell, part: str = "user_us") -> list[tuple[float, float]]:
+def cpu_pairs(cell: Cell, base: Cell, part: str = "user_us") -> list[tuple[float, float]]:
     """(target, base) CPU µs per query of the rounds both measured (a duet's base: the record of that pair); `part`:
     the client Usage's user_us, or cpu_us (user + system)."""
     def per_query(r: CellRecord) -> float | None:
@@ -284,8 +284,8 @@ def _attach_tiers(cells: Mapping[tuple[str, str, int], Cell], base: str, aa_targ
         if model is not None and in_process and sim.verdict not in ("missing", "base"):
             cell.predicted = predicted_change(model, sim.per_query, sim.base_per_query, min_effect,
                                               base_cpu * 1000.0 if base_cpu else None)
-        cell.user_cpu_change = paired_change(user_cpu_pairs(cell, base_cell))
-        cell.cpu_change = paired_change(user_cpu_pairs(cell, base_cell, "cpu_us"))
+        cell.user_cpu_change = paired_change(cpu_pairs(cell, base_cell))
+        cell.cpu_change = paired_change(cpu_pairs(cell, base_cell, "cpu_us"))
         # the prediction is checked on the measured change of what the model predicts
         checked = cell.cpu_change if model is not None and model.measure == "total" else cell.user_cpu_change
         cell.tiers = tiers_of(cell.deciding_verdict, sim, cell.predicted, checked, aa_copy=target == aa_target)

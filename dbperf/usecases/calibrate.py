@@ -1,12 +1,13 @@
 """`dbperf calibrate`: the host's cost model (stats/cost_fit.py, stored by storage/cost_models.py).
 
-It measures user CPU time per query of a spread of SQLite builds (optimisation levels, PGO and the lab's other flag
-variants) × the in-process catalog, with the simulated tier's counters of each cell, fits ns per simulated event,
-validates by leaving one build out at a time, and stores the model as this host's current one. The measuring is an
-experiment composed here and run as `dbperf run` runs one (usecases/run.py, kept out of the history): its own budget
-and progress bar, a results directory whose every record is written as it is measured, and `--resume` to go on
-with a calibration cut short. User CPU, not wall clock: the simulated tier counts the driver's user space only
-(cachegrind), and for in-process SQLite that is where the queries run."""
+It measures CPU time per query (user, and user + system) of a spread of SQLite builds (optimisation levels, PGO
+and the lab's other flag variants) × the in-process catalog, with the simulated tier's counters of each cell, fits
+ns per simulated event, validates by leaving one build out at a time, and stores the model as this host's current
+one. The measuring is an experiment composed here and run as `dbperf run` runs one (usecases/run.py, kept out of
+the history): its own budget and progress bar, a results directory whose every record is written as it is
+measured, and `--resume` to go on with a calibration cut short. CPU time, not wall clock: the simulated tier counts
+the driver's user space only (cachegrind), and for in-process SQLite that is where the queries run; user + system
+is fitted as differences between builds, in which the kernel's work cancels (stats/cost_fit.py)."""
 
 from __future__ import annotations
 
