@@ -33,7 +33,6 @@ from dbperf.report.verdict_quality import METRICS, aa_counts, metric_quality
 from dbperf.run_meta import RunMeta
 from dbperf.stats.rqps_matrix import Cell, Matrix
 
-TIER_TAGS = {"wall": "wall", "cpu": "cpu"}  # the measured tier that decided, after its verdict: `faster·cpu`
 MORE = "every tier in its own column, how each figure was measured and the verdict rule: --verbose, the HTML report, " \
        "docs/reports.md"
 
@@ -50,7 +49,8 @@ def glance_text(m: Matrix, cell: Cell | None) -> str:
     text = f"{cell.rqps:.2f}"
     if cell.target != m.base:
         v = cell.deciding_verdict
-        text += " " + verdict_word(v) + (f"·{TIER_TAGS.get(v.metric, v.metric)}" if v is not None and v.decided else "")
+        # the measured tier that decided, after its verdict: `faster·cpu`
+        text += " " + verdict_word(v) + (f"·{v.metric}" if v is not None and v.decided else "")
     marks = rqps_marks(m, cell)
     if marks:
         text += f" {marks}"
