@@ -7,6 +7,9 @@ Counts, not times: the same library, data, seed and events give the same instruc
 run of each is enough. Each run is N events minus 0 events from a fresh copy of the same database (connection,
 preparation, process start and exit cancel out), as the simulated tier counts (explain/profile.py); instructions
 only (no cache simulation), ASLR off.
+
+A server PGO build's guard is counted by the runner (runner/server_pgo_guard.py: the build lab starts no server) and
+judged here, by the same rule (`refusal`) into the same manifest figures (`figures`).
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import shutil
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +36,40 @@ from dbperf.tools import run_tool
 GUARD_EVENTS = 100  # per workload and statement mode: thousands of queries, a few seconds under cachegrind
 SEED = 7  # the training's
 RUN_TIMEOUT_S = 1800
+
+
+@dataclass(frozen=True)
+class GuardCounts:
+    """What a guard counted: instructions per query of the PGO build and of its base on the training workloads."""
+    pgo: float
+    base: float
+    events: int  # per workload, statement mode and build (N of N minus 0)
+    queries: int  # per statement mode and build, over every workload: the N events' queries
+    workloads: tuple[str, ...]
+    seconds: float
+    method: str
+
+
+class GuardCannotRun(Exception):
+    """The guard cannot count on this host (valgrind cannot decode the build's instructions: -march=native on a CPU
+    with AVX-512): said in the manifest's `guard.not_run` and on stderr, and the build is kept."""
+
+
+def figures(c: GuardCounts) -> dict[str, Any]:
+    """The manifest's `pgo.guard` figures of a guard that counted."""
+    return {"pgo_instructions_per_query": round(c.pgo, 1), "base_instructions_per_query": round(c.base, 1),
+            "ratio": round(c.pgo / c.base, 4) if c.base else None, "events": c.events, "queries": c.queries,
+            "workloads": list(c.workloads), "seconds": round(c.seconds, 1), "method": c.method}
+
+
+def refusal(label: str, c: GuardCounts) -> str | None:
+    """The one line that refuses the build when the PGO build does not execute fewer instructions per query than
+    its base; None when it does."""
+    if c.pgo < c.base:
+        return None
+    ratio = f" (×{c.pgo / c.base:.3f})" if c.base else ""
+    return (f"{label}: the PGO build is refused: on its own training workload it executes {c.pgo:,.0f} instructions "
+            f"per query, its base without PGO {c.base:,.0f}{ratio}, not fewer")
 
 
 def _load(library: Path, db: Path) -> DriverJob:
@@ -95,17 +133,15 @@ def guard(label: str, pgo: Path, base_library: Path, workloads: list[Workload]) 
         cases = [(lib, w, prepared) for lib in (pgo, base_library) for w in workloads for prepared in (True, False)]
         workers = max(1, min(len(cases), len(os.sched_getaffinity(0))))
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="dbperf-pgo-guard") as pool:
-            counts = list(pool.map(lambda c: _per_query(c[0], pristine, base, c[1], c[2], work), cases))
+            per_query = list(pool.map(lambda c: _per_query(c[0], pristine, base, c[1], c[2], work), cases))
     half = len(cases) // 2
-    pgo_ipq, base_ipq = sum(counts[:half]) / half, sum(counts[half:]) / half
-    figures = {"pgo_instructions_per_query": round(pgo_ipq, 1), "base_instructions_per_query": round(base_ipq, 1),
-               "ratio": round(pgo_ipq / base_ipq, 4) if base_ipq else None, "events": GUARD_EVENTS,
-               "workloads": [w.name for w in workloads], "seconds": round(time.monotonic() - started, 1),
-               "method": "cachegrind (instructions, ASLR off) of the driver: events minus 0 events per workload, "
-                         "prepared and as SQL text, one thread, the training's tables and seed; the mean"}
-    if not pgo_ipq < base_ipq:
-        ratio = f" (×{pgo_ipq / base_ipq:.3f})" if base_ipq else ""
-        raise UserError(f"{label}: the PGO build is refused: on its own training workload it executes "
-                        f"{pgo_ipq:,.0f} instructions per query, its base without PGO {base_ipq:,.0f}{ratio}, not "
-                        "fewer")
-    return figures
+    counts = GuardCounts(
+        pgo=sum(per_query[:half]) / half, base=sum(per_query[half:]) / half, events=GUARD_EVENTS,
+        queries=sum(GUARD_EVENTS * w.queries_per_event for w in workloads),
+        workloads=tuple(w.name for w in workloads), seconds=time.monotonic() - started,
+        method="cachegrind (instructions, ASLR off) of the driver: events minus 0 events per workload, prepared and "
+               "as SQL text, one thread, the training's tables and seed; the mean")
+    refused = refusal(label, counts)
+    if refused:
+        raise UserError(refused)
+    return figures(counts)

@@ -6,6 +6,12 @@ options. A build runs in a staging directory beside its final place and is renam
 its manifest written: an interrupted or failed build leaves no entry (its log is kept in the build/failed/ folder),
 and its staging directory is removed, or swept by the next build if the process was killed outright (staging.py).
 
+A PGO build proves its profile (profile_proof.py), then passes its deterministic guard before it is cached: fewer
+instructions per query than its base (the same spec without PGO, from the cache or built now) on the training
+workload, counted by the runner's callback (runner/server_pgo_guard.py) and judged as SQLite's (pgo_guard.py). A
+refused build is never moved into the cache. PGO builds cached before servers had a guard pass it when first used,
+and their manifest gains its figures (or the refusal).
+
 How each engine is configured, built and installed is its recipe (PostgresRecipe here; a new engine is a new
 recipe). Parallel compile on all cores; progress is the build's own compile steps counted against the sources.
 """
@@ -21,7 +27,7 @@ import shutil
 import subprocess
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, ClassVar, Protocol
@@ -29,6 +35,7 @@ from typing import Any, ClassVar, Protocol
 from dbperf import engines
 from dbperf.buildlab.debian_source import candidate_versions, fetch_debian_source
 from dbperf.buildlab.paths import open_to_service_users, server_cache
+from dbperf.buildlab.pgo_guard import GuardCannotRun, GuardCounts, figures, refusal
 from dbperf.buildlab.profile_proof import NOTES_FLAG, PROOF_VERSION, fresh_profile_dir, missing_profiles, prove
 from dbperf.buildlab.profile_proof import Training as TrainingFacts
 from dbperf.buildlab.server_bolt import Training, bolt_identity, bolt_server, bolt_tools
@@ -38,12 +45,19 @@ from dbperf.engines.descriptor import ProfileProof
 from dbperf.engines.mariadb import MARIADB
 from dbperf.engines.postgres import POSTGRES
 from dbperf.errors import UserError
-from dbperf.experiment.build_variants import SERVER_TRAINING, ServerBuildSpec
+from dbperf.experiment.build_variants import DEFAULT_TRAIN_SECONDS, SERVER_TRAINING, ServerBuildSpec
 from dbperf.host.compiler import Compiler, build_environment, find_compiler, missing_headers
 from dbperf.host.facts import sha256_of
 from dbperf.tools import tail
 
 Progress = Callable[[str, int, int], None]  # (phase, steps done, steps expected)
+# Counts a PGO build's guard: (engine, the PGO build's binaries, its base's) -> instructions per query of each on the
+# training workload; GuardCannotRun where it cannot count. runner/server_pgo_guard.py, handed in by the caller (the
+# build lab starts no server).
+Guard = Callable[[str, Path, Path], GuardCounts]
+# A guard record with this version is final: one without (a PGO build cached before servers had a guard, its
+# `not_run` saying so) is run once when the build is next used.
+GUARD_VERSION = 1
 
 
 class Recipe(Protocol):
@@ -245,6 +259,9 @@ def check_can_build(spec: ServerBuildSpec) -> tuple[Recipe, Compiler]:
                         f"{', '.join(libraries)} (apt install {' '.join(libraries)})")
     if spec.pgo and not cc.is_gcc:
         raise UserError(f"{spec.label()}: the pgo variant needs gcc (found {cc.version})")
+    if spec.pgo and shutil.which("valgrind") is None:
+        raise UserError(f"{spec.label()}: the pgo variant's guard counts instructions with valgrind (apt install "
+                        "valgrind)")
     if spec.bolt:
         try:
             bolt_tools()
@@ -253,9 +270,11 @@ def check_can_build(spec: ServerBuildSpec) -> tuple[Recipe, Compiler]:
     return recipe, cc
 
 
-def build_server(spec: ServerBuildSpec, train: Training, on_progress: Progress | None = None) -> ServerBuild:
+def build_server(spec: ServerBuildSpec, train: Training, on_progress: Progress | None = None,
+                 guard: Guard | None = None) -> ServerBuild:
     """The server build `spec` names, from the cache or built now; `train` runs the training set against an
-    instrumented build for PGO and BOLT (runner/server_training.py: the build lab does not start servers itself)."""
+    instrumented build for PGO and BOLT (runner/server_training.py: the build lab does not start servers itself),
+    `guard` counts a PGO build's guard (runner/server_pgo_guard.py; needed by PGO builds only)."""
     recipe, cc = check_can_build(spec)
     apt, package, versions = candidate_versions(spec.engine)
     builds = server_cache() / "build"
@@ -265,7 +284,7 @@ def build_server(spec: ServerBuildSpec, train: Training, on_progress: Progress |
         key = _key(spec, package, version, cc, recipe)
         found = _cached(builds / key, recipe)
         if found:
-            return found
+            return _guarded_cached(spec, found, train, on_progress, guard) if spec.pgo else found
         sweep_abandoned(builds)  # staging directories of builds killed outright
         staging = Staging(builds, key)
         work = staging.path
@@ -276,7 +295,7 @@ def build_server(spec: ServerBuildSpec, train: Training, on_progress: Progress |
                 skipped.append(f"{version}: {e}")
                 continue
             return _build(spec, recipe, cc, source.tree, source.provenance, key, work, builds / key, on_progress,
-                          train)
+                          train, guard)
         finally:
             staging.remove()  # after a completed build it is the entry already, and nothing is left to remove
     raise UserError(f"{spec.label()}: no version of Debian's {package} could be fetched ({'; '.join(skipped)[-300:]})")
@@ -324,7 +343,8 @@ class _Runner:
 
 
 def _build(spec: ServerBuildSpec, recipe: Recipe, cc: Compiler, tree: Path, provenance: dict[str, Any], key: str,
-           work: Path, final: Path, on_progress: Progress | None, train: Training) -> ServerBuild:
+           work: Path, final: Path, on_progress: Progress | None, train: Training,
+           guard: Guard | None = None) -> ServerBuild:
     """Configures, builds and installs into work/install (for pgo: an instrumented build, its training, and the
     build that uses the profile), then moves work into `final`."""
     prefix = work / "install"
@@ -333,7 +353,7 @@ def _build(spec: ServerBuildSpec, recipe: Recipe, cc: Compiler, tree: Path, prov
     started = time.monotonic()
     pgo = None
     if spec.pgo:
-        pgo, commands = _build_pgo(spec, recipe, cc, runner, work, prefix, jobs, train)
+        pgo, commands = _build_pgo(spec, recipe, cc, runner, work, prefix, jobs, train, guard)
     else:
         commands = recipe.commands(tree, prefix, cc, spec.flags(), jobs)
         runner.run(commands, "compiling")
@@ -396,9 +416,9 @@ def _train_and_prove(spec: ServerBuildSpec, recipe: Recipe, runner: _Runner, wor
 
 
 def _build_pgo(spec: ServerBuildSpec, recipe: Recipe, cc: Compiler, runner: _Runner, work: Path, prefix: Path,
-               jobs: int, train: Training) -> tuple[dict[str, Any], list[list[str]]]:
+               jobs: int, train: Training, guard: Guard | None) -> tuple[dict[str, Any], list[list[str]]]:
     """Instrumented build, training against the instrumented server, the profile's proof, then the build that uses
-    the profile, in the same tree (gcc names each profile after its object's path)."""
+    the profile, in the same tree (gcc names each profile after its object's path), and its guard."""
     work.chmod(0o755)  # the instrumented server runs as the service user, inside the staging directory
     profile = work / "profile"
     instrumented = work / "instrumented"
@@ -419,15 +439,75 @@ def _build_pgo(spec: ServerBuildSpec, recipe: Recipe, cc: Compiler, runner: _Run
     names = [p.name.replace("#", "/").split("/src/", 1)[-1] for p in gcda]
     profile_bytes = sum(p.stat().st_size for p in gcda)
     shutil.rmtree(profile)
+    open_to_service_users(prefix)  # the guard runs it as the service user, still in the staging directory
+    checked, refused = _guard(spec, recipe.binaries(prefix), train, runner.on_progress, guard)
+    if refused:
+        raise UserError(f"{refused} (log {_keep_log(runner.log)})")
     return {**trained, "profile_files": len(gcda), "profile_bytes": profile_bytes,
             "objects_compiled_with_profile_use": compiled,
             "profiled_objects": names, "missing_profile_warnings": missing,
             "profile_consumed": "the -fprofile-use build compiled every object with the directory of these .gcda; "
                                 "objects without one (code the training never reached, tools it never ran) were "
                                 "built without a profile, each a -Wmissing-profile warning, counted above",
-            "guard": {"not_run": "the deterministic guard (fewer simulated instructions per query than the base "
-                                 "build on the training workload) is implemented for SQLite builds only so far"},
-            "profile_use_flags": use}, [*commands, *use_commands]
+            "guard": checked, "profile_use_flags": use}, [*commands, *use_commands]
+
+
+def base_spec(spec: ServerBuildSpec) -> ServerBuildSpec:
+    """A PGO build's base: the same source, flags and compiler without PGO (nor partial training or BOLT), what its
+    guard compares it with."""
+    return replace(spec, variants=tuple(v for v in spec.variants if v not in ("pgo", "bolt")),
+                   pgo_partial_training=False, pgo_train_seconds=DEFAULT_TRAIN_SECONDS)
+
+
+def _guard(spec: ServerBuildSpec, binaries: Path, train: Training, on_progress: Progress | None,
+           guard: Guard | None) -> tuple[dict[str, Any], str | None]:
+    """The PGO build at `binaries` against its base (from the cache or built now): the manifest's `pgo.guard`, and
+    the one line that refuses the build (None when it passes, or when the guard cannot count here: `not_run`)."""
+    if guard is None:
+        raise UserError(f"{spec.label()}: a PGO build needs its guard (build_server's `guard`)")
+    base = build_server(base_spec(spec), train, on_progress)
+    if on_progress:
+        on_progress("PGO guard (instructions per query against the build without PGO)", 0, 0)
+    record = {"base_key": base.manifest["key"], "version": GUARD_VERSION}
+    try:
+        counts = guard(spec.engine, binaries, base.binaries)
+    except GuardCannotRun as e:
+        return {"not_run": str(e), **record}, None
+    return {**figures(counts), **record}, refusal(spec.label(), counts)
+
+
+def guard_pending(manifest: dict[str, Any]) -> bool:
+    """Whether a PGO build's guard has not been run yet (a build cached before servers had a guard)."""
+    guard = (manifest.get("pgo") or {}).get("guard") or {}
+    return "version" not in guard
+
+
+def _guarded_cached(spec: ServerBuildSpec, found: ServerBuild, train: Training, on_progress: Progress | None,
+                    guard: Guard | None) -> ServerBuild:
+    """A cached PGO build, its guard run once if it never was (its manifest then gains the figures); a UserError
+    when the guard refuses it, now or when it ran before."""
+    pgo = found.manifest.get("pgo") or {}
+    if not guard_pending(found.manifest):
+        refused = pgo["guard"].get("refused")
+        if refused:
+            raise UserError(f"{refused} (recorded in {found.root.parent / 'manifest.json'}; remove that build to "
+                            "make it again)")
+        return found
+    checked, refused = _guard(spec, found.binaries, train, on_progress, guard)
+    manifest = {**found.manifest, "pgo": {**pgo, "guard": {**checked, **({"refused": refused} if refused else {}),
+                                                         "counted_after_the_build": True}}}
+    _write_manifest(found.root.parent, manifest)
+    if refused:
+        raise UserError(refused)
+    return replace(found, manifest=manifest)
+
+
+def _write_manifest(entry: Path, manifest: dict[str, Any]) -> None:
+    """A cached build's manifest replaced in one step (readers see the old one or the new one)."""
+    tmp = entry / "manifest.json.tmp"
+    tmp.write_text(json.dumps(manifest, indent=2) + "\n")
+    tmp.chmod(0o644)
+    os.replace(tmp, entry / "manifest.json")
 
 
 def _bolt(spec: ServerBuildSpec, recipe: Recipe, prefix: Path, work: Path, runner: _Runner,

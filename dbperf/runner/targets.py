@@ -27,6 +27,7 @@ from dbperf.experiment.build_variants import BuildSpec, ServerBuildSpec
 from dbperf.experiment.model import Experiment
 from dbperf.host.driver import library_info
 from dbperf.host.facts import sha256_of
+from dbperf.runner.server_pgo_guard import count_server_guard
 from dbperf.runner.server_training import train_server
 
 
@@ -75,10 +76,13 @@ def build_servers(e: Experiment, console: Console) -> tuple[Experiment, dict[str
             def step(phase: str, done: int, expected: int, task: TaskID = task, label: str = spec.label()) -> None:
                 progress.update(task, description=f"{label}: {phase}", completed=done, total=max(done, expected))
 
-            builds[spec] = b = build_server(spec, train_server, step)
+            builds[spec] = b = build_server(spec, train_server, step, count_server_guard)
         how = "cached" if b.cached else f"built in {b.manifest['build_seconds']} s"
         console.print(f"  {how} {spec.label()} from {b.manifest['source']['package']} "
                       f"{b.manifest['source']['version']}  {b.root}", highlight=False, markup=False)
+        said = guard_line(spec.label(), b.manifest)
+        if said:
+            console.print(said, highlight=False, markup=False)
     if not builds:
         return e, {}
     targets = tuple(replace(t, binaries=str(builds[t.server_build].binaries)) if t.server_build else t
@@ -86,6 +90,19 @@ def build_servers(e: Experiment, console: Console) -> tuple[Experiment, dict[str
     manifests = {t.name: {**builds[t.server_build].manifest, "cached": builds[t.server_build].cached}
                  for t in e.targets if t.server_build is not None}
     return replace(e, targets=targets), manifests
+
+
+def guard_line(label: str, manifest: dict[str, Any]) -> str:
+    """What a server PGO build's guard found, for the build's line on stderr: its two counts, or a warning where it
+    could not run (never silently); empty without PGO."""
+    guard = (manifest.get("pgo") or {}).get("guard")
+    if not guard:
+        return ""
+    if "not_run" in guard:
+        return f"dbperf: warning: {label}: the PGO guard did not run: {guard['not_run']}"
+    return (f"    PGO guard: {guard['pgo_instructions_per_query']:,.0f} instructions per query against "
+            f"{guard['base_instructions_per_query']:,.0f} without PGO (×{guard['ratio']:.3f}) on "
+            f"{', '.join(guard['workloads'])}")
 
 
 def build_targets(e: Experiment, console: Console) -> tuple[Experiment, dict[str, dict[str, Any]]]:

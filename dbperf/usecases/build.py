@@ -42,18 +42,37 @@ def profile_share(manifest: dict[str, Any]) -> str:
     return f"{100 * proof['share']:.1f}% of {proof['functions']:,}"
 
 
+def guard_ratio(manifest: dict[str, Any]) -> str:
+    """A PGO build's guard (pgo_guard.py) as its instructions per query against its base's, "×0.928"; "not run"
+    where it could not count (the manifest says why), "pending" for a server build cached before servers had a guard
+    (it runs when the build is next used), "refused" when it failed, "-" without PGO."""
+    pgo = manifest.get("pgo")
+    if not pgo:
+        return "-"
+    guard = pgo.get("guard") or {}
+    pgo_ipq, base_ipq = guard.get("pgo_instructions_per_query"), guard.get("base_instructions_per_query")
+    ratio = f"×{pgo_ipq / base_ipq:.3f}" if pgo_ipq and base_ipq else ""
+    if guard.get("refused"):
+        return f"refused {ratio}".strip()
+    if ratio:
+        return ratio
+    if "not_run" in guard:
+        return "not run" if "version" in guard else "pending"
+    return "-"
+
+
 def cache_listings() -> list[Listing]:
     """The SQLite builds, then the server builds and the fetched server releases when there are any."""
-    sqlite = Listing(None, ("key", "sqlite", "variants / cflags", "PGO training", "PGO share", "built", "seconds",
-                            "library"), [
+    sqlite = Listing(None, ("key", "sqlite", "variants / cflags", "PGO training", "PGO share", "PGO guard", "built",
+                            "seconds", "library"), [
         (m["key"], m["source"]["sqlite_version"], " ".join(m["variants"] + m["cflags"]),
-         ", ".join((m.get("pgo") or {}).get("training_set", [])) or "-", profile_share(m), m["built_at"],
-         str(m["build_seconds"]), m["library"]) for m in cached_builds()])
-    servers = Listing("server builds", ("key", "build", "source package", "PGO .gcda", "PGO share", "built",
-                                        "seconds", "install"), [
+         ", ".join((m.get("pgo") or {}).get("training_set", [])) or "-", profile_share(m), guard_ratio(m),
+         m["built_at"], str(m["build_seconds"]), m["library"]) for m in cached_builds()])
+    servers = Listing("server builds", ("key", "build", "source package", "PGO .gcda", "PGO share", "PGO guard",
+                                        "built", "seconds", "install"), [
         (m["key"], m["label"], f"{m['source']['package']} {m['source']['version']}",
-         str((m.get("pgo") or {}).get("profile_files", "-")), profile_share(m), m["built_at"], str(m["build_seconds"]),
-         m["install"])
+         str((m.get("pgo") or {}).get("profile_files", "-")), profile_share(m), guard_ratio(m), m["built_at"],
+         str(m["build_seconds"]), m["install"])
         for m in cached_server_builds()])
     releases = Listing("server releases", ("engine", "version", "published as", "jar sha256", "fetched"), [
         (r["engine"], r["version"], r["published_version"], r["jar_sha256"][:16], r["fetched_at"])
