@@ -23,10 +23,10 @@ def engine(name: str) -> Engine:
         raise UserError(f"unknown engine {name!r} (known: {', '.join(NAMES)})") from None
 
 
-def streaming_replication(name: str | None) -> bool:
-    """A replication run's engine replicates by streaming its WAL (PostgreSQL), not by a binlog (MariaDB). Results
-    written before replication runs named their engine were MariaDB's."""
-    return engine(name or MARIADB.name).replication == "streaming"
+def replication_of(name: str | None) -> str | None:
+    """The name of the kind of replication the lab runs on this engine's servers (dbperf/replication/kind.py), None
+    for an engine it does not replicate. Results written before replication runs named their engine were MariaDB's."""
+    return engine(name or MARIADB.name).replication
 
 
 def of(name: str | None) -> Engine:

@@ -98,9 +98,9 @@ class Engine:
     sessions_sql: str = ""
     end_session_sql: str = ""
     counters_query: CountersQuery | None = None  # targets/resources.py
-    # The replication lab (dbperf/replication/): MariaDB's binlog replicas apply with parallel workers; PostgreSQL's
-    # standbys replay the WAL stream. None: the lab does not replicate this engine.
-    replication: Literal["binlog", "streaming"] | None = None
+    # The replication lab (dbperf/replication/): the name of the kind of replication it runs on this engine's servers,
+    # a module of its own (dbperf/replication/kind.py; lab.KINDS lists them). None: the lab does not replicate it.
+    replication: str | None = None
     size_sql: str = ""  # the working database's size in bytes, on a server (run in its working database)
     schema_dir: str | None = None  # a lab server's working database as files, relative to its data directory
     profile_proof: ProfileProof | None = None  # PGO builds: what their profile must show (None: no PGO builds)

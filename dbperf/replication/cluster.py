@@ -27,8 +27,8 @@ from typing import Any
 import pymysql
 
 from dbperf.errors import UserError
+from dbperf.experiment.binlog_rules import CROSS_ENGINE_DURABILITY, DURABILITY
 from dbperf.experiment.model import Experiment, Target
-from dbperf.experiment.replication_section import CROSS_ENGINE_DURABILITY, DURABILITY
 from dbperf.replication.replica_set import REPL_USER, ReplicaSet, RoleServer, StudyFailed, start_server
 from dbperf.servers.lifecycle import sql_string
 from dbperf.servers.mariadb import MariaDBServer

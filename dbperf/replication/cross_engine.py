@@ -15,8 +15,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from dbperf.experiment.binlog_rules import CROSS_ENGINE_DURABILITY
 from dbperf.experiment.model import Experiment
-from dbperf.experiment.replication_section import CROSS_ENGINE_DURABILITY, ReplicationSpec
+from dbperf.experiment.replication_section import ReplicationSpec
 from dbperf.records import ApplyRecord
 from dbperf.replication.apply_rate import measure
 from dbperf.replication.apply_study import ApplyPlan, apply_record

@@ -39,8 +39,8 @@ import psycopg
 from psycopg import sql
 
 from dbperf.errors import UserError
+from dbperf.experiment import streaming_rules
 from dbperf.experiment.model import Experiment, Target
-from dbperf.experiment.replication_section import PG_DURABILITY, PG_MODES
 from dbperf.replication.replica_set import REPL_USER, ReplicaSet, RoleServer, StudyFailed, start_server
 from dbperf.servers.postgres import PostgresServer, postgres_major
 from dbperf.servers.process import last_error_line, server_environ
@@ -227,15 +227,15 @@ class PgCluster(ReplicaSet[PgClusterServer]):
         commits wait for the standbys is applied once they stream)."""
         names = ", ".join(f'"{n}"' for n in self.names)
         return {**PRIMARY_SETTINGS, "synchronous_standby_names": f"FIRST {len(self.names)} ({names})",
-                **(PG_DURABILITY[durability][0] if durability else {})}
+                **(streaming_rules.DURABILITY[durability][0] if durability else {})}
 
     def standby_settings(self, r: PgClusterServer, durability: str, mode: str) -> dict[str, str]:
         assert self.primary.port is not None
         conninfo = (f"host=127.0.0.1 port={self.primary.port} user={REPL_USER} passfile={self._passfile(r)} "
                     f"application_name={r.role}")
-        prefetch = PG_MODES[mode] if self.major >= 15 else {}
+        prefetch = streaming_rules.MODES[mode] if self.major >= 15 else {}
         return {"hot_standby": "on", "primary_conninfo": conninfo, "primary_slot_name": self._slot(r),
-                **prefetch, **PG_DURABILITY[durability][1]}
+                **prefetch, **streaming_rules.DURABILITY[durability][1]}
 
     @staticmethod
     def _slot(r: PgClusterServer) -> str:
@@ -279,7 +279,8 @@ class PgCluster(ReplicaSet[PgClusterServer]):
         for r in self.replicas:
             if r.role_settings != self.standby_settings(r, self.durability, self.mode):
                 self.restart_replica(r)
-        if PG_DURABILITY[self.durability][0]:  # the primary's own durability settings, now that the standbys stream
+        # The primary's own durability settings, now that the standbys stream.
+        if streaming_rules.DURABILITY[self.durability][0]:
             wanted, self.durability = self.durability, ""
             try:
                 self.set_durability(wanted)

@@ -77,6 +77,14 @@ class ReplicaSet(Generic[S]):
     def servers(self) -> list[S]:
         return [self.primary, *self.replicas]
 
+    def start(self) -> None:
+        """The primary, then each replica replicating from it; a UserError or StudyFailed naming the server and step."""
+        raise NotImplementedError
+
+    def all_caught_up(self) -> None:
+        """Until every replica has applied what the primary wrote so far; a StudyFailed otherwise."""
+        raise NotImplementedError
+
     def revive_replica(self, r: S) -> None:
         raise NotImplementedError
 

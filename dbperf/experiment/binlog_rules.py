@@ -1,0 +1,46 @@
+"""MariaDB's binlog replicas in the `[replication]` section (replication_rules.py): parallel apply with
+`workers` SQL threads in one of four `modes`, the primary's group-commit wait swept, the replica's four durability
+settings of [Nielsen 2014-03-13], and the cross-engine study's two of [Nielsen 2017-05-12]."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dbperf.experiment.replication_rules import ApplyKeys, SectionRules, integers, names
+
+MODES = ("conservative", "optimistic", "aggressive", "minimal")
+DEFAULT_WORKERS = (0, 2, 4)
+DEFAULT_MODES = ("conservative",)
+DEFAULT_COMMIT_WAIT_USEC = 10_000
+# [Nielsen 2014-03-13]: the replica's four durability settings. Each is the my.cnf of the replica.
+DURABILITY: dict[str, dict[str, str]] = {
+    "binlog-crash-safe": {"log_bin": "replica-bin", "log_slave_updates": "ON", "sync_binlog": "1",
+                          "innodb_flush_log_at_trx_commit": "1"},
+    "no-binlog-durable": {"log_bin": "replica-bin", "log_slave_updates": "OFF", "sync_binlog": "1",
+                          "innodb_flush_log_at_trx_commit": "1"},
+    "no-binlog-nondurable": {"innodb_flush_log_at_trx_commit": "2"},
+    "binlog-non-crash-safe": {"log_bin": "replica-bin", "log_slave_updates": "ON", "sync_binlog": "0",
+                              "innodb_flush_log_at_trx_commit": "0"},
+}
+# [Nielsen 2017-05-12]: the cross-engine study's replica, with and without fsync on commit (binlog, InnoDB, MyRocks).
+CROSS_ENGINE_DURABILITY: dict[str, dict[str, str]] = {
+    "fsync": {"log_bin": "replica-bin", "log_slave_updates": "ON", "sync_binlog": "1",
+              "innodb_flush_log_at_trx_commit": "1", "rocksdb_flush_log_at_trx_commit": "1"},
+    "no-fsync": {"log_bin": "replica-bin", "log_slave_updates": "ON", "sync_binlog": "0",
+                 "innodb_flush_log_at_trx_commit": "2", "rocksdb_flush_log_at_trx_commit": "2"},
+}
+# Settings the lab sets on the primary or the replicas itself: refused in the target's config of a replication run.
+LAB_SETTINGS = frozenset({
+    "server_id", "log_bin", "log_slave_updates", "sync_binlog", "innodb_flush_log_at_trx_commit",
+    "slave_parallel_threads", "slave_parallel_mode", "binlog_commit_wait_count", "binlog_commit_wait_usec",
+    "skip_slave_start", "gtid_domain_id", "read_only", "relay_log", "log_basename", "gtid_strict_mode"})
+
+
+def apply_keys(raw: dict[str, Any], values: dict[str, Any], where: str) -> ApplyKeys:
+    return ApplyKeys(workers=integers(raw, "workers", DEFAULT_WORKERS, where, 256),
+                     modes=names(raw, "modes", MODES, DEFAULT_MODES, where),
+                     commit_wait_counts=integers(raw, "binlog_commit_wait_count", (0,), where, 1024),
+                     commit_wait_usec=values.get("binlog_commit_wait_usec", DEFAULT_COMMIT_WAIT_USEC))
+
+
+RULES = SectionRules(name="binlog", durability=tuple(DURABILITY), apply_keys=apply_keys, lab_settings=LAB_SETTINGS)

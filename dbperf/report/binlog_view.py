@@ -1,0 +1,120 @@
+"""The report's side of MariaDB's binlog replicas (replication_kind_view.py): the apply rate as [Nielsen 2014-03-13]'s
+chart in table form (trx/s applied per worker count, mode, durability and commit wait, with the speed-up over the
+single SQL thread), stale reads against MASTER_GTID_WAIT and the cross-engine commits of [Nielsen 2017-05-12]."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from dbperf.records import ApplyRecord
+from dbperf.report.charts import colour
+from dbperf.report.html_page import Figure, label
+from dbperf.report.replication_kind_view import OVER_CORES, KindView, StudyTable, chart_layout, num
+
+APPLY_COLUMNS = ("durability", "commit wait", "primary load", "workers", "mode", "trx", "trx/s", "min–max", "n",
+                 "vs 0 workers", "primary trx/s")
+STALE_COLUMNS = ("probe", "reads", "stale", "stale fraction", "wait p50 µs", "p95 µs", "p99 µs", "max µs", "timeouts",
+                 "background trx/s")
+CROSS_COLUMNS = ("durability", "tables", "GTID state", "primary load", "trx", "trx/s", "apply s",
+                 "vs state in rocksdb")
+CROSS_NOTE = ("cross-engine: GTID state innodb = mysql.gtid_slave_pos in InnoDB while the tables are MyRocks "
+              "(every replicated commit spans two engines); auto = gtid_pos_auto_engines = innodb,rocksdb "
+              "(a state table per engine); rocksdb = mysql.gtid_slave_pos in MyRocks. fsync: sync_binlog = 1 "
+              "and both engines' flush_log_at_trx_commit = 1; no-fsync: 0 and 2.")
+
+
+def row_fields(runs: list[ApplyRecord], workers: int, cpus: int) -> dict[str, Any]:
+    return {"workers_exceed_cpus": bool(cpus) and workers > cpus}
+
+
+def speedups(rows: list[dict[str, Any]]) -> None:
+    """vs_serial: over the one SQL thread's rate (workers = 0) of the same durability, commit wait and load."""
+    serial = {(r["durability"], r["commit_wait_count"], r["benchmark"], r["client_threads"]): r["trx_per_s"]
+              for r in rows if r["workers"] == 0}
+    for row in rows:
+        base = serial.get((row["durability"], row["commit_wait_count"], row["benchmark"], row["client_threads"]))
+        row["vs_serial"] = round(row["trx_per_s"] / base, 3) if base else None
+
+
+def stale_fields(stale: dict[str, Any]) -> dict[str, Any]:
+    return {"wait": "MASTER_GTID_WAIT"}
+
+
+def cores_note(cpus: int) -> str | None:
+    if not cpus:
+        return None
+    return (f"This host has {cpus} CPUs (primary, replica and client share them): parallel apply cannot run more "
+            f"than {cpus} transactions on CPU at once, so a gain past {cpus} workers ({OVER_CORES}) can only come "
+            "from overlapping commit waits (fsync, group commit), never from more CPU. The 10x at 12+ workers of "
+            "[Nielsen 2014-03-13] was measured on a many-core server; this table does not and cannot show that here.")
+
+
+def apply_tables(s: dict[str, Any]) -> list[StudyTable]:
+    rows: list[tuple[str, ...]] = []
+    order = sorted(s["apply"], key=lambda r: (r["durability"], r["commit_wait_count"], r["benchmark"],
+                                              r["client_threads"], r["workers"], r["mode"]))
+    for r in order:
+        wait = f"{r['commit_wait_count']}/{r['commit_wait_usec']}µs" if r["commit_wait_count"] else "0"
+        workers = f"{r['workers']}{OVER_CORES if r['workers_exceed_cpus'] else ''}"
+        rows.append((r["durability"], wait, f"{r['benchmark']} t={r['client_threads']}", workers, r["mode"],
+                     num(r["transactions"]), num(r["trx_per_s"]),
+                     f"{num(r['trx_per_s_min'])}–{num(r['trx_per_s_max'])}", str(r["n"]),
+                     "-" if r["vs_serial"] is None else f"{r['vs_serial']:.2f}x", num(r["primary_trx_per_s"])))
+    return [StudyTable("replica apply rate (trx/s applied, median of n)", APPLY_COLUMNS, rows, 5)]
+
+
+def stale_table(st: dict[str, Any]) -> tuple[StudyTable, str]:
+    rows: list[tuple[str, ...]] = []
+    for label_, key in (("without wait", "without_wait"), ("MASTER_GTID_WAIT", "with_wait")):
+        if st[key] is None:
+            continue
+        lat = st.get("wait_latency_us") if key == "with_wait" else None
+        rows.append((label_, num(st.get(f"reads_{key}")), num(st.get(f"stale_{key}")), f"{st[key]:.2%}",
+                     *(num(lat[p], 1) if lat else "-" for p in ("p50_us", "p95_us", "p99_us", "max_us")),
+                     num(st.get("wait_timeouts")) if key == "with_wait" else "-",
+                     num(st.get(f"background_trx_per_s_{key}"))))
+    rate = st.get("background_rate")
+    note = (f"stale reads: {st.get('background_threads')} background writer thread(s) on the primary "
+            f"({f'{rate:,.0f} trx/s target' if rate else 'unthrottled'}); "
+            f"replicas {st.get('durability')}, {st.get('workers')} workers ({st.get('mode')}); the probe "
+            "loop is native (dbperf-driver stale-reads); the wait's latency is the round trip of SELECT "
+            "MASTER_GTID_WAIT on the replica (fetching @@last_gtid on the primary is a further p50 "
+            f"{num((st.get('gtid_fetch_latency_us') or {}).get('p50_us'), 1)} µs).")
+    return StudyTable("stale reads (write on the primary, read the row on a replica at once)", STALE_COLUMNS, rows,
+                      1), note
+
+
+def cross_engine_tables(s: dict[str, Any]) -> tuple[list[StudyTable], list[str]]:
+    if not s.get("cross_engine"):
+        return [], []
+    rows: list[tuple[str, ...]] = [
+        (c["durability"], c["table_engine"], c["state_engine"], f"{c['benchmark']} t={c['client_threads']}",
+         num(c["transactions"]), num(c["trx_per_s"]), f"{c['apply_s']:.2f}",
+         "-" if c["vs_single_engine"] is None else f"{c['vs_single_engine']:.2f}x") for c in s["cross_engine"]]
+    return [StudyTable("cross-engine commits (replica apply, one SQL thread)", CROSS_COLUMNS, rows, 4)], [CROSS_NOTE]
+
+
+def apply_figure(s: dict[str, Any]) -> Figure:
+    """[Nielsen 2014-03-13]'s chart: trx/s applied (median) against workers, a line per durability, commit wait
+    and load."""
+    lines: dict[tuple[Any, ...], list[dict[str, Any]]] = defaultdict(list)
+    for r in s["apply"]:
+        mode = "parallel" if r["workers"] else r["mode"]
+        key = (r["durability"], r["commit_wait_count"], r["benchmark"], r["client_threads"])
+        lines[key].append({**r, "line_mode": mode})
+    data = []
+    for i, (key, points) in enumerate(sorted(lines.items())):
+        points.sort(key=lambda r: r["workers"])
+        durability, wait, benchmark, threads = key
+        name = f"{durability}" + (f" wait={wait}" if wait else "") + f" {benchmark} t={threads}"
+        data.append({"type": "scatter", "mode": "lines+markers", "name": label(name), "marker": {"color": colour(i)},
+                     "x": [p["workers"] for p in points], "y": [p["trx_per_s"] for p in points],
+                     "text": [label(p["mode"]) for p in points]})
+    return {"data": data, "layout": chart_layout("replica apply rate against parallel workers", "workers",
+                                                 "trx/s applied")}
+
+
+VIEW = KindView(name="binlog", row_fields=row_fields, speedups=speedups, stale_fields=stale_fields,
+                cores_note=cores_note, apply_tables=apply_tables, stale_table=stale_table,
+                figures=lambda s: [apply_figure(s)], other_tables=cross_engine_tables)
