@@ -21,6 +21,7 @@ from dbperf.studies import model
 from dbperf.studies.figures import NotMeasured, Row, rows, walk
 from dbperf.studies.model import load_study, parse_study, study_names
 from dbperf.studies.record import BY_HAND, compare_with_record, record_study
+from dbperf.studies.steps import kind_names
 from dbperf.studies.summary import Host, RunFacts, host_differences, summary, table
 from tests.conftest import NEEDS_SERVERS, run_cli
 
@@ -43,7 +44,7 @@ def test_every_study_file_loads_and_refers_to_real_benchmarks_keys_and_targets(n
     study = load_study(name)
     assert study.figures and study.steps and study.duration and study.sources
     for step in study.steps:
-        assert step.kind in model.STEP_KINDS
+        assert step.kind in kind_names()
     for f in study.figures:
         assert f.measure["step"] in {s.name for s in study.steps}
 
@@ -993,9 +994,16 @@ def test_a_step_a_mode_skips_is_said_and_its_figures_do_not_fail_the_run(tmp_pat
 
 
 @pytest.mark.unit
-def test_every_step_kind_has_a_runner():
-    from dbperf.studies.study_run import STEP_RUNNERS
-    assert set(STEP_RUNNERS) == set(model.STEP_KINDS)
+def test_every_step_kind_is_a_module_of_its_own_with_its_keys_and_its_runner():
+    """A kind is a file of dbperf/studies/steps/ (its KIND found by import): its name is its module's, it says its
+    keys, and it runs (its own `run`, not the base's)."""
+    from dbperf.studies.steps import base, step_kinds
+    kinds = step_kinds()
+    assert set(kinds) == {"probe", "layout", "experiment", "bisect", "diff", "counters"}
+    for name, kind in kinds.items():
+        assert type(kind).__module__ == f"dbperf.studies.steps.{name}"
+        assert kind.keys and type(kind).run is not base.StepKind.run
+    assert [k for k, kind in kinds.items() if kind.has_cells] == ["experiment"]
 
 
 @pytest.mark.unit

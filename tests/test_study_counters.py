@@ -16,6 +16,7 @@ from dbperf.records import Profile
 from dbperf.studies import study_run
 from dbperf.studies.figures import rows
 from dbperf.studies.model import parse_study
+from dbperf.studies.steps import counters
 
 EXPERIMENT = """[run]
 benchmarks = ["point-query"]
@@ -131,7 +132,7 @@ def _fake_profiling(monkeypatch: pytest.MonkeyPatch) -> list[tuple[Path, str, st
         asked.append((experiment, experiment.read_text(), benchmark, queries, mode))
         return "a", [_profile("a", 10_000.0, 1_030.0), _profile("b", 9_000.0, 738.0)]
 
-    monkeypatch.setattr(study_run, "profile_targets", fake)
+    monkeypatch.setattr(counters, "profile_targets", fake)
     return asked
 
 

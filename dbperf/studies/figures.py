@@ -18,6 +18,7 @@ from dbperf.errors import UserError
 from dbperf.stats.rqps_matrix import Matrix, build_matrix
 from dbperf.storage.results import read_results
 from dbperf.studies.model import Figure, Mode, Study, left_out
+from dbperf.studies.steps import step_kind
 
 PROBE_IDENTITY = ("x", "offset", "flag_offset", "n", "multiplier")
 SEGMENT = re.compile(r"^([^\[\]]+)(?:\[([^\]]*)\])?$")
@@ -64,12 +65,7 @@ def json_file(directory: Path, study: Study, step_name: str, file: str | None) -
     """Where a step's JSON is: named by the figure, else the step kind's own file."""
     if file:
         return directory / file
-    kind = study.step(step_name).kind
-    return {"layout": directory / f"{step_name}.json", "diff": directory / f"{step_name}.json",
-            "counters": directory / f"{step_name}.json",
-            "bisect": directory / step_name / "bisect.json",
-            "experiment": directory / f"{step_name}-report.json",
-            "probe": directory / step_name / "probes.json"}[kind]
+    return step_kind(study.step(step_name).kind).own_file(directory, step_name)
 
 
 def walk(doc: Any, path: str) -> Any:

@@ -12,7 +12,7 @@ exist.
                                     # and `seeds` (citations of the lab's private notes) are still read, not shown
     [[step]]                        # run in order, each into DIR/<name>/
     name = "probes"; kind = "probe" | "layout" | "experiment" | "bisect" | "diff"; ... ; quick = { overrides }
-                                    # (or kind = "counters": every target's counters per query, STEP_KEYS)
+                                    # each kind's keys, checks and limits: its module in steps/
     smoke = { overrides }           # --smoke: on top of the quick ones; a plumbing check of under a minute
     [[figure]]                      # one row of the summary table
     what = "..."; section = "§3"; published = "81 cycles/iter"
@@ -40,177 +40,38 @@ rot). A study whose smoke run would build a server from source or run long is re
 from __future__ import annotations
 
 import math
-import tempfile
 import tomllib
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from dbperf.buildlab.server_releases import SOURCES
 from dbperf.catalog.registry import builtin
 from dbperf.errors import UserError
-from dbperf.experiment.durations import parse_duration
 from dbperf.experiment.model import Experiment
-from dbperf.experiment.spec import parse_experiment
 from dbperf.names import check_name
-from dbperf.probes.catalog import FAMILIES
 from dbperf.report.model import Block, Row, Section, View
-from dbperf.studies import toml_text
-from dbperf.usecases.explain import MODES as COUNTER_MODES
+from dbperf.studies.definition import (
+    MODES,
+    OVERRIDES,
+    Figure,
+    Mode,
+    Step,
+    Study,
+    experiment_doc,
+    in_mode,
+    mode_flag,
+    parsed_experiment,
+)
+from dbperf.studies.steps import kind_names, step_kind
+from dbperf.studies.steps.base import Checking, Over
+
+__all__ = ["MODES", "Figure", "Mode", "Step", "Study", "experiment_doc", "load_study", "mode_flag", "parse_study"]
 
 STUDY_DIR = Path(__file__).parent / "data"
-STEP_KINDS = ("probe", "layout", "experiment", "bisect", "diff", "counters")
 MEASURE_SOURCES = ("probe", "cell", "geomean", "json")
-Mode = Literal["full", "quick", "smoke"]
-MODES: tuple[Mode, ...] = ("full", "quick", "smoke")
-OVERRIDES = ("quick", "smoke")  # a step's tables of overrides, one per mode besides the full one
-
-# The keys each step kind takes (besides name, kind, quick, smoke); a step's `quick` and `smoke` override some.
-STEP_KEYS: dict[str, tuple[str, ...]] = {
-    "probe": ("families", "repeats", "scale"),
-    "layout": ("demo", "binary", "run", "experiment", "target", "benchmark", "fix", "trace_seconds"),
-    "experiment": ("experiment", "aa", "run", "replication", "targets"),
-    "bisect": ("engine", "first", "last", "benchmark", "threshold", "time", "warmup", "budget", "tries", "threads",
-               "table_size", "config"),
-    # the simulated per-function diff of an earlier experiment step's worst cell (its base against that target)
-    "diff": ("of", "queries", "top", "mode"),
-    # the counters per query of every target of an earlier experiment step on one benchmark (dbperf profile)
-    "counters": ("of", "benchmark", "queries", "mode"),
-}
 STUDY_KEYS = ("name", "title", "sources", "brief", "seeds", "duration", "description", "long", "step", "figure",
               "headline")
 FIGURE_KEYS = ("what", "section", "published", "measure", "per", "unit", "scale", "expect", "claim", "digits",
                "quick", "before")
-
-
-def _merged(settings: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
-    """`overrides` on top of `settings`; `run` and `replication`, the experiment's sections, key by key."""
-    merged = {**settings, **overrides}
-    for section in ("run", "replication"):
-        if isinstance(settings.get(section), dict) and isinstance(overrides.get(section), dict):
-            merged[section] = {**settings[section], **overrides[section]}
-    return merged
-
-
-@dataclass(frozen=True)
-class Step:
-    name: str
-    kind: str
-    settings: dict[str, Any]
-    quick: dict[str, Any]
-    smoke: dict[str, Any] = field(default_factory=dict)
-
-    def effective(self, mode: Mode) -> dict[str, Any]:
-        """The step's settings in this mode: the `quick` overrides under --quick, and under --smoke the `smoke`
-        ones on top of those."""
-        if mode == "full":
-            return dict(self.settings)
-        merged = _merged(self.settings, self.quick)
-        return _merged(merged, self.smoke) if mode == "smoke" else merged
-
-    def skipped(self, mode: Mode) -> bool:
-        """Whether this mode's run leaves the step out (`quick`/`smoke` `skip = true`: a step whose cost no short
-        run can cut, such as cachegrind starting two servers)."""
-        return bool(self.effective(mode).get("skip", False))
-
-
-@dataclass(frozen=True)
-class Figure:
-    what: str
-    section: str
-    published: str
-    measure: dict[str, Any]
-    per: dict[str, Any] | None = None
-    unit: str = ""
-    scale: float = 1.0  # measured value × scale (ns → µs: 0.001)
-    expect: tuple[float | None, float | None] | None = None  # the claim's range for the measured value
-    claim: str = ""
-    digits: int = 2
-    quick: dict[str, Any] = field(default_factory=dict)  # overrides of measure with --quick/--smoke; its `per`, of per
-    before: dict[str, Any] | None = None  # the value the measured one changed from; `expect` then bounds their ratio
-
-    def measures(self, mode: Mode) -> tuple[dict[str, Any], dict[str, Any] | None]:
-        """The measure and the reference it is divided by (None: none), with the --quick overrides (which a smoke
-        run, built on the quick one, takes too)."""
-        if mode == "full":
-            return self.measure, self.per
-        overrides = {k: v for k, v in self.quick.items() if k not in ("per", "skip")}
-        per = None if self.per is None else {**self.per, **self.quick.get("per", {})}
-        return {**self.measure, **overrides}, per
-
-
-@dataclass(frozen=True)
-class Study:
-    name: str
-    title: str
-    brief: str
-    seeds: tuple[str, ...]
-    duration: str
-    description: str
-    steps: tuple[Step, ...]
-    figures: tuple[Figure, ...]
-    path: Path
-    long: bool = False  # builds from source: hours here, not part of a quick check
-    headline: dict[str, str] = field(default_factory=dict)
-    # [headline] also = ["STEP", ...]: other experiment steps whose geomean of the same target gets a line of its own
-    # under the headline ("study NAME STEP: geomean rQPS ..."), e.g. the PGO study's PostgreSQL beside MariaDB.
-    also_headlines: tuple[str, ...] = ()
-    # The public sources it reproduces, each "Author, \"Title\" (YYYY-MM-DD)": what `study list` and the summary cite
-    # (`brief` and `seeds` cite the lab's private notes, which no user has: read, never shown).
-    sources: tuple[str, ...] = ()
-
-    def step(self, name: str) -> Step:
-        return next(s for s in self.steps if s.name == name)
-
-    def experiment_path(self, step: Step, mode: Mode = "full") -> Path:
-        """The step's experiment file in this mode, relative to the study file."""
-        return (self.path.parent / str(step.effective(mode)["experiment"])).resolve()
-
-
-def experiment_doc(study: Study, step: Step, mode: Mode) -> dict[str, Any]:
-    """The step's experiment file as a document, with its [run] and [replication] overrides and its target subset
-    (the base follows the subset when the subset leaves it out). A fixed number of repeats drops the file's budget,
-    which only `repeats = "auto"` takes."""
-    s = step.effective(mode)
-    source = study.experiment_path(step, mode)
-    try:
-        doc = tomllib.loads(source.read_text())
-    except (OSError, tomllib.TOMLDecodeError) as e:
-        raise UserError(f"{source}: cannot read the study's experiment: {e}") from None
-    doc["run"] = {**doc.get("run", {}), **s.get("run", {})}
-    if "repeats" in s.get("run", {}) and s["run"]["repeats"] != "auto":
-        doc["run"].pop("budget", None)
-    if s.get("replication"):
-        doc["replication"] = {**doc.get("replication", {}), **s["replication"]}
-    if s.get("targets"):
-        keep = list(s["targets"])
-        missing = [t for t in keep if t not in {t.get("name") for t in doc.get("target", [])}]
-        if missing:
-            raise UserError(f"{study.path} step {step.name!r}: target {missing[0]!r} is not in {source.name}")
-        doc["target"] = [t for t in doc.get("target", []) if t.get("name") in keep]
-        if doc["run"].get("base") not in keep:
-            doc["run"]["base"] = keep[0]
-    return doc
-
-
-def mode_flag(mode: Mode) -> str:
-    """The command-line flag of a mode ("" for the full study)."""
-    return "" if mode == "full" else f"--{mode}"
-
-
-def _in_mode(mode: Mode) -> str:
-    return f" ({mode_flag(mode)})" if mode != "full" else ""
-
-
-def _parsed(study: Study, step: Step, mode: Mode) -> Experiment:
-    """The step's experiment as it will run, through the lab's own parser (keys, benchmarks, sources)."""
-    with tempfile.TemporaryDirectory(prefix="dbperf-study-") as tmp:
-        path = Path(tmp) / f"{step.name}-{mode}.toml"
-        path.write_text(toml_text.document(experiment_doc(study, step, mode)))
-        try:
-            return parse_experiment(path)
-        except UserError as e:
-            raise UserError(f"{study.path} step {step.name!r}{_in_mode(mode)}: {e}") from None
 
 
 def left_out(study: Study, mode: Mode) -> dict[int, str]:
@@ -228,10 +89,10 @@ def left_out(study: Study, mode: Mode) -> dict[int, str]:
             if m is None or m.get("from") not in ("cell", "geomean") or m.get("results_from"):
                 continue
             step = study.step(str(m["step"]))
-            if step.kind != "experiment":
+            if not step_kind(step.kind).has_cells:
                 continue
             if step.name not in runs:
-                runs[step.name] = _parsed(study, step, mode)
+                runs[step.name] = parsed_experiment(study, step, mode)
             exp = runs[step.name]
             if m.get("from") == "cell" and m.get("benchmark") not in {b.name for b in exp.benchmarks}:
                 out[i] = f"the {mode_flag(mode)} run leaves out {m.get('benchmark')}"
@@ -330,9 +191,9 @@ def _step(raw: Any, i: int, where: str) -> Step:
     if not isinstance(raw, dict):
         raise UserError(f"{swhere}: must be a table")
     kind = raw.get("kind")
-    if kind not in STEP_KINDS:
-        raise UserError(f"{swhere}: kind must be one of {', '.join(STEP_KINDS)}, got {kind!r}")
-    known = STEP_KEYS[kind]
+    if kind not in kind_names():
+        raise UserError(f"{swhere}: kind must be one of {', '.join(kind_names())}, got {kind!r}")
+    known = step_kind(kind).keys
     _unknown(raw, ("name", "kind", *OVERRIDES, *known), swhere)
     overrides = {}
     for mode in OVERRIDES:
@@ -379,132 +240,88 @@ def _figure(raw: Any, i: int, where: str) -> Figure:
 
 def _check_references(study: Study, where: str) -> None:
     """Every step names what exists (benchmarks, probe families, experiment files and their targets, released
-    engines); every figure names a step of the study and what that step measures."""
+    engines: each kind checks its own); every figure names a step of the study and what that step measures."""
     catalog = builtin()
     experiments: dict[Mode, dict[str, Experiment]] = {mode: {} for mode in MODES}
-    for step in study.steps:
-        swhere = f"{where} step {step.name!r}"
+    for i, step in enumerate(study.steps):
+        kind, swhere = step_kind(step.kind), f"{where} step {step.name!r}"
+        earlier = tuple(e.name for e in study.steps[:i] if step_kind(e.kind).has_cells)
+        at = Checking(study, step, swhere, catalog, earlier)
         for mode in MODES:
-            s = step.effective(mode)
-            if step.kind == "probe":
-                unknown = [f for f in s.get("families", []) if f not in FAMILIES]
-                if unknown or not s.get("families"):
-                    raise UserError(f"{swhere}: families must name probe families ({', '.join(FAMILIES)})")
-            elif step.kind == "bisect":
-                if s.get("engine") not in SOURCES:
-                    raise UserError(f"{swhere}: engine must be one of {', '.join(sorted(SOURCES))}")
-                if s.get("benchmark") not in catalog:
-                    raise UserError(f"{swhere}: benchmark {s.get('benchmark')!r} is not in the catalog")
-                for key in ("time", "warmup", "budget"):
-                    if key in s:
-                        parse_duration(s[key], f"{swhere} {key}")
-            elif step.kind == "layout" and s.get("benchmark") is not None and s["benchmark"] not in catalog:
-                raise UserError(f"{swhere}: benchmark {s['benchmark']!r} is not in the catalog")
-            elif step.kind == "diff":
-                earlier = [e.name for e in study.steps[:study.steps.index(step)] if e.kind == "experiment"]
-                if s.get("of") not in earlier:
-                    raise UserError(f"{swhere}: 'of' must name an experiment step before it ({', '.join(earlier)})")
-                if not isinstance(s.get("queries", 1), int) or s.get("queries", 1) < 1:
-                    raise UserError(f"{swhere}: queries must be a whole number of at least 1")
-            elif step.kind == "counters":
-                earlier = [e.name for e in study.steps[:study.steps.index(step)] if e.kind == "experiment"]
-                if s.get("of") not in earlier:
-                    raise UserError(f"{swhere}: 'of' must name an experiment step before it ({', '.join(earlier)})")
-                if s.get("benchmark", "point-query") not in catalog:
-                    raise UserError(f"{swhere}: benchmark {s.get('benchmark')!r} is not in the catalog")
-                queries = s.get("queries", 1)
-                if isinstance(queries, bool) or not isinstance(queries, int) or queries < 1:
-                    raise UserError(f"{swhere}: queries must be a whole number of at least 1")
-                if s.get("mode", "simulated") not in COUNTER_MODES:
-                    raise UserError(f"{swhere}: mode must be one of {', '.join(COUNTER_MODES)}")
-        if step.kind == "experiment":
-            for mode in MODES:
-                experiments[mode][step.name] = _parsed(study, step, mode)
-        elif "experiment" in step.settings:  # a layout step's experiment (and its quick and smoke ones)
-            for mode in MODES:
-                path = study.experiment_path(step, mode)
-                exp = parse_experiment(path)
-                experiments[mode][step.name] = exp
-                if step.settings.get("target") not in {t.name for t in exp.targets}:
-                    raise UserError(f"{swhere}: target {step.settings.get('target')!r} is not in {path.name}")
+            kind.check(step.effective(mode), at)
+        for mode, exp in kind.experiments(study, step, swhere).items():
+            experiments[mode][step.name] = exp
         if not step.skipped("smoke"):
             _check_smoke(step, step.effective("smoke"), experiments["smoke"].get(step.name), swhere)
     # A figure may name a target the quick or smoke run leaves out (it is then "not measured" there): checked
     # against the targets of any run.
     targets = {n: {t.name for mode in MODES for t in experiments[mode][n].targets} for n in experiments["full"]}
+    _check_figures(study, where, targets, catalog)
+    _check_headline(study, where, experiments["full"])
+
+
+def _check_figures(study: Study, where: str, targets: dict[str, set[str]], catalog: dict[str, Any]) -> None:
+    """Each figure's measures (in every mode) and its `before` name a step of the study and what it measures."""
     for i, f in enumerate(study.figures):
         for mode in MODES:
             for m in f.measures(mode):
                 if m is not None:
-                    _check_measure(m, study, targets, catalog, f"{where} [[figure]] {i + 1}{_in_mode(mode)}")
+                    _check_measure(m, study, targets, catalog, f"{where} [[figure]] {i + 1}{in_mode(mode)}")
         if f.before is not None:
             if not isinstance(f.before, dict):
                 raise UserError(f"{where} [[figure]] {i + 1}: before must be a table")
             _check_measure(f.before, study, targets, catalog, f"{where} [[figure]] {i + 1} before")
-    if study.headline:
-        full = experiments["full"]
-        named = study.headline.get("step", "")
-        if named not in full or study.headline.get("target") not in {t.name for t in full[named].targets}:
-            raise UserError(f"{where} [headline]: step and target must name an experiment step and one of its targets")
-        for also in study.also_headlines:
-            if also not in full or study.headline.get("target") not in {t.name for t in full[also].targets}:
-                raise UserError(f"{where} [headline] also: {also!r} must name an experiment step with a target "
-                                f"{study.headline.get('target')!r}")
+
+
+def _check_headline(study: Study, where: str, full: dict[str, Experiment]) -> None:
+    """[headline] step (and each of `also`) names an experiment step with the headline's target."""
+    if not study.headline:
+        return
+    named = study.headline.get("step", "")
+    if named not in full or study.headline.get("target") not in {t.name for t in full[named].targets}:
+        raise UserError(f"{where} [headline]: step and target must name an experiment step and one of its targets")
+    for also in study.also_headlines:
+        if also not in full or study.headline.get("target") not in {t.name for t in full[also].targets}:
+            raise UserError(f"{where} [headline] also: {also!r} must name an experiment step with a target "
+                            f"{study.headline.get('target')!r}")
 
 
 # What a smoke run may do, so that each study's smoke test stays under a minute once its binaries are cached: tiny
 # tables, one benchmark, short cells and budgets, a few transactions, released or cached engines (never a server
-# built from source: an hour here).
-SMOKE_LIMITS: dict[str, float] = {"table_size": 10_000, "benchmarks": 1, "time_s": 1.0, "warmup_s": 1.0,
-                                  "budget_s": 30.0, "repeats": 3, "transactions": 2_000, "stale_reads": 200,
-                                  "replication_repeats": 1, "probe_scale": 0.1, "probe_repeats": 5,
-                                  "trace_seconds": 5.0, "bisect_tries": 1, "diff_queries": 1_000,
-                                  "counters_queries": 1_000}
+# built from source: an hour here). These bound any step's experiment; each kind adds its own (StepKind.smoke_limits).
+EXPERIMENT_LIMITS: dict[str, float] = {"table_size": 10_000, "benchmarks": 1, "time_s": 1.0, "warmup_s": 1.0,
+                                       "budget_s": 30.0, "repeats": 3, "transactions": 2_000, "stale_reads": 200,
+                                       "replication_repeats": 1}
 
 
 def _check_smoke(step: Step, s: dict[str, Any], exp: Experiment | None, where: str) -> None:
     """Refuses a step whose --smoke run would build a server from source or run long: a new study cannot forget
     its `smoke = { ... }` overrides."""
-    over: list[str] = []
-
-    def limit(value: float | None, key: str, what: str) -> None:
-        if value is not None and value > SMOKE_LIMITS[key]:
-            over.append(f"{what} {value:g} (at most {SMOKE_LIMITS[key]:g})")
-
+    kind = step_kind(step.kind)
+    over = Over({**EXPERIMENT_LIMITS, **kind.smoke_limits})
     if exp is not None:
-        built = [t.name for t in exp.targets if t.server_build is not None]
-        if built:
-            over.append(f"target {built[0]!r} builds a server from source (use a released one, engine@VERSION)")
-        limit(len(exp.benchmarks), "benchmarks", "benchmarks")
-        limit(exp.tables * exp.table_size, "table_size", "rows")
-        if exp.replication is None:  # timed cells
-            limit(exp.time_s, "time_s", "seconds a cell")
-            limit(exp.warmup_s, "warmup_s", "seconds of warm-up")
-            limit(exp.budget_s, "budget_s", "seconds of budget")
-            limit(exp.repeats if exp.budget_s is None else None, "repeats", "repeats")
-        else:  # the replication lab counts transactions instead
-            limit(exp.replication.transactions, "transactions", "transactions")
-            limit(exp.replication.stale_reads, "stale_reads", "stale-read probes")
-            limit(exp.replication.repeats, "replication_repeats", "replication repeats")
-    if step.kind == "probe":
-        limit(float(s.get("scale", 1.0)), "probe_scale", "probe scale")
-        limit(int(s.get("repeats", 5)), "probe_repeats", "probe repeats")
-    elif step.kind == "layout" and (s.get("experiment") or s.get("run")):
-        limit(parse_duration(s.get("trace_seconds", "60"), f"{where} trace_seconds"), "trace_seconds",
-              "seconds traced")
-    elif step.kind == "bisect":
-        limit(int(s.get("table_size", 100_000)), "table_size", "rows")
-        limit(parse_duration(s.get("time", "5s"), f"{where} time"), "time_s", "seconds a cell")
-        limit(parse_duration(s.get("warmup", "1s"), f"{where} warmup"), "warmup_s", "seconds of warm-up")
-        limit(parse_duration(s.get("budget", "2m"), f"{where} budget"), "budget_s", "seconds of budget")
-        limit(int(s.get("tries", 3)), "bisect_tries", "tries")
-    elif step.kind == "diff":
-        limit(int(s.get("queries", 20_000)), "diff_queries", "queries")
-    elif step.kind == "counters":
-        limit(int(s.get("queries", 5_000)), "counters_queries", "queries")
-    if over:
-        raise UserError(f"{where}: too long for --smoke ({over[0]}); give the step smoke = {{ ... }} overrides "
+        _experiment_over(exp, over)
+    kind.smoke(s, over, where)
+    if over.said:
+        raise UserError(f"{where}: too long for --smoke ({over.said[0]}); give the step smoke = {{ ... }} overrides "
                         "(tiny tables, one benchmark, released binaries)")
+
+
+def _experiment_over(exp: Experiment, over: Over) -> None:
+    built = [t.name for t in exp.targets if t.server_build is not None]
+    if built:
+        over.said.append(f"target {built[0]!r} builds a server from source (use a released one, engine@VERSION)")
+    over(len(exp.benchmarks), "benchmarks", "benchmarks")
+    over(exp.tables * exp.table_size, "table_size", "rows")
+    if exp.replication is None:  # timed cells
+        over(exp.time_s, "time_s", "seconds a cell")
+        over(exp.warmup_s, "warmup_s", "seconds of warm-up")
+        over(exp.budget_s, "budget_s", "seconds of budget")
+        over(exp.repeats if exp.budget_s is None else None, "repeats", "repeats")
+    else:  # the replication lab counts transactions instead
+        over(exp.replication.transactions, "transactions", "transactions")
+        over(exp.replication.stale_reads, "stale_reads", "stale-read probes")
+        over(exp.replication.repeats, "replication_repeats", "replication repeats")
 
 
 def _check_measure(m: dict[str, Any], study: Study, targets: dict[str, set[str]], catalog: dict[str, Any],
@@ -516,26 +333,32 @@ def _check_measure(m: dict[str, Any], study: Study, targets: dict[str, set[str]]
         raise UserError(f"{where}: measure step {step_name!r} is not a step of the study")
     step = study.step(step_name)
     if source == "probe":
-        if step.kind != "probe" or m.get("family") not in step.settings.get("families", []):
+        if m.get("family") not in step_kind(step.kind).families(step.settings):
             raise UserError(f"{where}: a probe measure names a family its probe step runs")
         if not m.get("group") or not m.get("name"):
             raise UserError(f"{where}: a probe measure needs the figure's group and name")
     elif source in ("cell", "geomean"):
-        names = targets.get(step_name)
-        if names is None:
-            raise UserError(f"{where}: a {source} measure names an experiment step")
-        if source == "geomean" and m.get("results_from"):
-            raise UserError(f"{where}: a geomean measure reads its step's own results (no results_from)")
-        # A run the step makes of its own (results_from: the layout check's A/B) has targets the file does not.
-        if not m.get("results_from") and m.get("target") not in names:
-            raise UserError(f"{where}: target {m.get('target')!r} is not in step {step_name!r}'s experiment")
-        # base: the target compared against instead of the experiment's base (the rung below, on a ladder)
-        if m.get("base") is not None and (m.get("results_from") or m["base"] not in names):
-            raise UserError(f"{where}: base {m.get('base')!r} is not a target of step {step_name!r}'s experiment")
-        if source == "cell" and m.get("benchmark") not in catalog:
-            raise UserError(f"{where}: benchmark {m.get('benchmark')!r} is not in the catalog")
+        _check_cell_measure(m, str(source), targets.get(step_name), catalog, where)
     elif not isinstance(m.get("path"), str) or not isinstance(m.get("file", ""), str):
         raise UserError(f"{where}: a json measure needs a path (and optionally the step's file)")
+
+
+def _check_cell_measure(m: dict[str, Any], source: str, names: set[str] | None, catalog: dict[str, Any],
+                        where: str) -> None:
+    """A cell or geomean measure names an experiment step, one of its targets (and base), and a benchmark."""
+    step_name = m.get("step")
+    if names is None:
+        raise UserError(f"{where}: a {source} measure names an experiment step")
+    if source == "geomean" and m.get("results_from"):
+        raise UserError(f"{where}: a geomean measure reads its step's own results (no results_from)")
+    # A run the step makes of its own (results_from: the layout check's A/B) has targets the file does not.
+    if not m.get("results_from") and m.get("target") not in names:
+        raise UserError(f"{where}: target {m.get('target')!r} is not in step {step_name!r}'s experiment")
+    # base: the target compared against instead of the experiment's base (the rung below, on a ladder)
+    if m.get("base") is not None and (m.get("results_from") or m["base"] not in names):
+        raise UserError(f"{where}: base {m.get('base')!r} is not a target of step {step_name!r}'s experiment")
+    if source == "cell" and m.get("benchmark") not in catalog:
+        raise UserError(f"{where}: benchmark {m.get('benchmark')!r} is not in the catalog")
 
 
 def study_list_view() -> View:

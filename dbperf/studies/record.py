@@ -23,6 +23,7 @@ from dbperf.report.escape import md
 from dbperf.storage.results import META, keep_results
 from dbperf.studies.figures import Headline, Row
 from dbperf.studies.model import MODES, Mode, Step, Study, load_study
+from dbperf.studies.steps import step_kind
 from dbperf.studies.summary import Host, RunFacts, summary
 from dbperf.usecases.progress import PROGRESS, say
 
@@ -244,13 +245,7 @@ def put_step_results(study: Study, docs: Path, staged: dict[str, Path], kept: li
 def step_results(directory: Path, step: Step) -> Path | None:
     """A step's results directory in a study run, when it has one: an experiment step's DIR/<step>/, a layout
     --fix's A/B run (DIR/<step>-ab-*/results, beside the step's JSON; the newest when a rerun left several)."""
-    own = directory / step.name
-    if (own / META).is_file():
-        return own
-    if step.kind != "layout":
-        return None
-    runs = [p for p in directory.glob(f"{step.name}-ab-*/results") if (p / META).is_file()]
-    return max(runs, key=lambda p: (p / META).stat().st_mtime) if runs else None
+    return step_kind(step.kind).results(directory, step.name)
 
 
 def run_mode(run: dict[str, Any]) -> Mode:

@@ -10,7 +10,6 @@ import contextlib
 import json
 import re
 from collections import Counter
-from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -18,32 +17,15 @@ from typing import Any
 
 from rich.console import Console
 
-from dbperf.buildlab.server_releases import available_versions
 from dbperf.errors import UserError
-from dbperf.experiment.durations import parse_duration
-from dbperf.experiment.spec import parse_experiment
-from dbperf.layout.command import layout_command
-from dbperf.layout.fix import extend_fix_ab, fix_ab_to_extend
 from dbperf.output_file import is_results_directory, write_file
-from dbperf.probes.run import run_probes
 from dbperf.report import formats
 from dbperf.report.escape import md
 from dbperf.runner import interrupts
-from dbperf.runner.resume import stopped_on_budget
-from dbperf.runner.simulated_tier import queries_for
 from dbperf.storage.results import META
-from dbperf.studies import toml_text
-from dbperf.studies.figures import (
-    Headline,
-    NotMeasured,
-    Reader,
-    Row,
-    headline,
-    json_file,
-    rows,
-    step_headlines,
-)
-from dbperf.studies.model import MODES, Mode, Step, Study, experiment_doc, load_study, mode_flag
+from dbperf.studies.definition import study_command
+from dbperf.studies.figures import Headline, Row, headline, rows, step_headlines
+from dbperf.studies.model import MODES, Mode, Step, Study, load_study, mode_flag
 from dbperf.studies.record import (
     DOCS_STUDIES,
     compare_with_record,
@@ -54,35 +36,27 @@ from dbperf.studies.record import (
     started_when,
     step_results,
 )
+from dbperf.studies.steps import step_kind
+from dbperf.studies.steps.base import INCOMPLETE, INTERRUPTED, StepEnd, StepRun
+from dbperf.studies.steps.experiment import experiment_file
 from dbperf.studies.summary import Host, RunFacts, html_summary, summary, this_host
-from dbperf.usecases.bisect import (
-    RESUMABLE,
-    StepSettings,
-    earlier_steps,
-    parse_threshold,
-    release_judge,
-    release_range,
-    search,
-    write_path,
-)
 from dbperf.usecases.compare import compare
-from dbperf.usecases.explain import diff_targets, i1_counts, profile_targets
-from dbperf.usecases.probe import store_probes
 from dbperf.usecases.progress import PROGRESS, say
-from dbperf.usecases.report import report_view
-from dbperf.usecases.run import run_experiment
+
+__all__ = [
+    "INCOMPLETE",
+    "INTERRUPTED",
+    "StepEnd",
+    "StepRun",
+    "experiment_file",
+    "run_step",
+    "run_study",
+    "summarise",
+]
 
 SUMMARY = "summary.md"
 SUMMARY_HTML = "summary.html"
 STUDY_JSON = "study.json"
-INCOMPLETE = 1  # a step failed or a figure the run should measure was not: the summary says which
-INTERRUPTED = 128  # and above: 128 + the signal's number
-
-
-@dataclass(frozen=True)
-class StepEnd:
-    how: str  # in words, for the summary
-    exit_code: int = 0  # 0, INCOMPLETE when it failed, 128 + N when interrupted
 
 
 @dataclass
@@ -121,7 +95,7 @@ def resume_command(name: str, mode: Mode, directory: Path) -> str:
 
 
 def run_command(study: Study, mode: Mode, limits: Limits = Limits()) -> str:
-    return " ".join(w for w in ("dbperf study run", study.name, mode_flag(mode), *limits.flags()) if w)
+    return study_command(study, mode, limits.flags())
 
 
 def not_run(study: Study, found: list[Row], mode: Mode, why: dict[str, str]) -> list[Row]:
@@ -209,7 +183,8 @@ def _run_steps(run: StepRun, limits: Limits) -> Sitting:
             sitting.ended.append((step.name, f"not run in the {mode_flag(mode)} run (its skip = true)"))
             sitting.why[step.name] = mode_flag(mode)
             continue
-        kept = _kept_before(study, step, directory, bool(run.extend_s)) if run.resume else None
+        kind = step_kind(step.kind)
+        kept = kind.kept_before(study, step, directory, bool(run.extend_s)) if run.resume else None
         if kept is not None:
             sitting.ended.append((step.name, kept))
             say(f"dbperf: study {study.name}: step {step.name}: {kept}", err)
@@ -219,7 +194,7 @@ def _run_steps(run: StepRun, limits: Limits) -> Sitting:
         aside = None
         try:
             aside = set_aside(run, step) if run.resume else None
-            end = STEP_RUNNERS[step.kind](replace(run, step=step))
+            end = kind.run(replace(run, step=step))
         except UserError as e:  # this step's bad input or failure; the others may still measure
             end = StepEnd(f"failed: {e}", INCOMPLETE)
         except OSError as e:  # a write the step could not make (a full or read-only disk): said, not a traceback
@@ -324,26 +299,14 @@ def check_resumable(study: Study, directory: Path, mode: Mode) -> None:
                         f"options ({flag})")
 
 
-def _goes_on(run: StepRun, step: Step) -> bool:
-    """Whether a step run again on --resume goes on from what its cut-short sitting wrote: a matrix experiment's
-    measured cells, a bisect's decided steps. Any other (a replication lab's run, probes, a run killed before its
-    meta.json) starts again from its start."""
-    own = run.directory / step.name
-    if step.kind == "experiment":
-        return (own / META).is_file() and not experiment_doc(run.study, step, run.mode).get("replication")
-    if step.kind == "bisect":
-        with contextlib.suppress(OSError, ValueError, AttributeError):
-            return json.loads((own / "bisect.json").read_text(encoding="utf-8")).get("outcome") in RESUMABLE
-    return False
-
-
 def set_aside(run: StepRun, step: Step) -> Path | None:
     """On --resume, the folder DIR/<step>/ of a step that starts again (not _goes_on), moved aside to
     DIR/<step>.cut-short-N/ with the reports made from it: kept for whoever wants it, not deleted, and not read
     back as this sitting's results. None when there was none."""
     directory = run.directory
     own = directory / step.name
-    if not (own.exists() or own.is_symlink()) or _goes_on(run, step):
+    kind = step_kind(step.kind)
+    if not (own.exists() or own.is_symlink()) or kind.goes_on(replace(run, step=step)):
         return None
     n = 1
     while (directory / f"{step.name}.cut-short-{n}").exists():
@@ -356,11 +319,7 @@ def set_aside(run: StepRun, step: Step) -> Path | None:
                 (directory / report).rename(aside / report)
     except OSError as e:
         raise UserError(f"{own}: cannot set the cut-short sitting's results aside: {e.strerror or e}") from None
-    if step.kind == "experiment":
-        why = ("a replication lab's run does not go on from its measurements" if (aside / META).is_file() else
-               f"its run was cut short before it wrote {META}")
-    else:
-        why = f"a cut-short {step.kind} step does not go on from what it wrote"
+    why = kind.aside_reason(aside)
     say(f"dbperf: study {run.study.name}: step {step.name}: {why}: it runs again from its start; what its cut-short "
         f"sitting wrote is kept in {aside}", run.err)
     return aside
@@ -382,29 +341,6 @@ def _earlier_start(directory: Path, now: datetime) -> tuple[datetime, list[str]]
             if isinstance(text, str):
                 starts.append(datetime.fromisoformat(text))
     return min(starts), [*(earlier.get("resumed_at") or []), now.isoformat(timespec="seconds")]
-
-
-def _kept_before(study: Study, step: Step, directory: Path, extend: bool = False) -> str | None:
-    """How a step of a resumed study run ended before the resume, when it is kept; None when it runs (again).
-    `extend`: an experiment step complete but for groups stopped on their budget share runs again (--extend)."""
-    if step.kind == "experiment":
-        meta = directory / step.name / META
-        if not meta.is_file():
-            return None
-        if extend and stopped_on_budget(meta.parent):
-            return None  # its undecided cells get more rounds
-        with contextlib.suppress(OSError, ValueError, AttributeError):
-            if json.loads(meta.read_text(encoding="utf-8")).get("status") == "complete":
-                return f"complete before the resume, results in {step.name}/"
-        return None  # cut short: resumed
-    written = json_file(directory, study, step.name, None)
-    if step.kind == "layout" and extend and fix_ab_to_extend(written) is not None:
-        return None  # its --fix A/B's undecided cells get more rounds (the check itself is kept)
-    if step.kind == "bisect" and written.is_file():
-        with contextlib.suppress(OSError, ValueError, AttributeError):
-            if json.loads(written.read_text(encoding="utf-8")).get("outcome") in RESUMABLE:
-                return None  # cut short: its search goes on
-    return f"kept from before the resume ({written.relative_to(directory)})" if written.is_file() else None
 
 
 def write_summary(study: Study, directory: Path, facts: RunFacts, record: dict[str, Any], exit_code: int,
@@ -522,197 +458,7 @@ def _command_said(directory: Path) -> str | None:
     return said.group(1) if said else None
 
 
-@dataclass(frozen=True)
-class StepRun:
-    """One step as it runs: its study, its settings in this mode (the step's overrides applied), where it writes,
-    and the run's options that reach it."""
-    study: Study
-    step: Step
-    mode: Mode
-    directory: Path
-    yes: bool
-    err: Console
-    budget_s: float | None = None  # caps an experiment step's budget (--budget)
-    resume: bool = False  # an experiment step goes on with its run cut short (--resume)
-    extend_s: float = 0.0  # an experiment step's undecided groups get this much more budget (--extend)
-
-    @property
-    def name(self) -> str:
-        return self.step.name
-
-    @property
-    def settings(self) -> dict[str, Any]:
-        return self.step.effective(self.mode)
-
-
 def run_step(study: Study, step: Step, directory: Path, mode: Mode, yes: bool, err: Console,
              budget_s: float | None = None, resume: bool = False, extend_s: float = 0.0) -> StepEnd:
-    """Runs one step by its kind (STEP_RUNNERS); returns how it ended."""
-    return STEP_RUNNERS[step.kind](StepRun(study, step, mode, directory, yes, err, budget_s, resume, extend_s))
-
-
-def _probe(run: StepRun) -> StepEnd:
-    s = run.settings
-    result = run_probes(list(s["families"]), repeats=int(s.get("repeats", 5)), scale=float(s.get("scale", 1.0)),
-                        on_family=lambda f: say(f"dbperf: probing {f.name}: {f.description}", run.err))
-    store_probes(run.directory / run.name, result, force=False)
-    return StepEnd(f"probes {', '.join(s['families'])}, {result['repeats']} repeats, scale {result['scale']:g}")
-
-
-def _layout(run: StepRun) -> StepEnd:
-    name, s, directory = run.name, run.settings, run.directory
-    log = directory / f"{name}.txt"
-    if run.extend_s and (ab := fix_ab_to_extend(directory / f"{name}.json")) is not None:
-        # --extend: the check and the rebuild are kept; only the A/B's undecided cells get more rounds
-        with log.open("a") as f:
-            code = extend_fix_ab(directory / f"{name}.json", run.extend_s,
-                                 Console(file=f, width=160, color_system=None), run.err, run.yes)
-        if code >= INTERRUPTED:
-            return StepEnd(f"interrupted while its A/B was extended; what was measured is in {ab}", code)
-        if code:
-            return StepEnd(f"failed: its A/B's extension measured no cell (exit {code}); errors in {ab}", INCOMPLETE)
-        return StepEnd(f"layout check kept; its --fix A/B extended by {run.extend_s:g} s (--extend), results in "
-                       f"{ab}, report appended to {log.name}")
-    experiment = run.study.experiment_path(run.step, run.mode) if s.get("experiment") else None
-    binary = Path(s["binary"]) if s.get("binary") else None
-    if binary is not None and not binary.exists():
-        raise UserError(f"{binary}: not found (the step checks an installed binary)")
-    with log.open("w") as f:
-        code = layout_command(binary, s.get("run"), experiment, s.get("target"), s.get("benchmark"), None,
-                              directory / f"{name}.json", bool(s.get("fix")), bool(s.get("demo")), "auto",
-                              Console(file=f, width=160, color_system=None), run.err,
-                              trace_seconds=s.get("trace_seconds"))
-    if code:
-        return StepEnd(f"interrupted (exit {code}); the report so far is in {log.name}", code)
-    return StepEnd(f"layout check, report in {log.name}, JSON in {name}.json")
-
-
-def experiment_file(study: Study, step: Step, mode: Mode, directory: Path, budget_s: float | None = None) -> Path:
-    """The step's experiment as it runs (model.experiment_doc), written as DIR/<step>.toml; `budget_s` caps the
-    budget of its automatic repeats (a file with a fixed number of repeats has none)."""
-    doc = experiment_doc(study, step, mode)
-    run = doc.setdefault("run", {})
-    if budget_s is not None and run.get("repeats", "auto") == "auto":
-        own = parse_duration(run["budget"], "budget", positive=True) if "budget" in run else None
-        run["budget"] = f"{min(own, budget_s) if own is not None else budget_s:g}s"
-    path = directory / f"{step.name}.toml"
-    path.write_text(f"# {step.effective(mode)['experiment']} as run by `{run_command(study, mode)}`"
-                    f"{f' (budget capped at {budget_s:g} s)' if budget_s is not None else ''}\n"
-                    + toml_text.document(doc))
-    return path
-
-
-def _experiment(run: StepRun) -> StepEnd:
-    s, step, directory = run.settings, run.step, run.directory
-    file = experiment_file(run.study, step, run.mode, directory, run.budget_s)
-    spec = parse_experiment(file)
-    # A matrix run goes on from its measured cells; a replication lab's starts again (set_aside moved it away).
-    resume = run.resume and (directory / step.name / META).is_file() and spec.replication is None
-    # --extend reaches a step whose rounds are automatic; one with a fixed number is only resumed
-    extend_s = run.extend_s if resume and spec.budget_s is not None else 0.0
-    end = run_experiment(file, directory / step.name, keep_data=False, yes=run.yes, aa=bool(s.get("aa")),
-                         err=run.err, resume=resume, extend_s=extend_s)
-    reports = []
-    if (end.directory / META).is_file():
-        view = report_view(end.directory)
-        for fmt in ("html", "json"):
-            write_file(directory / f"{step.name}-report.{fmt}", formats.render(view.view(), fmt), force=resume,
-                       option="--out")
-            reports.append(f"{step.name}-report.{fmt}")
-    if end.exit_code >= INTERRUPTED:
-        return StepEnd(f"interrupted; what was measured is in {end.directory.name}/", end.exit_code)
-    if end.exit_code:
-        return StepEnd(f"failed: no cell succeeded (exit {end.exit_code}); errors in {end.directory.name}/"
-                       "results.jsonl", INCOMPLETE)
-    return StepEnd(f"experiment {s['experiment']}, results in {end.directory.name}/, reports "
-                   f"{', '.join(reports)}")
-
-
-def _bisect(run: StepRun) -> StepEnd:
-    s = run.settings
-    settings = StepSettings(s["engine"], s["benchmark"], parse_threshold(str(s.get("threshold", "5%"))),
-                            parse_duration(s.get("time", "5s"), "time", positive=True),
-                            parse_duration(s.get("warmup", "1s"), "warmup"),
-                            parse_duration(s.get("budget", "2m"), "budget", positive=True),
-                            int(s.get("threads", 1)), int(s.get("table_size", 100_000)),
-                            {str(k): str(v) for k, v in s.get("config", {}).items()})
-    settings.check()
-    versions = release_range(settings.engine, str(s["first"]), str(s["last"]), available_versions(settings.engine))
-    out = run.directory / run.name
-    earlier = earlier_steps(out, settings, versions) if run.resume and (out / "bisect.json").is_file() else []
-    result = search(versions, release_judge(settings, out, run.yes, run.err, earlier), int(s.get("tries", 3)),
-                    on_step=lambda r: write_path(out, r, settings))
-    write_path(out, result, settings)
-    if result.outcome == "interrupted":
-        return StepEnd(f"interrupted: bisect stopped after {len(result.steps)} step(s)", result.exit_code)
-    found = (f"first slower {result.first_slower}, last not slower {result.last_not_slower}"
-             if result.outcome == "found" else result.outcome)
-    # A bisect that finds nothing slower or stays undecided has measured what it says: not a failed step.
-    return StepEnd(f"bisect {versions[0]}..{versions[-1]} ({len(versions)} releases), {len(result.steps)} step(s): "
-                   f"{found}", INCOMPLETE if result.outcome == "failed" else 0)
-
-
-def _diff(run: StepRun) -> StepEnd:
-    """The worst cell of an experiment step (lowest rQPS against its base, decided slower first): per-function cost
-    per query of that target minus the base's on that benchmark (dbperf diff), the largest changes first, as
-    DIR/<step>.json."""
-    study, name, s, directory = run.study, run.name, run.settings, run.directory
-    try:
-        base, target, benchmark, rqps, verdict = Reader(study, directory).worst_cell(str(s["of"]))
-    except NotMeasured as why:
-        raise UserError(f"nothing to diff: {why}") from None
-    top = int(s.get("top", 25))
-    experiment = directory / f"{s['of']}.toml"
-    # `queries` of a point query, fewer of a benchmark reading more rows (the same rows): the worst cell may be a full
-    # scan, whose 20,000 queries would read 2 billion rows under valgrind
-    per_point = int(s.get("queries", 20_000))
-    queries = queries_for(parse_experiment(experiment).table_size, row_budget=per_point, most=per_point)
-    d = diff_targets(experiment, base, target, benchmark, queries, str(s.get("mode", "simulated")))
-    doc = {"of": s["of"], "base": base, "target": target, "benchmark": benchmark, "rqps": rqps, "verdict": verdict,
-           "metric": d.metric, "mode": d.mode, "total_base": d.total_a, "total_target": d.total_b,
-           "functions": [{"function": r.function, "base": r.a, "target": r.b, "delta": r.delta} for r in d.rows[:top]]}
-    write_file(directory / f"{name}.json", json.dumps(doc, indent=2) + "\n", force=False, option="--out")
-    return StepEnd(f"{d.mode} per-function diff of the worst cell, {target} against {base} on {benchmark} (rQPS "
-                   f"{rqps:.2f}, {verdict or 'no verdict'}), in {name}.json")
-
-
-def _ratio(after: float | None, before: float | None) -> float | None:
-    return after / before if after is not None and before else None
-
-
-def _counters(run: StepRun) -> StepEnd:
-    """Counters per query of every target of an earlier experiment step on one benchmark (dbperf profile), as
-    DIR/<step>.json: each target's, and each target's against the base (instructions ×, I1 misses per instruction
-    before → after). It needs the step's targets, not its results: run alone (--step), it profiles the
-    experiment file the study defines."""
-    study, name, s, directory, err = run.study, run.name, run.settings, run.directory, run.err
-    bench, queries = str(s.get("benchmark", "point-query")), int(s.get("queries", 5000))
-    counter_mode = str(s.get("mode", "simulated"))
-    experiment = directory / f"{s['of']}.toml"  # the experiment as its step ran it
-    if not experiment.is_file():
-        experiment = experiment_file(study, study.step(str(s["of"])), run.mode, directory)
-    base, profiles = profile_targets(experiment, bench, queries, counter_mode, err)
-    counts = [i1_counts(p) for p in profiles]  # (instructions, I1 misses, I1 misses % of instructions) per query
-    targets = [{"target": p.target, "mode": p.mode, "mode_reason": p.mode_reason, "tool": p.tool, "method": p.method,
-                "events": p.events, "queries": p.queries, "instructions": ir, "i1_misses": i1,
-                "i1_miss_pct_of_instructions": pct, "per_query": p.per_query}
-               for p, (ir, i1, pct) in zip(profiles, counts, strict=True)]
-    base_ir, _, base_pct = counts[0]
-    ratios = [{"target": p.target, "base": base, "instructions": _ratio(ir, base_ir), "i1_miss_pct_before": base_pct,
-               "i1_miss_pct_after": pct, "i1_miss_pct_ratio": _ratio(pct, base_pct)}
-              for p, (ir, _, pct) in zip(profiles[1:], counts[1:], strict=True)]
-    doc = {"of": s["of"], "benchmark": bench, "queries": queries, "mode_asked": counter_mode, "mode": profiles[0].mode,
-           "mode_reason": profiles[0].mode_reason, "tool": profiles[0].tool, "base": base, "targets": targets,
-           "ratios": ratios}
-    write_file(directory / f"{name}.json", json.dumps(doc, indent=2) + "\n", force=False, option="--out")
-    said = ", ".join(f"{p.target} {base_pct:.2f}% → {pct:.2f}%"
-                     for p, (_, _, pct) in zip(profiles[1:], counts[1:], strict=True)
-                     if base_pct is not None and pct is not None)
-    return StepEnd(f"{doc['mode']} counters of {len(targets)} target(s) on {bench}, {queries} queries each"
-                   f"{f' (I1 misses per instruction against {base}: {said})' if said else ''}, in {name}.json")
-
-
-# A step's kind (model.STEP_KINDS) picks the function that runs it.
-STEP_RUNNERS: dict[str, Callable[[StepRun], StepEnd]] = {
-    "probe": _probe, "layout": _layout, "experiment": _experiment, "bisect": _bisect, "diff": _diff,
-    "counters": _counters}
+    """Runs one step by its kind (steps/); returns how it ended."""
+    return step_kind(step.kind).run(StepRun(study, step, mode, directory, yes, err, budget_s, resume, extend_s))

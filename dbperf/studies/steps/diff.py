@@ -1,0 +1,57 @@
+"""A diff step: the simulated per-function diff (dbperf diff) of an earlier experiment step's worst cell, its base
+against that target, into DIR/<step>.json."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, ClassVar
+
+from dbperf.errors import UserError
+from dbperf.experiment.spec import parse_experiment
+from dbperf.output_file import write_file
+from dbperf.runner.simulated_tier import queries_for
+from dbperf.studies.figures import NotMeasured, Reader
+from dbperf.studies.steps.base import Checking, Over, StepEnd, StepKind, StepRun, check_of
+from dbperf.usecases.explain import diff_targets
+
+
+class DiffKind(StepKind):
+    name = "diff"
+    keys = ("of", "queries", "top", "mode")
+    smoke_limits: ClassVar[dict[str, float]] = {"diff_queries": 1_000}
+
+    def check(self, s: dict[str, Any], at: Checking) -> None:
+        check_of(s, at)
+        if not isinstance(s.get("queries", 1), int) or s.get("queries", 1) < 1:
+            raise UserError(f"{at.where}: queries must be a whole number of at least 1")
+
+    def smoke(self, s: dict[str, Any], over: Over, where: str) -> None:
+        over(int(s.get("queries", 20_000)), "diff_queries", "queries")
+
+    def run(self, run: StepRun) -> StepEnd:
+        """The worst cell of an experiment step (lowest rQPS against its base, decided slower first): per-function
+        cost per query of that target minus the base's on that benchmark (dbperf diff), the largest changes first,
+        as DIR/<step>.json."""
+        name, s, directory = run.name, run.settings, run.directory
+        try:
+            base, target, benchmark, rqps, verdict = Reader(run.study, directory).worst_cell(str(s["of"]))
+        except NotMeasured as why:
+            raise UserError(f"nothing to diff: {why}") from None
+        top = int(s.get("top", 25))
+        experiment = directory / f"{s['of']}.toml"
+        # `queries` of a point query, fewer of a benchmark reading more rows (the same rows): the worst cell may be a
+        # full scan, whose 20,000 queries would read 2 billion rows under valgrind
+        per_point = int(s.get("queries", 20_000))
+        queries = queries_for(parse_experiment(experiment).table_size, row_budget=per_point, most=per_point)
+        d = diff_targets(experiment, base, target, benchmark, queries, str(s.get("mode", "simulated")))
+        doc = {"of": s["of"], "base": base, "target": target, "benchmark": benchmark, "rqps": rqps,
+               "verdict": verdict, "metric": d.metric, "mode": d.mode, "total_base": d.total_a,
+               "total_target": d.total_b,
+               "functions": [{"function": r.function, "base": r.a, "target": r.b, "delta": r.delta}
+                             for r in d.rows[:top]]}
+        write_file(directory / f"{name}.json", json.dumps(doc, indent=2) + "\n", force=False, option="--out")
+        return StepEnd(f"{d.mode} per-function diff of the worst cell, {target} against {base} on {benchmark} (rQPS "
+                       f"{rqps:.2f}, {verdict or 'no verdict'}), in {name}.json")
+
+
+KIND = DiffKind()
