@@ -7,10 +7,11 @@ builds (server, skipped when they are not cached)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -114,8 +115,8 @@ def test_the_base_is_the_same_build_without_pgo_partial_training_or_bolt():
 def test_the_guard_record_names_its_base_and_its_version(base_build, cache):
     seen = []
 
-    def guard(engine: str, pgo: Path, base: Path) -> GuardCounts:
-        seen.append((engine, pgo, base))
+    def guard(engine: str, pgo: Path, base: Callable[[], Path]) -> GuardCounts:
+        seen.append((engine, pgo, base()))
         return _counts(36_156.0, 38_982.0)
 
     record, refused = server_build._guard(PGO, cache / "p" / "bin", lambda *a: {}, None, guard)
@@ -158,10 +159,52 @@ def test_where_valgrind_cannot_decode_the_build_the_guard_is_not_run_said_and_th
     native = replace(PGO, variants=("O2", "native", "pgo"))
     record, refused = server_build._guard(native, cache / "p" / "bin", lambda *a: {}, None, cannot)
     assert refused is None and record["not_run"] == str(said.value) and record["version"] == GUARD_VERSION
+    assert base_build == []  # the PGO build is counted first: no base is built for a guard that cannot run
     line = guard_line(native.label(), {"pgo": {"guard": record}})
     assert line.startswith("dbperf: warning: postgres@debian-src [O2 native pgo]: the PGO guard did not run: "
                            "valgrind 3.19.0 cannot decode") and "\n" not in line
     assert guard_ratio({"pgo": {"guard": record}}) == "not run"
+
+
+class FakeProfiler:
+    """explain/profile.py's Profiler as the guard uses it: each target's server counted, `instructions` per query
+    (None: its server died under valgrind of `log`)."""
+    instructions: ClassVar[dict[str, float | None]] = {}
+    log: ClassVar[str] = ""
+
+    def __init__(self, e: Any, work: Path, **kwargs: Any) -> None:
+        self.work, self.servers = work, SimpleNamespace(servers={})
+
+    def profile(self, target: Any, w: Any, mode: str) -> Any:
+        assert mode == "simulated" and w.name == "train-mix" and target.binaries.endswith(f"{target.name}/bin")
+        counted = self.instructions[target.name]
+        if counted is None:
+            (self.work / "server.log").write_text(self.log)
+            self.servers.servers[target.name] = (SimpleNamespace(log=self.work / "server.log"), self.work)
+            raise UserError(f"target {target.name!r}: its server under valgrind died")
+        return SimpleNamespace(per_query={"instructions": counted}, method="cachegrind of the backend")
+
+    def close(self) -> None:
+        pass
+
+
+@pytest.mark.unit
+def test_the_guard_counts_the_pgo_build_first_and_its_base_only_when_it_could(monkeypatch, tmp_path):
+    monkeypatch.setattr(server_pgo_guard, "Profiler", FakeProfiler)
+    monkeypatch.setattr(FakeProfiler, "instructions", {"pgo": 225_482.2, "base": 241_379.0})
+    asked = []
+
+    def base() -> Path:
+        asked.append(1)
+        return tmp_path / "base" / "bin"
+
+    counts = server_pgo_guard.count_server_guard("postgres", tmp_path / "pgo" / "bin", base)
+    assert (counts.pgo, counts.base, counts.events, counts.queries) == (225_482.2, 241_379.0, 100, 1000)
+    assert asked == [1] and counts.workloads == ("train-mix",) and "cachegrind of the backend" in counts.method
+    monkeypatch.setattr(FakeProfiler, "instructions", {"pgo": None})
+    monkeypatch.setattr(FakeProfiler, "log", EVEX_LOG)
+    with pytest.raises(GuardCannotRun, match="AVX-512"):
+        server_pgo_guard.count_server_guard("postgres", tmp_path / "pgo" / "bin", lambda: pytest.fail("built"))
 
 
 @pytest.mark.unit
@@ -235,8 +278,8 @@ def test_build_server_runs_the_guard_of_a_cached_build_once(cache, monkeypatch):
     monkeypatch.setattr(server_build, "_key", lambda *a: "pgo-key")
     runs = []
 
-    def guard(*args: Any) -> GuardCounts:
-        runs.append(args)
+    def guard(engine: str, pgo: Path, base: Callable[[], Path]) -> GuardCounts:
+        runs.append((pgo, base()))
         return _counts(36_156.0, 38_982.0)
 
     first = real(PGO, lambda *a: {}, None, guard)
@@ -272,5 +315,5 @@ def test_the_cached_postgres_pgo_build_executes_fewer_instructions_than_its_o2_b
     if not {"O2", "pgo"} <= set(found):
         pytest.skip(f"the PGO study's PostgreSQL -O2 and -O2 + PGO builds are not cached in {builds} (dbperf build "
                     "dbperf/studies/data/experiments/pgo-postgres.toml makes them, about 40 minutes)")
-    counts = server_pgo_guard.count_server_guard("postgres", found["pgo"], found["O2"])
+    counts = server_pgo_guard.count_server_guard("postgres", found["pgo"], lambda: found["O2"])
     assert 0 < counts.pgo < counts.base and counts.events == 100 and counts.queries == 1000

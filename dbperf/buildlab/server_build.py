@@ -51,10 +51,12 @@ from dbperf.host.facts import sha256_of
 from dbperf.tools import tail
 
 Progress = Callable[[str, int, int], None]  # (phase, steps done, steps expected)
-# Counts a PGO build's guard: (engine, the PGO build's binaries, its base's) -> instructions per query of each on the
-# training workload; GuardCannotRun where it cannot count. runner/server_pgo_guard.py, handed in by the caller (the
+# Counts a PGO build's guard: (engine, the PGO build's binaries, what gives its base's binaries) -> instructions per
+# query of each on the training workload; GuardCannotRun where it cannot count. The base is asked for once the PGO
+# build is counted: where valgrind cannot run the PGO build, no base is built for nothing (a -march=native base
+# without PGO is no rung of the tuning ladder: 20 minutes). runner/server_pgo_guard.py, handed in by the caller (the
 # build lab starts no server).
-Guard = Callable[[str, Path, Path], GuardCounts]
+Guard = Callable[[str, Path, Callable[[], Path]], GuardCounts]
 # A guard record with this version is final: one without (a PGO build cached before servers had a guard, its
 # `not_run` saying so) is run once when the build is next used.
 GUARD_VERSION = 1
@@ -465,15 +467,23 @@ def _guard(spec: ServerBuildSpec, binaries: Path, train: Training, on_progress: 
     the one line that refuses the build (None when it passes, or when the guard cannot count here: `not_run`)."""
     if guard is None:
         raise UserError(f"{spec.label()}: a PGO build needs its guard (build_server's `guard`)")
-    base = build_server(base_spec(spec), train, on_progress)
+    phase = "PGO guard (instructions per query against the build without PGO)"
+    record: dict[str, Any] = {}
+
+    def base() -> Path:
+        built = build_server(base_spec(spec), train, on_progress)
+        record["base_key"] = built.manifest["key"]
+        if on_progress:
+            on_progress(phase, 0, 0)
+        return built.binaries
+
     if on_progress:
-        on_progress("PGO guard (instructions per query against the build without PGO)", 0, 0)
-    record = {"base_key": base.manifest["key"], "version": GUARD_VERSION}
+        on_progress(phase, 0, 0)
     try:
-        counts = guard(spec.engine, binaries, base.binaries)
+        counts = guard(spec.engine, binaries, base)
     except GuardCannotRun as e:
-        return {"not_run": str(e), **record}, None
-    return {**figures(counts), **record}, refusal(spec.label(), counts)
+        return {"not_run": str(e), **record, "version": GUARD_VERSION}, None
+    return {**figures(counts), **record, "version": GUARD_VERSION}, refusal(spec.label(), counts)
 
 
 def guard_pending(manifest: dict[str, Any]) -> bool:
@@ -494,8 +504,11 @@ def _guarded_cached(spec: ServerBuildSpec, found: ServerBuild, train: Training, 
                             "make it again)")
         return found
     checked, refused = _guard(spec, found.binaries, train, on_progress, guard)
+    after: dict[str, Any] = {"counted_after_the_build": True}
+    if spec.bolt:  # a new build's guard counts it before BOLT rewrites the server
+        after["counted"] = "the installed server, BOLT's rewrite included"
     manifest = {**found.manifest, "pgo": {**pgo, "guard": {**checked, **({"refused": refused} if refused else {}),
-                                                         "counted_after_the_build": True}}}
+                                                         **after}}}
     _write_manifest(found.root.parent, manifest)
     if refused:
         raise UserError(refused)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from dbperf.buildlab.pgo_guard import SEED, GuardCannotRun, GuardCounts
@@ -52,16 +53,18 @@ def _per_query(profiler: Profiler, target: Target, w: Workload) -> tuple[float, 
     return profile.per_query["instructions"], profile.method
 
 
-def count_server_guard(engine: str, pgo: Path, base: Path) -> GuardCounts:
-    """Instructions per query of the server build at `pgo` and of its base at `base` (each a build's `binaries`) on
-    the server training workload; GuardCannotRun where valgrind cannot run them."""
+def count_server_guard(engine: str, pgo: Path, base: Callable[[], Path]) -> GuardCounts:
+    """Instructions per query of the server build at `pgo` (a build's `binaries`) and of its base, whose binaries
+    `base` gives (from the cache, or built then), on the server training workload; GuardCannotRun where valgrind
+    cannot run them (then the base is not asked for when it is the PGO build valgrind cannot run)."""
     workloads = training_workloads(SERVER_TRAINING)
-    targets = tuple(Target(name=name, engine=engine, library="", binaries=str(binaries))
-                    for name, binaries in zip(BUILDS, (pgo, base), strict=True))
-    started = time.monotonic()
+    seconds = 0.0  # counting, without the base's build if it was built meanwhile
     queries = {w.name: GUARD_EVENTS * w.queries_per_event for w in workloads}
     counted: dict[str, list[tuple[float, str]]] = {}
-    for target in targets:  # one server under valgrind at a time
+    for name in BUILDS:  # one server under valgrind at a time
+        binaries = pgo if name == "pgo" else base()
+        started = time.monotonic()
+        target = Target(name=name, engine=engine, library="", binaries=str(binaries))
         with tempfile.TemporaryDirectory(prefix="dbperf-pgo-guard-") as tmp:
             e = Experiment(path=Path(tmp) / "guard.toml", text="", benchmarks=tuple(workloads), targets=(target,),
                            base=target.name, tables=TRAIN_TABLES, table_size=TRAIN_TABLE_SIZE, seed=SEED)
@@ -71,11 +74,12 @@ def count_server_guard(engine: str, pgo: Path, base: Path) -> GuardCounts:
                 counted[target.name] = [_per_query(profiler, target, w) for w in workloads]
             finally:
                 profiler.close()
+        seconds += time.monotonic() - started
     pgo_ipq, base_ipq = (sum(c for c, _ in counted[name]) / len(workloads) for name in BUILDS)
     method = counted["pgo"][0][1]
     return GuardCounts(
         pgo=pgo_ipq, base=base_ipq, events=GUARD_EVENTS, queries=sum(queries.values()),
-        workloads=tuple(w.name for w in workloads), seconds=time.monotonic() - started,
+        workloads=tuple(w.name for w in workloads), seconds=seconds,
         method=f"the server's instructions (Ir) only: {method}; one connection, prepared statements, the "
                f"training's tables ({TRAIN_TABLES} × {TRAIN_TABLE_SIZE:,} rows) and seed; the mean over the "
                "training workloads")
