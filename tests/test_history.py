@@ -14,10 +14,10 @@ from dbperf.errors import UserError
 from dbperf.history.changepoints import change_points, steps
 from dbperf.history.series import build_series, version_key
 from dbperf.history.store import Store, open_store
-from dbperf.report.render import to_json
 from dbperf.stats.rqps_matrix import build_matrix
 from dbperf.storage.results import read_results
 from tests.conftest import run_cli
+from tests.report_formats import to_json
 from tests.synthetic import write_run
 from tests.test_html_report import write_old_results
 

@@ -12,11 +12,11 @@ import pytest
 
 from dbperf.report import charts
 from dbperf.report.html import to_html
-from dbperf.report.render import to_csv, to_json, to_markdown
 from dbperf.stats.cell_verdict import cell_verdict, verdict_of
 from dbperf.stats.rqps_matrix import build_matrix
 from dbperf.storage.results import read_results
 from tests.conftest import run_cli
+from tests.report_formats import to_csv, to_json, to_markdown
 from tests.synthetic import write_run
 
 EVIL_TARGET = "<script>window.__xss=1</script>"

@@ -8,8 +8,8 @@ import pytest
 from rich.console import Console
 
 from dbperf.records import results_record
-from dbperf.report.render import render_table, to_csv, to_json, to_markdown
 from dbperf.stats.rqps_matrix import build_matrix
+from tests.report_formats import render_table, to_csv, to_json, to_markdown
 from tests.synthetic import meta_of
 
 pytestmark = pytest.mark.unit

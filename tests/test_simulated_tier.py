@@ -16,7 +16,6 @@ from dbperf.experiment.spec import parse_experiment
 from dbperf.explain.profile import Profiler
 from dbperf.records import SimulatedRecord, encode, results_record
 from dbperf.report.html import to_html
-from dbperf.report.render import render_table, to_csv, to_json, to_markdown
 from dbperf.runner.simulated_tier import (
     MIN_QUERIES,
     MODE,
@@ -31,6 +30,7 @@ from dbperf.stats.simulated import SAME_WITHIN, TIER, WORK_WORDS, simulated_delt
 from dbperf.stats.tiers import tiers_of
 from dbperf.stats.verdict import CellVerdict, View
 from tests.conftest import run_cli
+from tests.report_formats import render_table, to_csv, to_json, to_markdown
 from tests.synthetic import meta_of
 
 unit = pytest.mark.unit

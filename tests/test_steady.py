@@ -18,10 +18,10 @@ from dbperf.errors import UserError
 from dbperf.experiment.spec import parse_experiment
 from dbperf.host.window_opens import WindowOpens
 from dbperf.records import CellRecord, DriverJob, RunResult, decode, encode, results_record
-from dbperf.report.render import render_table, to_csv, to_json, to_markdown
 from dbperf.runner.resume import interfered
 from dbperf.runner.rounds import GroupState, Measured, RoundPolicy, run_rounds
 from dbperf.stats.rqps_matrix import build_matrix
+from tests.report_formats import render_table, to_csv, to_json, to_markdown
 from tests.synthetic import meta_of
 
 pytestmark = pytest.mark.unit

@@ -4,7 +4,6 @@ are reported as before."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from dbperf.host.cpu_identity import CpuIdentity
@@ -57,20 +56,3 @@ def heading(meta: RunMeta, host: str) -> str:
     extra = f"; {h.not_run} cell(s) not run" if h.not_run else ""
     reason = f" ({h.reason})" if h.reason else ""
     return f"host {host}: {status}{reason}{extra}" + (f" - {what}" if what else "")
-
-
-def json_by_host(parts: list[tuple[str, str]], skipped: list[dict[str, Any]]) -> str:
-    """The JSON report of each host (render.to_json's document) under `hosts`."""
-    return json.dumps({"hosts": [{"host": h, **json.loads(doc)} for h, doc in parts], "skipped_lines": skipped},
-                      indent=2) + "\n"
-
-
-def csv_with_host(parts: list[tuple[str, str]]) -> str:
-    """The hosts' CSV reports as one table with a leading `host` column."""
-    lines: list[str] = []
-    for i, (host, doc) in enumerate(parts):
-        rows = doc.splitlines()
-        if i == 0 and rows:
-            lines.append("host," + rows[0])
-        lines += [f"{host},{row}" for row in rows[1:]]
-    return "\n".join(lines) + "\n"

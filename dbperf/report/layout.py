@@ -1,8 +1,8 @@
 """What a report shows, built once from a Matrix: the rQPS matrix laid out as [Callaghan 2024-10-23] does (a legend
 `col-N : target`, one row per benchmark grouped point, range, write, one column per target, two decimals; `~` not
 significant, `!` noisy, `T` trained on), then a block of absolute figures per target, then counters where profiled, then
-notes. The terminal table and Markdown only render this (hyperfine's export/markup.rs is the model); JSON and CSV render
-the cells through one field list (render.py)."""
+notes. The formats draw this as the run view's sections (run_view.py; hyperfine's export/markup.rs is the model);
+JSON and CSV write the cells through one field list (run_document.py)."""
 
 from __future__ import annotations
 

@@ -7,10 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from rich.console import Console
+from typing import Any, Literal
 
 
 @dataclass(frozen=True)
@@ -48,8 +45,12 @@ class Report:
 
 @dataclass(frozen=True)
 class Section:
-    """A part of a view: a title, prose, lines shown as written (sysbench's interval lines, a legend), a table, and
-    notes after it. `collapsed`: Markdown folds it in <details>, as a GitHub comment or pull request shows it."""
+    """A part of a view: a title, prose, lines shown as written (sysbench's interval lines, a legend), a table, notes
+    after it and a warning last. `collapsed`: Markdown folds it in <details>, as a GitHub comment or pull request
+    shows it. `rank` sets the title: a `part` of the view (a host of a fleet run: a bar on the terminal, a heading in
+    Markdown), a `section`, or a table's `caption` (bold on the terminal, plain in Markdown, no blank line before
+    it). `wrap`: the terminal wraps its text and lines at words (a legend read as prose) rather than showing them as
+    written. `apart`: the terminal sets it apart with a blank line (Markdown sets every part apart already)."""
     title: str = ""
     subtitle: str = ""
     text: tuple[str, ...] = ()
@@ -57,6 +58,10 @@ class Section:
     block: Block | None = None
     notes: tuple[str, ...] = ()
     collapsed: bool = False
+    rank: Literal["part", "section", "caption"] = "section"
+    wrap: bool = False
+    apart: bool = False
+    warning: str | None = None
 
 
 @dataclass(frozen=True)
@@ -66,8 +71,9 @@ class View:
     `rows` are the view's flat records (CSV's lines; `columns` names CSV's first columns, so that a view without rows
     still has its header); JSON writes `document` when the view has a document of its own (its field names are a
     published interface), else the view's name, title, `data` and rows. `own` holds the formats a view renders
-    itself (a page with charts: the html of the run report, the series, a comparison, the replication lab) and
-    `draw` the terminal drawing of the run report; every other format is drawn from the sections. `formats`, when
+    itself (a page with charts: the html of the run report, the series, a comparison, the replication lab); every
+    other format is drawn from the sections. `glance`, when given, is what the terminal draws instead of the
+    sections (the run report at a glance; `--verbose` and the documents have every section). `formats`, when
     given, are the only formats the view can be drawn in (any other is refused). `stderr_after` are notes said on
     stderr after the view, never in it (a comparison's skipped lines of results.jsonl: usecases/report.py)."""
     name: str  # the JSON's "view", and the file's stem when -o names a directory
@@ -81,6 +87,6 @@ class View:
     notes: tuple[str, ...] = ()
     warning: str | None = None
     own: Mapping[str, Callable[[], str]] = field(default_factory=dict)
-    draw: Callable[[Console], None] | None = None
+    glance: tuple[Section, ...] = ()
     formats: tuple[str, ...] = ()
     stderr_after: tuple[str, ...] = ()

@@ -1,76 +1,24 @@
-"""Rendering a report: the terminal table and Markdown draw the one layout (layout.py); JSON and CSV write the cells
-through one field list, so the two never disagree on what a cell holds."""
+"""The run report's document (JSON) and rows (CSV): the cells through one field list, so the two never disagree on
+what a cell holds. The formats write them (report/formats/json.py, csv.py); the terminal and Markdown draw the
+layout's sections (layout.py, run_view.py)."""
 
 from __future__ import annotations
 
-import csv
-import io
-import json
 import statistics
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from rich.console import Console
-
 from dbperf.records import CountersRecord, to_builtins
 from dbperf.report.cell_text import interfered_runs, noisy
-from dbperf.report.escape import md, term
-from dbperf.report.formats.markdown import markdown_block as _markdown_block
-from dbperf.report.formats.terminal import block_table
-from dbperf.report.layout import HOW_MEASURED, SIGNIFICANCE, aa_check, build_report, verdict_legend
+from dbperf.report.layout import HOW_MEASURED, SIGNIFICANCE, aa_check, verdict_legend
 from dbperf.report.load_view import open_loop_of, percentiles_of
-from dbperf.report.model import Block
 from dbperf.report.simulated_view import SIM_FIELD_NAMES, sim_fields, simulated_json
 from dbperf.report.steady_view import steady_cell, steady_runs, unsettled_runs, warmups
 from dbperf.report.tiers_view import TIERS_FIELD_NAMES, tiers_fields
 from dbperf.report.verdict_quality import decided_metric, verdict_quality
 from dbperf.run_meta import RunMeta, meta_dict
 from dbperf.stats.rqps_matrix import Cell, Matrix
-
-
-def _terminal_block(block: Block, console: Console) -> None:
-    console.print(block_table(block))
-
-
-def render_table(m: Matrix, meta: RunMeta, console: Console, verbose: bool = False) -> None:
-    """The terminal's report: at a glance (one cell per target, a legend of at most five lines), or with `verbose`
-    every tier's column and the full legend and notes."""
-    report = build_report(m, meta, verbose)
-    rqps, *rest = report.blocks
-    console.print(f"[bold]{term(report.heading)}[/bold]")
-    for line in report.legend:
-        console.print(line, markup=False, highlight=False)
-    _terminal_block(rqps, console)
-    for line in report.findings:
-        console.print(line, markup=False, highlight=False)
-    for note in report.matrix_notes:
-        console.print(f"[dim]{term(note)}[/dim]")
-    for block in rest:
-        console.print(f"\n[bold]{term(block.title)}[/bold]  {term(block.subtitle)}")
-        _terminal_block(block, console)
-    for note in report.notes:
-        console.print(f"\n[dim]{term(note)}[/dim]")
-    if report.warning:
-        console.print(f"[yellow]{term(report.warning)}[/yellow]")
-
-
-def to_markdown(m: Matrix, meta: RunMeta) -> str:
-    report = build_report(m, meta)
-    rqps, *rest = report.blocks
-    out = [md(report.heading), ""]
-    out += [f"    {line}" for line in report.legend]  # a code block: shown as written
-    out += ["", *_markdown_block(rqps), *[x for n in (*report.findings, *report.matrix_notes) for x in ("", md(n))]]
-    # Per-target tables are collapsed, as a GitHub comment or pull request shows <details> (blank lines around the
-    # table let the Markdown inside render).
-    for block in rest:
-        out += ["", f"<details><summary><b>{md(block.title)}</b>"
-                    + (f" {md(block.subtitle)}" if block.subtitle else "") + "</summary>", "",
-                *_markdown_block(block), "", "</details>"]
-    out += ["", *[md(n) for n in report.notes]]
-    if report.warning:
-        out += ["", f"**{md(report.warning)}**"]
-    return "\n".join(out) + "\n"
 
 
 @dataclass(frozen=True)
@@ -186,8 +134,9 @@ def _cells(m: Matrix) -> list[Cell]:
     return [c for _, b, t in m.rows() for target in m.targets if (c := m.cell(target, b, t)) is not None]
 
 
-def to_json(m: Matrix, meta: RunMeta, skipped: list[dict[str, Any]] | None = None) -> str:
-    doc = {
+def run_document(m: Matrix, meta: RunMeta, skipped: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """The JSON report (its field names are an interface scripts read)."""
+    return {
         "base": m.base,
         "targets": m.targets,
         "aggregate": m.aggregate,
@@ -202,14 +151,12 @@ def to_json(m: Matrix, meta: RunMeta, skipped: list[dict[str, Any]] | None = Non
         "skipped_lines": skipped or [],
         "meta": meta_dict(meta),
     }
-    return json.dumps(doc, indent=2) + "\n"
 
 
-def to_csv(m: Matrix, meta: RunMeta) -> str:
-    buf = io.StringIO()
+CSV_COLUMNS: tuple[str, ...] = tuple(f.name for f in CELL_FIELDS if f.csv)
+
+
+def run_rows(m: Matrix) -> tuple[dict[str, Any], ...]:
+    """The CSV report: a row per cell, the fields a flat line holds (CSV_COLUMNS)."""
     fields = [f for f in CELL_FIELDS if f.csv]
-    writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow([f.name for f in fields])
-    for cell in _cells(m):
-        writer.writerow([f.value(m, cell) for f in fields])
-    return buf.getvalue()
+    return tuple({f.name: f.value(m, cell) for f in fields} for cell in _cells(m))

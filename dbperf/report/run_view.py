@@ -1,59 +1,55 @@
 """The run report as a View: the layout's Report (layout.py: the rQPS matrix, each target's figures, the notes) in
-sections, so that any format draws it; the formats the run report has always had keep their renderers (render.py:
-terminal, Markdown, CSV, JSON; html.py: the page with charts) as the view's own. A fleet run: one run report per
-host, under the host's heading."""
+sections, drawn by the formats like any view (report/formats/: the terminal at a glance unless `--verbose`,
+Markdown), plus its document (JSON) and rows (CSV) from one field list (run_document.py). Its one format of its own
+is the HTML page with charts (html.py). A fleet run: one run report per host, each a part under the host's heading."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from rich.console import Console
-
-from dbperf.report.escape import md, term
-from dbperf.report.hosts import csv_with_host, json_by_host
 from dbperf.report.html import to_html, to_html_hosts
 from dbperf.report.layout import build_report
-from dbperf.report.model import Section, View
-from dbperf.report.render import render_table, to_csv, to_json, to_markdown
+from dbperf.report.model import Report, Section, View
+from dbperf.report.run_document import CSV_COLUMNS, run_document, run_rows
 from dbperf.run_meta import RunMeta
 from dbperf.stats.rqps_matrix import Matrix
 
 
-def _sections(m: Matrix, meta: RunMeta) -> tuple[tuple[Section, ...], tuple[str, ...], str | None, str]:
-    report = build_report(m, meta)  # the full layout: a document carries every tier
+def report_sections(report: Report) -> tuple[Section, ...]:
+    """The heading as the matrix's caption, the legend (wrapped on the terminal, a code block in Markdown), the
+    matrix, what it found and how to read it; each target's figures (folded in Markdown); the notes; the warning of
+    a partial run."""
     rqps, *rest = report.blocks
-    sections = (Section(lines=report.legend, block=rqps, notes=(*report.findings, *report.matrix_notes)),
-                *[Section(title=b.title, subtitle=b.subtitle, block=b, collapsed=True) for b in rest])
-    return sections, report.notes, report.warning, report.heading
+    return (Section(title=report.heading, rank="caption", lines=report.legend, wrap=True, block=rqps),
+            Section(text=report.findings, notes=report.matrix_notes, wrap=True),
+            *[Section(title=b.title, subtitle=b.subtitle, block=b, collapsed=True) for b in rest],
+            *([Section(notes=report.notes, apart=True)] if report.notes else []),
+            *([Section(warning=report.warning)] if report.warning else []))
+
+
+def _glance(m: Matrix, meta: RunMeta, verbose: bool) -> tuple[Section, ...]:
+    """The terminal's sections unless `verbose` (then it draws the full ones, as the documents do)."""
+    return () if verbose else report_sections(build_report(m, meta, verbose=False))
 
 
 def run_view(m: Matrix, meta: RunMeta, skipped: list[dict[str, Any]] | None = None, verbose: bool = False) -> View:
     """`verbose`: the terminal draws every tier's column and the full legend (documents always do)."""
-    sections, notes, warning, heading = _sections(m, meta)
-    return View("report", heading, sections, notes=notes, warning=warning,
-                own={"markdown": lambda: to_markdown(m, meta), "csv": lambda: to_csv(m, meta),
-                     "json": lambda: to_json(m, meta, skipped=skipped), "html": lambda: to_html(m, meta)},
-                draw=lambda console: render_table(m, meta, console, verbose))
+    return View("report", "", report_sections(build_report(m, meta)), glance=_glance(m, meta, verbose),
+                document=run_document(m, meta, skipped), rows=run_rows(m), columns=CSV_COLUMNS,
+                own={"html": lambda: to_html(m, meta)})
 
 
 def hosts_view(meta: RunMeta, hosts: list[tuple[str, str, Matrix, RunMeta]],
                skipped: list[dict[str, Any]], verbose: bool = False) -> View:
     """`hosts`: per host its name, heading, matrix and meta as if it had run alone (hosts.host_view)."""
-    sections: list[Section] = []
-    for _, heading, m, view in hosts:
-        mine, notes, warning, title = _sections(m, view)
-        sections += [Section(title=heading, subtitle=title), *mine,
-                     *([Section(notes=(*notes, *([warning] if warning else [])))] if notes or warning else [])]
+    def part(heading: str, sections: tuple[Section, ...]) -> list[Section]:
+        return [Section(title=heading, rank="part"), *sections]
 
-    def draw(console: Console) -> None:
-        for _, heading, m, view in hosts:
-            console.print(f"\n[bold reverse] {term(heading)} [/bold reverse]")
-            render_table(m, view, console, verbose)
-
-    return View("report", f"{meta.experiment or 'fleet run'} on {len(hosts)} hosts", tuple(sections),
-                draw=draw, own={
-                    "html": lambda: to_html_hosts([(heading, m, view) for _, heading, m, view in hosts], meta),
-                    "json": lambda: json_by_host([(host, to_json(m, view)) for host, _, m, view in hosts], skipped),
-                    "csv": lambda: csv_with_host([(host, to_csv(m, view)) for host, _, m, view in hosts]),
-                    "markdown": lambda: "".join(f"## {md(heading)}\n\n" + to_markdown(m, view) + "\n"
-                                                for _, heading, m, view in hosts)})
+    sections = [s for _, heading, m, view in hosts for s in part(heading, report_sections(build_report(m, view)))]
+    glance = [] if verbose else [s for _, heading, m, view in hosts for s in part(heading, _glance(m, view, False))]
+    document = {"hosts": [{"host": host, **run_document(m, view)} for host, _, m, view in hosts],
+                "skipped_lines": skipped}
+    return View("report", "", tuple(sections), glance=tuple(glance), document=document,
+                rows=tuple({"host": host, **row} for host, _, m, _ in hosts for row in run_rows(m)),
+                columns=("host", *CSV_COLUMNS),
+                own={"html": lambda: to_html_hosts([(heading, m, view) for _, heading, m, view in hosts], meta)})

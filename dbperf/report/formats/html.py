@@ -42,6 +42,8 @@ def render(view: View) -> str:
         if s.title:
             parts.append(f"<h2>{text(s.title)}</h2>" + (f'<p class="note">{text(s.subtitle)}</p>' if s.subtitle
                                                          else ""))
+        if s.warning:
+            parts.append(f'<p class="warning">{text(s.warning)}</p>')
         parts += [f"<p>{text(t)}</p>" for t in s.text]
         if s.lines:
             parts.append("<pre>" + "\n".join(text(line) for line in s.lines) + "</pre>")

@@ -1,11 +1,12 @@
-"""Markdown: a GitHub comment or pull request. Titles bold, lines shown as written in a code block, Blocks as pipe
-tables (figures right-aligned), collapsed sections in <details>; what users named is escaped (escape.md)."""
+"""Markdown: a GitHub comment or pull request. Titles bold (a part's a heading, a caption plain), lines shown as
+written in a code block, Blocks as pipe tables (figures right-aligned), collapsed sections in <details>, warnings
+bold; what users named is escaped (escape.md)."""
 
 from __future__ import annotations
 
 from dbperf.report.escape import md
 from dbperf.report.formats.format import Format
-from dbperf.report.model import Block, View
+from dbperf.report.model import Block, Section, View
 
 
 def markdown_block(block: Block) -> list[str]:
@@ -23,22 +24,32 @@ def markdown_block(block: Block) -> list[str]:
     return out
 
 
+def _body(s: Section) -> list[str]:
+    body: list[str] = [x for t in s.text for x in ("", md(t))]
+    if s.lines:
+        body += ["", *[f"    {line}" for line in s.lines]]  # a code block: shown as written
+    if s.block is not None:
+        body += ["", *markdown_block(s.block)]
+    body += [x for n in s.notes for x in ("", md(n))]
+    return body + (["", f"**{md(s.warning)}**"] if s.warning else [])
+
+
+def _section(s: Section) -> list[str]:
+    subtitle = f" {md(s.subtitle)}" if s.subtitle else ""
+    if s.collapsed:
+        return ["", f"<details><summary><b>{md(s.title)}</b>{subtitle}</summary>", *_body(s), "", "</details>"]
+    if not s.title:
+        return _body(s)
+    title = {"part": f"## {md(s.title)}", "caption": md(s.title)}.get(s.rank, f"**{md(s.title)}**")
+    return ["", title + subtitle, *_body(s)]
+
+
 def render(view: View) -> str:
     out = [f"## {md(view.title)}"] if view.title else []
     if view.subtitle:
         out += ["", md(view.subtitle)]
     for s in view.sections:
-        body: list[str] = [x for t in s.text for x in ("", md(t))]
-        if s.lines:
-            body += ["", *[f"    {line}" for line in s.lines]]  # a code block: shown as written
-        if s.block is not None:
-            body += ["", *markdown_block(s.block)]
-        body += [x for n in s.notes for x in ("", md(n))]
-        subtitle = f" {md(s.subtitle)}" if s.subtitle else ""
-        if s.collapsed:
-            out += ["", f"<details><summary><b>{md(s.title)}</b>{subtitle}</summary>", *body, "", "</details>"]
-        else:
-            out += (["", f"**{md(s.title)}**{subtitle}"] if s.title else []) + body
+        out += _section(s)
     out += [x for n in view.notes for x in ("", md(n))]
     if view.warning:
         out += ["", f"**{md(view.warning)}**"]

@@ -1,5 +1,6 @@
 """The terminal: a view's sections as Rich text and its Blocks as Rich tables (the one place a Block becomes a
-Rich Table). Titles bold, notes dim; what users named is escaped (escape.term)."""
+Rich Table). Titles bold, notes dim, warnings yellow; what users named is escaped (escape.term). A view with a
+glance (the run report) is drawn at a glance unless it was asked for in full."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from rich.table import Table
 
 from dbperf.report.escape import term
 from dbperf.report.formats.format import Format
-from dbperf.report.model import Block, View
+from dbperf.report.model import Block, Section, View
 
 FAILED_TEXT_WIDTH = 80
 
@@ -30,27 +31,39 @@ def block_table(block: Block) -> Table:
     return t
 
 
-def _say(console: Console, line: str) -> None:
-    console.print(line, markup=False, highlight=False, soft_wrap=True)
+def _say(console: Console, line: str, wrap: bool = False) -> None:
+    console.print(line, markup=False, highlight=False, soft_wrap=not wrap)
+
+
+def _title(console: Console, s: Section, first: bool) -> None:
+    if s.rank == "part":
+        console.print(f"\n[bold reverse] {term(s.title)} [/bold reverse]", highlight=False)
+        return
+    console.print(("" if first or s.rank == "caption" else "\n") + f"[bold]{term(s.title)}[/bold]"
+                  + (f"  {term(s.subtitle)}" if s.subtitle else ""), highlight=False)
+
+
+def _section(console: Console, s: Section, first: bool) -> None:
+    if s.apart:
+        console.print()
+    if s.title:
+        _title(console, s, first)
+    for line in (*s.text, *s.lines):
+        _say(console, line, s.wrap)
+    if s.block is not None:
+        console.print(block_table(s.block))
+    for note in s.notes:
+        console.print(f"[dim]{term(note)}[/dim]", highlight=False)
+    if s.warning:
+        console.print(f"[yellow]{term(s.warning)}[/yellow]", highlight=False)
 
 
 def draw(view: View, console: Console) -> None:
-    if view.draw is not None:  # the run report draws itself (render.py)
-        view.draw(console)
-        return
     if view.title:
         console.print(f"[bold]{term(view.title)}[/bold]" + (f"  {term(view.subtitle)}" if view.subtitle else ""),
                       highlight=False)
-    for i, s in enumerate(view.sections):
-        if s.title:
-            console.print(("\n" if i or view.title else "") + f"[bold]{term(s.title)}[/bold]"
-                          + (f"  {term(s.subtitle)}" if s.subtitle else ""), highlight=False)
-        for line in (*s.text, *s.lines):
-            _say(console, line)
-        if s.block is not None:
-            console.print(block_table(s.block))
-        for note in s.notes:
-            console.print(f"[dim]{term(note)}[/dim]", highlight=False)
+    for i, s in enumerate(view.glance or view.sections):
+        _section(console, s, first=not (i or view.title))
     for note in view.notes:
         console.print(f"[dim]{term(note)}[/dim]", highlight=False)
     if view.warning:
