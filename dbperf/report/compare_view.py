@@ -16,6 +16,7 @@ from dbperf.report.model import Block, Row, Section, View
 from dbperf.run_meta import HostMeta
 from dbperf.stats.cell_verdict import VERDICT_COLOURS, cell_verdict
 from dbperf.stats.compare import Pair, Side
+from dbperf.stats.rqps_matrix import Cell, Matrix
 
 DETAIL_HEADER = ("benchmark", "QPS A", "QPS B", "B / A", "verdict", "p", "spread A", "spread B", "CPU µs/q A",
                  "CPU µs/q B", "p99 µs A", "p99 µs B", "n A", "n B")
@@ -25,27 +26,32 @@ def _f(value: float | None, fmt: str) -> str:
     return "-" if value is None else format(value, fmt)
 
 
+def _side(cell: Cell | None, tag: str) -> dict[str, Any]:
+    """One run's figures of a cell (A's or B's), the columns ending in `_tag`."""
+    qps = cell.qps if cell else None
+    return {f"qps_{tag}": qps.center if qps else None, f"spread_{tag}": qps.spread if qps else None,
+            f"cpu_{tag}": cell.median_of("cpu_us_per_query") if cell else None,
+            f"p99_{tag}": cell.median_of("p99_us") if cell else None, f"n_{tag}": qps.n if qps else 0}
+
+
+def _compare_row(m: Matrix, a: Cell | None, b: Cell | None, benchmark: str, threads: int) -> dict[str, Any]:
+    v = cell_verdict(m, b)
+    word = v.word if b is not None else "not in B" if a is not None else "-"
+    sa, sb = _side(a, "a"), _side(b, "b")
+    return {
+        "benchmark": benchmark if len(m.threads) == 1 else f"{benchmark} t={threads}",
+        "threads": threads, "qps_a": sa["qps_a"], "qps_b": sb["qps_b"],
+        "ratio": b.rqps if b else None, "verdict": word, "decided_by": v.decided_by,
+        "p_value": b.p_value if b else None, "spread_a": sa["spread_a"], "spread_b": sb["spread_b"],
+        "noisy": bool(b and noisy(m, b)), "cpu_a": sa["cpu_a"], "cpu_b": sb["cpu_b"],
+        "p99_a": sa["p99_a"], "p99_b": sb["p99_b"], "n_a": sa["n_a"], "n_b": sb["n_b"],
+    }
+
+
 def compare_rows(pair: Pair) -> list[dict[str, Any]]:
     m = pair.matrix
-    rows = []
-    for _, benchmark, threads in m.rows():
-        a, b = m.cell(pair.a, benchmark, threads), m.cell(pair.b, benchmark, threads)
-        v = cell_verdict(m, b)
-        word = v.word if b is not None else "not in B" if a is not None else "-"
-        rows.append({
-            "benchmark": benchmark if len(m.threads) == 1 else f"{benchmark} t={threads}",
-            "threads": threads,
-            "qps_a": a.qps.center if a and a.qps else None, "qps_b": b.qps.center if b and b.qps else None,
-            "ratio": b.rqps if b else None, "verdict": word, "decided_by": v.decided_by,
-            "p_value": b.p_value if b else None,
-            "spread_a": a.qps.spread if a and a.qps else None, "spread_b": b.qps.spread if b and b.qps else None,
-            "noisy": bool(b and noisy(m, b)),
-            "cpu_a": a.median_of("cpu_us_per_query") if a else None,
-            "cpu_b": b.median_of("cpu_us_per_query") if b else None,
-            "p99_a": a.median_of("p99_us") if a else None, "p99_b": b.median_of("p99_us") if b else None,
-            "n_a": a.qps.n if a and a.qps else 0, "n_b": b.qps.n if b and b.qps else 0,
-        })
-    return rows
+    return [_compare_row(m, m.cell(pair.a, benchmark, threads), m.cell(pair.b, benchmark, threads), benchmark,
+                         threads) for _, benchmark, threads in m.rows()]
 
 
 MARK = {"faster": "+", "slower": "-", "same": "~", "undecided": "?", "unstable": "!", "failed": "failed"}

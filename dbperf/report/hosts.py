@@ -28,18 +28,22 @@ def host_view(meta: RunMeta, records: list[ResultsRecord], host: str) -> tuple[R
     metadata as `host`, its cpus, its status."""
     mine: list[ResultsRecord] = [r for r in records if isinstance(r, CellRecord) and r.host == host]
     hm = _host_meta(meta, host)
-    declared = {t.name: t for t in meta.targets}
     names = [n if isinstance(n, str) else n.name for n in hm.targets] or list(
         dict.fromkeys(r.target for r in mine if isinstance(r, CellRecord)))
-    built = {t.name: t for t in hm.targets if isinstance(t, TargetMeta)}
-    targets = [meta_part(TargetMeta, {**_fields(declared.get(n)), **_fields(built.get(n)), "name": n})
-               for n in names if n in declared or n in built]
     base = meta.base if meta.base in names else (names[0] if names else meta.base)
     status = hm.status or meta.status
-    view = meta.replace(targets=targets or meta.targets, base=base, host=hm.host or meta.host,
+    view = meta.replace(targets=_host_targets(meta, hm, names) or meta.targets, base=base, host=hm.host or meta.host,
                         cpus=hm.cpus or meta.cpus,  # meta.cpus is the controller's plan, not the host's
                         status="complete" if status == "complete" else status)
     return view, mine
+
+
+def _host_targets(meta: RunMeta, hm: FleetHostMeta, names: list[str]) -> list[TargetMeta]:
+    """The host's targets as declared, with what the host recorded of them as built and loaded there."""
+    declared = {t.name: t for t in meta.targets}
+    built = {t.name: t for t in hm.targets if isinstance(t, TargetMeta)}
+    return [meta_part(TargetMeta, {**_fields(declared.get(n)), **_fields(built.get(n)), "name": n})
+            for n in names if n in declared or n in built]
 
 
 def _fields(target: TargetMeta | None) -> dict[str, Any]:

@@ -57,20 +57,23 @@ def metadata_html(meta: RunMeta) -> str:
         out += ["<h3>Driver</h3>", key_values([("dbperf-driver", meta.driver)])]
     run = [(k, v) for k in RUN_FIELDS if (v := getattr(meta, k)) is not None]  # those this run recorded
     out += ["<h3>Run</h3>", key_values(run)]
-    rows = []
-    for t in meta.targets:
-        rows.append((t.name, t.engine or "-", t.engine_version or "-",
-                     t.library or t.binaries or t.dsn or "-", _build_text(t.build),
-                     " ".join(f"{k}={v}" for k, v in (t.settings or [])) or "-",
-                     " ".join(f"{k}={v}" for k, v in (t.process_variant or {}).items() if v) or "-"))
-    out += ["<h3>Targets</h3>", table(("target", "engine", "version", "library / binaries / DSN", "build", "settings",
-                                       "process variant"), rows, text_columns=7)]
-    benchmarks = [(b.name, b.group, "-" if b.phase is None else b.phase,
-                   "-" if b.queries_per_event is None else b.queries_per_event, " ; ".join(b.sql))
-                  for b in meta.benchmarks]
-    out += ["<h3>Benchmarks</h3>", table(("benchmark", "group", "phase", "queries/event", "SQL"), benchmarks,
-                                         text_columns=5)]
+    out += ["<h3>Targets</h3>", _targets_table(meta), "<h3>Benchmarks</h3>", _benchmarks_table(meta)]
     return "\n".join(out)
+
+
+def _targets_table(meta: RunMeta) -> str:
+    rows = [(t.name, t.engine or "-", t.engine_version or "-", t.library or t.binaries or t.dsn or "-",
+             _build_text(t.build), " ".join(f"{k}={v}" for k, v in (t.settings or [])) or "-",
+             " ".join(f"{k}={v}" for k, v in (t.process_variant or {}).items() if v) or "-")
+            for t in meta.targets]
+    return table(("target", "engine", "version", "library / binaries / DSN", "build", "settings", "process variant"),
+                 rows, text_columns=7)
+
+
+def _benchmarks_table(meta: RunMeta) -> str:
+    rows = [(b.name, b.group, "-" if b.phase is None else b.phase,
+             "-" if b.queries_per_event is None else b.queries_per_event, " ; ".join(b.sql)) for b in meta.benchmarks]
+    return table(("benchmark", "group", "phase", "queries/event", "SQL"), rows, text_columns=5)
 
 
 def to_html(m: Matrix, meta: RunMeta) -> str:
