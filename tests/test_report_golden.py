@@ -1,9 +1,9 @@
 """Golden files of the run report (issue 48): `dbperf report DIR` of two committed results directories
 (tests/fixtures/golden-run: three targets, three groups, verdicts, the simulated tier, failed repeats and a failed
 cell, names with markup in them; tests/fixtures/golden-fleet: the same on two hosts of a fleet) in every format the
-report has: the terminal's table (at a glance and `--verbose`, drawn 120 columns wide, no colour), Markdown, CSV,
-JSON and HTML (documents do not change with `--verbose`: checked too). Each must match its file under
-tests/golden/run-report/ byte for byte.
+report has: the terminal's table (at a glance and `--verbose`, drawn 120 columns wide, without colour and with
+Rich's truecolor escapes: `.ansi`), Markdown, CSV, JSON and HTML (documents do not change with `--verbose`: checked
+too). Each must match its file under tests/golden/run-report/ byte for byte.
 
 Normalised, and only this: the HTML page's embedded plotly.js (its base64 payload and its version, which are the
 installed `plotly` package's, not the report's) is replaced by a placeholder before comparing and storing.
@@ -42,9 +42,10 @@ def normalise(fmt: str, out: str) -> str:
     return re.sub(r"Charts drawn by plotly\.js [^,]*, embedded", "Charts drawn by plotly.js VERSION, embedded", out)
 
 
-def drawn(run: str, verbose: bool) -> str:
+def drawn(run: str, verbose: bool, colour: bool = False) -> str:
     buf = io.StringIO()
-    console = Console(file=buf, width=120, color_system=None, force_terminal=False, legacy_windows=False)
+    console = Console(file=buf, width=120, color_system="truecolor" if colour else None, force_terminal=colour,
+                      legacy_windows=False)
     formats.draw(report_view(TESTS / "fixtures" / run, "run", None, verbose).view(), console)
     return buf.getvalue()
 
@@ -67,6 +68,12 @@ def check(name: str, out: str) -> None:
 @pytest.mark.parametrize("verbose", [False, True], ids=["glance", "verbose"])
 def test_the_terminal_report_matches_its_golden_file(run, verbose):
     check(f"{run}.{'verbose.' if verbose else ''}txt", drawn(run, verbose))
+
+
+@pytest.mark.parametrize("run", RUNS)
+@pytest.mark.parametrize("verbose", [False, True], ids=["glance", "verbose"])
+def test_the_terminal_report_in_colour_matches_its_golden_file(run, verbose):
+    check(f"{run}.{'verbose.' if verbose else ''}ansi", drawn(run, verbose, colour=True))
 
 
 @pytest.mark.parametrize("run", RUNS)
