@@ -420,6 +420,7 @@ def test_a_record_keeps_its_steps_results_so_that_a_later_run_is_compared_with_t
     that `dbperf compare` against the recorded run does not need the host whose /tmp held it; a later run of the
     study is compared with them cell by cell, each target against itself, with a report."""
     from dbperf.storage.results import KEPT_RESULTS, keep_results, read_results
+    from dbperf.studies.study_record import read_record
     from dbperf.studies.study_run import steps_against_record
     from tests.synthetic import write_run
 
@@ -464,7 +465,7 @@ def test_a_record_keeps_its_steps_results_so_that_a_later_run_is_compared_with_t
     pgo = load_study("pgo-server")
     later = tmp_path / "later"
     write_run(later / "mariadb", ["O2", "pgo"], benchmarks, 20, seed=2, speed={"pgo": 1.0}, noise=0.01, server=True)
-    said = steps_against_record(pgo, json.loads(data.read_text()), later, "full", force=False, docs=docs)
+    said = steps_against_record(pgo, read_record(data), later, "full", force=False, docs=docs)
     assert said[0] == "" and len(said) == 2
     assert said[1].startswith("- step mariadb, this run against the recorded one, cell by cell (each target against "
                               "itself), 6 cells: ") and "; report mariadb-against-record.html; " in said[1]
@@ -473,16 +474,16 @@ def test_a_record_keeps_its_steps_results_so_that_a_later_run_is_compared_with_t
     report = (later / "mariadb-against-record.html").read_text()
     assert report.startswith("<!DOCTYPE html>") and "hot-points" in report
     # A quick run is not compared cell by cell with a full record: other cells, other benchmarks.
-    said = steps_against_record(pgo, json.loads(data.read_text()), later, "quick", force=True, docs=docs)
+    said = steps_against_record(pgo, read_record(data), later, "quick", force=True, docs=docs)
     assert said[1].startswith("- step mariadb: not compared cell by cell: this is a quick run, the record a full one")
     # A step that cannot be compared (its targets renamed since) is a line of the summary, not the summary lost.
     other = tmp_path / "other"
     write_run(other / "mariadb", ["x", "y"], benchmarks, 3, server=True)
-    said = steps_against_record(pgo, json.loads(data.read_text()), other, "full", force=False, docs=docs)
+    said = steps_against_record(pgo, read_record(data), other, "full", force=False, docs=docs)
     assert said[1].startswith("- step mariadb: not compared with the record (") and "no target name in common" in \
         said[1]
     # The recorded run itself, its summary written again: not compared with itself.
-    assert steps_against_record(pgo, json.loads(data.read_text()), tmp_path / "run1", "full", force=False,
+    assert steps_against_record(pgo, read_record(data), tmp_path / "run1", "full", force=False,
                                 docs=docs) == [
         "", "- step mariadb: the results kept on record are this run's own"]
     assert not (tmp_path / "run1" / "mariadb-against-record.html").exists()

@@ -38,10 +38,11 @@ class Measured:
 @dataclass(frozen=True)
 class Row:
     what: str
-    section: str
-    published: str
-    measured: str  # formatted, or "not measured: WHY"
-    verdict: str
+    # As every run writes them; a hand-made study.json may leave them out (read as empty).
+    section: str = ""
+    published: str = ""
+    measured: str = ""  # formatted, or "not measured: WHY"
+    verdict: str = ""
     value: float | None = None
     text: str | None = None  # a measured fact that is not a number
     left_out: bool = False  # by design of a --quick or --smoke run (a benchmark or target it does not run)
@@ -156,43 +157,50 @@ class Reader:
         return self._matrix[key]
 
     def measure(self, m: dict[str, Any]) -> Measured:
-        source, step = m["from"], m["step"]
-        if source == "probe":
-            doc = self.load_json(json_file(self.directory, self.study, step, None))
-            family = doc.get("families", {}).get(m["family"], {})
-            if "skipped" in family:
-                raise NotMeasured(f"probe {m['family']} skipped: {family['skipped']}")
-            for f in family.get("figures", []):
-                if f["group"] == m["group"] and f["name"] == m["name"] and all(
-                        f.get(k) == m[k] for k in PROBE_IDENTITY if k in m):
-                    value = f.get(m.get("field", "ns_per_op"))
-                    return Measured(_number(value["median"] if isinstance(value, dict) else value, m["name"]))
-            raise NotMeasured(f"probe figure {m['group']}: {m['name']} not in the results")
-        if source == "cell":
-            matrix = self.matrix(step, m.get("results_from"), m.get("base"))
-            cell = matrix.cell(m["target"], m["benchmark"], int(m.get("threads", 1)))
-            field = m.get("field", "rqps")
-            if field != "rqps":  # a per-query figure of the cell (median of its repeats), no verdict
-                value = cell.median_of(field) if cell is not None else None
-                if value is None:
-                    raise NotMeasured(f"cell {m['target']} {m['benchmark']} has no {field}")
-                return Measured(value)
-            if cell is None or cell.rqps is None:
-                raise NotMeasured(f"cell {m['target']} {m['benchmark']} has no rQPS")
-            v = cell.deciding_verdict
-            return Measured(cell.rqps, v.verdict if v else "undecided")
-        if source == "geomean":  # one target over every benchmark, as a headline counts it
-            matrix = self.matrix(step, base=m.get("base"))
-            if not any(t == m["target"] for t, _, _ in matrix.cells):
-                raise NotMeasured(f"step {step!r} ran no target {m['target']} (a run from before the study had it?)")
-            t = tallied(matrix, m["target"])
-            if t.geomean is None:
-                raise NotMeasured(f"target {m['target']} has no compared cell")
-            held_out = {b for _, b, _ in matrix.rows() if not matrix.was_trained_on(m["target"], b)}
-            short = (f"; over {t.compared} of {len(held_out)} benchmarks, the others without rQPS"
-                     if t.compared < len(held_out) else "")
-            return Measured(t.geomean,
-                            f"decided {t.decided} of {t.compared}: {t.slower} slower, {t.faster} faster{short}")
+        """A figure's measure (its `from`: probe, cell, geomean or json) read from what its step wrote."""
+        read = {"probe": self._probe, "cell": self._cell, "geomean": self._geomean}.get(m["from"], self._in_json)
+        return read(m, m["step"])
+
+    def _probe(self, m: dict[str, Any], step: str) -> Measured:
+        doc = self.load_json(json_file(self.directory, self.study, step, None))
+        family = doc.get("families", {}).get(m["family"], {})
+        if "skipped" in family:
+            raise NotMeasured(f"probe {m['family']} skipped: {family['skipped']}")
+        for f in family.get("figures", []):
+            if f["group"] == m["group"] and f["name"] == m["name"] and all(
+                    f.get(k) == m[k] for k in PROBE_IDENTITY if k in m):
+                value = f.get(m.get("field", "ns_per_op"))
+                return Measured(_number(value["median"] if isinstance(value, dict) else value, m["name"]))
+        raise NotMeasured(f"probe figure {m['group']}: {m['name']} not in the results")
+
+    def _cell(self, m: dict[str, Any], step: str) -> Measured:
+        matrix = self.matrix(step, m.get("results_from"), m.get("base"))
+        cell = matrix.cell(m["target"], m["benchmark"], int(m.get("threads", 1)))
+        field = m.get("field", "rqps")
+        if field != "rqps":  # a per-query figure of the cell (median of its repeats), no verdict
+            value = cell.median_of(field) if cell is not None else None
+            if value is None:
+                raise NotMeasured(f"cell {m['target']} {m['benchmark']} has no {field}")
+            return Measured(value)
+        if cell is None or cell.rqps is None:
+            raise NotMeasured(f"cell {m['target']} {m['benchmark']} has no rQPS")
+        v = cell.deciding_verdict
+        return Measured(cell.rqps, v.verdict if v else "undecided")
+
+    def _geomean(self, m: dict[str, Any], step: str) -> Measured:
+        """One target over every benchmark, as a headline counts it."""
+        matrix = self.matrix(step, base=m.get("base"))
+        if not any(t == m["target"] for t, _, _ in matrix.cells):
+            raise NotMeasured(f"step {step!r} ran no target {m['target']} (a run from before the study had it?)")
+        t = tallied(matrix, m["target"])
+        if t.geomean is None:
+            raise NotMeasured(f"target {m['target']} has no compared cell")
+        held_out = {b for _, b, _ in matrix.rows() if not matrix.was_trained_on(m["target"], b)}
+        short = (f"; over {t.compared} of {len(held_out)} benchmarks, the others without rQPS"
+                 if t.compared < len(held_out) else "")
+        return Measured(t.geomean, f"decided {t.decided} of {t.compared}: {t.slower} slower, {t.faster} faster{short}")
+
+    def _in_json(self, m: dict[str, Any], step: str) -> Measured:
         doc = self.load_json(json_file(self.directory, self.study, step, m.get("file")))
         found = walk(doc, m["path"])
         if isinstance(found, bool):

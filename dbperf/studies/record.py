@@ -6,12 +6,10 @@ docs/studies/<name>/<step> NEW_DIR/<step>`) on any clone, not only on the host t
 
 from __future__ import annotations
 
-import json
 import shutil
-from dataclasses import asdict
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
-from typing import Any
 
 from rich.console import Console
 
@@ -22,8 +20,17 @@ from dbperf.output_file import write_file
 from dbperf.report.escape import md
 from dbperf.storage.results import META, keep_results
 from dbperf.studies.figures import Headline, Row
-from dbperf.studies.model import MODES, Mode, Step, Study, load_study
+from dbperf.studies.model import Step, Study, load_study
 from dbperf.studies.steps import step_kind
+from dbperf.studies.study_record import (
+    STUDY_JSON,
+    KeptFrom,
+    StepEnded,
+    StudyRecord,
+    known,
+    read_record,
+    record_text,
+)
 from dbperf.studies.summary import Host, RunFacts, summary
 from dbperf.usecases.progress import PROGRESS, say
 
@@ -33,22 +40,17 @@ DOCS_STUDIES = Path(dbperf.__file__).resolve().parents[1] / "docs" / "studies"
 BY_HAND = "<!-- written by hand below: kept when the study is recorded again -->"
 
 
-def recorded(name: str, docs: Path = DOCS_STUDIES) -> dict[str, Any] | None:
-    path = docs / f"{name}.json"
-    if not path.is_file():
-        return None
+def recorded(name: str, docs: Path = DOCS_STUDIES) -> StudyRecord | None:
     try:
-        return json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError):
-        return None  # a damaged record is not a reason to lose this run's summary
+        return read_record(docs / f"{name}.json")
+    except (OSError, ValueError):
+        return None  # a missing or damaged record is not a reason to lose this run's summary
 
 
-def recorded_results(record: dict[str, Any], docs: Path = DOCS_STUDIES) -> dict[str, Path]:
-    """The record's steps whose results directories are kept beside it (docs/studies/<name>/<step>), by step."""
-    kept = record.get("results")
-    if not isinstance(kept, dict):
-        return {}  # a record written before the results were kept beside it
-    return {str(step): docs / str(rel) for step, rel in kept.items() if (docs / str(rel) / META).is_file()}
+def recorded_results(record: StudyRecord, docs: Path = DOCS_STUDIES) -> dict[str, Path]:
+    """The record's steps whose results directories are kept beside it (docs/studies/<name>/<step>), by step (none
+    in a record written before the results were kept beside it)."""
+    return {step: docs / rel for step, rel in (record.results or {}).items() if (docs / rel / META).is_file()}
 
 
 def shown_path(path: Path) -> str:
@@ -64,8 +66,8 @@ def compare_with_record(name: str, rows: list[Row], host: Host, docs: Path = DOC
     record = recorded(name, docs)
     if record is None:
         return None
-    before = {f["what"]: f for f in record.get("figures", [])}
-    then = Host.from_json(record.get("host") or {})
+    before = {f.what: f for f in record.figures or []}
+    then = record.run_host
     caveat = cpu_caveat(then.identity, host.identity, "on record", "here")
     kept = recorded_results(record, docs)
     if kept:
@@ -75,57 +77,53 @@ def compare_with_record(name: str, rows: list[Row], host: Host, docs: Path = DOC
                  f"{md(shown_path(path))} THIS_RUN/{md(step)}` puts a step side by side with this run's, with "
                  "the same verdict rules.")
     else:
-        steps = (f"Its results were in `{md(record.get('directory', '?'))}` on the host that ran it (they were not "
+        steps = (f"Its results were in `{md(record.directory or '?')}` on the host that ran it (they were not "
                  "kept beside the record then): there, `dbperf compare RECORDED/STEP THIS_RUN/STEP` puts a step side "
                  "by side with this run's.")
-    partial = f", partial: {record['partial']}" if record.get("partial") else ""
-    lines = [f"Recorded {md(record.get('started', '?'))} on {md(then.described)} "
-             f"({run_mode(record)} run{md(str(partial))}). {steps}" + (f" {md(caveat)}" if caveat else ""),
+    partial = f", partial: {record.partial}" if record.partial else ""
+    lines = [f"Recorded {md(record.started or '?')} on {md(then.described)} "
+             f"({record.run_mode} run{md(str(partial))}). {steps}" + (f" {md(caveat)}" if caveat else ""),
              "", "| figure | on record | here now | now / on record |", "|---|---|---|---|"]
     for r in rows:
         old = before.get(r.what)
-        ratio = (f"{r.value / old['value']:.3f}" if old and old.get("value") and r.value is not None else "–")
-        lines.append(f"| {md(r.what)} | {md(old['measured']) if old else '–'} | {md(r.measured)} | {ratio} |")
+        ratio = f"{r.value / old.value:.3f}" if old and old.value and r.value is not None else "–"
+        lines.append(f"| {md(r.what)} | {md(old.measured) if old else '–'} | {md(r.measured)} | {ratio} |")
     return lines
 
 
-def _read_run(name: str, directory: Path) -> tuple[dict[str, Any], str]:
+def _read_run(name: str, directory: Path) -> tuple[StudyRecord, str]:
     """The study run in `directory`: its study.json and summary.md; one line when it is none, or another study's."""
     try:
-        run = json.loads((directory / "study.json").read_text())
-        if isinstance(run, dict) and run.get("status") == "running":  # study_run.RUNNING: the claim, not a record
+        run = read_record(directory / STUDY_JSON)
+        if run.running:  # the claim, not a record
             raise UserError(f"{directory}: the study run has not ended (it is running, or was stopped before its "
                             f"summary); `dbperf study run {name} --resume --out {directory}` goes on with it")
         text = (directory / "summary.md").read_text()
     except FileNotFoundError as e:
         raise UserError(f"{directory}: not a study run ({Path(e.filename).name} missing; `dbperf study run` "
                         "writes it)") from None
-    except (OSError, json.JSONDecodeError, UnicodeDecodeError) as e:
+    except (OSError, ValueError) as e:  # ValueError: not JSON, or not a study run's (MetaError)
         raise UserError(f"{directory}: unreadable study run ({e})") from None
-    if not isinstance(run, dict) or run.get("study") != name:
-        raise UserError(f"{directory}: holds a run of study "
-                        f"{run.get('study') if isinstance(run, dict) else None!r}, not {name!r}")
+    if run.study != name:
+        raise UserError(f"{directory}: holds a run of study {run.study!r}, not {name!r}")
     return run, text
 
 
-def unfinished(run: dict[str, Any]) -> str | None:
+def unfinished(run: StudyRecord) -> str | None:
     """How a study run did not measure all it set out to (a step interrupted or failed, a figure not measured), in
     words; None when it ended whole (steps left out on purpose, by --step or a mode's skip, do not count)."""
-    steps = [f"step {s.get('name')} {str(s.get('ended')).split(' ', 1)[0].rstrip(':')}"
-             for s in run.get("steps") or [] if isinstance(s, dict)
-             and str(s.get("ended")).startswith(("failed", "interrupted"))]
-    figures = [f for f in run.get("figures") or [] if isinstance(f, dict)
-               and f.get("value") is None and not f.get("text") and not f.get("left_out")
-               and str(f.get("measured", "")).startswith("not measured")]
-    code = run.get("exit_code")
-    if isinstance(code, bool) or not isinstance(code, int):
-        code = 1 if steps else 0  # a run from before study.json kept its exit code: its steps say
+    steps = [f"step {n} {h.split(' ', 1)[0].rstrip(':')}" for n, h in run.step_ends
+             if h.startswith(("failed", "interrupted"))]
+    figures = [f for f in run.figures or [] if f.value is None and not f.text and not f.left_out
+               and f.measured.startswith("not measured")]
+    # a run from before study.json kept its exit code: its steps say
+    code = run.exit_code if isinstance(run.exit_code, int) else 1 if steps else 0
     if not code and not steps:
         return None
-    what = "an interrupted run" if code >= 128 or any(s.endswith("interrupted") for s in steps) else \
-        "an incomplete run"
+    interrupted = code >= 128 or any(s.endswith("interrupted") for s in steps)
     said = steps + ([f"{len(figures)} figure(s) not measured"] if figures else [])
-    return what + (f" ({', '.join(said)})" if said else f" (exit {code})")
+    return ("an interrupted run" if interrupted else "an incomplete run") + \
+        (f" ({', '.join(said)})" if said else f" (exit {code})")
 
 
 def record_study(name: str, directory: Path, docs: Path = DOCS_STUDIES, force: bool = False, partial: bool = False,
@@ -133,41 +131,74 @@ def record_study(name: str, directory: Path, docs: Path = DOCS_STUDIES, force: b
     """Writes the study run in `directory` (its summary.md and study.json) into the docs. A run cut short or
     incomplete goes on record only with `partial`, and the record then says so; a --quick one is said on `err`."""
     run, text = _read_run(name, directory)
-    if run.get("smoke") or run.get("mode") == "smoke":
+    cut_short = _recordable(name, directory, run, partial)
+    if cut_short is not None:
+        run = run.replace(partial=cut_short)
+    on_record = recorded(name, docs)
+    study = load_study(name)
+    run, text, kept = _on_top_of_record(study, run, text, on_record, directory)
+    # The steps' results directories go beside the record; a step left out keeps the record's copy.
+    sources = {s.name: found for s in study.steps if s.name not in kept and (found := step_results(directory, s))}
+    record_results = (on_record.results or {}) if kept and on_record is not None else {}
+    results = {s.name: f"{name}/{s.name}" if s.name not in kept else record_results.get(s.name)
+               for s in study.steps if s.name in sources or s.name in kept}
+    run = run.replace(results={step: rel for step, rel in results.items() if rel})
+    page_text = _record_page(name, run, text, docs, force)
+    # The copies are made aside first: a copy that fails (a full disk) leaves the record as it was.
+    staged = staged_step_results(study, docs, sources)
+    try:
+        page = write_file(docs / f"{name}.md", page_text, force, option="record")
+        put_step_results(study, docs, staged, kept)
+    finally:
+        for aside in staged.values():
+            shutil.rmtree(aside, ignore_errors=True)
+    data = write_file(docs / f"{name}.json", record_text(run), force, option="record")
+    if cut_short is not None:
+        say(f"dbperf: note: {cut_short} went on record (--partial); the record says so", err)
+    if run.run_mode == "quick":
+        say("dbperf: note: a --quick run went on record (fewer versions, smaller tables, shorter cells: a check that "
+            "the study runs, not the published method); the record says so, and a full run recorded later "
+            "replaces it", err)
+    return [page, data]
+
+
+def _recordable(name: str, directory: Path, run: StudyRecord, partial: bool) -> str | None:
+    """Refuses a smoke run, and one cut short or incomplete unless `partial`; how it was cut short (None: whole)."""
+    if run.smoke or run.mode == "smoke":
         raise UserError(f"{directory}: a smoke run (--smoke) checks the study's plumbing, its figures are not "
                         "results: record a full or --quick run")
     cut_short = unfinished(run)
     if cut_short is not None and not partial:
         raise UserError(f"{directory}: {cut_short}: its figures are not the whole study's; go on with it "
-                        f"(`dbperf study run {name}{' --quick' if run_mode(run) == 'quick' else ''} --resume --out "
+                        f"(`dbperf study run {name}{' --quick' if run.run_mode == 'quick' else ''} --resume --out "
                         f"{directory}`), or add --partial to put it on record as it is, said so")
-    if cut_short is not None:
-        run = {**run, "partial": cut_short}
-    on_record = recorded(name, docs)
-    study = load_study(name)
-    narrowed = sorted(step for step, why in (run.get("left_out") or {}).items() if why == "--step")
-    # A full run replaces a --quick record (a check that the study runs) even when narrowed by --step: nothing of a
-    # quick run goes into a full record.
-    merged = bool(narrowed) and on_record is not None and not (run_mode(on_record) == "quick" and
-                                                                 run_mode(run) == "full")
-    if merged and on_record is not None:
-        run, text = kept_from_record(study, run, on_record, narrowed, directory)
-    kept = narrowed if merged else []
-    # The steps' results directories go beside the record; a step left out keeps the record's copy.
-    record_results = ((on_record or {}).get("results") or {}) if merged else {}
-    sources = {s.name: found for s in study.steps if s.name not in kept and (found := step_results(directory, s))}
-    results = {s.name: f"{name}/{s.name}" if s.name not in kept else record_results.get(s.name)
-               for s in study.steps if s.name in sources or s.name in kept}
-    run = {**run, "results": {step: rel for step, rel in results.items() if rel}}
-    host = run.get("host", {})
+    return cut_short
+
+
+def _on_top_of_record(study: Study, run: StudyRecord, text: str, on_record: StudyRecord | None,
+                      directory: Path) -> tuple[StudyRecord, str, list[str]]:
+    """A run narrowed by --step goes on top of the record (kept_from_record): the run and its summary then, and the
+    steps kept from the record. A full run replaces a --quick record (a check that the study runs) even when
+    narrowed by --step: nothing of a quick run goes into a full record."""
+    narrowed = sorted(step for step, why in (run.left_out or {}).items() if why == "--step")
+    if not narrowed or on_record is None or (on_record.run_mode == "quick" and run.run_mode == "full"):
+        return run, text, []
+    run, text = kept_from_record(study, run, on_record, narrowed, directory)
+    return run, text, narrowed
+
+
+def _record_page(name: str, run: StudyRecord, text: str, docs: Path, force: bool) -> str:
+    """The record's page: the run's summary with a note on the run (where, when, on what host) under its title,
+    and, recorded again with `force`, the prose written by hand below the old page's summary."""
+    host = run.host or {}
     load = " / ".join(f"{x:.2f}" for x in host.get("load_start") or [])
-    where = f" Its steps' results are kept in `docs/studies/{md(name)}/`." if run["results"] else ""
-    note = (f"!!! note \"On record\"\n    Recorded from `{md(run.get('directory'))}`, run {md(run.get('started'))} "
-            f"to {md(run.get('ended'))} on {md(host.get('cpu'))} ({md(host.get('cores'))} cores, load average "
-            f"{md(load)} at the start){', quick mode' if run.get('quick') else ''}.{where} A later `dbperf study run "
+    where = f" Its steps' results are kept in `docs/studies/{md(name)}/`." if run.results else ""
+    note = (f"!!! note \"On record\"\n    Recorded from `{md(known(run.directory))}`, run {md(known(run.started))} "
+            f"to {md(known(run.ended))} on {md(host.get('cpu'))} ({md(host.get('cores'))} cores, load average "
+            f"{md(load)} at the start){', quick mode' if run.quick else ''}.{where} A later `dbperf study run "
             f"{md(name)}` compares its figures with these."
-            + (f" **A partial run** (put on record with --partial): {md(run['partial'])}." if run.get("partial")
-               else "") + "\n\n")
+            + (f" **A partial run** (put on record with --partial): {md(run.partial)}." if run.partial else "")
+            + "\n\n")
     body = text.splitlines()
     # The page's title first (a headline line, if any, follows it), so that the docs' navigation names the study.
     heading = next((i for i, line in enumerate(body) if line.startswith("# ")), None)
@@ -182,22 +213,7 @@ def record_study(name: str, directory: Path, docs: Path = DOCS_STUDIES, force: b
         before = ""
     if force and BY_HAND in before:
         page_text += "\n" + before[before.index(BY_HAND):]
-    # The copies are made aside first: a copy that fails (a full disk) leaves the record as it was.
-    staged = staged_step_results(study, docs, sources)
-    try:
-        page = write_file(docs / f"{name}.md", page_text, force, option="record")
-        put_step_results(study, docs, staged, kept)
-    finally:
-        for aside in staged.values():
-            shutil.rmtree(aside, ignore_errors=True)
-    data = write_file(docs / f"{name}.json", json.dumps(run, indent=2) + "\n", force, option="record")
-    if cut_short is not None:
-        say(f"dbperf: note: {cut_short} went on record (--partial); the record says so", err)
-    if run_mode(run) == "quick":
-        say("dbperf: note: a --quick run went on record (fewer versions, smaller tables, shorter cells: a check that "
-            "the study runs, not the published method); the record says so, and a full run recorded later "
-            "replaces it", err)
-    return [page, data]
+    return page_text
 
 
 def _docs_directory(docs: Path) -> None:
@@ -248,12 +264,6 @@ def step_results(directory: Path, step: Step) -> Path | None:
     return step_kind(step.kind).results(directory, step.name)
 
 
-def run_mode(run: dict[str, Any]) -> Mode:
-    """A study run's mode as its study.json says it (runs from before `mode` was kept say `quick` only)."""
-    said = run.get("mode") or ("quick" if run.get("quick") else "full")
-    return next((m for m in MODES if m == said), "full")
-
-
 def started_when(started: object, resumed: object = None) -> str:
     """A run's start (study.json's ISO time) as its summary says it, and when it was resumed (or extended): the
     figures of a resumed run come from more than one sitting."""
@@ -267,81 +277,94 @@ def started_when(started: object, resumed: object = None) -> str:
     return when(started) + (f" (resumed {', '.join(when(r) for r in again)})" if again else "")
 
 
-def kept_from_record(study: Study, run: dict[str, Any], on_record: dict[str, Any], narrowed: list[str],
-                     directory: Path) -> tuple[dict[str, Any], str]:
+def kept_from_record(study: Study, run: StudyRecord, on_record: StudyRecord, narrowed: list[str],
+                     directory: Path) -> tuple[StudyRecord, str]:
     """A run narrowed by --step, put on record on top of the record: the figures, steps and headline of the steps
     it left out are the record's, each saying whose (host and date), so that a study too long for one sitting can be
     put on record step by step without losing what is on record. Its summary is written anew from the merged
     figures; the run's own directory is left as it was."""
-    mode = run_mode(run)
-    if run_mode(on_record) != mode:
+    mode = run.run_mode
+    if on_record.run_mode != mode:
         raise UserError(f"{directory}: a {mode} run narrowed by --step ({', '.join(narrowed)} left out) cannot be "
-                        f"put on top of a {run_mode(on_record)} record; run the whole study, or the same mode")
-    source_host = Host.from_json(on_record.get("host") or {})
-    source = f"{source_host.short}; run of {started_when(on_record.get('started'))}"
-    steps_of = {f.what: {str(m["step"]) for m in f.measures(mode) if m is not None and "step" in m}
+                        f"put on top of a {on_record.run_mode} record; run the whole study, or the same mode")
+    source = f"{on_record.run_host.short}; run of {started_when(known(on_record.started))}"
+    ran_on_record = {n for n, ended in on_record.step_ends if not ended.startswith("not run")}
+    figures, measured_by = _figures_kept(study, run, on_record, narrowed, source, ran_on_record)
+    steps = _steps_kept(run, on_record, narrowed, source, ran_on_record)
+    headline = run.headline
+    if study.headline and study.headline["step"] in narrowed:
+        headline = on_record.headline
+    headline = headline if isinstance(headline, Headline) else None
+    also = _also_merged(study, run, on_record, narrowed)
+    # a step added since, or one the record did not run either, is in neither run
+    from_record = [n for n in narrowed if n in ran_on_record] or narrowed
+    facts = RunFacts(run.run_host, started_when(known(run.started), known(run.resumed_at)),
+                     str(run.command or "?"), mode, headline, steps, also=also,
+                     kept=_kept_said(run, on_record, from_record, measured_by))
+    merged = run.replace(figures=figures, steps=[StepEnded(n, h) for n, h in steps], headline=headline,
+                         also_headlines=also,
+                         kept_from_record=KeptFrom(narrowed, known(on_record.started), known(on_record.ended),
+                                                   known(on_record.directory), known(on_record.command),
+                                                   known(on_record.host)))
+    return merged, summary(study, figures, facts)
+
+
+def _figures_kept(study: Study, run: StudyRecord, on_record: StudyRecord, narrowed: list[str], source: str,
+                  ran_on_record: set[str]) -> tuple[list[Row], dict[str, None]]:
+    """The run's figures, the record's where the run left their step out (its number, or why the run that ran the
+    step did not measure it: a target added to the study since); and the runs the kept figures come from, in order
+    (a record may be a merge). A step neither run ran stays this run's "not run", with no run to its name."""
+    steps_of = {f.what: {str(m["step"]) for m in f.measures(run.run_mode) if m is not None and "step" in m}
                 for f in study.figures}
-    old_figures = {f.get("what"): f for f in on_record.get("figures", []) if isinstance(f, dict)}
-    old_steps = {s.get("name"): s.get("ended") for s in on_record.get("steps", []) if isinstance(s, dict)}
-    ran_on_record = {n for n, ended in old_steps.items() if not str(ended).startswith("not run")}
+    old_figures = {f.what: f for f in on_record.figures or []}
     figures = []
-    measured_by: dict[str, None] = {}  # the runs the kept figures come from, in order: a record may be a merge
-    for doc in run.get("figures", []):
-        row = Row.from_json(doc)
+    measured_by: dict[str, None] = {}
+    for row in run.figures or []:
         old = old_figures.get(row.what)
-        kept_row = Row.from_json({**old, "host": old.get("host") or source}) if old is not None else None
+        kept_row = replace(old, host=old.host or source) if old is not None else None
         its_steps = steps_of.get(row.what, set())
-        # The record's figure where this run left its step out: its number, or why the run that ran the step did
-        # not measure it (a target added to the study since). A step neither run ran stays this run's "not run",
-        # with no run to its name.
         if kept_row and its_steps & set(narrowed) and not row.measured_anything and \
                 (kept_row.measured_anything or its_steps <= ran_on_record):
             row = kept_row
             if row.measured_anything:
                 measured_by[str(row.host)] = None
         figures.append(row)
+    return figures, measured_by
+
+
+def _steps_kept(run: StudyRecord, on_record: StudyRecord, narrowed: list[str], source: str,
+                ran_on_record: set[str]) -> list[tuple[str, str]]:
+    """How each step ended: the record's (said so) for a step the run left out and the record ran."""
+    old_steps = dict(on_record.step_ends)
     steps = []
-    for s in run.get("steps", []):
-        name, ended = str(s.get("name")), str(s.get("ended"))
+    for name, ended in run.step_ends:
         if name in narrowed and name in ran_on_record:
-            was = str(old_steps[name])
+            was = old_steps[name]
             ended = was if was.startswith("kept from the run on record") else \
                 f"kept from the run on record ({source}): {was}"
         steps.append((name, ended))
-    headline_doc = run.get("headline")
-    if study.headline and study.headline["step"] in narrowed:
-        headline_doc = on_record.get("headline")
-    headline = Headline.from_json(headline_doc) if isinstance(headline_doc, dict) else None
-    also = _also_merged(study, run, on_record, narrowed)
-    command = on_record.get("command")  # records written before study.json kept it have none
-    # a step added since, or one the record did not run either, is in neither run
-    from_record = [n for n in narrowed if n in ran_on_record] or narrowed
+    return steps
+
+
+def _kept_said(run: StudyRecord, on_record: StudyRecord, from_record: list[str], measured_by: dict[str, None]) -> str:
+    """The summary's words on the figures kept from the record, and whose they are."""
+    source_host = on_record.run_host
     if len(measured_by) > 1:  # the record was itself put together from runs of some steps each
         kept = (f"The figures of step(s) {', '.join(from_record)}, which this run left out (--step), are those on "
                 f"record, measured by the runs {', '.join(f'({m})' for m in measured_by)}: the host column says "
                 "which run measured each figure.")
     else:
+        command = on_record.command  # records written before study.json kept it have none
         kept = (f"The figures of step(s) {', '.join(from_record)}, which this run left out (--step), are those of "
-                f"the run on record of {started_when(on_record.get('started'))} on {source_host.short}"
+                f"the run on record of {started_when(known(on_record.started))} on {source_host.short}"
                 f"{f' ({command})' if command else ''}: the host column says which run measured each figure.")
-    this_run = Host.from_json(run.get("host") or {})
-    caveat = cpu_caveat(source_host.identity, this_run.identity, "in the run on record", "in this run")
-    kept += f" {caveat}" if caveat else ""
-    facts = RunFacts(this_run, started_when(run.get("started"), run.get("resumed_at")),
-                     str(run.get("command", "?")), mode, headline, steps, also=also, kept=kept)
-    merged = {**run, "figures": [asdict(r) for r in figures], "steps": [{"name": n, "ended": h} for n, h in steps],
-              "headline": asdict(headline) if headline else None,
-              "also_headlines": {step: asdict(h) for step, h in also.items()},
-              "kept_from_record": {"steps": narrowed, "started": on_record.get("started"),
-                                   "ended": on_record.get("ended"), "directory": on_record.get("directory"),
-                                   "command": on_record.get("command"), "host": on_record.get("host")}}
-    return merged, summary(study, figures, facts)
+    caveat = cpu_caveat(source_host.identity, run.run_host.identity, "in the run on record", "in this run")
+    return kept + (f" {caveat}" if caveat else "")
 
 
-def _also_merged(study: Study, run: dict[str, Any], on_record: dict[str, Any],
-                 narrowed: list[str]) -> dict[str, Headline]:
+def _also_merged(study: Study, run: StudyRecord, on_record: StudyRecord, narrowed: list[str]) -> dict[str, Headline]:
     """The [headline] also lines of a run narrowed by --step on top of the record: a step this run left out keeps
     the record's line."""
-    docs = {**(run.get("also_headlines") or {})}
-    docs.update({s: d for s, d in (on_record.get("also_headlines") or {}).items() if s in narrowed})
-    return {s: Headline.from_json(docs[s]) for s in study.also_headlines if isinstance(docs.get(s), dict)}
+    lines = {**(run.also_headlines or {})}
+    lines.update({s: h for s, h in (on_record.also_headlines or {}).items() if s in narrowed})
+    return {s: lines[s] for s in study.also_headlines if s in lines}

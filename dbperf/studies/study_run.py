@@ -10,28 +10,28 @@ import contextlib
 import json
 import re
 from collections import Counter
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
+from msgspec import UNSET
 from rich.console import Console
 
 from dbperf.errors import UserError
 from dbperf.output_file import is_results_directory, write_file
 from dbperf.report import formats
 from dbperf.report.escape import md
+from dbperf.run_meta import MetaError
 from dbperf.runner import interrupts
 from dbperf.storage.results import META
 from dbperf.studies.definition import study_command
 from dbperf.studies.figures import Headline, Row, headline, rows, step_headlines
-from dbperf.studies.model import MODES, Mode, Step, Study, load_study, mode_flag
+from dbperf.studies.model import Mode, Step, Study, load_study, mode_flag
 from dbperf.studies.record import (
     DOCS_STUDIES,
     compare_with_record,
     recorded,
     recorded_results,
-    run_mode,
     shown_path,
     started_when,
     step_results,
@@ -39,7 +39,16 @@ from dbperf.studies.record import (
 from dbperf.studies.steps import step_kind
 from dbperf.studies.steps.base import INCOMPLETE, INTERRUPTED, StepEnd, StepRun
 from dbperf.studies.steps.experiment import experiment_file
-from dbperf.studies.summary import Host, RunFacts, html_summary, summary, this_host
+from dbperf.studies.study_record import (
+    RUNNING,
+    STUDY_JSON,
+    StepEnded,
+    StudyRecord,
+    known,
+    read_record,
+    record_text,
+)
+from dbperf.studies.summary import RunFacts, html_summary, summary, this_host
 from dbperf.usecases.compare import compare
 from dbperf.usecases.progress import PROGRESS, say
 
@@ -56,7 +65,6 @@ __all__ = [
 
 SUMMARY = "summary.md"
 SUMMARY_HTML = "summary.html"
-STUDY_JSON = "study.json"
 
 
 @dataclass
@@ -126,15 +134,15 @@ def run_study(study: Study, out: Path | None, mode: Mode, yes: bool = False, err
     directory = (out or default_directory(study)).absolute()
     started = datetime.now(UTC)
     resumed_at: list[str] = []
-    record: dict[str, Any] = {"dbperf_study": 1, "study": study.name, "title": study.title, "mode": mode,
-                              "quick": mode != "full", "smoke": mode == "smoke"}
+    record = StudyRecord(study=study.name, title=study.title, mode=mode, quick=mode != "full",
+                         smoke=mode == "smoke")
     if resume:
         check_resumable(study, directory, mode)
         started, resumed_at = _earlier_start(directory, started)
     else:
-        claim_directory(study, directory, {**record, "started": started.isoformat(timespec="seconds"),
-                                           "directory": str(directory), "command": run_command(study, mode, limits),
-                                           "status": RUNNING})
+        claim_directory(study, directory, record.replace(started=started.isoformat(timespec="seconds"),
+                                                         directory=str(directory),
+                                                         command=run_command(study, mode, limits), status=RUNNING))
     host = this_host()
     # The study's duration is the whole study's: a run narrowed by --step says which part of it it runs.
     steps = (f"{len(study.steps)} step(s), {study.duration}" if not limits.steps else
@@ -150,11 +158,9 @@ def run_study(study: Study, out: Path | None, mode: Mode, yes: bool = False, err
         return summarise(directory, study)
     facts = RunFacts(host.ended(), started_when(started.isoformat(), resumed_at), run_command(study, mode, limits),
                      mode, headline(study, directory), sitting.ended, also=step_headlines(study, directory))
-    record.update({"started": started.isoformat(timespec="seconds"),
-                   "ended": datetime.now(UTC).isoformat(timespec="seconds"), "directory": str(directory),
-                   "command": facts.command, "left_out": sitting.why})
-    if resumed_at:
-        record["resumed_at"] = resumed_at
+    record = record.replace(started=started.isoformat(timespec="seconds"),
+                            ended=datetime.now(UTC).isoformat(timespec="seconds"), directory=str(directory),
+                            command=facts.command, left_out=sitting.why, resumed_at=resumed_at or UNSET)
     # DIR was new or empty, or is this study's run: its summary files are the lab's own (the first study.json too).
     return write_summary(study, directory, facts, record, sitting.exit_code, force=True)
 
@@ -211,24 +217,18 @@ def _run_steps(run: StepRun, limits: Limits) -> Sitting:
     return sitting
 
 
-# study.json's status from the moment a new run claims its directory until its summary replaces it: a run that
-# never got there (killed, or still running) is said so, not summarised or recorded as if it had ended.
-RUNNING = "running"
-
-
-def _study_record(directory: Path) -> dict[str, Any] | None:
-    """DIR/study.json when it is a study run's (an object naming its study); None when missing or not one."""
+def _study_record(directory: Path) -> StudyRecord | None:
+    """DIR/study.json when it is a study run's (naming its study); None when missing or not one."""
     try:
-        run = json.loads((directory / STUDY_JSON).read_text(encoding="utf-8"))
+        return read_record(directory / STUDY_JSON)
     except (OSError, ValueError):
         return None
-    return run if isinstance(run, dict) and isinstance(run.get("study"), str) else None
 
 
 def _ended(directory: Path) -> bool:
     """Whether DIR holds a study run that wrote its summary (its study.json is the whole record, not the claim)."""
     run = _study_record(directory)
-    return run is not None and run.get("status") != RUNNING
+    return run is not None and not run.running
 
 
 def _refuse_taken(study: Study, directory: Path) -> None:
@@ -245,19 +245,19 @@ def _refuse_taken(study: Study, directory: Path) -> None:
     if not entries:
         return
     run = _study_record(directory)
-    if run is not None and run["study"] == study.name:
+    if run is not None and run.study == study.name:
         said = SUMMARY if (directory / SUMMARY).exists() else f"{STUDY_JSON}: not ended"
         raise UserError(f"--out {directory}: already holds a study run ({said}); give another directory, or --resume "
                         "to go on with it")
     if run is not None:
-        raise UserError(f"--out {directory}: already holds a run of study {run['study']}; give another directory")
+        raise UserError(f"--out {directory}: already holds a run of study {run.study}; give another directory")
     what = ("a dbperf run's results (meta.json)" if is_results_directory(directory) else
             f"{', '.join(entries[:3])}{', ...' if len(entries) > 3 else ''}")
     raise UserError(f"--out {directory}: not empty (holds {what}); a study run writes only into a new or empty "
                     "directory: choose another --out")
 
 
-def claim_directory(study: Study, directory: Path, first: dict[str, Any]) -> None:
+def claim_directory(study: Study, directory: Path, first: StudyRecord) -> None:
     """Takes a new or empty DIRECTORY for a new study run: its first study.json (`first`: the study, its mode, status
     running) created exclusively, so that two runs cannot both take it and a --resume knows whose run it is. A
     directory it could not take is left as it was (removed again if it made it)."""
@@ -266,7 +266,7 @@ def claim_directory(study: Study, directory: Path, first: dict[str, Any]) -> Non
     try:
         directory.mkdir(parents=True, exist_ok=True)
         with open(directory / STUDY_JSON, "x", encoding="utf-8") as f:
-            f.write(json.dumps(first, indent=2) + "\n")
+            f.write(record_text(first))
     except FileExistsError:
         raise UserError(f"--out {directory}: another study run took it meanwhile; choose another --out") from None
     except OSError as e:
@@ -289,10 +289,10 @@ def check_resumable(study: Study, directory: Path, mode: Mode) -> None:
             raise UserError(f"--out {directory}: a dbperf run's results directory, not a study run; `dbperf run "
                             f"EXPERIMENT --resume --out {directory}` goes on with it")
         raise UserError(f"--out {directory}: not a study run (no {STUDY_JSON} naming its study): nothing to resume")
-    if run["study"] != study.name:
-        raise UserError(f"--out {directory}: holds a run of study {run['study']}, not {study.name}; "
-                        f"`{resume_command(run['study'], run_mode(run), directory)}` goes on with it")
-    earlier = run_mode(run)
+    if run.study != study.name:
+        raise UserError(f"--out {directory}: holds a run of study {run.study}, not {study.name}; "
+                        f"`{resume_command(run.study, run.run_mode, directory)}` goes on with it")
+    earlier = run.run_mode
     if earlier != mode:
         flag = mode_flag(earlier) or "neither --quick nor --smoke"
         raise UserError(f"--out {directory}: holds a {earlier} run of study {study.name}; resume it with the same "
@@ -328,10 +328,8 @@ def set_aside(run: StepRun, step: Step) -> Path | None:
 def _earlier_start(directory: Path, now: datetime) -> tuple[datetime, list[str]]:
     """A resumed study run's start (the earlier run's, from its study.json when it got that far, else its steps'
     earliest meta.json), and when each resume began (this one last)."""
-    earlier: dict[str, Any] = {}
-    with contextlib.suppress(OSError, ValueError):
-        earlier = json.loads((directory / STUDY_JSON).read_text(encoding="utf-8"))
-    said = [earlier.get("started")]
+    earlier = _study_record(directory)
+    said = [known(earlier.started) if earlier is not None else None]
     for meta in directory.glob(f"*/{META}"):
         with contextlib.suppress(OSError, ValueError, AttributeError):
             said.append(json.loads(meta.read_text(encoding="utf-8")).get("started_at"))
@@ -340,20 +338,21 @@ def _earlier_start(directory: Path, now: datetime) -> tuple[datetime, list[str]]
         with contextlib.suppress(ValueError):
             if isinstance(text, str):
                 starts.append(datetime.fromisoformat(text))
-    return min(starts), [*(earlier.get("resumed_at") or []), now.isoformat(timespec="seconds")]
+    resumed = (earlier.resumed_at or []) if earlier is not None else []
+    return min(starts), [*resumed, now.isoformat(timespec="seconds")]
 
 
-def write_summary(study: Study, directory: Path, facts: RunFacts, record: dict[str, Any], exit_code: int,
+def write_summary(study: Study, directory: Path, facts: RunFacts, record: StudyRecord, exit_code: int,
                   force: bool) -> StudyEnd:
     """The figures read back from what the steps wrote in DIRECTORY, then summary.md, summary.html and study.json
     (`record` with the host, the steps, the figures and the headline added); the run's exit code, INCOMPLETE if a
     figure it should measure was not."""
-    why = dict(record.get("left_out") or {})
+    why = dict(record.left_out or {})
     found = not_run(study, rows(study, directory, facts.mode), facts.mode, why)
     # A smoke run's figures check the plumbing: set beside the record, they would read as a regression. A run is
     # not compared with itself (its summary written again after it was put on record).
     on_record = recorded(study.name)
-    same = on_record is not None and on_record.get("directory") == str(directory)
+    same = on_record is not None and on_record.directory == str(directory)
     against = None if facts.mode == "smoke" or same else compare_with_record(study.name, found, facts.host)
     if against is not None and on_record is not None:
         against += steps_against_record(study, on_record, directory, facts.mode, force)
@@ -363,20 +362,17 @@ def write_summary(study: Study, directory: Path, facts: RunFacts, record: dict[s
                if (directory / name).is_file()]
     write_file(directory / SUMMARY_HTML, html_summary(study, found, facts, reports), force=force,
                name=SUMMARY_HTML, option="--out")
-    record = {**record, "host": facts.host.to_json(), "steps": [{"name": n, "ended": h} for n, h in facts.steps],
-              "figures": [asdict(r) for r in found], "headline": asdict(facts.headline) if facts.headline else None,
-              "also_headlines": {step: asdict(h) for step, h in facts.also.items()}}
-    if facts.rewritten:
-        record["rewritten"] = facts.rewritten
     if not exit_code and not all(r.measured_anything or r.left_out for r in found):
         exit_code = INCOMPLETE
-    record["exit_code"] = exit_code  # kept when the summary is written again (128 + N: stopped by signal N)
-    write_file(directory / STUDY_JSON, json.dumps(record, indent=2) + "\n", force=force, name=STUDY_JSON,
-               option="--out")
+    # the exit code is kept when the summary is written again (128 + N: stopped by signal N)
+    record = record.replace(host=facts.host.to_json(), steps=[StepEnded(n, h) for n, h in facts.steps],
+                            figures=found, headline=facts.headline, also_headlines=facts.also,
+                            rewritten=facts.rewritten or UNSET, exit_code=exit_code)
+    write_file(directory / STUDY_JSON, record_text(record), force=force, name=STUDY_JSON, option="--out")
     return StudyEnd(directory, doc, exit_code, found, facts.headline)
 
 
-def steps_against_record(study: Study, on_record: dict[str, Any], directory: Path, mode: Mode, force: bool,
+def steps_against_record(study: Study, on_record: StudyRecord, directory: Path, mode: Mode, force: bool,
                          docs: Path = DOCS_STUDIES) -> list[str]:
     """Each step whose results the record keeps and this run has too, compared cell by cell with the recorded run
     (dbperf compare: the same verdict rules as one run), its HTML report written beside the summary as
@@ -388,9 +384,9 @@ def steps_against_record(study: Study, on_record: dict[str, Any], directory: Pat
         if mine is None:
             continue
         command = f"dbperf compare {shown_path(kept)} {mine}"
-        if run_mode(on_record) != mode:
+        if on_record.run_mode != mode:
             lines.append(f"- step {md(step)}: not compared cell by cell: this is a {md(mode)} run, the record a "
-                         f"{md(run_mode(on_record))} one (other cells, other benchmarks); `{command}`")
+                         f"{md(on_record.run_mode)} one (other cells, other benchmarks); `{command}`")
             continue
         report = f"{step}-against-record.html"
         try:
@@ -419,34 +415,42 @@ def summarise(directory: Path, study: Study | None = None) -> StudyEnd:
     study.json), with the figures as the study defines them now: a figure added to the study after the run is read
     back from what its steps wrote, without running them again. The run's facts (host, steps, command) are kept.
     `study`: the study the run is of, when the caller has it (else the one its study.json names)."""
+    run = _ended_run(directory)
+    study = study or load_study(run.study)
+    mode = run.run_mode
+    steps = run.step_ends
+    if run.left_out is UNSET:  # written before study.json kept it: said in the steps' ends
+        run = run.replace(left_out={n: ("--step" if h == "not run (--step)" else mode_flag(mode))
+                                    for n, h in steps if h.startswith("not run")})
+    command = run.command or _command_said(directory) or run_command(study, mode)
+    when = started_when(run.started or "", known(run.resumed_at))
+    facts = RunFacts(run.run_host, when, command, mode, headline(study, directory), steps,
+                     also=step_headlines(study, directory), rewritten=f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC")
+    keep = run.replace(host=UNSET, steps=UNSET, figures=UNSET, headline=UNSET, also_headlines=UNSET,
+                       rewritten=UNSET, exit_code=UNSET, command=command)
+    exit_code = run.exit_code
+    if not isinstance(exit_code, int) or exit_code < 0:
+        exit_code = INCOMPLETE if any(h.startswith(UNFINISHED) for _, h in steps) else 0
+    return write_summary(study, directory, facts, keep, exit_code, force=True)
+
+
+def _ended_run(directory: Path) -> StudyRecord:
+    """The study.json of a study run that ended (its mode said); one line when it is none, or still running."""
     try:
-        run = json.loads((directory / STUDY_JSON).read_text())
+        run = read_record(directory / STUDY_JSON)
     except FileNotFoundError:
         raise UserError(f"{directory}: not a study run ({STUDY_JSON} missing; `dbperf study run` writes it)") \
             from None
-    except (OSError, json.JSONDecodeError) as e:
+    except MetaError:
+        raise UserError(f"{directory}/{STUDY_JSON}: not a study run's record (no study name or mode)") from None
+    except (OSError, ValueError) as e:
         raise UserError(f"{directory}: unreadable study run ({e})") from None
-    if not isinstance(run, dict) or not isinstance(run.get("study"), str) or run.get("mode") not in MODES:
+    if run.mode is UNSET:
         raise UserError(f"{directory}/{STUDY_JSON}: not a study run's record (no study name or mode)")
-    if run.get("status") == RUNNING:
+    if run.running:
         raise UserError(f"{directory}: the study run has not ended (it is running, or was stopped before its "
-                        f"summary); `{resume_command(run['study'], run['mode'], directory)}` goes on with it")
-    study = study or load_study(run["study"])
-    mode: Mode = run["mode"]
-    steps = [(str(s.get("name")), str(s.get("ended"))) for s in run.get("steps", []) if isinstance(s, dict)]
-    if "left_out" not in run:  # written before study.json kept it: said in the steps' ends
-        run["left_out"] = {n: ("--step" if h == "not run (--step)" else mode_flag(mode))
-                           for n, h in steps if h.startswith("not run")}
-    command = run.get("command") or _command_said(directory) or run_command(study, mode)
-    when = started_when(run.get("started", ""), run.get("resumed_at"))
-    facts = RunFacts(Host.from_json(run.get("host") or {}), when, command, mode, headline(study, directory), steps,
-                     also=step_headlines(study, directory), rewritten=f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC")
-    keep = {k: v for k, v in run.items()
-            if k not in ("host", "steps", "figures", "headline", "also_headlines", "rewritten", "exit_code")}
-    exit_code = run.get("exit_code")
-    if not isinstance(exit_code, int) or isinstance(exit_code, bool) or exit_code < 0:
-        exit_code = INCOMPLETE if any(h.startswith(UNFINISHED) for _, h in steps) else 0
-    return write_summary(study, directory, facts, {**keep, "command": command}, exit_code, force=True)
+                        f"summary); `{resume_command(run.study, run.mode, directory)}` goes on with it")
+    return run
 
 
 def _command_said(directory: Path) -> str | None:
