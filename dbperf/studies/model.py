@@ -34,7 +34,8 @@ exist.
 Three modes: the full study (the published method), --quick (fewer versions, smaller tables, shorter cells: still
 the study's own builds) and --smoke (the quick overrides, then the step's `smoke` ones: tiny tables, one benchmark,
 released binaries or cached builds, under a minute; what the e2e and server test tiers run so that a study cannot
-rot). A study whose smoke run would build a server from source or run long is refused when it loads (SMOKE_LIMITS).
+rot). A study whose smoke run would build a server from source or run long is refused when it loads
+(EXPERIMENT_LIMITS, and each kind's StepKind.smoke_limits).
 """
 
 from __future__ import annotations

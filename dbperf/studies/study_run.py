@@ -189,8 +189,7 @@ def _run_steps(run: StepRun, limits: Limits) -> Sitting:
             sitting.ended.append((step.name, f"not run in the {mode_flag(mode)} run (its skip = true)"))
             sitting.why[step.name] = mode_flag(mode)
             continue
-        kind = step_kind(step.kind)
-        kept = kind.kept_before(study, step, directory, bool(run.extend_s)) if run.resume else None
+        kept = _kept_before(study, step, directory, bool(run.extend_s)) if run.resume else None
         if kept is not None:
             sitting.ended.append((step.name, kept))
             say(f"dbperf: study {study.name}: step {step.name}: {kept}", err)
@@ -200,7 +199,7 @@ def _run_steps(run: StepRun, limits: Limits) -> Sitting:
         aside = None
         try:
             aside = set_aside(run, step) if run.resume else None
-            end = kind.run(replace(run, step=step))
+            end = step_kind(step.kind).run(replace(run, step=step))
         except UserError as e:  # this step's bad input or failure; the others may still measure
             end = StepEnd(f"failed: {e}", INCOMPLETE)
         except OSError as e:  # a write the step could not make (a full or read-only disk): said, not a traceback
@@ -340,6 +339,12 @@ def _earlier_start(directory: Path, now: datetime) -> tuple[datetime, list[str]]
                 starts.append(datetime.fromisoformat(text))
     resumed = (earlier.resumed_at or []) if earlier is not None else []
     return min(starts), [*resumed, now.isoformat(timespec="seconds")]
+
+
+def _kept_before(study: Study, step: Step, directory: Path, extend: bool = False) -> str | None:
+    """How a step of a resumed study run ended before the resume, when it is kept; None when it runs (again): its
+    kind says (StepKind.kept_before). `extend`: --extend, which runs again what stopped on its budget."""
+    return step_kind(step.kind).kept_before(study, step, directory, extend)
 
 
 def write_summary(study: Study, directory: Path, facts: RunFacts, record: StudyRecord, exit_code: int,
