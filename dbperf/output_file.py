@@ -23,11 +23,13 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import json
 import os
 import stat
 import tempfile
 from pathlib import Path
+from typing import Any
+
+import msgspec
 
 from dbperf.errors import UserError
 
@@ -40,13 +42,20 @@ KINDS = ((stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
          (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a directory"))  # what a file is that is not a regular one
 
 
+class _Marked(msgspec.Struct):
+    """What makes a meta.json dbperf's: its format version's key (run_meta.py VERSION_KEY), whatever its value.
+    Only the mark is decoded, not the run (storage/results.py read_meta): a meta.json of a newer format, or one
+    damaged by hand, is still a run's file and still protected; and this module sits below storage's layer."""
+    dbperf_results: Any
+
+
 def is_results_directory(directory: Path) -> bool:
     """A directory holding a dbperf results meta.json (the key `dbperf_results`, storage/results.py)."""
     try:
-        meta = json.loads((directory / "meta.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError, RecursionError):
+        msgspec.json.decode((directory / "meta.json").read_bytes(), type=_Marked)
+    except (OSError, msgspec.DecodeError, RecursionError):
         return False
-    return isinstance(meta, dict) and "dbperf_results" in meta
+    return True
 
 
 def results_directory_holding(path: Path) -> Path | None:

@@ -229,6 +229,21 @@ class RunMeta(msgspec.Struct, kw_only=True):
     def replace(self, **changes: Any) -> RunMeta:
         return msgspec.structs.replace(self, **changes)
 
+    def set_target(self, name: str, **changes: Any) -> TargetMeta:
+        """A target's part with fields set from a writer's dict (a lifecycle's describe(), the load), in place."""
+        i = self.target_names.index(name)
+        self.targets[i] = part = updated(self.targets[i], **changes)
+        return part
+
+    def start_rounds(self, keep: bool) -> None:
+        """The groups' rounds begin: those of an earlier sitting kept (`keep`: a resumed automatic run), or none."""
+        self.rounds = list(self.rounds or []) if keep else []
+
+    def end_rounds(self, ended: RoundsMeta, order: dict[tuple[str, int], int]) -> None:
+        """A group's rounds ended: recorded in place of an earlier sitting's, the groups in the order they run."""
+        rounds = [r for r in self.rounds or [] if (r.benchmark, r.threads) != (ended.benchmark, ended.threads)]
+        self.rounds = sorted([*rounds, ended], key=lambda r: order.get((r.benchmark, r.threads), len(order)))
+
 
 # UPGRADES[n] turns a version n-1 meta.json (as a JSON object) into version n. Version 1 is the first: dbperf has
 # written `"dbperf_results": 1` since its first commit, and fields added since carry defaults.

@@ -1,6 +1,7 @@
 """The child process that runs one host's part of a fleet matrix on that host (started by task.py in the worker):
-build, start, load, drive and stop through runner/matrix.py, as `dbperf run` does, into a local results directory,
-and every record written there also goes, as one JSON line, down the pipe the worker reads.
+build, start, load, drive and stop through runner/matrix.py (its plan built once here, carried out in a LabRun), as
+`dbperf run` does, into a local results directory, and every record written there also goes, as one JSON line, down
+the pipe the worker reads.
 
 It dies with its worker: standard input stays open for as long as the worker lives, and its end of file (the worker
 killed, however) is turned into SIGTERM, which ends the run as Ctrl-C does (driver killed, servers stopped).
@@ -25,7 +26,8 @@ from dbperf.errors import UserError
 from dbperf.experiment.model import Experiment
 from dbperf.records import CellRecord, encode
 from dbperf.runner import interrupts
-from dbperf.runner.matrix import plan_cells, run_matrix
+from dbperf.runner.matrix import run_plan
+from dbperf.runner.plan import RunPlan
 from dbperf.runner.targets import build_targets
 
 
@@ -38,7 +40,7 @@ def _exit_with_parent() -> None:
 
 
 def _fake_matrix(e: Experiment, seconds: float, skip: set[Any], send: Any) -> None:
-    for cell in plan_cells(e):
+    for cell in RunPlan.of(e).cells():
         if cell.key in skip:
             continue
         started = time.time()
@@ -59,7 +61,8 @@ def run(job: dict[str, Any], records: BinaryIO, work: Path) -> int:
             _fake_matrix(job["experiment"], job["fake_cell_s"], job["skip"], send)
             return 0
         exp, builds = build_targets(job["experiment"], console)
-        run_matrix(exp, work, console, keep_data=job["keep_data"], builds=builds, on_record=send, skip=job["skip"])
+        plan = RunPlan.inspected(exp, builds, skip=job["skip"])  # the cells measured before a resume are skipped
+        run_plan(plan, work, console, keep_data=job["keep_data"], on_record=send)
     except KeyboardInterrupt as interrupt:
         console.print(f"dbperf: interrupted ({interrupts.reason(interrupt)})", markup=False, highlight=False)
         return interrupts.exit_code(interrupt)

@@ -6,7 +6,6 @@ which stops its driver and servers as Ctrl-C does in `dbperf run`."""
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import pickle
 import shutil
@@ -18,10 +17,13 @@ import time
 from pathlib import Path
 from typing import Any
 
+import msgspec
 from distributed import Event, get_client, get_worker
 
 from dbperf.buildlab.paths import cache_root
+from dbperf.errors import UserError
 from dbperf.host.facts import host_metadata
+from dbperf.storage.results import read_meta
 
 STDERR_TAIL = 4000
 
@@ -97,8 +99,8 @@ def host_matrix(job: dict[str, Any], run_id: str) -> dict[str, Any]:
         with contextlib.suppress(OSError):
             child.stdin.close()
     meta: dict[str, Any] | None = None
-    with contextlib.suppress(OSError, json.JSONDecodeError):
-        meta = json.loads((work / "meta.json").read_text())
+    with contextlib.suppress(UserError):  # the child ended before it wrote one
+        meta = msgspec.to_builtins(read_meta(work))
     if not job.get("keep_data"):
         shutil.rmtree(work, ignore_errors=True)
     ended = {"kind": "done", "exit_code": code, "records": sent, "meta": meta, "work_dir": str(work),

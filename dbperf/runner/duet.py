@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import select
 import socket
+import subprocess
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -146,50 +147,70 @@ def run_together(sides: Sequence[Side], on_release: Callable[[list[int | None]],
     before it was ready), so that the caller's samplers start with the window. Ctrl-C kills every driver and
     propagates."""
     pairs = [socket.socketpair() for _ in sides]
-    procs = []
-    outcomes: list[DriverOutcome[RunResult] | None] = [None] * len(sides)
-    errors: list[BaseException] = []
-    threads: list[threading.Thread] = []
+    drivers = _Drivers(sides)
     try:
-        for side, (_lab, driver) in zip(sides, pairs, strict=True):
-            job = side.job.replace(start_fd=driver.fileno())
-            procs.append((start_job(job, side.env, side.cpus, pass_fds=(driver.detach(),)), job))
-
-        def collect(i: int) -> None:
-            proc, job = procs[i]
-            try:
-                outcomes[i] = collect_job(proc, job, RunResult, sides[i].timeout_s)
-            except BaseException as err:
-                errors.append(err)
-
-        threads = [threading.Thread(target=collect, args=(i,), daemon=True, name=f"duet-{i}")
-                   for i in range(len(procs))]
-        for t in threads:
-            t.start()
+        drivers.start([driver for _, driver in pairs])
         ready = _wait_ready([lab for lab, _ in pairs], ready_timeout_s)
-        for i, ok in enumerate(ready):
+        for (lab, _), ok in zip(pairs, ready, strict=True):
             if ok:
-                pairs[i][0].sendall(b"s")
-        on_release([procs[i][0].pid if ok else None for i, ok in enumerate(ready)])
-        for i, ok in enumerate(ready):
-            if not ok:
-                kill_job(procs[i][0])  # hung in its setup, or already gone
-        for t in threads:
-            t.join()
+                lab.sendall(b"s")
+        on_release(drivers.pids(ready))
+        drivers.kill([not ok for ok in ready])  # hung in its setup, or already gone
+        drivers.join()
     except BaseException:
-        for proc, _ in procs:
-            kill_job(proc)
-        for t in threads:
-            t.join()
+        drivers.kill([True] * len(drivers.procs))
+        drivers.join()
         raise
     finally:
         for lab, driver in pairs:
             lab.close()
             driver.close()
-    if errors:
-        raise errors[0]
-    assert all(o is not None for o in outcomes)
-    return [o for o in outcomes if o is not None]
+    return drivers.outcomes()
+
+
+class _Drivers:
+    """A duet's drivers: started, each collected by a thread of its own (so that both are read while they run)."""
+
+    def __init__(self, sides: Sequence[Side]) -> None:
+        self.sides = sides
+        self.procs: list[tuple[subprocess.Popen[str], DriverJob]] = []
+        self.collected: list[DriverOutcome[RunResult] | None] = [None] * len(sides)
+        self.errors: list[BaseException] = []
+        self.threads: list[threading.Thread] = []
+
+    def start(self, ends: list[socket.socket]) -> None:
+        for side, driver in zip(self.sides, ends, strict=True):
+            job = side.job.replace(start_fd=driver.fileno())
+            self.procs.append((start_job(job, side.env, side.cpus, pass_fds=(driver.detach(),)), job))
+        self.threads = [threading.Thread(target=self._collect, args=(i,), daemon=True, name=f"duet-{i}")
+                        for i in range(len(self.procs))]
+        for t in self.threads:
+            t.start()
+
+    def _collect(self, i: int) -> None:
+        proc, job = self.procs[i]
+        try:
+            self.collected[i] = collect_job(proc, job, RunResult, self.sides[i].timeout_s)
+        except BaseException as err:
+            self.errors.append(err)
+
+    def pids(self, ready: list[bool]) -> list[int | None]:
+        return [proc.pid if ok else None for (proc, _), ok in zip(self.procs, ready, strict=True)]
+
+    def kill(self, which: list[bool]) -> None:
+        for (proc, _), kill in zip(self.procs, which, strict=False):
+            if kill:
+                kill_job(proc)
+
+    def join(self) -> None:
+        for t in self.threads:
+            t.join()
+
+    def outcomes(self) -> list[DriverOutcome[RunResult]]:
+        if self.errors:
+            raise self.errors[0]
+        assert all(o is not None for o in self.collected)
+        return [o for o in self.collected if o is not None]
 
 
 def _wait_ready(labs: list[socket.socket], timeout_s: float) -> list[bool]:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from dbperf import engines
 from dbperf.experiment.model import Experiment
-from dbperf.runner.duet import plan_duets
+from dbperf.runner.duet import DuetPlan, plan_duets
 from dbperf.runner.post_write import steps_before
 from dbperf.runner.resume import Earlier
 from dbperf.runner.simulated_tier import estimated_seconds
@@ -98,16 +98,15 @@ class Estimate:
         return out
 
 
-def _slots_per_round(e: Experiment, threads: int) -> int:
+def _slots_per_round(e: Experiment, duets: DuetPlan | None, threads: int) -> int:
     """Cell lengths a round of one (benchmark, threads) takes: one per target, or, where duets are formed, one per
     target other than the base (the base runs beside each of them at the same moment)."""
-    duets = plan_duets(e)
     if duets is not None and duets.formed(threads):
         return max(1, len(e.targets) - 1)
     return len(e.targets)
 
 
-def _share_left(e: Experiment, earlier: Earlier | None) -> float:
+def _share_left(e: Experiment, duets: DuetPlan | None, earlier: Earlier | None) -> float:
     """The share of the cells a resumed run still measures in its minimum rounds: with automatic repeats, the share
     of the (benchmark, threads) groups not reached before (a group --extend reopens is past its minimum); otherwise,
     of the cell records."""
@@ -115,7 +114,6 @@ def _share_left(e: Experiment, earlier: Earlier | None) -> float:
         return 1.0
     if e.budget_s is not None:
         return earlier.owed(e)
-    duets = plan_duets(e)
     n = len(e.targets)  # in a duet round the base runs once beside each other target
     per_round = sum(2 * (n - 1) if duets is not None and duets.formed(t) else n for t in e.threads)
     return max(0.0, 1.0 - len(earlier.records) / max(len(e.benchmarks) * e.repeats * per_round, 1))
@@ -124,7 +122,8 @@ def _share_left(e: Experiment, earlier: Earlier | None) -> float:
 def estimate(e: Experiment, out: Path, earlier: Earlier | None = None) -> Estimate:
     """`earlier`: the run that this one resumes or extends; only what is left is counted, but the data is loaded
     again (a new sitting starts its servers afresh)."""
-    left = _share_left(e, earlier)
+    duets = plan_duets(e)
+    left = _share_left(e, duets, earlier)
     rows = e.tables * e.table_size
     seconds = 0.0
     per_place: dict[str, int] = {}
@@ -146,7 +145,7 @@ def estimate(e: Experiment, out: Path, earlier: Earlier | None = None) -> Estima
         seconds += len(steps_before(e.benchmarks)) * len(e.targets) * e.post_write_wait_s
     for t in e.targets:
         seconds += restores * rows / (3 * engines.engine(t.engine).load_rows_per_s)
-    slots = len(e.benchmarks) * e.repeats * sum(_slots_per_round(e, t) for t in e.threads)
+    slots = len(e.benchmarks) * e.repeats * sum(_slots_per_round(e, duets, t) for t in e.threads)
     # Steady state: the least warm-up (a cell that does not settle takes up to max_warmup).
     warmup_s = e.steady.least_warmup_s(e.warmup_s) if e.steady else e.warmup_s
     minimum_s = slots * (e.time_s + warmup_s + CELL_OVERHEAD_S) * left

@@ -18,7 +18,6 @@ a look at the verdicts do not raise the false-alarm rate. The groups decided sta
 
 from __future__ import annotations
 
-import json
 from bisect import bisect_right
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -31,7 +30,7 @@ from dbperf.records import CellRecord
 from dbperf.run_meta import Extension, RoundsMeta, RunMeta
 from dbperf.runner.rounds import GroupState, Measured
 from dbperf.stats.rqps_matrix import cpu_qps
-from dbperf.storage.results import EXPERIMENT, META, read_results
+from dbperf.storage.results import EXPERIMENT, META, read_meta, read_results
 
 # (target, benchmark, threads, repeat, partner): in a duet round the base runs once per partner.
 CellKey = tuple[str, str, int, int, str | None]
@@ -54,10 +53,10 @@ def stopped_on_budget(directory: Path) -> bool:
     """Whether the run in `directory` has a (benchmark, threads) whose rounds stopped on its budget share: what
     --extend would reopen. False when there is no run there or its meta.json cannot be read."""
     try:  # meta.json alone: the records may be large
-        rounds = json.loads((directory / META).read_text(encoding="utf-8")).get("rounds") or []
-        return any(str(r.get("stopped")).startswith(BUDGET_SPENT) for r in rounds)
-    except (OSError, ValueError, AttributeError, RecursionError):
+        rounds = read_meta(directory).rounds or []
+    except UserError:
         return False
+    return any((r.stopped or "").startswith(BUDGET_SPENT) for r in rounds)
 
 
 @dataclass(frozen=True)

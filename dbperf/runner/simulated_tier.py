@@ -22,7 +22,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import replace
 from pathlib import Path
 
-from rich.progress import Progress
+from rich.progress import Progress, TaskID
 
 from dbperf.catalog.workload import Workload
 from dbperf.errors import UserError
@@ -155,6 +155,28 @@ def measure_simulated(e: Experiment, work: Path, data: dict[str, TargetLifecycle
     loaded = {name: d for name, d in data.items() if isinstance(d, SqliteData)}
     profiler = Profiler(e, work, queries=queries or queries_for(e.table_size), mode=MODE, native_timing=False,
                         data=loaded)
+    measured, copies = reuse_plan(e)
+    task = progress.add_task(TIER, total=len(e.benchmarks) * len(e.targets)) if progress else None
+    tier = _Tier(profiler, write, copies, progress, task)
+    try:
+        # SQLite pairs run `at_once()` at a time, never two of one target together (they share its working file).
+        tier.run_local([(t, b) for t, b in measured if not t.is_server])
+        for target, benchmark in measured:  # the profiler's server is one at a time
+            if target.is_server:
+                tier.describe(target, benchmark)
+                tier.done(target, benchmark, tier.one(target, benchmark))
+    finally:
+        profiler.close()
+        if progress and task is not None:
+            progress.remove_task(task)
+
+
+Pair = tuple[Target, Workload]
+
+
+def reuse_plan(e: Experiment) -> tuple[list[Pair], dict[tuple[str, str], list[Target]]]:
+    """The (target, benchmark) pairs measured, benchmark-major: the first target of each identity; and for each,
+    the identical targets that reuse its figures."""
     keys = {t.name: identity(t) for t in e.targets}
     first: dict[str, Target] = {}  # identity -> the target measured for it
     for t in e.targets:
@@ -162,44 +184,48 @@ def measure_simulated(e: Experiment, work: Path, data: dict[str, TargetLifecycle
     measured = [(t, b) for b in e.benchmarks for t in e.targets if first[keys[t.name]] is t]
     copies = {(src.name, b.name): [t for t in e.targets if t is not src and keys[t.name] == keys[src.name]]
               for src, b in measured}
-    task = progress.add_task(TIER, total=len(e.benchmarks) * len(e.targets)) if progress else None
+    return measured, copies
 
-    def done(target: Target, benchmark: Workload, record: SimulatedRecord) -> None:
-        write(record)
-        for copy in copies[(target.name, benchmark.name)]:
-            write(replace_target(record, copy.name, target.name))
-        if progress and task is not None:
-            progress.advance(task, 1 + len(copies[(target.name, benchmark.name)]))
 
-    def one(target: Target, benchmark: Workload) -> SimulatedRecord:
+class _Tier:
+    """The tier's profiles being measured: each written (and copied to its identical targets) as it is known."""
+
+    def __init__(self, profiler: Profiler, write: Callable[[SimulatedRecord | CostModelRecord], None],
+                 copies: dict[tuple[str, str], list[Target]], progress: Progress | None, task: TaskID | None) -> None:
+        self.profiler, self.write, self.copies = profiler, write, copies
+        self.progress, self.task = progress, task
+
+    def describe(self, target: Target, benchmark: Workload) -> None:
+        if self.progress and self.task is not None:
+            self.progress.update(self.task, description=f"{TIER}: {benchmark.name} {target.name}")
+
+    def one(self, target: Target, benchmark: Workload) -> SimulatedRecord:
         started = time.monotonic()
         try:
-            return _record(target, benchmark, profiler.profile(target, benchmark), None, time.monotonic() - started)
+            profile = self.profiler.profile(target, benchmark)
+            return _record(target, benchmark, profile, None, time.monotonic() - started)
         except (UserError, OSError, ValueError, subprocess.SubprocessError) as err:  # no figure, its reason kept
             return _record(target, benchmark, None, str(err), time.monotonic() - started)
 
-    try:
-        # SQLite pairs run `at_once()` at a time, never two of one target together (they share its working file).
-        local = [(t, b) for t, b in measured if not t.is_server]
-        servers = [(t, b) for t, b in measured if t.is_server]
+    def done(self, target: Target, benchmark: Workload, record: SimulatedRecord) -> None:
+        copies = self.copies[(target.name, benchmark.name)]
+        self.write(record)
+        for copy in copies:
+            self.write(replace_target(record, copy.name, target.name))
+        if self.progress and self.task is not None:
+            self.progress.advance(self.task, 1 + len(copies))
+
+    def run_local(self, pending: list[Pair]) -> None:
+        """SQLite pairs, `at_once()` at a time, never two of one target together."""
         with ThreadPoolExecutor(max_workers=at_once(), thread_name_prefix="dbperf-sim") as pool:
-            running: dict[Future[SimulatedRecord], tuple[Target, Workload]] = {}
+            running: dict[Future[SimulatedRecord], Pair] = {}
             before = own_children()
             try:
-                while local or running:
-                    busy = {t.name for t, _ in running.values()}
-                    while len(running) < at_once():
-                        pick = next(((t, b) for t, b in local if t.name not in busy), None)
-                        if pick is None:
-                            break
-                        local.remove(pick)
-                        busy.add(pick[0].name)
-                        if progress and task is not None:
-                            progress.update(task, description=f"{TIER}: {pick[1].name} {pick[0].name}")
-                        running[pool.submit(one, *pick)] = pick
+                while pending or running:
+                    self._submit(pool, pending, running)
                     finished, _ = wait(running, return_when=FIRST_COMPLETED)
                     for future in finished:
-                        done(*running.pop(future), future.result())
+                        self.done(*running.pop(future), future.result())
             except BaseException:
                 # Ctrl-C, SIGTERM: the workers' cachegrind runs are this process's children started since `before`;
                 # killed by their ids, so that the pool's shutdown does not wait for them to finish.
@@ -210,14 +236,18 @@ def measure_simulated(e: Experiment, work: Path, data: dict[str, TargetLifecycle
             finally:
                 for future in running:
                     future.cancel()
-        for target, benchmark in servers:  # the profiler's server is one at a time
-            if progress and task is not None:
-                progress.update(task, description=f"{TIER}: {benchmark.name} {target.name}")
-            done(target, benchmark, one(target, benchmark))
-    finally:
-        profiler.close()
-        if progress and task is not None:
-            progress.remove_task(task)
+
+    def _submit(self, pool: ThreadPoolExecutor, pending: list[Pair], running: dict[Future[SimulatedRecord], Pair],
+                ) -> None:
+        busy = {t.name for t, _ in running.values()}
+        while len(running) < at_once():
+            pick = next(((t, b) for t, b in pending if t.name not in busy), None)
+            if pick is None:
+                return
+            pending.remove(pick)
+            busy.add(pick[0].name)
+            self.describe(*pick)
+            running[pool.submit(self.one, *pick)] = pick
 
 
 def replace_target(record: SimulatedRecord, target: str, source: str) -> SimulatedRecord:

@@ -261,9 +261,7 @@ def read_results(directory: Path) -> tuple[RunMeta, list[ResultsRecord], list[Sk
     """meta (upgraded from an older format version, run_meta.py), the usable records, and the lines skipped (a torn
     last line: the run was killed mid-write; a line edited by hand) with why. A meta.json that cannot be reported
     is a UserError naming the file."""
-    meta = _read_meta(directory)
-    if meta.status == "running" and lab_died(directory):
-        meta.status = DIED  # its note: RunMeta.status_note
+    meta = read_meta(directory)
     records: list[ResultsRecord] = []
     skipped: list[SkippedLine] = []
     lines = _results_text(directory).splitlines()
@@ -275,6 +273,16 @@ def read_results(directory: Path) -> tuple[RunMeta, list[ResultsRecord], list[Sk
         except RecordError as e:
             skipped.append(SkippedLine(number, str(e)))
     return meta, records, skipped
+
+
+def read_meta(directory: Path) -> RunMeta:
+    """A results directory's meta.json alone (the records may be large), typed: upgraded from an older format
+    version (run_meta.py) and decoded, its status `died` when it says `running` and no lab holds the run's lock; a
+    UserError naming the file when it cannot be read."""
+    meta = _read_meta(directory)
+    if meta.status == "running" and lab_died(directory):
+        meta.status = DIED  # its note: RunMeta.status_note
+    return meta
 
 
 def _read_meta(directory: Path) -> RunMeta:

@@ -21,10 +21,11 @@ from dbperf.history.store import history_path
 from dbperf.replication.lab import run_replication
 from dbperf.runner import interrupts
 from dbperf.runner.estimate import estimate, human_seconds
-from dbperf.runner.matrix import run_matrix
+from dbperf.runner.matrix import run_plan
+from dbperf.runner.plan import RunPlan
 from dbperf.runner.preflight import require_simulated_tools
 from dbperf.runner.resume import Earlier, earlier_run
-from dbperf.runner.targets import build_targets, inspect_targets
+from dbperf.runner.targets import build_targets
 from dbperf.usecases.explain_run import explain_after_run
 from dbperf.usecases.history import record_run
 from dbperf.usecases.progress import PROGRESS, say
@@ -97,14 +98,13 @@ def run_experiment(experiment: Path, out: Path | None, keep_data: bool, profile:
         say(f"dbperf: warning: {experiment}: explain = \"disagreements\" explains the simulated tier's "
             "disagreements, and this run has none (simulated = true, or --simulated): nothing will be explained", err)
     exp, builds = build_targets(spec, err)
-    inspect_targets(exp)
+    plan = RunPlan.inspected(exp, builds, earlier)  # a library that is not one of its engine's: said now
     if profile:
         mode = detect_mode()
         err.print(f"dbperf: counters mode {mode.mode}: {mode.reason}", highlight=False)
     end = run_to_end(directory, keep_data, "cell",
-                     lambda: run_matrix(exp, directory, err, keep_data=keep_data, builds=builds, profile=profile,
-                                        earlier=earlier, in_history=p.record,
-                                        on_claimed=lambda: announce(exp, directory, earlier, extend_s, err)),
+                     lambda: run_plan(plan, directory, err, keep_data=keep_data, profile=profile, in_history=p.record,
+                                      on_claimed=lambda: announce(exp, directory, earlier, extend_s, err)),
                      record=p.record, err=err)
     if spec.simulated and spec.explain == "disagreements" and end.exit_code == 0:
         interrupted = explain_after_run(directory, err)  # the leads on stderr, DIR/explain.json
