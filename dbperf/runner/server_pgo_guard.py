@@ -2,8 +2,9 @@
 buildlab/pgo_guard.py, and starts no server itself): the PGO build and its base each started as a lab server, the
 training tables loaded, and the server's user-space instructions per query on the server training workload counted
 under valgrind, N events minus 0 events, exactly as the counters steps count them (explain/profile.py's Profiler:
-PostgreSQL's backends under cachegrind, mariadbd under callgrind). One connection, ASLR off, deterministic: the same
-build, data, seed and events give the same count, so one run of each build is enough.
+PostgreSQL's backends under cachegrind, mariadbd under callgrind). One connection, ASLR off: the same build, data,
+seed and events give nearly the same count (PostgreSQL 15.18: four counts of one build within 0.16%; the backend's
+waits for the client and its statistics flushes depend on timing), so one run of each build is enough.
 
 Where valgrind cannot decode the build's instructions (-march=native on a CPU with AVX-512), the guard cannot count:
 GuardCannotRun with valgrind's own reason, and the build lab records it as `not_run`."""
