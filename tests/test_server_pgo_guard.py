@@ -247,6 +247,8 @@ def test_a_build_cached_before_servers_had_a_guard_gains_its_figures_once(base_b
     assert guard["pgo_instructions_per_query"] == 36156.0 and guard["base_instructions_per_query"] == 38982.0
     assert guard["ratio"] == 0.9275 and guard["counted_after_the_build"] and "not_run" not in guard
     assert guard_ratio(written) == "×0.928"
+    assert guard_line(PGO.label(), written) == ("    PGO guard: 36,156 instructions per query against 38,982 without "
+                                                "PGO (×0.928) on train-mix")
     again = server_build._guarded_cached(PGO, replace(found, manifest=written), lambda *a: {}, None, _never)
     assert again.manifest == written
 

@@ -100,8 +100,8 @@ def guard_line(label: str, manifest: dict[str, Any]) -> str:
         return ""
     if "not_run" in guard:
         return f"dbperf: warning: {label}: the PGO guard did not run: {guard['not_run']}"
-    return (f"    PGO guard: {guard['pgo_instructions_per_query']:,.0f} instructions per query against "
-            f"{guard['base_instructions_per_query']:,.0f} without PGO (×{guard['ratio']:.3f}) on "
+    pgo, base = guard["pgo_instructions_per_query"], guard["base_instructions_per_query"]
+    return (f"    PGO guard: {pgo:,.0f} instructions per query against {base:,.0f} without PGO (×{pgo / base:.3f}) on "
             f"{', '.join(guard['workloads'])}")
 
 
