@@ -318,8 +318,7 @@ class MatrixRun:
         if step:
             part = self.meta.target(cell.target.name)
             assert part is not None
-            part.post_write.append(step)
-            self.lab.save()
+            self.lab.set_target(cell.target.name, post_write=[*part.post_write, step])
         return restarted
 
     def _run_one(self, cell: CellPlan) -> CellRecord:
@@ -341,10 +340,9 @@ class MatrixRun:
     # -- after the rounds
 
     def measure_sizes(self) -> None:
+        """Each target's database size at the end (written with the run's status)."""
         for t in self.e.targets:
-            part = self.meta.target(t.name)
-            assert part is not None
-            part.db_bytes_at_end = database_bytes(t, self.data[t.name])
+            self.meta.set_target(t.name, db_bytes_at_end=database_bytes(t, self.data[t.name]))
 
 
 def restart_line(cell: CellPlan, restarts: int | None) -> str:
