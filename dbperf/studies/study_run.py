@@ -7,7 +7,6 @@ of what was measured."""
 from __future__ import annotations
 
 import contextlib
-import json
 import re
 from collections import Counter
 from dataclasses import dataclass, replace
@@ -23,7 +22,7 @@ from dbperf.report import formats
 from dbperf.report.escape import md
 from dbperf.run_meta import MetaError
 from dbperf.runner import interrupts
-from dbperf.storage.results import META
+from dbperf.storage.results import META, read_meta
 from dbperf.studies.definition import study_command
 from dbperf.studies.figures import Headline, Row, headline, rows, step_headlines
 from dbperf.studies.model import Mode, Step, Study, load_study, mode_flag
@@ -330,8 +329,8 @@ def _earlier_start(directory: Path, now: datetime) -> tuple[datetime, list[str]]
     earlier = _study_record(directory)
     said = [known(earlier.started) if earlier is not None else None]
     for meta in directory.glob(f"*/{META}"):
-        with contextlib.suppress(OSError, ValueError, AttributeError):
-            said.append(json.loads(meta.read_text(encoding="utf-8")).get("started_at"))
+        with contextlib.suppress(UserError):
+            said.append(read_meta(meta.parent).started_at)
     starts = [now]
     for text in said:
         with contextlib.suppress(ValueError):

@@ -5,16 +5,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from dbperf.errors import UserError
 from dbperf.experiment.durations import parse_duration
 from dbperf.experiment.model import Experiment
 from dbperf.experiment.spec import parse_experiment
 from dbperf.output_file import write_file
 from dbperf.report import formats
 from dbperf.runner.resume import stopped_on_budget
-from dbperf.storage.results import META
+from dbperf.storage.results import META, read_meta
 from dbperf.studies import toml_text
 from dbperf.studies.definition import MODES, Mode, Step, Study, experiment_doc, parsed_experiment, study_command
-from dbperf.studies.steps.base import INCOMPLETE, INTERRUPTED, StepEnd, StepKind, StepRun, read_json
+from dbperf.studies.steps.base import INCOMPLETE, INTERRUPTED, StepEnd, StepKind, StepRun
 from dbperf.usecases.report import report_view
 from dbperf.usecases.run import run_experiment
 
@@ -53,10 +54,11 @@ class ExperimentKind(StepKind):
             return None
         if extend and stopped_on_budget(meta.parent):
             return None  # its undecided cells get more rounds
-        doc = read_json(meta)
-        if isinstance(doc, dict) and doc.get("status") == "complete":
-            return f"complete before the resume, results in {step.name}/"
-        return None  # cut short: resumed
+        try:
+            complete = read_meta(meta.parent).status == "complete"
+        except UserError:
+            return None  # unreadable: run again (resumed, or said why not)
+        return f"complete before the resume, results in {step.name}/" if complete else None  # cut short: resumed
 
     def goes_on(self, run: StepRun) -> bool:
         """A matrix run goes on from its measured cells; a replication lab's starts again."""
