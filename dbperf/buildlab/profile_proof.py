@@ -186,29 +186,10 @@ def _check_files(t: Training, gcda: list[Path]) -> None:
                          f"{stale[0].name}")
 
 
-def prove(t: Training) -> dict[str, Any]:
-    """The figures of a proven profile, for the manifest; a UserError (one line) when it is not."""
-    gcda = sorted(p for p in t.profile.rglob("*.gcda") if p.is_file())
-    _check_files(t, gcda)
-    by_object = {gcda_object(t.profile, p): p for p in gcda}
-    notes = sorted(p for p in t.objects_root.rglob("*.gcno")
-                   if _in_scope(object_key(p), t.objects_root, t.proof))
-    if not notes:
-        raise _refuse(t, f"no notes (.gcno) of the engine's own objects under {t.objects_root} (was the "
-                         f"instrumented build compiled with {NOTES_FLAG}?)")
-    counts, messages = function_counts(notes, by_object)
-    if messages:
-        raise _refuse(t, f"gcov: {messages[0][:160]} ({len(messages)} message(s))")
-    functions = [f for fs in counts.values() for f in fs]
-    run = sum(1 for f in functions if f.count > 0)
-    share = run / len(functions) if functions else 0.0
-    sentinels = {s: sum(f.count for f in functions if f.name == s) for s in t.proof.sentinels}
+def _check_coverage(t: Training, functions: list[FunctionCount], sentinels: dict[str, int], run: int,
+                    share: float) -> None:
+    """The sentinel functions are among the engine's own and ran, and more than the floor's share of functions did."""
     absent = [s for s in t.proof.sentinels if not any(f.name == s for f in functions)]
-    figures = {"functions": len(functions), "functions_run": run, "share": round(share, 4),
-               "share_floor": t.proof.floor, "sentinels": sentinels, "objects": len(notes),
-               "objects_with_profile": sum(1 for n in notes if object_key(n) in by_object),
-               "objects_without_functions": sum(1 for n in notes if not counts.get(n)),
-               "profile_files": len(gcda), "trainer_uid": t.trainer_uid}
     if absent:
         raise _refuse(t, f"sentinel function(s) {', '.join(absent)} not among the {len(functions)} functions of the "
                          "engine's own objects")
@@ -219,6 +200,37 @@ def prove(t: Training) -> dict[str, Any]:
     if share <= t.proof.floor:
         raise _refuse(t, f"{run} of {len(functions)} functions ({100 * share:.1f}%) have a count, at most the "
                          f"floor of {100 * t.proof.floor:g}%")
+
+
+def _own_notes(t: Training) -> list[Path]:
+    """The notes (.gcno) of the engine's own objects: the functions the proof counts."""
+    notes = sorted(p for p in t.objects_root.rglob("*.gcno")
+                   if _in_scope(object_key(p), t.objects_root, t.proof))
+    if not notes:
+        raise _refuse(t, f"no notes (.gcno) of the engine's own objects under {t.objects_root} (was the "
+                         f"instrumented build compiled with {NOTES_FLAG}?)")
+    return notes
+
+
+def prove(t: Training) -> dict[str, Any]:
+    """The figures of a proven profile, for the manifest; a UserError (one line) when it is not."""
+    gcda = sorted(p for p in t.profile.rglob("*.gcda") if p.is_file())
+    _check_files(t, gcda)
+    by_object = {gcda_object(t.profile, p): p for p in gcda}
+    notes = _own_notes(t)
+    counts, messages = function_counts(notes, by_object)
+    if messages:
+        raise _refuse(t, f"gcov: {messages[0][:160]} ({len(messages)} message(s))")
+    functions = [f for fs in counts.values() for f in fs]
+    run = sum(1 for f in functions if f.count > 0)
+    share = run / len(functions) if functions else 0.0
+    sentinels = {s: sum(f.count for f in functions if f.name == s) for s in t.proof.sentinels}
+    figures = {"functions": len(functions), "functions_run": run, "share": round(share, 4),
+               "share_floor": t.proof.floor, "sentinels": sentinels, "objects": len(notes),
+               "objects_with_profile": sum(1 for n in notes if object_key(n) in by_object),
+               "objects_without_functions": sum(1 for n in notes if not counts.get(n)),
+               "profile_files": len(gcda), "trainer_uid": t.trainer_uid}
+    _check_coverage(t, functions, sentinels, run, share)
     return figures
 
 

@@ -144,6 +144,22 @@ def _check_param(spec: Any, where: str) -> dict[str, Any]:
     return spec
 
 
+def _mix_event(doc: dict[str, Any], raw: dict[str, Any], i: int, name: str, source: str) -> tuple[float, Workload]:
+    """One `[[event]]` of a mix, with its weight: the file's other keys plus the event's own."""
+    ewhere = f"{source} ({name}) event {i}"
+    unknown = set(raw) - {"name", "weight", "transaction", "statement"}
+    if unknown:
+        raise UserError(f"{ewhere}: unknown key {sorted(unknown)[0]!r} (known: name, weight, transaction, "
+                        "statement)")
+    ename = check_name(raw.get("name", f"event{i}"), ewhere)
+    weight = raw.get("weight", 1)
+    if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not weight > 0:
+        raise UserError(f"{ewhere} ({ename}).weight: must be a positive number, got {weight!r}")
+    sub = {k: v for k, v in doc.items() if k not in ("event", "name")}
+    sub.update({k: raw[k] for k in ("transaction", "statement") if k in raw})
+    return float(weight), _build(sub, f"{name}.{ename}", source)
+
+
 def _build_mix(doc: dict[str, Any], name: str, source: str) -> Workload:
     """A workload file of several event kinds: `[[event]]` tables, each with a name, a weight > 0, its own
     `transaction` and `[[event.statement]]`s; the file's other keys (group, phase, ...) apply to the mix."""
@@ -153,20 +169,7 @@ def _build_mix(doc: dict[str, Any], name: str, source: str) -> Workload:
         raise UserError(f"{where}: a mix's statements and transaction belong in each [[event]]")
     if not isinstance(events, list) or not events or not all(isinstance(e, dict) for e in events):
         raise UserError(f"{where}: 'event' must be a list of tables ([[event]])")
-    kinds: list[tuple[float, Workload]] = []
-    for i, raw in enumerate(events, 1):
-        ewhere = f"{where} event {i}"
-        unknown = set(raw) - {"name", "weight", "transaction", "statement"}
-        if unknown:
-            raise UserError(f"{ewhere}: unknown key {sorted(unknown)[0]!r} (known: name, weight, transaction, "
-                            "statement)")
-        ename = check_name(raw.get("name", f"event{i}"), ewhere)
-        weight = raw.get("weight", 1)
-        if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not weight > 0:
-            raise UserError(f"{ewhere} ({ename}).weight: must be a positive number, got {weight!r}")
-        sub = {k: v for k, v in doc.items() if k not in ("event", "name")}
-        sub.update({k: raw[k] for k in ("transaction", "statement") if k in raw})
-        kinds.append((float(weight), _build(sub, f"{name}.{ename}", source)))
+    kinds = [_mix_event(doc, raw, i, name, source) for i, raw in enumerate(events, 1)]
     names = [k.name for _, k in kinds]
     if len(set(names)) != len(names):
         raise UserError(f"{where}: two events share a name")
@@ -176,6 +179,28 @@ def _build_mix(doc: dict[str, Any], name: str, source: str) -> Workload:
                     statements=tuple(st for _, k in kinds for st in k.statements),
                     rows_per_event=first.rows_per_event, source=source, writes=any(k.writes for _, k in kinds),
                     mix=tuple(kinds))
+
+
+def _statement(raw: Any, swhere: str) -> Statement:
+    """One `[[statement]]` table, checked."""
+    if not isinstance(raw, dict):
+        raise UserError(f"{swhere}: expected a table")
+    unknown = set(raw) - STATEMENT_KEYS
+    if unknown:
+        raise UserError(f"{swhere}: unknown key {sorted(unknown)[0]!r}")
+    sql = raw.get("sql")
+    if not isinstance(sql, str) or not sql.strip():
+        raise UserError(f"{swhere}: 'sql' must be a non-empty string")
+    params = raw.get("params", {})
+    if not isinstance(params, dict):
+        raise UserError(f"{swhere}: 'params' must be a table")
+    params = {k: _check_param(v, f"{swhere} params.{k}") for k, v in params.items()}
+    repeat = _positive_int(raw.get("repeat", 1), f"{swhere}.repeat")
+    dialect = raw.get("dialect", {})
+    if not isinstance(dialect, dict) or not all(k in engines.NAMES and isinstance(v, str)
+                                                for k, v in dialect.items()):
+        raise UserError(f"{swhere}: 'dialect' maps an engine ({', '.join(engines.NAMES)}) to its SQL")
+    return Statement(sql=sql, repeat=repeat, params=params, dialect=dialect)
 
 
 def _build(doc: dict[str, Any], name: Any, source: str) -> Workload:
@@ -204,27 +229,7 @@ def _build(doc: dict[str, Any], name: Any, source: str) -> Workload:
     raw_statements = doc.get("statement")
     if not isinstance(raw_statements, list) or not raw_statements:
         raise UserError(f"{where}: needs at least one [[statement]]")
-    statements = []
-    for i, raw in enumerate(raw_statements, 1):
-        swhere = f"{where} statement {i}"
-        if not isinstance(raw, dict):
-            raise UserError(f"{swhere}: expected a table")
-        unknown = set(raw) - STATEMENT_KEYS
-        if unknown:
-            raise UserError(f"{swhere}: unknown key {sorted(unknown)[0]!r}")
-        sql = raw.get("sql")
-        if not isinstance(sql, str) or not sql.strip():
-            raise UserError(f"{swhere}: 'sql' must be a non-empty string")
-        params = raw.get("params", {})
-        if not isinstance(params, dict):
-            raise UserError(f"{swhere}: 'params' must be a table")
-        params = {k: _check_param(v, f"{swhere} params.{k}") for k, v in params.items()}
-        repeat = _positive_int(raw.get("repeat", 1), f"{swhere}.repeat")
-        dialect = raw.get("dialect", {})
-        if not isinstance(dialect, dict) or not all(k in engines.NAMES and isinstance(v, str)
-                                                    for k, v in dialect.items()):
-            raise UserError(f"{swhere}: 'dialect' maps an engine ({', '.join(engines.NAMES)}) to its SQL")
-        statements.append(Statement(sql=sql, repeat=repeat, params=params, dialect=dialect))
+    statements = [_statement(raw, f"{where} statement {i}") for i, raw in enumerate(raw_statements, 1)]
     workload = Workload(
         name=name, description=description, group=group, phase=phase,
         order=_positive_int(doc.get("order", 1000), f"{where}.order"), transaction=transaction,

@@ -12,12 +12,14 @@ from urllib.parse import urlsplit
 
 from dbperf import engines
 from dbperf.catalog.registry import resolve
+from dbperf.catalog.workload import Workload
 from dbperf.engines.lab_owned import lab_owned_refusal
 from dbperf.errors import UserError
 from dbperf.experiment import keys
 from dbperf.experiment.aa import with_aa
 from dbperf.experiment.build_variants import (
     SERVER_ORIGINS,
+    ServerBuildSpec,
     parse_build,
     parse_server_build,
     parse_source,
@@ -128,9 +130,8 @@ def _process_variant(raw: dict[str, Any], twhere: str) -> ProcessVariant:
     return ProcessVariant(allocator, raw.get("hugepages"))
 
 
-def _server_target(raw: dict[str, Any], name: str, engine: str, twhere: str) -> Target:
-    if "library" in raw:
-        raise UserError(f"{twhere}: 'library' is for SQLite targets")
+def _server_source(raw: dict[str, Any], engine: str, twhere: str) -> tuple[str | None, ServerBuildSpec | None]:
+    """A server target's `source`: the release the lab fetches, or the build it makes (either may be None)."""
     release, server_build = None, None
     source = raw.get("source")
     if isinstance(source, str) and source.split("@", 1)[-1] in SERVER_ORIGINS:
@@ -151,20 +152,34 @@ def _server_target(raw: dict[str, Any], name: str, engine: str, twhere: str) -> 
         for key in ("binaries", "dsn"):
             if key in raw:
                 raise UserError(f"{twhere}: give either 'source' (a server the lab fetches or builds) or {key!r}")
+    return release, server_build
+
+
+def _external_dsn(raw: dict[str, Any], dsn: Any, engine: str, twhere: str) -> str:
+    """An external server's `dsn`, checked (no password in it, no key of a server the lab starts beside it) and in
+    its engine's canonical form."""
+    schemes = engines.engine(engine).dsn_schemes
+    if not isinstance(dsn, str) or not dsn.startswith(schemes):
+        raise UserError(f"{twhere}.dsn: expected {' or '.join(schemes)}... for engine {engine}")
+    if urlsplit(dsn).password is not None:
+        raise UserError(f"{twhere}.dsn: keep the password out of the experiment file "
+                        "(password_env = \"VAR\" or password_file = \"path\")")
+    canonical = engines.engine(engine).canonical_dsn(dsn)
+    for key in ("binaries", "port", "socket"):
+        if key in raw:
+            raise UserError(f"{twhere}: {key!r} is for servers the lab starts, not for a dsn")
+    return canonical
+
+
+def _server_target(raw: dict[str, Any], name: str, engine: str, twhere: str) -> Target:
+    if "library" in raw:
+        raise UserError(f"{twhere}: 'library' is for SQLite targets")
+    release, server_build = _server_source(raw, engine, twhere)
     dsn = raw.get("dsn")
     checked = (_settings(raw, twhere, SERVER_SETTING_NAME, SERVER_SETTING_VALUE, "server setting") if dsn is not None
                else server_settings(raw.get("config", {}), engine, twhere))
     if dsn is not None:
-        schemes = engines.engine(engine).dsn_schemes
-        if not isinstance(dsn, str) or not dsn.startswith(schemes):
-            raise UserError(f"{twhere}.dsn: expected {' or '.join(schemes)}... for engine {engine}")
-        if urlsplit(dsn).password is not None:
-            raise UserError(f"{twhere}.dsn: keep the password out of the experiment file "
-                            "(password_env = \"VAR\" or password_file = \"path\")")
-        dsn = engines.engine(engine).canonical_dsn(dsn)
-        for key in ("binaries", "port", "socket"):
-            if key in raw:
-                raise UserError(f"{twhere}: {key!r} is for servers the lab starts, not for a dsn")
+        dsn = _external_dsn(raw, dsn, engine, twhere)
     elif "password_env" in raw or "password_file" in raw:
         raise UserError(f"{twhere}: password_env/password_file are for external targets (dsn)")
     variant = _process_variant(raw, twhere)
@@ -185,9 +200,8 @@ def _release(value: object, engine: str, where: str) -> str:
     return version
 
 
-def parse_experiment(path: Path, *, cpus_here: bool = True) -> Experiment:
-    """The experiment file at `path`, checked. `cpus_here=False` (a fleet's controller): `[run].cpus` is checked as
-    written and planned later on each host, with that host's CPUs, not with this one's."""
+def _read(path: Path) -> tuple[str, dict[str, Any]]:
+    """The experiment file's text and its TOML document, its sections checked."""
     where = str(path)
     try:
         text = path.read_text(encoding="utf-8")
@@ -202,17 +216,21 @@ def parse_experiment(path: Path, *, cpus_here: bool = True) -> Experiment:
     unknown = set(doc) - {"run", "target", "fleet", "replication"}
     if unknown:
         raise UserError(f"{where}: unknown section {sorted(unknown)[0]!r} (known: run, target, fleet, replication)")
-    run = doc.get("run")
-    if not isinstance(run, dict):
+    if not isinstance(doc.get("run"), dict):
         raise UserError(f"{where}: missing [run] section")
-    rwhere = f"{where} [run]"
-    values = keys.checked(run, keys.RUN, rwhere)
+    return text, doc
+
+
+def _benchmarks(run: dict[str, Any], base_dir: Path, rwhere: str) -> list[Workload]:
     requested = run.get("benchmarks")
     if isinstance(requested, str):
         requested = [requested]
     if not isinstance(requested, list) or not requested:
         raise UserError(f"{rwhere}.benchmarks: expected a non-empty list of names, groups or workload files")
-    benchmarks = resolve(requested, path.parent, f"{rwhere}.benchmarks")
+    return resolve(requested, base_dir, f"{rwhere}.benchmarks")
+
+
+def _threads(run: dict[str, Any], rwhere: str) -> list[int]:
     threads = run.get("threads", [1])
     if isinstance(threads, int) and not isinstance(threads, bool):
         threads = [threads]
@@ -222,27 +240,26 @@ def parse_experiment(path: Path, *, cpus_here: bool = True) -> Experiment:
     if len(set(threads)) != len(threads):
         duplicate = next(t for t in threads if threads.count(t) > 1)
         raise UserError(f"{rwhere}.threads: {duplicate} is listed twice (each thread count is a row of cells)")
-    time_s = values.get("time", 10.0)
-    if time_s <= 0:
-        raise UserError(f"{rwhere}.time: must be longer than 0")
+    return threads
+
+
+def _targets(doc: dict[str, Any], where: str, base_dir: Path) -> list[Target]:
+    """The `[[target]]`s, each with its fleet host where it names one; no two share a name."""
     raw_targets = doc.get("target")
     if not isinstance(raw_targets, list) or not raw_targets:
         raise UserError(f"{where}: needs at least one [[target]]")
-    targets = [_target(t, i, where, path.parent) for i, t in enumerate(raw_targets, 1)]
+    targets = [_target(t, i, where, base_dir) for i, t in enumerate(raw_targets, 1)]
     targets = [replace(t, host=raw["host"]) if "host" in raw else t
                for t, raw in zip(targets, raw_targets, strict=True)]
     names = [t.name for t in targets]
     duplicate = next((n for n in names if names.count(n) > 1), None)
     if duplicate:
         raise UserError(f"{where}: target name {duplicate!r} is used twice")
-    check_tool_benchmarks(benchmarks, targets, values.get("tables", 1), rwhere)
-    base = run.get("base", names[0])
-    if base not in names:
-        raise UserError(f"{rwhere}.base: {base!r} is not a target (targets: {', '.join(names)})")
-    replication = (parse_replication(doc["replication"], where, targets[0].engine) if "replication" in doc
-                   else None)
-    if replication is not None:
-        check_replication_experiment(replication, targets, benchmarks, where)
+    return targets
+
+
+def _repeats(run: dict[str, Any], values: dict[str, Any], rwhere: str) -> tuple[int, float | None]:
+    """The repeats, and the time budget when they are "auto" (then the repeats are the minimum rounds)."""
     repeats = values.get("repeats", 3)
     budget_s = None
     if repeats == "auto":
@@ -251,6 +268,33 @@ def parse_experiment(path: Path, *, cpus_here: bool = True) -> Experiment:
             raise UserError(f"{rwhere}.budget: must be longer than 0")
     elif "budget" in run:
         raise UserError(f"{rwhere}.budget: only with repeats = \"auto\" (repeats is {repeats})")
+    return repeats, budget_s
+
+
+def parse_experiment(path: Path, *, cpus_here: bool = True) -> Experiment:
+    """The experiment file at `path`, checked. `cpus_here=False` (a fleet's controller): `[run].cpus` is checked as
+    written and planned later on each host, with that host's CPUs, not with this one's."""
+    where = str(path)
+    text, doc = _read(path)
+    run = doc["run"]
+    rwhere = f"{where} [run]"
+    values = keys.checked(run, keys.RUN, rwhere)
+    benchmarks = _benchmarks(run, path.parent, rwhere)
+    threads = _threads(run, rwhere)
+    time_s = values.get("time", 10.0)
+    if time_s <= 0:
+        raise UserError(f"{rwhere}.time: must be longer than 0")
+    targets = _targets(doc, where, path.parent)
+    names = [t.name for t in targets]
+    check_tool_benchmarks(benchmarks, targets, values.get("tables", 1), rwhere)
+    base = run.get("base", names[0])
+    if base not in names:
+        raise UserError(f"{rwhere}.base: {base!r} is not a target (targets: {', '.join(names)})")
+    replication = (parse_replication(doc["replication"], where, targets[0].engine) if "replication" in doc
+                   else None)
+    if replication is not None:
+        check_replication_experiment(replication, targets, benchmarks, where)
+    repeats, budget_s = _repeats(run, values, rwhere)
     experiment = Experiment(
         path=path, text=text, benchmarks=tuple(benchmarks), targets=tuple(targets), base=base,
         tables=values.get("tables", 1), table_size=values.get("table_size", 100_000),

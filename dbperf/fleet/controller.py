@@ -220,57 +220,73 @@ class Controller:
             return
         kind = msg.get("kind")
         if kind == "record":
-            try:
-                record = results_record(json.loads(msg["line"]))
-            except (RecordError, json.JSONDecodeError) as err:
-                self.console.print(f"dbperf: warning: {run.host} sent a record that is not one ({err})",
-                                   markup=False, highlight=False)
-                return
-            if isinstance(record, CellRecord):
-                record.host = run.host
-                self._write(writer, record)
+            self._on_record(writer, run, msg)
         elif kind == "host":
-            if run.worker is not None and run.worker != msg.get("worker"):  # started again elsewhere: not ours
-                return
-            run.worker = msg.get("worker")
-            facts = meta_part(HostMeta, msg.get("metadata") or {})
-            hm = self._host_meta(run.host)
-            hm.host, hm.worker = facts, run.worker
-            mine = self.meta.host or HostMeta()
-            ours = (mine.dbperf_version, mine.dbperf_commit)
-            theirs = (facts.dbperf_version, facts.dbperf_commit)
-            if theirs != ours:
-                self.console.print(f"dbperf: warning: {run.host} runs dbperf {theirs[0]} ({theirs[1]}), the "
-                                   f"controller {ours[0]} ({ours[1]})", markup=False, highlight=False)
-            writer.update_meta(self.meta)
+            self._on_host(writer, run, msg)
         elif kind == "done" and run.active:
-            child_meta = msg.get("meta") or {}
-            hm = self._host_meta(run.host)
-            reported = {key: child_meta[key] for key in ("driver", "targets", "runtime_dir", "started_at",
-                                                          "finished_at") if key in child_meta}
-            if self.keep_data:
-                reported["work_dir"] = msg.get("work_dir")
-            try:
-                self._set_host_meta(run.host, updated(hm, **reported))
-            except msgspec.ValidationError as err:
-                self.console.print(f"dbperf: warning: {run.host} reported a meta.json that is not one ({err})",
-                                   markup=False, highlight=False)
-            code = msg.get("exit_code")
-            if code == 0:
-                self._end_host(writer, run, "complete", None)
-            elif code in (129, 130, 143):
-                self._end_host(writer, run, "interrupted", "cancelled from the controller")
-            else:
-                tail = (msg.get("stderr_tail") or "").strip().splitlines()
-                self._end_host(writer, run, "failed", f"exit code {code}: {tail[-1] if tail else 'no output'}")
+            self._on_done(writer, run, msg)
         elif kind == "future" and run.active and run.future is not None:
-            if run.future.status == "error":
-                failure = run.future.exception()
-                # KilledWorker: the worker died under the task; anything else is the task's own failure
-                status = "lost" if isinstance(failure, KilledWorker) else "failed"
-                self._end_host(writer, run, status, f"{type(failure).__name__}: {failure}")
-            elif run.future.status == "finished":
-                run.finished_at = time.monotonic()  # the final report is on its way
+            self._on_future(writer, run, run.future)
+
+    def _on_record(self, writer: ResultsWriter, run: HostRun, msg: dict[str, Any]) -> None:
+        """A results line a host's task wrote: its cells go into the run's results, marked with the host."""
+        try:
+            record = results_record(json.loads(msg["line"]))
+        except (RecordError, json.JSONDecodeError) as err:
+            self.console.print(f"dbperf: warning: {run.host} sent a record that is not one ({err})",
+                               markup=False, highlight=False)
+            return
+        if isinstance(record, CellRecord):
+            record.host = run.host
+            self._write(writer, record)
+
+    def _on_host(self, writer: ResultsWriter, run: HostRun, msg: dict[str, Any]) -> None:
+        """The host's facts, sent when its task starts; a dbperf other than the controller's is warned about."""
+        if run.worker is not None and run.worker != msg.get("worker"):  # started again elsewhere: not ours
+            return
+        run.worker = msg.get("worker")
+        facts = meta_part(HostMeta, msg.get("metadata") or {})
+        hm = self._host_meta(run.host)
+        hm.host, hm.worker = facts, run.worker
+        mine = self.meta.host or HostMeta()
+        ours = (mine.dbperf_version, mine.dbperf_commit)
+        theirs = (facts.dbperf_version, facts.dbperf_commit)
+        if theirs != ours:
+            self.console.print(f"dbperf: warning: {run.host} runs dbperf {theirs[0]} ({theirs[1]}), the "
+                               f"controller {ours[0]} ({ours[1]})", markup=False, highlight=False)
+        writer.update_meta(self.meta)
+
+    def _on_done(self, writer: ResultsWriter, run: HostRun, msg: dict[str, Any]) -> None:
+        """The task's final report: the host's own metadata, and how its run ended."""
+        child_meta = msg.get("meta") or {}
+        hm = self._host_meta(run.host)
+        reported = {key: child_meta[key] for key in ("driver", "targets", "runtime_dir", "started_at",
+                                                      "finished_at") if key in child_meta}
+        if self.keep_data:
+            reported["work_dir"] = msg.get("work_dir")
+        try:
+            self._set_host_meta(run.host, updated(hm, **reported))
+        except msgspec.ValidationError as err:
+            self.console.print(f"dbperf: warning: {run.host} reported a meta.json that is not one ({err})",
+                               markup=False, highlight=False)
+        code = msg.get("exit_code")
+        if code == 0:
+            self._end_host(writer, run, "complete", None)
+        elif code in (129, 130, 143):
+            self._end_host(writer, run, "interrupted", "cancelled from the controller")
+        else:
+            tail = (msg.get("stderr_tail") or "").strip().splitlines()
+            self._end_host(writer, run, "failed", f"exit code {code}: {tail[-1] if tail else 'no output'}")
+
+    def _on_future(self, writer: ResultsWriter, run: HostRun, future: Future) -> None:
+        """The task's future changed state: an error ends the host; a finished task's final report is awaited."""
+        if future.status == "error":
+            failure = future.exception()
+            # KilledWorker: the worker died under the task; anything else is the task's own failure
+            status = "lost" if isinstance(failure, KilledWorker) else "failed"
+            self._end_host(writer, run, status, f"{type(failure).__name__}: {failure}")
+        elif future.status == "finished":
+            run.finished_at = time.monotonic()  # the final report is on its way
 
     def _check_hosts(self, writer: ResultsWriter) -> None:
         """Workers that left the cluster while their task ran (a scheduler that would retry the task elsewhere, or

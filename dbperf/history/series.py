@@ -96,14 +96,9 @@ def significance_many(base: list[float], samples: list[list[float]]) -> list[tup
     return out
 
 
-def build_series(results: Sequence[Result], by: str = "version", detect: bool = True,
-                 pvalue: float = PVALUE) -> Series:
-    if by not in BY:
-        raise UserError(f"--by: expected one of {', '.join(BY)}, got {by!r}")
-    if not results:
-        raise UserError("no results in the history match (dbperf history list shows what is stored)")
-    identity = _identity(results)
-    chosen: dict[tuple[str, str, int], Result] = {}  # (column key, benchmark, threads); a later run wins
+def _columns(results: Sequence[Result], by: str) -> tuple[dict[tuple[str, str, int], Result], dict[str, Column]]:
+    """The result kept per (column key, benchmark, threads), a later run winning, and the columns by key."""
+    chosen: dict[tuple[str, str, int], Result] = {}
     columns: dict[str, Column] = {}
     for r in results:  # ordered by start time
         if by == "version":
@@ -113,26 +108,40 @@ def build_series(results: Sequence[Result], by: str = "version", detect: bool = 
             col = Column(f"run {r.run_id} {r.target} ({r.version})", r.version, r.run_id, r.started_at, r.target)
         columns[key] = col
         chosen[(key, r.benchmark, r.threads)] = r
+    return chosen, columns
+
+
+def _row(benchmark: str, threads: int, found: list[Result | None], detect: bool, pvalue: float) -> Row:
+    """One benchmark's row: each column's rQPS and verdict against the first column with a figure."""
+    row = Row(benchmark, threads, [])
+    present = [r for r in found if r is not None and r.qps_center is not None]
+    first = present[0] if present else None
+    tests = iter(significance_many(first.qps_runs, [r.qps_runs for r in present[1:]]) if first else [])
+    for here in found:
+        if here is None or here.qps_center is None or first is None:
+            row.points.append(None)
+        elif here is first:
+            row.points.append(Point(here, 1.0, verdict_of(1.0, None, True, False)))
+        else:
+            rqps = here.qps_center / first.qps_center if first.qps_center else None
+            significant, _ = next(tests)
+            row.points.append(Point(here, rqps, verdict_of(rqps, significant, False, False)))
+    if detect:
+        values = [(i, p.result.qps_center) for i, p in enumerate(row.points) if p and p.result.qps_center]
+        row.steps = [Step(values[s.index][0], s.before, s.after, s.p_value)
+                     for s in steps([v for _, v in values], pvalue)]
+    return row
+
+
+def build_series(results: Sequence[Result], by: str = "version", detect: bool = True,
+                 pvalue: float = PVALUE) -> Series:
+    if by not in BY:
+        raise UserError(f"--by: expected one of {', '.join(BY)}, got {by!r}")
+    if not results:
+        raise UserError("no results in the history match (dbperf history list shows what is stored)")
+    identity = _identity(results)
+    chosen, columns = _columns(results, by)
     keys = sorted(columns, key=lambda k: version_key(k)) if by == "version" else list(columns)
-    rows: list[Row] = []
-    for benchmark, threads in dict.fromkeys((b, t) for _, b, t in chosen):
-        row = Row(benchmark, threads, [])
-        found = [chosen.get((key, benchmark, threads)) for key in keys]
-        present = [r for r in found if r is not None and r.qps_center is not None]
-        first = present[0] if present else None
-        tests = iter(significance_many(first.qps_runs, [r.qps_runs for r in present[1:]]) if first else [])
-        for here in found:
-            if here is None or here.qps_center is None or first is None:
-                row.points.append(None)
-            elif here is first:
-                row.points.append(Point(here, 1.0, verdict_of(1.0, None, True, False)))
-            else:
-                rqps = here.qps_center / first.qps_center if first.qps_center else None
-                significant, _ = next(tests)
-                row.points.append(Point(here, rqps, verdict_of(rqps, significant, False, False)))
-        if detect:
-            values = [(i, p.result.qps_center) for i, p in enumerate(row.points) if p and p.result.qps_center]
-            row.steps = [Step(values[s.index][0], s.before, s.after, s.p_value)
-                         for s in steps([v for _, v in values], pvalue)]
-        rows.append(row)
+    rows = [_row(benchmark, threads, [chosen.get((key, benchmark, threads)) for key in keys], detect, pvalue)
+            for benchmark, threads in dict.fromkeys((b, t) for _, b, t in chosen)]
     return Series(by, identity, [columns[k] for k in keys], rows)

@@ -124,29 +124,56 @@ def unattributed_line(counts: DynamicCounts, shown: int = 5) -> str:
             f"{f', {more} more' if more > 0 else ''}")
 
 
-def check_view(static: StaticMap, counts: DynamicCounts | None, found: list[Finding]) -> View:
-    """The map, the counts and the findings (or the static suspects when no workload ran) as a View."""
+def _map_section(static: StaticMap) -> Section:
     kinds = Counter(o.kind for o in static.objects)
-    sections = [Section(lines=(
+    return Section(lines=(
         f"{static.path}: {static.machine}, {static.line}-byte lines, {len(static.objects)} objects from "
         f"{static.symbol_table} ({', '.join(f'{n} {k}' for k, n in sorted(kinds.items()))}); TLS and read-only "
         "objects set apart", f"  {static.dwarf}", f"  {static.stores}",
         f"  static map in {static.seconds.get('total', 0.0):.2f} s "
-        f"({', '.join(f'{k} {v:.2f} s' for k, v in static.seconds.items() if k != 'total')})"))]
+        f"({', '.join(f'{k} {v:.2f} s' for k, v in static.seconds.items() if k != 'total')})"))
+
+
+def _suspect_sections(static: StaticMap) -> list[Section]:
+    """No workload ran: the lines that mix objects written in code with objects nothing stores to."""
     candidates = static.candidate_lines()
+    sections = [Section(lines=(
+        f"{len(candidates)} lines mix objects written in code with objects no instruction stores to (static "
+        "suspects). No workload was run, so nothing is known to be hot: give --run \"ARGS\" or --experiment to "
+        "count accesses and get findings.",))]
+    shown = candidates[:SHOW_CANDIDATES]
+    readable = demangled([o.name for _, objs in shown for o in objs])
+    if candidates:
+        sections.append(Section(title="static suspects (first lines by address)", block=Block(
+            "", "", ("line", "objects (* written in code)"), tuple(
+                Row((hex(a), ", ".join(readable.get(o.name, o.name) + ("*" if o.written_in_code else "")
+                                       for o in objs))) for a, objs in shown), text_columns=2)))
+    return sections
+
+
+def _findings_sections(static: StaticMap, found: list[Finding]) -> list[Section]:
+    """The findings, costliest first, and the remedy of each."""
+    readable = demangled([n for f in found for n in f.objects])
+    rows = []
+    for i, f in enumerate(found, 1):
+        reads = "; ".join(f"{readable.get(r['name'], r['name'])}{' ' + r['source'] if r['source'] else ''} "
+                          f"{sum(r['loads_by_thread'].values()):,}" for r in f.read_mostly)
+        writes = "; ".join(f"{readable.get(w['name'], w['name'])}{' ' + w['source'] if w['source'] else ''} "
+                           f"{sum(w['stores_by_thread'].values()):,}" for w in f.hot_written)
+        rows.append(Row((str(i), f.line, reads, writes, f"{f.cost:.3g}")))
+    return [Section(title=f"findings, costliest first ({static.line}-byte lines)", block=Block(
+                "", "", ("#", "line", "read-mostly (loads)", "hot-written (stores)", "cost"), tuple(rows),
+                text_columns=4)),
+            Section(lines=(
+                "cost = loads of the read-mostly objects × stores to the line by other threads (simulated counts)",
+                *[f"remedy {i}: {f.remedy}" for i, f in enumerate(found, 1)]))]
+
+
+def check_view(static: StaticMap, counts: DynamicCounts | None, found: list[Finding]) -> View:
+    """The map, the counts and the findings (or the static suspects when no workload ran) as a View."""
+    sections = [_map_section(static)]
     if counts is None:
-        sections.append(Section(lines=(
-            f"{len(candidates)} lines mix objects written in code with objects no instruction stores to (static "
-            "suspects). No workload was run, so nothing is known to be hot: give --run \"ARGS\" or --experiment to "
-            "count accesses and get findings.",)))
-        shown = candidates[:SHOW_CANDIDATES]
-        readable = demangled([o.name for _, objs in shown for o in objs])
-        if candidates:
-            sections.append(Section(title="static suspects (first lines by address)", block=Block(
-                "", "", ("line", "objects (* written in code)"), tuple(
-                    Row((hex(a), ", ".join(readable.get(o.name, o.name) + ("*" if o.written_in_code else "")
-                                           for o in objs))) for a, objs in shown), text_columns=2)))
-        return View("layout", "", tuple(sections))
+        return View("layout", "", tuple(sections + _suspect_sections(static)))
     sections.append(Section(lines=(
         f"dynamic counts, {counts.mode} ({counts.mode_reason}): {counts.tool}; {counts.threads} threads, "
         f"{counts.counted:,} of {counts.records:,} loads/stores in the binary, {counts.seconds:.1f} s",
@@ -156,20 +183,7 @@ def check_view(static: StaticMap, counts: DynamicCounts | None, found: list[Find
         sections.append(Section(lines=("no finding: no hot-written object shares a line with objects other threads "
                                        "load",)))
         return View("layout", "", tuple(sections))
-    readable = demangled([n for f in found for n in f.objects])
-    rows = []
-    for i, f in enumerate(found, 1):
-        reads = "; ".join(f"{readable.get(r['name'], r['name'])}{' ' + r['source'] if r['source'] else ''} "
-                          f"{sum(r['loads_by_thread'].values()):,}" for r in f.read_mostly)
-        writes = "; ".join(f"{readable.get(w['name'], w['name'])}{' ' + w['source'] if w['source'] else ''} "
-                           f"{sum(w['stores_by_thread'].values()):,}" for w in f.hot_written)
-        rows.append(Row((str(i), f.line, reads, writes, f"{f.cost:.3g}")))
-    sections.append(Section(title=f"findings, costliest first ({static.line}-byte lines)", block=Block(
-        "", "", ("#", "line", "read-mostly (loads)", "hot-written (stores)", "cost"), tuple(rows), text_columns=4)))
-    sections.append(Section(lines=(
-        "cost = loads of the read-mostly objects × stores to the line by other threads (simulated counts)",
-        *[f"remedy {i}: {f.remedy}" for i, f in enumerate(found, 1)])))
-    return View("layout", "", tuple(sections))
+    return View("layout", "", tuple(sections + _findings_sections(static, found)))
 
 
 def render(static: StaticMap, counts: DynamicCounts | None, found: list[Finding], console: Console) -> None:

@@ -37,15 +37,21 @@ def layout_command(binary: Path | None, run: str | None, experiment: Path | None
         return interrupts.exit_code(interrupt)
 
 
-def _layout(binary: Path | None, run: str | None, experiment: Path | None, target: str | None,
-            benchmark: str | None, line: int | None, json_file: Path | None, fix: bool, demo: bool, mode: str,
-            out: Console, err: Console, libraries: list[Path], budget: TraceBudget) -> None:
-    if libraries and (experiment is not None or demo or fix):
+def _check_options(libraries: list[Path], experiment: bool, demo: bool, fix: bool, mode: str,
+                   line: int | None) -> None:
+    """The options every form of the command checks first."""
+    if libraries and (experiment or demo or fix):
         raise UserError("--lib names shared libraries of BINARY: not with --experiment, --demo or --fix")
     if mode not in MODES:
         raise UserError(f"--mode: expected one of {', '.join(MODES)}, got {mode!r}")
     if line is not None and line not in (64, 128):
         raise UserError(f"--line: expected 64 or 128, got {line}")
+
+
+def _layout(binary: Path | None, run: str | None, experiment: Path | None, target: str | None,
+            benchmark: str | None, line: int | None, json_file: Path | None, fix: bool, demo: bool, mode: str,
+            out: Console, err: Console, libraries: list[Path], budget: TraceBudget) -> None:
+    _check_options(libraries, experiment is not None, demo, fix, mode, line)
     if experiment is not None or target is not None or benchmark is not None:
         if experiment is None or target is None or benchmark is None:
             raise UserError("--experiment, --target and --benchmark go together")

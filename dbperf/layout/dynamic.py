@@ -213,50 +213,67 @@ def parse_filter_output(text: str, static: StaticMap) -> tuple[dict[str, dict[in
     return parse_filter_output_many(text, [static])[0]
 
 
-def parse_filter_output_many(text: str, statics: list[StaticMap]) \
-        -> list[tuple[dict[str, dict[int, Access]], FilterTotals]]:
-    """The filter's output split by analysed object (its index on the filter's command line): per object symbol,
-    per thread, loads and stores, and the totals."""
-    maps: list[list[tuple[int, int, int]]] = [[] for _ in statics]
+@dataclass
+class _ObjectTally:
+    """One analysed object's counts while the filter's output is read."""
+    per_object: dict[str, dict[int, Access]] = field(default_factory=lambda: defaultdict(dict))
+    unattributed: int = 0
+    by_section: Counter[str] = field(default_factory=Counter)
+    counted: int = 0
+    threads: set[int] = field(default_factory=set)
+
+    def add(self, static: StaticMap, link_address: int, tid: int, loads: int, stores: int) -> None:
+        self.threads.add(tid)
+        self.counted += loads + stores
+        obj = static.find(link_address)
+        if obj is None:
+            self.unattributed += loads + stores
+            self.by_section[static.section_at(link_address) or NO_SECTION] += loads + stores
+            return
+        acc = self.per_object[obj.name].setdefault(tid, Access())
+        acc.loads += loads
+        acc.stores += stores
+
+
+def _filter_lines(text: str, objects: int) \
+        -> tuple[list[list[tuple[int, int, int]]], list[tuple[int, int, int, int]], int, int]:
+    """The filter's lines: each object's mappings (MAP), the counts by thread and address (C), and the run's
+    totals (T: records, counted)."""
+    maps: list[list[tuple[int, int, int]]] = [[] for _ in range(objects)]
     counts: list[tuple[int, int, int, int]] = []
     records = counted_in_run = 0
     for line in text.splitlines():
         parts = line.split()
         if not parts:
             continue
-        if parts[0] == "MAP" and len(parts) == 5 and 0 <= int(parts[1]) < len(statics):
+        if parts[0] == "MAP" and len(parts) == 5 and 0 <= int(parts[1]) < objects:
             maps[int(parts[1])].append((int(parts[2], 16), int(parts[3], 16), int(parts[4], 16)))
         elif parts[0] == "C" and len(parts) == 5:
             counts.append((int(parts[1]), int(parts[2], 16), int(parts[3]), int(parts[4])))
         elif parts[0] == "T" and len(parts) == 4:
             records, counted_in_run = int(parts[1]), int(parts[2])  # the third: thread switches, not used
+    return maps, counts, records, counted_in_run
+
+
+def parse_filter_output_many(text: str, statics: list[StaticMap]) \
+        -> list[tuple[dict[str, dict[int, Access]], FilterTotals]]:
+    """The filter's output split by analysed object (its index on the filter's command line): per object symbol,
+    per thread, loads and stores, and the totals."""
+    maps, counts, records, counted_in_run = _filter_lines(text, len(statics))
     ranges = [(start, end, i) for i, object_maps in enumerate(maps) for start, end, _ in object_maps]
     biases = [_runtime_to_link(static, m) for static, m in zip(statics, maps, strict=True)]
-    out: list[tuple[dict[str, dict[int, Access]], FilterTotals]] = []
-    per_objects: list[dict[str, dict[int, Access]]] = [defaultdict(dict) for _ in statics]
-    unattributed = [0 for _ in statics]
-    by_section: list[Counter[str]] = [Counter() for _ in statics]
-    counted = [0 for _ in statics]
-    threads: list[set[int]] = [set() for _ in statics]
+    tallies = [_ObjectTally() for _ in statics]
     for tid, address, loads, stores in counts:
         i = next((i for start, end, i in ranges if start <= address < end), None)
         bias = None if i is None else biases[i]
         if i is None or bias is None:
             continue
-        threads[i].add(tid)
-        counted[i] += loads + stores
-        obj = statics[i].find(address - bias)
-        if obj is None:
-            unattributed[i] += loads + stores
-            by_section[i][statics[i].section_at(address - bias) or NO_SECTION] += loads + stores
-            continue
-        acc = per_objects[i][obj.name].setdefault(tid, Access())
-        acc.loads += loads
-        acc.stores += stores
-    for i in range(len(statics)):
-        totals = FilterTotals(records, counted[i] if len(statics) > 1 else counted_in_run, unattributed[i],
-                              dict(by_section[i].most_common()), len(threads[i]), len(maps[i]))
-        out.append((dict(per_objects[i]), totals))
+        tallies[i].add(statics[i], address - bias, tid, loads, stores)
+    out: list[tuple[dict[str, dict[int, Access]], FilterTotals]] = []
+    for i, tally in enumerate(tallies):
+        totals = FilterTotals(records, tally.counted if len(statics) > 1 else counted_in_run, tally.unattributed,
+                              dict(tally.by_section.most_common()), len(tally.threads), len(maps[i]))
+        out.append((dict(tally.per_object), totals))
     return out
 
 

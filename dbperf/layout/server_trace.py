@@ -86,6 +86,38 @@ def refuse_untraceable(target: Target) -> None:
                         f"are threads (MariaDB); {kind.title} runs a process per connection")
 
 
+def _filter_said(flt: subprocess.Popen[bytes]) -> bytes:
+    """Stops the trace filter, which prints the window's counts (the shutdown is not counted); what it said on
+    stderr (valgrind's own lines among them)."""
+    flt.send_signal(signal.SIGTERM)
+    try:
+        _, said = flt.communicate(timeout=FILTER_DRAIN_S)
+    except subprocess.TimeoutExpired:
+        flt.kill()
+        raise UserError("the trace filter did not print its counts") from None
+    if flt.returncode != 0:
+        raise UserError(f"the trace filter failed (exit {flt.returncode}): "
+                        f"{tail(said.decode(errors='replace')) or 'no output'}")
+    return said
+
+
+def _window_counts(output: bytes, static: StaticMap, engine_title: str, queries: int, command: list[str],
+                   seconds: float, budget: TraceBudget) -> DynamicCounts:
+    """The counts the filter printed for the measured window, in which the driver ran `queries`."""
+    per_object, totals = parse_filter_output(output.decode(errors="replace"), static)
+    if totals.mapped == 0:
+        raise UserError(f"{static.path} was never mapped by the traced server: it is not the binary it runs")
+    extent = TraceExtent(whole_run=True, stopped_by=None, seconds=seconds, accesses=totals.records,
+                         budget_seconds=budget.seconds, budget_accesses=budget.accesses)
+    return DynamicCounts(
+        mode="simulated", tool=f"{valgrind_version()} lackey on the server ({engine_title}), ASLR off, its start-up "
+                               f"and shutdown left out; the driver native, {queries:,} queries in the window; "
+                               "threads serialised by valgrind",
+        command=command, seconds=seconds, per_object=per_object,
+        records=totals.records, counted=totals.counted, threads=totals.threads,
+        unattributed=totals.unattributed, unattributed_by_section=totals.unattributed_by_section, trace=extent)
+
+
 def count_server(exp: Experiment, target: Target, bench: Workload, static: StaticMap, threads: int,
                  budget: TraceBudget, err: Console) -> DynamicCounts:
     """The loads and stores of STATIC's objects by the server's threads while the driver runs BENCH natively with
@@ -140,34 +172,14 @@ def count_server(exp: Experiment, target: Target, bench: Workload, static: Stati
             began = time.monotonic()
             outcome = run_job(job, RunResult, budget.seconds + DRIVER_GRACE_S, env=server.env())
             seconds = round(time.monotonic() - began, 3)
-            flt.send_signal(signal.SIGTERM)  # prints the window's counts; the shutdown is not counted
-            try:
-                _, said = flt.communicate(timeout=FILTER_DRAIN_S)
-            except subprocess.TimeoutExpired:
-                flt.kill()
-                raise UserError("the trace filter did not print its counts") from None
-            if flt.returncode != 0:
-                raise UserError(f"the trace filter failed (exit {flt.returncode}): "
-                                f"{tail(said.decode(errors='replace')) or 'no output'}")
+            said = _filter_said(flt)
             if not outcome.ok or outcome.result is None:
                 raise UserError(unhandled_instruction(valgrind_lines(said.decode(errors="replace")))
                                 or f"{target.name} {bench.name}: the driver against the server under lackey failed: "
                                 f"{outcome.error}")
             counts.seek(0)
-            per_object, totals = parse_filter_output(counts.read().decode(errors="replace"), static)
-            if totals.mapped == 0:
-                raise UserError(f"{static.path} was never mapped by the traced server: it is not the binary it runs")
-            queries = outcome.result.queries
-            extent = TraceExtent(whole_run=True, stopped_by=None, seconds=seconds, accesses=totals.records,
-                                 budget_seconds=budget.seconds, budget_accesses=budget.accesses)
-            return DynamicCounts(
-                mode="simulated", tool=f"{valgrind_version()} lackey on the server ({kind.title}), ASLR off, its "
-                                       f"start-up and shutdown left out; the driver native, {queries:,} queries in the "
-                                       "window; threads serialised by valgrind",
-                command=[*server.launch_prefix[:-1], str(static.path)], seconds=seconds, per_object=per_object,
-                records=totals.records, counted=totals.counted, threads=totals.threads,
-                unattributed=totals.unattributed, unattributed_by_section=totals.unattributed_by_section,
-                trace=extent)
+            return _window_counts(counts.read(), static, kind.title, outcome.result.queries,
+                                  [*server.launch_prefix[:-1], str(static.path)], seconds, budget)
         finally:
             if write_end >= 0:
                 os.close(write_end)

@@ -9,6 +9,7 @@ import struct
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from elftools.common.exceptions import ELFError
 from elftools.construct.core import ConstructError
@@ -271,68 +272,103 @@ def _got_targets(elf: ELFFile) -> dict[int, int]:
 FOLLOW = 6
 
 
+class _StoreSites:
+    """Counts, per object of a map, the instructions that store to it while the executable sections are
+    disassembled (iced-x86, imported here: only the store scan needs it)."""
+
+    def __init__(self, elf: ELFFile, objects_map: StaticMap, bitness: int) -> None:
+        from iced_x86 import Code, FlowControl, InstructionInfoFactory, OpAccess, OpKind, Register
+
+        self.written = (OpAccess.WRITE, OpAccess.READ_WRITE, OpAccess.COND_WRITE, OpAccess.READ_COND_WRITE)
+        self.info = InstructionInfoFactory()
+        self.absolute = elf["e_type"] == "ET_EXEC"
+        self.got = _got_targets(elf) if bitness == 64 else {}
+        self.leas = (Code.LEA_R64_M, Code.LEA_R32_M)
+        self.got_loads = (Code.MOV_R64_RM64,)
+        self.next_flow = FlowControl.NEXT
+        self.memory, self.register = OpKind.MEMORY, OpKind.REGISTER
+        self.no_register = Register.NONE
+        self.direct_bases = (Register.RIP, Register.EIP, Register.NONE)
+        self.objects_map = objects_map
+        self.sites = 0
+        for o in objects_map.objects:
+            o.store_sites = 0
+
+    def mark(self, address: int) -> None:
+        target = self.objects_map.find(address)
+        if target is not None:
+            target.store_sites = (target.store_sites or 0) + 1
+            self.sites += 1
+
+    def has_memory_operand(self, ins: Any) -> bool:
+        return any(ins.op_kind(i) == self.memory for i in range(ins.op_count))
+
+    def held_address(self, ins: Any) -> int | None:
+        """The object address a RIP-relative `lea R` or `mov R` from a GOT slot loads into R, else None."""
+        if ins.code in self.leas:
+            return ins.ip_rel_memory_address
+        if ins.code in self.got_loads and ins.ip_rel_memory_address in self.got:
+            return self.got[ins.ip_rel_memory_address]
+        return None
+
+    def absolute_operand(self, ins: Any) -> bool:
+        """A memory operand with neither base nor index register (in a non-PIC executable, an object's address)."""
+        return (ins.memory_base == self.no_register and ins.memory_index == self.no_register
+                and self.has_memory_operand(ins))
+
+    def mark_through(self, ins: Any, holding: dict[int, int]) -> None:
+        """Stores through a register that holds an object's address."""
+        if ins.memory_base in holding and self.has_memory_operand(ins):
+            for mem in self.info.info(ins).used_memory():
+                if mem.access in self.written and mem.base in holding:
+                    self.mark(holding[mem.base] + mem.displacement)
+
+    def mark_direct(self, ins: Any) -> None:
+        """Stores to a RIP-relative or absolute address."""
+        for mem in self.info.info(ins).used_memory():
+            if mem.access in self.written and mem.base in self.direct_bases:
+                self.mark(mem.displacement)
+
+    def scan(self, decoder: Any) -> None:
+        holding: dict[int, int] = {}  # register -> object address it holds
+        left = 0
+        absolute = self.absolute
+        for ins in decoder:
+            if left:
+                left -= 1
+                if ins.flow_control != self.next_flow:
+                    holding.clear()
+                    left = 0
+                else:
+                    self.mark_through(ins, holding)
+                if ins.op_count and ins.op0_kind == self.register and ins.op0_register in holding:
+                    del holding[ins.op0_register]
+            if ins.is_ip_rel_memory_operand:
+                held = self.held_address(ins)
+                if held is not None:
+                    holding[ins.op0_register] = held
+                    left = FOLLOW
+                    continue
+            elif not absolute or not self.absolute_operand(ins):
+                continue
+            self.mark_direct(ins)
+
+
 def _stores(elf: ELFFile, objects_map: StaticMap, bitness: int) -> str:
     """Marks objects that an instruction of an executable section stores to: RIP-relative memory operands (and
     absolute ones in non-PIC executables) that iced-x86 says are written (write, read-write, conditional write), and
     stores through a register loaded just before with the object's address (lea, or mov from its GOT slot)."""
-    from iced_x86 import Code, Decoder, DecoderOptions, FlowControl, InstructionInfoFactory, OpAccess, OpKind, Register
+    from iced_x86 import Decoder, DecoderOptions
 
-    written = (OpAccess.WRITE, OpAccess.READ_WRITE, OpAccess.COND_WRITE, OpAccess.READ_COND_WRITE)
-    info = InstructionInfoFactory()
-    absolute = elf["e_type"] == "ET_EXEC"
-    got = _got_targets(elf) if bitness == 64 else {}
-    leas = (Code.LEA_R64_M, Code.LEA_R32_M)
-    got_loads = (Code.MOV_R64_RM64,)
-    for o in objects_map.objects:
-        o.store_sites = 0
-    sites = 0
-
-    def mark(address: int) -> None:
-        nonlocal sites
-        target = objects_map.find(address)
-        if target is not None:
-            target.store_sites = (target.store_sites or 0) + 1
-            sites += 1
-
+    sites = _StoreSites(elf, objects_map, bitness)
     for section in elf.iter_sections():
         if not section["sh_flags"] & SH_FLAGS.SHF_EXECINSTR or section["sh_type"] != "SHT_PROGBITS":
             continue
-        decoder = Decoder(bitness, section.data(), DecoderOptions.NONE, ip=section["sh_addr"])
-        holding: dict[int, int] = {}  # register -> object address it holds
-        left = 0
-        for ins in decoder:
-            if left:
-                left -= 1
-                if ins.flow_control != FlowControl.NEXT:
-                    holding.clear()
-                    left = 0
-                elif ins.memory_base in holding and any(ins.op_kind(i) == OpKind.MEMORY
-                                                        for i in range(ins.op_count)):
-                    for mem in info.info(ins).used_memory():
-                        if mem.access in written and mem.base in holding:
-                            mark(holding[mem.base] + mem.displacement)
-                if ins.op_count and ins.op0_kind == OpKind.REGISTER and ins.op0_register in holding:
-                    del holding[ins.op0_register]
-            if ins.is_ip_rel_memory_operand:
-                code = ins.code
-                if code in leas:
-                    holding[ins.op0_register] = ins.ip_rel_memory_address
-                    left = FOLLOW
-                    continue
-                if code in got_loads and ins.ip_rel_memory_address in got:
-                    holding[ins.op0_register] = got[ins.ip_rel_memory_address]
-                    left = FOLLOW
-                    continue
-            elif not absolute or ins.memory_base != Register.NONE or ins.memory_index != Register.NONE or not any(
-                    ins.op_kind(i) == OpKind.MEMORY for i in range(ins.op_count)):
-                continue
-            for mem in info.info(ins).used_memory():
-                if mem.access in written and mem.base in (Register.RIP, Register.EIP, Register.NONE):
-                    mark(mem.displacement)
-    how = "RIP-relative" + (" and absolute" if absolute else "")
+        sites.scan(Decoder(bitness, section.data(), DecoderOptions.NONE, ip=section["sh_addr"]))
+    how = "RIP-relative" + (" and absolute" if sites.absolute else "")
     return (f"{how} stores, and stores through a register just loaded with the object's address (lea or its GOT "
-            f"slot), found by disassembling the executable sections (iced-x86): {sites} store sites; stores through "
-            "pointers passed around are not seen")
+            f"slot), found by disassembling the executable sections (iced-x86): {sites.sites} store sites; stores "
+            "through pointers passed around are not seen")
 
 
 def _check_sections(elf: ELFFile, path: Path) -> None:

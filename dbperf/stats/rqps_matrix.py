@@ -151,14 +151,10 @@ class Matrix:
                 if any(self.cell(x, b, t) for x in self.targets)]
 
 
-def build_matrix(meta: RunMeta, records: list[ResultsRecord], aggregate: str | None = None) -> Matrix:
-    aggregate = aggregate or meta.aggregate
-    targets = meta.target_names
-    benchmarks = [b.name for b in meta.benchmarks]
+def _cells(meta: RunMeta, records: list[ResultsRecord], aggregate: str) -> dict[tuple[str, str, int], Cell]:
+    """The run's cells by (target, benchmark, threads), their repeats in order and their QPS summarized."""
     group_of = {b.name: b.group for b in meta.benchmarks}
-    min_effect = DEFAULT_MIN_EFFECT if meta.min_effect is None else meta.min_effect
     cells: dict[tuple[str, str, int], Cell] = {}
-    counters = {(r.target, r.benchmark): r for r in records if isinstance(r, CountersRecord)}
     for rec in records:
         if not isinstance(rec, CellRecord):
             continue
@@ -171,7 +167,11 @@ def build_matrix(meta: RunMeta, records: list[ResultsRecord], aggregate: str | N
         cell.figures = [derived(r) for r in cell.runs]
         if cell.runs:
             cell.qps = summarize(cell.per_run("qps"), aggregate)
-    base = meta.base
+    return cells
+
+
+def _compare_with_base(cells: dict[tuple[str, str, int], Cell], base: str, min_effect: float) -> None:
+    """Each cell's rQPS against the base's cell of the same benchmark and threads, and its verdicts."""
     for (target, benchmark, threads), cell in cells.items():
         base_cell = cells.get((base, benchmark, threads))
         if cell.qps is None or base_cell is None or base_cell.qps is None or base_cell.qps.center == 0:
@@ -182,6 +182,17 @@ def build_matrix(meta: RunMeta, records: list[ResultsRecord], aggregate: str | N
             cell.verdict_detail = cell_verdict(cell, base_cell, min_effect)
             cell.cpu_verdict_detail = cell_verdict(cell, base_cell, min_effect, "cpu")
             cell.level_shift = level_shift_text(cell.verdict_detail, cell.cpu_verdict_detail)
+
+
+def build_matrix(meta: RunMeta, records: list[ResultsRecord], aggregate: str | None = None) -> Matrix:
+    aggregate = aggregate or meta.aggregate
+    targets = meta.target_names
+    benchmarks = [b.name for b in meta.benchmarks]
+    min_effect = DEFAULT_MIN_EFFECT if meta.min_effect is None else meta.min_effect
+    counters = {(r.target, r.benchmark): r for r in records if isinstance(r, CountersRecord)}
+    cells = _cells(meta, records, aggregate)
+    base = meta.base
+    _compare_with_base(cells, base, min_effect)
     thread_counts = sorted({t for (_, _, t) in cells} | set(meta.threads))
     trained_on = {t.name: t.trained_on for t in meta.targets}
     _attach_simulated(cells, base, records)  # issue 25's simulated tier: Cell.sim (stats/simulated.py)

@@ -182,6 +182,18 @@ def decide(target: list[float], base: list[float], rounds: list[tuple[float, flo
     return CellVerdict(verdict, view.name, view.diff, view.threshold, min_effect, unpaired, paired)
 
 
+def _with_level_shift(word: Verdict, logs: list[float], rounds: list[int],
+                      min_effect: float) -> tuple[Verdict, str | None]:
+    """The sequential call and its note once a level shift in the rounds is looked for: a shift leaves the call
+    undecided unless both levels are beyond the effect the same way."""
+    shift = find_level_shift(logs, min_effect, rounds)
+    if shift is None:
+        return word, None
+    if word in ("faster", "slower") and shift.beyond(word, min_effect):
+        return word, f"{shift.describe()}, both {word}: called"
+    return "undecided", shift.describe()
+
+
 def verdict_on_rounds(pairs: list[tuple[int, float, float]], target: list[float], base: list[float],
             min_effect: float = DEFAULT_MIN_EFFECT, metric: Metric = "wall",
             alpha: float = METRIC_ALPHA, describe: bool = True) -> CellVerdict | None:
@@ -198,13 +210,8 @@ def verdict_on_rounds(pairs: list[tuple[int, float, float]], target: list[float]
         return None
     logs = [math.log(t / b) for _, t, b in pairs]
     cs = confidence_sequence(logs, alpha)
-    word = cast(Verdict, call(cs, min_effect))
-    shift = find_level_shift(logs, min_effect, [r for r, _, _ in pairs])
-    shift_note = shift.describe() if shift else None
-    if shift and word in ("faster", "slower") and shift.beyond(word, min_effect):
-        shift_note = f"{shift_note}, both {word}: called"
-    elif shift:
-        word = "undecided"
+    word, shift_note = _with_level_shift(cast(Verdict, call(cs, min_effect)), logs, [r for r, _, _ in pairs],
+                                         min_effect)
     finite = math.isfinite(cs.lower) and math.isfinite(cs.upper)
     # Unbounded (too few rounds): half the span of the changes not ruled out yet, over the candidates examined (the
     # grid reaches ratios of 0.22-4.5 at least), so the true width is at least that; none fits: the data's half-span.

@@ -31,7 +31,7 @@ from dbperf.report.model import View
 from dbperf.run_meta import RunMeta
 from dbperf.runner import interrupts
 from dbperf.runner.simulated_tier import queries_for
-from dbperf.stats.rqps_matrix import Matrix, build_matrix
+from dbperf.stats.rqps_matrix import Cell, Matrix, build_matrix
 from dbperf.storage.results import EXPERIMENT, ResultsWriteError, read_results, writing
 from dbperf.usecases.explain import benchmark, profiling, target
 from dbperf.usecases.progress import PROGRESS, say
@@ -73,7 +73,8 @@ def chosen_cells(matrix: Matrix, cell: str | None, directory: Path) -> list[Chos
     return chosen
 
 
-def _named(matrix: Matrix, cell: str, directory: Path) -> Chosen:
+def _named_cells(matrix: Matrix, cell: str, directory: Path) -> tuple[str, str, list[Cell]]:
+    """The target, the benchmark and the cells (one per thread count) that `--cell TARGET:BENCHMARK` names."""
     name, sep, bench = cell.partition(":")
     if not sep or not name or not bench:
         raise UserError(f"--cell: expected TARGET:BENCHMARK, got {cell!r}")
@@ -83,6 +84,11 @@ def _named(matrix: Matrix, cell: str, directory: Path) -> Chosen:
         raise UserError(f"--cell {cell}: no such cell in {directory} (its cells: {known})")
     if name == matrix.base:
         raise UserError(f"--cell {cell}: {name} is the base every cell is compared with; name another target")
+    return name, bench, cells
+
+
+def _named(matrix: Matrix, cell: str, directory: Path) -> Chosen:
+    name, bench, cells = _named_cells(matrix, cell, directory)
     first = next((c for c in cells if c.tiers is not None), cells[0])
     if first.sim is None or first.sim.verdict == "missing":
         raise UserError(f"--cell {cell}: the run has no simulated figure for it"
