@@ -86,3 +86,10 @@ def test_each_document_matches_its_golden_file(run, fmt):
 @pytest.mark.parametrize("fmt", DOCUMENTS)
 def test_verbose_changes_no_document(run, fmt):
     check(f"{run}.{DOCUMENTS[fmt]}", rendered(run, fmt, verbose=True))
+
+
+@pytest.mark.parametrize("run", RUNS)
+def test_the_run_view_renders_nothing_of_its_own_but_the_html_page_with_charts(run):
+    """Issue 48's bar: the terminal, Markdown, CSV and JSON draw the run view's sections, document and rows."""
+    view = report_view(TESTS / "fixtures" / run, "run").view()
+    assert set(view.own) == {"html"} and view.sections and view.glance and view.document and view.rows
