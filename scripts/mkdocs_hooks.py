@@ -161,8 +161,8 @@ def studies_page() -> str:
             out.append(f"| `{name}` | {source_links(s.sources)} | {cell(s.title)} | {cell(s.duration)} | "
                        f"[{name}](studies/{name}.md) | ? | ? |")
         elif page.is_file() and doc is not None:
-            host = doc.get("host") or {}
-            run = (f"{record.started_when(doc.get('started'))}, {record.run_mode(doc)}, "
+            host = doc.host or {}
+            run = (f"{record.started_when(doc.started or None)}, {doc.run_mode}, "
                    f"{host.get('cpu', '?')}, {host.get('cores', '?')} cores")
             kept = ", ".join(f"`{step}`" for step in record.recorded_results(doc)) or (
                 "no (recorded before they were)" if any(step.kind == "experiment" for step in s.steps)
