@@ -261,14 +261,14 @@ def check_can_build(spec: ServerBuildSpec) -> tuple[Recipe, Compiler]:
                         f"{', '.join(libraries)} (apt install {' '.join(libraries)})")
     if spec.pgo and not cc.is_gcc:
         raise UserError(f"{spec.label()}: the pgo variant needs gcc (found {cc.version})")
-    if spec.pgo and shutil.which("valgrind") is None:
-        raise UserError(f"{spec.label()}: the pgo variant's guard counts instructions with valgrind (apt install "
-                        "valgrind)")
     if spec.bolt:
         try:
             bolt_tools()
         except UserError as e:
             raise UserError(f"{spec.label()}: {e}") from None
+    if spec.pgo and shutil.which("valgrind") is None:
+        raise UserError(f"{spec.label()}: the pgo variant's guard counts instructions with valgrind (apt install "
+                        "valgrind)")
     return recipe, cc
 
 
