@@ -312,7 +312,9 @@ def test_a_study_extend_runs_again_the_experiment_steps_whose_budget_left_cells_
     study = load_study("pgo-server")
     step = next(s for s in study.steps if s.name == "mariadb")
     (tmp_path / "mariadb").mkdir()
-    meta = {"status": "complete", "rounds": [{"benchmark": "point-query", "threads": 1, "rounds": 21,
+    # a meta.json as the lab writes it (typed: read_meta refuses one without its format key, base and targets)
+    meta = {"dbperf_results": 1, "base": "O2", "targets": [{"name": "O2"}], "benchmarks": [],
+            "status": "complete", "rounds": [{"benchmark": "point-query", "threads": 1, "rounds": 21,
                                               "stopped": "every cell decided after 21 rounds"}]}
     (tmp_path / "mariadb" / "meta.json").write_text(json.dumps(meta))
     assert _kept_before(study, step, tmp_path, extend=True) == "complete before the resume, results in mariadb/"
