@@ -1,7 +1,8 @@
 """Running an experiment's `[replication]` section: the cluster started and loaded, the studies run in order, each
 record written to results.jsonl the moment it is produced, and every server stopped on every exit path (errors,
 Ctrl-C, TERM and HUP; the watchdog when the lab is killed hard). A study that fails (a replica died, replication
-broke) is recorded with the error and the server's log tail; dead replicas are started again for the next study."""
+broke) is recorded with the error and the server's log tail; dead replicas are started again for the next study.
+The run's scaffolding (runtime folder, watchdog, results writer, status, the finish) is runner/lab_run.py's LabRun."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.progress import SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from dbperf import engines
 from dbperf.errors import UserError
@@ -24,10 +25,8 @@ from dbperf.replication.fsync_rate import fdatasync_rate
 from dbperf.replication.kind import ReplicationKind
 from dbperf.replication.replica_set import ReplicaSet, StudyFailed
 from dbperf.run_meta import ReplicationMeta, RunMeta, TargetMeta, meta_part, updated
-from dbperf.runner.matrix import RunOutcome, started_meta
-from dbperf.servers.runtime import RuntimeDir
-from dbperf.servers.watchdog import Watchdog
-from dbperf.storage.results import ResultsWriter, close_run, recorded_status
+from dbperf.runner.lab_run import LabRun, RunOutcome
+from dbperf.runner.matrix import started_meta
 
 # The kinds of replication the lab runs, by the name an engine's descriptor gives (Engine.replication).
 KINDS: dict[str, ReplicationKind] = {k.name: k for k in (binlog.KIND, streaming.KIND)}
@@ -56,8 +55,7 @@ def _cpus() -> int:
     return len(os.sched_getaffinity(0))
 
 
-def _start(cluster: ReplicaSet[Any], e: Experiment, meta: RunMeta, writer: ResultsWriter,
-           step: Callable[[str], None]) -> None:
+def _start(cluster: ReplicaSet[Any], e: Experiment, lab: LabRun, step: Callable[[str], None]) -> None:
     """The cluster started and the tables loaded on the primary and replicated; what was loaded and the servers in
     meta.json."""
     try:
@@ -70,85 +68,67 @@ def _start(cluster: ReplicaSet[Any], e: Experiment, meta: RunMeta, writer: Resul
         cluster.all_caught_up()
     except StudyFailed as err:
         raise UserError(f"replicating the loaded tables: {err}") from None
+    meta = lab.meta
+    assert meta is not None and meta.replication is not None
     meta.targets[0] = updated(meta.targets[0], load=to_builtins(loaded), engine_version=loaded.engine_version)
-    assert meta.replication is not None
     meta.replication.servers = cluster.describe()
-    writer.update_meta(meta)
+    lab.save()
 
 
-def _run_studies(kind: ReplicationKind, cluster: ReplicaSet[Any], e: Experiment, console: Console, meta: RunMeta,
-                 writer: ResultsWriter, write: Callable[[ApplyRecord | StaleReadsRecord], None],
+def _run_studies(kind: ReplicationKind, cluster: ReplicaSet[Any], e: Experiment, lab: LabRun,
                  step: Callable[[str], None]) -> None:
     """The section's studies in order, replicas that died started again before each; a failed study is said and
     the next one runs, unless the primary died."""
-    spec, replication = e.replication, meta.replication
-    assert spec is not None and replication is not None
+    spec = e.replication
+    assert spec is not None and lab.meta is not None
+    replication = lab.meta.replication
+    assert replication is not None
+
+    def write(record: ApplyRecord | StaleReadsRecord) -> None:
+        lab.keep(record, ok=record.status == "ok")
+
     for name in spec.studies:
         revived = cluster.revive()
         if revived:
-            console.print(f"dbperf: started {', '.join(revived)} again after it died", markup=False,
-                          highlight=False)
+            lab.console.print(f"dbperf: started {', '.join(revived)} again after it died", markup=False,
+                              highlight=False)
             replication.servers = cluster.describe()
-            writer.update_meta(meta)
+            lab.save()
         started = time.time()
         try:
             kind.studies[name](cluster, e, spec, write, step)
         except StudyFailed as err:
-            console.print(f"dbperf: the {name} study failed: {err}", markup=False, highlight=False)
+            lab.console.print(f"dbperf: the {name} study failed: {err}", markup=False, highlight=False)
             if cluster.primary.died():
                 break
         replication.study_seconds[name] = round(time.time() - started, 1)
-        writer.update_meta(meta)
+        lab.save()
 
 
 def run_replication(e: Experiment, out: Path, console: Console, keep_data: bool = False,
                     builds: dict[str, dict[str, Any]] | None = None) -> RunOutcome:
-    """Runs the replication studies into `out`; counts of ok and failed records in the outcome (cells_*)."""
+    """Runs the replication studies into `out`; counts of ok and failed records in the outcome (cells_*). The run's
+    scaffolding (runtime folder, watchdog, results writer, status, the finish on every exit path) is a LabRun's."""
     spec = e.replication
     assert spec is not None
-    out = out.absolute()
     (target,) = e.targets
     kind = kind_of(target)
-    runtime = RuntimeDir()
-    try:
-        cluster = kind.cluster(runtime, out / "logs", target, e, spec)
-        writer = ResultsWriter(out)
-    except BaseException:
-        runtime.remove()
-        raise
-    if not keep_data:
-        Watchdog.get().watch_dir(runtime.path)
-    outcome = RunOutcome(out, runtime_dir=runtime.path)
-    meta = _meta(e, builds or {})
-    meta.runtime_dir = str(runtime.path)
-    replication = meta.replication
-    assert replication is not None
+    with LabRun(out, console, keep_data=keep_data, servers=True) as lab:
+        assert lab.runtime is not None
+        cluster = kind.cluster(lab.runtime, lab.out / "logs", target, e, spec)
+        lab.claim()
+        lab.own(cluster)
+        meta = _meta(e, builds or {})
+        assert meta.replication is not None
+        progress = lab.start(meta, e.text, columns=(SpinnerColumn(), TextColumn("{task.description}"),
+                                                    TimeElapsedColumn()))
+        task = progress.add_task("fdatasync rate of the data directory's device")
 
-    def write(record: ApplyRecord | StaleReadsRecord) -> None:
-        writer.append(record)
-        if record.status == "ok":
-            outcome.cells_ok += 1
-        else:
-            outcome.cells_failed += 1
+        def step(text: str) -> None:
+            progress.update(task, description=text)
 
-    try:
-        with recorded_status(meta, out):
-            writer.write_meta(meta, e.text)
-            with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=console,
-                          transient=True) as progress:
-                task = progress.add_task("fdatasync rate of the data directory's device")
-
-                def step(text: str) -> None:
-                    progress.update(task, description=text)
-
-                replication.fdatasync_per_s = round(fdatasync_rate(runtime.path), 1)
-                step(f"starting the primary and {spec.replicas} {kind.replica}(s)")
-                _start(cluster, e, meta, writer, step)
-                _run_studies(kind, cluster, e, console, meta, writer, write, step)
-    finally:
-        cluster.stop()
-        if not keep_data:
-            runtime.remove()
-            Watchdog.get().forget_dir(runtime.path)
-        close_run(meta, writer)
-    return outcome
+        meta.replication.fdatasync_per_s = round(fdatasync_rate(lab.runtime.path), 1)
+        step(f"starting the primary and {spec.replicas} {kind.replica}(s)")
+        _start(cluster, e, lab, step)
+        _run_studies(kind, cluster, e, lab, step)
+    return lab.outcome
