@@ -38,7 +38,7 @@ from dbperf.storage import cost_models
 from dbperf.storage.results import RESULTS, ResultsWriter
 from dbperf.usecases import calibrate as calibrate_usecase
 from tests.conftest import DBPERF, REPO, run_cli
-from tests.test_hardening_run import one_error_line
+from tests.test_run_out_and_signals import one_error_line
 
 unit = pytest.mark.unit
 e2e = pytest.mark.e2e

@@ -9,7 +9,7 @@ import subprocess
 import pytest
 
 from dbperf.experiment.spec import parse_experiment
-from dbperf.servers.engines import server_target
+from dbperf.servers.registry import server_target
 from tests.conftest import NEEDS_SERVERS, REPO
 from tests.test_servers import experiment, lab_processes
 

@@ -19,7 +19,7 @@ import pytest
 
 from dbperf.explain.unhandled import unhandled_instruction
 from tests.conftest import NEEDS_SERVERS, run_cli
-from tests.test_hardening_round2_layout import LACKEY_STREAM
+from tests.test_layout_bad_elf_and_budget import LACKEY_STREAM
 from tests.test_servers import lab_processes
 
 

@@ -21,7 +21,7 @@ from dbperf.experiment.spec import parse_experiment
 from dbperf.host.compiler import find_compiler
 from dbperf.run_meta import encode_file
 from tests.conftest import NEEDS_SERVERS, REPO, run_cli
-from tests.test_hardening_run import one_error_line
+from tests.test_run_out_and_signals import one_error_line
 from tests.test_simulated_tools import path_without_valgrind
 
 pytestmark = pytest.mark.e2e

@@ -11,7 +11,7 @@ import pytest
 import dbperf.servers.lifecycle as lifecycle
 from dbperf.errors import UserError
 from dbperf.experiment.spec import parse_experiment
-from dbperf.servers.engines import server_target
+from dbperf.servers.registry import server_target
 from tests.conftest import NEEDS_SERVERS
 from tests.test_servers import experiment, lab_processes
 

@@ -199,7 +199,7 @@ def test_unreachable_dsn_and_wrong_password(where):
 def test_wrong_password_against_a_lab_server(where):
     """Start a lab server, then point an external target at it with a wrong password."""
     from dbperf.experiment.spec import parse_experiment
-    from dbperf.servers.engines import server_target
+    from dbperf.servers.registry import server_target
 
     exp = parse_experiment(experiment(where, '[[target]]\nname = "pg"\nengine = "postgres"\n'))
     server = server_target(where / "data", where / "logs", exp.targets[0], exp)
@@ -219,7 +219,7 @@ def test_wrong_password_against_a_lab_server(where):
 def test_external_target_runs_without_lifecycle(where):
     """An external DSN: the lab neither starts nor stops it, loads its tables and reloads them before writes."""
     from dbperf.experiment.spec import parse_experiment
-    from dbperf.servers.engines import server_target
+    from dbperf.servers.registry import server_target
 
     exp = parse_experiment(experiment(where, '[[target]]\nname = "m"\nengine = "mariadb"\n'))
     server = server_target(where / "data", where / "logs", exp.targets[0], exp)

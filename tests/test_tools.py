@@ -9,7 +9,7 @@ import pytest
 from dbperf.errors import UserError
 from dbperf.tools import run_tool
 from tests.conftest import run_cli
-from tests.test_hardening_run import one_error_line
+from tests.test_run_out_and_signals import one_error_line
 
 pytestmark = pytest.mark.unit
 

@@ -26,7 +26,7 @@ from dbperf.catalog.workload import compile_statements
 from dbperf.experiment.spec import parse_experiment
 from dbperf.host.driver import run_job
 from dbperf.records import RunResult
-from dbperf.servers.engines import server_target
+from dbperf.servers.registry import server_target
 
 TABLE_SIZE = 10_000
 STALL_S = 0.2

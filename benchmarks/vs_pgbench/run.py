@@ -30,8 +30,8 @@ from dbperf.explain.cachegrind import profile_command, run_under_cachegrind
 from dbperf.host.driver import driver_path
 from dbperf.host.syscalls import count_syscalls, per_query_text
 from dbperf.records import RunResult, decode, encode
-from dbperf.servers.engines import server_target
 from dbperf.servers.lifecycle import PASSWORD_ENV
+from dbperf.servers.registry import server_target
 
 TABLE_SIZE = 100_000
 SYSCALL_RUN_S = 3

@@ -37,8 +37,8 @@ from dbperf.explain.perfstat import STAT_EVENTS, PerfStat, perf_stat_pids
 from dbperf.explain.unhandled import unhandled_instruction
 from dbperf.host.driver import run_job
 from dbperf.records import RunResult
-from dbperf.servers.engines import server_target
 from dbperf.servers.lifecycle import LabServer
+from dbperf.servers.registry import server_target
 from dbperf.servers.runtime import RuntimeDir
 
 SETTLE_S = 3.0  # no new profile file for this long: every process that was going to exit has

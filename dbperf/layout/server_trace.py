@@ -40,8 +40,8 @@ from dbperf.layout.dynamic import (
 )
 from dbperf.layout.static_map import StaticMap
 from dbperf.records import RunResult
-from dbperf.servers.engines import LAB_SERVERS
 from dbperf.servers.lifecycle import LabServer
+from dbperf.servers.registry import LAB_SERVERS
 from dbperf.servers.runtime import RuntimeDir
 from dbperf.tools import tail
 

@@ -1,4 +1,4 @@
-"""A matrix cell in words, shared by the full layout (layout.py) and the one-cell-per-target glance
+"""A matrix cell in words, shared by the full layout (matrix_layout.py) and the one-cell-per-target glance
 (glance_view.py): its row label, the marks beside its rQPS and a metric's verdict as the matrix shows it."""
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ from typing import Any
 
 from dbperf.records import CellRecord
 from dbperf.report.html_page import Figure, label
-from dbperf.report.layout import cpu_text, rqps_text
+from dbperf.report.matrix_layout import cpu_text, rqps_text
 from dbperf.report.simulated_view import sim_text
 from dbperf.report.tiers_view import mark, predicted_text
 from dbperf.stats.cell_verdict import VERDICT_COLOURS, VERDICTS, cell_verdict

@@ -3,7 +3,7 @@ rQPS, the verdict that decided it and which tier decided it, the simulated work 
 of at most five short lines before it (the targets, what a cell holds and the marks it uses, the verdict-quality
 figures, the A/A false alarms, the cost model), and after it the cells whose tiers disagree, named with both
 figures. Every tier's own column, how each figure was measured and the verdict rule are the full layout's
-(layout.py: `--verbose`, Markdown, HTML; JSON and CSV carry every field) and docs/reports.md's."""
+(matrix_layout.py: `--verbose`, Markdown, HTML; JSON and CSV carry every field) and docs/reports.md's."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """`dbperf report DIR --format html`: the run's report as one self-contained page. The tables are the layout's
-(layout.py: the rQPS matrix, each target's absolute figures, counters, notes), rendered as HTML; the charts
+(matrix_layout.py: the rQPS matrix, each target's absolute figures, counters, notes), rendered as HTML; the charts
 (charts.py) draw the same Matrix: the rQPS heat map coloured by verdict, every repeat with its center and CI, CPU per
 query stacked, latency percentiles, per-interval throughput where the driver reported it, counters with their mode;
 then the run's metadata."""
@@ -14,7 +14,7 @@ from dbperf.records import to_builtins
 from dbperf.report import charts
 from dbperf.report.formats.html import block_html
 from dbperf.report.html_page import Page, key_values, legend_swatches, table, text
-from dbperf.report.layout import build_report
+from dbperf.report.matrix_layout import build_report
 from dbperf.run_meta import RunMeta
 from dbperf.stats.cell_verdict import VERDICT_COLOURS
 from dbperf.stats.rqps_matrix import Matrix

@@ -1,6 +1,6 @@
 """The report model every view returns (hyperfine's export/ idea): Blocks of Rows, plain text in cells, in the
 Sections of a View, drawn by one module per format (dbperf/report/formats/: terminal, markdown, csv, json, html).
-A view knows what to say, never how a format draws it. The run report's layout (layout.py) is a Report of Blocks,
+A view knows what to say, never how a format draws it. The run report's layout (matrix_layout.py) is a Report of Blocks,
 which report/run_view.py turns into a View."""
 
 from __future__ import annotations

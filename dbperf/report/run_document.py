@@ -1,6 +1,6 @@
 """The run report's document (JSON) and rows (CSV): the cells through one field list, so the two never disagree on
 what a cell holds. The formats write them (report/formats/json.py, csv.py); the terminal and Markdown draw the
-layout's sections (layout.py, run_view.py)."""
+layout's sections (matrix_layout.py, run_view.py)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from typing import Any
 
 from dbperf.records import CountersRecord, to_builtins
 from dbperf.report.cell_text import interfered_runs, noisy
-from dbperf.report.layout import HOW_MEASURED, SIGNIFICANCE, aa_check, verdict_legend
 from dbperf.report.load_view import open_loop_of, percentiles_of
+from dbperf.report.matrix_layout import HOW_MEASURED, SIGNIFICANCE, aa_check, verdict_legend
 from dbperf.report.simulated_view import SIM_FIELD_NAMES, sim_fields, simulated_json
 from dbperf.report.steady_view import steady_cell, steady_runs, unsettled_runs, warmups
 from dbperf.report.tiers_view import TIERS_FIELD_NAMES, tiers_fields

@@ -1,5 +1,5 @@
-"""The run report as a View: the layout's Report (layout.py: the rQPS matrix, each target's figures, the notes) in
-sections, drawn by the formats like any view (report/formats/: the terminal at a glance unless `--verbose`,
+"""The run report as a View: the layout's Report (matrix_layout.py: the rQPS matrix, each target's figures, the
+notes) in sections, drawn by the formats like any view (report/formats/: the terminal at a glance unless `--verbose`,
 Markdown), plus its document (JSON) and rows (CSV) from one field list (run_document.py). Its one format of its own
 is the HTML page with charts (html.py). A fleet run: one run report per host, each a part under the host's heading."""
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from dbperf.report.html import to_html, to_html_hosts
-from dbperf.report.layout import build_report
+from dbperf.report.matrix_layout import build_report
 from dbperf.report.model import Report, Section, View
 from dbperf.report.run_document import CSV_COLUMNS, run_document, run_rows
 from dbperf.run_meta import RunMeta

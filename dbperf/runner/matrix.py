@@ -36,7 +36,7 @@ from dbperf.runner.post_write import PostWriteSteps, meta_fields
 from dbperf.runner.resume import CellKey, Earlier, interfered
 from dbperf.runner.rounds import GroupState, Measured, run_rounds
 from dbperf.runner.simulated_tier import measure_simulated
-from dbperf.servers.engines import server_target
+from dbperf.servers.registry import server_target
 from dbperf.stats.rqps_matrix import cpu_qps
 from dbperf.targets.lifecycle import TargetLifecycle
 from dbperf.targets.resources import database_bytes

@@ -26,8 +26,8 @@ from dbperf.experiment.model import Experiment, Target
 from dbperf.host.compiler import Compiler, find_compiler
 from dbperf.host.driver import driver_path, library_info
 from dbperf.host.process_variants import allocator_library
-from dbperf.servers.engines import LAB_SERVERS
 from dbperf.servers.process import check_port_free
+from dbperf.servers.registry import LAB_SERVERS
 from dbperf.tools import run_tool
 
 TOOL_TIMEOUT_S = 60.0

@@ -21,8 +21,8 @@ from dbperf.experiment.build_variants import SERVER_TRAINING
 from dbperf.experiment.model import Experiment, Target
 from dbperf.host.driver import run_job
 from dbperf.records import RunResult
-from dbperf.servers.engines import server_target
 from dbperf.servers.lifecycle import LabServer
+from dbperf.servers.registry import server_target
 from dbperf.servers.runtime import RuntimeDir
 
 TRAIN_THREADS = (1, 4)  # one connection, then several at once

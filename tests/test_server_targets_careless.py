@@ -76,7 +76,7 @@ def test_a_private_long_hostile_out_injects_nothing(where):
 @pytest.mark.parametrize("engine", ["postgres", "mariadb"])
 def test_no_password_reaches_a_server_environment(where, monkeypatch, engine):
     from dbperf.experiment.spec import parse_experiment
-    from dbperf.servers.engines import server_target
+    from dbperf.servers.registry import server_target
 
     secret, other = "srv-secret\\'\"1", "external-secret-2"
     monkeypatch.setenv("DBPERF_SERVER_PASSWORD", secret)

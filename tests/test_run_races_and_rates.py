@@ -27,7 +27,7 @@ from dbperf.run_meta import run_meta
 from dbperf.storage import results
 from dbperf.storage.results import LOCK, ResultsWriter, read_results
 from tests.conftest import DBPERF, REPO, run_cli
-from tests.test_hardening_run import one_error_line
+from tests.test_run_out_and_signals import one_error_line
 
 EXP = """
 [run]

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import run_cli
-from tests.test_hardening_run import one_error_line
+from tests.test_run_out_and_signals import one_error_line
 
 pytestmark = pytest.mark.e2e
 
