@@ -27,10 +27,11 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from dbperf.errors import UserError
 from dbperf.experiment.model import Experiment
 from dbperf.fleet.cluster import connected_hosts, resource_of
+from dbperf.fleet.messages import Done, FutureChanged, HostStarted, Message, MessageError, RecordLine, decode
 from dbperf.fleet.plan import HostPart, split, with_host_cpus
 from dbperf.fleet.probe import hosts_cpus
 from dbperf.fleet.task import cancel_event_of, host_matrix, topic_of
-from dbperf.records import CellRecord, RecordError, results_record
+from dbperf.records import CellRecord, RecordError, ResultsRecord, results_record
 from dbperf.run_meta import FleetHostMeta, FleetMeta, HostMeta, RunMeta, meta_part, updated
 from dbperf.runner.matrix import _meta
 from dbperf.runner.resume import CellKey, record_key
@@ -115,7 +116,7 @@ class Controller:
         # cpus, and so the planned cells (a duet's), are not planned until run() asks each host (_plan_host_cpus)
         self.hosts = {p.host: HostRun(p, p.cells, done.get(p.host, set())) for p in parts}
         self.outcome = FleetOutcome(self.out, hosts=self.hosts)
-        self.events: queue.Queue[dict[str, Any]] = queue.Queue()
+        self.events: queue.Queue[Message | MessageError] = queue.Queue()
         self.scheduler = scheduler
         self.resume = resume
 
@@ -167,7 +168,7 @@ class Controller:
         return writer
 
     def _submit(self) -> None:
-        self.client.subscribe_topic(topic_of(self.run_id), lambda event: self.events.put(event[1]))
+        self.client.subscribe_topic(topic_of(self.run_id), self._receive)
         for host, run in self.hosts.items():
             if not run.remaining():
                 run.status = "complete"
@@ -177,7 +178,7 @@ class Controller:
             run.future = self.client.submit(host_matrix, job, self.run_id, key=f"dbperf-{self.run_id}-{host}",
                                             resources={resource_of(host): 1}, pure=False, retries=0)
             run.status = "running"
-            run.future.add_done_callback(lambda _f, host=host: self.events.put({"kind": "future", "host": host}))
+            run.future.add_done_callback(lambda _f, host=host: self.events.put(FutureChanged(host=host)))
 
     # -- events -------------------------------------------------------------------------------------------------
 
@@ -214,38 +215,52 @@ class Controller:
         hm.status, hm.not_run, hm.reason = status, len(run.remaining()), reason or None
         writer.update_meta(self.meta)
 
-    def _handle(self, writer: ResultsWriter, msg: dict[str, Any]) -> None:
-        run = self.hosts.get(msg.get("host", ""))
-        if run is None:
-            return
-        kind = msg.get("kind")
-        if kind == "record":
-            self._on_record(writer, run, msg)
-        elif kind == "host":
-            self._on_host(writer, run, msg)
-        elif kind == "done" and run.active:
-            self._on_done(writer, run, msg)
-        elif kind == "future" and run.active and run.future is not None:
-            self._on_future(writer, run, run.future)
+    def _receive(self, event: tuple[float, object]) -> None:
+        """A host's task's event (Dask's subscription: `(time, message)`), decoded here once, in the client's
+        thread; a message that is not one is passed on as its error."""
+        try:
+            self.events.put(decode(event[1]))
+        except MessageError as err:
+            self.events.put(err)
 
-    def _on_record(self, writer: ResultsWriter, run: HostRun, msg: dict[str, Any]) -> None:
+    def _handle(self, writer: ResultsWriter, msg: Message | MessageError) -> ResultsRecord | None:
+        """One message acted on; a record it carried is returned (for the progress bar)."""
+        if isinstance(msg, MessageError):
+            self.console.print(f"dbperf: error: {msg}; ignored", markup=False, highlight=False, soft_wrap=True)
+            return None
+        run = self.hosts.get(msg.host)
+        if run is None:
+            return None
+        match msg:
+            case RecordLine():
+                return self._on_record(writer, run, msg)
+            case HostStarted():
+                self._on_host(writer, run, msg)
+            case Done() if run.active:
+                self._on_done(writer, run, msg)
+            case FutureChanged() if run.active and run.future is not None:
+                self._on_future(writer, run, run.future)
+        return None
+
+    def _on_record(self, writer: ResultsWriter, run: HostRun, msg: RecordLine) -> ResultsRecord | None:
         """A results line a host's task wrote: its cells go into the run's results, marked with the host."""
         try:
-            record = results_record(json.loads(msg["line"]))
+            record = results_record(json.loads(msg.line))
         except (RecordError, json.JSONDecodeError) as err:
             self.console.print(f"dbperf: warning: {run.host} sent a record that is not one ({err})",
                                markup=False, highlight=False)
-            return
+            return None
         if isinstance(record, CellRecord):
             record.host = run.host
             self._write(writer, record)
+        return record
 
-    def _on_host(self, writer: ResultsWriter, run: HostRun, msg: dict[str, Any]) -> None:
+    def _on_host(self, writer: ResultsWriter, run: HostRun, msg: HostStarted) -> None:
         """The host's facts, sent when its task starts; a dbperf other than the controller's is warned about."""
-        if run.worker is not None and run.worker != msg.get("worker"):  # started again elsewhere: not ours
+        if run.worker is not None and run.worker != msg.worker:  # started again elsewhere: not ours
             return
-        run.worker = msg.get("worker")
-        facts = meta_part(HostMeta, msg.get("metadata") or {})
+        run.worker = msg.worker
+        facts = meta_part(HostMeta, msg.metadata)
         hm = self._host_meta(run.host)
         hm.host, hm.worker = facts, run.worker
         mine = self.meta.host or HostMeta()
@@ -256,26 +271,26 @@ class Controller:
                                f"controller {ours[0]} ({ours[1]})", markup=False, highlight=False)
         writer.update_meta(self.meta)
 
-    def _on_done(self, writer: ResultsWriter, run: HostRun, msg: dict[str, Any]) -> None:
+    def _on_done(self, writer: ResultsWriter, run: HostRun, msg: Done) -> None:
         """The task's final report: the host's own metadata, and how its run ended."""
-        child_meta = msg.get("meta") or {}
+        child_meta = msg.meta or {}
         hm = self._host_meta(run.host)
-        reported = {key: child_meta[key] for key in ("driver", "targets", "runtime_dir", "started_at",
-                                                      "finished_at") if key in child_meta}
+        reported: dict[str, Any] = {key: child_meta[key] for key in ("driver", "targets", "runtime_dir", "started_at",
+                                                                     "finished_at") if key in child_meta}
         if self.keep_data:
-            reported["work_dir"] = msg.get("work_dir")
+            reported["work_dir"] = msg.work_dir
         try:
             self._set_host_meta(run.host, updated(hm, **reported))
         except msgspec.ValidationError as err:
             self.console.print(f"dbperf: warning: {run.host} reported a meta.json that is not one ({err})",
                                markup=False, highlight=False)
-        code = msg.get("exit_code")
+        code = msg.exit_code
         if code == 0:
             self._end_host(writer, run, "complete", None)
         elif code in (129, 130, 143):
             self._end_host(writer, run, "interrupted", "cancelled from the controller")
         else:
-            tail = (msg.get("stderr_tail") or "").strip().splitlines()
+            tail = msg.stderr_tail.strip().splitlines()
             self._end_host(writer, run, "failed", f"exit code {code}: {tail[-1] if tail else 'no output'}")
 
     def _on_future(self, writer: ResultsWriter, run: HostRun, future: Future) -> None:
@@ -311,10 +326,10 @@ class Controller:
                 msg = None
             if msg is not None:
                 before = self.outcome.cells_ok + self.outcome.cells_failed
-                self._handle(writer, msg)
-                if msg.get("kind") == "record":
+                record = self._handle(writer, msg)
+                if isinstance(msg, RecordLine):
                     progress.update(task, advance=self.outcome.cells_ok + self.outcome.cells_failed - before,
-                                    description=f"{msg['host']}: {json.loads(msg['line']).get('benchmark', '')}")
+                                    description=f"{msg.host}: {getattr(record, 'benchmark', '')}")
             if time.monotonic() - last_check > 1.0:
                 self._check_hosts(writer)
                 last_check = time.monotonic()

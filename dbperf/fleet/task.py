@@ -22,6 +22,7 @@ from distributed import Event, get_client, get_worker
 
 from dbperf.buildlab.paths import cache_root
 from dbperf.errors import UserError
+from dbperf.fleet.messages import Done, HostStarted, RecordLine, WorkerMessage, to_event
 from dbperf.host.facts import host_metadata
 from dbperf.storage.results import read_meta
 
@@ -61,10 +62,10 @@ def host_matrix(job: dict[str, Any], run_id: str) -> dict[str, Any]:
     host = job["host"]
     topic = topic_of(run_id)
 
-    def emit(message: dict[str, Any]) -> None:
-        worker.log_event(topic, {"host": host, **message})
+    def emit(message: WorkerMessage) -> None:
+        worker.log_event(topic, to_event(message))
 
-    emit({"kind": "host", "metadata": host_metadata(), "worker": worker.address, "at": time.time()})
+    emit(HostStarted(host=host, metadata=host_metadata(), worker=worker.address, at=time.time()))
     work = cache_root() / "fleet-runs" / f"{run_id}-{host}"
     work.parent.mkdir(parents=True, exist_ok=True)
     stderr_path = work.parent / f"{run_id}-{host}.stderr"
@@ -88,7 +89,7 @@ def host_matrix(job: dict[str, Any], run_id: str) -> dict[str, Any]:
     try:
         with os.fdopen(read_fd, "rb") as records:
             for line in records:
-                emit({"kind": "record", "line": line.decode("utf-8", errors="replace")})
+                emit(RecordLine(host=host, line=line.decode("utf-8", errors="replace")))
                 sent += 1
         code = child.wait()
     finally:
@@ -103,8 +104,8 @@ def host_matrix(job: dict[str, Any], run_id: str) -> dict[str, Any]:
         meta = msgspec.to_builtins(read_meta(work))
     if not job.get("keep_data"):
         shutil.rmtree(work, ignore_errors=True)
-    ended = {"kind": "done", "exit_code": code, "records": sent, "meta": meta, "work_dir": str(work),
-             "stderr_tail": _tail(stderr_path) if code else ""}
+    ended = Done(host=host, exit_code=code, records=sent, meta=meta, work_dir=str(work),
+                 stderr_tail=_tail(stderr_path) if code else "")
     stderr_path.unlink(missing_ok=True)
     emit(ended)
     return {"exit_code": code, "records": sent}
