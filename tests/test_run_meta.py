@@ -34,7 +34,8 @@ from dbperf.run_meta import (
     run_meta,
     upgraded,
 )
-from dbperf.runner.matrix import _meta as matrix_meta
+from dbperf.runner.matrix import run_meta_of
+from dbperf.runner.plan import RunPlan
 from dbperf.stats.rqps_matrix import build_matrix
 from dbperf.storage.results import ResultsWriter, read_results
 from tests.conftest import run_cli
@@ -42,6 +43,11 @@ from tests.conftest import run_cli
 pytestmark = pytest.mark.unit
 
 DATA = Path(__file__).parent / "data"
+
+
+def matrix_meta(e, infos, settings):
+    """The matrix run's first meta.json for an experiment and its targets' facts."""
+    return run_meta_of(RunPlan.of(e, facts=infos), settings)
 V1 = DATA / "results-v1"
 V1_SPINE = DATA / "results-v1-spine"
 

@@ -33,7 +33,8 @@ from dbperf.fleet.probe import hosts_cpus
 from dbperf.fleet.task import cancel_event_of, host_matrix, topic_of
 from dbperf.records import CellRecord, RecordError, ResultsRecord, results_record
 from dbperf.run_meta import FleetHostMeta, FleetMeta, HostMeta, RunMeta, meta_part, updated
-from dbperf.runner.matrix import _meta
+from dbperf.runner.matrix import run_meta_of
+from dbperf.runner.plan import RunPlan
 from dbperf.runner.resume import CellKey, record_key
 from dbperf.storage.results import ResultsWriter, read_results
 
@@ -154,7 +155,7 @@ class Controller:
             return writer
         writer = ResultsWriter(self.out)
         e = self.e
-        self.meta = _meta(e, {t.name: {} for t in e.targets}, {t.name: [] for t in e.targets})
+        self.meta = run_meta_of(RunPlan.of(e), {t.name: [] for t in e.targets})
         self.meta.fleet = FleetMeta(
             scheduler=self.scheduler, run_id=self.run_id,
             note="meta.host is the controller's and meta.cpus says each host planned its own; each host's own "

@@ -56,11 +56,6 @@ def cell_count(e: Experiment) -> int:
     return RunPlan.of(e).cell_count()
 
 
-def _meta(e: Experiment, infos: dict[str, dict[str, Any]], settings: dict[str, list]) -> RunMeta:
-    """The matrix run's first meta.json for an experiment and its targets' facts (the fleet's controller's)."""
-    return run_meta_of(RunPlan.of(e, facts=infos), settings)
-
-
 def run_meta_of(plan: RunPlan, settings: dict[str, list]) -> RunMeta:
     """The matrix run's first meta.json: the plan's settings, and each target as declared, inspected and set up
     (`settings`: what the lab applies to it)."""
