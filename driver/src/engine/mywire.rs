@@ -4,16 +4,25 @@
 //! one write, and its reply is read in large chunks into a reused buffer and only framed (rows are counted, never
 //! decoded): nothing is allocated per query in steady state.
 //!
-//! Supported: protocol 4.1 with `mysql_native_password` (an auth switch to it included), CLIENT_DEPRECATE_EOF when
-//! the server offers it, multi-result replies, text and binary result sets. Not supported, each a clear error:
-//! other authentication plugins, TLS, compression, LOCAL INFILE, packets of 16 MB or more.
+//! Supported: protocol 4.1 with `mysql_native_password` (MariaDB, MySQL 5.7) and `caching_sha2_password` (MySQL
+//! 8.0's default, 9.x's only password plugin): the fast path (a SHA-256 scramble the server checks against its cache)
+//! everywhere, and the full authentication the server asks for while the account's password is not in its cache yet:
+//! over a Unix socket the password itself (a secure transport, as libmysqlclient sends it there), over TCP the
+//! password encrypted with the server's RSA public key, which it asks the server for (libmysqlclient's
+//! --get-server-public-key; the lab's servers listen on 127.0.0.1 only); an auth switch to either plugin;
+//! CLIENT_DEPRECATE_EOF when the server offers it, multi-result replies, text and binary result sets. Not
+//! supported, each a clear error: other authentication plugins, TLS, compression, LOCAL INFILE, packets of 16 MB or
+//! more.
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::TcpStream;
 use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
 
+use rsa::pkcs8::DecodePublicKey;
+use rsa::{Oaep, RsaPublicKey};
 use sha1::{Digest, Sha1};
+use sha2::Sha256;
 
 use crate::engine::sqltext::inline_into;
 use crate::engine::{Connection, Value};
@@ -47,6 +56,11 @@ const MYSQL_TYPE_VAR_STRING: u8 = 0xfd;
 const CHARSET: u8 = 45;
 const MAX_PAYLOAD: usize = 0xff_ffff;
 const NATIVE_PASSWORD: &str = "mysql_native_password";
+const CACHING_SHA2: &str = "caching_sha2_password";
+// caching_sha2_password's AuthMoreData (0x01) statuses after the scramble.
+const SHA2_FAST_AUTH_OK: u8 = 3;
+const SHA2_FULL_AUTH: u8 = 4;
+const SHA2_REQUEST_PUBLIC_KEY: u8 = 2; // the client's request for the server's RSA public key
 const TOO_LARGE: &str = "a packet of 16 MB or more, which this driver does not support";
 
 /// Where and as whom to connect, from a `mysql://user[:password]@host[:port]/db[?socket=/path]` DSN.
@@ -322,6 +336,48 @@ pub fn native_scramble(password: &[u8], scramble: &[u8]) -> Vec<u8> {
     stage1.iter().zip(mix.iter()).map(|(a, b)| a ^ b).collect()
 }
 
+/// caching_sha2_password's fast path: SHA256(password) XOR SHA256(SHA256(SHA256(password)) + nonce); empty for no
+/// password.
+pub fn sha2_scramble(password: &[u8], nonce: &[u8]) -> Vec<u8> {
+    if password.is_empty() {
+        return Vec::new();
+    }
+    let stage1 = Sha256::digest(password);
+    let stage2 = Sha256::digest(stage1);
+    let mut h = Sha256::new();
+    h.update(stage2);
+    h.update(nonce);
+    let mix = h.finalize();
+    stage1.iter().zip(mix.iter()).map(|(a, b)| a ^ b).collect()
+}
+
+/// caching_sha2_password's full authentication over an insecure transport: (password + NUL) XOR the nonce (repeated),
+/// encrypted with the server's RSA public key (PEM, SubjectPublicKeyInfo) with OAEP padding (SHA-1), as the server
+/// decrypts it.
+pub fn rsa_password(password: &[u8], nonce: &[u8], pem: &[u8]) -> Result<Vec<u8>, String> {
+    let text = std::str::from_utf8(pem).map_err(|_| "the server's RSA public key is not PEM text".to_string())?;
+    let key = RsaPublicKey::from_public_key_pem(text.trim_end_matches('\0'))
+        .map_err(|e| format!("the server's RSA public key cannot be read: {e}"))?;
+    let mut plain = password.to_vec();
+    plain.push(0);
+    if !nonce.is_empty() {
+        for (i, b) in plain.iter_mut().enumerate() {
+            *b ^= nonce[i % nonce.len()];
+        }
+    }
+    key.encrypt(&mut rand::rngs::OsRng, Oaep::new::<Sha1>(), &plain)
+        .map_err(|e| format!("encrypting the password with the server's RSA public key: {e}"))
+}
+
+/// The plugin this client answers with (the server's, when it is one of the two it speaks) and its scramble.
+fn scramble_for(plugin: &str, password: &[u8], nonce: &[u8]) -> Option<(&'static str, Vec<u8>)> {
+    match plugin {
+        NATIVE_PASSWORD => Some((NATIVE_PASSWORD, native_scramble(password, nonce))),
+        CACHING_SHA2 => Some((CACHING_SHA2, sha2_scramble(password, nonce))),
+        _ => None,
+    }
+}
+
 /// What the server's initial handshake packet (protocol 10) says.
 #[derive(Debug, PartialEq)]
 struct Greeting {
@@ -384,22 +440,22 @@ fn client_caps(server: u32, with_db: bool) -> Result<u32, String> {
     Ok(wanted & server)
 }
 
-/// The handshake response (protocol 4.1), payload only.
-fn handshake_response(caps: u32, user: &str, auth: &[u8], database: Option<&str>, out: &mut Vec<u8>) {
+/// The handshake response (protocol 4.1), payload only, answered with `plugin`.
+fn handshake_response(caps: u32, user: &str, auth: &[u8], database: Option<&str>, plugin: &str, out: &mut Vec<u8>) {
     out.extend_from_slice(&caps.to_le_bytes());
     out.extend_from_slice(&(MAX_PAYLOAD as u32).to_le_bytes());
     out.push(CHARSET);
     out.extend_from_slice(&[0; 23]);
     out.extend_from_slice(user.as_bytes());
     out.push(0);
-    out.push(auth.len() as u8); // a SHA1 scramble: 20 bytes
+    out.push(auth.len() as u8); // a SHA1 scramble (20 bytes) or a SHA-256 one (32)
     out.extend_from_slice(auth);
     if let (Some(db), true) = (database, caps & CLIENT_CONNECT_WITH_DB != 0) {
         out.extend_from_slice(db.as_bytes());
         out.push(0);
     }
     if caps & CLIENT_PLUGIN_AUTH != 0 {
-        out.extend_from_slice(NATIVE_PASSWORD.as_bytes());
+        out.extend_from_slice(plugin.as_bytes());
         out.push(0);
     }
 }
@@ -593,43 +649,68 @@ impl<S: Read + Write> Conn<S> {
         c.caps = client_caps(greeting.caps, opts.database.is_some())?;
         c.status = greeting.status;
         let password = opts.password.as_deref().unwrap_or("").as_bytes();
-        // Answered with mysql_native_password whatever the server's default plugin: a user of another plugin gets
-        // an auth switch, which names it.
-        let auth = native_scramble(password, &greeting.scramble);
+        // Answered with the server's default plugin where it is one of the two this driver speaks, else with
+        // mysql_native_password: a user of another plugin gets an auth switch, which names it.
+        let (mut plugin, auth) = scramble_for(&greeting.plugin, password, &greeting.scramble)
+            .unwrap_or_else(|| (NATIVE_PASSWORD, native_scramble(password, &greeting.scramble)));
         c.out.clear();
         c.out.extend_from_slice(&[0; 4]);
-        handshake_response(c.caps, &opts.user, &auth, opts.database.as_deref(), &mut c.out);
+        handshake_response(c.caps, &opts.user, &auth, opts.database.as_deref(), plugin, &mut c.out);
         let seq = c.inbox.seq;
         c.send(seq)?;
+        let secure = matches!(opts.target, Target::Unix(_));
+        let mut nonce = greeting.scramble.clone();
+        let mut awaiting_key = false; // caching_sha2_password over TCP: the server's public key comes next
         loop {
             let (s, e) = c.inbox.packet(&mut c.stream)?;
             let p = &c.inbox.buf[s..e];
-            match p.first() {
+            let reply: Vec<u8> = match p.first() {
                 Some(0x00) => {
                     c.status = ok_status(p)?;
                     return Ok(c);
                 }
                 Some(0xff) => return Err(server_error(p)),
                 Some(0xfe) => {
-                    // Auth switch: the plugin the server wants for this user, and a fresh scramble.
+                    // Auth switch: the plugin the server wants for this user, and a fresh nonce.
                     let mut cur = Cursor::new(&p[1..]);
-                    let plugin = String::from_utf8_lossy(cur.nul_terminated()).into_owned();
-                    if plugin != NATIVE_PASSWORD {
-                        return Err(format!(
-                            "the server asks for the authentication plugin {plugin}; this driver speaks only \
-                             {NATIVE_PASSWORD}"
-                        ));
-                    }
+                    let wanted = String::from_utf8_lossy(cur.nul_terminated()).into_owned();
                     let data = cur.rest();
-                    let auth = native_scramble(password, data.strip_suffix(&[0]).unwrap_or(data));
-                    c.out.clear();
-                    c.out.extend_from_slice(&[0; 4]);
-                    c.out.extend_from_slice(&auth);
-                    let seq = c.inbox.seq;
-                    c.send(seq)?;
+                    nonce = data.strip_suffix(&[0]).unwrap_or(data).to_vec();
+                    let Some((chosen, auth)) = scramble_for(&wanted, password, &nonce) else {
+                        return Err(format!(
+                            "the server asks for the authentication plugin {wanted}; this driver speaks \
+                             {NATIVE_PASSWORD} and {CACHING_SHA2}"
+                        ));
+                    };
+                    plugin = chosen;
+                    auth
                 }
+                Some(0x01) if plugin == CACHING_SHA2 && awaiting_key => {
+                    awaiting_key = false;
+                    rsa_password(password, &nonce, &p[1..])?
+                }
+                Some(0x01) if plugin == CACHING_SHA2 => match p.get(1) {
+                    Some(&SHA2_FAST_AUTH_OK) => continue, // the scramble matched the server's cache: an OK follows
+                    // Not in the server's cache yet: the password itself over the Unix socket; over TCP, the
+                    // server's public key first.
+                    Some(&SHA2_FULL_AUTH) if secure => {
+                        let mut clear = password.to_vec();
+                        clear.push(0);
+                        clear
+                    }
+                    Some(&SHA2_FULL_AUTH) => {
+                        awaiting_key = true;
+                        vec![SHA2_REQUEST_PUBLIC_KEY]
+                    }
+                    _ => return Err(format!("unexpected {CACHING_SHA2} data during authentication")),
+                },
                 _ => return Err("unexpected packet during authentication".into()),
-            }
+            };
+            c.out.clear();
+            c.out.extend_from_slice(&[0; 4]);
+            c.out.extend_from_slice(&reply);
+            let seq = c.inbox.seq;
+            c.send(seq)?;
         }
     }
 
@@ -889,8 +970,14 @@ pub(crate) mod tests {
 
     /// A MariaDB 11 greeting: mysql_native_password, scramble "abcdefgh" + "ijklmnopqrst".
     pub(crate) fn greeting(caps: u32) -> Vec<u8> {
+        greeting_of(caps, "5.5.5-11.8.3-MariaDB", NATIVE_PASSWORD)
+    }
+
+    /// A greeting of server `version` whose default plugin is `plugin`, scramble "abcdefgh" + "ijklmnopqrst".
+    fn greeting_of(caps: u32, version: &str, plugin: &str) -> Vec<u8> {
         let mut g = vec![10];
-        g.extend_from_slice(b"5.5.5-11.8.3-MariaDB\0");
+        g.extend_from_slice(version.as_bytes());
+        g.push(0);
         g.extend_from_slice(&42u32.to_le_bytes());
         g.extend_from_slice(b"abcdefgh\0");
         g.extend_from_slice(&(caps as u16).to_le_bytes());
@@ -900,7 +987,8 @@ pub(crate) mod tests {
         g.push(21);
         g.extend_from_slice(&[0; 10]);
         g.extend_from_slice(b"ijklmnopqrst\0");
-        g.extend_from_slice(b"mysql_native_password\0");
+        g.extend_from_slice(plugin.as_bytes());
+        g.push(0);
         g
     }
 
@@ -1047,6 +1135,109 @@ pub(crate) mod tests {
         let script = Script { input, pos: 0, chunk: 64, written: Vec::new(), replay: false };
         let e = Conn::handshake(script, &opts(Some("secret")), true).err().unwrap();
         assert_eq!(e, "ERROR 1045 (28000): Access denied for user 'dbperf'@'localhost' (using password: YES)");
+    }
+
+    #[test]
+    fn caching_sha2_scramble_matches_its_definition() {
+        // Computed independently: SHA256("secret") XOR SHA256(SHA256(SHA256("secret")) + nonce) (python3 hashlib).
+        let expected = [
+            0xc7, 0x6e, 0x28, 0x98, 0x61, 0x2a, 0x4c, 0xf0, 0x42, 0xc7, 0x7f, 0xa8, 0xc4, 0x70, 0x2c, 0x4c, 0x64, 0xc0,
+            0xc2, 0xc5, 0x57, 0xc5, 0x3c, 0x4d, 0x75, 0x59, 0x5a, 0xaa, 0x6a, 0xba, 0xe8, 0x09,
+        ];
+        assert_eq!(sha2_scramble(b"secret", b"abcdefghijklmnopqrst"), expected);
+        assert!(sha2_scramble(b"", b"abcdefghijklmnopqrst").is_empty());
+    }
+
+    /// The handshake with a MySQL 9.7 server whose default plugin is caching_sha2_password, its replies after the
+    /// response being `after` (sequence number, payload); what the client wrote, or the error.
+    fn mysql9(dsn: &str, password: Option<&str>, after: &[(u8, &[u8])]) -> Result<Vec<u8>, String> {
+        let mut input = packet(0, &greeting_of(SERVER_CAPS, "9.7.0", CACHING_SHA2));
+        for (seq, p) in after {
+            input.extend(packet(*seq, p));
+        }
+        let script = Script { input, pos: 0, chunk: 5, written: Vec::new(), replay: false };
+        Conn::handshake(script, &options(dsn, password).unwrap(), true)
+            .map(|mut c| std::mem::take(&mut c.stream.written))
+    }
+
+    /// The payloads of the packets in `w`, in order.
+    fn payloads(mut w: &[u8]) -> Vec<Vec<u8>> {
+        let mut out = Vec::new();
+        while w.len() >= 4 {
+            let n = u32::from_le_bytes([w[0], w[1], w[2], 0]) as usize;
+            out.push(w[4..4 + n].to_vec());
+            w = &w[4 + n..];
+        }
+        out
+    }
+
+    #[test]
+    fn caching_sha2_answers_with_its_scramble_and_takes_the_fast_path() {
+        let tcp = "mysql://dbperf@127.0.0.1:3306/sbtest";
+        let w = mysql9(tcp, Some("secret"), &[(2, b"\x01\x03"), (3, &ok(0, 2))]).unwrap();
+        let sent = payloads(&w);
+        assert_eq!(sent.len(), 1, "the fast path sends the response only");
+        let rest = &sent[0][32..];
+        assert!(rest.starts_with(b"dbperf\0\x20"), "a 32-byte SHA-256 scramble");
+        assert_eq!(&rest[8..40], &sha2_scramble(b"secret", b"abcdefghijklmnopqrst")[..]);
+        assert_eq!(&rest[40..], b"sbtest\0caching_sha2_password\0");
+        // No password (mysqld --initialize-insecure's root): an empty response, and the server's OK.
+        let w = mysql9(tcp, None, &[(2, &ok(0, 2))]).unwrap();
+        assert!(payloads(&w)[0][32..].starts_with(b"dbperf\0\x00sbtest\0"));
+    }
+
+    #[test]
+    fn caching_sha2_full_authentication_sends_the_password_over_a_unix_socket() {
+        let socket = "mysql://dbperf@localhost/sbtest?socket=%2Ftmp%2Fmysqld.sock";
+        let w = mysql9(socket, Some("secret"), &[(2, b"\x01\x04"), (4, &ok(0, 2))]).unwrap();
+        let sent = payloads(&w);
+        assert_eq!(sent.len(), 2);
+        assert_eq!(sent[1], b"secret\0");
+        assert_eq!(w[4 + sent[0].len() + 3], 3, "the password is packet 3");
+        let e = mysql9(socket, Some("secret"), &[(2, b"\x01\x07")]).unwrap_err();
+        assert!(e.contains("unexpected caching_sha2_password data"), "{e}");
+    }
+
+    #[test]
+    fn caching_sha2_full_authentication_over_tcp_encrypts_the_password_with_the_servers_rsa_key() {
+        use rsa::pkcs8::EncodePublicKey;
+        use rsa::RsaPrivateKey;
+        let private = RsaPrivateKey::new(&mut rand::rngs::OsRng, 1024).unwrap();
+        let pem = private.to_public_key().to_public_key_pem(rsa::pkcs8::LineEnding::LF).unwrap();
+        let mut key = vec![0x01];
+        key.extend_from_slice(pem.as_bytes());
+        let tcp = "mysql://dbperf@127.0.0.1:3306/sbtest";
+        let w = mysql9(tcp, Some("secret"), &[(2, b"\x01\x04"), (4, &key), (6, &ok(0, 2))]).unwrap();
+        let sent = payloads(&w);
+        assert_eq!(sent.len(), 3);
+        assert_eq!(sent[1], [SHA2_REQUEST_PUBLIC_KEY], "the public key is asked for");
+        assert_eq!(sent[2].len(), 128, "one RSA block of the key's size");
+        let plain = private.decrypt(Oaep::new::<Sha1>(), &sent[2]).unwrap();
+        let nonce = b"abcdefghijklmnopqrst";
+        let expected: Vec<u8> = b"secret\0".iter().enumerate().map(|(i, b)| b ^ nonce[i % nonce.len()]).collect();
+        assert_eq!(plain, expected);
+        assert!(!String::from_utf8_lossy(&w).contains("secret"), "the password never crosses TCP in the clear");
+        let e = mysql9(tcp, Some("secret"), &[(2, b"\x01\x04"), (4, b"\x01not a key")]).unwrap_err();
+        assert!(e.contains("RSA public key") && !e.contains("secret"), "{e}");
+    }
+
+    #[test]
+    fn an_auth_switch_to_caching_sha2_uses_the_new_nonce() {
+        let mut switch = b"\xfecaching_sha2_password\0".to_vec();
+        switch.extend_from_slice(b"ABCDEFGHIJKLMNOPQRST\0");
+        let mut input = packet(0, &greeting(SERVER_CAPS));
+        input.extend(packet(2, &switch));
+        input.extend(packet(4, b"\x01\x03"));
+        input.extend(packet(5, &ok(0, 2)));
+        let script = Script { input, pos: 0, chunk: 64, written: Vec::new(), replay: false };
+        let c = Conn::handshake(script, &opts(Some("secret")), true).unwrap();
+        let sent = payloads(&c.stream.written);
+        assert_eq!(sent[1], sha2_scramble(b"secret", b"ABCDEFGHIJKLMNOPQRST"));
+        let mut input = packet(0, &greeting(SERVER_CAPS));
+        input.extend(packet(2, b"\xfesha256_password\0xyz"));
+        let script = Script { input, pos: 0, chunk: 64, written: Vec::new(), replay: false };
+        let e = Conn::handshake(script, &opts(Some("secret")), true).err().unwrap();
+        assert!(e.contains("sha256_password") && e.contains(CACHING_SHA2), "{e}");
     }
 
     #[test]
