@@ -379,10 +379,11 @@ def test_resume_needs_a_calibration_run_and_takes_its_plan(tmp_path):
 
 @unit
 def test_a_calibration_run_in_out_without_resume_points_to_it(tmp_path):
-    out = tmp_path / "out"
-    out.mkdir()
+    from tests.synthetic import write_run
+    out = write_run(tmp_path / "out", ["O2"], ["point-query"], 2)  # a run's folder, its meta.json as a run writes it
     (out / "experiment.toml").write_text(calibrate_usecase.plan(True, None).experiment())
-    (out / "meta.json").write_text('{"status": "interrupted"}')
+    meta = json.loads((out / "meta.json").read_text())
+    (out / "meta.json").write_text(json.dumps({**meta, "status": "interrupted"}))
     line = one_error_line(run_cli("calibrate", "--out", str(out), env=_env(tmp_path)))
     assert "holds a calibration run (interrupted); --resume goes on with it" in line
 

@@ -232,15 +232,39 @@ def test_a_new_store_gets_the_marker_and_a_store_from_before_the_marker_is_adopt
     assert db.execute("PRAGMA application_id").fetchone()[0] == history.APPLICATION_ID
     assert db.execute(f"SELECT version FROM {history.MARKER_TABLE}").fetchall() == [(history.SCHEMA_VERSION,)]
     db.close()
-    old = _foreign(tmp_path / "old.sqlite", history.SCHEMA + f"PRAGMA user_version = {history.SCHEMA_VERSION};")
+    schema_1 = history.SCHEMA.replace(",\n    simulated TEXT", "")  # before the marker, schema 1 was the only one
+    assert schema_1 != history.SCHEMA
+    old = _foreign(tmp_path / "old.sqlite", schema_1 + "PRAGMA user_version = 1;")
     done = run_cli("history", "add", str(results), env={"DBPERF_HISTORY": str(old)})
     assert done.returncode == 0 and "recorded as run 1" in done.stdout, done.stderr
     assert sqlite3.connect(old).execute("PRAGMA application_id").fetchone()[0] == history.APPLICATION_ID
+    assert "simulated" in [c[1] for c in sqlite3.connect(old).execute("PRAGMA table_info(results)")]  # upgraded
     # dbperf's table names with other columns are someone else's
     lookalike = _foreign(tmp_path / "lookalike.sqlite", "CREATE TABLE runs (id INTEGER PRIMARY KEY); "
                                                         "CREATE TABLE results (id INTEGER PRIMARY KEY);")
     with pytest.raises(UserError, match="not a dbperf history store"):
         history.Store(lookalike)
+
+
+@pytest.mark.unit
+def test_a_schema_1_store_is_upgraded_in_place_and_keeps_its_runs(results, tmp_path):
+    from dbperf.history import store as history
+    path = tmp_path / "h.sqlite"
+    env = {"DBPERF_HISTORY": str(path)}
+    assert run_cli("history", "add", str(results), env=env).returncode == 0
+    db = sqlite3.connect(path)  # back to schema 1: no simulated column, marker 1
+    db.execute("ALTER TABLE results DROP COLUMN simulated")
+    db.execute(f"UPDATE {history.MARKER_TABLE} SET version = 1")
+    db.execute("PRAGMA user_version = 1")
+    db.commit()
+    db.close()
+    store = history.Store(path)
+    try:
+        kept = store.results()
+        assert kept and all(r.simulated is None for r in kept)
+        assert store.db.execute(f"SELECT version FROM {history.MARKER_TABLE}").fetchall() == [(2,)]
+    finally:
+        store.close()
 
 
 @pytest.mark.unit

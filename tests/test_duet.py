@@ -23,7 +23,7 @@ from dbperf.records import DriverJob
 from dbperf.runner import matrix
 from dbperf.runner.duet import Side, plan_duets, run_together
 from dbperf.runner.estimate import CELL_OVERHEAD_S, estimate
-from dbperf.runner.matrix import cell_count, plan_cells
+from dbperf.runner.plan import RunPlan
 from dbperf.runner.targets import build_targets
 from tests.conftest import DBPERF, REPO, run_cli
 
@@ -56,8 +56,8 @@ def _parsed(write_experiment, text: str = DUET, cpus: CpuPlan = TWO_CPUS):
 @pytest.mark.unit
 def test_duet_rounds_pair_the_base_with_each_target_and_alternate_cpus(write_experiment):
     e = _parsed(write_experiment)
-    cells = list(plan_cells(e))
-    assert len(cells) == cell_count(e) == 2 * 2 * 2 * 2  # benchmarks × rounds × duets × sides
+    cells = list(RunPlan.of(e).cells())
+    assert len(cells) == RunPlan.of(e).cell_count() == 2 * 2 * 2 * 2  # benchmarks × rounds × duets × sides
     keys = [c.key for c in cells]
     assert len(set(keys)) == len(keys), "the partner tells the base's cells of one round apart"
     first = [c for c in cells if c.benchmark.name == "point-query" and c.repeat == 1]
@@ -84,8 +84,8 @@ def test_fallback_is_said_in_one_line(write_experiment, edit, cpus, why):
     note = plan.note(e.threads)
     assert note is not None and "\n" not in note and why in note and "interleaved rounds" in note
     assert plan.describe(e.threads)["used"] is False
-    cells = list(plan_cells(e))
-    assert all(c.partner is None for c in cells) and len(cells) == cell_count(e)
+    cells = list(RunPlan.of(e).cells())
+    assert all(c.partner is None for c in cells) and len(cells) == RunPlan.of(e).cell_count()
     assert [c.target.name for c in cells[:len(e.targets) * 2]][:2] == [e.targets[0].name, e.targets[1].name]
 
 
@@ -97,10 +97,10 @@ def test_more_threads_than_a_side_has_cpus_run_interleaved(write_experiment):
     assert plan.describe(e.threads) == {"used": True, "interleaved_threads": [2], "cpus": [[0], [1]],
                                         "why": "threads=2: 2 client threads need more than the 1 CPU(s) of one side"}
     assert "threads=2" in (plan.note(e.threads) or "")
-    cells = list(plan_cells(e))
+    cells = list(RunPlan.of(e).cells())
     assert {c.partner is not None for c in cells if c.threads == 1} == {True}
     assert {c.partner for c in cells if c.threads == 2} == {None}
-    assert len(cells) == cell_count(e)
+    assert len(cells) == RunPlan.of(e).cell_count()
 
 
 @pytest.mark.unit
@@ -125,7 +125,7 @@ def test_steady_with_duet_is_refused(write_experiment):
 @pytest.mark.unit
 def test_other_orders_plan_no_duet(write_experiment):
     e = _parsed(write_experiment, DUET.replace('order = "duet"', 'order = "random"'))
-    assert plan_duets(e) is None and all(c.partner is None for c in plan_cells(e))
+    assert plan_duets(e) is None and all(c.partner is None for c in RunPlan.of(e).cells())
 
 
 # A stand-in for dbperf-driver that keeps the start barrier's side of the contract; the job's seed says how it
@@ -244,7 +244,7 @@ def test_duet_sides_start_together_on_their_own_cpus(write_experiment, tmp_path,
     e = parse_experiment(write_experiment(DUET))
     e, builds = build_targets(e, Console(quiet=True))
     out = tmp_path / "out"
-    outcome = matrix.run_matrix(e, out, Console(quiet=True), builds=builds)
+    outcome = matrix.run_plan(RunPlan.inspected(e, builds), out, Console(quiet=True))
     assert outcome.cells_failed == 0 and outcome.cells_ok == 16
 
     meta = json.loads((out / "meta.json").read_text())

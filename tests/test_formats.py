@@ -170,9 +170,18 @@ def test_a_format_a_view_cannot_draw_is_refused_in_one_line():
     assert "\n" not in str(refused.value) and "json only" in str(refused.value)
 
 
-def test_a_view_draws_its_own_page_where_it_has_one():
-    view = View("v", "t", (Section(text=("x",)),), own={"html": lambda: "<!DOCTYPE html><p>charts</p>"})
-    assert formats.render(view, "html") == "<!DOCTYPE html><p>charts</p>"
+def test_html_draws_a_views_chart_page_where_it_has_one_and_the_other_formats_its_sections():
+    from dbperf.report.model import ChartPage, Swatch
+    figure = {"data": [{"type": "bar", "x": ["<b>a</b>"], "y": [1]}], "layout": {}}
+    page = ChartPage("a <page>", (Section(title="charts", anchor="c", figures=(figure, figure), grid=True,
+                                          swatches=(Swatch("more", "#f00", "more <work>"),), text=("x",)),
+                                  Section(title="caption", rank="caption", block=Block("", "", ("a",),
+                                                                                       (Row(("1",)),)))))
+    view = View("v", "t", (Section(text=("x",)),), page=lambda: page)
+    html = formats.render(view, "html")
+    assert "<title>a &lt;page&gt;</title>" in html and '<h2 id="c">charts</h2>' in html and "<h3>caption</h3>" in html
+    assert html.count('data-figure="1"') == 2 and '<div class="grid">' in html and "more &lt;work&gt;" in html
+    assert "<b>a</b>" not in html.split('id="dbperf-figures"')[1].split("</script>")[0]  # escaped in the JSON
     assert formats.render(view, "markdown") == "## t\n\nx\n"
 
 

@@ -252,3 +252,56 @@ def test_a_date_series_has_a_column_per_run_and_target(tmp_path):
     s = build_series(store.results(), by="run")
     assert [c.label for c in s.columns] == [f"run {i} nightly (3.54.1)" for i in (1, 2, 3)]
     assert [p.result.run_id for p in s.rows[0].points] == [1, 2, 3]
+
+
+def _with_work(run: Path, target: str, benchmark: str, instructions: float | None, error: str | None = None) -> Path:
+    """Appends the simulated tier's record of (target, benchmark) to a written run, as the tier writes it."""
+    import msgspec
+
+    from dbperf.records import SimulatedRecord
+    record = SimulatedRecord(type="simulated", target=target, benchmark=benchmark, tier="simulated (test)",
+                             per_query={} if instructions is None else
+                             {"instructions": instructions, "estimated_cycles": instructions * 1.3},
+                             queries=3000, error=error)
+    with (run / "results.jsonl").open("ab") as f:
+        f.write(msgspec.json.encode(record) + b"\n")
+    return run
+
+
+@pytest.mark.unit
+def test_a_series_of_simulated_work_per_query_with_its_step_up(tmp_path):
+    """Runs with the simulated tier: the series of their instructions per query against the first version, the
+    tier's words, a change point where the work steps up (a regression), and a version without counts left empty."""
+    store = Store(tmp_path / "h.sqlite")
+    # 20 versions (E-divisive's permutation test at 0.01 needs more than a 10-point series), +10% from the 11th
+    work = [1000.0 + (i % 3) for i in range(10)] + [1100.0 + (i % 3) for i in range(10)] + [None]
+    for i, w in enumerate(work):
+        run = write_run(tmp_path / f"v{i}", ["t"], ["point-query"], 5, seed=i, engine_version=f"3.{9 + i}.0",
+                        started_at=f"2026-10-{i + 1:02d}T00:00:00", noise=0.02)
+        store.add_run(_with_work(run, "t", "point-query", w, error=None if w else "valgrind: unhandled instruction"))
+    stored = store.results()
+    assert stored[0].simulated == {"instructions": 1000.0, "estimated_cycles": 1300.0}
+    assert stored[-1].simulated is None  # its count failed: nothing stored, never a zero
+    s = build_series(stored, metric="simulated")
+    (row,) = s.rows
+    assert s.metric == "simulated" and row.points[0].verdict.word == "base" and row.points[-1] is None
+    assert [p.verdict.word for p in row.points[1:10]] == ["same"] * 9
+    assert row.points[10].verdict.word == "more" and row.points[10].work == pytest.approx(1.1)
+    assert [(st.index, round(st.size, 2)) for st in row.steps] == [(10, 0.1)]
+    from dbperf.report.series_view import regressions_view, series_view, step_rows
+    assert [r["kind"] for r in step_rows(s)] == ["regression"]
+    assert "work per query" in series_view(s).title and "1.100 more" in str(series_view(s))
+    assert regressions_view(s, show_all=False).document["steps"][0]["after"] == "3.19.0"
+    wall = build_series(stored)  # the same runs by the wall clock: no work figures
+    assert all(p is None or p.work is None for p in wall.rows[0].points)
+
+
+@pytest.mark.unit
+def test_a_simulated_series_of_runs_without_the_tier_is_one_line(tmp_path):
+    store = _versions(tmp_path, [1.0, 1.0])
+    with pytest.raises(UserError, match="none of the matching stored runs counted simulated work"):
+        build_series(store.results(), metric="simulated")
+    with pytest.raises(UserError, match="--metric: expected one of wall, simulated"):
+        build_series(store.results(), metric="cycles")
+    proc = run_cli("series", "--metric", "cycles", env={"DBPERF_HISTORY": str(tmp_path / "h.sqlite")})
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr

@@ -31,7 +31,8 @@ from dbperf.records import (
 from dbperf.replication import pg_cluster
 from dbperf.replication.lab import run_replication
 from dbperf.report.formats import render
-from dbperf.report.replication_html import replication_html
+from dbperf.report.formats.html import chart_page
+from dbperf.report.replication_html import replication_page
 from dbperf.report.replication_report import replication_view
 from dbperf.report.replication_view import replication_summary
 from tests.conftest import DBPERF, NEEDS_SERVERS, REPO, run_cli
@@ -259,12 +260,12 @@ def test_html_report_of_a_replication_run_draws_its_charts(tmp_path):
     from tests.browser import browser, render
     from tests.test_replication import _apply
     pages = {
-        "pg": replication_html(replication_meta({"experiment": "<b>pg</b>", "status": "complete",
-                                                 "replication": {"cpus": 2, "engine": "postgres"}}), _pg_records()),
-        "maria": replication_html(replication_meta({"experiment": "m", "status": "complete",
+        "pg": chart_page(replication_page(replication_meta({"experiment": "<b>pg</b>", "status": "complete",
+                                                 "replication": {"cpus": 2, "engine": "postgres"}}), _pg_records())),
+        "maria": chart_page(replication_page(replication_meta({"experiment": "m", "status": "complete",
                                                     "replication": {"cpus": 2}}),
                                   [results_record(json.loads(encode(_apply(w, 100.0 * (w + 1)))))
-                                   for w in (0, 2, 4)]),
+                                   for w in (0, 2, 4)])),
     }
     with browser() as context:
         for name, document in pages.items():

@@ -19,7 +19,8 @@ from pathlib import Path
 from rich.console import Console
 
 from dbperf.experiment.spec import parse_experiment
-from dbperf.runner.matrix import run_matrix
+from dbperf.runner.matrix import run_plan
+from dbperf.runner.plan import RunPlan
 from dbperf.runner.targets import build_targets
 from dbperf.stats.ladder import geomean
 from dbperf.stats.rqps_matrix import build_matrix
@@ -67,7 +68,7 @@ def main() -> None:
                                           partial="true" if args.partial else "false"))
         exp, builds = build_targets(parse_experiment(path), console)
         out = Path(tmp) / "results"
-        run_matrix(exp, out, console, builds=builds)
+        run_plan(RunPlan.inspected(exp, builds), out, console)
         meta, records, _ = read_results(out)
     m = build_matrix(meta, records)
     partial = " with -fprofile-partial-training" if args.partial else ""

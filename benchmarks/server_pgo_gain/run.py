@@ -31,7 +31,8 @@ from dbperf.experiment.spec import parse_experiment
 from dbperf.explain.mode import CounterMode
 from dbperf.explain.profile import Profiler
 from dbperf.records import Profile
-from dbperf.runner.matrix import run_matrix
+from dbperf.runner.matrix import run_plan
+from dbperf.runner.plan import RunPlan
 from dbperf.runner.targets import build_targets
 from dbperf.stats.ladder import geomean
 from dbperf.stats.rqps_matrix import build_matrix
@@ -92,7 +93,7 @@ def main() -> None:
                                           variants="[" + ", ".join(f'"{v}"' for v in variants) + "]"))
         exp, builds = build_targets(parse_experiment(path), console)
         out = Path(tmp) / "results"
-        run_matrix(exp, out, console, builds=builds)
+        run_plan(RunPlan.inspected(exp, builds), out, console)
         meta, records, _ = read_results(out)
         counters = None if args.no_counters else profiles(exp, args.profile_queries, Path(tmp) / "profile")
     m = build_matrix(meta, records)

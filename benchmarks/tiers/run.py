@@ -35,7 +35,8 @@ from rich.console import Console
 
 from dbperf.experiment.spec import parse_experiment
 from dbperf.records import CostModelRecord
-from dbperf.runner.matrix import run_matrix
+from dbperf.runner.matrix import run_plan
+from dbperf.runner.plan import RunPlan
 from dbperf.runner.targets import build_targets
 from dbperf.stats.rqps_matrix import Cell, Matrix, build_matrix
 from dbperf.stats.simulated import SAME_WITHIN
@@ -71,7 +72,7 @@ def _measure(args: argparse.Namespace, tmp: Path, console: Console) -> Path:
     exp, builds = build_targets(parse_experiment(path), console)
     out = tmp / "results"
     started = time.monotonic()
-    run_matrix(exp, out, console, builds=builds)
+    run_plan(RunPlan.inspected(exp, builds), out, console)
     console.print(f"measured in {(time.monotonic() - started) / 60:.1f} min, load average now "
                   f"{os.getloadavg()[0]:.2f}", highlight=False)
     return out

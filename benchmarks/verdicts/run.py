@@ -37,7 +37,8 @@ from pathlib import Path
 from rich.console import Console
 
 from dbperf.experiment.spec import parse_experiment
-from dbperf.runner.matrix import run_matrix
+from dbperf.runner.matrix import run_plan
+from dbperf.runner.plan import RunPlan
 from dbperf.runner.targets import build_targets
 from dbperf.stats.rqps_matrix import Matrix, build_matrix
 from dbperf.stats.verdict import CellVerdict
@@ -84,7 +85,7 @@ def _measure(args: argparse.Namespace, mode: str, tmp: Path, console: Console) -
     exp, builds = build_targets(parse_experiment(path), console)
     out = tmp / f"results-{mode}"
     started = time.monotonic()
-    run_matrix(exp, out, console, builds=builds)
+    run_plan(RunPlan.inspected(exp, builds), out, console)
     console.print(f"{mode}: measured in {(time.monotonic() - started) / 60:.1f} min, load average now "
                   f"{os.getloadavg()[0]:.2f}", highlight=False)
     return out

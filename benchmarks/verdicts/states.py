@@ -37,7 +37,8 @@ from rich.console import Console
 
 from dbperf.experiment.spec import parse_experiment
 from dbperf.records import CellRecord
-from dbperf.runner.matrix import run_matrix
+from dbperf.runner.matrix import run_plan
+from dbperf.runner.plan import RunPlan
 from dbperf.runner.targets import build_targets
 from dbperf.storage.results import read_results
 
@@ -110,7 +111,7 @@ def measure(order: str, args: argparse.Namespace, tmp: Path, console: Console) -
                                       source=source))
     exp, builds = build_targets(parse_experiment(path), console)
     out = tmp / f"results-{order}"
-    run_matrix(exp, out, console, builds=builds)
+    run_plan(RunPlan.inspected(exp, builds), out, console)
     meta, records, _ = read_results(out)
     if order == "duet" and not (meta.duet or {}).get("used"):
         raise SystemExit(f"no duet could be formed here: {(meta.duet or {}).get('why')}")

@@ -22,17 +22,37 @@ from dbperf.usecases.bisect import (
     expected_steps,
     parse_threshold,
     path_view,
-    release_judge,
     release_range,
-    search,
     write_path,
 )
+from dbperf.usecases.bisect_metrics import METRICS, metric, run_bisect
+from dbperf.usecases.bisect_work import lead_view
 from dbperf.usecases.progress import say
+
+
+def _work_at(result: BisectResult, version: str | None) -> str:
+    step = next((s for s in reversed(result.steps) if s.version == version and s.judgement.work is not None), None)
+    return f"{step.judgement.work - 1:+.1%} work per query" if step and step.judgement.work else "work unknown"
+
+
+def _confirmed(result: BisectResult) -> str:
+    if not result.confirmation:
+        return ""
+    said = ", ".join(f"{j.metric} {j.verdict}" + (f" (rQPS {j.rqps:.3f})" if j.rqps is not None else "")
+                     for j in result.confirmation)
+    return f"; at that step the wall clock says: {said} (reported, not deciding)"
 
 
 def outcome_line(result: BisectResult, engine: str) -> str:
     n, good = len(result.versions), result.versions[0]
     steps = f"{len(result.steps)} step(s) over {n} releases (about {expected_steps(n)} when every step decides)"
+    if result.metric == "simulated" and result.outcome == "found":
+        return (f"first release with more work: {engine} {result.first_slower}, {_work_at(result, result.first_slower)}"
+                f" against {good} (simulated instructions: work, not speed; last at the old level: "
+                f"{result.last_not_slower}); {steps}{_confirmed(result)}")
+    if result.metric == "simulated" and result.outcome == "none-slower":
+        return (f"no release with more work: {engine} {result.last_not_slower} is at "
+                f"{_work_at(result, result.last_not_slower)} against {good}; {steps}")
     if result.outcome == "found":
         return (f"first slower release: {engine} {result.first_slower} (last not slower: {result.last_not_slower}, "
                 f"against {good}); {steps}")
@@ -64,8 +84,11 @@ def bisect(
     first: Annotated[str, typer.Argument(help="the oldest version (the good one): e.g. 12 or 12.4")],
     last: Annotated[str, typer.Argument(help="the newest version of the range")],
     benchmark: Annotated[str, typer.Option(help="one catalog benchmark (`dbperf list`)")] = "point-query",
-    threshold: Annotated[str, typer.Option(help="smallest slowdown called slower (the verdict's min_effect)")]
-    = "5%",
+    threshold: Annotated[Optional[str], typer.Option(
+        help="smallest slowdown called slower: the verdict's min_effect with --metric wall (default 5%), the growth "
+             "of work per query with --metric simulated (default 2%; also the confirmation's min_effect)")] = None,
+    metric_name: Annotated[str, typer.Option("--metric", help="what decides a step: " + "; ".join(
+        f"{m.name}: {m.help}" for m in METRICS.values()))] = "wall",
     time: Annotated[str, typer.Option(help="measured time per cell")] = "5s",
     warmup: Annotated[str, typer.Option(help="warm-up per cell")] = "1s",
     budget: Annotated[str, typer.Option(help="measured rounds' budget of a step's first try (doubled per retry)")]
@@ -86,10 +109,11 @@ def bisect(
     """Find the first released version whose verdict against the oldest turns slower (binary search, each step
     an A/B run decided by the sequential verdict). Exit 0: found; 1: the newest is not slower; 3: a step measured
     nothing; 4: a step stayed undecided; 2: bad input."""
-    settings = StepSettings(engine, benchmark, parse_threshold(threshold),
+    chosen = metric(metric_name)
+    settings = StepSettings(engine, benchmark, parse_threshold(threshold or chosen.threshold),
                             parse_duration(time, "--time", positive=True),
                             parse_duration(warmup, "--warmup"), parse_duration(budget, "--budget", positive=True),
-                            threads, table_size, config_settings(config or []))
+                            threads, table_size, config_settings(config or []), chosen.name)
     settings.check()
     if tries < 1:
         fail(f"--tries: expected at least 1, got {tries}")
@@ -103,20 +127,22 @@ def bisect(
     with claimed(directory, resume):
         earlier = earlier_steps(directory, settings, versions) if resume else []
         if not resume:  # the folder is this bisect's from now on: killed in its first step, it can be resumed
-            write_path(directory, BisectResult(versions), settings)
+            write_path(directory, BisectResult(versions, metric=settings.metric), settings)
+        by = " of simulated work per query" if chosen.name == "simulated" else ""
         say(f"dbperf: bisect {engine} {versions[0]} .. {versions[-1]}: {len(versions)} releases, {benchmark}, "
-            f"slower at {settings.threshold:.1%} or more; about {expected_steps(len(versions))} steps; results in "
-            f"{directory}")
+            f"slower at {settings.threshold:.1%}{by} or more; about {expected_steps(len(versions))} steps; results "
+            f"in {directory}")
 
-        def step_done(so_far: BisectResult) -> None:  # the path is on disk after every step: an interrupt loses none
+        def step_done(so_far: BisectResult) -> None:  # run_bisect writes the path after every step
             s = so_far.steps[-1]
-            say(f"dbperf: step {s.number}: {s.version} (try {s.attempt}): {s.judgement.verdict}")
-            write_path(directory, so_far, settings)
+            work = "" if s.judgement.work is None else f" ({s.judgement.work - 1:+.2%} work per query)"
+            say(f"dbperf: step {s.number}: {s.version} (try {s.attempt}): {s.judgement.verdict}{work}")
 
-        result = search(versions, release_judge(settings, directory, yes, earlier=earlier), tries,
-                        on_step=step_done)
-        write_path(directory, result, settings)
+        result = run_bisect(settings, versions, directory, tries, yes, earlier=earlier, on_step=step_done)
     show(path_view(result), "table")
+    lead = lead_view(result)
+    if lead is not None:
+        show(lead, "table")
     out_console.print(outcome_line(result, engine), highlight=False)
     if result.exit_code:
         raise typer.Exit(result.exit_code)

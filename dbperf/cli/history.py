@@ -25,6 +25,8 @@ BUILD_OPTION = typer.Option(help="build, as `history show` prints it")
 CONFIG_OPTION = typer.Option(help="config, as `history show` prints it")
 TARGET_OPTION = typer.Option(help="target name")
 JSON_OPTION = typer.Option("--json", help="as JSON")
+METRIC_OPTION = typer.Option(help="wall: the stored runs' QPS (rQPS, Mann-Whitney of the repeats); simulated: their "
+                                  "simulated instructions per query (runs with `simulated = true`), deterministic")
 
 history_app = typer.Typer(no_args_is_help=True, help="The results store: every run, keyed by engine, version, build, "
                                                      "config, host, benchmark and threads.")
@@ -68,11 +70,12 @@ def series(
     output: Annotated[Optional[str], OUTPUT_OPTION] = None,
     force: Annotated[bool, FORCE_OPTION] = False,
     pvalue: Annotated[float, PVALUE_OPTION] = PVALUE,
+    metric: Annotated[str, METRIC_OPTION] = "wall",
 ) -> None:
-    """A version (or run) series from the history: rows benchmarks, columns versions, rQPS against the first,
-    verdicts, change points."""
+    """A version (or run) series from the history: rows benchmarks, columns versions, rQPS (or simulated work per
+    query) against the first, verdicts, change points."""
     check_format(format)
-    s = query_series(engine, benchmark, threads, host, build, config, target, by, pvalue)
+    s = query_series(engine, benchmark, threads, host, build, config, target, by, pvalue, metric)
     show(series_view(s), format, output, force)
 
 
@@ -90,9 +93,10 @@ def regressions(
     output: Annotated[Optional[str], OUTPUT_OPTION] = None,
     force: Annotated[bool, FORCE_OPTION] = False,
     pvalue: Annotated[float, PVALUE_OPTION] = PVALUE,
+    metric: Annotated[str, METRIC_OPTION] = "wall",
 ) -> None:
     """Change points (E-divisive means) in every benchmark's series: each step's size, the two versions or runs
     it falls between, and its significance."""
     check_format(format)
-    s = query_series(engine, benchmark, threads, host, build, config, target, by, pvalue)
+    s = query_series(engine, benchmark, threads, host, build, config, target, by, pvalue, metric)
     show(regressions_view(s, show_all), format, output, force)

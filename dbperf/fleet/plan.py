@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 from dbperf.errors import UserError
 from dbperf.experiment.model import Experiment
 from dbperf.host.cpus import plan_cpus
-from dbperf.runner.matrix import plan_cells
+from dbperf.runner.plan import RunPlan
 from dbperf.runner.resume import CellKey
 
 
@@ -22,7 +22,7 @@ class HostPart:
 
     @property
     def cells(self) -> list[CellKey]:
-        return [c.key for c in plan_cells(self.experiment)]
+        return [c.key for c in RunPlan.of(self.experiment).cells()]
 
 
 def fleet_hosts(e: Experiment, default: Sequence[str] = ()) -> list[str]:

@@ -13,9 +13,15 @@ from dbperf.errors import UserError
 from dbperf.history.changepoints import PVALUE, Step, steps
 from dbperf.history.store import Result
 from dbperf.stats.cell_verdict import Verdict, verdict_of
+from dbperf.stats.simulated import SAME_WITHIN, simulated_verdict
 from dbperf.stats.summary import ALPHA, MIN_REPEATS_FOR_TEST, significance
 
 BY = ("version", "run")
+# What a series is of: the wall clock's QPS (rQPS against the first column, Mann-Whitney of the repeats), or the
+# simulated tier's work per query (instructions per query against the first column: deterministic, no test).
+METRICS = ("wall", "simulated")
+WORK = "instructions"
+SIMULATED_RULE = f"simulated: deterministic counts, a change of {SAME_WITHIN:.1%} or more is more or fewer"
 
 
 @dataclass(frozen=True)
@@ -32,6 +38,7 @@ class Point:
     result: Result
     rqps: float | None
     verdict: Verdict
+    work: float | None = None  # metric simulated: instructions per query / the first column's
 
 
 @dataclass
@@ -48,6 +55,13 @@ class Series:
     identity: dict[str, str]  # engine, build, config, host
     columns: list[Column]
     rows: list[Row]
+    metric: str = "wall"
+
+
+def _value(r: Result, metric: str) -> float | None:
+    if metric == "simulated":
+        return (r.simulated or {}).get(WORK) or None
+    return r.qps_center
 
 
 def version_key(version: str) -> tuple:
@@ -126,22 +140,53 @@ def _row(benchmark: str, threads: int, found: list[Result | None], detect: bool,
             rqps = here.qps_center / first.qps_center if first.qps_center else None
             significant, _ = next(tests)
             row.points.append(Point(here, rqps, verdict_of(rqps, significant, False, False)))
-    if detect:
-        values = [(i, p.result.qps_center) for i, p in enumerate(row.points) if p and p.result.qps_center]
-        row.steps = [Step(values[s.index][0], s.before, s.after, s.p_value)
-                     for s in steps([v for _, v in values], pvalue)]
+    _detect(row, "wall", detect, pvalue)
     return row
 
 
+def _work_row(benchmark: str, threads: int, found: list[Result | None], detect: bool, pvalue: float) -> Row:
+    """One benchmark's row of simulated work: each column's instructions per query against the first column's
+    that has them, with the tier's words (more, fewer, same); a column whose run did not count them is empty."""
+    row = Row(benchmark, threads, [])
+    reference = next((r for r in found if r is not None and _value(r, "simulated")), None)
+    first = _value(reference, "simulated") if reference is not None else None
+    for here in found:
+        value = _value(here, "simulated") if here is not None else None
+        if here is None or value is None or first is None:
+            row.points.append(None)
+            continue
+        work = value / first
+        verdict = (Verdict("base", "the first column with simulated counts") if here is reference
+                   else Verdict(simulated_verdict(work - 1), SIMULATED_RULE))
+        row.points.append(Point(here, None, verdict, work))
+    _detect(row, "simulated", detect, pvalue)
+    return row
+
+
+def _detect(row: Row, metric: str, detect: bool, pvalue: float) -> None:
+    """The row's change points over its figures (the columns without one left out)."""
+    if not detect:
+        return
+    values = [(i, v) for i, p in enumerate(row.points) if p and (v := _value(p.result, metric))]
+    row.steps = [Step(values[s.index][0], s.before, s.after, s.p_value)
+                 for s in steps([v for _, v in values], pvalue)]
+
+
 def build_series(results: Sequence[Result], by: str = "version", detect: bool = True,
-                 pvalue: float = PVALUE) -> Series:
+                 pvalue: float = PVALUE, metric: str = "wall") -> Series:
     if by not in BY:
         raise UserError(f"--by: expected one of {', '.join(BY)}, got {by!r}")
+    if metric not in METRICS:
+        raise UserError(f"--metric: expected one of {', '.join(METRICS)}, got {metric!r}")
     if not results:
         raise UserError("no results in the history match (dbperf history list shows what is stored)")
+    if metric == "simulated" and not any(r.simulated for r in results):
+        raise UserError("--metric simulated: none of the matching stored runs counted simulated work (run the "
+                        "versions with `simulated = true` in [run], then `dbperf history add` if not recorded)")
     identity = _identity(results)
     chosen, columns = _columns(results, by)
     keys = sorted(columns, key=lambda k: version_key(k)) if by == "version" else list(columns)
-    rows = [_row(benchmark, threads, [chosen.get((key, benchmark, threads)) for key in keys], detect, pvalue)
+    make = _work_row if metric == "simulated" else _row
+    rows = [make(benchmark, threads, [chosen.get((key, benchmark, threads)) for key in keys], detect, pvalue)
             for benchmark, threads in dict.fromkeys((b, t) for _, b, t in chosen)]
-    return Series(by, identity, [columns[k] for k in keys], rows)
+    return Series(by, identity, [columns[k] for k in keys], rows, metric)

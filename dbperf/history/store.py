@@ -15,7 +15,7 @@ import hashlib
 import json
 import os
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, fields
 from datetime import UTC, datetime
 from pathlib import Path
@@ -23,12 +23,13 @@ from typing import Any
 
 from dbperf import engines
 from dbperf.errors import UserError
+from dbperf.records import SimulatedRecord
 from dbperf.run_meta import MetaError, RunMeta, TargetMeta, encode_file, run_meta
 from dbperf.stats.cell_verdict import cell_verdict
 from dbperf.stats.rqps_matrix import Matrix, build_matrix
 from dbperf.storage.results import read_results
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: results.simulated (issue 49); a version-1 store is upgraded in place when opened
 # The store's marker: SQLite's application_id (the bytes "dbpH") and a one-row table of the schema version. A file
 # without them is another program's database and is never written.
 APPLICATION_ID = 0x64627048
@@ -73,13 +74,16 @@ CREATE TABLE IF NOT EXISTS results (
     decided_by TEXT,
     p_value REAL,
     cpu_us_per_query REAL,
-    p99_us REAL
+    p99_us REAL,
+    simulated TEXT
 );
 CREATE INDEX IF NOT EXISTS results_key ON results (engine, benchmark, threads, host, build, config, version);
 """
 COLUMNS = ("run_id", "target", "engine", "version", "build", "config", "host", "benchmark", "threads", "n",
            "failed_runs", "qps_center", "qps_min", "qps_max", "qps_ci_low", "qps_ci_high", "qps_runs", "rqps",
-           "verdict", "decided_by", "p_value", "cpu_us_per_query", "p99_us")
+           "verdict", "decided_by", "p_value", "cpu_us_per_query", "p99_us", "simulated")
+# What each schema version added, so that an older store is upgraded (and one from before the marker recognised).
+ADDED = {2: (("results", "simulated", "TEXT"),)}
 
 
 def history_path() -> Path | None:
@@ -127,6 +131,9 @@ class Result:
     rqps: float | None
     verdict: str | None
     p_value: float | None
+    # the simulated tier's counters per query of (target, benchmark), one thread (runner/simulated_tier.py), where
+    # the run measured them: instructions, estimated_cycles, i1_misses, ...; None where it did not
+    simulated: dict[str, float] | None = None
 
 
 def build_text(info: TargetMeta) -> str:
@@ -161,39 +168,55 @@ def _tables(db: sqlite3.Connection) -> dict[str, list[str]]:
     return {n: [c[1] for c in db.execute(f"PRAGMA table_info({json.dumps(n)})")] for n in names}
 
 
-def _own_tables() -> dict[str, list[str]]:
-    """dbperf's tables and columns, as SCHEMA makes them (read from a scratch in-memory database)."""
+def _own_tables(version: int = SCHEMA_VERSION) -> dict[str, list[str]]:
+    """dbperf's tables and columns as schema `version` had them (SCHEMA made in a scratch in-memory database, less
+    the columns added after `version`)."""
     scratch = sqlite3.connect(":memory:")
     try:
         scratch.executescript(SCHEMA)
-        return _tables(scratch)
+        tables = _tables(scratch)
     finally:
         scratch.close()
+    for later, added in ADDED.items():
+        if later > version:
+            for table, column, _ in added:
+                tables[table].remove(column)
+    return tables
 
 
-def _check_marker(db: sqlite3.Connection, path: Path) -> bool:
-    """Whether the file is dbperf's store: True when it carries the marker (application_id and the schema table),
-    False when it is empty (or a store of earlier dbperf versions, which had no marker, with exactly dbperf's
-    tables): those get the marker. Anything else is refused, before a byte of it is written."""
+def _check_marker(db: sqlite3.Connection, path: Path) -> int | None:
+    """The schema version of dbperf's store in the file: its marker's (application_id and the schema table), or
+    None when it is empty or a store of the first dbperf versions, which had no marker, with exactly their tables
+    (those get the marker). A version newer than this dbperf's, or anything else, is refused before a byte of it
+    is written."""
     app_id = db.execute("PRAGMA application_id").fetchone()[0]
     tables = _tables(db)
     if app_id == APPLICATION_ID:
         rows = db.execute(f"SELECT version FROM {MARKER_TABLE}").fetchall() if MARKER_TABLE in tables else []
         if len(rows) != 1 or not isinstance(rows[0][0], int):
             raise UserError(f"{path}: a dbperf history store without its schema version (damaged?); not opened")
-        if rows[0][0] != SCHEMA_VERSION:
+        if not 1 <= rows[0][0] <= SCHEMA_VERSION:
             raise UserError(f"{path}: history schema version {rows[0][0]} is not one this dbperf reads "
                             f"({SCHEMA_VERSION}); a newer dbperf wrote it")
-        return True
+        return int(rows[0][0])
     if app_id != 0:
         raise UserError(f"{path}: another program's SQLite database (application_id {app_id:#010x}), not a dbperf "
                         "history store; not opened (set DBPERF_HISTORY to another file)")
     if not tables:
-        return False
-    if tables == _own_tables() and db.execute("PRAGMA user_version").fetchone()[0] in (0, SCHEMA_VERSION):
-        return False  # written by a dbperf from before the marker: adopted
+        return None
+    if tables == _own_tables(1) and db.execute("PRAGMA user_version").fetchone()[0] in (0, 1):
+        return None  # written by a dbperf from before the marker: adopted
     raise UserError(f"{path}: a SQLite database that is not a dbperf history store (tables: "
                     f"{', '.join(sorted(tables))}); not opened (set DBPERF_HISTORY to another file)")
+
+
+def _upgrade(db: sqlite3.Connection) -> None:
+    """Adds what later schema versions added to a store that lacks it (a version-1 store: results.simulated)."""
+    tables = _tables(db)
+    for added in ADDED.values():
+        for table, column, kind in added:
+            if column not in tables.get(table, []):
+                db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
 
 
 def _check_file(path: Path) -> None:
@@ -220,14 +243,16 @@ class Store:
         except (OSError, sqlite3.Error) as e:
             raise UserError(f"{path}: cannot open the history store: {e}") from None
         try:
-            marked = _check_marker(self.db, path)
+            version = _check_marker(self.db, path)
             self.db.execute("PRAGMA foreign_keys = ON")
-            if not marked:
+            if version is None:
                 self.db.executescript(SCHEMA)  # IF NOT EXISTS throughout: two dbperfs creating it at once agree
+            if version != SCHEMA_VERSION:
                 with self.db:
+                    _upgrade(self.db)
                     self.db.execute(f"CREATE TABLE IF NOT EXISTS {MARKER_TABLE} (id INTEGER PRIMARY KEY CHECK "
                                     "(id = 1), version INTEGER NOT NULL)")
-                    self.db.execute(f"INSERT OR IGNORE INTO {MARKER_TABLE} (id, version) VALUES (1, ?)",
+                    self.db.execute(f"INSERT OR REPLACE INTO {MARKER_TABLE} (id, version) VALUES (1, ?)",
                                     (SCHEMA_VERSION,))
                     self.db.execute(f"PRAGMA application_id = {APPLICATION_ID}")
                     self.db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
@@ -264,7 +289,7 @@ class Store:
                  encode_file(meta).decode()))
             run_id = int(cur.lastrowid or 0)
             self.db.executemany(f"INSERT INTO results ({', '.join(COLUMNS)}) VALUES ({', '.join('?' * len(COLUMNS))})",
-                                list(_rows(run_id, matrix, meta)))
+                                list(_rows(run_id, matrix, meta, records)))
         return run_id, True
 
     @contextlib.contextmanager
@@ -304,17 +329,21 @@ class Store:
                 where.append(f"x.{column} = ?")
                 args.append(value)
         sql = ("SELECT x.run_id, r.started_at, x.target, x.engine, x.version, x.build, x.config, x.host, "
-               "x.benchmark, x.threads, x.n, x.qps_center, x.qps_runs, x.rqps, x.verdict, x.p_value "
+               "x.benchmark, x.threads, x.n, x.qps_center, x.qps_runs, x.rqps, x.verdict, x.p_value, x.simulated "
                "FROM results x JOIN runs r ON r.id = x.run_id"
                + (" WHERE " + " AND ".join(where) if where else "") + " ORDER BY r.started_at, x.run_id, x.id")
         names = [f.name for f in fields(Result)]
-        return [Result(**{**dict(zip(names, row, strict=True)), "qps_runs": json.loads(row[12])})
+        return [Result(**{**dict(zip(names, row, strict=True)), "qps_runs": json.loads(row[12]),
+                          "simulated": json.loads(row[16]) if row[16] else None})
                 for row in self.db.execute(sql, args)]
 
 
-def _rows(run_id: int, m: Matrix, meta: RunMeta) -> Iterator[tuple[Any, ...]]:
+def _rows(run_id: int, m: Matrix, meta: RunMeta, records: Iterable[object]) -> Iterator[tuple[Any, ...]]:
     info = {t.name: t for t in meta.targets}
     host = meta.hostname
+    # one thread's counts, on every thread count's row of the (target, benchmark), as the run's report shows them
+    simulated = {(r.target, r.benchmark): json.dumps(r.per_query) for r in records
+                 if isinstance(r, SimulatedRecord) and not r.error and r.per_query}
     for _, benchmark, threads in m.rows():
         for target in m.targets:
             cell = m.cell(target, benchmark, threads)
@@ -328,7 +357,8 @@ def _rows(run_id: int, m: Matrix, meta: RunMeta) -> Iterator[tuple[Any, ...]]:
                    build_text(t), config_text(t), host, benchmark, threads, q.n if q else 0, len(cell.failures),
                    q.center if q else None, q.minimum if q else None, q.maximum if q else None,
                    q.ci_low if q else None, q.ci_high if q else None, json.dumps(cell.per_run("qps")), cell.rqps,
-                   v.word, v.decided_by, cell.p_value, cell.median_of("cpu_us_per_query"), cell.median_of("p99_us"))
+                   v.word, v.decided_by, cell.p_value, cell.median_of("cpu_us_per_query"), cell.median_of("p99_us"),
+                   simulated.get((target, benchmark)))
 
 
 def open_store(path: Path | None = None) -> Store:

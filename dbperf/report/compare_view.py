@@ -11,8 +11,7 @@ from dbperf.records import to_builtins
 from dbperf.report import charts
 from dbperf.report.cell_text import noisy
 from dbperf.report.html import VERDICT_MEANINGS
-from dbperf.report.html_page import Page, legend_swatches, table, text
-from dbperf.report.model import Block, Row, Section, View
+from dbperf.report.model import Block, ChartPage, Row, Section, Swatch, View
 from dbperf.run_meta import HostMeta
 from dbperf.stats.cell_verdict import VERDICT_COLOURS, cell_verdict
 from dbperf.stats.compare import Pair, Side
@@ -103,7 +102,7 @@ NOTE = ("B / A: B's center QPS over A's; + faster, - slower, ~ same by the verdi
 def compare_view(a: Side, b: Side, pairs: list[Pair], skipped: dict[str, list[dict[str, Any]]] | None = None
                  ) -> View:
     """The summary (B / A per benchmark and target), then each target's figures of both runs, folded in Markdown;
-    CSV one line per (target, benchmark); HTML adds the heat map and the repeats (compare_html). `skipped`: the
+    CSV one line per (target, benchmark); HTML adds the heat map and the repeats (compare_page). `skipped`: the
     lines of each side's results.jsonl that were not used ({"a": [{"line", "reason"}], "b": ...}), in JSON."""
     targets, rows = _summary(pairs)
     caveat = _cpu_text(a, b)
@@ -122,23 +121,20 @@ def compare_view(a: Side, b: Side, pairs: list[Pair], skipped: dict[str, list[di
                 "skipped_lines": skipped or {"a": [], "b": []}}
     return View("compare", "", (summary, *details), notes=(NOTE,), document=document,
                 rows=tuple({"target": p.target, **row} for p in pairs for row in compare_rows(p)),
-                own={"html": lambda: compare_html(a, b, pairs)})
+                page=lambda: compare_page(a, b, pairs))
 
 
-def compare_html(a: Side, b: Side, pairs: list[Pair]) -> str:
-    page = Page(f"dbperf compare: {b.label} / {a.label}")
+def compare_page(a: Side, b: Side, pairs: list[Pair]) -> ChartPage:
+    """The summary with the verdicts' legend, then per target its heat map, its repeats and both runs' figures."""
     caveat = _cpu_text(a, b)
-    page.add(f'<p class="note">{text(_side_text(a))}<br>{text(_side_text(b))}'
-             f'{f"<br>{text(caveat)}" if caveat else ""}</p>')
-    page.section("summary", "B / A")
     targets, rows = _summary(pairs)
-    page.add(table(("benchmark", *targets), rows))
-    page.add(legend_swatches(VERDICT_COLOURS, VERDICT_MEANINGS))
-    page.add(f'<p class="note">{text(NOTE)}</p>')
+    swatches = tuple(Swatch(k, c, VERDICT_MEANINGS.get(k, "")) for k, c in VERDICT_COLOURS.items())
+    out = [Section(notes=(_side_text(a) + "\n" + _side_text(b) + (f"\n{caveat}" if caveat else ""),)),
+           Section(title="B / A", anchor="summary", swatches=swatches, notes=(NOTE,),
+                   block=Block("", "", ("benchmark", *targets), tuple(Row(r) for r in rows)))]
     for i, p in enumerate(pairs):
-        page.section(f"target-{i}", p.target)
-        page.add(page.figure(charts.rqps_heatmap(p.matrix)))
-        page.add('<div class="grid">' + "".join(page.figure(charts.repeats_figure(p.matrix, bench, th))
-                                                for _, bench, th in p.matrix.rows()) + "</div>")
-        page.add(table(DETAIL_HEADER, [_detail(r) for r in compare_rows(p)]))
-    return page.render()
+        out += [Section(title=p.target, anchor=f"target-{i}", figures=(charts.rqps_heatmap(p.matrix),)),
+                Section(grid=True, figures=tuple(charts.repeats_figure(p.matrix, bench, th)
+                                                 for _, bench, th in p.matrix.rows()),
+                        block=Block("", "", DETAIL_HEADER, tuple(Row(_detail(r)) for r in compare_rows(p))))]
+    return ChartPage(f"dbperf compare: {b.label} / {a.label}", tuple(out))

@@ -6,15 +6,14 @@ then the run's metadata."""
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable
+import json
 from typing import Any
 
 from dbperf.records import to_builtins
 from dbperf.report import charts
-from dbperf.report.formats.html import block_html
-from dbperf.report.html_page import Page, key_values, legend_swatches, table, text
+from dbperf.report.formats.html import chart_page
 from dbperf.report.matrix_layout import build_report
+from dbperf.report.model import Block, ChartPage, Row, Section, Swatch
 from dbperf.run_meta import RunMeta
 from dbperf.stats.cell_verdict import VERDICT_COLOURS
 from dbperf.stats.rqps_matrix import Matrix
@@ -50,97 +49,94 @@ def _build_text(build: dict[str, Any] | None) -> str:
     return " ".join(parts)
 
 
-def metadata_html(meta: RunMeta) -> str:
+def metadata_sections(meta: RunMeta) -> list[Section]:
+    """Host, driver, run settings, targets and benchmarks, each a captioned table."""
     host = to_builtins(meta.host) if meta.host else {}
-    out = ["<h3>Host</h3>", key_values(sorted(host.items()))]
+    out = [_key_values("Host", sorted(host.items()))]
     if meta.driver:
-        out += ["<h3>Driver</h3>", key_values([("dbperf-driver", meta.driver)])]
-    run = [(k, v) for k in RUN_FIELDS if (v := getattr(meta, k)) is not None]  # those this run recorded
-    out += ["<h3>Run</h3>", key_values(run)]
-    out += ["<h3>Targets</h3>", _targets_table(meta), "<h3>Benchmarks</h3>", _benchmarks_table(meta)]
-    return "\n".join(out)
+        out.append(_key_values("Driver", [("dbperf-driver", meta.driver)]))
+    out.append(_key_values("Run", [(k, v) for k in RUN_FIELDS if (v := getattr(meta, k)) is not None]))
+    return [*out, Section(title="Targets", rank="caption", block=_targets_block(meta)),
+            Section(title="Benchmarks", rank="caption", block=_benchmarks_block(meta))]
 
 
-def _targets_table(meta: RunMeta) -> str:
-    rows = [(t.name, t.engine or "-", t.engine_version or "-", t.library or t.binaries or t.dsn or "-",
-             _build_text(t.build), " ".join(f"{k}={v}" for k, v in (t.settings or [])) or "-",
-             " ".join(f"{k}={v}" for k, v in (t.process_variant or {}).items() if v) or "-")
-            for t in meta.targets]
-    return table(("target", "engine", "version", "library / binaries / DSN", "build", "settings", "process variant"),
-                 rows, text_columns=7)
+def _key_values(title: str, items: list[tuple[str, object]]) -> Section:
+    return Section(title=title, rank="caption", block=Block("", "", ("field", "value"),
+                                                              tuple(Row((k, _plain(v))) for k, v in items), 2))
 
 
-def _benchmarks_table(meta: RunMeta) -> str:
-    rows = [(b.name, b.group, "-" if b.phase is None else b.phase,
-             "-" if b.queries_per_event is None else b.queries_per_event, " ; ".join(b.sql)) for b in meta.benchmarks]
-    return table(("benchmark", "group", "phase", "queries/event", "SQL"), rows, text_columns=5)
+def _plain(value: object) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, ensure_ascii=False, default=str)
+    return str(value)
+
+
+def _targets_block(meta: RunMeta) -> Block:
+    rows = tuple(Row((t.name, t.engine or "-", t.engine_version or "-", t.library or t.binaries or t.dsn or "-",
+                      _build_text(t.build), " ".join(f"{k}={v}" for k, v in (t.settings or [])) or "-",
+                      " ".join(f"{k}={v}" for k, v in (t.process_variant or {}).items() if v) or "-"))
+                 for t in meta.targets)
+    return Block("", "", ("target", "engine", "version", "library / binaries / DSN", "build", "settings",
+                          "process variant"), rows, 7)
+
+
+def _benchmarks_block(meta: RunMeta) -> Block:
+    rows = tuple(Row((b.name, b.group, "-" if b.phase is None else b.phase,
+                      "-" if b.queries_per_event is None else str(b.queries_per_event), " ; ".join(b.sql)))
+                 for b in meta.benchmarks)
+    return Block("", "", ("benchmark", "group", "phase", "queries/event", "SQL"), rows, 5)
+
+
+def run_page(m: Matrix, meta: RunMeta) -> ChartPage:
+    return ChartPage(f"dbperf: {build_report(m, meta).heading}", tuple(run_sections(m, meta)))
+
+
+def hosts_page(hosts: list[tuple[str, Matrix, RunMeta]], meta: RunMeta) -> ChartPage:
+    """A fleet run: one page, a part per host (its heading, then the sections a single run's page has, as
+    subsections), in the fleet's order."""
+    sections = [s for i, (heading, m, view) in enumerate(hosts, 1)
+                for s in (Section(title=heading, anchor=f"host-{i}", rank="part"),
+                          *run_sections(m, view, f"host-{i}-"))]
+    return ChartPage(f"dbperf: {meta.experiment or 'fleet run'} on {len(hosts)} hosts", tuple(sections))
 
 
 def to_html(m: Matrix, meta: RunMeta) -> str:
-    page = Page(f"dbperf: {build_report(m, meta).heading}")
-    add_run(page, m, meta, page.section)
-    return page.render()
+    return chart_page(run_page(m, meta))
 
 
-def to_html_hosts(hosts: list[tuple[str, Matrix, RunMeta]], meta: RunMeta) -> str:
-    """A fleet run: one page, a part per host (its heading, then the sections a single run's page has, as
-    subsections), in the fleet's order."""
-    page = Page(f"dbperf: {meta.experiment or 'fleet run'} on {len(hosts)} hosts")
-    for i, (heading, m, view) in enumerate(hosts, 1):
-        page.section(f"host-{i}", heading)
-        add_run(page, m, view, functools.partial(host_subsection, page, f"host-{i}-"))
-    return page.render()
-
-
-def host_subsection(page: Page, prefix: str, anchor: str, title: str) -> None:
-    page.subsection(prefix + anchor, title)
-
-
-def add_run(page: Page, m: Matrix, meta: RunMeta, section: Callable[[str, str], None]) -> None:
-    """One run's sections (`section` starts each one: a page section, or a host's subsection)."""
+def run_sections(m: Matrix, meta: RunMeta, prefix: str | None = None) -> list[Section]:
+    """One run's sections: the page's own (`prefix` None), or a host's under its part, as captions whose anchors
+    start with `prefix`."""
     report = build_report(m, meta)
     rqps, *rest = report.blocks
-    if report.warning:
-        page.add(f'<p class="warning">{text(report.warning)}</p>')
-    section("rqps", "rQPS matrix")
-    page.add(page.figure(charts.rqps_heatmap(m)))
-    page.add(legend_swatches(VERDICT_COLOURS, VERDICT_MEANINGS))
-    page.add("<pre>" + text("\n".join(report.legend)) + "</pre>")
-    page.add(block_html(rqps))
-    for line in report.findings:
-        page.add(f"<p>{text(line)}</p>")
-    for note in report.matrix_notes:
-        page.add(f'<p class="note">{text(note)}</p>')
 
-    section("repeats", "Repeats per benchmark")
-    page.add('<p class="note">Every repeat of every target is a point; the bar marks the center with its 95% CI on '
-             "the median (order statistics, n ≥ 6), or min–max where n is too small for a CI (hover says which).</p>")
-    page.add('<div class="grid">' + "".join(page.figure(charts.repeats_figure(m, b, t)) for _, b, t in m.rows())
-             + "</div>")
+    def part(anchor: str, title: str, **more: Any) -> Section:
+        if prefix is None:
+            return Section(title=title, anchor=anchor, **more)
+        return Section(title=title, anchor=prefix + anchor, rank="caption", **more)
 
-    section("cpu", "CPU per query")
-    page.add(page.figure(charts.cpu_figure(m)))
-    section("latency", "Latency")
-    page.add(page.figure(charts.latency_figure(m)))
-
-    series = [f for _, b, t in m.rows() if (f := charts.intervals_figure(m, b, t)) is not None]
+    swatches = tuple(Swatch(k, c, VERDICT_MEANINGS.get(k, "")) for k, c in VERDICT_COLOURS.items())
+    out = [Section(warning=report.warning)] if report.warning else []
+    out += [part("rqps", "rQPS matrix", figures=(charts.rqps_heatmap(m),), swatches=swatches, lines=report.legend,
+                 block=rqps, text=report.findings, notes=report.matrix_notes),
+            part("repeats", "Repeats per benchmark", subtitle=REPEATS_NOTE, grid=True,
+                 figures=tuple(charts.repeats_figure(m, b, t) for _, b, t in m.rows())),
+            part("cpu", "CPU per query", figures=(charts.cpu_figure(m),)),
+            part("latency", "Latency", figures=(charts.latency_figure(m),))]
+    series = tuple(f for _, b, t in m.rows() if (f := charts.intervals_figure(m, b, t)) is not None)
     if series:
-        section("throughput", "Throughput per interval")
-        page.add('<div class="grid">' + "".join(page.figure(f) for f in series) + "</div>")
-
+        out.append(part("throughput", "Throughput per interval", figures=series, grid=True))
     counters = charts.counters_figure(m)
     if counters is not None:
-        section("counters", "Counters")
-        page.add(page.figure(counters))
+        out.append(part("counters", "Counters", figures=(counters,)))
+    out.append(part("figures", "Figures per target"))
+    out += [Section(title=b.title, subtitle=b.subtitle, rank="caption", block=b) for b in rest]
+    if report.notes:
+        out.append(Section(notes=report.notes))
+    return [*out, part("metadata", "Run metadata"), *metadata_sections(meta)]
 
-    section("figures", "Figures per target")
-    for block in rest:
-        page.add(f"<h3>{text(block.title)}</h3>")
-        if block.subtitle:
-            page.add(f'<p class="note">{text(block.subtitle)}</p>')
-        page.add(block_html(block))
-    for note in report.notes:
-        page.add(f'<p class="note">{text(note)}</p>')
 
-    section("metadata", "Run metadata")
-    page.add(metadata_html(meta))
+REPEATS_NOTE = ("Every repeat of every target is a point; the bar marks the center with its 95% CI on the median "
+                "(order statistics, n ≥ 6), or min–max where n is too small for a CI (hover says which).")

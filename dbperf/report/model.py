@@ -5,7 +5,7 @@ which report/run_view.py turns into a View."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -28,6 +28,17 @@ class Block:
 
     def is_text(self, column: int) -> bool:
         return column < self.text_columns or column in self.left
+
+
+Figure = dict[str, Any]  # a Plotly figure as plain data: {"data": [...], "layout": {...}}
+
+
+@dataclass(frozen=True)
+class Swatch:
+    """One entry of a colour legend: what a colour in the charts and tables means."""
+    name: str
+    colour: str
+    meaning: str
 
 
 @dataclass(frozen=True)
@@ -62,6 +73,19 @@ class Section:
     wrap: bool = False
     apart: bool = False
     warning: str | None = None
+    # A page with charts (ChartPage, drawn by the HTML format only; the other formats never see these fields):
+    anchor: str = ""  # the section's id, listed in the page's navigation when its rank is "section" or "part"
+    figures: tuple[Figure, ...] = ()  # charts, drawn after the title
+    grid: bool = False  # the figures side by side
+    swatches: tuple[Swatch, ...] = ()  # a colour legend, after the figures
+
+
+@dataclass(frozen=True)
+class ChartPage:
+    """What the HTML format draws instead of a view's sections: a page of sections with charts (the run report,
+    a series, a comparison, the replication lab), titled `title`, with Plotly embedded."""
+    title: str
+    sections: tuple[Section, ...]
 
 
 @dataclass(frozen=True)
@@ -70,12 +94,13 @@ class View:
 
     `rows` are the view's flat records (CSV's lines; `columns` names CSV's first columns, so that a view without rows
     still has its header); JSON writes `document` when the view has a document of its own (its field names are a
-    published interface), else the view's name, title, `data` and rows. `own` holds the formats a view renders
-    itself (a page with charts: the html of the run report, the series, a comparison, the replication lab); every
-    other format is drawn from the sections. `glance`, when given, is what the terminal draws instead of the
-    sections (the run report at a glance; `--verbose` and the documents have every section). `formats`, when
-    given, are the only formats the view can be drawn in (any other is refused). `stderr_after` are notes said on
-    stderr after the view, never in it (a comparison's skipped lines of results.jsonl: usecases/report.py)."""
+    published interface), else the view's name, title, `data` and rows. `page`, when given, is what HTML draws: a
+    ChartPage of sections with charts (the run report, a series, a comparison, the replication lab); every other
+    format is drawn from the sections, and no view renders a format itself. `glance`, when given, is what the
+    terminal draws instead of the sections (the run report at a glance; `--verbose` and the documents have every
+    section). `formats`, when given, are the only formats the view can be drawn in (any other is refused).
+    `stderr_after` are notes said on stderr after the view, never in it (a comparison's skipped lines of
+    results.jsonl: usecases/report.py)."""
     name: str  # the JSON's "view", and the file's stem when -o names a directory
     title: str
     sections: tuple[Section, ...] = ()
@@ -86,7 +111,7 @@ class View:
     document: Any = None
     notes: tuple[str, ...] = ()
     warning: str | None = None
-    own: Mapping[str, Callable[[], str]] = field(default_factory=dict)
     glance: tuple[Section, ...] = ()
+    page: Callable[[], ChartPage] | None = None  # HTML's page with charts, built only when HTML is asked for
     formats: tuple[str, ...] = ()
     stderr_after: tuple[str, ...] = ()

@@ -8,7 +8,7 @@ from typing import Any
 
 from dbperf.records import ResultsRecord
 from dbperf.report.model import Block, Row, Section, View
-from dbperf.report.replication_html import replication_html
+from dbperf.report.replication_html import replication_page
 from dbperf.report.replication_view import replication_summary, study_tables
 from dbperf.run_meta import RunMeta, meta_dict
 
@@ -27,4 +27,4 @@ def replication_view(meta: RunMeta, records: list[ResultsRecord], skipped: list[
                 rows=tuple({f: row[f] for f in CSV_FIELDS} for row in s["apply"]), columns=CSV_FIELDS,
                 document={"status": meta.status, "replication": s, "cells": [], "skipped_lines": skipped,
                           "meta": meta_dict(meta)},
-                own={"html": lambda: replication_html(meta, records)})
+                page=lambda: replication_page(meta, records))

@@ -1,13 +1,14 @@
 """The run report as a View: the layout's Report (matrix_layout.py: the rQPS matrix, each target's figures, the
 notes) in sections, drawn by the formats like any view (report/formats/: the terminal at a glance unless `--verbose`,
-Markdown), plus its document (JSON) and rows (CSV) from one field list (run_document.py). Its one format of its own
-is the HTML page with charts (html.py). A fleet run: one run report per host, each a part under the host's heading."""
+Markdown), plus its document (JSON) and rows (CSV) from one field list (run_document.py), and for HTML its page
+with charts (html.py's ChartPage, drawn by the HTML format). A fleet run: one run report per host, each a part
+under the host's heading."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from dbperf.report.html import to_html, to_html_hosts
+from dbperf.report.html import hosts_page, run_page
 from dbperf.report.matrix_layout import build_report
 from dbperf.report.model import Report, Section, View
 from dbperf.report.run_document import CSV_COLUMNS, run_document, run_rows
@@ -36,7 +37,7 @@ def run_view(m: Matrix, meta: RunMeta, skipped: list[dict[str, Any]] | None = No
     """`verbose`: the terminal draws every tier's column and the full legend (documents always do)."""
     return View("report", "", report_sections(build_report(m, meta)), glance=_glance(m, meta, verbose),
                 document=run_document(m, meta, skipped), rows=run_rows(m), columns=CSV_COLUMNS,
-                own={"html": lambda: to_html(m, meta)})
+                page=lambda: run_page(m, meta))
 
 
 def hosts_view(meta: RunMeta, hosts: list[tuple[str, str, Matrix, RunMeta]],
@@ -52,4 +53,4 @@ def hosts_view(meta: RunMeta, hosts: list[tuple[str, str, Matrix, RunMeta]],
     return View("report", "", tuple(sections), glance=tuple(glance), document=document,
                 rows=tuple({"host": host, **row} for host, _, m, _ in hosts for row in run_rows(m)),
                 columns=("host", *CSV_COLUMNS),
-                own={"html": lambda: to_html_hosts([(heading, m, view) for _, heading, m, view in hosts], meta)})
+                page=lambda: hosts_page([(heading, m, view) for _, heading, m, view in hosts], meta))

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import shutil
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from functools import partial
@@ -33,7 +33,7 @@ from dbperf.runner.cell_run import HANG_GRACE_S, run_cell, run_duet
 from dbperf.runner.lab_run import LabRun, RunOutcome
 from dbperf.runner.plan import CellPlan, Group, RunPlan, share_deadline
 from dbperf.runner.post_write import PostWriteSteps, meta_fields
-from dbperf.runner.resume import CellKey, Earlier, interfered
+from dbperf.runner.resume import interfered
 from dbperf.runner.rounds import GroupState, Measured, run_rounds
 from dbperf.runner.simulated_tier import measure_simulated
 from dbperf.servers.registry import server_target
@@ -43,17 +43,7 @@ from dbperf.targets.resources import database_bytes
 from dbperf.targets.sqlite_data import SqliteData, TargetLoadFailed
 from dbperf.tooldrivers.cell import run_tool_cell
 
-__all__ = ["HANG_GRACE_S", "CellPlan", "RunOutcome", "RunPlan", "cell_count", "plan_cells", "run_matrix",
-           "run_plan", "started_meta"]
-
-
-def plan_cells(e: Experiment) -> Iterator[CellPlan]:
-    """The experiment's cells in the order they run (RunPlan.cells)."""
-    return RunPlan.of(e).cells()
-
-
-def cell_count(e: Experiment) -> int:
-    return RunPlan.of(e).cell_count()
+__all__ = ["HANG_GRACE_S", "CellPlan", "RunOutcome", "RunPlan", "run_plan", "started_meta"]
 
 
 def run_meta_of(plan: RunPlan, settings: dict[str, list]) -> RunMeta:
@@ -97,19 +87,6 @@ def started_meta(e: Experiment, **fields: Any) -> RunMeta:
 def benchmarks_meta(e: Experiment) -> list[BenchmarkMeta]:
     return [BenchmarkMeta(name=b.name, group=b.group, phase=b.phase, source=b.source,
                           queries_per_event=b.queries_per_event, sql=b.display_sql()) for b in e.benchmarks]
-
-
-def run_matrix(e: Experiment, out: Path, console: Console, keep_data: bool = False,
-               builds: dict[str, dict[str, Any]] | None = None, profile: bool = False,
-               on_record: Callable[[CellRecord], None] | None = None,
-               skip: Iterable[CellKey] = (), earlier: Earlier | None = None,
-               in_history: bool = True, on_claimed: Callable[[], None] | None = None) -> RunOutcome:
-    """Plans the experiment (its targets already built, see targets.py; `builds`: their manifests) and runs it into
-    `out` (run_plan). `skip`: cells measured already (the fleet's resume; an iterable of keys); `earlier`: the run
-    cut short in `out` that this one goes on with (runner/resume.py)."""
-    plan = RunPlan.inspected(e, builds, earlier, skip)
-    return run_plan(plan, out, console, keep_data=keep_data, profile=profile, on_record=on_record,
-                    in_history=in_history, on_claimed=on_claimed)
 
 
 def run_plan(plan: RunPlan, out: Path, console: Console, *, keep_data: bool = False, profile: bool = False,

@@ -11,6 +11,7 @@ from typing import Any
 
 import msgspec
 
+from dbperf import engines
 from dbperf.catalog.registry import AFTER_WRITES
 from dbperf.records import CellRecord, CostModelRecord, CountersRecord, ResultsRecord, SimulatedRecord, Usage
 from dbperf.run_meta import RunMeta
@@ -259,6 +260,10 @@ def _cost_model(meta: RunMeta, records: Iterable[object]) -> tuple[CostModelReco
     if not any(isinstance(r, SimulatedRecord) for r in records):
         return None, None
     models = [r for r in records if isinstance(r, CostModelRecord)]
+    if not models and meta.targets and all(engines.of(t.engine).server for t in meta.targets):
+        # runner/simulated_tier.py records none for servers: the model's cells are in-process SQLite's
+        return None, ("no cost model for servers: the host's model (`dbperf calibrate`) is fitted on in-process "
+                      "SQLite, whose CPU is the client's own; a server's simulated work is said as work only")
     if not models:
         return None, "no cost model calibrated on this host: `dbperf calibrate` makes one (`--quick`: fewer cells)"
     host = msgspec.to_builtins(meta.host) if meta.host else {}

@@ -285,6 +285,15 @@ def read_meta(directory: Path) -> RunMeta:
     return meta
 
 
+def meta_status(directory: Path) -> str | None:
+    """The status of the run in `directory` as read_meta gives it (`died` for a run no lab holds any more), None
+    when there is no meta.json or one that cannot be read (nothing to resume there)."""
+    try:
+        return read_meta(directory).status or None
+    except UserError:
+        return None
+
+
 def _read_meta(directory: Path) -> RunMeta:
     meta_path = directory / META
     try:

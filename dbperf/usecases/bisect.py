@@ -35,7 +35,7 @@ from dbperf.experiment.spec import server_settings
 from dbperf.report.model import Block, Row, Section, View
 from dbperf.servers.setting_names import unknown_setting
 from dbperf.stats.rqps_matrix import build_matrix
-from dbperf.storage.results import EXPERIMENT, LOCK, META, DirectoryClaim, read_results, writing
+from dbperf.storage.results import EXPERIMENT, LOCK, META, DirectoryClaim, meta_status, read_results, writing
 from dbperf.usecases.progress import PROGRESS, say
 from dbperf.usecases.run import NO_CELL_SUCCEEDED, run_experiment
 
@@ -64,6 +64,7 @@ class Judgement:
     metric: str = "wall"
     directory: str | None = None
     exit_code: int = 0  # the run's: 0, 3 (no cell succeeded) or 128 + N (interrupted)
+    work: float | None = None  # --metric simulated: the probe's work per query over the oldest's (1.05 = 5% more)
 
     @property
     def interrupted(self) -> bool:
@@ -78,6 +79,16 @@ class Step:
     judgement: Judgement
 
 
+@dataclass(frozen=True)
+class LeadRow:
+    """--metric simulated: one function's change at the found step, per query (simulated counts)."""
+    function: str
+    before: float  # instructions per query in the last release at the old level
+    after: float  # and in the first at the new
+    misses: float | None  # change of L1 misses (instruction + data) per query; None when not counted
+    why: str  # ranked by "instructions" or by "misses"
+
+
 @dataclass
 class BisectResult:
     versions: list[str]
@@ -86,6 +97,13 @@ class BisectResult:
     first_slower: str | None = None
     last_not_slower: str | None = None
     exit_code: int = STILL_UNDECIDED
+    metric: str = "wall"  # what decided each step: wall (the sequential verdicts) or simulated (work per query)
+    # --metric simulated, a found step: the wall clock's and CPU time's verdicts of the first release at the new
+    # level against the last at the old (one run, reported beside the answer, never deciding it) ...
+    confirmation: list[Judgement] = field(default_factory=list)
+    lead: list[LeadRow] = field(default_factory=list)  # ... and the per-function changes between the two
+    search_s: float | None = None  # wall time of the search to its answer (this sitting), and of the whole bisect
+    total_s: float | None = None
 
     @property
     def answer(self) -> str | None:
@@ -214,6 +232,7 @@ class StepSettings:
     threads: int = 1
     table_size: int = 100_000
     config: dict[str, str] = field(default_factory=dict)
+    metric: str = "wall"  # what decides a step (usecases/bisect_metrics.py)
 
     def check(self) -> None:
         if self.engine not in SOURCES:
@@ -287,6 +306,27 @@ def judgement_of(directory: Path, target: str, benchmark: str, threads: int, exi
     return Judgement(v.verdict, cell.rqps, v.lower, v.upper, len(cell.runs), v.metric, where, exit_code)
 
 
+def judgements_of(deciding: Judgement, settings: StepSettings, probe: str) -> list[Judgement]:
+    """The wall clock's and the CPU time's verdicts of the probe's cell in the run `deciding` came from (its
+    directory), each as a Judgement (metric "wall", "cpu"); `deciding` alone when the run has no cell to read."""
+    if deciding.directory is None:
+        return [deciding]
+    try:
+        meta, records, _ = read_results(Path(deciding.directory))
+    except UserError:
+        return [deciding]
+    cell = build_matrix(meta, records).cell(target_name(settings.engine, probe), settings.benchmark,
+                                            settings.threads)
+    if cell is None or not cell.runs:
+        return [deciding]
+    out = []
+    for metric, v in (("wall", cell.verdict_detail), ("cpu", cell.cpu_verdict_detail)):
+        if v is not None:
+            out.append(Judgement(v.verdict, cell.rqps if metric == "wall" else None, v.lower, v.upper,
+                                 len(cell.runs), metric, deciding.directory, deciding.exit_code))
+    return out or [deciding]
+
+
 RESUMABLE = ("running", "interrupted")  # outcomes of a search cut short (running: killed between two steps)
 WRITES_INTO = "bisect writes only into a new or empty directory: choose another --out"
 
@@ -297,8 +337,9 @@ def _span(doc: dict) -> str:
 
 
 def _settings_of(doc: dict) -> dict:
+    """A path's settings; one written before `--metric` existed was decided by the wall clock."""
     settings = doc.get("settings")
-    return settings if isinstance(settings, dict) else {}
+    return {"metric": "wall", **settings} if isinstance(settings, dict) else {}
 
 
 def describe(doc: dict) -> str:
@@ -306,7 +347,8 @@ def describe(doc: dict) -> str:
     settings = _settings_of(doc)
     threshold = settings.get("threshold")
     slower = f"slower at {threshold:.1%}" if isinstance(threshold, int | float) else f"threshold {threshold!r}"
-    return f"{settings.get('engine', '?')} {_span(doc)}, {settings.get('benchmark', '?')}, {slower}"
+    by = "" if settings.get("metric") == "wall" else f" by {settings.get('metric')} work"
+    return f"{settings.get('engine', '?')} {_span(doc)}, {settings.get('benchmark', '?')}, {slower}{by}"
 
 
 def _read_path(path: Path) -> dict:
@@ -341,7 +383,7 @@ def earlier_steps(out: Path, settings: StepSettings, versions: list[str]) -> lis
     if doc.get("outcome") not in RESUMABLE:
         raise UserError(f"--out {out}: its bisect ended ({doc.get('outcome')}): nothing to resume (it was "
                         f"{describe(doc)})")
-    if doc.get("settings") != json.loads(json.dumps(asdict(settings))) or doc.get("versions") != versions:
+    if _settings_of(doc) != json.loads(json.dumps(asdict(settings))) or doc.get("versions") != versions:
         raise UserError(f"--out {out}: holds the bisect of {describe(doc)}, run with other settings or another range "
                         f"of releases ({_differences(doc, settings, versions)}); resume it with the same ones")
     try:
@@ -430,16 +472,16 @@ def claimed(directory: Path, resume: bool) -> Iterator[None]:
 
 
 def release_judge(settings: StepSettings, out: Path, yes: bool = False, err: Console = PROGRESS,
-                  earlier: Sequence[Step] = ()) -> Judge:
+                  earlier: Sequence[Step] = (), prefix: str = "") -> Judge:
     """Each step: its experiment written as out/NN-VERSION.toml, run into out/NN-VERSION/ (a retry: -tryK), with
-    the budget doubled at every try. `earlier`: the steps of a search cut short (`earlier_steps`), replayed in
-    order; the one interrupted, or one whose directory exists without a step in the path (killed), goes on with
-    its run."""
+    the budget doubled at every try (`prefix` before NN: the confirmation's run is confirm-NN-VERSION). `earlier`:
+    the steps of a search cut short (`earlier_steps`), replayed in order; the one interrupted, or one whose
+    directory exists without a step in the path (killed), goes on with its run."""
     counter = [0]
 
     def judge(good: str, probe: str, attempt: int) -> Judgement:
         counter[0] += 1
-        stem = f"{counter[0]:02d}-{probe}" + (f"-try{attempt + 1}" if attempt else "")
+        stem = f"{prefix}{counter[0]:02d}-{probe}" + (f"-try{attempt + 1}" if attempt else "")
         before = earlier[counter[0] - 1] if counter[0] <= len(earlier) else None
         if before is not None and (before.version, before.attempt) != (probe, attempt + 1):
             raise UserError(f"bisect --resume: step {counter[0]} was {before.version} (try {before.attempt}) "
@@ -453,7 +495,7 @@ def release_judge(settings: StepSettings, out: Path, yes: bool = False, err: Con
         with writing(experiment):
             out.mkdir(parents=True, exist_ok=True)
             experiment.write_text(step_experiment(settings, good, probe, budget))
-        status = _run_status(out / stem)
+        status = meta_status(out / stem)
         kept = out / stem / EXPERIMENT
         if status == "complete" and kept.is_file() and kept.read_text() == experiment.read_text():
             # measured, but killed before the path was written (another experiment there: the run refuses it)
@@ -466,14 +508,6 @@ def release_judge(settings: StepSettings, out: Path, yes: bool = False, err: Con
                             settings.threads, end.exit_code)
 
     return judge
-
-
-def _run_status(directory: Path) -> str | None:
-    """The status in a step's meta.json (complete, interrupted, ...), None when it has none: not run yet."""
-    try:
-        return str(json.loads((directory / META).read_text(encoding="utf-8")).get("status", ""))
-    except (OSError, ValueError, AttributeError, RecursionError):
-        return None
 
 
 def write_path(out: Path, result: BisectResult, settings: StepSettings) -> Path:
@@ -500,12 +534,55 @@ def _interval(step: Step) -> str:
     return f"[{j.lower:+.1%}, {j.upper:+.1%}]"
 
 
+def _work(step: Step) -> str:
+    w = step.judgement.work
+    return "–" if w is None else f"{w:.4f}"
+
+
+def _change(step: Step) -> str:
+    w = step.judgement.work
+    return "–" if w is None else f"{w - 1:+.2%}"
+
+
 def path_view(result: BisectResult) -> View:
-    """The path the search took, a row per step (drawn by the format registry)."""
-    rows = tuple(Row((str(s.number), s.version, str(s.attempt),
-                      "–" if s.judgement.rqps is None else f"{s.judgement.rqps:.3f}", _interval(s),
-                      s.judgement.verdict + ("" if s.judgement.metric == "wall" else f" ({s.judgement.metric})"),
-                      str(s.judgement.rounds), s.judgement.directory or "–")) for s in result.steps)
-    block = Block("", "", ("step", "version", "try", "rQPS", "change interval", "verdict", "rounds",
-                                      "results"), rows, text_columns=0, left=(1, 5, 7))
-    return View("bisect", "bisect path", (Section(title="bisect path", block=block),))
+    """The path the search took, a row per step (drawn by the format registry); then, for --metric simulated, the
+    found step's wall-clock confirmation."""
+    if result.metric == "simulated":
+        rows = tuple(Row((str(s.number), s.version, _work(s), _change(s), s.judgement.verdict,
+                          s.judgement.directory or "–")) for s in result.steps)
+        block = Block("", "", ("step", "version", "work per query / oldest's", "change", "verdict (simulated)",
+                               "counts"), rows, text_columns=0, left=(1, 4, 5))
+    else:
+        rows = tuple(Row((str(s.number), s.version, str(s.attempt),
+                          "–" if s.judgement.rqps is None else f"{s.judgement.rqps:.3f}", _interval(s),
+                          s.judgement.verdict + ("" if s.judgement.metric == "wall" else f" ({s.judgement.metric})"),
+                          str(s.judgement.rounds), s.judgement.directory or "–")) for s in result.steps)
+        block = Block("", "", ("step", "version", "try", "rQPS", "change interval", "verdict", "rounds",
+                               "results"), rows, text_columns=0, left=(1, 5, 7))
+    sections = [Section(block=block)]
+    if result.confirmation:
+        title = (f"the step confirmed by the wall clock: {result.first_slower} against {result.last_not_slower} "
+                 "(reported, not deciding)")
+        rows = tuple(Row((j.metric, "–" if j.rqps is None else f"{j.rqps:.3f}",
+                          "–" if j.lower is None or j.upper is None else f"[{j.lower:+.1%}, {j.upper:+.1%}]",
+                          j.verdict, str(j.rounds), j.directory or "–")) for j in result.confirmation)
+        sections.append(Section(title=title, block=Block("", "", ("measured on", "rQPS", "change interval",
+                                                                  "verdict", "rounds", "results"), rows,
+                                                         text_columns=0, left=(0, 3, 5))))
+    return View("bisect", "bisect path", tuple(sections))
+
+
+@dataclass
+class WallBisect:
+    """The default metric of `dbperf bisect`: every step an A/B run decided by the sequential verdicts."""
+    settings: StepSettings
+    out: Path
+    yes: bool = False
+    err: Console = PROGRESS
+    earlier: Sequence[Step] = ()
+
+    def judge(self) -> Judge:
+        return release_judge(self.settings, self.out, self.yes, self.err, self.earlier)
+
+    def finish(self, result: BisectResult, written: Callable[[BisectResult], object]) -> None:
+        """Nothing to add: the wall clock decided every step."""

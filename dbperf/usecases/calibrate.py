@@ -35,7 +35,7 @@ from dbperf.runner.preflight import simulated_checks
 from dbperf.stats.cost_fit import MISPREDICTS, Calibration, CalibrationCell, TooFewCells, calibrate
 from dbperf.stats.rqps_matrix import build_matrix
 from dbperf.storage import cost_models
-from dbperf.storage.results import EXPERIMENT, LOCK, META, read_results, writing
+from dbperf.storage.results import EXPERIMENT, LOCK, META, meta_status, read_results, writing
 from dbperf.usecases.progress import PROGRESS, say
 from dbperf.usecases.run import run_experiment
 
@@ -158,15 +158,6 @@ def is_calibration(directory: Path) -> bool:
         return False
 
 
-def run_status(directory: Path) -> str | None:
-    """The status in a run's meta.json (complete, interrupted, running, ...), None when it has none."""
-    try:
-        status = json.loads((directory / META).read_text(encoding="utf-8")).get("status")
-    except (OSError, ValueError, AttributeError, RecursionError):
-        return None
-    return str(status) if status else None
-
-
 def _held(directory: Path) -> list[str]:
     try:
         return sorted(p.name for p in directory.iterdir() if p.name != LOCK) if directory.is_dir() else []
@@ -190,7 +181,7 @@ def check_out(directory: Path, resume: bool) -> None:
     if not held:
         return
     if calibration:
-        status = run_status(directory) or "not started"
+        status = meta_status(directory) or "not started"
         raise UserError(f"--out {directory}: holds a calibration run ({status}); --resume goes on with it (or fits "
                         "it again when complete), another --out starts a new one")
     what = "a dbperf run's results" if META in held else f"{', '.join(held[:3])}{', ...' if len(held) > 3 else ''}"
@@ -315,7 +306,7 @@ def run_calibration(out: Path | None, quick: bool = False, budget_s: float | Non
     for check in simulated_checks(spec):  # the run would refuse too, but in the words of `dbperf run`
         if check.problem:
             raise UserError(f"calibrate: the simulated tier counts every cell's events: {check.problem}")
-    if resume and run_status(directory) == "complete":
+    if resume and meta_status(directory) == "complete":
         say(f"dbperf: calibrate: the run in {directory} is complete: fitting it again, nothing measured", err)
     else:
         size = estimate(spec, directory)

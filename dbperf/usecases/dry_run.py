@@ -12,7 +12,7 @@ from pathlib import Path
 from dbperf.experiment.model import Experiment
 from dbperf.explain.mode import detect_mode
 from dbperf.runner.estimate import Estimate, _existing_parent, estimate, human_bytes, human_seconds
-from dbperf.runner.matrix import cell_count
+from dbperf.runner.plan import RunPlan
 from dbperf.runner.preflight import Check, driver_check, simulated_checks, target_checks, valgrind_check
 from dbperf.runner.resume import Earlier
 from dbperf.runner.simulated_tier import estimated_seconds
@@ -56,10 +56,10 @@ def _rounds_lines(e: Experiment) -> list[str]:
     per = (f"{len(e.benchmarks)} benchmark(s) × {len(e.threads)} thread count(s) × {e.repeats} round(s) × "
            f"{len(e.targets)} target(s)")
     if e.budget_s is None:
-        return [f"cells: {per} = {cell_count(e)} cells",
+        return [f"cells: {per} = {RunPlan.of(e).cell_count()} cells",
                 f"rounds: {e.repeats} per (benchmark, threads) (repeats = {e.repeats})",
                 "budget: none (a fixed number of rounds)"]
-    return [f"cells: at least {per} = {cell_count(e)} cells",
+    return [f"cells: at least {per} = {RunPlan.of(e).cell_count()} cells",
             f"rounds: auto: at least {e.repeats} per (benchmark, threads), then more until each cell is decided or "
             "its share of the budget is spent",
             f"budget: {human_seconds(e.budget_s)} of measured rounds (repeats = \"auto\")"]

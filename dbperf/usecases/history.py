@@ -72,7 +72,8 @@ def stored_run(run: int | None) -> StoredRun:
 
 
 def query_series(engine: str | None, benchmarks: list[str] | None, threads: int | None, host: str | None,
-                 build: str | None, config: str | None, target: str | None, by: str, pvalue: float) -> Series:
+                 build: str | None, config: str | None, target: str | None, by: str, pvalue: float,
+                 metric: str = "wall") -> Series:
     """The stored results that match, as a series by version or by run, with its change points."""
     if by not in BY:
         raise UserError(f"--by: expected one of {', '.join(BY)}, got {by!r}")
@@ -89,4 +90,4 @@ def query_series(engine: str | None, benchmarks: list[str] | None, threads: int 
         if unknown:
             raise UserError(f"--benchmark: nothing stored for {', '.join(sorted(unknown))}")
         results = [r for r in results if r.benchmark in benchmarks]
-    return build_series(results, by, pvalue=pvalue)
+    return build_series(results, by, pvalue=pvalue, metric=metric)

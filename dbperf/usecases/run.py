@@ -26,7 +26,7 @@ from dbperf.runner.plan import RunPlan
 from dbperf.runner.preflight import require_simulated_tools
 from dbperf.runner.resume import Earlier, earlier_run
 from dbperf.runner.targets import build_targets
-from dbperf.usecases.explain_run import explain_after_run
+from dbperf.usecases import after_run
 from dbperf.usecases.history import record_run
 from dbperf.usecases.progress import PROGRESS, say
 
@@ -94,9 +94,8 @@ def run_experiment(experiment: Path, out: Path | None, keep_data: bool, profile:
         say(f"dbperf: warning: {line}", err)
     if spec.simulated:  # its tools before the builds and the rounds, not after the whole budget is spent
         require_simulated_tools(spec)
-    elif spec.explain == "disagreements":
-        say(f"dbperf: warning: {experiment}: explain = \"disagreements\" explains the simulated tier's "
-            "disagreements, and this run has none (simulated = true, or --simulated): nothing will be explained", err)
+    for line in after_run.warnings(spec):
+        say(f"dbperf: warning: {line}", err)
     exp, builds = build_targets(spec, err)
     plan = RunPlan.inspected(exp, builds, earlier)  # a library that is not one of its engine's: said now
     if profile:
@@ -106,8 +105,8 @@ def run_experiment(experiment: Path, out: Path | None, keep_data: bool, profile:
                      lambda: run_plan(plan, directory, err, keep_data=keep_data, profile=profile, in_history=p.record,
                                       on_claimed=lambda: announce(exp, directory, earlier, extend_s, err)),
                      record=p.record, err=err)
-    if spec.simulated and spec.explain == "disagreements" and end.exit_code == 0:
-        interrupted = explain_after_run(directory, err)  # the leads on stderr, DIR/explain.json
+    if end.exit_code == 0:
+        interrupted = after_run.run_after(spec, directory, err)
         if interrupted is not None:
             return RunEnd(directory, interrupted)
     return end

@@ -41,8 +41,6 @@ def check(view: View, name: str) -> Format:
 def render(view: View, name: str) -> str:
     """The view as a document in the format `name` (not the terminal's)."""
     fmt = check(view, name)
-    if name in view.own:
-        return view.own[name]()
     if fmt.render is None:
         raise UserError(f"--format {name}: drawn on the terminal only, not written as a document")
     return fmt.render(view)

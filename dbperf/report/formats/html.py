@@ -1,11 +1,12 @@
-"""HTML: a plain self-contained page, no script, every name escaped (html_page.text). Views with charts (the run
-report, a series, a comparison, the replication lab) render their own page (`View.own["html"]`) on html_page.Page."""
+"""HTML: a plain self-contained page, no script, every name escaped (html_page.text); a view with charts (the run
+report, a series, a comparison, the replication lab) gives a ChartPage (`View.page`), drawn here on html_page.Page
+with Plotly embedded: its sections as every other format draws them, plus their figures and colour legends."""
 
 from __future__ import annotations
 
 from dbperf.report.formats.format import Format
-from dbperf.report.html_page import STYLE, text
-from dbperf.report.model import Block, View
+from dbperf.report.html_page import STYLE, Page, legend_swatches, text
+from dbperf.report.model import Block, ChartPage, Section, View
 
 
 def block_html(block: Block) -> str:
@@ -30,7 +31,47 @@ def _notes(notes: tuple[str, ...]) -> list[str]:
     return [f'<p class="note">{text(n)}</p>'.replace("\n", "<br>") for n in notes]
 
 
+def _heading(page: Page, s: Section) -> None:
+    """A section's title: a part or section with an anchor goes into the page's navigation (h2); a caption is an
+    h3 (with its id when it has an anchor); any other title an h2 of its own."""
+    if s.rank == "caption":
+        if s.anchor:
+            page.subsection(s.anchor, s.title)
+        else:
+            page.add(f"<h3>{text(s.title)}</h3>")
+    elif s.anchor:
+        page.section(s.anchor, s.title)
+    else:
+        page.add(f"<h2>{text(s.title)}</h2>")
+
+
+def chart_page(chart: ChartPage) -> str:
+    """The page: each section's title, subtitle, warning, figures (side by side with `grid`), colour legend, lines,
+    table, text and notes, in that order."""
+    page = Page(chart.title)
+    for s in chart.sections:
+        if s.title:
+            _heading(page, s)
+        if s.subtitle:
+            page.add(f'<p class="note">{text(s.subtitle)}</p>')
+        if s.warning:
+            page.add(f'<p class="warning">{text(s.warning)}</p>')
+        figures = [page.figure(f) for f in s.figures]
+        page.parts += [f'<div class="grid">{"".join(figures)}</div>'] if s.grid and figures else figures
+        if s.swatches:
+            page.add(legend_swatches({w.name: w.colour for w in s.swatches}, {w.name: w.meaning for w in s.swatches}))
+        if s.lines:
+            page.add("<pre>" + text("\n".join(s.lines)) + "</pre>")
+        if s.block is not None:
+            page.add(block_html(s.block))
+        page.parts += [f"<p>{text(t)}</p>" for t in s.text]
+        page.parts += _notes(s.notes)
+    return page.render()
+
+
 def render(view: View) -> str:
+    if view.page is not None:
+        return chart_page(view.page())
     parts = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
              f"<title>{text(view.title or view.name)}</title><style>{STYLE}</style></head><body>",
              f"<h1>{text(view.title or view.name)}</h1>"]

@@ -11,16 +11,9 @@ from dbperf.errors import UserError
 from dbperf.experiment.durations import parse_duration
 from dbperf.studies.definition import Step, Study
 from dbperf.studies.steps.base import INCOMPLETE, Checking, Over, StepEnd, StepKind, StepRun, read_json
-from dbperf.usecases.bisect import (
-    RESUMABLE,
-    StepSettings,
-    earlier_steps,
-    parse_threshold,
-    release_judge,
-    release_range,
-    search,
-    write_path,
-)
+from dbperf.usecases.bisect import RESUMABLE, StepSettings, earlier_steps, parse_threshold, release_range
+from dbperf.usecases.bisect_metrics import metric, run_bisect
+from dbperf.usecases.bisect_work import record_line
 
 
 def _resumable(written: Path) -> bool:
@@ -32,7 +25,7 @@ def _resumable(written: Path) -> bool:
 class BisectKind(StepKind):
     name = "bisect"
     keys = ("engine", "first", "last", "benchmark", "threshold", "time", "warmup", "budget", "tries", "threads",
-            "table_size", "config")
+            "table_size", "config", "metric")
     smoke_limits: ClassVar[dict[str, float]] = {"table_size": 10_000, "time_s": 1.0, "warmup_s": 1.0,
                                                  "budget_s": 30.0, "bisect_tries": 1}
 
@@ -41,6 +34,10 @@ class BisectKind(StepKind):
             raise UserError(f"{at.where}: engine must be one of {', '.join(sorted(SOURCES))}")
         if s.get("benchmark") not in at.catalog:
             raise UserError(f"{at.where}: benchmark {s.get('benchmark')!r} is not in the catalog")
+        try:
+            metric(str(s.get("metric", "wall")))
+        except UserError as e:
+            raise UserError(f"{at.where}: {e}") from None
         for key in ("time", "warmup", "budget"):
             if key in s:
                 parse_duration(s[key], f"{at.where} {key}")
@@ -65,22 +62,23 @@ class BisectKind(StepKind):
 
     def run(self, run: StepRun) -> StepEnd:
         s = run.settings
-        settings = StepSettings(s["engine"], s["benchmark"], parse_threshold(str(s.get("threshold", "5%"))),
+        chosen = metric(str(s.get("metric", "wall")))
+        settings = StepSettings(s["engine"], s["benchmark"], parse_threshold(str(s.get("threshold", chosen.threshold))),
                                 parse_duration(s.get("time", "5s"), "time", positive=True),
                                 parse_duration(s.get("warmup", "1s"), "warmup"),
                                 parse_duration(s.get("budget", "2m"), "budget", positive=True),
                                 int(s.get("threads", 1)), int(s.get("table_size", 100_000)),
-                                {str(k): str(v) for k, v in s.get("config", {}).items()})
+                                {str(k): str(v) for k, v in s.get("config", {}).items()}, chosen.name)
         settings.check()
         versions = release_range(settings.engine, str(s["first"]), str(s["last"]),
                                  available_versions(settings.engine))
         out = run.directory / run.name
         earlier = earlier_steps(out, settings, versions) if run.resume and (out / "bisect.json").is_file() else []
-        result = search(versions, release_judge(settings, out, run.yes, run.err, earlier), int(s.get("tries", 3)),
-                        on_step=lambda r: write_path(out, r, settings))
-        write_path(out, result, settings)
+        result = run_bisect(settings, versions, out, int(s.get("tries", 3)), run.yes, run.err, earlier)
         if result.outcome == "interrupted":
             return StepEnd(f"interrupted: bisect stopped after {len(result.steps)} step(s)", result.exit_code)
+        if settings.metric == "simulated":
+            return StepEnd(record_line(result, settings), INCOMPLETE if result.outcome == "failed" else 0)
         found = (f"first slower {result.first_slower}, last not slower {result.last_not_slower}"
                  if result.outcome == "found" else result.outcome)
         # A bisect that finds nothing slower or stays undecided has measured what it says: not a failed step.

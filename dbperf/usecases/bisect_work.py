@@ -1,0 +1,233 @@
+"""`dbperf bisect --metric simulated` (issue 49): each step decided on the server's simulated work per query, the
+probed release against the oldest, counted once per release since the count does not vary between runs.
+
+Work per query is the server's user-space instructions per query (simulated, explain/profile.py's Profiler: the
+PostgreSQL backend under cachegrind, mariadbd under callgrind, N events minus 0 events on one connection): work,
+not speed. A step is `slower` when the probe executes more than the threshold over the oldest, `faster` when fewer
+by as much, else `same`. A release is counted once and kept as DIR/simulated/VERSION.json (its experiment beside
+it), so that a search cut short, or run again in the same folder, counts nothing twice.
+
+Once the step is found (the last release at the old level and the first at the new), it is run once by the wall
+clock with the lab's sequential verdicts (the first at the new level against the last at the old), reported
+beside the answer, never deciding it; and the per-function diff of the two releases' counts is the regression's
+first lead."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import NamedTuple
+
+import msgspec
+from rich.console import Console
+
+from dbperf.errors import UserError
+from dbperf.experiment.spec import parse_experiment
+from dbperf.explain.diff import FunctionCounters, counters_diff
+from dbperf.explain.mode import CounterMode
+from dbperf.explain.profile import Profiler
+from dbperf.records import Profile
+from dbperf.report.model import Block, Row, Section, View
+from dbperf.runner.simulated_tier import queries_for
+from dbperf.storage.results import writing
+from dbperf.usecases.bisect import (
+    BisectResult,
+    Judge,
+    Judgement,
+    LeadRow,
+    StepSettings,
+    judgements_of,
+    release_judge,
+    target_name,
+)
+from dbperf.usecases.explain import profiling
+from dbperf.usecases.progress import PROGRESS, say
+
+WORK = "instructions"  # the deciding figure of work per query
+MODE = CounterMode("simulated", "bisect --metric simulated (the server's work per query, deterministic)")
+FOLDER = "simulated"
+LEAD_ROWS = 10
+MISSES = ("i1_misses", "d1_misses")  # "misses" of the lead: L1 misses, instruction and data (LL is a subset level)
+
+
+class Counted(NamedTuple):
+    """One release's count: its profile and where it is kept (None: not kept, as in tests)."""
+    profile: Profile
+    where: str | None
+
+
+WorkSource = Callable[[str], Counted]  # version -> its server's simulated counts per query on the benchmark
+
+
+def work_verdict(change: float, threshold: float) -> str:
+    """More work per query than the threshold over the oldest is `slower`; less by as much `faster`."""
+    if change > threshold:
+        return "slower"
+    if change < -threshold:
+        return "faster"
+    return "same"
+
+
+class WorkCounts:
+    """A source's counts, each release counted once (the oldest once for every step)."""
+
+    def __init__(self, source: WorkSource) -> None:
+        self.source = source
+        self.counted: dict[str, Counted] = {}
+
+    def __call__(self, version: str) -> Counted:
+        if version not in self.counted:
+            self.counted[version] = self.source(version)
+        return self.counted[version]
+
+    def judge(self, threshold: float) -> Judge:
+        def judge(good: str, probe: str, attempt: int) -> Judgement:
+            base = self(good).profile.per_query.get(WORK)
+            here = self(probe)
+            if not base:
+                raise UserError(f"bisect: {good}: no simulated {WORK} per query were counted: nothing to compare "
+                                "against")
+            ratio = here.profile.per_query.get(WORK, 0.0) / base
+            return Judgement(work_verdict(ratio - 1, threshold), rounds=1, metric="simulated", work=ratio,
+                             directory=here.where)
+        return judge
+
+    def lead(self, old: str, new: str, rows: int = LEAD_ROWS) -> list[LeadRow]:
+        """The per-function changes from `old` to `new` per query: the largest by instructions, then by L1
+        misses (those not already listed), each with both figures."""
+        diff, counters = counters_diff(self(old).profile, self(new).profile)
+        misses = [k for k in MISSES if k in counters]
+
+        def missed(f: FunctionCounters) -> float:
+            return sum(f.delta(k) for k in misses)
+
+        by_work = [f for f in diff if f.delta(WORK)][:rows]
+        by_misses = sorted((f for f in diff if f not in by_work and misses and missed(f)),
+                           key=lambda f: -abs(missed(f)))[:rows]
+        return [LeadRow(f.function, f.a.get(WORK, 0.0), f.b.get(WORK, 0.0), missed(f) if misses else None, why)
+                for fs, why in ((by_work, "instructions"), (by_misses, "misses")) for f in fs]
+
+
+def count_experiment(s: StepSettings, version: str) -> str:
+    """The one-target experiment a release is counted in, as TOML (strings written as JSON, which TOML reads)."""
+    lines = [f"# dbperf bisect --metric simulated: {s.engine} {version}'s server work per query",
+             "[run]", f"benchmarks = [{json.dumps(s.benchmark)}]", "threads = [1]", f"table_size = {s.table_size}",
+             f"base = {json.dumps(target_name(s.engine, version))}", "", "[[target]]",
+             f"name = {json.dumps(target_name(s.engine, version))}",
+             f"source = {json.dumps(f'{s.engine}@{version}')}"]
+    if s.config:
+        lines.append("config = { " + ", ".join(f"{json.dumps(k)} = {json.dumps(v)}" for k, v in s.config.items())
+                     + " }")
+    return "\n".join(lines) + "\n"
+
+
+def _kept(path: Path) -> Profile | None:
+    try:
+        return msgspec.json.decode(path.read_bytes(), type=Profile)
+    except (OSError, msgspec.DecodeError):
+        return None  # not there, or cut short while written: counted again
+
+
+def release_work(s: StepSettings, out: Path, err: Console = PROGRESS) -> WorkSource:
+    """The real source: each release's server started under valgrind by the lab (released binaries, fetched or
+    cached), its tables loaded natively, the benchmark counted on one connection; kept in out/simulated/."""
+    folder = out / FOLDER
+
+    def count(version: str) -> Counted:
+        path = folder / f"{version}.json"
+        kept = _kept(path)
+        if kept is not None:
+            say(f"dbperf: bisect: {s.engine} {version}: counted before, kept ({path})", err)
+            return Counted(kept, str(path))
+        experiment = folder / f"{version}.toml"
+        with writing(experiment):
+            folder.mkdir(parents=True, exist_ok=True)
+            experiment.write_text(count_experiment(s, version))
+        say(f"dbperf: bisect: counting {s.engine} {version}'s server work per query on {s.benchmark} under "
+            "valgrind", err)
+        started = time.monotonic()
+        with profiling(parse_experiment(experiment), err) as (exp, _, work):
+            profiler = Profiler(exp, work, queries=queries_for(exp.table_size), mode=MODE, native_timing=False)
+            try:
+                profile = profiler.profile(exp.targets[0], exp.benchmarks[0])
+            finally:
+                profiler.close()
+        tmp = path.with_suffix(".json.tmp")
+        try:
+            with writing(path):
+                tmp.write_bytes(msgspec.json.encode(profile))
+                os.replace(tmp, path)
+        finally:
+            with contextlib.suppress(OSError):
+                tmp.unlink(missing_ok=True)
+        say(f"dbperf: bisect: {s.engine} {version}: {profile.per_query.get(WORK, 0):,.0f} {WORK} per query "
+            f"({time.monotonic() - started:.0f} s)", err)
+        return Counted(profile, str(path))
+
+    return count
+
+
+@dataclass
+class SimulatedBisect:
+    """The simulated metric of `dbperf bisect`: its judge over the releases' counts, then the found step's
+    wall-clock confirmation and lead."""
+    settings: StepSettings
+    out: Path
+    yes: bool = False
+    err: Console = PROGRESS
+    source: WorkSource | None = None  # None: release_work
+    confirm: bool = True  # False: the found step is not run by the wall clock (tests of the search and the lead)
+
+    def __post_init__(self) -> None:
+        self.counts = WorkCounts(self.source or release_work(self.settings, self.out, self.err))
+
+    def judge(self) -> Judge:
+        return self.counts.judge(self.settings.threshold)
+
+    def finish(self, result: BisectResult, written: Callable[[BisectResult], object]) -> None:
+        """On a found step: its lead, then its wall-clock confirmation, each put on `result` and `written` as
+        soon as known."""
+        if result.outcome != "found" or not result.first_slower or not result.last_not_slower:
+            return
+        old, new = result.last_not_slower, result.first_slower
+        result.lead = self.counts.lead(old, new)
+        written(result)
+        if not self.confirm:
+            return
+        say(f"dbperf: bisect: confirming the step by the wall clock: {new} against {old} (once, "
+            f"budget {self.settings.budget_s:g} s; it does not decide the answer)", self.err)
+        deciding = release_judge(self.settings, self.out, self.yes, self.err, prefix="confirm-")(old, new, 0)
+        result.confirmation = judgements_of(deciding, self.settings, new)
+        written(result)
+
+
+def record_line(result: BisectResult, s: StepSettings) -> str:
+    """The bisect's line for a study's record: `bisect ENGINE BENCHMARK simulated: first VERSION +X% work per
+    query, M minutes; wall clock at that step VERDICT` (or how the search ended)."""
+    head = f"bisect {s.engine} {s.benchmark} simulated: "
+    minutes = f"{(result.search_s or 0) / 60:.0f} minutes"
+    if result.outcome != "found":
+        return head + f"{result.outcome} ({len(result.steps)} steps), {minutes}"
+    step = next((x for x in reversed(result.steps) if x.version == result.first_slower), None)
+    work = f"{step.judgement.work - 1:+.1%}" if step and step.judgement.work else "?"
+    wall = next((j for j in result.confirmation if j.metric == "wall"), None)
+    return (head + f"first {result.first_slower} {work} work per query, {minutes}; wall clock at that step "
+            + (wall.verdict if wall else "not run"))
+
+
+def lead_view(result: BisectResult) -> View | None:
+    """The per-function changes at the found step (per query), or None when there are none."""
+    if not result.lead:
+        return None
+    rows = tuple(Row((r.function, r.why, f"{r.before:,.1f}", f"{r.after:,.1f}", f"{r.after - r.before:+,.1f}",
+                      "–" if r.misses is None else f"{r.misses:+,.2f}")) for r in result.lead)
+    title = (f"the step's lead: {result.last_not_slower} → {result.first_slower}, per query (simulated: work, not "
+             "speed)")
+    block = Block("", "", ("function", "ranked by", "instructions before", "after", "change", "L1 misses change"),
+                  rows, text_columns=0, left=(0, 1))
+    return View("bisect-lead", title, (Section(block=block),))
