@@ -31,8 +31,8 @@ from dbperf.usecases.progress import say
 
 
 def _work_at(result: BisectResult, version: str | None) -> str:
-    step = next((s for s in reversed(result.steps) if s.version == version and s.judgement.work is not None), None)
-    return f"{step.judgement.work - 1:+.1%} work per query" if step and step.judgement.work else "work unknown"
+    ratio = result.work_at(version)
+    return "work unknown" if ratio is None else f"{ratio - 1:+.1%} work per query"
 
 
 def _confirmed(result: BisectResult) -> str:

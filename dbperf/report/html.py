@@ -6,12 +6,12 @@ then the run's metadata."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from dbperf.records import to_builtins
 from dbperf.report import charts
 from dbperf.report.formats.html import chart_page
+from dbperf.report.html_page import plain
 from dbperf.report.matrix_layout import build_report
 from dbperf.report.model import Block, ChartPage, Row, Section, Swatch
 from dbperf.run_meta import RunMeta
@@ -62,15 +62,7 @@ def metadata_sections(meta: RunMeta) -> list[Section]:
 
 def _key_values(title: str, items: list[tuple[str, object]]) -> Section:
     return Section(title=title, rank="caption", block=Block("", "", ("field", "value"),
-                                                              tuple(Row((k, _plain(v))) for k, v in items), 2))
-
-
-def _plain(value: object) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, (dict, list)):
-        return json.dumps(value, ensure_ascii=False, default=str)
-    return str(value)
+                                                              tuple(Row((k, plain(v))) for k, v in items), 2))
 
 
 def _targets_block(meta: RunMeta) -> Block:

@@ -147,11 +147,8 @@ def table(header: Iterable[object], rows: Iterable[Iterable[object]], text_colum
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
 
 
-def key_values(items: Iterable[tuple[str, object]]) -> str:
-    return table(("field", "value"), ((k, _plain(v)) for k, v in items), text_columns=2)
-
-
-def _plain(value: object) -> str:
+def plain(value: object) -> str:
+    """A metadata value as one cell's text: `-` for none, JSON for a table or a list."""
     if value is None:
         return "-"
     if isinstance(value, (dict, list)):

@@ -53,6 +53,20 @@ def writing(path: Path) -> Iterator[None]:
         raise ResultsWriteError(f"{e.filename or path}: cannot write: {e.strerror or e}") from None
 
 
+def write_whole(path: Path, data: bytes) -> None:
+    """`path` replaced whole: written beside it and renamed over it, so that an interrupt or a full disk mid-write
+    leaves the file as it was (its folder created if need be); a failure is one line naming the file."""
+    tmp = path.with_name(path.name + ".tmp")
+    try:
+        with writing(path):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp.write_bytes(data)
+            os.replace(tmp, path)
+    finally:
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
+
+
 class DirectoryClaim:
     """A results directory claimed by one run: an exclusive flock on DIR/.lock, taken before the directory is
     looked at and held until the run closes it, so that of two runs started together on one --out the second is

@@ -35,7 +35,16 @@ from dbperf.experiment.spec import server_settings
 from dbperf.report.model import Block, Row, Section, View
 from dbperf.servers.setting_names import unknown_setting
 from dbperf.stats.rqps_matrix import build_matrix
-from dbperf.storage.results import EXPERIMENT, LOCK, META, DirectoryClaim, meta_status, read_results, writing
+from dbperf.storage.results import (
+    EXPERIMENT,
+    LOCK,
+    META,
+    DirectoryClaim,
+    meta_status,
+    read_results,
+    write_whole,
+    writing,
+)
 from dbperf.usecases.progress import PROGRESS, say
 from dbperf.usecases.run import NO_CELL_SUCCEEDED, run_experiment
 
@@ -116,6 +125,10 @@ class BisectResult:
         why = (f"{last.version} {last.judgement.verdict} after {last.attempt} tr{'y' if last.attempt == 1 else 'ies'}"
                if last else self.outcome)
         return f"after {self.last_not_slower}, at or before {self.first_slower} (stopped: {why})"
+
+    def work_at(self, version: str | None) -> float | None:
+        """--metric simulated: `version`'s work per query over the oldest's, from its last step (None: not judged)."""
+        return next((s.judgement.work for s in reversed(self.steps) if s.version == version), None)
 
     def to_json(self) -> dict:
         return {**asdict(self), "answer": self.answer}
@@ -514,16 +527,8 @@ def write_path(out: Path, result: BisectResult, settings: StepSettings) -> Path:
     """out/bisect.json: the range, the settings and every step, for the record. Replaced whole (written beside
     and renamed), so that an interrupt or a full disk mid-write leaves the path of the step before."""
     path = out / PATH_FILE
-    tmp = out / (PATH_FILE + ".tmp")
-    try:
-        with writing(path):
-            out.mkdir(parents=True, exist_ok=True)
-            tmp.write_text(json.dumps({"dbperf_bisect": 1, "settings": asdict(settings), **result.to_json()},
-                                      indent=2) + "\n")
-            os.replace(tmp, path)
-    finally:
-        with contextlib.suppress(OSError):
-            tmp.unlink(missing_ok=True)
+    write_whole(path, (json.dumps({"dbperf_bisect": 1, "settings": asdict(settings), **result.to_json()},
+                                  indent=2) + "\n").encode())
     return path
 
 

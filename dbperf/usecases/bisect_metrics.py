@@ -24,19 +24,26 @@ class Bisection(Protocol):
     def finish(self, result: BisectResult, written: Callable[[BisectResult], object]) -> None: ...
 
 
+# (settings, out, yes, err, earlier) -> the metric's judge and finish
+Factory = Callable[[StepSettings, Path, bool, Console, Sequence[Step]], Bisection]
+
+
 @dataclass(frozen=True)
 class Metric:
     name: str
     threshold: str  # the default --threshold
     one_try: bool  # a count that does not vary needs one try a step
     help: str
+    make: Factory
 
 
 METRICS = {m.name: m for m in (
-    Metric("wall", "5%", False, "each step an A/B run decided by the sequential verdicts (default)"),
+    Metric("wall", "5%", False, "each step an A/B run decided by the sequential verdicts (default)",
+           lambda s, out, yes, err, earlier: WallBisect(s, out, yes, err, earlier)),
+    # a count kept on disk (out/simulated/) replays a search cut short: no `earlier` needed
     Metric("simulated", "2%", True, "each step decided on the server's simulated instructions per query, counted "
                                     "once per release under valgrind; the found step then confirmed once by the wall "
-                                    "clock"),
+                                    "clock", lambda s, out, yes, err, earlier: SimulatedBisect(s, out, yes, err)),
 )}
 
 
@@ -49,12 +56,8 @@ def metric(name: str) -> Metric:
 
 def bisection(settings: StepSettings, out: Path, yes: bool = False, err: Console = PROGRESS,
               earlier: Sequence[Step] = ()) -> Bisection:
-    """The search's judge and finish for `settings.metric`. The simulated metric replays a search cut short from
-    the counts it kept on disk (out/simulated/), so it needs no `earlier`."""
-    metric(settings.metric)
-    if settings.metric == "simulated":
-        return SimulatedBisect(settings, out, yes, err)
-    return WallBisect(settings, out, yes, err, earlier)
+    """The search's judge and finish for `settings.metric`."""
+    return metric(settings.metric).make(settings, out, yes, err, earlier)
 
 
 def run_bisect(settings: StepSettings, versions: list[str], out: Path, tries: int, yes: bool = False,

@@ -14,9 +14,7 @@ first lead."""
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -34,7 +32,7 @@ from dbperf.explain.profile import Profiler
 from dbperf.records import Profile
 from dbperf.report.model import Block, Row, Section, View
 from dbperf.runner.simulated_tier import queries_for
-from dbperf.storage.results import writing
+from dbperf.storage.results import write_whole, writing
 from dbperf.usecases.bisect import (
     BisectResult,
     Judge,
@@ -157,14 +155,7 @@ def release_work(s: StepSettings, out: Path, err: Console = PROGRESS) -> WorkSou
                 profile = profiler.profile(exp.targets[0], exp.benchmarks[0])
             finally:
                 profiler.close()
-        tmp = path.with_suffix(".json.tmp")
-        try:
-            with writing(path):
-                tmp.write_bytes(msgspec.json.encode(profile))
-                os.replace(tmp, path)
-        finally:
-            with contextlib.suppress(OSError):
-                tmp.unlink(missing_ok=True)
+        write_whole(path, msgspec.json.encode(profile))
         say(f"dbperf: bisect: {s.engine} {version}: {profile.per_query.get(WORK, 0):,.0f} {WORK} per query "
             f"({time.monotonic() - started:.0f} s)", err)
         return Counted(profile, str(path))
@@ -213,8 +204,8 @@ def record_line(result: BisectResult, s: StepSettings) -> str:
     minutes = f"{(result.search_s or 0) / 60:.0f} minutes"
     if result.outcome != "found":
         return head + f"{result.outcome} ({len(result.steps)} steps), {minutes}"
-    step = next((x for x in reversed(result.steps) if x.version == result.first_slower), None)
-    work = f"{step.judgement.work - 1:+.1%}" if step and step.judgement.work else "?"
+    ratio = result.work_at(result.first_slower)
+    work = "?" if ratio is None else f"{ratio - 1:+.1%}"
     wall = next((j for j in result.confirmation if j.metric == "wall"), None)
     return (head + f"first {result.first_slower} {work} work per query, {minutes}; wall clock at that step "
             + (wall.verdict if wall else "not run"))
