@@ -7,6 +7,7 @@ import json
 import shutil
 import subprocess
 import time
+from pathlib import Path
 
 import pytest
 
@@ -27,7 +28,9 @@ def test_callgrind_self_costs_add_up_to_callgrinds_totals(tmp_path):
     out = tmp_path / "callgrind.out"
     subprocess.run(["valgrind", *CALLGRIND_OPTIONS, f"--callgrind-out-file={out}", "/bin/true"], check=True,
                    capture_output=True, timeout=300)
-    text = out.read_text()
+    files = sorted(f for f in tmp_path.glob("callgrind.out*") if f.stat().st_size)  # the bare name stays empty
+    assert [f.name for f in files] == ["callgrind.out-01"]  # --separate-threads=yes: a file per thread
+    text = files[0].read_text()
     profile = parse_callgrind_out(text)
     totals = dict(zip(profile.events, map(int, text.split("\ntotals:")[1].split()), strict=False))
     assert profile.total() == {e: totals.get(e, 0) for e in profile.events}  # the calls= lines were left out
@@ -88,3 +91,23 @@ def test_perf_stat_attached_to_running_processes_counts_only_the_window():
     assert result == "done" and stat.counts["task-clock"] > 50  # ms of the busy process inside the window
     # No PMU here: said as unsupported, never counted as zero; with a PMU, counted.
     assert ("instructions" in stat.unsupported) != ("instructions" in stat.counts)
+
+
+@pytest.mark.unit
+def test_only_the_threads_that_served_the_connection_are_counted(tmp_path):
+    """A dump of mariadbd is a file per thread: the connection's (it ran do_command) counts, the purge thread's
+    wall-time-bound work does not."""
+    from dbperf.explain.callgrind import connection_threads
+
+    def thread(name: str, functions: dict[str, int]) -> Path:
+        body = "".join(f"fn={fn}\n0 {ir}\n" for fn, ir in functions.items())
+        path = tmp_path / name
+        path.write_text(f"events: Ir\n{body}totals: {sum(functions.values())}\n")
+        return path
+
+    files = [thread("callgrind.out.7.1-01", {"srv_purge_coordinator_thread(void*)": 900_000}),
+             thread("callgrind.out.7.1-02", {"do_command(THD*, bool)": 40, "alloc_root": 1_600}),
+             thread("callgrind.out.7.1-03", {"do_command(THD*, bool)": 0, "timer_handler": 5})]
+    profile, counted, threads = connection_threads(files, ("do_command",))
+    assert (counted, threads) == (1, 3)
+    assert profile.total() == {"Ir": 1_640}

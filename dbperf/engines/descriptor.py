@@ -87,6 +87,9 @@ class Engine:
     process_model: Literal["process-per-connection", "threads", "in-process"] = "in-process"
     profiled_settings: Callable[[Mapping[str, str]], dict[str, str]] = lambda config: {}  # given its config
     perf_attached: str = ""  # what `perf stat` is attached to, for the profile's method line
+    # Threads model: a function only the threads serving a client connection run; callgrind counts those threads
+    # alone, so that background threads' wall-time-bound work stays out of the count.
+    connection_functions: tuple[str, ...] = ()
     forks_without_exec: bool = False  # BOLT's instrumentation must survive fork() without exec
     shown_counters: tuple[tuple[str, str], ...] = ()  # engine counters in the resources table: (name, column title)
     # The harness's post-write step (runner/post_write.py): statements run in the working database, or a flush.

@@ -60,6 +60,7 @@ MARIADB = Engine(
     process_model="threads",
     profiled_settings=profiled_settings,
     perf_attached="mariadbd, every thread",
+    connection_functions=("do_command",),
     shown_counters=(("Innodb_buffer_pool_reads", "bp reads"), ("Innodb_buffer_pool_read_requests", "bp req"),
                     ("Handler_read_key", "hdl rd key"), ("Innodb_data_fsyncs", "fsyncs"),
                     ("Innodb_os_log_written", "log B")),

@@ -3,10 +3,15 @@ simulation (the same pinned geometry as cachegrind), whose counters can be zeroe
 (`callgrind_control --zero / --dump`), where cachegrind writes only at exit.
 
 The lab runs callgrind with --compress-strings=no and --compress-pos=no, so every cost line is plain; a function's
-self cost is the sum of its cost lines, leaving out each `calls=` line's next line (the inclusive cost of a call)."""
+self cost is the sum of its cost lines, leaving out each `calls=` line's next line (the inclusive cost of a call).
+With --separate-threads=yes a dump is one file per thread (`callgrind.out.PID.DUMP-THREAD`): the lab sums the threads
+that served the client's connection (those that ran one of the engine's connection functions), since the background
+threads' work (InnoDB's master thread, page cleaner, purge, timers) grows with the window's wall time, which valgrind
+and the host's load stretch differently from one count to the next."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import time
 from pathlib import Path
@@ -15,7 +20,7 @@ from dbperf.errors import UserError
 from dbperf.explain.cachegrind import GEOMETRY, CachegrindProfile, parse_valgrind_out
 
 CALLGRIND_OPTIONS = ["--tool=callgrind", "--cache-sim=yes", "--branch-sim=yes", *GEOMETRY, "--compress-strings=no",
-                     "--compress-pos=no", "--dump-instr=no"]
+                     "--compress-pos=no", "--dump-instr=no", "--separate-threads=yes"]
 CONTROL_TIMEOUT_S = 600.0
 
 
@@ -37,12 +42,40 @@ def callgrind_control(pid: int, action: str, user: str) -> None:
         raise UserError(f"callgrind_control --{action} {pid} failed: {' | '.join(out[-3:])}")
 
 
-def newest_dump(out: Path, before: set[Path], timeout_s: float) -> Path:
-    """The dump file callgrind wrote after `before` was listed, once it is complete (its totals written)."""
+def _complete(path: Path) -> bool:
+    return any(f"\n{end}:" in path.read_text(errors="replace")[-4096:] for end in ("totals", "summary"))
+
+
+def dump_files(out: Path, before: set[Path], timeout_s: float, settle_s: float = 1.0) -> list[Path]:
+    """The files (one per thread) callgrind wrote after `before` was listed, once every one is complete and no new
+    one has appeared for `settle_s`."""
     deadline = time.monotonic() + timeout_s
+    seen: set[Path] = set()
+    quiet_since = time.monotonic()
     while time.monotonic() < deadline:
-        new = sorted(set(out.glob("callgrind.out.*")) - before, key=lambda p: p.stat().st_mtime)
-        if new and any(f"\n{end}:" in new[-1].read_text(errors="replace")[-4096:] for end in ("totals", "summary")):
-            return new[-1]
+        new = set(out.glob("callgrind.out.*")) - before
+        if new != seen:
+            seen, quiet_since = new, time.monotonic()
+        elif seen and time.monotonic() - quiet_since >= settle_s and all(_complete(p) for p in seen):
+            return sorted(seen)
         time.sleep(0.2)
     raise UserError(f"callgrind wrote no complete dump under {out} within {timeout_s:.0f} s")
+
+
+def _runs_any(profile: CachegrindProfile, functions: tuple[str, ...]) -> bool:
+    """Whether a thread ran one of `functions` (callgrind names C++ functions with their signature: `f(THD*)`)."""
+    wanted = set(functions)
+    return any(re.split(r"[(<]", name, maxsplit=1)[0].rsplit("::", 1)[-1] in wanted and
+               any(counts.values()) for name, counts in profile.functions.items())
+
+
+def connection_threads(files: list[Path], functions: tuple[str, ...]) -> tuple[CachegrindProfile, int, int]:
+    """The summed counts of the threads (one dump file each) that ran one of the connection `functions`; with how
+    many threads were counted and how many the dump held."""
+    total = CachegrindProfile(())
+    counted = 0
+    for path in files:
+        thread = parse_callgrind_out(path.read_text(errors="replace"))
+        if _runs_any(thread, functions):
+            total, counted = total.plus(thread), counted + 1
+    return total, counted, len(files)

@@ -190,10 +190,10 @@ class Profiler:
         queries = events * benchmark.queries_per_event
         return self._simulated_profile(
             target, benchmark, full.minus(empty), events, queries,
-            method=f"callgrind (cache and branch simulation) of the whole mariadbd process, every thread, counters "
-                   f"zeroed before and dumped after {events} events, minus the same for 0 events with the window "
-                   f"held open as long ({held:.0f} s), divided by {queries} queries; background threads' work that "
-                   "differs while queries run stays in; the driver ran natively",
+            method=f"callgrind (cache and branch simulation) of mariadbd, the threads that served the driver's "
+                   f"connection (background threads left out), counters zeroed before and dumped after {events} "
+                   f"events, minus the same for 0 events (window held open as long, {held:.0f} s), divided by "
+                   f"{queries} queries; the driver ran natively",
             slowdown=Slowdown(native_s=None, simulated_s=round(simulated_s, 3), factor=None,
                               what="wall time of both windows of mariadbd under callgrind; not timed natively"),
             tool=f"{_valgrind_version()} callgrind --cache-sim=yes --branch-sim=yes, {' '.join(GEOMETRY)}, ASLR off "

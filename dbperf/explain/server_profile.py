@@ -11,10 +11,12 @@ exits inside a window; it is said in the profile's method.
 
 MariaDB's mariadbd is one multi-threaded process that cachegrind would report only at exit: it runs under callgrind
 with the same cache geometry (explain/callgrind.py). Per window, the counters are zeroed (`callgrind_control
---zero`), the driver runs N events (then, after a restore, 0 events), and the counters dumped (`--dump`): the whole
-process, every thread. The 0-event window is held open as long as the N-event one, so that the background threads'
-work (InnoDB's master thread, page cleaner, purge) over the same wall time cancels out with connection start-up and
-statement preparation; what they do differently while queries run stays in, and the method says so.
+--zero`), the driver runs N events (then, after a restore, 0 events), and the counters dumped (`--dump`), one file per
+thread: the threads that served the driver's connection (the engine's `connection_functions`) are counted, the
+background threads (InnoDB's master thread, page cleaner, purge) are not, as PostgreSQL's background processes are
+not: their work grows with the window's wall time, which valgrind and the host's load stretch differently from one
+count to the next (the whole process varied by 1% between two counts of one cell on a loaded host). Connection
+start-up and statement preparation cancel out with the 0-event window.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from dbperf.catalog.workload import Workload, compile_statements
 from dbperf.errors import UserError
 from dbperf.experiment.model import Experiment, Target
 from dbperf.explain.cachegrind import GEOMETRY, CachegrindProfile, parse_cachegrind_out, valgrind_available
-from dbperf.explain.callgrind import CALLGRIND_OPTIONS, callgrind_control, newest_dump, parse_callgrind_out
+from dbperf.explain.callgrind import CALLGRIND_OPTIONS, callgrind_control, connection_threads, dump_files
 from dbperf.explain.perfstat import STAT_EVENTS, PerfStat, perf_stat_pids
 from dbperf.explain.unhandled import unhandled_instruction
 from dbperf.host.driver import run_job
@@ -147,8 +149,9 @@ class ServerProfiling:
 
     def callgrind_window(self, target: Target, benchmark: Workload, events: int,
                          hold_s: float = 0.0) -> tuple[CachegrindProfile, RunResult, float]:
-        """MariaDB: the whole server process's counts from zeroing to dumping around the driver's `events` events,
-        the window held open for at least `hold_s`; the profile, the driver's result and the window's length."""
+        """MariaDB: the counts of the threads that served the driver's connection, from zeroing to dumping around
+        its `events` events, the window held open for at least `hold_s`; the profile, the driver's result and the
+        window's length."""
         server, out = self._server(target)
         assert server.server is not None
         pid = server.server.pid
@@ -160,8 +163,13 @@ class ServerProfiling:
         before = set(out.glob("callgrind.out.*"))
         callgrind_control(pid, "dump", server.service_user)
         held = time.monotonic() - started
-        dump = newest_dump(out, before, WINDOW_TIMEOUT_S)
-        return parse_callgrind_out(dump.read_text(errors="replace")), result, held
+        functions = engines.engine(target.engine).connection_functions
+        profile, counted, threads = connection_threads(dump_files(out, before, WINDOW_TIMEOUT_S), functions)
+        if counted == 0:
+            raise _refused(server, UserError(
+                f"{target.name} {benchmark.name}: none of the server's {threads} threads in callgrind's dump ran "
+                f"{' or '.join(functions) or 'a connection function'}: the connection's work was not counted"))
+        return profile, result, held
 
     def window(self, target: Target, benchmark: Workload, events: int) -> tuple[CachegrindProfile, RunResult]:
         """The summed profile of the server processes that exited while the driver ran `events` events."""
