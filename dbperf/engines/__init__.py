@@ -4,15 +4,17 @@ from __future__ import annotations
 
 from dbperf.engines.descriptor import Engine
 from dbperf.engines.mariadb import MARIADB
+from dbperf.engines.mysql import MYSQL
 from dbperf.engines.postgres import POSTGRES
 from dbperf.engines.sqlite import SQLITE
 from dbperf.errors import UserError
 
-ENGINES: dict[str, Engine] = {e.name: e for e in (SQLITE, POSTGRES, MARIADB)}
+ENGINES: dict[str, Engine] = {e.name: e for e in (SQLITE, POSTGRES, MARIADB, MYSQL)}
 NAMES: tuple[str, ...] = tuple(ENGINES)
 DEFAULT = SQLITE
 SERVER_NAMES: tuple[str, ...] = tuple(e.name for e in ENGINES.values() if e.server)
-SERVER_TITLES = " and ".join(e.title for e in ENGINES.values() if e.server)  # for messages: "PostgreSQL and MariaDB"
+_TITLES = [e.title for e in ENGINES.values() if e.server]
+SERVER_TITLES = ", ".join(_TITLES[:-1]) + " and " + _TITLES[-1]  # for messages: "PostgreSQL, MariaDB and MySQL"
 
 
 def engine(name: str) -> Engine:

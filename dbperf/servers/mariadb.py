@@ -1,34 +1,28 @@
-"""MariaDB started by the lab: mariadb-install-db, a my.cnf of the lab's, the dbperf user created by an init file,
-restore by CREATE TABLE ... LIKE + INSERT ... SELECT. A setting MariaDB clamps at start-up fails the target."""
+"""MariaDB started by the lab: mariadb-install-db, then the family's my.cnf, init file and restore
+(servers/mysql_family.py). A setting MariaDB clamps at start-up fails the target."""
 
 from __future__ import annotations
 
-import os
 import pwd
-import re
 import shutil
 from pathlib import Path
-from urllib.parse import quote
 
 from dbperf.engines.mariadb import MARIADB
 from dbperf.errors import UserError
-from dbperf.servers.lifecycle import LabServer, cnf_value, run_setup, sql_string
+from dbperf.servers.lifecycle import cnf_value, run_setup
+from dbperf.servers.mysql_family import MySQLFamilyServer
 from dbperf.servers.process import ServerProcess
 
-ADJUSTED = re.compile(r"option '([^']+)': .* adjusted to")
 
-
-class MariaDBServer(LabServer):
+class MariaDBServer(MySQLFamilyServer):
     engine = "mariadb"
     scheme = "mysql"
     service_user = MARIADB.service_user
     apt_package = "mariadb-server"
     default_binaries = "/usr/sbin/mariadbd"
     admin_database = None
-
-    def socket_dsn(self, database: str | None) -> str:
-        return (f"mysql://dbperf@localhost:{self.port}/{database or ''}"
-                f"?socket={quote(str(self.dir / 'data' / 'mariadb.sock'), safe='')}")
+    socket_name = "mariadb.sock"
+    pid_name = "mariadb.pid"
 
     def launch(self, mariadbd: Path, user: pwd.struct_passwd, first: bool, port: int, password: str) -> None:
         # A release (or a build) keeps everything under one base directory: bin/mariadbd, scripts/, share/.
@@ -56,30 +50,12 @@ class MariaDBServer(LabServer):
                        "--auth-root-authentication-method=socket"], self.log,
                       user.pw_name if self.run_as_service_user else None,
                       f"target {self.target.name!r}: mariadb-install-db")
-        settings = {k.replace("-", "_"): v for k, v in self.settings}
-        escapes = "NO_BACKSLASH_ESCAPES" not in settings.get("sql_mode", "").upper()
-        quoted = sql_string(password, "the server password", escapes)
-        # The init file lives in the target's private directory (0700, the mysql user's), not in a shared /tmp.
-        init_file = self.dir / "init.sql"
-        fd = os.open(init_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        os.write(fd, (f"CREATE USER IF NOT EXISTS 'dbperf'@'127.0.0.1' IDENTIFIED BY {quoted};\n"
-                      f"ALTER USER 'dbperf'@'127.0.0.1' IDENTIFIED BY {quoted};\n"
-                      "GRANT ALL PRIVILEGES ON *.* TO 'dbperf'@'127.0.0.1';\n"
-                      # Over the Unix socket (socket = true) the same user connects as 'dbperf'@'localhost'.
-                      f"CREATE USER IF NOT EXISTS 'dbperf'@'localhost' IDENTIFIED BY {quoted};\n"
-                      f"ALTER USER 'dbperf'@'localhost' IDENTIFIED BY {quoted};\n"
-                      "GRANT ALL PRIVILEGES ON *.* TO 'dbperf'@'localhost';\n").encode())
-        os.close(fd)
-        os.chown(init_file, user.pw_uid, user.pw_gid)
+        init_file = self.write_init_file(user, password)
         cnf = self.dir / "my.cnf"
-        lines = ["[mariadbd]", f"datadir = {cnf_value(str(data), 'the data directory')}", f"port = {port}",
-                 "bind-address = 127.0.0.1", f"socket = {cnf_value(str(data / 'mariadb.sock'), 'the socket')}",
-                 f"pid-file = {cnf_value(str(data / 'mariadb.pid'), 'the pid file')}", f"user = {user.pw_name}",
-                 "skip-name-resolve", f"init-file = {cnf_value(str(init_file), 'the init file')}"]
+        lines = self.cnf_lines("mariadbd", data, port, user, init_file)
         if relocated:
             lines.append(f"basedir = {cnf_value(str(basedir), 'the base directory')}")
-        lines += [f"{k} = {cnf_value(v, f'config.{k}')}" for k, v in self.settings]
-        cnf.write_text("\n".join(lines) + "\n")
+        cnf.write_text("\n".join([*lines, *self.setting_lines()]) + "\n")
         self.server = ServerProcess([*self.launch_prefix, str(mariadbd), f"--defaults-file={cnf}"], self.log,
                                     user.pw_name if self.run_as_service_user else None,
                                     self.target.process.environment())
@@ -91,31 +67,4 @@ class MariaDBServer(LabServer):
             self._wait_sql(None)  # the init file has run once logins work
         finally:
             init_file.unlink(missing_ok=True)
-        self._check_adjusted_settings(log_start)
-
-    def _check_adjusted_settings(self, log_start: int) -> None:
-        """MariaDB clamps an out-of-range value with a warning ("option 'x': unsigned value 7 adjusted to 3") and
-        starts anyway: a setting that did not take as written fails the target, quoting the server's line."""
-        try:
-            with open(self.log, "rb") as f:
-                f.seek(log_start)
-                text = f.read().decode(errors="replace")
-        except OSError:
-            return
-        names = {k.replace("-", "_") for k, _ in self.settings}
-        for line in text.splitlines():
-            m = ADJUSTED.search(line)
-            if m and m.group(1).replace("-", "_") in names:
-                self.stop()
-                raise UserError(f"target {self.target.name!r}: the server did not take a setting as written: "
-                                f"{line.strip()}")
-
-    def create_pristine_sql(self) -> list[str]:
-        return ["CREATE DATABASE IF NOT EXISTS sbtest_pristine"]
-
-    def restore_sql(self) -> list[str]:
-        statements = ["DROP DATABASE IF EXISTS sbtest", "CREATE DATABASE sbtest"]
-        for t in range(1, self.e.tables + 1):
-            statements += [f"CREATE TABLE sbtest.sbtest{t} LIKE sbtest_pristine.sbtest{t}",
-                           f"INSERT INTO sbtest.sbtest{t} SELECT * FROM sbtest_pristine.sbtest{t}"]
-        return statements
+        self.check_adjusted_settings(log_start)

@@ -8,9 +8,10 @@ from pathlib import Path
 from dbperf.experiment.model import Experiment, Target
 from dbperf.servers.lifecycle import ExternalServer, LabServer, ServerTarget
 from dbperf.servers.mariadb import MariaDBServer
+from dbperf.servers.mysql import MySQLServer
 from dbperf.servers.postgres import PostgresServer
 
-LAB_SERVERS: dict[str, type[LabServer]] = {cls.engine: cls for cls in (PostgresServer, MariaDBServer)}
+LAB_SERVERS: dict[str, type[LabServer]] = {cls.engine: cls for cls in (PostgresServer, MariaDBServer, MySQLServer)}
 
 
 def server_target(directory: Path, logs: Path, target: Target, e: Experiment) -> ServerTarget:

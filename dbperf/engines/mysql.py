@@ -1,0 +1,68 @@
+"""MySQL: a server the lab starts from a user's MySQL install (`binaries = PATH`: a basedir as Oracle's tarballs lay
+it out, bin/mysqld and share/, or the mysqld program itself), or an external server (`dsn`). No registry this project
+reaches serves a MySQL server binary, and Debian's own `mysqld` is a link to MariaDB's mariadbd: a MySQL target names
+its install. The family's parts (protocol, option parser, InnoDB counters) are mysql_family.py's."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from dbperf.engines.descriptor import Engine, ProfileProof
+from dbperf.engines.mysql_family import (
+    CONNECTION_FUNCTIONS,
+    END_SESSION_SQL,
+    LAB_OWNED,
+    POST_WRITE_FLUSH,
+    SESSIONS_SQL,
+    SHOWN_COUNTERS,
+    SIZE_SQL,
+    client_argv_of,
+    counters_query,
+)
+from dbperf.engines.owned_reasons import LISTEN, LOGINS, PORT, SOCKET, Owned
+
+# The oldest MySQL the lab starts: 8.0 (caching_sha2_password, the data dictionary, `mysqld --initialize-insecure`
+# as the lab runs it, CREATE USER IF NOT EXISTS).
+MIN_VERSION = (8, 0)
+
+# MySQL's own listeners besides the classic protocol's: the X Plugin (33060, every address by default: the lab turns
+# it off) and the administrative interface.
+MYSQL_OWNED: dict[str, Owned] = {
+    **LAB_OWNED,
+    "mysqlx": LISTEN, "mysqlx_bind_address": LISTEN, "mysqlx_port": PORT, "mysqlx_socket": SOCKET,
+    "admin_address": LISTEN, "admin_port": PORT, "create_admin_listener_thread": LISTEN,
+    "authentication_policy": LOGINS, "default_authentication_plugin": LOGINS,
+}
+
+
+def profiled_settings(config: Mapping[str, str]) -> dict[str, str]:
+    """Under valgrind: valgrind does not see libaio completions, so InnoDB would wait for its first read forever."""
+    return {"innodb_use_native_aio": "0"}
+
+
+MYSQL = Engine(
+    name="mysql", title="MySQL", server=True,
+    # Not measured here yet (no MySQL at hand): MariaDB's row size, and an initialised MySQL 8.0+ data directory
+    # (redo log 100 MB, undo tablespaces, the data dictionary) about 200 MB.
+    row_bytes=650, load_rows_per_s=60_000, empty_server_bytes=200_000_000,
+    dsn_schemes=("mysql://",),
+    lab_owned_reasons=MYSQL_OWNED,
+    reads_my_getopt_names=True,
+    service_user="mysql",
+    # Debian's mariadb-client answers as `mysql` too and speaks caching_sha2_password (libmariadb's plugin)
+    default_port=3306, client="mysql", client_argv=client_argv_of("mysql"), sysbench_driver="mysql",
+    tools=("sysbench",),
+    process_model="threads",
+    profiled_settings=profiled_settings,
+    perf_attached="mysqld, every thread",
+    connection_functions=CONNECTION_FUNCTIONS,
+    shown_counters=SHOWN_COUNTERS,
+    post_write_flush=POST_WRITE_FLUSH,
+    sessions_sql=SESSIONS_SQL,
+    end_session_sql=END_SESSION_SQL,
+    counters_query=counters_query,
+    size_sql=SIZE_SQL,
+    schema_dir="data/sbtest",
+    # mysqld's SQL layer and InnoDB, as MariaDB's (its floor until measured: engines/mariadb.py)
+    profile_proof=ProfileProof(sentinels=("dispatch_command",), objects=("sql/", "storage/innobase/"), floor=0.02),
+)

@@ -1,0 +1,110 @@
+"""MySQL started by the lab from a MySQL install the target names (`binaries`: a basedir laid out as Oracle's
+tarballs, bin/mysqld and share/, or the mysqld program): `mysqld --initialize-insecure` into the target's private
+data directory, then the family's my.cnf, init file and restore (servers/mysql_family.py), with MySQL's X Plugin off
+(it would listen on every address, port 33060). The install is checked first, in one line each: not there, a MariaDB
+install (Debian's /usr/sbin/mysqld is a link to mariadbd), or a MySQL older than the lab supports."""
+
+from __future__ import annotations
+
+import pwd
+import re
+import subprocess
+from pathlib import Path
+
+from dbperf.engines.mysql import MIN_VERSION, MYSQL
+from dbperf.errors import UserError
+from dbperf.servers.lifecycle import cnf_value, run_setup
+from dbperf.servers.mysql_family import MySQLFamilyServer
+from dbperf.servers.process import ServerProcess, server_environ
+
+VERSION = re.compile(r"Ver (\d+)\.(\d+)\.(\d+)(\S*)")
+MARIADB_PROGRAMS = ("mariadbd", "mariadb-install-db")
+
+
+def mysqld_of(binaries: Path) -> Path:
+    """The mysqld program of a target's `binaries`: a basedir's bin/mysqld, or the program itself."""
+    return binaries / "bin" / "mysqld" if binaries.is_dir() else binaries
+
+
+def install_problem(binaries: Path) -> str | None:
+    """Why `binaries` is not a MySQL install the lab can start, in one line, or None."""
+    mysqld = mysqld_of(binaries)
+    basedir = mysqld.parent.parent
+    named = f"binaries = {str(binaries)!r}"
+    if any((basedir / "bin" / p).exists() for p in MARIADB_PROGRAMS) or mysqld.resolve().name == "mariadbd":
+        return (f"{named} is a MariaDB install ({mysqld} is MariaDB's server): give the target engine = \"mariadb\", "
+                "or a MySQL basedir (bin/mysqld, share/)")
+    if not mysqld.is_file():
+        return f"{named}: no MySQL server there (no {mysqld}; a MySQL basedir holds bin/mysqld and share/)"
+    try:
+        out = subprocess.run([str(mysqld), "--version"], capture_output=True, text=True, timeout=60, cwd="/",
+                             stdin=subprocess.DEVNULL, env=server_environ({"LC_ALL": "C"}), check=False).stdout
+    except (OSError, subprocess.SubprocessError) as e:
+        return f"{named}: {mysqld} cannot run: {e}"
+    m = VERSION.search(out)
+    if m is None:
+        return f"{named}: {mysqld} --version does not name a version ({out.strip()[:80]!r})"
+    if "mariadb" in (m.group(4) + out).lower():
+        return (f"{named} is a MariaDB install ({mysqld} says {m.group(0).removeprefix('Ver ')}): give the target "
+                "engine = \"mariadb\", or a MySQL basedir")
+    version = (int(m.group(1)), int(m.group(2)))
+    if version < MIN_VERSION:
+        return (f"{named}: MySQL {m.group(1)}.{m.group(2)}.{m.group(3)} is older than the lab supports (MySQL "
+                f"{MIN_VERSION[0]}.{MIN_VERSION[1]} and later)")
+    return None
+
+
+class MySQLServer(MySQLFamilyServer):
+    engine = "mysql"
+    scheme = "mysql"
+    service_user = MYSQL.service_user
+    apt_package = "mariadb-server"  # Debian's package that creates the mysql user (MySQL itself is not packaged)
+    default_binaries = ""  # none: Debian's mysqld is MariaDB's; a MySQL target names its install
+    admin_database = None
+    socket_name = "mysqld.sock"
+    pid_name = "mysqld.pid"
+
+    @classmethod
+    def program_files(cls, binaries: Path) -> list[Path]:
+        return [mysqld_of(binaries)]
+
+    def my_cnf(self, data: Path, port: int, user: pwd.struct_passwd, init_file: Path, basedir: Path) -> str:
+        """The family's lines, the install's basedir (share/ for its messages and charsets), the X Plugin off, then
+        the target's settings."""
+        lines = [*self.cnf_lines("mysqld", data, port, user, init_file),
+                 f"basedir = {cnf_value(str(basedir), 'the base directory')}", "mysqlx = OFF"]
+        return "\n".join([*lines, *self.setting_lines()]) + "\n"
+
+    def launch(self, binaries: Path, user: pwd.struct_passwd, first: bool, port: int, password: str) -> None:
+        if not self.target.binaries:
+            raise UserError(f"target {self.target.name!r}: a MySQL target names its install: binaries = PATH (a "
+                            "MySQL basedir, as Oracle's tarballs lay it out) or dsn = \"mysql://...\" (Debian's "
+                            "mysqld is MariaDB's)")
+        problem = install_problem(binaries)
+        if problem:
+            raise UserError(f"target {self.target.name!r}: {problem}")
+        mysqld = mysqld_of(binaries)
+        basedir = mysqld.parent.parent
+        data = self.dir / "data"
+        if first or not (data / "mysql").is_dir():
+            # root hands the new data directory to the service user (--user); a server that must run as that user
+            # throughout (a PGO training, issue 46) initialises it as that user
+            run_setup([str(mysqld), "--no-defaults", "--initialize-insecure", f"--basedir={basedir}",
+                       f"--datadir={data}", *([] if self.run_as_service_user else [f"--user={user.pw_name}"])],
+                      self.log, user.pw_name if self.run_as_service_user else None,
+                      f"target {self.target.name!r}: mysqld --initialize-insecure")
+        init_file = self.write_init_file(user, password)
+        cnf = self.dir / "my.cnf"
+        cnf.write_text(self.my_cnf(data, port, user, init_file, basedir))
+        self.server = ServerProcess([*self.launch_prefix, str(mysqld), f"--defaults-file={cnf}"], self.log,
+                                    user.pw_name if self.run_as_service_user else None,
+                                    self.target.process.environment())
+        log_start = self.log.stat().st_size if self.log.exists() else 0
+        try:
+            self.server.cpus = self.e.cpus.server  # quiet cells (host/cpus.py)
+            self.server.start()
+            self.server.wait_port(port, self.ready_timeout_s)
+            self._wait_sql(None)  # the init file has run once logins work
+        finally:
+            init_file.unlink(missing_ok=True)
+        self.check_adjusted_settings(log_start)

@@ -1,0 +1,107 @@
+"""MySQL as a target (issue 51): the engine's descriptor and the lab-owned settings of its own listeners, the
+install check (not there, a MariaDB install, a MySQL older than 8.0: one line each), the my.cnf the lab writes
+(127.0.0.1 only, the X Plugin off), and end to end against a MySQL when one is at hand (DBPERF_MYSQL_BINARIES: a
+MySQL basedir), skipped with its reason otherwise."""
+
+from __future__ import annotations
+
+import os
+import pwd
+import stat
+from pathlib import Path
+
+import pytest
+
+from dbperf import engines
+from dbperf.engines.lab_owned import lab_owned_refusal
+from dbperf.experiment.model import Experiment, Target
+from dbperf.servers.mysql import MySQLServer, install_problem, mysqld_of
+from tests.conftest import run_cli
+
+MYSQL_BINARIES = os.environ.get("DBPERF_MYSQL_BINARIES")
+
+
+def fake_mysqld(basedir: Path, says: str) -> Path:
+    """A basedir whose bin/mysqld prints `says` for --version."""
+    program = basedir / "bin" / "mysqld"
+    program.parent.mkdir(parents=True)
+    program.write_text(f"#!/bin/sh\necho '{says}'\n")
+    program.chmod(program.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+    return program
+
+
+@pytest.mark.unit
+def test_mysql_is_a_server_engine_of_the_family():
+    m = engines.engine("mysql")
+    assert m.server and m.title == "MySQL" and m.process_model == "threads" and m.service_user == "mysql"
+    assert "MySQL" in engines.SERVER_TITLES and m.counters_query is not None
+    assert m.counters_query(9)[0] == engines.engine("mariadb").counters_query(11)[0]
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("name", ["mysqlx_bind_address", "mysqlx-port", "admin_address", "bind_address",
+                                  "authentication_policy"])
+def test_mysqls_own_listeners_and_logins_are_the_labs(name):
+    refusal = lab_owned_refusal("mysql", name, "target 'm' config")
+    assert refusal and "\n" not in refusal, refusal
+
+
+@pytest.mark.unit
+def test_an_install_that_is_not_mysql_says_what_it_is(tmp_path):
+    assert "no MySQL server there" in (install_problem(tmp_path / "nothing") or "")
+    maria = tmp_path / "maria"
+    fake_mysqld(maria, "mysqld  Ver 11.4.5-MariaDB for Linux on x86_64")
+    assert "is a MariaDB install" in (install_problem(maria) or "")
+    (maria / "bin" / "mariadbd").write_text("")
+    assert "is a MariaDB install" in (install_problem(maria) or "")
+    old = tmp_path / "old"
+    fake_mysqld(old, "mysqld  Ver 5.7.44 for linux-glibc2.12 on x86_64 (MySQL Community Server (GPL))")
+    line = install_problem(old) or ""
+    assert "MySQL 5.7.44 is older than the lab supports (MySQL 8.0 and later)" in line and "\n" not in line
+    new = tmp_path / "new"
+    fake_mysqld(new, "/x/bin/mysqld  Ver 9.7.0 for Linux on x86_64 (MySQL Community Server - GPL)")
+    assert install_problem(new) is None and install_problem(new / "bin" / "mysqld") is None
+    assert mysqld_of(new) == new / "bin" / "mysqld"
+
+
+@pytest.mark.unit
+def test_debians_mysqld_is_mariadb_and_said_so():
+    debian = Path("/usr/sbin/mysqld")
+    if not debian.exists():
+        pytest.skip("no /usr/sbin/mysqld here (make setup installs mariadb-server)")
+    assert "is a MariaDB install" in (install_problem(debian) or "")
+
+
+@pytest.mark.unit
+def test_the_my_cnf_listens_on_127_0_0_1_only_with_the_x_plugin_off(tmp_path):
+    e = Experiment(path=tmp_path / "e.toml", text="", benchmarks=(), targets=(), base="m")
+    target = Target(name="m", engine="mysql", library="", binaries=str(tmp_path),
+                    config={"innodb_flush_log_at_trx_commit": "2"})
+    server = MySQLServer(tmp_path / "t1", tmp_path / "logs", target, e)
+    user = pwd.getpwuid(os.getuid())
+    cnf = server.my_cnf(tmp_path / "t1" / "data", 33306, user, tmp_path / "t1" / "init.sql", tmp_path)
+    lines = cnf.splitlines()
+    assert lines[0] == "[mysqld]" and "bind-address = 127.0.0.1" in lines and "mysqlx = OFF" in lines
+    assert "port = 33306" in lines and f"basedir = {tmp_path}" in lines
+    assert lines[-1] == "innodb_flush_log_at_trx_commit = 2"  # the target's settings last
+    assert f"socket = {tmp_path}/t1/data/mysqld.sock" in lines
+
+
+@pytest.mark.unit
+def test_a_mysql_target_without_its_install_is_one_line(tmp_path):
+    (tmp_path / "e.toml").write_text('[run]\nbenchmarks = ["point-query"]\ntable_size = 100\n'
+                                     '[[target]]\nname = "m"\nengine = "mysql"\n')
+    proc = run_cli("run", str(tmp_path / "e.toml"), "--out", str(tmp_path / "out"), timeout=300)
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode != 0 and "a MySQL target names its install" in lines[-1], proc.stderr
+
+
+@pytest.mark.server
+@pytest.mark.skipif(not MYSQL_BINARIES, reason="no MySQL at hand: DBPERF_MYSQL_BINARIES names a MySQL basedir "
+                                               "(no registry this project reaches serves one)")
+def test_mysql_end_to_end(tmp_path):
+    (tmp_path / "e.toml").write_text(
+        '[run]\nbenchmarks = ["point-query", "update-index"]\ntable_size = 2000\ntime = "0.5s"\nwarmup = "0.2s"\n'
+        f'repeats = 2\n[[target]]\nname = "m"\nengine = "mysql"\nbinaries = "{MYSQL_BINARIES}"\n')
+    proc = run_cli("run", str(tmp_path / "e.toml"), "--out", str(tmp_path / "out"), timeout=1200)
+    assert proc.returncode == 0, proc.stderr
