@@ -5,6 +5,12 @@ never the system's apt configuration or state: `apt-get update` verifies the Sou
 source --download-only` the files' checksums against them, and `dpkg-source -x` the .dsc's checksums again while it
 unpacks and applies Debian's patches. The newest version is tried first; when the archive does not serve it (a
 security pool that is not mirrored), the next one is taken and the manifest says which and why.
+
+An engine whose source package this host's release does not carry names the suite that does (MySQL: `unstable`):
+that suite's list alone, in an apt state directory of its own, for that one package. A development suite's Release
+file carries a Valid-Until a week ahead; a mirror or proxy serving an older copy makes apt refuse it as expired. The
+lab then updates again without the freshness check, and the manifest says the index was past its Valid-Until and
+that its signature was still verified (what is checked is who signed the files, not that they are the newest).
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ SECURITY = "http://deb.debian.org/debian-security"
 KEYRING = Path("/usr/share/keyrings/debian-archive-keyring.gpg")
 # Which source package holds each engine's server (Debian 12 names), as its descriptor says.
 SOURCE_PACKAGES = {e.name: e.debian_source_package for e in engines.ENGINES.values() if e.debian_source_package}
+SOURCE_SUITES = {e.name: e.debian_source_suite for e in engines.ENGINES.values() if e.debian_source_suite}
 
 
 @dataclass(frozen=True)
@@ -51,20 +58,26 @@ def _codename() -> str:
 
 
 class PrivateApt:
-    """apt-get and apt-cache with every directory they read or write under `root`."""
+    """apt-get and apt-cache with every directory they read or write under `root`; this host's release's suites, or
+    `suite` alone."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, suite: str | None = None) -> None:
         self.root = root
-        codename = _codename()
+        self.suite = suite
+        self.stale_index: str | None = None  # why the freshness check was dropped, when it was
         if not KEYRING.is_file():
             raise UserError(f"{KEYRING} not found (apt install debian-archive-keyring)")
         for d in ("state/lists/partial", "cache/archives/partial", "etc"):
             (root / d).mkdir(parents=True, exist_ok=True)
         signed = f"[signed-by={KEYRING}]"
-        (root / "etc" / "sources.list").write_text(
-            f"deb-src {signed} {ARCHIVE} {codename} main\n"
-            f"deb-src {signed} {ARCHIVE} {codename}-updates main\n"
-            f"deb-src {signed} {SECURITY} {codename}-security main\n")
+        if suite:
+            lines = f"deb-src {signed} {ARCHIVE} {suite} main\n"
+        else:
+            codename = _codename()
+            lines = (f"deb-src {signed} {ARCHIVE} {codename} main\n"
+                     f"deb-src {signed} {ARCHIVE} {codename}-updates main\n"
+                     f"deb-src {signed} {SECURITY} {codename}-security main\n")
+        (root / "etc" / "sources.list").write_text(lines)
         self.options = [
             "-o", f"Dir::Etc::sourcelist={root / 'etc' / 'sources.list'}", "-o", "Dir::Etc::sourceparts=-",
             "-o", f"Dir::State={root / 'state'}", "-o", f"Dir::Cache={root / 'cache'}",
@@ -72,7 +85,18 @@ class PrivateApt:
             "-o", "APT::Sandbox::User=root", "-q"]
 
     def update(self) -> None:
-        run_tool(["apt-get", *self.options, "update"], "apt-get update (the lab's deb-src list)", timeout=600)
+        try:
+            run_tool(["apt-get", *self.options, "update"], "apt-get update (the lab's deb-src list)", timeout=600)
+        except UserError as e:
+            expired = re.search(r"Release file for (\S+) is expired \(invalid since ([^)]*)\)", str(e))
+            if not self.suite or not expired:
+                raise
+            # A development suite's week-long Valid-Until, past on a stale mirror: its signature is still checked.
+            self.stale_index = (f"the {self.suite} Release file was past its Valid-Until ({expired.group(2)}): "
+                                "updated without the freshness check; its signature was verified")
+            self.options += ["-o", "Acquire::Check-Valid-Until=false"]
+            run_tool(["apt-get", *self.options, "update"], "apt-get update (the lab's deb-src list, stale index)",
+                     timeout=600)
 
     def versions(self, package: str) -> list[str]:
         out = run_tool(["apt-cache", *self.options, "showsrc", package], f"apt-cache showsrc {package}",
@@ -94,7 +118,8 @@ def _debian_version_key(v: str) -> list[int]:
 def candidate_versions(engine: str) -> tuple[PrivateApt, str, list[str]]:
     """The lab's apt, the engine's source package, and its versions in the archive, newest first."""
     package = SOURCE_PACKAGES[engine]
-    apt = PrivateApt(server_cache() / "apt")
+    suite = SOURCE_SUITES.get(engine)
+    apt = PrivateApt(server_cache() / (f"apt-{suite}" if suite else "apt"), suite)
     apt.update()
     return apt, package, apt.versions(package)
 
@@ -118,6 +143,8 @@ def fetch_debian_source(apt: PrivateApt, package: str, engine: str, version: str
             "files": [{"name": p.name, "sha256": hashlib.sha256(p.read_bytes()).hexdigest()} for p in files],
             "verified_by": "apt (signed Sources index, file checksums) and dpkg-source -x (.dsc checksums)",
             "skipped_versions": skipped,
+            **({"suite": apt.suite} if apt.suite else {}),
+            **({"stale_index": apt.stale_index} if apt.stale_index else {}),
         }
         return DebianSource(engine, package, version, tree, provenance)
     finally:

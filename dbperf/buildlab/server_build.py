@@ -43,6 +43,7 @@ from dbperf.buildlab.staging import LOCK, Staging, kill_session, sweep_abandoned
 from dbperf.buildlab.training import training_identity, training_workloads
 from dbperf.engines.descriptor import ProfileProof
 from dbperf.engines.mariadb import MARIADB
+from dbperf.engines.mysql import MYSQL
 from dbperf.engines.postgres import POSTGRES
 from dbperf.errors import UserError
 from dbperf.experiment.build_variants import DEFAULT_TRAIN_SECONDS, SERVER_TRAINING, ServerBuildSpec
@@ -179,11 +180,17 @@ class MariadbRecipe:
                    and not any(s in str(p.relative_to(tree)).lower() for s in self.SKIPPED))
 
     def commands(self, tree: Path, prefix: Path, cc: Compiler, flags: list[str], jobs: int) -> list[list[str]]:
+        return self.cmake_commands(tree / self.BUILD_DIR, tree, self.options, prefix, cc, flags, jobs)
+
+    @staticmethod
+    def cmake_commands(build: Path, tree: Path, options: tuple[str, ...], prefix: Path, cc: Compiler,
+                       flags: list[str], jobs: int) -> list[list[str]]:
+        """cmake with the variant's flags for every compile and its LTO, profile and linker flags for every link;
+        ninja; ninja install (MariaDB's and MySQL's cmake alike)."""
         link_only = [f for f in flags if f.startswith("-Wl,")]
         compile_flags = " ".join(f for f in flags if f not in link_only)
         link = " ".join(f for f in flags if f.startswith(("-flto", "-fprofile")) or f in link_only)
-        build = tree / self.BUILD_DIR
-        return [["cmake", "-S", str(tree), "-B", str(build), *self.options, f"-DCMAKE_INSTALL_PREFIX={prefix}",
+        return [["cmake", "-S", str(tree), "-B", str(build), *options, f"-DCMAKE_INSTALL_PREFIX={prefix}",
                  f"-DCMAKE_C_COMPILER={cc.path}", f"-DCMAKE_CXX_COMPILER={cc.cxx}",
                  f"-DCMAKE_C_FLAGS={compile_flags}", f"-DCMAKE_CXX_FLAGS={compile_flags}",
                  *(f"-DCMAKE_{kind}_LINKER_FLAGS={link}" for kind in ("EXE", "SHARED", "MODULE"))],
@@ -206,7 +213,56 @@ class MariadbRecipe:
         return tree / self.BUILD_DIR  # cmake's: sql/CMakeFiles/sql.dir/...
 
 
-RECIPES: dict[str, Recipe] = {r.engine: r for r in (PostgresRecipe(), MariadbRecipe())}
+class MysqlRecipe:
+    """MySQL from Debian's unstable source package (mysql-9.7; engines/mysql.py names the suite): cmake + ninja, the
+    server with InnoDB and the plugins MySQL builds by default; not the router, NDB cluster, the unit tests, the LDAP,
+    Kerberos, FIDO/WebAuthn authentication plugins (each needs libraries or devices the lab has no use for). OpenSSL
+    from the system (MySQL bundles none); zlib, zstd, lz4, editline, ICU, protobuf, libevent and rapidjson from the
+    copies the source carries, so that the build needs no other development package. Release build type with its
+    flags emptied, as MariaDB's recipe: the variants' flags are the only optimisation flags. The standalone layout
+    (bin/mysqld, share/) is what the lab's MySQL start-up knows from Oracle's tarballs."""
+    engine: ClassVar[str] = MYSQL.name
+    options: ClassVar[tuple[str, ...]] = (
+        "-GNinja", "-DCMAKE_BUILD_TYPE=Release", "-DCMAKE_C_FLAGS_RELEASE=-DNDEBUG",
+        "-DCMAKE_CXX_FLAGS_RELEASE=-DNDEBUG", "-DINSTALL_LAYOUT=STANDALONE", "-DMYSQL_MAINTAINER_MODE=OFF",
+        "-DWITH_ROUTER=OFF", "-DWITH_NDB=OFF", "-DWITH_NDBCLUSTER=OFF", "-DWITH_UNIT_TESTS=OFF",
+        "-DWITH_AUTHENTICATION_LDAP=OFF", "-DWITH_AUTHENTICATION_KERBEROS=OFF", "-DWITH_AUTHENTICATION_FIDO=OFF",
+        "-DWITH_AUTHENTICATION_WEBAUTHN=OFF", "-DWITH_FIDO=none", "-DWITH_SSL=system", "-DWITH_ZLIB=bundled",
+        "-DWITH_ZSTD=bundled", "-DWITH_LZ4=bundled", "-DWITH_EDITLINE=bundled", "-DWITH_ICU=bundled",
+        "-DWITH_PROTOBUF=bundled", "-DWITH_LIBEVENT=bundled", "-DWITH_RAPIDJSON=bundled", "-DWITH_SYSTEMD=OFF",
+        "-DWITH_NUMA=OFF", "-DDOWNLOAD_BOOST=OFF")
+    SKIPPED = ("router", "ndb", "unittest", "mysql-test", "/test", "ldap", "kerberos", "fido", "webauthn")
+    tools: ClassVar[dict[str, str]] = {"cmake": "cmake", "ninja": "ninja-build", "bison": "bison", "c++": "g++",
+                                       "pkg-config": "pkg-config"}
+    headers: ClassVar[dict[str, str]] = {"openssl/ssl.h": "libssl-dev", "curses.h": "libncurses-dev"}
+    language: ClassVar[str] = "c++"
+    STEP = MariadbRecipe.STEP
+    BUILD_DIR = "lab-build"
+
+    def expected_steps(self, tree: Path) -> int:
+        return sum(1 for p in tree.rglob("*") if p.suffix in (".c", ".cc", ".cpp")
+                   and not any(s in str(p.relative_to(tree)).lower() for s in self.SKIPPED))
+
+    def commands(self, tree: Path, prefix: Path, cc: Compiler, flags: list[str], jobs: int) -> list[list[str]]:
+        return MariadbRecipe.cmake_commands(tree / self.BUILD_DIR, tree, self.options, prefix, cc, flags, jobs)
+
+    def binaries(self, prefix: Path) -> Path:
+        return prefix  # what a MySQL target's `binaries` names: the basedir, as an Oracle tarball's
+
+    def server_binary(self, prefix: Path) -> Path:
+        return prefix / "bin" / "mysqld"
+
+    def is_step(self, line: str) -> bool:
+        return bool(self.STEP.match(line))
+
+    def clean_commands(self, tree: Path) -> list[list[str]]:
+        return [["ninja", "-C", str(tree / self.BUILD_DIR), "clean"]]
+
+    def objects_root(self, tree: Path) -> Path:
+        return tree / self.BUILD_DIR
+
+
+RECIPES: dict[str, Recipe] = {r.engine: r for r in (PostgresRecipe(), MariadbRecipe(), MysqlRecipe())}
 
 
 @dataclass(frozen=True)
@@ -248,7 +304,7 @@ def check_can_build(spec: ServerBuildSpec) -> tuple[Recipe, Compiler]:
     not found after an hour of other builds."""
     recipe = RECIPES.get(spec.engine)
     if recipe is None:
-        raise UserError(f"{spec.label()}: building {spec.engine} from source is not supported yet (PostgreSQL is); "
+        raise UserError(f"{spec.label()}: building {spec.engine} from source is not supported yet; "
                         f"use released binaries (source = \"{spec.engine}@VERSION\") or Debian's package")
     cc = find_compiler(spec.compiler)
     missing = sorted({package for tool, package in recipe.tools.items() if shutil.which(tool) is None})

@@ -82,6 +82,8 @@ class Engine:
     example_release: str = ""  # a version to show in messages: "postgres@16.4"
     release: ReleaseSource | None = None
     debian_source_package: str | None = None
+    # The Debian suite that serves it when this host's release does not ("unstable": MySQL 9.7); None: this host's.
+    debian_source_suite: str | None = None
     # Profiling the server (explain/server_profile.py): a process per connection that exits (cachegrind of each
     # backend) or one process whose threads serve every connection (callgrind, dumped on demand).
     process_model: Literal["process-per-connection", "threads", "in-process"] = "in-process"

@@ -52,6 +52,9 @@ MYSQL = Engine(
     # Debian's mariadb-client answers as `mysql` too and speaks caching_sha2_password (libmariadb's plugin)
     default_port=3306, client="mysql", client_argv=client_argv_of("mysql"), sysbench_driver="mysql",
     tools=("sysbench",),
+    builds_from_source=True,
+    # No release of this host's carries MySQL: Debian's unstable suite serves 9.7 (checked 2026-11-26).
+    debian_source_package="mysql-9.7", debian_source_suite="unstable",
     process_model="threads",
     profiled_settings=profiled_settings,
     perf_attached="mysqld, every thread",
