@@ -47,18 +47,19 @@ def test_mysqls_own_listeners_and_logins_are_the_labs(name):
 
 
 @pytest.mark.unit
-def test_an_install_that_is_not_mysql_says_what_it_is(tmp_path):
-    assert "no MySQL server there" in (install_problem(tmp_path / "nothing") or "")
-    maria = tmp_path / "maria"
+def test_an_install_that_is_not_mysql_says_what_it_is(where):
+    """The fakes live where the service user can run them: the lab runs `mysqld --version` as that user."""
+    assert "no MySQL server there" in (install_problem(where / "nothing") or "")
+    maria = where / "maria"
     fake_mysqld(maria, "mysqld  Ver 11.4.5-MariaDB for Linux on x86_64")
     assert "is a MariaDB install" in (install_problem(maria) or "")
     (maria / "bin" / "mariadbd").write_text("")
     assert "is a MariaDB install" in (install_problem(maria) or "")
-    old = tmp_path / "old"
+    old = where / "old"
     fake_mysqld(old, "mysqld  Ver 5.7.44 for linux-glibc2.12 on x86_64 (MySQL Community Server (GPL))")
     line = install_problem(old) or ""
     assert "MySQL 5.7.44 is older than the lab supports (MySQL 8.0 and later)" in line and "\n" not in line
-    new = tmp_path / "new"
+    new = where / "new"
     fake_mysqld(new, "/x/bin/mysqld  Ver 9.7.0 for Linux on x86_64 (MySQL Community Server - GPL)")
     assert install_problem(new) is None and install_problem(new / "bin" / "mysqld") is None
     assert mysqld_of(new) == new / "bin" / "mysqld"

@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import pwd
 import re
-import subprocess
 from pathlib import Path
 
 from dbperf.engines.mysql import MIN_VERSION, MYSQL
 from dbperf.errors import UserError
 from dbperf.servers.lifecycle import cnf_value, run_setup
 from dbperf.servers.mysql_family import MySQLFamilyServer
-from dbperf.servers.process import ServerProcess, server_environ
+from dbperf.servers.process import ServerProcess, run_probe
 
 VERSION = re.compile(r"Ver (\d+)\.(\d+)\.(\d+)(\S*)")
 MARIADB_PROGRAMS = ("mariadbd", "mariadb-install-db")
@@ -36,10 +35,9 @@ def install_problem(binaries: Path) -> str | None:
                 "or a MySQL basedir (bin/mysqld, share/)")
     if not mysqld.is_file():
         return f"{named}: no MySQL server there (no {mysqld}; a MySQL basedir holds bin/mysqld and share/)"
-    try:
-        out = subprocess.run([str(mysqld), "--version"], capture_output=True, text=True, timeout=60, cwd="/",
-                             stdin=subprocess.DEVNULL, env=server_environ({"LC_ALL": "C"}), check=False).stdout
-    except (OSError, subprocess.SubprocessError) as e:
+    try:  # as the service user, its profile (a PGO build's instrumented mysqld) kept out of the training's
+        out = run_probe([mysqld, "--version"], MYSQL.service_user, f"{mysqld} --version")
+    except UserError as e:
         return f"{named}: {mysqld} cannot run: {e}"
     m = VERSION.search(out)
     if m is None:

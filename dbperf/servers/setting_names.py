@@ -49,12 +49,15 @@ class Binary:
 
 def _probe(argv: list[str]) -> subprocess.CompletedProcess[str] | None:
     """A server program run for what it prints (never a server): None when it cannot run. Messages in English
-    (C locale), so that they can be read; no password in its environment."""
-    try:
-        return subprocess.run(argv, capture_output=True, text=True, timeout=PROBE_TIMEOUT_S, stdin=subprocess.DEVNULL,
-                              env=server_environ({"LC_ALL": "C", "LANG": "C"}), cwd="/", check=False)
-    except (OSError, subprocess.SubprocessError):
-        return None
+    (C locale), so that they can be read; no password in its environment; an instrumented (PGO) program's profile
+    written into a scratch folder, never into the build's (issue 46: a probe's root-owned .gcda emptied a profile)."""
+    with tempfile.TemporaryDirectory(prefix="dbperf-probe-") as scratch:
+        try:
+            return subprocess.run(argv, capture_output=True, text=True, timeout=PROBE_TIMEOUT_S,
+                                  stdin=subprocess.DEVNULL, cwd="/", check=False,
+                                  env=server_environ({"LC_ALL": "C", "LANG": "C", "GCOV_PREFIX": scratch}))
+        except (OSError, subprocess.SubprocessError):
+            return None
 
 
 def _version(program: Path, pattern: str) -> str | None:
