@@ -166,6 +166,21 @@ def bootstrap_sd_ratio(num: list[float], den: list[float], draws: int = 2000,
     return (ratios[int(0.05 * len(ratios))], ratios[int(0.95 * len(ratios)) - 1]) if ratios else None
 
 
+def _huge_pages(cells: list[CellRecord]) -> str:
+    """Per target with heap-thp or pagecache-buffer: the range of the huge pages its processes got, and the
+    correlation of that with the cell's median interval QPS."""
+    parts = []
+    for target in sorted({r.target for r in cells}):
+        got = [(r.remedies["heap-thp"].get("anon_huge_kb") if "heap-thp" in (r.remedies or {}) else
+                (r.remedies or {}).get("pagecache-buffer", {}).get("huge_kb"), r) for r in cells if r.target == target]
+        pairs = [(kb, statistics.median(q)) for kb, r in got if kb is not None and (q := intervals(r, 0.0))]
+        if pairs:
+            kbs = [kb for kb, _ in pairs]
+            r_ = pearson([float(k) for k in kbs], [q for _, q in pairs])
+            parts.append(f"{target} {min(kbs)}-{max(kbs)} (r with QPS {fmt(r_, '+.2f')})")
+    return "; ".join(parts)
+
+
 def remedies_mode(args: argparse.Namespace, console: Console) -> None:
     """Today's A/A pair against the remedies' (and each candidate's) in one interleaved run."""
     remedies = [r.strip() for r in args.remedies.split(",") if r.strip()]
@@ -215,6 +230,9 @@ def remedies_mode(args: argparse.Namespace, console: Console) -> None:
         print(f"  {name:<18} remedies {','.join(applied) or ('mmap' if pairs[name] == ['mmap'] else 'none'):<28} "
               f"A/A spread {fmt(sd, '.2f')}% ({len(ratios)} rounds), per process "
               f"{fmt(sd / math.sqrt(2) if sd else None, '.2f')}%, F = {fmt(level, '.1f')}{versus}")
+    huge = _huge_pages(cells)
+    if huge:
+        print(f"  huge pages the processes ended with (kB; a per-process draw of its own if they differ): {huge}")
     today, remedied = logs["today"], logs["remedied"]
     ratio = (statistics.stdev(remedied) / statistics.stdev(today)
              if len(today) >= 2 and len(remedied) >= 2 and statistics.stdev(today) > 0 else None)
