@@ -23,13 +23,14 @@ Last line `ratio <duet A/A spread / interleaved A/A spread>`.
 `--remedies [heap-thp,warm-file,...]` (issue 50) asks instead what the lab's noise remedies (dbperf/host/remedies/)
 do to the per-process spread: one interleaved run of A/A pairs, today's pair (`remedies = "none"`) and a pair with
 the remedies, alternated round by round, and with `--candidates` also a pair per candidate alone (each remedy, and
-`mmap`: SQLite reading the file through mmap_size, an engine option). Per pair: the A/A spread (sd of log B/A over
+`mmap`: SQLite reading the file through mmap_size, an engine option; `--also` adds candidates alone that are not in
+the remedies' pair, such as the engine options). Per pair: the A/A spread (sd of log B/A over
 the rounds, %) with its 90% bootstrap interval, the per-process spread (A/A / sqrt 2), and F (cell levels, as in (c)).
 Last line `ratio <spread with remedies / spread today>` (target <= 0.5).
 
 Usage: .venv/bin/python benchmarks/verdicts/states.py [--rounds 30] [--time 3] [--interval 0.25]
        [--benchmark point-query] [--source sqlite@3.54.1 --build O2]   (default: the system libsqlite3)
-       [--remedies heap-thp,warm-file [--candidates]]
+       [--remedies heap-thp,warm-file [--candidates] [--also pagecache-buffer,mmap]]
 """
 
 from __future__ import annotations
@@ -184,12 +185,14 @@ def _huge_pages(cells: list[CellRecord]) -> str:
 def remedies_mode(args: argparse.Namespace, console: Console) -> None:
     """Today's A/A pair against the remedies' (and each candidate's) in one interleaved run."""
     remedies = [r.strip() for r in args.remedies.split(",") if r.strip()]
-    unknown = [r for r in remedies if r not in (*REMEDY_NAMES, "mmap")]
+    also = [r.strip() for r in (args.also or "").split(",") if r.strip()]
+    unknown = [r for r in (*remedies, *also) if r not in (*REMEDY_NAMES, "mmap")]
     if unknown:
-        raise SystemExit(f"--remedies: unknown remedy {unknown[0]!r} (known: {', '.join(REMEDY_NAMES)}, mmap)")
+        raise SystemExit(f"--remedies/--also: unknown remedy {unknown[0]!r} (known: {', '.join(REMEDY_NAMES)}, mmap)")
     pairs = {"today": [], "remedied": remedies}
     if args.candidates:
         pairs |= {f"only-{r}": [r] for r in remedies if len(remedies) > 1}
+    pairs |= {f"only-{r}": [r] for r in also}
     source = f'source = "{args.source}"\nbuild = ["{args.build}"]' if args.source else ""
     head = EXPERIMENT[:EXPERIMENT.index("[[target]]")]
     text = head.format(benchmark=args.benchmark, table_size=args.table_size, time=args.time, warmup=args.warmup,
@@ -252,6 +255,8 @@ def main() -> None:
     ap.add_argument("--remedies", nargs="?", const="heap-thp,warm-file,aslr-off",
                     help="compare today's A/A spread with these remedies' (comma-separated; mmap: an engine option)")
     ap.add_argument("--candidates", action="store_true", help="with --remedies: also each remedy alone")
+    ap.add_argument("--also", help="with --remedies: more candidates measured alone, not in the remedies' pair "
+                                   "(e.g. pagecache-buffer,mmap,fresh-copy,cpu-free)")
     args = ap.parse_args()
     console = Console(stderr=True)
     if args.remedies is not None:
