@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use crate::engine::dsn::{label, password};
-use crate::engine::{mywire, pgwire, pragmas, sqlite, Connection, Value};
+use crate::engine::{mywire, page_cache, pgwire, pragmas, sqlite, Connection, Value};
 use crate::job::Job;
 
 enum Kind {
@@ -18,12 +18,14 @@ pub struct Engine {
     kind: Kind,
     prepared: bool,
     version: String,
+    page_cache: Option<page_cache::PageCacheFacts>,
 }
 
 impl Engine {
     pub fn open(job: &Job) -> Result<Engine, String> {
         let password = password();
         let dsn = || job.dsn.clone().ok_or_else(|| format!("engine {} needs a dsn", job.engine));
+        let mut page_cache = None;
         let (kind, version) = match job.engine.as_str() {
             "sqlite" => {
                 let api = sqlite::Api::load(&job.library)?;
@@ -34,6 +36,17 @@ impl Engine {
                     ));
                 }
                 let version = api.version();
+                if job.page_cache_slots > 0 {
+                    // Before the first connection: SQLite refuses the buffer once it has initialised.
+                    let page_size = job
+                        .settings
+                        .iter()
+                        .find(|(name, _)| name == "page_size")
+                        .and_then(|(_, v)| v.parse().ok())
+                        .unwrap_or(4096);
+                    page_cache =
+                        Some(page_cache::configure(&api, job.page_cache_slots, job.page_cache_huge, page_size)?);
+                }
                 let kind = Kind::Sqlite {
                     api,
                     database: job.database.clone(),
@@ -58,11 +71,22 @@ impl Engine {
             }
             other => return Err(format!("engine {other:?} is not supported by this driver")),
         };
-        Ok(Engine { kind, prepared: job.prepared, version })
+        if job.page_cache_slots > 0 && page_cache.is_none() {
+            return Err(format!("page_cache_slots is for SQLite, not {}", job.engine));
+        }
+        Ok(Engine { kind, prepared: job.prepared, version, page_cache })
     }
 
     pub fn version(&self) -> String {
         self.version.clone()
+    }
+
+    /// The page cache buffer's facts at the end of the run (None: SQLite's own malloc'd pages, or a server).
+    pub fn page_cache_at_end(&self) -> Option<page_cache::PageCacheFacts> {
+        match (&self.kind, &self.page_cache) {
+            (Kind::Sqlite { api, .. }, Some(facts)) => Some(facts.at_end(api)),
+            _ => None,
+        }
     }
 
     pub fn connect(&self) -> Result<Box<dyn Connection>, String> {
