@@ -37,7 +37,14 @@ pub fn configure(api: &Api, slots: u32, huge: bool, page_size: u32) -> Result<Pa
     let mapped = bytes + align;
     // SAFETY: an anonymous private mapping; checked for MAP_FAILED below. Never unmapped: SQLite keeps using it.
     let base = unsafe {
-        libc::mmap(std::ptr::null_mut(), mapped, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0)
+        libc::mmap(
+            std::ptr::null_mut(),
+            mapped,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
     };
     if base == libc::MAP_FAILED {
         return Err(format!("page cache buffer: mmap of {mapped} bytes failed: {}", std::io::Error::last_os_error()));
@@ -46,7 +53,10 @@ pub fn configure(api: &Api, slots: u32, huge: bool, page_size: u32) -> Result<Pa
     if huge {
         // SAFETY: the range lies within the mapping just made.
         if unsafe { libc::madvise(start as *mut c_void, bytes.div_ceil(HUGE) * HUGE, libc::MADV_HUGEPAGE) } != 0 {
-            return Err(format!("page cache buffer: madvise(MADV_HUGEPAGE) failed: {}", std::io::Error::last_os_error()));
+            return Err(format!(
+                "page cache buffer: madvise(MADV_HUGEPAGE) failed: {}",
+                std::io::Error::last_os_error()
+            ));
         }
     }
     for offset in (0..bytes).step_by(PAGE) {
@@ -54,8 +64,15 @@ pub fn configure(api: &Api, slots: u32, huge: bool, page_size: u32) -> Result<Pa
         unsafe { std::ptr::write_volatile((start + offset) as *mut u8, 0) };
     }
     api.config_page_cache(start as *mut c_void, slot_bytes as c_int, slots as c_int)?;
-    Ok(PageCacheFacts { slots, slot_bytes: slot_bytes as u32, huge, huge_kb: None, used_slots_high: None,
-                        overflow_bytes_high: None, start })
+    Ok(PageCacheFacts {
+        slots,
+        slot_bytes: slot_bytes as u32,
+        huge,
+        huge_kb: None,
+        used_slots_high: None,
+        overflow_bytes_high: None,
+        start,
+    })
 }
 
 impl PageCacheFacts {
