@@ -233,6 +233,11 @@ def remedies_mode(args: argparse.Namespace, console: Console) -> None:
         print(f"  {name:<18} remedies {','.join(applied) or ('mmap' if pairs[name] == ['mmap'] else 'none'):<28} "
               f"A/A spread {fmt(sd, '.2f')}% ({len(ratios)} rounds), per process "
               f"{fmt(sd / math.sqrt(2) if sd else None, '.2f')}%, F = {fmt(level, '.1f')}{versus}")
+    steal = [r.noise.steal for r in cells if r.noise and r.noise.steal is not None]
+    interfered = sum(1 for r in cells if r.noise and r.noise.interfered)
+    if steal:  # what the host took: a spread no remedy in the guest can narrow
+        print(f"  steal of the cells' CPUs: median {100 * statistics.median(steal):.1f}%, max {100 * max(steal):.1f}%; "
+              f"{interfered} of {len(cells)} cells interfered")
     huge = _huge_pages(cells)
     if huge:
         print(f"  huge pages the processes ended with (kB; a per-process draw of its own if they differ): {huge}")
