@@ -87,6 +87,9 @@ def test_remedies_are_applied_in_stage_order_and_say_what_they_did(tmp_path):
     assert applied.evidence["warm-file"]["read_bytes"] == 20_000  # read after the fresh copy was made
     assert applied.cpus == frozenset({1}) and applied.prefix[-1] == "-R"
     assert remedies.apply_remedies(("cpu-free",), place).cpus is None
+    written = remedies.CellPlace(database, restore, None, frozenset({0}), restored=True)  # a write cell's restore
+    assert remedies.apply_remedies(("fresh-copy",), written).evidence["fresh-copy"]["restored"] is True
+    assert order == ["restore"]  # not copied twice
 
 
 @pytest.mark.e2e

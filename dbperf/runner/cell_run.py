@@ -40,7 +40,8 @@ class _CellRun:
 
 
 def prepare_cell(e: Experiment, cell: CellPlan, data: TargetLifecycle) -> _CellRun:
-    if cell.benchmark.phase != "read" and e.writes == "restore":
+    restored = cell.benchmark.phase != "read" and e.writes == "restore"
+    if restored:
         data.restore()
     variant = cell.target.process
     job = variant.apply(data.working_job()).replace(
@@ -51,7 +52,7 @@ def prepare_cell(e: Experiment, cell: CellPlan, data: TargetLifecycle) -> _CellR
     cpus = cell.cpus or e.cpus.for_driver(not cell.target.is_server, cell.threads)
     remedies = apply_remedies(cell.target.remedies, CellPlace(
         Path(job.database) if job.database else None, data.restore, cpus, frozenset(os.sched_getaffinity(0)),
-        tuple(job.settings), cell.threads))
+        tuple(job.settings), cell.threads, restored))
     env, cpus, job = {**env, **remedies.environment}, remedies.cpus, job.replace(**remedies.job_fields)
     # The noise sensors watch the CPUs the cell's processes run on: the driver's and a lab-started server's (all
     # CPUs where either is not pinned; an external server runs elsewhere). A duet's side watches its own CPUs only,

@@ -8,14 +8,13 @@ the process ended with, the bytes read into the page cache), is recorded in the 
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from dbperf.errors import UserError
+from dbperf.plugins import found
 from dbperf.records import RunResult
 
 Evidence = dict[str, Any]
@@ -31,6 +30,7 @@ class CellPlace:
     allowed_cpus: frozenset[int]
     settings: tuple[tuple[str, str], ...] = ()  # the engine's per-connection settings (SQLite's PRAGMAs)
     threads: int = 1
+    restored: bool = False  # the lab already put the loaded data back for this cell (a write cell)
 
 
 @dataclass(frozen=True)
@@ -56,16 +56,7 @@ class Remedy:
     stage: int = 1  # before-cell order: the data put back (0) before it is read into the cache (1)
 
 
-def _registry() -> dict[str, Remedy]:
-    found: dict[str, Remedy] = {}
-    for module in pkgutil.iter_modules(__path__):
-        remedy = getattr(importlib.import_module(f"{__name__}.{module.name}"), "REMEDY", None)
-        if isinstance(remedy, Remedy):
-            found[remedy.name] = remedy
-    return dict(sorted(found.items()))
-
-
-REMEDIES: dict[str, Remedy] = _registry()
+REMEDIES: dict[str, Remedy] = dict(sorted((r.name, r) for r in found(__path__, __name__, "REMEDY", Remedy)))
 NAMES = tuple(REMEDIES)
 # The lab's defaults: the remedies measured to narrow the per-process spread on this kind of host without changing
 # the engine (benchmarks/verdicts/states.py --remedies). None yet: the measurement decides (docs/verdicts.md).
