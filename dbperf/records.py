@@ -56,6 +56,7 @@ class DriverJob(msgspec.Struct, omit_defaults=True, forbid_unknown_fields=True):
     prepared: bool = True
     events: int | None = None  # exactly this many events per thread, no warmup (profilers)
     deterministic: bool = False  # no timing figures, so that instruction counts repeat
+    request_pause_us: int = 0  # servers, counted runs: sleep before each request so the server waits for it
     thp_disable: bool = False
     page_cache_slots: int = 0  # SQLite: its page cache from one preallocated buffer of this many slots (0: malloc)
     page_cache_huge: bool = False  # that buffer on transparent huge pages

@@ -47,6 +47,12 @@ pub struct Job {
     /// values would make two identical runs execute different instruction counts.
     #[serde(default)]
     pub deterministic: bool,
+    /// Servers, counted runs: sleep this long before each request, so that the server is already waiting in its
+    /// read when the request comes, as it nearly always is natively. Without it, whether the server's first read
+    /// finds the request depends on valgrind's pace and the host's load, and so does the work counted (its read
+    /// retries and the wait between them: up to 0.5% of a point query).
+    #[serde(default)]
+    pub request_pause_us: u64,
     /// Ask the kernel not to use transparent huge pages for this process (hugepages = "off").
     #[serde(default)]
     pub thp_disable: bool,

@@ -2,9 +2,10 @@
 //! The one place that knows every backend; the backends know only the `Connection` trait.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use crate::engine::dsn::{label, password};
-use crate::engine::{mywire, page_cache, pgwire, pragmas, sqlite, Connection, Value};
+use crate::engine::{mywire, paced, page_cache, pgwire, pragmas, sqlite, Connection, Value};
 use crate::job::Job;
 
 enum Kind {
@@ -19,6 +20,8 @@ pub struct Engine {
     prepared: bool,
     version: String,
     page_cache: Option<page_cache::PageCacheFacts>,
+    /// Servers, counted runs: the pause before each request (Job::request_pause_us).
+    request_pause: Option<Duration>,
 }
 
 impl Engine {
@@ -74,7 +77,11 @@ impl Engine {
         if job.page_cache_slots > 0 && page_cache.is_none() {
             return Err(format!("page_cache_slots is for SQLite, not {}", job.engine));
         }
-        Ok(Engine { kind, prepared: job.prepared, version, page_cache })
+        let request_pause = (job.request_pause_us > 0).then(|| Duration::from_micros(job.request_pause_us));
+        if request_pause.is_some() && matches!(kind, Kind::Sqlite { .. }) {
+            return Err("request_pause_us is for servers (SQLite runs inside the driver: it never waits)".into());
+        }
+        Ok(Engine { kind, prepared: job.prepared, version, page_cache, request_pause })
     }
 
     pub fn version(&self) -> String {
@@ -106,12 +113,17 @@ impl Engine {
                 Ok(Connected::Sqlite(Box::new(c)))
             }
             Kind::Postgres { config, label } => {
-                Ok(Connected::Server(Box::new(pgwire::PgWire::open(config, label, self.prepared)?)))
+                Ok(self.server(Box::new(pgwire::PgWire::open(config, label, self.prepared)?)))
             }
-            Kind::Mysql { opts, label } => {
-                Ok(Connected::Server(Box::new(mywire::MyWire::open(opts, label, self.prepared)?)))
-            }
+            Kind::Mysql { opts, label } => Ok(self.server(Box::new(mywire::MyWire::open(opts, label, self.prepared)?))),
         }
+    }
+
+    fn server(&self, c: Box<dyn Connection>) -> Connected {
+        Connected::Server(match self.request_pause {
+            Some(pause) => Box::new(paced::Paced::new(c, pause)),
+            None => c,
+        })
     }
 
     /// SQLite: a writing transaction takes the write lock at BEGIN, otherwise two readers upgrading to writers

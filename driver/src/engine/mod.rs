@@ -6,6 +6,7 @@
 pub mod dsn;
 pub mod factory;
 pub mod mywire;
+pub mod paced;
 pub mod page_cache;
 pub mod pgwire;
 pub mod pragmas;
