@@ -56,7 +56,10 @@ class DriverJob(msgspec.Struct, omit_defaults=True, forbid_unknown_fields=True):
     prepared: bool = True
     events: int | None = None  # exactly this many events per thread, no warmup (profilers)
     deterministic: bool = False  # no timing figures, so that instruction counts repeat
+    request_pause_us: int = 0  # servers, counted runs: sleep before each request so the server waits for it
     thp_disable: bool = False
+    page_cache_slots: int = 0  # SQLite: its page cache from one preallocated buffer of this many slots (0: malloc)
+    page_cache_huge: bool = False  # that buffer on transparent huge pages
     # The load model (dbperf/runner/load_model.py); defaults equal the driver's.
     interval_s: float = 1.0  # time series interval; 0: none
     percentiles: tuple[float, ...] = (50.0, 95.0, 99.0, 99.9)
@@ -184,6 +187,16 @@ class ProcessFacts(msgspec.Struct, frozen=True):
     cpus: list[int] = []  # the driver's CPU affinity at the end of the run (empty: an older driver)
 
 
+class PageCacheFacts(msgspec.Struct, frozen=True):
+    """SQLite's page cache buffer as the driver configured it (driver/src/engine/page_cache.rs) and used it."""
+    slots: int
+    slot_bytes: int
+    huge: bool
+    huge_kb: int | None = None  # AnonHugePages of the buffer's mapping at the end of the run
+    used_slots_high: int | None = None  # SQLITE_STATUS_PAGECACHE_USED's high-water mark
+    overflow_bytes_high: int | None = None  # SQLITE_STATUS_PAGECACHE_OVERFLOW's: bytes that went to malloc
+
+
 class RunResult(msgspec.Struct, frozen=True):
     """The driver's result of mode run."""
     qps: Rate
@@ -199,6 +212,7 @@ class RunResult(msgspec.Struct, frozen=True):
     duration_s: Rate = 0.0
     error_samples: list[str] = []
     process: ProcessFacts = ProcessFacts()
+    page_cache: PageCacheFacts | None = None  # SQLite with a page cache buffer (remedy pagecache-buffer)
     server_usage: Usage | None = None  # servers the lab started: their process tree
     server_processes: int | None = None
     intervals: list[Interval] = []  # the time series, per interval_s of the measured window
@@ -349,6 +363,8 @@ class CellRecord(msgspec.Struct, omit_defaults=True):
     # once per other target in a round, so a base record is told apart by its partner. None: not a duet.
     partner: str | None = None
     cpus: list[int] | None = None  # the CPUs the cell's driver was pinned to (None: not pinned)
+    # Issue 50: the noise remedies applied before the cell (host/remedies/), each with what the lab saw of it.
+    remedies: dict[str, dict[str, Any]] | None = None
     type: Literal["cell"] = "cell"  # omitted when written: cell lines predate the type field
 
     @property

@@ -61,6 +61,8 @@ class TargetMeta(msgspec.Struct, kw_only=True, omit_defaults=True):
     config: dict[str, str] = {}
     build: dict[str, Any] | None = None  # the build lab's manifest (or the build spec, until it is built)
     process: dict[str, Any] | None = None
+    remedies: list[str] = []  # noise remedies applied before each cell (host/remedies/)
+    remedies_not_applied: dict[str, str] = {}  # [run]'s remedies this target cannot take, and why
     binaries: str | None = None
     release: str | None = None
     server_build: dict[str, Any] | None = None

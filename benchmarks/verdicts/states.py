@@ -20,14 +20,24 @@ It prints
   the simultaneous sides with a high within-duet correlation is a per-process state riding on a per-time one.
 Last line `ratio <duet A/A spread / interleaved A/A spread>`.
 
+`--remedies [heap-thp,warm-file,...]` (issue 50) asks instead what the lab's noise remedies (dbperf/host/remedies/)
+do to the per-process spread: one interleaved run of A/A pairs, today's pair (`remedies = "none"`) and a pair with
+the remedies, alternated round by round, and with `--candidates` also a pair per candidate alone (each remedy, and
+`mmap`: SQLite reading the file through mmap_size, an engine option; `--also` adds candidates alone that are not in
+the remedies' pair, such as the engine options). Per pair: the A/A spread (sd of log B/A over
+the rounds, %) with its 90% bootstrap interval, the per-process spread (A/A / sqrt 2), and F (cell levels, as in (c)).
+Last line `ratio <spread with remedies / spread today>` (target <= 0.5).
+
 Usage: .venv/bin/python benchmarks/verdicts/states.py [--rounds 30] [--time 3] [--interval 0.25]
        [--benchmark point-query] [--source sqlite@3.54.1 --build O2]   (default: the system libsqlite3)
+       [--remedies heap-thp,warm-file [--candidates] [--also pagecache-buffer,mmap]]
 """
 
 from __future__ import annotations
 
 import argparse
 import math
+import random
 import statistics
 import tempfile
 import time
@@ -36,6 +46,7 @@ from pathlib import Path
 from rich.console import Console
 
 from dbperf.experiment.spec import parse_experiment
+from dbperf.host.remedies import NAMES as REMEDY_NAMES
 from dbperf.records import CellRecord
 from dbperf.runner.matrix import run_plan
 from dbperf.runner.plan import RunPlan
@@ -118,6 +129,124 @@ def measure(order: str, args: argparse.Namespace, tmp: Path, console: Console) -
     return [r for r in records if isinstance(r, CellRecord) and r.ok]
 
 
+PAIR = """
+[[target]]
+name = "{name}-1"
+{source}
+config = {{ journal_mode = "WAL", synchronous = "NORMAL"{config} }}
+remedies = {remedies}
+
+[[target]]
+name = "{name}-2"
+{source}
+config = {{ journal_mode = "WAL", synchronous = "NORMAL"{config} }}
+remedies = {remedies}
+"""
+MMAP = ", mmap_size = 1073741824"  # the candidate `mmap`: the whole file read through the mapping
+
+
+def _pair(name: str, remedies: list[str], source: str) -> str:
+    wanted = [r for r in remedies if r != "mmap"]
+    listed = "[" + ", ".join(f'"{r}"' for r in wanted) + "]" if wanted else '"none"'
+    return PAIR.format(name=name, source=source, config=MMAP if "mmap" in remedies else "", remedies=listed)
+
+
+def bootstrap_sd_ratio(num: list[float], den: list[float], draws: int = 2000,
+                       seed: int = 50) -> tuple[float, float] | None:
+    """90% percentile interval of sd(num) / sd(den), resampling each list's rounds."""
+    if len(num) < 3 or len(den) < 3:
+        return None
+    rng = random.Random(seed)
+    ratios = []
+    for _ in range(draws):
+        a, b = rng.choices(num, k=len(num)), rng.choices(den, k=len(den))
+        sb = statistics.stdev(b)
+        if sb > 0:
+            ratios.append(statistics.stdev(a) / sb)
+    ratios.sort()
+    return (ratios[int(0.05 * len(ratios))], ratios[int(0.95 * len(ratios)) - 1]) if ratios else None
+
+
+def _huge_pages(cells: list[CellRecord]) -> str:
+    """Per target with heap-thp or pagecache-buffer: the range of the huge pages its processes got, and the
+    correlation of that with the cell's median interval QPS."""
+    parts = []
+    for target in sorted({r.target for r in cells}):
+        got = [(r.remedies["heap-thp"].get("anon_huge_kb") if "heap-thp" in (r.remedies or {}) else
+                (r.remedies or {}).get("pagecache-buffer", {}).get("huge_kb"), r) for r in cells if r.target == target]
+        pairs = [(kb, statistics.median(q)) for kb, r in got if kb is not None and (q := intervals(r, 0.0))]
+        if pairs:
+            kbs = [kb for kb, _ in pairs]
+            r_ = pearson([float(k) for k in kbs], [q for _, q in pairs])
+            parts.append(f"{target} {min(kbs)}-{max(kbs)} (r with QPS {fmt(r_, '+.2f')})")
+    return "; ".join(parts)
+
+
+def remedies_mode(args: argparse.Namespace, console: Console) -> None:
+    """Today's A/A pair against the remedies' (and each candidate's) in one interleaved run."""
+    remedies = [r.strip() for r in args.remedies.split(",") if r.strip()]
+    also = [r.strip() for r in (args.also or "").split(",") if r.strip()]
+    unknown = [r for r in (*remedies, *also) if r not in (*REMEDY_NAMES, "mmap")]
+    if unknown:
+        raise SystemExit(f"--remedies/--also: unknown remedy {unknown[0]!r} (known: {', '.join(REMEDY_NAMES)}, mmap)")
+    pairs = {"today": [], "remedied": remedies}
+    if args.candidates:
+        pairs |= {f"only-{r}": [r] for r in remedies if len(remedies) > 1}
+    pairs |= {f"only-{r}": [r] for r in also}
+    source = f'source = "{args.source}"\nbuild = ["{args.build}"]' if args.source else ""
+    head = EXPERIMENT[:EXPERIMENT.index("[[target]]")]
+    text = head.format(benchmark=args.benchmark, table_size=args.table_size, time=args.time, warmup=args.warmup,
+                       interval=args.interval, rounds=args.rounds, order="alternate") + \
+        "".join(_pair(name, rs, source) for name, rs in pairs.items())
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="dbperf-remedies-") as tmp:
+        path = Path(tmp) / "remedies.toml"
+        path.write_text(text)
+        exp, builds = build_targets(parse_experiment(path), console)
+        run_plan(RunPlan.inspected(exp, builds), Path(tmp) / "results", console)
+        _, records, _ = read_results(Path(tmp) / "results")
+    cells = [r for r in records if isinstance(r, CellRecord) and r.ok]
+    print(f"{args.benchmark}, {args.source or 'system libsqlite3'}: {len(pairs)} A/A pairs ({', '.join(pairs)}) "
+          f"interleaved, {args.rounds} rounds of {args.time:g} s cells, {args.interval:g} s intervals; measured in "
+          f"{(time.monotonic() - started) / 60:.1f} min")
+    logs: dict[str, list[float]] = {}
+    for name in pairs:
+        by_round: dict[int, dict[str, CellRecord]] = {}
+        for r in cells:
+            if r.target in (f"{name}-1", f"{name}-2"):
+                by_round.setdefault(r.repeat, {})[r.target] = r
+        ratios = []
+        for both in by_round.values():
+            if len(both) < 2:
+                continue
+            qa, qb = (intervals(both[f"{name}-{i}"], args.interval) for i in (1, 2))
+            if qa and qb:
+                ratios.append(math.log(statistics.median(qb) / statistics.median(qa)))
+        logs[name] = ratios
+        level = level_f([intervals(r, args.interval) for r in cells if r.target.startswith(f"{name}-")])
+        applied = sorted({n for r in cells if r.target.startswith(f"{name}-") for n in (r.remedies or {})})
+        sd = 100 * statistics.stdev(ratios) if len(ratios) >= 2 else None
+        band = bootstrap_sd_ratio(ratios, logs["today"]) if name != "today" else None
+        versus = "" if band is None or sd is None or not logs["today"] else (
+            f"; against today's x{sd / (100 * statistics.stdev(logs['today'])):.2f} "
+            f"(90% bootstrap {band[0]:.2f}-{band[1]:.2f})")
+        print(f"  {name:<18} remedies {','.join(applied) or ('mmap' if pairs[name] == ['mmap'] else 'none'):<28} "
+              f"A/A spread {fmt(sd, '.2f')}% ({len(ratios)} rounds), per process "
+              f"{fmt(sd / math.sqrt(2) if sd else None, '.2f')}%, F = {fmt(level, '.1f')}{versus}")
+    steal = [r.noise.steal for r in cells if r.noise and r.noise.steal is not None]
+    interfered = sum(1 for r in cells if r.noise and r.noise.interfered)
+    if steal:  # what the host took: a spread no remedy in the guest can narrow
+        print(f"  steal of the cells' CPUs: median {100 * statistics.median(steal):.1f}%, max {100 * max(steal):.1f}%; "
+              f"{interfered} of {len(cells)} cells interfered")
+    huge = _huge_pages(cells)
+    if huge:
+        print(f"  huge pages the processes ended with (kB; a per-process draw of its own if they differ): {huge}")
+    today, remedied = logs["today"], logs["remedied"]
+    ratio = (statistics.stdev(remedied) / statistics.stdev(today)
+             if len(today) >= 2 and len(remedied) >= 2 and statistics.stdev(today) > 0 else None)
+    print(f"ratio {fmt(ratio, '.3f')}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=30, help="duets, and interleaved rounds")
@@ -128,8 +257,16 @@ def main() -> None:
     ap.add_argument("--table-size", type=int, default=100_000)
     ap.add_argument("--source", help="e.g. sqlite@3.54.1 (built by the lab); default: the system libsqlite3")
     ap.add_argument("--build", default="O2")
+    ap.add_argument("--remedies", nargs="?", const="heap-thp,warm-file,aslr-off",
+                    help="compare today's A/A spread with these remedies' (comma-separated; mmap: an engine option)")
+    ap.add_argument("--candidates", action="store_true", help="with --remedies: also each remedy alone")
+    ap.add_argument("--also", help="with --remedies: more candidates measured alone, not in the remedies' pair "
+                                   "(e.g. pagecache-buffer,mmap,fresh-copy,cpu-free)")
     args = ap.parse_args()
     console = Console(stderr=True)
+    if args.remedies is not None:
+        remedies_mode(args, console)
+        return
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="dbperf-states-") as tmp:
         duet = measure("duet", args, Path(tmp), console)

@@ -19,6 +19,8 @@ from dbperf.experiment.load_model import rate as load_rate
 from dbperf.experiment.steady import check_steady
 from dbperf.host.cpus import check_cpus
 from dbperf.host.process_variants import ALLOCATORS, HUGEPAGES
+from dbperf.host.remedies import NAMES as REMEDY_NAMES
+from dbperf.host.remedies import check_remedies
 from dbperf.names import check_name
 
 Check = Callable[[Any, str], Any]
@@ -150,6 +152,10 @@ RUN = (
     Key("cpus", "{ client = \"0\", server = \"1\" } | \"off\"", "CPUs of the driver and of lab-started servers, "
         "pinned from their start (an in-process engine with several threads gets both)",
         "first two CPUs when there are two or more", "", check_cpus),
+    Key("remedies", "list of " + " | ".join(REMEDY_NAMES) + " | \"none\"", "noise remedies applied before every "
+        "cell of the SQLite targets (host/remedies/; recorded in each cell's record; benchmarks/verdicts/states.py "
+        "--remedies measures them); a target's own `remedies` replaces it", "the lab's defaults (none yet)", "",
+        check_remedies),
     Key("aa", "boolean", "also run the base against itself (target BASE-aa): the report counts the A/A cells called "
         "changed", "false", "", boolean),
     Key("simulated", "boolean", "after the timed rounds, instructions and estimated cycles per query of every (target, "
@@ -208,6 +214,8 @@ TARGET = (
         one_of(*ALLOCATORS)),
     Key("hugepages", " | ".join(HUGEPAGES), "huge pages for the process that runs the engine", "", "",
         one_of(*HUGEPAGES)),
+    Key("remedies", "list of remedies | \"none\"", "this target's noise remedies, instead of [run]'s",
+        "[run]'s", "", check_remedies),
     Key("binaries", "path", "servers: where the server's binaries are", "Debian's", "", string),
     Key("dsn", "URL", "servers: an external server (no lifecycle); never with a password"),
     Key("password_env", "variable name", "external servers: the password's environment variable", "", "", string),

@@ -45,6 +45,8 @@ class Target:
     tool: str | None = None  # "sysbench" or "pgbench" runs the cells instead of dbperf-driver (tooldrivers/)
     tool_options: tuple[str, ...] = ()
     socket: bool = False  # lab servers: connect over the Unix socket
+    remedies: tuple[str, ...] = ()  # noise remedies applied before each cell (host/remedies/)
+    remedies_not_applied: dict[str, str] = field(default_factory=dict)  # [run]'s it cannot take, and why
 
     @property
     def is_server(self) -> bool:

@@ -28,6 +28,7 @@ from dbperf.experiment.harness_settings import harness_settings
 from dbperf.experiment.keys import DEFAULT_MIN_EFFECT, MIN_ROUNDS
 from dbperf.experiment.load_model import parse_load_model
 from dbperf.experiment.model import Experiment, FleetSection, Target, default_sqlite_library
+from dbperf.experiment.remedies_setting import with_remedies
 from dbperf.experiment.replication_section import check_replication_experiment, parse_replication
 from dbperf.experiment.steady import steady_with_warmup
 from dbperf.experiment.tool_section import check_tool_benchmarks, tool_fields
@@ -316,6 +317,8 @@ def parse_experiment(path: Path, *, cpus_here: bool = True) -> Experiment:
     if experiment.order == "duet" and experiment.steady is not None:
         raise UserError(f"{rwhere}: order = \"duet\" measures both sides over one fixed window from their common "
                         "start; a steady-state warm-up ends on its own in each process: drop steady or the duet")
+    experiment = replace(experiment, targets=tuple(with_remedies(
+        list(experiment.targets), doc["target"], run, experiment.writes == "cumulative", where)))
     if values.get("aa"):
         experiment = with_aa(experiment)
     return experiment

@@ -46,6 +46,7 @@ from dbperf.servers.runtime import RuntimeDir
 SETTLE_S = 3.0  # no new profile file for this long: every process that was going to exit has
 WINDOW_TIMEOUT_S = 300.0
 PROFILED_READY_TIMEOUT_S = 900.0
+REQUEST_PAUSE_US = 2000  # long beside the server's post-reply work under valgrind (~0.1 ms), see docs/explain.md
 
 
 def _complete(path: Path) -> bool:
@@ -137,10 +138,13 @@ class ServerProfiling:
         raise UserError(f"profiling the server: its processes did not finish writing their profiles within "
                         f"{WINDOW_TIMEOUT_S:.0f} s")
 
-    def _run_driver(self, server: LabServer, target: Target, benchmark: Workload, events: int) -> RunResult:
+    def _run_driver(self, server: LabServer, target: Target, benchmark: Workload, events: int,
+                    request_pause_us: int = REQUEST_PAUSE_US) -> RunResult:
+        """The driver's `events` events against the server; `request_pause_us`: see REQUEST_PAUSE_US (0 for
+        perf's windows, whose server runs natively and whose background work would grow with the pauses)."""
         job = server.working_job().replace(
             mode="run", threads=1, time_s=1.0, warmup_s=0.0, seed=self.e.seed, events=events, deterministic=True,
-            workload=compile_statements(benchmark, self.e.table_size, target.engine))
+            request_pause_us=request_pause_us, workload=compile_statements(benchmark, self.e.table_size, target.engine))
         outcome = run_job(job, RunResult, WINDOW_TIMEOUT_S, env=server.env())
         if not outcome.ok or outcome.result is None:
             raise _refused(server, UserError(f"{target.name} {benchmark.name}: the driver against the profiled "
@@ -208,7 +212,7 @@ class ServerProfiling:
         assert server.server is not None
         server.restore()
         return perf_stat_pids([server.server.pid], list(STAT_EVENTS),
-                              lambda: self._run_driver(server, target, benchmark, events))
+                              lambda: self._run_driver(server, target, benchmark, events, 0))
 
     def close(self) -> None:
         for server, _ in self.servers.values():

@@ -62,23 +62,23 @@ def _tail(text: str) -> str:
 
 def run_job(job: DriverJob, result: type[R], timeout_s: float,
             env: dict[str, str] | None = None, cpus: frozenset[int] | None = None,
-            pass_fds: tuple[int, ...] = ()) -> DriverOutcome[R]:
+            pass_fds: tuple[int, ...] = (), prefix: tuple[str, ...] = ()) -> DriverOutcome[R]:
     """Runs `dbperf-driver MODE -` with the job on stdin, `env` added to the environment, pinned to `cpus` (when
     given) from before it starts, and reads its result as `result` (the type of the job's mode). `pass_fds` are
     handed to the driver (a steady-state cell's window pipe, host/window_opens.py) and closed here once it has
-    them. A crash, a hang or a result of the wrong shape is an outcome, not an exception; Ctrl-C kills the driver's
-    whole process group and propagates."""
-    return collect_job(start_job(job, env, cpus, pass_fds), job, result, timeout_s)
+    them. `prefix`: a command the driver is started through (`setarch ARCH -R`). A crash, a hang or a result of the
+    wrong shape is an outcome, not an exception; Ctrl-C kills the driver's whole process group and propagates."""
+    return collect_job(start_job(job, env, cpus, pass_fds, prefix), job, result, timeout_s)
 
 
 def start_job(job: DriverJob, env: dict[str, str] | None = None, cpus: frozenset[int] | None = None,
-              pass_fds: tuple[int, ...] = ()) -> subprocess.Popen[str]:
+              pass_fds: tuple[int, ...] = (), prefix: tuple[str, ...] = ()) -> subprocess.Popen[str]:
     """The first half of run_job: the driver started (in a session of its own), its job not yet sent. Two of these
     run side by side in a duet (runner/duet.py), each collected by collect_job."""
     try:
         with pinned(cpus):
-            return subprocess.Popen([driver_path(), job.mode, "-"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                    stderr=subprocess.PIPE, text=True, start_new_session=True,
+            return subprocess.Popen([*prefix, driver_path(), job.mode, "-"], stdin=subprocess.PIPE,
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
                                     env=driver_environ(env), pass_fds=pass_fds)
     finally:
         for fd in pass_fds:

@@ -186,6 +186,10 @@ def _config_text(info: TargetMeta) -> str:
         parts.append(f"allocator={variant['allocator']}")
     if variant.get("hugepages"):
         parts.append(f"hugepages={variant['hugepages']} (kernel THP: {variant.get('kernel_thp')})")
+    if info.remedies:  # noise remedies applied before each cell (host/remedies/)
+        parts.append(f"remedies={','.join(info.remedies)}")
+    if info.remedies_not_applied:
+        parts.append(f"remedies not applied: {', '.join(info.remedies_not_applied)}")
     if info.tool:  # sysbench or pgbench ran its cells (tooldrivers/): QPS and CPU are that tool's
         parts.append(f"driven by {info.tool}")
     return " ".join(parts)

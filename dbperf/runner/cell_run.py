@@ -7,12 +7,14 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from dbperf.catalog.workload import compile_statements
 from dbperf.experiment.model import Experiment
 from dbperf.host.driver import DriverOutcome, run_job
 from dbperf.host.noise import NoiseWindow
 from dbperf.host.process_variants import mapped_allocators
+from dbperf.host.remedies import AppliedRemedies, CellPlace, apply_remedies, not_taken, observed
 from dbperf.host.window_opens import WindowOpens
 from dbperf.records import CellRecord, DriverJob, NoiseSensors, Resources, RunResult
 from dbperf.runner.duet import Side, run_together
@@ -31,13 +33,15 @@ class _CellRun:
     job: DriverJob
     env: dict[str, str]
     cpus: frozenset[int] | None
+    remedies: AppliedRemedies  # host/remedies/: the driver's start as they change it, and what they did
     watched: set[int] | None  # the CPUs the noise sensors watch (None: all the lab may use)
     sampler: CellSampler | None
     timeout_s: float
 
 
 def prepare_cell(e: Experiment, cell: CellPlan, data: TargetLifecycle) -> _CellRun:
-    if cell.benchmark.phase != "read" and e.writes == "restore":
+    restored = cell.benchmark.phase != "read" and e.writes == "restore"
+    if restored:
         data.restore()
     variant = cell.target.process
     job = variant.apply(data.working_job()).replace(
@@ -46,6 +50,10 @@ def prepare_cell(e: Experiment, cell: CellPlan, data: TargetLifecycle) -> _CellR
     # The allocator and huge pages go to the process that runs the engine: the driver, or the server.
     env = data.env() if cell.target.is_server else {**variant.environment(), **data.env()}
     cpus = cell.cpus or e.cpus.for_driver(not cell.target.is_server, cell.threads)
+    remedies = apply_remedies(cell.target.remedies, CellPlace(
+        Path(job.database) if job.database else None, data.restore, cpus, frozenset(os.sched_getaffinity(0)),
+        tuple(job.settings), cell.threads, restored))
+    env, cpus, job = {**env, **remedies.environment}, remedies.cpus, job.replace(**remedies.job_fields)
     # The noise sensors watch the CPUs the cell's processes run on: the driver's and a lab-started server's (all
     # CPUs where either is not pinned; an external server runs elsewhere). A duet's side watches its own CPUs only,
     # so that its partner, on the other CPUs, is not counted as foreign.
@@ -54,7 +62,7 @@ def prepare_cell(e: Experiment, cell: CellPlan, data: TargetLifecycle) -> _CellR
         watched = watched | set(e.cpus.server) if e.cpus.server else None
     sampler = CellSampler(e, cell.target, data) if e.resources else None
     longest_warmup = e.steady.max_warmup_s if e.steady else e.warmup_s
-    return _CellRun(cell, job, env, cpus, watched, sampler, e.time_s + longest_warmup + HANG_GRACE_S)
+    return _CellRun(cell, job, env, cpus, remedies, watched, sampler, e.time_s + longest_warmup + HANG_GRACE_S)
 
 
 def run_cell(e: Experiment, cell: CellPlan, data: TargetLifecycle) -> CellRecord:
@@ -70,7 +78,7 @@ def run_cell(e: Experiment, cell: CellPlan, data: TargetLifecycle) -> CellRecord
     if run.sampler:
         run.sampler.start(opens=opens)
     outcome = run_job(job, RunResult, run.timeout_s, env=run.env, cpus=run.cpus,
-                      pass_fds=(opens.driver_fd,) if opens else ())
+                      pass_fds=(opens.driver_fd,) if opens else (), prefix=run.remedies.prefix)
     if opens:
         opens.join()
     resources = run.sampler.finish(outcome.result) if run.sampler else None
@@ -83,7 +91,7 @@ def run_duet(e: Experiment, group: list[CellPlan], data: dict[str, TargetLifecyc
     runs = [prepare_cell(e, cell, data[cell.target.name]) for cell in group]
     started = time.time()
     release = _Release(e.warmup_s, runs)
-    sides = [Side(run.job, run.env, run.cpus or frozenset(), run.timeout_s) for run in runs]
+    sides = [Side(run.job, run.env, run.cpus or frozenset(), run.timeout_s, run.remedies.prefix) for run in runs]
     outcomes = run_together(sides, release, ready_timeout_s=HANG_GRACE_S)
     records = []
     for run, window, outcome in zip(runs, release.windows, outcomes, strict=True):
@@ -124,7 +132,8 @@ def _record(run: _CellRun, data: TargetLifecycle, outcome: DriverOutcome[RunResu
         queries_per_event=cell.benchmark.queries_per_event,
         rows_per_event=run.job.table_size if cell.benchmark.rows_per_event == "table_size" else None,
         result=outcome.result, resources=resources, partner=cell.partner,
-        cpus=sorted(run.cpus) if run.cpus else None)
+        cpus=sorted(run.cpus) if run.cpus else None,
+        remedies=observed(cell.target.remedies, outcome.result, run.remedies.evidence) or None)
     result = outcome.result
     if data.died():
         # A server that died mid-cell fails the cell even if some events completed before it went.
@@ -139,7 +148,7 @@ def _record(run: _CellRun, data: TargetLifecycle, outcome: DriverOutcome[RunResu
     else:
         pid = data.describe().get("server_pid")
         mapped = mapped_allocators(pid) if cell.target.is_server and pid else result.process.allocators_mapped
-        record.error = cell.target.process.check(mapped)
+        record.error = cell.target.process.check(mapped) or not_taken(cell.target.remedies, result)
         record.status = "failed" if record.error else "ok"
     return record
 

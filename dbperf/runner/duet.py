@@ -137,6 +137,7 @@ class Side:
     env: dict[str, str]
     cpus: frozenset[int]
     timeout_s: float
+    prefix: tuple[str, ...] = ()  # the command the driver starts through (host/remedies/: aslr-off)
 
 
 def run_together(sides: Sequence[Side], on_release: Callable[[list[int | None]], None],
@@ -181,7 +182,8 @@ class _Drivers:
     def start(self, ends: list[socket.socket]) -> None:
         for side, driver in zip(self.sides, ends, strict=True):
             job = side.job.replace(start_fd=driver.fileno())
-            self.procs.append((start_job(job, side.env, side.cpus, pass_fds=(driver.detach(),)), job))
+            proc = start_job(job, side.env, side.cpus, pass_fds=(driver.detach(),), prefix=side.prefix)
+            self.procs.append((proc, job))
         self.threads = [threading.Thread(target=self._collect, args=(i,), daemon=True, name=f"duet-{i}")
                         for i in range(len(self.procs))]
         for t in self.threads:

@@ -56,10 +56,14 @@ class SqliteData:
         return outcome.result
 
     def restore(self) -> None:
+        self.restore_to(self.working)
+
+    def restore_to(self, path: Path) -> None:
+        """The pristine data copied to `path` (the working file, or a profiler's own copy)."""
         if self.failed:
             return  # nothing was loaded; the cells fail when the driver connects, as the load did
-        _remove_db(self.working)
-        shutil.copyfile(self.pristine, self.working)
+        _remove_db(path)
+        shutil.copyfile(self.pristine, path)
 
     # The same surface as a server target, so that the matrix treats every target alike.
     def start(self) -> None:

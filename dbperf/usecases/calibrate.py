@@ -35,7 +35,7 @@ from dbperf.runner.preflight import simulated_checks
 from dbperf.stats.cost_fit import MISPREDICTS, Calibration, CalibrationCell, TooFewCells, calibrate
 from dbperf.stats.rqps_matrix import build_matrix
 from dbperf.storage import cost_models
-from dbperf.storage.results import EXPERIMENT, LOCK, META, meta_status, read_results, writing
+from dbperf.storage.results import EXPERIMENT, LOCK, META, meta_status, read_results, write_whole
 from dbperf.usecases.progress import PROGRESS, say
 from dbperf.usecases.run import run_experiment
 
@@ -297,11 +297,7 @@ def run_calibration(out: Path | None, quick: bool = False, budget_s: float | Non
     else:
         text = plan(quick, budget_s).experiment()
     experiment = experiment_path(quick)
-    with writing(experiment):
-        experiment.parent.mkdir(parents=True, exist_ok=True)
-        tmp = experiment.with_name(f".{experiment.name}.{os.getpid()}.tmp")
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, experiment)
+    write_whole(experiment, text.encode("utf-8"))
     spec = parse_experiment(experiment)
     for check in simulated_checks(spec):  # the run would refuse too, but in the words of `dbperf run`
         if check.problem:

@@ -7,8 +7,6 @@ explanation is written into DIR as explain.json and returned as a View (report/e
 
 from __future__ import annotations
 
-import os
-import tempfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -32,7 +30,7 @@ from dbperf.run_meta import RunMeta
 from dbperf.runner import interrupts
 from dbperf.runner.simulated_tier import queries_for
 from dbperf.stats.rqps_matrix import Cell, Matrix, build_matrix
-from dbperf.storage.results import EXPERIMENT, ResultsWriteError, read_results, writing
+from dbperf.storage.results import EXPERIMENT, ResultsWriteError, read_results, write_whole
 from dbperf.usecases.explain import benchmark, profiling, target
 from dbperf.usecases.progress import PROGRESS, say
 
@@ -236,15 +234,7 @@ def _differs(profile: Profile, record: SimulatedRecord | None) -> str | None:
 def write_explanation(directory: Path, view: View) -> Path:
     """DIR/explain.json, written whole then moved into place (a reader never sees half of it)."""
     path = directory / EXPLANATION
-    with writing(path):
-        fd, tmp = tempfile.mkstemp(prefix=".explain-", suffix=".json", dir=directory)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                f.write(formats.render(view, "json"))
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+    write_whole(path, formats.render(view, "json").encode("utf-8"))
     return path
 
 

@@ -47,9 +47,21 @@ pub struct Job {
     /// values would make two identical runs execute different instruction counts.
     #[serde(default)]
     pub deterministic: bool,
+    /// Servers, counted runs: sleep this long before each request, so that the server is already waiting in its
+    /// read when the request comes, as it nearly always is natively. Without it, whether the server's first read
+    /// finds the request depends on valgrind's pace and the host's load, and so does the work counted (its read
+    /// retries and the wait between them: up to 0.5% of a point query).
+    #[serde(default)]
+    pub request_pause_us: u64,
     /// Ask the kernel not to use transparent huge pages for this process (hugepages = "off").
     #[serde(default)]
     pub thp_disable: bool,
+    /// SQLite: its page cache from one preallocated buffer of this many slots (engine/page_cache.rs); 0: malloc.
+    #[serde(default)]
+    pub page_cache_slots: u32,
+    /// With page_cache_slots: the buffer on transparent huge pages.
+    #[serde(default)]
+    pub page_cache_huge: bool,
     /// Length of one interval of the time series; 0 for none.
     #[serde(default = "one_second")]
     pub interval_s: f64,
@@ -220,6 +232,8 @@ pub struct RunResult {
     /// Resource usage of the whole driver process over the measured phase.
     pub client_usage: Usage,
     pub process: crate::process::ProcessFacts,
+    /// SQLite with a page cache buffer: what was configured and how much of it was used.
+    pub page_cache: Option<crate::engine::page_cache::PageCacheFacts>,
     /// CPU and context switches of the server's processes over the measured phase (servers started by the lab).
     pub server_usage: Option<Usage>,
     pub server_processes: Option<usize>,

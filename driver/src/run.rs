@@ -393,6 +393,7 @@ pub fn run(job: &Job) -> Result<RunResult, String> {
         latency,
         client_usage: if job.deterministic { Usage::default() } else { client_usage.unwrap_or_default() },
         process: process::facts(job.thp_disable),
+        page_cache: engine.page_cache_at_end(),
         server_usage: server.map(|s| s.usage),
         server_processes: server.map(|s| s.processes),
         intervals,

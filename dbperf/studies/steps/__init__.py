@@ -4,22 +4,16 @@ table here names them."""
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
 from functools import cache
 
+from dbperf.plugins import found
 from dbperf.studies.steps.base import StepKind
 
 
 @cache
 def step_kinds() -> dict[str, StepKind]:
     """Every kind by its name (found on first use: the kinds' modules build on the study's model)."""
-    kinds: dict[str, StepKind] = {}
-    for module in pkgutil.iter_modules(__path__):
-        kind = getattr(importlib.import_module(f"{__name__}.{module.name}"), "KIND", None)
-        if isinstance(kind, StepKind):
-            kinds[kind.name] = kind
-    return kinds
+    return {kind.name: kind for kind in found(__path__, __name__, "KIND", StepKind)}
 
 
 def step_kind(name: str) -> StepKind:

@@ -2,9 +2,10 @@
 //! The one place that knows every backend; the backends know only the `Connection` trait.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use crate::engine::dsn::{label, password};
-use crate::engine::{mywire, pgwire, pragmas, sqlite, Connection, Value};
+use crate::engine::{mywire, paced, page_cache, pgwire, pragmas, sqlite, Connection, Value};
 use crate::job::Job;
 
 enum Kind {
@@ -18,12 +19,16 @@ pub struct Engine {
     kind: Kind,
     prepared: bool,
     version: String,
+    page_cache: Option<page_cache::PageCacheFacts>,
+    /// Servers, counted runs: the pause before each request (Job::request_pause_us).
+    request_pause: Option<Duration>,
 }
 
 impl Engine {
     pub fn open(job: &Job) -> Result<Engine, String> {
         let password = password();
         let dsn = || job.dsn.clone().ok_or_else(|| format!("engine {} needs a dsn", job.engine));
+        let mut page_cache = None;
         let (kind, version) = match job.engine.as_str() {
             "sqlite" => {
                 let api = sqlite::Api::load(&job.library)?;
@@ -34,6 +39,17 @@ impl Engine {
                     ));
                 }
                 let version = api.version();
+                if job.page_cache_slots > 0 {
+                    // Before the first connection: SQLite refuses the buffer once it has initialised.
+                    let page_size = job
+                        .settings
+                        .iter()
+                        .find(|(name, _)| name == "page_size")
+                        .and_then(|(_, v)| v.parse().ok())
+                        .unwrap_or(4096);
+                    page_cache =
+                        Some(page_cache::configure(&api, job.page_cache_slots, job.page_cache_huge, page_size)?);
+                }
                 let kind = Kind::Sqlite {
                     api,
                     database: job.database.clone(),
@@ -58,11 +74,26 @@ impl Engine {
             }
             other => return Err(format!("engine {other:?} is not supported by this driver")),
         };
-        Ok(Engine { kind, prepared: job.prepared, version })
+        if job.page_cache_slots > 0 && page_cache.is_none() {
+            return Err(format!("page_cache_slots is for SQLite, not {}", job.engine));
+        }
+        let request_pause = (job.request_pause_us > 0).then(|| Duration::from_micros(job.request_pause_us));
+        if request_pause.is_some() && matches!(kind, Kind::Sqlite { .. }) {
+            return Err("request_pause_us is for servers (SQLite runs inside the driver: it never waits)".into());
+        }
+        Ok(Engine { kind, prepared: job.prepared, version, page_cache, request_pause })
     }
 
     pub fn version(&self) -> String {
         self.version.clone()
+    }
+
+    /// The page cache buffer's facts at the end of the run (None: SQLite's own malloc'd pages, or a server).
+    pub fn page_cache_at_end(&self) -> Option<page_cache::PageCacheFacts> {
+        match (&self.kind, &self.page_cache) {
+            (Kind::Sqlite { api, .. }, Some(facts)) => Some(facts.at_end(api)),
+            _ => None,
+        }
     }
 
     pub fn connect(&self) -> Result<Box<dyn Connection>, String> {
@@ -82,12 +113,17 @@ impl Engine {
                 Ok(Connected::Sqlite(Box::new(c)))
             }
             Kind::Postgres { config, label } => {
-                Ok(Connected::Server(Box::new(pgwire::PgWire::open(config, label, self.prepared)?)))
+                Ok(self.server(Box::new(pgwire::PgWire::open(config, label, self.prepared)?)))
             }
-            Kind::Mysql { opts, label } => {
-                Ok(Connected::Server(Box::new(mywire::MyWire::open(opts, label, self.prepared)?)))
-            }
+            Kind::Mysql { opts, label } => Ok(self.server(Box::new(mywire::MyWire::open(opts, label, self.prepared)?))),
         }
+    }
+
+    fn server(&self, c: Box<dyn Connection>) -> Connected {
+        Connected::Server(match self.request_pause {
+            Some(pause) => Box::new(paced::Paced::new(c, pause)),
+            None => c,
+        })
     }
 
     /// SQLite: a writing transaction takes the write lock at BEGIN, otherwise two readers upgrading to writers

@@ -6,6 +6,8 @@
 pub mod dsn;
 pub mod factory;
 pub mod mywire;
+pub mod paced;
+pub mod page_cache;
 pub mod pgwire;
 pub mod pragmas;
 pub mod sqlite;

@@ -41,7 +41,13 @@ pub struct Api {
     column_int64: unsafe extern "C" fn(Stmt, c_int) -> i64,
     column_bytes: unsafe extern "C" fn(Stmt, c_int) -> c_int,
     column_text: unsafe extern "C" fn(Stmt, c_int) -> *const c_char,
+    /// sqlite3_config and sqlite3_status: only the page cache buffer (engine/page_cache.rs) uses them.
+    config: Option<unsafe extern "C" fn(c_int, ...) -> c_int>,
+    status: Option<unsafe extern "C" fn(c_int, *mut c_int, *mut c_int, c_int) -> c_int>,
 }
+
+const SQLITE_CONFIG_PAGECACHE: c_int = 7;
+const SQLITE_CONFIG_PCACHE_HDRSZ: c_int = 24;
 
 impl Api {
     pub fn load(path: &str) -> Result<Arc<Api>, String> {
@@ -74,6 +80,9 @@ impl Api {
             column_int64: sym!("sqlite3_column_int64\0"),
             column_bytes: sym!("sqlite3_column_bytes\0"),
             column_text: sym!("sqlite3_column_text\0"),
+            // SAFETY: the signatures match SQLite's documented C API; absent symbols stay None.
+            config: unsafe { lib.get(b"sqlite3_config\0") }.ok().map(|s| *s),
+            status: unsafe { lib.get(b"sqlite3_status\0") }.ok().map(|s| *s),
             _lib: lib,
         };
         Ok(Arc::new(api))
@@ -82,6 +91,40 @@ impl Api {
     pub fn version(&self) -> String {
         // SAFETY: sqlite3_libversion returns a static NUL-terminated string.
         unsafe { CStr::from_ptr((self.libversion)()) }.to_string_lossy().into_owned()
+    }
+
+    /// SQLITE_CONFIG_PCACHE_HDRSZ: the bytes SQLite keeps beside each page of a page cache buffer's slot.
+    pub fn page_cache_header_bytes(&self) -> Result<usize, String> {
+        let config = self.config.ok_or("this SQLite library has no sqlite3_config")?;
+        let mut bytes: c_int = 0;
+        // SAFETY: SQLITE_CONFIG_PCACHE_HDRSZ takes one int* argument.
+        let rc = unsafe { config(SQLITE_CONFIG_PCACHE_HDRSZ, &mut bytes as *mut c_int) };
+        if rc != SQLITE_OK || bytes <= 0 {
+            return Err(format!("sqlite3_config(SQLITE_CONFIG_PCACHE_HDRSZ) failed with code {rc}"));
+        }
+        Ok(bytes as usize)
+    }
+
+    /// SQLITE_CONFIG_PAGECACHE: `slots` slots of `slot_bytes` at `buffer`, which must outlive every connection.
+    pub fn config_page_cache(&self, buffer: *mut c_void, slot_bytes: c_int, slots: c_int) -> Result<(), String> {
+        let config = self.config.ok_or("this SQLite library has no sqlite3_config")?;
+        // SAFETY: SQLITE_CONFIG_PAGECACHE takes (void*, int, int); the buffer is never freed (page_cache.rs).
+        let rc = unsafe { config(SQLITE_CONFIG_PAGECACHE, buffer, slot_bytes, slots) };
+        if rc != SQLITE_OK {
+            return Err(format!(
+                "sqlite3_config(SQLITE_CONFIG_PAGECACHE) did not take (code {rc}): SQLite was initialised already"
+            ));
+        }
+        Ok(())
+    }
+
+    /// A sqlite3_status counter's high-water mark; None when the library has no sqlite3_status.
+    pub fn status_high(&self, op: c_int) -> Option<i64> {
+        let status = self.status?;
+        let (mut current, mut high): (c_int, c_int) = (0, 0);
+        // SAFETY: two int out-pointers, no reset.
+        let rc = unsafe { status(op, &mut current, &mut high, 0) };
+        (rc == SQLITE_OK).then_some(high as i64)
     }
 
     pub fn threadsafe(&self) -> bool {
