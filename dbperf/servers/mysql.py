@@ -10,6 +10,7 @@ import pwd
 import re
 from pathlib import Path
 
+from dbperf.engines.mariadb import MARIADB
 from dbperf.engines.mysql import MIN_VERSION, MYSQL
 from dbperf.errors import UserError
 from dbperf.servers.lifecycle import cnf_value, run_setup
@@ -42,7 +43,7 @@ def install_problem(binaries: Path) -> str | None:
     m = VERSION.search(out)
     if m is None:
         return f"{named}: {mysqld} --version does not name a version ({out.strip()[:80]!r})"
-    if "mariadb" in (m.group(4) + out).lower():
+    if MARIADB.name in (m.group(4) + out).lower():  # MariaDB's mysqld says "-MariaDB"
         return (f"{named} is a MariaDB install ({mysqld} says {m.group(0).removeprefix('Ver ')}): give the target "
                 "engine = \"mariadb\", or a MySQL basedir")
     version = (int(m.group(1)), int(m.group(2)))
