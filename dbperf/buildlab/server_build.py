@@ -222,8 +222,11 @@ class MysqlRecipe:
     that the build needs no other development package. Checked against Debian's debian/rules (which builds with
     the system's libraries and the DEB layout) on 9.7.2-4: cmake configures with these options and warns only that
     it found no SASL and no LDAP (their plugins are off) and that FIDO and telemetry are skipped. Release build type
-    with its flags emptied, as MariaDB's recipe: the variants' flags are the only optimisation flags. The standalone
-    layout (bin/mysqld, share/) is what the lab's MySQL start-up knows from Oracle's tarballs."""
+    with its flags emptied, as MariaDB's recipe: the variants' flags are the only optimisation flags of the server's
+    own code (MySQL's cmake compiles its bundled ICU and zstd at -O3 whatever is asked: 202 of 3,826 steps of
+    9.7.2-4). MySQL's own PGO switches (FPROFILE_USE) stay off, so its cmake adds no -Wno-missing-profile to the
+    server's objects: the lab's -Wmissing-profile count sees them (ICU's own -Wno-missing-profile hides only ICU's).
+    The standalone layout (bin/mysqld, share/) is what the lab's MySQL start-up knows from Oracle's tarballs."""
     engine: ClassVar[str] = MYSQL.name
     options: ClassVar[tuple[str, ...]] = (
         "-GNinja", "-DCMAKE_BUILD_TYPE=Release", "-DCMAKE_C_FLAGS_RELEASE=-DNDEBUG",
