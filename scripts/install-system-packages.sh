@@ -15,10 +15,10 @@ SERVER_PACKAGES="libjemalloc2 libtcmalloc-minimal4 libmimalloc2.0
 postgresql mariadb-server mariadb-plugin-rocksdb sysbench dpkg-dev debian-archive-keyring zlib1g-dev xz-utils
 chromium strace libmariadb-dev libpq-dev"
 # Servers built from source (buildlab/server_build.py's recipes name each tool's and header's package; the tests
-# check that this list holds them): MariaDB's cmake build and its system libraries, BOLT (bolt-16 and its
+# check that this list holds them): MariaDB's and MySQL's cmake builds and their system libraries, BOLT (bolt-16 and its
 # instrumentation runtime) and the compiler a target may name instead of the user's (compiler = "clang-16").
 # PostgreSQL's build needs only what is above.
-BUILD_PACKAGES="cmake ninja-build bison g++ libssl-dev libpcre2-dev libfmt-dev libncurses-dev
+BUILD_PACKAGES="cmake ninja-build bison g++ libssl-dev libpcre2-dev libfmt-dev libncurses-dev pkg-config
 bolt-16 libbolt-16-dev clang-16"
 missing_of() {
     out=""
