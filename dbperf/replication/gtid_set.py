@@ -6,7 +6,10 @@ fetched a set)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
+
+TAG = re.compile(r"[a-z_][a-z0-9_]{0,31}")  # MySQL's tags: a letter or _, then letters, digits and _
 
 # (server_uuid, tag) -> its intervals, each (first, last) inclusive, merged and in order. "" is no tag.
 GtidSet = dict[tuple[str, str], list[tuple[int, int]]]
@@ -41,12 +44,17 @@ def parse_gtid_set(text: str) -> GtidSet:
         uuid, *fields = part.split(":")
         if not uuid or not fields:
             raise ValueError(f"not a GTID set: {part!r} in {whole!r}")
-        tag = ""
+        tag, intervals = "", 0
         for field in fields:
             if field[:1].isdigit():
                 found.setdefault((uuid.lower(), tag), []).append(_interval(field, whole))
-            else:
+                intervals += 1
+            elif TAG.fullmatch(field.lower()):
                 tag = field.lower()
+            else:
+                raise ValueError(f"not a GTID set: {part!r} in {whole!r}")
+        if not intervals:
+            raise ValueError(f"not a GTID set: {part!r} (no interval) in {whole!r}")
     return {key: _merged(intervals) for key, intervals in found.items()}
 
 
