@@ -20,11 +20,16 @@ from dbperf.experiment import binlog_rules
 from dbperf.experiment.model import Experiment, Target
 from dbperf.experiment.replication_section import rules
 from dbperf.experiment.spec import parse_experiment
+from dbperf.records import StaleReadsRecord, StaleReadsResult, WaitLatency
 from dbperf.replication import binlog, cluster, mariadb_binlog, mysql_binlog
 from dbperf.replication.binlog_dialect import Statement
 from dbperf.replication.gtid_set import is_subset, parse_gtid_set, transactions_between
 from dbperf.replication.lab import kind_of
+from dbperf.report.formats import render
+from dbperf.report.replication_report import replication_view
+from dbperf.report.replication_view import replication_summary
 from tests.conftest import run_cli
+from tests.synthetic import replication_meta
 from tests.test_replication import replication_experiment
 
 MYSQL_BINARIES = os.environ.get("DBPERF_MYSQL_BINARIES")
@@ -284,3 +289,20 @@ def test_mysql_primary_and_replica_apply_rate_and_stale_reads(tmp_path):
             text = path.read_text(errors="replace")
             assert marker not in text and "SOURCE_PASSWORD" not in text, path
     assert marker not in proc.stdout + proc.stderr + report.stdout
+
+
+@pytest.mark.unit
+def test_the_report_names_each_engines_wait():
+    lat = WaitLatency(p50_us=300.0, p95_us=800.0, p99_us=1200.0, max_us=5000.0, mean_us=350.0)
+    records = [StaleReadsRecord(type="replication_stale_reads", wait=wait, reads=100, background_threads=1,
+                                status="ok", result=StaleReadsResult(
+                                    reads=100, stale=0 if wait else 40, wait_timeouts=0, write_latency=lat,
+                                    read_latency=lat, background_transactions=50, background_trx_per_s=25.0,
+                                    elapsed_s=2.0, wait_latency=lat if wait else None,
+                                    gtid_fetch_latency=lat if wait else None)) for wait in (False, True)]
+    for engine, wait, position in (("mysql", "WAIT_FOR_EXECUTED_GTID_SET", "@@GLOBAL.gtid_executed"),
+                                   ("mariadb", "MASTER_GTID_WAIT", "@@last_gtid")):
+        meta = replication_meta({"status": "complete", "replication": {"engine": engine, "cpus": 2}})
+        assert replication_summary(meta, records)["stale_reads"]["wait"] == wait
+        text = render(replication_view(meta, records, []), "markdown")
+        assert f"| {wait} |" in text and f"SELECT {wait} on the replica (fetching {position}" in text

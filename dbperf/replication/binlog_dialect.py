@@ -57,6 +57,7 @@ class BinlogDialect:
     wait_sql: str
     wait_name: str
     wait_timed_out: int
+    stale_position: str  # what the stale-read probe waits for after its write (driver/src/stale/), for the report
     # The apply study's settings on a stopped replica: its workers and, unless None (one SQL thread), its mode.
     parallel: Callable[[int, str | None], list[Statement]]
     # The primary's group-commit wait (binlog_commit_wait_count and _usec of the [replication] section).

@@ -81,6 +81,7 @@ DIALECT = BinlogDialect(
     transactions=transactions,
     io_fetched=io_fetched, io_position=io_position,
     wait_sql="SELECT MASTER_GTID_WAIT(%s, %s)", wait_name="MASTER_GTID_WAIT", wait_timed_out=-1,
+    stale_position="@@last_gtid",
     parallel=parallel, commit_wait=commit_wait,
     primary_settings=PRIMARY_SETTINGS, replica_settings=replica_settings,
     root_client=root_client, no_client="the mariadb client is not installed (apt install mariadb-client)",

@@ -105,6 +105,7 @@ DIALECT = BinlogDialect(
     transactions=transactions_between,
     io_fetched=io_fetched, io_position=io_position,
     wait_sql="SELECT WAIT_FOR_EXECUTED_GTID_SET(%s, %s)", wait_name="WAIT_FOR_EXECUTED_GTID_SET", wait_timed_out=1,
+    stale_position="@@GLOBAL.gtid_executed",
     parallel=parallel, commit_wait=commit_wait,
     primary_settings=PRIMARY_SETTINGS, replica_settings=replica_settings,
     root_client=root_client, no_client="no mysql client found (beside the target's mysqld, or on the PATH)",
