@@ -64,7 +64,7 @@ def test_section_parses_with_defaults_and_sweeps(tmp_path):
      "durability: unknown 'binlog-crash-safe'"),
     ("binlog_commit_wait_count = 4", "", '[[target]]\nname = "p"\nengine = "postgres"\n', "no binlog"),
     ("", "", '[[target]]\nname = "p"\nengine = "postgres"\nconfig = { fsync = "off" }\n', "config.fsync"),
-    ("", "", '[[target]]\nname = "s"\nengine = "sqlite"\n', "MariaDB or PostgreSQL"),
+    ("", "", '[[target]]\nname = "s"\nengine = "sqlite"\n', "MariaDB, MySQL or PostgreSQL"),
     ("", "", TARGET + '\n[[target]]\nname = "m2"\nengine = "mariadb"\n', "exactly one [[target]]"),
     ("", "", '[[target]]\nname = "m"\nengine = "mariadb"\nconfig = { sync_binlog = 1 }\n', "config.sync_binlog"),
     ("", "", '[[target]]\nname = "m"\nengine = "mariadb"\ndsn = "mysql://u@10.0.0.1/x"\n', "dsn"),

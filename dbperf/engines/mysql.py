@@ -64,6 +64,9 @@ MYSQL = Engine(
     sessions_sql=SESSIONS_SQL,
     end_session_sql=END_SESSION_SQL,
     counters_query=counters_query,
+    # Binlog replication with GTIDs (MySQL 8.0.26+: the REPLICA/SOURCE statements), WAIT_FOR_EXECUTED_GTID_SET as the
+    # wait; its SQL is dbperf/replication/mysql_binlog.py, its section's rules binlog_rules.MYSQL_RULES.
+    replication="binlog",
     size_sql=SIZE_SQL,
     schema_dir="data/sbtest",
     # mysqld's SQL layer and InnoDB, as MariaDB's (its floor until measured: engines/mariadb.py)

@@ -1,11 +1,16 @@
 """MariaDB's binlog replicas in the `[replication]` section (replication_rules.py): parallel apply with
 `workers` SQL threads in one of four `modes`, the primary's group-commit wait swept, the replica's four durability
-settings of [Nielsen 2014-03-13], and the cross-engine study's two of [Nielsen 2017-05-12]."""
+settings of [Nielsen 2014-03-13], and the cross-engine study's two of [Nielsen 2017-05-12]. MySQL's binlog replicas
+(MYSQL_RULES, the kind's rules on a MySQL target): the same durability variants and commit wait, its own modes
+(whether the workers commit in the primary's order), and no cross-engine study."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from dbperf.engines.mariadb import MARIADB
+from dbperf.engines.mysql import MYSQL
+from dbperf.errors import UserError
 from dbperf.experiment.replication_rules import ApplyKeys, SectionRules, integers, names
 
 MODES = ("conservative", "optimistic", "aggressive", "minimal")
@@ -43,4 +48,30 @@ def apply_keys(raw: dict[str, Any], values: dict[str, Any], where: str) -> Apply
                      commit_wait_usec=values.get("binlog_commit_wait_usec", DEFAULT_COMMIT_WAIT_USEC))
 
 
-RULES = SectionRules(name="binlog", durability=tuple(DURABILITY), apply_keys=apply_keys, lab_settings=LAB_SETTINGS)
+MYSQL_MAX_SYNC_DELAY_USEC = 1_000_000
+# MySQL: replica_preserve_commit_order ON (its default: the workers commit in the primary's order) or OFF.
+MYSQL_MODES = ("commit-order", "any-order")
+MYSQL_LAB_SETTINGS = LAB_SETTINGS | frozenset({
+    "gtid_mode", "enforce_gtid_consistency", "log_replica_updates", "skip_replica_start", "skip_log_bin",
+    "disable_log_bin", "replica_parallel_workers", "slave_parallel_workers", "replica_parallel_type",
+    "slave_parallel_type", "replica_preserve_commit_order", "slave_preserve_commit_order",
+    "binlog_group_commit_sync_delay", "binlog_group_commit_sync_no_delay_count", "super_read_only"})
+
+
+def mysql_apply_keys(raw: dict[str, Any], values: dict[str, Any], where: str) -> ApplyKeys:
+    usec = values.get("binlog_commit_wait_usec", DEFAULT_COMMIT_WAIT_USEC)
+    if usec > MYSQL_MAX_SYNC_DELAY_USEC:  # the server would clamp it (binlog_group_commit_sync_delay's maximum)
+        raise UserError(f"{where}.binlog_commit_wait_usec: {MYSQL.title}'s group commit waits at most "
+                        f"{MYSQL_MAX_SYNC_DELAY_USEC} µs, got {usec}")
+    return ApplyKeys(workers=integers(raw, "workers", DEFAULT_WORKERS, where, 1024),
+                     modes=names(raw, "modes", MYSQL_MODES, MYSQL_MODES[:1], where),
+                     commit_wait_counts=integers(raw, "binlog_commit_wait_count", (0,), where, 1024),
+                     commit_wait_usec=usec)
+
+
+MYSQL_RULES = SectionRules(
+    name="binlog", durability=tuple(DURABILITY), apply_keys=mysql_apply_keys, lab_settings=MYSQL_LAB_SETTINGS,
+    refused_studies={"cross-engine": f"the cross-engine study is {MARIADB.title}'s (MyRocks with {MARIADB.title}'s "
+                                     f"GTID state tables); {MYSQL.title} runs apply and stale-reads"})
+RULES = SectionRules(name="binlog", durability=tuple(DURABILITY), apply_keys=apply_keys, lab_settings=LAB_SETTINGS,
+                     by_engine={MYSQL.name: MYSQL_RULES})

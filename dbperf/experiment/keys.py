@@ -279,25 +279,28 @@ FLEET = (
 
 # The replication lab's section (dbperf/experiment/replication_section.py checks the lists and their combinations).
 REPLICATION = (
-    Key("studies", "list of apply | stale-reads | cross-engine (MariaDB)", "which studies to run, in this order",
+    Key("studies", "list of apply | stale-reads | cross-engine (MariaDB only)", "which studies to run, in this order",
         "[\"apply\", \"stale-reads\"]"),
     Key("replicas", "integer from 1 to 4", "replicas of the primary (studies measure the first; stale reads go "
         "round robin)", "1", "", integer(1, 4)),
     Key("transactions", "integer >= 1", "apply: transactions the primary writes per measurement ([run] "
         "benchmarks and threads are the load)", "20000", "transactions", integer(1)),
-    Key("workers", "list of integers >= 0", "apply: slave_parallel_threads of the replica (0: one SQL thread); "
-        "PostgreSQL: 1 only (physical replay is one process, there is no parallel-apply setting)",
+    Key("workers", "list of integers >= 0", "apply: slave_parallel_threads of the replica (0: one SQL thread; MySQL: "
+        "replica_parallel_workers); PostgreSQL: 1 only (physical replay is one process, there is no parallel-apply "
+        "setting)",
         "[0, 2, 4]; PostgreSQL [1]", "threads"),
-    Key("modes", "list of conservative | optimistic | aggressive | minimal; PostgreSQL: physical | "
-        "physical-prefetch", "apply: slave_parallel_mode; PostgreSQL: recovery_prefetch off / on (PG 15+)",
-        "[\"conservative\"]; PostgreSQL [\"physical\"]"),
+    Key("modes", "list of conservative | optimistic | aggressive | minimal; MySQL: commit-order | any-order; "
+        "PostgreSQL: physical | physical-prefetch", "apply: slave_parallel_mode; MySQL: replica_preserve_commit_order "
+        "ON / OFF; PostgreSQL: recovery_prefetch off / on (PG 15+)",
+        "[\"conservative\"]; MySQL [\"commit-order\"]; PostgreSQL [\"physical\"]"),
     Key("durability", "list of binlog-crash-safe | no-binlog-durable | no-binlog-nondurable | binlog-non-crash-safe; "
         "PostgreSQL: standby-fsync | standby-no-fsync | no-full-page-writes | primary-sync-commit",
         "apply: the replica's durability ([Nielsen 2014-03-13]'s four settings; PostgreSQL's: the standby's fsync, the "
         "primary's full_page_writes or synchronous_commit)", "all four"),
-    Key("binlog_commit_wait_count", "integer >= 0 or list", "apply: the primary's binlog_commit_wait_count; a list "
-        "sweeps", "[0]"),
-    Key("binlog_commit_wait_usec", "integer >= 0", "apply: the primary's binlog_commit_wait_usec", "10000", "µs",
+    Key("binlog_commit_wait_count", "integer >= 0 or list", "apply: the primary's binlog_commit_wait_count (MySQL: "
+        "binlog_group_commit_sync_no_delay_count); a list sweeps", "[0]"),
+    Key("binlog_commit_wait_usec", "integer >= 0", "apply: the primary's binlog_commit_wait_usec (MySQL: "
+        "binlog_group_commit_sync_delay, at most 1000000, 0 at a count of 0)", "10000", "µs",
         integer(0)),
     Key("repeats", "integer >= 1", "apply: measurements per combination", "1", "", integer(1)),
     Key("stale_reads", "integer >= 1", "stale reads: probes (write, then read on a replica) per run", "2000", "",
@@ -307,7 +310,8 @@ REPLICATION = (
     Key("background_rate", "number >= 0", "stale reads: their total rate, open loop (0: as fast as they go)", "200",
         "trx/s"),
     Key("stale_durability", "a durability name", "stale reads: the replicas' durability", "the first of durability"),
-    Key("wait_timeout", "duration", "stale reads: MASTER_GTID_WAIT's timeout (PostgreSQL's remote_apply has none)",
+    Key("wait_timeout", "duration", "stale reads: MASTER_GTID_WAIT's timeout (MySQL: WAIT_FOR_EXECUTED_GTID_SET's; "
+        "PostgreSQL's remote_apply has none)",
         "10s", "s", duration),
 )
 SECTIONS = {"[run]": RUN, "[[target]]": TARGET, "[fleet]": FLEET, "workload file": WORKLOAD,

@@ -6,7 +6,7 @@ engine's descriptor gives (`Engine.replication`); the section's own keys are dec
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,6 +31,12 @@ class SectionRules:
     apply_keys: Callable[[dict[str, Any], dict[str, Any], str], ApplyKeys]
     lab_settings: frozenset[str]  # set by the lab on the primary or the replicas: refused in the target's config
     refused_studies: dict[str, str] = field(default_factory=dict)  # study -> why this kind does not run it
+    # The kind's rules on an engine whose servers name things otherwise (MySQL's binlog replicas), by the engine's
+    # name; the kind's other engines take these.
+    by_engine: Mapping[str, SectionRules] = field(default_factory=dict)
+
+    def of_engine(self, engine: str) -> SectionRules:
+        return self.by_engine.get(engine, self)
 
 
 def names(raw: dict[str, Any], key: str, choices: tuple[str, ...], default: tuple[str, ...],

@@ -1,8 +1,8 @@
 """An experiment's `[replication]` section, checked (the keys are declared in dbperf/experiment/keys.py). The
 primary's write load is the experiment's `[run]` benchmarks (write workloads) at its `threads`; the lab's one
-target says which MariaDB or PostgreSQL and its settings, which the primary and every replica share. What
+target says which MariaDB, MySQL or PostgreSQL and its settings, which the primary and every replica share. What
 `workers`, `modes` and `durability` may name depends on the kind of replication the engine's servers use (its
-rules: binlog_rules.py for MariaDB's binlog replicas, streaming_rules.py for PostgreSQL's standbys)."""
+rules: binlog_rules.py for MariaDB's and MySQL's binlog replicas, streaming_rules.py for PostgreSQL's standbys)."""
 
 from __future__ import annotations
 
@@ -22,9 +22,10 @@ KINDS: dict[str, SectionRules] = {r.name: r for r in (binlog_rules.RULES, stream
 
 
 def rules(engine: str) -> SectionRules:
-    """The rules of the kind of replication the lab runs on `engine`'s servers. The section of an engine the lab
-    does not replicate is read as MariaDB's: check_replication_experiment then refuses its target."""
-    return KINDS.get(engines.replication_of(engine) or "", binlog_rules.RULES)
+    """The rules of the kind of replication the lab runs on `engine`'s servers, as that engine has them. The section
+    of an engine the lab does not replicate is read as MariaDB's: check_replication_experiment then refuses its
+    target."""
+    return KINDS.get(engines.replication_of(engine) or "", binlog_rules.RULES).of_engine(engine)
 
 
 @dataclass(frozen=True)
@@ -90,15 +91,16 @@ def parse_replication(raw: Any, where: str, engine: str = MARIADB.name) -> Repli
 
 def check_replication_experiment(spec: ReplicationSpec, targets: list[Any], benchmarks: list[Any],
                                  where: str) -> None:
-    """A replication run has one MariaDB or PostgreSQL target the lab starts; the apply study's load is write
-    workloads."""
+    """A replication run has one target of an engine the lab replicates, which it starts; the apply study's load is
+    write workloads."""
     if len(targets) != 1:
         raise UserError(f"{where}: a [replication] experiment has exactly one [[target]] (the primary and its "
                         f"replicas run it), got {len(targets)}")
     (t,) = targets
     kind = engines.engine(t.engine)
     if kind.replication is None:
-        replicated = " or ".join(sorted(e.title for e in engines.ENGINES.values() if e.replication))
+        titles = sorted(e.title for e in engines.ENGINES.values() if e.replication)
+        replicated = " or ".join([", ".join(titles[:-1]), titles[-1]] if len(titles) > 1 else titles)
         raise UserError(f"{where} target {t.name!r}: the replication lab runs {replicated}, not {t.engine}")
     if t.dsn is not None:
         raise UserError(f"{where} target {t.name!r}: the replication lab starts its own servers; a dsn cannot be "

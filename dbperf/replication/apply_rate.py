@@ -1,13 +1,16 @@
-"""The apply-rate study ([Nielsen 2014-03-13]): how fast a replica applies what the primary wrote, against
-slave_parallel_threads × slave_parallel_mode × the replica's durability, with the primary's binlog commit wait.
+"""The apply-rate study ([Nielsen 2014-03-13]): how fast a replica applies what the primary wrote, against the
+replica's workers × mode × durability, with the primary's binlog commit wait (MariaDB: slave_parallel_threads ×
+slave_parallel_mode, binlog_commit_wait_count; MySQL: replica_parallel_workers × replica_preserve_commit_order,
+binlog_group_commit_sync_delay: the cluster's dialect says them).
 
 One measurement: the replicas' SQL threads are stopped (the measured replica keeps its I/O thread, so the relay log
 fills as the primary writes); dbperf-driver runs `transactions` events of a catalog write workload on the primary at
 the chosen client threads; the lab waits until the replica's I/O thread has fetched the primary's last GTID
-(Gtid_IO_Pos), then starts the SQL thread and times, on one connection, START SLAVE SQL_THREAD and
-MASTER_GTID_WAIT(primary's last GTID) until it returns. transactions = the GTIDs the primary wrote (its
-gtid_binlog_pos before and after), so failed events and multi-statement events count right; trx/s = transactions /
-that time. The data is not restored between measurements: writes accumulate, as in [Nielsen 2014-03-13]'s benchmark."""
+(MariaDB's Gtid_IO_Pos; MySQL's Retrieved_Gtid_Set), then starts the SQL thread and times, on one connection, START
+SLAVE / REPLICA SQL_THREAD and the GTID wait (MASTER_GTID_WAIT, WAIT_FOR_EXECUTED_GTID_SET) for the primary's
+position until it returns. transactions = the GTIDs the primary wrote (its position before and after), so failed
+events and multi-statement events count right; trx/s = transactions / that time. The data is not restored between
+measurements: writes accumulate, as in [Nielsen 2014-03-13]'s benchmark."""
 
 from __future__ import annotations
 
@@ -18,7 +21,7 @@ from dbperf.experiment.model import Experiment
 from dbperf.experiment.replication_section import ReplicationSpec
 from dbperf.records import ApplyRecord
 from dbperf.replication.apply_study import ApplyPlan, apply_record, count_committed, plan, run_plan, write_load
-from dbperf.replication.cluster import Cluster, ClusterServer, gtid_seq
+from dbperf.replication.cluster import Cluster, ClusterServer
 from dbperf.replication.replica_set import StudyFailed
 
 IO_CATCH_UP_TIMEOUT_S = 600.0
@@ -26,52 +29,49 @@ IO_CATCH_UP_TIMEOUT_S = 600.0
 
 def _wait_io(r: ClusterServer, pos: str) -> None:
     """Until the replica's I/O thread has written `pos` to its relay log."""
+    d = r.dialect
     deadline = time.monotonic() + IO_CATCH_UP_TIMEOUT_S
     while True:
-        status = r.slave_status()
-        if str(status.get("Gtid_IO_Pos", "")) == pos:
+        status = r.replica_status()
+        if d.io_fetched(status, pos):
             return
-        if status.get("Slave_IO_Running") == "No":
+        if status.get(d.io_running) == "No":
             raise StudyFailed(f"{r.target.name}: the replica's I/O thread stopped: "
                               f"{status.get('Last_IO_Error') or 'no error reported'}", r.log_tail())
         if time.monotonic() > deadline:
             raise StudyFailed(f"{r.target.name}: the I/O thread did not fetch {pos} within "
-                              f"{IO_CATCH_UP_TIMEOUT_S:.0f} s (at {status.get('Gtid_IO_Pos')})", r.log_tail())
+                              f"{IO_CATCH_UP_TIMEOUT_S:.0f} s (at {d.io_position(status)})", r.log_tail())
         time.sleep(0.02)
 
 
 def measure(cluster: Cluster, e: Experiment, spec: ReplicationSpec, p: ApplyPlan) -> ApplyRecord:
     """One timed catch-up; a StudyFailed when a server dies or replication breaks."""
     primary, measured, others = cluster.primary, cluster.replicas[0], cluster.replicas[1:]
+    d = cluster.dialect
     record = apply_record(measured.target.name, p, "failed", (p.commit_wait_count, spec.commit_wait_usec))
-    measured.query("STOP SLAVE", what="STOP SLAVE")
-    measured.query("SET GLOBAL slave_parallel_threads = %s", (p.workers,), what="setting slave_parallel_threads")
-    if p.workers:
-        measured.query("SET GLOBAL slave_parallel_mode = %s", (p.mode,), what="setting slave_parallel_mode")
-    measured.query("START SLAVE IO_THREAD", what="START SLAVE IO_THREAD")
+    measured.query(d.stop, what=d.stop)
+    measured.run(d.parallel(p.workers, p.mode if p.workers else None))
+    measured.query(d.start_io, what=d.start_io)
     for r in others:
-        r.query("STOP SLAVE SQL_THREAD", what="STOP SLAVE SQL_THREAD")
-    primary.query("SET GLOBAL binlog_commit_wait_count = %s", (p.commit_wait_count,),
-                  what="setting binlog_commit_wait_count")
-    primary.query("SET GLOBAL binlog_commit_wait_usec = %s", (spec.commit_wait_usec,),
-                  what="setting binlog_commit_wait_usec")
-    before = primary.gtid_binlog_pos()
-    record.primary_s, outcome = write_load(primary, e, spec.transactions, p, "mariadb")
+        r.query(d.stop_sql, what=d.stop_sql)
+    primary.run(d.commit_wait(p.commit_wait_count, spec.commit_wait_usec))
+    before = primary.gtid_position()
+    record.primary_s, outcome = write_load(primary, e, spec.transactions, p, primary.engine)
     if not outcome.ok or outcome.result is None:
         dead = " (the primary died)" if primary.died() else ""
         raise StudyFailed(f"{primary.target.name}: the write load failed{dead}: {outcome.error}", primary.log_tail())
-    after = primary.gtid_binlog_pos()
-    record.transactions = gtid_seq(after) - gtid_seq(before)
+    after = primary.gtid_position()
+    record.transactions = cluster.transactions(before, after)
     count_committed(primary, record, outcome)
     _wait_io(measured, after)
     t0 = time.perf_counter()
-    measured.query("START SLAVE SQL_THREAD", what="START SLAVE SQL_THREAD")
+    measured.query(d.start_sql, what=d.start_sql)
     cluster.wait_caught_up(measured, after)
     record.apply_s = round(time.perf_counter() - t0, 4)
     record.trx_per_s = round(record.transactions / record.apply_s, 1)
     record.status = "ok"
     for r in others:
-        r.query("START SLAVE SQL_THREAD", what="START SLAVE SQL_THREAD")
+        r.query(d.start_sql, what=d.start_sql)
         cluster.wait_caught_up(r, after)
     return record
 

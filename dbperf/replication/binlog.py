@@ -1,7 +1,8 @@
-"""MariaDB's binlog replicas as a kind of replication (kind.py): GTID replication from a primary to N replicas that
-apply in parallel (cluster.py), its apply-rate study (apply_rate.py), stale reads against MASTER_GTID_WAIT
-(stale_reads.py) and the cross-engine commits of [Nielsen 2017-05-12] (cross_engine.py, MyRocks loaded on every
-server). Its section's rules: dbperf/experiment/binlog_rules.py."""
+"""MariaDB's and MySQL's binlog replicas as a kind of replication (kind.py): GTID replication from a primary to N
+replicas that apply in parallel (cluster.py), its apply-rate study (apply_rate.py), stale reads against the engine's
+GTID wait (stale_reads.py) and, on MariaDB, the cross-engine commits of [Nielsen 2017-05-12] (cross_engine.py,
+MyRocks loaded on every server). Each engine's SQL is its dialect (mariadb_binlog.py, mysql_binlog.py), picked here
+by the target's engine. Its section's rules: dbperf/experiment/binlog_rules.py."""
 
 from __future__ import annotations
 
@@ -11,15 +12,20 @@ from dbperf.errors import UserError
 from dbperf.experiment import binlog_rules
 from dbperf.experiment.model import Experiment, Target
 from dbperf.experiment.replication_section import ReplicationSpec
+from dbperf.replication import mariadb_binlog, mysql_binlog
 from dbperf.replication.apply_rate import run_apply_study
+from dbperf.replication.binlog_dialect import BinlogDialect
 from dbperf.replication.cluster import Cluster
 from dbperf.replication.cross_engine import run_cross_engine_study
 from dbperf.replication.kind import ReplicationKind
 from dbperf.replication.stale_reads import run_stale_study
 from dbperf.servers.runtime import RuntimeDir
 
+# The binlog kind's engines' SQL, by the engine's name (Engine.replication names this kind).
+DIALECTS: dict[str, BinlogDialect] = {d.engine: d for d in (mariadb_binlog.DIALECT, mysql_binlog.DIALECT)}
 APPLY_NOTE = ("apply: the replica's SQL thread stopped while the primary wrote (its I/O thread fetched the "
-              "events), then START SLAVE SQL_THREAD + MASTER_GTID_WAIT(primary's last GTID) timed on one connection; "
+              "events), then START SLAVE SQL_THREAD + MASTER_GTID_WAIT(primary's last GTID) timed on one connection "
+              "(MySQL: START REPLICA SQL_THREAD + WAIT_FOR_EXECUTED_GTID_SET(primary's gtid_executed)); "
               "trx/s = GTIDs the primary wrote / that time. The primary commits non-durably "
               "(innodb_flush_log_at_trx_commit = 2, sync_binlog = 0) so that it generates the load fast.")
 
@@ -38,7 +44,8 @@ def cluster(runtime: RuntimeDir, logs: Path, target: Target, e: Experiment, spec
     rocksdb = "cross-engine" in spec.studies
     if rocksdb:
         check_rocksdb(target)
-    return Cluster(runtime, logs, target, e, spec.replicas, spec.durability[0], rocksdb=rocksdb)
+    return Cluster(runtime, logs, target, e, spec.replicas, spec.durability[0], DIALECTS[target.engine],
+                   rocksdb=rocksdb)
 
 
 KIND = ReplicationKind(

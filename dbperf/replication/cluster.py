@@ -1,23 +1,24 @@
-"""A MariaDB primary and N replicas started by the lab on 127.0.0.1, with GTID replication.
+"""A MariaDB or MySQL primary and N replicas started by the lab on 127.0.0.1, with GTID replication.
 
-Each server is a `MariaDBServer` of dbperf/servers (its own private directory in the run's runtime directory, a
-free port, its log in DIR/logs, stopped TERM then KILL on every exit path and by the watchdog if the lab is killed
-hard); this module adds the roles' settings and the replication itself. The lab's control statements (CHANGE
-MASTER, SHOW SLAVE STATUS, MASTER_GTID_WAIT of the apply study) go through PyMySQL, one connection per server; the
-measured loads run in dbperf-driver.
+Each server is the engine's lab server of dbperf/servers (its own private directory in the run's runtime directory,
+a free port, its log in DIR/logs, stopped TERM then KILL on every exit path and by the watchdog if the lab is killed
+hard); this module adds the roles' settings and the replication itself, in the engine's SQL (its BinlogDialect:
+mariadb_binlog.py, mysql_binlog.py). The lab's control statements (CHANGE MASTER / CHANGE REPLICATION SOURCE, SHOW
+SLAVE / REPLICA STATUS, the apply study's GTID wait) go through PyMySQL, one connection per server; the measured
+loads run in dbperf-driver.
 
 Passwords: the servers share the run's random lab password (the driver's DBPERF_PASSWORD, one for the cluster). The
 replication user `repl` gets a second random password, created on the primary with sql_log_bin = 0 (so that it is
-not in the binlog the replicas read) and handed to each replica by CHANGE MASTER, as a bound parameter of PyMySQL;
-the replica keeps it in master.info in its private data directory (0700, removed at the end). Neither password is
-written to a result, report or log, and error messages built here never quote a statement that holds one.
+not in the binlog the replicas read) and handed to each replica by CHANGE ... TO, as a bound parameter of PyMySQL;
+the replica keeps it in its replication metadata in its private data directory (0700, removed at the end). Neither
+password is written to a result, report or log, and error messages built here never quote a statement that holds
+one.
 """
 
 from __future__ import annotations
 
 import contextlib
 import secrets
-import shutil
 import subprocess
 import time
 from dataclasses import replace
@@ -27,25 +28,33 @@ from typing import Any
 import pymysql
 
 from dbperf.errors import UserError
-from dbperf.experiment.binlog_rules import CROSS_ENGINE_DURABILITY, DURABILITY
 from dbperf.experiment.model import Experiment, Target
+from dbperf.replication.binlog_dialect import BinlogDialect, Statement
+from dbperf.replication.mariadb_binlog import gtid_seq
 from dbperf.replication.replica_set import REPL_USER, ReplicaSet, RoleServer, StudyFailed, start_server
 from dbperf.servers.lifecycle import sql_string
 from dbperf.servers.mariadb import MariaDBServer
+from dbperf.servers.mysql import MySQLServer
+from dbperf.servers.mysql_family import MySQLFamilyServer
 from dbperf.servers.process import server_environ
 from dbperf.servers.runtime import RuntimeDir
 
+__all__ = ["Cluster", "ClusterServer", "gtid_seq"]
+
 CONNECT_TIMEOUT_S = 30
 CATCH_UP_TIMEOUT_S = 1800.0
-# The primary generates the load fast (non-durable commits); the studies vary the replica's durability.
-PRIMARY_SETTINGS = {"server_id": "1", "log_bin": "primary-bin", "sync_binlog": "0",
-                    "innodb_flush_log_at_trx_commit": "2"}
 
 
-class ClusterServer(RoleServer, MariaDBServer):
-    """A MariaDBServer with the role's settings after the target's own, and the lab's control connection."""
+class ClusterServer(RoleServer, MySQLFamilyServer):
+    """The engine's lab server (a subclass below) with the role's settings after the target's own, the lab's
+    control connection, and the engine's replication SQL (`dialect`)."""
 
     _conn: pymysql.connections.Connection | None = None
+
+    def __init__(self, directory: Path, logs: Path, target: Target, e: Experiment, role: str,
+                 role_settings: dict[str, str], dialect: BinlogDialect) -> None:
+        super().__init__(directory, logs, target, e, role, role_settings)
+        self.dialect = dialect
 
     def close(self) -> None:
         if self._conn is not None:
@@ -54,7 +63,7 @@ class ClusterServer(RoleServer, MariaDBServer):
             self._conn = None
 
     def connection(self) -> pymysql.connections.Connection:
-        """The lab's control connection (autocommit), opened on first use. No read timeout: MASTER_GTID_WAIT has its
+        """The lab's control connection (autocommit), opened on first use. No read timeout: the GTID wait has its
         own, and a server that dies closes the socket."""
         if self._conn is None:
             assert self.port is not None and self.password is not None
@@ -75,16 +84,35 @@ class ClusterServer(RoleServer, MariaDBServer):
         except pymysql.MySQLError as err:
             raise self.failed(what, _reason(err)) from None
 
+    def run(self, statements: list[Statement]) -> None:
+        for s in statements:
+            self.query(s.sql, s.args, what=s.what)
+
     def value(self, sql: str, args: Any = None, what: str = "") -> Any:
         rows = self.query(sql, args, what)
         return next(iter(rows[0].values())) if rows else None
 
-    def gtid_binlog_pos(self) -> str:
-        return str(self.value("SELECT @@GLOBAL.gtid_binlog_pos", what="reading gtid_binlog_pos") or "")
+    def gtid_position(self) -> str:
+        """All the server has written or applied, as its engine's GTID position (whitespace removed: MySQL breaks
+        long sets with newlines)."""
+        return "".join(str(self.value(self.dialect.position_sql, what=self.dialect.position_what) or "").split())
 
-    def slave_status(self) -> dict[str, Any]:
-        rows = self.query("SHOW SLAVE STATUS", what="SHOW SLAVE STATUS")
+    def replica_status(self) -> dict[str, Any]:
+        rows = self.query(self.dialect.status, what=self.dialect.status)
         return rows[0] if rows else {}
+
+
+class MariaDBClusterServer(ClusterServer, MariaDBServer):
+    pass
+
+
+class MySQLClusterServer(ClusterServer, MySQLServer):
+    pass
+
+
+# The cluster's server class of each engine the binlog kind replicates, by the engine's name.
+CLUSTER_SERVERS: dict[str, type[ClusterServer]] = {cls.engine: cls for cls in (MariaDBClusterServer,
+                                                                                MySQLClusterServer)}
 
 
 def _reason(err: pymysql.MySQLError) -> str:
@@ -94,35 +122,24 @@ def _reason(err: pymysql.MySQLError) -> str:
     return str(err) or type(err).__name__
 
 
-def gtid_seq(pos: str, server_id: int = 1) -> int:
-    """The sequence number of domain 0's GTID from server `server_id` in a GTID position ("0-1-1234,..."), 0 if
-    none."""
-    for part in pos.split(","):
-        fields = part.strip().split("-")
-        if len(fields) == 3 and fields[0] == "0" and fields[1] == str(server_id):
-            return int(fields[2])
-    return 0
-
-
 class Cluster(ReplicaSet[ClusterServer]):
     """The primary and its replicas, in `runtime`'s target directories t1 (primary), t2... (replicas)."""
 
     def __init__(self, runtime: RuntimeDir, logs: Path, target: Target, e: Experiment, replicas: int,
-                 durability: str, rocksdb: bool = False) -> None:
+                 durability: str, dialect: BinlogDialect, rocksdb: bool = False) -> None:
         if rocksdb:  # the cross-engine study: MyRocks loaded on every server
             target = replace(target, config={**target.config, "plugin_load_add": "ha_rocksdb"})
-        self.primary = ClusterServer(runtime.target_dir(1), logs, target, e, "primary", PRIMARY_SETTINGS)
-        self.replicas = [ClusterServer(runtime.target_dir(i + 2), logs, target, e, f"replica{i + 1}",
-                                       self.replica_settings(i, durability)) for i in range(replicas)]
+        self.dialect = dialect
+        server = CLUSTER_SERVERS[target.engine]
+        self.primary = server(runtime.target_dir(1), logs, target, e, "primary", dict(dialect.primary_settings),
+                              dialect)
+        self.replicas = [server(runtime.target_dir(i + 2), logs, target, e, f"replica{i + 1}",
+                                dialect.replica_settings(i, durability), dialect) for i in range(replicas)]
         for r in self.replicas:
             r.password = self.primary.password  # one lab password for the cluster (the driver's DBPERF_PASSWORD)
         self.repl_password = secrets.token_urlsafe(24)
         self.durability = durability
-
-    @staticmethod
-    def replica_settings(index: int, durability: str) -> dict[str, str]:
-        return {"server_id": str(index + 2), "skip_slave_start": "ON", "relay_log": "relay-bin",
-                **{**DURABILITY, **CROSS_ENGINE_DURABILITY}[durability]}
+        self._source: str | None = None
 
     def start(self) -> None:
         """Primary, then each replica, then replication; UserError naming the server and step, with its log line."""
@@ -131,22 +148,26 @@ class Cluster(ReplicaSet[ClusterServer]):
         for r in self.replicas:
             self.start_replica(r, first=True)
 
-    def _create_replication_user(self) -> None:
-        """`repl`, allowed REPLICATION SLAVE only, with a password of its own. The lab's `dbperf` user may not GRANT,
-        so this runs as the server's root over its Unix socket (socket authentication: the lab runs as root, as it
-        must to start servers as the mysql user), the SQL on standard input, never on a command line; with
-        sql_log_bin = 0, so that the statement is not in the binlog the replicas read."""
-        client = shutil.which("mariadb") or shutil.which("mysql")
-        if client is None:
-            raise UserError("the mariadb client is not installed (apt install mariadb-client)")
-        socket = self.primary.dir / "data" / "mariadb.sock"
+    def replication_user_sql(self) -> str:
+        """`repl`, allowed REPLICATION SLAVE only (MySQL keeps the privilege's name), with a password of its own;
+        with sql_log_bin = 0, so that the statements are not in the binlog the replicas read."""
         user = f"'{REPL_USER}'@'127.0.0.1'"
-        sql = ("SET SESSION sql_log_bin = 0;\n"
-               f"CREATE USER IF NOT EXISTS {user};\n"
-               f"ALTER USER {user} IDENTIFIED BY {sql_string(self.repl_password, 'the replication password')};\n"
-               f"GRANT REPLICATION SLAVE ON *.* TO {user};\n")
-        proc = subprocess.run([client, "--no-defaults", f"--socket={socket}", "--user=root", "--batch"], input=sql,
-                              capture_output=True, text=True, timeout=120, env=server_environ(), cwd="/")
+        return ("SET SESSION sql_log_bin = 0;\n"
+                f"CREATE USER IF NOT EXISTS {user};\n"
+                f"ALTER USER {user} IDENTIFIED BY {sql_string(self.repl_password, 'the replication password')};\n"
+                f"GRANT REPLICATION SLAVE ON *.* TO {user};\n")
+
+    def _create_replication_user(self) -> None:
+        """The lab's `dbperf` user may not GRANT, so this runs as the server's root over its Unix socket (socket
+        authentication on MariaDB; MySQL's root has no password after --initialize-insecure, and the socket is
+        the lab's, in a 0700 directory), the SQL on standard input, never on a command line."""
+        client = self.dialect.root_client(self.primary.target.binaries)
+        if client is None:
+            raise UserError(self.dialect.no_client)
+        socket = self.primary.dir / "data" / self.primary.socket_name
+        proc = subprocess.run([str(client), "--no-defaults", f"--socket={socket}", "--user=root", "--batch"],
+                              input=self.replication_user_sql(), capture_output=True, text=True, timeout=120,
+                              env=server_environ(), cwd="/")
         if proc.returncode != 0:
             lines = proc.stderr.strip().splitlines()
             raise UserError(f"creating the replication user on {self.primary.target.name!r} (as root over its "
@@ -154,46 +175,47 @@ class Cluster(ReplicaSet[ClusterServer]):
 
     def start_replica(self, r: ClusterServer, first: bool, slave_pos: str | None = None) -> None:
         start_server(r, "replica")
+        d = self.dialect
         try:
             if first:
                 # The replica starts from the primary's current position: what the primary holds so far (the lab's
                 # own user, the empty sbtest_pristine, which the replica created itself) is not replayed.
-                if "log_bin" in r.role_settings:  # its own GTIDs would conflict with gtid_slave_pos
-                    r.query("RESET MASTER", what="clearing the replica's own binlog")
-                r.query("SET GLOBAL gtid_slave_pos = %s", (self.primary.gtid_binlog_pos(),),
-                        what="setting gtid_slave_pos")
-                r.query("CHANGE MASTER TO MASTER_HOST = '127.0.0.1', MASTER_PORT = %s, MASTER_USER = %s, "
-                        "MASTER_PASSWORD = %s, MASTER_USE_GTID = slave_pos, MASTER_CONNECT_RETRY = 1",
-                        (self.primary.port, REPL_USER, self.repl_password), what="CHANGE MASTER TO")
-            if slave_pos is not None:
+                if d.reset_own_binlog and "log_bin" in r.role_settings:  # its own GTIDs would conflict
+                    r.query(d.reset_own_binlog, what="clearing the replica's own binlog")
+                r.run(d.start_from(self.primary.gtid_position()))
+                r.query(d.change_source, (self.primary.port, REPL_USER, self.repl_password),
+                        what=d.change_source_what)
+            if slave_pos is not None:  # the cross-engine study (MariaDB's)
                 r.query("SET GLOBAL gtid_slave_pos = %s", (slave_pos,), what="restoring gtid_slave_pos")
-            r.query("START SLAVE", what="START SLAVE")
+            r.query(d.start, what=d.start)
             self.wait_connected(r)
         except StudyFailed as err:
             raise UserError(f"setting up replica {r.target.name!r}: {err}") from None
 
     def wait_connected(self, r: ClusterServer, timeout_s: float = 60.0) -> None:
         """Until the replica's I/O thread is connected to the primary; a StudyFailed quoting its error otherwise."""
+        d = self.dialect
         deadline = time.monotonic() + timeout_s
         while True:
-            status = r.slave_status()
-            if status.get("Slave_IO_Running") == "Yes" and status.get("Slave_SQL_Running") == "Yes":
+            status = r.replica_status()
+            if status.get(d.io_running) == "Yes" and status.get(d.sql_running) == "Yes":
                 return
             error = status.get("Last_IO_Error") or status.get("Last_SQL_Error")
-            if error and status.get("Slave_IO_Running") == "No":
+            if error and status.get(d.io_running) == "No":
                 raise StudyFailed(f"the replication thread did not start: {error}", r.log_tail())
             if time.monotonic() > deadline:
                 raise StudyFailed(f"the replica did not connect to the primary within {timeout_s:.0f} s (I/O "
-                                  f"thread: {status.get('Slave_IO_State') or status.get('Slave_IO_Running')}; "
+                                  f"thread: {status.get(d.io_state) or status.get(d.io_running)}; "
                                   f"{error or 'no error reported'})", r.log_tail())
             time.sleep(0.1)
 
     def restart_replica(self, r: ClusterServer, durability: str, extra: dict[str, str] | None = None,
                         slave_pos: str | None = None) -> None:
-        """The replica again with another durability (log_bin and log_slave_updates need a restart)."""
+        """The replica again with another durability (the binlog and logging the replica's updates need a
+        restart)."""
         index = self.replicas.index(r)
         r.stop()
-        r.set_role_settings({**self.replica_settings(index, durability), **(extra or {})})
+        r.set_role_settings({**self.dialect.replica_settings(index, durability), **(extra or {})})
         self.start_replica(r, first=False, slave_pos=slave_pos)
 
     def set_durability(self, durability: str) -> None:
@@ -206,21 +228,30 @@ class Cluster(ReplicaSet[ClusterServer]):
     def revive_replica(self, r: ClusterServer) -> None:
         self.start_replica(r, first=False)
 
+    def transactions(self, before: str, after: str) -> int:
+        """The transactions the primary wrote between two of its positions (its own GTIDs: MariaDB's server_id in
+        domain 0, MySQL's server_uuid)."""
+        if self._source is None:
+            sql = self.dialect.source_sql
+            self._source = (str(self.primary.value(sql, what="reading the primary's GTID source")) if sql
+                            else self.primary.role_settings["server_id"])
+        return self.dialect.transactions(before, after, self._source)
+
     def wait_caught_up(self, r: ClusterServer, pos: str, timeout_s: float = CATCH_UP_TIMEOUT_S) -> float:
-        """MASTER_GTID_WAIT on the replica until it has applied `pos`; the seconds it took. StudyFailed if it times
-        out, the replica dies or its SQL thread stops with an error."""
+        """The engine's GTID wait on the replica until it has applied `pos`; the seconds it took. StudyFailed if it
+        times out, the replica dies or its SQL thread stops with an error."""
+        d = self.dialect
         started = time.perf_counter()
-        waited = r.value("SELECT MASTER_GTID_WAIT(%s, %s)", (pos, timeout_s), what="waiting for the replica to "
-                         "catch up (MASTER_GTID_WAIT)")
+        waited = r.value(d.wait_sql, (pos, timeout_s), what=f"waiting for the replica to catch up ({d.wait_name})")
         elapsed = time.perf_counter() - started
         if waited != 0:
-            status = r.slave_status()
-            raise StudyFailed(f"{r.target.name}: did not reach {pos} within {timeout_s:.0f} s (SQL thread "
-                              f"{status.get('Slave_SQL_Running')}: {status.get('Last_SQL_Error') or 'no error'})",
-                              r.log_tail())
+            status = r.replica_status()
+            raise StudyFailed(f"{r.target.name}: did not reach {pos} within {timeout_s:.0f} s"
+                              f"{d.wait_failure(waited)} (SQL thread {status.get(d.sql_running)}: "
+                              f"{status.get('Last_SQL_Error') or 'no error'})", r.log_tail())
         return elapsed
 
     def all_caught_up(self) -> None:
-        pos = self.primary.gtid_binlog_pos()
+        pos = self.primary.gtid_position()
         for r in self.replicas:
             self.wait_caught_up(r, pos)

@@ -1,7 +1,8 @@
 """The stale-read study ([Nielsen 2014-02-10]): a client writes a row on the primary and at once reads it on a
-replica; how often the read misses the write, and, with MASTER_GTID_WAIT(@@last_gtid of the write, timeout) on the
-replica before the read, that no read is stale and what the wait costs (its latency percentiles), while background
-writers keep the primary busy.
+replica; how often the read misses the write, and, with the engine's GTID wait on the replica before the read
+(MariaDB: MASTER_GTID_WAIT(@@last_gtid of the write, timeout); MySQL: WAIT_FOR_EXECUTED_GTID_SET(the primary's
+gtid_executed after the write, timeout)), that no read is stale and what the wait costs (its latency percentiles),
+while background writers keep the primary busy.
 
 The probe loop is native (`dbperf-driver stale-reads`, driver/src/stale/), not Python: the stale fraction depends
 on the gap between the write's commit and the read, and an interpreter's tens of microseconds per round trip would
@@ -39,12 +40,11 @@ def prepare(cluster: Cluster, spec: ReplicationSpec) -> None:
                           "ENGINE = InnoDB", what="creating the probe table")
     cluster.primary.query(f"INSERT INTO sbtest.{PROBE_TABLE} VALUES (1, 0) ON DUPLICATE KEY UPDATE v = v",
                           what="creating the probe row")
-    workers, mode = spec.workers[-1], spec.modes[0]
+    workers, mode, d = spec.workers[-1], spec.modes[0], cluster.dialect
     for r in cluster.replicas:
-        r.query("STOP SLAVE", what="STOP SLAVE")
-        r.query("SET GLOBAL slave_parallel_threads = %s", (workers,), what="setting slave_parallel_threads")
-        r.query("SET GLOBAL slave_parallel_mode = %s", (mode,), what="setting slave_parallel_mode")
-        r.query("START SLAVE", what="START SLAVE")
+        r.query(d.stop, what=d.stop)
+        r.run(d.parallel(workers, mode))
+        r.query(d.start, what=d.start)
     cluster.all_caught_up()
 
 
@@ -110,10 +110,12 @@ def probe(cluster: Any, e: Experiment, spec: ReplicationSpec, wait: bool) -> Sta
 def run_stale_study(cluster: Any, e: Experiment, spec: ReplicationSpec,
                     write: Callable[[StaleReadsRecord], None], step: Callable[[str], None],
                     prepare_probe: Callable[[Any, ReplicationSpec], None] = prepare,
-                    wait_name: str = "MASTER_GTID_WAIT") -> None:
+                    wait_name: str | None = None) -> None:
     """Without the wait, then with it; each record written as it is produced. A server that dies ends the study with
     a failed record and its log tail (StudyFailed is raised again for the lab). `prepare_probe` is the engine's (this
-    module's for MariaDB, pg_stale.py's for PostgreSQL)."""
+    module's for the binlog kind, pg_stale.py's for PostgreSQL); `wait_name` names the wait in the progress line (the
+    binlog cluster's dialect names its own)."""
+    wait_name = wait_name or cluster.dialect.wait_name
     wait = False
     try:
         step("stale reads: preparing the probe row")

@@ -1,6 +1,7 @@
-"""The report's side of MariaDB's binlog replicas (replication_kind_view.py): the apply rate as [Nielsen 2014-03-13]'s
-chart in table form (trx/s applied per worker count, mode, durability and commit wait, with the speed-up over the
-single SQL thread), stale reads against MASTER_GTID_WAIT and the cross-engine commits of [Nielsen 2017-05-12]."""
+"""The report's side of MariaDB's and MySQL's binlog replicas (replication_kind_view.py): the apply rate as
+[Nielsen 2014-03-13]'s chart in table form (trx/s applied per worker count, mode, durability and commit wait, with the
+speed-up over the single SQL thread), stale reads against the engine's GTID wait (MASTER_GTID_WAIT,
+WAIT_FOR_EXECUTED_GTID_SET) and the cross-engine commits of [Nielsen 2017-05-12]."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ from collections import defaultdict
 from typing import Any
 
 from dbperf.records import ApplyRecord
+from dbperf.replication.binlog import DIALECTS
+from dbperf.replication.binlog_dialect import BinlogDialect
 from dbperf.report.charts import colour
 from dbperf.report.html_page import Figure, label
 from dbperf.report.replication_kind_view import OVER_CORES, KindView, StudyTable, chart_layout, num
@@ -37,8 +40,13 @@ def speedups(rows: list[dict[str, Any]]) -> None:
         row["vs_serial"] = round(row["trx_per_s"] / base, 3) if base else None
 
 
-def stale_fields(stale: dict[str, Any]) -> dict[str, Any]:
-    return {"wait": "MASTER_GTID_WAIT"}
+def stale_fields(stale: dict[str, Any], engine: str) -> dict[str, Any]:
+    return {"wait": DIALECTS[engine].wait_name}
+
+
+def _dialect(wait: str) -> BinlogDialect:
+    """The engine whose wait the summary names (each engine's wait has its own name)."""
+    return next(d for d in DIALECTS.values() if d.wait_name == wait)
 
 
 def cores_note(cpus: int) -> str | None:
@@ -66,7 +74,8 @@ def apply_tables(s: dict[str, Any]) -> list[StudyTable]:
 
 def stale_table(st: dict[str, Any]) -> tuple[StudyTable, str]:
     rows: list[tuple[str, ...]] = []
-    for label_, key in (("without wait", "without_wait"), ("MASTER_GTID_WAIT", "with_wait")):
+    d = _dialect(st["wait"])
+    for label_, key in (("without wait", "without_wait"), (d.wait_name, "with_wait")):
         if st[key] is None:
             continue
         lat = st.get("wait_latency_us") if key == "with_wait" else None
@@ -79,7 +88,7 @@ def stale_table(st: dict[str, Any]) -> tuple[StudyTable, str]:
             f"({f'{rate:,.0f} trx/s target' if rate else 'unthrottled'}); "
             f"replicas {st.get('durability')}, {st.get('workers')} workers ({st.get('mode')}); the probe "
             "loop is native (dbperf-driver stale-reads); the wait's latency is the round trip of SELECT "
-            "MASTER_GTID_WAIT on the replica (fetching @@last_gtid on the primary is a further p50 "
+            f"{d.wait_name} on the replica (fetching {d.stale_position} on the primary is a further p50 "
             f"{num((st.get('gtid_fetch_latency_us') or {}).get('p50_us'), 1)} µs).")
     return StudyTable("stale reads (write on the primary, read the row on a replica at once)", STALE_COLUMNS, rows,
                       1), note

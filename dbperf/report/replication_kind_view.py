@@ -45,7 +45,8 @@ class KindView:
     row_fields: Callable[[list[ApplyRecord], int, int], dict[str, Any]]
     # Each apply row's `vs_serial` set: its rate over the single applier's, None where that does not apply.
     speedups: Callable[[list[dict[str, Any]]], None]
-    stale_fields: Callable[[dict[str, Any]], dict[str, Any]]  # the stale-read summary's own fields: its wait's name
+    # The stale-read summary's own fields, given the run's engine: its wait's name.
+    stale_fields: Callable[[dict[str, Any], str], dict[str, Any]]
     cores_note: Callable[[int], str | None]  # what the host's CPUs (0: not recorded) mean for the apply study
     apply_tables: Callable[[dict[str, Any]], list[StudyTable]]  # the summary's apply rows as tables
     stale_table: Callable[[dict[str, Any]], tuple[StudyTable, str]]  # the stale-read summary: table and note

@@ -81,7 +81,7 @@ def _apply_rows(groups: dict[ApplyKey, list[ApplyRecord]], cpus: int, kind: Kind
     return apply
 
 
-def _stale(records: list[ResultsRecord], kind: KindView) -> dict[str, Any]:
+def _stale(records: list[ResultsRecord], kind: KindView, engine: str) -> dict[str, Any]:
     """The stale-read study: the fraction of stale reads without and with the wait, the latencies, the load."""
     stale: dict[str, Any] = {"without_wait": None, "with_wait": None, "wait_latency_us": None}
     for r in records:
@@ -102,7 +102,7 @@ def _stale(records: list[ResultsRecord], kind: KindView) -> dict[str, Any]:
                          read_latency_us_without_wait=_latency(res.read_latency))
         stale.update(background_threads=r.background_threads, background_rate=r.background_rate,
                      durability=r.durability, workers=r.workers, mode=r.mode)
-    stale.update(kind.stale_fields(stale))
+    stale.update(kind.stale_fields(stale, engine))
     return stale
 
 
@@ -122,7 +122,7 @@ def replication_summary(meta: RunMeta, records: list[ResultsRecord]) -> dict[str
     engine = info.engine or engines.MARIADB.name  # results from before the lab replicated PostgreSQL
     kind = kind_view(engine)
     groups, cross, failures = _sorted_out(records)
-    return {"engine": engine, "apply": _apply_rows(groups, cpus, kind), "stale_reads": _stale(records, kind),
+    return {"engine": engine, "apply": _apply_rows(groups, cpus, kind), "stale_reads": _stale(records, kind, engine),
             "cross_engine": _cross_speedups(cross), "failures": failures, "cpus": cpus,
             "fdatasync_per_s": info.fdatasync_per_s, "apply_method": info.apply_method,
             "cores_note": kind.cores_note(cpus), "replicas": info.replicas, "transactions": info.transactions}

@@ -44,7 +44,7 @@ def speedups(rows: list[dict[str, Any]]) -> None:
         row["vs_serial"] = None
 
 
-def stale_fields(stale: dict[str, Any]) -> dict[str, Any]:
+def stale_fields(stale: dict[str, Any], engine: str) -> dict[str, Any]:
     """The wait is in the commit: what it adds is the commit under remote_apply minus the commit under local."""
     with_wait, without = stale.get("wait_latency_us"), stale.get("write_latency_us")
     if not (with_wait and without):

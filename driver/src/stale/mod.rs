@@ -5,7 +5,8 @@
 //! job and result, apart from `Job`.
 //!
 //! This module holds the job, the result and what the loop needs of an engine (`Probe`, `Writer`); one file per
-//! engine implements them (`mariadb`: waits for the write's GTID on the replica; `postgres`: waits in the commit),
+//! engine implements them (`mariadb`: waits for the write's GTID on the replica; `mysql`: the same probe, waiting for
+//! the primary's gtid_executed after the write; `postgres`: waits in the commit),
 //! `factory` picks the engine's, and `run` is the loop. Dependencies point one way: the engines use this module,
 //! the factory uses the engines, the loop uses the factory, and this module uses none of them.
 //!
@@ -13,6 +14,7 @@
 
 pub mod factory;
 pub mod mariadb;
+pub mod mysql;
 pub mod postgres;
 pub mod run;
 
@@ -23,7 +25,7 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct StaleJob {
-    /// "mariadb" (the default) or "postgres".
+    /// "mariadb" (the default), "mysql" or "postgres".
     #[serde(default = "default_engine")]
     pub engine: String,
     /// mysql://user@host:port/db (postgresql://... for PostgreSQL) of the primary and of each replica (read round
@@ -61,13 +63,14 @@ pub struct Percentiles {
 pub struct StaleResult {
     pub reads: u64,
     pub stale: u64,
-    /// MASTER_GTID_WAIT returned -1 (the replica did not reach the GTID within the timeout); 0 on PostgreSQL,
-    /// whose remote_apply wait has no timeout.
+    /// The GTID wait returned non-zero (MASTER_GTID_WAIT -1, WAIT_FOR_EXECUTED_GTID_SET 1: the replica did not
+    /// reach the position within the timeout); 0 on PostgreSQL, whose remote_apply wait has no timeout.
     pub wait_timeouts: u64,
-    /// Round trip of `SELECT MASTER_GTID_WAIT(...)` on the replica; on PostgreSQL the commit under remote_apply
+    /// Round trip of `SELECT MASTER_GTID_WAIT(...)` (MySQL: WAIT_FOR_EXECUTED_GTID_SET) on the replica; on PostgreSQL the commit under remote_apply
     /// (the write and its wait, one round trip); absent without wait.
     pub wait_latency: Option<Percentiles>,
-    /// Round trip of fetching @@last_gtid on the primary after the write (what the technique adds there).
+    /// Round trip of fetching @@last_gtid (MySQL: @@GLOBAL.gtid_executed) on the primary after the write (what the
+    /// technique adds there).
     pub gtid_fetch_latency: Option<Percentiles>,
     /// Commit of the probe's write on the primary (PostgreSQL with wait: including the remote_apply wait).
     pub write_latency: Percentiles,
