@@ -17,7 +17,7 @@ Last line `ratio <within-process block spread / between-process spread>`: near 1
 below 1, each process draws its level.
 
 Usage: .venv/bin/python benchmarks/verdicts/lifetime.py [--rounds 20] [--time 0.5] [--long 10] [--interval 0.1]
-       [--warmup 0.3] [--benchmark point-query] [--source sqlite@3.54.1 --build O2]
+       [--warmup 0.3] [--benchmark point-query] [--source sqlite@3.54.1 --build O2] [--cpu 0]
 """
 
 from __future__ import annotations
@@ -91,6 +91,8 @@ def main() -> None:
     ap.add_argument("--table-size", type=int, default=100_000)
     ap.add_argument("--source", help="e.g. sqlite@3.54.1 (built by the lab); default: the system libsqlite3")
     ap.add_argument("--build", default="O2")
+    ap.add_argument("--cpu", type=int, default=0, help="the CPU every driver is pinned to, as the lab's quiet cells "
+                                                       "pin the client (-1: not pinned)")
     args = ap.parse_args()
     per_block = round(args.time / args.interval)
     if per_block < 1 or abs(per_block * args.interval - args.time) > 1e-9:
@@ -118,7 +120,8 @@ def main() -> None:
 
         def one(seconds: float) -> list[float]:
             data.restore()  # a fresh copy per process, as the lab's fresh-copy remedy
-            outcome = run_job(base.replace(time_s=seconds), RunResult, seconds + 120)
+            outcome = run_job(base.replace(time_s=seconds), RunResult, seconds + 120,
+                              cpus=frozenset({args.cpu}) if args.cpu >= 0 else None)
             if not outcome.ok or outcome.result is None:
                 raise SystemExit(f"driver failed: {outcome.error}")
             return qps_series(outcome.result, args.interval)
@@ -138,7 +141,8 @@ def main() -> None:
     between, within, far = sd_pct(short_logs), sd_pct(adjacent), sd_pct(apart)
     levels = sd_pct([math.log(m) for m in long_means])
     print(f"{args.benchmark}, {args.source or 'system libsqlite3'}: {args.rounds} rounds of two {args.time:g} s "
-          f"processes and one {args.long:g} s process, {args.interval:g} s intervals, warm-up {args.warmup:g} s; "
+          f"processes and one {args.long:g} s process, {args.interval:g} s intervals, warm-up {args.warmup:g} s, "
+          f"{f'pinned to CPU {args.cpu}' if args.cpu >= 0 else 'not pinned'}; "
           f"measured in {(time.monotonic() - started) / 60:.1f} min, load average {load[0]:.2f} before, "
           f"{os.getloadavg()[0]:.2f} after")
     print(f"  between processes (A/A of short processes): spread {fmt(between, '.2f')}% ({len(short_logs)} pairs)")
