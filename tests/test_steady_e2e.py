@@ -55,7 +55,7 @@ def test_a_cell_reports_its_warmup_and_whether_it_settled(write_experiment, tmp_
     # warmup (which would add the steady part of the warm-up to it).
     assert result["duration_s"] == 0.5 and result["events"] > 0
     assert 0 < line["noise"]["window_s"] < 0.5 + 5.0
-    assert line["resources"] is None or "steady-state warm-up" in line["resources"]["method"]
+    assert line.get("resources") is None or "steady-state warm-up" in line["resources"]["method"]  # absent when None
     (cell,) = doc["cells"]
     assert cell["warmup_s_median"] == result["warmup_s"]
     assert cell["unsettled_runs"] == (0 if steady["settled"] else 1)
