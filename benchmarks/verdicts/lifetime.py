@@ -12,7 +12,9 @@ process of `--long` seconds, all with `--interval` samples. It prints
 - the short A/A spread: sd of log(B/A) over the rounds, % (between processes);
 - the long process's: sd of log(next block / block) over adjacent blocks of `--time` seconds within it (within a
   process; also for blocks one short process's start-up apart, as A and B are);
-- each with a 90% bootstrap interval of their ratio, and the long processes' own levels (sd of their means).
+- each with a 90% bootstrap interval of their ratio, and the long processes' own levels (sd of their means);
+- what alternating A and B every interval inside one process would leave: even intervals as A, odd as B, each side
+  `--time` seconds of samples (the same code on both sides: the noise floor of such an A/B, not a measured one).
 Last line `ratio <within-process block spread / between-process spread>`: near 1, the noise follows time; well
 below 1, each process draws its level.
 
@@ -23,6 +25,7 @@ Usage: .venv/bin/python benchmarks/verdicts/lifetime.py [--rounds 20] [--time 0.
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
 import random
@@ -91,6 +94,7 @@ def main() -> None:
     ap.add_argument("--table-size", type=int, default=100_000)
     ap.add_argument("--source", help="e.g. sqlite@3.54.1 (built by the lab); default: the system libsqlite3")
     ap.add_argument("--build", default="O2")
+    ap.add_argument("--keep", help="write the long processes' interval series and the short pairs here (JSON)")
     ap.add_argument("--cpu", type=int, default=0, help="the CPU every driver is pinned to, as the lab's quiet cells "
                                                        "pin the client (-1: not pinned)")
     args = ap.parse_args()
@@ -104,6 +108,8 @@ def main() -> None:
     adjacent: list[float] = []  # log(next block / block) within a long process, non-overlapping pairs
     apart: list[float] = []  # blocks as far apart as A's and B's measured windows
     long_means: list[float] = []
+    alternating: list[float] = []  # within a long process: even intervals as A, odd as B, over 2 x --time
+    series_kept: list[list[float]] = []
     load = os.getloadavg()
     with tempfile.TemporaryDirectory(prefix="dbperf-lifetime-") as tmp:
         path = Path(tmp) / "lifetime.toml"
@@ -131,7 +137,13 @@ def main() -> None:
             a, b = one(args.time), one(args.time)
             if a and b:
                 short_logs.append(math.log(statistics.fmean(b) / statistics.fmean(a)))
-            blocks = block_means(one(args.long), per_block)
+            series = one(args.long)
+            series_kept.append(series)
+            blocks = block_means(series, per_block)
+            span = 2 * per_block  # as much measured time per side as a short process has
+            for k0 in range(0, len(series) - span + 1, span):
+                part = series[k0:k0 + span]
+                alternating.append(math.log(statistics.fmean(part[1::2]) / statistics.fmean(part[0::2])))
             adjacent += [math.log(blocks[i + 1] / blocks[i]) for i in range(0, len(blocks) - 1, 2)]
             apart += [math.log(blocks[i + gap_blocks] / blocks[i])
                       for i in range(0, len(blocks) - gap_blocks, gap_blocks + 1)]
@@ -156,6 +168,15 @@ def main() -> None:
                                      f"{band_far[1]:.2f})" if far and between and band_far else ""))
     print(f"  the long processes' own levels: spread of their means {fmt(levels, '.2f')}% ({len(long_means)} "
           "processes; per process, not a pair)")
+    alt = sd_pct(alternating)
+    band_alt = bootstrap(alternating, short_logs)
+    print(f"  within a process, A on even and B on odd {args.interval:g} s intervals, {args.time:g} s each: spread "
+          f"{fmt(alt, '.2f')}% ({len(alternating)} pairs)" + (
+              f"; x{alt / between:.2f} of between (90% bootstrap {band_alt[0]:.2f}-{band_alt[1]:.2f})"
+              if alt and between and band_alt else ""))
+    if args.keep:
+        Path(args.keep).write_text(json.dumps({"args": vars(args), "short_logs": short_logs,
+                                               "long_series": series_kept}))
     ratio = far / between if far and between else None
     print(f"ratio {fmt(ratio, '.3f')}")
 
