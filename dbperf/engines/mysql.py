@@ -7,18 +7,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from dbperf.engines.descriptor import Engine, ProfileProof
-from dbperf.engines.mysql_family import (
-    CONNECTION_FUNCTIONS,
-    END_SESSION_SQL,
-    LAB_OWNED,
-    POST_WRITE_FLUSH,
-    SESSIONS_SQL,
-    SHOWN_COUNTERS,
-    SIZE_SQL,
-    client_argv_of,
-    counters_query,
-)
+from dbperf.engines.descriptor import Engine
+from dbperf.engines.mysql_family import FAMILY_FIELDS, LAB_OWNED, client_argv_of
 from dbperf.engines.owned_reasons import LISTEN, LOGINS, PORT, SOCKET, Owned
 
 # The oldest MySQL the lab starts: 8.0 (caching_sha2_password, the data dictionary, `mysqld --initialize-insecure`
@@ -47,28 +37,13 @@ MYSQL = Engine(
     row_bytes=650, load_rows_per_s=60_000, empty_server_bytes=200_000_000,
     dsn_schemes=("mysql://",),
     lab_owned_reasons=MYSQL_OWNED,
-    reads_my_getopt_names=True,
-    service_user="mysql",
     # Debian's mariadb-client answers as `mysql` too and speaks caching_sha2_password (libmariadb's plugin)
-    default_port=3306, client="mysql", client_argv=client_argv_of("mysql"), sysbench_driver="mysql",
-    tools=("sysbench",),
-    builds_from_source=True,
+    client="mysql", client_argv=client_argv_of("mysql"),
     # No release of this host's carries MySQL: Debian's unstable suite serves 9.7 (checked 2026-11-26).
     debian_source_package="mysql-9.7", debian_source_suite="unstable",
-    process_model="threads",
     profiled_settings=profiled_settings,
     perf_attached="mysqld, every thread",
-    connection_functions=CONNECTION_FUNCTIONS,
-    shown_counters=SHOWN_COUNTERS,
-    post_write_flush=POST_WRITE_FLUSH,
-    sessions_sql=SESSIONS_SQL,
-    end_session_sql=END_SESSION_SQL,
-    counters_query=counters_query,
-    # Binlog replication with GTIDs (MySQL 8.0.26+: the REPLICA/SOURCE statements), WAIT_FOR_EXECUTED_GTID_SET as the
-    # wait; its SQL is dbperf/replication/mysql_binlog.py, its section's rules binlog_rules.MYSQL_RULES.
-    replication="binlog",
-    size_sql=SIZE_SQL,
-    schema_dir="data/sbtest",
-    # mysqld's SQL layer and InnoDB, as MariaDB's (its floor until measured: engines/mariadb.py)
-    profile_proof=ProfileProof(sentinels=("dispatch_command",), objects=("sql/", "storage/innobase/"), floor=0.02),
+    # Binlog replication (FAMILY_FIELDS) needs MySQL 8.0.26+ (the REPLICA/SOURCE statements), WAIT_FOR_EXECUTED_GTID_SET
+    # as the wait: dbperf/replication/mysql_binlog.py, its section's rules binlog_rules.MYSQL_RULES.
+    **FAMILY_FIELDS,
 )

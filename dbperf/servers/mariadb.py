@@ -11,7 +11,6 @@ from dbperf.engines.mariadb import MARIADB
 from dbperf.errors import UserError
 from dbperf.servers.lifecycle import cnf_value, run_setup
 from dbperf.servers.mysql_family import MySQLFamilyServer
-from dbperf.servers.process import ServerProcess
 
 
 class MariaDBServer(MySQLFamilyServer):
@@ -56,15 +55,4 @@ class MariaDBServer(MySQLFamilyServer):
         if relocated:
             lines.append(f"basedir = {cnf_value(str(basedir), 'the base directory')}")
         cnf.write_text("\n".join([*lines, *self.setting_lines()]) + "\n")
-        self.server = ServerProcess([*self.launch_prefix, str(mariadbd), f"--defaults-file={cnf}"], self.log,
-                                    user.pw_name if self.run_as_service_user else None,
-                                    self.target.process.environment())
-        log_start = self.log.stat().st_size if self.log.exists() else 0
-        try:
-            self.server.cpus = self.e.cpus.server  # quiet cells (host/cpus.py)
-            self.server.start()
-            self.server.wait_port(port, self.ready_timeout_s)
-            self._wait_sql(None)  # the init file has run once logins work
-        finally:
-            init_file.unlink(missing_ok=True)
-        self.check_adjusted_settings(log_start)
+        self.start_with(Path(mariadbd), cnf, init_file, user, port)

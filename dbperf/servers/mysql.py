@@ -15,7 +15,7 @@ from dbperf.engines.mysql import MIN_VERSION, MYSQL
 from dbperf.errors import UserError
 from dbperf.servers.lifecycle import cnf_value, run_setup
 from dbperf.servers.mysql_family import MySQLFamilyServer
-from dbperf.servers.process import ServerProcess, run_probe
+from dbperf.servers.process import run_probe
 
 VERSION = re.compile(r"Ver (\d+)\.(\d+)\.(\d+)(\S*)")
 MARIADB_PROGRAMS = ("mariadbd", "mariadb-install-db")
@@ -95,15 +95,4 @@ class MySQLServer(MySQLFamilyServer):
         init_file = self.write_init_file(user, password)
         cnf = self.dir / "my.cnf"
         cnf.write_text(self.my_cnf(data, port, user, init_file, basedir))
-        self.server = ServerProcess([*self.launch_prefix, str(mysqld), f"--defaults-file={cnf}"], self.log,
-                                    user.pw_name if self.run_as_service_user else None,
-                                    self.target.process.environment())
-        log_start = self.log.stat().st_size if self.log.exists() else 0
-        try:
-            self.server.cpus = self.e.cpus.server  # quiet cells (host/cpus.py)
-            self.server.start()
-            self.server.wait_port(port, self.ready_timeout_s)
-            self._wait_sql(None)  # the init file has run once logins work
-        finally:
-            init_file.unlink(missing_ok=True)
-        self.check_adjusted_settings(log_start)
+        self.start_with(Path(mysqld), cnf, init_file, user, port)

@@ -14,6 +14,7 @@ from urllib.parse import quote
 
 from dbperf.errors import UserError
 from dbperf.servers.lifecycle import LabServer, cnf_value, sql_string
+from dbperf.servers.process import ServerProcess
 
 ADJUSTED = re.compile(r"option '([^']+)': .* adjusted to")
 
@@ -55,6 +56,22 @@ class MySQLFamilyServer(LabServer):
 
     def setting_lines(self) -> list[str]:
         return [f"{k} = {cnf_value(v, f'config.{k}')}" for k, v in self.settings]
+
+    def start_with(self, program: Path, cnf: Path, init_file: Path, user: pwd.struct_passwd, port: int) -> None:
+        """The server `program` started on its my.cnf, pinned to the server CPUs, waited for until logins work (the
+        init file has run then, and is deleted), then its log read for settings it adjusted."""
+        self.server = ServerProcess([*self.launch_prefix, str(program), f"--defaults-file={cnf}"], self.log,
+                                    user.pw_name if self.run_as_service_user else None,
+                                    self.target.process.environment())
+        log_start = self.log.stat().st_size if self.log.exists() else 0
+        try:
+            self.server.cpus = self.e.cpus.server  # quiet cells (host/cpus.py)
+            self.server.start()
+            self.server.wait_port(port, self.ready_timeout_s)
+            self._wait_sql(None)  # the init file has run once logins work
+        finally:
+            init_file.unlink(missing_ok=True)
+        self.check_adjusted_settings(log_start)
 
     def check_adjusted_settings(self, log_start: int) -> None:
         """The family clamps an out-of-range value with a warning ("option 'x': unsigned value 7 adjusted to 3")
