@@ -145,7 +145,45 @@ class PostgresRecipe:
         return tree  # in-tree objects: src/backend/...
 
 
-class MariadbRecipe:
+class CmakeNinjaRecipe:
+    """What MariaDB's and MySQL's recipes share: cmake into lab-build/ with ninja, the variant's flags for every
+    compile (and its LTO, profile and linker flags for every link), compile steps counted from ninja's lines. A
+    subclass gives its engine, cmake `options`, the source folders it leaves out (SKIPPED), tools, headers and
+    where its install keeps the server."""
+    options: ClassVar[tuple[str, ...]] = ()
+    SKIPPED: ClassVar[tuple[str, ...]] = ()
+    language: ClassVar[str] = "c++"
+    STEP = re.compile(r"^\[\d+/\d+\] Building (C|CXX) object ")
+    BUILD_DIR = "lab-build"
+
+    def expected_steps(self, tree: Path) -> int:
+        return sum(1 for p in tree.rglob("*") if p.suffix in (".c", ".cc", ".cpp")
+                   and not any(s in str(p.relative_to(tree)).lower() for s in self.SKIPPED))
+
+    def commands(self, tree: Path, prefix: Path, cc: Compiler, flags: list[str], jobs: int) -> list[list[str]]:
+        """cmake, ninja, ninja install."""
+        build = tree / self.BUILD_DIR
+        link_only = [f for f in flags if f.startswith("-Wl,")]
+        compile_flags = " ".join(f for f in flags if f not in link_only)
+        link = " ".join(f for f in flags if f.startswith(("-flto", "-fprofile")) or f in link_only)
+        return [["cmake", "-S", str(tree), "-B", str(build), *self.options, f"-DCMAKE_INSTALL_PREFIX={prefix}",
+                 f"-DCMAKE_C_COMPILER={cc.path}", f"-DCMAKE_CXX_COMPILER={cc.cxx}",
+                 f"-DCMAKE_C_FLAGS={compile_flags}", f"-DCMAKE_CXX_FLAGS={compile_flags}",
+                 *(f"-DCMAKE_{kind}_LINKER_FLAGS={link}" for kind in ("EXE", "SHARED", "MODULE"))],
+                ["ninja", "-C", str(build), f"-j{jobs}"],
+                ["ninja", "-C", str(build), "install"]]
+
+    def is_step(self, line: str) -> bool:
+        return bool(self.STEP.match(line))
+
+    def clean_commands(self, tree: Path) -> list[list[str]]:
+        return [["ninja", "-C", str(tree / self.BUILD_DIR), "clean"]]
+
+    def objects_root(self, tree: Path) -> Path:
+        return tree / self.BUILD_DIR  # cmake's: sql/CMakeFiles/sql.dir/...
+
+
+class MariadbRecipe(CmakeNinjaRecipe):
     """cmake + ninja, a minimal plugin set: the server with InnoDB, Aria, MyISAM and the small storage engines and
     plugins MariaDB builds by default; not ColumnStore, RocksDB, Mroonga, Spider, Connect, TokuDB, OQGraph, S3 (each
     large, none used by the lab's benchmarks), nor Galera (wsrep), mariabackup, PAM/GSSAPI/HashiCorp/AWS plugins
@@ -171,31 +209,6 @@ class MariadbRecipe:
     headers: ClassVar[dict[str, str]] = {"zlib.h": "zlib1g-dev", "openssl/ssl.h": "libssl-dev",
                                          "pcre2.h": "libpcre2-dev", "fmt/format.h": "libfmt-dev",
                                          "curses.h": "libncurses-dev"}
-    language: ClassVar[str] = "c++"
-    STEP = re.compile(r"^\[\d+/\d+\] Building (C|CXX) object ")
-    BUILD_DIR = "lab-build"
-
-    def expected_steps(self, tree: Path) -> int:
-        return sum(1 for p in tree.rglob("*") if p.suffix in (".c", ".cc", ".cpp")
-                   and not any(s in str(p.relative_to(tree)).lower() for s in self.SKIPPED))
-
-    def commands(self, tree: Path, prefix: Path, cc: Compiler, flags: list[str], jobs: int) -> list[list[str]]:
-        return self.cmake_commands(tree / self.BUILD_DIR, tree, self.options, prefix, cc, flags, jobs)
-
-    @staticmethod
-    def cmake_commands(build: Path, tree: Path, options: tuple[str, ...], prefix: Path, cc: Compiler,
-                       flags: list[str], jobs: int) -> list[list[str]]:
-        """cmake with the variant's flags for every compile and its LTO, profile and linker flags for every link;
-        ninja; ninja install (MariaDB's and MySQL's cmake alike)."""
-        link_only = [f for f in flags if f.startswith("-Wl,")]
-        compile_flags = " ".join(f for f in flags if f not in link_only)
-        link = " ".join(f for f in flags if f.startswith(("-flto", "-fprofile")) or f in link_only)
-        return [["cmake", "-S", str(tree), "-B", str(build), *options, f"-DCMAKE_INSTALL_PREFIX={prefix}",
-                 f"-DCMAKE_C_COMPILER={cc.path}", f"-DCMAKE_CXX_COMPILER={cc.cxx}",
-                 f"-DCMAKE_C_FLAGS={compile_flags}", f"-DCMAKE_CXX_FLAGS={compile_flags}",
-                 *(f"-DCMAKE_{kind}_LINKER_FLAGS={link}" for kind in ("EXE", "SHARED", "MODULE"))],
-                ["ninja", "-C", str(build), f"-j{jobs}"],
-                ["ninja", "-C", str(build), "install"]]
 
     def binaries(self, prefix: Path) -> Path:
         return prefix / "bin" / "mariadbd"  # what a MariaDB target's `binaries` names: the server binary
@@ -203,17 +216,8 @@ class MariadbRecipe:
     def server_binary(self, prefix: Path) -> Path:
         return prefix / "bin" / "mariadbd"
 
-    def is_step(self, line: str) -> bool:
-        return bool(self.STEP.match(line))
 
-    def clean_commands(self, tree: Path) -> list[list[str]]:
-        return [["ninja", "-C", str(tree / self.BUILD_DIR), "clean"]]
-
-    def objects_root(self, tree: Path) -> Path:
-        return tree / self.BUILD_DIR  # cmake's: sql/CMakeFiles/sql.dir/...
-
-
-class MysqlRecipe:
+class MysqlRecipe(CmakeNinjaRecipe):
     """MySQL from Debian's unstable source package (mysql-9.7; engines/mysql.py names the suite): cmake + ninja, the
     server with InnoDB and the plugins MySQL builds by default; not the router, NDB cluster, the unit tests, the LDAP,
     Kerberos, FIDO/WebAuthn authentication plugins (each needs libraries or devices the lab has no use for), nor curl
@@ -241,31 +245,12 @@ class MysqlRecipe:
     tools: ClassVar[dict[str, str]] = {"cmake": "cmake", "ninja": "ninja-build", "bison": "bison", "c++": "g++",
                                        "pkg-config": "pkg-config"}
     headers: ClassVar[dict[str, str]] = {"openssl/ssl.h": "libssl-dev", "curses.h": "libncurses-dev"}
-    language: ClassVar[str] = "c++"
-    STEP = MariadbRecipe.STEP
-    BUILD_DIR = "lab-build"
-
-    def expected_steps(self, tree: Path) -> int:
-        return sum(1 for p in tree.rglob("*") if p.suffix in (".c", ".cc", ".cpp")
-                   and not any(s in str(p.relative_to(tree)).lower() for s in self.SKIPPED))
-
-    def commands(self, tree: Path, prefix: Path, cc: Compiler, flags: list[str], jobs: int) -> list[list[str]]:
-        return MariadbRecipe.cmake_commands(tree / self.BUILD_DIR, tree, self.options, prefix, cc, flags, jobs)
 
     def binaries(self, prefix: Path) -> Path:
         return prefix  # what a MySQL target's `binaries` names: the basedir, as an Oracle tarball's
 
     def server_binary(self, prefix: Path) -> Path:
         return prefix / "bin" / "mysqld"
-
-    def is_step(self, line: str) -> bool:
-        return bool(self.STEP.match(line))
-
-    def clean_commands(self, tree: Path) -> list[list[str]]:
-        return [["ninja", "-C", str(tree / self.BUILD_DIR), "clean"]]
-
-    def objects_root(self, tree: Path) -> Path:
-        return tree / self.BUILD_DIR
 
 
 RECIPES: dict[str, Recipe] = {r.engine: r for r in (PostgresRecipe(), MariadbRecipe(), MysqlRecipe())}
