@@ -86,6 +86,7 @@ def test_the_my_cnf_listens_on_127_0_0_1_only_with_the_x_plugin_off(tmp_path):
     assert "port = 33306" in lines and f"basedir = {tmp_path}" in lines
     assert lines[-1] == "innodb_flush_log_at_trx_commit = 2"  # the target's settings last
     assert f"socket = {tmp_path}/t1/data/mysqld.sock" in lines
+    assert f"tmpdir = {tmp_path}/t1/tmp" in lines  # private, never the shared /tmp
 
 
 @pytest.mark.unit

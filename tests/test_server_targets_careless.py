@@ -61,6 +61,8 @@ def test_a_private_long_hostile_out_injects_nothing(where):
         runtime = Path(meta["runtime_dir"])
         conf = next(runtime.rglob("dbperf.conf")).read_text() + next(runtime.rglob("my.cnf")).read_text()
         assert "archive" not in conf and "passwd" not in conf and str(private) not in conf
+        tmpdirs = [line for line in conf.splitlines() if line.startswith("tmpdir = ")]
+        assert len(tmpdirs) == 1 and tmpdirs[0].startswith(f"tmpdir = {runtime}/"), tmpdirs  # not the shared /tmp
         for path in out.rglob("*"):
             if path.is_file():
                 assert password not in path.read_text(errors="replace"), path
@@ -106,14 +108,20 @@ def test_the_servers_die_with_the_lab(where, sig):
     out = where / "out"
     proc = subprocess.Popen([*DBPERF, "run", str(where / "exp.toml"), "--out", str(out)], cwd=REPO,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # Both servers loaded and running, or the lab ended before that (then its own words say why).
     deadline = time.monotonic() + 300
-    while time.monotonic() < deadline:
+    meta: dict = {}
+    while time.monotonic() < deadline and proc.poll() is None:
         meta = json.loads((out / "meta.json").read_text()) if (out / "meta.json").is_file() else {}
-        if all(t.get("load") for t in meta.get("targets", [{}])):
+        if all(t.get("load") for t in meta.get("targets", [{}])) and len(lab_processes()) >= 2:
             break
         time.sleep(0.2)
-    time.sleep(1)
-    assert len(lab_processes()) >= 2
+    if proc.poll() is not None or len(lab_processes()) < 2:
+        proc.kill()
+        _, stderr = proc.communicate(timeout=60)
+        pytest.fail(f"the lab's servers were not both up (lab exit {proc.returncode}, targets "
+                    f"{[(t.get('name'), bool(t.get('load')), t.get('error')) for t in meta.get('targets', [])]}, "
+                    f"servers {lab_processes()}): {stderr[-2000:]}")
     runtime = Path(meta["runtime_dir"])
     proc.send_signal(sig)
     _, stderr = proc.communicate(timeout=120)

@@ -107,11 +107,13 @@ def _private_dir(path: Path, owner: pwd.struct_passwd) -> None:
         raise UserError(f"cannot create data directory {path}: {e.strerror}") from None
 
 
-def run_setup(argv: list[str], log: Path, user: str | None, what: str) -> None:
+def run_setup(argv: list[str], log: Path, user: str | None, what: str, tmpdir: Path | None = None) -> None:
+    """A server's set-up program (its data directory's initialisation) run as `user`, its output in `log`; with
+    `tmpdir`, its temporary files there (TMPDIR) instead of the shared /tmp."""
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "ab") as f:
         proc = subprocess.run(argv, stdout=f, stderr=subprocess.STDOUT, user=user, cwd="/", timeout=600,
-                              env=server_environ())
+                              env=server_environ({"TMPDIR": str(tmpdir)} if tmpdir else None))
     if proc.returncode != 0:
         raise UserError(f"{what} failed: {last_error_line(log)}")
 

@@ -37,6 +37,7 @@ class MariaDBServer(MySQLFamilyServer):
             raise UserError(f"MariaDB's install script not found: no {install} (beside {mariadbd}, or Debian's "
                             "mariadb-server package)")
         data = self.dir / "data"
+        tmpdir = self.private_tmpdir(user)
         if first or not (data / "mysql").is_dir():
             # Run by root, the script hands the data directory and the bootstrap server to the mysql user itself
             # (--user), but the build's own tools it runs first (my_print_defaults) stay root's: where every program
@@ -48,7 +49,7 @@ class MariaDBServer(MySQLFamilyServer):
                        f"--datadir={data}", *as_user, "--skip-test-db",
                        "--auth-root-authentication-method=socket"], self.log,
                       user.pw_name if self.run_as_service_user else None,
-                      f"target {self.target.name!r}: mariadb-install-db")
+                      f"target {self.target.name!r}: mariadb-install-db", tmpdir)
         init_file = self.write_init_file(user, password)
         cnf = self.dir / "my.cnf"
         lines = self.cnf_lines("mariadbd", data, port, user, init_file)

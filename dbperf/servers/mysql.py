@@ -85,11 +85,13 @@ class MySQLServer(MySQLFamilyServer):
         mysqld = mysqld_of(binaries)
         basedir = mysqld.parent.parent
         data = self.dir / "data"
+        tmpdir = self.private_tmpdir(user)
         if first or not (data / "mysql").is_dir():
             # root hands the new data directory to the service user (--user); a server that must run as that user
             # throughout (a PGO training, issue 46) initialises it as that user
             run_setup([str(mysqld), "--no-defaults", "--initialize-insecure", f"--basedir={basedir}",
-                       f"--datadir={data}", *([] if self.run_as_service_user else [f"--user={user.pw_name}"])],
+                       f"--datadir={data}", f"--tmpdir={tmpdir}",
+                       *([] if self.run_as_service_user else [f"--user={user.pw_name}"])],
                       self.log, user.pw_name if self.run_as_service_user else None,
                       f"target {self.target.name!r}: mysqld --initialize-insecure")
         init_file = self.write_init_file(user, password)

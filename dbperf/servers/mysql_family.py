@@ -46,12 +46,26 @@ class MySQLFamilyServer(LabServer):
         os.chown(init_file, user.pw_uid, user.pw_gid)
         return init_file
 
+    @property
+    def tmpdir(self) -> Path:
+        return self.dir / "tmp"
+
+    def private_tmpdir(self, user: pwd.struct_passwd) -> Path:
+        """The server's temporary folder (created) in its private directory: the family names its temporary tables and
+        files after the process and thread, so two bootstraps sharing /tmp (two targets, two runs) collided
+        ("Could not remove temporary table '/tmp/#sql-temptable-...'"), and /tmp is readable by others."""
+        tmp = self.tmpdir
+        tmp.mkdir(mode=0o700, exist_ok=True)
+        os.chown(tmp, user.pw_uid, user.pw_gid)
+        return tmp
+
     def cnf_lines(self, section: str, data: Path, port: int, user: pwd.struct_passwd, init_file: Path) -> list[str]:
         """The lab's own lines of the server's my.cnf: its data, 127.0.0.1 and the port, the socket and pid file in
-        the data directory, the service user, the init file."""
+        the data directory, its private temporary folder, the service user, the init file."""
         return [f"[{section}]", f"datadir = {cnf_value(str(data), 'the data directory')}", f"port = {port}",
                 "bind-address = 127.0.0.1", f"socket = {cnf_value(str(data / self.socket_name), 'the socket')}",
-                f"pid-file = {cnf_value(str(data / self.pid_name), 'the pid file')}", f"user = {user.pw_name}",
+                f"pid-file = {cnf_value(str(data / self.pid_name), 'the pid file')}",
+                f"tmpdir = {cnf_value(str(self.tmpdir), 'the temporary folder')}", f"user = {user.pw_name}",
                 "skip-name-resolve", f"init-file = {cnf_value(str(init_file), 'the init file')}"]
 
     def setting_lines(self) -> list[str]:
