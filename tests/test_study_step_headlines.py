@@ -24,8 +24,8 @@ HOST = Host("AMD EPYC 7B13", 2, True, "simulated", "perf cannot count cycles", "
 POSTGRES_LINE = "study pgo-server postgres: geomean rQPS 1.070, decided 10 of 14, slower 0"
 
 
-def test_the_pgo_study_names_postgres_under_its_headline() -> None:
-    assert load_study("pgo-server").also_headlines == ("postgres",)
+def test_the_pgo_study_names_postgres_and_mysql_under_its_headline() -> None:
+    assert load_study("pgo-server").also_headlines == ("postgres", "mysql")
 
 
 def test_the_step_line_follows_the_headline_in_markdown_and_html() -> None:
@@ -43,14 +43,15 @@ def test_the_step_line_is_tallied_from_the_steps_results(tmp_path: Path) -> None
     benchmarks = ["point-query", "range-covered-si", "read-only-10"]
     write_run(tmp_path / "postgres", ["O2", "pgo"], benchmarks, 6, engine="postgres", server=True)
     lines = step_headlines(load_study("pgo-server"), tmp_path)
-    assert set(lines) == {"postgres"} and lines["postgres"].compared == len(benchmarks)
+    assert set(lines) == {"postgres", "mysql"} and lines["postgres"].compared == len(benchmarks)
+    assert lines["mysql"].geomean is None and lines["mysql"].compared == 0  # its step did not run here
     assert lines["postgres"].geomean is not None
     missing = step_headlines(load_study("pgo-server"), tmp_path / "nothing")
     assert missing["postgres"].geomean is None and missing["postgres"].compared == 0  # not measured, said as such
 
 
 def test_a_step_line_naming_no_experiment_step_is_a_one_line_error(tmp_path: Path) -> None:
-    text = load_study("pgo-server").path.read_text().replace('also = ["postgres"]', 'also = ["nope"]')
+    text = load_study("pgo-server").path.read_text().replace('also = ["postgres", "mysql"]', 'also = ["nope"]')
     path = tmp_path / "pgo-server.toml"
     path.write_text(text)
     (tmp_path / "experiments").symlink_to(load_study("pgo-server").path.parent / "experiments")
