@@ -18,7 +18,23 @@ from dbperf.experiment.model import Experiment, Target
 from dbperf.servers.mysql import MySQLServer, install_problem, mysqld_of
 from tests.conftest import run_cli
 
-MYSQL_BINARIES = os.environ.get("DBPERF_MYSQL_BINARIES")
+
+def mysql_at_hand() -> str | None:
+    """A MySQL basedir for the end-to-end tiers: DBPERF_MYSQL_BINARIES, else the lab's cached -O2 build from Debian's
+    source (`source = "mysql@debian-src"`, build = ["O2"]) when this machine has built one."""
+    from dbperf.buildlab.server_build import cached_server_builds
+
+    named = os.environ.get("DBPERF_MYSQL_BINARIES")
+    if named:
+        return named
+    built = [m["install"] for m in cached_server_builds()
+             if m.get("engine") == "mysql" and m.get("variants") == ["O2"] and not m.get("pgo")]
+    return built[0] if built else None
+
+
+MYSQL_BINARIES = mysql_at_hand()
+NO_MYSQL = ("no MySQL at hand: DBPERF_MYSQL_BINARIES names a MySQL basedir, or the lab's cached build of "
+            "mysql@debian-src with build = [\"O2\"] (no registry this project reaches serves one)")
 
 
 def fake_mysqld(basedir: Path, says: str) -> Path:
@@ -99,8 +115,7 @@ def test_a_mysql_target_without_its_install_is_one_line(tmp_path):
 
 
 @pytest.mark.server
-@pytest.mark.skipif(not MYSQL_BINARIES, reason="no MySQL at hand: DBPERF_MYSQL_BINARIES names a MySQL basedir "
-                                               "(no registry this project reaches serves one)")
+@pytest.mark.skipif(not MYSQL_BINARIES, reason=NO_MYSQL)
 def test_mysql_end_to_end(tmp_path):
     (tmp_path / "e.toml").write_text(
         '[run]\nbenchmarks = ["point-query", "update-index"]\ntable_size = 2000\ntime = "0.5s"\nwarmup = "0.2s"\n'

@@ -30,9 +30,9 @@ from dbperf.report.replication_report import replication_view
 from dbperf.report.replication_view import replication_summary
 from tests.conftest import run_cli
 from tests.synthetic import replication_meta
+from tests.test_mysql import MYSQL_BINARIES, NO_MYSQL
 from tests.test_replication import replication_experiment
 
-MYSQL_BINARIES = os.environ.get("DBPERF_MYSQL_BINARIES")
 MYSQL_TARGET = '[[target]]\nname = "my"\nengine = "mysql"\nbinaries = "/opt/mysql"\n'
 A = "3E11FA47-71CA-11E1-9E33-C80AA9429562"
 B = "4c2e7f10-71ca-11e1-9e33-c80aa9429562"
@@ -262,8 +262,7 @@ background_threads = 1
 
 
 @pytest.mark.server
-@pytest.mark.skipif(not MYSQL_BINARIES, reason="no MySQL at hand: DBPERF_MYSQL_BINARIES names a MySQL basedir "
-                                               "(no registry this project reaches serves one)")
+@pytest.mark.skipif(not MYSQL_BINARIES, reason=NO_MYSQL)
 def test_mysql_primary_and_replica_apply_rate_and_stale_reads(tmp_path):
     marker = "Pw-mysql-repl-marker-52cd"
     out = tmp_path / "out"
