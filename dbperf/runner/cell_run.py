@@ -27,7 +27,7 @@ HANG_GRACE_S = float(os.environ.get("DBPERF_HANG_GRACE_S", "30"))
 
 
 @dataclass
-class _CellRun:
+class CellRun:
     """One cell's driver job and the lab's samplers of its window, ready to launch."""
     cell: CellPlan
     job: DriverJob
@@ -39,7 +39,7 @@ class _CellRun:
     timeout_s: float
 
 
-def prepare_cell(e: Experiment, cell: CellPlan, data: TargetLifecycle) -> _CellRun:
+def prepare_cell(e: Experiment, cell: CellPlan, data: TargetLifecycle) -> CellRun:
     restored = cell.benchmark.phase != "read" and e.writes == "restore"
     if restored:
         data.restore()
@@ -62,7 +62,7 @@ def prepare_cell(e: Experiment, cell: CellPlan, data: TargetLifecycle) -> _CellR
         watched = watched | set(e.cpus.server) if e.cpus.server else None
     sampler = CellSampler(e, cell.target, data) if e.resources else None
     longest_warmup = e.steady.max_warmup_s if e.steady else e.warmup_s
-    return _CellRun(cell, job, env, cpus, remedies, watched, sampler, e.time_s + longest_warmup + HANG_GRACE_S)
+    return CellRun(cell, job, env, cpus, remedies, watched, sampler, e.time_s + longest_warmup + HANG_GRACE_S)
 
 
 def run_cell(e: Experiment, cell: CellPlan, data: TargetLifecycle) -> CellRecord:
@@ -82,7 +82,7 @@ def run_cell(e: Experiment, cell: CellPlan, data: TargetLifecycle) -> CellRecord
     if opens:
         opens.join()
     resources = run.sampler.finish(outcome.result) if run.sampler else None
-    return _record(run, data, outcome, window.finish(outcome.result), resources, started)
+    return cell_record(run, data, outcome, window.finish(outcome.result), resources, started)
 
 
 def run_duet(e: Experiment, group: list[CellPlan], data: dict[str, TargetLifecycle]) -> list[CellRecord]:
@@ -97,7 +97,7 @@ def run_duet(e: Experiment, group: list[CellPlan], data: dict[str, TargetLifecyc
     for run, window, outcome in zip(runs, release.windows, outcomes, strict=True):
         resources = run.sampler.finish(outcome.result) if run.sampler and window else None
         noise = window.finish(outcome.result) if window else None
-        records.append(_record(run, data[run.cell.target.name], outcome, noise, resources, started))
+        records.append(cell_record(run, data[run.cell.target.name], outcome, noise, resources, started))
     return records
 
 
@@ -106,7 +106,7 @@ class _Release:
     """What a duet's release starts on each side released (a pid; None: it failed or hung before it was ready):
     its noise window and its resource sampler."""
     warmup_s: float
-    runs: list[_CellRun]
+    runs: list[CellRun]
     windows: list[NoiseWindow | None] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -122,7 +122,7 @@ class _Release:
                 run.sampler.start()
 
 
-def _record(run: _CellRun, data: TargetLifecycle, outcome: DriverOutcome[RunResult], noise: NoiseSensors | None,
+def cell_record(run: CellRun, data: TargetLifecycle, outcome: DriverOutcome[RunResult], noise: NoiseSensors | None,
             resources: Resources | None, started: float) -> CellRecord:
     cell = run.cell
     record = CellRecord(
