@@ -1,6 +1,7 @@
 """One cell run by the driver, or a duet's two cells released together (runner/duet.py): its job prepared (the data
 restored before a write cell, the process variant applied, CPUs chosen), the lab's noise sensors and resource
-samples over its window, and its record, failed with the reason when the cell (or its server) failed."""
+samples over its window, and its record, failed with the reason when the cell (or its server) failed. A slices
+round (runner/slices.py) prepares and records each of its sides the same way."""
 
 from __future__ import annotations
 
