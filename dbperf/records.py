@@ -36,6 +36,14 @@ class SteadyJob(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     max_warmup_s: float
 
 
+class SliceSide(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """One side of a slices run (driver/src/job.rs `SliceSide`): a SQLite library file no other side loads, its
+    database and its per-connection settings."""
+    library: str
+    database: str
+    settings: list[tuple[str, str]] = []
+
+
 class DriverJob(msgspec.Struct, omit_defaults=True, forbid_unknown_fields=True):
     """What one driver process does (driver/src/job.rs `Job`). Defaults are the driver's, and are not sent; the
     mode has none, so that it is always sent (the driver requires it)."""
@@ -69,6 +77,10 @@ class DriverJob(msgspec.Struct, omit_defaults=True, forbid_unknown_fields=True):
     steady: SteadyJob | None = None  # warm up until the throughput settles; warmup_s is then the least warm-up
     window_fd: int | None = None  # steady: the pipe on which the driver says that its measured window opens
     start_fd: int | None = None  # duet: the socket on which the driver says ready and waits for the start (duet.py)
+    # Slices (runner/slices.py): every side of one driver process, taking turns every slice_s; the job's own library,
+    # database and settings then stay empty
+    slices: list[SliceSide] | None = None
+    slice_s: float = 0.1
     workload: dict[str, Any] | None = None  # mode run: catalog.workload.compile_statements
     schema: dict[str, Any] | None = None  # mode load: catalog.schema.sbtest
     statements: list[str] = []  # mode exec
@@ -231,6 +243,29 @@ class RunResult(msgspec.Struct, frozen=True):
         return self.steady is not None and not self.steady.settled
 
 
+class SlicesResult(msgspec.Struct, frozen=True):
+    """The driver's result of a slices run (driver/src/slices.rs): the process as a whole, and per side (in the
+    job's order) an ordinary run's result over that side's own slices."""
+    slice_s: Rate
+    threads: int
+    duration_s: Rate  # the process's measured window: every side's time
+    warmup_s: Rate  # start to the measured window: every side's warm-up
+    window_start_unix_s: float
+    client_usage: Usage  # the whole process over its measured window (every side)
+    process: ProcessFacts
+    sides: list[RunResult]
+
+    @property
+    def qps(self) -> float:
+        """Queries per second of the process's window, every side's together (what its I/O is divided by)."""
+        return sum(s.queries for s in self.sides) / self.duration_s if self.duration_s > 0 else 0.0
+
+    @property
+    def server_usage(self) -> Usage | None:
+        """No server: every side runs inside the driver."""
+        return None
+
+
 class LoadResult(msgspec.Struct, frozen=True):
     engine_version: str
     tables: int
@@ -337,6 +372,19 @@ class Resources(msgspec.Struct, frozen=True, omit_defaults=True):
     unavailable: dict[str, str] = {}  # figure -> why it was not measured
 
 
+class SlicesSide(msgspec.Struct, frozen=True, omit_defaults=True):
+    """A cell measured as one side of a slices run (`order = "slices"`, runner/slices.py): every target of its round
+    took turns in one driver process, every `slice_s`. Its result is its own slices only; its noise sensors and
+    resources are the shared process's window (every side's record carries the same)."""
+    slice_s: float
+    sides: int  # the targets that took turns in the process
+    position: int  # this target's side: 1 = the one that had slice 0
+    process: str  # the same for every side of one driver process: "BENCHMARK/tTHREADS/rROUND"
+    targets: list[str] = []  # the sides' targets, in slice order
+    pid: int | None = None  # the driver process (None: it never started)
+    library: str | None = None  # the copy of the target's library this side loaded (A/A: two targets, one file)
+
+
 class CellRecord(msgspec.Struct, omit_defaults=True):
     """One measured repeat of one (target, benchmark, threads) cell: a line of results.jsonl."""
     target: str
@@ -365,6 +413,7 @@ class CellRecord(msgspec.Struct, omit_defaults=True):
     cpus: list[int] | None = None  # the CPUs the cell's driver was pinned to (None: not pinned)
     # Issue 50: the noise remedies applied before the cell (host/remedies/), each with what the lab saw of it.
     remedies: dict[str, dict[str, Any]] | None = None
+    slices: SlicesSide | None = None  # measured as one side of a slices process (`order = "slices"`); None: not
     type: Literal["cell"] = "cell"  # omitted when written: cell lines predate the type field
 
     @property

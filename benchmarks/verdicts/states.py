@@ -21,16 +21,22 @@ It prints
 Last line `ratio <duet A/A spread / interleaved A/A spread>`.
 
 `--remedies [heap-thp,warm-file,...]` (issue 50) asks instead what the lab's noise remedies (dbperf/host/remedies/)
-do to the per-process spread: one interleaved run of A/A pairs, today's pair (`remedies = "none"`) and a pair with
-the remedies, alternated round by round, and with `--candidates` also a pair per candidate alone (each remedy, and
-`mmap`: SQLite reading the file through mmap_size, an engine option; `--also` adds candidates alone that are not in
-the remedies' pair, such as the engine options). Per pair: the A/A spread (sd of log B/A over
-the rounds, %) with its 90% bootstrap interval, the per-process spread (A/A / sqrt 2), and F (cell levels, as in (c)).
-Last line `ratio <spread with remedies / spread today>` (target <= 0.5).
+do to the per-process spread: A/A pairs alternated round by round, today's pair (`remedies = "none"`) and a pair
+with the remedies, and with `--candidates` also a pair per candidate alone (each remedy, and `mmap`: SQLite reading
+the file through mmap_size, an engine option; `--also` adds candidates alone that are not in the remedies' pair,
+such as the engine options). The candidate `slices` is an order, not a remedy: the pair's two sides take turns in
+one driver process every `--slice` seconds (default 0.1; `order = "slices"`, runner/slices.py), each measured
+`--time` seconds of its own slices, the same measured time per side as today's pair. When `--remedies` names
+`slices` (alone or with remedies), the remedies' pair is measured that way. One experiment runs in one order, so
+the pairs of two processes are one run (today's order, `alternate`) and each slices pair a run of its own; their
+rounds alternate (round r of each run in turn, reversed every other round), so that they stay interleaved in time.
+Per pair: the A/A spread (sd of log B/A over the rounds of the median interval QPS of each side, a slices side's
+intervals being its slices), %, with its 90% bootstrap interval, the per-process spread (A/A / sqrt 2), and F
+(cell levels, as in (c)). Last line `ratio <spread with remedies / spread today>` (target <= 0.5).
 
 Usage: .venv/bin/python benchmarks/verdicts/states.py [--rounds 30] [--time 3] [--interval 0.25]
        [--benchmark point-query] [--source sqlite@3.54.1 --build O2]   (default: the system libsqlite3)
-       [--remedies heap-thp,warm-file [--candidates] [--also pagecache-buffer,mmap]]
+       [--remedies heap-thp,warm-file,slices [--candidates] [--also pagecache-buffer,mmap,slices] [--slice 0.1]]
 """
 
 from __future__ import annotations
@@ -41,6 +47,9 @@ import random
 import statistics
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 from rich.console import Console
@@ -48,7 +57,8 @@ from rich.console import Console
 from dbperf.experiment.spec import parse_experiment
 from dbperf.host.remedies import NAMES as REMEDY_NAMES
 from dbperf.records import CellRecord
-from dbperf.runner.matrix import run_plan
+from dbperf.runner.lab_run import LabRun
+from dbperf.runner.matrix import MatrixRun, open_targets, run_plan
 from dbperf.runner.plan import RunPlan
 from dbperf.runner.targets import build_targets
 from dbperf.storage.results import read_results
@@ -143,12 +153,27 @@ config = {{ journal_mode = "WAL", synchronous = "NORMAL"{config} }}
 remedies = {remedies}
 """
 MMAP = ", mmap_size = 1073741824"  # the candidate `mmap`: the whole file read through the mapping
+# Candidates that are not host/remedies' remedies: `mmap`, an engine option, and `slices`, an order (the pair's two
+# sides take turns every --slice seconds in one driver process, runner/slices.py).
+OTHER_CANDIDATES = ("mmap", "slices")
 
 
-def _pair(name: str, remedies: list[str], source: str) -> str:
-    wanted = [r for r in remedies if r != "mmap"]
+@dataclass(frozen=True)
+class Pair:
+    """An A/A pair of the remedies mode: what its two targets take (remedies, and `mmap`), and whether they take
+    turns in one driver process (slices) instead of running as two processes one after the other (today's order)."""
+    remedies: tuple[str, ...]
+    slices: bool = False
+
+    @classmethod
+    def of(cls, names: list[str]) -> Pair:
+        return cls(tuple(n for n in names if n != "slices"), "slices" in names)
+
+
+def _pair(name: str, pair: Pair, source: str) -> str:
+    wanted = [r for r in pair.remedies if r != "mmap"]
     listed = "[" + ", ".join(f'"{r}"' for r in wanted) + "]" if wanted else '"none"'
-    return PAIR.format(name=name, source=source, config=MMAP if "mmap" in remedies else "", remedies=listed)
+    return PAIR.format(name=name, source=source, config=MMAP if "mmap" in pair.remedies else "", remedies=listed)
 
 
 def bootstrap_sd_ratio(num: list[float], den: list[float], draws: int = 2000,
@@ -182,55 +207,120 @@ def _huge_pages(cells: list[CellRecord]) -> str:
     return "; ".join(parts)
 
 
-def remedies_mode(args: argparse.Namespace, console: Console) -> None:
-    """Today's A/A pair against the remedies' (and each candidate's) in one interleaved run."""
+def remedy_pairs(args: argparse.Namespace) -> dict[str, Pair]:
+    """today's pair, the remedies' pair and the candidates' pairs, by name (`slices` among the remedies: the
+    remedies' pair takes turns in one process)."""
     remedies = [r.strip() for r in args.remedies.split(",") if r.strip()]
     also = [r.strip() for r in (args.also or "").split(",") if r.strip()]
-    unknown = [r for r in (*remedies, *also) if r not in (*REMEDY_NAMES, "mmap")]
+    unknown = [r for r in (*remedies, *also) if r not in (*REMEDY_NAMES, *OTHER_CANDIDATES)]
     if unknown:
-        raise SystemExit(f"--remedies/--also: unknown remedy {unknown[0]!r} (known: {', '.join(REMEDY_NAMES)}, mmap)")
-    pairs = {"today": [], "remedied": remedies}
+        raise SystemExit(f"--remedies/--also: unknown remedy {unknown[0]!r} (known: {', '.join(REMEDY_NAMES)}, "
+                         f"{', '.join(OTHER_CANDIDATES)})")
+    pairs = {"today": Pair(()), "remedied": Pair.of(remedies)}
     if args.candidates:
-        pairs |= {f"only-{r}": [r] for r in remedies if len(remedies) > 1}
-    pairs |= {f"only-{r}": [r] for r in also}
+        pairs |= {f"only-{r}": Pair.of([r]) for r in remedies if len(remedies) > 1}
+    pairs |= {f"only-{r}": Pair.of([r]) for r in also}
+    return pairs
+
+
+def remedy_experiments(args: argparse.Namespace, pairs: dict[str, Pair]) -> list[str]:
+    """The experiments that measure the pairs: one in today's order (alternate) holding every pair of two processes,
+    and one per slices pair (a slices process holds one pair, its A/A: every target of a run shares its process)."""
     source = f'source = "{args.source}"\nbuild = ["{args.build}"]' if args.source else ""
     head = EXPERIMENT[:EXPERIMENT.index("[[target]]")]
-    text = head.format(benchmark=args.benchmark, table_size=args.table_size, time=args.time, warmup=args.warmup,
-                       interval=args.interval, rounds=args.rounds, order="alternate") + \
-        "".join(_pair(name, rs, source) for name, rs in pairs.items())
+
+    def run(order: str) -> str:
+        text = head.format(benchmark=args.benchmark, table_size=args.table_size, time=args.time, warmup=args.warmup,
+                           interval=args.interval, rounds=args.rounds, order=order)
+        return text + (f'slice = "{args.slice}s"\n' if order == "slices" else "")
+
+    today = [name for name, pair in pairs.items() if not pair.slices]
+    texts = [run("alternate") + "".join(_pair(name, pairs[name], source) for name in today)]
+    texts += [run("slices") + _pair(name, pair, source) for name, pair in pairs.items() if pair.slices]
+    return texts
+
+
+@contextmanager
+def opened_run(text: str, directory: Path, console: Console) -> Iterator[MatrixRun]:
+    """A lab run of the experiment `text`, set up as run_plan sets one up (targets built and loaded, meta.json
+    begun), whose rounds the caller runs one at a time, so that several runs' rounds alternate in time."""
+    path = directory / "experiment.toml"
+    directory.mkdir()
+    path.write_text(text)
+    exp, builds = build_targets(parse_experiment(path), console)
+    plan = RunPlan.inspected(exp, builds)
+    with LabRun(directory / "results", console) as lab:
+        data = open_targets(plan, lab)
+        lab.claim()
+        lab.own(*data.values())
+        run = MatrixRun(plan, lab, data)
+        run.open(in_history=False)
+        run.load()
+        yield run
+
+
+def measure_alternating(texts: list[str], rounds: int, tmp: Path, console: Console) -> list[CellRecord]:
+    """Every experiment's rounds, round by round: round r of each run in turn (their order reversed every other
+    round), so that the runs are interleaved in time, not one after the other. Their ok cells."""
+    with ExitStack() as stack:
+        runs = [stack.enter_context(opened_run(text, tmp / f"run-{i}", console)) for i, text in enumerate(texts)]
+        for r in range(1, rounds + 1):
+            for run in runs if r % 2 else runs[::-1]:
+                for group in run.plan.groups:
+                    run.measure(group, r)
+    cells: list[CellRecord] = []
+    for i in range(len(texts)):
+        _, records, _ = read_results(tmp / f"run-{i}" / "results")
+        cells += [r for r in records if isinstance(r, CellRecord) and r.ok]
+    return cells
+
+
+def own_intervals(record: CellRecord) -> list[float]:
+    """The cell's per-interval QPS at its own interval (a slices side's: one per slice)."""
+    return intervals(record, record.result.interval_s if record.result else 0.0)
+
+
+def pair_spread(name: str, cells: list[CellRecord]) -> tuple[list[float], float | None]:
+    """The pair's log(B/A) per round (median interval QPS of each side), and F of its cells' levels."""
+    by_round: dict[int, dict[str, CellRecord]] = {}
+    for r in cells:
+        if r.target in (f"{name}-1", f"{name}-2"):
+            by_round.setdefault(r.repeat, {})[r.target] = r
+    ratios = []
+    for both in by_round.values():
+        if len(both) < 2:
+            continue
+        qa, qb = (own_intervals(both[f"{name}-{i}"]) for i in (1, 2))
+        if qa and qb:
+            ratios.append(math.log(statistics.median(qb) / statistics.median(qa)))
+    return ratios, level_f([own_intervals(r) for r in cells if r.target.startswith(f"{name}-")])
+
+
+def remedies_mode(args: argparse.Namespace, console: Console) -> None:
+    """Today's A/A pair against the remedies' (and each candidate's), alternated round by round."""
+    pairs = remedy_pairs(args)
+    texts = remedy_experiments(args, pairs)
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="dbperf-remedies-") as tmp:
-        path = Path(tmp) / "remedies.toml"
-        path.write_text(text)
-        exp, builds = build_targets(parse_experiment(path), console)
-        run_plan(RunPlan.inspected(exp, builds), Path(tmp) / "results", console)
-        _, records, _ = read_results(Path(tmp) / "results")
-    cells = [r for r in records if isinstance(r, CellRecord) and r.ok]
+        cells = measure_alternating(texts, args.rounds, Path(tmp), console)
+    slices = [name for name, pair in pairs.items() if pair.slices]
+    how = f"; {', '.join(slices)} in slices of {args.slice:g} s, one process a round" if slices else ""
     print(f"{args.benchmark}, {args.source or 'system libsqlite3'}: {len(pairs)} A/A pairs ({', '.join(pairs)}) "
-          f"interleaved, {args.rounds} rounds of {args.time:g} s cells, {args.interval:g} s intervals; measured in "
-          f"{(time.monotonic() - started) / 60:.1f} min")
+          f"alternated round by round in {len(texts)} run(s){how}, {args.rounds} rounds of {args.time:g} s cells, "
+          f"{args.interval:g} s intervals; measured in {(time.monotonic() - started) / 60:.1f} min")
     logs: dict[str, list[float]] = {}
-    for name in pairs:
-        by_round: dict[int, dict[str, CellRecord]] = {}
-        for r in cells:
-            if r.target in (f"{name}-1", f"{name}-2"):
-                by_round.setdefault(r.repeat, {})[r.target] = r
-        ratios = []
-        for both in by_round.values():
-            if len(both) < 2:
-                continue
-            qa, qb = (intervals(both[f"{name}-{i}"], args.interval) for i in (1, 2))
-            if qa and qb:
-                ratios.append(math.log(statistics.median(qb) / statistics.median(qa)))
+    for name, pair in pairs.items():
+        ratios, level = pair_spread(name, cells)
         logs[name] = ratios
-        level = level_f([intervals(r, args.interval) for r in cells if r.target.startswith(f"{name}-")])
         applied = sorted({n for r in cells if r.target.startswith(f"{name}-") for n in (r.remedies or {})})
         sd = 100 * statistics.stdev(ratios) if len(ratios) >= 2 else None
         band = bootstrap_sd_ratio(ratios, logs["today"]) if name != "today" else None
         versus = "" if band is None or sd is None or not logs["today"] else (
             f"; against today's x{sd / (100 * statistics.stdev(logs['today'])):.2f} "
             f"(90% bootstrap {band[0]:.2f}-{band[1]:.2f})")
-        print(f"  {name:<18} remedies {','.join(applied) or ('mmap' if pairs[name] == ['mmap'] else 'none'):<28} "
+        shown = ",".join([*applied, *(["mmap"] if "mmap" in pair.remedies else []), *(["slices"] if pair.slices
+                                                                                       else [])]) or "none"
+        print(f"  {name:<18} remedies {shown:<28} "
               f"A/A spread {fmt(sd, '.2f')}% ({len(ratios)} rounds), per process "
               f"{fmt(sd / math.sqrt(2) if sd else None, '.2f')}%, F = {fmt(level, '.1f')}{versus}")
     steal = [r.noise.steal for r in cells if r.noise and r.noise.steal is not None]
@@ -258,10 +348,13 @@ def main() -> None:
     ap.add_argument("--source", help="e.g. sqlite@3.54.1 (built by the lab); default: the system libsqlite3")
     ap.add_argument("--build", default="O2")
     ap.add_argument("--remedies", nargs="?", const="heap-thp,warm-file,aslr-off",
-                    help="compare today's A/A spread with these remedies' (comma-separated; mmap: an engine option)")
+                    help="compare today's A/A spread with these remedies' (comma-separated; mmap: an engine option; "
+                         "slices: both sides in one driver process, taking turns every --slice seconds)")
     ap.add_argument("--candidates", action="store_true", help="with --remedies: also each remedy alone")
     ap.add_argument("--also", help="with --remedies: more candidates measured alone, not in the remedies' pair "
-                                   "(e.g. pagecache-buffer,mmap,fresh-copy,cpu-free)")
+                                   "(e.g. pagecache-buffer,mmap,fresh-copy,cpu-free,slices)")
+    ap.add_argument("--slice", type=float, default=0.1,
+                    help="with --remedies slices: seconds each side runs before the other takes its turn")
     args = ap.parse_args()
     console = Console(stderr=True)
     if args.remedies is not None:

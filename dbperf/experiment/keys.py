@@ -33,7 +33,7 @@ MIN_ROUNDS = 9
 DEFAULT_MIN_EFFECT = 0.02  # the smallest change a verdict calls faster or slower (`min_effect`)
 AGGREGATES = ("median", "trimmed")
 WRITE_MODES = ("restore", "cumulative")
-RUN_ORDERS = (*ORDERS, "duet")  # duet: runner/duet.py
+RUN_ORDERS = (*ORDERS, "duet", "slices")  # duet: runner/duet.py; slices: runner/slices.py
 EXPLAIN = ("disagreements", "none")  # after the run: usecases/explain_run.py
 
 
@@ -168,7 +168,11 @@ RUN = (
     Key("order", " | ".join(RUN_ORDERS), "order of the targets within a round: reversed every other round, drawn "
         "at random from the seed (recorded), or duet: the base and each other target run at the same moment, "
         "pinned to a CPU each, released together (runner/duet.py; SQLite targets on 2+ CPUs, else interleaved "
-        "rounds, said once)", "alternate", "", one_of(*RUN_ORDERS)),
+        "rounds, said once), or slices: a round is one driver process in which every target takes turns every "
+        "`slice`, each measured for `time` of its own slices (runner/slices.py; SQLite targets only, the same "
+        "process settings for all, closed loop, fixed warm-up)", "alternate", "", one_of(*RUN_ORDERS)),
+    Key("slice", "duration", "order = \"slices\": how long each target runs before the next takes its turn (at least "
+        "1 ms; its time series is one interval per slice)", "0.1s", "s", duration),
     # Harness fidelity (runner/post_write.py): how writes carry over, and the step between writes and reads.
     Key("writes", " | ".join(WRITE_MODES), "restore: every write cell starts from the loaded data; cumulative: "
         "writes accumulate across the run, as the harness ([Callaghan, mytools])", "restore", "", one_of(*WRITE_MODES)),

@@ -100,6 +100,7 @@ class Experiment:
     prepared: bool = True
     min_effect: float = DEFAULT_MIN_EFFECT
     order: str = "alternate"  # of the targets within a round (runner/rounds.py)
+    slice_s: float = 0.1  # order = "slices": each target's turn in the shared driver process (runner/slices.py)
     budget_s: float | None = None  # repeats = "auto": the time budget of the measured rounds; None: fixed repeats
     writes: str = "restore"  # or "cumulative": write cells do not restore the loaded data
     post_write: bool = False

@@ -30,6 +30,7 @@ from dbperf.experiment.load_model import parse_load_model
 from dbperf.experiment.model import Experiment, FleetSection, Target, default_sqlite_library
 from dbperf.experiment.remedies_setting import with_remedies
 from dbperf.experiment.replication_section import check_replication_experiment, parse_replication
+from dbperf.experiment.slices_rules import check_slices, slice_setting
 from dbperf.experiment.steady import steady_with_warmup
 from dbperf.experiment.tool_section import check_tool_benchmarks, tool_fields
 from dbperf.host.cpus import PLANNED_ON_EACH_HOST, plan_cpus
@@ -303,6 +304,7 @@ def parse_experiment(path: Path, *, cpus_here: bool = True) -> Experiment:
         repeats=repeats, budget_s=budget_s, seed=values.get("seed", 1),
         aggregate=values.get("aggregate", "median"), prepared=values.get("prepared", True),
         min_effect=values.get("min_effect", DEFAULT_MIN_EFFECT), order=values.get("order", "alternate"),
+        slice_s=slice_setting(values, rwhere),
         **harness_settings(values, values.get("tables", 1) * values.get("table_size", 100_000)),
         fleet=_fleet(doc.get("fleet"), where, path.parent),
         cpus=plan_cpus(run.get("cpus"), f"{rwhere}.cpus") if cpus_here else PLANNED_ON_EACH_HOST,
@@ -319,6 +321,7 @@ def parse_experiment(path: Path, *, cpus_here: bool = True) -> Experiment:
                         "start; a steady-state warm-up ends on its own in each process: drop steady or the duet")
     experiment = replace(experiment, targets=tuple(with_remedies(
         list(experiment.targets), doc["target"], run, experiment.writes == "cumulative", where)))
+    check_slices(experiment, where)
     if values.get("aa"):
         experiment = with_aa(experiment)
     return experiment

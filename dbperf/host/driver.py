@@ -15,7 +15,17 @@ from typing import Generic, TypeVar
 
 from dbperf.errors import UserError
 from dbperf.host.cpus import pinned
-from dbperf.records import DriverJob, ExecResult, LibraryInfo, LoadResult, RecordError, RunResult, decode, encode
+from dbperf.records import (
+    DriverJob,
+    ExecResult,
+    LibraryInfo,
+    LoadResult,
+    RecordError,
+    RunResult,
+    SlicesResult,
+    decode,
+    encode,
+)
 
 REPO_DRIVER = Path(__file__).resolve().parents[2] / "driver" / "target" / "release" / "dbperf-driver"
 STDERR_TAIL_LINES = 20
@@ -40,7 +50,7 @@ def driver_path() -> str:
                     "dbperf-driver), or install dbperf with pip, which builds it")
 
 
-R = TypeVar("R", RunResult, LoadResult, ExecResult)
+R = TypeVar("R", RunResult, SlicesResult, LoadResult, ExecResult)
 
 
 @dataclass

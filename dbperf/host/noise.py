@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dbperf.host.window_opens import WindowOpens
-from dbperf.records import NoiseSensors, RunResult
+from dbperf.records import NoiseSensors, RunResult, SlicesResult
 
 HEAVY_STEAL = 0.05  # of the cell's CPUs' time
 HEAVY_FOREIGN_CPU = 0.25  # a quarter of a CPU's worth, on the cell's CPUs
@@ -124,8 +124,9 @@ class NoiseWindow:
     def _mark(self) -> None:
         self.start = sample()
 
-    def finish(self, result: RunResult | None) -> NoiseSensors | None:
-        """None when the driver produced no result (nothing measured, so no window to judge)."""
+    def finish(self, result: RunResult | SlicesResult | None) -> NoiseSensors | None:
+        """None when the driver produced no result (nothing measured, so no window to judge). A slices run's result
+        is its whole process's: its window and CPU are every side's."""
         self.timer.cancel()
         end = sample()
         if result is None:

@@ -1,6 +1,7 @@
 """One cell run by the driver, or a duet's two cells released together (runner/duet.py): its job prepared (the data
 restored before a write cell, the process variant applied, CPUs chosen), the lab's noise sensors and resource
-samples over its window, and its record, failed with the reason when the cell (or its server) failed."""
+samples over its window, and its record, failed with the reason when the cell (or its server) failed. A slices
+round (runner/slices.py) prepares and records each of its sides the same way."""
 
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ HANG_GRACE_S = float(os.environ.get("DBPERF_HANG_GRACE_S", "30"))
 
 
 @dataclass
-class _CellRun:
+class CellRun:
     """One cell's driver job and the lab's samplers of its window, ready to launch."""
     cell: CellPlan
     job: DriverJob
@@ -39,7 +40,7 @@ class _CellRun:
     timeout_s: float
 
 
-def prepare_cell(e: Experiment, cell: CellPlan, data: TargetLifecycle) -> _CellRun:
+def prepare_cell(e: Experiment, cell: CellPlan, data: TargetLifecycle) -> CellRun:
     restored = cell.benchmark.phase != "read" and e.writes == "restore"
     if restored:
         data.restore()
@@ -62,7 +63,7 @@ def prepare_cell(e: Experiment, cell: CellPlan, data: TargetLifecycle) -> _CellR
         watched = watched | set(e.cpus.server) if e.cpus.server else None
     sampler = CellSampler(e, cell.target, data) if e.resources else None
     longest_warmup = e.steady.max_warmup_s if e.steady else e.warmup_s
-    return _CellRun(cell, job, env, cpus, remedies, watched, sampler, e.time_s + longest_warmup + HANG_GRACE_S)
+    return CellRun(cell, job, env, cpus, remedies, watched, sampler, e.time_s + longest_warmup + HANG_GRACE_S)
 
 
 def run_cell(e: Experiment, cell: CellPlan, data: TargetLifecycle) -> CellRecord:
@@ -82,7 +83,7 @@ def run_cell(e: Experiment, cell: CellPlan, data: TargetLifecycle) -> CellRecord
     if opens:
         opens.join()
     resources = run.sampler.finish(outcome.result) if run.sampler else None
-    return _record(run, data, outcome, window.finish(outcome.result), resources, started)
+    return cell_record(run, data, outcome, window.finish(outcome.result), resources, started)
 
 
 def run_duet(e: Experiment, group: list[CellPlan], data: dict[str, TargetLifecycle]) -> list[CellRecord]:
@@ -97,7 +98,7 @@ def run_duet(e: Experiment, group: list[CellPlan], data: dict[str, TargetLifecyc
     for run, window, outcome in zip(runs, release.windows, outcomes, strict=True):
         resources = run.sampler.finish(outcome.result) if run.sampler and window else None
         noise = window.finish(outcome.result) if window else None
-        records.append(_record(run, data[run.cell.target.name], outcome, noise, resources, started))
+        records.append(cell_record(run, data[run.cell.target.name], outcome, noise, resources, started))
     return records
 
 
@@ -106,7 +107,7 @@ class _Release:
     """What a duet's release starts on each side released (a pid; None: it failed or hung before it was ready):
     its noise window and its resource sampler."""
     warmup_s: float
-    runs: list[_CellRun]
+    runs: list[CellRun]
     windows: list[NoiseWindow | None] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -122,7 +123,7 @@ class _Release:
                 run.sampler.start()
 
 
-def _record(run: _CellRun, data: TargetLifecycle, outcome: DriverOutcome[RunResult], noise: NoiseSensors | None,
+def cell_record(run: CellRun, data: TargetLifecycle, outcome: DriverOutcome[RunResult], noise: NoiseSensors | None,
             resources: Resources | None, started: float) -> CellRecord:
     cell = run.cell
     record = CellRecord(

@@ -2,8 +2,9 @@
 that a typo (`repeats = 100000000000`, `tables = 100000`) is caught before it costs hours or fills the disk.
 
 Rough on purpose: per cell, its warm-up and measured time plus the lab's own overhead (process start, restoring
-the data before write cells); per target, the rows to load at a rate measured on a 2-core VM; data size as bytes per
-sbtest row measured per engine (pristine copy + working copy), plus what an empty server's data directory holds.
+the data before write cells; a slices round is one process, its targets' warm-ups and times end to end); per
+target, the rows to load at a rate measured on a 2-core VM; data size as bytes per sbtest row measured per engine
+(pristine copy + working copy), plus what an empty server's data directory holds.
 """
 
 from __future__ import annotations
@@ -98,12 +99,14 @@ class Estimate:
         return out
 
 
-def _slots_per_round(e: Experiment, duets: DuetPlan | None, threads: int) -> int:
-    """Cell lengths a round of one (benchmark, threads) takes: one per target, or, where duets are formed, one per
-    target other than the base (the base runs beside each of them at the same moment)."""
-    if duets is not None and duets.formed(threads):
-        return max(1, len(e.targets) - 1)
-    return len(e.targets)
+def _round_s(e: Experiment, duets: DuetPlan | None, threads: int, cell_s: float) -> float:
+    """Seconds a round of one (benchmark, threads) takes, `cell_s` being a cell's warm-up and time: a cell and the
+    lab's overhead per target, or, where duets are formed, per target other than the base (the base runs beside each
+    of them at the same moment); a slices round is one process in which every target has its warm-up and time."""
+    if e.order == "slices":
+        return len(e.targets) * cell_s + CELL_OVERHEAD_S
+    cells = max(1, len(e.targets) - 1) if duets is not None and duets.formed(threads) else len(e.targets)
+    return cells * (cell_s + CELL_OVERHEAD_S)
 
 
 def _share_left(e: Experiment, duets: DuetPlan | None, earlier: Earlier | None) -> float:
@@ -145,10 +148,10 @@ def estimate(e: Experiment, out: Path, earlier: Earlier | None = None) -> Estima
         seconds += len(steps_before(e.benchmarks)) * len(e.targets) * e.post_write_wait_s
     for t in e.targets:
         seconds += restores * rows / (3 * engines.engine(t.engine).load_rows_per_s)
-    slots = len(e.benchmarks) * e.repeats * sum(_slots_per_round(e, duets, t) for t in e.threads)
     # Steady state: the least warm-up (a cell that does not settle takes up to max_warmup).
     warmup_s = e.steady.least_warmup_s(e.warmup_s) if e.steady else e.warmup_s
-    minimum_s = slots * (e.time_s + warmup_s + CELL_OVERHEAD_S) * left
+    rounds_s = sum(_round_s(e, duets, t, e.time_s + warmup_s) for t in e.threads)
+    minimum_s = len(e.benchmarks) * e.repeats * rounds_s * left
     seconds += minimum_s
     short_budget = None
     if e.budget_s is not None:  # repeats = "auto": the minimum rounds above, or the budget if it is longer

@@ -1,6 +1,7 @@
 """The matrix run: every (benchmark, threads, repeat, target) cell, repeats interleaved across targets
-(A B C A B C ...) so that drift hits every target alike, or run in duets with the base (runner/duet.py), each result
-written the moment it is measured.
+(A B C A B C ...) so that drift hits every target alike, or run in duets with the base (runner/duet.py), or every
+round's targets taking turns in one driver process (runner/slices.py), each result written the moment it is
+measured.
 
 The plan (plan.py) is built once before the run; the lab run (lab_run.py) owns what the run starts and writes and
 finishes it on every exit path. The matrix carries the plan out in phases: open (the targets set up and meta.json
@@ -36,6 +37,7 @@ from dbperf.runner.post_write import PostWriteSteps, meta_fields
 from dbperf.runner.resume import interfered
 from dbperf.runner.rounds import GroupState, Measured, run_rounds
 from dbperf.runner.simulated_tier import measure_simulated
+from dbperf.runner.slices import describe, own_libraries, run_slices
 from dbperf.servers.registry import server_target
 from dbperf.stats.rqps_matrix import cpu_qps
 from dbperf.targets.lifecycle import TargetLifecycle
@@ -46,9 +48,9 @@ from dbperf.tooldrivers.cell import run_tool_cell
 __all__ = ["HANG_GRACE_S", "CellPlan", "RunOutcome", "RunPlan", "run_plan", "started_meta"]
 
 
-def run_meta_of(plan: RunPlan, settings: dict[str, list]) -> RunMeta:
+def run_meta_of(plan: RunPlan, settings: dict[str, list], slices: dict[str, Any] | None = None) -> RunMeta:
     """The matrix run's first meta.json: the plan's settings, and each target as declared, inspected and set up
-    (`settings`: what the lab applies to it)."""
+    (`settings`: what the lab applies to it; `slices`: a slices run's slice and library copies)."""
     e = plan.experiment
     return started_meta(
         e,
@@ -60,6 +62,7 @@ def run_meta_of(plan: RunPlan, settings: dict[str, list]) -> RunMeta:
         min_effect=e.min_effect,
         order=e.order,
         duet=plan.duets.describe(e.threads) if plan.duets else None,
+        slices=slices,
         order_seed=e.seed,
         budget_s=e.budget_s,
         cpus=e.cpus.describe(),
@@ -147,6 +150,7 @@ class MatrixRun:
     profile: bool = False
     post_write: PostWriteSteps = field(init=False)
     task: TaskID | None = None
+    libraries: dict[str, str] = field(default_factory=dict)  # slices: the library file each target's side loads
 
     def __post_init__(self) -> None:
         self.post_write = PostWriteSteps(self.plan.experiment)
@@ -170,8 +174,13 @@ class MatrixRun:
                 *(partial(tier.run, self) for tier in TIERS if tier.wanted(self))]
 
     def open(self, in_history: bool) -> None:
-        """meta.json begun (a resumed run's: its earlier sittings kept), the duets' fallback said."""
-        meta = run_meta_of(self.plan, {name: d.settings for name, d in self.data.items()})
+        """meta.json begun (a resumed run's: its earlier sittings kept), the duets' fallback said; a slices run's
+        library copies made (runner/slices.py)."""
+        slices = None
+        if self.e.order == "slices":
+            self.libraries = own_libraries(self.e.targets, self.lab.data_root)
+            slices = describe(self.e, self.libraries)
+        meta = run_meta_of(self.plan, {name: d.settings for name, d in self.data.items()}, slices)
         meta.in_history = None if in_history else False
         earlier = self.plan.replay.earlier
         if earlier is not None:
@@ -250,7 +259,8 @@ class MatrixRun:
         return measured
 
     def _run_cells(self, cells: list[CellPlan], round_: int) -> list[Measured]:
-        """One cell, or a duet's two, measured and kept (a side measured before is not kept again)."""
+        """One cell, a duet's two or a slices round's every one, measured and kept (a side measured before is not
+        kept again)."""
         skip = self.plan.replay.skip
         if all(cell.key in skip for cell in cells):  # resumed: measured before
             self._advance(len(cells))
@@ -262,9 +272,12 @@ class MatrixRun:
             self.progress.update(self.task, description=f"{first.benchmark.name} t={first.threads} #{round_}{of} "
                                                         f"{names}")
         restarted = [self._ready(cell) for cell in cells]
-        records = run_duet(self.e, cells, self.data) if len(cells) == 2 else [self._run_one(first)]
-        # A warm-up that never settled counts like interference: its round is run again (auto). In a duet the pair
-        # is the unit: interference on either side spoils both.
+        if self.e.order == "slices":
+            records = run_slices(self.e, cells, self.data, self.libraries)
+        else:
+            records = run_duet(self.e, cells, self.data) if len(cells) == 2 else [self._run_one(first)]
+        # A warm-up that never settled counts like interference: its round is run again (auto). In a duet (or a
+        # slices process) the cells measured together are the unit: interference on either side spoils all.
         spoiled = any(interfered(r) for r in records)
         measured = []
         for cell, record, was_restarted in zip(cells, records, restarted, strict=True):
@@ -274,7 +287,7 @@ class MatrixRun:
             self._keep(cell, record, was_restarted)
             measured.append(Measured(
                 cell.target.name, round_, record.result.qps if record.ok and record.result else None,
-                interfered=spoiled if len(cells) == 2 else interfered(record), cpu_qps=cpu_qps(record),
+                interfered=spoiled if len(cells) > 1 else interfered(record), cpu_qps=cpu_qps(record),
                 partner=cell.partner))
         return measured
 

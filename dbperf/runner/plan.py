@@ -149,9 +149,14 @@ class RunPlan:
                     yield from cells
 
     def round_cells(self, benchmark: Workload, threads: int, round_: int) -> list[list[CellPlan]]:
-        """One round's cells, in the order they run: a duet's two cells (base first) run together, any other cell
-        alone. A group where no duet can be formed runs in alternating order (duet.py says why)."""
+        """One round's cells, in the order they run: a duet's two cells (base first) run together, a slices round's
+        every cell together (in slice order: runner/slices.py), any other cell alone. A group where no duet can be
+        formed runs in alternating order (duet.py says why)."""
         e = self.experiment
+        if e.order == "slices":
+            turns = round_order(e.targets, "alternate", e.seed, benchmark.name, threads, round_)
+            return [[CellPlan(benchmark, threads, round_, target, position)
+                     for position, target in enumerate(turns, 1)]]
         if self.duets is not None and self.duets.formed(threads):
             base = self.base
             return [[CellPlan(benchmark, threads, round_, base, d.position, d.target.name, d.base_cpus),

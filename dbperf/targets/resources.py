@@ -30,7 +30,7 @@ from dbperf.experiment.model import Experiment, Target
 from dbperf.host import procfs
 from dbperf.host.procfs import children_named, process_tree
 from dbperf.host.window_opens import WindowOpens
-from dbperf.records import DeviceIo, IoBytes, Resources, RunResult
+from dbperf.records import DeviceIo, IoBytes, Resources, RunResult, SlicesResult
 from dbperf.servers.sql_query import client_available, query
 from dbperf.targets.lifecycle import TargetLifecycle
 
@@ -39,6 +39,8 @@ SECTOR_BYTES = 512  # /proc/diskstats counts 512-byte sectors whatever the devic
 METHOD = "lab samples at launch+warmup and +time; per query = delta / (QPS × window)"
 STEADY_METHOD = ("lab samples when the driver's steady-state warm-up ended and time after; per query = delta / "
                  "(QPS × window)")
+SLICES_METHOD = ("the slices process's window, shared by its sides: lab samples at launch + every side's warmup and "
+                 "+ every side's time; per query = delta / (all sides' QPS × window)")
 
 
 def proc_io(pid: int) -> dict[str, int] | None:
@@ -176,14 +178,15 @@ class CellSampler:
             sample["counters"] = engine_counters(self.server)
         return sample
 
-    def finish(self, result: RunResult | None) -> Resources | None:
+    def finish(self, result: RunResult | SlicesResult | None) -> Resources | None:
         self.stop.set()
         if self.thread:
             self.thread.join(timeout=300)
         return self.resources(result)
 
-    def resources(self, result: RunResult | None) -> Resources | None:
-        """The cell's resources from the samples taken (None without both, or without a result)."""
+    def resources(self, result: RunResult | SlicesResult | None) -> Resources | None:
+        """The cell's resources from the samples taken (None without both, or without a result); a slices run's are
+        its whole process's, every side's queries together."""
         if result is None or len(self.samples) < 2 or result.qps <= 0:
             return None
         s0, s1 = self.samples

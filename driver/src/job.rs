@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, Clone)]
 #[serde(deny_unknown_fields)]
 pub struct Job {
     /// "run" measures a workload, "load" creates and fills the tables.
@@ -89,6 +89,14 @@ pub struct Job {
     /// sides of a duet together (start.rs).
     #[serde(default)]
     pub start_fd: Option<i32>,
+    /// Slices runs (slices.rs): every side measured in this one process, taking turns every `slice_s` seconds. All
+    /// the sides are listed here, side 0 first; the job's own library, database and settings then stay empty.
+    /// None: an ordinary run.
+    #[serde(default)]
+    pub slices: Option<Vec<SliceSide>>,
+    /// Slices runs: the length of one slice.
+    #[serde(default = "tenth_of_a_second")]
+    pub slice_s: f64,
     /// Present for mode "run".
     pub workload: Option<Workload>,
     /// Present for mode "load".
@@ -119,11 +127,25 @@ fn yes() -> bool {
 fn one_second() -> f64 {
     1.0
 }
+fn tenth_of_a_second() -> f64 {
+    0.1
+}
 fn default_percentiles() -> Vec<f64> {
     vec![50.0, 95.0, 99.0, 99.9]
 }
 fn weight_one() -> f64 {
     1.0
+}
+
+/// One side of a slices run: a SQLite build of its own (a library file no other side loads), its database and its
+/// per-connection settings.
+#[derive(Debug, Deserialize, Clone)]
+#[serde(deny_unknown_fields)]
+pub struct SliceSide {
+    pub library: String,
+    pub database: String,
+    #[serde(default)]
+    pub settings: Vec<(String, String)>,
 }
 
 #[derive(Debug, Deserialize, Clone)]
@@ -255,6 +277,25 @@ pub struct RunResult {
     /// Events per kind of a weighted mix.
     pub mix: Vec<MixCount>,
     pub open_loop: Option<OpenLoop>,
+}
+
+/// A slices run's result (slices.rs): the process as a whole, and each side's result as an ordinary run would
+/// report it (its events, latencies, thread CPU, and one interval per slice of its own).
+#[derive(Debug, Serialize)]
+pub struct SlicesResult {
+    pub slice_s: f64,
+    pub threads: u32,
+    /// The process's measured window: every side's `time_s` of slices (sides × time_s).
+    pub duration_s: f64,
+    /// From the start (all threads connected) to the measured window: every side's warm-up (sides × warmup_s).
+    pub warmup_s: f64,
+    /// The wall clock (Unix seconds) when the measured window opened.
+    pub window_start_unix_s: f64,
+    /// Resource usage of the whole process over its measured window (getrusage: all sides together).
+    pub client_usage: Usage,
+    pub process: crate::process::ProcessFacts,
+    /// In the job's order: side i owns slices i, i + sides, i + 2 × sides, ... of each phase.
+    pub sides: Vec<RunResult>,
 }
 
 #[derive(Debug, Serialize)]

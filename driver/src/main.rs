@@ -21,6 +21,7 @@ mod rng;
 mod run;
 mod schedule;
 mod series;
+mod slices;
 mod stale;
 mod start;
 mod steady;
@@ -64,6 +65,7 @@ fn main_inner(args: &[String]) -> Result<String, String> {
                 return Err(format!("job mode is {:?} but the command is {cmd}", job.mode));
             }
             let out = match job.mode {
+                Mode::Run if job.slices.is_some() => serde_json::to_string(&slices::run(&job)?),
                 Mode::Run => serde_json::to_string(&run::run(&job)?),
                 Mode::Load => serde_json::to_string(&load::load(&job)?),
                 Mode::Exec => {

@@ -1,6 +1,6 @@
 //! The per-event bookkeeping of the hot loop allocates nothing (issue 26): a counting allocator, in the test build
 //! only, counts this thread's allocations while events are drawn, timed and counted as the loop does, and while the
-//! MariaDB client executes statements against a scripted server.
+//! MariaDB client executes statements against a scripted server (and slices.rs's loop, in its own tests).
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
@@ -30,7 +30,7 @@ unsafe impl GlobalAlloc for Counting {
 #[global_allocator]
 static ALLOCATOR: Counting = Counting;
 
-fn allocations() -> u64 {
+pub(crate) fn allocations() -> u64 {
     ALLOCATIONS.with(|n| n.get())
 }
 

@@ -21,36 +21,36 @@ use crate::series::{self, us, Board, Tally};
 use crate::steady::{self, Lead, SteadyReport};
 use crate::{process, tick, usage};
 
-const MAX_ERROR_SAMPLES: usize = 5;
+pub(crate) const MAX_ERROR_SAMPLES: usize = 5;
 
-struct PreparedStatement {
+pub(crate) struct PreparedStatement {
     /// Statement id per table (index = table number - 1).
-    ids: Vec<usize>,
-    binds: Vec<CompiledBind>,
+    pub(crate) ids: Vec<usize>,
+    pub(crate) binds: Vec<CompiledBind>,
     repeat: u32,
 }
 
 /// One kind of event of the workload (a mix has several), prepared on one connection.
-struct Kind {
-    stmts: Vec<PreparedStatement>,
+pub(crate) struct Kind {
+    pub(crate) stmts: Vec<PreparedStatement>,
     begin: Option<&'static str>,
-    queries: u64,
+    pub(crate) queries: u64,
     /// Per-statement times are taken (a clock read per statement) only for events of more than one statement.
-    timed: bool,
+    pub(crate) timed: bool,
     /// One statement, run once, outside a transaction: the event is that execution (run_event's short way).
-    single: bool,
+    pub(crate) single: bool,
 }
 
 /// Sum and max of one statement's execution times, in ns, and how many executions.
 #[derive(Clone, Copy, Default)]
-struct StatementTime {
+pub(crate) struct StatementTime {
     executions: u64,
     sum_ns: u64,
     max_ns: u64,
 }
 
 impl StatementTime {
-    fn add(&mut self, o: &StatementTime) {
+    pub(crate) fn add(&mut self, o: &StatementTime) {
         self.executions += o.executions;
         self.sum_ns += o.sum_ns;
         self.max_ns = self.max_ns.max(o.max_ns);
@@ -78,7 +78,7 @@ fn kind_queries(w: &Workload) -> u64 {
 }
 
 /// The event kinds of a workload: its mix, or itself.
-fn kinds_of(w: &Workload) -> Vec<&Workload> {
+pub(crate) fn kinds_of(w: &Workload) -> Vec<&Workload> {
     if w.mix.is_empty() {
         vec![w]
     } else {
@@ -86,7 +86,12 @@ fn kinds_of(w: &Workload) -> Vec<&Workload> {
     }
 }
 
-fn prepare_kind(conn: &mut dyn Connection, engine: &Engine, w: &Workload, tables: u32) -> Result<Kind, String> {
+pub(crate) fn prepare_kind(
+    conn: &mut dyn Connection,
+    engine: &Engine,
+    w: &Workload,
+    tables: u32,
+) -> Result<Kind, String> {
     let stmts = w
         .statements
         .iter()
@@ -121,7 +126,7 @@ fn lap(times: &mut Option<(&mut [StatementTime], u64)>, i: usize) {
 /// One event: its statements (each repetition draws a fresh table and parameters), inside BEGIN/COMMIT if asked.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
-fn run_event(
+pub(crate) fn run_event(
     conn: &mut dyn Connection,
     kind: &Kind,
     rng: &mut WyRand,
@@ -162,7 +167,7 @@ fn run_event(
     Ok(rows)
 }
 
-fn check_job(job: &Job, workload: &Workload) -> Result<(), String> {
+pub(crate) fn check_job(job: &Job, workload: &Workload) -> Result<(), String> {
     if job.threads == 0 || job.tables == 0 || job.table_size == 0 {
         return Err("threads, tables and table_size must be positive".into());
     }
@@ -327,29 +332,9 @@ pub fn run(job: &Job) -> Result<RunResult, String> {
         window.measured.as_secs_f64()
     };
     let h = &total.latency_ns.to_histogram();
-    let latency = if h.is_empty() || job.deterministic {
-        Latency::default()
-    } else {
-        Latency {
-            min_us: us(h.min()),
-            mean_us: h.mean() / 1000.0,
-            p50_us: us(h.value_at_quantile(0.50)),
-            p95_us: us(h.value_at_quantile(0.95)),
-            p99_us: us(h.value_at_quantile(0.99)),
-            max_us: us(h.max()),
-            percentiles: series::percentiles(h, &job.percentiles),
-        }
-    };
+    let latency = if job.deterministic { Latency::default() } else { series::latency(h, &job.percentiles) };
     let statements = statement_report(&kinds, &statement_times);
-    let mix = if workload.mix.is_empty() {
-        Vec::new()
-    } else {
-        kinds
-            .iter()
-            .zip(&kind_events)
-            .map(|(k, n)| MixCount { event: k.name.clone(), weight: k.weight, events: *n })
-            .collect()
-    };
+    let mix = mix_report(&workload, &kind_events);
     let open_loop = job.rate.map(|rate| {
         let attempted = total.events + total.errors;
         let asked = rate * secs;
@@ -408,7 +393,19 @@ pub fn run(job: &Job) -> Result<RunResult, String> {
     })
 }
 
-fn statement_report(kinds: &[&Workload], times: &[Vec<StatementTime>]) -> Vec<StatementLatency> {
+/// Events per kind of a weighted mix (none for a workload of one kind).
+pub(crate) fn mix_report(workload: &Workload, kind_events: &[u64]) -> Vec<MixCount> {
+    if workload.mix.is_empty() {
+        return Vec::new();
+    }
+    kinds_of(workload)
+        .iter()
+        .zip(kind_events)
+        .map(|(k, n)| MixCount { event: k.name.clone(), weight: k.weight, events: *n })
+        .collect()
+}
+
+pub(crate) fn statement_report(kinds: &[&Workload], times: &[Vec<StatementTime>]) -> Vec<StatementLatency> {
     let mut out = Vec::new();
     for (k, slots) in kinds.iter().zip(times) {
         let mut labels: Vec<String> = vec![if k.transaction { "BEGIN".into() } else { String::new() }];

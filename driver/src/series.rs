@@ -166,16 +166,29 @@ pub struct Board {
     interval_s: f64,
     measured_s: f64,
     open_loop: bool,
+    /// Intervals placed one by one (a slices run's side: its own slices, slices.rs): each one's end, in seconds from
+    /// the start of the measured window, and its length. Empty: every `interval_s` from the window's start.
+    spans: Vec<(f64, f64)>,
     inner: Mutex<(BTreeMap<usize, Pending>, BTreeMap<usize, Interval>)>,
 }
 
 impl Board {
     pub fn new(threads: u32, interval_s: f64, measured_s: f64, open_loop: bool) -> Board {
-        Board { threads, interval_s, measured_s, open_loop, inner: Mutex::new((BTreeMap::new(), BTreeMap::new())) }
+        let inner = Mutex::new((BTreeMap::new(), BTreeMap::new()));
+        Board { threads, interval_s, measured_s, open_loop, spans: Vec::new(), inner }
+    }
+
+    /// A closed loop's board whose intervals are `spans` (end, length), in order.
+    pub fn with_spans(threads: u32, spans: Vec<(f64, f64)>) -> Board {
+        let measured_s = spans.last().map_or(0.0, |s| s.0);
+        Board { spans, ..Board::new(threads, 1.0, measured_s, false) }
     }
 
     /// Number of intervals in the measured window (the last one may be partial).
     pub fn count(&self) -> usize {
+        if !self.spans.is_empty() {
+            return self.spans.len();
+        }
         ((self.measured_s / self.interval_s) - 1e-9).ceil().max(1.0) as usize
     }
 
@@ -194,9 +207,14 @@ impl Board {
     }
 
     fn summary(&self, k: usize, t: &Tally) -> Interval {
-        let start = k as f64 * self.interval_s;
-        let end = ((k + 1) as f64 * self.interval_s).min(self.measured_s);
-        let duration = (end - start).max(1e-9);
+        let (end, duration) = match self.spans.get(k) {
+            Some(&(end, length)) => (end, length.max(1e-9)),
+            None => {
+                let start = k as f64 * self.interval_s;
+                let end = ((k + 1) as f64 * self.interval_s).min(self.measured_s);
+                (end, (end - start).max(1e-9))
+            }
+        };
         let h = &t.latency_ns.to_histogram();
         let q = |x: f64| if h.is_empty() { 0.0 } else { us(h.value_at_quantile(x)) };
         Interval {
@@ -220,6 +238,22 @@ impl Board {
     pub fn into_intervals(self) -> Vec<Interval> {
         let (_, done) = self.inner.into_inner().unwrap_or_else(|e| e.into_inner());
         done.into_values().collect()
+    }
+}
+
+/// A cell's latency summary from its histogram (all zero when nothing was counted).
+pub fn latency(h: &Histogram<u64>, asked: &[f64]) -> crate::job::Latency {
+    if h.is_empty() {
+        return crate::job::Latency::default();
+    }
+    crate::job::Latency {
+        min_us: us(h.min()),
+        mean_us: h.mean() / 1000.0,
+        p50_us: us(h.value_at_quantile(0.50)),
+        p95_us: us(h.value_at_quantile(0.95)),
+        p99_us: us(h.value_at_quantile(0.99)),
+        max_us: us(h.max()),
+        percentiles: percentiles(h, asked),
     }
 }
 
@@ -278,6 +312,22 @@ mod tests {
         assert!((iv[2].duration_s - 0.5).abs() < 1e-9);
         assert!((iv[2].eps - 40.0).abs() < 1e-9);
         assert!((iv[1].p99_us - 1.0).abs() < 0.01);
+    }
+
+    #[test]
+    fn a_board_of_spans_places_each_interval_where_it_says() {
+        let board = Board::with_spans(1, vec![(0.2, 0.1), (0.4, 0.1), (0.45, 0.05)]);
+        assert_eq!(board.count(), 3);
+        let mut t = Tally::new();
+        t.events = 10;
+        t.queries = 10;
+        for k in 0..3 {
+            board.hand_in(k, &t).unwrap();
+        }
+        let iv = board.into_intervals();
+        assert_eq!(iv.iter().map(|i| i.t_s).collect::<Vec<_>>(), vec![0.2, 0.4, 0.45]);
+        assert!((iv[2].duration_s - 0.05).abs() < 1e-12);
+        assert!((iv[2].eps - 200.0).abs() < 1e-6);
     }
 
     #[test]

@@ -39,6 +39,9 @@ class Remedy:
     what: str  # one line for `dbperf keys` and the docs
     changes_engine: bool = False  # it changes what the engine does: an option, never a default
     in_process_only: bool = True  # it acts on the process that runs the engine, which only the driver is here
+    # It acts on the driver process as a whole (its environment, its start, its CPUs, a job field of the process),
+    # not on one target's data: in a slices run, where every target shares one process, all must have it or none.
+    per_process: bool = False
     environment: Mapping[str, str] = field(default_factory=dict)  # added to the driver's environment
     prefix: tuple[str, ...] = ()  # the driver started through this command (setarch -R)
     # Fields of the driver's job (engine options: `changes_engine`), from the cell's place.

@@ -11,4 +11,4 @@ import shutil
 from dbperf.host.remedies import Remedy
 
 REMEDY = Remedy(name="aslr-off", what="the driver without address-space randomisation (setarch -R)",
-                prefix=(shutil.which("setarch") or "setarch", platform.machine(), "-R"))
+                prefix=(shutil.which("setarch") or "setarch", platform.machine(), "-R"), per_process=True)

@@ -11,4 +11,4 @@ def _unpinned(place: CellPlace) -> frozenset[int] | None:
 
 
 REMEDY = Remedy(name="cpu-free", what="the driver left unpinned (the kernel places it)", place_cpus=_unpinned,
-                excludes=("cpu-other",))
+                excludes=("cpu-other",), per_process=True)

@@ -12,4 +12,4 @@ def _other(place: CellPlace) -> frozenset[int] | None:
 
 
 REMEDY = Remedy(name="cpu-other", what="the driver pinned to another CPU than the client's", place_cpus=_other,
-                excludes=("cpu-free",))
+                excludes=("cpu-free",), per_process=True)

@@ -23,4 +23,4 @@ def _conflict(facts: Mapping[str, Any]) -> str | None:
 
 REMEDY = Remedy(
     name="heap-thp", what="the driver's heap on transparent huge pages (glibc.malloc.hugetlb=1)",
-    environment={"GLIBC_TUNABLES": "glibc.malloc.hugetlb=1"}, observe=_observe, conflict=_conflict)
+    environment={"GLIBC_TUNABLES": "glibc.malloc.hugetlb=1"}, observe=_observe, conflict=_conflict, per_process=True)

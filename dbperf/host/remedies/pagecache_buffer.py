@@ -40,6 +40,8 @@ def _verify(result: RunResult) -> str | None:
     return None if result.page_cache else "the driver reported no page cache buffer (an older driver?)"
 
 
+# per_process: its size is a field of the driver's job, which the sides of a slices run share (each side's library
+# gets a buffer of that size).
 REMEDY = Remedy(name="pagecache-buffer", what="SQLite's page cache from one prefaulted huge-page buffer "
                 "(SQLITE_CONFIG_PAGECACHE; an engine option)", changes_engine=True, job_fields=_fields,
-                observe=_observe, verify=_verify)
+                observe=_observe, verify=_verify, per_process=True)

@@ -1,0 +1,214 @@
+"""Slices runs (`order = "slices"`, runner/slices.py, driver/src/slices.rs): what the experiment refuses, the plan, the
+estimate, the library copies, the one driver job of a round and the record's `slices` field (unit), and a real run of
+two SQLite targets taking turns in one driver process (e2e)."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from dataclasses import replace
+from pathlib import Path
+
+import msgspec
+import pytest
+
+from dbperf.errors import UserError
+from dbperf.experiment.model import default_sqlite_library
+from dbperf.experiment.spec import parse_experiment
+from dbperf.host.remedies import AppliedRemedies
+from dbperf.records import CellRecord, DriverJob, SlicesResult, SlicesSide, encode, results_line
+from dbperf.runner.cell_run import CellRun
+from dbperf.runner.estimate import CELL_OVERHEAD_S, estimate
+from dbperf.runner.plan import CellPlan, RunPlan
+from dbperf.runner.slices import own_libraries, slices_job
+from tests.conftest import run_cli
+
+SLICES = """
+[run]
+benchmarks = ["point-query"]
+table_size = 1000
+time = "0.5s"
+warmup = "0.2s"
+repeats = 2
+order = "slices"
+aa = true
+
+[[target]]
+name = "wal"
+config = { journal_mode = "WAL", synchronous = "NORMAL" }
+"""
+SERVER = """
+[[target]]
+name = "pg"
+engine = "postgres"
+dsn = "postgresql://bench@127.0.0.1:5432/bench"
+"""
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(("edit", "says"), [
+    (lambda t: t + SERVER, "target 'pg' is a PostgreSQL server"),
+    (lambda t: t.replace("aa = true", "aa = true\nsteady = true"), "drop steady or the slices"),
+    (lambda t: t.replace("aa = true", "aa = true\nrate = 1000"), "drop rate or the slices"),
+    (lambda t: t.replace('order = "slices"', 'slice = "0.2s"'), "slice: only with order = \"slices\""),
+    (lambda t: t.replace("aa = true", 'aa = true\nslice = "0.5ms"'), "slice: at least 1 ms"),
+    (lambda t: t + '\n[[target]]\nname = "off"\nhugepages = "off"\n',
+     "target 'off': order = \"slices\" runs every target in one driver process"),
+    (lambda t: t + '\n[[target]]\nname = "noaslr"\nremedies = ["aslr-off"]\n', "remedies on the process aslr-off"),
+])
+def test_what_slices_cannot_do_is_refused_in_one_line(write_experiment, edit, says):
+    with pytest.raises(UserError) as err:
+        parse_experiment(write_experiment(edit(SLICES)))
+    assert says in str(err.value) and "\n" not in str(err.value)
+
+
+@pytest.mark.unit
+def test_a_remedy_on_a_targets_own_data_is_not_the_process(write_experiment):
+    """warm-file acts on the target's own file before the process starts: it may differ between targets."""
+    e = parse_experiment(write_experiment(SLICES + '\n[[target]]\nname = "warm"\nremedies = ["warm-file"]\n'))
+    assert e.order == "slices" and e.slice_s == 0.1 and [t.name for t in e.targets] == ["wal", "wal-aa", "warm"]
+
+
+@pytest.mark.unit
+def test_a_slices_round_is_one_unit_of_every_target_whose_first_alternates(write_experiment):
+    e = parse_experiment(write_experiment(SLICES.replace("aa = true", 'aa = true\nslice = "50ms"')))
+    assert e.slice_s == 0.05
+    plan = RunPlan.of(e)
+    rounds = [plan.round_cells(e.benchmarks[0], 1, r) for r in (1, 2)]
+    assert [len(units) for units in rounds] == [1, 1]
+    assert [[(c.target.name, c.position) for c in units[0]] for units in rounds] == [
+        [("wal", 1), ("wal-aa", 2)], [("wal-aa", 1), ("wal", 2)]]
+    assert plan.cell_count() == len(list(plan.cells())) == 2 * 2  # rounds × targets: a record per side
+
+
+@pytest.mark.unit
+def test_the_estimate_counts_a_slices_round_once(write_experiment, tmp_path):
+    """A slices round is one process of targets × (warmup + time), with the lab's overhead once, where interleaved
+    rounds pay it once per target."""
+    e = parse_experiment(write_experiment(SLICES))
+    interleaved = replace(e, order="alternate")
+    saved = estimate(interleaved, tmp_path).seconds - estimate(e, tmp_path).seconds
+    assert saved == pytest.approx(2 * (2 - 1) * CELL_OVERHEAD_S)  # rounds × (targets − 1) overheads
+    assert estimate(e, tmp_path).seconds > 2 * 2 * (e.time_s + e.warmup_s)
+
+
+@pytest.mark.unit
+def test_targets_sharing_a_library_file_each_load_a_copy(write_experiment, tmp_path):
+    shared = tmp_path / "libshared.so"
+    shared.write_bytes(b"not really a library")
+    alias = tmp_path / "alias.so"
+    alias.symlink_to(shared)
+    own = tmp_path / "libown.so"
+    own.write_bytes(b"another")
+    e = parse_experiment(write_experiment(SLICES))
+    a, b = e.targets
+    targets = [replace(a, library=str(shared)), replace(b, library=str(alias)),
+               replace(a, name="own", library=str(own))]
+    libraries = own_libraries(targets, tmp_path / "data")
+    assert libraries["own"] == str(own), "a file of its own is loaded where it is"
+    copies = [Path(libraries["wal"]), Path(libraries["wal-aa"])]
+    assert all(tmp_path / "data" in p.parents and p.read_bytes() == shared.read_bytes() for p in copies)
+    assert os.stat(copies[0]).st_ino != os.stat(copies[1]).st_ino
+
+
+def _runs(e, edit=lambda i, job: job) -> list[CellRun]:
+    """A round's prepared cells as prepare_cell makes them, each job edited by `edit(side, job)`."""
+    runs = []
+    for i, target in enumerate(e.targets):
+        job = DriverJob(mode="run", engine="sqlite", tables=1, table_size=10, library=target.library,
+                        database=f"/d/{i}.db", settings=[("journal_mode", "WAL")], time_s=0.5)
+        place = AppliedRemedies({}, (), frozenset({0}), {}, {})
+        runs.append(CellRun(CellPlan(e.benchmarks[0], 1, 1, target, i + 1), edit(i, job), {}, frozenset({0}), place,
+                            None, None, 1.0))
+    return runs
+
+
+@pytest.mark.unit
+def test_a_rounds_sides_make_one_job_or_are_refused_naming_the_target(write_experiment):
+    e = parse_experiment(write_experiment(SLICES))
+    libraries = {"wal": "/copies/wal.so", "wal-aa": "/copies/wal-aa.so"}
+    job = slices_job(e, _runs(e), libraries)
+    assert (job.library, job.database, job.settings, job.slice_s) == ("", "", [], 0.1)
+    assert [(s.library, s.database) for s in job.slices or []] == [("/copies/wal.so", "/d/0.db"),
+                                                                  ("/copies/wal-aa.so", "/d/1.db")]
+    differing = _runs(e, lambda i, job: job.replace(thp_disable=i == 1))
+    with pytest.raises(UserError, match="target 'wal-aa' shares one driver process with 'wal', but its driver "
+                                        "job's thp_disable differs"):
+        slices_job(e, differing, libraries)
+
+
+DRIVER_SIDE = {"qps": 100.0, "eps": 100.0, "queries": 50, "errors": 0, "events": 50, "duration_s": 0.5,
+               "latency": {"p50_us": 1.0, "p99_us": 2.0, "max_us": 3.0},
+               "client_usage": {"user_us": 1.0, "system_us": 0.0, "voluntary_cs": 0, "involuntary_cs": 0}}
+
+
+@pytest.mark.unit
+def test_a_slices_result_and_its_records_read_and_older_records_still_do():
+    result = msgspec.convert({"slice_s": 0.1, "threads": 1, "duration_s": 1.0, "warmup_s": 0.4,
+                              "window_start_unix_s": 1.0, "process": {},
+                              "client_usage": {"user_us": 2.0, "system_us": 0.0, "voluntary_cs": 0,
+                                               "involuntary_cs": 0},
+                              "sides": [DRIVER_SIDE, DRIVER_SIDE]}, SlicesResult)
+    assert result.qps == 100.0 and result.server_usage is None  # the process's window: every side's queries
+    record = CellRecord(target="wal", benchmark="point-query", threads=1, repeat=1, status="ok",
+                        result=result.sides[0], slices=SlicesSide(slice_s=0.1, sides=2, position=1,
+                                                                  process="point-query/t1/r1",
+                                                                  targets=["wal", "wal-aa"], pid=7))
+    back = results_line(encode(record).decode())
+    assert isinstance(back, CellRecord) and back.slices == record.slices
+    older = json.loads(encode(record))
+    del older["slices"]
+    read = results_line(json.dumps(older))
+    assert isinstance(read, CellRecord) and read.slices is None
+
+
+TWO_SQLITES = """
+[run]
+benchmarks = ["point-query"]
+table_size = 1000
+time = "0.5s"
+warmup = "0.2s"
+repeats = 2
+order = "slices"
+aa = true
+resources = false
+
+[[target]]
+name = "sys"
+library = "{library}"
+config = {{ journal_mode = "WAL", synchronous = "NORMAL" }}
+"""
+
+
+@pytest.mark.e2e
+def test_two_sqlite_targets_take_turns_in_one_driver_process(write_experiment, tmp_path):
+    """The system SQLite and its A/A copy (one library file: each side loads a copy of its own), 0.1 s slices: every
+    record is a side of its round's one process, each side measured its own 0.5 s in five slices."""
+    out = tmp_path / "out"
+    proc = run_cli("run", str(write_experiment(TWO_SQLITES.format(library=default_sqlite_library()))), "--out",
+                   str(out))
+    assert proc.returncode == 0, proc.stderr
+    meta = json.loads((out / "meta.json").read_text())
+    assert meta["order"] == "slices" and meta["slices"]["slice_s"] == 0.1
+    assert set(meta["slices"]["library_copies"]) == {"sys", "sys-aa"}
+    records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert [(r["repeat"], r["target"], r["status"]) for r in records] == [
+        (1, "sys", "ok"), (1, "sys-aa", "ok"), (2, "sys-aa", "ok"), (2, "sys", "ok")]
+    for r in records:
+        s, result = r["slices"], r["result"]
+        assert (s["sides"], s["targets"][s["position"] - 1], s["slice_s"]) == (2, r["target"], 0.1)
+        assert s["library"] and s["library"] != default_sqlite_library()
+        assert result["events"] > 0 and result["interval_s"] == 0.1
+        assert abs(result["duration_s"] - 0.5) < 0.1  # its own slices: time, to within one slice
+        intervals = result["intervals"]
+        assert len(intervals) == math.ceil(0.5 / 0.1)
+        assert all(abs(iv["duration_s"] - 0.1) < 1e-6 for iv in intervals)
+        assert sum(iv["events"] for iv in intervals) == result["events"]
+        # its slices alternate with the other side's: every other 0.1 s of the process's window
+        assert [round(iv["t_s"], 3) for iv in intervals] == [round(0.1 * (s["position"] + 2 * i), 3)
+                                                               for i in range(5)]
+    for repeat in (1, 2):
+        sides = [r for r in records if r["repeat"] == repeat]
+        assert len({r["slices"]["pid"] for r in sides}) == 1 and len({r["slices"]["library"] for r in sides}) == 2
+        assert sides[0]["noise"] == sides[1]["noise"], "the shared process's window, in every side's record"
