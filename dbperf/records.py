@@ -80,7 +80,7 @@ class DriverJob(msgspec.Struct, omit_defaults=True, forbid_unknown_fields=True):
     # Slices (runner/slices.py): every side of one driver process, taking turns every slice_s; the job's own library,
     # database and settings then stay empty
     slices: list[SliceSide] | None = None
-    slice_s: float = 0.1
+    slice_s: float = 0.02
     workload: dict[str, Any] | None = None  # mode run: catalog.workload.compile_statements
     schema: dict[str, Any] | None = None  # mode load: catalog.schema.sbtest
     statements: list[str] = []  # mode exec

@@ -67,7 +67,7 @@ def test_what_slices_cannot_do_is_refused_in_one_line(write_experiment, edit, sa
 def test_a_remedy_on_a_targets_own_data_is_not_the_process(write_experiment):
     """warm-file acts on the target's own file before the process starts: it may differ between targets."""
     e = parse_experiment(write_experiment(SLICES + '\n[[target]]\nname = "warm"\nremedies = ["warm-file"]\n'))
-    assert e.order == "slices" and e.slice_s == 0.1 and [t.name for t in e.targets] == ["wal", "wal-aa", "warm"]
+    assert e.order == "slices" and e.slice_s == 0.02 and [t.name for t in e.targets] == ["wal", "wal-aa", "warm"]
 
 
 @pytest.mark.unit
@@ -129,7 +129,7 @@ def test_a_rounds_sides_make_one_job_or_are_refused_naming_the_target(write_expe
     e = parse_experiment(write_experiment(SLICES))
     libraries = {"wal": "/copies/wal.so", "wal-aa": "/copies/wal-aa.so"}
     job = slices_job(e, _runs(e), libraries)
-    assert (job.library, job.database, job.settings, job.slice_s) == ("", "", [], 0.1)
+    assert (job.library, job.database, job.settings, job.slice_s) == ("", "", [], 0.02)
     assert [(s.library, s.database) for s in job.slices or []] == [("/copies/wal.so", "/d/0.db"),
                                                                   ("/copies/wal-aa.so", "/d/1.db")]
     differing = _runs(e, lambda i, job: job.replace(thp_disable=i == 1))
@@ -190,24 +190,24 @@ def test_two_sqlite_targets_take_turns_in_one_driver_process(write_experiment, t
                    str(out))
     assert proc.returncode == 0, proc.stderr
     meta = json.loads((out / "meta.json").read_text())
-    assert meta["order"] == "slices" and meta["slices"]["slice_s"] == 0.1
+    assert meta["order"] == "slices" and meta["slices"]["slice_s"] == 0.02
     assert set(meta["slices"]["library_copies"]) == {"sys", "sys-aa"}
     records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
     assert [(r["repeat"], r["target"], r["status"]) for r in records] == [
         (1, "sys", "ok"), (1, "sys-aa", "ok"), (2, "sys-aa", "ok"), (2, "sys", "ok")]
     for r in records:
         s, result = r["slices"], r["result"]
-        assert (s["sides"], s["targets"][s["position"] - 1], s["slice_s"]) == (2, r["target"], 0.1)
+        assert (s["sides"], s["targets"][s["position"] - 1], s["slice_s"]) == (2, r["target"], 0.02)
         assert s["library"] and s["library"] != default_sqlite_library()
-        assert result["events"] > 0 and result["interval_s"] == 0.1
+        assert result["events"] > 0 and result["interval_s"] == 0.02
         assert abs(result["duration_s"] - 0.5) < 0.1  # its own slices: time, to within one slice
         intervals = result["intervals"]
-        assert len(intervals) == math.ceil(0.5 / 0.1)
-        assert all(abs(iv["duration_s"] - 0.1) < 1e-6 for iv in intervals)
+        assert len(intervals) == math.ceil(0.5 / 0.02)
+        assert all(abs(iv["duration_s"] - 0.02) < 1e-6 for iv in intervals)
         assert sum(iv["events"] for iv in intervals) == result["events"]
-        # its slices alternate with the other side's: every other 0.1 s of the process's window
-        assert [round(iv["t_s"], 3) for iv in intervals] == [round(0.1 * (s["position"] + 2 * i), 3)
-                                                               for i in range(5)]
+        # its slices alternate with the other side's: every other 0.02 s of the process's window
+        assert [round(iv["t_s"], 3) for iv in intervals] == [round(0.02 * (s["position"] + 2 * i), 3)
+                                                               for i in range(25)]
     for repeat in (1, 2):
         sides = [r for r in records if r["repeat"] == repeat]
         assert len({r["slices"]["pid"] for r in sides}) == 1 and len({r["slices"]["library"] for r in sides}) == 2

@@ -353,7 +353,7 @@ def main() -> None:
     ap.add_argument("--candidates", action="store_true", help="with --remedies: also each remedy alone")
     ap.add_argument("--also", help="with --remedies: more candidates measured alone, not in the remedies' pair "
                                    "(e.g. pagecache-buffer,mmap,fresh-copy,cpu-free,slices)")
-    ap.add_argument("--slice", type=float, default=0.1,
+    ap.add_argument("--slice", type=float, default=0.02,
                     help="with --remedies slices: seconds each side runs before the other takes its turn")
     args = ap.parse_args()
     console = Console(stderr=True)

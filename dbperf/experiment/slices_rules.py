@@ -10,7 +10,7 @@ from typing import Any
 
 from dbperf import engines
 from dbperf.errors import UserError
-from dbperf.experiment.model import Experiment, Target
+from dbperf.experiment.model import DEFAULT_SLICE_S, Experiment, Target
 from dbperf.host.process_variants import ProcessVariant
 from dbperf.host.remedies import REMEDIES
 
@@ -21,7 +21,7 @@ SLICES = "order = \"slices\""
 def slice_setting(values: dict[str, Any], rwhere: str) -> float:
     """`[run].slice` (checked as a duration by the key table): only with order = "slices", and at least 1 ms."""
     if "slice" not in values:
-        return 0.1
+        return DEFAULT_SLICE_S
     if values.get("order") != "slices":
         raise UserError(f"{rwhere}.slice: only with {SLICES} (order is {values.get('order', 'alternate')!r})")
     if values["slice"] < MIN_SLICE_S:

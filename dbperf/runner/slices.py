@@ -1,11 +1,12 @@
 """Slices runs (`order = "slices"` in `[run]`): a round of one (benchmark, threads) is one driver process in which
-every target of the run, the base included, takes turns every `slice` (0.1 s by default; driver/src/slices.rs), each
+every target of the run, the base included, takes turns every `slice` (0.02 s by default; driver/src/slices.rs), each
 measured for `time` of its own slices after `warmup` of them, so the process runs targets × (warmup + time).
 
 Why: on a host whose speed changes within a second (docs/verdicts.md, 2026-11-27: one process's 0.1 s samples
 correlate at +0.66 0.1 s apart and not at all 2 s apart), two processes half a second apart differ by as much as the
 host drifts meanwhile, while two targets alternating every 0.1 s inside one process meet nearly the same host (A on
-even, B on odd 0.1 s intervals of one process: ×0.27 of the A/A spread between processes).
+even, B on odd 0.1 s intervals of one process: ×0.27 of the A/A spread between processes; in slices of 20 ms,
+×0.15–0.22).
 
 The round's order (runner/rounds.py, alternating) says which target has slice 0, so that going first alternates
 from round to round. Each target's data is prepared as for a cell of its own (a write cell restores each target's

@@ -1,6 +1,6 @@
 //! Slices runs (`order = "slices"`, dbperf/runner/slices.py): several SQLite builds measured in one process, taking
 //! turns every `slice_s`. Where the host's speed changes within a second (docs/verdicts.md: one process's 0.1 s
-//! samples correlate at +0.66 0.1 s apart and not at all 2 s apart), two builds alternating every 0.1 s meet the same
+//! samples correlate at +0.66 0.1 s apart and not at all 2 s apart), two builds alternating every 20 ms meet the same
 //! host, where two processes a second apart do not.
 //!
 //! Each side is a library file of its own (dlopen maps one file once, whatever its path, so two sides on one file are
