@@ -36,7 +36,8 @@ intervals being its slices), %, with its 90% bootstrap interval, the per-process
 
 Usage: .venv/bin/python benchmarks/verdicts/states.py [--rounds 30] [--time 3] [--interval 0.25]
        [--benchmark point-query] [--source sqlite@3.54.1 --build O2]   (default: the system libsqlite3)
-       [--remedies heap-thp,warm-file,slices [--candidates] [--also pagecache-buffer,mmap,slices] [--slice 0.1]]
+       [--remedies heap-thp,warm-file,slices [--candidates] [--also pagecache-buffer,mmap,slices] [--slice 0.02]]
+       (--remedies alone: slices)
 """
 
 from __future__ import annotations
@@ -347,8 +348,9 @@ def main() -> None:
     ap.add_argument("--table-size", type=int, default=100_000)
     ap.add_argument("--source", help="e.g. sqlite@3.54.1 (built by the lab); default: the system libsqlite3")
     ap.add_argument("--build", default="O2")
-    ap.add_argument("--remedies", nargs="?", const="heap-thp,warm-file,aslr-off",
-                    help="compare today's A/A spread with these remedies' (comma-separated; mmap: an engine option; "
+    ap.add_argument("--remedies", nargs="?", const="slices",
+                    help="compare today's A/A spread with these remedies' (comma-separated; alone: slices, the "
+                         "one that narrowed it here; mmap: an engine option; "
                          "slices: both sides in one driver process, taking turns every --slice seconds)")
     ap.add_argument("--candidates", action="store_true", help="with --remedies: also each remedy alone")
     ap.add_argument("--also", help="with --remedies: more candidates measured alone, not in the remedies' pair "
