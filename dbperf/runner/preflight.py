@@ -185,7 +185,8 @@ def _server(t: Target) -> str:
         recipe, cc = check_can_build(t.server_build)  # its tools and headers, as a real run checks first
         found = cached_server_build(t.server_build, recipe, cc)
         if found is None:
-            return f"{t.server_build.label()}: not cached, would be built from Debian's source (minutes to an hour)"
+            return (f"{t.server_build.label()}: not cached, would be built from Debian's source, "
+                    f"{recipe.build_time} per build")
         return f"{t.server_build.label()}: cached, " + _lab_binaries(t, found)
     return _lab_binaries(t, Path(t.binaries or kind.default_binaries))
 
