@@ -163,30 +163,17 @@ def test_a_slices_result_and_its_records_read_and_older_records_still_do():
     assert isinstance(read, CellRecord) and read.slices is None
 
 
-TWO_SQLITES = """
-[run]
-benchmarks = ["point-query"]
-table_size = 1000
-time = "0.5s"
-warmup = "0.2s"
-repeats = 2
-order = "slices"
-aa = true
-resources = false
-
-[[target]]
-name = "sys"
-library = "{library}"
-config = {{ journal_mode = "WAL", synchronous = "NORMAL" }}
-"""
+# The same run on the system SQLite (named, so the A/A copy shares its file), without the resource sampler.
+TWO_SQLITES = SLICES.replace('aa = true\n', 'aa = true\nresources = false\n').replace(
+    'name = "wal"\n', 'name = "sys"\nlibrary = "LIBRARY"\n')
 
 
 @pytest.mark.e2e
 def test_two_sqlite_targets_take_turns_in_one_driver_process(write_experiment, tmp_path):
-    """The system SQLite and its A/A copy (one library file: each side loads a copy of its own), 0.1 s slices: every
-    record is a side of its round's one process, each side measured its own 0.5 s in five slices."""
+    """The system SQLite and its A/A copy (one library file: each side loads a copy of its own), 0.02 s slices (the
+    default): every record is a side of its round's one process, each side measured its own 0.5 s in 25 slices."""
     out = tmp_path / "out"
-    proc = run_cli("run", str(write_experiment(TWO_SQLITES.format(library=default_sqlite_library()))), "--out",
+    proc = run_cli("run", str(write_experiment(TWO_SQLITES.replace("LIBRARY", default_sqlite_library()))), "--out",
                    str(out))
     assert proc.returncode == 0, proc.stderr
     meta = json.loads((out / "meta.json").read_text())
