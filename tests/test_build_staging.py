@@ -41,6 +41,7 @@ BUILD = textwrap.dedent("""
     from pathlib import Path
     from dbperf.buildlab import server_build
     from dbperf.buildlab.staging import Staging
+    from dbperf.buildlab.resume import BuildState
     from dbperf.experiment.build_variants import ServerBuildSpec
     from dbperf.runner import interrupts
 
@@ -53,7 +54,8 @@ BUILD = textwrap.dedent("""
     def progress(phase, done, expected):
         print("STEP", flush=True)
     try:
-        server_build._Runner(ServerBuildSpec("mariadb"), recipe, tree, stage.path / "build.log", progress).run(
+        server_build._Runner(ServerBuildSpec("mariadb"), recipe, tree, stage.path / "build.log", progress,
+                             BuildState(stage.path, persist=False)).run(
             [[sys.executable, "-c", sys.argv[2]]], "compiling")
     except KeyboardInterrupt:
         print("INTERRUPTED", flush=True)

@@ -10,6 +10,7 @@ from typing import Any, ClassVar
 import pytest
 
 from dbperf.buildlab import server_build
+from dbperf.buildlab.resume import BuildState
 from dbperf.errors import UserError
 from dbperf.experiment.build_variants import ServerBuildSpec
 from dbperf.host.compiler import find_compiler
@@ -77,7 +78,8 @@ def test_a_failed_build_names_its_last_lines_and_leaves_no_cache_entry(where, mo
     steps = []
     with pytest.raises(UserError, match=r"failed at `sh -c .*a.c:1: error: expected ;") as err:
         server_build._build(ServerBuildSpec("postgres"), FailingRecipe(), find_compiler(), work / "src", {}, "k",
-                            work, builds / "k", lambda phase, done, expected: steps.append(done), _no_training)
+                            work, builds / "k", lambda phase, done, expected: steps.append(done), _no_training,
+                            BuildState(work, persist=False))
     assert steps == [1]
     assert not (builds / "k").exists()  # the caller removes the staging directory
     kept = list((builds / "failed").glob("*.log"))

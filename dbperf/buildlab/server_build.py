@@ -6,6 +6,9 @@ options. A build runs in a staging directory beside its final place and is renam
 its manifest written: an interrupted or failed build leaves no entry (its log is kept in the build/failed/ folder),
 and its staging directory is removed, or swept by the next build if the process was killed outright (staging.py).
 
+A build whose recipe is `resumable` (ninja's) and is interrupted or killed is kept and resumed by the next build of
+its key (resume.py: its time then sums the segments', wall clock and CPU).
+
 A PGO build proves its profile (profile_proof.py), then passes its deterministic guard before it is cached: fewer
 instructions per query than its base (the same spec without PGO, from the cache or built now) on the training
 workload, counted by the runner's callback (runner/server_pgo_guard.py) and judged as SQLite's (pgo_guard.py). A
@@ -25,7 +28,6 @@ import pwd
 import re
 import shutil
 import subprocess
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
@@ -38,8 +40,9 @@ from dbperf.buildlab.paths import open_to_service_users, server_cache
 from dbperf.buildlab.pgo_guard import GuardCannotRun, GuardCounts, figures, refusal
 from dbperf.buildlab.profile_proof import NOTES_FLAG, PROOF_VERSION, fresh_profile_dir, missing_profiles, prove
 from dbperf.buildlab.profile_proof import Training as TrainingFacts
+from dbperf.buildlab.resume import STATE, BuildState, children_cpu_seconds
 from dbperf.buildlab.server_bolt import Training, bolt_identity, bolt_server, bolt_tools
-from dbperf.buildlab.staging import LOCK, Staging, kill_session, sweep_abandoned
+from dbperf.buildlab.staging import LOCK, PARTIAL, Staging, kill_session, sweep_abandoned
 from dbperf.buildlab.training import training_identity, training_workloads
 from dbperf.engines.descriptor import ProfileProof
 from dbperf.engines.mariadb import MARIADB
@@ -70,6 +73,7 @@ class Recipe(Protocol):
     headers: ClassVar[dict[str, str]]  # headers of the libraries it needs -> the Debian package that has them
     language: ClassVar[str]  # what those headers are included from: "c" or "c++"
     build_time: ClassVar[str]  # one build's time on the lab's 2-core VM, as measured (a PGO build: about twice)
+    resumable: ClassVar[bool]  # whether a rerun of its interrupted commands safely continues them (resume.py)
 
     def expected_steps(self, tree: Path) -> int: ...
 
@@ -107,6 +111,7 @@ class PostgresRecipe:
     headers: ClassVar[dict[str, str]] = {"zlib.h": "zlib1g-dev"}
     language: ClassVar[str] = "c"
     build_time: ClassVar[str] = "about 5 minutes on 2 cores"
+    resumable: ClassVar[bool] = False  # make: an object killed mid-write looks up to date
     COMPILE = re.compile(r"\s-c\s")
 
     def expected_steps(self, tree: Path) -> int:
@@ -155,6 +160,7 @@ class CmakeNinjaRecipe:
     options: ClassVar[tuple[str, ...]] = ()
     SKIPPED: ClassVar[tuple[str, ...]] = ()
     language: ClassVar[str] = "c++"
+    resumable: ClassVar[bool] = True  # ninja rebuilds every output its log does not list as finished
     STEP = re.compile(r"^\[\d+/\d+\] Building (C|CXX) object ")
     BUILD_DIR = "lab-build"
 
@@ -339,37 +345,67 @@ def build_server(spec: ServerBuildSpec, train: Training, on_progress: Progress |
         if found:
             return _guarded_cached(spec, found, train, on_progress, guard) if spec.pgo else found
         sweep_abandoned(builds)  # staging directories of builds killed outright
-        staging = Staging(builds, key)
+        staging = Staging(builds, key, resumable=recipe.resumable)
         work = staging.path
+        state = BuildState(work, persist=recipe.resumable, label=spec.label())
+        keep = False
         try:
+            fetched = state.source()
+            if fetched is None:
+                _clear_partial_fetch(work)
+                try:
+                    source = fetch_debian_source(apt, package, spec.engine, version, work, skipped)
+                except UserError as e:
+                    skipped.append(f"{version}: {e}")
+                    continue
+                fetched = source.tree, source.provenance
+                state.set_source(*fetched)
             try:
-                source = fetch_debian_source(apt, package, spec.engine, version, work, skipped)
-            except UserError as e:
-                skipped.append(f"{version}: {e}")
-                continue
-            return _build(spec, recipe, cc, source.tree, source.provenance, key, work, builds / key, on_progress,
-                          train, guard)
+                return _build(spec, recipe, cc, *fetched, key, work, builds / key, on_progress, train, state, guard)
+            except KeyboardInterrupt:
+                keep = recipe.resumable  # Ctrl-C or SIGTERM: the next build of this key goes on from here
+                raise
         finally:
-            staging.remove()  # after a completed build it is the entry already, and nothing is left to remove
+            if keep:
+                staging.release()
+            else:
+                staging.remove()  # after a completed build it is the entry already, and nothing is left to remove
     raise UserError(f"{spec.label()}: no version of Debian's {package} could be fetched ({'; '.join(skipped)[-300:]})")
 
 
+def _clear_partial_fetch(work: Path) -> None:
+    """What a fetch killed before it finished left in a resumable build's directory."""
+    for leftover in [work / "src", *work.glob("download-*")]:
+        shutil.rmtree(leftover, ignore_errors=True)
+
+
 class _Runner:
-    """Runs a build's commands in the source tree, every line into the log, counting compile steps."""
+    """Runs a build's commands in the source tree, every line into the log, counting compile steps and the time of
+    each command (wall clock and CPU) into the build's state."""
 
     def __init__(self, spec: ServerBuildSpec, recipe: Recipe, tree: Path, log: Path,
-                 on_progress: Progress | None) -> None:
+                 on_progress: Progress | None, state: BuildState) -> None:
         self.spec, self.recipe, self.tree, self.log, self.on_progress = spec, recipe, tree, log, on_progress
+        self.state = state
         self.expected = recipe.expected_steps(tree)
-        self.steps = 0
+
+    @property
+    def steps(self) -> int:
+        """Compile steps of every phase and segment (an object whose compile was interrupted counts again)."""
+        return sum(self.state.data["steps"].values())
 
     def run(self, commands: list[list[str]], phase: str) -> int:
-        """The commands one after another; the compile steps they took."""
-        before = self.steps
+        """The commands one after another, those an earlier segment of the build finished skipped; the compile
+        steps of `phase`, every segment's."""
+        label = f"{phase}, resumed" if self.state.resumed else phase
+        done = self.state.commands_done(phase)
         with open(self.log, "a") as f:
-            for cmd in commands:
+            for cmd in commands[done:]:
+                if self.state.resumed:
+                    f.write(f"# resumed: segment {self.state.earlier_segments + 1}\n")
                 f.write("$ " + " ".join(cmd) + "\n")
                 f.flush()
+                cpu_before = children_cpu_seconds()
                 proc = subprocess.Popen(cmd, cwd=self.tree, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                         text=True, errors="replace", env=build_environment(),
                                         start_new_session=True)
@@ -378,32 +414,35 @@ class _Runner:
                     for line in proc.stdout:
                         f.write(line)
                         if self.recipe.is_step(line):
-                            self.steps += 1
+                            self.state.step(phase, proc.pid)
                             if self.on_progress:
-                                self.on_progress(phase, self.steps - before, self.expected)
+                                self.on_progress(label, self.state.steps(phase), self.expected)
                     proc.wait()
                 except BaseException:
                     # Ctrl-C, SIGTERM or an error: the build tool and every compiler it started (ninja puts each
                     # in a process group of its own, so the whole session), then the caller's clean-up.
                     kill_session(proc.pid)
                     proc.wait()
+                    self.state.add_cpu(children_cpu_seconds() - cpu_before)
                     raise
                 if proc.returncode != 0:
+                    self.state.add_cpu(children_cpu_seconds() - cpu_before)
                     f.flush()
                     raise UserError(f"build of {self.spec.label()} failed at `{' '.join(cmd)[:60]}` (log "
                                     f"{_keep_log(self.log)}): {tail(self.log.read_text(errors='replace'), 3)}")
-        return self.steps - before
+                self.state.command_done(phase, children_cpu_seconds() - cpu_before)
+        return self.state.steps(phase)
 
 
 def _build(spec: ServerBuildSpec, recipe: Recipe, cc: Compiler, tree: Path, provenance: dict[str, Any], key: str,
-           work: Path, final: Path, on_progress: Progress | None, train: Training,
+           work: Path, final: Path, on_progress: Progress | None, train: Training, state: BuildState,
            guard: Guard | None = None) -> ServerBuild:
     """Configures, builds and installs into work/install (for pgo: an instrumented build, its training, and the
-    build that uses the profile), then moves work into `final`."""
+    build that uses the profile), then moves work into `final`; what `state` says an earlier segment finished is not
+    done again."""
     prefix = work / "install"
-    runner = _Runner(spec, recipe, tree, work / "build.log", on_progress)
+    runner = _Runner(spec, recipe, tree, work / "build.log", on_progress, state)
     jobs = os.cpu_count() or 1
-    started = time.monotonic()
     pgo = None
     if spec.pgo:
         pgo, commands = _build_pgo(spec, recipe, cc, runner, work, prefix, jobs, train, guard)
@@ -412,7 +451,13 @@ def _build(spec: ServerBuildSpec, recipe: Recipe, cc: Compiler, tree: Path, prov
         runner.run(commands, "compiling")
     bolt = None
     if spec.bolt:
-        bolt = _bolt(spec, recipe, prefix, work, runner, train)
+        bolt = state.result("bolt")
+        if bolt is None:
+            if state.started("bolt"):  # BOLT rewrites the installed server: an interrupted rewrite is installed anew
+                runner.run(commands[-1:], f"installing again before BOLT ({state.earlier_segments})")
+            state.begin("bolt")
+            bolt = _bolt(spec, recipe, prefix, work, runner, train)
+            state.finish("bolt", bolt)
     shutil.rmtree(tree, ignore_errors=True)  # the sources: only the install and the log are kept
     manifest = {
         "key": key, "label": spec.label(), "engine": spec.engine, "source": provenance,
@@ -421,11 +466,12 @@ def _build(spec: ServerBuildSpec, recipe: Recipe, cc: Compiler, tree: Path, prov
         "commands": commands, "jobs": jobs,
         "compile_steps": runner.steps, "pgo": pgo, "bolt": bolt,
         "server_binary_sha256": sha256_of(str(recipe.server_binary(prefix))),
-        "build_seconds": round(time.monotonic() - started, 1),
+        **state.totals(),  # build_seconds, build_cpu_seconds and the segments
         "built_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "install": str(final / "install"),
     }
     (work / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
+    (work / STATE).unlink(missing_ok=True)  # its figures are the manifest's now
     open_to_service_users(work)
     (work / LOCK).unlink(missing_ok=True)  # the entry needs no lock; it is still held until the staging is removed
     if final.exists():
@@ -475,30 +521,37 @@ def _build_pgo(spec: ServerBuildSpec, recipe: Recipe, cc: Compiler, runner: _Run
     work.chmod(0o755)  # the instrumented server runs as the service user, inside the staging directory
     profile = work / "profile"
     instrumented = work / "instrumented"
+    state = runner.state
     generate = [*spec.flags(), f"-fprofile-generate={profile}", "-fprofile-update=atomic", NOTES_FLAG]
     commands = recipe.commands(runner.tree, instrumented, cc, generate, jobs)
-    runner.run(commands, "compiling (instrumented)")
-    open_to_service_users(instrumented)
-    trained = _train_and_prove(spec, recipe, runner, work, instrumented, profile, train)
-    gcda = sorted(profile.rglob("*.gcda"))
-    shutil.rmtree(instrumented)
     use = profile_use_flags(spec, profile)
     use_commands = [*recipe.clean_commands(runner.tree), *recipe.commands(runner.tree, prefix, cc, use, jobs)]
-    log_start = runner.log.stat().st_size
-    compiled = runner.run(use_commands, "compiling (with the profile)")
-    with open(runner.log, errors="replace") as f:
-        f.seek(log_start)
-        missing = missing_profiles(f.read(), profile, recipe.objects_root(runner.tree), _proof_of(spec))
-    names = [p.name.replace("#", "/").split("/src/", 1)[-1] for p in gcda]
-    profile_bytes = sum(p.stat().st_size for p in gcda)
-    shutil.rmtree(profile)
+    trained, used = state.result("training"), state.result("profile-use")
+    if trained is None:
+        runner.run(commands, "compiling (instrumented)")
+        open_to_service_users(instrumented)
+        trained = _train_and_prove(spec, recipe, runner, work, instrumented, profile, train)
+        state.finish("training", trained)
+    if used is None:
+        gcda = sorted(profile.rglob("*.gcda"))
+        shutil.rmtree(instrumented, ignore_errors=True)
+        if state.result("profile-use-log-start") is None:  # the warnings of every segment of that build are read
+            state.finish("profile-use-log-start", runner.log.stat().st_size)
+        compiled = runner.run(use_commands, "compiling (with the profile)")
+        with open(runner.log, errors="replace") as f:
+            f.seek(state.result("profile-use-log-start"))
+            missing = missing_profiles(f.read(), profile, recipe.objects_root(runner.tree), _proof_of(spec))
+        used = {"profile_files": len(gcda), "profile_bytes": sum(p.stat().st_size for p in gcda),
+                "objects_compiled_with_profile_use": compiled,
+                "profiled_objects": [p.name.replace("#", "/").split("/src/", 1)[-1] for p in gcda],
+                "missing_profile_warnings": missing}
+        state.finish("profile-use", used)
+    shutil.rmtree(profile, ignore_errors=True)
     open_to_service_users(prefix)  # the guard runs it as the service user, still in the staging directory
     checked, refused = _guard(spec, recipe.binaries(prefix), train, runner.on_progress, guard)
     if refused:
         raise UserError(f"{refused} (log {_keep_log(runner.log)})")
-    return {**trained, "profile_files": len(gcda), "profile_bytes": profile_bytes,
-            "objects_compiled_with_profile_use": compiled,
-            "profiled_objects": names, "missing_profile_warnings": missing,
+    return {**trained, **used,
             "profile_consumed": "the -fprofile-use build compiled every object with the directory of these .gcda; "
                                 "objects without one (code the training never reached, tools it never ran) were "
                                 "built without a profile, each a -Wmissing-profile warning, counted above",
@@ -591,6 +644,34 @@ def _keep_log(log: Path) -> Path:
     kept = failed / f"{datetime.now(UTC).strftime('%Y%m%dT%H%M%S')}-{log.parent.name.strip('.')}.log"
     shutil.copyfile(log, kept)
     return kept
+
+
+def how_built(manifest: dict[str, Any]) -> str:
+    """A build's time for its line on the console: wall clock, CPU where measured, and its segments when resumed."""
+    said = f"built in {manifest['build_seconds']} s"
+    if manifest.get("build_cpu_seconds") is not None:
+        said += f" ({manifest['build_cpu_seconds']} s of CPU"
+        segments = len(manifest.get("segments") or [])
+        said += f", in {segments} segments)" if segments > 1 else ")"
+    return said
+
+
+def partial_server_builds() -> list[dict[str, Any]]:
+    """The interrupted builds kept for resuming (resume.py): their label, steps and time so far."""
+    builds = server_cache() / "build"
+    found = []
+    for path in sorted(builds.glob(f".*{PARTIAL}/{STATE}")) if builds.is_dir() else []:
+        try:
+            data = json.loads(path.read_text())
+        except ValueError:
+            continue
+        segments = data.get("segments") or []
+        found.append({"key": path.parent.name.strip(".").removesuffix(PARTIAL), "label": data.get("label", "?"),
+                      "steps": sum((data.get("steps") or {}).values()), "segments": len(segments),
+                      "seconds": round(sum(s["seconds"] for s in segments), 1),
+                      "cpu_seconds": round(sum(s["cpu_seconds"] for s in segments), 1),
+                      "last": segments[-1]["started_at"] if segments else "?", "path": str(path.parent)})
+    return found
 
 
 def cached_server_builds() -> list[dict[str, Any]]:

@@ -20,7 +20,7 @@ from rich.progress import (
 )
 
 from dbperf.buildlab.builder import Build, build_all
-from dbperf.buildlab.server_build import ServerBuild, build_server, check_can_build
+from dbperf.buildlab.server_build import ServerBuild, build_server, check_can_build, how_built
 from dbperf.buildlab.server_releases import ServerInstall, fetch_release
 from dbperf.errors import UserError
 from dbperf.experiment.build_variants import BuildSpec, ServerBuildSpec
@@ -77,7 +77,7 @@ def build_servers(e: Experiment, console: Console) -> tuple[Experiment, dict[str
                 progress.update(task, description=f"{label}: {phase}", completed=done, total=max(done, expected))
 
             builds[spec] = b = build_server(spec, train_server, step, count_server_guard)
-        how = "cached" if b.cached else f"built in {b.manifest['build_seconds']} s"
+        how = "cached" if b.cached else how_built(b.manifest)
         console.print(f"  {how} {spec.label()} from {b.manifest['source']['package']} "
                       f"{b.manifest['source']['version']}  {b.root}", highlight=False, markup=False)
         said = guard_line(spec.label(), b.manifest)

@@ -11,7 +11,7 @@ from rich.console import Console
 
 from dbperf import engines
 from dbperf.buildlab.builder import cached_builds
-from dbperf.buildlab.server_build import cached_server_builds
+from dbperf.buildlab.server_build import cached_server_builds, how_built, partial_server_builds
 from dbperf.buildlab.server_releases import SOURCES as SERVER_RELEASES
 from dbperf.buildlab.server_releases import available_versions, cached_releases, release_name
 from dbperf.buildlab.sqlite_source import CRATE, scan_versions
@@ -69,15 +69,20 @@ def cache_listings() -> list[Listing]:
          ", ".join((m.get("pgo") or {}).get("training_set", [])) or "-", profile_share(m), guard_ratio(m),
          m["built_at"], str(m["build_seconds"]), m["library"]) for m in cached_builds()])
     servers = Listing("server builds", ("key", "build", "source package", "PGO .gcda", "PGO share", "PGO guard",
-                                        "built", "seconds", "install"), [
+                                        "built", "seconds", "CPU seconds", "install"), [
         (m["key"], m["label"], f"{m['source']['package']} {m['source']['version']}",
          str((m.get("pgo") or {}).get("profile_files", "-")), profile_share(m), guard_ratio(m), m["built_at"],
-         str(m["build_seconds"]), m["install"])
+         str(m["build_seconds"]), str(m.get("build_cpu_seconds", "-")), m["install"])
         for m in cached_server_builds()])
+    partial = Listing("server builds interrupted, resumed by the next build of their key",
+                      ("key", "build", "compile steps", "segments", "seconds", "CPU seconds", "last started",
+                       "folder"), [
+        (p["key"], p["label"], str(p["steps"]), str(p["segments"]), str(p["seconds"]), str(p["cpu_seconds"]),
+         p["last"], p["path"]) for p in partial_server_builds()])
     releases = Listing("server releases", ("engine", "version", "published as", "jar sha256", "fetched"), [
         (r["engine"], r["version"], r["published_version"], r["jar_sha256"][:16], r["fetched_at"])
         for r in cached_releases()])
-    return [sqlite, *(listing for listing in (servers, releases) if listing.rows)]
+    return [sqlite, *(listing for listing in (servers, partial, releases) if listing.rows)]
 
 
 @dataclass
@@ -115,6 +120,6 @@ def build_experiment(experiment: Path, err: Console = PROGRESS) -> list[str]:
             lines.append(f"{name}: {release['engine']}@{release['version']} released binaries, jar sha256 "
                          f"{release['jar_sha256']}")
             continue
-        how = "cached" if manifest["cached"] else f"built in {manifest['build_seconds']} s"
+        how = "cached" if manifest["cached"] else how_built(manifest)
         lines.append(f"{name}: {manifest['label']} -> {manifest.get('library') or manifest['install']} ({how})")
     return lines

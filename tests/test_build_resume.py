@@ -1,0 +1,255 @@
+"""A resumable server build (ninja's recipes) interrupted by Ctrl-C or SIGTERM, or killed outright, is kept and
+resumed by the next build of its key: the source is not fetched again, finished commands are not run again, only
+the objects not yet compiled are, and the build's time sums every segment's (wall clock and CPU). A build whose
+recipe cannot resume starts over as before. The build tool is a stand-in for ninja (it skips outputs it already
+wrote, as ninja does with its log); the archive is a stand-in too: this is the build lab's bookkeeping, the real
+builds are tests/test_server_build.py's and test_mysql.py's."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pytest
+
+from dbperf.buildlab import server_build, staging
+from dbperf.buildlab.debian_source import DebianSource
+from dbperf.buildlab.resume import STATE, BuildState
+from dbperf.errors import UserError
+from dbperf.experiment.build_variants import ServerBuildSpec
+
+OBJECTS = 6
+# The stand-in for ninja: compiles (burns CPU for) each object it has not written yet, announcing it as ninja does;
+# `install` copies the "server" into the prefix.
+NINJA_LIKE = textwrap.dedent("""
+    import sys, time
+    from pathlib import Path
+    tree, n = Path(sys.argv[1]), int(sys.argv[2])
+    if sys.argv[3] == "install":
+        bin_dir = Path(sys.argv[4]) / "bin"
+        bin_dir.mkdir(parents=True, exist_ok=True)
+        (bin_dir / "server").write_text("".join(sorted(p.name for p in tree.glob("*.o"))))
+        sys.exit(0)
+    for i in range(n):
+        obj = tree / f"obj{i}.o"
+        if obj.exists():
+            continue
+        print(f"[{i + 1}/{n}] Building C object obj{i}.o", flush=True)
+        end = time.process_time() + 0.15
+        while time.process_time() < end:
+            pass
+        obj.write_text("x")
+""")
+
+
+class NinjaLikeRecipe:
+    engine: ClassVar[str] = "mysql"
+    options: ClassVar[tuple[str, ...]] = ()
+    tools: ClassVar[dict[str, str]] = {}
+    resumable: ClassVar[bool] = True
+    runs: ClassVar[list[str]] = []  # which commands ran, across builds
+
+    def expected_steps(self, tree: Path) -> int:
+        return OBJECTS
+
+    def commands(self, tree, prefix, cc, flags, jobs):
+        return [["sh", "-c", "echo configured >> configure.count"],
+                [sys.executable, "-c", NINJA_LIKE, str(tree), str(OBJECTS), "build"],
+                [sys.executable, "-c", NINJA_LIKE, str(tree), str(OBJECTS), "install", str(prefix)]]
+
+    def binaries(self, prefix: Path) -> Path:
+        return prefix
+
+    def server_binary(self, prefix: Path) -> Path:
+        return prefix / "bin" / "server"
+
+    def is_step(self, line: str) -> bool:
+        return line.startswith("[") and "Building" in line
+
+
+class MakeLikeRecipe(NinjaLikeRecipe):
+    resumable: ClassVar[bool] = False
+
+
+@pytest.fixture
+def lab(where, monkeypatch):
+    """The build lab with a stand-in archive (one version, counting its fetches) and recipe."""
+    monkeypatch.setenv("DBPERF_SERVER_CACHE", str(where / "servers"))
+    fetches: list[Path] = []
+
+    def fetch(apt, package, engine, version, work, skipped):
+        tree = work / "src"
+        tree.mkdir()
+        fetches.append(tree)
+        return DebianSource(engine, package, version, tree, {"origin": "debian-src", "package": package,
+                                                             "version": version})
+
+    monkeypatch.setattr(server_build, "candidate_versions", lambda engine: (None, "mysql-9.7", ["9.7.2-4"]))
+    monkeypatch.setattr(server_build, "fetch_debian_source", fetch)
+    monkeypatch.setattr(server_build, "open_to_service_users", lambda path: None)
+
+    def use(recipe: Any) -> None:
+        monkeypatch.setitem(server_build.RECIPES, "mysql", recipe)
+        monkeypatch.setattr(server_build, "check_can_build",
+                            lambda spec: (recipe, server_build.find_compiler()))
+    return fetches, use
+
+
+def _no_training(*args: Any) -> dict[str, Any]:
+    raise AssertionError("a plain build trains nothing")
+
+
+def _interrupt_after(n: int):
+    steps: list[int] = []
+
+    def progress(phase: str, done: int, expected: int) -> None:
+        steps.append(done)
+        if len(steps) == n:
+            raise KeyboardInterrupt
+    return progress, steps
+
+
+@pytest.mark.unit
+def test_an_interrupted_ninja_build_is_resumed_and_its_time_sums_the_segments(lab):
+    fetches, use = lab
+    use(NinjaLikeRecipe())
+    spec = ServerBuildSpec("mysql")
+    builds = server_build.server_cache() / "build"
+    progress, _ = _interrupt_after(3)
+    with pytest.raises(KeyboardInterrupt):
+        server_build.build_server(spec, _no_training, progress)
+    (partial,) = builds.glob(f".*{staging.PARTIAL}")
+    state = json.loads((partial / STATE).read_text())
+    assert state["commands"] == {"compiling": 1}  # configure finished, the compile did not
+    assert state["steps"] == {"compiling": 3} and len(state["segments"]) == 1
+    assert state["segments"][0]["cpu_seconds"] >= 0.2  # the two objects compiled before the third was cut short
+    compiled_before = sorted(p.name for p in (partial / "src").glob("*.o"))
+    (listed,) = server_build.partial_server_builds()  # `dbperf build --list` shows it
+    assert listed["label"] == spec.label() and listed["steps"] == 3 and listed["segments"] == 1
+    assert listed["path"] == str(partial)
+    assert 2 <= len(compiled_before) < OBJECTS
+
+    seen: list[tuple[str, int]] = []
+    built = server_build.build_server(spec, _no_training, lambda phase, done, expected: seen.append((phase, done)))
+    assert len(fetches) == 1  # the source of the first segment
+    assert seen[0] == ("compiling, resumed", 4)  # counted on from where it stopped
+    m = built.manifest
+    assert len(m["segments"]) == 2 and m["segments"][1]["steps"] == OBJECTS - len(compiled_before)
+    assert m["compile_steps"] == 3 + OBJECTS - len(compiled_before)  # the object cut short counts twice
+    assert m["build_seconds"] == pytest.approx(sum(s["seconds"] for s in m["segments"]), abs=0.11)
+    assert m["build_cpu_seconds"] >= 0.15 * OBJECTS * 0.9  # every object's CPU, in one segment or the other
+    assert (built.root / "bin" / "server").read_text() == "".join(f"obj{i}.o" for i in range(OBJECTS))
+    assert not list(builds.glob(".*")) and not (built.root.parent / STATE).exists()
+    log = (built.root.parent / "build.log").read_text()
+    assert log.count("$ sh -c echo configured") == 1 and "# resumed: segment 2" in log
+    assert server_build.how_built(m).endswith("s of CPU, in 2 segments)")
+    assert server_build.partial_server_builds() == []
+
+
+@pytest.mark.unit
+def test_a_build_killed_outright_is_resumed_with_its_last_sampled_time(lab, tmp_path):
+    fetches, use = lab
+    use(NinjaLikeRecipe())
+    code = textwrap.dedent(f"""
+        import sys
+        sys.path.insert(0, {str(Path(__file__).parent.parent)!r})
+        from tests.test_build_resume import NinjaLikeRecipe
+        from dbperf.buildlab import resume, server_build
+        from dbperf.buildlab.debian_source import DebianSource
+        from dbperf.experiment.build_variants import ServerBuildSpec
+        resume.WRITE_EVERY_S = 0  # every step on disk: the test knows what the killed segment had written
+        recipe = NinjaLikeRecipe()
+        server_build.RECIPES["mysql"] = recipe
+        server_build.check_can_build = lambda spec: (recipe, server_build.find_compiler())
+        server_build.candidate_versions = lambda engine: (None, "mysql-9.7", ["9.7.2-4"])
+        server_build.open_to_service_users = lambda path: None
+        def fetch(apt, package, engine, version, work, skipped):
+            (work / "src").mkdir()
+            return DebianSource(engine, package, version, work / "src", {{"version": version}})
+        server_build.fetch_debian_source = fetch
+        def progress(phase, done, expected):
+            print(done, flush=True)
+        server_build.build_server(ServerBuildSpec("mysql"), None, progress)
+    """)
+    env = {**os.environ, "DBPERF_SERVER_CACHE": os.environ["DBPERF_SERVER_CACHE"]}
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, env=env,
+                            start_new_session=True)
+    assert proc.stdout is not None
+    while proc.stdout.readline().strip() != "4":
+        pass
+    os.killpg(proc.pid, signal.SIGKILL)  # the lab, its ninja and its compiler: a session cut off
+    proc.wait(timeout=30)
+    builds = server_build.server_cache() / "build"
+    (partial,) = builds.glob(f".*{staging.PARTIAL}")
+    assert staging.sweep_abandoned(builds) == []  # unlocked, but kept: it resumes
+    built = server_build.build_server(ServerBuildSpec("mysql"), _no_training)
+    first, second = built.manifest["segments"]
+    assert first["steps"] == 4 and first["seconds"] > 0  # what the killed segment wrote before it died
+    assert second["steps"] <= OBJECTS - 3 and not fetches  # the killed segment's source, not a new one
+    assert not partial.exists()
+
+
+@pytest.mark.unit
+def test_a_build_that_cannot_resume_starts_over_and_leaves_nothing(lab):
+    fetches, use = lab
+    use(MakeLikeRecipe())
+    progress, _ = _interrupt_after(3)
+    builds = server_build.server_cache() / "build"
+    with pytest.raises(KeyboardInterrupt):
+        server_build.build_server(ServerBuildSpec("mysql"), _no_training, progress)
+    assert list(builds.glob(".*")) == []
+    built = server_build.build_server(ServerBuildSpec("mysql"), _no_training)
+    assert len(fetches) == 2 and len(built.manifest["segments"]) == 1
+    assert built.manifest["compile_steps"] == OBJECTS and built.manifest["build_cpu_seconds"] > 0
+
+
+@pytest.mark.unit
+def test_a_failed_resumable_build_is_not_kept(lab):
+    _, use = lab
+
+    class Failing(NinjaLikeRecipe):
+        def commands(self, tree, prefix, cc, flags, jobs):
+            return [["sh", "-c", "echo '[1/2] Building C object a.o'; echo 'a.c:1: error: expected ;'; exit 3"]]
+    use(Failing())
+    with pytest.raises(UserError, match="expected ;"):
+        server_build.build_server(ServerBuildSpec("mysql"), _no_training)
+    assert list((server_build.server_cache() / "build").glob(".*")) == []
+
+
+@pytest.mark.unit
+def test_a_second_build_of_the_same_key_is_refused_while_the_first_runs(tmp_path):
+    first = staging.Staging(tmp_path, "k", resumable=True)
+    try:
+        with pytest.raises(UserError, match=r"another dbperf \(pid \d+\) is building this server"):
+            staging.Staging(tmp_path, "k", resumable=True)
+    finally:
+        first.release()
+    again = staging.Staging(tmp_path, "k", resumable=True)  # the first gone: the same directory, taken over
+    assert again.path == first.path
+    again.remove()
+
+
+@pytest.mark.unit
+def test_a_partial_build_nobody_resumed_for_two_weeks_is_swept(tmp_path):
+    kept, old = (staging.Staging(tmp_path, k, resumable=True) for k in ("young", "old"))
+    for s in (kept, old):
+        BuildState(s.path, persist=True)
+        s.release()
+    long_ago = time.time() - staging.PARTIAL_KEPT_S - 60
+    for p in [old.path, *old.path.iterdir()]:
+        os.utime(p, (long_ago, long_ago))
+    busy = staging.Staging(tmp_path, "busy", resumable=True)
+    for p in [busy.path, *busy.path.iterdir()]:
+        os.utime(p, (long_ago, long_ago))
+    try:
+        assert staging.sweep_abandoned(tmp_path) == [old.path]
+        assert kept.path.is_dir() and busy.path.is_dir()  # a running build is never swept, however old
+    finally:
+        busy.remove()
