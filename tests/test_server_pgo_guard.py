@@ -17,6 +17,7 @@ import pytest
 
 from dbperf.buildlab import server_build
 from dbperf.buildlab.pgo_guard import GuardCannotRun, GuardCounts, figures, refusal
+from dbperf.buildlab.resume import BuildState
 from dbperf.buildlab.server_build import GUARD_VERSION, ServerBuild, base_spec
 from dbperf.errors import UserError
 from dbperf.experiment.build_variants import ServerBuildSpec
@@ -231,7 +232,7 @@ def test_a_build_refused_by_its_guard_is_never_moved_into_the_cache(base_build, 
     with pytest.raises(UserError, match=r"the PGO build is refused: .* 43,357 instructions per query, its base "
                                         r"without PGO 38,747 \(×1\.119\), not fewer \(log "):
         server_build._build(PGO, Recipe(), find_compiler(), work / "src", {}, "k", work, cache / "k", None,
-                            lambda *a: {}, lambda *a: _counts(43_357.0, 38_747.0))
+                            lambda *a: {}, BuildState(work, persist=False), lambda *a: _counts(43_357.0, 38_747.0))
     assert not (cache / "k").exists() and not (work / "manifest.json").exists()
     assert len(list((cache / "failed").glob("*.log"))) == 1
 
