@@ -5,6 +5,7 @@ MySQL basedir), skipped with its reason otherwise."""
 
 from __future__ import annotations
 
+import json
 import os
 import pwd
 import stat
@@ -116,9 +117,29 @@ def test_a_mysql_target_without_its_install_is_one_line(tmp_path):
 
 @pytest.mark.server
 @pytest.mark.skipif(not MYSQL_BINARIES, reason=NO_MYSQL)
-def test_mysql_end_to_end(tmp_path):
-    (tmp_path / "e.toml").write_text(
-        '[run]\nbenchmarks = ["point-query", "update-index"]\ntable_size = 2000\ntime = "0.5s"\nwarmup = "0.2s"\n'
-        f'repeats = 2\n[[target]]\nname = "m"\nengine = "mysql"\nbinaries = "{MYSQL_BINARIES}"\n')
-    proc = run_cli("run", str(tmp_path / "e.toml"), "--out", str(tmp_path / "out"), timeout=1200)
+def test_mysql_end_to_end(where):
+    """The lab initialises, starts, loads, measures and stops a MySQL: its version said, the driver's connections
+    authenticated with caching_sha2_password over TCP (the first one in full, through the server's RSA key; the
+    others on the fast path), InnoDB's counters and the server's CPU per query, the post-write flush, the sizes."""
+    exp = where / "e.toml"
+    exp.write_text('[run]\nbenchmarks = ["point-query", "update-index"]\nthreads = [1, 2]\ntable_size = 2000\n'
+                   'time = "0.5s"\nwarmup = "0.2s"\nrepeats = 2\nwrites = "cumulative"\npost_write_wait = "0.1s"\n'
+                   f'[[target]]\nname = "m"\nengine = "mysql"\nbinaries = "{MYSQL_BINARIES}"\n'
+                   'config = { innodb_buffer_pool_size = "64M" }\n')
+    out = where / "out"
+    proc = run_cli("run", str(exp), "--out", str(out), timeout=1200)
     assert proc.returncode == 0, proc.stderr
+    meta = json.loads((out / "meta.json").read_text())
+    (target,) = meta["targets"]
+    assert target["engine_version"].split(".")[0] in {"8", "9"}, target["engine_version"]
+    assert target["db_bytes_after_load"] > 100_000
+    [flush] = target["post_write"]
+    assert flush["dirty_pages_left"] == 0
+    cells = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert len(cells) == 2 * 2 * 2 and all(c["status"] == "ok" for c in cells), [c.get("error") for c in cells]
+    update = next(c for c in cells if c["benchmark"] == "update-index" and c["threads"] == 2)
+    assert update["result"]["server_usage"]["user_us"] > 0
+    counters = update["resources"]["engine_counters"]
+    assert counters["Innodb_rows_updated"] > 0 and counters["Handler_read_key"] > 0
+    view = run_cli("report", str(out), "--resources")
+    assert view.returncode == 0 and "bp req" in view.stdout, view.stderr
