@@ -22,6 +22,10 @@ pub struct Job {
     /// Server engines started by the lab: the server's main pid, whose process tree is measured.
     #[serde(default)]
     pub server_pid: Option<u32>,
+    /// Server engines: the environment variable that holds the password; None: DBPERF_PASSWORD. A slices run of
+    /// servers names one per side (each lab server has a password of its own).
+    #[serde(default)]
+    pub password_env: Option<String>,
     /// Per-connection settings in order, e.g. [["journal_mode", "WAL"]] for SQLite PRAGMAs.
     #[serde(default)]
     pub settings: Vec<(String, String)>,
@@ -139,15 +143,27 @@ fn weight_one() -> f64 {
     1.0
 }
 
-/// One side of a slices run: a SQLite build of its own (a library file no other side loads), its database and its
-/// per-connection settings.
-#[derive(Debug, Deserialize, Clone)]
+/// One side of a slices run: either a SQLite build of its own (a library file no other side loads), its database
+/// and its per-connection settings; or a server of its own (its engine, DSN, the lab's pid of it and the variable
+/// that holds its password). A side names one or the other, never both (slices.rs checks).
+#[derive(Debug, Deserialize, Clone, Default)]
 #[serde(deny_unknown_fields)]
 pub struct SliceSide {
+    #[serde(default)]
     pub library: String,
+    #[serde(default)]
     pub database: String,
     #[serde(default)]
     pub settings: Vec<(String, String)>,
+    /// Server sides: postgres, mariadb or mysql; None: the job's engine.
+    #[serde(default)]
+    pub engine: Option<String>,
+    #[serde(default)]
+    pub dsn: Option<String>,
+    #[serde(default)]
+    pub server_pid: Option<u32>,
+    #[serde(default)]
+    pub password_env: Option<String>,
 }
 
 #[derive(Debug, Deserialize, Clone)]

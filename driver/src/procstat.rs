@@ -59,6 +59,21 @@ fn context_switches(pid: u32) -> (i64, i64) {
 }
 
 pub fn sample(root: u32) -> ServerSample {
+    tree(root, &parents())
+}
+
+/// `sample` of several servers, one reading of /proc's parents for all (a slices run's servers, at one instant);
+/// None where a side has no server to sample. Reads nothing when none has.
+pub fn sample_each(roots: &[Option<u32>]) -> Vec<Option<ServerSample>> {
+    if roots.iter().all(Option::is_none) {
+        return vec![None; roots.len()];
+    }
+    let parents = parents();
+    roots.iter().map(|root| root.map(|r| tree(r, &parents))).collect()
+}
+
+/// Every process's parent, by pid.
+fn parents() -> HashMap<u32, u32> {
     let mut parents: HashMap<u32, u32> = HashMap::new();
     if let Ok(entries) = fs::read_dir("/proc") {
         for e in entries.flatten() {
@@ -69,6 +84,11 @@ pub fn sample(root: u32) -> ServerSample {
             }
         }
     }
+    parents
+}
+
+/// The CPU and context switches of `root` and its descendants.
+fn tree(root: u32, parents: &HashMap<u32, u32>) -> ServerSample {
     let mut members = vec![root];
     let mut i = 0;
     while i < members.len() {
@@ -90,4 +110,22 @@ pub fn sample(root: u32) -> ServerSample {
         usage.involuntary_cs += nv;
     }
     ServerSample { usage, processes }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_server_is_sampled_from_one_reading_and_a_side_without_one_is_none() {
+        let me = std::process::id();
+        let out = sample_each(&[Some(me), None, Some(me)]);
+        assert_eq!(out.len(), 3);
+        assert!(out[1].is_none());
+        for s in [out[0], out[2]] {
+            let s = s.expect("this process is sampled");
+            assert!(s.processes >= 1);
+        }
+        assert!(sample_each(&[None, None]).iter().all(Option::is_none));
+    }
 }

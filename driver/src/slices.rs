@@ -1,10 +1,16 @@
-//! Slices runs (`order = "slices"`, dbperf/runner/slices.py): several SQLite builds measured in one process, taking
-//! turns every `slice_s`. Where the host's speed changes within a second (docs/verdicts.md: one process's 0.1 s
-//! samples correlate at +0.66 0.1 s apart and not at all 2 s apart), two builds alternating every 20 ms meet the same
-//! host, where two processes a second apart do not.
+//! Slices runs (`order = "slices"`, dbperf/runner/slices.py): several SQLite builds, or several servers, measured
+//! from one process, taking turns every `slice_s`. Where the host's speed changes within a second (docs/verdicts.md:
+//! one process's 0.1 s samples correlate at +0.66 0.1 s apart and not at all 2 s apart), two builds alternating every
+//! 20 ms meet the same host, where two processes a second apart do not.
 //!
-//! Each side is a library file of its own (dlopen maps one file once, whatever its path, so two sides on one file are
-//! refused), with its own database and settings. Every client thread opens one connection per side and prepares the
+//! A run's sides are all SQLite or all servers. A SQLite side is a library file of its own (dlopen maps one file
+//! once, whatever its path, so two sides on one file are refused), with its own database and settings. A server side
+//! is a server of its own (its engine, DSN and password's variable; two sides on one DSN or one server pid are
+//! refused), opened through the engine factory as an ordinary run opens it; sides may be different server engines
+//! (the workload is one for all: the lab refuses engines whose SQL differs). Where the lab gives a side's server pid,
+//! thread 0 samples every side's server (its process tree's CPU) when the measured window opens and when the run
+//! ends: each server over the whole window, its own sides' slices and the others'. Every client thread opens one
+//! connection per side and prepares the
 //! workload on each; then all threads are released together. From the common start, time is cut into rounds of one
 //! slice per side, side 0 first, each `slice_s` long: first the warm-up, `warmup_s` of slices per side, then the
 //! measured window, `time_s` per side; where `slice_s` does not divide a phase, its last round's slices are shorter,
@@ -23,10 +29,12 @@ use std::time::{Instant, SystemTime};
 use rand::distributions::{Distribution, Uniform, WeightedIndex};
 use rand::SeedableRng;
 
+use crate::engine::dsn::label;
 use crate::engine::factory::{Connected, Engine};
 use crate::engine::Value;
 use crate::job::{Job, RunResult, SliceSide, SlicesResult, Usage, Workload};
 use crate::params;
+use crate::procstat::{self, ServerSample};
 use crate::rng::WyRand;
 use crate::run::{self, Kind, StatementTime, MAX_ERROR_SAMPLES};
 use crate::series::{self, Board, Interval, Tally};
@@ -134,10 +142,16 @@ impl Slicing {
 /// Why slices cannot run this job (one line), else its sides.
 fn check<'a>(job: &'a Job, workload: &Workload) -> Result<&'a [SliceSide], String> {
     let sides = job.slices.as_deref().ok_or("not a slices job")?;
-    let refusal = if job.engine != "sqlite" {
-        Some(format!("each side is a SQLite library loaded into this process; engine {} is not one", job.engine))
-    } else if !(job.library.is_empty() && job.database.is_empty() && job.settings.is_empty()) {
-        Some("each side's library, database and settings go in `slices`; the job's own stay empty".into())
+    let own_side = !(job.library.is_empty() && job.database.is_empty() && job.settings.is_empty())
+        || job.dsn.is_some()
+        || job.server_pid.is_some()
+        || job.password_env.is_some();
+    let refusal: Option<String> = if own_side {
+        Some(
+            "each side's library, database and settings, or its dsn, server pid and password's variable, go in \
+             `slices`; the job's own stay empty"
+                .into(),
+        )
     } else if job.rate.is_some() {
         Some(
             "an open-loop rate: its schedule would run across every side's slices; slices runs are closed loops".into(),
@@ -155,8 +169,51 @@ fn check<'a>(job: &'a Job, workload: &Workload) -> Result<&'a [SliceSide], Strin
         return Err(format!("slices: {why}"));
     }
     run::check_job(job, workload)?;
-    distinct(sides)?;
+    match same_kind(job, sides)? {
+        SideKind::Sqlite => distinct(sides)?,
+        SideKind::Server => distinct_servers(sides)?,
+    }
     Ok(sides)
+}
+
+/// What a side is: a SQLite library loaded into this process, or a server it connects to.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum SideKind {
+    Sqlite,
+    Server,
+}
+
+/// The engine a side runs: its own, or the job's.
+fn engine_of<'a>(job: &'a Job, side: &'a SliceSide) -> &'a str {
+    side.engine.as_deref().unwrap_or(&job.engine)
+}
+
+/// The kind of every side, which must be one: a run holds SQLite libraries or connections to servers, not both (a
+/// SQLite side runs on the client's CPU, a server's on its own: their slices would not measure alike).
+fn same_kind(job: &Job, sides: &[SliceSide]) -> Result<SideKind, String> {
+    let mut first: Option<(SideKind, &str)> = None;
+    for (j, side) in sides.iter().enumerate() {
+        let engine = engine_of(job, side);
+        let kind = match engine {
+            "sqlite" => SideKind::Sqlite,
+            "postgres" | "mariadb" | "mysql" => SideKind::Server,
+            other => {
+                return Err(format!(
+                    "slices: side {j}'s engine {other:?} is not one this driver runs (sqlite, postgres, mariadb, mysql)"
+                ))
+            }
+        };
+        match first {
+            None => first = Some((kind, engine)),
+            Some((k, e0)) if k != kind => {
+                return Err(format!(
+                "slices: side 0 is {e0} and side {j} {engine}: a run's sides are all SQLite libraries or all servers"
+            ))
+            }
+            Some(_) => {}
+        }
+    }
+    first.map(|(k, _)| k).ok_or_else(|| "slices: the job lists no side".to_string())
 }
 
 /// Two sides on one library file would run one copy of it (dlopen maps a file once, by device and inode), and two
@@ -165,6 +222,9 @@ fn distinct(sides: &[SliceSide]) -> Result<(), String> {
     for (j, b) in sides.iter().enumerate() {
         if b.library.is_empty() {
             return Err(format!("slices: side {j} names no library"));
+        }
+        if b.dsn.is_some() || b.server_pid.is_some() || b.password_env.is_some() {
+            return Err(format!("slices: side {j} is a SQLite library; a dsn, server pid or password is a server's"));
         }
         if b.database.is_empty() || b.database == ":memory:" {
             return Err(format!("slices: side {j} needs a database file (an in-memory one lives in one connection)"));
@@ -188,6 +248,31 @@ fn distinct(sides: &[SliceSide]) -> Result<(), String> {
     Ok(())
 }
 
+/// Two server sides on one DSN (or one server) would measure one server twice, each side's writes in the other's
+/// tables; a server side names no library, database or settings (its settings are its server's configuration).
+fn distinct_servers(sides: &[SliceSide]) -> Result<(), String> {
+    for (j, b) in sides.iter().enumerate() {
+        if !(b.library.is_empty() && b.database.is_empty() && b.settings.is_empty()) {
+            return Err(format!(
+                "slices: side {j} is a server: it names a dsn, not a library, database or settings (its settings are \
+                 its server's configuration)"
+            ));
+        }
+        let Some(dsn) = b.dsn.as_deref().filter(|d| !d.is_empty()) else {
+            return Err(format!("slices: side {j} is a server and names no dsn"));
+        };
+        for (i, a) in sides[..j].iter().enumerate() {
+            if a.dsn == b.dsn || (b.server_pid.is_some() && a.server_pid == b.server_pid) {
+                return Err(format!(
+                    "slices: sides {i} and {j} connect to the same server ({}); give each its own",
+                    label(dsn)
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
 fn same_file(a: &str, b: &str) -> bool {
     match (std::fs::metadata(a), std::fs::metadata(b)) {
         (Ok(x), Ok(y)) => x.dev() == y.dev() && x.ino() == y.ino(),
@@ -195,9 +280,21 @@ fn same_file(a: &str, b: &str) -> bool {
     }
 }
 
+/// The job an ordinary run of this side would have: the engine factory opens the side from it.
 fn side_job(job: &Job, side: &SliceSide) -> Job {
     let (library, database, settings) = (side.library.clone(), side.database.clone(), side.settings.clone());
-    Job { library, database, settings, slices: None, ..job.clone() }
+    let (engine, dsn, password_env) = (engine_of(job, side).to_string(), side.dsn.clone(), side.password_env.clone());
+    Job {
+        engine,
+        library,
+        database,
+        settings,
+        dsn,
+        server_pid: side.server_pid,
+        password_env,
+        slices: None,
+        ..job.clone()
+    }
 }
 
 /// What every client thread shares.
@@ -207,9 +304,17 @@ struct Shared<'a> {
     gate: &'a Barrier,
     start_at: &'a Mutex<Option<Instant>>,
     boards: &'a [Board],
+    /// Per side, the lab's pid of its server (None: SQLite, or a server the lab did not start).
+    servers: &'a [Option<u32>],
     slicing: Slicing,
     seed: u64,
     tables: u32,
+}
+
+/// What thread 0 samples over the measured window: the process's usage, and each side's server's.
+struct Sampled {
+    usage: Usage,
+    servers: Vec<Option<ServerSample>>,
 }
 
 /// One side as a client thread holds it: a connection of its own and the workload prepared on it.
@@ -398,8 +503,10 @@ impl Turn<'_> {
 }
 
 /// One client thread: a connection per side, the gate, then events on the connection of the slice's side until the
-/// last slice ends. The thread that `takes_usage` samples the process's getrusage over the measured window.
-fn client(shared: &Shared, index: u32, takes_usage: bool) -> Result<(Vec<SideOut>, Option<Usage>), String> {
+/// last slice ends. The thread that `takes_usage` samples the process's getrusage and every side's server over the
+/// measured window (one reading of /proc for all the servers, at the first switch into the window: the time it
+/// takes is the first measured slice's, whose side alternates from round to round as slice 0's does).
+fn client(shared: &Shared, index: u32, takes_usage: bool) -> Result<(Vec<SideOut>, Option<Sampled>), String> {
     let specs = run::kinds_of(shared.workload);
     let setup = shared.engines.iter().map(|e| hold(e, &specs, shared.tables)).collect::<Result<Vec<_>, _>>();
     if takes_usage {
@@ -419,7 +526,7 @@ fn client(shared: &Shared, index: u32, takes_usage: bool) -> Result<(Vec<SideOut
                 break;
             }
             if takes_usage && before.is_none() && turn.slice.measured.is_some() {
-                before = Some(usage::process());
+                before = Some((procstat::sample_each(shared.servers), usage::process()));
             }
             started = tick::now(); // the switch's own time is in no event's latency
             continue;
@@ -433,7 +540,17 @@ fn client(shared: &Shared, index: u32, takes_usage: bool) -> Result<(Vec<SideOut
         }
         started = done;
     }
-    Ok((outs, before.map(|b| usage::delta(usage::process(), b))))
+    let sampled = before.map(|(servers, b)| {
+        let usage = usage::delta(usage::process(), b);
+        let after = procstat::sample_each(shared.servers);
+        let servers = servers
+            .into_iter()
+            .zip(after)
+            .map(|(b, a)| Some(ServerSample { usage: usage::delta(a?.usage, b?.usage), processes: a?.processes }))
+            .collect();
+        Sampled { usage, servers }
+    });
+    Ok((outs, sampled))
 }
 
 pub fn run(job: &Job) -> Result<SlicesResult, String> {
@@ -444,6 +561,7 @@ pub fn run(job: &Job) -> Result<SlicesResult, String> {
         process::disable_thp()?;
     }
     let engines = Arc::new(sides.iter().map(|s| Engine::open(&side_job(job, s))).collect::<Result<Vec<_>, _>>()?);
+    let servers: Arc<Vec<Option<u32>>> = Arc::new(sides.iter().map(|s| s.server_pid).collect());
     let boards: Arc<Vec<Board>> =
         Arc::new((0..sides.len()).map(|s| Board::with_spans(job.threads, slicing.spans(s))).collect());
     let gate = Arc::new(Barrier::new(job.threads as usize));
@@ -451,8 +569,8 @@ pub fn run(job: &Job) -> Result<SlicesResult, String> {
     // Thread 0 is the calling thread, as in run.rs: a 1-thread run is a single-threaded process.
     let mut handles = Vec::new();
     for t in 1..job.threads {
-        let (engines, boards, gate, start_at, workload) =
-            (engines.clone(), boards.clone(), gate.clone(), start_at.clone(), workload.clone());
+        let (engines, boards, gate, start_at, workload, servers) =
+            (engines.clone(), boards.clone(), gate.clone(), start_at.clone(), workload.clone(), servers.clone());
         let (seed, tables) = (job.seed, job.tables);
         handles.push(thread::spawn(move || {
             let (gate, start_at) = (&gate, &start_at);
@@ -462,6 +580,7 @@ pub fn run(job: &Job) -> Result<SlicesResult, String> {
                 gate,
                 start_at,
                 boards: &boards,
+                servers: &servers,
                 slicing,
                 seed,
                 tables,
@@ -475,6 +594,7 @@ pub fn run(job: &Job) -> Result<SlicesResult, String> {
         gate: &gate,
         start_at: &start_at,
         boards: &boards,
+        servers: &servers,
         slicing,
         seed: job.seed,
         tables: job.tables,
@@ -482,9 +602,13 @@ pub fn run(job: &Job) -> Result<SlicesResult, String> {
     let own = client(&shared, 0, true);
     let mut merged: Vec<SideOut> = sides.iter().map(|_| SideOut::new(&run::kinds_of(&workload))).collect();
     let mut setup_error = None;
-    let (own, client_usage) = match own {
-        Ok((outs, usage)) => (Ok(outs), usage),
+    let (own, sampled) = match own {
+        Ok((outs, sampled)) => (Ok(outs), sampled),
         Err(e) => (Err(e), None),
+    };
+    let (client_usage, servers) = match sampled {
+        Some(Sampled { usage, servers }) => (usage, servers),
+        None => (Usage::default(), vec![None; sides.len()]),
     };
     let mut outcomes = vec![own];
     for h in handles {
@@ -513,8 +637,10 @@ pub fn run(job: &Job) -> Result<SlicesResult, String> {
     let results = merged
         .into_iter()
         .zip(boards)
-        .zip(engines.iter())
-        .map(|((out, board), engine)| side_result(job, &workload, engine, out, board.into_intervals(), &window))
+        .zip(engines.iter().zip(servers))
+        .map(|((out, board), (engine, server))| {
+            side_result(job, &workload, (engine, server), out, board.into_intervals(), &window)
+        })
         .collect::<Result<Vec<_>, String>>()?;
     Ok(SlicesResult {
         slice_s: job.slice_s,
@@ -522,7 +648,7 @@ pub fn run(job: &Job) -> Result<SlicesResult, String> {
         duration_s: window.per_side_s * sides.len() as f64,
         warmup_s: window.warmup_s,
         window_start_unix_s: window.start_unix_s,
-        client_usage: client_usage.unwrap_or_default(),
+        client_usage,
         process: process::facts(job.thp_disable),
         sides: results,
     })
@@ -541,10 +667,11 @@ struct Window {
 
 /// One side's result, as an ordinary run's: its window is its own measured slices (duration_s = time_s), its
 /// client CPU its threads' CPU time in them, its intervals its slices; the process facts are the shared process's.
+/// Its server's usage (a server side the lab started) is the server's over the process's whole measured window.
 fn side_result(
     job: &Job,
     workload: &Workload,
-    engine: &Engine,
+    (engine, server): (&Engine, Option<ServerSample>),
     out: SideOut,
     intervals: Vec<Interval>,
     window: &Window,
@@ -568,8 +695,8 @@ fn side_result(
         client_usage: out.cpu.usage(),
         process: process::facts(job.thp_disable),
         page_cache: engine.page_cache_at_end(),
-        server_usage: None,
-        server_processes: None,
+        server_usage: server.map(|s| s.usage),
+        server_processes: server.map(|s| s.processes),
         intervals,
         interval_s: job.slice_s,
         warmup_s: window.warmup_s,
@@ -679,7 +806,20 @@ mod tests {
         let plain = job(serde_json::json!({}));
         assert!(check(&plain, plain.workload.as_ref().unwrap()).is_ok());
         for (extra, says) in [
-            (serde_json::json!({"engine": "postgres"}), "engine postgres is not one"),
+            (serde_json::json!({"engine": "postgres"}), "side 0 is a server: it names a dsn, not a library"),
+            (serde_json::json!({"engine": "oracle"}), "side 0's engine \"oracle\" is not one this driver runs"),
+            (serde_json::json!({"dsn": "postgresql://u@h:1/db"}), "the job's own stay empty"),
+            (serde_json::json!({"password_env": "X"}), "the job's own stay empty"),
+            (
+                serde_json::json!({"slices": [{"library": "/a/1.so", "database": "/a/1.db"},
+                                              {"engine": "postgres", "dsn": "postgresql://u@h:1/db"}]}),
+                "side 0 is sqlite and side 1 postgres: a run's sides are all SQLite libraries or all servers",
+            ),
+            (
+                serde_json::json!({"slices": [{"library": "/a/1.so", "database": "/a/1.db", "password_env": "P"},
+                                              {"library": "/a/2.so", "database": "/a/2.db"}]}),
+                "side 0 is a SQLite library; a dsn, server pid or password is a server's",
+            ),
             (serde_json::json!({"rate": 100.0}), "open-loop rate"),
             (
                 serde_json::json!({"steady": {"tolerance": 0.05, "window": 3, "interval_s": 1.0,
@@ -708,6 +848,57 @@ mod tests {
         }
     }
 
+    fn servers(sides: serde_json::Value) -> Job {
+        job(serde_json::json!({"engine": "postgres", "slices": sides}))
+    }
+
+    #[test]
+    fn server_sides_each_name_a_server_of_their_own() {
+        let pg = |port: u16, pid: u32, var: &str| {
+            serde_json::json!({"engine": "postgres", "dsn": format!("postgresql://dbperf@127.0.0.1:{port}/sbtest"),
+                               "server_pid": pid, "password_env": var})
+        };
+        let two = servers(serde_json::json!([pg(5001, 11, "P1"), pg(5002, 12, "P2")]));
+        assert_eq!(check(&two, two.workload.as_ref().unwrap()).unwrap().len(), 2);
+        // different server engines in one run: the driver holds both (the lab checks that their SQL is one)
+        let mixed = servers(serde_json::json!([pg(5001, 11, "P1"),
+            {"engine": "mariadb", "dsn": "mysql://dbperf@127.0.0.1:3306/sbtest", "server_pid": 13}]));
+        assert!(check(&mixed, mixed.workload.as_ref().unwrap()).is_ok());
+        for (sides, says) in [
+            (serde_json::json!([pg(5001, 11, "P1"), pg(5001, 12, "P2")]), "sides 0 and 1 connect to the same server"),
+            (serde_json::json!([pg(5001, 11, "P1"), pg(5002, 11, "P2")]), "sides 0 and 1 connect to the same server"),
+            (serde_json::json!([pg(5001, 11, "P1"), {"engine": "postgres"}]), "side 1 is a server and names no dsn"),
+            (
+                serde_json::json!([pg(5001, 11, "P1"), {"engine": "postgres", "dsn": "postgresql://u@h:2/d",
+                                                        "settings": [["a", "b"]]}]),
+                "side 1 is a server: it names a dsn, not a library, database or settings",
+            ),
+        ] {
+            let job = servers(sides.clone());
+            let why = check(&job, job.workload.as_ref().unwrap()).map(|_| ()).unwrap_err();
+            assert!(why.starts_with("slices: ") && why.contains(says) && !why.contains('\n'), "{sides}: {why}");
+        }
+        // a side's job is what an ordinary run of its server would get
+        let side: SliceSide = serde_json::from_value(pg(5002, 12, "P2")).unwrap();
+        let one = side_job(&two, &side);
+        assert_eq!(
+            (one.engine.as_str(), one.dsn.as_deref()),
+            ("postgres", Some("postgresql://dbperf@127.0.0.1:5002/sbtest"))
+        );
+        assert_eq!((one.server_pid, one.password_env.as_deref(), one.slices.is_none()), (Some(12), Some("P2"), true));
+    }
+
+    #[test]
+    fn a_server_sides_password_is_in_its_own_variable_which_must_be_set() {
+        let side: SliceSide = serde_json::from_value(serde_json::json!({
+            "engine": "postgres", "dsn": "postgresql://dbperf@127.0.0.1:1/sbtest",
+            "password_env": "DBPERF_TEST_SLICES_UNSET_PASSWORD"}))
+        .unwrap();
+        let job = side_job(&servers(serde_json::json!([])), &side);
+        let why = Engine::open(&job).err().expect("no password: refused before connecting");
+        assert!(why.contains("DBPERF_TEST_SLICES_UNSET_PASSWORD is not set"), "{why}");
+    }
+
     #[test]
     fn one_library_file_under_two_names_is_the_same_file() {
         let dir = std::env::temp_dir().join(format!("dbperf-slices-same-{}", std::process::id()));
@@ -716,8 +907,8 @@ mod tests {
         std::fs::write(&a, b"x").unwrap();
         std::os::unix::fs::symlink(&a, &b).unwrap();
         let sides = [
-            SliceSide { library: a.to_str().unwrap().into(), database: "/a/1.db".into(), settings: vec![] },
-            SliceSide { library: b.to_str().unwrap().into(), database: "/a/2.db".into(), settings: vec![] },
+            SliceSide { library: a.to_str().unwrap().into(), database: "/a/1.db".into(), ..Default::default() },
+            SliceSide { library: b.to_str().unwrap().into(), database: "/a/2.db".into(), ..Default::default() },
         ];
         assert!(distinct(&sides).unwrap_err().contains("same library file"));
         std::fs::remove_dir_all(&dir).unwrap();
@@ -737,7 +928,7 @@ mod tests {
         };
         let j = job(serde_json::json!({"workload": {"name": "mix", "transaction": false, "writes": false, "slots": 0,
                                                     "statements": [], "mix": [select("a"), select("b")]}}));
-        let side = SliceSide { library: SQLITE.into(), database: ":memory:".into(), settings: vec![] };
+        let side = SliceSide { library: SQLITE.into(), database: ":memory:".into(), ..Default::default() };
         let engine = Engine::open(&side_job(&j, &side)).unwrap();
         let specs = run::kinds_of(j.workload.as_ref().unwrap());
         let (mut hold, mut draws) = (hold(&engine, &specs, 1).unwrap(), Draws::new(&specs, 1, 0, 1).unwrap());
@@ -773,7 +964,7 @@ mod tests {
             let side = SliceSide {
                 library: library.to_str().unwrap().into(),
                 database: database.to_str().unwrap().into(),
-                settings: vec![],
+                ..Default::default()
             };
             let engine = Engine::open(&side_job(&job(serde_json::json!({"slices": []})), &side)).unwrap();
             let mut c = engine.connect().unwrap();

@@ -7,6 +7,16 @@ pub fn password() -> Option<String> {
     std::env::var(PASSWORD_ENV).ok()
 }
 
+/// The password in `name` (a job's password_env), which must then be set; None: DBPERF_PASSWORD's, if any.
+pub fn password_in(name: Option<&str>) -> Result<Option<String>, String> {
+    match name {
+        None => Ok(password()),
+        Some(name) => {
+            std::env::var(name).map(Some).map_err(|_| format!("the password's environment variable {name} is not set"))
+        }
+    }
+}
+
 /// The DSN without anything after a user's ':' (a password never reaches a message).
 pub fn label(dsn: &str) -> String {
     match (dsn.find("://"), dsn.rfind('@')) {

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::engine::dsn::{label, password};
+use crate::engine::dsn::{label, password_in};
 use crate::engine::{mywire, paced, page_cache, pgwire, pragmas, sqlite, Connection, Value};
 use crate::job::Job;
 
@@ -26,7 +26,7 @@ pub struct Engine {
 
 impl Engine {
     pub fn open(job: &Job) -> Result<Engine, String> {
-        let password = password();
+        let password = password_in(job.password_env.as_deref())?;
         let dsn = || job.dsn.clone().ok_or_else(|| format!("engine {} needs a dsn", job.engine));
         let mut page_cache = None;
         let (kind, version) = match job.engine.as_str() {
