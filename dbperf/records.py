@@ -36,12 +36,17 @@ class SteadyJob(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     max_warmup_s: float
 
 
-class SliceSide(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+class SliceSide(msgspec.Struct, frozen=True, omit_defaults=True, forbid_unknown_fields=True):
     """One side of a slices run (driver/src/job.rs `SliceSide`): a SQLite library file no other side loads, its
-    database and its per-connection settings."""
-    library: str
-    database: str
+    database and its per-connection settings; or a server of its own: its engine, DSN, the lab's pid of it (whose
+    processes' CPU is measured) and the environment variable holding its password (each server has its own)."""
+    library: str = ""
+    database: str = ""
     settings: list[tuple[str, str]] = []
+    engine: str | None = None  # server sides; None: the job's engine
+    dsn: str | None = None
+    server_pid: int | None = None
+    password_env: str | None = None  # the variable's name: the password itself travels in the environment only
 
 
 class DriverJob(msgspec.Struct, omit_defaults=True, forbid_unknown_fields=True):
@@ -55,6 +60,7 @@ class DriverJob(msgspec.Struct, omit_defaults=True, forbid_unknown_fields=True):
     database: str = ""  # embedded engines: the database file
     dsn: str | None = None  # servers; the password travels in the environment only
     server_pid: int | None = None  # servers the lab started: whose processes' CPU is measured
+    password_env: str | None = None  # servers: the variable holding the password; None: DBPERF_PASSWORD
     settings: list[tuple[str, str]] = []
     busy_timeout_ms: int = 10_000
     threads: int = 1
@@ -262,8 +268,14 @@ class SlicesResult(msgspec.Struct, frozen=True):
 
     @property
     def server_usage(self) -> Usage | None:
-        """No server: every side runs inside the driver."""
-        return None
+        """Every side's server over the process's window, together (what the lab's noise sensors count as its own);
+        None where no side has a server the lab measures (SQLite sides run inside the driver)."""
+        usages = [s.server_usage for s in self.sides if s.server_usage is not None]
+        if not usages:
+            return None
+        return Usage(user_us=sum(u.user_us for u in usages), system_us=sum(u.system_us for u in usages),
+                     voluntary_cs=sum(u.voluntary_cs for u in usages),
+                     involuntary_cs=sum(u.involuntary_cs for u in usages))
 
 
 class LoadResult(msgspec.Struct, frozen=True):
@@ -374,8 +386,9 @@ class Resources(msgspec.Struct, frozen=True, omit_defaults=True):
 
 class SlicesSide(msgspec.Struct, frozen=True, omit_defaults=True):
     """A cell measured as one side of a slices run (`order = "slices"`, runner/slices.py): every target of its round
-    took turns in one driver process, every `slice_s`. Its result is its own slices only; its noise sensors and
-    resources are the shared process's window (every side's record carries the same)."""
+    took turns in one driver process, every `slice_s`. Its result is its own slices only; its noise sensors are the
+    shared process's window (every side's record carries the same), and so are its resources for SQLite sides; a
+    server side's server usage and resources are its own server's over that whole window."""
     slice_s: float
     sides: int  # the targets that took turns in the process
     position: int  # this target's side: 1 = the one that had slice 0

@@ -16,6 +16,7 @@ from dbperf.records import (
     Profile,
     RecordError,
     RunResult,
+    SliceSide,
     TopFunction,
     decode,
     encode,
@@ -41,7 +42,7 @@ def rust_fields(struct: str) -> set[str]:
 
 
 @pytest.mark.parametrize(("python", "rust"), [
-    (DriverJob, "Job"), (RunResult, "RunResult"), (LoadResult, "LoadResult")])
+    (DriverJob, "Job"), (RunResult, "RunResult"), (LoadResult, "LoadResult"), (SliceSide, "SliceSide")])
 def test_python_and_driver_records_have_the_same_fields(python, rust):
     assert set(python.__struct_fields__) == rust_fields(rust)
 

@@ -48,7 +48,7 @@ dsn = "postgresql://bench@127.0.0.1:5432/bench"
 
 @pytest.mark.unit
 @pytest.mark.parametrize(("edit", "says"), [
-    (lambda t: t + SERVER, "target 'pg' is a PostgreSQL server"),
+    (lambda t: t + SERVER, "all SQLite libraries or all servers; 'wal' is SQLite and 'pg' a PostgreSQL server"),
     (lambda t: t.replace("aa = true", "aa = true\nsteady = true"), "drop steady or the slices"),
     (lambda t: t.replace("aa = true", "aa = true\nrate = 1000"), "drop rate or the slices"),
     (lambda t: t.replace('order = "slices"', 'slice = "0.2s"'), "slice: only with order = \"slices\""),
@@ -128,8 +128,8 @@ def _runs(e, edit=lambda i, job: job) -> list[CellRun]:
 def test_a_rounds_sides_make_one_job_or_are_refused_naming_the_target(write_experiment):
     e = parse_experiment(write_experiment(SLICES))
     libraries = {"wal": "/copies/wal.so", "wal-aa": "/copies/wal-aa.so"}
-    job = slices_job(e, _runs(e), libraries)
-    assert (job.library, job.database, job.settings, job.slice_s) == ("", "", [], 0.02)
+    job, env = slices_job(e, _runs(e), libraries)
+    assert (job.library, job.database, job.settings, job.slice_s, env) == ("", "", [], 0.02, {})
     assert [(s.library, s.database) for s in job.slices or []] == [("/copies/wal.so", "/d/0.db"),
                                                                   ("/copies/wal-aa.so", "/d/1.db")]
     differing = _runs(e, lambda i, job: job.replace(thp_disable=i == 1))

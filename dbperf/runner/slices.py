@@ -1,6 +1,8 @@
 """Slices runs (`order = "slices"` in `[run]`): a round of one (benchmark, threads) is one driver process in which
 every target of the run, the base included, takes turns every `slice` (0.02 s by default; driver/src/slices.rs), each
-measured for `time` of its own slices after `warmup` of them, so the process runs targets × (warmup + time).
+measured for `time` of its own slices after `warmup` of them, so the process runs targets × (warmup + time). The
+targets are all SQLite (their libraries loaded side by side) or all servers (one connection per server per client
+thread, each server started and kept as in any order).
 
 Why: on a host whose speed changes within a second (docs/verdicts.md, 2026-11-27: one process's 0.1 s samples
 correlate at +0.66 0.1 s apart and not at all 2 s apart), two processes half a second apart differ by as much as the
@@ -10,16 +12,21 @@ even, B on odd 0.1 s intervals of one process: ×0.27 of the A/A spread between 
 
 The round's order (runner/rounds.py, alternating) says which target has slice 0, so that going first alternates
 from round to round. Each target's data is prepared as for a cell of its own (a write cell restores each target's
-data first, its remedies act on its data) before the process starts. Each side needs a library file of its own
-(dlopen maps one file once): where targets share one (the A/A copy), each loads a copy made in the run's own data
-folder, and its records say which. What acts on the process as a whole (the process variant, the remedies on the
-process) is the same for every target (experiment/slices_rules.py refuses the run otherwise); the driver job of each
-target must then differ only in its library, database and settings, or the round is refused in one line.
+data first, its remedies act on its data; the matrix has started a server that died again and run the post-write
+step, runner/matrix.py `_ready`) before the process starts. Each SQLite side needs a library file of its own (dlopen
+maps one file once): where targets share one (the A/A copy), each loads a copy made in the run's own data folder,
+and its records say which. What acts on the process as a whole (the process variant, the remedies on the process) is
+the same for every target (experiment/slices_rules.py refuses the run otherwise); the driver job of each target
+must then differ only in what PER_SIDE names, or the round is refused in one line. A server's password reaches the
+driver in its environment only, as for any cell, but in a variable of the side's own (each lab server has its own
+password), which the side names.
 
 Each side becomes an ordinary cell record (one per target per round), so rounds, verdicts and reports read them as
 any: its result is its own slices (counts, latencies, its threads' CPU time, one interval per slice), its `slices`
-says how it was measured, and its noise sensors and resources are the shared process's window, the same in every
-side's record."""
+says how it was measured, and its noise sensors are the shared process's window, the same in every side's record.
+SQLite sides' resources are the shared process's too; a server side's server usage (measured by the driver) and
+resources (its own sampler: its server's I/O and counters) are its own server's over the process's whole window,
+which includes what the server did in the background during the other sides' slices."""
 
 from __future__ import annotations
 
@@ -34,15 +41,19 @@ from dbperf.errors import UserError
 from dbperf.experiment.model import Experiment, Target
 from dbperf.host.driver import DriverOutcome, collect_job, start_job
 from dbperf.host.noise import NoiseWindow
-from dbperf.records import CellRecord, DriverJob, RunResult, SliceSide, SlicesResult, SlicesSide
+from dbperf.records import CellRecord, DriverJob, Resources, RunResult, SliceSide, SlicesResult, SlicesSide
 from dbperf.runner.cell_run import HANG_GRACE_S, CellRun, cell_record, prepare_cell
 from dbperf.runner.plan import CellPlan
+from dbperf.servers.lifecycle import PASSWORD_ENV
 from dbperf.targets.lifecycle import TargetLifecycle
-from dbperf.targets.resources import SLICES_METHOD
+from dbperf.targets.resources import SLICES_METHOD, SLICES_SERVER_METHOD
 
-# The driver job's fields a side has of its own; every other is the process's, the same for every side.
-PER_SIDE = ("library", "database", "settings")
+# The driver job's fields a side has of its own; every other is the process's, the same for every side. A SQLite
+# side's are its library, database and settings; a server side's its engine, DSN and the lab's pid of its server
+# (and its password, in the environment: side_env).
+PER_SIDE = ("library", "database", "settings", "engine", "dsn", "server_pid")
 LIBRARIES = ".libraries"  # in the lab's data folder: the copies of a library two targets share
+SIDE_PASSWORD_ENV = "DBPERF_PASSWORD_{}"  # side i's password (1-based), where an ordinary cell has DBPERF_PASSWORD
 
 
 def _file(path: str) -> tuple[int, int] | str:
@@ -60,7 +71,8 @@ def own_libraries(targets: Iterable[Target], root: Path) -> dict[str, str]:
     targets = list(targets)
     sharing: dict[tuple[int, int] | str, list[Target]] = {}
     for t in targets:
-        sharing.setdefault(_file(t.library), []).append(t)
+        if not t.is_server:  # a server side loads no library
+            sharing.setdefault(_file(t.library), []).append(t)
     out = {t.name: t.library for t in targets}
     for shared in sharing.values():
         for t in shared if len(shared) > 1 else ():
@@ -77,13 +89,21 @@ def describe(e: Experiment, libraries: Mapping[str, str]) -> dict[str, Any]:
             "library_copies": {t.name: libraries[t.name] for t in e.targets if libraries[t.name] != t.library}}
 
 
+def side_env(run: CellRun, i: int) -> tuple[dict[str, str], dict[str, str]]:
+    """Side `i`'s environment as the process's part and its own: a server's password moves from DBPERF_PASSWORD to
+    a variable of the side's own (SIDE_PASSWORD_ENV), which its SliceSide names; all else is the process's."""
+    process = {k: v for k, v in run.env.items() if k != PASSWORD_ENV}
+    password = run.env.get(PASSWORD_ENV)
+    return process, {} if password is None else {SIDE_PASSWORD_ENV.format(i + 1): password}
+
+
 def _differs(run: CellRun, first: CellRun) -> str | None:
     """What of a side's driver process differs from the first side's, or None."""
     field = next((f for f in DriverJob.__struct_fields__
                   if f not in PER_SIDE and getattr(run.job, f) != getattr(first.job, f)), None)
     if field is not None:
         return f"its driver job's {field}"
-    if run.env != first.env:
+    if side_env(run, 0)[0] != side_env(first, 0)[0]:
         return "its environment"
     if run.cpus != first.cpus:
         return "its CPUs"
@@ -92,43 +112,66 @@ def _differs(run: CellRun, first: CellRun) -> str | None:
     return None
 
 
-def slices_job(e: Experiment, runs: list[CellRun], libraries: Mapping[str, str]) -> DriverJob:
-    """The one driver job of a round's sides (in slice order), or a UserError naming the side whose process would
-    differ from the first's."""
+def _side(run: CellRun, i: int, libraries: Mapping[str, str]) -> SliceSide:
+    job = run.job
+    if not run.cell.target.is_server:
+        return SliceSide(library=libraries[run.cell.target.name], database=job.database, settings=list(job.settings))
+    password_env = next(iter(side_env(run, i)[1]), None)
+    return SliceSide(engine=job.engine, dsn=job.dsn, server_pid=job.server_pid, password_env=password_env)
+
+
+def slices_job(e: Experiment, runs: list[CellRun], libraries: Mapping[str, str]) -> tuple[DriverJob, dict[str, str]]:
+    """The one driver job of a round's sides (in slice order) and the driver's environment (the process's, and each
+    server side's password in its own variable), or a UserError naming the side whose process would differ from the
+    first's."""
     first = runs[0]
     for run in runs[1:]:
         why = _differs(run, first)
         if why is not None:
             raise UserError(f"order = \"slices\": target {run.cell.target.name!r} shares one driver process with "
                             f"{first.cell.target.name!r}, but {why} differs from it")
-    sides = [SliceSide(library=libraries[run.cell.target.name], database=run.job.database,
-                       settings=list(run.job.settings)) for run in runs]
-    return first.job.replace(library="", database="", settings=[], slices=sides, slice_s=e.slice_s)
+    sides = [_side(run, i, libraries) for i, run in enumerate(runs)]
+    env = side_env(first, 0)[0]
+    for i, run in enumerate(runs):
+        env.update(side_env(run, i)[1])
+    job = first.job.replace(library="", database="", settings=[], dsn=None, server_pid=None, slices=sides,
+                            slice_s=e.slice_s)
+    return job, env
 
 
 def run_slices(e: Experiment, cells: list[CellPlan], data: Mapping[str, TargetLifecycle],
                libraries: Mapping[str, str]) -> list[CellRecord]:
     """A round's cells (every target, in the round's order) as one driver process; a record per side."""
     runs = [prepare_cell(e, cell, data[cell.target.name]) for cell in cells]
-    job = slices_job(e, runs, libraries)
+    job, env = slices_job(e, runs, libraries)
     first, k = runs[0], len(runs)
+    servers = first.cell.target.is_server
+    # SQLite sides share the process's samples (the first side's sampler); each server side samples its own server.
+    samplers = [run.sampler for run in runs] if servers else [first.sampler]
     started = time.time()
     window = NoiseWindow(k * e.warmup_s, first.watched)
-    if first.sampler:
-        first.sampler.start(warmup_s=k * e.warmup_s, time_s=k * e.time_s)
-        first.sampler.method = SLICES_METHOD
-    proc = start_job(job, first.env, first.cpus, prefix=first.remedies.prefix)
-    if first.sampler:
-        first.sampler.client_pid = proc.pid
+    for sampler in samplers:
+        if sampler:
+            if servers:
+                sampler.slices_side()
+            sampler.start(warmup_s=k * e.warmup_s, time_s=k * e.time_s)
+            sampler.method = SLICES_SERVER_METHOD if servers else SLICES_METHOD
+    proc = start_job(job, env, first.cpus, prefix=first.remedies.prefix)
+    for sampler in samplers:
+        if sampler:
+            sampler.client_pid = proc.pid
     outcome = collect_job(proc, job, SlicesResult, k * (e.time_s + e.warmup_s) + HANG_GRACE_S)
     noise = window.finish(outcome.result)
-    resources = first.sampler.finish(outcome.result) if first.sampler else None
     process = f"{cells[0].benchmark.name}/t{cells[0].threads}/r{cells[0].repeat}"
     sides = outcome.result.sides if outcome.result else []
     error = outcome.error or (f"the driver reported {len(sides)} sides, not {k}" if len(sides) != k else None)
+    shared = first.sampler.finish(outcome.result) if first.sampler and not servers else None
     records = []
     for i, run in enumerate(runs):
         side = sides[i] if len(sides) == k else None
+        resources: Resources | None = shared
+        if servers and run.sampler:
+            resources = run.sampler.finish(outcome.result, queries=side.queries if side else 0)  # 0: none
         mine = DriverOutcome[RunResult](side is not None, side, error, outcome.stderr_tail)
         record = cell_record(run, data[run.cell.target.name], mine, noise, resources, started)
         library = libraries[run.cell.target.name]

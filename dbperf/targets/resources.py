@@ -41,6 +41,12 @@ STEADY_METHOD = ("lab samples when the driver's steady-state warm-up ended and t
                  "(QPS × window)")
 SLICES_METHOD = ("the slices process's window, shared by its sides: lab samples at launch + every side's warmup and "
                  "+ every side's time; per query = delta / (all sides' QPS × window)")
+SLICES_SERVER_METHOD = ("a server side of a slices process: its own server's I/O and counters over the process's "
+                        "window (lab samples at launch + every side's warmup and + every side's time), its background "
+                        "work during the other sides' slices included; per query = delta / this side's queries")
+# A server side of a slices process: what is not its own server's is not its own.
+NOT_THIS_SIDES = {"client_io": "the slices process's driver serves every side: its I/O is not one side's",
+                  "device": "host-wide, written by every side's server in the slices process"}
 
 
 def proc_io(pid: int) -> dict[str, int] | None:
@@ -135,6 +141,7 @@ class CellSampler:
             self.server = None
         self.samples: list[dict[str, Any]] = []
         self.method = METHOD
+        self.own_server_only = False  # a server side of a slices process (slices_side)
         self.stop = threading.Event()
         self.thread: threading.Thread | None = None
 
@@ -149,6 +156,13 @@ class CellSampler:
         self.method = METHOD if opens is None else STEADY_METHOD
         self.thread = threading.Thread(target=self._run, args=(at, opens, measured), daemon=True, name="resources")
         self.thread.start()
+
+    def slices_side(self) -> None:
+        """Before start(): a server side of a slices process samples its own server only (its I/O and counters),
+        not the shared driver nor the host's device, whose figures are every side's."""
+        self.own_server_only = True
+        self.device = None
+        self.unavailable.update(NOT_THIS_SIDES)
 
     def _run(self, at: tuple[float, float], opens: WindowOpens | None = None, measured: float = 0.0) -> None:
         if opens is not None:
@@ -167,7 +181,7 @@ class CellSampler:
 
     def _sample(self) -> dict[str, Any]:
         sample: dict[str, Any] = {"t": time.monotonic()}
-        drivers = [self.client_pid] if self.client_pid else children_named(self.client)
+        drivers = [] if self.own_server_only else [self.client_pid] if self.client_pid else children_named(self.client)
         if len(drivers) == 1:
             sample["client"] = {drivers[0]: proc_io(drivers[0])}
         if self.server_pid:
@@ -178,23 +192,26 @@ class CellSampler:
             sample["counters"] = engine_counters(self.server)
         return sample
 
-    def finish(self, result: RunResult | SlicesResult | None) -> Resources | None:
+    def finish(self, result: RunResult | SlicesResult | None, queries: int | None = None) -> Resources | None:
         self.stop.set()
         if self.thread:
             self.thread.join(timeout=300)
-        return self.resources(result)
+        return self.resources(result, queries)
 
-    def resources(self, result: RunResult | SlicesResult | None) -> Resources | None:
+    def resources(self, result: RunResult | SlicesResult | None, queries: int | None = None) -> Resources | None:
         """The cell's resources from the samples taken (None without both, or without a result); a slices run's are
-        its whole process's, every side's queries together."""
-        if result is None or len(self.samples) < 2 or result.qps <= 0:
+        its whole process's, every side's queries together, unless `queries` says the side's own (a server side:
+        slices_side)."""
+        if result is None or len(self.samples) < 2 or result.qps <= 0 or queries == 0:
             return None
         s0, s1 = self.samples
         window = s1["t"] - s0["t"]
         unavailable = dict(self.unavailable)
         return Resources(
-            window_s=round(window, 4), queries=round(result.qps * window, 1), method=self.method,
-            client_io=_io_delta(s0.get("client"), s1.get("client"), unavailable, "client_io"),
+            window_s=round(window, 4), queries=round(result.qps * window if queries is None else queries, 1),
+            method=self.method,
+            client_io=None if self.own_server_only else _io_delta(s0.get("client"), s1.get("client"), unavailable,
+                                                                  "client_io"),
             server_io=_io_delta(s0.get("server"), s1.get("server"), unavailable, "server_io")
             if self.server_pid else None,
             device=_device_delta(self.device, s0.get("device"), s1.get("device")),
