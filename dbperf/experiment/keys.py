@@ -169,8 +169,9 @@ RUN = (
         "at random from the seed (recorded), or duet: the base and each other target run at the same moment, "
         "pinned to a CPU each, released together (runner/duet.py; SQLite targets on 2+ CPUs, else interleaved "
         "rounds, said once), or slices: a round is one driver process in which every target takes turns every "
-        "`slice`, each measured for `time` of its own slices (runner/slices.py; SQLite targets only, the same "
-        "process settings for all, closed loop, fixed warm-up)", "alternate", "", one_of(*RUN_ORDERS)),
+        "`slice`, each measured for `time` of its own slices (runner/slices.py; all SQLite targets or all servers "
+        "run by the lab's driver, the same process settings for all, closed loop, fixed warm-up)", "alternate", "",
+        one_of(*RUN_ORDERS)),
     Key("slice", "duration", "order = \"slices\": how long each target runs before the next takes its turn (at least "
         "1 ms; its time series is one interval per slice)", "0.02s", "s", duration),
     # Harness fidelity (runner/post_write.py): how writes carry over, and the step between writes and reads.
