@@ -10,8 +10,7 @@
 //! (the workload is one for all: the lab refuses engines whose SQL differs). Where the lab gives a side's server pid,
 //! thread 0 samples every side's server (its process tree's CPU) when the measured window opens and when the run
 //! ends: each server over the whole window, its own sides' slices and the others'. Every client thread opens one
-//! connection per side and prepares the
-//! workload on each; then all threads are released together. From the common start, time is cut into rounds of one
+//! connection per side and prepares the workload on each; then all threads are released together. From the common start, time is cut into rounds of one
 //! slice per side, side 0 first, each `slice_s` long: first the warm-up, `warmup_s` of slices per side, then the
 //! measured window, `time_s` per side; where `slice_s` does not divide a phase, its last round's slices are shorter,
 //! so that every side gets exactly its time. A thread switches to the connection of the slice's side at the first
@@ -207,8 +206,9 @@ fn same_kind(job: &Job, sides: &[SliceSide]) -> Result<SideKind, String> {
             None => first = Some((kind, engine)),
             Some((k, e0)) if k != kind => {
                 return Err(format!(
-                "slices: side 0 is {e0} and side {j} {engine}: a run's sides are all SQLite libraries or all servers"
-            ))
+                    "slices: side 0 is {e0} and side {j} {engine}: a run's sides are all SQLite libraries or all \
+                     servers"
+                ))
             }
             Some(_) => {}
         }
