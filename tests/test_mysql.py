@@ -122,7 +122,7 @@ def test_mysql_end_to_end(where):
     authenticated with caching_sha2_password over TCP (the first one in full, through the server's RSA key; the
     others on the fast path), InnoDB's counters and the server's CPU per query, the post-write flush, the sizes."""
     exp = where / "e.toml"
-    exp.write_text('[run]\nbenchmarks = ["point-query", "update-index"]\nthreads = [1, 2]\ntable_size = 2000\n'
+    exp.write_text('[run]\nbenchmarks = ["update-index", "point-query"]\nthreads = [1, 2]\ntable_size = 2000\n'
                    'time = "0.5s"\nwarmup = "0.2s"\nrepeats = 2\nwrites = "cumulative"\npost_write_wait = "0.1s"\n'
                    f'[[target]]\nname = "m"\nengine = "mysql"\nbinaries = "{MYSQL_BINARIES}"\n'
                    'config = { innodb_buffer_pool_size = "64M" }\n')
