@@ -128,3 +128,19 @@ engine = "postgres"
                     timeout=300)
     assert fixed.returncode == 2 and "is a server the lab does not build" in fixed.stderr
     assert len(fixed.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.unit
+def test_the_traced_binary_is_the_server_program_of_the_targets_binaries(tmp_path):
+    from dbperf.experiment.model import Target
+    from dbperf.layout.server_trace import traced_binary
+
+    basedir = tmp_path / "mysql-9.7"  # a MySQL target names a basedir (Oracle's tarballs, the lab's build)
+    (basedir / "bin").mkdir(parents=True)
+    (basedir / "bin" / "mysqld").touch()
+    for binaries in (basedir, basedir / "bin" / "mysqld"):
+        assert traced_binary(Target(name="m", engine="mysql", library="", binaries=str(binaries))) == \
+            basedir / "bin" / "mysqld"
+    assert traced_binary(Target(name="a", engine="mariadb", library="", binaries="/opt/m/bin/mariadbd")) == \
+        Path("/opt/m/bin/mariadbd")
+    assert traced_binary(Target(name="a", engine="mariadb", library="")) == Path("/usr/sbin/mariadbd")

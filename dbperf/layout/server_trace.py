@@ -52,9 +52,11 @@ VALGRIND_GONE_S = 10.0
 
 
 def traced_binary(target: Target) -> Path:
-    """The one binary a threaded server's process runs: its target's `binaries`, else its engine's default (for
-    MariaDB both name mariadbd itself); lab_target has refused the others."""
-    return Path(target.binaries or LAB_SERVERS[target.engine].default_binaries)
+    """The one binary a threaded server's process runs: the server program of its target's `binaries` (MariaDB's
+    names mariadbd itself, MySQL's a basedir with bin/mysqld, or mysqld), else of its engine's default; lab_target
+    has refused the others."""
+    server = LAB_SERVERS[target.engine]
+    return server.program_files(Path(target.binaries or server.default_binaries))[-1]
 
 
 def valgrind_lines(filter_stderr: str) -> str:
