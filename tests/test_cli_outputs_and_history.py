@@ -355,3 +355,28 @@ def test_interrupt_reason_names_ctrl_c_and_signals():
     from dbperf.runner import interrupts
     assert interrupts.reason(KeyboardInterrupt()) == "Ctrl-C"
     assert interrupts.reason(interrupts.Interrupted(signal.SIGTERM)) == "SIGTERM"
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(("interrupt", "said", "code"), [
+    (KeyboardInterrupt(), "dbperf: interrupted (Ctrl-C)", 130),
+    ("SIGTERM", "dbperf: interrupted (SIGTERM)", 143),
+])
+def test_a_command_interrupted_outside_a_run_says_so_and_exits_with_its_signals_code(capsys, monkeypatch, interrupt,
+                                                                                     said, code):
+    # Typer turns a KeyboardInterrupt into a silent exit 130 (SIGTERM's 143 lost): the lab carries it past Typer.
+    import signal
+
+    import dbperf.cli as cli
+    from dbperf.cli import build
+    from dbperf.runner.interrupts import Interrupted
+    raised = Interrupted(signal.SIGTERM) if interrupt == "SIGTERM" else interrupt
+
+    def building(experiment):
+        raise raised
+
+    monkeypatch.setattr(build, "build_experiment", building)
+    monkeypatch.setattr("sys.argv", ["dbperf", "build", "e.toml"])
+    with pytest.raises(SystemExit) as end:
+        cli._dispatch()
+    assert end.value.code == code and capsys.readouterr().err.strip() == said

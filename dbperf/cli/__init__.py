@@ -4,8 +4,10 @@ Bad input is one line on stderr and exit code 2, never a traceback."""
 
 from __future__ import annotations
 
+import functools
 import sys
-from typing import NoReturn
+from collections.abc import Callable
+from typing import Any, NoReturn
 
 import typer
 from typer._click import exceptions as click_errors  # Typer's own click: its parameter errors
@@ -57,6 +59,39 @@ app.command()(fleet.scheduler)
 app.command()(fleet.worker)
 
 
+class _Stopped(Exception):
+    """A KeyboardInterrupt (Ctrl-C, or SIGTERM/SIGHUP as interrupts.Interrupted) carried out of a command past Typer,
+    which turns one into a silent `exit 130` (typer 0.29's core._main), losing the line that says so and which
+    signal it was (an interrupted `dbperf build` said nothing and exited 130 on SIGTERM)."""
+
+    def __init__(self, interrupt: KeyboardInterrupt) -> None:
+        super().__init__()
+        self.interrupt = interrupt
+
+
+def _carried(command: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(command)  # Typer reads the parameters from the wrapped function
+    def carried(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return command(*args, **kwargs)
+        except KeyboardInterrupt as interrupt:
+            raise _Stopped(interrupt) from None
+    return carried
+
+
+def _carry_interrupts(group: typer.Typer) -> None:
+    """Every command of `group` and its sub-groups wrapped by _carried."""
+    for info in group.registered_commands:
+        if info.callback is not None:
+            info.callback = _carried(info.callback)
+    for sub in group.registered_groups:
+        if sub.typer_instance is not None:
+            _carry_interrupts(sub.typer_instance)
+
+
+_carry_interrupts(app)
+
+
 def _usage_error(e: click_errors.UsageError) -> NoReturn:
     """Typer's parameter errors (`history show abc`, `--threads x`, a missing argument) as one line, like every
     other bad input, instead of a usage banner and a boxed message."""
@@ -105,8 +140,9 @@ def _dispatch() -> NoReturn:
     except UserError as e:
         err_console.print(f"dbperf: error: {e}", markup=False, highlight=False, soft_wrap=True)
         sys.exit(2)
-    except KeyboardInterrupt as interrupt:
+    except (KeyboardInterrupt, _Stopped) as caught:
         # Interrupted outside a matrix run (building, starting servers, probing): nothing measured to report.
+        interrupt = caught.interrupt if isinstance(caught, _Stopped) else caught
         err_console.print(f"dbperf: interrupted ({interrupts.reason(interrupt)})", highlight=False)
         sys.exit(interrupts.exit_code(interrupt))
     except StdoutWriteError as e:  # `dbperf report R > /dev/full`: a full disk, an I/O error
