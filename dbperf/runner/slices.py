@@ -46,7 +46,7 @@ from dbperf.runner.cell_run import HANG_GRACE_S, CellRun, cell_record, prepare_c
 from dbperf.runner.plan import CellPlan
 from dbperf.servers.lifecycle import PASSWORD_ENV
 from dbperf.targets.lifecycle import TargetLifecycle
-from dbperf.targets.resources import SLICES_METHOD, SLICES_SERVER_METHOD
+from dbperf.targets.resources import SLICES_METHOD, SLICES_SERVER_METHOD, CellSampler
 
 # The driver job's fields a side has of its own; every other is the process's, the same for every side. A SQLite
 # side's are its library, database and settings; a server side's its engine, DSN and the lab's pid of its server
@@ -139,6 +139,19 @@ def slices_job(e: Experiment, runs: list[CellRun], libraries: Mapping[str, str])
     return job, env
 
 
+def _start_samplers(e: Experiment, runs: list[CellRun]) -> list[CellSampler]:
+    """The round's resource samplers, started: SQLite sides share the process's samples (the first side's sampler);
+    each server side samples its own server."""
+    servers = runs[0].cell.target.is_server
+    samplers = [s for s in ([run.sampler for run in runs] if servers else [runs[0].sampler]) if s is not None]
+    for sampler in samplers:
+        if servers:
+            sampler.slices_side()
+        sampler.start(warmup_s=len(runs) * e.warmup_s, time_s=len(runs) * e.time_s)
+        sampler.method = SLICES_SERVER_METHOD if servers else SLICES_METHOD
+    return samplers
+
+
 def run_slices(e: Experiment, cells: list[CellPlan], data: Mapping[str, TargetLifecycle],
                libraries: Mapping[str, str]) -> list[CellRecord]:
     """A round's cells (every target, in the round's order) as one driver process; a record per side."""
@@ -146,20 +159,12 @@ def run_slices(e: Experiment, cells: list[CellPlan], data: Mapping[str, TargetLi
     job, env = slices_job(e, runs, libraries)
     first, k = runs[0], len(runs)
     servers = first.cell.target.is_server
-    # SQLite sides share the process's samples (the first side's sampler); each server side samples its own server.
-    samplers = [run.sampler for run in runs] if servers else [first.sampler]
+    samplers = _start_samplers(e, runs)
     started = time.time()
     window = NoiseWindow(k * e.warmup_s, first.watched)
-    for sampler in samplers:
-        if sampler:
-            if servers:
-                sampler.slices_side()
-            sampler.start(warmup_s=k * e.warmup_s, time_s=k * e.time_s)
-            sampler.method = SLICES_SERVER_METHOD if servers else SLICES_METHOD
     proc = start_job(job, env, first.cpus, prefix=first.remedies.prefix)
     for sampler in samplers:
-        if sampler:
-            sampler.client_pid = proc.pid
+        sampler.client_pid = proc.pid
     outcome = collect_job(proc, job, SlicesResult, k * (e.time_s + e.warmup_s) + HANG_GRACE_S)
     noise = window.finish(outcome.result)
     process = f"{cells[0].benchmark.name}/t{cells[0].threads}/r{cells[0].repeat}"
