@@ -253,3 +253,22 @@ def test_a_partial_build_nobody_resumed_for_two_weeks_is_swept(tmp_path):
         assert kept.path.is_dir() and busy.path.is_dir()  # a running build is never swept, however old
     finally:
         busy.remove()
+
+
+@pytest.mark.unit
+def test_a_state_file_it_cannot_read_is_one_line_and_the_partial_build_is_left_alone(lab):
+    _, use = lab
+    use(NinjaLikeRecipe())
+    progress, _ = _interrupt_after(2)
+    with pytest.raises(KeyboardInterrupt):
+        server_build.build_server(ServerBuildSpec("mysql"), _no_training, progress)
+    (partial,) = (server_build.server_cache() / "build").glob(f".*{staging.PARTIAL}")
+    (partial / STATE).write_text("{half a state")
+    (listed,) = server_build.partial_server_builds()
+    assert listed["label"].startswith("unreadable resume.json") and listed["steps"] == 0
+    with pytest.raises(UserError, match=r"resume.json: unreadable .*: remove .*\.partial to build from scratch"):
+        server_build.build_server(ServerBuildSpec("mysql"), _no_training)
+    assert (partial / "src").is_dir()  # nothing removed: the user decides
+    (partial / STATE).write_text('{"version": 99}')
+    with pytest.raises(UserError, match=r"written by another dbperf \(version 99"):
+        server_build.build_server(ServerBuildSpec("mysql"), _no_training)

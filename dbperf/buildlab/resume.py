@@ -26,6 +26,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from dbperf.errors import UserError
 from dbperf.host.procfs import stat
 
 STATE = "resume.json"
@@ -57,10 +58,11 @@ class BuildState:
         if persist and self.path.is_file():
             try:
                 data = json.loads(self.path.read_text())
-            except ValueError:
-                data = {}
+            except ValueError as e:
+                raise UserError(f"{self.path}: unreadable ({e}): remove {work} to build from scratch") from None
             if data.get("version") != VERSION:
-                data = {}
+                raise UserError(f"{self.path}: written by another dbperf (version {data.get('version')!r}, this "
+                                f"one reads {VERSION}): remove {work} to build from scratch")
         self.data: dict[str, Any] = data or {"version": VERSION, "label": label, "source": None, "commands": {},
                                              "steps": {}, "phases": {}, "segments": []}
         self.earlier_segments = len(self.data["segments"])
@@ -99,9 +101,9 @@ class BuildState:
         self.data["segments"][-1]["steps"] += 1
         self._tick(process_cpu_seconds(live_pid) if live_pid else 0.0)
 
-    def command_done(self, phase: str, cpu_seconds: float) -> None:
+    def command_done(self, phase: str) -> None:
         self.data["commands"][phase] = self.commands_done(phase) + 1
-        self.add_cpu(cpu_seconds)
+        self._write()
 
     def add_cpu(self, cpu_seconds: float) -> None:
         """CPU time of a command that ended (finished or was killed and reaped)."""

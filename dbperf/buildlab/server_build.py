@@ -32,7 +32,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, ClassVar, Protocol
+from typing import IO, Any, ClassVar, Protocol
 
 from dbperf import engines
 from dbperf.buildlab.debian_source import candidate_versions, fetch_debian_source
@@ -347,7 +347,11 @@ def build_server(spec: ServerBuildSpec, train: Training, on_progress: Progress |
         sweep_abandoned(builds)  # staging directories of builds killed outright
         staging = Staging(builds, key, resumable=recipe.resumable)
         work = staging.path
-        state = BuildState(work, persist=recipe.resumable, label=spec.label())
+        try:
+            state = BuildState(work, persist=recipe.resumable, label=spec.label())
+        except UserError:
+            staging.release()  # a state it cannot read: the folder stays for the user to look at or remove
+            raise
         keep = False
         try:
             fetched = state.source()
@@ -406,32 +410,36 @@ class _Runner:
                 f.write("$ " + " ".join(cmd) + "\n")
                 f.flush()
                 cpu_before = children_cpu_seconds()
-                proc = subprocess.Popen(cmd, cwd=self.tree, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                        text=True, errors="replace", env=build_environment(),
-                                        start_new_session=True)
-                assert proc.stdout is not None
                 try:
-                    for line in proc.stdout:
-                        f.write(line)
-                        if self.recipe.is_step(line):
-                            self.state.step(phase, proc.pid)
-                            if self.on_progress:
-                                self.on_progress(label, self.state.steps(phase), self.expected)
-                    proc.wait()
-                except BaseException:
-                    # Ctrl-C, SIGTERM or an error: the build tool and every compiler it started (ninja puts each
-                    # in a process group of its own, so the whole session), then the caller's clean-up.
-                    kill_session(proc.pid)
-                    proc.wait()
+                    self._command(cmd, f, phase, label)
+                finally:  # finished, failed or killed: its CPU time (and its reaped children's) is the build's
                     self.state.add_cpu(children_cpu_seconds() - cpu_before)
-                    raise
-                if proc.returncode != 0:
-                    self.state.add_cpu(children_cpu_seconds() - cpu_before)
-                    f.flush()
-                    raise UserError(f"build of {self.spec.label()} failed at `{' '.join(cmd)[:60]}` (log "
-                                    f"{_keep_log(self.log)}): {tail(self.log.read_text(errors='replace'), 3)}")
-                self.state.command_done(phase, children_cpu_seconds() - cpu_before)
+                self.state.command_done(phase)
         return self.state.steps(phase)
+
+    def _command(self, cmd: list[str], f: IO[str], phase: str, label: str) -> None:
+        """One command, its output into the log `f`; a UserError when it fails."""
+        proc = subprocess.Popen(cmd, cwd=self.tree, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                errors="replace", env=build_environment(), start_new_session=True)
+        assert proc.stdout is not None
+        try:
+            for line in proc.stdout:
+                f.write(line)
+                if self.recipe.is_step(line):
+                    self.state.step(phase, proc.pid)
+                    if self.on_progress:
+                        self.on_progress(label, self.state.steps(phase), self.expected)
+            proc.wait()
+        except BaseException:
+            # Ctrl-C, SIGTERM or an error: the build tool and every compiler it started (ninja puts each in a
+            # process group of its own, so the whole session), then the caller's clean-up.
+            kill_session(proc.pid)
+            proc.wait()
+            raise
+        if proc.returncode != 0:
+            f.flush()
+            raise UserError(f"build of {self.spec.label()} failed at `{' '.join(cmd)[:60]}` (log "
+                            f"{_keep_log(self.log)}): {tail(self.log.read_text(errors='replace'), 3)}")
 
 
 def _build(spec: ServerBuildSpec, recipe: Recipe, cc: Compiler, tree: Path, provenance: dict[str, Any], key: str,
@@ -664,7 +672,7 @@ def partial_server_builds() -> list[dict[str, Any]]:
         try:
             data = json.loads(path.read_text())
         except ValueError:
-            continue
+            data = {"label": f"unreadable {STATE}: the next build of it says so"}  # listed, never left out
         segments = data.get("segments") or []
         found.append({"key": path.parent.name.strip(".").removesuffix(PARTIAL), "label": data.get("label", "?"),
                       "steps": sum((data.get("steps") or {}).values()), "segments": len(segments),

@@ -125,16 +125,9 @@ def sweep_abandoned(parent: Path) -> list[Path]:
     for path in parent.glob(".*-*"):
         if not path.is_dir() or path.name.endswith(PARTIAL):
             continue
-        lock = path / LOCK
-        if lock.exists():
-            try:
-                with open(lock) as f:
-                    fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    shutil.rmtree(path, ignore_errors=True)  # still holding the lock: nobody takes it meanwhile
-            except BlockingIOError:
-                continue  # its build is running
-            except FileNotFoundError:
-                continue  # removed meanwhile by its own build
+        if (path / LOCK).exists():
+            if not _remove_if_unlocked(path):
+                continue
         elif time.time() - path.stat().st_mtime > OLD_WITHOUT_LOCK_S:
             shutil.rmtree(path, ignore_errors=True)
         else:
@@ -150,14 +143,12 @@ def _untouched_for(path: Path) -> float:
 
 
 def _remove_if_unlocked(path: Path) -> bool:
-    """Removes `path` unless its build holds its lock; whether it did."""
+    """Removes `path` unless its build holds its lock (or it has none: being made, or removed meanwhile by its own
+    build); whether it did."""
     try:
         with open(path / LOCK) as f:
             fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            shutil.rmtree(path, ignore_errors=True)
+            shutil.rmtree(path, ignore_errors=True)  # still holding the lock: nobody takes it meanwhile
             return True
-    except BlockingIOError:
+    except (BlockingIOError, FileNotFoundError):
         return False
-    except FileNotFoundError:
-        shutil.rmtree(path, ignore_errors=True)  # made but never locked: a build that died at once
-        return True

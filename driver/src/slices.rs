@@ -10,14 +10,16 @@
 //! (the workload is one for all: the lab refuses engines whose SQL differs). Where the lab gives a side's server pid,
 //! thread 0 samples every side's server (its process tree's CPU) when the measured window opens and when the run
 //! ends: each server over the whole window, its own sides' slices and the others'. Every client thread opens one
-//! connection per side and prepares the workload on each; then all threads are released together. From the common start, time is cut into rounds of one
-//! slice per side, side 0 first, each `slice_s` long: first the warm-up, `warmup_s` of slices per side, then the
-//! measured window, `time_s` per side; where `slice_s` does not divide a phase, its last round's slices are shorter,
-//! so that every side gets exactly its time. A thread switches to the connection of the slice's side at the first
-//! event it starts in a new slice, and an event counts for the side whose slice it started in (one that runs over
-//! into the next slice takes that much of it: every slice loses and gains so alike). Each side's result is what an
-//! ordinary run reports: its counts and latencies, its threads' CPU time (read at every switch), and one interval
-//! per slice of its own. run.rs's loop is left as it is: this loop is a sibling, not a mode of it.
+//! connection per side and prepares the workload on each; then all threads are released together.
+//!
+//! From the common start, time is cut into rounds of one slice per side, side 0 first, each `slice_s` long: first the
+//! warm-up, `warmup_s` of slices per side, then the measured window, `time_s` per side; where `slice_s` does not divide
+//! a phase, its last round's slices are shorter, so that every side gets exactly its time. A thread switches to the
+//! connection of the slice's side at the first event it starts in a new slice, and an event counts for the side whose
+//! slice it started in (one that runs over into the next slice takes that much of it: every slice loses and gains so
+//! alike). Each side's result is what an ordinary run reports: its counts and latencies, its threads' CPU time (read at
+//! every switch), and one interval per slice of its own. run.rs's loop is left as it is: this loop is a sibling, not a
+//! mode of it.
 
 use std::collections::BTreeSet;
 use std::os::unix::fs::MetadataExt;
