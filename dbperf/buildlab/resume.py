@@ -1,7 +1,7 @@
 """A server build's progress and time, kept beside it so that an interrupted build resumes where it stopped.
 
-Why: MySQL takes hours on 2 cores (docs/engines.md); a build longer than the time its machine or session gives it
-would otherwise start over every time and never finish. What is kept, in the build's staging directory
+Why: MySQL takes an hour on 2 cores, its PGO build about two (docs/engines.md); a build longer than the time its
+machine or session gives it would otherwise start over every time and never finish. What is kept, in the build's staging directory
 (staging.py's `.KEY.partial`): the fetched source (its tree and provenance), how many commands of each phase
 finished and how many compile steps they took, the results of phases that finished (PGO's training and proof, the
 profile-use build's counts), and every segment's time: wall clock and the CPU time of the build's processes. A
