@@ -115,6 +115,7 @@ engine = "postgres"
     assert data["binary"] == "/usr/sbin/mariadbd" and data["cell"]["server"] is True
     assert data["cell"]["threads"] == 2 and dynamic["mode"] == "simulated"
     assert "start-up and shutdown left out" in dynamic["tool"] and "queries in the window" in dynamic["tool"]
+    assert dynamic["command"][0].startswith("GLIBC_TUNABLES=glibc.cpu.x86_rep_stosb_threshold=")
     # Two connection threads and the server's own at least; accesses to mariadbd's objects were counted. Its
     # start-up alone under lackey is about 80 million records: a window of seconds is far fewer.
     assert dynamic["threads"] >= 2 and dynamic["records_in_binary"] > 0
@@ -144,3 +145,33 @@ def test_the_traced_binary_is_the_server_program_of_the_targets_binaries(tmp_pat
     assert traced_binary(Target(name="a", engine="mariadb", library="", binaries="/opt/m/bin/mariadbd")) == \
         Path("/opt/m/bin/mariadbd")
     assert traced_binary(Target(name="a", engine="mariadb", library="")) == Path("/usr/sbin/mariadbd")
+
+
+@pytest.mark.unit
+def test_lackeys_tunables_join_the_targets_own_glibc_tunables(tmp_path, write_experiment):
+    """Under lackey the server's glibc avoids `rep stosb`/`rep movsb` (traced byte by byte); a target's own tunables
+    (hugepages = "thp": glibc.malloc.hugetlb) stay, in the one list glibc reads."""
+    from dbperf.experiment.spec import parse_experiment
+    from dbperf.layout.dynamic import LACKEY_TUNABLES
+    from dbperf.servers.registry import server_target
+
+    exp = parse_experiment(write_experiment("""
+[run]
+benchmarks = ["point-query"]
+
+[[target]]
+name = "m"
+engine = "mariadb"
+hugepages = "thp"
+
+[[target]]
+name = "plain"
+engine = "mariadb"
+"""))
+    thp, plain = (server_target(tmp_path / t.name, tmp_path / "logs", t, exp) for t in exp.targets)
+    assert thp.process_environment()["GLIBC_TUNABLES"] == "glibc.malloc.hugetlb=1"
+    assert "GLIBC_TUNABLES" not in plain.process_environment()
+    thp.launch_tunables = plain.launch_tunables = LACKEY_TUNABLES
+    assert thp.process_environment()["GLIBC_TUNABLES"].split(":") == ["glibc.malloc.hugetlb=1", *LACKEY_TUNABLES]
+    assert plain.process_environment()["GLIBC_TUNABLES"].split(":") == list(LACKEY_TUNABLES)
+    assert all(t.startswith("glibc.cpu.x86_rep_") for t in LACKEY_TUNABLES)

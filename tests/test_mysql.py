@@ -107,6 +107,31 @@ def test_the_my_cnf_listens_on_127_0_0_1_only_with_the_x_plugin_off(tmp_path):
 
 
 @pytest.mark.unit
+def test_a_restart_with_the_password_already_set_runs_no_init_file(tmp_path):
+    """The init file's six statements (two users, each hashed by caching_sha2_password) run when the data directory
+    is new or the password is not the one this server set; a restart (a cell's data loaded natively, then the server
+    under lackey) skips them, and its my.cnf names no init file."""
+    e = Experiment(path=tmp_path / "e.toml", text="", benchmarks=(), targets=(), base="m")
+    server = MySQLServer(tmp_path / "t1", tmp_path / "logs", Target(name="m", engine="mysql", library="",
+                                                                    binaries=str(tmp_path)), e)
+    (tmp_path / "t1").mkdir()
+    user = pwd.getpwuid(os.getuid())
+    password = server.password
+    assert password is not None
+    first = server.write_init_file(user, password, initialised=True)
+    assert first is not None and "IDENTIFIED BY" in first.read_text()
+    assert server.write_init_file(user, password, initialised=False) is not None  # logins not yet seen to work
+    server._logins_set = password  # what start_with records once logins work
+    assert server.write_init_file(user, password, initialised=False) is None
+    assert server.write_init_file(user, password, initialised=True) is not None  # a new data directory
+    assert server.write_init_file(user, password + "x", initialised=False) is not None  # another password
+    cnf = server.my_cnf(tmp_path / "t1" / "data", 33306, user, None, tmp_path)
+    assert not any(line.startswith("init-file") for line in cnf.splitlines())
+    assert any(line.startswith("init-file") for line in server.my_cnf(tmp_path / "t1" / "data", 33306, user, first,
+                                                                       tmp_path).splitlines())
+
+
+@pytest.mark.unit
 def test_a_mysql_target_without_its_install_is_one_line(tmp_path):
     (tmp_path / "e.toml").write_text('[run]\nbenchmarks = ["point-query"]\ntable_size = 100\n'
                                      '[[target]]\nname = "m"\nengine = "mysql"\n')

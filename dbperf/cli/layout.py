@@ -18,7 +18,7 @@ def layout(
                                                               "count")] = None,
     experiment: Annotated[Optional[Path], typer.Option(help="drive this experiment's target engine ...")] = None,
     target: Annotated[Optional[str], typer.Option(help="... this target (its SQLite library, or a MariaDB "
-                                                       "target's mariadbd, is checked) ...")] = None,
+                                                       "or MySQL target's server, is checked) ...")] = None,
     benchmark: Annotated[Optional[str], typer.Option(help="... with this catalog benchmark")] = None,
     line: Annotated[Optional[int], typer.Option(help="cache line bytes, 64 or 128 (default: from the ELF "
                                                      "machine)")] = None,

@@ -118,6 +118,9 @@ def run_setup(argv: list[str], log: Path, user: str | None, what: str, tmpdir: P
         raise UserError(f"{what} failed: {last_error_line(log)}")
 
 
+LOGIN_ATTEMPT_S = 60.0  # one login's limit while a server comes up natively
+
+
 class ServerTarget(ABC):
     """What lab-started and external servers share: the driver's jobs against a DSN, and the password."""
 
@@ -271,11 +274,21 @@ class LabServer(ServerTarget):
         self._databases_created = False
         # What the server's command runs under (a profiler: valgrind); empty for a measured run.
         self.launch_prefix: list[str] = []
+        # glibc tunables the profiler needs (lackey: memset without `rep stosb`), added to the target's own
+        self.launch_tunables: tuple[str, ...] = ()
         self.ready_timeout_s = READY_TIMEOUT_S  # longer under a profiler
         # Started as the service user rather than as root that drops to it, set-up tools included: a profiler's
         # files and control pipes, or an instrumented build's profile files, then belong to the user the server
         # runs as.
         self.run_as_service_user = False
+
+    def process_environment(self) -> dict[str, str]:
+        """The server process's environment: the target's process variant (allocator, huge pages), with
+        launch_tunables appended to its GLIBC_TUNABLES (glibc reads one list, colon-separated)."""
+        env = dict(self.target.process.environment())
+        if self.launch_tunables:
+            env["GLIBC_TUNABLES"] = ":".join(filter(None, (env.get("GLIBC_TUNABLES"), *self.launch_tunables)))
+        return env
 
     @classmethod
     def program_files(cls, binaries: Path) -> list[Path]:
@@ -353,7 +366,10 @@ class LabServer(ServerTarget):
         """The port opens before the server takes logins (PostgreSQL recovery, MariaDB's init-file)."""
         deadline = time.monotonic() + self.ready_timeout_s
         while True:
-            outcome = run_job(self._exec_job(database, []), ExecResult, 60, env=self.env())
+            # Under a profiler a first login can take minutes: MySQL's caching_sha2_password verifies it with 5,000
+            # rounds of SHA-256 (then caches it), and a login cut off at 60 s was tried again from the start.
+            attempt_s = max(LOGIN_ATTEMPT_S, deadline - time.monotonic()) if self.launch_prefix else LOGIN_ATTEMPT_S
+            outcome = run_job(self._exec_job(database, []), ExecResult, attempt_s, env=self.env())
             if outcome.ok:
                 return
             if time.monotonic() > deadline or not (self.server and self.server.alive()):

@@ -38,7 +38,8 @@ class MariaDBServer(MySQLFamilyServer):
                             "mariadb-server package)")
         data = self.dir / "data"
         tmpdir = self.private_tmpdir(user)
-        if first or not (data / "mysql").is_dir():
+        initialise = first or not (data / "mysql").is_dir()
+        if initialise:
             # Run by root, the script hands the data directory and the bootstrap server to the mysql user itself
             # (--user), but the build's own tools it runs first (my_print_defaults) stay root's: where every program
             # must run as the service user (a PGO training, whose profile files must stay the trainer's: issue
@@ -50,7 +51,7 @@ class MariaDBServer(MySQLFamilyServer):
                        "--auth-root-authentication-method=socket"], self.log,
                       user.pw_name if self.run_as_service_user else None,
                       f"target {self.target.name!r}: mariadb-install-db", tmpdir)
-        init_file = self.write_init_file(user, password)
+        init_file = self.write_init_file(user, password, initialise)
         cnf = self.dir / "my.cnf"
         lines = self.cnf_lines("mariadbd", data, port, user, init_file)
         if relocated:

@@ -67,7 +67,7 @@ class MySQLServer(MySQLFamilyServer):
     def program_files(cls, binaries: Path) -> list[Path]:
         return [mysqld_of(binaries)]
 
-    def my_cnf(self, data: Path, port: int, user: pwd.struct_passwd, init_file: Path, basedir: Path) -> str:
+    def my_cnf(self, data: Path, port: int, user: pwd.struct_passwd, init_file: Path | None, basedir: Path) -> str:
         """The family's lines, the install's basedir (share/ for its messages and charsets), the X Plugin off, then
         the target's settings."""
         lines = [*self.cnf_lines("mysqld", data, port, user, init_file),
@@ -86,7 +86,8 @@ class MySQLServer(MySQLFamilyServer):
         basedir = mysqld.parent.parent
         data = self.dir / "data"
         tmpdir = self.private_tmpdir(user)
-        if first or not (data / "mysql").is_dir():
+        initialise = first or not (data / "mysql").is_dir()
+        if initialise:
             # root hands the new data directory to the service user (--user); a server that must run as that user
             # throughout (a PGO training, issue 46) initialises it as that user
             run_setup([str(mysqld), "--no-defaults", "--initialize-insecure", f"--basedir={basedir}",
@@ -94,7 +95,7 @@ class MySQLServer(MySQLFamilyServer):
                        *([] if self.run_as_service_user else [f"--user={user.pw_name}"])],
                       self.log, user.pw_name if self.run_as_service_user else None,
                       f"target {self.target.name!r}: mysqld --initialize-insecure")
-        init_file = self.write_init_file(user, password)
+        init_file = self.write_init_file(user, password, initialise)
         cnf = self.dir / "my.cnf"
         cnf.write_text(self.my_cnf(data, port, user, init_file, basedir))
         self.start_with(Path(mysqld), cnf, init_file, user, port)

@@ -65,7 +65,7 @@ class PostgresServer(LabServer):
         if INCLUDE not in text:
             main.write_text(text + f"\n{INCLUDE}\n")
         self.server = ServerProcess([*self.launch_prefix, str(postgres), "-D", str(data)], self.log, user.pw_name,
-                                    self.target.process.environment())
+                                    self.process_environment())
         self.server.cpus = self.e.cpus.server  # quiet cells (host/cpus.py)
         self.server.start()
         self.server.wait_port(port, READY_TIMEOUT_S)
