@@ -1,13 +1,13 @@
 """A server build's progress and time, kept beside it so that an interrupted build resumes where it stopped.
 
 Why: MySQL takes an hour on 2 cores, its PGO build about two (docs/engines.md); a build longer than the time its
-machine or session gives it would otherwise start over every time and never finish. What is kept, in the build's staging directory
-(staging.py's `.KEY.partial`): the fetched source (its tree and provenance), how many commands of each phase
-finished and how many compile steps they took, the results of phases that finished (PGO's training and proof, the
-profile-use build's counts), and every segment's time: wall clock and the CPU time of the build's processes. A
-rerun of an interrupted `ninja` compiles only what it had not finished (an output without its line in .ninja_log
-is rebuilt); make keeps no such log (a compiler killed mid-write leaves an object newer than its source), so only
-recipes that say `resumable` are resumed and the others start over, as before.
+machine or session gives it would otherwise start over every time and never finish. What is kept, in the build's
+staging directory (staging.py's `.KEY.partial`): the fetched source (its tree and provenance), how many commands
+of each phase finished and how many compile steps they took, the results of phases that finished (PGO's training
+and proof, the profile-use build's counts), and every segment's time: wall clock and the CPU time of the build's
+processes. A rerun of an interrupted `ninja` compiles only what it had not finished (an output without its line
+in .ninja_log is rebuilt); make keeps no such log (a compiler killed mid-write leaves an object newer than its
+source), so only recipes that say `resumable` are resumed and the others start over, as before.
 
 The time: `build_seconds` sums the segments' wall clock (time spent stopped between segments is not in it; a
 process stopped with SIGSTOP inside a segment is, and cannot be told apart); `build_cpu_seconds` sums the CPU time

@@ -48,7 +48,8 @@ from dbperf.tools import tail
 
 # The driver's connections to a server under lackey: each login and statement is a hundred times slower.
 DRIVER_GRACE_S = 600.0
-# A server's start-up under lackey, trace filter beside it: mariadbd's about 1.5 minutes; mysqld 9.7.2's 15.4 (2026-11-28)
+# A server's start-up under lackey, the trace filter beside it: mariadbd's about 1.5 minutes, mysqld 9.7.2's 15.4
+# (2026-11-28)
 TRACED_READY_TIMEOUT_S = 2400.0
 # A server that died under valgrind has closed the trace: the filter reads its end within this.
 VALGRIND_GONE_S = 10.0
