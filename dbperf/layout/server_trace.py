@@ -187,7 +187,8 @@ def count_server(exp: Experiment, target: Target, bench: Workload, static: Stati
                                 f"{outcome.error}")
             counts.seek(0)
             return _window_counts(counts.read(), static, kind.title, outcome.result.queries,
-                                  [f"GLIBC_TUNABLES={server.process_environment()['GLIBC_TUNABLES']}",
+                                  # env: the recorded command stays one that runs, tunables included
+                                  ["env", f"GLIBC_TUNABLES={server.process_environment()['GLIBC_TUNABLES']}",
                                    *server.launch_prefix[:-1], str(static.path)], seconds, budget)
         finally:
             if write_end >= 0:
