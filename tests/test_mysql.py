@@ -18,6 +18,7 @@ from dbperf.engines.lab_owned import lab_owned_refusal
 from dbperf.experiment.model import Experiment, Target
 from dbperf.servers.mysql import MySQLServer, install_problem, mysqld_of
 from tests.conftest import run_cli
+from tests.refusal import assert_refused
 
 
 def mysql_at_hand() -> str | None:
@@ -66,7 +67,10 @@ def test_mysqls_own_listeners_and_logins_are_the_labs(name):
 @pytest.mark.unit
 def test_an_install_that_is_not_mysql_says_what_it_is(where):
     """The fakes live where the service user can run them: the lab runs `mysqld --version` as that user."""
-    assert "no MySQL server there" in (install_problem(where / "nothing") or "")
+    assert "MySQL server not found: no " in (install_problem(where / "nothing") or "")
+    assert "MySQL server not found" in (install_problem(Path("/nonexistent")) or "")  # never "MariaDB" for /
+    (where / "empty").mkdir()
+    assert "no MySQL server there" in (install_problem(where / "empty") or "")
     maria = where / "maria"
     fake_mysqld(maria, "mysqld  Ver 11.4.5-MariaDB for Linux on x86_64")
     assert "is a MariaDB install" in (install_problem(maria) or "")
@@ -135,9 +139,26 @@ def test_a_restart_with_the_password_already_set_runs_no_init_file(tmp_path):
 def test_a_mysql_target_without_its_install_is_one_line(tmp_path):
     (tmp_path / "e.toml").write_text('[run]\nbenchmarks = ["point-query"]\ntable_size = 100\n'
                                      '[[target]]\nname = "m"\nengine = "mysql"\n')
-    proc = run_cli("run", str(tmp_path / "e.toml"), "--out", str(tmp_path / "out"), timeout=300)
-    lines = proc.stderr.strip().splitlines()
-    assert proc.returncode != 0 and "a MySQL target names its install" in lines[-1], proc.stderr
+    out = tmp_path / "out"
+    proc = run_cli("run", str(tmp_path / "e.toml"), "--out", str(out), timeout=300)
+    assert_refused(proc, 2, "target 'm': a MySQL target names its install", out)
+
+
+@pytest.mark.unit
+def test_a_missing_install_is_not_found_before_the_run_claims_its_folder(tmp_path):
+    """A path that is not there is not found, in the run as in its dry run: it is never a MariaDB install because
+    its would-be basedir, /, holds Debian's /bin/mariadb-install-db; and the run refuses before --out is made."""
+    exp = tmp_path / "e.toml"
+    exp.write_text('[run]\nbenchmarks = ["point-query"]\ntable_size = 100\n'
+                   '[[target]]\nname = "m"\nengine = "mysql"\nbinaries = "/nonexistent"\n')
+    out = tmp_path / "out"
+    line = assert_refused(run_cli("run", str(exp), "--out", str(out)), 2,
+                          "target 'm': binaries = '/nonexistent': MySQL server not found: no /nonexistent", out)
+    assert "MariaDB" not in line, line
+    dry = run_cli("run", str(exp), "--out", str(out), "--dry-run")
+    assert dry.returncode != 0 and "target m: binaries = '/nonexistent': MySQL server not found" in dry.stderr, (
+        dry.stderr)
+    assert not out.exists()
 
 
 @pytest.mark.server

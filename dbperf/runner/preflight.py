@@ -1,7 +1,8 @@
 """What a run needs before its first round, checked without building, fetching, starting or measuring anything:
 each target's library or server binaries (and whether its build or release is cached or would be made), the
 driver, and the tools of the tiers it asks for (valgrind for the simulated tier). `dbperf run --dry-run` shows every
-check; a real run refuses at once when the simulated tier's tools are missing, not after its whole budget."""
+check; a real run refuses at once when the simulated tier's tools are missing, not after its whole budget, and when
+a lab server's binaries are not there (or another engine's), before it claims its results folder."""
 
 from __future__ import annotations
 
@@ -157,9 +158,9 @@ def _lab_binaries(t: Target, binaries: Path) -> str:
     kind = LAB_SERVERS[t.engine]
     title = engines.engine(t.engine).title
     files = kind.program_files(binaries)
-    missing = kind.missing_programs(binaries)
-    if missing:
-        raise UserError(missing)
+    problem = kind.install_problem(binaries)
+    if problem:
+        raise UserError(problem)
     out = run_tool([files[-1], "--version"], f"{files[-1]} --version", timeout=TOOL_TIMEOUT_S).stdout.strip()
     version = out.splitlines()[0].removeprefix(str(files[-1])).strip() if out else title  # mariadbd names itself
     return f"{version} ({binaries})"
@@ -195,6 +196,8 @@ def _target(e: Experiment, t: Target) -> str:
     found = _server(t) if t.is_server else _sqlite(e, t)
     if t.tool:
         found += f"; cells run by {t.tool} ({tool_path(t.tool)})"
+    if not (t.binaries or kind.default_binaries):
+        raise UserError(kind.binaries_needed)
     if t.process.allocator:
         found += f"; allocator {allocator_library(t.process.allocator)}"
     return found
@@ -207,4 +210,18 @@ def target_checks(e: Experiment) -> list[Check]:
         # the line names the target once, where the lab's own message (a password not set) names it too
         problem = check.problem and check.problem.removeprefix(f"target {t.name!r}: ")
         checks.append(Check(check.subject, check.found, problem))
+def require_lab_servers(e: Experiment) -> None:
+    """A real run's lab servers looked at as its dry run looks at them (their binaries there and of their engine,
+    the service user, a port free), before anything is built, fetched or claimed: a server that cannot start is
+    otherwise found only once the results folder is claimed. One line, the first problem."""
+    for t in e.targets:
+        if not t.is_server or t.dsn is not None:
+            continue
+        try:
+            _server(t)
+        except UserError as err:
+            said = str(err)
+            raise UserError(said if said.startswith(f"target {t.name!r}") else f"target {t.name!r}: {said}") from None
+
+
     return checks

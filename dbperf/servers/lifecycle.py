@@ -264,6 +264,8 @@ class LabServer(ServerTarget):
     apt_package: ClassVar[str]
     default_binaries: ClassVar[str]
     admin_database: ClassVar[str | None]  # where the lab's own statements run
+    # said when a target names no binaries and the engine has no default place ("": it has one)
+    binaries_needed: ClassVar[str] = ""
 
     def __init__(self, directory: Path, logs: Path, target: Target, e: Experiment) -> None:
         super().__init__(target, e, logs)
@@ -306,6 +308,12 @@ class LabServer(ServerTarget):
                   else "check the target's binaries")
         title = engines.engine(cls.engine).title
         return f"{title} server not found: no {', '.join(missing)} ({remedy})"
+
+    @classmethod
+    def install_problem(cls, binaries: Path) -> str | None:
+        """Why `binaries` is not an install of this engine the lab can start, in one line, or None: looked at by a
+        run before it claims its results folder, by its dry run (runner/preflight.py), and at the launch."""
+        return cls.missing_programs(binaries)
 
     def dsn(self, database: str | None) -> str:
         if self.target.socket:

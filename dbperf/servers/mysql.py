@@ -31,6 +31,8 @@ def install_problem(binaries: Path) -> str | None:
     mysqld = mysqld_of(binaries)
     basedir = mysqld.parent.parent
     named = f"binaries = {str(binaries)!r}"
+    if not binaries.exists():  # before the MariaDB look: a missing path's basedir would be / (Debian's /bin)
+        return f"{named}: MySQL server not found: no {binaries} (a MySQL basedir holds bin/mysqld and share/)"
     if any((basedir / "bin" / p).exists() for p in MARIADB_PROGRAMS) or mysqld.resolve().name == "mariadbd":
         return (f"{named} is a MariaDB install ({mysqld} is MariaDB's server): give the target engine = \"mariadb\", "
                 "or a MySQL basedir (bin/mysqld, share/)")
@@ -59,6 +61,8 @@ class MySQLServer(MySQLFamilyServer):
     service_user = MYSQL.service_user
     apt_package = "mariadb-server"  # Debian's package that creates the mysql user (MySQL itself is not packaged)
     default_binaries = ""  # none: Debian's mysqld is MariaDB's; a MySQL target names its install
+    binaries_needed = ("a MySQL target names its install: binaries = PATH (a MySQL basedir, as Oracle's tarballs lay "
+                       "it out) or dsn = \"mysql://...\" (Debian's mysqld is MariaDB's)")
     admin_database = None
     socket_name = "mysqld.sock"
     pid_name = "mysqld.pid"
@@ -66,6 +70,10 @@ class MySQLServer(MySQLFamilyServer):
     @classmethod
     def program_files(cls, binaries: Path) -> list[Path]:
         return [mysqld_of(binaries)]
+
+    @classmethod
+    def install_problem(cls, binaries: Path) -> str | None:
+        return install_problem(binaries)
 
     def my_cnf(self, data: Path, port: int, user: pwd.struct_passwd, init_file: Path | None, basedir: Path) -> str:
         """The family's lines, the install's basedir (share/ for its messages and charsets), the X Plugin off, then
@@ -76,9 +84,7 @@ class MySQLServer(MySQLFamilyServer):
 
     def launch(self, binaries: Path, user: pwd.struct_passwd, first: bool, port: int, password: str) -> None:
         if not self.target.binaries:
-            raise UserError(f"target {self.target.name!r}: a MySQL target names its install: binaries = PATH (a "
-                            "MySQL basedir, as Oracle's tarballs lay it out) or dsn = \"mysql://...\" (Debian's "
-                            "mysqld is MariaDB's)")
+            raise UserError(f"target {self.target.name!r}: {self.binaries_needed}")
         problem = install_problem(binaries)
         if problem:
             raise UserError(f"target {self.target.name!r}: {problem}")
