@@ -132,15 +132,18 @@ def test_a_read_only_destination_is_one_line_before_anything_is_fetched(tmp_path
 
 def test_a_bisect_stopped_in_its_first_step_holds_its_folder_and_can_be_resumed(tmp_path, where):
     """The folder is the bisect's from the start (bisect.json, outcome running, before the first step): here the
-    first step stops on a release the repository does not have; a new bisect there is refused, --resume goes on."""
+    first step stops on a release the repository does not have, and the path says failed, with why; a new bisect
+    there is refused saying so (not "cut short"), --resume goes on."""
     out = tmp_path / "b"
     env = {"DBPERF_SERVER_CACHE": str(where / "cache")}
     with fake_maven() as (maven, _):
         first = bisect("--out", str(out), env={**env, **maven})
         assert first.returncode == 2 and "HTTP 404" in first.stderr, first.stderr
-        assert json.loads((out / "bisect.json").read_text())["outcome"] == "running"
+        doc = json.loads((out / "bisect.json").read_text())
+        assert doc["outcome"] == "failed" and "HTTP 404" in doc["error"] and doc["exit_code"] == 3, doc
         line = one_error_line(bisect("--out", str(out), env={**env, **maven}))
-        assert "already holds a bisect (postgres 13.23..17.0, point-query, slower at 5.0%), cut short" in line
+        assert "already holds a bisect (postgres 13.23..17.0, point-query, slower at 5.0%) that failed (" in line
+        assert "HTTP 404" in line and "--resume to go on with it once that is fixed" in line, line
         again = bisect("--out", str(out), "--resume", env={**env, **maven})
     assert again.returncode == 2 and "HTTP 404" in again.stderr, again.stderr  # past the folder: at the release
     assert not (out / ".lock").exists()  # let go at the end

@@ -11,10 +11,22 @@ import pytest
 
 from dbperf.errors import UserError
 from dbperf.records import Profile
-from dbperf.usecases.bisect import FOUND, NONE_SLOWER, StepSettings, earlier_steps, path_view, search, write_path
+from dbperf.usecases.bisect import (
+    FOUND,
+    NONE_SLOWER,
+    StepSettings,
+    earlier_steps,
+    path_view,
+    resumable,
+    search,
+    write_path,
+)
 from dbperf.usecases.bisect_metrics import METRICS, bisection, metric, run_bisect
 from dbperf.usecases.bisect_work import Counted, SimulatedBisect, WorkCounts, count_experiment, lead_view, work_verdict
 from tests.conftest import run_cli
+from tests.fake_maven import UNREACHABLE
+from tests.refusal import assert_refused
+from tests.test_simulated_tools import path_without_valgrind
 
 VERSIONS = [f"1.{i}" for i in range(20)]
 SETTINGS = StepSettings("postgres", "update-index", 0.02, 5.0, 1.0, 120.0, metric="simulated")
@@ -157,3 +169,37 @@ def test_an_unknown_metric_on_the_command_line_is_one_line_and_exit_2(tmp_path):
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "--metric: expected one of wall, simulated" in lines[0], proc.stderr
     assert not (tmp_path / "b").exists()
+
+
+@pytest.mark.unit
+def test_without_valgrind_the_bisect_is_refused_before_its_folder_or_any_fetch(tmp_path):
+    """The tools of the metric first, as `dbperf run` looks at its tiers' tools: no --out claimed, no release list
+    asked for (nothing answers at UNREACHABLE: asking would be another error)."""
+    out = tmp_path / "b"
+    proc = run_cli("bisect", "postgres", "13", "17", "--metric", "simulated", "--out", str(out), timeout=60,
+                   env={"PATH": path_without_valgrind(tmp_path), "DBPERF_MAVEN_URL": UNREACHABLE})
+    assert_refused(proc, 2, "--metric simulated: valgrind not found on PATH", out)
+
+
+@pytest.mark.unit
+def test_a_step_that_raises_leaves_a_failed_path_that_resume_goes_on_with(tmp_path, monkeypatch):
+    """bisect.json says failed, with the error, not "running": the folder is not taken for a bisect cut short; the
+    decided steps are kept for a --resume once the cause is fixed."""
+    from dbperf.usecases import bisect_metrics
+
+    class Broken(FakeSource):
+        def __call__(self, version: str) -> Counted:
+            if len(self.calls) == 3:  # the oldest and two probes counted, two steps decided
+                raise UserError(f"postgres@{version}: fetching the release failed: HTTP 404")
+            return super().__call__(version)
+
+    source = Broken(step_at(5))
+    monkeypatch.setattr(bisect_metrics, "SimulatedBisect",
+                        lambda s, out, yes, err: SimulatedBisect(s, out, yes, err, source=source, confirm=False))
+    with pytest.raises(UserError, match="HTTP 404"):
+        run_bisect(SETTINGS, VERSIONS, tmp_path, tries=3)
+    doc = json.loads((tmp_path / "bisect.json").read_text())
+    assert doc["outcome"] == "failed" and doc["error"].endswith(": fetching the release failed: HTTP 404"), doc
+    assert len(doc["steps"]) == 2 and len(earlier_steps(tmp_path, SETTINGS, VERSIONS)) == 2 and resumable(doc)
+    doc.pop("error")  # a step that measured nothing: the search's own end, not resumed
+    assert not resumable(doc)

@@ -25,7 +25,7 @@ from dbperf.usecases.bisect import (
     release_range,
     write_path,
 )
-from dbperf.usecases.bisect_metrics import METRICS, metric, run_bisect
+from dbperf.usecases.bisect_metrics import METRICS, metric, require_tools, run_bisect
 from dbperf.usecases.bisect_work import lead_view
 from dbperf.usecases.progress import say
 
@@ -119,7 +119,9 @@ def bisect(
         fail(f"--tries: expected at least 1, got {tries}")
     if resume and out is None:
         fail("--resume goes on with a bisect cut short: give its directory with --out DIR")
-    # Every refusal before anything is fetched or started: the folder, the range, the settings' names.
+    # Every refusal before anything is fetched or started: the metric's tools, the folder, the range, the settings'
+    # names.
+    require_tools(settings)
     directory = (out or Path("results") / f"bisect-{engine}-{datetime.now():%Y%m%d-%H%M%S}").absolute()
     check_out(directory, resume)
     versions = release_range(engine, first, last, available_versions(engine))

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import pwd
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -67,18 +67,25 @@ def valgrind_check(subject: str, why: str) -> Check:
     return checked(subject, look)
 
 
-def simulated_checks(e: Experiment) -> list[Check]:
-    """The simulated tier's tools: valgrind and setarch (ASLR off) for every target; callgrind_control for lab
-    servers of one process for all connections (MariaDB: callgrind, dumped on demand)."""
-    checks = [valgrind_check("valgrind (simulated tier)", "the simulated tier runs every (target, benchmark) under it"),
-              checked("setarch (simulated tier)",
-                      lambda: _which("setarch", "util-linux", "the simulated tier turns ASLR off with it"))]
-    threads = sorted({t.engine for t in e.targets if t.is_server and t.dsn is None
-                      and engines.engine(t.engine).process_model == "threads"})
+def counting_checks(started: Iterable[str], what: str, why: str) -> list[Check]:
+    """The tools of counting under valgrind: valgrind (`why` it is needed) and setarch (ASLR off) always;
+    callgrind_control when a lab server of one process for all connections is `started` (engine names; MariaDB:
+    callgrind, dumped on demand). `what` counts: the simulated tier, or a bisect's steps."""
+    checks = [valgrind_check(f"valgrind ({what})", why),
+              checked(f"setarch ({what})",
+                      lambda: _which("setarch", "util-linux", f"the {what} turns ASLR off with it"))]
+    threads = sorted({name for name in started if engines.engine(name).process_model == "threads"})
     if threads:
         titles = " and ".join(engines.engine(name).title for name in threads)
-        checks.append(checked("callgrind_control (simulated tier)", lambda: _which(
+        checks.append(checked(f"callgrind_control ({what})", lambda: _which(
             "callgrind_control", "valgrind", f"{titles}'s counters are dumped with it")))
+    return checks
+
+
+def simulated_checks(e: Experiment) -> list[Check]:
+    """The simulated tier's tools (counting_checks) for the servers the lab starts, and a note per external one."""
+    checks = counting_checks((t.engine for t in e.targets if t.is_server and t.dsn is None), "simulated tier",
+                             "the simulated tier runs every (target, benchmark) under it")
     for t in e.targets:
         if t.is_server and t.dsn is not None:  # not a refusal: the run measures the others (its record says why)
             checks.append(Check(f"target {t.name}", "an external server: no simulated figures (only servers the "
@@ -189,6 +196,8 @@ def _server(t: Target) -> str:
             return (f"{t.server_build.label()}: not cached, would be built from Debian's source, "
                     f"{recipe.build_time} per build")
         return f"{t.server_build.label()}: cached, " + _lab_binaries(t, found)
+    if not (t.binaries or kind.default_binaries):
+        raise UserError(kind.binaries_needed)
     return _lab_binaries(t, Path(t.binaries or kind.default_binaries))
 
 
@@ -196,20 +205,11 @@ def _target(e: Experiment, t: Target) -> str:
     found = _server(t) if t.is_server else _sqlite(e, t)
     if t.tool:
         found += f"; cells run by {t.tool} ({tool_path(t.tool)})"
-    if not (t.binaries or kind.default_binaries):
-        raise UserError(kind.binaries_needed)
     if t.process.allocator:
         found += f"; allocator {allocator_library(t.process.allocator)}"
     return found
 
 
-def target_checks(e: Experiment) -> list[Check]:
-    checks = []
-    for t in e.targets:
-        check = checked(f"target {t.name}", partial(_target, e, t))
-        # the line names the target once, where the lab's own message (a password not set) names it too
-        problem = check.problem and check.problem.removeprefix(f"target {t.name!r}: ")
-        checks.append(Check(check.subject, check.found, problem))
 def require_lab_servers(e: Experiment) -> None:
     """A real run's lab servers looked at as its dry run looks at them (their binaries there and of their engine,
     the service user, a port free), before anything is built, fetched or claimed: a server that cannot start is
@@ -224,4 +224,11 @@ def require_lab_servers(e: Experiment) -> None:
             raise UserError(said if said.startswith(f"target {t.name!r}") else f"target {t.name!r}: {said}") from None
 
 
+def target_checks(e: Experiment) -> list[Check]:
+    checks = []
+    for t in e.targets:
+        check = checked(f"target {t.name}", partial(_target, e, t))
+        # the line names the target once, where the lab's own message (a password not set) names it too
+        problem = check.problem and check.problem.removeprefix(f"target {t.name!r}: ")
+        checks.append(Check(check.subject, check.found, problem))
     return checks

@@ -113,6 +113,7 @@ class BisectResult:
     lead: list[LeadRow] = field(default_factory=list)  # ... and the per-function changes between the two
     search_s: float | None = None  # wall time of the search to its answer (this sitting), and of the whole bisect
     total_s: float | None = None
+    error: str | None = None  # outcome "failed" by an error, not a step's verdict: the error's line
 
     @property
     def answer(self) -> str | None:
@@ -341,6 +342,13 @@ def judgements_of(deciding: Judgement, settings: StepSettings, probe: str) -> li
 
 
 RESUMABLE = ("running", "interrupted")  # outcomes of a search cut short (running: killed between two steps)
+
+
+def resumable(doc: dict) -> bool:
+    """Whether the bisect of a bisect.json goes on with --resume: cut short, or stopped by an error (a release not
+    fetched, a tool that failed: its `error`) rather than by a step's verdict; failed, it is not taken for cut
+    short."""
+    return doc.get("outcome") in RESUMABLE or (doc.get("outcome") == FAILED and bool(doc.get("error")))
 WRITES_INTO = "bisect writes only into a new or empty directory: choose another --out"
 
 
@@ -393,7 +401,7 @@ def earlier_steps(out: Path, settings: StepSettings, versions: list[str]) -> lis
     replay), named."""
     path = out / PATH_FILE
     doc = _read_path(path)
-    if doc.get("outcome") not in RESUMABLE:
+    if not resumable(doc):
         raise UserError(f"--out {out}: its bisect ended ({doc.get('outcome')}): nothing to resume (it was "
                         f"{describe(doc)})")
     if _settings_of(doc) != json.loads(json.dumps(asdict(settings))) or doc.get("versions") != versions:
@@ -419,7 +427,10 @@ def _not_empty(directory: Path, held: list[str]) -> str:
             doc = _read_path(directory / PATH_FILE)
         except UserError:
             doc = {}
-        if doc.get("outcome") in RESUMABLE:
+        if doc.get("outcome") == FAILED and doc.get("error"):
+            return (f"--out {directory}: already holds a bisect ({describe(doc)}) that failed ({doc['error']}); "
+                    "give another directory, or --resume to go on with it once that is fixed")
+        if resumable(doc):
             return (f"--out {directory}: already holds a bisect ({describe(doc)}), cut short; give another "
                     "directory, or --resume to go on with it")
         return (f"--out {directory}: already holds a bisect ({describe(doc)}) that ended ({doc.get('outcome')}); "

@@ -13,7 +13,18 @@ from typing import Protocol
 from rich.console import Console
 
 from dbperf.errors import UserError
-from dbperf.usecases.bisect import BisectResult, Judge, Step, StepSettings, WallBisect, search, write_path
+from dbperf.runner.preflight import Check, counting_checks
+from dbperf.usecases.bisect import (
+    FAILED,
+    STEP_FAILED,
+    BisectResult,
+    Judge,
+    Step,
+    StepSettings,
+    WallBisect,
+    search,
+    write_path,
+)
 from dbperf.usecases.bisect_work import SimulatedBisect
 from dbperf.usecases.progress import PROGRESS
 
@@ -28,6 +39,15 @@ class Bisection(Protocol):
 Factory = Callable[[StepSettings, Path, bool, Console, Sequence[Step]], Bisection]
 
 
+def _no_tools(s: StepSettings) -> list[Check]:
+    return []  # each step is a run, which checks what it needs before it starts
+
+
+def _counting_tools(s: StepSettings) -> list[Check]:
+    return counting_checks([s.engine], "bisect --metric simulated",
+                           "each step counts the server's work per query under it")
+
+
 @dataclass(frozen=True)
 class Metric:
     name: str
@@ -35,6 +55,7 @@ class Metric:
     one_try: bool  # a count that does not vary needs one try a step
     help: str
     make: Factory
+    tools: Callable[[StepSettings], list[Check]] = _no_tools  # what it counts with, looked at before anything
 
 
 METRICS = {m.name: m for m in (
@@ -43,7 +64,8 @@ METRICS = {m.name: m for m in (
     # a count kept on disk (out/simulated/) replays a search cut short: no `earlier` needed
     Metric("simulated", "2%", True, "each step decided on the server's simulated instructions per query, counted "
                                     "once per release under valgrind; the found step then confirmed once by the wall "
-                                    "clock", lambda s, out, yes, err, earlier: SimulatedBisect(s, out, yes, err)),
+                                    "clock", lambda s, out, yes, err, earlier: SimulatedBisect(s, out, yes, err),
+           _counting_tools),
 )}
 
 
@@ -52,6 +74,14 @@ def metric(name: str) -> Metric:
     if name not in METRICS:
         raise UserError(f"--metric: expected one of {', '.join(METRICS)}, got {name!r}")
     return METRICS[name]
+
+
+def require_tools(settings: StepSettings) -> None:
+    """The tools the metric counts with (runner/preflight.py, as `dbperf run` looks at its tiers' tools), before
+    the folder is claimed or a release fetched: the first missing, in one line."""
+    for check in metric(settings.metric).tools(settings):
+        if check.problem:
+            raise UserError(f"--metric {settings.metric}: {check.problem}")
 
 
 def bisection(settings: StepSettings, out: Path, yes: bool = False, err: Console = PROGRESS,
@@ -67,14 +97,24 @@ def run_bisect(settings: StepSettings, versions: list[str], out: Path, tries: in
     step and at the end (with the simulated metric's lead and confirmation once known)."""
     chosen = bisection(settings, out, yes, err, earlier)
 
+    latest = BisectResult(versions, metric=settings.metric)  # the path so far, for a failure's record
+
     def step_done(so_far: BisectResult) -> None:
-        so_far.metric = settings.metric
+        nonlocal latest
+        so_far.metric, latest = settings.metric, so_far
         if on_step is not None:
             on_step(so_far)
         write_path(out, so_far, settings)
 
     started = time.monotonic()
-    result = search(versions, chosen.judge(), 1 if metric(settings.metric).one_try else tries, on_step=step_done)
+    try:
+        result = search(versions, chosen.judge(), 1 if metric(settings.metric).one_try else tries, on_step=step_done)
+    except Exception as e:
+        # a step that could not run (a release not fetched, a tool that failed) ends the bisect, and its path says
+        # so: "running" would have the folder taken for a bisect cut short (killed), and refused as one
+        latest.outcome, latest.exit_code, latest.error = FAILED, STEP_FAILED, str(e) or type(e).__name__
+        write_path(out, latest, settings)
+        raise
     result.metric, result.search_s = settings.metric, round(time.monotonic() - started, 1)
     write_path(out, result, settings)
     chosen.finish(result, lambda r: write_path(out, r, settings))
