@@ -351,7 +351,7 @@ class NoiseSensors(msgspec.Struct, frozen=True):
     interfered: bool = False  # heavy interference: flagged in reports, its round repeated under repeats = "auto"
 
 
-# --- Resources per query (issue 14, targets/resources.py): sampled by the lab, not the driver. ---
+# --- Resources per query (targets/resources.py): sampled by the lab, not the driver. ---
 
 class IoBytes(msgspec.Struct, frozen=True):
     """/proc/PID/io deltas: read_bytes/write_bytes reached the storage layer; rchar/wchar are every read()- and
@@ -417,14 +417,14 @@ class CellRecord(msgspec.Struct, omit_defaults=True):
     position: int | None = None  # the target's place within its round (repeat): 1 = first; None before it was kept
     host: str | None = None  # `dbperf fleet`: the host that measured it (None: a local run)
     noise: NoiseSensors | None = None  # None: measured before the sensors existed, or nothing measured
-    resources: Resources | None = None  # issue 14: I/O and engine counters (targets/resources.py)
-    tool: str | None = None  # issue 14: "sysbench" or "pgbench" ran this cell instead of dbperf-driver
-    imported: bool = False  # issue 14: read from saved tool output (dbperf import): its CPU was never measured
-    # Duet runs (issue 25, `order = "duet"`): the target measured at the same moment on the other CPU. The base runs
+    resources: Resources | None = None  # I/O and engine counters (targets/resources.py)
+    tool: str | None = None  # "sysbench" or "pgbench" ran this cell instead of dbperf-driver
+    imported: bool = False  # read from saved tool output (dbperf import): its CPU was never measured
+    # Duet runs (`order = "duet"`): the target measured at the same moment on the other CPU. The base runs
     # once per other target in a round, so a base record is told apart by its partner. None: not a duet.
     partner: str | None = None
     cpus: list[int] | None = None  # the CPUs the cell's driver was pinned to (None: not pinned)
-    # Issue 50: the noise remedies applied before the cell (host/remedies/), each with what the lab saw of it.
+    # The noise remedies applied before the cell (host/remedies/), each with what the lab saw of it.
     remedies: dict[str, dict[str, Any]] | None = None
     slices: SlicesSide | None = None  # measured as one side of a slices process (`order = "slices"`); None: not
     type: Literal["cell"] = "cell"  # omitted when written: cell lines predate the type field

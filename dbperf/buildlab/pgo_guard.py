@@ -1,4 +1,4 @@
-"""The deterministic guard of a SQLite PGO build (issue 46): on its own training workload, one thread, under
+"""The deterministic guard of a SQLite PGO build: on its own training workload, one thread, under
 cachegrind, the build that used the profile must execute fewer instructions per query than its base (the same
 flags without PGO). A profile can pass every check of profile_proof.py and still make the code worse (trained on
 too little, or on what the build then mis-optimises); the guard is the last word before the build is cached.

@@ -1,4 +1,4 @@
-"""The proof a PGO profile gives before its build is used (issue 46), for SQLite and the servers alike.
+"""The proof a PGO profile gives before its build is used, for SQLite and the servers alike.
 
 A profile can be written and still be empty: PostgreSQL's instrumented `postgres --version`, run as root before
 training, left root-owned `.gcda` files that every process of the training (the postgres user's) failed to open,

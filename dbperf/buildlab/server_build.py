@@ -284,7 +284,7 @@ def _key(spec: ServerBuildSpec, package: str, version: str, cc: Compiler, recipe
         identity["compiler_named"] = {"name": spec.compiler, "cxx": cc.cxx}
     if spec.pgo_partial_training:  # only then, as bolt below
         identity["pgo_partial_training"] = True
-    if spec.pgo:  # PGO builds made before their profile was proven are made again (issue 46)
+    if spec.pgo:  # PGO builds made before their profile was proven are made again
         identity["pgo_proof"] = PROOF_VERSION
     if spec.bolt:  # only then: the keys of builds without BOLT stay as they were
         identity["bolt"] = {**bolt_identity(spec.engine),

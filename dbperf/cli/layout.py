@@ -25,8 +25,8 @@ def layout(
     json_file: Annotated[Optional[str], typer.Option("--json", help="write the map and findings as JSON")] = None,
     fix: Annotated[bool, typer.Option("--fix", help="rebuild with the remedy, recheck, and A/B the workload")]
     = False,
-    demo: Annotated[bool, typer.Option("--demo", help="check the repo's demo program (the seed's pattern and "
-                                                      "decoys)")] = False,
+    demo: Annotated[bool, typer.Option("--demo", help="check the repo's demo program (the pattern of MySQL "
+                                                      "bug #97777 and decoys)")] = False,
     mode: Annotated[str, typer.Option(help="auto, simulated or hardware (perf mem)")] = "auto",
     lib: Annotated[Optional[list[Path]], typer.Option("--lib", help="also check this shared library of BINARY "
                                                                      "(repeatable)")] = None,

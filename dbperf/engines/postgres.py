@@ -56,7 +56,7 @@ POSTGRES = Engine(
     counters_query=counters_query,
     replication="streaming",
     size_sql="SELECT pg_database_size(current_database())",
-    # The server's own code is src/backend. Issue 46 measured 15.18 trained on train-mix: 4,991 of 17,016 backend
+    # The server's own code is src/backend. The lab measured 15.18 trained on train-mix: 4,991 of 17,016 backend
     # functions (29.3%) with a count, 13 (0.1%) when a root-owned probe had taken the .gcda; 5% is far from both.
     # Every query passes through the simple (SQL text) or the extended (prepared) protocol's entry, the portal
     # and the allocator; the training runs both protocols.

@@ -1,4 +1,4 @@
-"""The `remedies` keys (issue 50): [run]'s list (absent: the lab's defaults, host/remedies DEFAULTS) and a target's
+"""The `remedies` keys: [run]'s list (absent: the lab's defaults, host/remedies DEFAULTS) and a target's
 own, which replaces it. A remedy a target names itself and cannot take is an error of one line; one it inherits from
 [run] and cannot take (a server target, where the engine does not run in the driver; a target that sets its own huge
 pages) is left out and said so in the target's `remedies_not_applied`, which the run's metadata keeps."""

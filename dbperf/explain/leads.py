@@ -29,7 +29,7 @@ COUNTER_WORDS = {
 }
 # A change below one event in a hundred queries is no lead: too small to cost anything measurable.
 MIN_EVENTS_PER_QUERY = 0.01
-# Issue 47: a mispredict costs 15-20 cycles on the CPUs the lab runs on; the low end, so as not to overstate.
+# A mispredict costs 15-20 cycles on the CPUs the lab runs on; the low end, so as not to overstate.
 MISPREDICT_CYCLES = 15
 
 

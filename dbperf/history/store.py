@@ -29,7 +29,7 @@ from dbperf.stats.cell_verdict import cell_verdict
 from dbperf.stats.rqps_matrix import Matrix, build_matrix
 from dbperf.storage.results import read_results
 
-SCHEMA_VERSION = 2  # 2: results.simulated (issue 49); a version-1 store is upgraded in place when opened
+SCHEMA_VERSION = 2  # 2: results.simulated (the simulated tier); a version-1 store is upgraded in place when opened
 # The store's marker: SQLite's application_id (the bytes "dbpH") and a one-row table of the schema version. A file
 # without them is another program's database and is never written.
 APPLICATION_ID = 0x64627048

@@ -1,6 +1,6 @@
-"""System calls of a client process and its threads, counted by `strace -f -c` (issue 26: where a client's system
-time goes). The counts are exact; strace's ptrace stops slow the client down many times, so the run that counts is
-never the run that is timed."""
+"""System calls of a client process and its threads, counted by `strace -f -c` (where a client's system time goes).
+The counts are exact; strace's ptrace stops slow the client down many times, so the run that counts is never the run
+that is timed."""
 
 from __future__ import annotations
 

@@ -39,7 +39,7 @@ from dbperf.layout.static_map import StaticMap
 from dbperf.servers.watchdog import Watchdog
 from dbperf.tools import tail
 
-# The trace's default budget: lackey slows a program a hundred to ten thousand times (issue 23's two-thread loop of
+# The trace's default budget: lackey slows a program a hundred to ten thousand times (a two-thread loop of
 # 20 M iterations each: about 0.1 s natively, 803 s traced), so a long run (a server, a long test) would take hours;
 # a minute holds millions of accesses, enough for a hot loop's pattern.
 DEFAULT_TRACE_SECONDS = 60.0

@@ -1,4 +1,4 @@
-"""The run report read at a glance (issue 47), the terminal's default: one cell per target in the rQPS matrix (the
+"""The run report read at a glance, the terminal's default: one cell per target in the rQPS matrix (the
 rQPS, the verdict that decided it and which tier decided it, the simulated work Δ and the agreement mark), a legend
 of at most five short lines before it (the targets, what a cell holds and the marks it uses, the verdict-quality
 figures, the A/A false alarms, the cost model), and after it the cells whose tiers disagree, named with both

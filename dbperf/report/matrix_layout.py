@@ -267,7 +267,7 @@ def aa_check(m: Matrix, meta: RunMeta) -> dict[str, Any] | None:
             "decided": sum(1 for c in cells if c.verdict_detail and c.verdict_detail.decided),
             "changed_cells": [f"{c.benchmark} t={c.threads}: {c.verdict}"
                               for c in changed],
-            # issue 25: the same counts for the CPU-time verdict (None when the run has none)
+            # the same counts for the CPU-time verdict (None when the run has none)
             "cpu": aa_counts(m, target, lambda c: c.cpu_verdict_detail)}
 
 

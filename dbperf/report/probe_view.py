@@ -9,7 +9,7 @@ from typing import Any
 from dbperf.report.model import Block, Row, Section, View
 
 # [Nielsen 2013-11-28]: 1e8 iterations of the thread-state update (wall s, cycles/iter), for comparison.
-SEED_BARRIERS = {
+PUBLISHED_BARRIERS = {
     "two locked cmpxchg (original)": (3.70, 81),
     "write barriers only (seqlock)": (0.53, 12),
     "no barrier (not SMP safe)": (0.45, 10),
@@ -79,10 +79,10 @@ def _barriers(result: dict[str, Any], name: str) -> list[Section]:
     rows = []
     for f in updates:
         overhead = f["ticks_per_op"]["median"] - base["ticks_per_op"]["median"] if base else None
-        seed = SEED_BARRIERS.get(f["name"], ("-", "-"))
+        published = PUBLISHED_BARRIERS.get(f["name"], ("-", "-"))
         rows.append((f["name"], _range(f, "ns_per_op", 1e8 / 1e9), _range(f, "ticks_per_op", digits=1),
                      "–" if f["name"] == NO_BARRIER or overhead is None else f"{overhead:,.1f}",
-                     str(seed[0]), str(seed[1])))
+                     str(published[0]), str(published[1])))
     ops = figures_of(result, name, "single-op")
     empty = next((f for f in ops if f["name"] == "empty loop"), None)
     single = []

@@ -91,7 +91,7 @@ CELL_FIELDS: tuple[Field, ...] = (
     # The load model (report/load_view.py): chosen percentiles (median of repeats), open loop asked vs achieved.
     Field("latency_percentiles_us", lambda m, c: percentiles_of(c), csv=False),
     Field("open_loop", lambda m, c: open_loop_of(c), csv=False),
-    # Issue 25, last so that the earlier CSV columns keep their places: the CPU-time verdict beside the wall-clock
+    # Last so that the earlier CSV columns keep their places: the CPU-time verdict beside the wall-clock
     # one (None where the cell has none), which metric decided the cell, a level shift within its repeats, and the
     # simulated tier's figures (report/simulated_view.py).
     Field("cpu_verdict", lambda m, c: c.cpu_verdict_detail.verdict if c.cpu_verdict_detail else None),
@@ -103,7 +103,7 @@ CELL_FIELDS: tuple[Field, ...] = (
     Field("decided_metric", lambda m, c: decided_metric(c)),
     Field("level_shift", lambda m, c: c.level_shift),
     *[Field(name, _sim(name)) for name in SIM_FIELD_NAMES],
-    # Issue 47, last again: do the tiers agree, the calibrated prediction of user CPU per query and the measured
+    # Last again: do the tiers agree, the calibrated prediction of user CPU per query and the measured
     # change it is checked on (report/tiers_view.py).
     *[Field(name, _tiers(name)) for name in TIERS_FIELD_NAMES],
 )

@@ -1,4 +1,4 @@
-"""Verdict quality in the open (issue 25): per measured metric (wall clock, CPU time), the noise thresholds the
+"""Verdict quality in the open: per measured metric (wall clock, CPU time), the noise thresholds the
 compared cells reached, the effect each undecided cell could still hide, the level shifts the verdicts did not decide
 on, the A/A result when the run had an A/A copy, and how often the tiers agree (stats/tiers.py): what a reader
 needs to judge how far the verdicts carry."""

@@ -151,6 +151,7 @@ class MatrixRun:
     post_write: PostWriteSteps = field(init=False)
     task: TaskID | None = None
     libraries: dict[str, str] = field(default_factory=dict)  # slices: the library file each target's side loads
+    load_failed: dict[str, str] = field(default_factory=dict)  # target name -> why its data failed to load
 
     def __post_init__(self) -> None:
         self.post_write = PostWriteSteps(self.plan.experiment)
@@ -202,12 +203,16 @@ class MatrixRun:
             if why is None:
                 continue
             failed.append(why)
+            self.load_failed[t.name] = why
             if len(failed) == len(targets):  # none left to measure: one line, as it always was
                 raise TargetLoadFailed(failed[0])
         self.lab.save()
         self.progress.remove_task(task)
         for why in failed:
-            self.lab.say(f"dbperf: {why}; its cells are recorded as failed, the other targets are measured")
+            self.lab.say(f"dbperf: {why}; " + (
+                "with order = \"slices\" a round's targets share one driver process, so it takes every round down: "
+                "every cell is recorded as failed, with this cause" if self.e.order == "slices"
+                else "its cells are recorded as failed, the other targets are measured"))
 
     def _load(self, t: Target, task: TaskID) -> str | None:
         data = self.data[t.name]
@@ -274,6 +279,7 @@ class MatrixRun:
         restarted = [self._ready(cell) for cell in cells]
         if self.e.order == "slices":
             records = run_slices(self.e, cells, self.data, self.libraries)
+            self._taken_down(cells, records)
         else:
             records = run_duet(self.e, cells, self.data) if len(cells) == 2 else [self._run_one(first)]
         # A warm-up that never settled counts like interference: its round is run again (auto). In a duet (or a
@@ -290,6 +296,17 @@ class MatrixRun:
                 interfered=spoiled if len(cells) > 1 else interfered(record), cpu_qps=cpu_qps(record),
                 partner=cell.partner))
         return measured
+
+    def _taken_down(self, cells: list[CellPlan], records: list[CellRecord]) -> None:
+        """A slices round with a target whose data failed to load: its one process fails, and every failed side
+        records that load failure, not the driver's own error on the side that found no tables."""
+        why = next((self.load_failed[c.target.name] for c in cells if c.target.name in self.load_failed), None)
+        if why is None:
+            return
+        for record in records:
+            if record.status != "ok":
+                record.error = why if record.target in self.load_failed else (
+                    f"{why} (its round's one driver process, order = \"slices\", failed with it)")
 
     def _ready(self, cell: CellPlan) -> bool:
         """The cell's target running (started again if its server died: True) and its post-write step run."""
@@ -358,7 +375,7 @@ def profile_cells(run: MatrixRun) -> None:
 
 
 def simulated_tier(run: MatrixRun) -> None:
-    """Issue 25's deterministic tier, after the timed rounds (simulated_tier.py)."""
+    """The deterministic (simulated) tier, after the timed rounds (simulated_tier.py)."""
     measure_simulated(run.e, run.lab.data_root / "simulated", run.data, run.lab.append, run.progress,
                       results=run.lab.out)
 

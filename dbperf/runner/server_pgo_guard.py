@@ -1,4 +1,4 @@
-"""The counting half of a server PGO build's deterministic guard (issue 46; the build lab judges the counts,
+"""The counting half of a server PGO build's deterministic guard (the build lab judges the counts,
 buildlab/pgo_guard.py, and starts no server itself): the PGO build and its base each started as a lab server, the
 training tables loaded, and the server's user-space instructions per query on the server training workload counted
 under valgrind, N events minus 0 events, exactly as the counters steps count them (explain/profile.py's Profiler:

@@ -1,12 +1,13 @@
 """PGO training of a server build: the instrumented server started by the lab as any lab server is, the training set
 (kept apart from the measured catalog, see catalog/training) run through dbperf-driver against it, prepared and as
-SQL text, with one connection and with several at once, as seed 000's gen_profile_load did. The server is then
-stopped cleanly, so that every process (PostgreSQL's postmaster and backends) writes its .gcda counts at exit.
+SQL text, with one connection and with several at once, as the training load of [Nielsen 2014-01-23]
+(gen_profile_load) did. The server is then stopped cleanly, so that every process (PostgreSQL's postmaster and
+backends) writes its .gcda counts at exit.
 
 Every program of the instrumented install runs as the service user, set-up tools and probes included (MariaDB's
-install script too: run_as_service_user), so that the profile's files are all the trainer's (issue 46). What the
-clients printed on stderr goes to client.log beside the server's log: the profile's proof reads every log of the
-training (buildlab/profile_proof.py)."""
+install script too: run_as_service_user), so that the profile's files are all the trainer's (a root-owned .gcda
+would empty the profile). What the clients printed on stderr goes to client.log beside the server's log: the
+profile's proof reads every log of the training (buildlab/profile_proof.py)."""
 
 from __future__ import annotations
 

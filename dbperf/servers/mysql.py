@@ -95,7 +95,7 @@ class MySQLServer(MySQLFamilyServer):
         initialise = first or not (data / "mysql").is_dir()
         if initialise:
             # root hands the new data directory to the service user (--user); a server that must run as that user
-            # throughout (a PGO training, issue 46) initialises it as that user
+            # throughout (a PGO training) initialises it as that user
             run_setup([str(mysqld), "--no-defaults", "--initialize-insecure", f"--basedir={basedir}",
                        f"--datadir={data}", f"--tmpdir={tmpdir}",
                        *([] if self.run_as_service_user else [f"--user={user.pw_name}"])],

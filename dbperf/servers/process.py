@@ -40,7 +40,7 @@ def run_probe(argv: Sequence[str | Path], user: str, what: str, timeout: float =
     """What a program of a server's install prints (its version), run as the server's user `user` (when the lab is
     root; else as the lab's own user, as the server will be), never as root, and with GCOV_PREFIX pointing at a
     scratch folder. A PGO build's instrumented programs write their profile at exit: run as root, they left
-    root-owned .gcda that the training's processes then could not open, and the profile was lost (issue 46); the
+    root-owned .gcda that the training's processes then could not open, and the profile was lost; the
     scratch folder keeps a probe's counts out of the profile altogether."""
     scratch = Path(tempfile.mkdtemp(prefix="dbperf-probe-"))
     try:

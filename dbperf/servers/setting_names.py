@@ -50,7 +50,7 @@ class Binary:
 def _probe(argv: list[str]) -> subprocess.CompletedProcess[str] | None:
     """A server program run for what it prints (never a server): None when it cannot run. Messages in English
     (C locale), so that they can be read; no password in its environment; an instrumented (PGO) program's profile
-    written into a scratch folder, never into the build's (issue 46: a probe's root-owned .gcda emptied a profile)."""
+    written into a scratch folder, never into the build's (a probe's root-owned .gcda once emptied a profile)."""
     with tempfile.TemporaryDirectory(prefix="dbperf-probe-") as scratch:
         try:
             return subprocess.run(argv, capture_output=True, text=True, timeout=PROBE_TIMEOUT_S,

@@ -1,4 +1,4 @@
-"""A level shift within a target's per-round ratios: a change point the verdict must not decide across (issue 25),
+"""A level shift within a target's per-round ratios: a change point the verdict must not decide across,
 unless its call holds at both levels.
 
 On a VM the host's speed, or one process's state (where its pages, files or library landed), can change between

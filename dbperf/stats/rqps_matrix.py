@@ -38,10 +38,10 @@ class Cell:
     p_value: float | None = None
     # against the base (stats/verdict.py); Mann-Whitney above is a second opinion
     verdict_detail: CellVerdict | None = None
-    # issue 25: the same decision on queries per CPU second (client + lab-started server), labelled "cpu"
+    # the same decision on queries per CPU second (client + lab-started server), labelled "cpu"
     cpu_verdict_detail: CellVerdict | None = None
     level_shift: str | None = None  # the per-round ratios are not one level (a change point): see CellVerdict's
-    sim: Any = None  # issue 25: stats/simulated.py's SimulatedDelta (est. cycles against the base), when measured
+    sim: Any = None  # stats/simulated.py's SimulatedDelta (est. cycles against the base), when measured
     predicted: PredictedChange | None = None  # the host's calibrated cost model on `sim` (stats/cost_model.py)
     user_cpu_change: Interval | None = None  # measured user CPU per query against the base, per round pair
     cpu_change: Interval | None = None  # the same of user + system CPU per query
@@ -196,7 +196,7 @@ def build_matrix(meta: RunMeta, records: list[ResultsRecord], aggregate: str | N
     _compare_with_base(cells, base, min_effect)
     thread_counts = sorted({t for (_, _, t) in cells} | set(meta.threads))
     trained_on = {t.name: t.trained_on for t in meta.targets}
-    _attach_simulated(cells, base, records)  # issue 25's simulated tier: Cell.sim (stats/simulated.py)
+    _attach_simulated(cells, base, records)  # the simulated tier: Cell.sim (stats/simulated.py)
     model, note = _cost_model(meta, records)
     _attach_tiers(cells, base, meta.aa_target, model, min_effect)
     return Matrix(base=base, targets=targets, benchmarks=benchmarks, threads=thread_counts, cells=cells,

@@ -1,4 +1,4 @@
-"""An anytime-valid verdict on per-round log ratios: a confidence sequence from tests by betting (issue 25).
+"""An anytime-valid verdict on per-round log ratios: a confidence sequence from tests by betting.
 
 The unit is one round's log ratio x = log(target / base), the two measured in the same round (interleaved) or at
 the same moment (duet). For a candidate center mu, a gambler bets each round on the sign of x - mu:

@@ -1,6 +1,6 @@
 """The verdict on one (target, benchmark, threads) against the base.
 
-**The rule** (issue 25, `verdict`): the anytime-valid sequential rule of stats/sequential.py on the per-round log
+**The rule** (`verdict`): the anytime-valid sequential rule of stats/sequential.py on the per-round log
 ratios target/base, one verdict per metric (wall clock: QPS; CPU time: queries per CPU second), each at
 METRIC_ALPHA so that a cell called changed by either metric stays within ALPHA, at every round looked at; a cell
 whose ratios shift level (stats/level_shift.py) is left undecided with the reason, unless its call holds at

@@ -1,4 +1,4 @@
-"""What runs after a run's matrix has ended complete, each a phase of its own (issue 48: new post-run work is a new
+"""What runs after a run's matrix has ended complete, each a phase of its own (new post-run work is a new
 entry here, not a branch in usecases/run.py). A phase says whether the experiment asks for it, what to warn about
 before the run when it asks for something the run will not give it, and runs on the finished results folder; the
 run's results stay as they are whatever a phase does (a failure is a warning, an interrupt its exit code)."""

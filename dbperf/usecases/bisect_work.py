@@ -1,5 +1,5 @@
-"""`dbperf bisect --metric simulated` (issue 49): each step decided on the server's simulated work per query, the
-probed release against the oldest, counted once per release since the count does not vary between runs.
+"""`dbperf bisect --metric simulated` (the simulated tier): each step decided on the server's simulated work per
+query, the probed release against the oldest, counted once per release since the count does not vary between runs.
 
 Work per query is the server's user-space instructions per query (simulated, explain/profile.py's Profiler: the
 PostgreSQL backend under cachegrind, mariadbd under callgrind, N events minus 0 events on one connection): work,

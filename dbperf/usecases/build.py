@@ -32,7 +32,7 @@ class Listing:
 
 def profile_share(manifest: dict[str, Any]) -> str:
     """A PGO build's proven profile as its share of the engine's functions with a count (profile_proof.py), "-"
-    without PGO, "unproven" for a build made before profiles were proven (issue 46)."""
+    without PGO, "unproven" for a build made before profiles were proven."""
     pgo = manifest.get("pgo")
     if not pgo:
         return "-"

@@ -1,4 +1,4 @@
-"""Noise remedies (issue 50): what the lab may do to the process that runs the engine, or to the data it reads,
+"""Noise remedies: what the lab may do to the process that runs the engine, or to the data it reads,
 before a cell, so that each process draws less of a speed of its own (docs/verdicts.md: on this host the noise is
 per process). A remedy is a module of this package defining `REMEDY`; the registry finds them by import.
 

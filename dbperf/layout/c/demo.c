@@ -26,7 +26,7 @@
 #endif
 #define ALIGNED __attribute__((aligned(DEMO_LINE)))
 
-/* Seeded line. */
+/* The planted line. */
 ALIGNED volatile int demo_search_enabled = 1;
 volatile unsigned long demo_rnd_counter = 1;
 
