@@ -199,3 +199,23 @@ def test_two_sqlite_targets_take_turns_in_one_driver_process(write_experiment, t
         sides = [r for r in records if r["repeat"] == repeat]
         assert len({r["slices"]["pid"] for r in sides}) == 1 and len({r["slices"]["library"] for r in sides}) == 2
         assert sides[0]["noise"] == sides[1]["noise"], "the shared process's window, in every side's record"
+
+
+@pytest.mark.e2e
+def test_a_target_that_fails_to_load_takes_every_round_down_and_every_cell_names_it(write_experiment, tmp_path):
+    """In slices a round's targets share one driver process: a target whose data did not load fails every round,
+    which stderr says (not "the other targets are measured"), and every cell records that target's load failure,
+    not the driver's error on the side that found no tables."""
+    out = tmp_path / "out"
+    body = (TWO_SQLITES.replace("LIBRARY", default_sqlite_library())
+            + '\n[[target]]\nname = "bad"\nconfig = { journal_mode = "NOPE" }\n')
+    proc = run_cli("run", str(write_experiment(body)), "--out", str(out))
+    assert proc.returncode == 3 and "Traceback" not in proc.stderr, proc.stderr  # no cell succeeded
+    (note,) = [x for x in proc.stderr.splitlines() if "target 'bad'" in x]
+    assert "takes every round down" in note and "the other targets are measured" not in note, note
+    records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert len(records) == 2 * 3 and all(r["status"] == "failed" for r in records)
+    for r in records:
+        assert r["error"].startswith("target 'bad': loading the tables") and "journal_mode" in r["error"], r
+        assert "no such table" not in r["error"]
+        assert ("one driver process" in r["error"]) == (r["target"] != "bad"), r

@@ -305,7 +305,7 @@ class MatrixRun:
             return
         for record in records:
             if record.status != "ok":
-                record.error = why if record.target in self.load_failed else (
+                record.error = self.load_failed.get(record.target) or (
                     f"{why} (its round's one driver process, order = \"slices\", failed with it)")
 
     def _ready(self, cell: CellPlan) -> bool:
