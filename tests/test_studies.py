@@ -172,7 +172,9 @@ def test_figures_are_read_back_with_ratios_scales_and_claims(tmp_path):
     _probes(tmp_path / "run", 20.0, 4.0)
     got = rows(study, tmp_path / "run")
     assert [r.measured for r in got[:3]] == ["2.00 s", "5.00×", "5.00×"]
-    assert got[1].verdict == "holds: a mutex costs several stores" and got[1].value == pytest.approx(5.0)
+    # The probes' repeats all gave one value: the ratio's interval is that value, inside the range, so it holds.
+    assert got[1].verdict.startswith("holds: a mutex costs several stores (interval 5–5, ratio of two ranges")
+    assert got[1].value == pytest.approx(5.0) and (got[1].low, got[1].high) == (pytest.approx(5.0), pytest.approx(5.0))
     assert got[2].verdict.startswith("does not hold")
     assert got[3].measured.startswith("not measured: probe spin skipped: x86-only") and got[3].value is None
 
@@ -229,7 +231,8 @@ def test_the_summary_has_the_headline_first_and_the_ratio_last():
     assert lines[0] == "study pgo-server: geomean rQPS 1.051, decided 13 of 14, slower 0"
     assert lines[-1] == "ratio 1.051"
     assert "| w (§2): 1.44 | 1.05 | faster | AMD EPYC 7B13, 2 cores, VM |" in doc
-    assert "on CPU time only" not in doc  # every cell decided on the wall clock: nothing to add
+    # how the cells were decided, even when the wall clock decided them all
+    assert "Of the 13 decided, 13 on the wall clock (QPS) and 0 on CPU time only" in doc and "1 undecided." in doc
 
 
 @pytest.mark.unit
@@ -242,15 +245,18 @@ def test_the_headline_counts_a_cell_decided_on_cpu_time_only_and_says_so_under_i
     from dbperf.studies.figures import Headline, headline
 
     def cell(rqps: float, verdict: str, metric: str, decided: bool = True) -> SimpleNamespace:
-        return SimpleNamespace(rqps=rqps, deciding_verdict=SimpleNamespace(decided=decided, verdict=verdict,
-                                                                           metric=metric))
+        v = SimpleNamespace(decided=decided, verdict=verdict, metric=metric, level_shift=None)
+        wall_undecided = SimpleNamespace(decided=False, verdict="undecided", metric="wall", level_shift=None)
+        return SimpleNamespace(rqps=rqps, verdict_detail=v if metric == "wall" else wall_undecided,
+                               cpu_verdict_detail=v if metric == "cpu" else None)
     cells = {("pgo", "point-query", 1): cell(1.10, "faster", "wall"),
              ("pgo", "range-covered-pk", 1): cell(1.09, "faster", "cpu"),
              ("pgo", "random-points-10", 1): cell(1.05, "undecided", "wall", decided=False),
              ("pgo", "train-mix", 1): cell(1.50, "faster", "wall"),  # trained on: left out
              ("O2-aa", "point-query", 1): cell(1.0, "same", "cpu")}  # another target
     matrix = SimpleNamespace(cells=cells, was_trained_on=lambda _t, b: b == "train-mix")
-    monkeypatch.setattr(figures.Reader, "matrix", lambda _self, _step: matrix)
+    monkeypatch.setattr(figures.Reader, "matrix", lambda _self, _step, *_: matrix)
+    monkeypatch.setattr(figures.Reader, "meta", lambda _self, _step, *_: SimpleNamespace(started_at=None))
     found = headline(load_study("pgo-server"), Path("/nonexistent"))
     assert found == Headline("pgo", pytest.approx((1.10 * 1.09 * 1.05) ** (1 / 3)), 2, 3, 0, 1, faster=2)
     doc = summary(load_study("pgo-server"), [], RunFacts(HOST, "now", "dbperf study run pgo-server", "full", found,
@@ -258,7 +264,7 @@ def test_the_headline_counts_a_cell_decided_on_cpu_time_only_and_says_so_under_i
     assert doc.splitlines()[:3] == [
         "study pgo-server: geomean rQPS 1.080, decided 2 of 3, slower 0", "",
         "Of the 2 decided, 1 on the wall clock (QPS) and 1 on CPU time only (queries per CPU second; their wall clock "
-        "undecided)."]
+        "undecided); 1 undecided."]
 
 
 def _study_run(directory: Path, value: float) -> None:
@@ -276,7 +282,8 @@ def test_a_recorded_run_is_dated_with_its_host_and_a_later_run_is_compared_with_
     _study_run(tmp_path / "run1", 60.0)
     page, data = record_study("barriers-spin", tmp_path / "run1", docs)
     text = page.read_text()
-    assert text.startswith("# Study barriers-spin: t\n") and "2026-11-23T20:00:00+00:00" in text
+    # generated from the JSON (the study's own title), not copied from the run's summary.md
+    assert text.startswith("# Study barriers-spin: Barriers and spin loops") and "2026-11-23T20:00:00+00:00" in text
     assert "AMD EPYC 7B13 (2 cores" in text and data.name == "barriers-spin.json"
     kept = json.loads(data.read_text())["host"]
     assert (kept["cpu_id"], kept["microcode"]) == ("family 25, model 1, stepping 1", "0xa0011d1")
@@ -301,14 +308,16 @@ def _pgo_run(directory: Path, started: str, host: Host, measured_steps: set[str]
     out by --step, as `dbperf study run pgo-server --step ...` writes them."""
     from dataclasses import asdict
 
-    from dbperf.studies.figures import Headline
+    from dbperf.studies.figures import Headline, Provenance
     study = load_study("pgo-server")
     left = {s.name: "--step" for s in study.steps if s.name not in measured_steps}
     figures = []
     for f in study.figures:
         steps = {str(m["step"]) for m in f.measures("full") if m is not None and "step" in m}
-        figures.append(asdict(Row(f.what, f.section, f.published, f"{value:.3f}", "faster", value) if steps <=
-                              measured_steps else
+        # as write_summary writes them: each figure this run measured names the run
+        run_ref = Provenance(str(directory), "dbperf study run pgo-server", started, started, host.to_json())
+        figures.append(asdict(Row(f.what, f.section, f.published, f"{value:.3f}", "faster", value, run=run_ref)
+                              if steps <= measured_steps else
                               Row(f.what, f.section, f.published,
                                   f"not measured: step {sorted(steps & left.keys())[0]} was not run (--step)", "–",
                                   left_out=True)))
@@ -348,8 +357,11 @@ def test_a_run_narrowed_by_step_goes_on_record_on_top_of_the_record_keeping_the_
     maria = figures["MariaDB point-query rQPS, -O2 + PGO / -O2"]
     pg = figures["PostgreSQL point-query rQPS, -O2 + PGO / -O2"]
     counters = figures["MariaDB I1 misses per instruction, -O2 → -O2 + PGO"]
-    assert maria["value"] == 1.07 and maria["host"] is None  # this run's: its host is the run's
-    assert pg["value"] == 1.02 and pg["host"] == "Intel Xeon, 2 cores, VM; run of 2026-11-23 23:32 UTC"
+    assert maria["value"] == 1.07 and maria["run"]["started"] == "2026-11-25T16:57:00+00:00"  # this run's
+    # Kept from the record, which measured it: it names that run (folder, command, times, host with its load).
+    assert pg["value"] == 1.02 and pg["host"] is None
+    assert (pg["run"]["started"], pg["run"]["directory"]) == ("2026-11-23T23:32:55+00:00", str(tmp_path / "whole"))
+    assert pg["run"]["host"]["cpu"] == "Intel Xeon" and pg["run"]["host"]["load_end"] == [0.9, 0.9, 0.9]
     # Left out by both runs: still not measured, never a number from nowhere.
     assert counters["value"] is None and counters["measured"].startswith("not measured")
     steps = {s["name"]: s["ended"] for s in merged["steps"]}
@@ -363,35 +375,39 @@ def test_a_run_narrowed_by_step_goes_on_record_on_top_of_the_record_keeping_the_
     text = page.read_text()
     assert text.startswith("# Study pgo-server: ")
     assert "study pgo-server: geomean rQPS 1.070, decided 13 of 14, slower 0" in text
-    assert "| 1.020 | faster | Intel Xeon, 2 cores, VM; run of 2026-11-23 23:32 UTC |" in text
-    assert "| 1.070 | faster | AMD EPYC 7B13, 2 cores, VM |" in text
+    assert ("| 1.020 | faster | Intel Xeon (generation not recorded), 2 vCPUs, VM; run of 2026-11-23 23:32 UTC, "
+            "load 0.50 → 0.90 |") in text
+    assert ("| 1.070 | faster | AMD EPYC 7B13 (family 25, model 1, stepping 1), 2 vCPUs, VM; run of 2026-11-25 16:57 "
+            "UTC, load 0.50 → 0.60 |") in text
+    assert "The figures come from 2 runs on 2 CPUs (AMD EPYC 7B13, family 25, model 1, stepping 1; Intel Xeon, " \
+           "generation not recorded): compare shapes across them, not figures." in text
     assert steps["mariadb-counters"] == "not run (--step)"  # neither run ran it: not "kept from the run on record"
-    assert ("The figures of step(s) postgres, which this run left out (--step), are those of the run "
-            "on record of 2026-11-23 23:32 UTC on Intel Xeon, 2 cores, VM (dbperf study run pgo-server --step mariadb "
-            "--step postgres): the host column") in text
-    assert "The CPUs differ (Intel Xeon, 2 cores in the run on record, AMD EPYC 7B13, 2 cores" in text
-    assert text.rstrip().endswith("## An analysis (written by hand)\n\nProse.") and text.count(BY_HAND) == 1
+    assert "The figures of step(s) mariadb-counters, mysql, mysql-counters, postgres, postgres-counters, which " \
+           "the last run left out (--step), were kept from the record before it." in text
+    # The page is generated whole from the JSON: the hand-written analysis moved to the study's notebook, linked.
+    assert BY_HAND not in text and "Prose." not in text and "[the notebook](notebooks/pgo-server.md)" in text
+    notebook = (docs / "notebooks" / "pgo-server.md").read_text()
+    assert notebook.startswith("# Notebook: pgo-server") and notebook.rstrip().endswith(
+        "## An analysis (written by hand)\n\nProse.")
     # The merged record is the next merge's record: a later PostgreSQL run keeps these MariaDB figures, and the
     # PostgreSQL step's end is said once, not wrapped again.
     _pgo_run(tmp_path / "pg", "2026-11-26T10:00:00+00:00", HOST, {"postgres"}, 0.97)
     record_study("pgo-server", tmp_path / "pg", docs, force=True)
     again = {f["what"]: f for f in json.loads(data.read_text())["figures"]}
     assert again["MariaDB point-query rQPS, -O2 + PGO / -O2"]["value"] == 1.07
-    assert again["MariaDB point-query rQPS, -O2 + PGO / -O2"]["host"] == (
-        "AMD EPYC 7B13, 2 cores, VM; run of 2026-11-25 16:57 UTC")
+    assert again["MariaDB point-query rQPS, -O2 + PGO / -O2"]["run"]["started"] == "2026-11-25T16:57:00+00:00"
     assert again["PostgreSQL point-query rQPS, -O2 + PGO / -O2"]["value"] == 0.97
     assert json.loads(data.read_text())["headline"]["geomean"] == 1.07  # kept with its step
-    assert "CPUs differ" not in page.read_text().split(BY_HAND)[0]  # both runs on the same CPU
+    assert "runs on 2 CPUs" not in page.read_text()  # the kept figures' runs were on this run's CPU
     # A third run (the counters) on top of that merge: its kept figures come from two runs, and the sentence says so.
     _pgo_run(tmp_path / "counters", "2026-11-26T12:00:00+00:00", HOST, {"mariadb-counters", "postgres-counters"},
              0.9)
     record_study("pgo-server", tmp_path / "counters", docs, force=True)
-    assert ("are those on record, measured by the runs (AMD EPYC 7B13, 2 cores, VM; run of 2026-11-25 16:57 UTC), "
-            "(AMD EPYC 7B13, 2 cores, VM; run of 2026-11-26 10:00 UTC): the host column") in page.read_text()
+    assert "The figures come from 3 runs. The host column names the run that measured each figure" in \
+        page.read_text()
     third = {f["what"]: f for f in json.loads(data.read_text())["figures"]}
     assert third["MariaDB I1 misses per instruction, -O2 → -O2 + PGO"]["value"] == 0.9
-    assert third["PostgreSQL point-query rQPS, -O2 + PGO / -O2"]["host"] == (
-        "AMD EPYC 7B13, 2 cores, VM; run of 2026-11-26 10:00 UTC")
+    assert third["PostgreSQL point-query rQPS, -O2 + PGO / -O2"]["run"]["started"] == "2026-11-26T10:00:00+00:00"
     # A figure the record's run could not measure though it ran the step (a target added to the study since) keeps
     # that run's reason and name, not this run's "was not run".
     doc = json.loads(data.read_text())
@@ -399,12 +415,12 @@ def test_a_run_narrowed_by_step_goes_on_record_on_top_of_the_record_keeping_the_
     why = "not measured: step 'postgres' ran no target pgo-partial (a run from before the study had it?)"
     for f in doc["figures"]:
         if f["what"] == partial:
-            f.update(measured=why, value=None, verdict="–", host=None)
+            f.update(measured=why, value=None, verdict="–", host=None, run=None)
     data.write_text(json.dumps(doc))
     _pgo_run(tmp_path / "maria2", "2026-11-26T13:00:00+00:00", HOST, {"mariadb"}, 1.05)
     record_study("pgo-server", tmp_path / "maria2", docs, force=True)
     kept = {f["what"]: f for f in json.loads(data.read_text())["figures"]}[partial]
-    assert kept["measured"] == why and kept["host"] == "AMD EPYC 7B13, 2 cores, VM; run of 2026-11-26 12:00 UTC"
+    assert kept["measured"] == why and kept["run"] is None  # no measurement: no run to name
     # A quick run does not go on top of a full record.
     quick = tmp_path / "quick"
     _pgo_run(quick, "2026-11-26T11:00:00+00:00", HOST, {"mariadb"}, 1.0)
@@ -435,7 +451,7 @@ def test_a_record_keeps_its_steps_results_so_that_a_later_run_is_compared_with_t
     assert json.loads(data.read_text())["results"] == {"mariadb": "pgo-server/mariadb"}  # postgres wrote none
     assert (kept / KEPT_RESULTS).is_file() and not (kept / "results.jsonl").exists()
     assert (kept / KEPT_RESULTS).stat().st_size < (tmp_path / "run1" / "mariadb" / "results.jsonl").stat().st_size
-    assert " Its steps' results are kept in `docs/studies/pgo-server/`. A later " in page.read_text()
+    assert " Its steps' results are kept in `docs/studies/pgo-server/`." in page.read_text()
     _, original, _ = read_results(tmp_path / "run1" / "mariadb")
     _, copied, skipped = read_results(kept)
     assert copied == original and not skipped and len(copied) == 2 * 3 * 20
@@ -689,7 +705,7 @@ def test_a_geomean_measure_is_one_target_over_every_benchmark_with_its_decided_c
     write_run(tmp_path / "run" / "versions", ["old", "new"], benchmarks, 16, speed={"new": 0.8}, noise=0.005)
     measured = Reader(study, tmp_path / "run").measure(study.figures[0].measure)
     assert measured.value == pytest.approx(0.8, rel=0.02)
-    assert measured.verdict == "decided 4 of 4: 4 slower, 0 faster"
+    assert measured.verdict == "decided 4 of 4 (4 on the wall clock, 0 on CPU time only): 4 slower, 0 faster"
     # A run from before the study named the target: said, not a number.
     with pytest.raises(NotMeasured, match="step 'versions' ran no target newest"):
         Reader(study, tmp_path / "run").measure({**study.figures[0].measure, "target": "newest"})
@@ -702,7 +718,7 @@ def test_a_geomean_measure_is_one_target_over_every_benchmark_with_its_decided_c
     lines = results.read_text().splitlines()
     results.write_text("\n".join(x for x in lines if not ('"target":"new"' in x and '"benchmark":"insert"' in x)))
     short = Reader(study, tmp_path / "run").measure(study.figures[0].measure)
-    assert short.verdict == "decided 3 of 3: 3 slower, 0 faster; over 3 of 4 benchmarks, the others without rQPS"
+    assert short.verdict == "decided 3 of 3 (3 on the wall clock, 0 on CPU time only): 3 slower, 0 faster; over 3 of 4 benchmarks, the others without rQPS"
 
 
 SMOKE_STEP = """

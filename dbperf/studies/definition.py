@@ -65,6 +65,8 @@ class Figure:
     digits: int = 2
     quick: dict[str, Any] = field(default_factory=dict)  # overrides of measure with --quick/--smoke; its `per`, of per
     before: dict[str, Any] | None = None  # the value the measured one changed from; `expect` then bounds their ratio
+    # Why the figure is arithmetic, not a measurement (the probe's own definitions give it): no word holds of it.
+    derived: str = ""
 
     def measures(self, mode: Mode) -> tuple[dict[str, Any], dict[str, Any] | None]:
         """The measure and the reference it is divided by (None: none), with the --quick overrides (which a smoke

@@ -8,15 +8,20 @@ from __future__ import annotations
 import json
 import math
 import re
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
 from dbperf.errors import UserError
+from dbperf.run_meta import RunMeta
 from dbperf.stats.rqps_matrix import Matrix, build_matrix
+from dbperf.stats.rule_history import RuleChange, under_run_rule
+from dbperf.stats.verdict import CellVerdict, deciding
 from dbperf.storage.results import read_results
+from dbperf.studies.builds import build_problems
+from dbperf.studies.evidence import Interval, median_interval, ratio_interval, said, spread_interval, word
 from dbperf.studies.model import Figure, Mode, Study, left_out
 from dbperf.studies.steps import step_kind
 
@@ -33,6 +38,42 @@ class Measured:
     value: float | None
     verdict: str | None = None  # the lab's verdict where the figure is a compared cell
     text: str | None = None  # a measured fact that is not a number (a version found, whether a finding is gone)
+    interval: Interval | None = None  # where the value lies (evidence.py); None: `why_none` says why
+    why_none: str | None = None
+    decided: bool | None = None  # a compared cell's verdict decided (None: no verdict applies)
+    samples: dict[int, float] | None = None  # per repeat (round), to pair with another cell of the same rounds
+    builds: tuple[str, ...] = ()  # the build keys the value rests on (their manifests: studies/builds.py)
+    problems: tuple[str, ...] = ()  # what is wrong with those builds, said on the figure
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """The run that measured a figure: its folder, command, when, and the host (summary.Host.to_json: vendor and
+    model, family/model/stepping, microcode, kernel, vCPUs, load average at its start and end)."""
+    directory: str | None
+    command: str | None
+    started: str | None
+    ended: str | None
+    host: dict[str, Any]
+
+    @classmethod
+    def from_json(cls, doc: dict[str, Any]) -> Provenance:
+        return cls(doc.get("directory"), doc.get("command"), doc.get("started"), doc.get("ended"),
+                   dict(doc.get("host") or {}))
+
+    @property
+    def label(self) -> str:
+        """The host column of a record: which CPU (and generation), how many vCPUs, which run, its load."""
+        h = self.host
+        cpu = str(h.get("cpu") or "?") + (f" ({h['cpu_id']})" if h.get("cpu_id") else " (generation not recorded)")
+        when = (self.started or "?")[:16].replace("T", " ")
+        return (f"{cpu}, {h.get('cores', '?')} vCPUs{', VM' if h.get('virtualised') else ''}; run of {when} UTC, "
+                f"load {_load1(h.get('load_start'))} → {_load1(h.get('load_end'))}")
+
+
+def _load1(load: Any) -> str:
+    """The 1-minute load average of a host's (1, 5, 15) triple, or that it was not recorded."""
+    return f"{float(load[0]):.2f}" if isinstance(load, (list, tuple)) and load else "not recorded"
 
 
 @dataclass(frozen=True)
@@ -47,6 +88,15 @@ class Row:
     text: str | None = None  # a measured fact that is not a number
     left_out: bool = False  # by design of a --quick or --smoke run (a benchmark or target it does not run)
     host: str | None = None  # measured elsewhere: kept from the run on record (studies/record.py), its host and date
+    # The evidence behind the verdict word (evidence.py): the interval of `value` and how it was computed, or why
+    # there is none; the builds it rests on and what was found wrong with them since (superseded: no word holds).
+    low: float | None = None
+    high: float | None = None
+    interval: str | None = None
+    decided: bool | None = None
+    run: Provenance | None = None
+    builds: list[str] | None = None
+    superseded: str | None = None
 
     @property
     def measured_anything(self) -> bool:
@@ -55,7 +105,8 @@ class Row:
     @classmethod
     def from_json(cls, doc: dict[str, Any]) -> Row:
         """A figure as study.json holds it (asdict)."""
-        return cls(**{f.name: doc[f.name] for f in fields(cls) if f.name in doc})
+        row = cls(**{f.name: doc[f.name] for f in fields(cls) if f.name in doc})
+        return replace(row, run=Provenance.from_json(doc["run"])) if isinstance(doc.get("run"), dict) else row
 
 
 def step_dir(directory: Path, step: str) -> Path:
@@ -111,6 +162,7 @@ class Reader:
         self.study, self.directory = study, directory
         self._json: dict[Path, Any] = {}
         self._matrix: dict[str, Matrix] = {}
+        self._meta: dict[str, RunMeta] = {}
 
     def load_json(self, path: Path) -> Any:
         if path not in self._json:
@@ -154,7 +206,13 @@ class Reader:
                 raise NotMeasured(f"step {step!r} has no target {base!r} to compare with")
             self._matrix[key] = build_matrix(meta if base is None else msgspec.structs.replace(meta, base=base),
                                              records)
+            self._meta[key] = meta
         return self._matrix[key]
+
+    def meta(self, step: str, results_from: str | None = None, base: str | None = None) -> RunMeta:
+        """The meta.json of the run `matrix` read (the same arguments)."""
+        self.matrix(step, results_from, base)
+        return self._meta[f"{step}:{results_from or ''}:{base or ''}"]
 
     def measure(self, m: dict[str, Any]) -> Measured:
         """A figure's measure (its `from`: probe, cell, geomean or json) read from what its step wrote."""
@@ -170,35 +228,58 @@ class Reader:
             if f["group"] == m["group"] and f["name"] == m["name"] and all(
                     f.get(k) == m[k] for k in PROBE_IDENTITY if k in m):
                 value = f.get(m.get("field", "ns_per_op"))
-                return Measured(_number(value["median"] if isinstance(value, dict) else value, m["name"]))
+                if isinstance(value, dict):  # median, min and max of the repeats
+                    median = _number(value.get("median"), m["name"])
+                    if isinstance(value.get("min"), (int, float)) and isinstance(value.get("max"), (int, float)):
+                        return Measured(median, interval=spread_interval(value["min"], value["max"],
+                                                                         f.get("repeats")))
+                    return Measured(median, why_none="the probe kept its median only")
+                return Measured(_number(value, m["name"]), why_none="the probe kept its median only")
         raise NotMeasured(f"probe figure {m['group']}: {m['name']} not in the results")
 
     def _cell(self, m: dict[str, Any], step: str) -> Measured:
         matrix = self.matrix(step, m.get("results_from"), m.get("base"))
+        meta = self.meta(step, m.get("results_from"), m.get("base"))
         cell = matrix.cell(m["target"], m["benchmark"], int(m.get("threads", 1)))
+        builds, problems = _builds(meta, [m["target"], m.get("base") or matrix.base])
         field = m.get("field", "rqps")
         if field != "rqps":  # a per-query figure of the cell (median of its repeats), no verdict
             value = cell.median_of(field) if cell is not None else None
-            if value is None:
+            if value is None or cell is None:
                 raise NotMeasured(f"cell {m['target']} {m['benchmark']} has no {field}")
-            return Measured(value)
+            samples = {r.repeat: v for r, f in zip(cell.runs, cell.figures, strict=False)
+                       if (v := f.get(field)) is not None}
+            interval = median_interval(list(samples.values()))
+            return Measured(value, samples=samples, builds=builds, problems=problems,
+                            **_interval_or_why(interval))
         if cell is None or cell.rqps is None:
             raise NotMeasured(f"cell {m['target']} {m['benchmark']} has no rQPS")
-        v = cell.deciding_verdict
-        return Measured(cell.rqps, v.verdict if v else "undecided")
+        v, change = run_verdict(cell.verdict_detail, cell.cpu_verdict_detail, meta.started_at)
+        word_ = v.verdict if v else "undecided"
+        if change is not None:
+            word_ += f" (a rule added after the run, {change.date}, calls it: {change.what})"
+        elif v is not None and v.decided and v.metric == "cpu":
+            word_ += " on CPU time (the wall clock undecided)"
+        wall, _ = run_verdict(cell.verdict_detail, None, meta.started_at)
+        return Measured(cell.rqps, word_, decided=bool(v and v.decided), builds=builds, problems=problems,
+                        **_interval_or_why(_verdict_interval(wall)))
 
     def _geomean(self, m: dict[str, Any], step: str) -> Measured:
         """One target over every benchmark, as a headline counts it."""
         matrix = self.matrix(step, base=m.get("base"))
+        meta = self.meta(step, base=m.get("base"))
         if not any(t == m["target"] for t, _, _ in matrix.cells):
             raise NotMeasured(f"step {step!r} ran no target {m['target']} (a run from before the study had it?)")
-        t = tallied(matrix, m["target"])
+        t = tallied(matrix, m["target"], meta.started_at)
         if t.geomean is None:
             raise NotMeasured(f"target {m['target']} has no compared cell")
         held_out = {b for _, b, _ in matrix.rows() if not matrix.was_trained_on(m["target"], b)}
         short = (f"; over {t.compared} of {len(held_out)} benchmarks, the others without rQPS"
                  if t.compared < len(held_out) else "")
-        return Measured(t.geomean, f"decided {t.decided} of {t.compared}: {t.slower} slower, {t.faster} faster{short}")
+        builds, problems = _builds(meta, [m["target"], m.get("base") or matrix.base])
+        return Measured(t.geomean, f"{t.breakdown()}{short}", builds=builds, problems=problems,
+                        why_none="a geomean over cells, each with its own verdict (counted beside it)",
+                        decided=False)
 
     def _in_json(self, m: dict[str, Any], step: str) -> Measured:
         doc = self.load_json(json_file(self.directory, self.study, step, m.get("file")))
@@ -213,21 +294,73 @@ class Reader:
             if isinstance(m.get("empty"), str):  # a measured absence (a bisect that found no slower release)
                 return Measured(None, text=m["empty"])
             raise NotMeasured(f"{m['path']} is empty in the results")
-        return Measured(_number(found, m["path"]))
+        value = _number(found, m["path"])
+        exact = step_kind(self.study.step(step).kind).exact(self.study.step(step).settings)
+        if exact:
+            return Measured(value, interval=Interval(value, value, exact, exact=True))
+        return Measured(value, why_none="one value from the step's JSON (no repeats kept with it)")
 
 
-def claim_check(figure: Figure, value: float, before: float | None = None) -> str:
-    """Whether the published claim, restated as a range for this figure, holds on this host; with a value `before`,
-    the range bounds the change, value / before."""
-    if figure.expect is None:
+def run_verdict(wall: CellVerdict | None, cpu: CellVerdict | None,
+                started: str | None) -> tuple[CellVerdict | None, RuleChange | None]:
+    """The deciding verdict as the run's own rule gives it (stats/rule_history.py), and the later change that made
+    the call today's rule makes, if one did."""
+    wall_then, wall_change = under_run_rule(wall, started)
+    cpu_then, cpu_change = under_run_rule(cpu, started)
+    now = deciding(wall, cpu)
+    then = deciding(wall_then, cpu_then)
+    change = wall_change or cpu_change
+    if now is not None and now.decided and (then is None or not then.decided) and change is not None:
+        return then, change
+    return then, None
+
+
+def _verdict_interval(v: CellVerdict | None) -> Interval | str:
+    if v is None or v.rule != "sequential" or v.lower is None or v.upper is None:
+        return "too few rounds for the sequential rule's interval"
+    return Interval(1 + v.lower, 1 + v.upper,
+                    f"the sequential rule's {1 - v.alpha:.1%} anytime-valid interval of the wall clock's per-round "
+                    f"ratio, {v.paired.n if v.paired else '?'} rounds")
+
+
+def _interval_or_why(found: Interval | str) -> dict[str, Any]:
+    return {"interval": found} if isinstance(found, Interval) else {"why_none": found}
+
+
+def _builds(meta: RunMeta, names: list[str | None]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The build keys of the named targets of a run, and what is wrong with them."""
+    keys, problems = [], []
+    for t in meta.targets:
+        if t.name in names and isinstance(t.build, dict):
+            if t.build.get("key"):
+                keys.append(str(t.build["key"]))
+            problems += build_problems(t.build)
+    return tuple(dict.fromkeys(keys)), tuple(dict.fromkeys(problems))
+
+
+def claim_check(figure: Figure, value: float, interval: Interval | None, decided: bool | None,
+                why_none: str | None) -> str:
+    """The figure's word against the published claim (evidence.py), with the claim and the interval's basis; "" when
+    the figure has no claim to check, or is derived (arithmetic: no measurement to hold)."""
+    if figure.expect is None or figure.derived:
         return ""
-    if before is not None:
-        value /= before
-    lo, hi = figure.expect
-    inside = (lo is None or value >= lo) and (hi is None or value <= hi)
-    side = "" if inside else " (below its range)" if lo is not None and value < lo else " (above its range)"
-    change = f" (after / before {value:.3f})" if before is not None else ""
-    return ("holds" if inside else "does not hold") + side + (f": {figure.claim}" if figure.claim else "") + change
+    return said(word(figure.expect, value, interval, decided), figure.claim, interval, why_none)
+
+
+def _combined(measured: Measured, other: Measured, op: str) -> tuple[Interval | None, str | None]:
+    """The interval of measured / other: per repeat when both carry samples of the same rounds, else from both
+    intervals; None with why when either has none."""
+    if measured.samples and other.samples:
+        common = sorted(set(measured.samples) & set(other.samples))
+        ratios = [measured.samples[r] / other.samples[r] for r in common if other.samples[r]]
+        found = median_interval(ratios)
+        if isinstance(found, Interval):
+            return Interval(found.low, found.high, f"{found.how}, of the per-round {op}"), None
+        return None, found
+    if measured.interval is not None and other.interval is not None:
+        ratio = ratio_interval(measured.interval, other.interval)
+        return (ratio, None) if ratio is not None else (None, "the reference's interval reaches 0")
+    return None, measured.why_none or other.why_none or "no interval for one of its parts"
 
 
 def row(reader: Reader, figure: Figure, mode: Mode = "full") -> Row:
@@ -236,26 +369,50 @@ def row(reader: Reader, figure: Figure, mode: Mode = "full") -> Row:
         measured = reader.measure(measure)
         if measured.value is None:  # a fact, not a number
             text = measured.text or ""
-            return Row(figure.what, figure.section, figure.published, text, "shown beside the published one", text=text)
-        value = measured.value
+            return Row(figure.what, figure.section, figure.published, text, SHOWN, text=text)
+        value, interval, why_none = measured.value, measured.interval, measured.why_none
+        builds, problems = list(measured.builds), list(measured.problems)
         if per_measure is not None:
             per = reader.measure(per_measure)
             if not per.value:
                 raise NotMeasured("the reference figure is 0 or not a number")
             value /= per.value
+            interval, why_none = _combined(measured, per, "ratio")
+            builds += per.builds
+            problems += per.problems
         value *= figure.scale
+        interval = interval.scaled(figure.scale) if interval is not None else None
         before = None
         if figure.before is not None:  # the value it changed from, read and scaled the same
-            was = reader.measure(figure.before).value
-            if not was:
+            was = reader.measure(figure.before)
+            if not was.value:
                 raise NotMeasured(f"the value before is 0 or not a number ({figure.before.get('path', '')})")
-            before = was * figure.scale
+            before = was.value * figure.scale
+            interval, why_none = _combined(replace(measured, interval=interval), was, "after / before")
     except NotMeasured as why:
         return Row(figure.what, figure.section, figure.published, f"not measured: {why}", "–")
-    words = [w for w in (measured.verdict if per_measure is None else None, claim_check(figure, value, before)) if w]
+    return judged(figure, value, before, interval, why_none, measured.verdict if per_measure is None else None,
+                  measured.decided if per_measure is None else None, builds, problems)
+
+
+SHOWN = "shown beside the published one"
+
+
+def judged(figure: Figure, value: float, before: float | None, interval: Interval | None, why_none: str | None,
+           verdict: str | None, decided: bool | None, builds: list[str], problems: list[str]) -> Row:
+    """A measured figure's row: its text, its words (the lab's verdict for a compared cell, the claim's word by the
+    evidence rule), its interval, the builds it rests on and what supersedes it."""
+    checked = value / before if before is not None else value
+    superseded = "; ".join(dict.fromkeys(problems)) or None
+    claim = claim_check(figure, checked, interval, False if superseded else decided, why_none)
+    change = f" (after / before {checked:.3f})" if before is not None else ""
+    words = [w for w in (verdict, claim + change if claim else "",
+                         f"derived, not measured: {figure.derived}" if figure.derived else "") if w]
     text = ("" if before is None else f"{_formatted(figure, before)} → ") + _formatted(figure, value)
-    return Row(figure.what, figure.section, figure.published, text,
-               "; ".join(words) or "shown beside the published one", value)
+    return Row(figure.what, figure.section, figure.published, text, "; ".join(words) or SHOWN, value,
+               low=interval.low if interval else None, high=interval.high if interval else None,
+               interval=interval.how if interval else why_none, decided=decided,
+               builds=list(dict.fromkeys(builds)) or None, superseded=superseded)
 
 
 def _formatted(figure: Figure, value: float) -> str:
@@ -274,11 +431,14 @@ def rows(study: Study, directory: Path, mode: Mode = "full") -> list[Row]:
 class Headline:
     target: str
     geomean: float | None
-    decided: int
+    decided: int  # under the rule the run had (stats/rule_history.py)
     compared: int
     slower: int
     on_cpu_time: int = 0  # of `decided`: by CPU time, the wall clock undecided (docs/verdicts.md)
     faster: int | None = None  # None: a headline recorded before the lab counted them
+    # Cells today's rule calls that the run's rule left undecided (not in `decided`), and the change that did.
+    by_later_rule: int = 0
+    later_rule: str | None = None
 
     def first_line(self, study: str) -> str:
         g = "–" if self.geomean is None else f"{self.geomean:.3f}"
@@ -289,49 +449,61 @@ class Headline:
         """The headline as study.json holds it (asdict)."""
         return cls(**{f.name: doc[f.name] for f in fields(cls) if f.name in doc})
 
-    def decided_by(self) -> str | None:
-        """Which metric decided the cells, when CPU time decided some of them: the first line counts a cell as
-        decided by either, as a verdict does."""
-        if not self.on_cpu_time:
-            return None
-        return (f"Of the {self.decided} decided, {self.decided - self.on_cpu_time} on the wall clock (QPS) and "
-                f"{self.on_cpu_time} on CPU time only (queries per CPU second; their wall clock undecided).")
+    def breakdown(self) -> str:
+        """How the cells were decided, short: the geomean figure's verdict column."""
+        faster = "" if self.faster is None else f", {self.faster} faster"
+        how = (f" ({self.decided - self.on_cpu_time} on the wall clock, {self.on_cpu_time} on CPU time only)"
+               if self.decided else "")
+        later = f"; {self.by_later_rule} more called by a rule added after the run" if self.by_later_rule else ""
+        return f"decided {self.decided} of {self.compared}{how}: {self.slower} slower{faster}{later}"
+
+    def decided_by(self) -> str:
+        """The line under the headline: how each decided cell was decided, and what a later rule would add."""
+        said = (f"Of the {self.decided} decided, {self.decided - self.on_cpu_time} on the wall clock (QPS) and "
+                f"{self.on_cpu_time} on CPU time only (queries per CPU second; their wall clock undecided); "
+                f"{self.compared - self.decided} undecided." if self.decided else
+                f"None of the {self.compared} cells was decided.")
+        if self.by_later_rule:
+            said += (f" {self.by_later_rule} more cell(s) are called by a rule added after the run "
+                     f"({self.later_rule}); they are not counted as decided here.")
+        return said
 
     def last_line(self) -> str:
         return f"ratio {'–' if self.geomean is None else f'{self.geomean:.3f}'}"
 
 
-def headline(study: Study, directory: Path) -> Headline | None:
-    """The geomean rQPS of the headline target over its cells not trained on (held out), with how many of them
-    the lab decided and how many it called slower."""
-    if not study.headline:
-        return None
+def _tally(study: Study, directory: Path, step: str) -> Headline:
     target = study.headline["target"]
+    reader = Reader(study, directory)
     try:
-        m = Reader(study, directory).matrix(study.headline["step"])
+        m = reader.matrix(step)
     except NotMeasured:
         return Headline(target, None, 0, 0, 0)
-    return tallied(m, target)
+    return tallied(m, target, reader.meta(step).started_at)
+
+
+def headline(study: Study, directory: Path) -> Headline | None:
+    """The geomean rQPS of the headline target over its cells not trained on (held out), with how many of them
+    the lab decided (under the run's rule) and how many it called slower."""
+    if not study.headline:
+        return None
+    return _tally(study, directory, study.headline["step"])
 
 
 def step_headlines(study: Study, directory: Path) -> dict[str, Headline]:
     """The headline target's line for each of the study's other steps named in [headline] also."""
-    out = {}
-    for step in study.also_headlines:
-        target = study.headline["target"]
-        try:
-            out[step] = tallied(Reader(study, directory).matrix(step), target)
-        except NotMeasured:
-            out[step] = Headline(target, None, 0, 0, 0)
-    return out
+    return {step: _tally(study, directory, step) for step in study.also_headlines}
 
 
-def tallied(m: Matrix, target: str) -> Headline:
+def tallied(m: Matrix, target: str, started: str | None = None) -> Headline:
     """One target of an experiment against its base over every benchmark it was not trained on (held out): the
-    geomean rQPS, and how many cells the lab decided, called slower and called faster."""
+    geomean rQPS, and how many cells the lab decided under the rule of the run started at `started`, called slower
+    and called faster; the cells only a later rule calls are counted apart."""
     cells = [c for (t, b, _), c in m.cells.items() if t == target and c.rqps and not m.was_trained_on(t, b)]
-    verdicts = [c.deciding_verdict for c in cells]
+    judged_ = [run_verdict(c.verdict_detail, c.cpu_verdict_detail, started) for c in cells]
     geomean = math.exp(sum(math.log(c.rqps) for c in cells if c.rqps) / len(cells)) if cells else None
-    decided = [v for v in verdicts if v is not None and v.decided]
+    decided = [v for v, _ in judged_ if v is not None and v.decided]
+    later = [change for _, change in judged_ if change is not None]
     return Headline(target, geomean, len(decided), len(cells), sum(1 for v in decided if v.verdict == "slower"),
-                    sum(1 for v in decided if v.metric == "cpu"), sum(1 for v in decided if v.verdict == "faster"))
+                    sum(1 for v in decided if v.metric == "cpu"), sum(1 for v in decided if v.verdict == "faster"),
+                    len(later), "; ".join(dict.fromkeys(f"{c.date}: {c.what}" for c in later)) or None)

@@ -25,6 +25,10 @@ exist.
     quick = { target = "...", per = { target = "..." } }    # overrides of measure (and per) under --quick/--smoke
     quick = { skip = "why" }        # a figure the --quick/--smoke run does not measure by design (said, not missing)
     unit = "TSC ticks"; expect = { min = 2.0, max = 100.0 }; claim = "what the published figure says, restated"
+                                    # the word (studies/evidence.py): holds only when the figure's interval lies in
+                                    # the range (a cell: decided), consistent, does not hold, inconclusive
+    derived = "why"                 # arithmetic, not a measurement (e.g. a mean of the probe's own definition):
+                                    # shown, never judged
     before = { from = ... }         # optional: the value it changed from, shown "before → measured"; expect then
                                     # bounds measured / before (a claim that something grew or shrank)
     [headline]                      # experiment studies: geomean rQPS of one target over its decided cells
@@ -72,7 +76,7 @@ MEASURE_SOURCES = ("probe", "cell", "geomean", "json")
 STUDY_KEYS = ("name", "title", "sources", "brief", "seeds", "duration", "description", "long", "step", "figure",
               "headline")
 FIGURE_KEYS = ("what", "section", "published", "measure", "per", "unit", "scale", "expect", "claim", "digits",
-               "quick", "before")
+               "quick", "before", "derived")
 
 
 def left_out(study: Study, mode: Mode) -> dict[int, str]:
@@ -107,8 +111,12 @@ def left_out(study: Study, mode: Mode) -> dict[int, str]:
     return out
 
 
+# Data beside the studies that is not a study (the sources table).
+NOT_STUDIES = frozenset({"sources"})
+
+
 def study_files() -> list[Path]:
-    return sorted(STUDY_DIR.glob("*.toml"))
+    return sorted(p for p in STUDY_DIR.glob("*.toml") if p.stem not in NOT_STUDIES)
 
 
 def study_names() -> list[str]:
@@ -236,7 +244,8 @@ def _figure(raw: Any, i: int, where: str) -> Figure:
     return Figure(what=_text(raw, "what", fwhere), section=_text(raw, "section", fwhere),
                   published=_text(raw, "published", fwhere), measure=measure, per=raw.get("per"),
                   unit=str(raw.get("unit", "")), scale=float(scale), expect=bounds, claim=str(raw.get("claim", "")),
-                  digits=digits, quick=dict(quick), before=raw.get("before"))
+                  digits=digits, quick=dict(quick), before=raw.get("before"),
+                  derived=_text(raw, "derived", fwhere, ""))
 
 
 def _check_references(study: Study, where: str) -> None:

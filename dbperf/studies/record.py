@@ -19,7 +19,7 @@ from dbperf.host.cpu_identity import cpu_caveat
 from dbperf.output_file import write_file
 from dbperf.report.escape import md
 from dbperf.storage.results import META, keep_results
-from dbperf.studies.figures import Headline, Row
+from dbperf.studies.figures import Headline, Provenance, Row
 from dbperf.studies.model import Step, Study, load_study
 from dbperf.studies.steps import step_kind
 from dbperf.studies.study_record import (
@@ -31,13 +31,17 @@ from dbperf.studies.study_record import (
     read_record,
     record_text,
 )
+from dbperf.studies.record_page import notebook_path, record_page
 from dbperf.studies.summary import Host, RunFacts, summary
 from dbperf.usecases.progress import PROGRESS, say
 
 DOCS_STUDIES = Path(dbperf.__file__).resolve().parents[1] / "docs" / "studies"
-# A record page from this line on is prose written by hand (an analysis, a run apart): recording the study again
-# keeps it below the new summary.
+# Older record pages held prose written by hand below this line: recording the study again moves it to the study's
+# notebook (record_page.py), since the page is now generated whole from the record.
 BY_HAND = "<!-- written by hand below: kept when the study is recorded again -->"
+NOTEBOOK_INTRO = ("Dated analyses written by hand beside [the record](../{name}.md), which is generated from its JSON. "
+                  "A figure quoted here is the record's, or names the run it comes from; a section on a build found "
+                  "invalid later is marked superseded.")
 
 
 def recorded(name: str, docs: Path = DOCS_STUDIES) -> StudyRecord | None:
@@ -143,7 +147,9 @@ def record_study(name: str, directory: Path, docs: Path = DOCS_STUDIES, force: b
     results = {s.name: f"{name}/{s.name}" if s.name not in kept else record_results.get(s.name)
                for s in study.steps if s.name in sources or s.name in kept}
     run = run.replace(results={step: rel for step, rel in results.items() if rel})
-    page_text = _record_page(name, run, text, docs, force)
+    _docs_directory(docs)
+    _hand_text_to_notebook(name, docs)
+    page_text = record_page(study, run, notebook_path(docs, name).is_file())
     # The copies are made aside first: a copy that fails (a full disk) leaves the record as it was.
     staged = staged_step_results(study, docs, sources)
     try:
@@ -187,33 +193,26 @@ def _on_top_of_record(study: Study, run: StudyRecord, text: str, on_record: Stud
     return run, text, narrowed
 
 
-def _record_page(name: str, run: StudyRecord, text: str, docs: Path, force: bool) -> str:
-    """The record's page: the run's summary with a note on the run (where, when, on what host) under its title,
-    and, recorded again with `force`, the prose written by hand below the old page's summary."""
-    host = run.host or {}
-    load = " / ".join(f"{x:.2f}" for x in host.get("load_start") or [])
-    where = f" Its steps' results are kept in `docs/studies/{md(name)}/`." if run.results else ""
-    note = (f"!!! note \"On record\"\n    Recorded from `{md(known(run.directory))}`, run {md(known(run.started))} "
-            f"to {md(known(run.ended))} on {md(host.get('cpu'))} ({md(host.get('cores'))} cores, load average "
-            f"{md(load)} at the start){', quick mode' if run.quick else ''}.{where} A later `dbperf study run "
-            f"{md(name)}` compares its figures with these."
-            + (f" **A partial run** (put on record with --partial): {md(run.partial)}." if run.partial else "")
-            + "\n\n")
-    body = text.splitlines()
-    # The page's title first (a headline line, if any, follows it), so that the docs' navigation names the study.
-    heading = next((i for i, line in enumerate(body) if line.startswith("# ")), None)
-    if heading is not None:
-        title = body.pop(heading)
-        body = [title, "", note.rstrip("\n"), "", *body]
-    _docs_directory(docs)
-    page_text = "\n".join(body).rstrip("\n") + "\n"
+def _hand_text_to_notebook(name: str, docs: Path) -> None:
+    """Prose written by hand below an older record page's summary moves to the study's notebook (appended, dated by
+    its own headings), so that the page can be generated whole and nothing written is lost."""
     try:
         before = (docs / f"{name}.md").read_text()
     except OSError:
-        before = ""
-    if force and BY_HAND in before:
-        page_text += "\n" + before[before.index(BY_HAND):]
-    return page_text
+        return
+    if BY_HAND not in before:
+        return
+    hand = before[before.index(BY_HAND) + len(BY_HAND):].strip("\n")
+    if not hand:
+        return
+    notebook = notebook_path(docs, name)
+    try:
+        notebook.parent.mkdir(parents=True, exist_ok=True)
+        old = (notebook.read_text() if notebook.is_file()
+               else f"# Notebook: {name}\n\n{NOTEBOOK_INTRO.format(name=name)}\n")
+        notebook.write_text(old.rstrip("\n") + "\n\n" + hand + "\n")
+    except OSError as e:
+        raise UserError(f"{notebook}: cannot keep the hand-written text of the old page: {e.strerror or e}") from None
 
 
 def _docs_directory(docs: Path) -> None:
@@ -289,7 +288,7 @@ def kept_from_record(study: Study, run: StudyRecord, on_record: StudyRecord, nar
                         f"put on top of a {on_record.run_mode} record; run the whole study, or the same mode")
     source = f"{on_record.run_host.short}; run of {started_when(known(on_record.started))}"
     ran_on_record = {n for n, ended in on_record.step_ends if not ended.startswith("not run")}
-    figures, measured_by = _figures_kept(study, run, on_record, narrowed, source, ran_on_record)
+    figures, measured_by = _figures_kept(study, run, on_record, narrowed, ran_on_record)
     steps = _steps_kept(run, on_record, narrowed, source, ran_on_record)
     headline = run.headline
     if study.headline and study.headline["step"] in narrowed:
@@ -309,7 +308,7 @@ def kept_from_record(study: Study, run: StudyRecord, on_record: StudyRecord, nar
     return merged, summary(study, figures, facts)
 
 
-def _figures_kept(study: Study, run: StudyRecord, on_record: StudyRecord, narrowed: list[str], source: str,
+def _figures_kept(study: Study, run: StudyRecord, on_record: StudyRecord, narrowed: list[str],
                   ran_on_record: set[str]) -> tuple[list[Row], dict[str, None]]:
     """The run's figures, the record's where the run left their step out (its number, or why the run that ran the
     step did not measure it: a target added to the study since); and the runs the kept figures come from, in order
@@ -321,15 +320,24 @@ def _figures_kept(study: Study, run: StudyRecord, on_record: StudyRecord, narrow
     measured_by: dict[str, None] = {}
     for row in run.figures or []:
         old = old_figures.get(row.what)
-        kept_row = replace(old, host=old.host or source) if old is not None else None
+        # A figure the record's own run measured names that run; one the record had kept from an earlier run keeps
+        # its own (its provenance, or the host said when it was kept).
+        kept_row = (old if old is None or old.run is not None or old.host or not old.measured_anything
+                    else replace(old, run=record_provenance(on_record)))
         its_steps = steps_of.get(row.what, set())
         if kept_row and its_steps & set(narrowed) and not row.measured_anything and \
                 (kept_row.measured_anything or its_steps <= ran_on_record):
             row = kept_row
             if row.measured_anything:
-                measured_by[str(row.host)] = None
+                measured_by[row.run.label if row.run is not None else str(row.host)] = None
         figures.append(row)
     return figures, measured_by
+
+
+def record_provenance(record: StudyRecord) -> Provenance:
+    """The run a record holds (its own figures' provenance)."""
+    return Provenance(known(record.directory), known(record.command), known(record.started), known(record.ended),
+                      dict(record.host or {}))
 
 
 def _steps_kept(run: StudyRecord, on_record: StudyRecord, narrowed: list[str], source: str,

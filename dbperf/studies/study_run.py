@@ -24,7 +24,7 @@ from dbperf.run_meta import MetaError
 from dbperf.runner import interrupts
 from dbperf.storage.results import META, read_meta
 from dbperf.studies.definition import study_command
-from dbperf.studies.figures import Headline, Row, headline, rows, step_headlines
+from dbperf.studies.figures import Headline, Provenance, Row, headline, rows, step_headlines
 from dbperf.studies.model import Mode, Step, Study, load_study, mode_flag
 from dbperf.studies.record import (
     DOCS_STUDIES,
@@ -352,7 +352,9 @@ def write_summary(study: Study, directory: Path, facts: RunFacts, record: StudyR
     (`record` with the host, the steps, the figures and the headline added); the run's exit code, INCOMPLETE if a
     figure it should measure was not."""
     why = dict(record.left_out or {})
-    found = not_run(study, rows(study, directory, facts.mode), facts.mode, why)
+    found = with_provenance(not_run(study, rows(study, directory, facts.mode), facts.mode, why),
+                            Provenance(str(directory), facts.command, known(record.started), known(record.ended),
+                                       facts.host.to_json()))
     # A smoke run's figures check the plumbing: set beside the record, they would read as a regression. A run is
     # not compared with itself (its summary written again after it was put on record).
     on_record = recorded(study.name)
@@ -374,6 +376,12 @@ def write_summary(study: Study, directory: Path, facts: RunFacts, record: StudyR
                             rewritten=facts.rewritten or UNSET, exit_code=exit_code)
     write_file(directory / STUDY_JSON, record_text(record), force=force, name=STUDY_JSON, option="--out")
     return StudyEnd(directory, doc, exit_code, found, facts.headline)
+
+
+def with_provenance(found: list[Row], run: Provenance) -> list[Row]:
+    """Every figure this run measured names it (its folder, command, times and host); a figure kept from another
+    run keeps that run's."""
+    return [replace(r, run=run) if r.measured_anything and r.run is None and r.host is None else r for r in found]
 
 
 def steps_against_record(study: Study, on_record: StudyRecord, directory: Path, mode: Mode, force: bool,

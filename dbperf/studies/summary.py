@@ -133,9 +133,24 @@ def _load(load: tuple[float, float, float] | None) -> str:
 def table(rows: list[Row], host: Host) -> list[str]:
     out = ["| published figure | measured here | verdict | host |", "|---|---|---|---|"]
     for r in rows:
-        out.append(f"| {md(r.what)} ({md(r.section)}): {md(r.published)} | {md(r.measured)} | {md(r.verdict)} | "
-                   f"{md(r.host or host.short)} |")
+        out.append(f"| {md(r.what)} ({md(r.section)}): {md(r.published)} | {md(measured_text(r))} | "
+                   f"{md(verdict_text(r))} | {md(host_text(r, host))} |")
     return out
+
+
+def measured_text(r: Row) -> str:
+    return r.measured + (f" [{r.low:.4g}, {r.high:.4g}]" if r.low is not None and r.high is not None else "")
+
+
+def verdict_text(r: Row) -> str:
+    return (f"superseded ({r.superseded}); " if r.superseded else "") + r.verdict
+
+
+def host_text(r: Row, host: Host) -> str:
+    """Which run measured the figure: its own provenance, else (older records) the host said when it was kept."""
+    if r.run is not None:
+        return r.run.label
+    return r.host or (host.short if r.measured_anything else "–")
 
 
 def rewritten_note(run: RunFacts) -> str:
@@ -157,7 +172,7 @@ def summary(study: Study, rows: list[Row], run: RunFacts, recorded: list[str] | 
     lines = [SMOKE_NOTE, ""] if mode == "smoke" else []
     lines += [headline.first_line(study.name)] if headline else []
     lines += [h.first_line(f"{study.name} {step}") for step, h in run.also.items()]
-    lines += ["", by] if headline and (by := headline.decided_by()) else []
+    lines += ["", headline.decided_by()] if headline else []
     lines += [
         "", f"# Study {md(study.name)}: {md(study.title)}", "",
         md(sourced(study)), "",
@@ -184,8 +199,7 @@ def html_summary(study: Study, rows: list[Row], run: RunFacts, reports: list[str
         page.add(f"<p><b>{text(SMOKE_NOTE)}</b></p>")
     if headline:
         page.add(f"<p><b>{text(headline.first_line(study.name))}</b></p>")
-        if by := headline.decided_by():
-            page.add(f"<p>{text(by)}</p>")
+        page.add(f"<p>{text(headline.decided_by())}</p>")
     for step, h in run.also.items():
         page.add(f"<p><b>{text(h.first_line(f'{study.name} {step}'))}</b></p>")
     page.add(f"<p>{text(sourced(study))}</p>")
@@ -193,7 +207,7 @@ def html_summary(study: Study, rows: list[Row], run: RunFacts, reports: list[str
              f"<code>{text(run.command)}</code>" + text(MODE_NOTES[mode] + "." + rewritten_note(run)) + "</p>")
     page.section("figures", "The published figures and this host's")
     page.add(html_table(("published figure", "measured here", "verdict", "host"),
-                        [(f"{r.what} ({r.section}): {r.published}", r.measured, r.verdict, r.host or host.short)
+                        [(f"{r.what} ({r.section}): {r.published}", measured_text(r), verdict_text(r), host_text(r, host))
                          for r in rows],
                         text_columns=4))
     page.section("steps", "Steps")

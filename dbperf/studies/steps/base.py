@@ -92,6 +92,11 @@ class StepKind:
     # What its --smoke run may do, besides an experiment's own limits (model.EXPERIMENT_LIMITS).
     smoke_limits: ClassVar[dict[str, float]] = {}
 
+    def exact(self, s: dict[str, Any]) -> str | None:
+        """Why the values its JSON holds are exact (deterministic counts: their interval has no width), or None when
+        they are measurements with noise (`s`: the step's settings)."""
+        return None
+
     def check(self, s: dict[str, Any], at: Checking) -> None:
         """Refuses settings (`s`: the step's in one mode) naming what does not exist; one line, UserError."""
 

@@ -23,6 +23,11 @@ class CountersKind(StepKind):
     keys = ("of", "benchmark", "queries", "mode")
     smoke_limits: ClassVar[dict[str, float]] = {"counters_queries": 1_000}
 
+    def exact(self, s: dict[str, Any]) -> str | None:
+        if s.get("mode", "simulated") == "simulated":
+            return "simulated counts (valgrind): deterministic, the same on every run of the same binaries"
+        return None
+
     def check(self, s: dict[str, Any], at: Checking) -> None:
         check_of(s, at)
         if s.get("benchmark", "point-query") not in at.catalog:

@@ -1,0 +1,102 @@
+"""The words a study record may use of a figure against its published claim, decided by the figure's evidence and
+nothing else: its interval (or its decided verdict), not its point estimate alone.
+
+    holds           the interval lies inside the published range (a compared cell: and its verdict is decided)
+    consistent      the point estimate is inside the range, the interval is not (or there is no interval, or the
+                    cell's verdict is undecided): the data do not contradict the claim, nor establish it
+    does not hold   the interval lies wholly outside the range
+    inconclusive    the point estimate is outside, the interval reaches into the range (or there is none)
+
+A figure that is arithmetic (derived from the probe's own definitions, not measured) gets no word. Pure: the
+intervals are computed here from samples the figures' reader hands over."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+Word = Literal["holds", "consistent", "does not hold", "inconclusive"]
+WORDS: tuple[Word, ...] = ("holds", "consistent", "does not hold", "inconclusive")
+CONFIDENCE = 0.95  # of the interval of a median over repeats
+
+
+@dataclass(frozen=True)
+class Interval:
+    """Where the figure's true value lies, with how that was computed (`how`, said beside the figure)."""
+    low: float
+    high: float
+    how: str
+    exact: bool = False  # a deterministic count: no noise, the interval is the value
+
+    def scaled(self, factor: float) -> Interval:
+        lo, hi = sorted((self.low * factor, self.high * factor))
+        return Interval(lo, hi, self.how, self.exact)
+
+
+def word(expect: tuple[float | None, float | None], value: float, interval: Interval | None,
+         decided: bool | None = None) -> Word:
+    """The word for `value` (with its `interval`) against the published range `expect` (min, max; None: open).
+    `decided`: a compared cell's verdict (False: undecided, which never holds); None where no verdict applies."""
+    lo, hi = expect
+
+    def inside(x: float) -> bool:
+        return (lo is None or x >= lo) and (hi is None or x <= hi)
+
+    if interval is not None:
+        if (lo is not None and interval.high < lo) or (hi is not None and interval.low > hi):
+            return "does not hold"
+        if inside(interval.low) and inside(interval.high) and decided is not False:
+            return "holds"
+    return "consistent" if inside(value) else "inconclusive"
+
+
+def median_interval(values: Sequence[float], confidence: float = CONFIDENCE) -> Interval | str:
+    """The distribution-free interval of a median: the order statistics (x_(k), x_(n+1-k)) with the largest k whose
+    coverage, 1 - 2·P(Binomial(n, 1/2) < k), is at least `confidence`. Too few values for that: why, as text."""
+    xs = sorted(values)
+    n = len(xs)
+    best = None
+    for k in range(1, n // 2 + 1):
+        below = sum(math.comb(n, i) for i in range(k)) / 2 ** n
+        if 1 - 2 * below >= confidence:
+            best = (k, 1 - 2 * below)
+    if best is None:
+        return f"{n} repeat(s): too few for a {confidence:.0%} interval of the median (6 or more)"
+    k, coverage = best
+    return Interval(xs[k - 1], xs[n - k], f"{coverage:.1%} interval of the median of {n} repeats (order statistics)")
+
+
+def spread_interval(low: float, high: float, repeats: int | None) -> Interval:
+    """The range of a probe's repeats, as its JSON keeps it (min, max): it covers their median with probability
+    1 - 2^(1-n)."""
+    if repeats and repeats > 1:
+        how = f"min–max of {repeats} repeats (covers the median with {1 - 2 ** (1 - repeats):.1%})"
+    else:
+        how = "min–max of the repeats"
+    return Interval(low, high, how)
+
+
+def ratio_interval(top: Interval, bottom: Interval) -> Interval | None:
+    """top / bottom, each anywhere in its interval (conservative: both ends at their extremes)."""
+    if bottom.low <= 0 or bottom.high <= 0:
+        return None
+    if top.exact and bottom.exact:  # deterministic counts: their ratio is exact too
+        return Interval(top.low / bottom.low, top.low / bottom.low, top.how, exact=True)
+    how = top.how if top.how == bottom.how else f"{top.how}; over {bottom.how}"
+    return Interval(top.low / bottom.high, top.high / bottom.low, f"ratio of two ranges ({how})")
+
+
+def said(w: Word | None, claim: str, interval: Interval | None, why_none: str | None) -> str:
+    """The verdict column's text: the word, the claim it is about, and the interval's basis (or why none)."""
+    if w is None:
+        return ""
+    basis = ("no interval: " + (why_none or "none was kept") if interval is None
+             else f"exact: {interval.how}" if interval.exact
+             else f"interval {_num(interval.low)}–{_num(interval.high)}, {interval.how}")
+    return w + (f": {claim}" if claim else "") + f" ({basis})"
+
+
+def _num(x: float) -> str:
+    return f"{x:.3g}" if abs(x) < 1000 else f"{x:,.0f}"
