@@ -5,11 +5,12 @@ from __future__ import annotations
 from dataclasses import asdict, replace
 from pathlib import Path
 
+from dbperf.errors import UserError
 from dbperf.report.compare_view import compare_view
 from dbperf.report.model import View
 from dbperf.stats.compare import Side, pair_matrices, side_labels
 from dbperf.storage.results import SkippedLine, read_results
-from dbperf.usecases.report import check_aggregate, check_format, skipped_lines_note
+from dbperf.usecases.report import check_aggregate, check_format, no_results, skipped_lines_note
 
 
 def compare(dir_a: Path, dir_b: Path, targets: list[str] | None, fmt: str, aggregate: str | None) -> View:
@@ -28,6 +29,9 @@ def compare(dir_a: Path, dir_b: Path, targets: list[str] | None, fmt: str, aggre
 
 def _side(directory: Path, label: str) -> tuple[Side, list[SkippedLine]]:
     """One run of the comparison and the lines of its results.jsonl that were skipped (stats.compare.load_side
-    drops them)."""
+    drops them). A run with no results is refused as `dbperf report` refuses one, whatever its status: every cell
+    would be "not in" it, a comparison that says nothing."""
     meta, records, skipped = read_results(directory)
+    if not records:
+        raise UserError(no_results(directory, meta, skipped, "compare"))
     return Side(label, directory, meta, records), skipped

@@ -79,9 +79,10 @@ def _which(skipped: list[SkippedLine]) -> str:
     return ", ".join(f"line {s.line}: {s.reason}" for s in skipped[:5]) + (", ..." if len(skipped) > 5 else "")
 
 
-def no_results(directory: Path, meta: RunMeta, skipped: list[SkippedLine]) -> str:
-    """Why a run has nothing to report, in one line: its results file missing, empty, or every line skipped, and
-    what the run's status says of that (still running, killed or interrupted before its first cell)."""
+def no_results(directory: Path, meta: RunMeta, skipped: list[SkippedLine], to: str = "report") -> str:
+    """Why a run has nothing to report (or `to` compare), in one line: its results file missing, empty, or every
+    line skipped, and what the run's status says of that (still running, killed or interrupted before its first
+    cell)."""
     path = results_path(directory)
     if skipped:
         what = f"none of its {len(skipped)} line(s) can be used ({_which(skipped)})"
@@ -95,7 +96,7 @@ def no_results(directory: Path, meta: RunMeta, skipped: list[SkippedLine]) -> st
         status = "yet meta.json says the run is complete (its results were lost, moved or emptied)"
     else:
         status = f"the run's status: {meta.status or 'not said'}"
-    return f"{path}: no results to report: {what}; {status}"
+    return f"{path}: no results to {to}: {what}; {status}"
 
 
 def report_view(directory: Path, view: str = "run", aggregate: str | None = None,
