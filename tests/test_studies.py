@@ -212,12 +212,19 @@ def test_the_html_summary_escapes_what_was_named_and_links_the_reports():
 
 @pytest.mark.unit
 def test_host_differences_name_vendor_vm_counters_cores_and_load():
-    text = host_differences(HOST)
-    for said in ("This CPU is AMD", "virtual machine", "No hardware counters here (perf cannot count cycles)",
-                 "2 cores against the published runs' 32", "0.50 / 0.40 / 0.30", "at the end 0.60"):
+    """Said per source the figures cite, from the sources table: never "the published runs measured Intel" of a
+    source measured on AMD."""
+    text = host_differences(HOST, ["Nielsen 2014-01-20", "Callaghan 2024-10-23"])
+    for said in ("This CPU is AMD EPYC 7B13", "[Nielsen 2014-01-20]: measured on Intel", "virtual machine",
+                 "No hardware counters here (perf cannot count cycles)", "This host has 2 cores",
+                 "0.50 / 0.40 / 0.30", "at the end 0.60"):
         assert said in text
-    intel = host_differences(Host("Intel Xeon", 32, False, "hardware", "", "6", (1, 1, 1)))
-    assert "AMD" not in intel and "virtual machine" not in intel and "counters" not in intel
+    assert "[Callaghan 2024-10-23]: measured on" not in text  # mostly AMD hosts, as this one
+    amd_only = host_differences(HOST, ["Callaghan 2024-10-23"])
+    assert "Intel" not in amd_only and "This CPU is" not in amd_only
+    intel = host_differences(Host("Intel Xeon", 32, False, "hardware", "", "6", (1, 1, 1)), ["Nielsen 2014-01-20"])
+    assert "AMD" not in intel and "virtual machine" not in intel and "counters here" not in intel
+    assert "Load average at the start" in host_differences(HOST, ["no such key"])  # a section that is no source
 
 
 @pytest.mark.unit

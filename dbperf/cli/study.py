@@ -1,4 +1,4 @@
-"""`dbperf study list/run/summary/record`: published results (their public sources: docs/sources.md) reproduced end
+"""`dbperf study list/run/summary/check/record`: published results (their public sources: docs/sources.md) reproduced end
 to end (dbperf/studies/)."""
 
 from __future__ import annotations
@@ -12,8 +12,11 @@ import typer
 from dbperf.cli.common import YES_OPTION, show
 from dbperf.errors import UserError
 from dbperf.experiment.durations import parse_duration
+from dbperf.studies.check import all_records, check_record, check_records, check_run
 from dbperf.studies.model import load_study, study_list_view
 from dbperf.studies.record import DOCS_STUDIES, record_study
+from dbperf.studies.rerecord import rerecord
+from dbperf.studies.study_record import STUDY_JSON
 from dbperf.studies.study_run import Limits, run_study, summarise
 from dbperf.usecases.progress import say
 
@@ -83,19 +86,56 @@ def study_summary(
         raise typer.Exit(end.exit_code)
 
 
+@study_app.command("check")
+def study_check(
+    what: Annotated[Optional[str], typer.Argument(help="a study's name (its record in the docs) or a study run's "
+                                                       "folder; none: every study on record")] = None,
+    docs: Annotated[Optional[Path], typer.Option(help="the directory of the records (default: docs/studies of this "
+                                                      "checkout)")] = None,
+) -> None:
+    """Check a study record as a reviewer would: the page is what its JSON gives, every word is the one its evidence
+    gives, every figure names a run whose kept results agree (CPU, times), none rests on an unfit build unmarked,
+    the headline counts what the kept results decide, no internal vocabulary. Each defect one line; exit 1 if any."""
+    where = docs or DOCS_STUDIES
+    if what is None:
+        checked = check_records(all_records(where), where)
+    elif Path(what).is_dir() and (Path(what) / STUDY_JSON).is_file():
+        checked = [check_run(Path(what).absolute())]
+    else:
+        load_study(what)
+        checked = [check_record(what, where)]
+    bad = 0
+    for c in checked:
+        for defect in c.defects:
+            sys.stdout.write(f"{c.what}: {defect}\n")
+        bad += len(c.defects)
+        say(f"dbperf: {c.what}: {c.figures} figure(s), " + (f"{len(c.defects)} defect(s)" if c.defects else "checked"))
+    if bad:
+        raise typer.Exit(1)
+
+
 @study_app.command("record")
 def study_record(
     name: Annotated[str, typer.Argument(help="the study")],
-    directory: Annotated[Path, typer.Argument(help="the study run's results directory")],
+    directory: Annotated[Optional[Path], typer.Argument(help="the study run's results directory")] = None,
     docs: Annotated[Optional[Path], typer.Option(help="the directory the records go in (default: docs/studies of "
                                                       "this checkout)")] = None,
     force: Annotated[bool, typer.Option("--force", help="replace the study's record in the docs (NAME.md, "
                                                         "NAME.json and its steps' results)")] = False,
     partial: Annotated[bool, typer.Option("--partial", help="put on record a run that was interrupted or did not "
                                                             "measure every figure; the record says so")] = False,
+    again: Annotated[bool, typer.Option("--again", help="write the study's record again under today's rules from "
+                                                        "what it keeps (no DIRECTORY): figures read back from the "
+                                                        "kept results, words from their evidence, each figure's "
+                                                        "run; one whose run cannot be established is withdrawn")]
+    = False,
 ) -> None:
     """Put a study run on record in the documentation (docs/studies/NAME.md, dated, with the host): later runs
     are compared against it. A run cut short or incomplete is refused unless --partial."""
     load_study(name)
-    for path in record_study(name, directory, docs or DOCS_STUDIES, force, partial):
+    if again == (directory is not None):
+        raise UserError("give the study run's DIRECTORY to put on record, or --again to write the record again")
+    written = (rerecord(name, docs or DOCS_STUDIES) if directory is None
+               else record_study(name, directory, docs or DOCS_STUDIES, force, partial))
+    for path in written:
         say(f"dbperf: wrote {path}")

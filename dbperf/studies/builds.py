@@ -5,6 +5,7 @@ on its record: its word never "holds", and the record says why."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 # Builds found invalid after they were measured: manifest key -> why (dated). Empty-profile builds from before the
@@ -30,3 +31,12 @@ def build_problems(build: dict[str, Any] | None) -> list[str]:
             problems.append(f"build {key or '?'} ({build.get('label', '?')}): its PGO profile is empty (the proof "
                             "counts no function run)")
     return problems
+
+
+def problems_by_key(builds: Iterable[dict[str, Any] | None]) -> dict[str, list[str]]:
+    """What is wrong with each build (manifests, as runs keep them) by its key, and with every build of INVALID."""
+    out = {key: [f"build {key} was found invalid: {why}"] for key, why in INVALID.items()}
+    for build in builds:
+        if isinstance(build, dict) and build.get("key") and (found := build_problems(build)):
+            out[str(build["key"])] = found
+    return out

@@ -55,11 +55,14 @@ class Provenance:
     started: str | None
     ended: str | None
     host: dict[str, Any]
+    # How it was established when not by the run itself (read back later from its results' meta.json), and what
+    # that leaves unknown (the load average a study run keeps and a results directory does not).
+    note: str | None = None
 
     @classmethod
     def from_json(cls, doc: dict[str, Any]) -> Provenance:
         return cls(doc.get("directory"), doc.get("command"), doc.get("started"), doc.get("ended"),
-                   dict(doc.get("host") or {}))
+                   dict(doc.get("host") or {}), doc.get("note"))
 
     @property
     def label(self) -> str:
@@ -67,8 +70,9 @@ class Provenance:
         h = self.host
         cpu = str(h.get("cpu") or "?") + (f" ({h['cpu_id']})" if h.get("cpu_id") else " (generation not recorded)")
         when = (self.started or "?")[:16].replace("T", " ")
-        return (f"{cpu}, {h.get('cores', '?')} vCPUs{', VM' if h.get('virtualised') else ''}; run of {when} UTC, "
-                f"load {_load1(h.get('load_start'))} → {_load1(h.get('load_end'))}")
+        load = (f"load {_load1(h.get('load_start'))} → {_load1(h.get('load_end'))}"
+                if h.get("load_start") or h.get("load_end") else "load not recorded")
+        return f"{cpu}, {h.get('cores', '?')} vCPUs{', VM' if h.get('virtualised') else ''}; run of {when} UTC, {load}"
 
 
 def _load1(load: Any) -> str:
@@ -90,9 +94,10 @@ class Row:
     host: str | None = None  # measured elsewhere: kept from the run on record (studies/record.py), its host and date
     # The evidence behind the verdict word (evidence.py): the interval of `value` and how it was computed, or why
     # there is none; the builds it rests on and what was found wrong with them since (superseded: no word holds).
-    low: float | None = None
+    low: float | None = None  # the interval of `checked`
     high: float | None = None
     interval: str | None = None
+    checked: float | None = None  # what the word judges: the value, or after / before for a change
     decided: bool | None = None
     run: Provenance | None = None
     builds: list[str] | None = None
@@ -158,8 +163,10 @@ def _number(value: Any, what: str) -> float:
 class Reader:
     """Reads the measures of one study run, loading each file or matrix once."""
 
-    def __init__(self, study: Study, directory: Path) -> None:
-        self.study, self.directory = study, directory
+    def __init__(self, study: Study, directory: Path, kept: dict[str, Path] | None = None) -> None:
+        """`kept`: a step's results directory where it is kept elsewhere (a record's copy, the layout A/B run's
+        too), read instead of the folder the step wrote."""
+        self.study, self.directory, self.kept = study, directory, kept or {}
         self._json: dict[Path, Any] = {}
         self._matrix: dict[str, Matrix] = {}
         self._meta: dict[str, RunMeta] = {}
@@ -193,7 +200,9 @@ class Reader:
         key = f"{step}:{results_from or ''}:{base or ''}"
         if key not in self._matrix:
             where = step_dir(self.directory, step)
-            if results_from:
+            if step in self.kept:
+                where = self.kept[step]
+            elif results_from:
                 named = walk(self.load_json(json_file(self.directory, self.study, step, None)), results_from)
                 if not isinstance(named, str):
                     raise NotMeasured(f"{results_from} names no results directory")
@@ -411,7 +420,7 @@ def judged(figure: Figure, value: float, before: float | None, interval: Interva
     text = ("" if before is None else f"{_formatted(figure, before)} → ") + _formatted(figure, value)
     return Row(figure.what, figure.section, figure.published, text, "; ".join(words) or SHOWN, value,
                low=interval.low if interval else None, high=interval.high if interval else None,
-               interval=interval.how if interval else why_none, decided=decided,
+               interval=interval.how if interval else why_none, checked=checked, decided=decided,
                builds=list(dict.fromkeys(builds)) or None, superseded=superseded)
 
 
@@ -439,6 +448,7 @@ class Headline:
     # Cells today's rule calls that the run's rule left undecided (not in `decided`), and the change that did.
     by_later_rule: int = 0
     later_rule: str | None = None
+    superseded: str | None = None  # what is wrong with the builds it compares (builds.py)
 
     def first_line(self, study: str) -> str:
         g = "–" if self.geomean is None else f"{self.geomean:.3f}"
@@ -466,33 +476,37 @@ class Headline:
         if self.by_later_rule:
             said += (f" {self.by_later_rule} more cell(s) are called by a rule added after the run "
                      f"({self.later_rule}); they are not counted as decided here.")
+        if self.superseded:
+            said += f" Superseded: {self.superseded}."
         return said
 
     def last_line(self) -> str:
         return f"ratio {'–' if self.geomean is None else f'{self.geomean:.3f}'}"
 
 
-def _tally(study: Study, directory: Path, step: str) -> Headline:
+def _tally(study: Study, directory: Path, step: str, kept: dict[str, Path] | None = None) -> Headline:
     target = study.headline["target"]
-    reader = Reader(study, directory)
+    reader = Reader(study, directory, kept)
     try:
         m = reader.matrix(step)
     except NotMeasured:
         return Headline(target, None, 0, 0, 0)
-    return tallied(m, target, reader.meta(step).started_at)
+    meta = reader.meta(step)
+    _, problems = _builds(meta, [target, m.base])
+    return replace(tallied(m, target, meta.started_at), superseded="; ".join(problems) or None)
 
 
-def headline(study: Study, directory: Path) -> Headline | None:
+def headline(study: Study, directory: Path, kept: dict[str, Path] | None = None) -> Headline | None:
     """The geomean rQPS of the headline target over its cells not trained on (held out), with how many of them
     the lab decided (under the run's rule) and how many it called slower."""
     if not study.headline:
         return None
-    return _tally(study, directory, study.headline["step"])
+    return _tally(study, directory, study.headline["step"], kept)
 
 
-def step_headlines(study: Study, directory: Path) -> dict[str, Headline]:
+def step_headlines(study: Study, directory: Path, kept: dict[str, Path] | None = None) -> dict[str, Headline]:
     """The headline target's line for each of the study's other steps named in [headline] also."""
-    return {step: _tally(study, directory, step) for step in study.also_headlines}
+    return {step: _tally(study, directory, step, kept) for step in study.also_headlines}
 
 
 def tallied(m: Matrix, target: str, started: str | None = None) -> Headline:

@@ -148,7 +148,7 @@ def record_study(name: str, directory: Path, docs: Path = DOCS_STUDIES, force: b
                for s in study.steps if s.name in sources or s.name in kept}
     run = run.replace(results={step: rel for step, rel in results.items() if rel})
     _docs_directory(docs)
-    _hand_text_to_notebook(name, docs)
+    hand_text_to_notebook(name, docs)
     page_text = record_page(study, run, notebook_path(docs, name).is_file())
     # The copies are made aside first: a copy that fails (a full disk) leaves the record as it was.
     staged = staged_step_results(study, docs, sources)
@@ -193,7 +193,7 @@ def _on_top_of_record(study: Study, run: StudyRecord, text: str, on_record: Stud
     return run, text, narrowed
 
 
-def _hand_text_to_notebook(name: str, docs: Path) -> None:
+def hand_text_to_notebook(name: str, docs: Path) -> None:
     """Prose written by hand below an older record page's summary moves to the study's notebook (appended, dated by
     its own headings), so that the page can be generated whole and nothing written is lost."""
     try:

@@ -193,7 +193,8 @@ def _vendor(sources: dict[str, Source], host: HostFacts) -> list[str]:
               if s.hardware and mine not in {h.cpu_vendor.lower() for h in s.hardware}]
     if not differ:
         return []
-    said = _grouped((k, "measured on " + _hosts_said(s.hardware, lambda h: h.cpu)) for k, s in differ)
+    said = _grouped((k, "measured on " + _hosts_said(s.hardware, lambda h: h.cpu) if any(
+        h.cpu_vendor != NOT_PUBLISHED for h in s.hardware) else "its CPU is not published") for k, s in differ)
     return [f"This CPU is {host.cpu}.", *said,
             "PAUSE latency, the cost of a locked instruction and a PRNG's cost differ by vendor and generation: "
             "compare the shape of a table (ratios, order), not its cycles."]

@@ -17,8 +17,9 @@ from dbperf.report.html_page import Page, text
 from dbperf.report.html_page import table as html_table
 from dbperf.studies.figures import Headline, Row
 from dbperf.studies.model import Mode, Study
+from dbperf.studies.sources import host_differences as sources_differences
+from dbperf.studies.sources import load_sources, section_keys
 
-PUBLISHED_CORES = 32  # the published runs' servers and their 32-thread sysbench
 # The first line of a smoke run's summary: its figures come from tiny tables and stand-in binaries.
 SMOKE_NOTE = ("SMOKE RUN: a check that the study's steps run and its figures are read back, on tiny tables with "
               "released or cached binaries. Its figures are not results: do not compare them with the published ones "
@@ -98,29 +99,12 @@ def _text(value: object) -> str | None:
     return str(value) if value else None
 
 
-def host_differences(host: Host) -> str:
-    """What this host changes against the published runs' (Intel servers, bare metal with a PMU, 32 cores)."""
-    said = []
-    cpu = host.cpu.lower()
-    if "amd" in cpu:
-        said.append(f"This CPU is AMD ({host.cpu}); the published runs measured Intel CPUs. PAUSE latency, the cost "
-                    "of a locked instruction and the PRNGs' ranking differ by vendor and generation (PAUSE's latency "
-                    "alone by about ten times), so compare the shape of a table (ratios, order), not its cycles.")
-    elif "intel" not in cpu:
-        said.append(f"This CPU ({host.cpu}) is neither the published runs' vendor (Intel) nor AMD: compare shapes, "
-                    "not cycles.")
-    if host.virtualised:
-        said.append("It is a virtual machine: figures in TSC ticks stand in for core cycles, steal time and the "
-                    "neighbours' load add noise (the lab flags interfered cells), and pinned vCPUs may share a "
-                    "physical core.")
-    if host.counters != "hardware":
-        said.append(f"No hardware counters here ({host.counters_reason}): the published front-end figures (icache "
-                    "misses per instruction, top-down slots) come from the simulated tier (cachegrind) instead, "
-                    "which counts user-space work only and models caches rather than measuring them.")
-    if host.cores < PUBLISHED_CORES:
-        said.append(f"{host.cores} cores against the published runs' {PUBLISHED_CORES}: multi-threaded figures "
-                    "(contention, parallel apply, 32-thread sysbench) do not transfer; the lab pins client and server "
-                    "to a CPU each, so one-thread cells are what is comparable.")
+def host_differences(host: Host, sections: list[str] | tuple[str, ...] = ()) -> str:
+    """What this host changes against the published runs of the sources the figures cite (their `section`s, keys
+    of the sources table: sources.py), each said of the source it is true of, then this host's load average."""
+    keys = [k for section in sections for k in section_keys(section) if k in load_sources()]
+    said = [sources_differences(list(dict.fromkeys(keys)), host)] if keys else [
+        f"This host: {host.short}{'' if host.counters == 'hardware' else f' (no hardware counters: {host.counters_reason})'}."]
     end = f", at the end {_load(host.load_end)}" if host.load_end else ""
     said.append(f"Load average at the start {_load(host.load_start)}{end} (1, 5, 15 min).")
     return " ".join(said)
@@ -181,7 +165,7 @@ def summary(study: Study, rows: list[Row], run: RunFacts, recorded: list[str] | 
         *table(rows, host), "",
         "## Steps", "",
         *[f"- {md(name)}: {md(how)}" for name, how in run.steps], "",
-        "## How this host differs", "", host_differences(host), "",
+        "## How this host differs", "", host_differences(host, [r.section for r in rows]), "",
     ]
     if recorded:
         lines += ["## Against the run on record", "", *recorded, ""]
@@ -216,7 +200,7 @@ def html_summary(study: Study, rows: list[Row], run: RunFacts, reports: list[str
         page.add("<p>Reports of the experiment steps: "
                  + ", ".join(f'<a href="{text(r)}">{text(r)}</a>' for r in reports) + "</p>")
     page.section("host", "How this host differs")
-    page.add(f"<p>{text(host_differences(host))}</p>")
+    page.add(f"<p>{text(host_differences(host, [r.section for r in rows]))}</p>")
     if headline:
         page.add(f"<p><b>{text(headline.last_line())}</b></p>")
     return page.render()

@@ -1,0 +1,218 @@
+"""`dbperf study check NAME|DIR`: a study record (docs/studies/NAME.md and .json) or a study run's folder read as a
+reviewer would, every defect said in one line:
+
+- the page is what its JSON gives (record_page.py renders it again; the first line that differs is said);
+- every word is the one the rule gives (evidence.py, on the figure's value, interval and verdict as kept);
+- every figure measured names the run that measured it (folder, times, CPU and generation, vCPUs, load, or why
+  the load is not known); where the step's results are kept, their meta.json agrees (the same CPU, a start within
+  the run); no figure rests on steps measured on two CPUs;
+- no figure rests on a build found unfit (builds.py) without being marked superseded;
+- the headline's counts are those of the kept results, under the run's rule;
+- no internal vocabulary (vocabulary.py) in the page, the JSON or the notebook."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+from dbperf.errors import UserError
+from dbperf.run_meta import RunMeta
+from dbperf.storage.results import META, read_meta
+from dbperf.studies.builds import build_problems, problems_by_key
+from dbperf.studies.evidence import WORDS, Interval, word
+from dbperf.studies.figures import Headline, NotMeasured, Reader, Row, tallied
+from dbperf.studies.model import Study, load_study, study_names
+from dbperf.studies.notebook import unmarked
+from dbperf.studies.record_page import notebook_path, record_page
+from dbperf.studies.sources import load_sources, section_keys
+from dbperf.studies.study_record import STUDY_JSON, StudyRecord, read_record
+from dbperf.studies.vocabulary import internal_words
+
+
+@dataclass(frozen=True)
+class Checked:
+    what: str  # "docs/studies/NAME" or the run's folder
+    figures: int
+    defects: list[str]
+
+
+def check_records(names: list[str], docs: Path) -> list[Checked]:
+    return [check_record(name, docs) for name in names]
+
+
+def all_records(docs: Path) -> list[str]:
+    return [n for n in study_names() if (docs / f"{n}.json").is_file()]
+
+
+def check_record(name: str, docs: Path) -> Checked:
+    """The record of study `name` in `docs` (docs/studies)."""
+    study = load_study(name)
+    record = _read(docs / f"{name}.json")
+    page_path = docs / f"{name}.md"
+    defects = []
+    try:
+        page = page_path.read_text(encoding="utf-8")
+    except OSError as e:
+        page = ""
+        defects.append(f"{page_path}: unreadable ({e.strerror or e})")
+    notebook = notebook_path(docs, name)
+    if page:
+        defects += _page_differs(page_path, page, record_page(study, record, notebook.is_file()))
+    kept = {step: docs / rel for step, rel in (record.results or {}).items()}
+    defects += check_figures(study, record, kept)
+    texts = [(page_path, page), (docs / f"{name}.json", (docs / f"{name}.json").read_text(encoding="utf-8"))]
+    if notebook.is_file():
+        texts.append((notebook, notebook.read_text(encoding="utf-8")))
+        problems = problems_by_key(t.build for m in _metas(kept).values() for t in m.targets)
+        defects += [f"{notebook}: section {h[3:]!r} rests on a build found unfit and carries no Superseded banner "
+                    f"(dbperf study record {name} --again puts it)" for h in unmarked(texts[-1][1], problems)]
+    defects += _vocabulary(texts)
+    return Checked(f"docs/studies/{name}", len(record.figures or []), defects)
+
+
+def check_run(directory: Path) -> Checked:
+    """A study run's folder (its study.json, summary.md and steps' results)."""
+    record = _read(directory / STUDY_JSON)
+    study = load_study(record.study)
+    kept = {s.name: directory / s.name for s in study.steps if (directory / s.name / META).is_file()}
+    defects = check_figures(study, record, kept, directory)
+    texts = [(directory / STUDY_JSON, (directory / STUDY_JSON).read_text(encoding="utf-8"))]
+    if (directory / "summary.md").is_file():
+        texts.append((directory / "summary.md", (directory / "summary.md").read_text(encoding="utf-8")))
+    defects += _vocabulary(texts)
+    return Checked(str(directory), len(record.figures or []), defects)
+
+
+def _read(path: Path) -> StudyRecord:
+    try:
+        return read_record(path)
+    except FileNotFoundError:
+        raise UserError(f"{path}: no such record (`dbperf study record` writes it)") from None
+    except (OSError, ValueError) as e:
+        raise UserError(f"{path}: unreadable study record ({e})") from None
+
+
+def _page_differs(path: Path, page: str, expected: str) -> list[str]:
+    if page == expected:
+        return []
+    have, want = page.splitlines(), expected.splitlines()
+    n = next((i for i, (a, b) in enumerate(zip(have, want, strict=False)) if a != b), min(len(have), len(want)))
+    line = have[n] if n < len(have) else "(the page ends)"
+    return [f"{path}:{n + 1}: the page is not what its JSON gives (dbperf study record writes it): {line[:120]!r}"]
+
+
+def check_figures(study: Study, record: StudyRecord, kept: dict[str, Path], run_dir: Path | None = None) -> list[str]:
+    """The words, provenance and builds of every figure, and the headline, against what is kept."""
+    metas = _metas(kept)
+    defects = []
+    for i, r in enumerate(record.figures or []):
+        where = f"figure {i + 1} ({r.what})"
+        figure = next((f for f in study.figures if f.what == r.what), None)
+        if figure is None:
+            defects.append(f"{where}: not a figure of study {study.name} (renamed or removed since)")
+            continue
+        defects += [f"{where}: {d}" for d in _word_defects(figure.expect, bool(figure.derived), r)]
+        untraced = [k for k in section_keys(r.section) if k in load_sources() and not load_sources()[k].traced]
+        if untraced and any(c.isdigit() for c in r.published):
+            defects.append(f"{where}: prints a figure as published whose source is not traced ({untraced[0]})")
+        if r.measured_anything:
+            steps = {str(m["step"]) for m in (figure.measure, figure.per, figure.before) if m and "step" in m}
+            defects += [f"{where}: {d}" for d in _provenance_defects(r, {s: metas[s] for s in steps if s in metas},
+                                                                     run_dir)]
+    return defects + _headline_defects(study, record, kept)
+
+
+def _word_of(verdict: str) -> str | None:
+    for part in verdict.split("; "):
+        for w in sorted(WORDS, key=len, reverse=True):
+            if part.startswith(w + ":") or part.startswith(w + " (") or part == w:
+                return w
+    return None
+
+
+def _word_defects(expect: tuple[float | None, float | None] | None, derived: bool, r: Row) -> list[str]:
+    said = _word_of(r.verdict)
+    if expect is None or derived or r.value is None:
+        return [f"says {said!r} of a figure with no claim to check"] if said and r.value is not None else []
+    if r.checked is None:
+        return ["keeps no value its word judges (recorded before words followed the evidence: record it again)"]
+    interval = Interval(r.low, r.high, r.interval or "") if r.low is not None and r.high is not None else None
+    if interval is None and not r.interval:
+        return ["has neither an interval nor why it has none"]
+    decided = False if r.superseded else r.decided
+    want = word(expect, r.checked, interval, decided)
+    return [] if said == want else [f"says {said!r} where its evidence gives {want!r}"]
+
+
+def _when(iso: object) -> datetime | None:
+    try:
+        return datetime.fromisoformat(str(iso))
+    except ValueError:
+        return None
+
+
+def _provenance_defects(r: Row, metas: dict[str, RunMeta], run_dir: Path | None) -> list[str]:
+    run = r.run
+    if run is None:
+        return [f"names no run that measured it ({r.host or 'no host'})"]
+    said = []
+    host = run.host
+    missing = [k for k in ("cpu", "cpu_id", "cores") if not host.get(k)]
+    if missing or not run.started or not run.directory:
+        said.append(f"its run lacks {', '.join(missing + [k for k in ('started', 'directory') if not getattr(run, k)])}")
+    if not (host.get("load_start") and host.get("load_end")) and not run.note:
+        said.append("its run's load at start and end is not recorded, nor why")
+    if run_dir is not None and run.directory != str(run_dir):
+        said.append(f"names the run {run.directory}, not this one")
+    cpus = {(str(m.host.cpu_model), str(m.host.cpu_id)) for m in metas.values()}
+    if len(cpus) > 1:
+        said.append(f"rests on steps measured on {len(cpus)} CPUs ({'; '.join(', '.join(c) for c in sorted(cpus))})")
+    for step, meta in metas.items():
+        if meta.host.cpu_id != host.get("cpu_id") or meta.host.cpu_model != host.get("cpu"):
+            said.append(f"its run's CPU ({host.get('cpu')}, {host.get('cpu_id')}) is not step {step}'s kept results' "
+                        f"({meta.host.cpu_model}, {meta.host.cpu_id})")
+        start, begun, ended = _when(meta.started_at), _when(run.started), _when(run.ended)
+        if start is None or begun is None or (start < begun) or (ended is not None and start > ended):
+            said.append(f"step {step}'s kept results started {meta.started_at}, outside its run "
+                        f"({run.started} to {run.ended})")
+        problems = [p for t in meta.targets if t.build and str(t.build.get("key")) in (r.builds or [])
+                    for p in build_problems(t.build)]
+        if problems and not r.superseded:
+            said.append(f"rests on an unfit build and is not marked superseded: {problems[0]}")
+    return said
+
+
+def _metas(kept: dict[str, Path]) -> dict[str, RunMeta]:
+    out = {}
+    for step, path in kept.items():
+        try:
+            out[step] = read_meta(path)
+        except UserError:
+            continue
+    return out
+
+
+def _headline_defects(study: Study, record: StudyRecord, kept: dict[str, Path]) -> list[str]:
+    said = []
+    lines = {study.headline.get("step", ""): record.headline} if study.headline else {}
+    lines.update(record.also_headlines or {})
+    for step, kept_line in lines.items():
+        if step not in kept or not isinstance(kept_line, Headline):
+            continue
+        reader = Reader(study, kept[step].parent)
+        try:
+            again = tallied(reader.matrix(step), study.headline["target"], reader.meta(step).started_at)
+        except (NotMeasured, UserError, OSError, ValueError) as e:
+            said.append(f"headline of step {step}: its kept results cannot be read ({e})")
+            continue
+        if (again.decided, again.compared, again.slower, again.by_later_rule) != (
+                kept_line.decided, kept_line.compared, kept_line.slower, kept_line.by_later_rule):
+            said.append(f"headline of step {step}: says decided {kept_line.decided} of {kept_line.compared}, slower "
+                        f"{kept_line.slower}; its kept results give {again.decided} of {again.compared}, slower "
+                        f"{again.slower} ({again.by_later_rule} more by a later rule) under the run's rule")
+    return said
+
+
+def _vocabulary(texts: list[tuple[Path, str]]) -> list[str]:
+    return [f"{path}:{n}: {found!r}: {why}" for path, text in texts for n, found, why in internal_words(text)]

@@ -1,0 +1,137 @@
+"""`dbperf study record NAME --again`: a record written again under today's rules from what it keeps, without
+running anything: each figure whose steps' results are kept beside the record is read back from them (its value,
+interval, verdict under the run's own rule, builds); any other figure keeps its value and gets the word its
+evidence gives (no interval but what the step's kind makes exact). Each figure names the run that measured it: the
+record's own run where that run measured it (its kept results started inside it, on its CPU), else the run its kept
+results' meta.json describes (said so: a results directory keeps no load average). A figure whose run cannot be
+established (kept from an earlier run the record does not name) is withdrawn, with why, never shown unsourced."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from datetime import datetime
+from pathlib import Path
+
+from msgspec import UNSET
+
+from dbperf.errors import UserError
+from dbperf.run_meta import RunMeta
+from dbperf.storage.results import read_meta
+from dbperf.studies.builds import problems_by_key
+from dbperf.studies.definition import Figure
+from dbperf.studies.evidence import Interval
+from dbperf.studies.figures import Provenance, Reader, Row, claim_check, headline, row, step_headlines
+from dbperf.studies.model import Study, load_study
+from dbperf.studies.notebook import with_banners
+from dbperf.studies.record import (
+    DOCS_STUDIES,
+    hand_text_to_notebook,
+    record_provenance,
+    recorded_results,
+)
+from dbperf.studies.record_page import notebook_path, record_page
+from dbperf.studies.steps import step_kind
+from dbperf.studies.study_record import StudyRecord, read_record, record_text
+
+CHANGE = re.compile(r"after / before ([0-9.]+)\)")
+
+
+def rerecord(name: str, docs: Path = DOCS_STUDIES) -> list[Path]:
+    """Writes docs/NAME.json and docs/NAME.md again (module docstring); the hand-written text of an older page goes
+    to the study's notebook."""
+    study = load_study(name)
+    try:
+        record = read_record(docs / f"{name}.json")
+    except (OSError, ValueError) as e:
+        raise UserError(f"{docs / name}.json: no readable record to write again ({e})") from None
+    kept = recorded_results(record, docs)
+    metas = {step: read_meta(path) for step, path in kept.items()}
+    own = record_provenance(record)
+    reader = Reader(study, docs / name, kept)
+    old = {r.what: r for r in record.figures or []}
+    figures = [_figure_again(study, f, old.get(f.what), reader, metas, own) for f in study.figures]
+    head = headline(study, docs / name, kept) if study.headline and study.headline["step"] in kept else None
+    also = step_headlines(study, docs / name, kept) if all(s in kept for s in study.also_headlines) else None
+    again = record.replace(figures=figures, kept_from_record=UNSET,
+                           headline=head if head is not None else record.headline,
+                           also_headlines=also if also is not None else record.also_headlines,
+                           rewritten=f"{datetime.now().astimezone():%Y-%m-%d %H:%M %Z}")
+    hand_text_to_notebook(name, docs)
+    notebook = notebook_path(docs, name)
+    if notebook.is_file():  # sections on builds found unfit since get their banner
+        problems = problems_by_key(t.build for m in metas.values() for t in m.targets)
+        notebook.write_text(with_banners(notebook.read_text(encoding="utf-8"), problems))
+    (docs / f"{name}.json").write_text(record_text(again))
+    (docs / f"{name}.md").write_text(record_page(study, again, notebook_path(docs, name).is_file()))
+    return [docs / f"{name}.md", docs / f"{name}.json"]
+
+
+def _steps(f: Figure) -> set[str]:
+    return {str(m["step"]) for m in (f.measure, f.per, f.before) if isinstance(m, dict) and "step" in m}
+
+
+def _figure_again(study: Study, f: Figure, old: Row | None, reader: Reader, metas: dict[str, RunMeta],
+                  own: Provenance) -> Row:
+    steps = _steps(f)
+    if steps and steps <= metas.keys():
+        cpus = {(m.host.cpu_model, m.host.cpu_id) for s, m in metas.items() if s in steps}
+        if len(cpus) > 1:
+            return Row(f.what, f.section, f.published, "not measured: its parts were measured on two CPUs "
+                       f"({'; '.join(f'{c}, {i}' for c, i in sorted(cpus, key=str))})", "–")
+        new = row(reader, f)
+        run = _run_of(metas[sorted(steps)[0]], own)
+        return replace(new, run=run if new.measured_anything else None)
+    if old is None or not old.measured_anything:
+        why = old.measured if old is not None else "not measured: not in the record"
+        return Row(f.what, f.section, f.published, why, "–", left_out=bool(old and old.left_out))
+    if old.run is None and old.host:
+        return Row(f.what, f.section, f.published,
+                   f"withdrawn: measured {old.measured} by a run the record does not name ({old.host}; its results "
+                   "were not kept), so its provenance cannot be checked", "–")
+    return _judged_again(study, f, old, own if old.run is None else old.run)
+
+
+def _run_of(meta: RunMeta, own: Provenance) -> Provenance:
+    """The record's own run when its kept results started inside it on its CPU, else the run meta.json describes."""
+    def when(iso: object) -> datetime | None:
+        try:
+            return datetime.fromisoformat(str(iso))
+        except ValueError:
+            return None
+    start, begun, ended = when(meta.started_at), when(own.started), when(own.ended)
+    same_cpu = (meta.host.cpu_model, meta.host.cpu_id) == (own.host.get("cpu"), own.host.get("cpu_id"))
+    if same_cpu and start and begun and ended and begun <= start <= ended:
+        return own
+    h = meta.host
+    folder = str(Path(meta.experiment).parent) if meta.experiment else None
+    host = {"cpu": h.cpu_model, "cpu_id": h.cpu_id, "microcode": h.microcode, "cores": h.cores,
+            "virtualised": h.virtualised, "kernel": h.kernel, "load_start": None, "load_end": None}
+    return Provenance(folder, None, meta.started_at, meta.finished_at, host,
+                      note="established from its results' meta.json kept beside the record (host, start and end); "
+                           "a results directory keeps no load average, and the study run's command was not kept")
+
+
+def _judged_again(study: Study, f: Figure, old: Row, run: Provenance) -> Row:
+    """A kept figure (its step's files not kept) judged again by the evidence rule from its value as recorded."""
+    checked = old.value
+    change = CHANGE.search(old.verdict)
+    if f.before is not None:
+        checked = float(change.group(1)) if change else None
+    steps = _steps(f)
+    exact = [step_kind(study.step(s).kind).exact(study.step(s).settings) for s in steps]
+    interval = None
+    why = "recorded before the lab kept an interval with the figure; its step's files were not kept"
+    if checked is not None and exact and all(exact):
+        interval, why = Interval(checked, checked, str(exact[0]), exact=True), None
+    lab = [p for p in old.verdict.split("; ") if p.split(" ", 1)[0] in ("faster", "slower", "same", "undecided",
+                                                                       "unstable", "decided")]
+    claim = claim_check(f, checked, interval, None, why) if checked is not None else ""
+    words = [*lab, claim + (f" (after / before {checked:.3f})" if f.before is not None and claim else "")]
+    if f.derived:
+        words.append(f"derived, not measured: {f.derived}")
+    verdict = "; ".join(w for w in words if w) or "shown beside the published one"
+    return replace(old, section=f.section, published=f.published, verdict=verdict, host=None, run=run,
+                   checked=checked,
+                   low=interval.low if interval else None, high=interval.high if interval else None,
+                   interval=interval.how if interval else why)
