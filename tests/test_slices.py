@@ -23,6 +23,7 @@ from dbperf.runner.estimate import CELL_OVERHEAD_S, estimate
 from dbperf.runner.plan import CellPlan, RunPlan
 from dbperf.runner.slices import own_libraries, slices_job
 from tests.conftest import run_cli
+from tests.refusal import assert_refused
 
 SLICES = """
 [run]
@@ -61,6 +62,22 @@ def test_what_slices_cannot_do_is_refused_in_one_line(write_experiment, edit, sa
     with pytest.raises(UserError) as err:
         parse_experiment(write_experiment(edit(SLICES)))
     assert says in str(err.value) and "\n" not in str(err.value)
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(("edit", "says"), [
+    (lambda t: t.replace('time = "0.5s"', 'time = "1s"\nslice = "10s"'), "slice = 10 s is not shorter than time = 1 s"),
+    (lambda t: t.replace('time = "0.5s"', 'time = "1s"\nslice = "1s"'), "slice = 1 s is not shorter than time = 1 s"),
+    (lambda t: t.replace('time = "0.5s"', 'time = "0.01s"'), "slice = 0.02 s (the default) is not shorter than time"),
+])
+def test_a_slice_as_long_as_the_time_is_refused_before_anything_runs(write_experiment, tmp_path, edit, says):
+    """A turn as long as a target's whole time: each target would run one block a round and the targets would never
+    take turns, while every record said slice_s."""
+    out = tmp_path / "out"
+    line = assert_refused(run_cli("run", str(write_experiment(edit(SLICES))), "--out", str(out)), 2, says, out)
+    assert "never take turns" in line, line
+    assert parse_experiment(write_experiment(SLICES.replace('time = "0.5s"', 'time = "1s"\nslice = "0.5s"'))
+                            ).slice_s == 0.5  # shorter: taken
 
 
 @pytest.mark.unit

@@ -173,7 +173,7 @@ RUN = (
         "run by the lab's driver, the same process settings for all, closed loop, fixed warm-up)", "alternate", "",
         one_of(*RUN_ORDERS)),
     Key("slice", "duration", "order = \"slices\": how long each target runs before the next takes its turn (at least "
-        "1 ms; its time series is one interval per slice)", "0.02s", "s", duration),
+        "1 ms and shorter than `time`; its time series is one interval per slice)", "0.02s", "s", duration),
     # Harness fidelity (runner/post_write.py): how writes carry over, and the step between writes and reads.
     Key("writes", " | ".join(WRITE_MODES), "restore: every write cell starts from the loaded data; cumulative: "
         "writes accumulate across the run, as the harness ([Callaghan, mytools])", "restore", "", one_of(*WRITE_MODES)),

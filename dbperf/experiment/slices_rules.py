@@ -20,16 +20,23 @@ MIN_SLICE_S = 0.001  # the driver's own bound (driver/src/slices.rs): shorter, a
 SLICES = "order = \"slices\""
 
 
-def slice_setting(values: dict[str, Any], rwhere: str) -> float:
-    """`[run].slice` (checked as a duration by the key table): only with order = "slices", and at least 1 ms."""
-    if "slice" not in values:
-        return DEFAULT_SLICE_S
-    if values.get("order") != "slices":
+def slice_setting(values: dict[str, Any], rwhere: str, time_s: float) -> float:
+    """`[run].slice` (checked as a duration by the key table): only with order = "slices", at least 1 ms, and
+    shorter than `time` (the default's too): a turn as long as a target's whole time would never alternate."""
+    if "slice" in values and values.get("order") != "slices":
         raise UserError(f"{rwhere}.slice: only with {SLICES} (order is {values.get('order', 'alternate')!r})")
-    if values["slice"] < MIN_SLICE_S:
+    slice_s = float(values.get("slice", DEFAULT_SLICE_S))
+    if values.get("order") != "slices":
+        return slice_s
+    if slice_s < MIN_SLICE_S:
         raise UserError(f"{rwhere}.slice: at least {MIN_SLICE_S * 1000:g} ms (a switch between targets costs "
-                        f"microseconds), got {values['slice']:g} s")
-    return float(values["slice"])
+                        f"microseconds), got {slice_s:g} s")
+    if slice_s >= time_s:
+        said = f"slice = {slice_s:g} s" + ("" if "slice" in values else " (the default)")
+        raise UserError(f"{rwhere}: {said} is not shorter than time = {time_s:g} s: each target would run its whole "
+                        "time in one turn a round, and the targets would never take turns; give a shorter slice or "
+                        "a longer time")
+    return slice_s
 
 
 def process_remedies(t: Target) -> tuple[str, ...]:
