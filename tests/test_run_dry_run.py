@@ -21,6 +21,7 @@ from dbperf.experiment.spec import parse_experiment
 from dbperf.host.compiler import find_compiler
 from dbperf.run_meta import encode_file
 from tests.conftest import NEEDS_SERVERS, REPO, run_cli
+from tests.synthetic import write_run
 from tests.test_run_out_and_signals import one_error_line
 from tests.test_simulated_tools import path_without_valgrind
 
@@ -163,3 +164,28 @@ def test_the_simulated_tier_without_valgrind(write_experiment, tmp_path):
     proc = run_cli("run", str(exp), "--dry-run", env={"PATH": path})
     assert proc.returncode == 0, proc.stderr
     assert "valgrind" not in proc.stdout
+
+
+def _line(stdout: str, start: str) -> str:
+    return next(line for line in stdout.splitlines() if line.startswith(start))
+
+
+def test_a_resume_plans_only_what_is_left(write_experiment, tmp_path):
+    """A run cut short after 3 of its 12 cells: the dry run of its --resume counts the 9 left, and its estimate is
+    what is left, not the whole run's again."""
+    exp = write_experiment('[run]\nbenchmarks = ["point-query", "hot-points"]\ntable_size = 1000\ntime = "5s"\n'
+                           'warmup = "0.1s"\nrepeats = 3\n[[target]]\nname = "a"\n[[target]]\nname = "b"\n')
+    out = write_run(tmp_path / "out", ["a", "b"], ["point-query", "hot-points"], 3,
+                    meta_extra={"status": "interrupted"})
+    (out / "experiment.toml").write_text(exp.read_text())
+    lines = (out / "results.jsonl").read_text().splitlines(keepends=True)
+    assert len(lines) == 12
+    (out / "results.jsonl").write_text("".join(lines[:3]))
+    resumed = run_cli("run", str(exp), "--out", str(out), "--dry-run", "--resume")
+    assert resumed.returncode == 0, resumed.stderr
+    assert _line(resumed.stdout, "cells: ").endswith("= 12 cells; 9 left to measure (3 measured before are kept)")
+    assert "3 cell(s) measured before are kept" in _line(resumed.stdout, "  ok     results: ")
+    whole = run_cli("run", str(exp), "--out", str(tmp_path / "new"), "--dry-run")
+    assert _line(whole.stdout, "cells: ").endswith("= 12 cells")  # a new run: nothing left out
+    estimate = _line(resumed.stdout, "estimate: ")
+    assert estimate.endswith("(what is left, the data loaded again)") and estimate != _line(whole.stdout, "estimate: ")

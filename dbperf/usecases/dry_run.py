@@ -52,21 +52,39 @@ def folder_check(directory: Path, earlier: Earlier | None) -> Check:
     return Check("results", f"{directory} (a new folder; not created by a dry run)")
 
 
-def _rounds_lines(e: Experiment) -> list[str]:
+def _left(plan: RunPlan) -> str:
+    """With --resume or --extend, what this sitting has left of the plan's cells (its minimum, with automatic
+    repeats): the cells measured before are kept, and a group whose rounds had stopped is not run again; "" for a
+    new run."""
+    if plan.replay.earlier is None:
+        return ""
+    stopped = {g.key for g in plan.groups if g.stopped}
+    left = sum(1 for c in plan.cells()
+               if (c.benchmark.name, c.threads) not in stopped and c.key not in plan.replay.skip)
+    kept = f"{len(plan.replay.earlier.records)} measured before are kept"
+    groups = f"; the rounds of {len(stopped)} (benchmark, threads) had stopped: not run again" if stopped else ""
+    return f"; {left} left to measure ({kept}{groups})"
+
+
+def _rounds_lines(e: Experiment, earlier: Earlier | None) -> list[str]:
     per = (f"{len(e.benchmarks)} benchmark(s) × {len(e.threads)} thread count(s) × {e.repeats} round(s) × "
            f"{len(e.targets)} target(s)")
+    plan = RunPlan.of(e, earlier)
     if e.budget_s is None:
-        return [f"cells: {per} = {RunPlan.of(e).cell_count()} cells",
+        return [f"cells: {per} = {plan.cell_count()} cells{_left(plan)}",
                 f"rounds: {e.repeats} per (benchmark, threads) (repeats = {e.repeats})",
                 "budget: none (a fixed number of rounds)"]
-    return [f"cells: at least {per} = {RunPlan.of(e).cell_count()} cells",
+    sitting = plan.replay.budget_s(e)
+    return [f"cells: at least {per} = {plan.cell_count()} cells{_left(plan)}",
             f"rounds: auto: at least {e.repeats} per (benchmark, threads), then more until each cell is decided or "
             "its share of the budget is spent",
-            f"budget: {human_seconds(e.budget_s)} of measured rounds (repeats = \"auto\")"]
+            f"budget: {human_seconds(e.budget_s)} of measured rounds (repeats = \"auto\")"
+            + (f"; left: {human_seconds(sitting)}" if earlier is not None else "")]
 
 
-def _estimate_lines(size: Estimate, yes: bool) -> list[str]:
-    lines = [f"estimate: about {human_seconds(size.seconds)}"]
+def _estimate_lines(size: Estimate, yes: bool, goes_on: bool) -> list[str]:
+    lines = [f"estimate: about {human_seconds(size.seconds)}" + (" (what is left, the data loaded again)"
+                                                                  if goes_on else "")]
     for where, need, free in size.needs:
         lines.append(f"disk: about {human_bytes(need)} of data in {where} (free: "
                      f"{'unknown' if free is None else human_bytes(free)})")
@@ -83,7 +101,8 @@ def _plan(p: Prepared, yes: bool, profile: bool) -> list[str]:
     if e.replication is not None:
         r = e.replication
         return [f"replication lab: primary + {r.replicas} replica(s), studies {', '.join(r.studies)}"]
-    lines = [*_rounds_lines(e), *_estimate_lines(estimate(e, p.directory, p.earlier), yes)]
+    lines = [*_rounds_lines(e, p.earlier), *_estimate_lines(estimate(e, p.directory, p.earlier), yes,
+                                                             p.earlier is not None)]
     if e.simulated:
         lines.append(f"simulated tier: after the rounds, every (target, benchmark) once under cachegrind (about "
                      f"{human_seconds(estimated_seconds(e))}, in the estimate)")
