@@ -55,13 +55,14 @@ dsn = "postgresql://bench@127.0.0.1:5432/bench"
     (lambda t: t.replace('order = "slices"', 'slice = "0.2s"'), "slice: only with order = \"slices\""),
     (lambda t: t.replace("aa = true", 'aa = true\nslice = "0.5ms"'), "slice: at least 1 ms"),
     (lambda t: t + '\n[[target]]\nname = "off"\nhugepages = "off"\n',
-     "target 'off': order = \"slices\" runs every target in one driver process"),
+     "target 'off': order = \"slices\" runs every target in one driver process, so its setup must be that of target "
+     "'wal' (process the default"),
     (lambda t: t + '\n[[target]]\nname = "noaslr"\nremedies = ["aslr-off"]\n', "remedies on the process aslr-off"),
 ])
 def test_what_slices_cannot_do_is_refused_in_one_line(write_experiment, edit, says):
     with pytest.raises(UserError) as err:
         parse_experiment(write_experiment(edit(SLICES)))
-    assert says in str(err.value) and "\n" not in str(err.value)
+    assert says in str(err.value) and "\n" not in str(err.value) and "''" not in str(err.value)
 
 
 @pytest.mark.unit

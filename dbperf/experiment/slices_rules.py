@@ -117,4 +117,4 @@ def check_slices(e: Experiment, where: Path | str) -> None:
     other = next((t for t in e.targets if process_setup(t) != process_setup(first)), None)
     if other is not None:
         raise UserError(f"{where} target {other.name!r}: {SLICES} runs every target in one driver process, so its "
-                        f"setup must be {first.name!r}'s ({_describe(first)}), not {_describe(other)}")
+                        f"setup must be that of target {first.name!r} ({_describe(first)}), not {_describe(other)}")
