@@ -725,7 +725,8 @@ def test_a_geomean_measure_is_one_target_over_every_benchmark_with_its_decided_c
     lines = results.read_text().splitlines()
     results.write_text("\n".join(x for x in lines if not ('"target":"new"' in x and '"benchmark":"insert"' in x)))
     short = Reader(study, tmp_path / "run").measure(study.figures[0].measure)
-    assert short.verdict == "decided 3 of 3 (3 on the wall clock, 0 on CPU time only): 3 slower, 0 faster; over 3 of 4 benchmarks, the others without rQPS"
+    assert short.verdict == ("decided 3 of 3 (3 on the wall clock, 0 on CPU time only): 3 slower, 0 faster; over 3 of "
+                             "4 benchmarks, the others without rQPS")
 
 
 SMOKE_STEP = """

@@ -1,5 +1,5 @@
-"""`dbperf study list/run/summary/check/record`: published results (their public sources: docs/sources.md) reproduced end
-to end (dbperf/studies/)."""
+"""`dbperf study list/run/summary/check/record`: published results (their public sources: docs/sources.md)
+reproduced end to end (dbperf/studies/)."""
 
 from __future__ import annotations
 

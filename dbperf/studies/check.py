@@ -17,11 +17,11 @@ from datetime import datetime
 from pathlib import Path
 
 from dbperf.errors import UserError
-from dbperf.run_meta import RunMeta
+from dbperf.run_meta import HostMeta, RunMeta
 from dbperf.storage.results import META, read_meta
 from dbperf.studies.builds import build_problems, problems_by_key
 from dbperf.studies.evidence import WORDS, Interval, word
-from dbperf.studies.figures import Headline, NotMeasured, Reader, Row, tallied
+from dbperf.studies.figures import Headline, NotMeasured, Provenance, Reader, Row, tallied
 from dbperf.studies.model import Study, load_study, study_names
 from dbperf.studies.notebook import unmarked
 from dbperf.studies.record_page import notebook_path, record_page
@@ -153,34 +153,52 @@ def _when(iso: object) -> datetime | None:
 
 
 def _provenance_defects(r: Row, metas: dict[str, RunMeta], run_dir: Path | None) -> list[str]:
-    run = r.run
-    if run is None:
+    if r.run is None:
         return [f"names no run that measured it ({r.host or 'no host'})"]
-    said = []
-    host = run.host
-    missing = [k for k in ("cpu", "cpu_id", "cores") if not host.get(k)]
-    if missing or not run.started or not run.directory:
-        said.append(f"its run lacks {', '.join(missing + [k for k in ('started', 'directory') if not getattr(run, k)])}")
-    if not (host.get("load_start") and host.get("load_end")) and not run.note:
-        said.append("its run's load at start and end is not recorded, nor why")
-    if run_dir is not None and run.directory != str(run_dir):
-        said.append(f"names the run {run.directory}, not this one")
-    cpus = {(str(m.host.cpu_model), str(m.host.cpu_id)) for m in metas.values()}
+    said = _run_defects(r.run, run_dir)
+    cpus = {(str(_host(m).cpu_model), str(_host(m).cpu_id)) for m in metas.values()}
     if len(cpus) > 1:
         said.append(f"rests on steps measured on {len(cpus)} CPUs ({'; '.join(', '.join(c) for c in sorted(cpus))})")
     for step, meta in metas.items():
-        if meta.host.cpu_id != host.get("cpu_id") or meta.host.cpu_model != host.get("cpu"):
-            said.append(f"its run's CPU ({host.get('cpu')}, {host.get('cpu_id')}) is not step {step}'s kept results' "
-                        f"({meta.host.cpu_model}, {meta.host.cpu_id})")
-        start, begun, ended = _when(meta.started_at), _when(run.started), _when(run.ended)
-        if start is None or begun is None or (start < begun) or (ended is not None and start > ended):
-            said.append(f"step {step}'s kept results started {meta.started_at}, outside its run "
-                        f"({run.started} to {run.ended})")
-        problems = [p for t in meta.targets if t.build and str(t.build.get("key")) in (r.builds or [])
-                    for p in build_problems(t.build)]
-        if problems and not r.superseded:
-            said.append(f"rests on an unfit build and is not marked superseded: {problems[0]}")
+        said += _kept_defects(r, r.run, step, meta)
     return said
+
+
+def _run_defects(run: Provenance, run_dir: Path | None) -> list[str]:
+    """What the run a figure names lacks: its CPU and generation, vCPUs, start, folder, load (or why not)."""
+    said = []
+    lacking = [k for k in ("cpu", "cpu_id", "cores") if not run.host.get(k)]
+    lacking += [k for k in ("started", "directory") if not getattr(run, k)]
+    if lacking:
+        said.append(f"its run lacks {', '.join(lacking)}")
+    if not (run.host.get("load_start") and run.host.get("load_end")) and not run.note:
+        said.append("its run's load at start and end is not recorded, nor why")
+    if run_dir is not None and run.directory != str(run_dir):
+        said.append(f"names the run {run.directory}, not this one")
+    return said
+
+
+def _kept_defects(r: Row, run: Provenance, step: str, meta: RunMeta) -> list[str]:
+    """Where a step's results are kept: the same CPU as the run named, a start inside it, its builds fit or the
+    figure marked superseded."""
+    said = []
+    kept, host = _host(meta), run.host
+    if kept.cpu_id != host.get("cpu_id") or kept.cpu_model != host.get("cpu"):
+        said.append(f"its run's CPU ({host.get('cpu')}, {host.get('cpu_id')}) is not step {step}'s kept results' "
+                    f"({kept.cpu_model}, {kept.cpu_id})")
+    start, begun, ended = _when(meta.started_at), _when(run.started), _when(run.ended)
+    if start is None or begun is None or start < begun or (ended is not None and start > ended):
+        said.append(f"step {step}'s kept results started {meta.started_at}, outside its run "
+                    f"({run.started} to {run.ended})")
+    problems = [p for t in meta.targets if t.build and str(t.build.get("key")) in (r.builds or [])
+                for p in build_problems(t.build)]
+    if problems and not r.superseded:
+        said.append(f"rests on an unfit build and is not marked superseded: {problems[0]}")
+    return said
+
+
+def _host(meta: RunMeta) -> HostMeta:
+    return meta.host or HostMeta()
 
 
 def _metas(kept: dict[str, Path]) -> dict[str, RunMeta]:

@@ -263,14 +263,14 @@ class Reader:
                             **_interval_or_why(interval))
         if cell is None or cell.rqps is None:
             raise NotMeasured(f"cell {m['target']} {m['benchmark']} has no rQPS")
-        v, change = run_verdict(cell.verdict_detail, cell.cpu_verdict_detail, meta.started_at)
-        word_ = v.verdict if v else "undecided"
+        then, change = run_verdict(cell.verdict_detail, cell.cpu_verdict_detail, meta.started_at)
+        word_: str = then.verdict if then else "undecided"
         if change is not None:
             word_ += f" (a rule added after the run, {change.date}, calls it: {change.what})"
-        elif v is not None and v.decided and v.metric == "cpu":
+        elif then is not None and then.decided and then.metric == "cpu":
             word_ += " on CPU time (the wall clock undecided)"
         wall, _ = run_verdict(cell.verdict_detail, None, meta.started_at)
-        return Measured(cell.rqps, word_, decided=bool(v and v.decided), builds=builds, problems=problems,
+        return Measured(cell.rqps, word_, decided=bool(then and then.decided), builds=builds, problems=problems,
                         **_interval_or_why(_verdict_interval(wall)))
 
     def _geomean(self, m: dict[str, Any], step: str) -> Measured:
@@ -518,6 +518,12 @@ def tallied(m: Matrix, target: str, started: str | None = None) -> Headline:
     geomean = math.exp(sum(math.log(c.rqps) for c in cells if c.rqps) / len(cells)) if cells else None
     decided = [v for v, _ in judged_ if v is not None and v.decided]
     later = [change for _, change in judged_ if change is not None]
-    return Headline(target, geomean, len(decided), len(cells), sum(1 for v in decided if v.verdict == "slower"),
-                    sum(1 for v in decided if v.metric == "cpu"), sum(1 for v in decided if v.verdict == "faster"),
+    slower, on_cpu, faster = _counted(decided)
+    return Headline(target, geomean, len(decided), len(cells), slower, on_cpu, faster,
                     len(later), "; ".join(dict.fromkeys(f"{c.date}: {c.what}" for c in later)) or None)
+
+
+def _counted(decided: list[CellVerdict]) -> tuple[int, int, int]:
+    """Of the decided verdicts: how many slower, how many on CPU time only, how many faster."""
+    return (sum(v.verdict == "slower" for v in decided), sum(v.metric == "cpu" for v in decided),
+            sum(v.verdict == "faster" for v in decided))

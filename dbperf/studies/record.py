@@ -21,6 +21,7 @@ from dbperf.report.escape import md
 from dbperf.storage.results import META, keep_results
 from dbperf.studies.figures import Headline, Provenance, Row
 from dbperf.studies.model import Step, Study, load_study
+from dbperf.studies.record_page import notebook_path, record_page
 from dbperf.studies.steps import step_kind
 from dbperf.studies.study_record import (
     STUDY_JSON,
@@ -31,7 +32,6 @@ from dbperf.studies.study_record import (
     read_record,
     record_text,
 )
-from dbperf.studies.record_page import notebook_path, record_page
 from dbperf.studies.summary import Host, RunFacts, summary
 from dbperf.usecases.progress import PROGRESS, say
 

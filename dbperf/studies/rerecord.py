@@ -16,7 +16,7 @@ from pathlib import Path
 from msgspec import UNSET
 
 from dbperf.errors import UserError
-from dbperf.run_meta import RunMeta
+from dbperf.run_meta import HostMeta, RunMeta
 from dbperf.storage.results import read_meta
 from dbperf.studies.builds import problems_by_key
 from dbperf.studies.definition import Figure
@@ -32,7 +32,7 @@ from dbperf.studies.record import (
 )
 from dbperf.studies.record_page import notebook_path, record_page
 from dbperf.studies.steps import step_kind
-from dbperf.studies.study_record import StudyRecord, read_record, record_text
+from dbperf.studies.study_record import read_record, record_text
 
 CHANGE = re.compile(r"after / before ([0-9.]+)\)")
 
@@ -75,7 +75,7 @@ def _figure_again(study: Study, f: Figure, old: Row | None, reader: Reader, meta
                   own: Provenance) -> Row:
     steps = _steps(f)
     if steps and steps <= metas.keys():
-        cpus = {(m.host.cpu_model, m.host.cpu_id) for s, m in metas.items() if s in steps}
+        cpus = {(_host(m).cpu_model, _host(m).cpu_id) for s, m in metas.items() if s in steps}
         if len(cpus) > 1:
             return Row(f.what, f.section, f.published, "not measured: its parts were measured on two CPUs "
                        f"({'; '.join(f'{c}, {i}' for c, i in sorted(cpus, key=str))})", "–")
@@ -92,6 +92,10 @@ def _figure_again(study: Study, f: Figure, old: Row | None, reader: Reader, meta
     return _judged_again(study, f, old, own if old.run is None else old.run)
 
 
+def _host(meta: RunMeta) -> HostMeta:
+    return meta.host or HostMeta()
+
+
 def _run_of(meta: RunMeta, own: Provenance) -> Provenance:
     """The record's own run when its kept results started inside it on its CPU, else the run meta.json describes."""
     def when(iso: object) -> datetime | None:
@@ -100,10 +104,10 @@ def _run_of(meta: RunMeta, own: Provenance) -> Provenance:
         except ValueError:
             return None
     start, begun, ended = when(meta.started_at), when(own.started), when(own.ended)
-    same_cpu = (meta.host.cpu_model, meta.host.cpu_id) == (own.host.get("cpu"), own.host.get("cpu_id"))
+    h = _host(meta)
+    same_cpu = (h.cpu_model, h.cpu_id) == (own.host.get("cpu"), own.host.get("cpu_id"))
     if same_cpu and start and begun and ended and begun <= start <= ended:
         return own
-    h = meta.host
     folder = str(Path(meta.experiment).parent) if meta.experiment else None
     host = {"cpu": h.cpu_model, "cpu_id": h.cpu_id, "microcode": h.microcode, "cores": h.cores,
             "virtualised": h.virtualised, "kernel": h.kernel, "load_start": None, "load_end": None}
@@ -120,8 +124,8 @@ def _judged_again(study: Study, f: Figure, old: Row, run: Provenance) -> Row:
         checked = float(change.group(1)) if change else None
     steps = _steps(f)
     exact = [step_kind(study.step(s).kind).exact(study.step(s).settings) for s in steps]
-    interval = None
-    why = "recorded before the lab kept an interval with the figure; its step's files were not kept"
+    interval: Interval | None = None
+    why: str | None = "recorded before the lab kept an interval with the figure; its step's files were not kept"
     if checked is not None and exact and all(exact):
         interval, why = Interval(checked, checked, str(exact[0]), exact=True), None
     lab = [p for p in old.verdict.split("; ") if p.split(" ", 1)[0] in ("faster", "slower", "same", "undecided",

@@ -103,8 +103,9 @@ def host_differences(host: Host, sections: list[str] | tuple[str, ...] = ()) -> 
     """What this host changes against the published runs of the sources the figures cite (their `section`s, keys
     of the sources table: sources.py), each said of the source it is true of, then this host's load average."""
     keys = [k for section in sections for k in section_keys(section) if k in load_sources()]
-    said = [sources_differences(list(dict.fromkeys(keys)), host)] if keys else [
-        f"This host: {host.short}{'' if host.counters == 'hardware' else f' (no hardware counters: {host.counters_reason})'}."]
+    counters = "" if host.counters == "hardware" else f" (no hardware counters: {host.counters_reason})"
+    said = ([sources_differences(list(dict.fromkeys(keys)), host)] if keys else
+            [f"This host: {host.short}{counters}."])
     end = f", at the end {_load(host.load_end)}" if host.load_end else ""
     said.append(f"Load average at the start {_load(host.load_start)}{end} (1, 5, 15 min).")
     return " ".join(said)
@@ -191,8 +192,8 @@ def html_summary(study: Study, rows: list[Row], run: RunFacts, reports: list[str
              f"<code>{text(run.command)}</code>" + text(MODE_NOTES[mode] + "." + rewritten_note(run)) + "</p>")
     page.section("figures", "The published figures and this host's")
     page.add(html_table(("published figure", "measured here", "verdict", "host"),
-                        [(f"{r.what} ({r.section}): {r.published}", measured_text(r), verdict_text(r), host_text(r, host))
-                         for r in rows],
+                        [(f"{r.what} ({r.section}): {r.published}", measured_text(r), verdict_text(r),
+                          host_text(r, host)) for r in rows],
                         text_columns=4))
     page.section("steps", "Steps")
     page.add(html_table(("step", "how it ended"), run.steps, text_columns=2))

@@ -1,0 +1,148 @@
+"""`dbperf study check`: passes on the records as they are, and fails, in one line naming the defect, on each defect a
+reviewer found in them, made in a copy of a record: a figure edited on the page, a word its evidence does not give,
+a wrong run named, two CPUs under one figure, a figure on an unfit build left unmarked, a notebook section on it
+without its banner, an internal word."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from dbperf.studies.model import load_study
+from dbperf.studies.record_page import notebook_path, record_page
+from dbperf.studies.study_record import read_record, record_text
+from tests.conftest import run_cli
+
+pytestmark = pytest.mark.unit
+
+DOCS = Path(__file__).parent.parent / "docs" / "studies"
+RECORDED = ("pgo-server", "tuning-ladder", "release-regression", "read-mostly-globals")
+
+
+@pytest.fixture
+def docs(tmp_path: Path) -> Path:
+    copy = tmp_path / "studies"
+    shutil.copytree(DOCS, copy)
+    return copy
+
+
+def _check(name: str, docs: Path) -> tuple[int, list[str]]:
+    proc = run_cli("study", "check", name, "--docs", str(docs))
+    assert "Traceback" not in proc.stderr
+    return proc.returncode, proc.stdout.splitlines()
+
+
+def _edit_json(docs: Path, name: str, edit) -> None:
+    """Edits the record's JSON, then writes its page again from it, so that only the edit is a defect."""
+    path = docs / f"{name}.json"
+    doc = json.loads(path.read_text())
+    edit(doc)
+    path.write_text(json.dumps(doc, indent=2) + "\n")
+    (docs / f"{name}.md").write_text(record_page(load_study(name), read_record(path),
+                                                 notebook_path(docs, name).is_file()))
+
+
+def _figure(doc: dict, what: str) -> dict:
+    return next(f for f in doc["figures"] if f["what"].startswith(what))
+
+
+@pytest.mark.parametrize("name", RECORDED)
+def test_the_records_on_record_pass(name: str, docs: Path) -> None:
+    assert _check(name, docs) == (0, [])
+
+
+def test_a_figure_edited_on_the_page_is_found(docs: Path) -> None:
+    page = docs / "tuning-ladder.md"
+    page.write_text(page.read_text().replace("| 1.103 [", "| 1.203 [", 1))
+    code, lines = _check("tuning-ladder", docs)
+    assert code == 1 and len(lines) == 1 and "the page is not what its JSON gives" in lines[0] and "1.203" in lines[0]
+
+
+def test_a_word_the_evidence_does_not_give_is_found(docs: Path) -> None:
+    def holds(doc: dict) -> None:  # an unstable cell said to hold: the old range check on a point estimate
+        f = _figure(doc, "+ tuned configuration: the cumulative gain")
+        f["verdict"] = f["verdict"].replace("consistent:", "holds:")
+    _edit_json(docs, "tuning-ladder", holds)
+    code, lines = _check("tuning-ladder", docs)
+    assert code == 1 and lines == [
+        "docs/studies/tuning-ladder: figure 7 (+ tuned configuration: the cumulative gain): says 'holds' where its "
+        "evidence gives 'consistent'"]
+
+
+def test_a_figure_naming_the_wrong_run_is_found(docs: Path) -> None:
+    def elsewhere(doc: dict) -> None:  # the MariaDB figures named as the PostgreSQL run's (the record's own)
+        f = _figure(doc, "MariaDB point-query rQPS")
+        f["run"] = {**f["run"], "host": dict(doc["host"]), "started": doc["started"], "ended": doc["ended"],
+                    "note": None}
+    _edit_json(docs, "pgo-server", elsewhere)
+    code, lines = _check("pgo-server", docs)
+    assert code == 1
+    assert any("its run's CPU (AMD EPYC, family 25, model 1, stepping 1) is not step mariadb's kept results' "
+               "(AMD EPYC, family 25, model 17, stepping 1)" in line for line in lines)
+    assert any("step mariadb's kept results started 2026-11-25T17:37:33+00:00, outside its run" in line
+               for line in lines)
+
+
+def test_a_figure_on_two_cpus_is_found(docs: Path) -> None:
+    kept = docs / "pgo-server" / "postgres" / "meta.json"
+    meta = json.loads(kept.read_text())
+    meta["host"]["cpu_id"] = "family 25, model 17, stepping 1"  # as if the step had run on the other generation
+    kept.write_text(json.dumps(meta))
+    code, lines = _check("pgo-server", docs)
+    assert code == 1 and any("is not step postgres's kept results'" in line for line in lines)
+
+
+def test_a_figure_on_an_unfit_build_left_unmarked_is_found(docs: Path) -> None:
+    def unmark(doc: dict) -> None:
+        _figure(doc, "MariaDB point-query rQPS")["superseded"] = None
+    _edit_json(docs, "pgo-server", unmark)
+    code, lines = _check("pgo-server", docs)
+    assert code == 1 and len(lines) == 1
+    assert "rests on an unfit build and is not marked superseded: build 1a3860785c545e092d08" in lines[0]
+
+
+def test_a_notebook_section_on_an_unfit_build_without_its_banner_is_found_and_put_back(docs: Path) -> None:
+    notebook = docs / "notebooks" / "pgo-server.md"
+    text = notebook.read_text()
+    start = text.index('!!! warning "Superseded"\n    build 1a3860785c545e092d08')
+    end = text.index("\n", text.index("\n", start) + 1)
+    notebook.write_text(text[:start] + text[end + 1:])
+    code, lines = _check("pgo-server", docs)
+    assert code == 1 and len(lines) == 1 and "The MariaDB step at its own budget" in lines[0]
+    assert run_cli("study", "record", "pgo-server", "--again", "--docs", str(docs)).returncode == 0
+    assert _check("pgo-server", docs) == (0, [])
+
+
+def test_an_internal_word_is_found(docs: Path) -> None:
+    notebook = docs / "notebooks" / "tuning-ladder.md"
+    notebook.write_text(notebook.read_text() + "\nAs the seed's post says (issue 46).\n")
+    code, lines = _check("tuning-ladder", docs)
+    assert code == 1 and len(lines) == 2 and "\"seed's\"" in lines[0] and "'issue 46'" in lines[1]
+
+
+def test_a_headline_that_counts_more_than_the_run_decided_is_found(docs: Path) -> None:
+    def more(doc: dict) -> None:  # the count a rule added after the run gives
+        doc["headline"]["decided"] = 14
+    _edit_json(docs, "pgo-server", more)
+    code, lines = _check("pgo-server", docs)
+    assert code == 1 and lines == [
+        "docs/studies/pgo-server: headline of step mariadb: says decided 14 of 14, slower 0; its kept results give "
+        "12 of 14, slower 0 (2 more by a later rule) under the run's rule"]
+
+
+def test_a_record_written_again_is_what_it_was(docs: Path) -> None:
+    before = (docs / "tuning-ladder.json").read_text()
+    assert run_cli("study", "record", "tuning-ladder", "--again", "--docs", str(docs)).returncode == 0
+    after = json.loads((docs / "tuning-ladder.json").read_text())
+    assert [f["verdict"] for f in after["figures"]] == [f["verdict"] for f in json.loads(before)["figures"]]
+    assert record_text(read_record(docs / "tuning-ladder.json")) == (docs / "tuning-ladder.json").read_text()
+
+
+def test_bad_input_is_one_line(docs: Path) -> None:
+    proc = run_cli("study", "check", "nosuch", "--docs", str(docs))
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1 and "no such study" in proc.stderr
+    proc = run_cli("study", "record", "tuning-ladder", "--docs", str(docs))
+    assert proc.returncode == 2 and "or --again" in proc.stderr
