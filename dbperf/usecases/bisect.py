@@ -349,6 +349,8 @@ def resumable(doc: dict) -> bool:
     fetched, a tool that failed: its `error`) rather than by a step's verdict; failed, it is not taken for cut
     short."""
     return doc.get("outcome") in RESUMABLE or (doc.get("outcome") == FAILED and bool(doc.get("error")))
+
+
 WRITES_INTO = "bisect writes only into a new or empty directory: choose another --out"
 
 

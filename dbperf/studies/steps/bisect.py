@@ -11,7 +11,7 @@ from dbperf.errors import UserError
 from dbperf.experiment.durations import parse_duration
 from dbperf.studies.definition import Step, Study
 from dbperf.studies.steps.base import INCOMPLETE, Checking, Over, StepEnd, StepKind, StepRun, read_json
-from dbperf.usecases.bisect import RESUMABLE, StepSettings, earlier_steps, parse_threshold, release_range
+from dbperf.usecases.bisect import StepSettings, earlier_steps, parse_threshold, release_range, resumable
 from dbperf.usecases.bisect_metrics import metric, run_bisect
 from dbperf.usecases.bisect_work import record_line
 
@@ -19,7 +19,7 @@ from dbperf.usecases.bisect_work import record_line
 def _resumable(written: Path) -> bool:
     """Whether the bisect that wrote `written` was cut short: its search goes on from its decided steps."""
     doc = read_json(written)
-    return isinstance(doc, dict) and doc.get("outcome") in RESUMABLE
+    return isinstance(doc, dict) and resumable(doc)
 
 
 class BisectKind(StepKind):
