@@ -69,6 +69,7 @@ lint: setup
 	$(VENV)/bin/lint-imports
 	cd driver && cargo clippy --release --quiet -- -D warnings && cargo fmt --check
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --site-dir $(SITE)
+	$(VENV)/bin/dbperf study check
 
 # The documentation site (docs/, mkdocs.yml), built as `make lint` checks it.
 docs: driver venv-dev

@@ -19,7 +19,7 @@ from tests.conftest import run_cli
 pytestmark = pytest.mark.unit
 
 DOCS = Path(__file__).parent.parent / "docs" / "studies"
-RECORDED = ("pgo-server", "tuning-ladder", "release-regression", "read-mostly-globals")
+RECORDED = ("barriers-spin", "pgo-server", "read-mostly-globals", "release-regression", "replication", "tuning-ladder")
 
 
 @pytest.fixture

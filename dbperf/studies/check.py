@@ -21,7 +21,7 @@ from dbperf.run_meta import HostMeta, RunMeta
 from dbperf.storage.results import META, read_meta
 from dbperf.studies.builds import build_problems, problems_by_key
 from dbperf.studies.evidence import WORDS, Interval, word
-from dbperf.studies.figures import Headline, NotMeasured, Provenance, Reader, Row, tallied
+from dbperf.studies.figures import Headline, NotMeasured, Provenance, Reader, Row, not_a_floor, tallied
 from dbperf.studies.model import Study, load_study, study_names
 from dbperf.studies.notebook import unmarked
 from dbperf.studies.record_page import notebook_path, record_page
@@ -112,7 +112,8 @@ def check_figures(study: Study, record: StudyRecord, kept: dict[str, Path], run_
         if figure is None:
             defects.append(f"{where}: not a figure of study {study.name} (renamed or removed since)")
             continue
-        defects += [f"{where}: {d}" for d in _word_defects(figure.expect, bool(figure.derived), r)]
+        defects += [f"{where}: {d}" for d in _word_defects(figure.expect, bool(figure.derived), r,
+                                                                            figure.floor)]
         untraced = [k for k in section_keys(r.section) if k in load_sources() and not load_sources()[k].traced]
         if untraced and any(c.isdigit() for c in r.published):
             defects.append(f"{where}: prints a figure as published whose source is not traced ({untraced[0]})")
@@ -131,13 +132,16 @@ def _word_of(verdict: str) -> str | None:
     return None
 
 
-def _word_defects(expect: tuple[float | None, float | None] | None, derived: bool, r: Row) -> list[str]:
+def _word_defects(expect: tuple[float | None, float | None] | None, derived: bool, r: Row,
+                  floor: bool = False) -> list[str]:
     said = _word_of(r.verdict)
+    interval = Interval(r.low, r.high, r.interval or "") if r.low is not None and r.high is not None else None
+    if floor and r.checked is not None and not_a_floor(r.checked, interval):
+        return [f"says {said!r} of a ratio to a reference that is not a floor"] if said else []
     if expect is None or derived or r.value is None:
         return [f"says {said!r} of a figure with no claim to check"] if said and r.value is not None else []
     if r.checked is None:
         return ["keeps no value its word judges (recorded before words followed the evidence: record it again)"]
-    interval = Interval(r.low, r.high, r.interval or "") if r.low is not None and r.high is not None else None
     if interval is None and not r.interval:
         return ["has neither an interval nor why it has none"]
     decided = False if r.superseded else r.decided

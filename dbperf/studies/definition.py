@@ -67,6 +67,9 @@ class Figure:
     before: dict[str, Any] | None = None  # the value the measured one changed from; `expect` then bounds their ratio
     # Why the figure is arithmetic, not a measurement (the probe's own definitions give it): no word holds of it.
     derived: str = ""
+    # The reference (`per`) claims to be a floor of the measure (a loop without the barrier): a ratio below 1 says it
+    # is not one, and the figure then gets no word.
+    floor: bool = False
 
     def measures(self, mode: Mode) -> tuple[dict[str, Any], dict[str, Any] | None]:
         """The measure and the reference it is divided by (None: none), with the --quick overrides (which a smoke

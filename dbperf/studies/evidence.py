@@ -78,6 +78,17 @@ def spread_interval(low: float, high: float, repeats: int | None) -> Interval:
     return Interval(low, high, how)
 
 
+def proportion_interval(count: int, of: int, z: float = 1.96) -> Interval:
+    """Wilson's 95% score interval of a proportion count / of: it stays inside [0, 1] and is not empty at 0 or 1."""
+    p = count / of
+    centre = (p + z * z / (2 * of)) / (1 + z * z / of)
+    half = z / (1 + z * z / of) * math.sqrt(p * (1 - p) / of + z * z / (4 * of * of))
+    low = 0.0 if count == 0 else max(0.0, centre - half)  # exact ends where the count is: no rounding residue
+    high = 1.0 if count == of else min(1.0, centre + half)
+    return Interval(low, high,
+                    f"Wilson's 95% interval of {count:,} in {of:,}")
+
+
 def ratio_interval(top: Interval, bottom: Interval) -> Interval | None:
     """top / bottom, each anywhere in its interval (conservative: both ends at their extremes)."""
     if bottom.low <= 0 or bottom.high <= 0:

@@ -21,7 +21,15 @@ from dbperf.stats.rule_history import RuleChange, under_run_rule
 from dbperf.stats.verdict import CellVerdict, deciding
 from dbperf.storage.results import read_results
 from dbperf.studies.builds import build_problems
-from dbperf.studies.evidence import Interval, median_interval, ratio_interval, said, spread_interval, word
+from dbperf.studies.evidence import (
+    Interval,
+    median_interval,
+    proportion_interval,
+    ratio_interval,
+    said,
+    spread_interval,
+    word,
+)
 from dbperf.studies.model import Figure, Mode, Study, left_out
 from dbperf.studies.steps import step_kind
 
@@ -307,6 +315,16 @@ class Reader:
         exact = step_kind(self.study.step(step).kind).exact(self.study.step(step).settings)
         if exact:
             return Measured(value, interval=Interval(value, value, exact, exact=True))
+        if isinstance(m.get("spread"), list):  # the range of its runs, kept beside it
+            low, high, runs = (walk(doc, p) for p in m["spread"])
+            if not isinstance(runs, list) or len(runs) < 2:
+                return Measured(value, why_none="a single run: no range")
+            return Measured(value, interval=spread_interval(_number(low, m["spread"][0]), _number(high, m["spread"][1]),
+                                                            len(runs) if isinstance(runs, list) else None))
+        if isinstance(m.get("proportion"), list):  # a share counted: how many of how many
+            count, of = (int(_number(walk(doc, p), p)) for p in m["proportion"])
+            if of > 0:
+                return Measured(value, interval=proportion_interval(count, of))
         return Measured(value, why_none="one value from the step's JSON (no repeats kept with it)")
 
 
@@ -354,6 +372,11 @@ def claim_check(figure: Figure, value: float, interval: Interval | None, decided
     if figure.expect is None or figure.derived:
         return ""
     return said(word(figure.expect, value, interval, decided), figure.claim, interval, why_none)
+
+
+def not_a_floor(checked: float, interval: Interval | None) -> bool:
+    """A ratio to a floor below 1: where there is an interval, wholly below 1."""
+    return interval.high < 1 if interval is not None else checked < 1
 
 
 def _combined(measured: Measured, other: Measured, op: str) -> tuple[Interval | None, str | None]:
@@ -414,6 +437,9 @@ def judged(figure: Figure, value: float, before: float | None, interval: Interva
     checked = value / before if before is not None else value
     superseded = "; ".join(dict.fromkeys(problems)) or None
     claim = claim_check(figure, checked, interval, False if superseded else decided, why_none)
+    if figure.floor and not_a_floor(checked, interval):
+        claim = (f"not judged: the reference is not a floor (the measure / the reference = {checked:.3g}, "
+                 f"{'interval below 1' if interval else 'below 1'}): it does more work than what it is the floor of")
     change = f" (after / before {checked:.3f})" if before is not None else ""
     words = [w for w in (verdict, claim + change if claim else "",
                          f"derived, not measured: {figure.derived}" if figure.derived else "") if w]

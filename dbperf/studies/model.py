@@ -21,7 +21,9 @@ exist.
     # of the experiment to compare with, instead of its base: its rQPS and the lab's verdict against that one)
     # a geomean measure: target (and optionally base): its geomean rQPS over every benchmark not trained on, and
     # how many cells the lab decided slower and faster
-                                    # a json measure's `empty = "..."`: what a null there means (measured, none)
+                                    # a json measure's `empty = "..."`: what a null there means (measured, none);
+                                    # `spread = [LOW, HIGH, RUNS]` paths of its runs' range (its interval), or
+                                    # `proportion = [COUNT, OF]` paths of a share's count (Wilson's interval)
     quick = { target = "...", per = { target = "..." } }    # overrides of measure (and per) under --quick/--smoke
     quick = { skip = "why" }        # a figure the --quick/--smoke run does not measure by design (said, not missing)
     unit = "TSC ticks"; expect = { min = 2.0, max = 100.0 }; claim = "what the published figure says, restated"
@@ -29,6 +31,8 @@ exist.
                                     # the range (a cell: decided), consistent, does not hold, inconclusive
     derived = "why"                 # arithmetic, not a measurement (e.g. a mean of the probe's own definition):
                                     # shown, never judged
+    floor = true                    # `per` claims to be a floor of the measure: a ratio below 1 refutes it, and
+                                    # the figure gets no word
     before = { from = ... }         # optional: the value it changed from, shown "before → measured"; expect then
                                     # bounds measured / before (a claim that something grew or shrank)
     [headline]                      # experiment studies: geomean rQPS of one target over its decided cells
@@ -76,7 +80,7 @@ MEASURE_SOURCES = ("probe", "cell", "geomean", "json")
 STUDY_KEYS = ("name", "title", "sources", "brief", "seeds", "duration", "description", "long", "step", "figure",
               "headline")
 FIGURE_KEYS = ("what", "section", "published", "measure", "per", "unit", "scale", "expect", "claim", "digits",
-               "quick", "before", "derived")
+               "quick", "before", "derived", "floor")
 
 
 def left_out(study: Study, mode: Mode) -> dict[int, str]:
@@ -245,7 +249,14 @@ def _figure(raw: Any, i: int, where: str) -> Figure:
                   published=_text(raw, "published", fwhere), measure=measure, per=raw.get("per"),
                   unit=str(raw.get("unit", "")), scale=float(scale), expect=bounds, claim=str(raw.get("claim", "")),
                   digits=digits, quick=dict(quick), before=raw.get("before"),
-                  derived=_text(raw, "derived", fwhere, ""))
+                  derived=_text(raw, "derived", fwhere, ""), floor=_floor(raw, fwhere))
+
+
+def _floor(raw: dict[str, Any], where: str) -> bool:
+    floor = raw.get("floor", False)
+    if not isinstance(floor, bool) or (floor and raw.get("per") is None):
+        raise UserError(f"{where}: floor must be true or false, and true only with a per (the reference it is)")
+    return floor
 
 
 def _check_references(study: Study, where: str) -> None:
@@ -351,6 +362,10 @@ def _check_measure(m: dict[str, Any], study: Study, targets: dict[str, set[str]]
         _check_cell_measure(m, str(source), targets.get(step_name), catalog, where)
     elif not isinstance(m.get("path"), str) or not isinstance(m.get("file", ""), str):
         raise UserError(f"{where}: a json measure needs a path (and optionally the step's file)")
+    for key, n in (("spread", 3), ("proportion", 2)):  # paths beside the value: its runs' range, or its count
+        if key in m and not (isinstance(m[key], list) and len(m[key]) == n and all(isinstance(p, str) for p in m[key])):
+            raise UserError(f"{where}: a json measure's {key} is a list of {n} paths"
+                            + (" (lowest, highest, the runs)" if key == "spread" else " (the count, of how many)"))
 
 
 def _check_cell_measure(m: dict[str, Any], source: str, names: set[str] | None, catalog: dict[str, Any],

@@ -6,6 +6,7 @@ docs/studies/<name>/<step> NEW_DIR/<step>`) on any clone, not only on the host t
 
 from __future__ import annotations
 
+import re
 import shutil
 from dataclasses import replace
 from datetime import datetime
@@ -205,6 +206,8 @@ def hand_text_to_notebook(name: str, docs: Path) -> None:
     hand = before[before.index(BY_HAND) + len(BY_HAND):].strip("\n")
     if not hand:
         return
+    # the notebook is one folder down: its relative links go one further up
+    hand = re.sub(r"\]\((?!https?:|#|/)", "](../", hand)
     notebook = notebook_path(docs, name)
     try:
         notebook.parent.mkdir(parents=True, exist_ok=True)
