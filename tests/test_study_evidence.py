@@ -93,3 +93,14 @@ def test_the_headline_says_how_each_cell_was_decided_and_what_a_later_rule_adds(
                              "called by a rule added after the run")
     none = replace(h, decided=0, on_cpu_time=0, by_later_rule=0, superseded="build k: its profile is empty")
     assert none.decided_by() == "None of the 14 cells was decided. Superseded: build k: its profile is empty."
+
+
+def test_a_share_counted_has_wilsons_interval_inside_zero_and_one():
+    from dbperf.studies.evidence import proportion_interval
+    none = proportion_interval(0, 2000)
+    assert none.low == 0.0 and none.high == pytest.approx(0.00192, abs=1e-5) and "0 in 2,000" in none.how
+    assert word((None, 0.0), 0.0, none) == "consistent"  # "none stale" is not proven by a sample: never holds
+    every = proportion_interval(2000, 2000)
+    assert every.high == 1.0 and every.low < 1.0
+    some = proportion_interval(1601, 2000)
+    assert some.low == pytest.approx(0.7824, abs=1e-3) and some.high == pytest.approx(0.8174, abs=1e-3)

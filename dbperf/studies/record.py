@@ -41,8 +41,8 @@ DOCS_STUDIES = Path(dbperf.__file__).resolve().parents[1] / "docs" / "studies"
 # notebook (record_page.py), since the page is now generated whole from the record.
 BY_HAND = "<!-- written by hand below: kept when the study is recorded again -->"
 NOTEBOOK_INTRO = ("Dated analyses written by hand beside [the record](../{name}.md), which is generated from its JSON. "
-                  "A figure quoted here is the record's, or names the run it comes from; a section on a build found "
-                  "invalid later is marked superseded.")
+                  "Each names its date and the run it read; a figure quoted here that the record does not hold is a "
+                  "note, not a finding, and a section on a build found invalid later is marked superseded.")
 
 
 def recorded(name: str, docs: Path = DOCS_STUDIES) -> StudyRecord | None:

@@ -87,8 +87,8 @@ def _figure_again(study: Study, f: Figure, old: Row | None, reader: Reader, meta
         return Row(f.what, f.section, f.published, why, "–", left_out=bool(old and old.left_out))
     if old.run is None and old.host:
         return Row(f.what, f.section, f.published,
-                   f"withdrawn: measured {old.measured} by a run the record does not name ({old.host}; its results "
-                   "were not kept), so its provenance cannot be checked", "–")
+                   f"withdrawn: measured by a run the record does not name ({old.host}; its results were not "
+                   "kept): with no run to check it against, its value is not shown", "–")
     return _judged_again(study, f, old, own if old.run is None else old.run)
 
 
