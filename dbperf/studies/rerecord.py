@@ -74,14 +74,17 @@ def _steps(f: Figure) -> set[str]:
 def _figure_again(study: Study, f: Figure, old: Row | None, reader: Reader, metas: dict[str, RunMeta],
                   own: Provenance) -> Row:
     steps = _steps(f)
-    if steps and steps <= metas.keys():
+    from_cells = all(m.get("from") in ("cell", "geomean") for m in (f.measure, f.per, f.before) if isinstance(m, dict))
+    if steps and steps <= metas.keys() and from_cells:  # read back from the kept results; a step's JSON is not kept
         cpus = {(_host(m).cpu_model, _host(m).cpu_id) for s, m in metas.items() if s in steps}
         if len(cpus) > 1:
             return Row(f.what, f.section, f.published, "not measured: its parts were measured on two CPUs "
                        f"({'; '.join(f'{c}, {i}' for c, i in sorted(cpus, key=str))})", "–")
         new = row(reader, f)
-        run = _run_of(metas[sorted(steps)[0]], own)
-        return replace(new, run=run if new.measured_anything else None)
+        if new.measured_anything or old is None or not old.measured_anything:
+            run = _run_of(metas[sorted(steps)[0]], own)
+            return replace(new, run=run if new.measured_anything else None)
+        # the kept results do not give it back (a figure added since): the record's value, judged again
     if old is None or not old.measured_anything:
         why = old.measured if old is not None else "not measured: not in the record"
         return Row(f.what, f.section, f.published, why, "–", left_out=bool(old and old.left_out))
