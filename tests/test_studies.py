@@ -1146,3 +1146,25 @@ def test_a_record_keeps_a_layout_fixs_ab_run_beside_it(tmp_path):
     assert json.loads(data.read_text())["results"] == {"sqlite": "read-mostly-globals/sqlite"}
     kept = docs / "read-mostly-globals" / "sqlite"
     assert (kept / "meta.json").is_file() and (kept / "results.jsonl.gz").is_file()
+
+
+@pytest.mark.unit
+def test_a_summary_names_the_run_that_measured_each_figure_and_study_check_accepts_it(tmp_path, monkeypatch):
+    """study.json's figures carry their run (folder, command, times, host with its load); `dbperf study check DIR`
+    reads the run's words and provenance back and finds nothing to say."""
+    from dbperf.studies import check, study_run
+    from dbperf.studies.study_run import summarise
+    study = parse_study(_write(tmp_path, GOOD + RATIO))
+    monkeypatch.setattr(study_run, "load_study", lambda _name: study)
+    monkeypatch.setattr(check, "load_study", lambda _name: study)
+    run = tmp_path / "run"
+    _probes(run, 20.0, 4.0)
+    (run / "study.json").write_text(json.dumps({
+        "study": "mine", "mode": "full", "started": "2026-11-28T10:00:00+00:00", "ended": "2026-11-28T10:01:00+00:00",
+        "directory": str(run), "command": "dbperf study run mine", "host": HOST.to_json(),
+        "steps": [{"name": "probes", "ended": "ran"}], "exit_code": 0}))
+    summarise(run, study)
+    figures = json.loads((run / "study.json").read_text())["figures"]
+    assert [f["run"]["directory"] for f in figures] == [str(run), str(run)]
+    assert figures[1]["run"]["host"]["load_end"] == [0.6, 0.5, 0.4] and figures[1]["checked"] == pytest.approx(5.0)
+    assert check.check_run(run).defects == []
