@@ -27,7 +27,7 @@ def _memory_ops(objdump: str, function: str) -> list[str]:
         insn = line.split(":", 1)[-1].split("#")[0].strip()
         if insn.startswith("ret"):  # the padding after it is not the function's
             break
-        if FENCES.match(insn) or ("(" in insn or "[" in insn) and not insn.startswith("lea"):
+        if FENCES.match(insn) or (("(" in insn or "[" in insn) and not insn.startswith("lea")):
             ops.append(re.sub(r"0x[0-9a-f]+", "ADDR", insn))
     return ops
 
