@@ -15,6 +15,7 @@ import pytest
 
 from tests.conftest import run_cli
 from tests.fake_maven import UNREACHABLE, fake_maven
+from tests.refusal import assert_refused
 from tests.synthetic import write_run
 
 pytestmark = pytest.mark.unit
@@ -147,3 +148,10 @@ def test_a_bisect_stopped_in_its_first_step_holds_its_folder_and_can_be_resumed(
         again = bisect("--out", str(out), "--resume", env={**env, **maven})
     assert again.returncode == 2 and "HTTP 404" in again.stderr, again.stderr  # past the folder: at the release
     assert not (out / ".lock").exists()  # let go at the end
+
+
+def test_a_driver_that_is_not_there_is_said_before_the_folder_is_made(tmp_path):
+    """A step's run would find it only once the bisect's folder holds its path (a folder the next bisect refuses)."""
+    out = tmp_path / "bisect"
+    proc = bisect("--out", str(out), env={**NO_FETCH, "DBPERF_DRIVER": str(tmp_path / "no-driver")})
+    assert_refused(proc, 2, f"DBPERF_DRIVER={tmp_path / 'no-driver'}: not an executable file", out)

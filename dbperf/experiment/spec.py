@@ -24,6 +24,7 @@ from dbperf.experiment.build_variants import (
     parse_server_build,
     parse_source,
 )
+from dbperf.experiment.dsn_address import dsn_address
 from dbperf.experiment.harness_settings import harness_settings
 from dbperf.experiment.keys import DEFAULT_MIN_EFFECT, MIN_ROUNDS
 from dbperf.experiment.load_model import parse_load_model
@@ -167,6 +168,7 @@ def _external_dsn(raw: dict[str, Any], dsn: Any, engine: str, twhere: str) -> st
         raise UserError(f"{twhere}.dsn: keep the password out of the experiment file "
                         "(password_env = \"VAR\" or password_file = \"path\")")
     canonical = engines.engine(engine).canonical_dsn(dsn)
+    dsn_address(canonical, engines.engine(engine).default_port, f"{twhere}.dsn")  # its ports are port numbers
     for key in ("binaries", "port", "socket"):
         if key in raw:
             raise UserError(f"{twhere}: {key!r} is for servers the lab starts, not for a dsn")

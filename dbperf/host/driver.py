@@ -38,6 +38,9 @@ def driver_path() -> str:
     dbperf-driver on PATH."""
     env = os.environ.get("DBPERF_DRIVER")
     if env:
+        if not os.access(env, os.X_OK) or not Path(env).is_file():  # said before a run claims its folder
+            raise UserError(f"DBPERF_DRIVER={env}: not an executable file (unset it to use the checkout's or the "
+                            "installed dbperf-driver)")
         return env
     installed = Path(sysconfig.get_path("scripts")) / "dbperf-driver"
     for candidate in (REPO_DRIVER, installed):

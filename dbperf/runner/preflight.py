@@ -2,7 +2,7 @@
 each target's library or server binaries (and whether its build or release is cached or would be made), the
 driver, and the tools of the tiers it asks for (valgrind for the simulated tier). `dbperf run --dry-run` shows every
 check; a real run refuses at once when the simulated tier's tools are missing, not after its whole budget, and when
-a lab server's binaries are not there (or another engine's), before it claims its results folder."""
+a target's checks fail (require_targets), before it claims its results folder."""
 
 from __future__ import annotations
 
@@ -27,6 +27,7 @@ from dbperf.experiment.model import Experiment, Target
 from dbperf.host.compiler import Compiler, find_compiler
 from dbperf.host.driver import driver_path, library_info
 from dbperf.host.process_variants import allocator_library
+from dbperf.servers.answering import check_answering
 from dbperf.servers.process import check_port_free
 from dbperf.servers.registry import LAB_SERVERS
 from dbperf.tools import run_tool
@@ -173,17 +174,23 @@ def _lab_binaries(t: Target, binaries: Path) -> str:
     return f"{version} ({binaries})"
 
 
-def _server(t: Target) -> str:
-    if t.dsn is not None:
-        t.password()  # an unset password variable refuses the run
-        return "an external server (not contacted)"
-    kind = LAB_SERVERS[t.engine]
+def require_service_user(engine: str) -> None:
+    """The system user a lab server of `engine` runs as, there (Debian's package creates it)."""
+    kind = LAB_SERVERS[engine]
     try:
         pwd.getpwnam(kind.service_user)
     except KeyError:
         raise UserError(f"user {kind.service_user} not found (apt install {kind.apt_package})") from None
+
+
+def _server(t: Target) -> str:
+    if t.dsn is not None:
+        t.password()  # an unset password variable refuses the run
+        return check_answering(t)
+    kind = LAB_SERVERS[t.engine]
+    require_service_user(t.engine)
     if t.port:
-        check_port_free(t.port)
+        check_port_free(t.port, kind.service_user)
     if t.release is not None:
         found = cached_release(t.engine, t.release)
         if found is None:
@@ -210,18 +217,16 @@ def _target(e: Experiment, t: Target) -> str:
     return found
 
 
-def require_lab_servers(e: Experiment) -> None:
-    """A real run's lab servers looked at as its dry run looks at them (their binaries there and of their engine,
-    the service user, a port free), before anything is built, fetched or claimed: a server that cannot start is
-    otherwise found only once the results folder is claimed. One line, the first problem."""
-    for t in e.targets:
-        if not t.is_server or t.dsn is not None:
-            continue
-        try:
-            _server(t)
-        except UserError as err:
-            said = str(err)
-            raise UserError(said if said.startswith(f"target {t.name!r}") else f"target {t.name!r}: {said}") from None
+def require_targets(e: Experiment) -> None:
+    """A real run's targets looked at as its dry run looks at them (target_checks: binaries there and of their
+    engine, the service user, a port free and one the server may take, an external server answering, the tools and
+    allocators named) and the driver, before anything is built, fetched or claimed: a target that cannot run is
+    otherwise found once the results folder is claimed, which the next `run --out` refuses. One line, the first."""
+    for check in [driver_check(), *target_checks(e)]:
+        if check.problem:
+            subject = f"target {check.subject.removeprefix('target ')!r}" if check.subject.startswith("target ") \
+                else check.subject
+            raise UserError(f"{subject}: {check.problem}")
 
 
 def target_checks(e: Experiment) -> list[Check]:

@@ -331,7 +331,7 @@ class LabServer(ServerTarget):
         except KeyError:
             raise UserError(f"user {self.service_user} not found (apt install {self.apt_package})") from None
         if self.target.port:
-            check_port_free(self.target.port)
+            check_port_free(self.target.port, self.service_user)
         password = self.password
         assert password is not None  # lab_password() always gives one
         first = not self.dir.exists()

@@ -64,12 +64,27 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def check_port_free(port: int) -> None:
+def unprivileged_port_start() -> int:
+    """The lowest port a user other than root may listen on (Linux's sysctl; 1024 where it cannot be read)."""
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_unprivileged_port_start").read_text())
+    except (OSError, ValueError):
+        return 1024
+
+
+def check_port_free(port: int, user: str) -> None:
+    """`port` on 127.0.0.1 one a lab server running as `user` can listen on: free, and not one only root may take
+    (the lab, as root, could bind it; the server, as its service user, could not)."""
+    lowest = unprivileged_port_start()
+    if port < lowest and user != "root":
+        raise UserError(f"port {port} is below {lowest}: only root may listen on it, and the server runs as user "
+                        f"{user}; choose a port from {lowest} to 65535, or none (a free one is taken)")
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         try:
             s.bind(("127.0.0.1", port))
         except OSError:
-            raise UserError(f"port {port} on 127.0.0.1 is already in use") from None
+            raise UserError(f"port {port} on 127.0.0.1 is already in use (not free for the lab's server); choose "
+                            "another port, or none (a free one is taken)") from None
 
 
 def log_tail(log: Path, lines: int = LOG_TAIL_LINES) -> str:

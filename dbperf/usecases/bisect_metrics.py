@@ -13,7 +13,7 @@ from typing import Protocol
 from rich.console import Console
 
 from dbperf.errors import UserError
-from dbperf.runner.preflight import Check, counting_checks
+from dbperf.runner.preflight import Check, counting_checks, driver_check, require_service_user
 from dbperf.usecases.bisect import (
     FAILED,
     STEP_FAILED,
@@ -77,11 +77,16 @@ def metric(name: str) -> Metric:
 
 
 def require_tools(settings: StepSettings) -> None:
-    """The tools the metric counts with (runner/preflight.py, as `dbperf run` looks at its tiers' tools), before
-    the folder is claimed or a release fetched: the first missing, in one line."""
+    """The tools the metric counts with (runner/preflight.py, as `dbperf run` looks at its tiers' tools), the
+    driver and the servers' service user, before the folder is claimed or a release fetched: the first missing, in
+    one line (a step's run would find the last two only once the bisect's folder is made)."""
     for check in metric(settings.metric).tools(settings):
         if check.problem:
             raise UserError(f"--metric {settings.metric}: {check.problem}")
+    driver = driver_check()
+    if driver.problem:
+        raise UserError(driver.line())
+    require_service_user(settings.engine)
 
 
 def bisection(settings: StepSettings, out: Path, yes: bool = False, err: Console = PROGRESS,

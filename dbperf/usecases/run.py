@@ -23,7 +23,7 @@ from dbperf.runner import interrupts
 from dbperf.runner.estimate import estimate, human_seconds
 from dbperf.runner.matrix import run_plan
 from dbperf.runner.plan import RunPlan
-from dbperf.runner.preflight import require_lab_servers, require_simulated_tools
+from dbperf.runner.preflight import require_simulated_tools, require_targets
 from dbperf.runner.resume import Earlier, earlier_run
 from dbperf.runner.targets import build_targets
 from dbperf.usecases import after_run
@@ -85,7 +85,7 @@ def run_experiment(experiment: Path, out: Path | None, keep_data: bool, profile:
     share sharing this much more (runner/resume.py)."""
     p = prepare_run(experiment, out, aa, simulated, record, resume, extend_s)
     spec, directory, earlier = p.spec, p.directory, p.earlier
-    require_lab_servers(spec)  # the dry run's server checks, before anything is built, fetched or claimed
+    require_targets(spec)  # the dry run's target checks, before anything is built, fetched or claimed
     if spec.replication is not None:
         return run_replication_experiment(spec, directory, keep_data, err)
     size = estimate(spec, directory, earlier)
