@@ -56,9 +56,11 @@ def _cut_short(out: Path, keep: int) -> list[str]:
 
 
 @pytest.mark.e2e
-def test_a_run_cut_short_goes_on_from_its_cells_and_decides_over_the_old_rounds_and_the_new(tmp_path):
+@pytest.mark.parametrize("order", [None, "slices"])
+def test_a_run_cut_short_goes_on_from_its_cells_and_decides_over_the_old_rounds_and_the_new(tmp_path, order):
+    """The same for a run whose targets take turns in one driver (slices): its rounds go on as rounds of slices."""
     exp = tmp_path / "exp.toml"
-    exp.write_text(AUTO)
+    exp.write_text(AUTO if order is None else AUTO.replace("[run]\n", f'[run]\norder = "{order}"\n'))
     out = tmp_path / "out"
     proc = run_cli("run", str(exp), "--out", str(out), timeout=600)
     assert proc.returncode == 0, proc.stderr
