@@ -76,9 +76,12 @@ def _cells(directory: Path) -> list[CellRecord]:
 
 
 @pytest.mark.e2e
-def test_two_hosts_two_targets_every_record_carries_its_host(write_experiment, tmp_path: Path) -> None:
+@pytest.mark.parametrize("order", [None, "slices"])
+def test_two_hosts_two_targets_every_record_carries_its_host(write_experiment, tmp_path: Path, order) -> None:
+    """The same when each host's targets take turns in one driver (slices)."""
     out = tmp_path / "out"
-    proc = run_cli("fleet", "local", "--workers", "2", str(write_experiment(MATRIX)), "--out", str(out))
+    matrix = MATRIX if order is None else MATRIX.replace("[run]\n", f'[run]\norder = "{order}"\n')
+    proc = run_cli("fleet", "local", "--workers", "2", str(write_experiment(matrix)), "--out", str(out))
     assert proc.returncode == 0, proc.stderr
     cells = _cells(out)
     assert len(cells) == 2 * 2 * 2 * 2  # hosts × targets × benchmarks × repeats
@@ -89,7 +92,7 @@ def test_two_hosts_two_targets_every_record_carries_its_host(write_experiment, t
     lines = (out / "results.jsonl").read_text().splitlines()
     assert all(json.loads(line)["host"] in ("local-1", "local-2") for line in lines)
     meta = json.loads((out / "meta.json").read_text())
-    assert meta["status"] == "complete"
+    assert meta["status"] == "complete" and (order is None or meta["order"] == order)
     for host in ("local-1", "local-2"):
         h = meta["fleet"]["hosts"][host]
         assert h["status"] == "complete"
