@@ -12,6 +12,7 @@ that directories written before them still read (the spine's first meta.json had
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any, Literal, TypeVar
 
@@ -280,6 +281,31 @@ def _number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
+# The run's settings every figure derives from, each with what it must be when set: a NaN or a negative one read
+# back would go into the report's rates and budgets without a word.
+_SETTINGS: dict[str, tuple[Callable[[float], bool], str]] = {
+    "time_s": (lambda x: x > 0, "a positive number of seconds"),
+    "warmup_s": (lambda x: x >= 0, "a number of seconds, 0 or more"),
+    "budget_s": (lambda x: x > 0, "a positive number of seconds"),
+    "post_write_wait_s": (lambda x: x >= 0, "a number of seconds, 0 or more"),
+    "tables": (lambda x: x >= 1, "a count of 1 or more"),
+    "table_size": (lambda x: x >= 1, "a count of 1 or more"),
+    "min_effect": (lambda x: 0 < x < 1, "a share between 0 and 1"),
+}
+
+
+def _settings_problem(meta: dict[str, Any]) -> str | None:
+    """The first setting (or thread count) that is no value a run writes, naming the field."""
+    for name, (fits, what) in _SETTINGS.items():
+        value: Any = meta.get(name)
+        if _number(value) and not (math.isfinite(value) and fits(value)):
+            return f"'{name}' must be {what}, not {value!r}"
+    for t in meta.get("threads", []):
+        if _number(t) and not (math.isfinite(t) and t >= 1):
+            return f"'threads' must be thread counts of 1 or more, not {t!r}"
+    return None
+
+
 def _shape_problem(meta: dict[str, Any]) -> str | None:
     """The fields every report reads, said in words rather than as a decoder's path."""
     targets, benchmarks = meta.get("targets"), meta.get("benchmarks")
@@ -296,7 +322,7 @@ def _shape_problem(meta: dict[str, Any]) -> str | None:
         return "'threads' must be a list of numbers"
     if not all(isinstance(t.get("trained_on", []), list) for t in targets):
         return "a target's 'trained_on' must be a list"
-    return None
+    return _settings_problem(meta)
 
 
 S = TypeVar("S", bound=msgspec.Struct)

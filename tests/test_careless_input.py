@@ -139,6 +139,10 @@ def _copy(finished_run: Path, tmp_path: Path) -> Path:
     ({"dbperf_results": 1, "targets": [{"name": "a"}], "benchmarks": [{"name": "b"}], "base": "a"},
      "'benchmarks' must be a list of objects with a 'name' and a 'group'"),
     ({"dbperf_results": 1, "targets": [{"name": "a"}], "benchmarks": [], "base": "zz"}, "'base' 'zz' is not one"),
+    ({"dbperf_results": 1, "targets": [{"name": "a"}], "benchmarks": [], "base": "a", "time_s": float("nan")},
+     "'time_s' must be a positive number of seconds, not nan"),
+    ({"dbperf_results": 1, "targets": [{"name": "a"}], "benchmarks": [], "base": "a", "threads": [-1]},
+     "'threads' must be thread counts of 1 or more, not -1"),
     ("not json", "unreadable"),
 ])
 @pytest.mark.parametrize("how", [["--format", "table"], ["--format", "markdown"], ["--format", "csv"],

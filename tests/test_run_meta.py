@@ -278,3 +278,18 @@ def test_cumulative_writes_say_the_data_is_never_restored(write_experiment: Any,
     meta = run_meta(json.loads(encode_file(matrix_meta(e, {t.name: {} for t in e.targets},
                                                        {t.name: [] for t in e.targets}))))
     assert meta.writes == "cumulative" and meta.data_restore is not None and meta.data_restore.startswith("never")
+
+
+@pytest.mark.parametrize(("field", "value", "says"), [
+    ("time_s", float("nan"), "'time_s' must be a positive number of seconds, not nan"),
+    ("time_s", 0, "'time_s' must be a positive number of seconds, not 0"),
+    ("warmup_s", float("inf"), "'warmup_s' must be a number of seconds, 0 or more, not inf"),
+    ("table_size", -5, "'table_size' must be a count of 1 or more, not -5"),
+    ("min_effect", 1.5, "'min_effect' must be a share between 0 and 1, not 1.5"),
+    ("threads", [1, -1], "'threads' must be thread counts of 1 or more, not -1"),
+    ("threads", [float("nan")], "'threads' must be thread counts of 1 or more, not nan"),
+])
+def test_a_setting_no_run_writes_is_refused_naming_its_field(field, value, says) -> None:
+    with pytest.raises(MetaError) as err:
+        run_meta({"dbperf_results": 1, "base": "a", "targets": [{"name": "a"}], "benchmarks": [], field: value})
+    assert str(err.value) == says
