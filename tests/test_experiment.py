@@ -37,6 +37,23 @@ def test_bad_durations(text):
         parse_duration(text, "run.time")
 
 
+@pytest.mark.parametrize("text", ["２０ms", "20ｍs", "٢٠s"])
+def test_durations_are_ascii(text):
+    """float() reads other scripts' digits; no tool the lab drives does: refused, not taken as 20 ms."""
+    with pytest.raises(UserError, match=r"\[run\]\.slice: .*write durations in ASCII digits and units"):
+        parse_duration(text, "[run].slice")
+
+
+def test_each_duration_says_its_own_limit(write_experiment):
+    """"per cell" belongs to time and warmup; a slice or a timeout over a week is not counted per cell."""
+    with pytest.raises(UserError) as err:
+        parse_experiment(write_experiment(GOOD.replace('repeats = 4', 'repeats = 4\norder = "slices"\nslice = "200h"')))
+    assert str(err.value).endswith("[run].slice: '200h' is longer than a week")
+    with pytest.raises(UserError) as err:
+        parse_experiment(write_experiment(GOOD.replace('time = "1.5s"', 'time = "200h"')))
+    assert str(err.value).endswith("[run].time: '200h' is longer than a week per cell")
+
+
 def test_good_experiment(write_experiment):
     e = parse_experiment(write_experiment(GOOD))
     assert e.base == "a" and e.threads == (1, 2) and e.time_s == 1.5 and e.warmup_s == 0.5 and e.repeats == 4

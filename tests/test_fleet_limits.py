@@ -104,6 +104,13 @@ def test_worker_join_timeout_bad_values_are_one_line(value: str) -> None:
 
 
 @pytest.mark.unit
+def test_worker_join_timeout_over_a_week_is_not_said_per_cell() -> None:
+    proc = run_cli("worker", "--scheduler", "tcp://127.0.0.1:9", "--name", "w1", "--join-timeout", "200h",
+                   timeout=120)
+    assert _one_line_exit_2(proc).endswith("--join-timeout: '200h' is longer than a week")
+
+
+@pytest.mark.unit
 def test_scheduler_port_out_of_range_or_in_use_is_one_line() -> None:
     """Tornado took --port 99999 as 34463 without a word; -5 and a port in use were distributed's traceback."""
     with socket.socket() as taken:

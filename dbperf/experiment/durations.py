@@ -12,7 +12,8 @@ from dbperf.errors import UserError
 UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0}
 MAX_SECONDS = 7 * 86400.0
 # A sign is accepted by the pattern only so that "-5s" is refused as negative rather than as unreadable.
-DURATION = re.compile(r"^\s*([+-]?(?:\d+(?:\.\d*)?|\.\d+))\s*(ms|s|min|m|h)?\s*$")
+# ASCII: \d would take other scripts' digits ("２０ms"), which float() reads but no other tool the lab drives does.
+DURATION = re.compile(r"^\s*([+-]?(?:\d+(?:\.\d*)?|\.\d+))\s*(ms|s|min|m|h)?\s*$", re.ASCII)
 EXAMPLES = "write e.g. \"10s\", \"500ms\", \"2m\""
 
 
@@ -24,9 +25,13 @@ def _spelled(seconds: float) -> str:
     return f"{seconds:g} s"
 
 
-def parse_duration(value: object, where: str, *, positive: bool = False, maximum: float = MAX_SECONDS) -> float:
-    """Seconds, or a UserError naming `where`. `positive`: 0 is refused too. The default maximum (a week) is
-    per cell: beyond it the timeouts derived from it overflow, and it is a typo anyway."""
+def parse_duration(value: object, where: str, *, positive: bool = False, maximum: float = MAX_SECONDS,
+                   per: str = "") -> float:
+    """Seconds, or a UserError naming `where`. `positive`: 0 is refused too. The default maximum (a week): beyond
+    it the timeouts derived from it overflow, and it is a typo anyway; `per` says what the limit is counted on, in
+    the caller's terms ("per cell" for a cell's time and warm-up)."""
+    if isinstance(value, str) and not value.isascii():
+        raise UserError(f"{where}: {value!r}: write durations in ASCII digits and units ({EXAMPLES})")
     if isinstance(value, bool):
         raise UserError(f"{where}: cannot parse duration {value!r} ({EXAMPLES})")
     if isinstance(value, (int, float)):
@@ -42,6 +47,5 @@ def parse_duration(value: object, where: str, *, positive: bool = False, maximum
     if positive and seconds == 0:
         raise UserError(f"{where}: must be longer than 0, got {value!r}")
     if seconds > maximum:
-        per_cell = " per cell" if maximum == MAX_SECONDS else ""
-        raise UserError(f"{where}: {value!r} is longer than {_spelled(maximum)}{per_cell}")
+        raise UserError(f"{where}: {value!r} is longer than {_spelled(maximum)}{' ' + per if per else ''}")
     return seconds

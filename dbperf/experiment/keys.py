@@ -77,6 +77,11 @@ def duration(value: Any, where: str) -> float:
     return parse_duration(value, where)
 
 
+def cell_duration(value: Any, where: str) -> float:
+    """A cell's time or warm-up: its limit is per cell."""
+    return parse_duration(value, where, per="per cell")
+
+
 def post_write_wait(value: Any, where: str) -> float | str:
     return "harness" if value == "harness" else parse_duration(value, where)
 
@@ -133,8 +138,8 @@ RUN = (
     Key("tables", "integer >= 1", "sbtest tables per target", "1", "tables", integer(1)),
     Key("table_size", "integer >= 1", "rows per table", "100000", "rows", integer(1)),
     Key("threads", "integer or list", "client threads; a list sweeps, each count once", "[1]", "threads"),
-    Key("time", "duration", "measured time per cell, at most a week", "10s", "s", duration),
-    Key("warmup", "duration", "unmeasured time before each cell, at most a week", "2s", "s", duration),
+    Key("time", "duration", "measured time per cell, at most a week", "10s", "s", cell_duration),
+    Key("warmup", "duration", "unmeasured time before each cell, at most a week", "2s", "s", cell_duration),
     Key("steady", "true | { tolerance, window, interval, max_warmup }", "steady state: warm up until the last "
         "`window` throughput samples of `interval` agree within `tolerance` ((max - min) / mean), at least `warmup`, "
         "at most `max_warmup`; a cell that never settled is flagged w (experiment/steady.py)",
