@@ -1,6 +1,6 @@
 """What runs after a run's matrix has ended complete, each a phase of its own (new post-run work is a new
-entry here, not a branch in usecases/run.py). A phase says whether the experiment asks for it, what to warn about
-before the run when it asks for something the run will not give it, and runs on the finished results folder; the
+entry here, not a branch in usecases/run.py). A phase says whether the experiment asks for it, why the run (and its
+dry run) is refused when it asks for something the run will not give it, and runs on the finished results folder; the
 run's results stay as they are whatever a phase does (a failure is a warning, an interrupt its exit code)."""
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from typing import Protocol
 
 from rich.console import Console
 
+from dbperf.errors import UserError
 from dbperf.experiment.model import Experiment
 from dbperf.usecases.explain_run import explain_after_run
 
@@ -23,8 +24,9 @@ class AfterRun(Protocol):
         """The experiment asks for this phase and the run gives it what it needs."""
         ...
 
-    def warning(self, e: Experiment) -> str | None:
-        """Said before the run: the experiment asks for this phase but the run will not give it anything."""
+    def refusal(self, e: Experiment) -> str | None:
+        """Why the run is refused before anything is done, with the fix: the experiment asks for this phase but
+        the run would give it nothing."""
         ...
 
     def run(self, directory: Path, err: Console) -> int | None:
@@ -41,10 +43,11 @@ class ExplainDisagreements:
     def wanted(self, e: Experiment) -> bool:
         return e.simulated and e.explain == "disagreements"
 
-    def warning(self, e: Experiment) -> str | None:
+    def refusal(self, e: Experiment) -> str | None:
         if e.explain == "disagreements" and not e.simulated:
-            return (f"{e.path}: explain = \"disagreements\" explains the simulated tier's disagreements, and this run "
-                    "has none (simulated = true, or --simulated): nothing will be explained")
+            return (f"{e.path}: explain = \"disagreements\" explains where the simulated tier disagrees with the "
+                    "measured ones, and this run has no simulated tier: nothing would be explained; add simulated = "
+                    "true (or --simulated), or drop explain")
         return None
 
     def run(self, directory: Path, err: Console) -> int | None:
@@ -54,8 +57,12 @@ class ExplainDisagreements:
 PHASES: tuple[AfterRun, ...] = (ExplainDisagreements(),)
 
 
-def warnings(e: Experiment) -> list[str]:
-    return [w for phase in PHASES if (w := phase.warning(e)) is not None]
+def require_phases(e: Experiment) -> None:
+    """The first phase the experiment asks for that the run would give nothing, refused in one line."""
+    for phase in PHASES:
+        refusal = phase.refusal(e)
+        if refusal is not None:
+            raise UserError(refusal)
 
 
 def run_after(e: Experiment, directory: Path, err: Console) -> int | None:

@@ -68,6 +68,7 @@ def prepare_run(experiment: Path, out: Path | None, aa: bool = False, simulated:
         spec = with_aa(spec)
     if simulated:
         spec = replace(spec, simulated=True)
+    after_run.require_phases(spec)  # with --simulated applied: the option is the fix it names
     earlier = earlier_run(directory, spec, extend_s) if resume or extend_s else None
     if earlier is not None and earlier.meta.in_history is False:
         record = False  # the lab kept it out of the history when it ran it first
@@ -95,8 +96,6 @@ def run_experiment(experiment: Path, out: Path | None, keep_data: bool, profile:
         say(f"dbperf: warning: {line}", err)
     if spec.simulated:  # its tools before the builds and the rounds, not after the whole budget is spent
         require_simulated_tools(spec)
-    for line in after_run.warnings(spec):
-        say(f"dbperf: warning: {line}", err)
     exp, builds = build_targets(spec, err)
     plan = RunPlan.inspected(exp, builds, earlier)  # a library that is not one of its engine's: said now
     if profile:
