@@ -3,9 +3,10 @@
 The rules, one place for every writer:
 - only a regular file is written: a device (`/dev/null`), a FIFO or a socket is refused, with or without `--force`;
 - an existing file is replaced only with `--force` (the user asked for it); otherwise one line, exit 2;
-- a symlink is written through: its target is the file (the same rules apply to it) and the symlink stays; a symlink
-  to nothing or in a loop is refused, and so is a path through /proc (`/dev/stdout`, `/proc/self/fd/1`: an open
-  file, perhaps appended to, that a rename would throw away);
+- a symlink is refused, with or without `--force`: replacing it would drop the link, writing through it would
+  replace a file the user did not name; the refusal names the file it leads to (give that, or remove the link). A
+  path through /proc (`/dev/stdout`, `/proc/self/fd/1`: an open file, perhaps appended to, that a rename would throw
+  away) is refused too;
 - every file a results directory holds (a directory whose meta.json is dbperf's, or any folder inside one) is the
   run's own: an existing one is never written, not even with `--force`, whatever symlink leads there; nor are the
   names a run writes (`results.jsonl`, its kept copy `results.jsonl.gz`, `meta.json`, `experiment.toml`, `.lock`),
@@ -92,14 +93,17 @@ def _checked(where: str | Path, force: bool, name: str, option: str) -> Path:
     if kind is not None:
         # Never an invitation to --force: a rename would put a regular file in place of a device for the whole host.
         raise UserError(f"{option} {path}: {kind}, not a regular file; only regular files are written")
+    if (path.parent.resolve() / path.name).is_symlink():
+        raise UserError(f"{option} {path}: a symbolic link to {real}; neither the link nor the file it leads to is "
+                        "replaced, not even with --force: give that file itself, or remove the link")
     if not force:
         raise UserError(f"{option} {path}: the file exists; add --force to replace it")
     return path
 
 
 def destination(path: Path, option: str) -> Path:
-    """Where the bytes for `path` go: the path itself in its real directory, or, for a symlink, the file it leads
-    to (written through; the symlink itself is never replaced)."""
+    """The file `path` names: the path itself in its real directory, or, for a symlink, the file it leads to (for
+    the checks and the refusal, which names it)."""
     placed = path.parent.resolve() / path.name
     if _through_proc(placed):
         # /dev/stdout, /proc/self/fd/N: an open file, maybe appended to (`>> log`); a rename would throw it away.

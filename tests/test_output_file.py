@@ -1,5 +1,5 @@
 """`-o FILE` (output_file.py's rules), issue 45: only regular files are written (a device, a FIFO or a socket never
-becomes one, with or without --force), a symlink is written through and stays a symlink, every existing file of a
+becomes one, with or without --force), a symlink is refused (neither it nor its file replaced), every existing file of a
 results directory is the run's own, and a destination that cannot be written is one line. Each test reproduced
 its defect before the fix."""
 
@@ -71,19 +71,22 @@ def test_a_device_a_fifo_or_a_socket_is_never_replaced_and_force_is_not_offered(
 
 
 @pytest.mark.unit
-def test_a_symlink_is_written_through_and_stays_a_symlink(results, tmp_path):
+def test_a_symlink_is_refused_and_neither_it_nor_its_file_is_replaced(results, tmp_path):
+    """With --force it wrote through to the file the link names, which the user had not named."""
     mine = tmp_path / "kept" / "report.csv"
     mine.parent.mkdir()
     mine.write_text("my earlier report\n")
     link = tmp_path / "latest.csv"
     link.symlink_to(mine)
-    _refused(_report(results, link), "exists", "--force")
-    assert mine.read_text() == "my earlier report\n"
-    done = _report(results, link, "--force")
-    assert done.returncode == 0, done.stderr
+    for force in ([], ["--force"]):
+        _refused(_report(results, link, *force), f"{link}: a symbolic link to {mine}", "give that file itself",
+                 unsaid=("add --force",))
     assert link.is_symlink() and os.readlink(link) == str(mine)
-    assert mine.read_text().startswith("target,benchmark")
-    assert not [p for p in mine.parent.iterdir() if p.name.endswith(".tmp")]  # no temporary left behind
+    assert mine.read_text() == "my earlier report\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["kept", "latest.csv", "run"]  # no temporary left behind
+    done = _report(results, mine, "--force")  # the file itself, named
+    assert done.returncode == 0, done.stderr
+    assert mine.read_text().startswith("target,benchmark") and link.is_symlink()
 
 
 @pytest.mark.unit
