@@ -62,8 +62,8 @@ params.id = { gen = "uniform" }
     (lambda t: t.replace("order = \"slices\"", "order = \"slices\"\nsteady = true"), "drop steady or the slices"),
     (lambda t: t.replace("order = \"slices\"", "order = \"slices\"\nrate = 100"), "drop rate or the slices"),
     (lambda t: t.replace('name = "pg-b"\n', 'name = "pg-b"\nhugepages = "off"\n'),
-     "target 'pg-b': order = \"slices\" runs every target in one driver process, so its setup must be 'pg-a''s "
-     "(hugepages not 'off'), not hugepages = 'off', which the driver takes too"),
+     "target 'pg-b': order = \"slices\" runs every target in one driver process, so its setup must be that of "
+     "target 'pg-a' (hugepages not 'off'), not hugepages = 'off', which the driver takes too"),
     (lambda t: t.replace('engine = "postgres"\n', 'engine = "postgres"\ndsn = "postgresql://bench@127.0.0.1/b"\n'),
      "target 'pg-b': order = \"slices\" would measure one server twice in one process: 'pg-a' names the same dsn"),
 ])

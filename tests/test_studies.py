@@ -261,9 +261,9 @@ def test_the_headline_counts_a_cell_decided_on_cpu_time_only_and_says_so_under_i
              ("pgo", "random-points-10", 1): cell(1.05, "undecided", "wall", decided=False),
              ("pgo", "train-mix", 1): cell(1.50, "faster", "wall"),  # trained on: left out
              ("O2-aa", "point-query", 1): cell(1.0, "same", "cpu")}  # another target
-    matrix = SimpleNamespace(cells=cells, was_trained_on=lambda _t, b: b == "train-mix")
+    matrix = SimpleNamespace(cells=cells, was_trained_on=lambda _t, b: b == "train-mix", base="O2")
     monkeypatch.setattr(figures.Reader, "matrix", lambda _self, _step, *_: matrix)
-    monkeypatch.setattr(figures.Reader, "meta", lambda _self, _step, *_: SimpleNamespace(started_at=None))
+    monkeypatch.setattr(figures.Reader, "meta", lambda _self, _step, *_: SimpleNamespace(started_at=None, targets=[]))
     found = headline(load_study("pgo-server"), Path("/nonexistent"))
     assert found == Headline("pgo", pytest.approx((1.10 * 1.09 * 1.05) ** (1 / 3)), 2, 3, 0, 1, faster=2)
     doc = summary(load_study("pgo-server"), [], RunFacts(HOST, "now", "dbperf study run pgo-server", "full", found,

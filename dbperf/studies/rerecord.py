@@ -71,11 +71,14 @@ def _steps(f: Figure) -> set[str]:
     return {str(m["step"]) for m in (f.measure, f.per, f.before) if isinstance(m, dict) and "step" in m}
 
 
+def _from_cells(f: Figure) -> bool:
+    return all(m.get("from") in ("cell", "geomean") for m in (f.measure, f.per, f.before) if isinstance(m, dict))
+
+
 def _figure_again(study: Study, f: Figure, old: Row | None, reader: Reader, metas: dict[str, RunMeta],
                   own: Provenance) -> Row:
     steps = _steps(f)
-    from_cells = all(m.get("from") in ("cell", "geomean") for m in (f.measure, f.per, f.before) if isinstance(m, dict))
-    if steps and steps <= metas.keys() and from_cells:  # read back from the kept results; a step's JSON is not kept
+    if steps and steps <= metas.keys() and _from_cells(f):  # read back from the kept results; a JSON is not kept
         cpus = {(_host(m).cpu_model, _host(m).cpu_id) for s, m in metas.items() if s in steps}
         if len(cpus) > 1:
             return Row(f.what, f.section, f.published, "not measured: its parts were measured on two CPUs "
