@@ -446,3 +446,17 @@ def test_a_tiny_calibration_interrupted_resumes_fits_and_stores(tmp_path):
     assert results.read_text().splitlines() == after
     assert "version 2" in again.stdout and len(list((tmp_path / "models").glob("*.json"))) == 2
     assert to_builtins(cost_models.read_model(next(p for p in (tmp_path / "models").glob("*.1.json"))))["cells"] == 4
+
+
+@pytest.mark.unit
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounting a read-only file system needs root")
+def test_calibrate_on_a_read_only_mount_says_so_before_the_estimate(tmp_path):
+    """It said "more data than the free disk; add --yes" (a read-only mount has none free)."""
+    from tests.refusal import assert_refused
+    from tests.test_bisect_folders import read_only
+
+    with read_only(tmp_path / "ro") as ro:
+        out = ro / "calibration"
+        proc = run_cli("calibrate", "--out", str(out), env={"DBPERF_DATA": str(tmp_path / "data")}, timeout=120)
+        line = assert_refused(proc, 2, f"{ro} is on a read-only file system", out)
+        assert "--yes" not in line and "free disk" not in line

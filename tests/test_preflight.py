@@ -4,6 +4,7 @@ that only root may listen on. Each is one line, and no --out folder is left that
 
 from __future__ import annotations
 
+import os
 import pwd
 import socket
 from collections.abc import Iterator
@@ -36,10 +37,10 @@ def listening() -> Iterator[int]:
         yield s.getsockname()[1]
 
 
-def _refused_twice(write_experiment, tmp_path: Path, target: str, says: str) -> None:
-    """Refused by a real run with no folder made, and shown by the dry run as what would stop the run."""
+def _refused_twice(write_experiment, where: Path, target: str, says: str) -> None:
+    """Refused by a real run with no folder made in `where`, and shown by the dry run as what would stop the run."""
     exp = write_experiment(RUN + target)
-    out = tmp_path / "out"
+    out = where / "out"
     assert_refused(run_cli("run", str(exp), "--out", str(out), timeout=120), 2, says, out)
     dry = run_cli("run", str(exp), "--out", str(out), "--dry-run", timeout=120)
     assert_refused(dry, 2, says, out)
@@ -106,3 +107,12 @@ def test_a_driver_that_is_not_there_is_said_before_the_folder_is_claimed(write_e
     exp, out = write_experiment(RUN), tmp_path / "out"
     proc = run_cli("run", str(exp), "--out", str(out), env={"DBPERF_DRIVER": str(tmp_path / "none")}, timeout=120)
     assert_refused(proc, 2, f"DBPERF_DRIVER={tmp_path / 'none'}: not an executable file", out)
+
+
+@pytest.mark.e2e
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounting a read-only file system needs root")
+def test_a_read_only_destination_is_said_as_such_by_the_run_and_its_dry_run(write_experiment, tmp_path):
+    from tests.test_bisect_folders import read_only
+
+    with read_only(tmp_path / "ro") as ro:
+        _refused_twice(write_experiment, ro, "", f"{ro} is on a read-only file system")

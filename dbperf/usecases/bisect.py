@@ -19,7 +19,6 @@ from __future__ import annotations
 import contextlib
 import json
 import math
-import os
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -45,6 +44,7 @@ from dbperf.storage.results import (
     write_whole,
     writing,
 )
+from dbperf.storage.writable import check_writable
 from dbperf.usecases.progress import PROGRESS, say
 from dbperf.usecases.run import NO_CELL_SUCCEEDED, run_experiment
 
@@ -443,21 +443,6 @@ def _not_empty(directory: Path, held: list[str]) -> str:
     return f"--out {directory}: not empty (holds {', '.join(held[:3])}{more}); {WRITES_INTO}"
 
 
-def _check_writable(directory: Path) -> None:
-    """Refused before anything is fetched: a destination that cannot be written (a read-only file system, no
-    permission, a file where a parent directory should be)."""
-    existing = next(p for p in (directory, *directory.parents) if p.exists())
-    if not existing.is_dir():
-        raise UserError(f"--out {directory}: {existing} is not a directory")
-    if not os.access(existing, os.W_OK | os.X_OK):
-        try:
-            read_only = bool(os.statvfs(existing).f_flag & os.ST_RDONLY)
-        except OSError:
-            read_only = False
-        raise UserError(f"--out {directory}: cannot write there: {existing} "
-                        + ("is on a read-only file system" if read_only else "is not writable"))
-
-
 def check_out(directory: Path, resume: bool) -> None:
     """`--out` as `dbperf run` takes it, before anything is fetched or started: a new or empty directory; with
     --resume, a bisect's (whose settings and range earlier_steps checks once the range is known); writable."""
@@ -469,7 +454,7 @@ def check_out(directory: Path, resume: bool) -> None:
         raise UserError(f"--out {directory}: no bisect to resume (no {PATH_FILE}){what}")
     if not resume and held:
         raise UserError(_not_empty(directory, held))
-    _check_writable(directory)
+    check_writable(directory)
 
 
 @contextlib.contextmanager

@@ -36,6 +36,7 @@ from dbperf.stats.cost_fit import MISPREDICTS, Calibration, CalibrationCell, Too
 from dbperf.stats.rqps_matrix import build_matrix
 from dbperf.storage import cost_models
 from dbperf.storage.results import EXPERIMENT, LOCK, META, meta_status, read_results, write_whole
+from dbperf.storage.writable import check_writable
 from dbperf.usecases.progress import PROGRESS, say
 from dbperf.usecases.run import run_experiment
 
@@ -177,8 +178,10 @@ def check_out(directory: Path, resume: bool) -> None:
             what = ("nothing" if not held else "a dbperf run that is not a calibration" if META in held
                     else f"{', '.join(held[:3])}{', ...' if len(held) > 3 else ''}")
             raise UserError(f"--out {directory}: no calibration run to resume (it holds {what})")
+        check_writable(directory)
         return
     if not held:
+        check_writable(directory)  # before the estimate: a read-only mount has no free disk either
         return
     if calibration:
         status = meta_status(directory) or "not started"

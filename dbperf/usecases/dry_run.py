@@ -5,18 +5,19 @@ is said, not done."""
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from dbperf.errors import UserError
 from dbperf.experiment.model import Experiment
 from dbperf.explain.mode import detect_mode
-from dbperf.runner.estimate import Estimate, _existing_parent, estimate, human_bytes, human_seconds
+from dbperf.runner.estimate import Estimate, estimate, human_bytes, human_seconds
 from dbperf.runner.plan import RunPlan
 from dbperf.runner.preflight import Check, driver_check, simulated_checks, target_checks, valgrind_check
 from dbperf.runner.resume import Earlier
 from dbperf.runner.simulated_tier import estimated_seconds
 from dbperf.storage.results import LOCK
+from dbperf.storage.writable import check_writable
 from dbperf.usecases.run import Prepared, prepare_run
 
 
@@ -46,9 +47,10 @@ def folder_check(directory: Path, earlier: Earlier | None) -> Check:
             return Check("results", "", f"{directory}: not empty (holds {', '.join(entries[:3])}); dbperf writes "
                                         "only into a new or empty directory: choose another --out")
         return Check("results", f"{directory} (an empty folder)")
-    parent = _existing_parent(directory)
-    if not os.access(parent, os.W_OK | os.X_OK):
-        return Check("results", "", f"{directory}: cannot be created ({parent} is not writable); choose another --out")
+    try:
+        check_writable(directory)  # a read-only file system said as such, as bisect and calibrate say it
+    except UserError as err:
+        return Check("results", "", f"{err}; choose another --out")
     return Check("results", f"{directory} (a new folder; not created by a dry run)")
 
 

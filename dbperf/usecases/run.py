@@ -26,6 +26,7 @@ from dbperf.runner.plan import RunPlan
 from dbperf.runner.preflight import require_simulated_tools, require_targets
 from dbperf.runner.resume import Earlier, earlier_run
 from dbperf.runner.targets import build_targets
+from dbperf.storage.writable import check_writable
 from dbperf.usecases import after_run
 from dbperf.usecases.history import record_run
 from dbperf.usecases.progress import PROGRESS, say
@@ -87,6 +88,7 @@ def run_experiment(experiment: Path, out: Path | None, keep_data: bool, profile:
     p = prepare_run(experiment, out, aa, simulated, record, resume, extend_s)
     spec, directory, earlier = p.spec, p.directory, p.earlier
     require_targets(spec)  # the dry run's target checks, before anything is built, fetched or claimed
+    check_writable(directory)  # before the estimate: a read-only mount would be "more data than the free disk"
     if spec.replication is not None:
         return run_replication_experiment(spec, directory, keep_data, err)
     size = estimate(spec, directory, earlier)
