@@ -89,6 +89,7 @@ class Engine:
     process_model: Literal["process-per-connection", "threads", "in-process"] = "in-process"
     profiled_settings: Callable[[Mapping[str, str]], dict[str, str]] = lambda config: {}  # given its config
     perf_attached: str = ""  # what `perf stat` is attached to, for the profile's method line
+    server_program: str = ""  # the server's program as profiles and methods name it (mariadbd, mysqld, postgres)
     # Threads model: a function only the threads serving a client connection run; callgrind counts those threads
     # alone, so that background threads' wall-time-bound work stays out of the count.
     connection_functions: tuple[str, ...] = ()

@@ -29,5 +29,6 @@ MARIADB = Engine(
     debian_source_package="mariadb",
     profiled_settings=profiled_settings,
     perf_attached="mariadbd, every thread",
+    server_program="mariadbd",
     **FAMILY_FIELDS,
 )

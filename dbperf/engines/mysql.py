@@ -46,6 +46,7 @@ MYSQL = Engine(
     debian_source_package="mysql-9.7", debian_source_suite="unstable",
     profiled_settings=profiled_settings,
     perf_attached="mysqld, every thread",
+    server_program="mysqld",
     # Binlog replication (FAMILY_FIELDS) needs MySQL 8.0.26+ (the REPLICA/SOURCE statements), WAIT_FOR_EXECUTED_GTID_SET
     # as the wait: dbperf/replication/mysql_binlog.py, its section's rules binlog_rules.MYSQL_RULES.
     **FAMILY_FIELDS,

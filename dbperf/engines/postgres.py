@@ -47,6 +47,7 @@ POSTGRES = Engine(
     process_model="process-per-connection",
     profiled_settings=lambda config: {"autovacuum": "off"},
     perf_attached="the postmaster; the backends it forks in the window are inherited",
+    server_program="postgres",
     forks_without_exec=True,
     shown_counters=(("blks_read", "blks read"), ("blks_hit", "blks hit"), ("tup_returned", "tup ret"),
                     ("wal_bytes", "WAL B"), ("buffers_checkpoint", "ckpt bufs")),

@@ -203,15 +203,16 @@ class Profiler:
             raise UserError(f"{target.name} {benchmark.name}: the profiled run did {result_n.events} events with "
                             f"{result_n.errors} errors, expected {events} clean ones")
         queries = events * benchmark.queries_per_event
+        program = engines.engine(target.engine).server_program
         return self._simulated_profile(
             target, benchmark, full.minus(empty), events, queries,
-            method=f"callgrind (cache and branch simulation) of mariadbd, the threads that served the driver's "
+            method=f"callgrind (cache and branch simulation) of {program}, the threads that served the driver's "
                    f"connection (background threads left out), counters zeroed before and dumped after {events} "
                    f"events, minus the same for 0 events (window held open as long, {held:.0f} s), divided by "
                    f"{queries} queries; the driver ran natively, pausing {REQUEST_PAUSE_US / 1000:g} ms before each "
                    "request so that the server was always waiting for it",
             slowdown=Slowdown(native_s=None, simulated_s=round(simulated_s, 3), factor=None,
-                              what="wall time of both windows of mariadbd under callgrind; not timed natively"),
+                              what=f"wall time of both windows of {program} under callgrind; not timed natively"),
             tool=f"{_valgrind_version()} callgrind --cache-sim=yes --branch-sim=yes, {' '.join(GEOMETRY)}, ASLR off "
                  "(setarch -R)")
 
