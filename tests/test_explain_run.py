@@ -432,3 +432,22 @@ def test_a_disagreement_is_explained_after_the_run_with_the_leads_on_stderr(two_
     assert leads and all(lead["as_measured"] for lead in leads[:1])  # the measured way first, when there is one
     firsts = [lead["as_measured"] for lead in leads]
     assert firsts == sorted(firsts, reverse=True)
+
+
+@unit
+def test_an_earlier_explanation_is_kept_per_cell_and_a_damaged_one_set_aside(tmp_path):
+    """A later "nothing to explain" does not lose an earlier --cell explanation (minutes of simulation); a damaged
+    explain.json is set aside and said, never replaced silently."""
+    run = synthetic_run(tmp_path / "run")
+    earlier = {"target": "new", "benchmark": "point-query", "threads": [1], "leads": [{"function": "f"}]}
+    (run / "explain.json").write_text(json.dumps({"explain": 1, "cells": [earlier]}))
+    proc = run_cli("explain", str(run))
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads((run / "explain.json").read_text())
+    assert doc["cells"] == [earlier] and doc["kept_from_earlier"] == 1
+    (run / "explain.json").write_text("{not json")
+    proc = run_cli("explain", str(run))
+    assert proc.returncode == 0 and "was not an explanation this dbperf reads (unreadable" in proc.stderr
+    aside = list(run.glob("explain.json.damaged-*"))
+    assert len(aside) == 1 and aside[0].read_text() == "{not json"
+    assert json.loads((run / "explain.json").read_text())["cells"] == []

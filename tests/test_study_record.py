@@ -113,3 +113,14 @@ def test_record_help_names_only_its_own_options():
     assert proc.returncode == 0, proc.stderr
     assert "-o " not in proc.stdout and "-o/" not in proc.stdout and "--output" not in proc.stdout
     assert "--partial" in proc.stdout and "--force" in proc.stdout
+
+
+@pytest.mark.unit
+def test_how_a_run_was_cut_short_is_said_without_the_steps_punctuation():
+    """`study record` of a run whose step ended "interrupted; ..." said "step mariadb interrupted;, 4 figure(s)"."""
+    from dbperf.studies.figures import Row
+    from dbperf.studies.record import unfinished
+    from dbperf.studies.study_record import StepEnded, StudyRecord
+    run = StudyRecord(study="pgo-server", exit_code=130, figures=[Row("w", measured="not measured: cut short")],
+                      steps=[StepEnded("mariadb", "interrupted; its cells measured so far are kept")])
+    assert unfinished(run) == "an interrupted run (step mariadb interrupted, 1 figure(s) not measured)"

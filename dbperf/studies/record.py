@@ -117,7 +117,7 @@ def _read_run(name: str, directory: Path) -> tuple[StudyRecord, str]:
 def unfinished(run: StudyRecord) -> str | None:
     """How a study run did not measure all it set out to (a step interrupted or failed, a figure not measured), in
     words; None when it ended whole (steps left out on purpose, by --step or a mode's skip, do not count)."""
-    steps = [f"step {n} {h.split(' ', 1)[0].rstrip(':')}" for n, h in run.step_ends
+    steps = [f"step {n} {h.split(' ', 1)[0].rstrip(':;,')}" for n, h in run.step_ends
              if h.startswith(("failed", "interrupted"))]
     figures = [f for f in run.figures or [] if f.value is None and not f.text and not f.left_out
                and f.measured.startswith("not measured")]

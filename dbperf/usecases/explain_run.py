@@ -7,7 +7,9 @@ explanation is written into DIR as explain.json and returned as a View (report/e
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
 from pathlib import Path
 
 from rich.console import Console
@@ -231,11 +233,42 @@ def _differs(profile: Profile, record: SimulatedRecord | None) -> str | None:
             f"run ({now / record.instructions - 1:+.2%}): the leads are of the counts measured now")
 
 
-def write_explanation(directory: Path, view: View) -> Path:
-    """DIR/explain.json, written whole then moved into place (a reader never sees half of it)."""
+def write_explanation(directory: Path, view: View, err: Console = PROGRESS) -> Path:
+    """DIR/explain.json, written whole then moved into place (a reader never sees half of it), keeping the cells an
+    earlier `dbperf explain` explained that this one did not (a `--cell` explanation is minutes of simulation; a later
+    "nothing to explain" must not lose it). A damaged file is set aside, said, never silently replaced."""
     path = directory / EXPLANATION
-    write_whole(path, formats.render(view, "json").encode("utf-8"))
+    write_whole(path, formats.render(_with_earlier_cells(path, view, err), "json").encode("utf-8"))
     return path
+
+
+def _cell_key(doc: dict) -> tuple[object, object, object]:
+    return doc.get("target"), doc.get("benchmark"), str(doc.get("threads"))
+
+
+def _with_earlier_cells(path: Path, view: View, err: Console) -> View:
+    try:
+        earlier = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return view
+    except (OSError, ValueError) as e:
+        earlier = f"unreadable ({e})"
+    if not (isinstance(earlier, dict) and isinstance(earlier.get("cells"), list)
+            and earlier.get("explain") == view.document.get("explain")):
+        aside = path.with_name(f"{EXPLANATION}.damaged-{datetime.now(UTC):%Y%m%dT%H%M%S}")
+        try:
+            path.rename(aside)
+        except OSError as e:
+            raise UserError(f"{path}: damaged, and it cannot be set aside: {e.strerror or e}") from None
+        say(f"dbperf: warning: {path} was not an explanation this dbperf reads "
+            f"({earlier if isinstance(earlier, str) else 'another format'}); set aside as {aside.name}", err)
+        return view
+    now = {_cell_key(c) for c in view.document["cells"]}
+    kept = [c for c in earlier["cells"] if isinstance(c, dict) and _cell_key(c) not in now]
+    if not kept:
+        return view
+    return replace(view, document={**view.document, "cells": [*view.document["cells"], *kept],
+                                   "kept_from_earlier": len(kept)})
 
 
 def explain_directory(directory: Path, cell: str | None = None, top: int = TOP, err: Console = PROGRESS) -> View:
@@ -249,7 +282,7 @@ def _explained(directory: Path, cell: str | None, top: int, err: Console) -> tup
         raise UserError("--top: must be at least 1")
     view = explain_view(explain_run(directory, cell, err), top)
     try:
-        return view, write_explanation(directory, view)
+        return view, write_explanation(directory, view, err)
     except ResultsWriteError as e:
         say(f"dbperf: warning: {e}: the explanation is not kept in {directory}", err)
         return view, None
