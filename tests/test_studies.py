@@ -1168,3 +1168,21 @@ def test_a_summary_names_the_run_that_measured_each_figure_and_study_check_accep
     assert [f["run"]["directory"] for f in figures] == [str(run), str(run)]
     assert figures[1]["run"]["host"]["load_end"] == [0.6, 0.5, 0.4] and figures[1]["checked"] == pytest.approx(5.0)
     assert check.check_run(run).defects == []
+
+
+@pytest.mark.unit
+def test_a_study_whose_step_cannot_run_is_refused_before_its_folder_is_claimed(tmp_path):
+    """As `dbperf run` looks at its targets before it claims --out, so does a study at each experiment step it will
+    run: a MySQL install that is not there is said in one line, naming the step, and nothing is created."""
+    from dbperf.studies.study_run import Limits, run_study
+    (tmp_path / "e.toml").write_text(f'[run]\nbenchmarks = ["point-query"]\n{TINY}'
+                                     '[[target]]\nname = "a"\nengine = "mysql"\nbinaries = "/nonexistent"\n')
+    study = parse_study(_write(tmp_path, 'name = "mine"\ntitle = "t"\nbrief = "§1"\nduration = "d"\n'
+                               'description = "d"\n[[step]]\nname = "servers"\nkind = "experiment"\n'
+                               'experiment = "e.toml"\n'))
+    with pytest.raises(UserError, match=r"^study mine step servers: target 'a': .*MySQL server not found.*"
+                                        r"\(--step runs the others\)$"):
+        run_study(study, tmp_path / "out", "full")
+    assert not (tmp_path / "out").exists()
+    with pytest.raises(UserError, match="no such step"):  # --step names what runs: a step left out is not checked
+        run_study(study, tmp_path / "out", "full", limits=Limits(steps=("other",)))

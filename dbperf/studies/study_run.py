@@ -22,6 +22,7 @@ from dbperf.report import formats
 from dbperf.report.escape import md
 from dbperf.run_meta import MetaError
 from dbperf.runner import interrupts
+from dbperf.runner.preflight import require_targets
 from dbperf.storage.results import META, read_meta
 from dbperf.studies.definition import study_command
 from dbperf.studies.figures import Headline, Provenance, Row, headline, rows, step_headlines
@@ -139,6 +140,7 @@ def run_study(study: Study, out: Path | None, mode: Mode, yes: bool = False, err
         check_resumable(study, directory, mode)
         started, resumed_at = _earlier_start(directory, started)
     else:
+        check_steps_targets(study, mode, limits)
         claim_directory(study, directory, record.replace(started=started.isoformat(timespec="seconds"),
                                                          directory=str(directory),
                                                          command=run_command(study, mode, limits), status=RUNNING))
@@ -162,6 +164,22 @@ def run_study(study: Study, out: Path | None, mode: Mode, yes: bool = False, err
                             command=facts.command, left_out=sitting.why, resumed_at=resumed_at or UNSET)
     # DIR was new or empty, or is this study's run: its summary files are the lab's own (the first study.json too).
     return write_summary(study, directory, facts, record, sitting.exit_code, force=True)
+
+
+def check_steps_targets(study: Study, mode: Mode, limits: Limits) -> None:
+    """Each experiment step this run will run, its targets looked at as `dbperf run` looks at them before it claims
+    its folder (binaries there, the service user, a port free, an external server answering, the driver): a study
+    that cannot run a step is told so in one line before its folder is claimed, not after hours of earlier steps."""
+    for step in study.steps:
+        if step.skipped(mode) or (limits.steps and step.name not in limits.steps):
+            continue
+        experiment = step_kind(step.kind).experiments(study, step, str(study.path)).get(mode)
+        if experiment is None:
+            continue
+        try:
+            require_targets(experiment)
+        except UserError as e:
+            raise UserError(f"study {study.name} step {step.name}: {e} (--step runs the others)") from None
 
 
 @dataclass
