@@ -69,7 +69,8 @@ def test_a_deeply_nested_line_is_skipped_by_compare(tmp_path):
 def test_compare_says_the_skipped_lines_of_both_runs_as_report_does(tmp_path):
     a, b = _run(tmp_path, "a"), _run(tmp_path, "b", seed=2)
     _append(a, "{not json", "42")
-    _append(b, json.dumps({"target": "a"}), '{"target": "b", "bench')  # the last one torn
+    _append(b, json.dumps({"target": "a"}), '{"target": "b", "bench')  # the last one torn: no newline after it
+    (b / "results.jsonl").write_text((b / "results.jsonl").read_text().removesuffix("\n"))
     compared = run_cli("compare", str(a), str(b))
     assert compared.returncode == 0, compared.stderr
     for run in (a, b):
@@ -158,3 +159,15 @@ def test_a_deeply_nested_meta_json_is_one_error_line(tmp_path):
         assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
         assert proc.stderr.strip().splitlines() == [
             f"dbperf: error: {run / 'meta.json'}: unreadable: nested too deeply"]
+
+
+def test_a_line_of_nul_bytes_is_not_json_where_it_is_never_a_torn_last_line(tmp_path):
+    """A crash can leave NUL bytes where lines were; a line of them, in the middle or last with its newline, is said
+    as not JSON at its place. Only a last line written without its newline is torn."""
+    run = _run(tmp_path, "a")
+    middle = _append(run, "\0" * 40, json.dumps({"target": "a"}))
+    last = _append(run, "\0" * 40)
+    doc = json.loads(run_cli("report", str(run), "--format", "json").stdout)
+    reasons = {s["line"]: s["reason"] for s in doc["skipped_lines"]}
+    assert reasons[middle].startswith("not JSON") and reasons[last].startswith("not JSON")
+    assert not any("torn" in r for r in reasons.values())

@@ -278,12 +278,16 @@ def read_results(directory: Path) -> tuple[RunMeta, list[ResultsRecord], list[Sk
     meta = read_meta(directory)
     records: list[ResultsRecord] = []
     skipped: list[SkippedLine] = []
-    lines = _results_text(directory).splitlines()
+    text = _results_text(directory)
+    lines = text.splitlines()
+    # Torn: the last line, written without its newline (a run killed mid-write); a line of junk anywhere else, or
+    # one that ended with its newline (NUL bytes a crash left), is not JSON, said so where it is.
+    torn = len(lines) if text and not text.endswith("\n") else None
     for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
         try:
-            records.append(_record(line, last=number == len(lines)))
+            records.append(_record(line, last=number == torn))
         except RecordError as e:
             skipped.append(SkippedLine(number, str(e)))
     return meta, records, skipped
