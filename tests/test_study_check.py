@@ -11,8 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from dbperf.studies.check import check_record
 from dbperf.studies.model import load_study
 from dbperf.studies.record_page import notebook_path, record_page
+from dbperf.studies.rerecord import rerecord
 from dbperf.studies.study_record import read_record, record_text
 from tests.conftest import run_cli
 
@@ -30,9 +32,9 @@ def docs(tmp_path: Path) -> Path:
 
 
 def _check(name: str, docs: Path) -> tuple[int, list[str]]:
-    proc = run_cli("study", "check", name, "--docs", str(docs))
-    assert "Traceback" not in proc.stderr
-    return proc.returncode, proc.stdout.splitlines()
+    """As `dbperf study check NAME --docs DOCS` says it (in-process: a CLI call a defect would cost seconds each)."""
+    checked = check_record(name, docs)
+    return (1 if checked.defects else 0), [f"{checked.what}: {d}" for d in checked.defects]
 
 
 def _edit_json(docs: Path, name: str, edit) -> None:
@@ -49,9 +51,15 @@ def _figure(doc: dict, what: str) -> dict:
     return next(f for f in doc["figures"] if f["what"].startswith(what))
 
 
-@pytest.mark.parametrize("name", RECORDED)
-def test_the_records_on_record_pass(name: str, docs: Path) -> None:
-    assert _check(name, docs) == (0, [])
+def test_the_records_on_record_pass_and_a_defect_fails_the_command(docs: Path) -> None:
+    proc = run_cli("study", "check", "--docs", str(docs))
+    assert proc.returncode == 0 and proc.stdout == "" and "Traceback" not in proc.stderr, proc.stdout
+    assert [line.split(":")[1].strip() for line in proc.stderr.splitlines()] == [f"docs/studies/{n}" for n in RECORDED]
+    notebook = docs / "notebooks" / "tuning-ladder.md"
+    notebook.write_text(notebook.read_text() + "\nAs the seed's post says.\n")
+    proc = run_cli("study", "check", "tuning-ladder", "--docs", str(docs))
+    assert proc.returncode == 1 and len(proc.stdout.splitlines()) == 1 and "\"seed's\"" in proc.stdout
+    assert proc.stderr.strip() == "dbperf: docs/studies/tuning-ladder: 14 figure(s), 1 defect(s)"
 
 
 def test_a_figure_edited_on_the_page_is_found(docs: Path) -> None:
@@ -112,7 +120,7 @@ def test_a_notebook_section_on_an_unfit_build_without_its_banner_is_found_and_pu
     notebook.write_text(text[:start] + text[end + 1:])
     code, lines = _check("pgo-server", docs)
     assert code == 1 and len(lines) == 1 and "The MariaDB step at its own budget" in lines[0]
-    assert run_cli("study", "record", "pgo-server", "--again", "--docs", str(docs)).returncode == 0
+    rerecord("pgo-server", docs)
     assert _check("pgo-server", docs) == (0, [])
 
 
@@ -135,7 +143,7 @@ def test_a_headline_that_counts_more_than_the_run_decided_is_found(docs: Path) -
 
 def test_a_record_written_again_is_what_it_was(docs: Path) -> None:
     before = (docs / "tuning-ladder.json").read_text()
-    assert run_cli("study", "record", "tuning-ladder", "--again", "--docs", str(docs)).returncode == 0
+    rerecord("tuning-ladder", docs)
     after = json.loads((docs / "tuning-ladder.json").read_text())
     assert [f["verdict"] for f in after["figures"]] == [f["verdict"] for f in json.loads(before)["figures"]]
     assert record_text(read_record(docs / "tuning-ladder.json")) == (docs / "tuning-ladder.json").read_text()

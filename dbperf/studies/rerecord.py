@@ -123,7 +123,10 @@ def _run_of(meta: RunMeta, own: Provenance) -> Provenance:
 
 
 def _judged_again(study: Study, f: Figure, old: Row, run: Provenance) -> Row:
-    """A kept figure (its step's files not kept) judged again by the evidence rule from its value as recorded."""
+    """A kept figure (its step's files not kept) judged again by the evidence rule from its value as recorded; one
+    recorded with its evidence already (its interval, its run) keeps it."""
+    if old.checked is not None and old.run is not None:
+        return replace(old, section=f.section, published=f.published)
     checked = old.value
     change = CHANGE.search(old.verdict)
     if f.before is not None:

@@ -124,7 +124,13 @@ def table(rows: list[Row], host: Host) -> list[str]:
 
 
 def measured_text(r: Row) -> str:
-    return r.measured + (f" [{r.low:.4g}, {r.high:.4g}]" if r.low is not None and r.high is not None else "")
+    """The figure with its interval: of the value, or of the change (after / before) where it is one; an exact count
+    has none to show."""
+    if r.low is None or r.high is None or r.low == r.high:
+        return r.measured
+    if r.checked is not None and r.value is not None and r.checked != r.value:
+        return f"{r.measured} (after / before {r.low:.4g}–{r.high:.4g})"
+    return f"{r.measured} [{r.low:.4g}, {r.high:.4g}]"
 
 
 def verdict_text(r: Row) -> str:
