@@ -79,14 +79,9 @@ def _figure_again(study: Study, f: Figure, old: Row | None, reader: Reader, meta
                   own: Provenance) -> Row:
     steps = _steps(f)
     if steps and steps <= metas.keys() and _from_cells(f):  # read back from the kept results; a JSON is not kept
-        cpus = {(_host(m).cpu_model, _host(m).cpu_id) for s, m in metas.items() if s in steps}
-        if len(cpus) > 1:
-            return Row(f.what, f.section, f.published, "not measured: its parts were measured on two CPUs "
-                       f"({'; '.join(f'{c}, {i}' for c, i in sorted(cpus, key=str))})", "–")
-        new = row(reader, f)
-        if new.measured_anything or old is None or not old.measured_anything:
-            run = _run_of(metas[sorted(steps)[0]], own)
-            return replace(new, run=run if new.measured_anything else None)
+        again = _from_kept(f, old, reader, {s: m for s, m in metas.items() if s in steps}, own)
+        if again is not None:
+            return again
         # the kept results do not give it back (a figure added since): the record's value, judged again
     if old is None or not old.measured_anything:
         why = old.measured if old is not None else "not measured: not in the record"
@@ -95,7 +90,24 @@ def _figure_again(study: Study, f: Figure, old: Row | None, reader: Reader, meta
         return Row(f.what, f.section, f.published,
                    f"withdrawn: measured by a run the record does not name ({old.host}; its results were not "
                    "kept): with no run to check it against, its value is not shown", "–")
+    if old.checked is not None and old.run is not None:  # recorded with its evidence: kept as it is
+        return replace(old, section=f.section, published=f.published)
     return _judged_again(study, f, old, own if old.run is None else old.run)
+
+
+def _from_kept(f: Figure, old: Row | None, reader: Reader, metas: dict[str, RunMeta],
+               own: Provenance) -> Row | None:
+    """The figure read back from its steps' kept results, naming their run; None when they do not give back a figure
+    the record measured."""
+    cpus = {(_host(m).cpu_model, _host(m).cpu_id) for m in metas.values()}
+    if len(cpus) > 1:
+        return Row(f.what, f.section, f.published, "not measured: its parts were measured on two CPUs "
+                   f"({'; '.join(f'{c}, {i}' for c, i in sorted(cpus, key=str))})", "–")
+    new = row(reader, f)
+    if new.measured_anything or old is None or not old.measured_anything:
+        run = _run_of(metas[sorted(metas)[0]], own)
+        return replace(new, run=run if new.measured_anything else None)
+    return None
 
 
 def _host(meta: RunMeta) -> HostMeta:
@@ -124,9 +136,7 @@ def _run_of(meta: RunMeta, own: Provenance) -> Provenance:
 
 def _judged_again(study: Study, f: Figure, old: Row, run: Provenance) -> Row:
     """A kept figure (its step's files not kept) judged again by the evidence rule from its value as recorded; one
-    recorded with its evidence already (its interval, its run) keeps it."""
-    if old.checked is not None and old.run is not None:
-        return replace(old, section=f.section, published=f.published)
+    recorded with its evidence already (its interval, its run) keeps it (the caller's)."""
     checked = old.value
     change = CHANGE.search(old.verdict)
     if f.before is not None:
