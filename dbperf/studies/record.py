@@ -9,7 +9,6 @@ from __future__ import annotations
 import re
 import shutil
 from dataclasses import replace
-from datetime import datetime
 from pathlib import Path
 
 from rich.console import Console
@@ -22,7 +21,7 @@ from dbperf.report.escape import md
 from dbperf.storage.results import META, keep_results
 from dbperf.studies.figures import Headline, Provenance, Row
 from dbperf.studies.model import Step, Study, load_study
-from dbperf.studies.record_page import notebook_path, record_page
+from dbperf.studies.record_page import notebook_path, record_page, started_when
 from dbperf.studies.steps import step_kind
 from dbperf.studies.study_record import (
     STUDY_JSON,
@@ -33,7 +32,7 @@ from dbperf.studies.study_record import (
     read_record,
     record_text,
 )
-from dbperf.studies.summary import Host, RunFacts, summary
+from dbperf.studies.summary import Host
 from dbperf.usecases.progress import PROGRESS, say
 
 DOCS_STUDIES = Path(dbperf.__file__).resolve().parents[1] / "docs" / "studies"
@@ -96,14 +95,16 @@ def compare_with_record(name: str, rows: list[Row], host: Host, docs: Path = DOC
     return lines
 
 
-def _read_run(name: str, directory: Path) -> tuple[StudyRecord, str]:
-    """The study run in `directory`: its study.json and summary.md; one line when it is none, or another study's."""
+def _read_run(name: str, directory: Path) -> StudyRecord:
+    """The study run in `directory` (its study.json, and its summary.md written: it ended); one line when it is none,
+    or another study's."""
     try:
         run = read_record(directory / STUDY_JSON)
         if run.running:  # the claim, not a record
             raise UserError(f"{directory}: the study run has not ended (it is running, or was stopped before its "
                             f"summary); `dbperf study run {name} --resume --out {directory}` goes on with it")
-        text = (directory / "summary.md").read_text()
+        if not (directory / "summary.md").is_file():
+            raise FileNotFoundError(2, "missing", str(directory / "summary.md"))
     except FileNotFoundError as e:
         raise UserError(f"{directory}: not a study run ({Path(e.filename).name} missing; `dbperf study run` "
                         "writes it)") from None
@@ -111,7 +112,7 @@ def _read_run(name: str, directory: Path) -> tuple[StudyRecord, str]:
         raise UserError(f"{directory}: unreadable study run ({e})") from None
     if run.study != name:
         raise UserError(f"{directory}: holds a run of study {run.study!r}, not {name!r}")
-    return run, text
+    return run
 
 
 def unfinished(run: StudyRecord) -> str | None:
@@ -135,13 +136,13 @@ def record_study(name: str, directory: Path, docs: Path = DOCS_STUDIES, force: b
                  err: Console = PROGRESS) -> list[Path]:
     """Writes the study run in `directory` (its summary.md and study.json) into the docs. A run cut short or
     incomplete goes on record only with `partial`, and the record then says so; a --quick one is said on `err`."""
-    run, text = _read_run(name, directory)
+    run = _read_run(name, directory)
     cut_short = _recordable(name, directory, run, partial)
     if cut_short is not None:
         run = run.replace(partial=cut_short)
     on_record = recorded(name, docs)
     study = load_study(name)
-    run, text, kept = _on_top_of_record(study, run, text, on_record, directory)
+    run, kept = _on_top_of_record(study, run, on_record, directory)
     # The steps' results directories go beside the record; a step left out keeps the record's copy.
     sources = {s.name: found for s in study.steps if s.name not in kept and (found := step_results(directory, s))}
     record_results = (on_record.results or {}) if kept and on_record is not None else {}
@@ -182,16 +183,15 @@ def _recordable(name: str, directory: Path, run: StudyRecord, partial: bool) -> 
     return cut_short
 
 
-def _on_top_of_record(study: Study, run: StudyRecord, text: str, on_record: StudyRecord | None,
-                      directory: Path) -> tuple[StudyRecord, str, list[str]]:
-    """A run narrowed by --step goes on top of the record (kept_from_record): the run and its summary then, and the
-    steps kept from the record. A full run replaces a --quick record (a check that the study runs) even when
+def _on_top_of_record(study: Study, run: StudyRecord, on_record: StudyRecord | None,
+                      directory: Path) -> tuple[StudyRecord, list[str]]:
+    """A run narrowed by --step goes on top of the record (kept_from_record): the merged run, and the steps kept from
+    the record. A full run replaces a --quick record (a check that the study runs) even when
     narrowed by --step: nothing of a quick run goes into a full record."""
     narrowed = sorted(step for step, why in (run.left_out or {}).items() if why == "--step")
     if not narrowed or on_record is None or (on_record.run_mode == "quick" and run.run_mode == "full"):
-        return run, text, []
-    run, text = kept_from_record(study, run, on_record, narrowed, directory)
-    return run, text, narrowed
+        return run, []
+    return kept_from_record(study, run, on_record, narrowed, directory), narrowed
 
 
 def hand_text_to_notebook(name: str, docs: Path) -> None:
@@ -266,61 +266,41 @@ def step_results(directory: Path, step: Step) -> Path | None:
     return step_kind(step.kind).results(directory, step.name)
 
 
-def started_when(started: object, resumed: object = None) -> str:
-    """A run's start (study.json's ISO time) as its summary says it, and when it was resumed (or extended): the
-    figures of a resumed run come from more than one sitting."""
-    def when(iso: object) -> str:
-        try:
-            return f"{datetime.fromisoformat(str(iso)):%Y-%m-%d %H:%M} UTC"
-        except ValueError:
-            return str(iso)
-
-    again = resumed if isinstance(resumed, list) else []
-    return when(started) + (f" (resumed {', '.join(when(r) for r in again)})" if again else "")
-
-
 def kept_from_record(study: Study, run: StudyRecord, on_record: StudyRecord, narrowed: list[str],
-                     directory: Path) -> tuple[StudyRecord, str]:
+                     directory: Path) -> StudyRecord:
     """A run narrowed by --step, put on record on top of the record: the figures, steps and headline of the steps
-    it left out are the record's, each saying whose (host and date), so that a study too long for one sitting can be
-    put on record step by step without losing what is on record. Its summary is written anew from the merged
-    figures; the run's own directory is left as it was."""
+    it left out are the record's, each keeping the run that measured it, so that a study too long for one sitting can
+    be put on record step by step without losing what is on record (its page is generated from the merged record:
+    record_page.py); the run's own directory is left as it was."""
     mode = run.run_mode
     if on_record.run_mode != mode:
         raise UserError(f"{directory}: a {mode} run narrowed by --step ({', '.join(narrowed)} left out) cannot be "
                         f"put on top of a {on_record.run_mode} record; run the whole study, or the same mode")
     source = f"{on_record.run_host.short}; run of {started_when(known(on_record.started))}"
     ran_on_record = {n for n, ended in on_record.step_ends if not ended.startswith("not run")}
-    figures, measured_by = _figures_kept(study, run, on_record, narrowed, ran_on_record)
+    figures = _figures_kept(study, run, on_record, narrowed, ran_on_record)
     steps = _steps_kept(run, on_record, narrowed, source, ran_on_record)
     headline = run.headline
     if study.headline and study.headline["step"] in narrowed:
         headline = on_record.headline
     headline = headline if isinstance(headline, Headline) else None
     also = _also_merged(study, run, on_record, narrowed)
-    # a step added since, or one the record did not run either, is in neither run
-    from_record = [n for n in narrowed if n in ran_on_record] or narrowed
-    facts = RunFacts(run.run_host, started_when(known(run.started), known(run.resumed_at)),
-                     str(run.command or "?"), mode, headline, steps, also=also,
-                     kept=_kept_said(run, on_record, from_record, measured_by))
-    merged = run.replace(figures=figures, steps=[StepEnded(n, h) for n, h in steps], headline=headline,
+    return run.replace(figures=figures, steps=[StepEnded(n, h) for n, h in steps], headline=headline,
                          also_headlines=also,
                          kept_from_record=KeptFrom(narrowed, known(on_record.started), known(on_record.ended),
                                                    known(on_record.directory), known(on_record.command),
                                                    known(on_record.host)))
-    return merged, summary(study, figures, facts)
 
 
 def _figures_kept(study: Study, run: StudyRecord, on_record: StudyRecord, narrowed: list[str],
-                  ran_on_record: set[str]) -> tuple[list[Row], dict[str, None]]:
+                  ran_on_record: set[str]) -> list[Row]:
     """The run's figures, the record's where the run left their step out (its number, or why the run that ran the
-    step did not measure it: a target added to the study since); and the runs the kept figures come from, in order
-    (a record may be a merge). A step neither run ran stays this run's "not run", with no run to its name."""
+    step did not measure it: a target added to the study since). A step neither run ran stays this run's "not run",
+    with no run to its name."""
     steps_of = {f.what: {str(m["step"]) for m in f.measures(run.run_mode) if m is not None and "step" in m}
                 for f in study.figures}
     old_figures = {f.what: f for f in on_record.figures or []}
     figures = []
-    measured_by: dict[str, None] = {}
     for row in run.figures or []:
         old = old_figures.get(row.what)
         # A figure the record's own run measured names that run; one the record had kept from an earlier run keeps
@@ -331,10 +311,8 @@ def _figures_kept(study: Study, run: StudyRecord, on_record: StudyRecord, narrow
         if kept_row and its_steps & set(narrowed) and not row.measured_anything and \
                 (kept_row.measured_anything or its_steps <= ran_on_record):
             row = kept_row
-            if row.measured_anything:
-                measured_by[row.run.label if row.run is not None else str(row.host)] = None
         figures.append(row)
-    return figures, measured_by
+    return figures
 
 
 def record_provenance(record: StudyRecord) -> Provenance:
@@ -355,22 +333,6 @@ def _steps_kept(run: StudyRecord, on_record: StudyRecord, narrowed: list[str], s
                 f"kept from the run on record ({source}): {was}"
         steps.append((name, ended))
     return steps
-
-
-def _kept_said(run: StudyRecord, on_record: StudyRecord, from_record: list[str], measured_by: dict[str, None]) -> str:
-    """The summary's words on the figures kept from the record, and whose they are."""
-    source_host = on_record.run_host
-    if len(measured_by) > 1:  # the record was itself put together from runs of some steps each
-        kept = (f"The figures of step(s) {', '.join(from_record)}, which this run left out (--step), are those on "
-                f"record, measured by the runs {', '.join(f'({m})' for m in measured_by)}: the host column says "
-                "which run measured each figure.")
-    else:
-        command = on_record.command  # records written before study.json kept it have none
-        kept = (f"The figures of step(s) {', '.join(from_record)}, which this run left out (--step), are those of "
-                f"the run on record of {started_when(known(on_record.started))} on {source_host.short}"
-                f"{f' ({command})' if command else ''}: the host column says which run measured each figure.")
-    caveat = cpu_caveat(source_host.identity, run.run_host.identity, "in the run on record", "in this run")
-    return kept + (f" {caveat}" if caveat else "")
 
 
 def _also_merged(study: Study, run: StudyRecord, on_record: StudyRecord, narrowed: list[str]) -> dict[str, Headline]:

@@ -5,6 +5,7 @@ figure the record does not hold."""
 
 from __future__ import annotations
 
+from datetime import datetime
 from pathlib import Path
 
 from dbperf.report.escape import md
@@ -21,10 +22,13 @@ def notebook_path(docs: Path, name: str) -> Path:
 
 
 def started_when(started: object, resumed: object = None) -> str:
-    """A run's start (an ISO time) as the page says it, with when it was resumed."""
+    """A run's start (study.json's ISO time) as its summary says it, and when it was resumed (or extended): the
+    figures of a resumed run come from more than one sitting."""
     def when(iso: object) -> str:
-        text = str(iso or "?")
-        return f"{text[:16].replace('T', ' ')} UTC" if len(text) >= 16 else text
+        try:
+            return f"{datetime.fromisoformat(str(iso)):%Y-%m-%d %H:%M} UTC"
+        except ValueError:
+            return str(iso)
 
     again = resumed if isinstance(resumed, list) else []
     return when(started) + (f" (resumed {', '.join(when(r) for r in again)})" if again else "")
