@@ -668,8 +668,40 @@ def test_the_worst_cell_is_the_lowest_rqps_against_the_base_leaving_the_aa_copy_
     write_run(tmp_path / "one" / "versions", ["v1", "v2", "v3"], ["point-query"], 1, speed={"v2": 0.9, "v3": 0.7})
     _, target, _, _, verdict = Reader(study, tmp_path / "one").worst_cell("versions")
     assert (target, verdict) == ("v3", None)
-    with pytest.raises(UserError, match="'of' must name an experiment step before it"):
+    with pytest.raises(UserError, match="'of' must name experiment steps before it"):
         parse_study(_write(tmp_path, study.path.read_text().replace('of = "versions"', 'of = "diff"')))
+
+
+@pytest.mark.unit
+def test_a_diff_of_several_steps_explains_the_worst_cell_of_those_that_ran(tmp_path):
+    """A study cut into steps of two hours (release-regression's three) diffs the worst cell of all of them: decided
+    slower first, then the lowest rQPS; a step that did not run (--quick leaves some out) is passed over."""
+    from dbperf.studies.figures import Reader
+    from dbperf.studies.steps.base import StepRun
+    from dbperf.studies.steps.diff import _worst
+    from tests.synthetic import write_run
+    exp = tmp_path / "e.toml"
+    exp.write_text(f'[run]\nbenchmarks = ["point-query"]\n{TINY}[[target]]\nname = "a"\n')
+    head = ('name = "mine"\ntitle = "t"\nbrief = "§1"\nduration = "d"\ndescription = "d"\n'
+            + "".join(f'[[step]]\nname = "{n}"\nkind = "experiment"\nexperiment = "e.toml"\n'
+                      for n in ("a", "b", "c")))
+    study = parse_study(_write(tmp_path, head + '[[step]]\nname = "diff"\nkind = "diff"\nof = ["a", "b", "c"]\n'
+                               'queries = 500\n'))
+    write_run(tmp_path / "run" / "a", ["v1", "v2"], ["point-query"], 12, speed={"v2": 0.6}, noise=0.3)
+    write_run(tmp_path / "run" / "b", ["v1", "v3"], ["point-query"], 12, speed={"v3": 0.8}, noise=0.001)
+    run = StepRun(study, study.step("diff"), "full", tmp_path / "run", yes=True, err=None)  # type: ignore[arg-type]
+    looked, of, (base, target, _, rqps, verdict) = _worst(Reader(study, tmp_path / "run"), run, ["a", "b", "c"])
+    # a's 0.6 is lower, but only b's cell is decided slower: the diff explains a regression
+    assert looked == ["a", "b"] and (of, base, target, verdict) == ("b", "v1", "v3", "slower")
+    assert rqps == pytest.approx(0.8, rel=0.02)
+    with pytest.raises(UserError, match="nothing to diff"):
+        _worst(Reader(study, tmp_path / "none"), run, ["a", "b", "c"])
+    with pytest.raises(UserError, match="'of' must name experiment steps before it"):
+        parse_study(_write(tmp_path, head + '[[step]]\nname = "diff"\nkind = "diff"\nof = ["a", "diff"]\n'
+                           'queries = 500\n'))
+    with pytest.raises(UserError, match="'of' must name an experiment step before it"):
+        parse_study(_write(tmp_path, head + '[[step]]\nname = "n"\nkind = "counters"\nof = ["a"]\n'
+                           'benchmark = "point-query"\n'))
 
 
 

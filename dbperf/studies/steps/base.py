@@ -139,8 +139,17 @@ class StepKind:
         raise NotImplementedError
 
 
-def check_of(s: dict[str, Any], at: Checking) -> None:
-    """A step that reads an earlier experiment step (diff, counters) names one in `of`."""
-    if s.get("of") not in at.earlier_experiments:
-        raise UserError(f"{at.where}: 'of' must name an experiment step before it "
-                        f"({', '.join(at.earlier_experiments)})")
+def of_steps(s: dict[str, Any]) -> list[str]:
+    """The earlier experiment steps a step reads (`of`): one name, or a list of them (a study whose experiment is cut
+    into steps of about two hours each, so that no figure needs two runs)."""
+    of = s.get("of")
+    return [str(o) for o in of] if isinstance(of, list) else [str(of)]
+
+
+def check_of(s: dict[str, Any], at: Checking, many: bool = False) -> None:
+    """A step that reads an earlier experiment step (diff, counters) names one in `of` (several, with `many`)."""
+    named = of_steps(s)
+    if (isinstance(s.get("of"), list) and (not many or not named)) or any(
+            o not in at.earlier_experiments for o in named):
+        raise UserError(f"{at.where}: 'of' must name {'experiment steps' if many else 'an experiment step'} before "
+                        f"it ({', '.join(at.earlier_experiments)})")

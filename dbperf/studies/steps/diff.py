@@ -1,5 +1,5 @@
-"""A diff step: the simulated per-function diff (dbperf diff) of an earlier experiment step's worst cell, its base
-against that target, into DIR/<step>.json."""
+"""A diff step: the simulated per-function diff (dbperf diff) of the worst cell of one or more earlier experiment
+steps, its base against that target, into DIR/<step>.json."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from dbperf.experiment.spec import parse_experiment
 from dbperf.output_file import write_file
 from dbperf.runner.simulated_tier import queries_for
 from dbperf.studies.figures import NotMeasured, Reader
-from dbperf.studies.steps.base import Checking, Over, StepEnd, StepKind, StepRun, check_of
+from dbperf.studies.steps.base import Checking, Over, StepEnd, StepKind, StepRun, check_of, of_steps
 from dbperf.usecases.explain import diff_targets
 
 
@@ -21,7 +21,7 @@ class DiffKind(StepKind):
     smoke_limits: ClassVar[dict[str, float]] = {"diff_queries": 1_000}
 
     def check(self, s: dict[str, Any], at: Checking) -> None:
-        check_of(s, at)
+        check_of(s, at, many=True)
         if not isinstance(s.get("queries", 1), int) or s.get("queries", 1) < 1:
             raise UserError(f"{at.where}: queries must be a whole number of at least 1")
 
@@ -29,29 +29,44 @@ class DiffKind(StepKind):
         over(int(s.get("queries", 20_000)), "diff_queries", "queries")
 
     def run(self, run: StepRun) -> StepEnd:
-        """The worst cell of an experiment step (lowest rQPS against its base, decided slower first): per-function
-        cost per query of that target minus the base's on that benchmark (dbperf diff), the largest changes first,
-        as DIR/<step>.json."""
+        """The worst cell of the experiment steps in `of` (lowest rQPS against its base, decided slower first; of
+        those that ran, a --quick run leaving some out): per-function cost per query of that target minus the base's
+        on that benchmark (dbperf diff), the largest changes first, as DIR/<step>.json."""
         name, s, directory = run.name, run.settings, run.directory
-        try:
-            base, target, benchmark, rqps, verdict = Reader(run.study, directory).worst_cell(str(s["of"]))
-        except NotMeasured as why:
-            raise UserError(f"nothing to diff: {why}") from None
+        looked, of, (base, target, benchmark, rqps, verdict) = _worst(Reader(run.study, directory), run, of_steps(s))
         top = int(s.get("top", 25))
-        experiment = directory / f"{s['of']}.toml"
+        experiment = directory / f"{of}.toml"
         # `queries` of a point query, fewer of a benchmark reading more rows (the same rows): the worst cell may be a
         # full scan, whose 20,000 queries would read 2 billion rows under valgrind
         per_point = int(s.get("queries", 20_000))
         queries = queries_for(parse_experiment(experiment).table_size, row_budget=per_point, most=per_point)
         d = diff_targets(experiment, base, target, benchmark, queries, str(s.get("mode", "simulated")))
-        doc = {"of": s["of"], "base": base, "target": target, "benchmark": benchmark, "rqps": rqps,
+        doc = {"of": of, "looked_at": looked, "base": base, "target": target, "benchmark": benchmark, "rqps": rqps,
                "verdict": verdict, "metric": d.metric, "mode": d.mode, "total_base": d.total_a,
                "total_target": d.total_b,
                "functions": [{"function": r.function, "base": r.a, "target": r.b, "delta": r.delta}
                              for r in d.rows[:top]]}
         write_file(directory / f"{name}.json", json.dumps(doc, indent=2) + "\n", force=False, option="--out")
         return StepEnd(f"{d.mode} per-function diff of the worst cell, {target} against {base} on {benchmark} (rQPS "
-                       f"{rqps:.2f}, {verdict or 'no verdict'}), in {name}.json")
+                       f"{rqps:.2f}, {verdict or 'no verdict'}; the worst of {', '.join(looked)}), in {name}.json")
+
+
+def _worst(reader: Reader, run: StepRun, steps: list[str]) -> tuple[list[str], str,
+                                                                   tuple[str, str, str, float, str | None]]:
+    """The steps with results, and of them the one whose worst cell is worst, with that cell: decided slower before
+    undecided, then the lowest rQPS."""
+    found, why = [], []
+    for step in steps:
+        if run.study.step(step).skipped(run.mode):
+            continue
+        try:
+            found.append((step, reader.worst_cell(step)))
+        except NotMeasured as e:
+            why.append(str(e))
+    if not found:
+        raise UserError(f"nothing to diff: {'; '.join(why) or 'no step of ' + ', '.join(steps) + ' ran'}")
+    step, cell = min(found, key=lambda f: (f[1][4] != "slower", f[1][3]))
+    return [f[0] for f in found], step, cell
 
 
 KIND = DiffKind()
