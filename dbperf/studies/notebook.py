@@ -57,8 +57,9 @@ def with_banners(text: str, problems: dict[str, list[str]]) -> str:
         why = s.why_superseded(problems)
         out.append(s.heading)
         if why and not s.marked:
-            out += ["", BANNER, f"    {why}: what this section found is not a finding; the record holds what replaced "
-                                "it."]
+            # the record may hold a re-measurement or nothing yet: it never holds this section's figures
+            out += ["", BANNER, f"    {why}: what this section found is not a finding, and the record holds none of "
+                                "its figures."]
         out += s.lines[1:]
     return "\n".join(out) + ("\n" if text.endswith("\n") else "")
 
