@@ -35,15 +35,14 @@ from dbperf.runner.preflight import simulated_checks
 from dbperf.stats.cost_fit import MISPREDICTS, Calibration, CalibrationCell, TooFewCells, calibrate
 from dbperf.stats.rqps_matrix import build_matrix
 from dbperf.storage import cost_models
-from dbperf.storage.results import EXPERIMENT, LOCK, META, meta_status, read_results, write_whole
-from dbperf.storage.writable import check_writable
+from dbperf.storage.calibration_run import CALIBRATION, MARKER, CalibrationRun, write_calibration
+from dbperf.storage.out_folder import claim
+from dbperf.storage.results import EXPERIMENT, meta_status, read_results, write_whole
 from dbperf.usecases.progress import PROGRESS, say
 from dbperf.usecases.run import run_experiment
 
 SQLITE = "3.54.1"
 BASE = "O2"
-# The first line of a calibration's experiment file: how a results directory is known as a calibration run.
-MARKER = "# dbperf calibrate"
 CONFIG = '{ journal_mode = "WAL", synchronous = "NORMAL" }'  # the demo's (examples/demo.toml)
 TOO_FEW = 3  # exit status: nothing (or too little) measured to fit, as `dbperf run`'s "no cell succeeded"
 TEST_PLAN = "DBPERF_TEST_CALIBRATION"  # tests only: a JSON plan of a few cells (see `plan`)
@@ -151,52 +150,11 @@ def experiment_path(quick: bool) -> Path:
 
 # --- the results directory ------------------------------------------------------------------------------------
 
-def is_calibration(directory: Path) -> bool:
-    try:
-        with open(directory / EXPERIMENT, encoding="utf-8") as f:
-            return f.readline().startswith(MARKER)
-    except (OSError, UnicodeDecodeError):
-        return False
-
-
-def _held(directory: Path) -> list[str]:
-    try:
-        return sorted(p.name for p in directory.iterdir() if p.name != LOCK) if directory.is_dir() else []
-    except OSError as e:
-        raise UserError(f"--out {directory}: cannot read the directory: {e.strerror or e}") from None
-
-
-def check_out(directory: Path, resume: bool) -> None:
-    """A new calibration goes into a new or empty directory; `--resume` into a calibration run's. Anything else is
-    refused before anything is built or measured, naming what the directory holds."""
-    if directory.exists() and not directory.is_dir():
-        raise UserError(f"--out {directory}: exists and is not a directory")
-    held = _held(directory)
-    calibration = is_calibration(directory)
-    if resume:
-        if not calibration:
-            what = ("nothing" if not held else "a dbperf run that is not a calibration" if META in held
-                    else f"{', '.join(held[:3])}{', ...' if len(held) > 3 else ''}")
-            raise UserError(f"--out {directory}: no calibration run to resume (it holds {what})")
-        check_writable(directory)
-        return
-    if not held:
-        check_writable(directory)  # before the estimate: a read-only mount has no free disk either
-        return
-    if calibration:
-        status = meta_status(directory) or "not started"
-        raise UserError(f"--out {directory}: holds a calibration run ({status}); --resume goes on with it (or fits "
-                        "it again when complete), another --out starts a new one")
-    what = "a dbperf run's results" if META in held else f"{', '.join(held[:3])}{', ...' if len(held) > 3 else ''}"
-    raise UserError(f"--out {directory}: not empty and not a calibration run (holds {what}); calibrate writes "
-                    "into a new or empty directory")
-
-
 def latest_run(host: Mapping[str, object]) -> Path:
     """`--resume` without --out: the host's newest calibration run."""
     root = cost_models.runs_dir(host)
     with contextlib.suppress(OSError):
-        runs = sorted((p for p in root.iterdir() if p.is_dir() and is_calibration(p)), key=lambda p: p.name)
+        runs = sorted((p for p in root.iterdir() if p.is_dir() and CALIBRATION.record(p)), key=lambda p: p.name)
         if runs:
             return runs[-1]
     raise UserError(f"--resume: no calibration run of this host in {root} to go on with; `dbperf calibrate` starts "
@@ -293,10 +251,13 @@ def run_calibration(out: Path | None, quick: bool = False, budget_s: float | Non
         directory = latest_run(host)
     else:
         directory = (cost_models.runs_dir(host) / f"{datetime.now():%Y%m%d-%H%M%S}{'-quick' if quick else ''}")
-    check_out(directory, resume)
-    if resume:
-        text = (directory / EXPERIMENT).read_text(encoding="utf-8")
-        quick = "(--quick)" in text.splitlines()[0]
+    earlier = claim(directory, CALIBRATION, resume)
+    if isinstance(earlier, CalibrationRun):
+        quick = earlier.quick
+        try:
+            text = (directory / EXPERIMENT).read_text(encoding="utf-8")
+        except OSError as e:
+            raise UserError(f"{directory / EXPERIMENT}: cannot read: {e.strerror or e}") from None
     else:
         text = plan(quick, budget_s).experiment()
     experiment = experiment_path(quick)
@@ -314,7 +275,8 @@ def run_calibration(out: Path | None, quick: bool = False, budget_s: float | Non
             f"(at least {MIN_ROUNDS} rounds, budget {human_seconds(spec.budget_s or 0)}) and each cell once under "
             f"cachegrind: about {human_seconds(size.seconds)} once the builds are made (an estimate); an "
             f"interrupted calibration goes on with `dbperf calibrate --resume --out {directory}`", err)
-        end = run_experiment(experiment, directory, keep_data=False, yes=yes, err=err, record=False, resume=resume)
+        end = run_experiment(experiment, directory, keep_data=False, yes=yes, err=err, record=False, resume=resume,
+                             on_claimed=lambda: write_calibration(directory, quick))
         if end.exit_code >= 128:
             say(f"dbperf: calibrate: interrupted; `dbperf calibrate --resume --out {directory}` goes on with it",
                 err)
