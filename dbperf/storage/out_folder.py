@@ -36,6 +36,9 @@ class FolderKind(ABC):
     generic: bool = False
     # How a folder that is not empty is said when it is not this kind's ("not empty and not a calibration run")
     besides: str = ""
+    # Whether the claim looks at the folder's file system (a read-only one said as such); a kind that creates its
+    # first file at once may say that failure its own way.
+    checks_writable: bool = True
 
     @abstractmethod
     def record(self, directory: Path) -> object | None:
@@ -122,5 +125,6 @@ def claim(directory: Path, kind: FolderKind, resume: bool = False) -> object | N
     elif names:
         raise UserError(f"--out {directory}: not empty{kind.besides} (holds {holding(names, found)}); "
                         f"{kind.writer} writes only into a new or empty directory: {CHOOSE}")
-    check_writable(directory)  # a read-only file system said as such, before any estimate of its free disk
+    if kind.checks_writable:
+        check_writable(directory)  # a read-only file system said as such, before any estimate of its free disk
     return found.record if found is not None else None
