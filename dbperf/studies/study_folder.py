@@ -69,6 +69,8 @@ class StudyFolder(FolderKind):
         if other is not None and other.kind.same(RUN):
             return (f"--out {directory}: a dbperf run's results directory, not a study run; `dbperf run EXPERIMENT "
                     f"--resume --out {directory}` goes on with it")
+        if other is not None:
+            return super().nothing_to_resume(directory, held, other)
         return f"--out {directory}: not a study run (no {STUDY_JSON} naming its study): nothing to resume"
 
 
