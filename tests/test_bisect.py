@@ -313,3 +313,9 @@ def test_a_bisect_cut_short_goes_on_replaying_its_decided_steps(tmp_path, monkey
         earlier_steps(out, StepSettings("postgres", "point-query", 0.03, 5.0, 1.0, 120.0), versions)
     with pytest.raises(UserError, match="no bisect to resume"):
         earlier_steps(tmp_path / "none", settings, versions)
+
+
+@pytest.mark.unit
+def test_a_step_that_measured_nothing_ends_the_bisect_with_a_runs_own_status():
+    from dbperf.usecases.run import NO_CELL_SUCCEEDED
+    assert STEP_FAILED == NO_CELL_SUCCEEDED

@@ -29,11 +29,6 @@ from dbperf.usecases.bisect_settings import check_config_names, check_settings, 
 from dbperf.usecases.progress import PROGRESS, say
 
 
-def check_out(directory: Path, resume: bool) -> None:
-    """The bisect's --out, before anything is fetched or started (storage/out_folder.py's rule)."""
-    claim(directory, BISECT, resume)
-
-
 def earlier_steps(out: Path, settings: StepSettings, versions: list[str]) -> list[Step]:
     """The steps of the search cut short in `out` (its bisect.json), for `--resume`. Refused in one line: no
     bisect there, one that ended, or another bisection (other settings or another range: its path would not
@@ -58,7 +53,7 @@ def claimed(directory: Path, resume: bool) -> Iterator[None]:
         with writing(directory):
             directory.mkdir(parents=True, exist_ok=True)
         lock = DirectoryClaim(directory)
-        check_out(directory, resume)
+        claim(directory, BISECT, resume)  # again, now that it is held
     except BaseException:
         if lock is not None:
             lock.release()
@@ -95,7 +90,7 @@ def bisect(settings: StepSettings, first: str, last: str, out: Path | None, trie
         raise UserError("--resume goes on with a bisect cut short: give its directory with --out DIR")
     require_tools(settings)
     directory = (out or default_directory(settings.engine)).absolute()
-    check_out(directory, resume)
+    claim(directory, BISECT, resume)  # before anything is fetched or started
     versions = release_range(settings.engine, first, last, available_versions(settings.engine))
     check_config_names(settings, versions)
     with claimed(directory, resume):
