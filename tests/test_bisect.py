@@ -12,19 +12,10 @@ import pytest
 
 from dbperf.cli.bisect import config_settings
 from dbperf.errors import UserError
-from dbperf.usecases.bisect import (
-    FOUND,
-    NONE_SLOWER,
-    STEP_FAILED,
-    STILL_UNDECIDED,
-    Judgement,
-    StepSettings,
-    expected_steps,
-    parse_threshold,
-    release_range,
-    search,
-    step_experiment,
-)
+from dbperf.storage.bisect_path import FOUND, NONE_SLOWER, STEP_FAILED, STILL_UNDECIDED, Judgement, StepSettings
+from dbperf.usecases.bisect_search import expected_steps, search
+from dbperf.usecases.bisect_settings import parse_threshold, release_range
+from dbperf.usecases.bisect_step import step_experiment
 from tests.conftest import run_cli
 
 PUBLISHED = ["9.6.24", "10.4.0", "12.22.0", "12.9.0", "13.23.0", "14.0.0", "14.10.0", "16.4.0", "16.4.0-1",
@@ -252,7 +243,7 @@ def test_bad_input_is_one_line_and_exit_2(maven, tmp_path, args, message):
 
 @pytest.mark.unit
 def test_a_step_is_judged_from_its_results_directory_as_the_report_decides_it(tmp_path):
-    from dbperf.usecases.bisect import judgement_of
+    from dbperf.usecases.bisect_step import judgement_of
     from tests.synthetic import write_run
     directory = write_run(tmp_path / "step", ["postgres-13.23", "postgres-14.0"], ["point-query"], 20,
                           speed={"postgres-14.0": 0.8}, noise=0.01)
@@ -270,7 +261,9 @@ def test_a_bisect_cut_short_goes_on_replaying_its_decided_steps(tmp_path, monkey
     import json
     import shutil
 
-    from dbperf.usecases import bisect as b
+    from dbperf.storage.bisect_path import BisectPath, write_path
+    from dbperf.usecases import bisect_step
+    from dbperf.usecases.bisect import earlier_steps
     from dbperf.usecases.run import RunEnd
     from tests.synthetic import write_run
 
@@ -295,27 +288,34 @@ def test_a_bisect_cut_short_goes_on_replaying_its_decided_steps(tmp_path, monkey
             return RunEnd(directory, 130)
         return RunEnd(directory, 0)
 
-    monkeypatch.setattr(b, "run_experiment", fake_run)
-    first = b.search(versions, b.release_judge(settings, out), on_step=lambda r: b.write_path(out, r, settings))
-    b.write_path(out, first, settings)
+    monkeypatch.setattr(bisect_step, "run_experiment", fake_run)
+    first = search(versions, bisect_step.release_judge(settings, out),
+                   on_step=lambda r: write_path(out, BisectPath(settings, r)))
+    write_path(out, BisectPath(settings, first))
     assert (first.outcome, len(first.steps)) == ("interrupted", 3)
-    earlier = b.earlier_steps(out, settings, versions)
+    earlier = earlier_steps(out, settings, versions)
     assert [s.judgement.interrupted for s in earlier] == [False, False, True]
 
     runs.clear()
     interrupt_at[0] = 0
-    result = b.search(versions, b.release_judge(settings, out, earlier=earlier))
+    result = search(versions, bisect_step.release_judge(settings, out, earlier=earlier))
     assert (result.outcome, result.first_slower, result.last_not_slower) == ("found", "1.5", "1.4")
     assert runs[0] == (earlier[2].judgement.directory.rsplit("/", 1)[-1], True)  # step 3 resumed, 1-2 not run
     assert all(not resumed for _, resumed in runs[1:])
     assert [s.judgement.verdict for s in result.steps[:2]] == [s.judgement.verdict for s in earlier[:2]]
 
-    b.write_path(out, result, settings)
+    write_path(out, BisectPath(settings, result))
     with pytest.raises(UserError, match=r"its bisect ended \(found\)"):
-        b.earlier_steps(out, settings, versions)
+        earlier_steps(out, settings, versions)
     (out / "bisect.json").write_text(json.dumps({**json.loads((out / "bisect.json").read_text()),
                                                  "outcome": "running"}))
     with pytest.raises(UserError, match="other settings or another range"):
-        b.earlier_steps(out, StepSettings("postgres", "point-query", 0.03, 5.0, 1.0, 120.0), versions)
+        earlier_steps(out, StepSettings("postgres", "point-query", 0.03, 5.0, 1.0, 120.0), versions)
     with pytest.raises(UserError, match="no bisect to resume"):
-        b.earlier_steps(tmp_path / "none", settings, versions)
+        earlier_steps(tmp_path / "none", settings, versions)
+
+
+@pytest.mark.unit
+def test_a_step_that_measured_nothing_ends_the_bisect_with_a_runs_own_status():
+    from dbperf.usecases.run import NO_CELL_SUCCEEDED
+    assert STEP_FAILED == NO_CELL_SUCCEEDED

@@ -11,18 +11,12 @@ import pytest
 
 from dbperf.errors import UserError
 from dbperf.records import Profile
-from dbperf.usecases.bisect import (
-    FOUND,
-    NONE_SLOWER,
-    StepSettings,
-    earlier_steps,
-    path_view,
-    resumable,
-    search,
-    write_path,
-)
+from dbperf.report.bisect_view import bisect_view, lead_section
+from dbperf.storage.bisect_path import FOUND, NONE_SLOWER, BisectPath, StepSettings, read_path, write_path
+from dbperf.usecases.bisect import earlier_steps
 from dbperf.usecases.bisect_metrics import METRICS, bisection, metric, run_bisect
-from dbperf.usecases.bisect_work import Counted, SimulatedBisect, WorkCounts, count_experiment, lead_view, work_verdict
+from dbperf.usecases.bisect_search import search
+from dbperf.usecases.bisect_work import Counted, SimulatedBisect, WorkCounts, count_experiment, work_verdict
 from tests.conftest import run_cli
 from tests.fake_maven import UNREACHABLE
 from tests.refusal import assert_refused
@@ -110,13 +104,13 @@ def test_the_found_step_gets_its_lead_and_the_path_is_written_with_the_metric(tm
     assert [r.function for r in by_work] == ["ExecScan", "hash_search"]  # palloc's instructions did not change
     assert by_work[0].after - by_work[0].before == pytest.approx(80.0)
     assert [(r.function, r.misses) for r in result.lead if r.why == "misses"] == [("palloc", pytest.approx(3.0))]
-    view = lead_view(result)
-    assert view is not None and "ExecScan" in str(view)
+    lead = lead_section(result)
+    assert lead is not None and "ExecScan" in str(lead)
     result.metric = "simulated"
-    write_path(tmp_path, result, SETTINGS)
+    write_path(tmp_path, BisectPath(SETTINGS, result))
     doc = json.loads((tmp_path / "bisect.json").read_text())
     assert doc["metric"] == doc["settings"]["metric"] == "simulated" and doc["lead"][0]["function"] == "ExecScan"
-    assert "work per query" in str(path_view(result))
+    assert "work per query" in str(bisect_view(BisectPath(SETTINGS, result), 4))
 
 
 @pytest.mark.unit
@@ -135,7 +129,7 @@ def test_run_bisect_takes_one_try_a_step_and_writes_the_path_after_each(tmp_path
 @pytest.mark.unit
 def test_a_path_written_before_metric_existed_resumes_as_a_wall_clock_bisect(tmp_path):
     wall = StepSettings("postgres", "point-query", 0.05, 5.0, 1.0, 120.0)
-    doc = {"dbperf_bisect": 1, "settings": {k: v for k, v in json.loads(json.dumps(wall.__dict__)).items()
+    doc = {"dbperf_bisect": 1, "settings": {k: v for k, v in wall.as_json().items()
                                             if k != "metric"},
            "versions": VERSIONS[:4], "steps": [], "outcome": "running"}
     (tmp_path / "bisect.json").write_text(json.dumps(doc))
@@ -200,6 +194,8 @@ def test_a_step_that_raises_leaves_a_failed_path_that_resume_goes_on_with(tmp_pa
         run_bisect(SETTINGS, VERSIONS, tmp_path, tries=3)
     doc = json.loads((tmp_path / "bisect.json").read_text())
     assert doc["outcome"] == "failed" and doc["error"].endswith(": fetching the release failed: HTTP 404"), doc
-    assert len(doc["steps"]) == 2 and len(earlier_steps(tmp_path, SETTINGS, VERSIONS)) == 2 and resumable(doc)
-    doc.pop("error")  # a step that measured nothing: the search's own end, not resumed
-    assert not resumable(doc)
+    path = read_path(tmp_path)
+    assert len(doc["steps"]) == 2 and len(earlier_steps(tmp_path, SETTINGS, VERSIONS)) == 2
+    assert path is not None and path.result.resumable
+    path.result.error = None  # a step that measured nothing: the search's own end, not resumed
+    assert not path.result.resumable

@@ -333,6 +333,36 @@ def test_show_prints_the_hosts_current_model(tmp_path, monkeypatch):
 
 
 @unit
+def test_show_format_json_prints_the_model_as_stored(tmp_path, monkeypatch):
+    monkeypatch.setenv("DBPERF_DATA", str(tmp_path / "models"))
+    stored = cost_models.save(_this_host_model())
+    proc = run_cli("calibrate", "--show", "--format", "json", env=_env(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout) == json.loads(stored.read_text())
+    assert json.loads(proc.stdout)["weights_ns"] == {"instructions": 0.3}
+
+
+@unit
+def test_the_calibrations_view_is_its_story_as_text_and_the_model_as_json(tmp_path):
+    from dbperf.report import formats
+    from dbperf.report.calibration_view import calibration_lines, calibration_view
+    c = calibrate(synthetic(), "O2")
+    model = c.record(HOST_A, "2026-11-27T00:00:00+00:00", False, str(tmp_path))
+    view = calibration_view(c, model, tmp_path / "model.json", 2)
+    assert json.loads(formats.render(view, "json")) == to_builtins(model)
+    text = formats.render(view, "markdown")
+    assert "stored as this host's current model: " in text and "(version 2)" in text and "chosen:" in text
+    assert view.sections[0].lines == tuple(calibration_lines(c, model, tmp_path / "model.json", 2))
+
+
+@unit
+def test_an_unknown_format_is_refused_before_anything_is_measured(tmp_path):
+    out = tmp_path / "out"
+    line = one_error_line(run_cli("calibrate", "--out", str(out), "--format", "yaml", env=_env(tmp_path)))
+    assert "--format: expected one of" in line and not out.exists()
+
+
+@unit
 def test_no_c_compiler_is_one_line_and_nothing_is_written(tmp_path):
     out = tmp_path / "out"
     line = one_error_line(run_cli("calibrate", "--out", str(out), env=_env(tmp_path, CC="no-such-cc")))
@@ -446,6 +476,12 @@ def test_a_tiny_calibration_interrupted_resumes_fits_and_stores(tmp_path):
     assert results.read_text().splitlines() == after
     assert "version 2" in again.stdout and len(list((tmp_path / "models").glob("*.json"))) == 2
     assert to_builtins(cost_models.read_model(next(p for p in (tmp_path / "models").glob("*.1.json"))))["cells"] == 4
+
+    as_json = run_cli("calibrate", "--resume", "--out", str(out), "--format", "json", env=_env(tmp_path), timeout=300)
+    assert as_json.returncode == 0 and "fitting it again, nothing measured" in as_json.stderr, as_json.stderr
+    model = json.loads(as_json.stdout)
+    assert model["type"] == "cost_model" and model["cells"] == 4 and model["source"] == str(out)
+    assert (out / "calibration.json").is_file()  # the folder's kind, typed, written once the run held it
 
 
 @pytest.mark.unit

@@ -213,7 +213,11 @@ def test_a_study_resume_goes_on_with_a_bisect_cut_short_and_keeps_one_that_ended
 
     study = load_study("release-regression")
     (tmp_path / "bisect").mkdir()
-    (tmp_path / "bisect" / "bisect.json").write_text(json.dumps({"outcome": outcome, "steps": []}))
+    settings = {"engine": "postgres", "benchmark": "point-query", "threshold": 0.05, "time_s": 5.0, "warmup_s": 1.0,
+                "budget_s": 120.0}
+    (tmp_path / "bisect" / "bisect.json").write_text(json.dumps({"dbperf_bisect": 1, "settings": settings,
+                                                                 "versions": ["13.23", "17.0"], "outcome": outcome,
+                                                                 "steps": []}))
     said = _kept_before(study, study.step("bisect"), tmp_path)
     assert (said is not None) == kept
     assert said is None or "bisect/bisect.json" in said

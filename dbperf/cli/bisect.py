@@ -2,68 +2,21 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 
-from dbperf.buildlab.server_releases import available_versions
-from dbperf.cli.common import YES_OPTION, fail, out_console, show
+from dbperf.cli.common import FORMAT_OPTION, YES_OPTION, fail, show
 from dbperf.experiment.durations import parse_duration
-from dbperf.usecases.bisect import (
-    DEFAULT_TRIES,
-    BisectResult,
-    StepSettings,
-    check_config_names,
-    check_out,
-    claimed,
-    earlier_steps,
-    expected_steps,
-    parse_threshold,
-    path_view,
-    release_range,
-    write_path,
-)
-from dbperf.usecases.bisect_metrics import METRICS, metric, require_tools, run_bisect
-from dbperf.usecases.bisect_work import lead_view
+from dbperf.report import formats
+from dbperf.report.bisect_view import bisect_view
+from dbperf.storage.bisect_path import BisectResult, StepSettings
+from dbperf.usecases.bisect import bisect as run
+from dbperf.usecases.bisect_metrics import METRICS, metric
+from dbperf.usecases.bisect_search import DEFAULT_TRIES
+from dbperf.usecases.bisect_settings import parse_threshold
 from dbperf.usecases.progress import say
-
-
-def _work_at(result: BisectResult, version: str | None) -> str:
-    ratio = result.work_at(version)
-    return "work unknown" if ratio is None else f"{ratio - 1:+.1%} work per query"
-
-
-def _confirmed(result: BisectResult) -> str:
-    if not result.confirmation:
-        return ""
-    said = ", ".join(f"{j.metric} {j.verdict}" + (f" (rQPS {j.rqps:.3f})" if j.rqps is not None else "")
-                     for j in result.confirmation)
-    return f"; at that step the wall clock says: {said} (reported, not deciding)"
-
-
-def outcome_line(result: BisectResult, engine: str) -> str:
-    n, good = len(result.versions), result.versions[0]
-    steps = f"{len(result.steps)} step(s) over {n} releases (about {expected_steps(n)} when every step decides)"
-    if result.metric == "simulated" and result.outcome == "found":
-        return (f"first release with more work: {engine} {result.first_slower}, {_work_at(result, result.first_slower)}"
-                f" against {good} (simulated instructions: work, not speed; last at the old level: "
-                f"{result.last_not_slower}); {steps}{_confirmed(result)}")
-    if result.metric == "simulated" and result.outcome == "none-slower":
-        return (f"no release with more work: {engine} {result.last_not_slower} is at "
-                f"{_work_at(result, result.last_not_slower)} against {good}; {steps}")
-    if result.outcome == "found":
-        return (f"first slower release: {engine} {result.first_slower} (last not slower: {result.last_not_slower}, "
-                f"against {good}); {steps}")
-    if result.outcome == "none-slower":
-        return f"no slower release: {engine} {result.last_not_slower} is not slower than {good}; {steps}"
-    bracket = (f"; the first slower release lies after {result.last_not_slower}, at or before "
-               f"{result.first_slower}" if result.first_slower else "")
-    why = {"undecided": "a step stayed undecided after its last try (more --budget or --tries may decide it)",
-           "failed": "a step measured nothing (its errors are in its results directory)",
-           "interrupted": "interrupted"}[result.outcome]
-    return f"stopped: {why}{bracket}; {steps}"
 
 
 def config_settings(pairs: list[str]) -> dict[str, str]:
@@ -102,6 +55,7 @@ def bisect(
     out: Annotated[Optional[Path], typer.Option("--out", help="directory of every step's results, new or empty "
                                                               "(default results/bisect-ENGINE-TIME)")] = None,
     yes: Annotated[bool, YES_OPTION] = False,
+    format: Annotated[str, FORMAT_OPTION] = "table",
     resume: Annotated[bool, typer.Option("--resume", help="go on with the bisect cut short in --out DIR (the same "
                                                           "settings): its decided steps are kept, not run again")]
     = False,
@@ -114,37 +68,14 @@ def bisect(
                             parse_duration(time, "--time", positive=True),
                             parse_duration(warmup, "--warmup"), parse_duration(budget, "--budget", positive=True),
                             threads, table_size, config_settings(config or []), chosen.name)
-    settings.check()
-    if tries < 1:
-        fail(f"--tries: expected at least 1, got {tries}")
-    if resume and out is None:
-        fail("--resume goes on with a bisect cut short: give its directory with --out DIR")
-    # Every refusal before anything is fetched or started: the metric's tools, the folder, the range, the settings'
-    # names.
-    require_tools(settings)
-    directory = (out or Path("results") / f"bisect-{engine}-{datetime.now():%Y%m%d-%H%M%S}").absolute()
-    check_out(directory, resume)
-    versions = release_range(engine, first, last, available_versions(engine))
-    check_config_names(settings, versions)
-    with claimed(directory, resume):
-        earlier = earlier_steps(directory, settings, versions) if resume else []
-        if not resume:  # the folder is this bisect's from now on: killed in its first step, it can be resumed
-            write_path(directory, BisectResult(versions, metric=settings.metric), settings)
-        by = " of simulated work per query" if chosen.name == "simulated" else ""
-        say(f"dbperf: bisect {engine} {versions[0]} .. {versions[-1]}: {len(versions)} releases, {benchmark}, "
-            f"slower at {settings.threshold:.1%}{by} or more; about {expected_steps(len(versions))} steps; results "
-            f"in {directory}")
+    formats.format_named(format)  # before the search, not after it
 
-        def step_done(so_far: BisectResult) -> None:  # run_bisect writes the path after every step
-            s = so_far.steps[-1]
-            work = "" if s.judgement.work is None else f" ({s.judgement.work - 1:+.2%} work per query)"
-            say(f"dbperf: step {s.number}: {s.version} (try {s.attempt}): {s.judgement.verdict}{work}")
+    def step_done(so_far: BisectResult) -> None:  # run_bisect writes the path after every step
+        s = so_far.steps[-1]
+        work = "" if s.judgement.work is None else f" ({s.judgement.work - 1:+.2%} work per query)"
+        say(f"dbperf: step {s.number}: {s.version} (try {s.attempt}): {s.judgement.verdict}{work}")
 
-        result = run_bisect(settings, versions, directory, tries, yes, earlier=earlier, on_step=step_done)
-    show(path_view(result), "table")
-    lead = lead_view(result)
-    if lead is not None:
-        show(lead, "table")
-    out_console.print(outcome_line(result, engine), highlight=False)
-    if result.exit_code:
-        raise typer.Exit(result.exit_code)
+    done = run(settings, first, last, out, tries, resume, yes, on_step=step_done)
+    show(bisect_view(done.path, done.expected_steps), format)
+    if done.path.result.exit_code:
+        raise typer.Exit(done.path.result.exit_code)

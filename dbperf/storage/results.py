@@ -30,12 +30,12 @@ from pathlib import Path
 from dbperf.errors import UserError
 from dbperf.records import NotJson, RecordError, ResultsRecord, encode, results_line
 from dbperf.run_meta import DIED, MetaError, RunMeta, encode_file, run_meta
+from dbperf.storage.out_folder import CHOOSE, LOCK, FolderKind, claim, register
 
 META = "meta.json"
 RESULTS = "results.jsonl"
 KEPT_RESULTS = "results.jsonl.gz"  # a copy kept on record (keep_results), read-only
 EXPERIMENT = "experiment.toml"
-LOCK = ".lock"
 # A reader probing the lock (read_results) holds it for microseconds: a claim waits that long out, no more.
 CLAIM_WAIT_S = 0.5
 
@@ -183,7 +183,7 @@ class ResultsWriter:
         # Claimed first, then looked at: two runs on one --out cannot both find it empty.
         self._claim = DirectoryClaim(directory)
         try:
-            self._check_empty()
+            claim(directory, RUN)
             _pause_after_claim()
             # Kept open for the whole run: every record is appended and fsynced as it is measured.
             with writing(directory / RESULTS):
@@ -191,19 +191,6 @@ class ResultsWriter:
         except BaseException:
             self._claim.release(remove=self._claim.created)  # a refused run leaves nothing in the user's directory
             raise
-
-    def _check_empty(self) -> None:
-        directory = self.directory
-        if (directory / RESULTS).exists():
-            raise UserError(f"{directory}: already holds results; choose another --out")
-        try:
-            entries = sorted(p.name for p in directory.iterdir() if p.name != LOCK)
-        except OSError as e:
-            raise UserError(f"{directory}: cannot read the directory: {e.strerror}") from None
-        if entries:
-            what = "a dbperf run's files" if META in entries else f"files ({', '.join(entries[:3])}...)"
-            raise UserError(f"{directory}: not empty (holds {what}); dbperf writes only into a new or empty "
-                            "directory: choose another --out")
 
     @classmethod
     def reopen(cls, directory: Path) -> ResultsWriter:
@@ -257,6 +244,36 @@ class ResultsWriter:
         with contextlib.suppress(OSError):  # a write that failed has been reported already
             self._results.close()
         self._claim.release()
+
+
+@dataclass(frozen=True)
+class RunFolder:
+    """A run's results folder as a claim sees it: its status as read_meta gives it (None: no meta.json, or one
+    that cannot be read)."""
+    status: str | None
+
+
+class RunKind(FolderKind):
+    """`dbperf run`'s folder: meta.json (typed, read_meta), or its results alone (a run that wrote no meta.json)."""
+    noun = "dbperf run's results"
+    writer = "dbperf"
+    generic = True
+
+    def record(self, directory: Path) -> RunFolder | None:
+        if not any((directory / name).is_file() for name in (META, RESULTS, KEPT_RESULTS)):
+            return None
+        return RunFolder(meta_status(directory))
+
+    def said(self, record: object) -> str:
+        status = record.status if isinstance(record, RunFolder) else None
+        return "a dbperf run's results" + (f" ({status})" if status else "")
+
+    def taken(self, directory: Path, record: object) -> str:
+        return (f"--out {directory}: already holds results ({self.said(record)}); {CHOOSE} (`dbperf run EXPERIMENT "
+                f"--resume --out {directory}` goes on with a run cut short)")
+
+
+RUN = register(RunKind())
 
 
 @dataclass(frozen=True)

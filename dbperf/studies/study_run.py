@@ -17,12 +17,13 @@ from msgspec import UNSET
 from rich.console import Console
 
 from dbperf.errors import UserError
-from dbperf.output_file import is_results_directory, write_file
+from dbperf.output_file import write_file
 from dbperf.report import formats
 from dbperf.report.escape import md
 from dbperf.run_meta import MetaError
 from dbperf.runner import interrupts
 from dbperf.runner.preflight import require_targets
+from dbperf.storage.out_folder import claim
 from dbperf.storage.results import META, read_meta
 from dbperf.studies.definition import study_command
 from dbperf.studies.figures import Headline, Provenance, Row, headline, rows, step_headlines
@@ -39,6 +40,7 @@ from dbperf.studies.record import (
 from dbperf.studies.steps import step_kind
 from dbperf.studies.steps.base import INCOMPLETE, INTERRUPTED, StepEnd, StepRun
 from dbperf.studies.steps.experiment import experiment_file
+from dbperf.studies.study_folder import SUMMARY, StudyFolder, resume_command, study_run_record
 from dbperf.studies.study_record import (
     RUNNING,
     STUDY_JSON,
@@ -63,7 +65,6 @@ __all__ = [
     "summarise",
 ]
 
-SUMMARY = "summary.md"
 SUMMARY_HTML = "summary.html"
 
 
@@ -95,11 +96,6 @@ class Limits:
         for name in self.steps:
             if name not in names:
                 raise UserError(f"--step {name}: study {study.name} has no such step (its steps: {', '.join(names)})")
-
-
-def resume_command(name: str, mode: Mode, directory: Path) -> str:
-    """The command that goes on with a study run cut short in DIRECTORY."""
-    return " ".join(w for w in ("dbperf study run", name, mode_flag(mode), "--resume --out", str(directory)) if w)
 
 
 def run_command(study: Study, mode: Mode, limits: Limits = Limits()) -> str:
@@ -233,51 +229,17 @@ def _run_steps(run: StepRun, limits: Limits) -> Sitting:
     return sitting
 
 
-def _study_record(directory: Path) -> StudyRecord | None:
-    """DIR/study.json when it is a study run's (naming its study); None when missing or not one."""
-    try:
-        return read_record(directory / STUDY_JSON)
-    except (OSError, ValueError):
-        return None
-
-
 def _ended(directory: Path) -> bool:
     """Whether DIR holds a study run that wrote its summary (its study.json is the whole record, not the claim)."""
-    run = _study_record(directory)
+    run = study_run_record(directory)
     return run is not None and not run.running
-
-
-def _refuse_taken(study: Study, directory: Path) -> None:
-    """A new study run's --out is a new or an empty directory (`dbperf run`'s rule): anything there could be a
-    user's file (written beside, or read back as a step's results) or another run's."""
-    if directory.exists() and not directory.is_dir():
-        raise UserError(f"--out {directory}: exists and is not a directory; choose another --out")
-    if not directory.is_dir():
-        return
-    try:
-        entries = sorted(p.name for p in directory.iterdir())
-    except OSError as e:
-        raise UserError(f"--out {directory}: cannot read the directory: {e.strerror or e}") from None
-    if not entries:
-        return
-    run = _study_record(directory)
-    if run is not None and run.study == study.name:
-        said = SUMMARY if (directory / SUMMARY).exists() else f"{STUDY_JSON}: not ended"
-        raise UserError(f"--out {directory}: already holds a study run ({said}); give another directory, or --resume "
-                        "to go on with it")
-    if run is not None:
-        raise UserError(f"--out {directory}: already holds a run of study {run.study}; give another directory")
-    what = ("a dbperf run's results (meta.json)" if is_results_directory(directory) else
-            f"{', '.join(entries[:3])}{', ...' if len(entries) > 3 else ''}")
-    raise UserError(f"--out {directory}: not empty (holds {what}); a study run writes only into a new or empty "
-                    "directory: choose another --out")
 
 
 def claim_directory(study: Study, directory: Path, first: StudyRecord) -> None:
     """Takes a new or empty DIRECTORY for a new study run: its first study.json (`first`: the study, its mode, status
     running) created exclusively, so that two runs cannot both take it and a --resume knows whose run it is. A
     directory it could not take is left as it was (removed again if it made it)."""
-    _refuse_taken(study, directory)
+    claim(directory, StudyFolder(study.name))
     made = not directory.exists()
     try:
         directory.mkdir(parents=True, exist_ok=True)
@@ -294,25 +256,8 @@ def claim_directory(study: Study, directory: Path, first: StudyRecord) -> None:
 
 
 def check_resumable(study: Study, directory: Path, mode: Mode) -> None:
-    """--resume (and --extend) go on only with a run of this study in this mode: not a user's folder, another
-    study's run (whose study.json and summary it would replace) or a `dbperf run` results directory."""
-    if not directory.is_dir():
-        raise UserError(f"--out {directory}: no study run to resume"
-                        + (" (not a directory)" if directory.exists() else ""))
-    run = _study_record(directory)
-    if run is None:
-        if is_results_directory(directory):
-            raise UserError(f"--out {directory}: a dbperf run's results directory, not a study run; `dbperf run "
-                            f"EXPERIMENT --resume --out {directory}` goes on with it")
-        raise UserError(f"--out {directory}: not a study run (no {STUDY_JSON} naming its study): nothing to resume")
-    if run.study != study.name:
-        raise UserError(f"--out {directory}: holds a run of study {run.study}, not {study.name}; "
-                        f"`{resume_command(run.study, run.run_mode, directory)}` goes on with it")
-    earlier = run.run_mode
-    if earlier != mode:
-        flag = mode_flag(earlier) or "neither --quick nor --smoke"
-        raise UserError(f"--out {directory}: holds a {earlier} run of study {study.name}; resume it with the same "
-                        f"options ({flag})")
+    """--resume (and --extend) go on only with a run of this study in this mode (studies/study_folder.py)."""
+    claim(directory, StudyFolder(study.name, mode), resume=True)
 
 
 def set_aside(run: StepRun, step: Step) -> Path | None:
@@ -344,7 +289,7 @@ def set_aside(run: StepRun, step: Step) -> Path | None:
 def _earlier_start(directory: Path, now: datetime) -> tuple[datetime, list[str]]:
     """A resumed study run's start (the earlier run's, from its study.json when it got that far, else its steps'
     earliest meta.json), and when each resume began (this one last)."""
-    earlier = _study_record(directory)
+    earlier = study_run_record(directory)
     said = [known(earlier.started) if earlier is not None else None]
     for meta in directory.glob(f"*/{META}"):
         with contextlib.suppress(UserError):

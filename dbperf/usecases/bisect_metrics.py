@@ -1,4 +1,4 @@
-"""What decides a step of `dbperf bisect` (`--metric`): the wall clock's sequential verdicts (usecases/bisect.py's
+"""What decides a step of `dbperf bisect` (`--metric`): the wall clock's sequential verdicts (usecases/bisect_step.py's
 WallBisect, the default) or the server's simulated work per query (usecases/bisect_work.py's SimulatedBisect). A
 new metric is a new entry here and a file of its own."""
 
@@ -14,17 +14,9 @@ from rich.console import Console
 
 from dbperf.errors import UserError
 from dbperf.runner.preflight import Check, counting_checks, driver_check, require_service_user
-from dbperf.usecases.bisect import (
-    FAILED,
-    STEP_FAILED,
-    BisectResult,
-    Judge,
-    Step,
-    StepSettings,
-    WallBisect,
-    search,
-    write_path,
-)
+from dbperf.storage.bisect_path import FAILED, STEP_FAILED, BisectPath, BisectResult, Step, StepSettings, write_path
+from dbperf.usecases.bisect_search import Judge, search
+from dbperf.usecases.bisect_step import WallBisect
 from dbperf.usecases.bisect_work import SimulatedBisect
 from dbperf.usecases.progress import PROGRESS
 
@@ -109,7 +101,7 @@ def run_bisect(settings: StepSettings, versions: list[str], out: Path, tries: in
         so_far.metric, latest = settings.metric, so_far
         if on_step is not None:
             on_step(so_far)
-        write_path(out, so_far, settings)
+        write_path(out, BisectPath(settings, so_far))
 
     started = time.monotonic()
     try:
@@ -118,11 +110,11 @@ def run_bisect(settings: StepSettings, versions: list[str], out: Path, tries: in
         # a step that could not run (a release not fetched, a tool that failed) ends the bisect, and its path says
         # so: "running" would have the folder taken for a bisect cut short (killed), and refused as one
         latest.outcome, latest.exit_code, latest.error = FAILED, STEP_FAILED, str(e) or type(e).__name__
-        write_path(out, latest, settings)
+        write_path(out, BisectPath(settings, latest))
         raise
     result.metric, result.search_s = settings.metric, round(time.monotonic() - started, 1)
-    write_path(out, result, settings)
-    chosen.finish(result, lambda r: write_path(out, r, settings))
+    write_path(out, BisectPath(settings, result))
+    chosen.finish(result, lambda r: write_path(out, BisectPath(settings, r)))
     result.total_s = round(time.monotonic() - started, 1)
-    write_path(out, result, settings)
+    write_path(out, BisectPath(settings, result))
     return result

@@ -30,19 +30,11 @@ from dbperf.explain.diff import FunctionCounters, counters_diff
 from dbperf.explain.mode import CounterMode
 from dbperf.explain.profile import Profiler
 from dbperf.records import Profile
-from dbperf.report.model import Block, Row, Section, View
 from dbperf.runner.simulated_tier import queries_for
+from dbperf.storage.bisect_path import BisectResult, Judgement, LeadRow, StepSettings
 from dbperf.storage.results import write_whole, writing
-from dbperf.usecases.bisect import (
-    BisectResult,
-    Judge,
-    Judgement,
-    LeadRow,
-    StepSettings,
-    judgements_of,
-    release_judge,
-    target_name,
-)
+from dbperf.usecases.bisect_search import Judge
+from dbperf.usecases.bisect_step import judgements_of, release_judge, target_name
 from dbperf.usecases.explain import profiling
 from dbperf.usecases.progress import PROGRESS, say
 
@@ -209,16 +201,3 @@ def record_line(result: BisectResult, s: StepSettings) -> str:
     wall = next((j for j in result.confirmation if j.metric == "wall"), None)
     return (head + f"first {result.first_slower} {work} work per query, {minutes}; wall clock at that step "
             + (wall.verdict if wall else "not run"))
-
-
-def lead_view(result: BisectResult) -> View | None:
-    """The per-function changes at the found step (per query), or None when there are none."""
-    if not result.lead:
-        return None
-    rows = tuple(Row((r.function, r.why, f"{r.before:,.1f}", f"{r.after:,.1f}", f"{r.after - r.before:+,.1f}",
-                      "–" if r.misses is None else f"{r.misses:+,.2f}")) for r in result.lead)
-    title = (f"the step's lead: {result.last_not_slower} → {result.first_slower}, per query (simulated: work, not "
-             "speed)")
-    block = Block("", "", ("function", "ranked by", "instructions before", "after", "change", "L1 misses change"),
-                  rows, text_columns=0, left=(0, 1))
-    return View("bisect-lead", title, (Section(block=block),))

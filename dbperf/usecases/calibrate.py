@@ -15,7 +15,7 @@ import contextlib
 import json
 import math
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -30,20 +30,20 @@ from dbperf.experiment.spec import parse_experiment
 from dbperf.host.compiler import find_compiler
 from dbperf.host.facts import host_metadata
 from dbperf.records import CostModelRecord, SimulatedRecord
+from dbperf.report.calibration_view import host_line
 from dbperf.runner.estimate import estimate, human_seconds
 from dbperf.runner.preflight import simulated_checks
-from dbperf.stats.cost_fit import MISPREDICTS, Calibration, CalibrationCell, TooFewCells, calibrate
+from dbperf.stats.cost_fit import Calibration, CalibrationCell, TooFewCells, calibrate
 from dbperf.stats.rqps_matrix import build_matrix
 from dbperf.storage import cost_models
-from dbperf.storage.results import EXPERIMENT, LOCK, META, meta_status, read_results, write_whole
-from dbperf.storage.writable import check_writable
+from dbperf.storage.calibration_run import CALIBRATION, MARKER, CalibrationRun, write_calibration
+from dbperf.storage.out_folder import claim
+from dbperf.storage.results import EXPERIMENT, meta_status, read_results, write_whole
 from dbperf.usecases.progress import PROGRESS, say
 from dbperf.usecases.run import run_experiment
 
 SQLITE = "3.54.1"
 BASE = "O2"
-# The first line of a calibration's experiment file: how a results directory is known as a calibration run.
-MARKER = "# dbperf calibrate"
 CONFIG = '{ journal_mode = "WAL", synchronous = "NORMAL" }'  # the demo's (examples/demo.toml)
 TOO_FEW = 3  # exit status: nothing (or too little) measured to fit, as `dbperf run`'s "no cell succeeded"
 TEST_PLAN = "DBPERF_TEST_CALIBRATION"  # tests only: a JSON plan of a few cells (see `plan`)
@@ -151,52 +151,11 @@ def experiment_path(quick: bool) -> Path:
 
 # --- the results directory ------------------------------------------------------------------------------------
 
-def is_calibration(directory: Path) -> bool:
-    try:
-        with open(directory / EXPERIMENT, encoding="utf-8") as f:
-            return f.readline().startswith(MARKER)
-    except (OSError, UnicodeDecodeError):
-        return False
-
-
-def _held(directory: Path) -> list[str]:
-    try:
-        return sorted(p.name for p in directory.iterdir() if p.name != LOCK) if directory.is_dir() else []
-    except OSError as e:
-        raise UserError(f"--out {directory}: cannot read the directory: {e.strerror or e}") from None
-
-
-def check_out(directory: Path, resume: bool) -> None:
-    """A new calibration goes into a new or empty directory; `--resume` into a calibration run's. Anything else is
-    refused before anything is built or measured, naming what the directory holds."""
-    if directory.exists() and not directory.is_dir():
-        raise UserError(f"--out {directory}: exists and is not a directory")
-    held = _held(directory)
-    calibration = is_calibration(directory)
-    if resume:
-        if not calibration:
-            what = ("nothing" if not held else "a dbperf run that is not a calibration" if META in held
-                    else f"{', '.join(held[:3])}{', ...' if len(held) > 3 else ''}")
-            raise UserError(f"--out {directory}: no calibration run to resume (it holds {what})")
-        check_writable(directory)
-        return
-    if not held:
-        check_writable(directory)  # before the estimate: a read-only mount has no free disk either
-        return
-    if calibration:
-        status = meta_status(directory) or "not started"
-        raise UserError(f"--out {directory}: holds a calibration run ({status}); --resume goes on with it (or fits "
-                        "it again when complete), another --out starts a new one")
-    what = "a dbperf run's results" if META in held else f"{', '.join(held[:3])}{', ...' if len(held) > 3 else ''}"
-    raise UserError(f"--out {directory}: not empty and not a calibration run (holds {what}); calibrate writes "
-                    "into a new or empty directory")
-
-
 def latest_run(host: Mapping[str, object]) -> Path:
     """`--resume` without --out: the host's newest calibration run."""
     root = cost_models.runs_dir(host)
     with contextlib.suppress(OSError):
-        runs = sorted((p for p in root.iterdir() if p.is_dir() and is_calibration(p)), key=lambda p: p.name)
+        runs = sorted((p for p in root.iterdir() if p.is_dir() and CALIBRATION.record(p)), key=lambda p: p.name)
         if runs:
             return runs[-1]
     raise UserError(f"--resume: no calibration run of this host in {root} to go on with; `dbperf calibrate` starts "
@@ -293,10 +252,13 @@ def run_calibration(out: Path | None, quick: bool = False, budget_s: float | Non
         directory = latest_run(host)
     else:
         directory = (cost_models.runs_dir(host) / f"{datetime.now():%Y%m%d-%H%M%S}{'-quick' if quick else ''}")
-    check_out(directory, resume)
-    if resume:
-        text = (directory / EXPERIMENT).read_text(encoding="utf-8")
-        quick = "(--quick)" in text.splitlines()[0]
+    earlier = claim(directory, CALIBRATION, resume)
+    if isinstance(earlier, CalibrationRun):
+        quick = earlier.quick
+        try:
+            text = (directory / EXPERIMENT).read_text(encoding="utf-8")
+        except OSError as e:
+            raise UserError(f"{directory / EXPERIMENT}: cannot read: {e.strerror or e}") from None
     else:
         text = plan(quick, budget_s).experiment()
     experiment = experiment_path(quick)
@@ -314,7 +276,8 @@ def run_calibration(out: Path | None, quick: bool = False, budget_s: float | Non
             f"(at least {MIN_ROUNDS} rounds, budget {human_seconds(spec.budget_s or 0)}) and each cell once under "
             f"cachegrind: about {human_seconds(size.seconds)} once the builds are made (an estimate); an "
             f"interrupted calibration goes on with `dbperf calibrate --resume --out {directory}`", err)
-        end = run_experiment(experiment, directory, keep_data=False, yes=yes, err=err, record=False, resume=resume)
+        end = run_experiment(experiment, directory, keep_data=False, yes=yes, err=err, record=False, resume=resume,
+                             on_claimed=lambda: write_calibration(directory, quick))
         if end.exit_code >= 128:
             say(f"dbperf: calibrate: interrupted; `dbperf calibrate --resume --out {directory}` goes on with it",
                 err)
@@ -328,108 +291,23 @@ def run_calibration(out: Path | None, quick: bool = False, budget_s: float | Non
         return CalibrateEnd(directory, TOO_FEW)
 
 
-# --- what is printed ----------------------------------------------------------------------------------------------
+# --- the host's current model ------------------------------------------------------------------------------------
 
-NAMES = {"instructions": "instruction", "branches": "branch", MISPREDICTS: "branch mispredict (simulated predictor)",
-         "i1_misses": "I1 miss", "d1_misses": "D1 miss", "ll_misses": "LL miss"}
-
-
-def pct(x: float | None, signed: bool = False) -> str:
-    if x is None:
-        return "–"
-    if not math.isfinite(x):
-        return "∞"
-    return f"{x:+.1%}" if signed else f"{x:.1%}"
+@dataclass(frozen=True)
+class Current:
+    """`calibrate --show`: the host's current model, where it is stored and how many it has had."""
+    model: CostModelRecord
+    stored: Path
+    versions: int
 
 
-def host_line(host: Mapping[str, str]) -> str:
-    return f"{host.get('cpu_model')}, microcode {host.get('microcode')}, kernel {host.get('kernel')}"
-
-
-def model_lines(model: CostModelRecord) -> list[str]:
-    """The model as stored: what `calibrate --show` prints and `calibrate` ends with."""
-    weights = ", ".join(f"{w:.4g} ns per {NAMES.get(f, f)}" for f, w in model.weights_ns.items())
-    lines = [
-        f"cost model of {host_line(model.host)}: calibrated {model.created}"
-        + (" (--quick: fewer cells, a weaker validation)" if model.quick else ""),
-        (f"  user CPU per query = {weights}" + (f" + {model.intercept_ns:.4g} ns" if model.intercept_ns else "")
-         if model.measure == "user" else
-         f"  user + system CPU per query = the base's measured level + {weights} × (each count minus the base's): "
-         "the kernel's work, the same for every build of a benchmark, cancels"),
-        f"  fitted on {model.cells} cells: {len(model.builds)} SQLite builds ({', '.join(model.builds)}) × "
-        f"{len(model.benchmarks)} benchmarks; base {model.base}",
-        f"  R² of the level (all cells, in sample): {'–' if model.r2 is None else f'{model.r2:.3f}'}"
-        + (" (differences over the measured base: no level of its own)" if model.measure == "total" else ""),
-        f"  change against the base, builds left out one at a time: |error| median {pct(model.change_error_median)}, "
-        f"p90 {pct(model.change_error_p90)} (the band a prediction is quoted with)",
-        f"  level, builds left out one at a time: |relative error| median {pct(model.level_error_median)}, p90 "
-        f"{pct(model.level_error_p90)}" + (" (anchored on the base's measured level)" if model.measure == "total"
-                                           else ""),
-    ]
-    if model.source:
-        lines.append(f"  measured in {model.source}")
-    return lines
-
-
-def calibration_lines(done: Calibrated) -> list[str]:
-    """The fit's story: the model, which candidate and why, the validation and a per-build table."""
-    c = done.calibration
-    chosen = c.chosen
-    lines = model_lines(done.model)
-    lines.append(f"  stored as this host's current model: {done.stored} (version {done.version})")
-    lines.append("")
-    lines.append(f"chosen: {chosen.candidate.label()}, of {len(c.evaluations)} candidates (user CPU: feature sets × "
-                 "with or without an intercept × level/relative/change weighting; user + system CPU: feature sets as "
-                 "differences), by the median + p90 |error| of the predicted change on builds left out")
-    f = chosen.figures
-    lines.append(f"  its own folds: change |error| median {pct(f.change_median)}, p90 {pct(f.change_p90)} over "
-                 f"{f.changes} cells; level median {pct(f.level_median)}, p90 {pct(f.level_p90)} over {f.levels}")
-    if c.nested is not None:
-        n = c.nested.figures
-        lines.append(f"  the whole procedure (the choice too made without the left-out build): change |error| median "
-                     f"{pct(n.change_median)}, p90 {pct(n.change_p90)}: the model's band")
-    else:
-        lines.append("  too few builds to validate the choice itself (it needs 3 besides the base): the band is the "
-                     "chosen candidate's own folds, which flatter it")
-    lines.append(f"  builds left out one at a time: {', '.join(c.builds)} (the base {c.base}: its level only, its "
-                 "change is 0 by definition)")
-    if c.excluded:
-        lines.append(f"  not fitted ({len(c.excluded)}): " + "; ".join(c.excluded))
-    lines.append("")
-    what = "user CPU" if chosen.candidate.measure == "user" else "user + system CPU"
-    lines.append(f"per build, change of {what} per query against the base (median over its benchmarks), held out "
-                 "and in sample:")
-    header = ("build", "measured Δ", "predicted Δ", "|err| median", "|err| p90", "level err", "in-sample |err|")
-    rows = [header]
-    for r in c.per_build():
-        rows.append((r.build + (" (base)" if r.is_base else ""), pct(r.measured_change, True),
-                     pct(r.predicted_change, True), pct(r.held_out.change_median), pct(r.held_out.change_p90),
-                     pct(r.held_out.level_median), pct(r.in_sample.change_median)))
-    lines += table(rows)
-    lines.append("")
-    lines.append("candidates, best first (leave-one-build-out |error| of the change: median, p90; R² in sample):")
-    for e in c.evaluations[:8]:
-        lines.append(f"  {e.candidate.label():60} {pct(e.figures.change_median):>7} {pct(e.figures.change_p90):>7}"
-                     f"   R² {'–' if e.r2 is None else f'{e.r2:.3f}'}")
-    return lines
-
-
-def table(rows: Sequence[Sequence[str]]) -> list[str]:
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    return ["  " + "  ".join(v.ljust(w) if i == 0 else v.rjust(w) for i, (v, w) in enumerate(zip(r, widths,
-                                                                                                  strict=True)))
-            for r in rows]
-
-
-def show_current() -> list[str] | None:
-    """`calibrate --show`: the host's current model, None when it has none."""
+def show_current() -> Current | None:
+    """The host's current model, None when it has none."""
     host = host_metadata()
     model = cost_models.load_current(host)
     if model is None:
         return None
-    found = cost_models.versions(host)
-    return [*model_lines(model), f"  stored in {cost_models.current_path(host)} (version {len(found)}; earlier "
-                                 f"versions beside it as NAME.N.json)"]
+    return Current(model, cost_models.current_path(host), len(cost_models.versions(host)))
 
 
 def none_line() -> str:

@@ -16,8 +16,8 @@ from dbperf.runner.plan import RunPlan
 from dbperf.runner.preflight import Check, driver_check, simulated_checks, target_checks, valgrind_check
 from dbperf.runner.resume import Earlier
 from dbperf.runner.simulated_tier import estimated_seconds
-from dbperf.storage.results import LOCK
-from dbperf.storage.writable import check_writable
+from dbperf.storage.out_folder import CHOOSE, claim
+from dbperf.storage.results import RUN
 from dbperf.usecases.run import Prepared, prepare_run
 
 
@@ -32,26 +32,16 @@ class DryRun:
 
 
 def folder_check(directory: Path, earlier: Earlier | None) -> Check:
-    """Whether a run could claim `directory` (storage/results.py's rule: new or empty), looked at, not created."""
+    """Whether a run could claim `directory` (storage/out_folder.py's rule: new or empty), looked at, not created."""
     if earlier is not None:
         return Check("results", f"{directory} (its run goes on: {len(earlier.records)} cell(s) measured before are "
                                 "kept)")
-    if directory.exists() and not directory.is_dir():
-        return Check("results", "", f"{directory}: exists and is not a directory; choose another --out")
-    if directory.is_dir():
-        try:
-            entries = sorted(p.name for p in directory.iterdir() if p.name != LOCK)
-        except OSError as err:
-            return Check("results", "", f"{directory}: cannot read the directory: {err.strerror}")
-        if entries:
-            return Check("results", "", f"{directory}: not empty (holds {', '.join(entries[:3])}); dbperf writes "
-                                        "only into a new or empty directory: choose another --out")
-        return Check("results", f"{directory} (an empty folder)")
     try:
-        check_writable(directory)  # a read-only file system said as such, as bisect and calibrate say it
+        claim(directory, RUN)
     except UserError as err:
-        return Check("results", "", f"{err}; choose another --out")
-    return Check("results", f"{directory} (a new folder; not created by a dry run)")
+        return Check("results", "", str(err) if CHOOSE in str(err) else f"{err}; {CHOOSE}")
+    return Check("results", f"{directory} (an empty folder)" if directory.is_dir() else
+                 f"{directory} (a new folder; not created by a dry run)")
 
 
 def _left(plan: RunPlan) -> str:

@@ -80,11 +80,13 @@ def prepare_run(experiment: Path, out: Path | None, aa: bool = False, simulated:
 
 def run_experiment(experiment: Path, out: Path | None, keep_data: bool, profile: bool = False,
                    yes: bool = False, aa: bool = False, simulated: bool = False, err: Console = PROGRESS,
-                   record: bool = True, resume: bool = False, extend_s: float = 0.0) -> RunEnd:
+                   record: bool = True, resume: bool = False, extend_s: float = 0.0,
+                   on_claimed: Callable[[], object] | None = None) -> RunEnd:
     """Builds what the targets need, runs the matrix. `record=False`: the run stays out of the history (a run the
     lab composes for its own question, whose targets are not the user's series). `resume`: go on with the run cut
     short in `out`; `extend_s`: go on with the run in `out`, complete or not, its groups stopped on their budget
-    share sharing this much more (runner/resume.py)."""
+    share sharing this much more (runner/resume.py). `on_claimed`: called once `out` is the run's (a calibration
+    writes its own record there)."""
     p = prepare_run(experiment, out, aa, simulated, record, resume, extend_s)
     spec, directory, earlier = p.spec, p.directory, p.earlier
     require_targets(spec)  # the dry run's target checks, before anything is built, fetched or claimed
@@ -105,13 +107,20 @@ def run_experiment(experiment: Path, out: Path | None, keep_data: bool, profile:
         err.print(f"dbperf: counters mode {mode.mode}: {mode.reason}", highlight=False)
     end = run_to_end(directory, keep_data, "cell",
                      lambda: run_plan(plan, directory, err, keep_data=keep_data, profile=profile, in_history=p.record,
-                                      on_claimed=lambda: announce(exp, directory, earlier, extend_s, err)),
+                                      on_claimed=lambda: _claimed(exp, directory, earlier, extend_s, err, on_claimed)),
                      record=p.record, err=err)
     if end.exit_code == 0:
         interrupted = after_run.run_after(spec, directory, err)
         if interrupted is not None:
             return RunEnd(directory, interrupted)
     return end
+
+
+def _claimed(exp: Experiment, directory: Path, earlier: Earlier | None, extend_s: float, err: Console,
+             then: Callable[[], object] | None) -> None:
+    announce(exp, directory, earlier, extend_s, err)
+    if then is not None:
+        then()
 
 
 def announce(exp: Experiment, directory: Path, earlier: Earlier | None, extend_s: float, err: Console) -> None:

@@ -9,17 +9,22 @@ from typing import Any, ClassVar
 from dbperf.buildlab.server_releases import SOURCES, available_versions
 from dbperf.errors import UserError
 from dbperf.experiment.durations import parse_duration
+from dbperf.storage.bisect_path import PATH_FILE, StepSettings, read_path
 from dbperf.studies.definition import Step, Study
-from dbperf.studies.steps.base import INCOMPLETE, Checking, Over, StepEnd, StepKind, StepRun, read_json
-from dbperf.usecases.bisect import StepSettings, earlier_steps, parse_threshold, release_range, resumable
+from dbperf.studies.steps.base import INCOMPLETE, Checking, Over, StepEnd, StepKind, StepRun
+from dbperf.usecases.bisect import earlier_steps
 from dbperf.usecases.bisect_metrics import metric, run_bisect
+from dbperf.usecases.bisect_settings import check_settings, parse_threshold, release_range
 from dbperf.usecases.bisect_work import record_line
 
 
 def _resumable(written: Path) -> bool:
     """Whether the bisect that wrote `written` was cut short: its search goes on from its decided steps."""
-    doc = read_json(written)
-    return isinstance(doc, dict) and resumable(doc)
+    try:
+        path = read_path(written.parent)
+    except UserError:
+        return False  # not a bisect's path: the step runs again, from its start
+    return path is not None and path.result.resumable
 
 
 class BisectKind(StepKind):
@@ -50,7 +55,7 @@ class BisectKind(StepKind):
         over(int(s.get("tries", 3)), "bisect_tries", "tries")
 
     def own_file(self, directory: Path, step: str) -> Path:
-        return directory / step / "bisect.json"
+        return directory / step / PATH_FILE
 
     def kept_before(self, study: Study, step: Step, directory: Path, extend: bool) -> str | None:
         if _resumable(self.own_file(directory, step.name)):
@@ -69,11 +74,11 @@ class BisectKind(StepKind):
                                 parse_duration(s.get("budget", "2m"), "budget", positive=True),
                                 int(s.get("threads", 1)), int(s.get("table_size", 100_000)),
                                 {str(k): str(v) for k, v in s.get("config", {}).items()}, chosen.name)
-        settings.check()
+        check_settings(settings)
         versions = release_range(settings.engine, str(s["first"]), str(s["last"]),
                                  available_versions(settings.engine))
         out = run.directory / run.name
-        earlier = earlier_steps(out, settings, versions) if run.resume and (out / "bisect.json").is_file() else []
+        earlier = earlier_steps(out, settings, versions) if run.resume and (out / PATH_FILE).is_file() else []
         result = run_bisect(settings, versions, out, int(s.get("tries", 3)), run.yes, run.err, earlier)
         if result.outcome == "interrupted":
             return StepEnd(f"interrupted: bisect stopped after {len(result.steps)} step(s)", result.exit_code)
