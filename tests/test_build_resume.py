@@ -21,6 +21,7 @@ import pytest
 
 from dbperf.buildlab import server_build, staging
 from dbperf.buildlab.debian_source import DebianSource
+from dbperf.buildlab.recipes import recipes
 from dbperf.buildlab.resume import STATE, BuildState
 from dbperf.errors import UserError
 from dbperf.experiment.build_variants import ServerBuildSpec
@@ -96,7 +97,7 @@ def lab(where, monkeypatch):
     monkeypatch.setattr(server_build, "open_to_service_users", lambda path: None)
 
     def use(recipe: Any) -> None:
-        monkeypatch.setitem(server_build.RECIPES, "mysql", recipe)
+        monkeypatch.setitem(recipes(), "mysql", recipe)
         monkeypatch.setattr(server_build, "check_can_build",
                             lambda spec: (recipe, server_build.find_compiler()))
     return fetches, use
@@ -162,11 +163,12 @@ def test_a_build_killed_outright_is_resumed_with_its_last_sampled_time(lab, tmp_
         sys.path.insert(0, {str(Path(__file__).parent.parent)!r})
         from tests.test_build_resume import NinjaLikeRecipe
         from dbperf.buildlab import resume, server_build
+        from dbperf.buildlab.recipes import recipes
         from dbperf.buildlab.debian_source import DebianSource
         from dbperf.experiment.build_variants import ServerBuildSpec
         resume.WRITE_EVERY_S = 0  # every step on disk: the test knows what the killed segment had written
         recipe = NinjaLikeRecipe()
-        server_build.RECIPES["mysql"] = recipe
+        recipes()["mysql"] = recipe
         server_build.check_can_build = lambda spec: (recipe, server_build.find_compiler())
         server_build.candidate_versions = lambda engine: (None, "mysql-9.7", ["9.7.2-4"])
         server_build.open_to_service_users = lambda path: None

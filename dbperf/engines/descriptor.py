@@ -74,7 +74,7 @@ class Engine:
     reads_my_getopt_names: bool = False
     default_port: int | None = None
     service_user: str = ""  # the system user a lab server runs as (Debian's packages create it)
-    builds_from_source: bool = False  # the build lab has a recipe for it (buildlab/server_build.py RECIPES)
+    builds_from_source: bool = False  # the build lab has a recipe for it (a recipe in buildlab/recipes/)
     client: str | None = None  # the command-line client the lab queries a server with
     client_argv: ClientArgv | None = None
     sysbench_driver: str | None = None  # sysbench's --db-driver (and its options' prefix)

@@ -17,7 +17,8 @@ from pathlib import Path
 from dbperf import engines
 from dbperf.buildlab.builder import build_key, cached_builds
 from dbperf.buildlab.paths import server_cache
-from dbperf.buildlab.server_build import Recipe, cached_server_builds, check_can_build
+from dbperf.buildlab.recipes import Recipe
+from dbperf.buildlab.server_build import cached_server_builds, check_can_build
 from dbperf.buildlab.server_releases import ServerInstall
 from dbperf.buildlab.sqlite_source import SqliteSource, _cargo
 from dbperf.catalog.tool_commands import tool_path
