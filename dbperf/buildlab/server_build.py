@@ -41,7 +41,7 @@ from dbperf.buildlab.pgo_guard import GuardCannotRun, GuardCounts, figures, refu
 from dbperf.buildlab.profile_proof import NOTES_FLAG, PROOF_VERSION, fresh_profile_dir, missing_profiles, prove
 from dbperf.buildlab.profile_proof import Training as TrainingFacts
 from dbperf.buildlab.recipes import Recipe, recipe_for
-from dbperf.buildlab.resume import STATE, BuildState, children_cpu_seconds
+from dbperf.buildlab.resume import STATE, BuildState, ResumeRecord, children_cpu_seconds, read_resume
 from dbperf.buildlab.server_bolt import Training, bolt_identity, bolt_server, bolt_tools
 from dbperf.buildlab.staging import LOCK, PARTIAL, Staging, kill_session, sweep_abandoned
 from dbperf.buildlab.training import training_identity, training_workloads
@@ -194,7 +194,7 @@ class _Runner:
     @property
     def steps(self) -> int:
         """Compile steps of every phase and segment (an object whose compile was interrupted counts again)."""
-        return sum(self.state.data["steps"].values())
+        return self.state.all_steps
 
     def run(self, commands: list[list[str]], phase: str) -> int:
         """The commands one after another, those an earlier segment of the build finished skipped; the compile
@@ -468,15 +468,15 @@ def partial_server_builds() -> list[dict[str, Any]]:
     found = []
     for path in sorted(builds.glob(f".*{PARTIAL}/{STATE}")) if builds.is_dir() else []:
         try:
-            data = json.loads(path.read_text())
-        except ValueError:
-            data = {"label": f"unreadable {STATE}: the next build of it says so"}  # listed, never left out
-        segments = data.get("segments") or []
-        found.append({"key": path.parent.name.strip(".").removesuffix(PARTIAL), "label": data.get("label", "?"),
-                      "steps": sum((data.get("steps") or {}).values()), "segments": len(segments),
-                      "seconds": round(sum(s["seconds"] for s in segments), 1),
-                      "cpu_seconds": round(sum(s["cpu_seconds"] for s in segments), 1),
-                      "last": segments[-1]["started_at"] if segments else "?", "path": str(path.parent)})
+            record = read_resume(path)
+        except UserError:  # listed, never left out
+            record = ResumeRecord(label=f"unreadable {STATE}: the next build of it says so")
+        segments = record.segments
+        found.append({"key": path.parent.name.strip(".").removesuffix(PARTIAL), "label": record.label,
+                      "steps": sum(record.steps.values()), "segments": len(segments),
+                      "seconds": round(sum(s.seconds for s in segments), 1),
+                      "cpu_seconds": round(sum(s.cpu_seconds for s in segments), 1),
+                      "last": segments[-1].started_at if segments else "?", "path": str(path.parent)})
     return found
 
 
