@@ -76,7 +76,7 @@ def counting_checks(started: Iterable[str], what: str, why: str) -> list[Check]:
     checks = [valgrind_check(f"valgrind ({what})", why),
               checked(f"setarch ({what})",
                       lambda: _which("setarch", "util-linux", f"the {what} turns ASLR off with it"))]
-    threads = sorted({name for name in started if engines.engine(name).process_model == "threads"})
+    threads = sorted({name for name in started if engines.engine(name).process_model.one_process})
     if threads:
         titles = " and ".join(engines.engine(name).title for name in threads)
         checks.append(checked(f"callgrind_control ({what})", lambda: _which(
