@@ -21,7 +21,8 @@ import pytest
 
 from dbperf.buildlab import server_build, staging
 from dbperf.buildlab.debian_source import DebianSource
-from dbperf.buildlab.resume import STATE, BuildState
+from dbperf.buildlab.recipes import recipes
+from dbperf.buildlab.resume import STATE, BuildState, read_resume
 from dbperf.errors import UserError
 from dbperf.experiment.build_variants import ServerBuildSpec
 
@@ -96,7 +97,7 @@ def lab(where, monkeypatch):
     monkeypatch.setattr(server_build, "open_to_service_users", lambda path: None)
 
     def use(recipe: Any) -> None:
-        monkeypatch.setitem(server_build.RECIPES, "mysql", recipe)
+        monkeypatch.setitem(recipes(), "mysql", recipe)
         monkeypatch.setattr(server_build, "check_can_build",
                             lambda spec: (recipe, server_build.find_compiler()))
     return fetches, use
@@ -162,11 +163,12 @@ def test_a_build_killed_outright_is_resumed_with_its_last_sampled_time(lab, tmp_
         sys.path.insert(0, {str(Path(__file__).parent.parent)!r})
         from tests.test_build_resume import NinjaLikeRecipe
         from dbperf.buildlab import resume, server_build
+        from dbperf.buildlab.recipes import recipes
         from dbperf.buildlab.debian_source import DebianSource
         from dbperf.experiment.build_variants import ServerBuildSpec
         resume.WRITE_EVERY_S = 0  # every step on disk: the test knows what the killed segment had written
         recipe = NinjaLikeRecipe()
-        server_build.RECIPES["mysql"] = recipe
+        recipes()["mysql"] = recipe
         server_build.check_can_build = lambda spec: (recipe, server_build.find_compiler())
         server_build.candidate_versions = lambda engine: (None, "mysql-9.7", ["9.7.2-4"])
         server_build.open_to_service_users = lambda path: None
@@ -272,3 +274,56 @@ def test_a_state_file_it_cannot_read_is_one_line_and_the_partial_build_is_left_a
     (partial / STATE).write_text('{"version": 99}')
     with pytest.raises(UserError, match=r"written by another dbperf \(version 99"):
         server_build.build_server(ServerBuildSpec("mysql"), _no_training)
+
+
+# resume.json as a build before `begun` existed wrote it (version 1): a PGO build interrupted in its profile-use build
+OLD_STATE = {"version": 1, "label": "mysql@debian-src [O2 pgo]",
+             "source": {"tree": "/gone/src", "provenance": {"origin": "debian-src", "version": "9.7.2-4"}},
+             "commands": {"compiling (instrumented)": 3}, "steps": {"compiling (instrumented)": 120},
+             "phases": {"training": {"proof": {"share": 0.3}}},
+             "segments": [{"started_at": "2026-11-20T10:00:00+00:00", "seconds": 61.5, "cpu_seconds": 118.2,
+                           "steps": 120}]}
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("old", [OLD_STATE, {k: v for k, v in OLD_STATE.items() if k != "version"}],
+                         ids=["version 1 without begun", "without a version"])
+def test_an_old_resume_file_reads_as_a_typed_record(tmp_path, old):
+    (tmp_path / STATE).write_text(json.dumps(old))
+    record = read_resume(tmp_path / STATE)
+    assert record.version == 1 and record.begun == [] and record.label == "mysql@debian-src [O2 pgo]"
+    assert record.source is not None and record.source.provenance["version"] == "9.7.2-4"
+    assert record.segments[0].cpu_seconds == 118.2 and record.phases["training"]["proof"]["share"] == 0.3
+    state = BuildState(tmp_path, persist=True)  # the build goes on from it
+    assert state.resumed and state.commands_done("compiling (instrumented)") == 3 and not state.started("bolt")
+    assert state.result("training") == {"proof": {"share": 0.3}} and state.all_steps == 120
+
+
+@pytest.mark.unit
+def test_a_resume_file_is_written_whole_and_read_back_the_same(tmp_path):
+    state = BuildState(tmp_path, persist=True, label="mariadb@debian-src [O2 bolt]")
+    state.set_source(tmp_path / "src", {"origin": "debian-src"})
+    state.command_done("compiling")
+    state.step("compiling", None)
+    state.finish("profile-use", {"profile_files": 3})
+    state.begin("bolt")
+    written = json.loads((tmp_path / STATE).read_text())
+    assert written["version"] == 1 and written["begun"] == ["bolt"] and written["commands"] == {"compiling": 1}
+    assert set(written) == {"version", "label", "source", "commands", "steps", "phases", "segments", "begun"}
+    again = read_resume(tmp_path / STATE)
+    assert again.begun == ["bolt"] and again.steps == {"compiling": 1} and again.segments[0].steps == 1
+    assert BuildState(tmp_path, persist=True).started("bolt")  # begun, never finished: redone from the install
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(("text", "said"), [
+    ('{"version": 2, "label": "x"}', r"written by another dbperf \(version 2, this one reads 1\)"),
+    ('["not", "a", "record"]', r"unreadable \(expected a JSON object\)"),
+    ('{"version": 1, "segments": [{"seconds": 1}]}', r"unreadable \(Object missing required field `started_at`"),
+    ('{"version": 1, "commands": {"compiling": "three"}}', r"unreadable \(Expected `int`, got `str`"),
+])
+def test_a_resume_file_this_dbperf_cannot_read_is_one_line_naming_the_folder(tmp_path, text, said):
+    (tmp_path / STATE).write_text(text)
+    with pytest.raises(UserError, match=said + r".*: remove " + str(tmp_path) + " to build from scratch$") as e:
+        read_resume(tmp_path / STATE)
+    assert "\n" not in str(e.value)

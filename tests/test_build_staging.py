@@ -43,6 +43,7 @@ BUILD = textwrap.dedent("""
     from dbperf.buildlab.staging import Staging
     from dbperf.buildlab.resume import BuildState
     from dbperf.experiment.build_variants import ServerBuildSpec
+    from dbperf.buildlab.recipes.mariadb import MariadbRecipe
     from dbperf.runner import interrupts
 
     interrupts.install()
@@ -50,7 +51,7 @@ BUILD = textwrap.dedent("""
     stage = Staging(builds, "k")
     tree = stage.path / "src"
     tree.mkdir()
-    recipe = server_build.MariadbRecipe()
+    recipe = MariadbRecipe()
     def progress(phase, done, expected):
         print("STEP", flush=True)
     try:

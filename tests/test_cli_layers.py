@@ -52,12 +52,13 @@ def test_the_use_cases_know_nothing_of_typer():
 
 @pytest.mark.unit
 def test_a_report_drawn_without_the_cli_says_its_skipped_lines_on_stderr(tmp_path):
-    """layout --fix draws its A/B's report through the use case: the table on `out`, the notes on `err`."""
+    """layout --fix draws its A/B's report as the use case returns it: the table on `out`, the notes on `err`."""
     import io
 
     from rich.console import Console
 
-    from dbperf.usecases.report import draw_report, report_view
+    from dbperf.report.outgoing import draw_report
+    from dbperf.usecases.report import report_view
     from tests.synthetic import write_run
     directory = write_run(tmp_path / "run", ["a", "b"], ["point-query"], 3)
     with (directory / "results.jsonl").open("a") as f:

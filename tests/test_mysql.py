@@ -51,7 +51,7 @@ def fake_mysqld(basedir: Path, says: str) -> Path:
 @pytest.mark.unit
 def test_mysql_is_a_server_engine_of_the_family():
     m = engines.engine("mysql")
-    assert m.server and m.title == "MySQL" and m.process_model == "threads" and m.service_user == "mysql"
+    assert m.server and m.title == "MySQL" and m.process_model.one_process and m.service_user == "mysql"
     assert "MySQL" in engines.SERVER_TITLES and m.counters_query is not None
     assert m.counters_query(9)[0] == engines.engine("mariadb").counters_query(11)[0]
 

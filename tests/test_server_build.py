@@ -10,6 +10,9 @@ from typing import Any, ClassVar
 import pytest
 
 from dbperf.buildlab import server_build
+from dbperf.buildlab.recipes import recipes
+from dbperf.buildlab.recipes.mariadb import MariadbRecipe
+from dbperf.buildlab.recipes.postgres import PostgresRecipe
 from dbperf.buildlab.resume import BuildState
 from dbperf.errors import UserError
 from dbperf.experiment.build_variants import ServerBuildSpec
@@ -144,7 +147,7 @@ def test_server_pgo_takes_partial_training_and_a_training_time_of_its_own(write_
     assert use[-1] == "-fprofile-partial-training" and "-fprofile-use=/p" in use
     assert "-fprofile-partial-training" not in server_build.profile_use_flags(ServerBuildSpec(
         "postgres", variants=("O2", "pgo")), Path("/p"))
-    cc, recipe = find_compiler(), server_build.PostgresRecipe()
+    cc, recipe = find_compiler(), PostgresRecipe()
     plain = ServerBuildSpec("postgres", variants=("O2", "pgo"))
     keys = {server_build._key(s, "postgresql-15", "15.18-0+deb12u1", cc, recipe)
             for s in (plain, spec, ServerBuildSpec("postgres", variants=("O2", "pgo"), pgo_partial_training=True),
@@ -157,7 +160,7 @@ def test_server_pgo_takes_partial_training_and_a_training_time_of_its_own(write_
 
 @pytest.mark.unit
 def test_bolt_links_with_relocations_and_keeps_other_keys():
-    recipe = server_build.PostgresRecipe()
+    recipe = PostgresRecipe()
     spec = ServerBuildSpec("postgres", variants=("O2", "lto", "bolt"))
     configure = recipe.commands(Path("/src"), Path("/p"), find_compiler(), spec.flags(), 2)[0]
     assert "CFLAGS=-O2 -flto=auto -fno-reorder-blocks-and-partition" in configure
@@ -169,7 +172,7 @@ def test_bolt_links_with_relocations_and_keeps_other_keys():
 
 @pytest.mark.unit
 def test_mariadb_recipe_is_cmake_with_the_minimal_plugin_set_and_the_variants_flags():
-    recipe = server_build.MariadbRecipe()
+    recipe = MariadbRecipe()
     cc = find_compiler()
     configure, build, install = recipe.commands(Path("/src"), Path("/p"), cc, ["-O3", "-flto=auto", "-Wl,-q"], 2)
     for plugin in ("COLUMNSTORE", "ROCKSDB", "MROONGA", "SPIDER", "CONNECT", "TOKUDB", "OQGRAPH", "S3"):
@@ -201,8 +204,8 @@ def test_missing_library_headers_are_named_by_their_package_before_any_fetch(mon
     from dbperf.host.compiler import missing_headers
     cc = find_compiler()
     assert missing_headers(cc, {"stdio.h": "libc6-dev", "nope/never.h": "libnope-dev"}) == ["libnope-dev"]
-    monkeypatch.setattr(server_build.MariadbRecipe, "tools", {})
-    monkeypatch.setattr(server_build.MariadbRecipe, "headers", {"stdio.h": "libc6-dev", "nope/never.h": "libnope-dev",
+    monkeypatch.setattr(MariadbRecipe, "tools", {})
+    monkeypatch.setattr(MariadbRecipe, "headers", {"stdio.h": "libc6-dev", "nope/never.h": "libnope-dev",
                                                                 "nope/again.h": "libnope-dev"})
     monkeypatch.setattr(server_build, "candidate_versions", lambda engine: pytest.fail("fetched before the check"))
     with pytest.raises(UserError, match=r"needs the development files of libnope-dev \(apt install libnope-dev\)$"):
@@ -225,7 +228,7 @@ def test_make_setup_builds_installs_every_package_a_source_build_names():
     lists = {name: set(body.split()) for name, body in re.findall(r'^([A-Z]+_PACKAGES)="([^"]*)"', script, re.M)}
     assert set(lists) == {"DEMO_PACKAGES", "SERVER_PACKAGES", "BUILD_PACKAGES"}
     installed = set().union(*lists.values())
-    needed = {p for r in server_build.RECIPES.values() for p in (*r.tools.values(), *r.headers.values())}
+    needed = {p for r in recipes().values() for p in (*r.tools.values(), *r.headers.values())}
     needed |= set(BOLT_PACKAGES) | {package for _cc, _cxx, package in NAMED_COMPILERS.values()}
     assert needed <= installed, f"not installed by `make setup-builds`: {sorted(needed - installed)}"
     assert "build)" in script and "$BUILD_PACKAGES" in script.split("build)")[1].split(";;")[0]
@@ -249,7 +252,7 @@ def test_every_builds_tools_are_checked_before_the_first_build(monkeypatch, tmp_
         headers: ClassVar[dict[str, str]] = {}
         language: ClassVar[str] = "c"
 
-    monkeypatch.setitem(server_build.RECIPES, "postgres", NoToolsRecipe())
+    monkeypatch.setitem(recipes(), "postgres", NoToolsRecipe())
     monkeypatch.setattr(server_bolt, "LLVM_BOLT", "llvm-bolt-not-installed")
 
     def no_build(*args: Any, **kwargs: Any) -> None:

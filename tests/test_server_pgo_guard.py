@@ -17,6 +17,7 @@ import pytest
 
 from dbperf.buildlab import server_build
 from dbperf.buildlab.pgo_guard import GuardCannotRun, GuardCounts, figures, refusal
+from dbperf.buildlab.recipes import recipes
 from dbperf.buildlab.resume import BuildState
 from dbperf.buildlab.server_build import GUARD_VERSION, ServerBuild, base_spec
 from dbperf.errors import UserError
@@ -276,7 +277,7 @@ def test_build_server_runs_the_guard_of_a_cached_build_once(cache, monkeypatch):
         return real(spec, *args, **kwargs) if spec.pgo else base
 
     monkeypatch.setattr(server_build, "build_server", build)
-    monkeypatch.setattr(server_build, "check_can_build", lambda spec: (server_build.RECIPES["postgres"], None))
+    monkeypatch.setattr(server_build, "check_can_build", lambda spec: (recipes()["postgres"], None))
     monkeypatch.setattr(server_build, "candidate_versions", lambda engine: ("apt", "postgresql-15", ["15.18"]))
     monkeypatch.setattr(server_build, "_key", lambda *a: "pgo-key")
     runs = []
@@ -308,7 +309,7 @@ def test_the_cached_postgres_pgo_build_executes_fewer_instructions_than_its_o2_b
     builds = server_build.server_cache() / "build"
     e = parse_experiment(REPO / "dbperf" / "studies" / "data" / "experiments" / "pgo-postgres.toml")
     specs = {t.name: t.server_build for t in e.targets if t.server_build is not None}
-    recipe = server_build.RECIPES["postgres"]
+    recipe = recipes()["postgres"]
     found: dict[str, Path] = {}
     for m in server_build.cached_server_builds():  # by the key build_server computes: the keys are unchanged
         cc = find_compiler(m["compiler"]["named"])

@@ -18,7 +18,6 @@ machine of N cores the build takes about that divided by N (less where the build
 
 from __future__ import annotations
 
-import json
 import os
 import resource
 import time
@@ -26,13 +25,65 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from dbperf.errors import UserError
 from dbperf.host.procfs import stat
 
 STATE = "resume.json"
+# resume.json's format. Every file written has carried `"version": 1`; one without a version is read as version 1
+# (its shape is still checked). A newer version, or a file that is not this shape, is one line naming the folder.
 VERSION = 1
 WRITE_EVERY_S = 5.0  # a segment killed outright loses at most this much of its time
 TICKS = os.sysconf("SC_CLK_TCK")
+
+
+class Segment(msgspec.Struct, kw_only=True):
+    """One sitting of the build: when it started, its wall clock and CPU time, its compile steps."""
+    started_at: str
+    seconds: float = 0.0
+    cpu_seconds: float = 0.0
+    steps: int = 0
+
+
+class Fetched(msgspec.Struct, kw_only=True):
+    """The source an earlier segment fetched: its unpacked tree and its provenance (the manifest's `source`)."""
+    tree: str
+    provenance: dict[str, Any]
+
+
+class ResumeRecord(msgspec.Struct, kw_only=True):
+    """resume.json: what a build has done so far, read once where the build starts (read_resume)."""
+    version: int = VERSION
+    label: str = ""
+    source: Fetched | None = None
+    commands: dict[str, int] = {}  # phase -> commands finished
+    steps: dict[str, int] = {}  # phase -> compile steps, every segment's
+    phases: dict[str, Any] = {}  # phase -> what it recorded when it finished (PGO's training, the profile-use build)
+    segments: list[Segment] = []
+    # Phases begun and not to be trusted half done (BOLT's rewrite of the installed server); files written before
+    # BOLT resumed have none.
+    begun: list[str] = []
+
+
+def read_resume(path: Path) -> ResumeRecord:
+    """A build's resume.json, decoded and checked; a UserError in one line, naming the folder to remove, when this
+    dbperf cannot read it (damaged, another shape, or a newer version)."""
+    remedy = f"remove {path.parent} to build from scratch"
+    try:
+        raw = msgspec.json.decode(path.read_bytes())
+    except (OSError, msgspec.DecodeError) as e:
+        raise UserError(f"{path}: unreadable ({e}): {remedy}") from None
+    if not isinstance(raw, dict):
+        raise UserError(f"{path}: unreadable (expected a JSON object): {remedy}")
+    version = raw.get("version", 1)
+    if version != VERSION:
+        raise UserError(f"{path}: written by another dbperf (version {version!r}, this one reads {VERSION}): "
+                        f"{remedy}")
+    try:
+        return msgspec.convert({**raw, "version": VERSION}, ResumeRecord)
+    except msgspec.ValidationError as e:
+        raise UserError(f"{path}: unreadable ({e}): {remedy}") from None
 
 
 def children_cpu_seconds() -> float:
@@ -54,20 +105,10 @@ class BuildState:
     def __init__(self, work: Path, persist: bool, label: str = "") -> None:
         self.path = work / STATE
         self.persist = persist
-        data: dict[str, Any] = {}
-        if persist and self.path.is_file():
-            try:
-                data = json.loads(self.path.read_text())
-            except ValueError as e:
-                raise UserError(f"{self.path}: unreadable ({e}): remove {work} to build from scratch") from None
-            if data.get("version") != VERSION:
-                raise UserError(f"{self.path}: written by another dbperf (version {data.get('version')!r}, this "
-                                f"one reads {VERSION}): remove {work} to build from scratch")
-        self.data: dict[str, Any] = data or {"version": VERSION, "label": label, "source": None, "commands": {},
-                                             "steps": {}, "phases": {}, "segments": []}
-        self.earlier_segments = len(self.data["segments"])
-        self.data["segments"].append({"started_at": datetime.now(UTC).isoformat(timespec="seconds"),
-                                      "seconds": 0.0, "cpu_seconds": 0.0, "steps": 0})
+        found = persist and self.path.is_file()
+        self.record = read_resume(self.path) if found else ResumeRecord(label=label)
+        self.earlier_segments = len(self.record.segments)
+        self.record.segments.append(Segment(started_at=datetime.now(UTC).isoformat(timespec="seconds")))
         self._started = time.monotonic()
         self._cpu_done = 0.0  # this segment's finished commands
         self._written = 0.0
@@ -79,30 +120,35 @@ class BuildState:
 
     def source(self) -> tuple[Path, dict[str, Any]] | None:
         """The tree and provenance fetched by an earlier segment, when it still exists."""
-        src = self.data["source"]
-        if src is None or not Path(src["tree"]).is_dir():
+        src = self.record.source
+        if src is None or not Path(src.tree).is_dir():
             return None
-        return Path(src["tree"]), src["provenance"]
+        return Path(src.tree), src.provenance
 
     def set_source(self, tree: Path, provenance: dict[str, Any]) -> None:
-        self.data["source"] = {"tree": str(tree), "provenance": provenance}
+        self.record.source = Fetched(tree=str(tree), provenance=provenance)
         self._write()
 
     def commands_done(self, phase: str) -> int:
-        return int(self.data["commands"].get(phase, 0))
+        return self.record.commands.get(phase, 0)
 
     def steps(self, phase: str) -> int:
         """Compile steps of `phase`, every segment's."""
-        return int(self.data["steps"].get(phase, 0))
+        return self.record.steps.get(phase, 0)
+
+    @property
+    def all_steps(self) -> int:
+        """Compile steps of every phase and segment."""
+        return sum(self.record.steps.values())
 
     def step(self, phase: str, live_pid: int | None) -> None:
         """One compile step of `phase`; `live_pid`'s CPU time so far counts towards the segment's."""
-        self.data["steps"][phase] = self.steps(phase) + 1
-        self.data["segments"][-1]["steps"] += 1
+        self.record.steps[phase] = self.steps(phase) + 1
+        self.record.segments[-1].steps += 1
         self._tick(process_cpu_seconds(live_pid) if live_pid else 0.0)
 
     def command_done(self, phase: str) -> None:
-        self.data["commands"][phase] = self.commands_done(phase) + 1
+        self.record.commands[phase] = self.commands_done(phase) + 1
         self._write()
 
     def add_cpu(self, cpu_seconds: float) -> None:
@@ -112,32 +158,29 @@ class BuildState:
 
     def result(self, phase: str) -> Any:
         """What a finished phase recorded (None when it has not finished)."""
-        return self.data["phases"].get(phase)
+        return self.record.phases.get(phase)
 
     def finish(self, phase: str, result: Any) -> None:
-        self.data["phases"][phase] = result
+        self.record.phases[phase] = result
         self._write()
 
     def started(self, phase: str) -> bool:
         """Whether an earlier segment began `phase` (marked by begin()) without finishing it."""
-        return phase in self.data.get("begun", []) and self.result(phase) is None
+        return phase in self.record.begun and self.result(phase) is None
 
     def begin(self, phase: str) -> None:
-        self.data.setdefault("begun", []).append(phase)
+        self.record.begun.append(phase)
         self._write()
 
     def totals(self) -> dict[str, Any]:
         """The manifest's time: wall clock and CPU summed over the segments, and the segments."""
         self._tick(0.0, force=True)
-        segments = self.data["segments"]
-        return {"build_seconds": round(sum(s["seconds"] for s in segments), 1),
-                "build_cpu_seconds": round(sum(s["cpu_seconds"] for s in segments), 1),
-                "segments": segments}
+        return segment_totals(self.record.segments)
 
     def _tick(self, live_cpu: float, force: bool = False) -> None:
-        segment = self.data["segments"][-1]
-        segment["seconds"] = round(time.monotonic() - self._started, 1)
-        segment["cpu_seconds"] = round(self._cpu_done + live_cpu, 1)
+        segment = self.record.segments[-1]
+        segment.seconds = round(time.monotonic() - self._started, 1)
+        segment.cpu_seconds = round(self._cpu_done + live_cpu, 1)
         if force or time.monotonic() - self._written > WRITE_EVERY_S:
             self._write()
 
@@ -146,5 +189,13 @@ class BuildState:
         if not self.persist:
             return
         tmp = self.path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(self.data, indent=1) + "\n")
+        tmp.write_bytes(msgspec.json.format(msgspec.json.encode(self.record), indent=1) + b"\n")
         os.replace(tmp, self.path)
+
+
+def segment_totals(segments: list[Segment]) -> dict[str, Any]:
+    """Wall clock and CPU summed over a build's segments (the manifest's build_seconds and build_cpu_seconds), and
+    the segments as the manifest lists them."""
+    return {"build_seconds": round(sum(s.seconds for s in segments), 1),
+            "build_cpu_seconds": round(sum(s.cpu_seconds for s in segments), 1),
+            "segments": msgspec.to_builtins(segments)}

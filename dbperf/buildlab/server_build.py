@@ -15,8 +15,9 @@ workload, counted by the runner's callback (runner/server_pgo_guard.py) and judg
 refused build is never moved into the cache. PGO builds cached before servers had a guard pass it when first used,
 and their manifest gains its figures (or the refusal).
 
-How each engine is configured, built and installed is its recipe (PostgresRecipe here; a new engine is a new
-recipe). Parallel compile on all cores; progress is the build's own compile steps counted against the sources.
+How each engine is configured, built and installed is its recipe, one file each in recipes/ (found there: a new
+engine's recipe is a new file); this module is the pipeline that runs them. Parallel compile on all cores; progress
+is the build's own compile steps counted against the sources.
 """
 
 from __future__ import annotations
@@ -25,14 +26,13 @@ import hashlib
 import json
 import os
 import pwd
-import re
 import shutil
 import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, Any, ClassVar, Protocol
+from typing import IO, Any
 
 from dbperf import engines
 from dbperf.buildlab.debian_source import candidate_versions, fetch_debian_source
@@ -40,14 +40,12 @@ from dbperf.buildlab.paths import open_to_service_users, server_cache
 from dbperf.buildlab.pgo_guard import GuardCannotRun, GuardCounts, figures, refusal
 from dbperf.buildlab.profile_proof import NOTES_FLAG, PROOF_VERSION, fresh_profile_dir, missing_profiles, prove
 from dbperf.buildlab.profile_proof import Training as TrainingFacts
-from dbperf.buildlab.resume import STATE, BuildState, children_cpu_seconds
+from dbperf.buildlab.recipes import Recipe, recipe_for
+from dbperf.buildlab.resume import STATE, BuildState, ResumeRecord, children_cpu_seconds, read_resume
 from dbperf.buildlab.server_bolt import Training, bolt_identity, bolt_server, bolt_tools
 from dbperf.buildlab.staging import LOCK, PARTIAL, Staging, kill_session, sweep_abandoned
 from dbperf.buildlab.training import training_identity, training_workloads
 from dbperf.engines.descriptor import ProfileProof
-from dbperf.engines.mariadb import MARIADB
-from dbperf.engines.mysql import MYSQL
-from dbperf.engines.postgres import POSTGRES
 from dbperf.errors import UserError
 from dbperf.experiment.build_variants import DEFAULT_TRAIN_SECONDS, SERVER_TRAINING, ServerBuildSpec
 from dbperf.host.compiler import Compiler, build_environment, find_compiler, missing_headers
@@ -64,207 +62,6 @@ Guard = Callable[[str, Path, Callable[[], Path]], GuardCounts]
 # A guard record with this version is final: one without (a PGO build cached before servers had a guard, its
 # `not_run` saying so) is run once when the build is next used.
 GUARD_VERSION = 1
-
-
-class Recipe(Protocol):
-    engine: ClassVar[str]
-    options: ClassVar[tuple[str, ...]]  # part of the cache key
-    tools: ClassVar[dict[str, str]]  # programs the build runs -> the Debian package that has them
-    headers: ClassVar[dict[str, str]]  # headers of the libraries it needs -> the Debian package that has them
-    language: ClassVar[str]  # what those headers are included from: "c" or "c++"
-    build_time: ClassVar[str]  # one build's time on the lab's 2-core VM, as measured (a PGO build: about twice)
-    resumable: ClassVar[bool]  # whether a rerun of its interrupted commands safely continues them (resume.py)
-
-    def expected_steps(self, tree: Path) -> int: ...
-
-    def commands(self, tree: Path, prefix: Path, cc: Compiler, flags: list[str], jobs: int) -> list[list[str]]: ...
-
-    def binaries(self, prefix: Path) -> Path: ...
-
-    def server_binary(self, prefix: Path) -> Path: ...
-
-    def is_step(self, line: str) -> bool:
-        """Whether a line of the build's output is one compile step."""
-        ...
-
-    def clean_commands(self, tree: Path) -> list[list[str]]:
-        """What removes the objects of a build (between PGO's instrumented and profile-use builds)."""
-        ...
-
-    def objects_root(self, tree: Path) -> Path:
-        """Where the build writes its objects (and PGO's notes beside them): what the engine's ProfileProof.objects
-        are relative to."""
-        ...
-
-
-class PostgresRecipe:
-    """configure + make: the server, its libraries and tools; no readline or ICU (the lab needs neither), no LLVM
-    JIT. PostgreSQL finds share/ and lib/ relative to its binaries, so the install can be moved into place."""
-    engine: ClassVar[str] = POSTGRES.name
-    # --libdir under a "postgresql" directory: Debian's 50-per-version-dirs patch otherwise replaces the modules'
-    # directory (pkglibdir) by the system's /usr/lib/postgresql/15/lib, so `make install` wrote the build's modules
-    # over Debian's installed ones and the built server loaded whatever was installed there last. Literal
-    # ${exec_prefix}, as autoconf's own default, expanded by make.
-    options: ClassVar[tuple[str, ...]] = ("--without-readline", "--without-icu", "--without-llvm",
-                                          "--libdir=${exec_prefix}/lib/postgresql")
-    tools: ClassVar[dict[str, str]] = {"make": "make"}
-    headers: ClassVar[dict[str, str]] = {"zlib.h": "zlib1g-dev"}
-    language: ClassVar[str] = "c"
-    build_time: ClassVar[str] = "about 5 minutes on 2 cores"
-    resumable: ClassVar[bool] = False  # make: an object killed mid-write looks up to date
-    COMPILE = re.compile(r"\s-c\s")
-
-    def expected_steps(self, tree: Path) -> int:
-        skip = ("test", "tutorial", "pl/plperl", "pl/plpython", "pl/tcl", "makefiles", "tools")
-        return sum(1 for p in (tree / "src").rglob("*.c")
-                   if not any(part in str(p.relative_to(tree / "src")) for part in skip))
-
-    def commands(self, tree: Path, prefix: Path, cc: Compiler, flags: list[str], jobs: int) -> list[list[str]]:
-        # Profile flags go to make's PROFILE (added to CFLAGS and LDFLAGS of every object PostgreSQL builds), not
-        # to configure: configure's test programs would otherwise write and then mismatch profiles of their own.
-        profile = [f for f in flags if f.startswith("-fprofile") or f == NOTES_FLAG]
-        link_only = [f for f in flags if f.startswith("-Wl,")]  # bolt's -Wl,-q: for the linker alone
-        plain = [f for f in flags if f not in profile and f not in link_only]
-        ldflags = [f for f in plain if f.startswith("-flto")] + link_only
-        make_vars = [f"PROFILE={' '.join(profile)}"] if profile else []
-        if any(f.startswith("-fprofile-generate") for f in profile):
-            # libpq's build refuses a library that can call exit(); gcov's runtime does, so the instrumented build
-            # skips that check the way PostgreSQL's own coverage builds do.
-            make_vars.append("enable_coverage=yes")
-        return [["./configure", f"--prefix={prefix}", *self.options, f"CC={cc.path}", f"CFLAGS={' '.join(plain)}",
-                 f"LDFLAGS={' '.join(ldflags)}"],
-                ["make", f"-j{jobs}", *make_vars],
-                ["make", "install", *make_vars]]
-
-    def binaries(self, prefix: Path) -> Path:
-        return prefix / "bin"
-
-    def server_binary(self, prefix: Path) -> Path:
-        return prefix / "bin" / "postgres"
-
-    def is_step(self, line: str) -> bool:
-        return bool(self.COMPILE.search(line))
-
-    def clean_commands(self, tree: Path) -> list[list[str]]:
-        return [["make", "clean"]]
-
-    def objects_root(self, tree: Path) -> Path:
-        return tree  # in-tree objects: src/backend/...
-
-
-class CmakeNinjaRecipe:
-    """What MariaDB's and MySQL's recipes share: cmake into lab-build/ with ninja, the variant's flags for every
-    compile (and its LTO, profile and linker flags for every link), compile steps counted from ninja's lines. A
-    subclass gives its engine, cmake `options`, the source folders it leaves out (SKIPPED), tools, headers and
-    where its install keeps the server."""
-    options: ClassVar[tuple[str, ...]] = ()
-    SKIPPED: ClassVar[tuple[str, ...]] = ()
-    language: ClassVar[str] = "c++"
-    resumable: ClassVar[bool] = True  # ninja rebuilds every output its log does not list as finished
-    STEP = re.compile(r"^\[\d+/\d+\] Building (C|CXX) object ")
-    BUILD_DIR = "lab-build"
-
-    def expected_steps(self, tree: Path) -> int:
-        return sum(1 for p in tree.rglob("*") if p.suffix in (".c", ".cc", ".cpp")
-                   and not any(s in str(p.relative_to(tree)).lower() for s in self.SKIPPED))
-
-    def commands(self, tree: Path, prefix: Path, cc: Compiler, flags: list[str], jobs: int) -> list[list[str]]:
-        """cmake, ninja, ninja install."""
-        build = tree / self.BUILD_DIR
-        link_only = [f for f in flags if f.startswith("-Wl,")]
-        compile_flags = " ".join(f for f in flags if f not in link_only)
-        link = " ".join(f for f in flags if f.startswith(("-flto", "-fprofile")) or f in link_only)
-        return [["cmake", "-S", str(tree), "-B", str(build), *self.options, f"-DCMAKE_INSTALL_PREFIX={prefix}",
-                 f"-DCMAKE_C_COMPILER={cc.path}", f"-DCMAKE_CXX_COMPILER={cc.cxx}",
-                 f"-DCMAKE_C_FLAGS={compile_flags}", f"-DCMAKE_CXX_FLAGS={compile_flags}",
-                 *(f"-DCMAKE_{kind}_LINKER_FLAGS={link}" for kind in ("EXE", "SHARED", "MODULE"))],
-                ["ninja", "-C", str(build), f"-j{jobs}"],
-                ["ninja", "-C", str(build), "install"]]
-
-    def is_step(self, line: str) -> bool:
-        return bool(self.STEP.match(line))
-
-    def clean_commands(self, tree: Path) -> list[list[str]]:
-        return [["ninja", "-C", str(tree / self.BUILD_DIR), "clean"]]
-
-    def objects_root(self, tree: Path) -> Path:
-        return tree / self.BUILD_DIR  # cmake's: sql/CMakeFiles/sql.dir/...
-
-
-class MariadbRecipe(CmakeNinjaRecipe):
-    """cmake + ninja, a minimal plugin set: the server with InnoDB, Aria, MyISAM and the small storage engines and
-    plugins MariaDB builds by default; not ColumnStore, RocksDB, Mroonga, Spider, Connect, TokuDB, OQGraph, S3 (each
-    large, none used by the lab's benchmarks), nor Galera (wsrep), mariabackup, PAM/GSSAPI/HashiCorp/AWS plugins
-    (which need more libraries), the embedded server or the unit tests. System zlib, OpenSSL, PCRE2 and libfmt (the
-    bundled ones would be downloaded at build time). Release build type with its flags emptied, so the variants'
-    flags are the only optimisation flags (NDEBUG and MariaDB's own DBUG_OFF stay). The standalone layout (bin/,
-    scripts/, share/) is what the lab's MariaDB start-up knows from released binaries."""
-    engine: ClassVar[str] = MARIADB.name
-    build_time: ClassVar[str] = "about 10 minutes on 2 cores"
-    options: ClassVar[tuple[str, ...]] = (
-        "-GNinja", "-DCMAKE_BUILD_TYPE=Release", "-DCMAKE_C_FLAGS_RELEASE=-DNDEBUG",
-        "-DCMAKE_CXX_FLAGS_RELEASE=-DNDEBUG", "-DINSTALL_LAYOUT=STANDALONE", "-DMYSQL_MAINTAINER_MODE=OFF",
-        "-DPLUGIN_COLUMNSTORE=NO", "-DPLUGIN_ROCKSDB=NO", "-DPLUGIN_MROONGA=NO", "-DPLUGIN_SPIDER=NO",
-        "-DPLUGIN_CONNECT=NO", "-DPLUGIN_TOKUDB=NO", "-DPLUGIN_OQGRAPH=NO", "-DPLUGIN_S3=NO",
-        "-DPLUGIN_AUTH_PAM=NO", "-DPLUGIN_AUTH_GSSAPI=NO", "-DPLUGIN_HASHICORP_KEY_MANAGEMENT=NO",
-        "-DPLUGIN_AWS_KEY_MANAGEMENT=NO", "-DWITH_WSREP=OFF", "-DWITH_MARIABACKUP=OFF",
-        "-DWITH_EMBEDDED_SERVER=OFF", "-DWITH_UNIT_TESTS=OFF", "-DWITH_SSL=system", "-DWITH_ZLIB=system",
-        "-DWITH_PCRE=system", "-DWITH_LIBFMT=system", "-DWITH_SYSTEMD=no", "-DWITH_NUMA=OFF",
-        "-DCONC_WITH_UNITTEST=OFF", "-DIGNORE_AIO_CHECK=ON")
-    SKIPPED = ("columnstore", "rocksdb", "mroonga", "spider", "connect", "oqgraph", "unittest", "test", "wsrep",
-               "mariabackup", "libmysqld", "galera", "wolfssl", "pcre", "zlib", "extra/libfmt")
-    tools: ClassVar[dict[str, str]] = {"cmake": "cmake", "ninja": "ninja-build", "bison": "bison", "c++": "g++"}
-    # the system libraries `options` asks for, and ncurses for the client programs: cmake stops without them
-    headers: ClassVar[dict[str, str]] = {"zlib.h": "zlib1g-dev", "openssl/ssl.h": "libssl-dev",
-                                         "pcre2.h": "libpcre2-dev", "fmt/format.h": "libfmt-dev",
-                                         "curses.h": "libncurses-dev"}
-
-    def binaries(self, prefix: Path) -> Path:
-        return prefix / "bin" / "mariadbd"  # what a MariaDB target's `binaries` names: the server binary
-
-    def server_binary(self, prefix: Path) -> Path:
-        return prefix / "bin" / "mariadbd"
-
-
-class MysqlRecipe(CmakeNinjaRecipe):
-    """MySQL from Debian's unstable source package (mysql-9.7; engines/mysql.py names the suite): cmake + ninja, the
-    server with InnoDB and the plugins MySQL builds by default; not the router, NDB cluster, the unit tests, the LDAP,
-    Kerberos, FIDO/WebAuthn authentication plugins (each needs libraries or devices the lab has no use for), nor curl
-    (the telemetry and OCI keyring components only). OpenSSL from the system (MySQL bundles none); zlib, zstd, lz4,
-    editline, ICU, protobuf, rapidjson and Boost from the copies the source carries (mysql-9.7 9.7.2-4's extra/), so
-    that the build needs no other development package. Checked against Debian's debian/rules (which builds with
-    the system's libraries and the DEB layout) on 9.7.2-4: cmake configures with these options and warns only that
-    it found no SASL and no LDAP (their plugins are off) and that FIDO and telemetry are skipped. Release build type
-    with its flags emptied, as MariaDB's recipe: the variants' flags are the only optimisation flags of the server's
-    own code (MySQL's cmake compiles its bundled ICU and zstd at -O3 whatever is asked: 202 of 3,826 steps of
-    9.7.2-4). MySQL's own PGO switches (FPROFILE_USE) stay off, so its cmake adds no -Wno-missing-profile to the
-    server's objects: the lab's -Wmissing-profile count sees them (ICU's own -Wno-missing-profile hides only ICU's).
-    The standalone layout (bin/mysqld, share/) is what the lab's MySQL start-up knows from Oracle's tarballs."""
-    engine: ClassVar[str] = MYSQL.name
-    # measured 2026-11-28: 3,653 s wall, 7,147 s of CPU for -O2 (docs/engines.md, MySQL)
-    build_time: ClassVar[str] = "about an hour on 2 cores"
-    options: ClassVar[tuple[str, ...]] = (
-        "-GNinja", "-DCMAKE_BUILD_TYPE=Release", "-DCMAKE_C_FLAGS_RELEASE=-DNDEBUG",
-        "-DCMAKE_CXX_FLAGS_RELEASE=-DNDEBUG", "-DINSTALL_LAYOUT=STANDALONE", "-DMYSQL_MAINTAINER_MODE=OFF",
-        "-DWITH_ROUTER=OFF", "-DWITH_NDB=OFF", "-DWITH_NDBCLUSTER=OFF", "-DWITH_UNIT_TESTS=OFF",
-        "-DWITH_AUTHENTICATION_LDAP=OFF", "-DWITH_AUTHENTICATION_KERBEROS=OFF",
-        "-DWITH_AUTHENTICATION_WEBAUTHN=OFF", "-DWITH_FIDO=none", "-DWITH_CURL=none", "-DWITH_SSL=system",
-        "-DWITH_ZLIB=bundled", "-DWITH_ZSTD=bundled", "-DWITH_LZ4=bundled", "-DWITH_EDITLINE=bundled",
-        "-DWITH_ICU=bundled", "-DWITH_PROTOBUF=bundled", "-DWITH_RAPIDJSON=bundled", "-DWITH_SYSTEMD=OFF",
-        "-DWITH_NUMA=OFF")
-    SKIPPED = ("router", "ndb", "unittest", "mysql-test", "/test", "ldap", "kerberos", "fido", "webauthn")
-    tools: ClassVar[dict[str, str]] = {"cmake": "cmake", "ninja": "ninja-build", "bison": "bison", "c++": "g++",
-                                       "pkg-config": "pkg-config"}
-    headers: ClassVar[dict[str, str]] = {"openssl/ssl.h": "libssl-dev", "curses.h": "libncurses-dev"}
-
-    def binaries(self, prefix: Path) -> Path:
-        return prefix  # what a MySQL target's `binaries` names: the basedir, as an Oracle tarball's
-
-    def server_binary(self, prefix: Path) -> Path:
-        return prefix / "bin" / "mysqld"
-
-
-RECIPES: dict[str, Recipe] = {r.engine: r for r in (PostgresRecipe(), MariadbRecipe(), MysqlRecipe())}
 
 
 @dataclass(frozen=True)
@@ -304,7 +101,7 @@ def check_can_build(spec: ServerBuildSpec) -> tuple[Recipe, Compiler]:
     """The recipe and compiler of `spec`, or a UserError naming what this machine lacks (tools, development files,
     gcc for PGO, BOLT): checked for every build of an experiment before the first starts, so that a missing tool is
     not found after an hour of other builds."""
-    recipe = RECIPES.get(spec.engine)
+    recipe = recipe_for(spec.engine)
     if recipe is None:
         raise UserError(f"{spec.label()}: building {spec.engine} from source is not supported yet; "
                         f"use released binaries (source = \"{spec.engine}@VERSION\") or Debian's package")
@@ -397,7 +194,7 @@ class _Runner:
     @property
     def steps(self) -> int:
         """Compile steps of every phase and segment (an object whose compile was interrupted counts again)."""
-        return sum(self.state.data["steps"].values())
+        return self.state.all_steps
 
     def run(self, commands: list[list[str]], phase: str) -> int:
         """The commands one after another, those an earlier segment of the build finished skipped; the compile
@@ -671,15 +468,15 @@ def partial_server_builds() -> list[dict[str, Any]]:
     found = []
     for path in sorted(builds.glob(f".*{PARTIAL}/{STATE}")) if builds.is_dir() else []:
         try:
-            data = json.loads(path.read_text())
-        except ValueError:
-            data = {"label": f"unreadable {STATE}: the next build of it says so"}  # listed, never left out
-        segments = data.get("segments") or []
-        found.append({"key": path.parent.name.strip(".").removesuffix(PARTIAL), "label": data.get("label", "?"),
-                      "steps": sum((data.get("steps") or {}).values()), "segments": len(segments),
-                      "seconds": round(sum(s["seconds"] for s in segments), 1),
-                      "cpu_seconds": round(sum(s["cpu_seconds"] for s in segments), 1),
-                      "last": segments[-1]["started_at"] if segments else "?", "path": str(path.parent)})
+            record = read_resume(path)
+        except UserError:  # listed, never left out
+            record = ResumeRecord(label=f"unreadable {STATE}: the next build of it says so")
+        segments = record.segments
+        found.append({"key": path.parent.name.strip(".").removesuffix(PARTIAL), "label": record.label,
+                      "steps": sum(record.steps.values()), "segments": len(segments),
+                      "seconds": round(sum(s.seconds for s in segments), 1),
+                      "cpu_seconds": round(sum(s.cpu_seconds for s in segments), 1),
+                      "last": segments[-1].started_at if segments else "?", "path": str(path.parent)})
     return found
 
 

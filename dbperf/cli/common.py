@@ -15,8 +15,8 @@ from rich.console import Console
 from dbperf.output_file import output_path, write_file
 from dbperf.report import formats
 from dbperf.report.model import View
+from dbperf.report.outgoing import ReportView, ready, skipped_note
 from dbperf.usecases.progress import PROGRESS, say
-from dbperf.usecases.report import ReportView, ready, skipped_note
 
 # Reports are wide; when piped (no terminal width to respect) do not wrap them at 80 columns.
 out_console = Console(width=None if sys.stdout.isatty() else 200)

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from dbperf.engines.owned_reasons import Owned
+from dbperf.engines.process_model import IN_PROCESS, ProcessModel
 
 # The engine's cumulative counters as SQL, given the server's major version: (statement, column names), or with
 # names None a statement whose rows are (name, value) pairs. Run in the working database.
@@ -74,7 +75,7 @@ class Engine:
     reads_my_getopt_names: bool = False
     default_port: int | None = None
     service_user: str = ""  # the system user a lab server runs as (Debian's packages create it)
-    builds_from_source: bool = False  # the build lab has a recipe for it (buildlab/server_build.py RECIPES)
+    builds_from_source: bool = False  # the build lab has a recipe for it (a recipe in buildlab/recipes/)
     client: str | None = None  # the command-line client the lab queries a server with
     client_argv: ClientArgv | None = None
     sysbench_driver: str | None = None  # sysbench's --db-driver (and its options' prefix)
@@ -84,11 +85,10 @@ class Engine:
     debian_source_package: str | None = None
     # The Debian suite that serves it when this host's release does not ("unstable": MySQL 9.7); None: this host's.
     debian_source_suite: str | None = None
-    # Profiling the server (explain/server_profile.py): a process per connection that exits (cachegrind of each
-    # backend) or one process whose threads serve every connection (callgrind, dumped on demand).
-    process_model: Literal["process-per-connection", "threads", "in-process"] = "in-process"
+    # Profiling the server (explain/server_profile.py counts as it says): a process per connection that exits
+    # (cachegrind of each backend) or one process whose threads serve every connection (callgrind, dumped on demand).
+    process_model: ProcessModel = IN_PROCESS
     profiled_settings: Callable[[Mapping[str, str]], dict[str, str]] = lambda config: {}  # given its config
-    perf_attached: str = ""  # what `perf stat` is attached to, for the profile's method line
     server_program: str = ""  # the server's program as profiles and methods name it (mariadbd, mysqld, postgres)
     # Threads model: a function only the threads serving a client connection run; callgrind counts those threads
     # alone, so that background threads' wall-time-bound work stays out of the count.
@@ -117,6 +117,11 @@ class Engine:
             if dsn.startswith(alias):
                 return scheme + dsn.removeprefix(alias)
         return dsn
+
+    @property
+    def perf_attached(self) -> str:
+        """What `perf stat` is attached to, for the profile's method line."""
+        return self.process_model.perf_attached(self.server_program)
 
     @property
     def lab_owned_settings(self) -> frozenset[str]:

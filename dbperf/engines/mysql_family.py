@@ -10,6 +10,7 @@ from urllib.parse import unquote, urlsplit
 
 from dbperf.engines.descriptor import ClientArgv, FlushStep, ProfileProof
 from dbperf.engines.owned_reasons import CONF, DATA, FILES, INSTALL, LISTEN, LOG, LOGINS, PORT, SOCKET, USER, Owned
+from dbperf.engines.process_model import THREADS
 
 
 def client_argv_of(program: str) -> ClientArgv:
@@ -62,7 +63,7 @@ LAB_OWNED: dict[str, Owned] = {
 # The descriptor fields every engine of the family gives alike (engines/mariadb.py and mysql.py add their own).
 FAMILY_FIELDS: dict[str, Any] = dict(
     reads_my_getopt_names=True, service_user="mysql", builds_from_source=True, default_port=3306,
-    sysbench_driver="mysql", tools=("sysbench",), process_model="threads",
+    sysbench_driver="mysql", tools=("sysbench",), process_model=THREADS,
     connection_functions=CONNECTION_FUNCTIONS, shown_counters=SHOWN_COUNTERS, post_write_flush=POST_WRITE_FLUSH,
     sessions_sql=SESSIONS_SQL, end_session_sql=END_SESSION_SQL, counters_query=counters_query,
     replication="binlog",  # GTID replicas; each engine's SQL is dbperf/replication/{mariadb,mysql}_binlog.py

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dbperf.engines.descriptor import Engine, ProfileProof, ReleaseSource
 from dbperf.engines.owned_reasons import CONF, DATA, FILES, LISTEN, LOGINS, PORT, SOCKET
+from dbperf.engines.process_model import ProcessPerConnection
 
 
 def client_argv(dsn: str, password: str, sql: str) -> tuple[list[str], dict[str, str]]:
@@ -44,9 +45,8 @@ POSTGRES = Engine(
                           "PostgreSQL release binaries (zonky embedded-postgres-binaries, Maven Central)", "bin",
                           "zonky"),
     debian_source_package="postgresql-15",
-    process_model="process-per-connection",
+    process_model=ProcessPerConnection(parent="the postmaster"),
     profiled_settings=lambda config: {"autovacuum": "off"},
-    perf_attached="the postmaster; the backends it forks in the window are inherited",
     server_program="postgres",
     forks_without_exec=True,
     shown_counters=(("blks_read", "blks read"), ("blks_hit", "blks hit"), ("tup_returned", "tup ret"),

@@ -23,7 +23,7 @@ from dbperf.experiment.model import Experiment, Target
 from dbperf.explain.cachegrind import GEOMETRY, CachegrindProfile, run_under_cachegrind
 from dbperf.explain.mode import CounterMode, detect_mode
 from dbperf.explain.perfstat import STAT_EVENTS, perf_record_top, perf_stat
-from dbperf.explain.server_profile import REQUEST_PAUSE_US, ServerProfiling
+from dbperf.explain.server_profile import ServerProfiling, counting_of
 from dbperf.host.driver import driver_path, run_job
 from dbperf.records import DriverJob, Profile, RunResult, Slowdown, TopFunction
 from dbperf.targets.sqlite_data import SqliteData
@@ -140,31 +140,29 @@ class Profiler:
         if target.is_server:
             if mode != "simulated":
                 return self._server_hardware(target, benchmark)
-            if engines.engine(target.engine).process_model == "threads":
-                return self._server_callgrind(target, benchmark)
             return self._server_simulated(target, benchmark)
         if mode == "simulated":
             return self._simulated(target, benchmark)
         return self._hardware(target, benchmark)
 
     def _server_simulated(self, target: Target, benchmark: Workload) -> Profile:
+        """The server's N-event and 0-event windows under valgrind, counted as its process model says."""
+        kind = engines.engine(target.engine)
+        counting = counting_of(kind)
         events = self._events(benchmark)
         started = time.monotonic()
-        full, result_n = self.servers.window(target, benchmark, events)
-        empty, _ = self.servers.window(target, benchmark, 0)
+        counted = counting.windows(self.servers, target, benchmark, events)
         simulated_s = time.monotonic() - started
-        if result_n.events != events or result_n.errors:
-            raise UserError(f"{target.name} {benchmark.name}: the profiled run did {result_n.events} events with "
-                            f"{result_n.errors} errors, expected {events} clean ones")
+        if counted.result.events != events or counted.result.errors:
+            raise UserError(f"{target.name} {benchmark.name}: the profiled run did {counted.result.events} events "
+                            f"with {counted.result.errors} errors, expected {events} clean ones")
         queries = events * benchmark.queries_per_event
         return self._simulated_profile(
-            target, benchmark, full.minus(empty), events, queries,
-            method=f"cachegrind of the server processes that exited during {events} events (the connection's "
-                   f"backend and any worker it started) minus the same for 0 events, divided by {queries} queries; "
-                   "autovacuum off on the profiled server; the driver ran natively, pausing "
-                   f"{REQUEST_PAUSE_US / 1000:g} ms before each request so that the server was always waiting for it",
+            target, benchmark, counted.full.minus(counted.empty), events, queries,
+            method=counting.method(kind.server_program, events, queries, counted),
             slowdown=Slowdown(native_s=None, simulated_s=round(simulated_s, 3), factor=None,
-                              what="wall time of both server windows under cachegrind; not timed natively"))
+                              what=counting.slowdown(kind.server_program)),
+            tool=counting.tool(_valgrind_version()))
 
     def _server_hardware(self, target: Target, benchmark: Workload) -> Profile:
         if self.mode.mode != "hardware":
@@ -192,29 +190,6 @@ class Profiler:
                    f"during 0 events, divided by {queries} queries; the server's other work in the window stays "
                    "in; no per-function split for servers",
             per_query=per_query, unsupported_events=sorted(set(full.unsupported)))
-
-    def _server_callgrind(self, target: Target, benchmark: Workload) -> Profile:
-        events = self._events(benchmark)
-        started = time.monotonic()
-        full, result_n, held = self.servers.callgrind_window(target, benchmark, events)
-        empty, _, _ = self.servers.callgrind_window(target, benchmark, 0, hold_s=held)
-        simulated_s = time.monotonic() - started
-        if result_n.events != events or result_n.errors:
-            raise UserError(f"{target.name} {benchmark.name}: the profiled run did {result_n.events} events with "
-                            f"{result_n.errors} errors, expected {events} clean ones")
-        queries = events * benchmark.queries_per_event
-        program = engines.engine(target.engine).server_program
-        return self._simulated_profile(
-            target, benchmark, full.minus(empty), events, queries,
-            method=f"callgrind (cache and branch simulation) of {program}, the threads that served the driver's "
-                   f"connection (background threads left out), counters zeroed before and dumped after {events} "
-                   f"events, minus the same for 0 events (window held open as long, {held:.0f} s), divided by "
-                   f"{queries} queries; the driver ran natively, pausing {REQUEST_PAUSE_US / 1000:g} ms before each "
-                   "request so that the server was always waiting for it",
-            slowdown=Slowdown(native_s=None, simulated_s=round(simulated_s, 3), factor=None,
-                              what=f"wall time of both windows of {program} under callgrind; not timed natively"),
-            tool=f"{_valgrind_version()} callgrind --cache-sim=yes --branch-sim=yes, {' '.join(GEOMETRY)}, ASLR off "
-                 "(setarch -R)")
 
     def _simulated(self, target: Target, benchmark: Workload) -> Profile:
         database = self._counted_copy(target)

@@ -1,7 +1,8 @@
-"""Simulated counters of a PostgreSQL server's processes: the server started under cachegrind (ASLR off, the pinned
-geometry; valgrind follows the backends the postmaster forks, each writing its own file when it exits), the
-driver natively outside it.
+"""Simulated counters of a server's processes, counted as its engine's process model says (engines/process_model.py;
+the counting is chosen once, by counting_of, and asked for its launch, its windows and its method's words).
 
+A process per connection (PostgreSQL): the server started under cachegrind (ASLR off, the pinned geometry; valgrind
+follows the backends the postmaster forks, each writing its own file when it exits), the driver natively outside it.
 The data is loaded by the server running natively; then it is started again under cachegrind. Per benchmark, the
 data is restored, the server left to settle, and the driver runs N events and then (after another restore) 0 events
 on one connection; the files of the processes that exited in each window (the connection's backend, and any parallel
@@ -9,14 +10,14 @@ worker it started) are summed, and the 0-event window subtracted from the N-even
 statement preparation and backend exit cancel out. Autovacuum is off on the profiled server so that no other process
 exits inside a window; it is said in the profile's method.
 
-MariaDB's mariadbd is one multi-threaded process that cachegrind would report only at exit: it runs under callgrind
-with the same cache geometry (explain/callgrind.py). Per window, the counters are zeroed (`callgrind_control
---zero`), the driver runs N events (then, after a restore, 0 events), and the counters dumped (`--dump`), one file per
-thread: the threads that served the driver's connection (the engine's `connection_functions`) are counted, the
-background threads (InnoDB's master thread, page cleaner, purge) are not, as PostgreSQL's background processes are
-not: their work grows with the window's wall time, which valgrind and the host's load stretch differently from one
-count to the next (the whole process varied by 1% between two counts of one cell on a loaded host). Connection
-start-up and statement preparation cancel out with the 0-event window.
+One process whose threads serve every connection (MariaDB's mariadbd, MySQL's mysqld), which cachegrind would
+report only at exit: it runs under callgrind with the same cache geometry (explain/callgrind.py). Per window, the
+counters are zeroed (`callgrind_control --zero`), the driver runs N events (then, after a restore, 0 events), and the
+counters dumped (`--dump`), one file per thread: the threads that served the driver's connection (the engine's
+`connection_functions`) are counted, the background threads (InnoDB's master thread, page cleaner, purge) are not,
+as PostgreSQL's background processes are not: their work grows with the window's wall time, which valgrind and the
+host's load stretch differently from one count to the next (the whole process varied by 1% between two counts of one
+cell on a loaded host). Connection start-up and statement preparation cancel out with the 0-event window.
 """
 
 from __future__ import annotations
@@ -26,11 +27,13 @@ import platform
 import pwd
 import shutil
 import time
-from dataclasses import replace
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from dbperf import engines
 from dbperf.catalog.workload import Workload, compile_statements
+from dbperf.engines.descriptor import Engine
 from dbperf.errors import UserError
 from dbperf.experiment.model import Experiment, Target
 from dbperf.explain.cachegrind import GEOMETRY, CachegrindProfile, parse_cachegrind_out, valgrind_available
@@ -105,17 +108,7 @@ class ServerProfiling:
         os.chown(out, user.pw_uid, user.pw_gid)
         aslr_off = [shutil.which("setarch") or "setarch", platform.machine(), "-R"]
         valgrind = shutil.which("valgrind") or "valgrind"
-        kind = engines.engine(target.engine)
-        if kind.process_model == "threads":  # one process for every connection: callgrind, dumped on demand
-            if shutil.which("callgrind_control") is None:
-                raise UserError(f"callgrind_control not found: {kind.title}'s counters need it (apt install valgrind)")
-            server.launch_prefix = [*aslr_off, valgrind, *CALLGRIND_OPTIONS,
-                                    f"--callgrind-out-file={out}/callgrind.out.%p"]
-            server.ready_timeout_s = PROFILED_READY_TIMEOUT_S  # InnoDB's start-up under callgrind is slow
-            server.run_as_service_user = True
-        else:
-            server.launch_prefix = [*aslr_off, valgrind, "--tool=cachegrind", "--cache-sim=yes", "--branch-sim=yes",
-                                    *GEOMETRY, f"--cachegrind-out-file={out}/cachegrind.out.%p"]
+        counting_of(engines.engine(target.engine)).launch(server, out, [*aslr_off, valgrind])
         try:
             server.start()
         except UserError as e:
@@ -153,9 +146,9 @@ class ServerProfiling:
 
     def callgrind_window(self, target: Target, benchmark: Workload, events: int,
                          hold_s: float = 0.0) -> tuple[CachegrindProfile, RunResult, float]:
-        """MariaDB: the counts of the threads that served the driver's connection, from zeroing to dumping around
-        its `events` events, the window held open for at least `hold_s`; the profile, the driver's result and the
-        window's length."""
+        """One process for every connection: the counts of the threads that served the driver's connection, from
+        zeroing to dumping around its `events` events, the window held open for at least `hold_s`; the profile, the
+        driver's result and the window's length."""
         server, out = self._server(target)
         assert server.server is not None
         pid = server.server.pid
@@ -207,7 +200,7 @@ class ServerProfiling:
 
     def hardware_window(self, target: Target, benchmark: Workload, events: int) -> tuple[PerfStat, RunResult]:
         """perf stat attached to the native server's process (PostgreSQL's postmaster, whose backends forked in the
-        window are inherited; MariaDB's mariadbd, every thread) while the driver runs `events` events."""
+        window are inherited; mariadbd's or mysqld's, every thread) while the driver runs `events` events."""
         server = self.native(target)
         assert server.server is not None
         server.restore()
@@ -219,3 +212,98 @@ class ServerProfiling:
             server.stop()
         if self.runtime:
             self.runtime.remove()
+
+
+@dataclass(frozen=True)
+class Windows:
+    """A server's N-event and 0-event windows, counted; the driver's result of the N-event one."""
+    full: CachegrindProfile
+    empty: CachegrindProfile
+    result: RunResult
+    held_s: float = 0.0  # how long each window was held open (callgrind's: the 0-event one as long as the other)
+
+
+class ServerCounting(ABC):
+    """How the simulated tier counts a server's work: valgrind in front of it, its windows, and the words of its
+    method. One per process model (counting_of)."""
+
+    @abstractmethod
+    def launch(self, server: LabServer, out: Path, prefix: list[str]) -> None:
+        """Sets the server's launch under valgrind (`prefix`: ASLR off, valgrind), its profiles written to `out`."""
+
+    @abstractmethod
+    def windows(self, servers: ServerProfiling, target: Target, benchmark: Workload, events: int) -> Windows: ...
+
+    @abstractmethod
+    def method(self, program: str, events: int, queries: int, counted: Windows) -> str:
+        """The profile's method line; `program` the engine's server_program."""
+
+    @abstractmethod
+    def slowdown(self, program: str) -> str:
+        """What the profile's simulated time is the wall time of."""
+
+    def tool(self, valgrind: str) -> str | None:
+        """The profile's tool line (`valgrind`: its version); None: the profiler's cachegrind line."""
+        return None
+
+
+# Both countings' last words: the driver's side of the window (REQUEST_PAUSE_US).
+PACED = (f"the driver ran natively, pausing {REQUEST_PAUSE_US / 1000:g} ms before each request so that the server was "
+         "always waiting for it")
+
+
+class ExitedProcesses(ServerCounting):
+    """A process per connection: cachegrind of every server process, each writing its file when it exits; a window
+    sums the files of the processes that exited in it."""
+
+    def launch(self, server: LabServer, out: Path, prefix: list[str]) -> None:
+        server.launch_prefix = [*prefix, "--tool=cachegrind", "--cache-sim=yes", "--branch-sim=yes", *GEOMETRY,
+                                f"--cachegrind-out-file={out}/cachegrind.out.%p"]
+
+    def windows(self, servers: ServerProfiling, target: Target, benchmark: Workload, events: int) -> Windows:
+        full, result = servers.window(target, benchmark, events)
+        empty, _ = servers.window(target, benchmark, 0)
+        return Windows(full, empty, result)
+
+    def method(self, program: str, events: int, queries: int, counted: Windows) -> str:
+        return (f"cachegrind of the server processes that exited during {events} events (the connection's backend and "
+                f"any worker it started) minus the same for 0 events, divided by {queries} queries; autovacuum off on "
+                f"the profiled server; {PACED}")
+
+    def slowdown(self, program: str) -> str:
+        return "wall time of both server windows under cachegrind; not timed natively"
+
+
+class ConnectionThreads(ServerCounting):
+    """One process whose threads serve every connection: callgrind, zeroed and dumped around each window, the
+    threads that served the driver's connection counted (the engine's connection_functions)."""
+
+    def launch(self, server: LabServer, out: Path, prefix: list[str]) -> None:
+        if shutil.which("callgrind_control") is None:
+            title = engines.engine(server.target.engine).title
+            raise UserError(f"callgrind_control not found: {title}'s counters need it (apt install valgrind)")
+        server.launch_prefix = [*prefix, *CALLGRIND_OPTIONS, f"--callgrind-out-file={out}/callgrind.out.%p"]
+        server.ready_timeout_s = PROFILED_READY_TIMEOUT_S  # InnoDB's start-up under callgrind is slow
+        server.run_as_service_user = True
+
+    def windows(self, servers: ServerProfiling, target: Target, benchmark: Workload, events: int) -> Windows:
+        full, result, held = servers.callgrind_window(target, benchmark, events)
+        empty, _, _ = servers.callgrind_window(target, benchmark, 0, hold_s=held)
+        return Windows(full, empty, result, held)
+
+    def method(self, program: str, events: int, queries: int, counted: Windows) -> str:
+        return (f"callgrind (cache and branch simulation) of {program}, the threads that served the driver's "
+                f"connection (background threads left out), counters zeroed before and dumped after {events} "
+                f"events, minus the same for 0 events (window held open as long, {counted.held_s:.0f} s), divided by "
+                f"{queries} queries; {PACED}")
+
+    def slowdown(self, program: str) -> str:
+        return f"wall time of both windows of {program} under callgrind; not timed natively"
+
+    def tool(self, valgrind: str) -> str | None:
+        return f"{valgrind} callgrind --cache-sim=yes --branch-sim=yes, {' '.join(GEOMETRY)}, ASLR off (setarch -R)"
+
+
+def counting_of(kind: Engine) -> ServerCounting:
+    """The counting of a server of this engine, as its process model says: the one place it is chosen."""
+    return ConnectionThreads() if kind.process_model.one_process else ExitedProcesses()

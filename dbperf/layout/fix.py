@@ -30,9 +30,10 @@ from dbperf.layout.findings import Finding, linker_script
 from dbperf.layout.lab import MIN_THREADS, count_target, lab_target
 from dbperf.layout.server_trace import traced_binary
 from dbperf.layout.static_map import StaticMap
+from dbperf.report.outgoing import draw_report
 from dbperf.runner.resume import stopped_on_budget
 from dbperf.storage.results import EXPERIMENT, META, read_results
-from dbperf.usecases.report import draw_report, report_view
+from dbperf.usecases.report import report_view
 from dbperf.usecases.run import run_experiment
 
 FIXED_SUFFIX = "-read-mostly"

@@ -87,9 +87,10 @@ def refuse_untraceable(target: Target) -> None:
     if target.dsn is not None:
         raise UserError(f"target {target.name!r} is an external server: its process is not the lab's to run under "
                         "valgrind")
-    if kind.process_model != "threads":
+    if not kind.process_model.one_process:
+        threaded = " and ".join(e.title for e in engines.ENGINES.values() if e.process_model.one_process)
         raise UserError(f"target {target.name!r}: the dynamic count of a server needs one process whose connections "
-                        f"are threads (MariaDB); {kind.title} runs a process per connection")
+                        f"are threads ({threaded}); {kind.title} runs {kind.process_model.said}")
 
 
 def _filter_said(flt: subprocess.Popen[bytes]) -> bytes:

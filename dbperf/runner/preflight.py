@@ -17,7 +17,8 @@ from pathlib import Path
 from dbperf import engines
 from dbperf.buildlab.builder import build_key, cached_builds
 from dbperf.buildlab.paths import server_cache
-from dbperf.buildlab.server_build import Recipe, cached_server_builds, check_can_build
+from dbperf.buildlab.recipes import Recipe
+from dbperf.buildlab.server_build import cached_server_builds, check_can_build
 from dbperf.buildlab.server_releases import ServerInstall
 from dbperf.buildlab.sqlite_source import SqliteSource, _cargo
 from dbperf.catalog.tool_commands import tool_path
@@ -75,7 +76,7 @@ def counting_checks(started: Iterable[str], what: str, why: str) -> list[Check]:
     checks = [valgrind_check(f"valgrind ({what})", why),
               checked(f"setarch ({what})",
                       lambda: _which("setarch", "util-linux", f"the {what} turns ASLR off with it"))]
-    threads = sorted({name for name in started if engines.engine(name).process_model == "threads"})
+    threads = sorted({name for name in started if engines.engine(name).process_model.one_process})
     if threads:
         titles = " and ".join(engines.engine(name).title for name in threads)
         checks.append(checked(f"callgrind_control ({what})", lambda: _which(

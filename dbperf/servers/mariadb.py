@@ -58,3 +58,6 @@ class MariaDBServer(MySQLFamilyServer):
             lines.append(f"basedir = {cnf_value(str(basedir), 'the base directory')}")
         cnf.write_text("\n".join([*lines, *self.setting_lines()]) + "\n")
         self.start_with(Path(mariadbd), cnf, init_file, user, port)
+
+
+SERVER = MariaDBServer  # found by servers/registry.py

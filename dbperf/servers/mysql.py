@@ -105,3 +105,6 @@ class MySQLServer(MySQLFamilyServer):
         cnf = self.dir / "my.cnf"
         cnf.write_text(self.my_cnf(data, port, user, init_file, basedir))
         self.start_with(Path(mysqld), cnf, init_file, user, port)
+
+
+SERVER = MySQLServer  # found by servers/registry.py

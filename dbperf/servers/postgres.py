@@ -96,3 +96,6 @@ def postgres_major(postgres: Path, user: str = POSTGRES.service_user) -> int:
     if not m:
         raise UserError(f"{postgres}: not a PostgreSQL server (`--version` printed {out.strip()[:80]!r})")
     return int(m.group(1))
+
+
+SERVER = PostgresServer  # found by servers/registry.py

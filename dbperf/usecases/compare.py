@@ -8,9 +8,10 @@ from pathlib import Path
 from dbperf.errors import UserError
 from dbperf.report.compare_view import compare_view
 from dbperf.report.model import View
+from dbperf.report.outgoing import skipped_lines_note
 from dbperf.stats.compare import Side, pair_matrices, side_labels
 from dbperf.storage.results import SkippedLine, read_results
-from dbperf.usecases.report import check_aggregate, check_format, no_results, skipped_lines_note
+from dbperf.usecases.report import check_aggregate, check_format, no_results
 
 
 def compare(dir_a: Path, dir_b: Path, targets: list[str] | None, fmt: str, aggregate: str | None) -> View:

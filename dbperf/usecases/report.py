@@ -1,17 +1,15 @@
 """Reporting a results directory: which view (the run's matrix, a fleet's per-host matrices, a replication lab's
-figures, the resources, the interval lines, the tuning ladder), decided here in one place. The views are
-dbperf/report/'s and return a View; the format registry (dbperf/report/formats/) draws it, called once by the CLI
-(cli/common.show)."""
+figures, the resources, the interval lines, the tuning ladder), decided here in one place: VIEWS, one table of view
+builders by name. The views are dbperf/report/'s and return a View; this use case returns it as a ReportView
+(report/outgoing.py) and prints nothing: the CLI sends it out through the format registry (cli/common.show)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from functools import cache, partial
 from pathlib import Path
 from typing import Any
-
-from rich.console import Console
 
 from dbperf.errors import UserError
 from dbperf.experiment.keys import AGGREGATES
@@ -21,6 +19,7 @@ from dbperf.report.hosts import host_view, hosts_in
 from dbperf.report.intervals_view import intervals_view
 from dbperf.report.ladder import ladder_view
 from dbperf.report.model import View
+from dbperf.report.outgoing import ReportView, which_lines
 from dbperf.report.replication_report import replication_view
 from dbperf.report.resources_view import resources_view
 from dbperf.report.run_view import hosts_view, run_view
@@ -28,24 +27,6 @@ from dbperf.run_meta import DIED, RunMeta
 from dbperf.stats.ladder import ladder as ladder_steps
 from dbperf.stats.rqps_matrix import build_matrix
 from dbperf.storage.results import SkippedLine, read_results, results_path
-
-VIEWS = ("run", "resources", "intervals", "ladder")
-
-
-@dataclass
-class ReportView:
-    """A view on its way out: `view()` builds it (when first drawn or written, so that notes are said before a view
-    that fails), `notes` are said on stderr before it (a lab that died), `skipped` after it."""
-    view: Callable[[], View]
-    notes: list[str] = field(default_factory=list)
-    directory: Path | None = None
-    skipped: list[SkippedLine] = field(default_factory=list)  # lines of results.jsonl not used: said after it
-    after: list[str] = field(default_factory=list)  # more notes said after it (a comparison's runs' skipped lines)
-
-
-def ready(view: View) -> ReportView:
-    """A view built already; the notes it carries for stderr (View.stderr_after) are said after it."""
-    return ReportView(lambda: view, after=list(view.stderr_after))
 
 
 def check_format(fmt: str) -> None:
@@ -58,34 +39,13 @@ def check_aggregate(aggregate: str | None) -> None:
         raise UserError(f"--aggregate: expected one of {', '.join(AGGREGATES)}, got {aggregate!r}")
 
 
-def skipped_note(view: ReportView) -> str | None:
-    """Lines of results.jsonl that were not used are said, never dropped without a word (on stderr, so that
-    markdown, CSV and JSON on stdout stay parseable; JSON also carries them as `skipped_lines`): one line per
-    results file, the report's and each compared run's in the same words."""
-    lines = [*([skipped_lines_note(view.directory, view.skipped)] if view.directory is not None else []),
-             *view.after]
-    said = "\n".join(line for line in lines if line)
-    return said or None
-
-
-def skipped_lines_note(directory: Path, skipped: list[SkippedLine]) -> str | None:
-    """The note for the lines of one results directory's results.jsonl that were skipped, or None."""
-    if not skipped:
-        return None
-    return f"dbperf: note: {results_path(directory)}: {len(skipped)} line(s) skipped ({_which(skipped)})"
-
-
-def _which(skipped: list[SkippedLine]) -> str:
-    return ", ".join(f"line {s.line}: {s.reason}" for s in skipped[:5]) + (", ..." if len(skipped) > 5 else "")
-
-
 def no_results(directory: Path, meta: RunMeta, skipped: list[SkippedLine], to: str = "report") -> str:
     """Why a run has nothing to report (or `to` compare), in one line: its results file missing, empty, or every
     line skipped, and what the run's status says of that (still running, killed or interrupted before its first
     cell)."""
     path = results_path(directory)
     if skipped:
-        what = f"none of its {len(skipped)} line(s) can be used ({_which(skipped)})"
+        what = f"none of its {len(skipped)} line(s) can be used ({which_lines(skipped)})"
     else:
         what = "the file is empty" if path.is_file() else "the file is missing"
     if meta.status == DIED:
@@ -99,9 +59,25 @@ def no_results(directory: Path, meta: RunMeta, skipped: list[SkippedLine], to: s
     return f"{path}: no results to {to}: {what}; {status}"
 
 
+@dataclass(frozen=True)
+class RunRead:
+    """A results directory as read for its report, and the report's options: what every view builder is given."""
+    meta: RunMeta
+    records: list[Any]
+    skipped: list[dict[str, Any]]  # the lines of results.jsonl not used, as the JSON report carries them
+    aggregate: str | None
+    verbose: bool
+
+
+@dataclass(frozen=True)
+class ViewBuilder:
+    build: Callable[[RunRead], View]
+    says_status: bool = False  # a status read back (a lab that died) is said on stderr before the view too
+
+
 def report_view(directory: Path, view: str = "run", aggregate: str | None = None,
                 verbose: bool = False) -> ReportView:
-    """The one dispatch from a results directory and a view name to the view (a View, drawn by the formats).
+    """The one dispatch from a results directory and a view name to the view (VIEWS; a View, drawn by the formats).
     A run with nothing to report says so in one line: a note before its report when its status explains it (still
     running, interrupted, failed, died: the report says which, in JSON too), a UserError when the run says it is
     complete (its results are damaged, and an empty report would pass for a complete one). `verbose`: the run
@@ -110,20 +86,12 @@ def report_view(directory: Path, view: str = "run", aggregate: str | None = None
     empty = no_results(directory, meta, skipped) if not records else None
     if empty and meta.status == "complete":
         raise UserError(empty)
-    skipped_json = [asdict(s) for s in skipped]
-    build: Callable[[], View]
-    if view == "resources":
-        build = partial(resources_view, meta, records)
-    elif view == "intervals":  # every measured cell's interval lines (sysbench --report-interval) in run order
-        build = partial(intervals_view, records)
-    elif view == "ladder":
-        build = partial(_ladder, meta, records, aggregate)
-    elif view == "run":
-        build = partial(_run, meta, records, skipped_json, aggregate, verbose)
-    else:
+    builder = VIEWS.get(view)
+    if builder is None:
         raise ValueError(f"no report view {view!r} (views: {', '.join(VIEWS)})")
-    made = ReportView(cache(build), directory=directory, skipped=skipped)
-    if view == "run" and meta.status_note:  # the status read back (a lab that died): said on stderr too
+    read = RunRead(meta, records, [asdict(s) for s in skipped], aggregate, verbose)
+    made = ReportView(cache(partial(builder.build, read)), directory=directory, skipped=skipped)
+    if builder.says_status and meta.status_note:  # the status read back (a lab that died): said on stderr too
         made.notes.append(f"dbperf: note: {directory}: {meta.status_note}")
     if empty:  # its skipped lines are in it: not said again after the view
         made.notes.append(f"dbperf: note: {empty}")
@@ -131,17 +99,19 @@ def report_view(directory: Path, view: str = "run", aggregate: str | None = None
     return made
 
 
-def _run(meta: RunMeta, records: list[Any], skipped: list[dict], aggregate: str | None, verbose: bool) -> View:
+def _run(read: RunRead) -> View:
+    meta, records, aggregate = read.meta, read.records, read.aggregate
     if meta.replication:  # a replication lab's results (replication_report.py)
-        return replication_view(meta, records, skipped)
+        return replication_view(meta, records, read.skipped)
     if hosts_in(records):  # a fleet run: one report per host (report/hosts.py)
         return hosts_view(meta, [(host, host_heading(meta, host), build_matrix(view, mine, aggregate), view)
                                  for host in hosts_in(records, meta)
-                                 for view, mine in [host_view(meta, records, host)]], skipped, verbose)
-    return run_view(build_matrix(meta, records, aggregate), meta, skipped, verbose)
+                                 for view, mine in [host_view(meta, records, host)]], read.skipped, read.verbose)
+    return run_view(build_matrix(meta, records, aggregate), meta, read.skipped, read.verbose)
 
 
-def _ladder(meta: RunMeta, records: list[Any], aggregate: str | None) -> View:
+def _ladder(read: RunRead) -> View:
+    meta, records, aggregate = read.meta, read.records, read.aggregate
     ladders: list[tuple[str | None, list[Any]]] = [  # a fleet run: a ladder per host
         (host, ladder_steps(build_matrix(view, mine, aggregate)))
         for host in hosts_in(records, meta) for view, mine in [host_view(meta, records, host)]]
@@ -150,11 +120,12 @@ def _ladder(meta: RunMeta, records: list[Any], aggregate: str | None) -> View:
     return ladder_view(ladders)
 
 
-def draw_report(view: ReportView, out: Console, err: Console) -> None:
-    """A report on the terminal with its notes on stderr, as after a run."""
-    for note in view.notes:
-        err.print(note, markup=False, highlight=False)
-    formats.draw(view.view(), out)
-    skipped = skipped_note(view)
-    if skipped:
-        err.print(skipped, markup=False, highlight=False)
+# Every view `dbperf report` draws, by the name the CLI gives it (`--resources`, `--intervals`, `--ladder`, else
+# the run's), in the order messages list them.
+VIEWS: dict[str, ViewBuilder] = {
+    "run": ViewBuilder(_run, says_status=True),
+    "resources": ViewBuilder(lambda read: resources_view(read.meta, read.records)),
+    # every measured cell's interval lines (sysbench --report-interval) in run order
+    "intervals": ViewBuilder(lambda read: intervals_view(read.records)),
+    "ladder": ViewBuilder(_ladder),
+}

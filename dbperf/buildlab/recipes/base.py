@@ -1,0 +1,50 @@
+"""What a server recipe is: how one engine is configured, built and installed from Debian's source (the build
+pipeline, buildlab/server_build.py, runs it; buildlab/recipes/__init__.py finds each recipe by its module's RECIPE)."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from pathlib import Path
+from typing import ClassVar
+
+from dbperf.host.compiler import Compiler
+
+
+class Recipe(ABC):
+    """One engine's recipe: its facts as class data (`options` and `engine` are part of the cache key), its steps as
+    methods. A module of this package that holds a RECIPE is found (recipes/__init__.py)."""
+    engine: ClassVar[str]
+    options: ClassVar[tuple[str, ...]]  # part of the cache key
+    tools: ClassVar[dict[str, str]]  # programs the build runs -> the Debian package that has them
+    headers: ClassVar[dict[str, str]]  # headers of the libraries it needs -> the Debian package that has them
+    language: ClassVar[str]  # what those headers are included from: "c" or "c++"
+    build_time: ClassVar[str]  # one build's time on the lab's 2-core VM, as measured (a PGO build: about twice)
+    resumable: ClassVar[bool]  # whether a rerun of its interrupted commands safely continues them (resume.py)
+
+    @abstractmethod
+    def expected_steps(self, tree: Path) -> int: ...
+
+    @abstractmethod
+    def commands(self, tree: Path, prefix: Path, cc: Compiler, flags: list[str], jobs: int) -> list[list[str]]: ...
+
+    @abstractmethod
+    def binaries(self, prefix: Path) -> Path: ...
+
+    @abstractmethod
+    def server_binary(self, prefix: Path) -> Path: ...
+
+    @abstractmethod
+    def is_step(self, line: str) -> bool:
+        """Whether a line of the build's output is one compile step."""
+        ...
+
+    @abstractmethod
+    def clean_commands(self, tree: Path) -> list[list[str]]:
+        """What removes the objects of a build (between PGO's instrumented and profile-use builds)."""
+        ...
+
+    @abstractmethod
+    def objects_root(self, tree: Path) -> Path:
+        """Where the build writes its objects (and PGO's notes beside them): what the engine's ProfileProof.objects
+        are relative to."""
+        ...

@@ -1,0 +1,49 @@
+"""What the cmake + ninja recipes share (MariaDB's and MySQL's): no RECIPE of its own."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import ClassVar
+
+from dbperf.buildlab.recipes.base import Recipe
+from dbperf.host.compiler import Compiler
+
+
+class CmakeNinjaRecipe(Recipe):
+    """What MariaDB's and MySQL's recipes share: cmake into lab-build/ with ninja, the variant's flags for every
+    compile (and its LTO, profile and linker flags for every link), compile steps counted from ninja's lines. A
+    subclass gives its engine, cmake `options`, the source folders it leaves out (SKIPPED), tools, headers and
+    where its install keeps the server."""
+    options: ClassVar[tuple[str, ...]] = ()
+    SKIPPED: ClassVar[tuple[str, ...]] = ()
+    language: ClassVar[str] = "c++"
+    resumable: ClassVar[bool] = True  # ninja rebuilds every output its log does not list as finished
+    STEP = re.compile(r"^\[\d+/\d+\] Building (C|CXX) object ")
+    BUILD_DIR = "lab-build"
+
+    def expected_steps(self, tree: Path) -> int:
+        return sum(1 for p in tree.rglob("*") if p.suffix in (".c", ".cc", ".cpp")
+                   and not any(s in str(p.relative_to(tree)).lower() for s in self.SKIPPED))
+
+    def commands(self, tree: Path, prefix: Path, cc: Compiler, flags: list[str], jobs: int) -> list[list[str]]:
+        """cmake, ninja, ninja install."""
+        build = tree / self.BUILD_DIR
+        link_only = [f for f in flags if f.startswith("-Wl,")]
+        compile_flags = " ".join(f for f in flags if f not in link_only)
+        link = " ".join(f for f in flags if f.startswith(("-flto", "-fprofile")) or f in link_only)
+        return [["cmake", "-S", str(tree), "-B", str(build), *self.options, f"-DCMAKE_INSTALL_PREFIX={prefix}",
+                 f"-DCMAKE_C_COMPILER={cc.path}", f"-DCMAKE_CXX_COMPILER={cc.cxx}",
+                 f"-DCMAKE_C_FLAGS={compile_flags}", f"-DCMAKE_CXX_FLAGS={compile_flags}",
+                 *(f"-DCMAKE_{kind}_LINKER_FLAGS={link}" for kind in ("EXE", "SHARED", "MODULE"))],
+                ["ninja", "-C", str(build), f"-j{jobs}"],
+                ["ninja", "-C", str(build), "install"]]
+
+    def is_step(self, line: str) -> bool:
+        return bool(self.STEP.match(line))
+
+    def clean_commands(self, tree: Path) -> list[list[str]]:
+        return [["ninja", "-C", str(tree / self.BUILD_DIR), "clean"]]
+
+    def objects_root(self, tree: Path) -> Path:
+        return tree / self.BUILD_DIR  # cmake's: sql/CMakeFiles/sql.dir/...
