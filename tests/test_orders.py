@@ -12,7 +12,6 @@ import pytest
 
 from dbperf.errors import UserError
 from dbperf.experiment.keys import RUN_ORDERS
-from dbperf.experiment.spec import parse_experiment
 from dbperf.host.cpus import CpuPlan
 from dbperf.records import CellRecord
 from dbperf.runner.estimate import estimate
@@ -22,37 +21,17 @@ from dbperf.runner.orders.duet import Duet
 from dbperf.runner.orders.interleaved import Interleaved
 from dbperf.runner.orders.slices import Slices, taken_down
 from dbperf.runner.plan import RunPlan
+from tests.test_run_plan import TWO_CPUS
+from tests.test_run_plan import _experiment as experiment
 
 pytestmark = pytest.mark.unit
 
-TWO_CPUS = CpuPlan(frozenset({0}), frozenset({1}), "auto")
-RUN = """
-[run]
-benchmarks = ["point-query", "update-index"]
-threads = [1, 2]
-table_size = 1000
-time = "0.5s"
-warmup = "0.2s"
-repeats = 2
-order = "{order}"
-
-[[target]]
-name = "a"
-
-[[target]]
-name = "b"
-config = {{ cache_size = -4000 }}
-
-[[target]]
-name = "c"
-config = {{ cache_size = -8000 }}
-"""
-CELL_S = 0.7  # a cell's warm-up and time
+CELL_S = 0.4  # a cell's warm-up and time
 
 
 def _experiment(write_experiment, order: str):
-    e = parse_experiment(write_experiment(RUN.format(order=order)))
-    return replace(e, cpus=TWO_CPUS) if order == "duet" else e
+    """Three targets (a, the base; b; c), two benchmarks, threads 1 and 2, two rounds; a duet's sides 1 CPU each."""
+    return experiment(write_experiment, extra=f'order = "{order}"', cpus=TWO_CPUS if order == "duet" else None)
 
 
 def _round(order, round_: int, threads: int = 1) -> list[list[tuple[str, int, str | None]]]:
