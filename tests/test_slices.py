@@ -18,8 +18,8 @@ from dbperf.experiment.model import default_sqlite_library
 from dbperf.experiment.spec import parse_experiment
 from dbperf.host.remedies import AppliedRemedies
 from dbperf.records import CellRecord, DriverJob, SlicesResult, SlicesSide, encode, results_line
-from dbperf.runner.cell_run import CellRun
 from dbperf.runner.cell_plan import CellPlan
+from dbperf.runner.cell_run import CellRun
 from dbperf.runner.estimate import estimate
 from dbperf.runner.orders.base import CELL_OVERHEAD_S
 from dbperf.runner.plan import RunPlan

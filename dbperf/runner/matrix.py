@@ -1,6 +1,6 @@
-"""The matrix run: every (benchmark, threads, repeat, target) cell, repeats interleaved across targets
-(A B C A B C ...) so that drift hits every target alike, or run in duets with the base (runner/duet.py), or every
-round's targets taking turns in one driver process (runner/slices.py), each result written the moment it is
+"""The matrix run: every (benchmark, threads, repeat, target) cell, a round's cells run as the plan's way says
+(runner/orders/: repeats interleaved across targets, A B C A B C ..., so that drift hits every target alike; duets
+with the base; every round's targets taking turns in one driver process), each result written the moment it is
 measured.
 
 The plan (plan.py) is built once before the run; the lab run (lab_run.py) owns what the run starts and writes and
