@@ -22,7 +22,8 @@ from dbperf.host.cpus import CpuPlan
 from dbperf.records import DriverJob
 from dbperf.runner import matrix
 from dbperf.runner.duet import Side, plan_duets, run_together
-from dbperf.runner.estimate import CELL_OVERHEAD_S, estimate
+from dbperf.runner.estimate import estimate
+from dbperf.runner.orders.base import CELL_OVERHEAD_S
 from dbperf.runner.plan import RunPlan
 from dbperf.runner.targets import build_targets
 from tests.conftest import DBPERF, REPO, run_cli
@@ -125,7 +126,8 @@ def test_steady_with_duet_is_refused(write_experiment):
 @pytest.mark.unit
 def test_other_orders_plan_no_duet(write_experiment):
     e = _parsed(write_experiment, DUET.replace('order = "duet"', 'order = "random"'))
-    assert plan_duets(e) is None and all(c.partner is None for c in RunPlan.of(e).cells())
+    plan = RunPlan.of(e)
+    assert "duet" not in plan.order.describe() and all(c.partner is None for c in plan.cells())
 
 
 # A stand-in for dbperf-driver that keeps the start barrier's side of the contract; the job's seed says how it

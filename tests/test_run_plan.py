@@ -49,11 +49,11 @@ def _experiment(write_experiment: Any, repeats: str = "2", extra: str = "", cpus
 
 def test_duets_are_planned_once_and_pair_the_base_with_each_other_target(write_experiment, monkeypatch):
     calls = []
-    real = plan_module.plan_duets
-    monkeypatch.setattr(plan_module, "plan_duets", lambda e: calls.append(e) or real(e))
+    real = plan_module.order_of
+    monkeypatch.setattr(plan_module, "order_of", lambda e: calls.append(e) or real(e))
     plan = RunPlan.of(_experiment(write_experiment, extra='order = "duet"', cpus=TWO_CPUS))
     cells = list(plan.cells())
-    assert plan.cell_count() == len(cells) and plan.duet_note() is not None  # threads = 2 needs 2 CPUs a side
+    assert plan.cell_count() == len(cells) and plan.order.note() is not None  # threads = 2 needs 2 CPUs a side
     assert len(calls) == 1, "the duets are decided once, whatever asks the plan"
     one_thread = [c for c in cells if c.threads == 1]
     assert len(one_thread) == 2 * 2 * 2 * 2  # benchmarks × rounds × duets × sides
@@ -62,7 +62,7 @@ def test_duets_are_planned_once_and_pair_the_base_with_each_other_target(write_e
         assert base.cpus != other.cpus
     two_threads = [c for c in cells if c.threads == 2]  # fell back: interleaved, every target once a round
     assert all(c.partner is None for c in two_threads) and len(two_threads) == 2 * 2 * 3
-    assert plan.cells_per_round(1) == 4 and plan.cells_per_round(2) == 3
+    assert plan.order.cells_per_round(1) == 4 and plan.order.cells_per_round(2) == 3
 
 
 def test_groups_run_benchmark_major_and_the_progress_counts_cells_or_groups(write_experiment):

@@ -18,9 +18,11 @@ from dbperf.experiment.model import default_sqlite_library
 from dbperf.experiment.spec import parse_experiment
 from dbperf.host.remedies import AppliedRemedies
 from dbperf.records import CellRecord, DriverJob, SlicesResult, SlicesSide, encode, results_line
+from dbperf.runner.cell_plan import CellPlan
 from dbperf.runner.cell_run import CellRun
-from dbperf.runner.estimate import CELL_OVERHEAD_S, estimate
-from dbperf.runner.plan import CellPlan, RunPlan
+from dbperf.runner.estimate import estimate
+from dbperf.runner.orders.base import CELL_OVERHEAD_S
+from dbperf.runner.plan import RunPlan
 from dbperf.runner.slices import own_libraries, slices_job
 from tests.conftest import run_cli
 from tests.refusal import assert_refused
@@ -93,7 +95,7 @@ def test_a_slices_round_is_one_unit_of_every_target_whose_first_alternates(write
     e = parse_experiment(write_experiment(SLICES.replace("aa = true", 'aa = true\nslice = "50ms"')))
     assert e.slice_s == 0.05
     plan = RunPlan.of(e)
-    rounds = [plan.round_cells(e.benchmarks[0], 1, r) for r in (1, 2)]
+    rounds = [plan.order.round_cells(e.benchmarks[0], 1, r) for r in (1, 2)]
     assert [len(units) for units in rounds] == [1, 1]
     assert [[(c.target.name, c.position) for c in units[0]] for units in rounds] == [
         [("wal", 1), ("wal-aa", 2)], [("wal-aa", 1), ("wal", 2)]]

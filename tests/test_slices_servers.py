@@ -16,8 +16,8 @@ from dbperf.errors import UserError
 from dbperf.experiment.spec import parse_experiment
 from dbperf.host.remedies import AppliedRemedies
 from dbperf.records import DriverJob, SlicesResult, Usage, encode
+from dbperf.runner.cell_plan import CellPlan
 from dbperf.runner.cell_run import CellRun
-from dbperf.runner.plan import CellPlan
 from dbperf.runner.slices import own_libraries, slices_job
 from dbperf.servers.lifecycle import PASSWORD_ENV
 from dbperf.targets.resources import NOT_THIS_SIDES, SLICES_SERVER_METHOD, CellSampler

@@ -18,8 +18,8 @@ from dbperf.host.process_variants import mapped_allocators
 from dbperf.host.remedies import AppliedRemedies, CellPlace, apply_remedies, not_taken, observed
 from dbperf.host.window_opens import WindowOpens
 from dbperf.records import CellRecord, DriverJob, NoiseSensors, Resources, RunResult
+from dbperf.runner.cell_plan import CellPlan
 from dbperf.runner.duet import Side, run_together
-from dbperf.runner.plan import CellPlan
 from dbperf.targets.lifecycle import TargetLifecycle
 from dbperf.targets.resources import CellSampler
 

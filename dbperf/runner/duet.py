@@ -96,10 +96,8 @@ def why_not(e: Experiment) -> str | None:
     return None
 
 
-def plan_duets(e: Experiment) -> DuetPlan | None:
-    """None unless the experiment asks for duets."""
-    if e.order != "duet":
-        return None
+def plan_duets(e: Experiment) -> DuetPlan:
+    """The duets of an experiment that asks for them (runner/orders/duet.py)."""
     why = why_not(e)
     if why is not None:
         return DuetPlan(None, why)

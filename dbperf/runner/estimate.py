@@ -1,10 +1,10 @@
 """How long a run will take and how much disk its data needs, worked out before anything is built or loaded, so
 that a typo (`repeats = 100000000000`, `tables = 100000`) is caught before it costs hours or fills the disk.
 
-Rough on purpose: per cell, its warm-up and measured time plus the lab's own overhead (process start, restoring
-the data before write cells; a slices round is one process, its targets' warm-ups and times end to end); per
-target, the rows to load at a rate measured on a 2-core VM; data size as bytes per sbtest row measured per engine
-(pristine copy + working copy), plus what an empty server's data directory holds.
+Rough on purpose: the run's plan (plan.py) times its minimum rounds, each round as its way says (runner/orders/:
+a cell's warm-up and measured time plus the lab's own overhead per process); per target, the rows to load at a rate
+measured on a 2-core VM; data size as bytes per sbtest row measured per engine (pristine copy + working copy), plus
+what an empty server's data directory holds.
 """
 
 from __future__ import annotations
@@ -15,14 +15,13 @@ from pathlib import Path
 
 from dbperf import engines
 from dbperf.experiment.model import Experiment
-from dbperf.runner.duet import DuetPlan, plan_duets
+from dbperf.runner.plan import RunPlan
 from dbperf.runner.post_write import steps_before
 from dbperf.runner.resume import Earlier
 from dbperf.runner.simulated_tier import estimated_seconds
 from dbperf.servers.runtime import runtime_base
 
 LONG_RUN_S = 3600.0
-CELL_OVERHEAD_S = 0.5
 SERVER_START_S = 10.0
 
 
@@ -99,34 +98,23 @@ class Estimate:
         return out
 
 
-def _round_s(e: Experiment, duets: DuetPlan | None, threads: int, cell_s: float) -> float:
-    """Seconds a round of one (benchmark, threads) takes, `cell_s` being a cell's warm-up and time: a cell and the
-    lab's overhead per target, or, where duets are formed, per target other than the base (the base runs beside each
-    of them at the same moment); a slices round is one process in which every target has its warm-up and time."""
-    if e.order == "slices":
-        return len(e.targets) * cell_s + CELL_OVERHEAD_S
-    cells = max(1, len(e.targets) - 1) if duets is not None and duets.formed(threads) else len(e.targets)
-    return cells * (cell_s + CELL_OVERHEAD_S)
-
-
-def _share_left(e: Experiment, duets: DuetPlan | None, earlier: Earlier | None) -> float:
-    """The share of the cells a resumed run still measures in its minimum rounds: with automatic repeats, the share
-    of the (benchmark, threads) groups not reached before (a group --extend reopens is past its minimum); otherwise,
-    of the cell records."""
+def _share_left(plan: RunPlan) -> float:
+    """The share of the minimum rounds a resumed run still measures: with automatic repeats, the share of the
+    (benchmark, threads) groups not reached before (a group --extend reopens is past its minimum); otherwise, of the
+    cells."""
+    e, earlier = plan.experiment, plan.replay.earlier
     if earlier is None:
         return 1.0
     if e.budget_s is not None:
         return earlier.owed(e)
-    n = len(e.targets)  # in a duet round the base runs once beside each other target
-    per_round = sum(2 * (n - 1) if duets is not None and duets.formed(t) else n for t in e.threads)
-    return max(0.0, 1.0 - len(earlier.records) / max(len(e.benchmarks) * e.repeats * per_round, 1))
+    return max(0.0, 1.0 - len(earlier.records) / max(plan.cell_count(), 1))
 
 
 def estimate(e: Experiment, out: Path, earlier: Earlier | None = None) -> Estimate:
     """`earlier`: the run that this one resumes or extends; only what is left is counted, but the data is loaded
     again (a new sitting starts its servers afresh)."""
-    duets = plan_duets(e)
-    left = _share_left(e, duets, earlier)
+    plan = RunPlan.of(e, earlier)
+    left = _share_left(plan)
     rows = e.tables * e.table_size
     seconds = 0.0
     per_place: dict[str, int] = {}
@@ -150,12 +138,11 @@ def estimate(e: Experiment, out: Path, earlier: Earlier | None = None) -> Estima
         seconds += restores * rows / (3 * engines.engine(t.engine).load_rows_per_s)
     # Steady state: the least warm-up (a cell that does not settle takes up to max_warmup).
     warmup_s = e.steady.least_warmup_s(e.warmup_s) if e.steady else e.warmup_s
-    rounds_s = sum(_round_s(e, duets, t, e.time_s + warmup_s) for t in e.threads)
-    minimum_s = len(e.benchmarks) * e.repeats * rounds_s * left
+    minimum_s = plan.rounds_s(e.time_s + warmup_s) * left
     seconds += minimum_s
     short_budget = None
     if e.budget_s is not None:  # repeats = "auto": the minimum rounds above, or the budget if it is longer
-        budget_s = earlier.budget_s(e) if earlier else e.budget_s
+        budget_s = plan.replay.budget_s(e)
         seconds += max(0.0, budget_s - minimum_s)
         if budget_s < minimum_s:
             short_budget = (e.repeats, budget_s, minimum_s)

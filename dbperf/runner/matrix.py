@@ -1,6 +1,6 @@
-"""The matrix run: every (benchmark, threads, repeat, target) cell, repeats interleaved across targets
-(A B C A B C ...) so that drift hits every target alike, or run in duets with the base (runner/duet.py), or every
-round's targets taking turns in one driver process (runner/slices.py), each result written the moment it is
+"""The matrix run: every (benchmark, threads, repeat, target) cell, a round's cells run as the plan's way says
+(runner/orders/: repeats interleaved across targets, A B C A B C ..., so that drift hits every target alike; duets
+with the base; every round's targets taking turns in one driver process), each result written the moment it is
 measured.
 
 The plan (plan.py) is built once before the run; the lab run (lab_run.py) owns what the run starts and writes and
@@ -13,7 +13,7 @@ from __future__ import annotations
 import shutil
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
@@ -30,27 +30,26 @@ from dbperf.host.facts import host_metadata
 from dbperf.host.noise import HEAVY_FOREIGN_CPU, HEAVY_STEAL
 from dbperf.records import CellRecord, CountersRecord, to_builtins
 from dbperf.run_meta import BenchmarkMeta, HostMeta, RoundsMeta, RunMeta, TargetMeta, meta_part
-from dbperf.runner.cell_run import HANG_GRACE_S, run_cell, run_duet
+from dbperf.runner.cell_plan import CellPlan
 from dbperf.runner.lab_run import LabRun, RunOutcome
-from dbperf.runner.plan import CellPlan, Group, RunPlan, share_deadline
+from dbperf.runner.plan import Group, RunPlan, share_deadline
 from dbperf.runner.post_write import PostWriteSteps, meta_fields
 from dbperf.runner.resume import interfered
 from dbperf.runner.rounds import GroupState, Measured, run_rounds
 from dbperf.runner.simulated_tier import measure_simulated
-from dbperf.runner.slices import describe, own_libraries, run_slices
 from dbperf.servers.registry import server_target
 from dbperf.stats.rqps_matrix import cpu_qps
 from dbperf.targets.lifecycle import TargetLifecycle
 from dbperf.targets.resources import database_bytes
 from dbperf.targets.sqlite_data import SqliteData, TargetLoadFailed
-from dbperf.tooldrivers.cell import run_tool_cell
 
-__all__ = ["HANG_GRACE_S", "CellPlan", "RunOutcome", "RunPlan", "run_plan", "started_meta"]
+__all__ = ["RunOutcome", "RunPlan", "run_plan", "started_meta"]
 
 
-def run_meta_of(plan: RunPlan, settings: dict[str, list], slices: dict[str, Any] | None = None) -> RunMeta:
-    """The matrix run's first meta.json: the plan's settings, and each target as declared, inspected and set up
-    (`settings`: what the lab applies to it; `slices`: a slices run's slice and library copies)."""
+def run_meta_of(plan: RunPlan, settings: dict[str, list]) -> RunMeta:
+    """The matrix run's first meta.json: the plan's settings, what its way of running rounds says of itself (a
+    duet's CPUs, a slices run's library copies), and each target as declared, inspected and set up (`settings`: what
+    the lab applies to it)."""
     e = plan.experiment
     return started_meta(
         e,
@@ -61,8 +60,7 @@ def run_meta_of(plan: RunPlan, settings: dict[str, list], slices: dict[str, Any]
         prepared=e.prepared,
         min_effect=e.min_effect,
         order=e.order,
-        duet=plan.duets.describe(e.threads) if plan.duets else None,
-        slices=slices,
+        **plan.order.describe(),
         order_seed=e.seed,
         budget_s=e.budget_s,
         cpus=e.cpus.describe(),
@@ -150,7 +148,6 @@ class MatrixRun:
     profile: bool = False
     post_write: PostWriteSteps = field(init=False)
     task: TaskID | None = None
-    libraries: dict[str, str] = field(default_factory=dict)  # slices: the library file each target's side loads
     load_failed: dict[str, str] = field(default_factory=dict)  # target name -> why its data failed to load
 
     def __post_init__(self) -> None:
@@ -175,18 +172,15 @@ class MatrixRun:
                 *(partial(tier.run, self) for tier in TIERS if tier.wanted(self))]
 
     def open(self, in_history: bool) -> None:
-        """meta.json begun (a resumed run's: its earlier sittings kept), the duets' fallback said; a slices run's
-        library copies made (runner/slices.py)."""
-        slices = None
-        if self.e.order == "slices":
-            self.libraries = own_libraries(self.e.targets, self.lab.data_root)
-            slices = describe(self.e, self.libraries)
-        meta = run_meta_of(self.plan, {name: d.settings for name, d in self.data.items()}, slices)
+        """The plan's way of running rounds set up (a slices run's library copies made), meta.json begun (a resumed
+        run's: its earlier sittings kept), the way's line said (where duets fall back)."""
+        self.plan = replace(self.plan, order=self.plan.order.opened(self.lab.data_root))
+        meta = run_meta_of(self.plan, {name: d.settings for name, d in self.data.items()})
         meta.in_history = None if in_history else False
         earlier = self.plan.replay.earlier
         if earlier is not None:
             meta = earlier.resumed_meta(meta)
-        note = self.plan.duet_note()
+        note = self.plan.order.note()
         if note:
             self.lab.say(f"dbperf: {note}")
         self.lab.start(meta, self.e.text)
@@ -209,10 +203,7 @@ class MatrixRun:
         self.lab.save()
         self.progress.remove_task(task)
         for why in failed:
-            self.lab.say(f"dbperf: {why}; " + (
-                "with order = \"slices\" a round's targets share one driver process, so it takes every round down: "
-                "every cell is recorded as failed, with this cause" if self.e.order == "slices"
-                else "its cells are recorded as failed, the other targets are measured"))
+            self.lab.say(f"dbperf: {why}; {self.plan.order.lost_load}")
 
     def _load(self, t: Target, task: TaskID) -> str | None:
         data = self.data[t.name]
@@ -259,13 +250,13 @@ class MatrixRun:
     def measure(self, group: Group, round_: int) -> list[Measured]:
         """One round of a group: its earlier repeats (resumed), and the cells not measured before."""
         measured = [m for m in group.before if m.round == round_]
-        for cells in self.plan.round_cells(group.benchmark, group.threads, round_):
+        for cells in self.plan.order.round_cells(group.benchmark, group.threads, round_):
             measured.extend(self._run_cells(cells, round_))
         return measured
 
     def _run_cells(self, cells: list[CellPlan], round_: int) -> list[Measured]:
-        """One cell, a duet's two or a slices round's every one, measured and kept (a side measured before is not
-        kept again)."""
+        """Cells measured together (one, a duet's two, a slices round's every one), run by the plan's way and kept
+        (a side measured before is not kept again)."""
         skip = self.plan.replay.skip
         if all(cell.key in skip for cell in cells):  # resumed: measured before
             self._advance(len(cells))
@@ -277,11 +268,7 @@ class MatrixRun:
             self.progress.update(self.task, description=f"{first.benchmark.name} t={first.threads} #{round_}{of} "
                                                         f"{names}")
         restarted = [self._ready(cell) for cell in cells]
-        if self.e.order == "slices":
-            records = run_slices(self.e, cells, self.data, self.libraries)
-            self._taken_down(cells, records)
-        else:
-            records = run_duet(self.e, cells, self.data) if len(cells) == 2 else [self._run_one(first)]
+        records = self.plan.order.run(cells, self.data, self.load_failed)
         # A warm-up that never settled counts like interference: its round is run again (auto). In a duet (or a
         # slices process) the cells measured together are the unit: interference on either side spoils all.
         spoiled = any(interfered(r) for r in records)
@@ -297,17 +284,6 @@ class MatrixRun:
                 partner=cell.partner))
         return measured
 
-    def _taken_down(self, cells: list[CellPlan], records: list[CellRecord]) -> None:
-        """A slices round with a target whose data failed to load: its one process fails, and every failed side
-        records that load failure, not the driver's own error on the side that found no tables."""
-        why = next((self.load_failed[c.target.name] for c in cells if c.target.name in self.load_failed), None)
-        if why is None:
-            return
-        for record in records:
-            if record.status != "ok":
-                record.error = self.load_failed.get(record.target) or (
-                    f"{why} (its round's one driver process, order = \"slices\", failed with it)")
-
     def _ready(self, cell: CellPlan) -> bool:
         """The cell's target running (started again if its server died: True) and its post-write step run."""
         data = self.data[cell.target.name]
@@ -322,10 +298,6 @@ class MatrixRun:
             assert part is not None
             self.lab.set_target(cell.target.name, post_write=[*part.post_write, step])
         return restarted
-
-    def _run_one(self, cell: CellPlan) -> CellRecord:
-        data = self.data[cell.target.name]
-        return run_tool_cell(self.e, cell, data, HANG_GRACE_S) if cell.target.tool else run_cell(self.e, cell, data)
 
     def _keep(self, cell: CellPlan, record: CellRecord, restarted: bool) -> None:
         """A measured cell's record written the moment it is measured."""

@@ -1,7 +1,7 @@
 """A run's plan, built once before anything starts: the experiment as it runs, what inspecting its targets found,
-whether duets are formed, its cells and (benchmark, threads) groups in the order they run, and what a resume or an
-extension keeps of the run it goes on with (the replay). The matrix (matrix.py) carries it out; nothing below it
-derives the plan again from the raw experiment.
+the way its rounds run (runner/orders/), its cells and (benchmark, threads) groups in the order they run, and what
+a resume or an extension keeps of the run it goes on with (the replay). The matrix (matrix.py) carries it out and
+the estimate (estimate.py) times it; nothing below them derives the plan again from the raw experiment.
 
 Pure where it can be: `RunPlan.of` reads no file and runs no driver (the dry run, the fleet's split, the tests);
 `RunPlan.inspected` adds the targets' facts (engine version, sha256 and thread safety of every library: one driver
@@ -14,26 +14,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dbperf.catalog.workload import Workload
-from dbperf.experiment.model import Experiment, Target
-from dbperf.runner.duet import DuetPlan, plan_duets, round_duets
+from dbperf.experiment.model import Experiment
+from dbperf.runner.cell_plan import CellPlan
+from dbperf.runner.orders import order_of
+from dbperf.runner.orders.base import Order
 from dbperf.runner.resume import CellKey, Earlier
-from dbperf.runner.rounds import Measured, RoundPolicy, round_order
+from dbperf.runner.rounds import Measured, RoundPolicy
 from dbperf.runner.targets import inspect_targets
-
-
-@dataclass(frozen=True)
-class CellPlan:
-    benchmark: Workload
-    threads: int
-    repeat: int
-    target: Target
-    position: int = 1  # place of the target within its round (rounds.py: alternating or seeded random order)
-    partner: str | None = None  # duet: the target measured at the same moment (runner/duet.py)
-    cpus: frozenset[int] | None = None  # duet: this side's CPUs (else the experiment's `cpus` decide)
-
-    @property
-    def key(self) -> CellKey:
-        return (self.target.name, self.benchmark.name, self.threads, self.repeat, self.partner)
 
 
 @dataclass(frozen=True)
@@ -108,7 +95,7 @@ class RunPlan:
     says of it beyond its declaration (inspected library, build manifest, process variant); empty in a plan made
     by `of`."""
     experiment: Experiment
-    duets: DuetPlan | None
+    order: Order  # the way its rounds run, asked for their cells (runner/orders/)
     groups: tuple[Group, ...]
     policy: RoundPolicy
     replay: Replay = Replay()
@@ -121,7 +108,7 @@ class RunPlan:
         policy = RoundPolicy(e.repeats, e.budget_s)
         replay = Replay.of(earlier, skip)
         groups = tuple(replay.group(e, policy, b, t) for b in e.benchmarks for t in e.threads)
-        return cls(e, plan_duets(e), groups, policy, replay, facts if facts is not None else {})
+        return cls(e, order_of(e), groups, policy, replay, facts if facts is not None else {})
 
     @classmethod
     def inspected(cls, e: Experiment, builds: dict[str, dict[str, Any]] | None = None,
@@ -129,10 +116,6 @@ class RunPlan:
         """The plan of a run about to start: its targets inspected (a UserError before anything runs if a library
         is not one of its engine), its builds' manifests kept."""
         return cls.of(e, earlier, skip, target_facts(e, builds or {}))
-
-    @property
-    def base(self) -> Target:
-        return next(t for t in self.experiment.targets if t.name == self.experiment.base)
 
     @property
     def starts_servers(self) -> bool:
@@ -145,35 +128,18 @@ class RunPlan:
         `cell_count`). With `repeats = "auto"` this is the minimum; the run adds rounds (rounds.py)."""
         for g in self.groups:
             for r in range(1, self.experiment.repeats + 1):
-                for cells in self.round_cells(g.benchmark, g.threads, r):
+                for cells in self.order.round_cells(g.benchmark, g.threads, r):
                     yield from cells
 
-    def round_cells(self, benchmark: Workload, threads: int, round_: int) -> list[list[CellPlan]]:
-        """One round's cells, in the order they run: a duet's two cells (base first) run together, a slices round's
-        every cell together (in slice order: runner/slices.py), any other cell alone. A group where no duet can be
-        formed runs in alternating order (duet.py says why)."""
-        e = self.experiment
-        if e.order == "slices":
-            turns = round_order(e.targets, "alternate", e.seed, benchmark.name, threads, round_)
-            return [[CellPlan(benchmark, threads, round_, target, position)
-                     for position, target in enumerate(turns, 1)]]
-        if self.duets is not None and self.duets.formed(threads):
-            base = self.base
-            return [[CellPlan(benchmark, threads, round_, base, d.position, d.target.name, d.base_cpus),
-                     CellPlan(benchmark, threads, round_, d.target, d.position, e.base, d.target_cpus)]
-                    for d in round_duets(e, self.duets, benchmark.name, threads, round_)]
-        order = "alternate" if e.order == "duet" else e.order
-        return [[CellPlan(benchmark, threads, round_, target, position)]
-                for position, target in enumerate(round_order(e.targets, order, e.seed, benchmark.name, threads,
-                                                              round_), 1)]
-
-    def cells_per_round(self, threads: int) -> int:
-        n = len(self.experiment.targets)
-        return 2 * (n - 1) if self.duets is not None and self.duets.formed(threads) else n
-
     def cell_count(self) -> int:
+        """The cells of the minimum rounds."""
         e = self.experiment
-        return len(e.benchmarks) * e.repeats * sum(self.cells_per_round(t) for t in e.threads)
+        return len(e.benchmarks) * e.repeats * sum(self.order.cells_per_round(t) for t in e.threads)
+
+    def rounds_s(self, cell_s: float) -> float:
+        """Roughly how long the minimum rounds take, a cell's warm-up and time being `cell_s` (the estimate's)."""
+        e = self.experiment
+        return len(e.benchmarks) * e.repeats * sum(self.order.round_s(t, cell_s) for t in e.threads)
 
     def progress_total(self) -> int:
         """The progress bar's steps: one per group with automatic repeats (their rounds are not known), else one
@@ -183,10 +149,6 @@ class RunPlan:
     def group_order(self) -> dict[tuple[str, int], int]:
         """Each group's place: meta.json lists the groups' rounds as they run."""
         return {g.key: i for i, g in enumerate(self.groups)}
-
-    def duet_note(self) -> str | None:
-        """The one line the run prints where duets fall back."""
-        return self.duets.note(self.experiment.threads) if self.duets else None
 
 
 def target_facts(e: Experiment, builds: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:

@@ -42,8 +42,8 @@ from dbperf.experiment.model import Experiment, Target
 from dbperf.host.driver import DriverOutcome, collect_job, start_job
 from dbperf.host.noise import NoiseWindow
 from dbperf.records import CellRecord, DriverJob, Resources, RunResult, SliceSide, SlicesResult, SlicesSide
+from dbperf.runner.cell_plan import CellPlan
 from dbperf.runner.cell_run import HANG_GRACE_S, CellRun, cell_record, prepare_cell
-from dbperf.runner.plan import CellPlan
 from dbperf.servers.lifecycle import PASSWORD_ENV
 from dbperf.targets.lifecycle import TargetLifecycle
 from dbperf.targets.resources import SLICES_METHOD, SLICES_SERVER_METHOD, CellSampler

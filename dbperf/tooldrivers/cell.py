@@ -11,7 +11,7 @@ from dbperf.tooldrivers.run import ToolCell
 
 
 def run_tool_cell(e: Any, cell: Any, data: TargetLifecycle, grace_s: float) -> CellRecord:
-    """`cell` is a runner.matrix.CellPlan; the data is restored before write cells under the same rule as the
+    """`cell` is a runner.cell_plan.CellPlan; the data is restored before write cells under the same rule as the
     lab's driver (`writes = "restore"`)."""
     if cell.benchmark.phase != "read" and e.writes == "restore":
         data.restore()
