@@ -209,8 +209,8 @@ fn client(shared: &Shared, index: u32, preload: Option<&Job>) -> Result<ClientOu
     let mut draws = Draws::new(&specs, plan.seed, index, plan.tables)?;
     let mut thread = Thread::new(shared, index, t0, &specs);
     // The plain case, most cells (a closed loop over one one-statement event on one table, its window known from
-    // the start): the loop compiled without the choices it does not make, which cost the driver about a third of
-    // its own instructions per event (cachegrind). It counts exactly what the general loop counts.
+    // the start): the loop compiled without the choices it does not make, which cost the driver about a quarter
+    // of its own instructions per event (cachegrind). It counts exactly what the general loop counts.
     let plain = thread.known && thread.schedule.is_none() && event::plain(&holds, plan.tables);
     if plain {
         thread.run::<true>(&mut holds, &mut draws)?;
