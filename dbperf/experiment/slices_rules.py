@@ -16,7 +16,7 @@ from dbperf.experiment.model import DEFAULT_SLICE_S, Experiment, Target
 from dbperf.host.process_variants import ProcessVariant
 from dbperf.host.remedies import REMEDIES
 
-MIN_SLICE_S = 0.001  # the driver's own bound (driver/src/slices.rs): shorter, a run would be mostly switching
+MIN_SLICE_S = 0.001  # the driver's own bound (driver/src/turn.rs): shorter, a run would be mostly switching
 SLICES = "order = \"slices\""
 
 

@@ -235,18 +235,6 @@ pub struct Schema {
     pub pad_groups: u32,
 }
 
-#[derive(Debug, Serialize, Default)]
-pub struct Latency {
-    pub min_us: f64,
-    pub mean_us: f64,
-    pub p50_us: f64,
-    pub p95_us: f64,
-    pub p99_us: f64,
-    pub max_us: f64,
-    /// The percentiles the job asked for.
-    pub percentiles: Vec<crate::series::Percentile>,
-}
-
 #[derive(Debug, Serialize, Default, Clone, Copy)]
 pub struct Usage {
     pub user_us: f64,
@@ -268,7 +256,7 @@ pub struct RunResult {
     pub qps: f64,
     pub eps: f64,
     /// Event latency, measured from the event's start to its end (closed loop).
-    pub latency: Latency,
+    pub latency: crate::series::Latency,
     /// Resource usage of the whole driver process over the measured phase.
     pub client_usage: Usage,
     pub process: crate::process::ProcessFacts,

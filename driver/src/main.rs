@@ -5,9 +5,11 @@
 //!        dbperf-driver info sqlite LIBRARY  (engine version of a library)
 //!        dbperf-driver --version
 
+mod client;
 #[cfg(test)]
 mod contract;
 mod engine;
+mod event;
 mod job;
 #[cfg(test)]
 mod layers;
@@ -17,15 +19,18 @@ mod no_alloc;
 mod params;
 mod process;
 mod procstat;
+mod result;
 mod rng;
 mod run;
 mod schedule;
 mod series;
+mod side_out;
 mod slices;
 mod stale;
 mod start;
 mod steady;
 mod tick;
+mod turn;
 mod usage;
 
 use std::io::Read;

@@ -1,6 +1,7 @@
 //! The per-event bookkeeping of the hot loop allocates nothing (issue 26): a counting allocator, in the test build
 //! only, counts this thread's allocations while events are drawn, timed and counted as the loop does, and while the
-//! MariaDB client executes statements against a scripted server (and slices.rs's loop, in its own tests).
+//! MariaDB client executes statements against a scripted server (and the client loop's events drawn, run on SQLite
+//! and counted, in slices.rs's tests).
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;

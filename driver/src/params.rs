@@ -78,6 +78,7 @@ pub fn drop_unread_slots(binds: &mut [CompiledBind], read: &[usize]) {
 /// lo..=hi drawn without bias by Lemire's multiply-and-reject, its rejection threshold worked out once (rand's
 /// `Uniform` works it out on every draw): the value is the high half of a 64-bit draw times the range, as rand's,
 /// so both give the same values but for the draws either rejects (a chance of range / 2^64).
+#[derive(Clone, Copy)]
 pub struct UniformRange {
     lo: i64,
     range: u64, // hi - lo + 1

@@ -58,12 +58,8 @@ fn context_switches(pid: u32) -> (i64, i64) {
     total
 }
 
-pub fn sample(root: u32) -> ServerSample {
-    tree(root, &parents())
-}
-
-/// `sample` of several servers, one reading of /proc's parents for all (a slices run's servers, at one instant);
-/// None where a side has no server to sample. Reads nothing when none has.
+/// The servers' process trees' usage, one reading of /proc's parents for all (a slices run's servers, at one
+/// instant); None where a side has no server to sample. Reads nothing when none has.
 pub fn sample_each(roots: &[Option<u32>]) -> Vec<Option<ServerSample>> {
     if roots.iter().all(Option::is_none) {
         return vec![None; roots.len()];

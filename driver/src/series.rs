@@ -241,12 +241,88 @@ impl Board {
     }
 }
 
-/// A cell's latency summary from its histogram (all zero when nothing was counted).
-pub fn latency(h: &Histogram<u64>, asked: &[f64]) -> crate::job::Latency {
-    if h.is_empty() {
-        return crate::job::Latency::default();
+/// A thread's place in a plain run's time series: the interval it is counting, handed to the board when time moves
+/// on (an event counts in the interval it ends in). Without a board, one interval: the whole window.
+pub(crate) struct Clock<'a> {
+    board: Option<&'a Board>,
+    index: usize,
+    count: usize,
+    /// Ticks (tick.rs): when the current interval ends, and an interval's length.
+    next_boundary: u64,
+    step: u64,
+    pub(crate) cur: Tally,
+    total: Tally,
+}
+
+impl Clock<'_> {
+    /// Intervals of `step` ticks from `start`, handed in to `board`.
+    pub(crate) fn new(board: Option<&Board>, start: u64, step: u64) -> Clock<'_> {
+        let count = board.map_or(1, Board::count);
+        Clock {
+            board,
+            index: 0,
+            count,
+            next_boundary: start.saturating_add(step),
+            step,
+            cur: Tally::new(),
+            total: Tally::new(),
+        }
     }
-    crate::job::Latency {
+
+    /// The window opens at `start` after all (a steady state's warm-up has ended).
+    pub(crate) fn restart_at(&mut self, start: u64) {
+        self.next_boundary = start.saturating_add(self.step);
+    }
+
+    /// Hands in every interval that ended before `t`.
+    #[inline]
+    pub(crate) fn advance_to(&mut self, t: u64) -> Result<(), String> {
+        while self.board.is_some() && t >= self.next_boundary && self.index + 1 < self.count {
+            self.hand_in()?;
+            self.index += 1;
+            self.next_boundary += self.step;
+        }
+        Ok(())
+    }
+
+    fn hand_in(&mut self) -> Result<(), String> {
+        if let Some(board) = self.board {
+            board.hand_in(self.index, &self.cur)?;
+        }
+        self.total.add(&self.cur)?;
+        self.cur.reset();
+        Ok(())
+    }
+
+    /// The end of the loop: the current interval and every later one (empty) are handed in.
+    pub(crate) fn finish(mut self) -> Result<Tally, String> {
+        self.hand_in()?;
+        while self.board.is_some() && self.index + 1 < self.count {
+            self.index += 1;
+            self.hand_in()?;
+        }
+        Ok(self.total)
+    }
+}
+
+#[derive(Debug, Serialize, Default)]
+pub struct Latency {
+    pub min_us: f64,
+    pub mean_us: f64,
+    pub p50_us: f64,
+    pub p95_us: f64,
+    pub p99_us: f64,
+    pub max_us: f64,
+    /// The percentiles the job asked for.
+    pub percentiles: Vec<Percentile>,
+}
+
+/// A cell's latency summary from its histogram (all zero when nothing was counted).
+pub fn latency(h: &Histogram<u64>, asked: &[f64]) -> Latency {
+    if h.is_empty() {
+        return Latency::default();
+    }
+    Latency {
         min_us: us(h.min()),
         mean_us: h.mean() / 1000.0,
         p50_us: us(h.value_at_quantile(0.50)),

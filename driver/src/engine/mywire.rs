@@ -632,8 +632,9 @@ impl MyWire {
 }
 
 impl<S: Read + Write> Conn<S> {
-    fn handshake(stream: S, opts: &Options, prepared: bool) -> Result<Self, String> {
-        let mut c = Conn {
+    /// A connection on `stream` before its handshake: no capabilities, no statements.
+    fn unopened(stream: S, prepared: bool) -> Self {
+        Conn {
             stream,
             inbox: Inbox::new(),
             out: Vec::with_capacity(4096),
@@ -643,7 +644,11 @@ impl<S: Read + Write> Conn<S> {
             sql: Vec::new(),
             stmts: Vec::new(),
             text: String::with_capacity(1024),
-        };
+        }
+    }
+
+    fn handshake(stream: S, opts: &Options, prepared: bool) -> Result<Self, String> {
+        let mut c = Conn::unopened(stream, prepared);
         let (s, e) = c.inbox.packet(&mut c.stream)?;
         let greeting = parse_greeting(&c.inbox.buf[s..e])?;
         c.caps = client_caps(greeting.caps, opts.database.is_some())?;
