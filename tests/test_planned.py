@@ -180,6 +180,7 @@ def test_the_run_is_read_under_its_own_rule():
                 RoundsMeta(benchmark="insert", threads=1, rounds=14, stopped="budget spent after 14 rounds")]
     assert run_plans(_meta(after, "auto", recorded)) == {("point-query", 1): 16}  # insert: no plan kept
     assert run_plans(_meta(before, 12)) == {} and run_plans(_meta(before, "auto", recorded)) == {}
+    assert run_plans(_meta("2026-10-01", 12)) == {}  # a date alone: UTC
     # a call only the planned rule made is withdrawn from a run started before it (as a study record reads it)
     pairs = [(i + 1, 110.0 * (1 + 0.001 * (i % 3)), 100.0) for i in range(16)]
     v = verdict_on_rounds(pairs, [t for _, t, _ in pairs], [b for _, _, b in pairs], MIN_EFFECT, planned=16)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import UTC, datetime
 
 from dbperf.run_meta import RunMeta
 from dbperf.stats.verdict import CellVerdict
@@ -45,10 +45,12 @@ RULE_CHANGES: tuple[RuleChange, ...] = (
 
 
 def _when(iso: str) -> datetime | None:
+    """An ISO time; one without an offset (a date alone) taken as UTC, so that it compares with the changes'."""
     try:
-        return datetime.fromisoformat(iso)
+        when = datetime.fromisoformat(iso)
     except (TypeError, ValueError):
         return None
+    return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
 
 
 def under_run_rule(verdict: CellVerdict | None, run_started: str | None) -> tuple[CellVerdict | None,

@@ -1,13 +1,14 @@
 """The verdict on one (target, benchmark, threads) against the base.
 
-**The rule** (`verdict`): the anytime-valid sequential rule of stats/sequential.py on the per-round log
-ratios target/base, one verdict per metric (wall clock: QPS; CPU time: queries per CPU second), each at
-METRIC_ALPHA so that a cell called changed by either metric stays within ALPHA, at every round looked at; a cell
-whose ratios shift level (stats/level_shift.py) is left undecided with the reason, unless its call holds at
-both levels. The stopping rule of `repeats = "auto"` (runner/rounds.py) and the report (stats/rqps_matrix.py) both
-call `verdict_on_rounds`, so the same data get the same call. Fixed `repeats = N` runs use it too: one rule for
-every run, and a reader who reruns and looks again is stopping optionally as well; the price is a round or two at
-a single planned look.
+**The rule** (`verdict_on_rounds`): the anytime-valid sequential rule of stats/sequential.py on the per-round log
+ratios target/base, or, for a run whose rounds were planned (`planned`: a fixed repeats, or what a budget afforded;
+stats/rule_history.run_plans says which runs), the planned looks of stats/planned.py; one verdict per metric (wall
+clock: QPS; CPU time: queries per CPU second), each at METRIC_ALPHA so that a cell called changed by either metric
+stays within ALPHA, at every round looked at; a cell whose ratios shift level (stats/level_shift.py) is left
+undecided with the reason, unless its call holds at both levels. The stopping rule of `repeats = "auto"`
+(runner/rounds.py) and the report (stats/rqps_matrix.py) both call `verdict_on_rounds`, so the same data get the
+same call. Fixed `repeats = N` runs use it too, their N the plan: one rule for every run, and a reader who reruns
+and looks again is stopping optionally as well.
 
 **The randomization views** below (ClickHouse's way, [ClickHouse perf comparison], plus a paired view) are kept as
 descriptions of the data (the report shows both views) and as the verdict where no round pairs exist (`decide`: one
