@@ -135,7 +135,7 @@ def planned_interval(rounds: list[int], log_ratios: list[float] | np.ndarray, al
         seen = x[:pairs]
         estimate = float(np.mean(seen))
         # at least half the anytime-valid rule's grid step: identical ratios do not make a zero-width interval
-        half = max(c * float(np.std(seen, ddof=1)) / math.sqrt(pairs), GRID_STEP / 2)
+        half = max(c * float(np.std(seen, ddof=1)) / math.sqrt(pairs), GRID_STEP / 2) if math.isfinite(c) else c
         lower, upper = max(lower, estimate - half), min(upper, estimate + half)
     if max(rounds, default=0) > planned:  # beyond the plan: the reserve's anytime-valid sequence, every round
         beyond = confidence_sequence(x, RESERVE * alpha)
