@@ -101,6 +101,7 @@ class RoundsMeta(msgspec.Struct, kw_only=True):
     threads: int
     rounds: int
     stopped: str | None = None
+    planned: int | None = None  # the rounds its budget afforded when it started: the verdict's looks (stats/planned.py)
 
 
 class Extension(msgspec.Struct, kw_only=True):

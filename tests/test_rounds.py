@@ -12,7 +12,16 @@ from dbperf.errors import UserError
 from dbperf.experiment.spec import parse_experiment
 from dbperf.records import CellRecord, Latency, RunResult, Usage
 from dbperf.runner.estimate import estimate
-from dbperf.runner.rounds import MIN_ROUNDS, GroupState, Measured, RoundPolicy, round_order, run_rounds
+from dbperf.runner.rounds import (
+    MIN_ROUNDS,
+    GroupState,
+    Measured,
+    RoundPolicy,
+    afforded_rounds,
+    round_order,
+    run_rounds,
+)
+from dbperf.stats.planned import look_rounds
 from dbperf.stats.rqps_matrix import build_matrix, cpu_qps
 from tests.synthetic import meta_of
 
@@ -129,6 +138,46 @@ def test_fixed_repeats_ignore_verdicts():
     state = run_rounds(GroupState("A", ["A", "B"], 0.02), RoundPolicy(3), source.measure, deadline=0.0,
                        clock=source.clock)
     assert state.rounds == 3 and state.stop_reason == "3 repeats"
+
+
+def _planned(speeds: dict[str, float], noise: float, budget_s: float, planned: int | None = None,
+             replay: int = 0) -> GroupState:
+    """Planned looks, the first round 15 s (a cold start) and the others 10 s."""
+    source = FakeSource(speeds, noise)
+
+    def measure(round_: int) -> list[Measured]:
+        source.now += 5.0 if round_ == 1 else 0.0
+        return source.measure(round_)
+
+    state = GroupState("A", list(speeds), min_effect=0.02, planned=planned)
+    return run_rounds(state, RoundPolicy(MIN_ROUNDS, budget_s=budget_s, plans=True), measure, deadline=budget_s,
+                      clock=source.clock, replay=replay)
+
+
+def test_planned_rounds_are_what_the_share_affords_and_the_group_stops_at_them():
+    assert afforded_rounds(160, 10) == 16 and afforded_rounds(30, 10) == MIN_ROUNDS and afforded_rounds(5, 0) == 9
+    # a change within the noise: undecided, so the group runs the 16 rounds its 240 s afford at its first round's
+    # 15 s, and leaves the rest of its share (the later rounds took 10 s) to the groups after it
+    state = _planned({"A": 1000.0, "B": 1010.0}, noise=0.2, budget_s=240)
+    assert state.planned == 16 and state.rounds == 16
+    assert state.stop_reason == "budget spent after 16 rounds, the 16 its share afforded"  # --extend reopens it
+    assert state.verdicts()["B"].planned == 16 and not state.verdicts()["B"].decided
+    # a clear change is decided at a look, not between looks
+    clear = _planned({"A": 1000.0, "B": 800.0}, noise=0.01, budget_s=600)
+    assert clear.planned == 40 and clear.stop_reason == f"every cell decided after {clear.rounds} rounds"
+    assert clear.rounds in look_rounds(40)
+    # without plans the same group is decided by the anytime-valid rule, after any round
+    anytime = _run({"A": 1000.0, "B": 800.0}, noise=0.01, budget_s=600)
+    assert anytime.planned is None and anytime.verdicts()["B"].planned is None
+
+
+def test_an_extended_group_goes_past_its_plan_and_a_replayed_one_is_not_planned_again():
+    # extended: 16 planned and replayed, rounds go on past the plan under the reserve's rule until the budget
+    extended = _planned({"A": 1000.0, "B": 1010.0}, noise=0.2, budget_s=250, planned=16, replay=16)
+    assert extended.planned == 16 and extended.rounds == 24 and extended.stop_reason.startswith("budget spent")
+    # resumed without a kept plan: the anytime-valid rule, no new plan from a replayed round's time
+    resumed = _planned({"A": 1000.0, "B": 1010.0}, noise=0.2, budget_s=250, replay=5)
+    assert resumed.planned is None and resumed.rounds == 24
 
 
 AUTO = """

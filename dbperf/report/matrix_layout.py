@@ -50,7 +50,7 @@ SIGNIFICANCE = (
 
 
 def verdict_legend(min_effect: float) -> str:
-    """How the verdict beside each rQPS was decided (stats/verdict.py, stats/sequential.py)."""
+    """How the verdict beside each rQPS was decided (stats/verdict.py, stats/sequential.py, stats/planned.py)."""
     return (
         "Verdicts (anytime-valid sequential rule on the per-round log ratios target/base; in duet runs the pair ran "
         "at the same moment): a confidence sequence that covers the true change at every round at once with "
@@ -60,7 +60,10 @@ def verdict_legend(min_effect: float) -> str:
         "? ±x% : undecided, a change up to x% (its far end) could hide; ? alone : no bound yet (too few rounds); "
         f"unstable : its half-width exceeds min_effect + {UNSTABLE_MARGIN:.0%}; a level shift within a target's "
         "ratios (a change point) leaves the cell undecided, unless both levels lie beyond min_effect on the side of "
-        "its call (\"both faster: called\"). Runs without round pairs fall back to ClickHouse's "
+        "its call (\"both faster: called\"). A run whose rounds were planned (a fixed repeats, or what its budget "
+        "afforded) is decided at a half, three quarters and all of them by a group-sequential test instead, whose "
+        "interval covers the true change at those looks at once (99.5% per metric; past the plan, the confidence "
+        "sequence keeps the bound). Runs without round pairs fall back to ClickHouse's "
         f"randomization rule ({round(QUANTILE * 100)}th percentile of |diff| over relabelings; ·p : its paired "
         "view decided). "
 ) + SIGNIFICANCE

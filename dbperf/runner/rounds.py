@@ -3,10 +3,16 @@
 first target; and how many rounds to run: a fixed number, or `repeats = "auto"`: at least MIN_ROUNDS clean rounds,
 then more until every cell of the (benchmark, threads) is decided or its share of the budget is spent.
 
-Deciding after every round is safe because the verdict is anytime-valid (stats/sequential.py): a cell is decided
-when its wall-clock or its CPU-time verdict is (stats/verdict.py `deciding`), each metric at half the cell's 1%, so
-looking after every round does not add to the false-alarm rate. The budget is the hard stop. A cell whose ratios
-shift level stays undecided (it does not stop the loop): more rounds may show which level holds.
+Planned looks (`RoundPolicy.plans`): after a group's first round, its rounds are planned: what its share of the
+budget affords at that round's time (`afforded_rounds`), never fewer than the minimum. The verdict then looks at a
+half, three quarters and all of them (stats/planned.py), and the group stops when every cell is decided at a look
+or the plan's rounds have run (the time a group did not need goes to the next ones); --extend goes on past the plan
+under the rule's reserve. A group whose plan is not known (not planned, or a resumed group whose plan was not kept)
+is decided by the anytime-valid rule (stats/sequential.py). Either way a cell is decided when its wall-clock or its
+CPU-time verdict is (stats/verdict.py `deciding`), each metric at half the cell's 1%, and asking after every round
+does not add to the false-alarm rate: the planned rule's interval changes only at its looks, the anytime-valid
+rule's error holds over every round. The budget is the hard stop. A cell whose ratios shift level stays undecided
+(it does not stop the loop): more rounds may show which level holds.
 
 The base's A/A copy (experiment/aa.py) does not hold the loop when other targets are compared: its question is how
 many of its cells are called changed, and its verdict is as valid at the round the other targets stop at as at any
@@ -65,6 +71,8 @@ class GroupState:
     measured: list[Measured] = field(default_factory=list)
     rounds: int = 0
     stop_reason: str = ""
+    planned: int | None = None  # the rounds planned (the verdict's looks); None: the anytime-valid rule
+    replayed: int = 0  # the rounds walked again from an earlier sitting (run_rounds)
 
     def clean_rounds(self) -> int:
         interfered = {m.round for m in self.measured if m.interfered}
@@ -84,7 +92,7 @@ class GroupState:
                 continue
             runs = [(m.round, value(m)) for m in self.measured if m.target == t]
             out[t] = verdict_on_rounds(pair_rounds(t, runs, base), [v for _, v in runs if v], base_values,
-                                       self.min_effect, metric, describe=False)
+                                       self.min_effect, metric, describe=False, planned=self.planned)
         return out
 
     def deciding_verdicts(self) -> dict[str, CellVerdict | None]:
@@ -104,12 +112,21 @@ class GroupState:
         return all(v is not None and v.decided for t, v in self.deciding_verdicts().items() if t in judged)
 
 
+def afforded_rounds(share_s: float, round_s: float, min_rounds: int = MIN_ROUNDS) -> int:
+    """The rounds a group's share of the budget affords at `round_s` seconds a round, never fewer than the minimum
+    (which runs whatever the budget): the plan of the verdict's looks, made before any ratio is seen."""
+    return max(min_rounds, int(share_s // round_s)) if round_s > 0 else min_rounds
+
+
 @dataclass(frozen=True)
 class RoundPolicy:
-    """Fixed: exactly `repeats` rounds. Auto (`budget_s` set): see the module's docstring."""
+    """Fixed: exactly `repeats` rounds. Auto (`budget_s` set): see the module's docstring. `plans`: auto groups plan
+    their rounds after the first (the verdict's looks); its caller records each group's plan (RoundsMeta.planned),
+    which the report reads."""
     repeats: int
     budget_s: float | None = None
     min_rounds: int = MIN_ROUNDS
+    plans: bool = False
 
     @property
     def auto(self) -> bool:
@@ -130,10 +147,15 @@ class RoundPolicy:
         if now + last_round_s > deadline:
             state.stop_reason = f"budget spent after {state.rounds} rounds"
             return False
-        if state.clean_rounds() < self.min_rounds and state.rounds < self.min_rounds + MAX_EXTRA_MIN_ROUNDS:
+        plan_ran = state.planned is not None and state.replayed < state.planned <= state.rounds
+        if (state.clean_rounds() < self.min_rounds and state.rounds < self.min_rounds + MAX_EXTRA_MIN_ROUNDS
+                and not plan_ran):
             return True  # an interfered round is run again, while the budget lasts
         if state.all_decided():
             state.stop_reason = f"every cell decided after {state.rounds} rounds"
+            return False
+        if plan_ran:  # what its share afforded has run: the time left goes to the groups after it
+            state.stop_reason = f"budget spent after {state.rounds} rounds, the {state.planned} its share afforded"
             return False
         return True
 
@@ -142,12 +164,18 @@ def run_rounds(state: GroupState, policy: RoundPolicy, measure: Callable[[int], 
                deadline: float, clock: Callable[[], float] = time.monotonic, replay: int = 0) -> GroupState:
     """Runs rounds (`measure(round)` measures every target once and returns what it measured) until the policy
     says stop. `replay`: the rounds a resumed or extended group had measured; they are walked again whatever the
-    rule says (their cells exist), then the rule takes over. An exception (Ctrl-C) propagates with everything
-    measured already kept by `measure`."""
+    rule says (their cells exist), then the rule takes over (a plan made before goes on with the state's `planned`;
+    a replayed group without one is not planned again). A fixed number of repeats is the plan. An exception
+    (Ctrl-C) propagates with everything measured already kept by `measure`."""
+    state.replayed = replay
+    if not policy.auto and state.planned is None:
+        state.planned = policy.repeats
     last_round_s = 0.0
     while state.rounds < replay or policy.another_round(state, clock(), deadline, last_round_s):
         started = clock()
         state.rounds += 1
         state.measured.extend(measure(state.rounds))
         last_round_s = clock() - started
+        if policy.auto and policy.plans and state.planned is None and not replay and state.rounds == 1:
+            state.planned = afforded_rounds(deadline - started, last_round_s, policy.min_rounds)
     return state

@@ -52,7 +52,11 @@ def cell_verdict(m: Matrix, cell: Cell | None) -> Verdict:
         return Verdict("undecided", "not measured")
     v = cell.verdict_detail  # the verdict rule of stats/verdict.py, on every compared cell with runs
     if v is not None:
-        rule = ("anytime-valid sequential test of the per-round ratios" if v.rule == "sequential"
-                else f"{v.decided_by} randomization test")
+        if v.rule == "sequential" and v.planned:
+            rule = f"group-sequential test of the per-round ratios at planned looks ({v.planned} rounds planned)"
+        elif v.rule == "sequential":
+            rule = "anytime-valid sequential test of the per-round ratios"
+        else:
+            rule = f"{v.decided_by} randomization test"
         return Verdict(v.verdict, f"{v.metric} {rule}, min effect {v.min_effect:.0%}", v.noise_threshold)
     return verdict_of(cell.rqps, cell.significant, cell.target == m.base, bool(cell.failures) and not cell.runs)

@@ -16,6 +16,7 @@ from dbperf.catalog.registry import AFTER_WRITES
 from dbperf.records import CellRecord, CostModelRecord, CountersRecord, ResultsRecord, SimulatedRecord, Usage
 from dbperf.run_meta import RunMeta
 from dbperf.stats.cost_model import PredictedChange, predicted_change, usable
+from dbperf.stats.rule_history import run_plans
 from dbperf.stats.simulated import simulated_delta
 from dbperf.stats.summary import Summary, significance, summarize
 from dbperf.stats.tiers import Interval, TierAgreement, paired_change, tiers_of
@@ -171,8 +172,11 @@ def _cells(meta: RunMeta, records: list[ResultsRecord], aggregate: str) -> dict[
     return cells
 
 
-def _compare_with_base(cells: dict[tuple[str, str, int], Cell], base: str, min_effect: float) -> None:
-    """Each cell's rQPS against the base's cell of the same benchmark and threads, and its verdicts."""
+def _compare_with_base(cells: dict[tuple[str, str, int], Cell], base: str, min_effect: float,
+                       plans: Mapping[tuple[str, int], int] | None = None) -> None:
+    """Each cell's rQPS against the base's cell of the same benchmark and threads, and its verdicts (`plans`: the
+    rounds each (benchmark, threads) planned, rule_history.run_plans)."""
+    plans = plans or {}
     for (target, benchmark, threads), cell in cells.items():
         base_cell = cells.get((base, benchmark, threads))
         if cell.qps is None or base_cell is None or base_cell.qps is None or base_cell.qps.center == 0:
@@ -180,8 +184,9 @@ def _compare_with_base(cells: dict[tuple[str, str, int], Cell], base: str, min_e
         cell.rqps = cell.qps.center / base_cell.qps.center
         if target != base:
             cell.significant, cell.p_value = significance(cell.per_run("qps"), base_cell.per_run("qps"))
-            cell.verdict_detail = cell_verdict(cell, base_cell, min_effect)
-            cell.cpu_verdict_detail = cell_verdict(cell, base_cell, min_effect, "cpu")
+            planned = plans.get((benchmark, threads))
+            cell.verdict_detail = cell_verdict(cell, base_cell, min_effect, planned=planned)
+            cell.cpu_verdict_detail = cell_verdict(cell, base_cell, min_effect, "cpu", planned)
             cell.level_shift = level_shift_text(cell.verdict_detail, cell.cpu_verdict_detail)
 
 
@@ -193,7 +198,7 @@ def build_matrix(meta: RunMeta, records: list[ResultsRecord], aggregate: str | N
     counters = {(r.target, r.benchmark): r for r in records if isinstance(r, CountersRecord)}
     cells = _cells(meta, records, aggregate)
     base = meta.base
-    _compare_with_base(cells, base, min_effect)
+    _compare_with_base(cells, base, min_effect, run_plans(meta))
     thread_counts = sorted({t for (_, _, t) in cells} | set(meta.threads))
     trained_on = {t.name: t.trained_on for t in meta.targets}
     _attach_simulated(cells, base, records)  # the simulated tier: Cell.sim (stats/simulated.py)
@@ -229,15 +234,17 @@ def metric_value(record: CellRecord, metric: Metric) -> float | None:
     return record.result.qps if metric == "wall" else cpu_qps(record)
 
 
-def cell_verdict(cell: Cell, base: Cell, min_effect: float, metric: Metric = "wall") -> CellVerdict | None:
+def cell_verdict(cell: Cell, base: Cell, min_effect: float, metric: Metric = "wall",
+                 planned: int | None = None) -> CellVerdict | None:
     """The verdict on a cell's metric against the base's, by stats/verdict.py's one rule (the stopping rule's
-    too). Repeats with the same number were measured in the same round; in a duet the base's record whose partner
-    is this target was measured at the same moment (pair_rounds). The base's every repeat enters the unpaired
-    view."""
+    too; `planned`: the rounds its group planned, see verdict_on_rounds). Repeats with the same number were measured
+    in the same round; in a duet the base's record whose partner is this target was measured at the same moment
+    (pair_rounds). The base's every repeat enters the unpaired view."""
     runs = [(r.repeat, metric_value(r, metric)) for r in cell.runs]
     base_runs = [(r.repeat, r.partner, metric_value(r, metric)) for r in base.runs]
     pairs = pair_rounds(cell.target, runs, base_runs)
-    return verdict_on_rounds(pairs, [v for _, v in runs if v], [v for _, _, v in base_runs if v], min_effect, metric)
+    return verdict_on_rounds(pairs, [v for _, v in runs if v], [v for _, _, v in base_runs if v], min_effect, metric,
+                             planned=planned)
 
 
 def _attach_simulated(cells: Mapping[tuple[str, str, int], Cell], base: str,

@@ -1,13 +1,14 @@
 """The verdict on one (target, benchmark, threads) against the base.
 
-**The rule** (`verdict`): the anytime-valid sequential rule of stats/sequential.py on the per-round log
-ratios target/base, one verdict per metric (wall clock: QPS; CPU time: queries per CPU second), each at
-METRIC_ALPHA so that a cell called changed by either metric stays within ALPHA, at every round looked at; a cell
-whose ratios shift level (stats/level_shift.py) is left undecided with the reason, unless its call holds at
-both levels. The stopping rule of `repeats = "auto"` (runner/rounds.py) and the report (stats/rqps_matrix.py) both
-call `verdict_on_rounds`, so the same data get the same call. Fixed `repeats = N` runs use it too: one rule for
-every run, and a reader who reruns and looks again is stopping optionally as well; the price is a round or two at
-a single planned look.
+**The rule** (`verdict_on_rounds`): the anytime-valid sequential rule of stats/sequential.py on the per-round log
+ratios target/base, or, for a run whose rounds were planned (`planned`: a fixed repeats, or what a budget afforded;
+stats/rule_history.run_plans says which runs), the planned looks of stats/planned.py; one verdict per metric (wall
+clock: QPS; CPU time: queries per CPU second), each at METRIC_ALPHA so that a cell called changed by either metric
+stays within ALPHA, at every round looked at; a cell whose ratios shift level (stats/level_shift.py) is left
+undecided with the reason, unless its call holds at both levels. The stopping rule of `repeats = "auto"`
+(runner/rounds.py) and the report (stats/rqps_matrix.py) both call `verdict_on_rounds`, so the same data get the
+same call. Fixed `repeats = N` runs use it too, their N the plan: one rule for every run, and a reader who reruns
+and looks again is stopping optionally as well.
 
 **The randomization views** below (ClickHouse's way, [ClickHouse perf comparison], plus a paired view) are kept as
 descriptions of the data (the report shows both views) and as the verdict where no round pairs exist (`decide`: one
@@ -44,6 +45,7 @@ import numpy as np
 
 from dbperf.experiment.keys import DEFAULT_MIN_EFFECT
 from dbperf.stats.level_shift import find_level_shift
+from dbperf.stats.planned import planned_interval
 from dbperf.stats.sequential import UNSTABLE_MARGIN, call, confidence_sequence
 
 ALPHA = 0.01  # per cell: the chance that an A/A cell is ever called changed, by either metric
@@ -79,13 +81,15 @@ class CellVerdict:
     unpaired: View | None  # None: not described (the stopping loop, which needs only the call)
     paired: View | None
     metric: Metric = "wall"
-    # "sequential": stats/sequential.py on round pairs (noise_threshold = the confidence interval's half-width);
-    # "randomization": `decide`, one look, where no round pairs exist
+    # "sequential": on round pairs (noise_threshold = the confidence interval's half-width), stats/planned.py's
+    # looks when `planned` is set, else stats/sequential.py's anytime-valid rule; "randomization": `decide`, one
+    # look, where no round pairs exist
     rule: Literal["sequential", "randomization"] = "randomization"
     level_shift: str | None = None  # the ratios changed level: the call was withheld, or it holds at both levels
     lower: float | None = None  # sequential: the confidence interval of the relative change (-1..inf; None: none)
     upper: float | None = None
     alpha: float = QUANTILE_ALPHA
+    planned: int | None = None  # sequential: the rounds its run planned (stats/planned.py); None: anytime-valid
 
     @property
     def decided(self) -> bool:
@@ -196,12 +200,14 @@ def _with_level_shift(word: Verdict, logs: list[float], rounds: list[int],
 
 def verdict_on_rounds(pairs: list[tuple[int, float, float]], target: list[float], base: list[float],
             min_effect: float = DEFAULT_MIN_EFFECT, metric: Metric = "wall",
-            alpha: float = METRIC_ALPHA, describe: bool = True) -> CellVerdict | None:
+            alpha: float = METRIC_ALPHA, describe: bool = True, planned: int | None = None) -> CellVerdict | None:
     """The verdict on one metric (positive, higher is better: QPS, queries per CPU second). `pairs`: (round, target,
     base) of the same round, in round order (`pair_rounds`); `target`, `base`: every repeat of each side (the unpaired
     view describes them). Without two round pairs: the one-look randomization verdict (`decide`). None when either
     side has fewer than 2 repeats. `describe=False` leaves out the unpaired view (a randomization over the pooled
-    repeats, most of the cost), which only reports show: the stopping loop asks after every round."""
+    repeats, most of the cost), which only reports show: the stopping loop asks after every round. `planned`: the
+    rounds the run planned, whose looks stats/planned.py's rule takes (None: the anytime-valid rule of
+    stats/sequential.py, a run's rule before it or a group whose plan was not kept)."""
     pairs = [(r, t, b) for r, t, b in pairs if t > 0 and b > 0]
     if len(pairs) < 2:
         fallback = decide(target, base, None, min_effect)
@@ -209,7 +215,8 @@ def verdict_on_rounds(pairs: list[tuple[int, float, float]], target: list[float]
     if len(target) < 2 or len(base) < 2 or min(target) <= 0 or min(base) <= 0:
         return None
     logs = [math.log(t / b) for _, t, b in pairs]
-    cs = confidence_sequence(logs, alpha)
+    cs = (planned_interval([r for r, _, _ in pairs], logs, alpha, planned) if planned
+          else confidence_sequence(logs, alpha))
     word, shift_note = _with_level_shift(cast(Verdict, call(cs, min_effect)), logs, [r for r, _, _ in pairs],
                                          min_effect)
     finite = math.isfinite(cs.lower) and math.isfinite(cs.upper)
@@ -222,7 +229,8 @@ def verdict_on_rounds(pairs: list[tuple[int, float, float]], target: list[float]
     unpaired = unpaired_view(target, base) if describe else None
     return CellVerdict(word, "paired", diff, threshold, min_effect, unpaired, paired, metric,
                        "sequential", shift_note,
-                       math.expm1(cs.lower) if finite else None, math.expm1(cs.upper) if finite else None, alpha)
+                       math.expm1(cs.lower) if finite else None, math.expm1(cs.upper) if finite else None, alpha,
+                       planned)
 
 
 def pair_rounds(target: str, target_runs: Sequence[tuple[int, float | None]],

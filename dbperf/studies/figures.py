@@ -345,9 +345,10 @@ def run_verdict(wall: CellVerdict | None, cpu: CellVerdict | None,
 def _verdict_interval(v: CellVerdict | None) -> Interval | str:
     if v is None or v.rule != "sequential" or v.lower is None or v.upper is None:
         return "too few rounds for the sequential rule's interval"
+    kind = "interval at planned looks" if v.planned else "anytime-valid interval"
     return Interval(1 + v.lower, 1 + v.upper,
-                    f"the sequential rule's {1 - v.alpha:.1%} anytime-valid interval of the wall clock's per-round "
-                    f"ratio, {v.paired.n if v.paired else '?'} rounds")
+                    f"the sequential rule's {1 - v.alpha:.1%} {kind} of the wall clock's per-round ratio, "
+                    f"{v.paired.n if v.paired else '?'} rounds")
 
 
 def _interval_or_why(found: Interval | str) -> dict[str, Any]:
