@@ -31,6 +31,9 @@ exist.
                                     # the range (a cell: decided), consistent, does not hold, inconclusive
     derived = "why"                 # arithmetic, not a measurement (e.g. a mean of the probe's own definition):
                                     # shown, never judged
+    requires = { threads = 8, own_cores = true, pmu = true, release = "mysql" }
+                                    # what the host must have (host/topology.py); where it does not, the figure is
+                                    # `not reproducible here`, with the measured reason, and no number
     floor = true                    # `per` claims to be a floor of the measure: a ratio below 1 refutes it, and
                                     # the figure gets no word
     before = { from = ... }         # optional: the value it changed from, shown "before → measured"; expect then
@@ -56,6 +59,7 @@ from typing import Any
 from dbperf.catalog.registry import builtin
 from dbperf.errors import UserError
 from dbperf.experiment.model import Experiment
+from dbperf.host.topology import parse_requirement
 from dbperf.names import check_name
 from dbperf.report.model import Block, Row, Section, View
 from dbperf.studies.definition import (
@@ -80,7 +84,7 @@ MEASURE_SOURCES = ("probe", "cell", "geomean", "json")
 STUDY_KEYS = ("name", "title", "sources", "brief", "seeds", "duration", "description", "long", "step", "figure",
               "headline")
 FIGURE_KEYS = ("what", "section", "published", "measure", "per", "unit", "scale", "expect", "claim", "digits",
-               "quick", "before", "derived", "floor")
+               "quick", "before", "derived", "floor", "requires")
 
 
 def left_out(study: Study, mode: Mode) -> dict[int, str]:
@@ -249,7 +253,8 @@ def _figure(raw: Any, i: int, where: str) -> Figure:
                   published=_text(raw, "published", fwhere), measure=measure, per=raw.get("per"),
                   unit=str(raw.get("unit", "")), scale=float(scale), expect=bounds, claim=str(raw.get("claim", "")),
                   digits=digits, quick=dict(quick), before=raw.get("before"),
-                  derived=_text(raw, "derived", fwhere, ""), floor=_floor(raw, fwhere))
+                  derived=_text(raw, "derived", fwhere, ""), floor=_floor(raw, fwhere),
+                  requires=parse_requirement(raw["requires"], fwhere) if "requires" in raw else None)
 
 
 def _floor(raw: dict[str, Any], where: str) -> bool:
