@@ -112,9 +112,8 @@ def check_figures(study: Study, record: StudyRecord, kept: dict[str, Path], run_
         if figure is None:
             defects.append(f"{where}: not a figure of study {study.name} (renamed or removed since)")
             continue
-        defects += [f"{where}: {d}" for d in _word_defects(figure.expect, bool(figure.derived), r,
-                                                                            figure.floor)]
-        defects += [f"{where}: {d}" for d in _status_defects(figure.requires is not None, r)]
+        defects += [f"{where}: {d}" for d in _word_defects(figure.expect, bool(figure.derived), r, figure.floor)
+                    + _status_defects(figure.requires is not None, r)]
         untraced = [k for k in section_keys(r.section) if k in load_sources() and not load_sources()[k].traced]
         if untraced and any(c.isdigit() for c in r.published):
             defects.append(f"{where}: prints a figure as published whose source is not traced ({untraced[0]})")

@@ -392,12 +392,19 @@ def _check_cell_measure(m: dict[str, Any], source: str, names: set[str] | None, 
 
 
 def study_list_view() -> View:
-    """`dbperf study list`: each study, the public source(s) it reproduces (docs/sources.md), what it measures and
-    how long it takes."""
+    """`dbperf study list`: each study, the public source(s) it reproduces (docs/sources.md), what it measures, how
+    long it takes and what its figures need of the host."""
     rows = []
     for name in study_names():
         s = load_study(name)
         rows.append(Row((s.name, "; ".join(s.sources) or "–", s.title,
-                         s.duration + (" (builds from source)" if s.long else ""))))
-    return View("studies", "studies", (Section(block=Block("", "", ("study", "source", "what", "takes"), tuple(rows),
-                                                           text_columns=4)),))
+                         s.duration + (" (builds from source)" if s.long else ""), host_requirements(s))))
+    return View("studies", "studies", (Section(block=Block("", "", ("study", "source", "what", "takes", "needs"),
+                                                           tuple(rows), text_columns=5)),))
+
+
+def host_requirements(study: Study) -> str:
+    """What its figures require of the host (`requires`), each once; "–" for none. A host without it records those
+    figures as not reproducible here."""
+    said = [f.requires.describe() for f in study.figures if f.requires is not None]
+    return "; ".join(dict.fromkeys(d for d in said if d)) or "–"
