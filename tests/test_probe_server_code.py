@@ -126,4 +126,5 @@ def test_the_servers_own_functions_are_timed_in_the_probe_harness(engine, prngs)
     assert {f["name"] for f in figures if f["group"] == "prng"} == prngs
     delays = sorted((f["x"], f["ns_per_op"]["median"], f["multiplier"]) for f in figures if f["group"] == "ut_delay")
     assert [x for x, _, _ in delays] == [1, 2, 3, 4, 5, 6] and all(ns > 0 for _, ns, _ in delays)
+    assert {f["name"] for f in figures if f["group"] == "ut_delay"} == {f"ut_delay({x})" for x in range(1, 7)}
     assert {m for _, _, m in delays} <= {50, 25}  # MySQL's 50; MariaDB's 200/4 or 100/4

@@ -29,7 +29,7 @@ int main(int argc, char **argv) {
     my_cpu_init();  /* the server calls it at startup: 200, or 100 where a PAUSE takes over 30 TSC ticks */
 #endif
     uint64_t n_calls = scaled(20000000ull, scale), delays = scaled(20000ull, scale);
-    char extra[120];
+    char extra[120], name[40];
     for (int r = 0; r < repeats; r++) {
         uint64_t acc = 0;
         struct sample s = start();
@@ -37,9 +37,10 @@ int main(int argc, char **argv) {
         emit("prng", "ut_rnd_interval(7)", r, n_calls, s, NULL);
         for (unsigned x = 1; x <= 6; x++) {
             snprintf(extra, sizeof extra, "\"x\":%u,\"multiplier\":%u", x, my_cpu_relax_multiplier / 4);
+            snprintf(name, sizeof name, "ut_delay(%u)", x);  /* named apart: a view that reads names alone */
             s = start();
             for (uint64_t c = 0; c < delays; c++) ut_delay(x);
-            emit("ut_delay", "ut_delay", r, delays, s, extra);
+            emit("ut_delay", name, r, delays, s, extra);
         }
         sink = acc;
     }
