@@ -105,6 +105,18 @@ def test_a_bad_requires_is_one_line(raw):
 
 
 @pytest.mark.unit
+def test_requires_on_a_figure_not_measured_by_a_probe_is_one_line(tmp_path):
+    path = tmp_path / "needs.toml"
+    path.write_text(STUDY.replace('measure = { from = "probe", step = "probes", family = "barriers", '
+                                  'group = "state-update", name = "pthread mutex" }',
+                                  'measure = { from = "json", step = "probes", path = "a.b" }')
+                    + "requires = { threads = 2 }\n")
+    with pytest.raises(UserError, match='only a figure measured from = "probe" may have one') as e:
+        parse_study(path)
+    assert "\n" not in str(e.value)
+
+
+@pytest.mark.unit
 def test_check_refuses_the_status_without_a_reason_or_of_a_figure_that_requires_nothing():
     bare = Row("w", measured=NOT_REPRODUCIBLE, verdict=NOT_REPRODUCIBLE)
     assert any("without the measured reason" in d for d in _status_defects(True, bare))

@@ -59,7 +59,7 @@ from typing import Any
 from dbperf.catalog.registry import builtin
 from dbperf.errors import UserError
 from dbperf.experiment.model import Experiment
-from dbperf.host.topology import parse_requirement
+from dbperf.host.topology import HostRequirement, parse_requirement
 from dbperf.names import check_name
 from dbperf.report.model import Block, Row, Section, View
 from dbperf.studies.definition import (
@@ -254,7 +254,18 @@ def _figure(raw: Any, i: int, where: str) -> Figure:
                   unit=str(raw.get("unit", "")), scale=float(scale), expect=bounds, claim=str(raw.get("claim", "")),
                   digits=digits, quick=dict(quick), before=raw.get("before"),
                   derived=_text(raw, "derived", fwhere, ""), floor=_floor(raw, fwhere),
-                  requires=parse_requirement(raw["requires"], fwhere) if "requires" in raw else None)
+                  requires=_requires(raw, measure, fwhere))
+
+
+def _requires(raw: dict[str, Any], measure: dict[str, Any], where: str) -> HostRequirement | None:
+    """The figure's `requires`; checked against the host a probe step keeps (its vCPUs, cores, PMU, releases served),
+    which no other step kind describes yet."""
+    if "requires" not in raw:
+        return None
+    if measure.get("from") != "probe":
+        raise UserError(f"{where}: requires is checked against the host a probe step describes: only a figure "
+                        "measured from = \"probe\" may have one")
+    return parse_requirement(raw["requires"], where)
 
 
 def _floor(raw: dict[str, Any], where: str) -> bool:
