@@ -15,6 +15,8 @@ class ProbeFamily:
     description: str
     x86_only: bool = False
     needs_cpus: int = 1
+    # The server release whose own functions it times (server_code.RELEASES): a C++ harness compiled with them.
+    server: str = ""
 
 
 FAMILIES = {
@@ -25,5 +27,11 @@ FAMILIES = {
         ProbeFamily("timers", "timers.c", "rdtsc, rdtscp, clock_gettime clocks, gettimeofday"),
         ProbeFamily("sharing", "sharing.c", "false sharing: counters per cache line; a read-mostly flag",
                     needs_cpus=2),
+        ProbeFamily("c2c", "c2c.c", "core to core: one cache line moved between each pair of vCPUs; false sharing "
+                    "at this host's thread count", needs_cpus=2),
+        ProbeFamily("innodb-mysql", "innodb_mysql.cc", "MySQL 9.7's own ut_delay, ut::random_from_interval and "
+                    "ut::random_from_interval_fast, read from its Debian source", x86_only=True, server="mysql"),
+        ProbeFamily("innodb-mariadb", "innodb_mariadb.cc", "MariaDB 10.11's own ut_delay (calibrated) and "
+                    "ut_rnd_interval, read from its Debian source", x86_only=True, server="mariadb"),
     )
 }

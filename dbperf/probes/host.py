@@ -7,8 +7,10 @@ import platform
 from pathlib import Path
 from typing import Any
 
+from dbperf.explain.mode import detect_mode
 from dbperf.host.compiler import find_compiler
 from dbperf.host.facts import cpu_id, cpu_model, cpuinfo_field, virtualised
+from dbperf.host.topology import HostShape, this_host
 
 
 def _caches() -> list[dict[str, str]]:
@@ -20,6 +22,12 @@ def _caches() -> list[dict[str, str]]:
         except OSError:
             continue
     return out
+
+
+def host_shape() -> HostShape:
+    """vCPUs, cores and whether perf counts cycles here: what a figure's `requires` is checked against."""
+    counters = detect_mode()
+    return this_host(counters.mode == "hardware", counters.reason)
 
 
 def cpu_metadata() -> dict[str, Any]:
@@ -37,4 +45,5 @@ def cpu_metadata() -> dict[str, Any]:
         "tsc": {"constant_tsc": "constant_tsc" in flags, "nonstop_tsc": "nonstop_tsc" in flags,
                 "invariant": "constant_tsc" in flags and "nonstop_tsc" in flags},
         "compiler": find_compiler().version,
+        "shape": host_shape().to_json(),
     }

@@ -15,10 +15,12 @@ from dbperf.errors import UserError
 from dbperf.probes.build import probe_binary
 from dbperf.probes.catalog import FAMILIES, ProbeFamily
 from dbperf.probes.host import cpu_metadata
+from dbperf.probes.server_code import RELEASES, extracted
+from dbperf.probes.server_source import NotServed
 from dbperf.tools import run_tool
 
 # Extra fields that tell figures apart (the others are measurements, reduced to their median).
-IDENTITY = ("x", "multiplier", "offset", "flag_offset", "n")
+IDENTITY = ("x", "multiplier", "offset", "flag_offset", "n", "pair", "threads")
 MIN_REPEATS = 5
 TIMEOUT_S = 1200
 
@@ -92,6 +94,19 @@ def run_probes(names: list[str], repeats: int = MIN_REPEATS, scale: float = 1.0,
         if reason:
             result["families"][name] = {"skipped": reason}
             continue
-        _, cmd = probe_binary(family)
-        result["families"][name] = {"compile": cmd, "figures": aggregate(_run_binary(family, repeats, scale))}
+        result["families"][name] = _family(family, repeats, scale, result["host"]["shape"])
     return result
+
+
+def _family(family: ProbeFamily, repeats: int, scale: float, shape: dict[str, Any]) -> dict[str, Any]:
+    """A family's figures; a server family's source with them, or (its release served by no registry) why not,
+    also kept in the host's shape: a figure requiring that release is then not reproducible here."""
+    source: dict[str, Any] = {}
+    if family.server:
+        try:
+            source = {"server_source": extracted(RELEASES[family.server])[1]}
+        except NotServed as e:
+            shape["unserved"][family.server] = str(e)
+            return {"skipped": f"the {family.server} release is served by no registry here: {e}"}
+    _, cmd = probe_binary(family)
+    return {"compile": cmd, **source, "figures": aggregate(_run_binary(family, repeats, scale))}

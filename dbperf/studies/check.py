@@ -20,7 +20,7 @@ from dbperf.errors import UserError
 from dbperf.run_meta import HostMeta, RunMeta
 from dbperf.storage.results import META, read_meta
 from dbperf.studies.builds import build_problems, problems_by_key
-from dbperf.studies.evidence import WORDS, Interval, word
+from dbperf.studies.evidence import NOT_REPRODUCIBLE, WORDS, Interval, word
 from dbperf.studies.figures import Headline, NotMeasured, Provenance, Reader, Row, not_a_floor, tallied
 from dbperf.studies.model import Study, load_study, study_names
 from dbperf.studies.notebook import unmarked
@@ -112,8 +112,8 @@ def check_figures(study: Study, record: StudyRecord, kept: dict[str, Path], run_
         if figure is None:
             defects.append(f"{where}: not a figure of study {study.name} (renamed or removed since)")
             continue
-        defects += [f"{where}: {d}" for d in _word_defects(figure.expect, bool(figure.derived), r,
-                                                                            figure.floor)]
+        defects += [f"{where}: {d}" for d in _word_defects(figure.expect, bool(figure.derived), r, figure.floor)
+                    + _status_defects(figure.requires is not None, r)]
         untraced = [k for k in section_keys(r.section) if k in load_sources() and not load_sources()[k].traced]
         if untraced and any(c.isdigit() for c in r.published):
             defects.append(f"{where}: prints a figure as published whose source is not traced ({untraced[0]})")
@@ -122,6 +122,21 @@ def check_figures(study: Study, record: StudyRecord, kept: dict[str, Path], run_
             defects += [f"{where}: {d}" for d in _provenance_defects(r, {s: metas[s] for s in steps if s in metas},
                                                                      run_dir)]
     return defects + _headline_defects(study, record, kept)
+
+
+def _status_defects(requires: bool, r: Row) -> list[str]:
+    """`not reproducible here` only of a figure that declares what it requires, with the measured reason and no
+    number."""
+    if not r.measured.startswith(NOT_REPRODUCIBLE):
+        return []
+    said = []
+    if not requires:
+        said.append(f"says {NOT_REPRODUCIBLE!r} of a figure that requires nothing of the host")
+    if not r.measured[len(NOT_REPRODUCIBLE):].lstrip(": ").strip():
+        said.append(f"says {NOT_REPRODUCIBLE!r} without the measured reason")
+    if r.measured_anything:
+        said.append(f"says {NOT_REPRODUCIBLE!r} and keeps a number")
+    return said
 
 
 def _word_of(verdict: str) -> str | None:

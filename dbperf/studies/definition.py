@@ -13,6 +13,7 @@ from typing import Any, Literal
 from dbperf.errors import UserError
 from dbperf.experiment.model import Experiment
 from dbperf.experiment.spec import parse_experiment
+from dbperf.host.topology import HostRequirement
 from dbperf.studies import toml_text
 
 Mode = Literal["full", "quick", "smoke"]
@@ -70,6 +71,9 @@ class Figure:
     # The reference (`per`) claims to be a floor of the measure (a loop without the barrier): a ratio below 1 says it
     # is not one, and the figure then gets no word.
     floor: bool = False
+    # What the host must have for the figure to mean the published one (threads, own cores, a PMU, a release
+    # served): where it does not, the figure is `not reproducible here`, with the measured reason.
+    requires: HostRequirement | None = None
 
     def measures(self, mode: Mode) -> tuple[dict[str, Any], dict[str, Any] | None]:
         """The measure and the reference it is divided by (None: none), with the --quick overrides (which a smoke

@@ -7,8 +7,10 @@ nothing else: its interval (or its decided verdict), not its point estimate alon
     does not hold   the interval lies wholly outside the range
     inconclusive    the point estimate is outside, the interval reaches into the range (or there is none)
 
-A figure that is arithmetic (derived from the probe's own definitions, not measured) gets no word. Pure: the
-intervals are computed here from samples the figures' reader hands over."""
+A figure that is arithmetic (derived from the probe's own definitions, not measured) gets no word. A figure whose
+conditions the host does not meet (its `requires`: threads beyond the vCPUs, vCPUs that share a core, no PMU, a
+release no registry serves) gets no number and no word: it is `not reproducible here`, with the measured reason.
+Pure: the intervals are computed here from samples the figures' reader hands over."""
 
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ from typing import Literal
 
 Word = Literal["holds", "consistent", "does not hold", "inconclusive"]
 WORDS: tuple[Word, ...] = ("holds", "consistent", "does not hold", "inconclusive")
+NOT_REPRODUCIBLE = "not reproducible here"  # a status, not a word: nothing was measured that could be judged
 CONFIDENCE = 0.95  # of the interval of a median over repeats
 
 
@@ -111,3 +114,8 @@ def said(w: Word | None, claim: str, interval: Interval | None, why_none: str | 
 
 def _num(x: float) -> str:
     return f"{x:.3g}" if abs(x) < 1000 else f"{x:,.0f}"
+
+
+def not_reproducible(reason: str) -> str:
+    """The status of a figure the host cannot measure as published, with the measured reason."""
+    return f"{NOT_REPRODUCIBLE}: {reason}"

@@ -15,6 +15,7 @@ from typing import Any
 import msgspec
 
 from dbperf.errors import UserError
+from dbperf.host.topology import HostShape
 from dbperf.run_meta import RunMeta
 from dbperf.stats.rqps_matrix import Matrix, build_matrix
 from dbperf.stats.rule_history import RuleChange, under_run_rule
@@ -22,8 +23,10 @@ from dbperf.stats.verdict import CellVerdict, deciding
 from dbperf.storage.results import read_results
 from dbperf.studies.builds import build_problems
 from dbperf.studies.evidence import (
+    NOT_REPRODUCIBLE,
     Interval,
     median_interval,
+    not_reproducible,
     proportion_interval,
     ratio_interval,
     said,
@@ -33,7 +36,7 @@ from dbperf.studies.evidence import (
 from dbperf.studies.model import Figure, Mode, Study, left_out
 from dbperf.studies.steps import step_kind
 
-PROBE_IDENTITY = ("x", "offset", "flag_offset", "n", "multiplier")
+PROBE_IDENTITY = ("x", "offset", "flag_offset", "n", "multiplier", "pair", "threads")
 SEGMENT = re.compile(r"^([^\[\]]+)(?:\[([^\]]*)\])?$")
 
 
@@ -231,6 +234,17 @@ class Reader:
         self.matrix(step, results_from, base)
         return self._meta[f"{step}:{results_from or ''}:{base or ''}"]
 
+    def host_shape(self, step: str) -> HostShape:
+        """The host the step ran on, as its JSON describes it (vCPUs, cores, PMU, releases not served)."""
+        doc = self.load_json(json_file(self.directory, self.study, step, None))
+        shape = doc.get("host", {}).get("shape") if isinstance(doc, dict) else None
+        if not isinstance(shape, dict):
+            raise NotMeasured(f"step {step!r} kept no description of its host to check the figure's requirements")
+        try:
+            return HostShape.from_json(shape)
+        except UserError as e:
+            raise NotMeasured(f"step {step!r}: {e}") from None
+
     def measure(self, m: dict[str, Any]) -> Measured:
         """A figure's measure (its `from`: probe, cell, geomean or json) read from what its step wrote."""
         read = {"probe": self._probe, "cell": self._cell, "geomean": self._geomean}.get(m["from"], self._in_json)
@@ -399,6 +413,10 @@ def _combined(measured: Measured, other: Measured, op: str) -> tuple[Interval | 
 def row(reader: Reader, figure: Figure, mode: Mode = "full") -> Row:
     measure, per_measure = figure.measures(mode)
     try:
+        if figure.requires is not None:
+            unmet = figure.requires.unmet(reader.host_shape(measure["step"]))
+            if unmet:
+                return Row(figure.what, figure.section, figure.published, not_reproducible(unmet), NOT_REPRODUCIBLE)
         measured = reader.measure(measure)
         if measured.value is None:  # a fact, not a number
             text = measured.text or ""

@@ -31,6 +31,9 @@ exist.
                                     # the range (a cell: decided), consistent, does not hold, inconclusive
     derived = "why"                 # arithmetic, not a measurement (e.g. a mean of the probe's own definition):
                                     # shown, never judged
+    requires = { threads = 8, own_cores = true, pmu = true, release = "mysql" }
+                                    # what the host must have (host/topology.py); where it does not, the figure is
+                                    # `not reproducible here`, with the measured reason, and no number
     floor = true                    # `per` claims to be a floor of the measure: a ratio below 1 refutes it, and
                                     # the figure gets no word
     before = { from = ... }         # optional: the value it changed from, shown "before → measured"; expect then
@@ -56,6 +59,7 @@ from typing import Any
 from dbperf.catalog.registry import builtin
 from dbperf.errors import UserError
 from dbperf.experiment.model import Experiment
+from dbperf.host.topology import HostRequirement, parse_requirement
 from dbperf.names import check_name
 from dbperf.report.model import Block, Row, Section, View
 from dbperf.studies.definition import (
@@ -80,7 +84,7 @@ MEASURE_SOURCES = ("probe", "cell", "geomean", "json")
 STUDY_KEYS = ("name", "title", "sources", "brief", "seeds", "duration", "description", "long", "step", "figure",
               "headline")
 FIGURE_KEYS = ("what", "section", "published", "measure", "per", "unit", "scale", "expect", "claim", "digits",
-               "quick", "before", "derived", "floor")
+               "quick", "before", "derived", "floor", "requires")
 
 
 def left_out(study: Study, mode: Mode) -> dict[int, str]:
@@ -249,7 +253,19 @@ def _figure(raw: Any, i: int, where: str) -> Figure:
                   published=_text(raw, "published", fwhere), measure=measure, per=raw.get("per"),
                   unit=str(raw.get("unit", "")), scale=float(scale), expect=bounds, claim=str(raw.get("claim", "")),
                   digits=digits, quick=dict(quick), before=raw.get("before"),
-                  derived=_text(raw, "derived", fwhere, ""), floor=_floor(raw, fwhere))
+                  derived=_text(raw, "derived", fwhere, ""), floor=_floor(raw, fwhere),
+                  requires=_requires(raw, measure, fwhere))
+
+
+def _requires(raw: dict[str, Any], measure: dict[str, Any], where: str) -> HostRequirement | None:
+    """The figure's `requires`; checked against the host a probe step keeps (its vCPUs, cores, PMU, releases served),
+    which no other step kind describes yet."""
+    if "requires" not in raw:
+        return None
+    if measure.get("from") != "probe":
+        raise UserError(f"{where}: requires is checked against the host a probe step describes: only a figure "
+                        "measured from = \"probe\" may have one")
+    return parse_requirement(raw["requires"], where)
 
 
 def _floor(raw: dict[str, Any], where: str) -> bool:
@@ -387,12 +403,19 @@ def _check_cell_measure(m: dict[str, Any], source: str, names: set[str] | None, 
 
 
 def study_list_view() -> View:
-    """`dbperf study list`: each study, the public source(s) it reproduces (docs/sources.md), what it measures and
-    how long it takes."""
+    """`dbperf study list`: each study, the public source(s) it reproduces (docs/sources.md), what it measures, how
+    long it takes and what its figures need of the host."""
     rows = []
     for name in study_names():
         s = load_study(name)
         rows.append(Row((s.name, "; ".join(s.sources) or "–", s.title,
-                         s.duration + (" (builds from source)" if s.long else ""))))
-    return View("studies", "studies", (Section(block=Block("", "", ("study", "source", "what", "takes"), tuple(rows),
-                                                           text_columns=4)),))
+                         s.duration + (" (builds from source)" if s.long else ""), host_requirements(s))))
+    return View("studies", "studies", (Section(block=Block("", "", ("study", "source", "what", "takes", "needs"),
+                                                           tuple(rows), text_columns=5)),))
+
+
+def host_requirements(study: Study) -> str:
+    """What its figures require of the host (`requires`), each once; "–" for none. A host without it records those
+    figures as not reproducible here."""
+    said = [f.requires.describe() for f in study.figures if f.requires is not None]
+    return "; ".join(dict.fromkeys(d for d in said if d)) or "–"

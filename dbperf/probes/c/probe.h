@@ -3,7 +3,9 @@
  * dbperf turns samples into per-operation figures and takes median, min and max over the repeats. */
 #ifndef DBPERF_PROBE_H
 #define DBPERF_PROBE_H
+#ifndef _GNU_SOURCE /* g++ defines it */
 #define _GNU_SOURCE
+#endif
 #include <pthread.h>
 #include <sched.h>
 #include <stdint.h>
