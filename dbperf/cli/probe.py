@@ -9,14 +9,15 @@ from typing import Annotated, Optional
 import typer
 
 from dbperf.cli.common import FORMAT_OPTION, OUTPUT_OPTION, check_output, fail, show
-from dbperf.probes.catalog import FAMILIES
+from dbperf.probes.catalog import DEFAULT, FAMILIES
 from dbperf.report.probe_hosts import probe_hosts_view
 from dbperf.report.probe_view import probe_compare_view, probe_view
 from dbperf.usecases.probe import load_probes, probe_fleet, probe_here, refuse_held
 
 
 def probe(
-    names: Annotated[Optional[list[str]], typer.Argument(help=f"probe families (default all: {', '.join(FAMILIES)})")]
+    names: Annotated[Optional[list[str]], typer.Argument(
+        help=f"probe families (known: {', '.join(FAMILIES)}; default: {', '.join(DEFAULT)}, those that fetch nothing)")]
     = None,
     json_output: Annotated[bool, typer.Option("--json", help="print the results as JSON (--format json)")] = False,
     out: Annotated[Optional[Path], typer.Option("--out", help="store the results (probes.json) in this directory")]

@@ -35,3 +35,7 @@ FAMILIES = {
                     "ut_rnd_interval, read from its Debian source", x86_only=True, server="mariadb"),
     )
 }
+
+# What `dbperf probe` runs when no family is named: those that fetch nothing. A server's own functions come from its
+# Debian source package (hundreds of MB the first time): named, or run by the barriers-spin study.
+DEFAULT = [name for name, f in FAMILIES.items() if not f.server]

@@ -13,7 +13,7 @@ from typing import Any
 
 from dbperf.errors import UserError
 from dbperf.probes.build import probe_binary
-from dbperf.probes.catalog import FAMILIES, ProbeFamily
+from dbperf.probes.catalog import DEFAULT, FAMILIES, ProbeFamily
 from dbperf.probes.host import cpu_metadata
 from dbperf.probes.server_code import RELEASES, extracted
 from dbperf.probes.server_source import NotServed
@@ -86,7 +86,7 @@ def run_probes(names: list[str], repeats: int = MIN_REPEATS, scale: float = 1.0,
         "tsc_ghz": tsc_ghz(repeats, scale),
         "families": {},
     }
-    for name in names or list(FAMILIES):
+    for name in names or DEFAULT:
         family = FAMILIES[name]
         if on_family:
             on_family(family)

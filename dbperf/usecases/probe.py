@@ -12,7 +12,7 @@ from rich.console import Console
 
 from dbperf.errors import UserError
 from dbperf.output_file import write_file
-from dbperf.probes.catalog import FAMILIES
+from dbperf.probes.catalog import DEFAULT
 from dbperf.probes.run import run_probes
 from dbperf.usecases.progress import PROGRESS
 
@@ -27,8 +27,8 @@ def refuse_held(out: Path | None, force: bool) -> None:
 
 def probe_here(names: list[str] | None, repeats: int, scale: float, out: Path | None, force: bool,
                err: Console = PROGRESS) -> dict:
-    """The families on this CPU (all by default), stored as DIR/probes.json with `out`."""
-    result = run_probes(names or list(FAMILIES), repeats=repeats, scale=scale,
+    """The families on this CPU (those that fetch nothing by default), stored as DIR/probes.json with `out`."""
+    result = run_probes(names or DEFAULT, repeats=repeats, scale=scale,
                         on_family=lambda f: err.print(f"dbperf: probing {f.name}: {f.description}", highlight=False))
     if out:
         store_probes(out, result, force)
