@@ -239,10 +239,11 @@ class MatrixRun:
             sharing = sum(1 for g in plan.groups[i:] if g.shares)
             deadline = share_deadline(time.monotonic(), budget_end, group.spent_s, sharing)
             state = GroupState(self.e.base, [t.name for t in self.e.targets], self.e.min_effect,
-                               aa=self.e.aa_target)
+                               aa=self.e.aa_target, planned=group.planned)
             run_rounds(state, plan.policy, partial(self.measure, group), deadline, replay=group.replay)
             self.meta.end_rounds(RoundsMeta(benchmark=group.benchmark.name, threads=group.threads,
-                                            rounds=state.rounds, stopped=state.stop_reason), order)
+                                            rounds=state.rounds, stopped=state.stop_reason,
+                                            planned=state.planned), order)
             self.lab.save()
             if plan.policy.auto:
                 self.progress.advance(self.task)

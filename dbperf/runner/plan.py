@@ -28,13 +28,16 @@ class Group:
     """One (benchmark, threads) of the run, and what the replay keeps of it: `stopped`, its rounds had stopped
     before and are not run again; `shares`, it takes a share of the budget (a group an extension reopens that its
     earlier rounds decide stops on its replay and needs none); `spent_s`, what it spent of its share in earlier
-    sittings; `before`, its earlier repeats, walked again so that the stopping rule sees what it would have seen."""
+    sittings; `before`, its earlier repeats, walked again so that the stopping rule sees what it would have seen;
+    `planned`, the rounds an earlier sitting planned for it (an extension keeps its first plan, with the rule's
+    reserve after it)."""
     benchmark: Workload
     threads: int
     stopped: bool = False
     shares: bool = True
     spent_s: float = 0.0
     before: tuple[Measured, ...] = ()
+    planned: int | None = None
 
     @property
     def key(self) -> tuple[str, int]:
@@ -75,10 +78,12 @@ class Replay:
         if earlier is None:
             return Group(benchmark, threads)
         stopped = bool(policy.auto and earlier.stopped(benchmark.name, threads))
-        decided = bool(earlier.ended(benchmark.name, threads)) and earlier.decided(e, benchmark.name, threads)
+        ended = earlier.ended(benchmark.name, threads)
+        decided = bool(ended) and earlier.decided(e, benchmark.name, threads)
         return Group(benchmark, threads, stopped=stopped, shares=not stopped and not decided,
                      spent_s=earlier.spent_s(benchmark.name, threads),
-                     before=tuple(earlier.measured(benchmark.name, threads)))
+                     before=tuple(earlier.measured(benchmark.name, threads)),
+                     planned=ended.planned if ended is not None else None)
 
 
 def share_deadline(now: float, budget_end: float, spent_s: float, sharing: int) -> float:
@@ -105,7 +110,7 @@ class RunPlan:
     def of(cls, e: Experiment, earlier: Earlier | None = None, skip: Iterable[CellKey] = (),
            facts: dict[str, dict[str, Any]] | None = None) -> RunPlan:
         """The plan, reading nothing and running nothing."""
-        policy = RoundPolicy(e.repeats, e.budget_s)
+        policy = RoundPolicy(e.repeats, e.budget_s, plans=True)
         replay = Replay.of(earlier, skip)
         groups = tuple(replay.group(e, policy, b, t) for b in e.benchmarks for t in e.threads)
         return cls(e, order_of(e), groups, policy, replay, facts if facts is not None else {})

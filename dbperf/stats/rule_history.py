@@ -29,7 +29,7 @@ class RuleChange:
 
 
 PLANNED_LOOKS = RuleChange(
-    "2026-11-28T16:00:00+00:00",
+    "2026-11-28T16:15:00+00:00",
     "planned looks: a run whose rounds are planned (what its budget affords, or a fixed repeats) is decided at a "
     "half, three quarters and all of them by a group-sequential test, narrower there than the anytime-valid rule "
     "(before, every run was read under the anytime-valid rule, and a budget's rounds were not planned)",
