@@ -2,9 +2,8 @@
 rQPS, the verdict that decided it and which tier decided it, the simulated work Δ and the agreement mark), a legend
 of at most five short lines before it (the targets, what a cell holds and the marks it uses, the verdict-quality
 figures, the A/A false alarms, the cost model), and after it the cells whose tiers disagree, named with both
-figures; the last thing the terminal shows (run_view.glance_sections). Each target's own table, every tier's own
-column, how each figure was measured and the verdict rule are the full layout's (matrix_layout.py: `--verbose`,
-Markdown, HTML; JSON and CSV carry every field) and docs/reports.md's."""
+figures. Every tier's own column, how each figure was measured and the verdict rule are the full layout's
+(matrix_layout.py: `--verbose`, Markdown, HTML; JSON and CSV carry every field) and docs/reports.md's."""
 
 from __future__ import annotations
 
@@ -34,8 +33,8 @@ from dbperf.report.verdict_quality import METRICS, aa_counts, metric_quality
 from dbperf.run_meta import RunMeta
 from dbperf.stats.rqps_matrix import Cell, Matrix
 
-MORE = "each target's figures, every tier in its own column, how each figure was measured and the verdict rule: " \
-       "--verbose, the HTML report, docs/reports.md"
+MORE = "every tier in its own column, how each figure was measured and the verdict rule: --verbose, the HTML report, " \
+       "docs/reports.md"
 
 
 def glance_text(m: Matrix, cell: Cell | None) -> str:

@@ -28,17 +28,9 @@ def report_sections(report: Report) -> tuple[Section, ...]:
             *([Section(warning=report.warning)] if report.warning else []))
 
 
-def glance_sections(report: Report) -> tuple[Section, ...]:
-    """At a glance: the warning of a partial run, then the verdict table with its legend and what it found, last,
-    so that it is what a terminal shows when the run ends; each target's figures are `--verbose`'s."""
-    return (*([Section(warning=report.warning)] if report.warning else []),
-            Section(title=report.heading, rank="caption", lines=report.legend, wrap=True, block=report.blocks[0]),
-            Section(text=report.findings, notes=report.matrix_notes, wrap=True))
-
-
 def _glance(m: Matrix, meta: RunMeta, verbose: bool) -> tuple[Section, ...]:
     """The terminal's sections unless `verbose` (then it draws the full ones, as the documents do)."""
-    return () if verbose else glance_sections(build_report(m, meta, verbose=False))
+    return () if verbose else report_sections(build_report(m, meta, verbose=False))
 
 
 def run_view(m: Matrix, meta: RunMeta, skipped: list[dict[str, Any]] | None = None, verbose: bool = False) -> View:
