@@ -177,4 +177,5 @@ MARIADB = ServerRelease("mariadb", "10.11", (
             "c63cb500bce1a342c5e80d28fe9cd554b3f7e26a524d1eeb6839453ef0d5255f"),
 ))
 
-RELEASES = {"mysql": MYSQL, "mariadb": MARIADB}
+# found by the engine each release names, so that no table here is keyed by an engine name
+RELEASES = {r.engine: r for r in (MYSQL, MARIADB)}
