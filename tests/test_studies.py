@@ -706,6 +706,27 @@ def test_a_diff_of_several_steps_explains_the_worst_cell_of_those_that_ran(tmp_p
 
 
 @pytest.mark.unit
+def test_a_diff_run_alone_reads_the_cells_its_run_left_out_from_the_results_kept_on_record(tmp_path):
+    """`--step diff` in a sitting of its own: the experiment steps it did not measure are read where the record keeps
+    them, and the diff names that run (its folder, start, CPU), since the cell's rQPS and verdict are that run's."""
+    from dbperf.studies.model import load_study
+    from dbperf.studies.steps.base import StepRun
+    from dbperf.studies.steps.diff import _kept_on_record, _source
+    study = load_study("release-regression")
+    run = StepRun(study, study.step("diff"), "full", tmp_path, yes=True, err=None)  # type: ignore[arg-type]
+    steps = ["versions-13-14", "versions-15-16", "versions-17-18"]
+    kept = _kept_on_record(run, steps)
+    assert sorted(kept) == steps and all(p.name == "versions" and (p / "meta.json").is_file() for p in kept.values())
+    source = _source(kept["versions-17-18"])
+    assert source is not None and "docs/studies/release-regression/versions" in source
+    assert "2026-11-26T05:44" in source and "family 25, model 17" in source
+    # a step this run measured is read from this run, never from the record
+    (tmp_path / "versions-13-14").mkdir()
+    (tmp_path / "versions-13-14" / "meta.json").write_text("{}")
+    assert sorted(_kept_on_record(run, steps)) == steps[1:]
+    assert _source(None) is None
+
+@pytest.mark.unit
 def test_a_cell_measure_with_a_base_is_that_target_against_another_from_the_same_rounds(tmp_path):
     """A ladder's rung alone: its rQPS against the rung below, with the lab's verdict, not against the run's base."""
     from dbperf.studies.figures import Reader

@@ -12,8 +12,15 @@ import pytest
 from dbperf.run_meta import MetaError
 from dbperf.storage.results import read_results
 from dbperf.studies.figures import Row
-from dbperf.studies.record import DOCS_STUDIES, recorded_results
-from dbperf.studies.study_record import FORMAT_VERSION, StudyRecord, read_record, record_text, study_record
+from dbperf.studies.study_record import (
+    DOCS_STUDIES,
+    FORMAT_VERSION,
+    StudyRecord,
+    read_record,
+    record_text,
+    recorded_results,
+    study_record,
+)
 
 pytestmark = pytest.mark.unit
 

@@ -14,9 +14,9 @@ from dbperf.errors import UserError
 from dbperf.experiment.durations import parse_duration
 from dbperf.studies.check import all_records, check_record, check_records, check_run
 from dbperf.studies.model import load_study, study_list_view
-from dbperf.studies.record import DOCS_STUDIES, record_study
+from dbperf.studies.record import record_study
 from dbperf.studies.rerecord import rerecord
-from dbperf.studies.study_record import STUDY_JSON
+from dbperf.studies.study_record import DOCS_STUDIES, STUDY_JSON
 from dbperf.studies.study_run import Limits, run_study, summarise
 from dbperf.usecases.progress import say
 

@@ -13,17 +13,17 @@ from pathlib import Path
 
 from rich.console import Console
 
-import dbperf
 from dbperf.errors import UserError
 from dbperf.host.cpu_identity import cpu_caveat
 from dbperf.output_file import write_file
 from dbperf.report.escape import md
-from dbperf.storage.results import META, keep_results
+from dbperf.storage.results import keep_results
 from dbperf.studies.figures import Headline, Provenance, Row
 from dbperf.studies.model import Step, Study, load_study
 from dbperf.studies.record_page import notebook_path, record_page, started_when
 from dbperf.studies.steps import step_kind
 from dbperf.studies.study_record import (
+    DOCS_STUDIES,
     STUDY_JSON,
     KeptFrom,
     StepEnded,
@@ -31,38 +31,19 @@ from dbperf.studies.study_record import (
     known,
     read_record,
     record_text,
+    recorded,
+    recorded_results,
+    shown_path,
 )
 from dbperf.studies.summary import Host
 from dbperf.usecases.progress import PROGRESS, say
 
-DOCS_STUDIES = Path(dbperf.__file__).resolve().parents[1] / "docs" / "studies"
 # Older record pages held prose written by hand below this line: recording the study again moves it to the study's
 # notebook (record_page.py), since the page is now generated whole from the record.
 BY_HAND = "<!-- written by hand below: kept when the study is recorded again -->"
 NOTEBOOK_INTRO = ("Dated analyses written by hand beside [the record](../{name}.md), which is generated from its JSON. "
                   "Each names its date and the run it read; a figure quoted here that the record does not hold is a "
                   "note, not a finding, and a section on a build found invalid later is marked superseded.")
-
-
-def recorded(name: str, docs: Path = DOCS_STUDIES) -> StudyRecord | None:
-    try:
-        return read_record(docs / f"{name}.json")
-    except (OSError, ValueError):
-        return None  # a missing or damaged record is not a reason to lose this run's summary
-
-
-def recorded_results(record: StudyRecord, docs: Path = DOCS_STUDIES) -> dict[str, Path]:
-    """The record's steps whose results directories are kept beside it (docs/studies/<name>/<step>), by step (none
-    in a record written before the results were kept beside it)."""
-    return {step: docs / rel for step, rel in (record.results or {}).items() if (docs / rel / META).is_file()}
-
-
-def shown_path(path: Path) -> str:
-    """A path under dbperf's docs as a clone of dbperf names it (docs/studies/...); elsewhere as it is."""
-    try:
-        return str(Path("docs/studies") / path.relative_to(DOCS_STUDIES))
-    except ValueError:
-        return str(path)
 
 
 def compare_with_record(name: str, rows: list[Row], host: Host, docs: Path = DOCS_STUDIES) -> list[str] | None:

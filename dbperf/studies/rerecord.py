@@ -24,15 +24,10 @@ from dbperf.studies.evidence import Interval
 from dbperf.studies.figures import Provenance, Reader, Row, claim_check, headline, row, step_headlines
 from dbperf.studies.model import Study, load_study
 from dbperf.studies.notebook import with_banners
-from dbperf.studies.record import (
-    DOCS_STUDIES,
-    hand_text_to_notebook,
-    record_provenance,
-    recorded_results,
-)
+from dbperf.studies.record import hand_text_to_notebook, record_provenance
 from dbperf.studies.record_page import notebook_path, record_page
 from dbperf.studies.steps import step_kind
-from dbperf.studies.study_record import read_record, record_text
+from dbperf.studies.study_record import DOCS_STUDIES, read_record, record_text, recorded_results
 
 CHANGE = re.compile(r"after / before ([0-9.]+)\)")
 

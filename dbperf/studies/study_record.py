@@ -18,7 +18,9 @@ from typing import Any, TypeVar
 import msgspec
 from msgspec import UNSET, UnsetType
 
+import dbperf
 from dbperf.run_meta import MetaError, Upgrade, upgraded
+from dbperf.storage.results import META
 from dbperf.studies.definition import MODES, Mode
 from dbperf.studies.figures import Headline, Row
 from dbperf.studies.summary import Host
@@ -136,3 +138,27 @@ T = TypeVar("T")
 def known(value: T | UnsetType) -> T | None:
     """A field as the JSON said it, None where the file has no such key (as dict.get said it)."""
     return None if value is UNSET else value
+
+
+DOCS_STUDIES = Path(dbperf.__file__).resolve().parents[1] / "docs" / "studies"
+
+
+def recorded(name: str, docs: Path = DOCS_STUDIES) -> StudyRecord | None:
+    try:
+        return read_record(docs / f"{name}.json")
+    except (OSError, ValueError):
+        return None  # a missing or damaged record is not a reason to lose this run's summary
+
+
+def recorded_results(record: StudyRecord, docs: Path = DOCS_STUDIES) -> dict[str, Path]:
+    """The record's steps whose results directories are kept beside it (docs/studies/<name>/<step>), by step (none
+    in a record written before the results were kept beside it)."""
+    return {step: docs / rel for step, rel in (record.results or {}).items() if (docs / rel / META).is_file()}
+
+
+def shown_path(path: Path) -> str:
+    """A path under dbperf's docs as a clone of dbperf names it (docs/studies/...); elsewhere as it is."""
+    try:
+        return str(Path("docs/studies") / path.relative_to(DOCS_STUDIES))
+    except ValueError:
+        return str(path)
