@@ -696,6 +696,20 @@ def test_a_diff_of_several_steps_explains_the_worst_cell_of_those_that_ran(tmp_p
     assert rqps == pytest.approx(0.8, rel=0.02)
     with pytest.raises(UserError, match="nothing to diff"):
         _worst(Reader(study, tmp_path / "none"), run, ["a", "b", "c"])
+    # One results folder kept for steps that each name their targets (measured at once, before the study was cut into
+    # steps): each step's worst cell is among its own targets, so the diff names the step the target belongs to.
+    (tmp_path / "e3.toml").write_text(f'[run]\nbenchmarks = ["point-query"]\n{TINY}'
+                                      + "".join(f'[[target]]\nname = "{n}"\n' for n in ("v1", "v2", "v3")))
+    own = parse_study(_write(tmp_path, head.split("[[step]]")[0]
+                             + "".join(f'[[step]]\nname = "{n}"\nkind = "experiment"\nexperiment = "e3.toml"\n'
+                                       f'targets = ["v1", "{t}"]\n' for n, t in (("a", "v2"), ("b", "v3")))
+                             + '[[step]]\nname = "diff"\nkind = "diff"\nof = ["a", "b"]\nqueries = 500\n'))
+    write_run(tmp_path / "all", ["v1", "v2", "v3"], ["point-query"], 12, speed={"v2": 0.9, "v3": 0.7}, noise=0.001)
+    reader = Reader(own, tmp_path / "run-own", {"a": tmp_path / "all", "b": tmp_path / "all"})
+    assert reader.worst_cell("a", ["v1", "v2"])[1] == "v2" and reader.worst_cell("a")[1] == "v3"
+    run = StepRun(own, own.step("diff"), "full", tmp_path / "run-own", yes=True, err=None)  # type: ignore[arg-type]
+    _, of, (_, target, _, _, _) = _worst(reader, run, ["a", "b"])
+    assert (of, target) == ("b", "v3")
     with pytest.raises(UserError, match="'of' must name experiment steps before it"):
         parse_study(_write(tmp_path, head + '[[step]]\nname = "diff"\nkind = "diff"\nof = ["a", "diff"]\n'
                            'queries = 500\n'))

@@ -192,13 +192,15 @@ class Reader:
                 raise NotMeasured(f"{path.name}: unreadable ({e})") from None
         return self._json[path]
 
-    def worst_cell(self, step: str) -> tuple[str, str, str, float, str | None]:
+    def worst_cell(self, step: str, among: list[str] | None = None) -> tuple[str, str, str, float, str | None]:
         """(base, target, benchmark, rQPS, verdict) of an experiment step's worst cell against its base, one thread,
         the base's A/A copy left out: the lowest rQPS among the cells decided slower, or the lowest of all when none
-        was decided slower (its verdict then says that the rQPS alone picked it)."""
+        was decided slower (its verdict then says that the rQPS alone picked it). `among`: the step's own targets,
+        where its results hold more (results kept from a run of several steps' targets at once)."""
         m = self.matrix(step)
         cells = [c for (t, _, _), c in m.cells.items()
-                 if t != m.base and t != f"{m.base}-aa" and c.rqps is not None and c.threads == min(m.threads)]
+                 if t != m.base and t != f"{m.base}-aa" and c.rqps is not None and c.threads == min(m.threads)
+                 and (among is None or t in among)]
         if not cells:
             raise NotMeasured(f"step {step!r} has no compared cell")
         worst = min([c for c in cells if c.verdict == "slower"] or cells, key=lambda c: c.rqps or 0.0)

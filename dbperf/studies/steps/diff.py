@@ -90,7 +90,8 @@ def _worst(reader: Reader, run: StepRun, steps: list[str]) -> tuple[list[str], s
         if run.study.step(step).skipped(run.mode):
             continue
         try:
-            found.append((step, reader.worst_cell(step)))
+            targets = run.study.step(step).effective(run.mode).get("targets")
+            found.append((step, reader.worst_cell(step, list(targets) if isinstance(targets, list) else None)))
         except NotMeasured as e:
             why.append(str(e))
     if not found:
