@@ -56,6 +56,7 @@ from pathlib import Path
 from rich.console import Console
 
 from dbperf.experiment.spec import parse_experiment
+from dbperf.engines import SERVER_NAMES
 from dbperf.host.remedies import NAMES as REMEDY_NAMES
 from dbperf.records import CellRecord
 from dbperf.runner.lab_run import LabRun
@@ -78,12 +79,10 @@ resources = false
 [[target]]
 name = "A"
 {source}
-config = {{ journal_mode = "WAL", synchronous = "NORMAL" }}
 
 [[target]]
 name = "B"
 {source}
-config = {{ journal_mode = "WAL", synchronous = "NORMAL" }}
 """
 
 
@@ -127,7 +126,7 @@ def fmt(x: float | None, spec: str) -> str:
 
 def measure(order: str, args: argparse.Namespace, tmp: Path, console: Console) -> list[CellRecord]:
     path = tmp / f"states-{order}.toml"
-    source = f'source = "{args.source}"\nbuild = ["{args.build}"]' if args.source else ""
+    source = target_lines(args)
     path.write_text(EXPERIMENT.format(benchmark=args.benchmark, table_size=args.table_size, time=args.time,
                                       warmup=args.warmup, interval=args.interval, rounds=args.rounds, order=order,
                                       source=source))
@@ -144,14 +143,12 @@ PAIR = """
 [[target]]
 name = "{name}-1"
 {source}
-config = {{ journal_mode = "WAL", synchronous = "NORMAL"{config} }}
-remedies = {remedies}
+{remedies}
 
 [[target]]
 name = "{name}-2"
 {source}
-config = {{ journal_mode = "WAL", synchronous = "NORMAL"{config} }}
-remedies = {remedies}
+{remedies}
 """
 MMAP = ", mmap_size = 1073741824"  # the candidate `mmap`: the whole file read through the mapping
 # Candidates that are not host/remedies' remedies: `mmap`, an engine option, and `slices`, an order (the pair's two
@@ -171,10 +168,28 @@ class Pair:
         return cls(tuple(n for n in names if n != "slices"), "slices" in names)
 
 
-def _pair(name: str, pair: Pair, source: str) -> str:
+def server_engine(args: argparse.Namespace) -> str | None:
+    """The server engine of `--source` (a release the lab fetches, e.g. postgres@12.22), None for SQLite."""
+    engine = (args.source or "").split("@", 1)[0]
+    return engine if engine in SERVER_NAMES else None
+
+
+def target_lines(args: argparse.Namespace, mmap: bool = False) -> str:
+    """A target's source and settings: SQLite (the system library, or --source built with --build) in WAL, or a
+    server release the lab fetches and starts with its own data directory (--source postgres@12.22; the server's
+    defaults but for shared_buffers, as the studies run it)."""
+    if server_engine(args):
+        return f'source = "{args.source}"' + ('\nconfig = { shared_buffers = "256MB" }'
+                                              if server_engine(args) == "postgres" else "")
+    source = f'source = "{args.source}"\nbuild = ["{args.build}"]\n' if args.source else ""
+    return (source + 'config = { journal_mode = "WAL", synchronous = "NORMAL"' + (MMAP if mmap else "") + " }")
+
+
+def _pair(name: str, pair: Pair, args: argparse.Namespace) -> str:
     wanted = [r for r in pair.remedies if r != "mmap"]
     listed = "[" + ", ".join(f'"{r}"' for r in wanted) + "]" if wanted else '"none"'
-    return PAIR.format(name=name, source=source, config=MMAP if "mmap" in pair.remedies else "", remedies=listed)
+    line = "" if server_engine(args) else f"remedies = {listed}"  # a server target takes none (remedy_pairs)
+    return PAIR.format(name=name, source=target_lines(args, "mmap" in pair.remedies), remedies=line)
 
 
 def bootstrap_sd_ratio(num: list[float], den: list[float], draws: int = 2000,
@@ -217,6 +232,9 @@ def remedy_pairs(args: argparse.Namespace) -> dict[str, Pair]:
     if unknown:
         raise SystemExit(f"--remedies/--also: unknown remedy {unknown[0]!r} (known: {', '.join(REMEDY_NAMES)}, "
                          f"{', '.join(OTHER_CANDIDATES)})")
+    if server_engine(args) and any(r != "slices" for r in (*remedies, *also)):
+        # the remedies act on the process that runs SQLite; a server's are its own (docs/verdicts.md)
+        raise SystemExit(f"--remedies/--also: a server source ({args.source}) takes slices only")
     pairs = {"today": Pair(()), "remedied": Pair.of(remedies)}
     if args.candidates:
         pairs |= {f"only-{r}": Pair.of([r]) for r in remedies if len(remedies) > 1}
@@ -227,7 +245,6 @@ def remedy_pairs(args: argparse.Namespace) -> dict[str, Pair]:
 def remedy_experiments(args: argparse.Namespace, pairs: dict[str, Pair]) -> list[str]:
     """The experiments that measure the pairs: one in today's order (alternate) holding every pair of two processes,
     and one per slices pair (a slices process holds one pair, its A/A: every target of a run shares its process)."""
-    source = f'source = "{args.source}"\nbuild = ["{args.build}"]' if args.source else ""
     head = EXPERIMENT[:EXPERIMENT.index("[[target]]")]
 
     def run(order: str) -> str:
@@ -236,8 +253,8 @@ def remedy_experiments(args: argparse.Namespace, pairs: dict[str, Pair]) -> list
         return text + (f'slice = "{args.slice}s"\n' if order == "slices" else "")
 
     today = [name for name, pair in pairs.items() if not pair.slices]
-    texts = [run("alternate") + "".join(_pair(name, pairs[name], source) for name in today)]
-    texts += [run("slices") + _pair(name, pair, source) for name, pair in pairs.items() if pair.slices]
+    texts = [run("alternate") + "".join(_pair(name, pairs[name], args) for name in today)]
+    texts += [run("slices") + _pair(name, pair, args) for name, pair in pairs.items() if pair.slices]
     return texts
 
 
@@ -250,7 +267,7 @@ def opened_run(text: str, directory: Path, console: Console) -> Iterator[MatrixR
     path.write_text(text)
     exp, builds = build_targets(parse_experiment(path), console)
     plan = RunPlan.inspected(exp, builds)
-    with LabRun(directory / "results", console) as lab:
+    with LabRun(directory / "results", console, servers=plan.starts_servers) as lab:
         data = open_targets(plan, lab)
         lab.claim()
         lab.own(*data.values())
@@ -346,7 +363,9 @@ def main() -> None:
     ap.add_argument("--interval", type=float, default=0.25)
     ap.add_argument("--benchmark", default="point-query")
     ap.add_argument("--table-size", type=int, default=100_000)
-    ap.add_argument("--source", help="e.g. sqlite@3.54.1 (built by the lab); default: the system libsqlite3")
+    ap.add_argument("--source", help="e.g. sqlite@3.54.1 (built by the lab) or a server release the lab fetches "
+                                     "and starts, postgres@12.22 (--remedies slices: two servers of it taking "
+                                     "turns in one driver); default: the system libsqlite3")
     ap.add_argument("--build", default="O2")
     ap.add_argument("--remedies", nargs="?", const="slices",
                     help="compare today's A/A spread with these remedies' (comma-separated; alone: slices, the "
