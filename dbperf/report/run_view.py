@@ -28,9 +28,21 @@ def report_sections(report: Report) -> tuple[Section, ...]:
             *([Section(warning=report.warning)] if report.warning else []))
 
 
+def glance_sections(report: Report) -> tuple[Section, ...]:
+    """At a glance: the same sections in another order, each target's figures and the notes first, then the warning
+    of a partial run, and last the verdict table with its legend and what it found, so that the verdicts are what a
+    terminal shows when a run ends; nothing the full order shows is left out."""
+    rqps, *rest = report.blocks
+    return (*[Section(title=b.title, subtitle=b.subtitle, block=b, collapsed=True) for b in rest],
+            *([Section(notes=report.notes, apart=True)] if report.notes else []),
+            *([Section(warning=report.warning)] if report.warning else []),
+            Section(title=report.heading, rank="caption", lines=report.legend, wrap=True, block=rqps),
+            Section(text=report.findings, notes=report.matrix_notes, wrap=True))
+
+
 def _glance(m: Matrix, meta: RunMeta, verbose: bool) -> tuple[Section, ...]:
     """The terminal's sections unless `verbose` (then it draws the full ones, as the documents do)."""
-    return () if verbose else report_sections(build_report(m, meta, verbose=False))
+    return () if verbose else glance_sections(build_report(m, meta, verbose=False))
 
 
 def run_view(m: Matrix, meta: RunMeta, skipped: list[dict[str, Any]] | None = None, verbose: bool = False) -> View:
