@@ -154,3 +154,18 @@ def test_bad_input_is_one_line(docs: Path) -> None:
     assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1 and "no such study" in proc.stderr
     proc = run_cli("study", "record", "tuning-ladder", "--docs", str(docs))
     assert proc.returncode == 2 and "or --again" in proc.stderr
+
+
+def test_a_figure_its_kept_step_output_does_not_give_is_found(docs: Path) -> None:
+    """A diff's or a bisect's JSON is kept beside the record (record.put_step_outputs): its figures are read back from
+    it, so an output edited after the record was written, or a record edited by hand, is found."""
+    code, _ = _check("release-regression", docs)
+    assert code == 0 and (docs / "release-regression" / "diff.json").is_file()
+    assert (docs / "release-regression" / "bisect" / "bisect.json").is_file()
+    kept = docs / "release-regression" / "diff.json"
+    doc = json.loads(kept.read_text())
+    doc["functions"][0]["function"] = "ut_delay"
+    kept.write_text(json.dumps(doc))
+    code, lines = _check("release-regression", docs)
+    assert code == 1 and len(lines) == 1 and "its step's kept output gives 'ut_delay'" in lines[0]
+    assert "the function whose cost per query changed most" in lines[0]

@@ -21,11 +21,12 @@ from dbperf.run_meta import HostMeta, RunMeta
 from dbperf.storage.results import META, read_meta
 from dbperf.studies.builds import build_problems, problems_by_key
 from dbperf.studies.evidence import NOT_REPRODUCIBLE, WORDS, Interval, word
-from dbperf.studies.figures import Headline, NotMeasured, Provenance, Reader, Row, not_a_floor, tallied
+from dbperf.studies.figures import Headline, NotMeasured, Provenance, Reader, Row, not_a_floor, row, tallied
 from dbperf.studies.model import Study, load_study, study_names
 from dbperf.studies.notebook import unmarked
 from dbperf.studies.record_page import notebook_path, record_page
 from dbperf.studies.sources import load_sources, section_keys
+from dbperf.studies.steps import step_kind
 from dbperf.studies.study_record import STUDY_JSON, StudyRecord, read_record
 from dbperf.studies.vocabulary import internal_words
 
@@ -61,6 +62,7 @@ def check_record(name: str, docs: Path) -> Checked:
         defects += _page_differs(page_path, page, record_page(study, record, notebook.is_file()))
     kept = {step: docs / rel for step, rel in (record.results or {}).items()}
     defects += check_figures(study, record, kept)
+    defects += output_defects(study, record, docs / name)
     texts = [(page_path, page), (docs / f"{name}.json", (docs / f"{name}.json").read_text(encoding="utf-8"))]
     if notebook.is_file():
         texts.append((notebook, notebook.read_text(encoding="utf-8")))
@@ -122,6 +124,27 @@ def check_figures(study: Study, record: StudyRecord, kept: dict[str, Path], run_
             defects += [f"{where}: {d}" for d in _provenance_defects(r, {s: metas[s] for s in steps if s in metas},
                                                                      run_dir)]
     return defects + _headline_defects(study, record, kept)
+
+
+def output_defects(study: Study, record: StudyRecord, outputs: Path) -> list[str]:
+    """Each figure read from steps' JSON (a diff, a bisect, a probe) whose outputs are kept beside the record
+    (docs/studies/<name>/, record.put_step_outputs), read back from them: the record says what they give."""
+    said = []
+    for i, r in enumerate(record.figures or []):
+        figure = next((f for f in study.figures if f.what == r.what), None)
+        if figure is None or not r.measured_anything or r.superseded:
+            continue
+        parts = [m for m in (*figure.measures(record.run_mode), figure.before) if m]
+        if not parts or any(m.get("from") != "json" or m.get("file") for m in parts):
+            continue
+        files = [step_kind(study.step(str(m["step"])).kind).own_file(outputs, str(m["step"])) for m in parts]
+        if not all(f.is_file() for f in files):
+            continue  # recorded before step outputs were kept beside the record
+        again = row(Reader(study, outputs), figure, record.run_mode).measured
+        if again != r.measured:
+            said.append(f"figure {i + 1} ({r.what}): the record says {r.measured!r}, its step's kept output gives "
+                        f"{again!r}")
+    return said
 
 
 def _status_defects(requires: bool, r: Row) -> list[str]:

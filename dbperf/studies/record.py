@@ -138,6 +138,7 @@ def record_study(name: str, directory: Path, docs: Path = DOCS_STUDIES, force: b
     try:
         page = write_file(docs / f"{name}.md", page_text, force, option="record")
         put_step_results(study, docs, staged, kept)
+        put_step_outputs(study, directory, docs, kept)
     finally:
         for aside in staged.values():
             shutil.rmtree(aside, ignore_errors=True)
@@ -239,6 +240,25 @@ def put_step_results(study: Study, docs: Path, staged: dict[str, Path], kept: li
                 staged[step.name].rename(dest)
         except OSError as e:
             raise UserError(f"{dest}: cannot put the step's results on record: {e.strerror or e}") from None
+
+
+def put_step_outputs(study: Study, directory: Path, docs: Path, kept: list[str]) -> None:
+    """The JSON of each step of this run that has no results directory (a diff, a bisect's path, a probe's timings)
+    beside the record, where its kind reads it (docs/studies/<name>/...), so that `dbperf study check` reads its
+    figures back from it; a step kept from the record keeps the record's copy, any other loses an older one."""
+    for step in study.steps:
+        kind = step_kind(step.kind)
+        if step.name in kept or kind.results(directory, step.name) is not None:
+            continue
+        source, dest = kind.own_file(directory, step.name), kind.own_file(docs / study.name, step.name)
+        try:
+            if source.is_file():
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(source, dest)
+            elif dest.is_file():
+                dest.unlink()
+        except OSError as e:
+            raise UserError(f"{dest}: cannot put the step's output on record: {e.strerror or e}") from None
 
 
 def step_results(directory: Path, step: Step) -> Path | None:
