@@ -194,6 +194,22 @@ def test_config_pairs_become_the_step_targets_config():
     assert [t["config"] for t in doc["target"]] == [settings, settings]
 
 
+@pytest.mark.unit
+def test_a_bisect_step_runs_in_the_order_it_is_given_and_refuses_an_unknown_one(tmp_path):
+    from dbperf.experiment.spec import parse_experiment
+    from dbperf.usecases.bisect_settings import check_settings
+    sliced = StepSettings("postgres", "update-index", 0.05, 5.0, 1.0, 120.0, order="slices")
+    text = step_experiment(sliced, "15.5.1", "18.6", 240.0)
+    assert tomllib.loads(text)["run"]["order"] == "slices"
+    assert "order" not in tomllib.loads(step_experiment(StepSettings("postgres", "update-index", 0.05, 5.0, 1.0,
+                                                                     120.0), "15.5.1", "18.6", 240.0))["run"]
+    (tmp_path / "step.toml").write_text(text)
+    assert parse_experiment(tmp_path / "step.toml").order == "slices"  # an experiment the lab takes as it is
+    check_settings(sliced)
+    with pytest.raises(UserError, match=r"^--order: expected one of .*slices.*, got 'sliced'$"):
+        check_settings(StepSettings("postgres", "update-index", 0.05, 5.0, 1.0, 120.0, order="sliced"))
+
+
 @pytest.fixture
 def maven(monkeypatch):
     """maven-metadata.xml of PUBLISHED on 127.0.0.1, so that the CLI lists versions without the network."""

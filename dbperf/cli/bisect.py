@@ -49,6 +49,10 @@ def bisect(
     tries: Annotated[int, typer.Option(help="tries of an undecided step before the search stops")] = DEFAULT_TRIES,
     threads: Annotated[int, typer.Option(help="client threads")] = 1,
     table_size: Annotated[int, typer.Option(help="rows per table")] = 100_000,
+    order: Annotated[Optional[str], typer.Option(help="how a step's rounds run, as an experiment's `order`: slices "
+                                                      "(the two servers take 20 ms turns in one driver: a narrower "
+                                                      "A/A spread here, docs/verdicts.md); default: the lab's")]
+    = None,
     config: Annotated[Optional[list[str]], typer.Option("--config", help="a server setting of every step's two "
                                                   "targets, NAME=VALUE (repeatable): e.g. shared_buffers=256MB")]
     = None,
@@ -67,7 +71,7 @@ def bisect(
     settings = StepSettings(engine, benchmark, parse_threshold(threshold or chosen.threshold),
                             parse_duration(time, "--time", positive=True),
                             parse_duration(warmup, "--warmup"), parse_duration(budget, "--budget", positive=True),
-                            threads, table_size, config_settings(config or []), chosen.name)
+                            threads, table_size, config_settings(config or []), chosen.name, order)
     formats.format_named(format)  # before the search, not after it
 
     def step_done(so_far: BisectResult) -> None:  # run_bisect writes the path after every step

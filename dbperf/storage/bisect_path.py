@@ -45,6 +45,9 @@ class StepSettings(msgspec.Struct, frozen=True):
     table_size: int = 100_000
     config: dict[str, str] = {}
     metric: str = "wall"  # what decides a step (usecases/bisect_metrics.py)
+    # how a step's rounds run (the experiment's `order`; None: the lab's default): "slices" for servers, whose A/A
+    # spread it narrows to a fifth or less here (docs/verdicts.md)
+    order: str | None = None
 
     def as_json(self) -> dict[str, Any]:
         result: dict[str, Any] = msgspec.to_builtins(self)

@@ -9,7 +9,7 @@ from dbperf.buildlab.server_releases import SOURCES, release_name, resolve_versi
 from dbperf.catalog.registry import builtin
 from dbperf.engines.lab_owned import lab_owned_refusal
 from dbperf.errors import UserError
-from dbperf.experiment.keys import fraction
+from dbperf.experiment.keys import RUN_ORDERS, fraction
 from dbperf.experiment.spec import server_settings
 from dbperf.servers.setting_names import unknown_setting
 from dbperf.storage.bisect_path import StepSettings
@@ -60,6 +60,8 @@ def check_settings(s: StepSettings) -> None:
         raise UserError(f"--threads: expected at least 1, got {s.threads}")
     if s.table_size < 1:
         raise UserError(f"--table-size: expected at least 1, got {s.table_size}")
+    if s.order is not None and s.order not in RUN_ORDERS:
+        raise UserError(f"--order: expected one of {', '.join(RUN_ORDERS)}, got {s.order!r}")
     for key in s.config:  # with the remedy that fits a bisect (no target to set a port or a dsn on)
         refusal = lab_owned_refusal(s.engine, key, "bisect", bisect=True)
         if refusal:

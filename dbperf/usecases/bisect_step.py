@@ -45,7 +45,8 @@ def step_experiment(s: StepSettings, good: str, probe: str, budget_s: float) -> 
             f"time = \"{s.time_s:g}s\"\n"
             f"warmup = \"{s.warmup_s:g}s\"\n"
             "repeats = \"auto\"\n"
-            f"budget = \"{budget_s:g}s\"\n"
+            + (f"order = {json.dumps(s.order)}\n" if s.order else "")
+            + f"budget = \"{budget_s:g}s\"\n"
             f"min_effect = {s.threshold:g}\n"
             f"base = {json.dumps(target_name(s.engine, good))}\n\n"
             + target(good) + "\n" + target(probe))

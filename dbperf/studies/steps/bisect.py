@@ -30,7 +30,7 @@ def _resumable(written: Path) -> bool:
 class BisectKind(StepKind):
     name = "bisect"
     keys = ("engine", "first", "last", "benchmark", "threshold", "time", "warmup", "budget", "tries", "threads",
-            "table_size", "config", "metric")
+            "table_size", "config", "metric", "order")
     smoke_limits: ClassVar[dict[str, float]] = {"table_size": 10_000, "time_s": 1.0, "warmup_s": 1.0,
                                                  "budget_s": 30.0, "bisect_tries": 1}
 
@@ -73,7 +73,8 @@ class BisectKind(StepKind):
                                 parse_duration(s.get("warmup", "1s"), "warmup"),
                                 parse_duration(s.get("budget", "2m"), "budget", positive=True),
                                 int(s.get("threads", 1)), int(s.get("table_size", 100_000)),
-                                {str(k): str(v) for k, v in s.get("config", {}).items()}, chosen.name)
+                                {str(k): str(v) for k, v in s.get("config", {}).items()}, chosen.name,
+                                str(s["order"]) if "order" in s else None)
         check_settings(settings)
         versions = release_range(settings.engine, str(s["first"]), str(s["last"]),
                                  available_versions(settings.engine))
