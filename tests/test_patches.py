@@ -6,11 +6,16 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
+from typing import Any, ClassVar
 
 import pytest
 
+from dbperf.buildlab import server_build
+from dbperf.buildlab.debian_source import DebianSource
 from dbperf.buildlab.patches import apply_patches, why_not, with_patches
+from dbperf.buildlab.recipes import recipes
 from dbperf.errors import UserError
+from dbperf.experiment.build_variants import ServerBuildSpec
 from dbperf.experiment.user_source import PatchFile
 
 pytestmark = pytest.mark.unit
@@ -105,3 +110,63 @@ def test_why_not_reads_patches_own_words():
     assert why_not("patching file 'a b.c'\nHunk #2 FAILED at 40.\n1 out of 2 hunks FAILED\n") == \
         "hunk #2 fails on a b.c (at its line 40)"
     assert why_not("something unexpected\nand its last line\n") == "something unexpected | and its last line"
+
+
+class CopyingRecipe:
+    """A server recipe that "builds" by installing its source file as the server (no compiler, no package)."""
+    engine: ClassVar[str] = "postgres"
+    options: ClassVar[tuple[str, ...]] = ()
+    tools: ClassVar[dict[str, str]] = {}
+    headers: ClassVar[dict[str, str]] = {}
+    language: ClassVar[str] = "c"
+    resumable: ClassVar[bool] = False
+
+    def expected_steps(self, tree: Path) -> int:
+        return 1
+
+    def commands(self, tree: Path, prefix: Path, cc: Any, flags: list[str], jobs: int) -> list[list[str]]:
+        return [["mkdir", "-p", str(prefix / "bin")], ["cp", "sqlite3.c", str(prefix / "bin" / "postgres")]]
+
+    def binaries(self, prefix: Path) -> Path:
+        return prefix / "bin"
+
+    def server_binary(self, prefix: Path) -> Path:
+        return prefix / "bin" / "postgres"
+
+    def is_step(self, line: str) -> bool:
+        return False
+
+
+def test_a_server_from_debian_source_takes_the_patches_after_debians_own(where, monkeypatch, tmp_path: Path):
+    """The pipeline of a server build with the fetch stood in for: the patches land on the unpacked source before the
+    recipe runs, in the key and in the manifest's source; one that fails is one line and leaves no build."""
+    monkeypatch.setenv("DBPERF_SERVER_CACHE", str(where / "servers"))
+    monkeypatch.setitem(recipes(), "postgres", CopyingRecipe())
+    monkeypatch.setattr(server_build, "candidate_versions", lambda engine: (None, "postgresql-15", ["15.18-0"]))
+
+    def unpacked(apt: Any, package: str, engine: str, version: str, work: Path, skipped: list[str]) -> DebianSource:
+        (work / "src").mkdir()
+        (work / "src" / "sqlite3.c").write_text("int a(void) { return 1; }\nint hot(void) { return 1; }\n"
+                                                "int z(void) { return 26; }\n")
+        return DebianSource(engine, package, version, work / "src", {"origin": "debian-src", "package": package})
+
+    monkeypatch.setattr(server_build, "fetch_debian_source", unpacked)
+    one = patch_file(tmp_path, "one.patch", FIRST)
+    built = server_build.build_server(ServerBuildSpec("postgres", patches=(one,)), _no_training)
+    assert (built.binaries / "postgres").read_text().splitlines()[1] == "int hot(void) { return 2; }"
+    assert built.manifest["label"] == "postgres@debian-src+1 patch [O2]"
+    assert built.manifest["source"] == {"origin": "debian-src", "package": "postgresql-15", "patches": [
+        {"name": "one.patch", "path": one.path, "sha256": one.sha256}]}
+    plain = server_build.build_server(ServerBuildSpec("postgres"), _no_training)
+    assert plain.manifest["key"] != built.manifest["key"] and "patches" not in plain.manifest["source"]
+    entries = sorted(p.name for p in (where / "servers" / "build").iterdir())
+    with pytest.raises(UserError) as err:
+        server_build.build_server(ServerBuildSpec("postgres", patches=(patch_file(tmp_path, "two.patch", SECOND),)),
+                                  _no_training)
+    assert str(err.value) == ("postgres@debian-src+1 patch [O2]: patch two.patch (1 of 1) does not apply: hunk #1 "
+                              "fails on sqlite3.c (at its line 1)")
+    assert sorted(p.name for p in (where / "servers" / "build").iterdir()) == entries
+
+
+def _no_training(*args: Any) -> dict[str, Any]:
+    raise AssertionError("a plain build trains nothing")
