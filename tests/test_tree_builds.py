@@ -25,12 +25,12 @@ VERSION = "3.54.1"
 RUN = '[run]\nbenchmarks = ["point-query"]\ntable_size = 1000\ntime = "0.2s"\nwarmup = "0.1s"\nrepeats = 1\n'
 
 
-def spin(text: str, count: int) -> str:
+def spin(text: bytes, count: int) -> bytes:
     """sqlite3VdbeExec with a loop of `count` at its start: more work for every statement."""
-    head = text.index("int sqlite3VdbeExec(\n")
-    body = text.index("\n){\n", head) + len("\n){\n")
+    head = text.index(b"int sqlite3VdbeExec(\n")
+    body = text.index(b"\n){\n", head) + len(b"\n){\n")
     loop = f"  {{ volatile int dbperf_spin; for(dbperf_spin=0; dbperf_spin<{count}; dbperf_spin++){{}} }}\n"
-    return text[:body] + loop + text[body:]
+    return text[:body] + loop.encode() + text[body:]
 
 
 @pytest.fixture(scope="module")
@@ -54,13 +54,13 @@ def base(tmp_path_factory: pytest.TempPathFactory, cache: Path) -> Path:
     git(repo, "init", "-q", "-b", "main")
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "-m", f"SQLite {VERSION}")
-    original = (repo / "sqlite3.c").read_text()
-    (repo / "sqlite3.c").write_text(spin(original, 100))
+    original = (repo / "sqlite3.c").read_bytes()
+    (repo / "sqlite3.c").write_bytes(spin(original, 100))
     git(repo, "commit", "-q", "-am", "sqlite3VdbeExec spins")
     (base / "one.patch").write_text(git(repo, "diff", "HEAD~1", "HEAD"))
-    (repo / "sqlite3.c").write_text(spin(original, 200))
+    (repo / "sqlite3.c").write_bytes(spin(original, 200))
     (base / "two.patch").write_text(git(repo, "diff", "HEAD"))
-    (repo / "sqlite3.c").write_text(spin(original, 100))  # clean again
+    (repo / "sqlite3.c").write_bytes(spin(original, 100))  # clean again
     assert git(repo, "status", "--porcelain") == ""
     return base
 

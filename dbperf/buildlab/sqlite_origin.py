@@ -38,7 +38,9 @@ class SqliteOrigin(Protocol):
 
 
 def origin_of(spec: BuildSpec) -> SqliteOrigin:
-    return resolve_tree(spec.tree) if spec.tree else resolve(spec.sqlite_version)
+    if spec.tree is not None:
+        return resolve_tree(spec.tree)
+    return resolve(spec.sqlite_version)
 
 
 def origins(specs: list[BuildSpec]) -> dict[BuildSpec, SqliteOrigin]:
