@@ -139,7 +139,7 @@ def test_bad_trees_are_one_line_each(repo: Path, tmp_path: Path):
     (repo / "sqlite3.c").unlink()
     git(repo, "commit", "-q", "-am", "no amalgamation")
     for rev in (None, "HEAD"):
-        with pytest.raises(UserError, match="holds neither sqlite3.c and sqlite3.h .* nor a configure script"):
+        with pytest.raises(UserError, match=r"holds neither sqlite3\.c and sqlite3\.h .* nor a configure script"):
             resolve_tree(UserTree(str(repo), rev))
 
 
