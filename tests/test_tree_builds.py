@@ -107,6 +107,9 @@ def test_two_revisions_are_two_builds_named_by_their_commits_and_the_checkout_is
     assert proc.returncode == 0, proc.stderr
     assert "sqlite@tree:HEAD~1 [O2 -O0]: cached, SQLite 3.54.1" in proc.stdout
     assert "sqlite@tree:main [O2 -O0]: cached, SQLite 3.54.1" in proc.stdout
+    listed = run_cli("build", "--list", env={"COLUMNS": "300"})
+    assert listed.returncode == 0, listed.stderr
+    assert f"{VERSION} (tree:{old[:7]})" in listed.stdout and f"{VERSION} (tree:{new[:7]})" in listed.stdout
 
 
 def test_the_tree_as_it_is_builds_an_uncommitted_change_under_a_new_key(base: Path, cache: Path):
