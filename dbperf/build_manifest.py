@@ -30,7 +30,7 @@ class BuildManifest(msgspec.Struct, kw_only=True):
     manifest_version: int = MANIFEST_VERSION
     key: str
     label: str
-    source: dict[str, Any]  # buildlab/sqlite_source.py SqliteSource.provenance()
+    source: dict[str, Any]  # buildlab/sqlite_origin.py: provenance(), with the patches applied (patches.py)
     variants: list[str] = []
     cflags: list[str] = []
     flags: list[str] = []

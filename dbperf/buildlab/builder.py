@@ -1,8 +1,13 @@
 """Building SQLite shared libraries from an amalgamation, cached by what determines the result.
 
 Cache: $DBPERF_CACHE/builds/<key>/ with libsqlite3.so, build.log and manifest.json (written last: a build without a
-manifest is incomplete and is rebuilt). The key hashes the SQLite version and amalgamation sha256, the flags, the
+manifest is incomplete and is rebuilt). The key hashes the source (a released version: its SQLite version and
+amalgamation sha256; a user's tree: its content, sqlite_tree.py), the patches' sha256 in their order, the flags, the
 compiler's version and, for PGO, the training set and the version of the profile's proof.
+
+A released amalgamation is compiled where cargo keeps it; with patches, and always for a user's tree, the lab
+compiles its own copy in work/src (exported, patched, and made into an amalgamation when the tree is a source tree),
+removed once the library is built.
 
 A PGO build proves its profile before it is cached (profile_proof.py), then passes the guard (pgo_guard.py): fewer
 instructions per query than its base on its own training workload. A build that fails either is refused in one line
@@ -25,10 +30,12 @@ from pathlib import Path
 from typing import Any
 
 from dbperf.build_manifest import BuildManifest, CompilerInfo, build_manifest
+from dbperf.buildlab.patches import apply_patches, with_patches
 from dbperf.buildlab.paths import cache_root
 from dbperf.buildlab.pgo_guard import guard
 from dbperf.buildlab.profile_proof import NOTES_FLAG, PROOF_VERSION, Training, fresh_profile_dir, prove
-from dbperf.buildlab.sqlite_source import SqliteSource, resolve
+from dbperf.buildlab.sqlite_origin import SqliteOrigin, origins
+from dbperf.buildlab.sqlite_tree import amalgamate
 from dbperf.buildlab.training import run_training, training_identity, training_workloads
 from dbperf.engines.descriptor import ProfileProof
 from dbperf.engines.sqlite import SQLITE
@@ -60,26 +67,39 @@ def builds_dir() -> Path:
     return d
 
 
-def build_key(spec: BuildSpec, source: SqliteSource, compiler: Compiler, base_dir: Path | None = None) -> str:
+def build_key(spec: BuildSpec, source: SqliteOrigin, compiler: Compiler, base_dir: Path | None = None) -> str:
     identity = {
-        "sqlite_version": source.sqlite_version,
-        "sqlite3_c_sha256": source.sqlite3_c_sha256,
+        **source.identity(),
         "flags": spec.flags(),
         "compiler": compiler.version,
         "pgo": {"train": training_identity(training_workloads(spec.pgo_train, base_dir), spec.pgo_train_seconds),
                 "partial_training": spec.pgo_partial_training, "proof": PROOF_VERSION} if spec.pgo else None,
     }
+    if spec.patches:  # only then: the keys of builds without patches stay as they were
+        identity["patches"] = [p.sha256 for p in spec.patches]
     return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:20]
 
 
-def _compile(cc: Compiler, flags: list[str], source: SqliteSource, work: Path, log: Path,
+def _source_folder(spec: BuildSpec, source: SqliteOrigin, work: Path, log: Path) -> Path:
+    """The folder of the sqlite3.c to compile: the source's own where nothing changes it, else the lab's copy
+    (work/src), patched in order and made into an amalgamation when it is a source tree."""
+    ready = source.ready()
+    if ready is not None and not spec.patches:
+        return ready
+    folder = work / "src"
+    source.export(folder)
+    apply_patches(spec.patches, folder, log, spec.label(source.word))
+    amalgamate(folder, log, spec.label(source.word))
+    return folder
+
+
+def _compile(cc: Compiler, flags: list[str], folder: Path, work: Path, log: Path,
              extra: list[str], spec: BuildSpec) -> list[list[str]]:
-    """Compiles sqlite3.c to work/sqlite3.o and links work/libsqlite3.so. The object path is the same for the
-    instrumented and the profile-using build, because gcc names the profile after it."""
+    """Compiles folder/sqlite3.c to work/sqlite3.o and links work/libsqlite3.so. The object path is the same for
+    the instrumented and the profile-using build, because gcc names the profile after it."""
     obj = work / "sqlite3.o"
     lib = work / "libsqlite3.so"
-    compile_cmd = [cc.path, *flags, *extra, "-fPIC", "-c", str(Path(source.amalgamation) / "sqlite3.c"),
-                   "-o", str(obj)]
+    compile_cmd = [cc.path, *flags, *extra, "-fPIC", "-c", str(folder / "sqlite3.c"), "-o", str(obj)]
     link_cmd = [cc.path, *flags, *extra, "-shared", "-o", str(lib), str(obj), *LIBS]
     for cmd in (compile_cmd, link_cmd):
         with open(log, "a") as f:
@@ -103,12 +123,12 @@ def base_spec(spec: BuildSpec) -> BuildSpec:
                    pgo_partial_training=False, pgo_train_seconds=DEFAULT_TRAIN_SECONDS)
 
 
-def _train(cc: Compiler, spec: BuildSpec, source: SqliteSource, work: Path, log: Path,
+def _train(cc: Compiler, spec: BuildSpec, folder: Path, work: Path, log: Path,
            base_dir: Path | None) -> tuple[dict[str, Any], list[list[str]]]:
     """The instrumented build (with its notes, for the proof), its training, and the proof of its profile."""
     profile = work / "profile"
     shutil.rmtree(profile, ignore_errors=True)
-    instrumented = _compile(cc, spec.flags(), source, work, log,
+    instrumented = _compile(cc, spec.flags(), folder, work, log,
                             [f"-fprofile-generate={profile}", "-fprofile-update=atomic", NOTES_FLAG], spec)
     trained_lib = work / "libsqlite3-instrumented.so"
     os.replace(work / "libsqlite3.so", trained_lib)
@@ -133,17 +153,17 @@ def _proof() -> ProfileProof:
     return proof
 
 
-def _build_pgo(cc: Compiler, spec: BuildSpec, source: SqliteSource, work: Path, log: Path,
+def _build_pgo(cc: Compiler, spec: BuildSpec, source: SqliteOrigin, folder: Path, work: Path, log: Path,
                base_dir: Path | None) -> dict[str, Any]:
     if not cc.is_gcc:
         raise UserError(f"{spec.label()}: the pgo variant needs gcc (found {cc.version})")
-    trained, instrumented = _train(cc, spec, source, work, log, base_dir)
+    trained, instrumented = _train(cc, spec, folder, work, log, base_dir)
     profile = work / "profile"
     use = [f"-fprofile-use={profile}", "-fprofile-correction", "-Werror=missing-profile"]
     if spec.pgo_partial_training:
         use.append("-fprofile-partial-training")
     log_before = log.read_text()
-    used = _compile(cc, spec.flags(), source, work, log, use, spec)
+    used = _compile(cc, spec.flags(), folder, work, log, use, spec)
     # -Werror=missing-profile fails the build if the profile was not found; say so in the manifest as well.
     warnings = [line for line in log.read_text()[len(log_before):].splitlines()
                 if not line.startswith("$ ") and "profile" in line and ("warning" in line or "error" in line)]
@@ -154,7 +174,7 @@ def _build_pgo(cc: Compiler, spec: BuildSpec, source: SqliteSource, work: Path, 
             "guard": {**checked, "base_key": base.manifest["key"]}, "commands": instrumented + used}
 
 
-def build(spec: BuildSpec, source: SqliteSource, base_dir: Path | None = None) -> Build:
+def build(spec: BuildSpec, source: SqliteOrigin, base_dir: Path | None = None) -> Build:
     cc = find_compiler()
     key = build_key(spec, source, cc, base_dir)
     with _KEY_LOCKS_GUARD:
@@ -163,7 +183,7 @@ def build(spec: BuildSpec, source: SqliteSource, base_dir: Path | None = None) -
         return _build(spec, source, base_dir, cc, key)
 
 
-def _build(spec: BuildSpec, source: SqliteSource, base_dir: Path | None, cc: Compiler, key: str) -> Build:
+def _build(spec: BuildSpec, source: SqliteOrigin, base_dir: Path | None, cc: Compiler, key: str) -> Build:
     out = builds_dir() / key
     manifest_path = out / "manifest.json"
     cached = _cached_manifest(manifest_path)
@@ -175,19 +195,22 @@ def _build(spec: BuildSpec, source: SqliteSource, base_dir: Path | None, cc: Com
     work.mkdir(parents=True)
     log = out / "build.log"
     started = time.monotonic()
+    folder = _source_folder(spec, source, work, log)
     pgo = None
     if spec.pgo:
-        pgo = _build_pgo(cc, spec, source, work, log, base_dir)
+        pgo = _build_pgo(cc, spec, source, folder, work, log, base_dir)
         commands = pgo.pop("commands")
     else:
-        commands = _compile(cc, spec.flags(), source, work, log, [], spec)
+        commands = _compile(cc, spec.flags(), folder, work, log, [], spec)
     library = out / "libsqlite3.so"
     os.replace(work / "libsqlite3.so", library)
     (work / "sqlite3.o").unlink(missing_ok=True)
+    facts = with_patches(source.provenance(folder), spec.patches)
+    shutil.rmtree(work / "src", ignore_errors=True)  # the lab's copy of the source, when it made one
     manifest = BuildManifest(
         key=key,
-        label=spec.label(),
-        source=source.provenance(),
+        label=spec.label(source.word),
+        source=facts,
         variants=list(spec.variants),
         cflags=list(spec.cflags),
         flags=spec.flags(),
@@ -214,15 +237,15 @@ def _cached_manifest(path: Path) -> BuildManifest | None:
 
 
 def build_all(specs: list[BuildSpec], base_dir: Path | None = None, on_done=None) -> dict[BuildSpec, Build]:
-    """Builds distinct specs in parallel, one compiler per core. Sources are fetched first, once per version."""
-    sources = {v: resolve(v) for v in dict.fromkeys(s.sqlite_version for s in specs)}
+    """Builds distinct specs in parallel, one compiler per core. Sources are fetched (or read) first, once each."""
     unique = list(dict.fromkeys(specs))
+    sources = origins(unique)
     workers = max(1, min(len(unique), os.cpu_count() or 1))
     results: dict[BuildSpec, Build] = {}
     with ThreadPoolExecutor(max_workers=workers) as pool:
         # PGO builds take longest (two compiles and a training run): start them first.
         ordered = sorted(unique, key=lambda s: not s.pgo)
-        futures = {s: pool.submit(build, s, sources[s.sqlite_version], base_dir) for s in ordered}
+        futures = {s: pool.submit(build, s, sources[s], base_dir) for s in ordered}
         for spec, future in futures.items():
             results[spec] = future.result()
             if on_done:

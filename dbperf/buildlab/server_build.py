@@ -36,6 +36,7 @@ from typing import IO, Any
 
 from dbperf import engines
 from dbperf.buildlab.debian_source import candidate_versions, fetch_debian_source
+from dbperf.buildlab.patches import apply_patches, with_patches
 from dbperf.buildlab.paths import open_to_service_users, server_cache
 from dbperf.buildlab.pgo_guard import GuardCannotRun, GuardCounts, figures, refusal
 from dbperf.buildlab.profile_proof import NOTES_FLAG, PROOF_VERSION, fresh_profile_dir, missing_profiles, prove
@@ -86,6 +87,8 @@ def _key(spec: ServerBuildSpec, package: str, version: str, cc: Compiler, recipe
     if spec.bolt:  # only then: the keys of builds without BOLT stay as they were
         identity["bolt"] = {**bolt_identity(spec.engine),
                             "training": training_identity(training_workloads(SERVER_TRAINING))}
+    if spec.patches:  # only then, as bolt above
+        identity["patches"] = [p.sha256 for p in spec.patches]
     return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:20]
 
 
@@ -160,7 +163,8 @@ def build_server(spec: ServerBuildSpec, train: Training, on_progress: Progress |
                 except UserError as e:
                     skipped.append(f"{version}: {e}")
                     continue
-                fetched = source.tree, source.provenance
+                apply_patches(spec.patches, source.tree, work / "build.log", spec.label())  # after Debian's own
+                fetched = source.tree, with_patches(source.provenance, spec.patches)
                 state.set_source(*fetched)
             try:
                 return _build(spec, recipe, cc, *fetched, key, work, builds / key, on_progress, train, state, guard)

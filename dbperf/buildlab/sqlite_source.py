@@ -39,7 +39,27 @@ class SqliteSource:
     amalgamation: str  # the directory holding sqlite3.c and sqlite3.h
     sqlite3_c_sha256: str
 
-    def provenance(self) -> dict[str, str]:
+    @property
+    def word(self) -> str:
+        """How a build's label names it."""
+        return self.sqlite_version
+
+    def identity(self) -> dict[str, str]:
+        """What of it a build's key hashes (the keys of builds cached before trees existed stay as they were)."""
+        return {"sqlite_version": self.sqlite_version, "sqlite3_c_sha256": self.sqlite3_c_sha256}
+
+    def ready(self) -> Path | None:
+        """The crate's amalgamation, compiled where cargo keeps it unless a patch changes it."""
+        return Path(self.amalgamation)
+
+    def export(self, into: Path) -> None:
+        """A copy of the amalgamation to patch, writable by its owner: the crate cargo keeps is never changed."""
+        shutil.copytree(self.amalgamation, into)
+        for path in [into, *into.rglob("*")]:
+            if not path.is_symlink():
+                path.chmod(path.stat().st_mode | 0o200)
+
+    def provenance(self, folder: Path | None = None) -> dict[str, str]:
         return asdict(self)
 
 

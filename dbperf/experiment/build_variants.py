@@ -6,6 +6,7 @@ import re
 from dataclasses import dataclass, field
 
 from dbperf.errors import UserError
+from dbperf.experiment.user_source import PatchFile, UserTree, patch_words
 from dbperf.host.compiler import NAMED_COMPILERS
 
 NAMED_FLAGS: dict[str, tuple[str, ...]] = {
@@ -31,12 +32,14 @@ VERSION = re.compile(r"^\d+\.\d+\.\d+$")
 
 @dataclass(frozen=True)
 class BuildSpec:
-    sqlite_version: str
+    sqlite_version: str  # the released version built; "" for a `tree` (its version is read from it when built)
     variants: tuple[str, ...] = ("O2",)
     cflags: tuple[str, ...] = ()
     pgo_train: tuple[str, ...] = field(default=())
     pgo_partial_training: bool = False
     pgo_train_seconds: float = DEFAULT_TRAIN_SECONDS
+    tree: UserTree | None = None  # a user's tree instead of a released version (experiment/user_source.py)
+    patches: tuple[PatchFile, ...] = ()  # applied in order on the lab's copy of the source
 
     @property
     def pgo(self) -> bool:
@@ -45,9 +48,11 @@ class BuildSpec:
     def flags(self) -> list[str]:
         return compile_flags(self.variants, self.cflags)
 
-    def label(self) -> str:
+    def label(self, origin: str | None = None) -> str:
+        """`origin`: how the build lab names the source it read (a tree's commit), else as the experiment does."""
         parts = [*self.variants, *self.cflags, *pgo_words(self.pgo_partial_training, self.pgo_train_seconds)]
-        return f"sqlite@{self.sqlite_version} [{' '.join(parts)}]"
+        word = origin or (self.tree.word if self.tree else self.sqlite_version)
+        return f"sqlite@{word}{patch_words(self.patches)} [{' '.join(parts)}]"
 
 
 def pgo_words(partial: bool, seconds: float) -> list[str]:
@@ -78,6 +83,7 @@ class ServerBuildSpec:
     compiler: str | None = None  # a named compiler (compiler.NAMED_COMPILERS); None: the user's CC
     pgo_partial_training: bool = False  # -fprofile-partial-training in the build that uses the profile
     pgo_train_seconds: float = DEFAULT_TRAIN_SECONDS
+    patches: tuple[PatchFile, ...] = ()  # applied in order on the unpacked source, after Debian's own
 
     @property
     def pgo(self) -> bool:
@@ -93,7 +99,7 @@ class ServerBuildSpec:
     def label(self) -> str:
         with_compiler = f" with {self.compiler}" if self.compiler else ""
         parts = [*self.variants, *self.cflags, *pgo_words(self.pgo_partial_training, self.pgo_train_seconds)]
-        return f"{self.engine}@{self.origin} [{' '.join(parts)}]{with_compiler}"
+        return f"{self.engine}@{self.origin}{patch_words(self.patches)} [{' '.join(parts)}]{with_compiler}"
 
 
 def parse_source(value: object, where: str) -> str:
@@ -135,7 +141,8 @@ def _pgo_options(raw: dict[str, object], variants: tuple[str, ...], where: str) 
     return partial, float(seconds)
 
 
-def parse_server_build(raw: dict[str, object], engine: str, origin: str, where: str) -> ServerBuildSpec:
+def parse_server_build(raw: dict[str, object], engine: str, origin: str, where: str,
+                       patches: tuple[PatchFile, ...] = ()) -> ServerBuildSpec:
     variants, cflags = _variants_and_cflags(raw, where)
     if "pgo_train" in raw:
         raise UserError(f"{where}.pgo_train: server builds train on the server training set "
@@ -149,10 +156,11 @@ def parse_server_build(raw: dict[str, object], engine: str, origin: str, where: 
         if "pgo" in variants:
             raise UserError(f"{where}.compiler: the pgo variant of server builds needs gcc (its .gcda profiles); "
                             f"drop compiler = {compiler!r} or pgo")
-    return ServerBuildSpec(engine, origin, variants, cflags, compiler, partial, seconds)
+    return ServerBuildSpec(engine, origin, variants, cflags, compiler, partial, seconds, patches)
 
 
-def parse_build(raw: dict[str, object], sqlite_version: str, where: str) -> BuildSpec:
+def parse_build(raw: dict[str, object], sqlite_version: str, where: str, tree: UserTree | None = None,
+                patches: tuple[PatchFile, ...] = ()) -> BuildSpec:
     ordered, cflags = _variants_and_cflags(raw, where)
     if "compiler" in raw:
         raise UserError(f"{where}.compiler: only for servers built from source; SQLite builds use CC")
@@ -171,4 +179,4 @@ def parse_build(raw: dict[str, object], sqlite_version: str, where: str) -> Buil
             "pgo" in variants and not pgo_train):
         raise UserError(f"{where}.pgo_train: expected a non-empty list of workload names or files")
     partial, seconds = _pgo_options(raw, ordered, where)
-    return BuildSpec(sqlite_version, ordered, cflags, tuple(pgo_train), partial, seconds)
+    return BuildSpec(sqlite_version, ordered, cflags, tuple(pgo_train), partial, seconds, tree, patches)

@@ -209,6 +209,17 @@ TARGET = (
     Key("source", "\"sqlite@X.Y.Z\" | \"postgres@V\" | \"mariadb@V\" | \"postgres@debian-src\"",
         "SQLite built from that version's amalgamation; a server's released binaries, or built from Debian's "
         "source package (the engine follows)"),
+    Key("tree", "path", "SQLite, instead of source: a folder of yours holding the amalgamation (sqlite3.c, sqlite3.h) "
+        "or a source tree that makes it (./configure && make sqlite3.c, run in the lab's own copy), relative to the "
+        "experiment file; without rev, the tree as it is, uncommitted and untracked (not ignored) files included, "
+        "keyed by their content (buildlab/user_tree.py)", "", "", string),
+    Key("rev", "git revision", "with tree: that commit of the checkout (verified as a commit, exported by git "
+        "archive into the build cache: the checkout itself is never touched), keyed by its tree", "the tree as it is",
+        "", string),
+    Key("patches", "list of patch files", "applied in order with patch -p1 (no fuzz) on the lab's copy of the source "
+        "(sqlite@X.Y.Z, a tree, or a server's debian-src after Debian's own), relative to the experiment file; each "
+        "file's sha256 is in the build's key and manifest, a hunk that fails is one line (buildlab/patches.py)",
+        "[]"),
     Key("build", "list of variants",
         "O2 | O3, native, lto, frame-pointers, pgo (with source); bolt (servers from source)", "[\"O2\"]"),
     Key("cflags", "list of options", "compiler options appended last (with source)", "[]"),

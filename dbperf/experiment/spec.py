@@ -19,6 +19,7 @@ from dbperf.experiment import keys
 from dbperf.experiment.aa import with_aa
 from dbperf.experiment.build_variants import (
     SERVER_ORIGINS,
+    BuildSpec,
     ServerBuildSpec,
     parse_build,
     parse_server_build,
@@ -34,6 +35,7 @@ from dbperf.experiment.replication_section import check_replication_experiment, 
 from dbperf.experiment.slices_rules import check_slices, slice_setting
 from dbperf.experiment.steady import steady_with_warmup
 from dbperf.experiment.tool_section import check_tool_benchmarks, tool_fields
+from dbperf.experiment.user_source import parse_patches, parse_tree
 from dbperf.host.cpus import PLANNED_ON_EACH_HOST, plan_cpus
 from dbperf.host.process_variants import ProcessVariant, allocator_library
 from dbperf.names import check_name
@@ -95,34 +97,50 @@ def _target(raw: Any, i: int, where: str, base_dir: Path) -> Target:
             raise UserError(f"{twhere}: source {source!r} is a {source_engine} release but engine is {engine!r}")
         engine = source_engine
     if engine in engines.SERVER_NAMES:
-        return _server_target(raw, name, engine, twhere)
+        return _server_target(raw, name, engine, twhere, base_dir)
     misplaced = sorted((SERVER_KEYS | {"driver_options"}) & set(raw))
     if misplaced:
         raise UserError(f"{twhere}: {misplaced[0]!r} is for server engines ({', '.join(engines.SERVER_NAMES)})")
     if raw.get("driver", "dbperf") != "dbperf":
         raise UserError(f"{twhere}: driver = {raw['driver']!r} drives server engines only (SQLite runs in the "
                         "lab's driver)")
-    build = None
-    if "source" in raw:
-        if "library" in raw:
-            raise UserError(f"{twhere}: give either 'source' (the build lab builds it) or 'library', not both")
-        build = parse_build(raw, parse_source(raw["source"], f"{twhere}.source"), twhere)
-        library_path = None
-    else:
-        misplaced = sorted(BUILD_KEYS & set(raw))
-        if misplaced:
-            raise UserError(f"{twhere}: {misplaced[0]!r} needs a 'source' such as \"sqlite@3.54.1\"")
-        library = raw.get("library", default_sqlite_library())
-        if not isinstance(library, str) or not library:
-            raise UserError(f"{twhere}: 'library' must be a path")
-        library_path = Path(library).expanduser()
-        if not library_path.is_absolute():
-            library_path = base_dir / library_path
-        if not library_path.is_file():
-            raise UserError(f"{twhere}: library {library_path} not found")
+    build = _sqlite_build(raw, twhere, base_dir)
+    library_path = None if build else _library(raw, twhere, base_dir)
     checked = _settings(raw, twhere, PRAGMA_NAME, PRAGMA_VALUE, "PRAGMA")
     return Target(name=name, engine=engine, library=str(library_path) if library_path else "", config=checked,
                   build=build, process=_process_variant(raw, twhere))
+
+
+def _sqlite_build(raw: dict[str, Any], twhere: str, base_dir: Path) -> BuildSpec | None:
+    """A SQLite target's build: from `source` (a released version) or `tree` (the user's), with its `patches`; None
+    for a target that loads a `library`."""
+    if "source" not in raw and "tree" not in raw:
+        misplaced = sorted(BUILD_KEYS & set(raw))
+        if misplaced:
+            raise UserError(f"{twhere}: {misplaced[0]!r} needs a 'source' such as \"sqlite@3.54.1\"")
+        misplaced = sorted({"rev", "patches"} & set(raw))
+        if misplaced:
+            raise UserError(f"{twhere}: {misplaced[0]!r} needs a 'source' such as \"sqlite@3.54.1\" or a 'tree'")
+        return None
+    if "library" in raw:
+        raise UserError(f"{twhere}: give either '{'tree' if 'tree' in raw else 'source'}' (the build lab builds it) "
+                        "or 'library', not both")
+    tree = parse_tree(raw, base_dir, twhere)
+    version = "" if tree else parse_source(raw["source"], f"{twhere}.source")
+    return parse_build(raw, version, twhere, tree, parse_patches(raw, base_dir, twhere))
+
+
+def _library(raw: dict[str, Any], twhere: str, base_dir: Path) -> Path:
+    """The libsqlite3.so a target without a build loads (the system's by default)."""
+    library = raw.get("library", default_sqlite_library())
+    if not isinstance(library, str) or not library:
+        raise UserError(f"{twhere}: 'library' must be a path")
+    library_path = Path(library).expanduser()
+    if not library_path.is_absolute():
+        library_path = base_dir / library_path
+    if not library_path.is_file():
+        raise UserError(f"{twhere}: library {library_path} not found")
+    return library_path
 
 
 def _process_variant(raw: dict[str, Any], twhere: str) -> ProcessVariant:
@@ -133,19 +151,26 @@ def _process_variant(raw: dict[str, Any], twhere: str) -> ProcessVariant:
     return ProcessVariant(allocator, raw.get("hugepages"))
 
 
-def _server_source(raw: dict[str, Any], engine: str, twhere: str) -> tuple[str | None, ServerBuildSpec | None]:
+def _server_source(raw: dict[str, Any], engine: str, twhere: str,
+                   base_dir: Path) -> tuple[str | None, ServerBuildSpec | None]:
     """A server target's `source`: the release the lab fetches, or the build it makes (either may be None)."""
     release, server_build = None, None
     source = raw.get("source")
+    misplaced = sorted({"tree", "rev"} & set(raw))
+    if misplaced:
+        raise UserError(f"{twhere}: {misplaced[0]!r}: servers are built from Debian's source for now; give patches = "
+                        f"[\"your.patch\", ...] with source = \"{engine}@debian-src\"")
     if isinstance(source, str) and source.split("@", 1)[-1] in SERVER_ORIGINS:
         if not engines.engine(engine).builds_from_source:
             buildable = (e.name for e in engines.ENGINES.values() if e.builds_from_source)
             raise UserError(f"{twhere}.source: building {engine} from source is not supported yet (only "
                             f"{', '.join(buildable)}); use released binaries (\"{engine}@VERSION\") or "
                             "Debian's package")
-        server_build = parse_server_build(raw, engine, source.split("@", 1)[1], twhere)
+        server_build = parse_server_build(raw, engine, source.split("@", 1)[1], twhere,
+                                          parse_patches(raw, base_dir, twhere))
     else:
-        for key in ("build", "cflags", "pgo_train", "pgo_partial_training", "pgo_train_seconds", "compiler"):
+        for key in ("build", "cflags", "pgo_train", "pgo_partial_training", "pgo_train_seconds", "compiler",
+                    "patches"):
             if key in raw:
                 raise UserError(f"{twhere}: {key!r} needs a source to build: \"sqlite@X.Y.Z\" or "
                                 f"\"{engine}@debian-src\"")
@@ -175,10 +200,10 @@ def _external_dsn(raw: dict[str, Any], dsn: Any, engine: str, twhere: str) -> st
     return canonical
 
 
-def _server_target(raw: dict[str, Any], name: str, engine: str, twhere: str) -> Target:
+def _server_target(raw: dict[str, Any], name: str, engine: str, twhere: str, base_dir: Path) -> Target:
     if "library" in raw:
         raise UserError(f"{twhere}: 'library' is for SQLite targets")
-    release, server_build = _server_source(raw, engine, twhere)
+    release, server_build = _server_source(raw, engine, twhere, base_dir)
     dsn = raw.get("dsn")
     checked = (_settings(raw, twhere, SERVER_SETTING_NAME, SERVER_SETTING_VALUE, "server setting") if dsn is not None
                else server_settings(raw.get("config", {}), engine, twhere))

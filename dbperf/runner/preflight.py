@@ -21,6 +21,7 @@ from dbperf.buildlab.recipes import Recipe
 from dbperf.buildlab.server_build import cached_server_builds, check_can_build
 from dbperf.buildlab.server_releases import ServerInstall
 from dbperf.buildlab.sqlite_source import SqliteSource, _cargo
+from dbperf.buildlab.sqlite_tree import resolve_tree
 from dbperf.catalog.tool_commands import tool_path
 from dbperf.errors import UserError
 from dbperf.experiment.build_variants import BuildSpec, ServerBuildSpec
@@ -108,10 +109,15 @@ def driver_check() -> Check:
 
 def cached_sqlite_build(spec: BuildSpec, base_dir: Path) -> Path | None:
     """The cached library of `spec`, or None: a cached manifest of the same SQLite version whose key, worked out
-    again from its own source and this machine's compiler, is this build's (no source fetched to find out)."""
+    again from its own source and this machine's compiler, is this build's (no source fetched to find out); for a
+    user's tree, the key of the tree read again (git and its files, nothing built)."""
     cc = find_compiler()  # a build, cached or not, needs it (builder.build)
+    if spec.tree is not None:
+        key = build_key(spec, resolve_tree(spec.tree), cc, base_dir)
+        libraries = (Path(str(m.get("library"))) for m in cached_builds() if m.get("key") == key)
+        return next((library for library in libraries if library.is_file()), None)
     for m in cached_builds():
-        source = m.get("source") or {}
+        source = {k: v for k, v in (m.get("source") or {}).items() if k != "patches"}  # the spec's, in its key
         if source.get("sqlite_version") != spec.sqlite_version:
             continue
         try:
@@ -139,13 +145,16 @@ def cached_release(engine: str, wanted: str) -> Path | None:
 
 def cached_server_build(spec: ServerBuildSpec, recipe: Recipe, cc: Compiler) -> Path | None:
     """The binaries of a cached build of `spec` by this compiler. Its key also names the Debian version, known only
-    after an `apt update`: a cached build of the same label and compiler is taken as this one."""
+    after an `apt update`: a cached build of the same label, compiler and patches is taken as this one."""
     try:
         manifests = cached_server_builds()
     except (OSError, ValueError):
         return None
+    patches = [p.sha256 for p in spec.patches]
     for m in manifests:
-        if m.get("label") == spec.label() and (m.get("compiler") or {}).get("version") == cc.version:
+        applied = [p.get("sha256") for p in (m.get("source") or {}).get("patches", [])]
+        if (m.get("label") == spec.label() and (m.get("compiler") or {}).get("version") == cc.version
+                and applied == patches):
             return recipe.binaries(Path(str(m.get("install"))))
     return None
 
@@ -154,6 +163,8 @@ def _sqlite(e: Experiment, t: Target) -> str:
     library, said = t.library, ""
     if t.build is not None:
         cached = cached_sqlite_build(t.build, e.path.parent)
+        if cached is None and t.build.tree is not None:
+            return f"{t.build.label()}: not cached, would be built (the tree copied into the cache, then compiled)"
         if cached is None:
             _cargo()  # the source is fetched through cargo
             return f"{t.build.label()}: not cached, would be built (source fetched through cargo, then compiled)"

@@ -119,7 +119,7 @@ def build_targets(e: Experiment, console: Console) -> tuple[Experiment, dict[str
         task = progress.add_task(f"building {len(set(specs))} SQLite variant(s) (cached builds are reused)")
 
         def done(spec: BuildSpec, b: Build) -> None:
-            console.print(f"  {'cached' if b.cached else 'built '} {spec.label()}  {b.library}", highlight=False,
+            console.print(f"  {'cached' if b.cached else 'built '} {b.manifest['label']}  {b.library}", highlight=False,
                           markup=False)
             progress.advance(task)
 

@@ -61,11 +61,19 @@ def guard_ratio(manifest: dict[str, Any]) -> str:
     return "-"
 
 
+def sqlite_source(manifest: dict[str, Any]) -> str:
+    """A cached SQLite build's source for the listing: its version, and where it is not a release as published, what
+    its label names (the tree's commit, the patches)."""
+    version = str(manifest["source"]["sqlite_version"])
+    origin = str(manifest["label"]).split(" [", 1)[0].removeprefix("sqlite@")
+    return version if origin == version else f"{version} ({origin})"
+
+
 def cache_listings() -> list[Listing]:
     """The SQLite builds, then the server builds and the fetched server releases when there are any."""
     sqlite = Listing(None, ("key", "sqlite", "variants / cflags", "PGO training", "PGO share", "PGO guard", "built",
                             "seconds", "library"), [
-        (m["key"], m["source"]["sqlite_version"], " ".join(m["variants"] + m["cflags"]),
+        (m["key"], sqlite_source(m), " ".join(m["variants"] + m["cflags"]),
          ", ".join((m.get("pgo") or {}).get("training_set", [])) or "-", profile_share(m), guard_ratio(m),
          m["built_at"], str(m["build_seconds"]), m["library"]) for m in cached_builds()])
     servers = Listing("server builds", ("key", "build", "source package", "PGO .gcda", "PGO share", "PGO guard",
