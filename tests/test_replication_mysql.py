@@ -84,10 +84,12 @@ def test_mariadbs_statements_are_as_they_were():
     assert [s.sql for s in d.parallel(4, "optimistic")] == ["SET GLOBAL slave_parallel_threads = %s",
                                                            "SET GLOBAL slave_parallel_mode = %s"]
     assert d.parallel(0, None) == [Statement("SET GLOBAL slave_parallel_threads = %s", (0,),
-                                             "setting slave_parallel_threads")]
+                                             "setting slave_parallel_threads", "slave_parallel_threads")]
     assert d.commit_wait(12, 10000) == [
-        Statement("SET GLOBAL binlog_commit_wait_count = %s", (12,), "setting binlog_commit_wait_count"),
-        Statement("SET GLOBAL binlog_commit_wait_usec = %s", (10000,), "setting binlog_commit_wait_usec")]
+        Statement("SET GLOBAL binlog_commit_wait_count = %s", (12,), "setting binlog_commit_wait_count",
+                  "binlog_commit_wait_count"),
+        Statement("SET GLOBAL binlog_commit_wait_usec = %s", (10000,), "setting binlog_commit_wait_usec",
+                  "binlog_commit_wait_usec")]
     assert d.transactions("0-1-100", "1-1-3,0-1-250", "1") == 150
     assert d.primary_settings == {"server_id": "1", "log_bin": "primary-bin", "sync_binlog": "0",
                                   "innodb_flush_log_at_trx_commit": "2"}
@@ -116,8 +118,10 @@ def test_mysqls_statements():
                                                   "adding the primary's GTIDs to gtid_purged")]
     assert d.start_from("") == [] and d.reset_own_binlog is None
     assert d.parallel(4, "any-order") == [
-        Statement("SET GLOBAL replica_parallel_workers = %s", (4,), "setting replica_parallel_workers"),
-        Statement("SET GLOBAL replica_preserve_commit_order = %s", ("OFF",), "setting replica_preserve_commit_order")]
+        Statement("SET GLOBAL replica_parallel_workers = %s", (4,), "setting replica_parallel_workers",
+                  "replica_parallel_workers"),
+        Statement("SET GLOBAL replica_preserve_commit_order = %s", ("OFF",), "setting replica_preserve_commit_order",
+                  "replica_preserve_commit_order")]
     assert [s.args for s in d.commit_wait(0, 10000)] == [(0,), (0,)]  # no wait at count 0
     assert [s.args for s in d.commit_wait(8, 5000)] == [(8,), (5000,)]
     assert set(mysql_binlog.COMMIT_ORDER) == set(binlog_rules.MYSQL_MODES)
@@ -258,6 +262,7 @@ modes = ["commit-order"]
 durability = ["no-binlog-nondurable", "binlog-crash-safe"]
 stale_reads = 150
 background_threads = 1
+repeats = 1
 """
 
 

@@ -130,6 +130,7 @@ durability = ["primary-sync-commit", "standby-fsync"]
 stale_durability = "standby-fsync"
 stale_reads = 200
 background_threads = 1
+repeats = 1
 """
 
 
@@ -180,7 +181,8 @@ def test_postgres_primary_and_standby_apply_and_stale_reads(tmp_path):
 @NEEDS_SERVERS
 def test_standby_killed_mid_study_fails_it_with_its_log_and_stops_everything(tmp_path):
     out = tmp_path / "out"
-    exp = pg_experiment(tmp_path, 'transactions = 30000\ndurability = ["standby-fsync"]\nstale_reads = 100\n')
+    exp = pg_experiment(tmp_path, 'transactions = 30000\ndurability = ["standby-fsync"]\nstale_reads = 100\n'
+                                  'repeats = 1\n')
     proc = subprocess.Popen([*DBPERF, "run", str(exp), "--out", str(out)], cwd=REPO, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     killed: list[int] = []
