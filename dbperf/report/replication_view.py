@@ -32,10 +32,6 @@ def kind_view(engine: str | None) -> KindView:
     return VIEWS[str(engines.replication_of(engine))]
 
 
-def _latency(lat: Any) -> dict[str, float] | None:
-    return None if lat is None else to_builtins(lat)
-
-
 def _failure(r: ApplyRecord | StaleReadsRecord) -> dict[str, Any]:
     if isinstance(r, StaleReadsRecord):
         return {"study": "stale-reads", "wait": r.wait, "error": r.error, "server_log_tail": r.server_log_tail}
@@ -95,7 +91,7 @@ def _apply_rows(groups: dict[ApplyKey, list[ApplyRecord]], cpus: int, kind: Kind
 
 def _median_latency(latencies: list[Any]) -> dict[str, float] | None:
     """Each percentile's median over the runs (one run: its own); None where no run has the latency."""
-    kept = [_latency(x) for x in latencies if x is not None]
+    kept: list[dict[str, float]] = [to_builtins(x) for x in latencies if x is not None]
     return {k: statistics.median(d[k] for d in kept) for k in kept[0]} if kept else None
 
 
