@@ -10,7 +10,7 @@ Switching the state's engine: the replica's slave threads stopped, its @@gtid_sl
 of an earlier `auto` dropped and mysql.gtid_slave_pos altered (sql_log_bin = 0, the replica's own business), the
 replica restarted with the setting, the saved position set again before START SLAVE, so that nothing is applied
 twice or skipped. The settings (SHOW VARIABLES) and the state table's engine are read back after the restart (one that
-did not take fails the study); each way is then measured `repeats` times.
+did not take fails the study); each way is then measured `repeats` times."""
 
 from __future__ import annotations
 
