@@ -41,8 +41,8 @@ def test_section_parses_with_defaults_and_sweeps(tmp_path):
     assert r is not None
     assert r.workers == (0, 4) and r.commit_wait_counts == (0, 12) and r.durability == ("binlog-crash-safe",)
     assert r.studies == ("apply", "stale-reads") and r.transactions == 20_000 and r.modes == ("conservative",)
-    # workers = 0 is measured once (serial), the others once per mode
-    assert r.apply_measurements(benchmarks=1, thread_counts=1) == 2 * 2
+    # workers = 0 is measured once (serial), the others once per mode; each 3 times (the default repeats)
+    assert r.apply_measurements(benchmarks=1, thread_counts=1) == 3 * 2 * 2
     assert parse_experiment(replication_experiment(tmp_path, "")).replication.durability == (
         "binlog-crash-safe", "no-binlog-durable", "no-binlog-nondurable", "binlog-non-crash-safe")
 

@@ -185,13 +185,15 @@ def _cluster(tmp_path: Path, engine: str, durability: str = "binlog-crash-safe")
 
 
 def _replica_setup(c: cluster.Cluster, monkeypatch: pytest.MonkeyPatch, position: str) -> list[tuple[Any, ...]]:
-    """The statements a new replica is set up with, the servers not started."""
+    """The statements a new replica is set up with, the servers not started (what it reads back, as the check)."""
     done: list[tuple[Any, ...]] = []
     monkeypatch.setattr(cluster, "start_server", lambda server, what: None)
     monkeypatch.setattr(cluster.Cluster, "wait_connected", lambda self, r: None)
     monkeypatch.setattr(cluster.ClusterServer, "gtid_position", lambda self: position)
     monkeypatch.setattr(cluster.ClusterServer, "query",
                         lambda self, sql, args=None, what="": done.append((sql, args, what)) or [])
+    monkeypatch.setattr(cluster.ClusterServer, "check_variables",
+                        lambda self, expected: (expected and done.append(("(read back)", dict(expected), ""))) or {})
     c.primary.port = 40001
     c.start_replica(c.replicas[0], first=True)
     return done
@@ -202,6 +204,8 @@ def test_a_new_mysql_replica_skips_what_the_primary_held_and_auto_positions(tmp_
     c = _cluster(tmp_path, "mysql")
     done = _replica_setup(c, monkeypatch, f"{A}:1-3")
     assert [(sql.split(" =")[0], args) for sql, args, _ in done] == [
+        ("(read back)", {"log_bin": "ON", "log_replica_updates": "ON", "sync_binlog": "1",
+                         "innodb_flush_log_at_trx_commit": "1"}),
         ("SET GLOBAL gtid_purged", (f"+{A}:1-3",)),
         ("CHANGE REPLICATION SOURCE TO SOURCE_HOST", (40001, "repl", c.repl_password)),
         ("START REPLICA", None)]
@@ -213,6 +217,8 @@ def test_a_new_mariadb_replica_is_set_up_as_before(tmp_path, monkeypatch):
     c = _cluster(tmp_path, "mariadb")
     done = _replica_setup(c, monkeypatch, "0-1-9")
     assert [(sql.split(" =")[0], args, what) for sql, args, what in done] == [
+        ("(read back)", {"log_bin": "ON", "log_slave_updates": "ON", "sync_binlog": "1",
+                         "innodb_flush_log_at_trx_commit": "1"}, ""),
         ("RESET MASTER", None, "clearing the replica's own binlog"),
         ("SET GLOBAL gtid_slave_pos", ("0-1-9",), "setting gtid_slave_pos"),
         ("CHANGE MASTER TO MASTER_HOST", (40001, "repl", c.repl_password), "CHANGE MASTER TO"),

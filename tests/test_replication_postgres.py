@@ -57,7 +57,7 @@ def test_postgres_section_defaults_and_choices(tmp_path):
     assert r.stale_durability == "standby-fsync" and r.studies == ("apply", "stale-reads")
     r = parse_experiment(pg_experiment(tmp_path, 'modes = ["physical", "physical-prefetch"]\nworkers = [1]\n'
                                                  'durability = "standby-no-fsync"')).replication
-    assert r is not None and r.apply_measurements(benchmarks=1, thread_counts=1) == 2
+    assert r is not None and r.apply_measurements(benchmarks=1, thread_counts=1) == 3 * 2  # 3 repeats by default
     with pytest.raises(UserError, match="modes: unknown 'conservative'"):
         parse_experiment(pg_experiment(tmp_path, 'modes = ["conservative"]'))
 
