@@ -541,6 +541,9 @@ class ApplyRecord(msgspec.Struct, omit_defaults=True):
     wal_bytes: int = 0
     lag_series: list[LagSample] | None = None
     resume_delay_s: float | None = None  # pg_wal_replay_resume() until replay was seen moving (not in apply_s)
+    # The settings the measurement ran with, as SHOW VARIABLES read them back after they were set (MariaDB, MySQL):
+    # {"primary": the group-commit wait, "replica": its durability and parallel apply}.
+    variables: dict[str, dict[str, str]] | None = None
 
 
 class WaitLatency(msgspec.Struct, frozen=True):
@@ -580,6 +583,7 @@ class StaleReadsRecord(msgspec.Struct, omit_defaults=True):
     error: str | None = None
     server_log_tail: str | None = None
     started_at: float = 0.0
+    repeat: int = 1  # of the section's `repeats`
 
 
 REPLICATION_RECORDS: dict[str, type[ApplyRecord] | type[StaleReadsRecord]] = {

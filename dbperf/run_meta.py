@@ -129,7 +129,8 @@ class ReplicationMeta(msgspec.Struct, kw_only=True, omit_defaults=True):
     wait_timeout_s: float | None = None
     apply_method: str | None = None
     cpus: int | None = None  # the CPUs the lab could use
-    fdatasync_per_s: float | None = None
+    fdatasync_per_s: float | None = None  # the median of fdatasync_runs (one run before they were kept)
+    fdatasync_runs: list[float] = []  # the fdatasync rate measured `repeats` times at the start
     servers: list[dict[str, Any]] = []
     study_seconds: dict[str, float] = {}
 

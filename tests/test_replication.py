@@ -41,8 +41,8 @@ def test_section_parses_with_defaults_and_sweeps(tmp_path):
     assert r is not None
     assert r.workers == (0, 4) and r.commit_wait_counts == (0, 12) and r.durability == ("binlog-crash-safe",)
     assert r.studies == ("apply", "stale-reads") and r.transactions == 20_000 and r.modes == ("conservative",)
-    # workers = 0 is measured once (serial), the others once per mode
-    assert r.apply_measurements(benchmarks=1, thread_counts=1) == 2 * 2
+    # workers = 0 is measured once (serial), the others once per mode; each 3 times (the default repeats)
+    assert r.apply_measurements(benchmarks=1, thread_counts=1) == 3 * 2 * 2
     assert parse_experiment(replication_experiment(tmp_path, "")).replication.durability == (
         "binlog-crash-safe", "no-binlog-durable", "no-binlog-nondurable", "binlog-non-crash-safe")
 
@@ -148,6 +148,7 @@ workers = [0, 2]
 durability = ["no-binlog-nondurable", "binlog-crash-safe"]
 stale_reads = 300
 background_threads = 1
+repeats = 1
 """
 
 
@@ -197,7 +198,7 @@ def test_primary_and_replica_apply_rate_and_stale_reads(tmp_path):
 def test_replica_killed_mid_study_fails_it_with_its_log_and_stops_everything(tmp_path):
     out = tmp_path / "out"
     exp = replication_experiment(tmp_path, 'transactions = 20000\nworkers = [0, 2]\n'
-                                           'durability = ["no-binlog-nondurable"]\nstale_reads = 200\n')
+                                           'durability = ["no-binlog-nondurable"]\nstale_reads = 200\nrepeats = 1\n')
     proc = subprocess.Popen([*DBPERF, "run", str(exp), "--out", str(out)], cwd=REPO, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     killed: list[int] = []
@@ -274,7 +275,7 @@ def test_cross_engine_rows_are_their_own_table():
                     reason="mariadb-plugin-rocksdb is installed by make setup")
 def test_cross_engine_study_on_myrocks(tmp_path):
     out = tmp_path / "out"
-    exp = replication_experiment(tmp_path, 'studies = ["cross-engine"]\ntransactions = 300\n')
+    exp = replication_experiment(tmp_path, 'studies = ["cross-engine"]\ntransactions = 300\nrepeats = 2\n')
     exp.write_text(exp.read_text().replace('benchmarks = ["update-index"]', 'benchmarks = ["write-only"]'))
     proc = run_cli("run", str(exp), "--out", str(out), timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -284,3 +285,9 @@ def test_cross_engine_study_on_myrocks(tmp_path):
         (d, s) for d in ("fsync", "no-fsync") for s in ("innodb", "auto", "rocksdb")}
     # write-only on 2 threads: an event that loses a lock conflict is not committed, so up to 300 transactions
     assert all(c["trx_per_s"] > 0 and 0 < c["transactions"] <= 300 for c in r["cross_engine"])
+    # each way measured twice, its range kept; the settings read back from the replica
+    for c in r["cross_engine"]:
+        assert c["n"] == 2 and c["trx_per_s_min"] <= c["trx_per_s"] <= c["trx_per_s_max"], c
+        replica = c["variables"]["replica"]
+        assert replica["rocksdb_flush_log_at_trx_commit"] == ("1" if c["durability"] == "fsync" else "2")
+        assert ("gtid_pos_auto_engines" in replica) == (c["state_engine"] == "auto")

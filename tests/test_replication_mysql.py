@@ -84,10 +84,12 @@ def test_mariadbs_statements_are_as_they_were():
     assert [s.sql for s in d.parallel(4, "optimistic")] == ["SET GLOBAL slave_parallel_threads = %s",
                                                            "SET GLOBAL slave_parallel_mode = %s"]
     assert d.parallel(0, None) == [Statement("SET GLOBAL slave_parallel_threads = %s", (0,),
-                                             "setting slave_parallel_threads")]
+                                             "setting slave_parallel_threads", "slave_parallel_threads")]
     assert d.commit_wait(12, 10000) == [
-        Statement("SET GLOBAL binlog_commit_wait_count = %s", (12,), "setting binlog_commit_wait_count"),
-        Statement("SET GLOBAL binlog_commit_wait_usec = %s", (10000,), "setting binlog_commit_wait_usec")]
+        Statement("SET GLOBAL binlog_commit_wait_count = %s", (12,), "setting binlog_commit_wait_count",
+                  "binlog_commit_wait_count"),
+        Statement("SET GLOBAL binlog_commit_wait_usec = %s", (10000,), "setting binlog_commit_wait_usec",
+                  "binlog_commit_wait_usec")]
     assert d.transactions("0-1-100", "1-1-3,0-1-250", "1") == 150
     assert d.primary_settings == {"server_id": "1", "log_bin": "primary-bin", "sync_binlog": "0",
                                   "innodb_flush_log_at_trx_commit": "2"}
@@ -116,8 +118,10 @@ def test_mysqls_statements():
                                                   "adding the primary's GTIDs to gtid_purged")]
     assert d.start_from("") == [] and d.reset_own_binlog is None
     assert d.parallel(4, "any-order") == [
-        Statement("SET GLOBAL replica_parallel_workers = %s", (4,), "setting replica_parallel_workers"),
-        Statement("SET GLOBAL replica_preserve_commit_order = %s", ("OFF",), "setting replica_preserve_commit_order")]
+        Statement("SET GLOBAL replica_parallel_workers = %s", (4,), "setting replica_parallel_workers",
+                  "replica_parallel_workers"),
+        Statement("SET GLOBAL replica_preserve_commit_order = %s", ("OFF",), "setting replica_preserve_commit_order",
+                  "replica_preserve_commit_order")]
     assert [s.args for s in d.commit_wait(0, 10000)] == [(0,), (0,)]  # no wait at count 0
     assert [s.args for s in d.commit_wait(8, 5000)] == [(8,), (5000,)]
     assert set(mysql_binlog.COMMIT_ORDER) == set(binlog_rules.MYSQL_MODES)
@@ -181,13 +185,15 @@ def _cluster(tmp_path: Path, engine: str, durability: str = "binlog-crash-safe")
 
 
 def _replica_setup(c: cluster.Cluster, monkeypatch: pytest.MonkeyPatch, position: str) -> list[tuple[Any, ...]]:
-    """The statements a new replica is set up with, the servers not started."""
+    """The statements a new replica is set up with, the servers not started (what it reads back, as the check)."""
     done: list[tuple[Any, ...]] = []
     monkeypatch.setattr(cluster, "start_server", lambda server, what: None)
     monkeypatch.setattr(cluster.Cluster, "wait_connected", lambda self, r: None)
     monkeypatch.setattr(cluster.ClusterServer, "gtid_position", lambda self: position)
     monkeypatch.setattr(cluster.ClusterServer, "query",
                         lambda self, sql, args=None, what="": done.append((sql, args, what)) or [])
+    monkeypatch.setattr(cluster.ClusterServer, "check_variables",
+                        lambda self, expected: (expected and done.append(("(read back)", dict(expected), ""))) or {})
     c.primary.port = 40001
     c.start_replica(c.replicas[0], first=True)
     return done
@@ -198,6 +204,8 @@ def test_a_new_mysql_replica_skips_what_the_primary_held_and_auto_positions(tmp_
     c = _cluster(tmp_path, "mysql")
     done = _replica_setup(c, monkeypatch, f"{A}:1-3")
     assert [(sql.split(" =")[0], args) for sql, args, _ in done] == [
+        ("(read back)", {"log_bin": "ON", "log_replica_updates": "ON", "sync_binlog": "1",
+                         "innodb_flush_log_at_trx_commit": "1"}),
         ("SET GLOBAL gtid_purged", (f"+{A}:1-3",)),
         ("CHANGE REPLICATION SOURCE TO SOURCE_HOST", (40001, "repl", c.repl_password)),
         ("START REPLICA", None)]
@@ -209,6 +217,8 @@ def test_a_new_mariadb_replica_is_set_up_as_before(tmp_path, monkeypatch):
     c = _cluster(tmp_path, "mariadb")
     done = _replica_setup(c, monkeypatch, "0-1-9")
     assert [(sql.split(" =")[0], args, what) for sql, args, what in done] == [
+        ("(read back)", {"log_bin": "ON", "log_slave_updates": "ON", "sync_binlog": "1",
+                         "innodb_flush_log_at_trx_commit": "1"}, ""),
         ("RESET MASTER", None, "clearing the replica's own binlog"),
         ("SET GLOBAL gtid_slave_pos", ("0-1-9",), "setting gtid_slave_pos"),
         ("CHANGE MASTER TO MASTER_HOST", (40001, "repl", c.repl_password), "CHANGE MASTER TO"),
@@ -258,6 +268,7 @@ modes = ["commit-order"]
 durability = ["no-binlog-nondurable", "binlog-crash-safe"]
 stale_reads = 150
 background_threads = 1
+repeats = 1
 """
 
 

@@ -57,7 +57,7 @@ def test_postgres_section_defaults_and_choices(tmp_path):
     assert r.stale_durability == "standby-fsync" and r.studies == ("apply", "stale-reads")
     r = parse_experiment(pg_experiment(tmp_path, 'modes = ["physical", "physical-prefetch"]\nworkers = [1]\n'
                                                  'durability = "standby-no-fsync"')).replication
-    assert r is not None and r.apply_measurements(benchmarks=1, thread_counts=1) == 2
+    assert r is not None and r.apply_measurements(benchmarks=1, thread_counts=1) == 3 * 2  # 3 repeats by default
     with pytest.raises(UserError, match="modes: unknown 'conservative'"):
         parse_experiment(pg_experiment(tmp_path, 'modes = ["conservative"]'))
 
@@ -130,6 +130,7 @@ durability = ["primary-sync-commit", "standby-fsync"]
 stale_durability = "standby-fsync"
 stale_reads = 200
 background_threads = 1
+repeats = 1
 """
 
 
@@ -180,7 +181,8 @@ def test_postgres_primary_and_standby_apply_and_stale_reads(tmp_path):
 @NEEDS_SERVERS
 def test_standby_killed_mid_study_fails_it_with_its_log_and_stops_everything(tmp_path):
     out = tmp_path / "out"
-    exp = pg_experiment(tmp_path, 'transactions = 30000\ndurability = ["standby-fsync"]\nstale_reads = 100\n')
+    exp = pg_experiment(tmp_path, 'transactions = 30000\ndurability = ["standby-fsync"]\nstale_reads = 100\n'
+                                  'repeats = 1\n')
     proc = subprocess.Popen([*DBPERF, "run", str(exp), "--out", str(out)], cwd=REPO, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     killed: list[int] = []

@@ -1004,6 +1004,8 @@ def test_smoke_replication(tmp_path):
                                              "crash-safe)")
     figures = {f["what"]: f for f in record["figures"]}
     assert figures["PostgreSQL stale reads with synchronous_commit = remote_apply"]["value"] is not None
+    # every step measures its figures, the group-commit wait and the 1-client primary among them
+    assert [w for w, f in figures.items() if f["value"] is None] == []
 
 
 TWO_STEPS = """

@@ -323,7 +323,8 @@ REPLICATION = (
     Key("binlog_commit_wait_usec", "integer >= 0", "apply: the primary's binlog_commit_wait_usec (MySQL: "
         "binlog_group_commit_sync_delay, at most 1000000, 0 at a count of 0)", "10000", "µs",
         integer(0)),
-    Key("repeats", "integer >= 1", "apply: measurements per combination", "1", "", integer(1)),
+    Key("repeats", "integer >= 1", "runs of every measurement (apply, stale reads, cross-engine, the fdatasync rate): "
+        "each figure is their median with their range", "3", "", integer(1)),
     Key("stale_reads", "integer >= 1", "stale reads: probes (write, then read on a replica) per run", "2000", "",
         integer(1)),
     Key("background_threads", "integer >= 0", "stale reads: writers on the primary meanwhile", "1", "threads",

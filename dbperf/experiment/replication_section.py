@@ -38,7 +38,7 @@ class ReplicationSpec:
     durability: tuple[str, ...] = binlog_rules.RULES.durability
     commit_wait_counts: tuple[int, ...] = (0,)
     commit_wait_usec: int = binlog_rules.DEFAULT_COMMIT_WAIT_USEC
-    repeats: int = 1
+    repeats: int = 3  # every measurement of every study, so that each figure has the range of its runs
     stale_reads: int = 2000
     background_threads: int = 1
     background_rate: float = 200.0
@@ -80,7 +80,7 @@ def parse_replication(raw: Any, where: str, engine: str = MARIADB.name) -> Repli
         durability=durability,
         commit_wait_counts=apply.commit_wait_counts,
         commit_wait_usec=apply.commit_wait_usec,
-        repeats=values.get("repeats", 1),
+        repeats=values.get("repeats", 3),
         stale_reads=values.get("stale_reads", 2000),
         background_threads=values.get("background_threads", 1),
         background_rate=float(rate),

@@ -8,7 +8,9 @@ fills as the primary writes); dbperf-driver runs `transactions` events of a cata
 the chosen client threads; the lab waits until the replica's I/O thread has fetched the primary's last GTID
 (MariaDB's Gtid_IO_Pos; MySQL's Retrieved_Gtid_Set), then starts the SQL thread and times, on one connection, START
 SLAVE / REPLICA SQL_THREAD and the GTID wait (MASTER_GTID_WAIT, WAIT_FOR_EXECUTED_GTID_SET) for the primary's
-position until it returns. transactions = the GTIDs the primary wrote (its position before and after), so failed
+position until it returns. Before the load, every setting of the measurement (the replica's durability and parallel
+apply, the primary's group-commit wait) is read back with SHOW VARIABLES and kept in the record; one that did not take
+fails the study. transactions = the GTIDs the primary wrote (its position before and after), so failed
 events and multi-statement events count right; trx/s = transactions / that time. The data is not restored between
 measurements: writes accumulate, as in [Nielsen 2014-03-13]'s benchmark."""
 
@@ -50,11 +52,14 @@ def measure(cluster: Cluster, e: Experiment, spec: ReplicationSpec, p: ApplyPlan
     d = cluster.dialect
     record = apply_record(measured.target.name, p, "failed", (p.commit_wait_count, spec.commit_wait_usec))
     measured.query(d.stop, what=d.stop)
-    measured.run(d.parallel(p.workers, p.mode if p.workers else None))
+    # Every setting of the measurement read back as the server has it (a StudyFailed if one did not take), and kept.
+    replica = {**measured.check_variables(d.shown(measured.role_settings)),
+               **measured.run(d.parallel(p.workers, p.mode if p.workers else None))}
     measured.query(d.start_io, what=d.start_io)
     for r in others:
         r.query(d.stop_sql, what=d.stop_sql)
-    primary.run(d.commit_wait(p.commit_wait_count, spec.commit_wait_usec))
+    record.variables = {"primary": primary.run(d.commit_wait(p.commit_wait_count, spec.commit_wait_usec)),
+                        "replica": replica}
     before = primary.gtid_position()
     record.primary_s, outcome = write_load(primary, e, spec.transactions, p, primary.engine)
     if not outcome.ok or outcome.result is None:

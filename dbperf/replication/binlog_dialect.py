@@ -3,8 +3,8 @@ mysql_binlog.py): the statements, the status columns, the GTID position's form a
 it, the wait, and the servers' settings. The binlog kind's cluster (cluster.py) and studies (apply_rate.py,
 stale_reads.py) ask their cluster's dialect instead of branching on the engine.
 
-A statement is (SQL, its bound arguments, what it does for an error message); an error message never quotes the
-SQL, which may hold a password (CHANGE ... TO)."""
+A statement is (SQL, its bound arguments, what it does for an error message, the global variable it sets if it is a
+SET GLOBAL, read back after it); an error message never quotes the SQL, which may hold a password (CHANGE ... TO)."""
 
 from __future__ import annotations
 
@@ -18,6 +18,12 @@ class Statement(NamedTuple):
     sql: str
     args: tuple[Any, ...] | None
     what: str
+    variable: str | None = None  # the global variable it sets, read back with SHOW VARIABLES after it (cluster.py)
+
+
+def set_global(name: str, value: Any) -> Statement:
+    """SET GLOBAL `name` (the lab's own variable names, never a user's) to `value`, read back after it."""
+    return Statement(f"SET GLOBAL {name} = %s", (value,), f"setting {name}", name)
 
 
 @dataclass(frozen=True)
@@ -65,6 +71,9 @@ class BinlogDialect:
     # Servers' settings: the primary's, and a replica's (its index from 0, its durability variant).
     primary_settings: Mapping[str, str]
     replica_settings: Callable[[int, str], dict[str, str]]
+    # What SHOW GLOBAL VARIABLES must say on a server started with these role settings (its durability, the
+    # cross-engine study's settings): checked after every start, a setting that did not take is an error.
+    shown: Callable[[Mapping[str, str]], dict[str, str]]
     # The command-line client that runs root's statements over the primary's socket, given the target's binaries
     # (None: the engine's default); None when there is none.
     root_client: Callable[[str | None], Path | None]

@@ -21,6 +21,7 @@ import contextlib
 import secrets
 import subprocess
 import time
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -84,9 +85,27 @@ class ClusterServer(RoleServer, MySQLFamilyServer):
         except pymysql.MySQLError as err:
             raise self.failed(what, _reason(err)) from None
 
-    def run(self, statements: list[Statement]) -> None:
+    def run(self, statements: list[Statement]) -> dict[str, str]:
+        """Runs the statements; the global variables they set, read back (check_variables)."""
         for s in statements:
             self.query(s.sql, s.args, what=s.what)
+        return self.check_variables({s.variable: str((s.args or ("",))[0]) for s in statements if s.variable})
+
+    def check_variables(self, expected: Mapping[str, str]) -> dict[str, str]:
+        """What SHOW GLOBAL VARIABLES says of each expected variable; a StudyFailed naming the first that is not as
+        expected (a setting that did not take is an error, never ignored)."""
+        if not expected:
+            return {}
+        marks = ", ".join(["%s"] * len(expected))
+        rows = self.query(f"SHOW GLOBAL VARIABLES WHERE Variable_name IN ({marks})", tuple(expected),
+                          what="reading the settings back (SHOW VARIABLES)")
+        shown = {str(r["Variable_name"]).lower(): str(r["Value"]) for r in rows}
+        for name, want in expected.items():
+            got = shown.get(name.lower())
+            if got is None or not same_setting(got, want):
+                raise StudyFailed(f"{self.target.name}: {name} is {got!r} after it was set to {want!r} (SHOW "
+                                  "VARIABLES): the setting did not take", self.log_tail())
+        return {name: shown[name.lower()] for name in expected}
 
     def value(self, sql: str, args: Any = None, what: str = "") -> Any:
         rows = self.query(sql, args, what)
@@ -113,6 +132,16 @@ class MySQLClusterServer(ClusterServer, MySQLServer):
 # The cluster's server class of each engine the binlog kind replicates, by the engine's name.
 CLUSTER_SERVERS: dict[str, type[ClusterServer]] = {cls.engine: cls for cls in (MariaDBClusterServer,
                                                                                 MySQLClusterServer)}
+
+
+def same_setting(shown: str, wanted: str) -> bool:
+    """Whether SHOW VARIABLES' value is the one set: case aside (ON, InnoDB), and a list as a set (the engines of
+    gtid_pos_auto_engines)."""
+    return _parts(shown) == _parts(wanted)
+
+
+def _parts(value: str) -> frozenset[str]:
+    return frozenset(p.strip().lower() for p in value.split(","))
 
 
 def _reason(err: pymysql.MySQLError) -> str:
@@ -142,8 +171,10 @@ class Cluster(ReplicaSet[ClusterServer]):
         self._source: str | None = None
 
     def start(self) -> None:
-        """Primary, then each replica, then replication; UserError naming the server and step, with its log line."""
+        """Primary, then each replica, then replication; UserError naming the server and step, with its log line.
+        Each server's role settings are read back (SHOW VARIABLES): one that did not take is a StudyFailed."""
         start_server(self.primary, "the primary")
+        self.primary.check_variables(self.dialect.shown(self.primary.role_settings))
         self._create_replication_user()
         for r in self.replicas:
             self.start_replica(r, first=True)
@@ -177,6 +208,7 @@ class Cluster(ReplicaSet[ClusterServer]):
         start_server(r, "replica")
         d = self.dialect
         try:
+            r.check_variables(d.shown(r.role_settings))  # the durability (and cross-engine) settings took
             if first:
                 # The replica starts from the primary's current position: what the primary holds so far (the lab's
                 # own user, the empty sbtest_pristine, which the replica created itself) is not replayed.

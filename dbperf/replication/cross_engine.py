@@ -9,11 +9,13 @@ experiment's first benchmark and thread count; the primary logs rows (MyRocks re
 Switching the state's engine: the replica's slave threads stopped, its @@gtid_slave_pos saved, the per-engine table
 of an earlier `auto` dropped and mysql.gtid_slave_pos altered (sql_log_bin = 0, the replica's own business), the
 replica restarted with the setting, the saved position set again before START SLAVE, so that nothing is applied
-twice or skipped."""
+twice or skipped. The settings (SHOW VARIABLES) and the state table's engine are read back after the restart (one that
+did not take fails the study); each way is then measured `repeats` times."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 
 from dbperf.experiment.binlog_rules import CROSS_ENGINE_DURABILITY
 from dbperf.experiment.model import Experiment
@@ -38,8 +40,13 @@ def configure(cluster: Cluster, r: ClusterServer, state: str, fsync: str) -> Non
             what=f"moving mysql.gtid_slave_pos to {state}")
     r.query("SET SESSION sql_log_bin = 1", what="moving the GTID state")
     extra = {"gtid_pos_auto_engines": "innodb,rocksdb"} if state == "auto" else {}
-    cluster.restart_replica(r, fsync, extra, slave_pos=saved)
+    cluster.restart_replica(r, fsync, extra, slave_pos=saved)  # reads its settings back
     cluster.durability = fsync
+    engine = str(r.value("SELECT ENGINE FROM information_schema.TABLES WHERE TABLE_SCHEMA = 'mysql' AND "
+                         "TABLE_NAME = 'gtid_slave_pos'", what="reading mysql.gtid_slave_pos's engine") or "")
+    if engine.lower() != ("rocksdb" if state == "rocksdb" else "innodb"):
+        raise StudyFailed(f"{r.target.name}: mysql.gtid_slave_pos is in {engine or 'no engine'} after it was moved "
+                          f"for the GTID state {state!r}: the move did not take", r.log_tail())
 
 
 def run_cross_engine_study(cluster: Cluster, e: Experiment, spec: ReplicationSpec,
@@ -58,11 +65,14 @@ def run_cross_engine_study(cluster: Cluster, e: Experiment, spec: ReplicationSpe
         for fsync in CROSS_ENGINE_DURABILITY:
             for state in STATES:
                 current = ApplyPlan(fsync, spec.commit_wait_counts[0], benchmark, threads, 1, 0, "serial")
-                step(f"cross-engine: tables {TABLE_ENGINE}, GTID state {state}, {fsync}")
+                step(f"cross-engine: the replica restarted with its GTID state in {state}, {fsync}")
                 configure(cluster, measured, state, fsync)
-                record = measure(cluster, e, spec, current)
-                record.state_engine, record.table_engine = state, TABLE_ENGINE
-                write(record)
+                for repeat in range(1, spec.repeats + 1):  # restarting the replica is the costly part: once
+                    current = replace(current, repeat=repeat)
+                    step(f"cross-engine: tables {TABLE_ENGINE}, GTID state {state}, {fsync} #{repeat}")
+                    record = measure(cluster, e, spec, current)
+                    record.state_engine, record.table_engine = state, TABLE_ENGINE
+                    write(record)
         step("cross-engine: the sbtest tables back to InnoDB for the studies after this one")
         for t in range(1, e.tables + 1):
             primary.query(f"ALTER TABLE sbtest.sbtest{t} ENGINE = InnoDB", what="moving the tables back to InnoDB")

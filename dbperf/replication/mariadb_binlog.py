@@ -11,7 +11,7 @@ from typing import Any
 
 from dbperf.engines.mariadb import MARIADB
 from dbperf.experiment.binlog_rules import CROSS_ENGINE_DURABILITY, DURABILITY
-from dbperf.replication.binlog_dialect import BinlogDialect, Statement
+from dbperf.replication.binlog_dialect import BinlogDialect, Statement, set_global
 
 # The primary generates the load fast (non-durable commits); the studies vary the replica's durability.
 PRIMARY_SETTINGS = {"server_id": "1", "log_bin": "primary-bin", "sync_binlog": "0",
@@ -45,15 +45,24 @@ def io_position(status: Mapping[str, Any]) -> str:
 
 
 def parallel(workers: int, mode: str | None) -> list[Statement]:
-    statements = [Statement("SET GLOBAL slave_parallel_threads = %s", (workers,), "setting slave_parallel_threads")]
+    statements = [set_global("slave_parallel_threads", workers)]
     if mode is not None:
-        statements.append(Statement("SET GLOBAL slave_parallel_mode = %s", (mode,), "setting slave_parallel_mode"))
+        statements.append(set_global("slave_parallel_mode", mode))
     return statements
 
 
 def commit_wait(count: int, usec: int) -> list[Statement]:
-    return [Statement("SET GLOBAL binlog_commit_wait_count = %s", (count,), "setting binlog_commit_wait_count"),
-            Statement("SET GLOBAL binlog_commit_wait_usec = %s", (usec,), "setting binlog_commit_wait_usec")]
+    return [set_global("binlog_commit_wait_count", count), set_global("binlog_commit_wait_usec", usec)]
+
+
+# The role settings whose values SHOW VARIABLES says as they are written in my.cnf (log_bin, a file name there, reads
+# ON or OFF).
+SHOWN = ("log_slave_updates", "sync_binlog", "innodb_flush_log_at_trx_commit", "rocksdb_flush_log_at_trx_commit",
+         "gtid_pos_auto_engines")
+
+
+def shown(settings: Mapping[str, str]) -> dict[str, str]:
+    return {"log_bin": "ON" if "log_bin" in settings else "OFF", **{k: settings[k] for k in SHOWN if k in settings}}
 
 
 def replica_settings(index: int, durability: str) -> dict[str, str]:
@@ -83,6 +92,6 @@ DIALECT = BinlogDialect(
     wait_sql="SELECT MASTER_GTID_WAIT(%s, %s)", wait_name="MASTER_GTID_WAIT", wait_timed_out=-1,
     stale_position="@@last_gtid",
     parallel=parallel, commit_wait=commit_wait,
-    primary_settings=PRIMARY_SETTINGS, replica_settings=replica_settings,
+    primary_settings=PRIMARY_SETTINGS, replica_settings=replica_settings, shown=shown,
     root_client=root_client, no_client="the mariadb client is not installed (apt install mariadb-client)",
 )

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from dbperf.engines.mysql import MYSQL
-from dbperf.replication.binlog_dialect import BinlogDialect, Statement
+from dbperf.replication.binlog_dialect import BinlogDialect, Statement, set_global
 from dbperf.replication.gtid_set import is_subset, transactions_between
 from dbperf.servers.mysql import mysqld_of
 
@@ -24,11 +24,10 @@ PRIMARY_SETTINGS = {"server_id": "1", "log_bin": "primary-bin", "log_replica_upd
 DURABILITY: dict[str, dict[str, str]] = {
     "binlog-crash-safe": {"log_bin": "replica-bin", "log_replica_updates": "ON", "sync_binlog": "1",
                           "innodb_flush_log_at_trx_commit": "1"},
-    "no-binlog-durable": {"log_bin": "replica-bin", "log_replica_updates": "OFF", "sync_binlog": "1",
-                          "innodb_flush_log_at_trx_commit": "1"},
+    "no-binlog-durable": {"skip-log-bin": "ON", "innodb_flush_log_at_trx_commit": "1"},
     "no-binlog-nondurable": {"skip-log-bin": "ON", "innodb_flush_log_at_trx_commit": "2"},
     "binlog-non-crash-safe": {"log_bin": "replica-bin", "log_replica_updates": "ON", "sync_binlog": "0",
-                              "innodb_flush_log_at_trx_commit": "0"},
+                              "innodb_flush_log_at_trx_commit": "2"},
 }
 # The section's modes (binlog_rules.MYSQL_MODES) as replica_preserve_commit_order: whether the workers commit in the
 # primary's order (MySQL's default) or as they finish.
@@ -54,11 +53,9 @@ def io_position(status: Mapping[str, Any]) -> str:
 
 
 def parallel(workers: int, mode: str | None) -> list[Statement]:
-    statements = [Statement("SET GLOBAL replica_parallel_workers = %s", (workers,),
-                            "setting replica_parallel_workers")]
+    statements = [set_global("replica_parallel_workers", workers)]
     if mode is not None:
-        statements.append(Statement("SET GLOBAL replica_preserve_commit_order = %s", (COMMIT_ORDER[mode],),
-                                    "setting replica_preserve_commit_order"))
+        statements.append(set_global("replica_preserve_commit_order", COMMIT_ORDER[mode]))
     return statements
 
 
@@ -66,10 +63,18 @@ def commit_wait(count: int, usec: int) -> list[Statement]:
     """MariaDB's binlog_commit_wait (wait up to usec for count commits) as MySQL's group commit: the binlog's sync
     delayed up to binlog_group_commit_sync_delay µs, or until binlog_group_commit_sync_no_delay_count commits; no
     delay at count 0, as MariaDB."""
-    return [Statement("SET GLOBAL binlog_group_commit_sync_no_delay_count = %s", (count,),
-                      "setting binlog_group_commit_sync_no_delay_count"),
-            Statement("SET GLOBAL binlog_group_commit_sync_delay = %s", (usec if count else 0,),
-                      "setting binlog_group_commit_sync_delay")]
+    return [set_global("binlog_group_commit_sync_no_delay_count", count),
+            set_global("binlog_group_commit_sync_delay", usec if count else 0)]
+
+
+# The role settings whose values SHOW VARIABLES says as they are written in my.cnf (log_bin, a file name there, reads
+# ON, or OFF under skip-log-bin).
+SHOWN = ("log_replica_updates", "sync_binlog", "innodb_flush_log_at_trx_commit")
+
+
+def shown(settings: Mapping[str, str]) -> dict[str, str]:
+    return {"log_bin": "OFF" if "skip-log-bin" in settings else "ON",
+            **{k: settings[k] for k in SHOWN if k in settings}}
 
 
 def replica_settings(index: int, durability: str) -> dict[str, str]:
@@ -107,6 +112,6 @@ DIALECT = BinlogDialect(
     wait_sql="SELECT WAIT_FOR_EXECUTED_GTID_SET(%s, %s)", wait_name="WAIT_FOR_EXECUTED_GTID_SET", wait_timed_out=1,
     stale_position="@@GLOBAL.gtid_executed",
     parallel=parallel, commit_wait=commit_wait,
-    primary_settings=PRIMARY_SETTINGS, replica_settings=replica_settings,
+    primary_settings=PRIMARY_SETTINGS, replica_settings=replica_settings, shown=shown,
     root_client=root_client, no_client="no mysql client found (beside the target's mysqld, or on the PATH)",
 )

@@ -80,9 +80,9 @@ def _run_probe(cluster: Any, job: dict[str, Any], password: str) -> subprocess.C
     return subprocess.CompletedProcess(proc.args, proc.returncode, result.get("out", ""), result.get("err", ""))
 
 
-def probe(cluster: Any, e: Experiment, spec: ReplicationSpec, wait: bool) -> StaleReadsRecord:
+def probe(cluster: Any, e: Experiment, spec: ReplicationSpec, wait: bool, repeat: int = 1) -> StaleReadsRecord:
     """One run of the native probe (Cluster or PgCluster); a StudyFailed when a server dies or the driver fails."""
-    record = StaleReadsRecord(type="replication_stale_reads", wait=wait, reads=spec.stale_reads,
+    record = StaleReadsRecord(type="replication_stale_reads", wait=wait, reads=spec.stale_reads, repeat=repeat,
                               background_threads=spec.background_threads, status="failed", started_at=time.time(),
                               background_rate=spec.background_rate, durability=cluster.durability,
                               workers=spec.workers[-1], mode=spec.modes[0] if spec.workers[-1] else "serial")
@@ -111,20 +111,23 @@ def run_stale_study(cluster: Any, e: Experiment, spec: ReplicationSpec,
                     write: Callable[[StaleReadsRecord], None], step: Callable[[str], None],
                     prepare_probe: Callable[[Any, ReplicationSpec], None] = prepare,
                     wait_name: str | None = None) -> None:
-    """Without the wait, then with it; each record written as it is produced. A server that dies ends the study with
-    a failed record and its log tail (StudyFailed is raised again for the lab). `prepare_probe` is the engine's (this
-    module's for the binlog kind, pg_stale.py's for PostgreSQL); `wait_name` names the wait in the progress line (the
-    binlog cluster's dialect names its own)."""
+    """Without the wait, then with it, `repeats` times (so that the stale fractions and the wait's percentiles have
+    the range of their runs); each record written as it is produced. A server that dies ends the study with a failed
+    record and its log tail (StudyFailed is raised again for the lab). `prepare_probe` is the engine's (this module's
+    for the binlog kind, pg_stale.py's for PostgreSQL); `wait_name` names the wait in the progress line (the binlog
+    cluster's dialect names its own)."""
     wait_name = wait_name or cluster.dialect.wait_name
-    wait = False
+    wait, repeat = False, 1
     try:
         step("stale reads: preparing the probe row")
         prepare_probe(cluster, spec)
-        for wait in (False, True):
-            step(f"stale reads: {spec.stale_reads} probes {'with' if wait else 'without'} {wait_name}")
-            write(probe(cluster, e, spec, wait))
+        for repeat in range(1, spec.repeats + 1):
+            for wait in (False, True):
+                step(f"stale reads: {spec.stale_reads} probes {'with' if wait else 'without'} {wait_name} "
+                     f"#{repeat}")
+                write(probe(cluster, e, spec, wait, repeat))
     except StudyFailed as err:
         write(StaleReadsRecord(type="replication_stale_reads", wait=wait, reads=spec.stale_reads,
                                background_threads=spec.background_threads, status="failed", error=str(err),
-                               server_log_tail=err.log_tail or None, started_at=time.time()))
+                               server_log_tail=err.log_tail or None, started_at=time.time(), repeat=repeat))
         raise

@@ -19,7 +19,7 @@ APPLY_COLUMNS = ("durability", "commit wait", "primary load", "workers", "mode",
                  "vs 0 workers", "primary trx/s")
 STALE_COLUMNS = ("probe", "reads", "stale", "stale fraction", "wait p50 µs", "p95 µs", "p99 µs", "max µs", "timeouts",
                  "background trx/s")
-CROSS_COLUMNS = ("durability", "tables", "GTID state", "primary load", "trx", "trx/s", "apply s",
+CROSS_COLUMNS = ("durability", "tables", "GTID state", "primary load", "trx", "trx/s", "min–max", "n", "apply s",
                  "vs state in rocksdb")
 CROSS_NOTE = ("cross-engine: GTID state innodb = mysql.gtid_slave_pos in InnoDB while the tables are MyRocks "
               "(every replicated commit spans two engines); auto = gtid_pos_auto_engines = innodb,rocksdb "
@@ -58,14 +58,26 @@ def cores_note(cpus: int) -> str | None:
             "[Nielsen 2014-03-13] was measured on a many-core server; this table does not and cannot show that here.")
 
 
+def commit_wait(r: dict[str, Any]) -> str:
+    """The primary's group-commit wait of a row, as what it is: none, or up to `usec` for `count` commits."""
+    if not r["commit_wait_count"]:
+        return "none"
+    return f"{r['commit_wait_count']} commits or {r['commit_wait_usec']:,} µs"
+
+
+def primary_load(r: dict[str, Any]) -> str:
+    """The primary's write load of a row: its workload and its client threads, said as such."""
+    clients = r["client_threads"]
+    return f"{r['benchmark']}, {clients} client{'' if clients == 1 else 's'}"
+
+
 def apply_tables(s: dict[str, Any]) -> list[StudyTable]:
     rows: list[tuple[str, ...]] = []
     order = sorted(s["apply"], key=lambda r: (r["durability"], r["commit_wait_count"], r["benchmark"],
                                               r["client_threads"], r["workers"], r["mode"]))
     for r in order:
-        wait = f"{r['commit_wait_count']}/{r['commit_wait_usec']}µs" if r["commit_wait_count"] else "0"
         workers = f"{r['workers']}{OVER_CORES if r['workers_exceed_cpus'] else ''}"
-        rows.append((r["durability"], wait, f"{r['benchmark']} t={r['client_threads']}", workers, r["mode"],
+        rows.append((r["durability"], commit_wait(r), primary_load(r), workers, r["mode"],
                      num(r["transactions"]), num(r["trx_per_s"]),
                      f"{num(r['trx_per_s_min'])}–{num(r['trx_per_s_max'])}", str(r["n"]),
                      "-" if r["vs_serial"] is None else f"{r['vs_serial']:.2f}x", num(r["primary_trx_per_s"])))
@@ -84,7 +96,12 @@ def stale_table(st: dict[str, Any]) -> tuple[StudyTable, str]:
                      num(st.get("wait_timeouts")) if key == "with_wait" else "-",
                      num(st.get(f"background_trx_per_s_{key}"))))
     rate = st.get("background_rate")
-    note = (f"stale reads: {st.get('background_threads')} background writer thread(s) on the primary "
+    runs = st.get("runs_with_wait") or 1
+    repeated = (f"{runs} runs each, the reads pooled, each latency the median of the runs' (the wait's p50 "
+                f"{num(st.get('wait_p50_us_min'), 1)}–{num(st.get('wait_p50_us_max'), 1)} µs, p99 "
+                f"{num(st.get('wait_p99_us_min'), 1)}–{num(st.get('wait_p99_us_max'), 1)} µs over them); "
+                if runs > 1 else "")
+    note = (f"stale reads: {repeated}{st.get('background_threads')} background writer thread(s) on the primary "
             f"({f'{rate:,.0f} trx/s target' if rate else 'unthrottled'}); "
             f"replicas {st.get('durability')}, {st.get('workers')} workers ({st.get('mode')}); the probe "
             "loop is native (dbperf-driver stale-reads); the wait's latency is the round trip of SELECT "
@@ -98,8 +115,9 @@ def cross_engine_tables(s: dict[str, Any]) -> tuple[list[StudyTable], list[str]]
     if not s.get("cross_engine"):
         return [], []
     rows: list[tuple[str, ...]] = [
-        (c["durability"], c["table_engine"], c["state_engine"], f"{c['benchmark']} t={c['client_threads']}",
-         num(c["transactions"]), num(c["trx_per_s"]), f"{c['apply_s']:.2f}",
+        (c["durability"], c["table_engine"], c["state_engine"], primary_load(c),
+         num(c["transactions"]), num(c["trx_per_s"]), f"{num(c['trx_per_s_min'])}–{num(c['trx_per_s_max'])}",
+         str(c["n"]), f"{c['apply_s']:.2f}",
          "-" if c["vs_single_engine"] is None else f"{c['vs_single_engine']:.2f}x") for c in s["cross_engine"]]
     return [StudyTable("cross-engine commits (replica apply, one SQL thread)", CROSS_COLUMNS, rows, 4)], [CROSS_NOTE]
 
@@ -113,10 +131,10 @@ def apply_figure(s: dict[str, Any]) -> Figure:
         key = (r["durability"], r["commit_wait_count"], r["benchmark"], r["client_threads"])
         lines[key].append({**r, "line_mode": mode})
     data = []
-    for i, (key, points) in enumerate(sorted(lines.items())):
+    for i, (_, points) in enumerate(sorted(lines.items())):
         points.sort(key=lambda r: r["workers"])
-        durability, wait, benchmark, threads = key
-        name = f"{durability}" + (f" wait={wait}" if wait else "") + f" {benchmark} t={threads}"
+        r = points[0]
+        name = f"{r['durability']}, commit wait {commit_wait(r)}, {primary_load(r)}"
         data.append({"type": "scatter", "mode": "lines+markers", "name": label(name), "marker": {"color": colour(i)},
                      "x": [p["workers"] for p in points], "y": [p["trx_per_s"] for p in points],
                      "text": [label(p["mode"]) for p in points]})
