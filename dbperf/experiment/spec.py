@@ -286,7 +286,7 @@ def parse_experiment(path: Path, *, cpus_here: bool = True) -> Experiment:
     values = keys.checked(run, keys.RUN, rwhere)
     benchmarks = _benchmarks(run, path.parent, rwhere)
     threads = _threads(run, rwhere)
-    time_s, auto_time = time_setting(values.get("time", 10.0))
+    time_s, auto_time = time_setting(values.get("time", 10.0), values.get("auto_time"), rwhere)
     if time_s <= 0:
         raise UserError(f"{rwhere}.time: must be longer than 0")
     targets = _targets(doc, where, path.parent)
