@@ -105,19 +105,33 @@ class RoundsMeta(msgspec.Struct, kw_only=True):
 
 
 class RoundLengthMeta(msgspec.Struct, kw_only=True):
-    """`time = "auto"` (runner/pilot.py, stats/round_length.py): the length a (benchmark, threads) group's rounds ran
-    at, chosen from its pilot rounds (not kept: every round the verdict reads has this length), and the inputs."""
+    """The length a (benchmark, threads) group's rounds ran at under `time = "auto"`, chosen from its pilot rounds
+    (not kept: every round the verdict reads has this length), and the inputs (stats/round_length.py)."""
     benchmark: str
     threads: int
     time_s: float  # each cell's measured time in the group's rounds
-    pilot_s: float
-    pilot_rounds: int
     per_process: float | None = None  # a: a round ratio's relative variance that does not fall with the length
     per_second: float | None = None  # b: the part that falls like b / time (relative variance × seconds)
     overhead_s: float  # c: a round's fixed time (start, warm-up, data restored) per second it measures
+    reason: str
+
+
+class AutoTimeMeta(msgspec.Struct, kw_only=True):
+    """`time = "auto"` (experiment/auto_time.py, runner/pilot.py): the pilot, the bounds, and each group's length as
+    it was chosen (recorded before the group's rounds run: a resumed run goes on at it)."""
+    pilot_rounds: int
+    pilot_s: float
     shortest_s: float
     longest_s: float
-    reason: str
+    lengths: list[RoundLengthMeta] = []
+
+    def length(self, benchmark: str, threads: int) -> RoundLengthMeta | None:
+        return next((r for r in self.lengths if (r.benchmark, r.threads) == (benchmark, threads)), None)
+
+    def chose(self, chosen: RoundLengthMeta) -> None:
+        """A group's length chosen, in place of an earlier one of the same group."""
+        key = (chosen.benchmark, chosen.threads)
+        self.lengths = [*(r for r in self.lengths if (r.benchmark, r.threads) != key), chosen]
 
 
 class Extension(msgspec.Struct, kw_only=True):
@@ -221,9 +235,7 @@ class RunMeta(msgspec.Struct, kw_only=True):
     post_write_wait_s: float | None = None
     runtime_dir: str | None = None
     rounds: list[RoundsMeta] | None = None
-    # time = "auto": the pilot and the bounds (experiment/auto_time.py; `time_s` is then None), and each group's length
-    auto_time: dict[str, Any] | None = None
-    round_lengths: list[RoundLengthMeta] | None = None
+    auto_time: AutoTimeMeta | None = None  # time = "auto": the pilot, the bounds, the lengths (`time_s` is then None)
     # Other kinds of run
     replication: ReplicationMeta | None = None
     imported: ImportedMeta | None = None
@@ -267,16 +279,6 @@ class RunMeta(msgspec.Struct, kw_only=True):
         """A group's rounds ended: recorded in place of an earlier sitting's, the groups in the order they run."""
         rounds = [r for r in self.rounds or [] if (r.benchmark, r.threads) != (ended.benchmark, ended.threads)]
         self.rounds = sorted([*rounds, ended], key=lambda r: order.get((r.benchmark, r.threads), len(order)))
-
-    def round_length(self, benchmark: str, threads: int) -> RoundLengthMeta | None:
-        """`time = "auto"`: the length a group's rounds run at, once its pilot chose it."""
-        return next((r for r in self.round_lengths or [] if (r.benchmark, r.threads) == (benchmark, threads)), None)
-
-    def chose_length(self, chosen: RoundLengthMeta) -> None:
-        """A group's round length chosen (`time = "auto"`), recorded before its rounds run: a resumed run goes on
-        at it."""
-        others = [r for r in self.round_lengths or [] if (r.benchmark, r.threads) != (chosen.benchmark, chosen.threads)]
-        self.round_lengths = [*others, chosen]
 
 
 # UPGRADES[n] turns a version n-1 meta.json (as a JSON object) into version n. Version 1 is the first: dbperf has

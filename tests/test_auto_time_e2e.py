@@ -36,10 +36,10 @@ def test_time_auto_chooses_records_and_says(write_experiment, tmp_path, order):
 
     meta = json.loads((out / "meta.json").read_text())
     assert meta["time_s"] is None
-    assert meta["auto_time"] == {"pilot_rounds": 2, "pilot_s": 0.4, "shortest_s": 0.2, "longest_s": 0.8}
-    (chosen,) = meta["round_lengths"]
-    assert (chosen["benchmark"], chosen["threads"], chosen["pilot_rounds"], chosen["pilot_s"]) == ("point-query", 1,
-                                                                                                 2, 0.4)
+    auto = meta["auto_time"]
+    assert (auto["pilot_rounds"], auto["pilot_s"], auto["shortest_s"], auto["longest_s"]) == (2, 0.4, 0.2, 0.8)
+    (chosen,) = auto["lengths"]
+    assert (chosen["benchmark"], chosen["threads"]) == ("point-query", 1)
     assert 0.2 <= chosen["time_s"] <= 0.8 and chosen["overhead_s"] >= 0 and chosen["reason"]
     assert chosen["per_process"] is not None and chosen["per_second"] is not None
 

@@ -8,12 +8,14 @@ import math
 import random
 import statistics
 
+import msgspec
 import pytest
 
 from dbperf.errors import UserError
 from dbperf.experiment.auto_time import AutoTime
 from dbperf.experiment.spec import parse_experiment
 from dbperf.records import CellRecord, Interval, Latency, RunResult, Usage
+from dbperf.run_meta import AutoTimeMeta, RoundLengthMeta
 from dbperf.runner.pilot import PilotRound, choose, length_line, length_meta, log_ratios, overhead_s
 from dbperf.stats.round_length import (
     NoiseParts,
@@ -154,9 +156,9 @@ def test_pilot_records_choose_near_the_true_optimum(a, b, c):
     choice = choose("base", rounds, auto, measured)
     assert choice.parts is not None and choice.parts.per_second == pytest.approx(b, rel=0.05)
     assert choice.time_s == pytest.approx(math.sqrt(b * c / a), rel=0.2)
-    chosen = length_meta("point-query", 1, choice, auto)
+    chosen = length_meta("point-query", 1, choice)
     assert chosen.time_s == round(choice.time_s, 3) and chosen.per_process == choice.parts.per_process
-    line = length_line(chosen)
+    line = length_line(chosen, auto)
     assert line.startswith("dbperf: time = \"auto\": point-query t=1: rounds of ") and "sqrt(b·c/a)" in line
 
 
@@ -210,3 +212,15 @@ def test_bad_auto_time_is_one_line(tmp_path, extra, says):
     with pytest.raises(UserError) as err:
         parse_experiment(path)
     assert says in str(err.value) and "\n" not in str(err.value)
+
+
+def test_meta_json_keeps_one_length_a_group_and_reads_back():
+    lengths = AutoTimeMeta(**AutoTime().describe())
+    lengths.chose(RoundLengthMeta(benchmark="point-query", threads=1, time_s=1.0, overhead_s=0.5, reason="first"))
+    lengths.chose(RoundLengthMeta(benchmark="point-query", threads=2, time_s=4.0, overhead_s=0.5, reason="other"))
+    lengths.chose(RoundLengthMeta(benchmark="point-query", threads=1, time_s=2.0, per_process=1e-4, per_second=1e-3,
+                                  overhead_s=0.5, reason="again"))
+    again = lengths.length("point-query", 1)
+    assert again is not None and again.time_s == 2.0 and len(lengths.lengths) == 2
+    assert lengths.length("range-query", 1) is None
+    assert msgspec.json.decode(msgspec.json.encode(lengths), type=AutoTimeMeta) == lengths

@@ -29,7 +29,7 @@ from dbperf.host.driver import driver_version
 from dbperf.host.facts import host_metadata
 from dbperf.host.noise import HEAVY_FOREIGN_CPU, HEAVY_STEAL
 from dbperf.records import CellRecord, CountersRecord, to_builtins
-from dbperf.run_meta import BenchmarkMeta, HostMeta, RoundsMeta, RunMeta, TargetMeta, meta_part
+from dbperf.run_meta import AutoTimeMeta, BenchmarkMeta, HostMeta, RoundsMeta, RunMeta, TargetMeta, meta_part
 from dbperf.runner.cell_plan import CellPlan
 from dbperf.runner.lab_run import LabRun, RunOutcome
 from dbperf.runner.orders.base import Order
@@ -57,7 +57,7 @@ def run_meta_of(plan: RunPlan, settings: dict[str, list]) -> RunMeta:
         e,
         base=e.base,
         time_s=None if e.auto_time else e.time_s,
-        auto_time=e.auto_time.describe() if e.auto_time else None,
+        auto_time=AutoTimeMeta(**e.auto_time.describe()) if e.auto_time else None,
         warmup_s=e.warmup_s,
         repeats="auto" if e.budget_s is not None else e.repeats,
         prepared=e.prepared,
@@ -255,18 +255,18 @@ class MatrixRun:
     def sized(self, group: Group) -> Order:
         """The way a group's rounds run: the plan's, and under `time = "auto"` at the group's round length, chosen
         from its pilot rounds (runner/pilot.py) or by an earlier sitting, recorded and said before its rounds."""
-        auto = self.e.auto_time
-        if auto is None:
+        auto, lengths = self.e.auto_time, self.meta.auto_time
+        if auto is None or lengths is None:
             return self.plan.order
-        chosen = self.meta.round_length(group.benchmark.name, group.threads)
+        chosen = lengths.length(group.benchmark.name, group.threads)
         if chosen is None:
             way = self.plan.order.running(pilot_experiment(self.e, auto))
             rounds = [self._pilot_round(way, group, r) for r in range(1, auto.pilot_rounds + 1)]
-            choice = choose(self.e.base, rounds, auto, measured_per_second(way, group.threads))
-            chosen = length_meta(group.benchmark.name, group.threads, choice, auto)
-            self.meta.chose_length(chosen)
+            chosen = length_meta(group.benchmark.name, group.threads,
+                                 choose(self.e.base, rounds, auto, measured_per_second(way, group.threads)))
+            lengths.chose(chosen)
             self.lab.save()
-            self.lab.say(length_line(chosen))
+            self.lab.say(length_line(chosen, auto))
         return self.plan.order.running(replace(self.e, time_s=chosen.time_s))
 
     def _pilot_round(self, way: Order, group: Group, round_: int) -> PilotRound:

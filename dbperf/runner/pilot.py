@@ -110,18 +110,16 @@ def choose(base: str, rounds: Sequence[PilotRound], auto: AutoTime, measured: fl
                          auto.longest_s)
 
 
-def length_meta(benchmark: str, threads: int, choice: LengthChoice, auto: AutoTime) -> RoundLengthMeta:
-    """meta.json's record of the choice (its `round_lengths`)."""
+def length_meta(benchmark: str, threads: int, choice: LengthChoice) -> RoundLengthMeta:
+    """meta.json's record of the choice (in its `auto_time`)."""
     parts = choice.parts
     return RoundLengthMeta(benchmark=benchmark, threads=threads, time_s=round(choice.time_s, 3),
-                           pilot_s=auto.pilot_s, pilot_rounds=auto.pilot_rounds,
                            per_process=parts.per_process if parts else None,
                            per_second=parts.per_second if parts else None,
-                           overhead_s=round(choice.overhead_s, 3), shortest_s=auto.shortest_s,
-                           longest_s=auto.longest_s, reason=choice.reason)
+                           overhead_s=round(choice.overhead_s, 3), reason=choice.reason)
 
 
-def length_line(chosen: RoundLengthMeta) -> str:
+def length_line(chosen: RoundLengthMeta, auto: AutoTime) -> str:
     """The one line a run says of a group's choice."""
     return (f"dbperf: time = \"auto\": {chosen.benchmark} t={chosen.threads}: rounds of {chosen.time_s:g} s "
-            f"({chosen.reason}; from {chosen.pilot_rounds} pilot rounds of {chosen.pilot_s:g} s, not kept)")
+            f"({chosen.reason}; from {auto.pilot_rounds} pilot rounds of {auto.pilot_s:g} s, not kept)")

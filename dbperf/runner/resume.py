@@ -146,7 +146,8 @@ class Earlier:
         now = datetime.now(UTC).isoformat(timespec="seconds")
         meta.started_at = self.meta.started_at
         meta.rounds = list(self.meta.rounds) if self.meta.rounds is not None else None
-        meta.round_lengths = list(self.meta.round_lengths) if self.meta.round_lengths is not None else None
+        if meta.auto_time is not None and self.meta.auto_time is not None:
+            meta.auto_time.lengths = list(self.meta.auto_time.lengths)
         meta.resumed_at = [*(self.meta.resumed_at or []), now]
         meta.extended = [*(self.meta.extended or []), *([Extension(at=now, budget_s=self.extend_s)]
                                                          if self.extend_s else [])] or None
