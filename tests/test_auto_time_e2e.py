@@ -44,7 +44,8 @@ def test_time_auto_chooses_records_and_says(write_experiment, tmp_path, order):
     assert chosen["per_process"] is not None and chosen["per_second"] is not None
 
     line = next(x for x in proc.stderr.splitlines() if x.startswith("dbperf: time = \"auto\": point-query t=1:"))
-    assert f"rounds of {chosen['time_s']:g} s" in line and chosen["reason"] in line and "2 pilot rounds of 0.4 s" in line
+    assert f"rounds of {chosen['time_s']:g} s" in line and chosen["reason"] in line
+    assert "from 2 pilot rounds of 0.4 s, not kept" in line
 
     # the pilot's cells are not kept: the rounds kept are the two asked for, each measured for the length chosen
     lines = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()]

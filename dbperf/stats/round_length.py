@@ -80,9 +80,9 @@ def per_second_part(samples: Sequence[float], interval_s: float) -> float | None
 def between_rounds(log_ratios: Sequence[Sequence[float]]) -> float | None:
     """The pooled variance of the rounds' log ratios, one sequence per target compared with the base (each about
     its own mean: the targets' levels differ); None with no two rounds of any."""
-    squares = sum(sum((x - statistics.fmean(xs)) ** 2 for x in xs) for xs in log_ratios if len(xs) >= 2)
-    freedom = sum(len(xs) - 1 for xs in log_ratios if len(xs) >= 2)
-    return squares / freedom if freedom else None
+    pooled = [(statistics.variance(xs), len(xs) - 1) for xs in log_ratios if len(xs) >= 2]
+    freedom = sum(n for _, n in pooled)
+    return sum(v * n for v, n in pooled) / freedom if freedom else None
 
 
 def estimate_parts(log_ratios: Sequence[Sequence[float]], ratio_per_second: float, pilot_s: float) -> NoiseParts | None:
@@ -106,11 +106,13 @@ class LengthChoice:
     @property
     def reason(self) -> str:
         if self.parts is None:
-            return "the pilot rounds measured too little to estimate the noise: the pilot length kept"
+            return "the pilot measured too little to estimate the noise: the pilot length kept, within the bounds"
         a, b, c = self.parts.per_process, self.parts.per_second, self.overhead_s
         said = f"per-process variance a = {a:.2g}, per-second b = {b:.2g} s, overhead c = {c:.2g} s"
-        if b <= 0 or c <= 0:
-            return f"{said}: no part falls with a longer round, the shortest"
+        if b <= 0:
+            return f"{said}: no per-second part, the shortest"
+        if c <= 0:
+            return f"{said}: no overhead a round, the shortest"
         if a <= 0:
             return f"{said}: no per-process part, the longest"
         best = math.sqrt(b * c / a)
@@ -121,6 +123,10 @@ class LengthChoice:
 
 def choose_length(parts: NoiseParts | None, overhead_s: float, pilot_s: float, shortest_s: float,
                   longest_s: float) -> LengthChoice:
-    """The round length for a group's rounds after its pilot (the pilot's own length where nothing was estimated)."""
-    time_s = pilot_s if parts is None else best_length(parts, overhead_s, shortest_s, longest_s)
+    """The round length for a group's rounds after its pilot (the pilot's own length, within the bounds, where
+    nothing was estimated)."""
+    if parts is None:
+        time_s = min(max(pilot_s, shortest_s), longest_s)
+    else:
+        time_s = best_length(parts, overhead_s, shortest_s, longest_s)
     return LengthChoice(time_s, parts, overhead_s, shortest_s, longest_s)
