@@ -55,7 +55,8 @@ class Order(ABC):
         """The same way (opened as it is) whose cells run as `e` says: the experiment with a group's round length
         under `time = "auto"` (runner/pilot.py). Every way is a frozen dataclass whose `experiment` its cells read."""
         way: Any = self
-        return replace(way, experiment=e)
+        running: Order = replace(way, experiment=e)
+        return running
 
     def describe(self) -> dict[str, Any]:
         """What it did, as meta.json's fields of its own (beside `order`, which names it)."""
