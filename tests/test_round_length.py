@@ -4,6 +4,7 @@ with a per-process part only; and the experiment file's `time = "auto"` and `aut
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import random
 import statistics
@@ -15,8 +16,19 @@ from dbperf.errors import UserError
 from dbperf.experiment.auto_time import AutoTime
 from dbperf.experiment.spec import parse_experiment
 from dbperf.records import CellRecord, Interval, Latency, RunResult, Usage
-from dbperf.run_meta import AutoTimeMeta, RoundLengthMeta
-from dbperf.runner.pilot import PilotRound, choose, length_line, length_meta, log_ratios, overhead_s
+from dbperf.run_meta import AutoTimeMeta, RoundLengthMeta, RunMeta
+from dbperf.runner.orders.slices import Slices
+from dbperf.runner.pilot import (
+    PilotRound,
+    choose,
+    length_line,
+    length_meta,
+    log_ratios,
+    measured_per_second,
+    overhead_s,
+    pilot_experiment,
+)
+from dbperf.runner.resume import Earlier
 from dbperf.stats.round_length import (
     NoiseParts,
     best_length,
@@ -226,3 +238,24 @@ def test_meta_json_keeps_one_length_a_group_and_reads_back():
     assert again is not None and again.time_s == 2.0 and len(lengths.lengths) == 2
     assert lengths.length("range-query", 1) is None
     assert msgspec.json.decode(msgspec.json.encode(lengths), type=AutoTimeMeta) == lengths
+
+
+def test_a_resumed_run_goes_on_at_the_lengths_chosen_before():
+    chosen = RoundLengthMeta(benchmark="point-query", threads=1, time_s=1.5, overhead_s=0.5, reason="chosen")
+    before = RunMeta(base="a", targets=[], auto_time=AutoTimeMeta(**AutoTime().describe(), lengths=[chosen]))
+    now = Earlier(before, []).resumed_meta(RunMeta(base="a", targets=[],
+                                                   auto_time=AutoTimeMeta(**AutoTime().describe())))
+    assert now.auto_time is not None and now.auto_time.length("point-query", 1) == chosen
+
+
+def test_a_way_running_another_length_keeps_what_it_set_up(tmp_path):
+    path = tmp_path / "e.toml"
+    path.write_text(RUN.format(extra='time = "auto"\norder = "slices"') + '[[target]]\nname = "b"\n')
+    e = parse_experiment(path)
+    way = Slices(e, libraries={"a": "/copies/a.so", "b": "/copies/b.so"})
+    sized = way.running(dataclasses.replace(e, time_s=1.5))
+    assert isinstance(sized, Slices) and sized.libraries == way.libraries and sized.experiment.time_s == 1.5
+    assert way.experiment.time_s == AutoTime().pilot_s
+    assert measured_per_second(sized, 1) == pytest.approx(2.0)  # two targets' time in one process a round
+    pilot = pilot_experiment(e, AutoTime())
+    assert pilot.time_s == 3.0 and pilot.load.interval_s == pytest.approx(0.3)
