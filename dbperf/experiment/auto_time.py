@@ -22,10 +22,11 @@ class AutoTime:
     pilot_rounds: int = 3
     # 3 s: ten samples of the time series per cell (runner/pilot.py), short enough to cost little beside the rounds.
     pilot_s: float = 3.0
-    # Below 1 s a cell's start and warm-up dominate any round; above 30 s a group runs too few rounds for the
-    # verdict's minimum to fit in a budget of minutes.
+    # Below 1 s a cell's start and warm-up dominate any round. At most the default `time` (10 s): three pilot rounds
+    # estimate the per-process part roughly, often as none (then the longest wins), and that must cost no more than
+    # the default would.
     shortest_s: float = 1.0
-    longest_s: float = 30.0
+    longest_s: float = 10.0
 
     def describe(self) -> dict[str, Any]:
         """For meta.json."""
@@ -37,7 +38,7 @@ def check_auto_time(value: Any, where: str) -> AutoTime:
     """`[run].auto_time`'s own check: a table of the four settings, each optional."""
     if not isinstance(value, dict):
         raise UserError(f"{where}: expected a table such as {{ pilot = \"3s\", pilot_rounds = 3, shortest = \"1s\", "
-                        f"longest = \"30s\" }}, got {value!r}")
+                        f"longest = \"10s\" }}, got {value!r}")
     unknown = sorted(set(value) - set(FIELDS))
     if unknown:
         raise UserError(f"{where}: unknown setting {unknown[0]!r} (known: {', '.join(FIELDS)})")

@@ -150,7 +150,7 @@ RUN = (
         "within bounds (stats/round_length.py; meta.json's `auto_time`, one line per group)",
         "10s", "s", cell_time),
     Key("auto_time", "{ pilot, pilot_rounds, shortest, longest }", "time = \"auto\": the pilot rounds' length and "
-        "count, and the bounds of the length chosen", "3s, 3, 1s, 30s", "", check_auto_time),
+        "count, and the bounds of the length chosen", "3s, 3, 1s, 10s", "", check_auto_time),
     Key("warmup", "duration", "unmeasured time before each cell, at most a week", "2s", "s", cell_duration),
     Key("steady", "true | { tolerance, window, interval, max_warmup }", "steady state: warm up until the last "
         "`window` throughput samples of `interval` agree within `tolerance` ((max - min) / mean), at least `warmup`, "
