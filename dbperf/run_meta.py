@@ -104,6 +104,36 @@ class RoundsMeta(msgspec.Struct, kw_only=True):
     planned: int | None = None  # the rounds its budget afforded when it started: the verdict's looks (stats/planned.py)
 
 
+class RoundLengthMeta(msgspec.Struct, kw_only=True):
+    """The length a (benchmark, threads) group's rounds ran at under `time = "auto"`, chosen from its pilot rounds
+    (not kept: every round the verdict reads has this length), and the inputs (stats/round_length.py)."""
+    benchmark: str
+    threads: int
+    time_s: float  # each cell's measured time in the group's rounds
+    per_process: float | None = None  # a: a round ratio's relative variance that does not fall with the length
+    per_second: float | None = None  # b: the part that falls like b / time (relative variance × seconds)
+    overhead_s: float  # c: a round's fixed time (start, warm-up, data restored) per second it measures
+    reason: str
+
+
+class AutoTimeMeta(msgspec.Struct, kw_only=True):
+    """`time = "auto"` (experiment/auto_time.py, runner/pilot.py): the pilot, the bounds, and each group's length as
+    it was chosen (recorded before the group's rounds run: a resumed run goes on at it)."""
+    pilot_rounds: int
+    pilot_s: float
+    shortest_s: float
+    longest_s: float
+    lengths: list[RoundLengthMeta] = []
+
+    def length(self, benchmark: str, threads: int) -> RoundLengthMeta | None:
+        return next((r for r in self.lengths if (r.benchmark, r.threads) == (benchmark, threads)), None)
+
+    def chose(self, chosen: RoundLengthMeta) -> None:
+        """A group's length chosen, in place of an earlier one of the same group."""
+        key = (chosen.benchmark, chosen.threads)
+        self.lengths = [*(r for r in self.lengths if (r.benchmark, r.threads) != key), chosen]
+
+
 class Extension(msgspec.Struct, kw_only=True):
     """A sitting that `--extend` gave more budget (runner/resume.py): when it began and how much it added."""
     at: str
@@ -206,6 +236,7 @@ class RunMeta(msgspec.Struct, kw_only=True):
     post_write_wait_s: float | None = None
     runtime_dir: str | None = None
     rounds: list[RoundsMeta] | None = None
+    auto_time: AutoTimeMeta | None = None  # time = "auto": the pilot, the bounds, the lengths (`time_s` is then None)
     # Other kinds of run
     replication: ReplicationMeta | None = None
     imported: ImportedMeta | None = None

@@ -12,6 +12,7 @@ from typing import Any
 
 from dbperf import engines
 from dbperf.errors import UserError
+from dbperf.experiment.auto_time import AUTO, check_auto_time
 from dbperf.experiment.durations import parse_duration
 from dbperf.experiment.load_model import ARRIVALS
 from dbperf.experiment.load_model import percentiles as load_percentiles
@@ -82,6 +83,11 @@ def cell_duration(value: Any, where: str) -> float:
     return parse_duration(value, where, per="per cell")
 
 
+def cell_time(value: Any, where: str) -> float | str:
+    """A cell's measured time, or "auto": sized to the noise by pilot rounds (experiment/auto_time.py)."""
+    return AUTO if value == AUTO else cell_duration(value, where)
+
+
 def post_write_wait(value: Any, where: str) -> float | str:
     return "harness" if value == "harness" else parse_duration(value, where)
 
@@ -138,7 +144,13 @@ RUN = (
     Key("tables", "integer >= 1", "sbtest tables per target", "1", "tables", integer(1)),
     Key("table_size", "integer >= 1", "rows per table", "100000", "rows", integer(1)),
     Key("threads", "integer or list", "client threads; a list sweeps, each count once", "[1]", "threads"),
-    Key("time", "duration", "measured time per cell, at most a week", "10s", "s", cell_duration),
+    Key("time", "duration or \"auto\"", "measured time per cell, at most a week; auto: each (benchmark, threads) "
+        "first runs pilot rounds (not kept), then its rounds at the length that decides most per minute from their "
+        "noise: sqrt(b·c/a), a the per-process and b the per-second variance of a round's ratio, c its overhead, "
+        "within bounds (stats/round_length.py; meta.json's `auto_time`, one line per group)",
+        "10s", "s", cell_time),
+    Key("auto_time", "{ pilot, pilot_rounds, shortest, longest }", "time = \"auto\": the pilot rounds' length and "
+        "count, and the bounds of the length chosen", "3s, 3, 1s, 10s", "", check_auto_time),
     Key("warmup", "duration", "unmeasured time before each cell, at most a week", "2s", "s", cell_duration),
     Key("steady", "true | { tolerance, window, interval, max_warmup }", "steady state: warm up until the last "
         "`window` throughput samples of `interval` agree within `tolerance` ((max - min) / mean), at least `warmup`, "

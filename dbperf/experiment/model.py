@@ -11,6 +11,7 @@ from pathlib import Path
 from dbperf import engines
 from dbperf.catalog.workload import Workload
 from dbperf.errors import UserError
+from dbperf.experiment.auto_time import AutoTime
 from dbperf.experiment.build_variants import BuildSpec, ServerBuildSpec
 from dbperf.experiment.keys import DEFAULT_MIN_EFFECT
 from dbperf.experiment.load_model import LoadModel
@@ -97,7 +98,8 @@ class Experiment:
     tables: int = 1
     table_size: int = 100_000
     threads: tuple[int, ...] = (1,)
-    time_s: float = 10.0
+    time_s: float = 10.0  # time = "auto": the pilot rounds' (each group then chooses its own: runner/pilot.py)
+    auto_time: AutoTime | None = None  # time = "auto" (experiment/auto_time.py)
     warmup_s: float = 2.0
     repeats: int = 3  # repeats = "auto": the minimum of clean rounds (budget_s is then set)
     seed: int = 1

@@ -12,6 +12,7 @@ from typing import Any
 from dbperf import engines
 from dbperf.catalog.workload import compile_statements
 from dbperf.errors import UserError
+from dbperf.experiment.auto_time import AUTO
 from dbperf.experiment.model import DEFAULT_SLICE_S, Experiment, Target
 from dbperf.host.process_variants import ProcessVariant
 from dbperf.host.remedies import REMEDIES
@@ -33,7 +34,8 @@ def slice_setting(values: dict[str, Any], rwhere: str, time_s: float) -> float:
                         f"microseconds), got {slice_s:g} s")
     if slice_s >= time_s:
         said = f"slice = {slice_s:g} s" + ("" if "slice" in values else " (the default)")
-        raise UserError(f"{rwhere}: {said} is not shorter than time = {time_s:g} s: each target would run its whole "
+        length = f"time = {time_s:g} s" if values.get("time") != AUTO else f"time = \"auto\"'s shortest, {time_s:g} s"
+        raise UserError(f"{rwhere}: {said} is not shorter than {length}: each target would run its whole "
                         "time in one turn a round, and the targets would never take turns; give a shorter slice or "
                         "a longer time")
     return slice_s

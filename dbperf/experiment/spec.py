@@ -17,6 +17,7 @@ from dbperf.engines.lab_owned import lab_owned_refusal
 from dbperf.errors import UserError
 from dbperf.experiment import keys
 from dbperf.experiment.aa import with_aa
+from dbperf.experiment.auto_time import time_setting
 from dbperf.experiment.build_variants import (
     SERVER_ORIGINS,
     BuildSpec,
@@ -310,7 +311,7 @@ def parse_experiment(path: Path, *, cpus_here: bool = True) -> Experiment:
     values = keys.checked(run, keys.RUN, rwhere)
     benchmarks = _benchmarks(run, path.parent, rwhere)
     threads = _threads(run, rwhere)
-    time_s = values.get("time", 10.0)
+    time_s, auto_time = time_setting(values.get("time", 10.0), values.get("auto_time"), rwhere)
     if time_s <= 0:
         raise UserError(f"{rwhere}.time: must be longer than 0")
     targets = _targets(doc, where, path.parent)
@@ -327,11 +328,11 @@ def parse_experiment(path: Path, *, cpus_here: bool = True) -> Experiment:
     experiment = Experiment(
         path=path, text=text, benchmarks=tuple(benchmarks), targets=tuple(targets), base=base,
         tables=values.get("tables", 1), table_size=values.get("table_size", 100_000),
-        threads=tuple(threads), time_s=time_s, warmup_s=values.get("warmup", 2.0),
+        threads=tuple(threads), time_s=time_s, auto_time=auto_time, warmup_s=values.get("warmup", 2.0),
         repeats=repeats, budget_s=budget_s, seed=values.get("seed", 1),
         aggregate=values.get("aggregate", "median"), prepared=values.get("prepared", True),
         min_effect=values.get("min_effect", DEFAULT_MIN_EFFECT), order=values.get("order", "alternate"),
-        slice_s=slice_setting(values, rwhere, time_s),
+        slice_s=slice_setting(values, rwhere, auto_time.shortest_s if auto_time else time_s),
         **harness_settings(values, values.get("tables", 1) * values.get("table_size", 100_000)),
         fleet=_fleet(doc.get("fleet"), where, path.parent),
         cpus=plan_cpus(run.get("cpus"), f"{rwhere}.cpus") if cpus_here else PLANNED_ON_EACH_HOST,

@@ -140,6 +140,8 @@ def estimate(e: Experiment, out: Path, earlier: Earlier | None = None) -> Estima
     warmup_s = e.steady.least_warmup_s(e.warmup_s) if e.steady else e.warmup_s
     minimum_s = plan.rounds_s(e.time_s + warmup_s) * left
     seconds += minimum_s
+    if e.auto_time is not None:  # each group's pilot rounds first (its rounds are counted at the pilot's length)
+        seconds += minimum_s * e.auto_time.pilot_rounds / e.repeats
     short_budget = None
     if e.budget_s is not None:  # repeats = "auto": the minimum rounds above, or the budget if it is longer
         budget_s = plan.replay.budget_s(e)

@@ -29,9 +29,11 @@ from dbperf.host.driver import driver_version
 from dbperf.host.facts import host_metadata
 from dbperf.host.noise import HEAVY_FOREIGN_CPU, HEAVY_STEAL
 from dbperf.records import CellRecord, CountersRecord, to_builtins
-from dbperf.run_meta import BenchmarkMeta, HostMeta, RoundsMeta, RunMeta, TargetMeta, meta_part
+from dbperf.run_meta import AutoTimeMeta, BenchmarkMeta, HostMeta, RoundsMeta, RunMeta, TargetMeta, meta_part
 from dbperf.runner.cell_plan import CellPlan
 from dbperf.runner.lab_run import LabRun, RunOutcome
+from dbperf.runner.orders.base import Order
+from dbperf.runner.pilot import PilotRound, choose, length_line, length_meta, measured_per_second, pilot_experiment
 from dbperf.runner.plan import Group, RunPlan, share_deadline
 from dbperf.runner.post_write import PostWriteSteps, meta_fields
 from dbperf.runner.resume import interfered
@@ -54,7 +56,8 @@ def run_meta_of(plan: RunPlan, settings: dict[str, list]) -> RunMeta:
     return started_meta(
         e,
         base=e.base,
-        time_s=e.time_s,
+        time_s=None if e.auto_time else e.time_s,
+        auto_time=AutoTimeMeta(**e.auto_time.describe()) if e.auto_time else None,
         warmup_s=e.warmup_s,
         repeats="auto" if e.budget_s is not None else e.repeats,
         prepared=e.prepared,
@@ -240,7 +243,8 @@ class MatrixRun:
             deadline = share_deadline(time.monotonic(), budget_end, group.spent_s, sharing)
             state = GroupState(self.e.base, [t.name for t in self.e.targets], self.e.min_effect,
                                aa=self.e.aa_target, planned=group.planned)
-            run_rounds(state, plan.policy, partial(self.measure, group), deadline, replay=group.replay)
+            way = self.sized(group)
+            run_rounds(state, plan.policy, partial(self.measure, group, way), deadline, replay=group.replay)
             self.meta.end_rounds(RoundsMeta(benchmark=group.benchmark.name, threads=group.threads,
                                             rounds=state.rounds, stopped=state.stop_reason,
                                             planned=state.planned), order)
@@ -248,15 +252,45 @@ class MatrixRun:
             if plan.policy.auto:
                 self.progress.advance(self.task)
 
-    def measure(self, group: Group, round_: int) -> list[Measured]:
+    def sized(self, group: Group) -> Order:
+        """The way a group's rounds run: the plan's, and under `time = "auto"` at the group's round length, chosen
+        from its pilot rounds (runner/pilot.py) or by an earlier sitting, recorded and said before its rounds."""
+        auto, lengths = self.e.auto_time, self.meta.auto_time
+        if auto is None or lengths is None:
+            return self.plan.order
+        chosen = lengths.length(group.benchmark.name, group.threads)
+        if chosen is None:
+            way = self.plan.order.running(pilot_experiment(self.e, auto))
+            rounds = [self._pilot_round(way, group, r) for r in range(1, auto.pilot_rounds + 1)]
+            chosen = length_meta(group.benchmark.name, group.threads,
+                                 choose(self.e.base, rounds, auto, measured_per_second(way, group.threads)))
+            lengths.chose(chosen)
+            self.lab.save()
+            self.lab.say(length_line(chosen, auto))
+        return self.plan.order.running(replace(self.e, time_s=chosen.time_s))
+
+    def _pilot_round(self, way: Order, group: Group, round_: int) -> PilotRound:
+        """One pilot round of a group, its cells run as the group's are but not kept."""
+        started = time.monotonic()
+        records: list[CellRecord] = []
+        for cells in way.round_cells(group.benchmark, group.threads, round_):
+            if self.task is not None:
+                self.progress.update(self.task, description=f"{group.benchmark.name} t={group.threads} pilot "
+                                                            f"#{round_} (time = \"auto\")")
+            for cell in cells:
+                self._ready(cell)
+            records.extend(way.run(cells, self.data, self.load_failed))
+        return PilotRound(records, time.monotonic() - started)
+
+    def measure(self, group: Group, order: Order, round_: int) -> list[Measured]:
         """One round of a group: its earlier repeats (resumed), and the cells not measured before."""
         measured = [m for m in group.before if m.round == round_]
-        for cells in self.plan.order.round_cells(group.benchmark, group.threads, round_):
-            measured.extend(self._run_cells(cells, round_))
+        for cells in order.round_cells(group.benchmark, group.threads, round_):
+            measured.extend(self._run_cells(order, cells, round_))
         return measured
 
-    def _run_cells(self, cells: list[CellPlan], round_: int) -> list[Measured]:
-        """Cells measured together (one, a duet's two, a slices round's every one), run by the plan's way and kept
+    def _run_cells(self, order: Order, cells: list[CellPlan], round_: int) -> list[Measured]:
+        """Cells measured together (one, a duet's two, a slices round's every one), run by the group's way and kept
         (a side measured before is not kept again)."""
         skip = self.plan.replay.skip
         if all(cell.key in skip for cell in cells):  # resumed: measured before
@@ -269,7 +303,7 @@ class MatrixRun:
             self.progress.update(self.task, description=f"{first.benchmark.name} t={first.threads} #{round_}{of} "
                                                         f"{names}")
         restarted = [self._ready(cell) for cell in cells]
-        records = self.plan.order.run(cells, self.data, self.load_failed)
+        records = order.run(cells, self.data, self.load_failed)
         # A warm-up that never settled counts like interference: its round is run again (auto). In a duet (or a
         # slices process) the cells measured together are the unit: interference on either side spoils all.
         spoiled = any(interfered(r) for r in records)

@@ -141,11 +141,13 @@ class Earlier:
 
     def resumed_meta(self, meta: RunMeta) -> RunMeta:
         """The new sitting's meta.json: the earlier start, when each resume began, each extension, and the rounds of
-        the groups that had stopped (written from the start, so that a sitting killed before its first group ends
-        loses none of them)."""
+        the groups that had stopped and the round lengths chosen (`time = "auto"`: a group goes on at its own), written
+        from the start, so that a sitting killed before its first group ends loses none of them."""
         now = datetime.now(UTC).isoformat(timespec="seconds")
         meta.started_at = self.meta.started_at
         meta.rounds = list(self.meta.rounds) if self.meta.rounds is not None else None
+        if meta.auto_time is not None and self.meta.auto_time is not None:
+            meta.auto_time.lengths = list(self.meta.auto_time.lengths)
         meta.resumed_at = [*(self.meta.resumed_at or []), now]
         meta.extended = [*(self.meta.extended or []), *([Extension(at=now, budget_s=self.extend_s)]
                                                          if self.extend_s else [])] or None

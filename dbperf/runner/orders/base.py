@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -50,6 +50,13 @@ class Order(ABC):
     def opened(self, data_root: Path) -> Order:
         """The way as a run whose data lives in `data_root` carries it out (what it sets up before any round)."""
         return self
+
+    def running(self, e: Experiment) -> Order:
+        """The same way (opened as it is) whose cells run as `e` says: the experiment with a group's round length
+        under `time = "auto"` (runner/pilot.py). Every way is a frozen dataclass whose `experiment` its cells read."""
+        way: Any = self
+        running: Order = replace(way, experiment=e)
+        return running
 
     def describe(self) -> dict[str, Any]:
         """What it did, as meta.json's fields of its own (beside `order`, which names it)."""
