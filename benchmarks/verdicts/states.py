@@ -55,8 +55,8 @@ from pathlib import Path
 
 from rich.console import Console
 
-from dbperf.experiment.spec import parse_experiment
 from dbperf.engines import SERVER_NAMES
+from dbperf.experiment.spec import parse_experiment
 from dbperf.host.remedies import NAMES as REMEDY_NAMES
 from dbperf.records import CellRecord
 from dbperf.runner.lab_run import LabRun
