@@ -83,7 +83,8 @@ def _copy(run: Path, tmp_path: Path) -> tuple[Path, Path]:
 @pytest.mark.e2e
 @pytest.mark.parametrize("order", [None, "slices"])
 def test_a_run_cut_short_goes_on_from_its_cells_and_decides_over_the_old_rounds_and_the_new(tmp_path, order,
-                                                                                            stopped_run):
+                                                                                            stopped_run,
+                                                                                            run_cli_here):
     """The same for a run whose targets take turns in one driver (slices): its rounds go on as rounds of slices.
     The group cut short is decided by the same rule over its earlier rounds and the new ones: its minimum rounds
     count the earlier ones, so it stops at the minimum in all."""
@@ -119,17 +120,17 @@ def test_a_run_cut_short_goes_on_from_its_cells_and_decides_over_the_old_rounds_
     assert [r["benchmark"] for r in meta["rounds"]] == ["point-query", "hot-points"]
     assert meta["rounds"][0] == first["rounds"][0]
     assert meta["rounds"][1]["stopped"] == f"budget spent after {MIN_ROUNDS} rounds"  # not the minimum again
-    report = run_cli("report", str(out))
+    report = run_cli_here("report", str(out))
     assert report.returncode == 0 and "resumed (--resume) at " in report.stdout, report.stdout
     # Complete now: nothing to resume, one line.
-    proc = run_cli("run", str(exp), "--out", str(out), "--resume")
+    proc = run_cli_here("run", str(exp), "--out", str(out), "--resume")
     assert proc.returncode != 0 and proc.stderr.strip() == f"dbperf: error: {out}: its run is complete; nothing " \
                                                            "to resume (--extend BUDGET gives the cells its budget " \
                                                            "left undecided more rounds)", proc.stderr
 
 
 @pytest.mark.unit
-def test_a_resume_of_another_experiment_or_other_targets_is_refused_in_one_line(tmp_path):
+def test_a_resume_of_another_experiment_or_other_targets_is_refused_in_one_line(tmp_path, run_cli_here):
     exp = tmp_path / "exp.toml"
     exp.write_text(AUTO)
     out = tmp_path / "out"
@@ -149,7 +150,7 @@ def test_a_resume_of_another_experiment_or_other_targets_is_refused_in_one_line(
         earlier_run(out, parse_experiment(exp))
     with pytest.raises(UserError, match=r"no earlier run to resume \(no meta\.json\)"):
         earlier_run(tmp_path / "nothing", parse_experiment(exp))
-    proc = run_cli("run", str(exp), "--resume")
+    proc = run_cli_here("run", str(exp), "--resume")
     assert proc.returncode != 0 and proc.stderr.strip() == ("dbperf: error: --resume goes on with a run cut short: "
                                                             "give its directory with --out DIR")
 
@@ -283,7 +284,8 @@ def test_a_resumed_run_is_estimated_on_what_is_left(tmp_path):
 
 @pytest.mark.e2e
 def test_extend_gives_the_groups_stopped_on_their_budget_more_rounds_and_keeps_every_earlier_one(tmp_path,
-                                                                                                 stopped_run):
+                                                                                                 stopped_run,
+                                                                                                 run_cli_here):
     """`--extend`: a complete run's groups that spent their budget share undecided go on from their rounds; nothing
     measured before changes; meta.json and the report say it. An equal pair at a 0.1% minimum effect cannot be
     decided in a few rounds, so both groups stop on the budget (shorter than the minimum rounds, which run anyway)."""
@@ -304,7 +306,7 @@ def test_extend_gives_the_groups_stopped_on_their_budget_more_rounds_and_keeps_e
         assert r["rounds"] > MIN_ROUNDS and r["stopped"] == f"budget spent after {r['rounds']} rounds"
         keys = [(c.target, c.repeat) for c in _cells(out) if c.benchmark == r["benchmark"]]
         assert sorted(keys) == [(t, n) for t in "ab" for n in range(1, r["rounds"] + 1)]  # each round once, in full
-    report = run_cli("report", str(out))
+    report = run_cli_here("report", str(out))
     assert report.returncode == 0 and "extended (--extend) at " in report.stdout, report.stdout
 
 
