@@ -3,7 +3,7 @@ read back from what steps wrote (never made up); the summary table escapes what 
 record and a later run compares against it; --smoke is a mode of its own (the quick overrides, then the smoke ones),
 refused at load when it would build a server or run long, and never put on record. The e2e and server tests run every
 study in smoke mode for real (under a minute each once the released binaries are cached), so that a study cannot
-rot; the barriers study also runs in quick mode."""
+rot."""
 
 from __future__ import annotations
 
@@ -596,26 +596,6 @@ def test_study_list_names_every_study(run_cli_here):
         assert name in proc.stdout
 
 
-@pytest.mark.e2e
-@pytest.mark.skipif(shutil.which("cc") is None and shutil.which("gcc") is None, reason="needs a C compiler")
-def test_the_barriers_study_runs_end_to_end_in_quick_mode(tmp_path):
-    out = tmp_path / "study"
-    proc = run_cli("study", "run", "barriers-spin", "--quick", "--out", str(out), timeout=600)
-    assert proc.returncode == 0, proc.stderr
-    summary_md = (out / "summary.md").read_text()
-    assert summary_md == proc.stdout
-    assert "| published figure | measured here | verdict | host |" in summary_md
-    assert "## How this host differs" in summary_md
-    record = json.loads((out / "study.json").read_text())
-    measured = {f["what"]: f for f in record["figures"]}
-    mutex = measured["pthread mutex against no barrier"]
-    assert mutex["value"] > 0 and mutex["verdict"].startswith(("holds", "does not hold"))
-    assert (out / "probes" / "probes.json").is_file()  # what was measured stays
-    assert "pthread mutex against no barrier" in (out / "summary.html").read_text()
-    again = run_cli("study", "run", "barriers-spin", "--quick", "--out", str(out), timeout=60)
-    assert again.returncode == 2 and "already holds a study run" in again.stderr
-
-
 @pytest.mark.unit
 def test_a_failed_step_is_said_in_the_summary_and_the_study_still_ends_with_it(tmp_path):
     from dbperf.studies.study_run import INCOMPLETE, run_study
@@ -927,9 +907,19 @@ def _smoke(name: str, tmp_path: Path, measured: str, env: dict[str, str] | None 
 
 @pytest.mark.e2e
 @pytest.mark.skipif(shutil.which("cc") is None and shutil.which("gcc") is None, reason="needs a C compiler")
-def test_smoke_barriers_spin(tmp_path):
+def test_smoke_barriers_spin(tmp_path, run_cli_here):
+    """Also what a run of a study leaves and says, on this one (the smoke mode is the quick one's overrides and
+    then its own: a --quick run of the same study takes several times as long and runs the same code)."""
     record = _smoke("barriers-spin", tmp_path, "pthread mutex against no barrier")
     assert all(f["value"] is not None for f in record["figures"])  # every probe is measured, even tiny
+    out = tmp_path / "study"
+    assert "## How this host differs" in (out / "summary.md").read_text()
+    mutex = {f["what"]: f for f in record["figures"]}["pthread mutex against no barrier"]
+    assert mutex["verdict"].startswith(("holds", "does not hold"))
+    assert (out / "probes" / "probes.json").is_file()  # what was measured stays
+    assert "pthread mutex against no barrier" in (out / "summary.html").read_text()
+    again = run_cli_here("study", "run", "barriers-spin", "--smoke", "--out", str(out))
+    assert again.returncode == 2 and "already holds a study run" in again.stderr
 
 
 @pytest.mark.e2e
