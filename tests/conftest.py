@@ -49,6 +49,26 @@ def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 300)
 
 
 @pytest.fixture
+def run_cli_here(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]):
+    """run_cli's result, from the CLI run in this process: for the many inputs refused (or reports drawn) before
+    anything is measured, where a subprocess would cost more in interpreter and import start-up on a loaded machine
+    than the command itself. An exception that escaped the CLI's one-line handling fails the test outright."""
+    from dbperf.cli import main
+    monkeypatch.setattr("dbperf.cli.interrupts.install", lambda: None)  # leave pytest's signal handlers alone
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        capsys.readouterr()  # what the test printed before is not the command's
+        monkeypatch.setattr(sys, "argv", ["dbperf", *args])
+        with pytest.raises(SystemExit) as exited:
+            main()
+        out, err = capsys.readouterr()
+        code = exited.value.code
+        return subprocess.CompletedProcess([*DBPERF, *args], code if isinstance(code, int) else int(code is not None),
+                                           out, err)
+    return run
+
+
+@pytest.fixture
 def write_experiment(tmp_path: Path):
     def write(body: str, name: str = "exp.toml") -> Path:
         path = tmp_path / name

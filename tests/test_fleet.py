@@ -77,7 +77,8 @@ def _cells(directory: Path) -> list[CellRecord]:
 
 @pytest.mark.e2e
 @pytest.mark.parametrize("order", [None, "slices"])
-def test_two_hosts_two_targets_every_record_carries_its_host(write_experiment, tmp_path: Path, order) -> None:
+def test_two_hosts_two_targets_every_record_carries_its_host(write_experiment, tmp_path: Path, order,
+                                                             run_cli_here) -> None:
     """The same when each host's targets take turns in one driver (slices)."""
     out = tmp_path / "out"
     matrix = MATRIX if order is None else MATRIX.replace("[run]\n", f'[run]\norder = "{order}"\n')
@@ -99,13 +100,13 @@ def test_two_hosts_two_targets_every_record_carries_its_host(write_experiment, t
         assert h["host"]["cores"] and h["host"]["cpu_model"]  # that host's metadata
         assert [t["name"] for t in h["targets"]] == ["A", "B"] and h["targets"][0]["engine_version"]
     assert "host local-1: complete" in proc.stdout and "host local-2: complete" in proc.stdout
-    report = json.loads(run_cli("report", str(out), "--format", "json").stdout)
+    report = json.loads(run_cli_here("report", str(out), "--format", "json").stdout)
     assert [h["host"] for h in report["hosts"]] == ["local-1", "local-2"]
     assert all(c["rqps"] is not None for h in report["hosts"] for c in h["cells"])
-    csv = run_cli("report", str(out), "--format", "csv").stdout.splitlines()
+    csv = run_cli_here("report", str(out), "--format", "csv").stdout.splitlines()
     assert csv[0].startswith("host,") and {row.split(",")[0] for row in csv[1:]} == {"local-1", "local-2"}
     page = tmp_path / "fleet.html"
-    html = run_cli("report", str(out), "--format", "html", "-o", str(page))
+    html = run_cli_here("report", str(out), "--format", "html", "-o", str(page))
     assert html.returncode == 0, html.stderr
     document = page.read_text()
     parts = re.findall(r'<h2 id="host-(\d)">([^<]*)</h2>', document)
@@ -246,12 +247,12 @@ def test_bad_fleet_sections_are_refused(write_experiment, fleet: str, message: s
 
 
 @pytest.mark.unit
-def test_fleet_run_errors_are_one_line(write_experiment) -> None:
-    proc = run_cli("fleet", "run", str(write_experiment(MATRIX + '\n[fleet]\nscheduler = "http://x:1"\n')))
+def test_fleet_run_errors_are_one_line(write_experiment, run_cli_here) -> None:
+    proc = run_cli_here("fleet", "run", str(write_experiment(MATRIX + '\n[fleet]\nscheduler = "http://x:1"\n')))
     assert proc.returncode == 2 and "expected tls://HOST:PORT" in proc.stderr and "Traceback" not in proc.stderr
     with pytest.raises(UserError, match="no scheduler"):
         run_fleet(write_experiment(MATRIX), None, None, None, Console(stderr=True))
-    proc = run_cli("fleet", "local", str(REPO / "examples" / "fleet.toml"))
+    proc = run_cli_here("fleet", "local", str(REPO / "examples" / "fleet.toml"))
     assert proc.returncode == 2 and "names host(s) beelink" in proc.stderr and "Traceback" not in proc.stderr
 
 
@@ -352,9 +353,9 @@ def test_a_target_without_host_needs_fleet_hosts(write_experiment) -> None:
 
 
 @pytest.mark.unit
-def test_fleet_certs_makes_a_private_set_and_refuses_to_overwrite(tmp_path: Path) -> None:
+def test_fleet_certs_makes_a_private_set_and_refuses_to_overwrite(tmp_path: Path, run_cli_here) -> None:
     d = tmp_path / "certs"
-    proc = run_cli("fleet", "certs", str(d))
+    proc = run_cli_here("fleet", "certs", str(d))
     assert proc.returncode == 0, proc.stderr
     assert (d / "ca-key.pem").stat().st_mode & 0o077 == 0 and (d / "lab-key.pem").stat().st_mode & 0o077 == 0
     with pytest.raises(UserError, match="already exists"):

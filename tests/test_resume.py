@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -36,6 +37,9 @@ name = "a"
 [[target]]
 name = "b"
 """
+# Both groups stop on their budget at the minimum rounds, a few seconds of cells: a 1 s budget is spent before the
+# minimum has run, and an equal pair at a 0.1% minimum effect is not decided in a few rounds.
+STOPPED = AUTO.replace('budget = "2m"', 'budget = "1s"\nmin_effect = "0.1%"')
 
 
 def _cells(directory: Path) -> list[CellRecord]:
@@ -55,15 +59,42 @@ def _cut_short(out: Path, keep: int) -> list[str]:
     return lines
 
 
+@pytest.fixture(scope="module")
+def stopped_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A finished run of STOPPED, kept out of the history as the lab keeps a run it composes for its own question
+    (a layout --fix A/B): the tests that go on from a finished run each take a copy of it (`_copy`)."""
+    from dbperf.usecases.run import run_experiment
+
+    where = tmp_path_factory.mktemp("stopped")
+    (where / "exp.toml").write_text(STOPPED)
+    assert run_experiment(where / "exp.toml", where / "out", keep_data=False, record=False).exit_code == 0
+    return where / "out"
+
+
+def _copy(run: Path, tmp_path: Path) -> tuple[Path, Path]:
+    """A copy of `run` in tmp_path (the results directory), and its experiment file beside it."""
+    out = tmp_path / "out"
+    shutil.copytree(run, out)
+    exp = tmp_path / "exp.toml"
+    exp.write_text((run / "experiment.toml").read_text())
+    return exp, out
+
+
 @pytest.mark.e2e
 @pytest.mark.parametrize("order", [None, "slices"])
-def test_a_run_cut_short_goes_on_from_its_cells_and_decides_over_the_old_rounds_and_the_new(tmp_path, order):
-    """The same for a run whose targets take turns in one driver (slices): its rounds go on as rounds of slices."""
-    exp = tmp_path / "exp.toml"
-    exp.write_text(AUTO if order is None else AUTO.replace("[run]\n", f'[run]\norder = "{order}"\n'))
-    out = tmp_path / "out"
-    proc = run_cli("run", str(exp), "--out", str(out), timeout=600)
-    assert proc.returncode == 0, proc.stderr
+def test_a_run_cut_short_goes_on_from_its_cells_and_decides_over_the_old_rounds_and_the_new(tmp_path, order,
+                                                                                            stopped_run,
+                                                                                            run_cli_here):
+    """The same for a run whose targets take turns in one driver (slices): its rounds go on as rounds of slices.
+    The group cut short is decided by the same rule over its earlier rounds and the new ones: its minimum rounds
+    count the earlier ones, so it stops at the minimum in all."""
+    if order is None:
+        exp, out = _copy(stopped_run, tmp_path)
+    else:
+        exp, out = tmp_path / "exp.toml", tmp_path / "out"
+        exp.write_text(STOPPED.replace("[run]\n", f'[run]\norder = "{order}"\n'))
+        proc = run_cli("run", str(exp), "--out", str(out), timeout=600)
+        assert proc.returncode == 0, proc.stderr
     first = json.loads((out / "meta.json").read_text())
     whole = _cells(out)
     group_one = [c for c in whole if c.benchmark == "point-query"]
@@ -88,17 +119,18 @@ def test_a_run_cut_short_goes_on_from_its_cells_and_decides_over_the_old_rounds_
     assert len(meta["resumed_at"]) == 1
     assert [r["benchmark"] for r in meta["rounds"]] == ["point-query", "hot-points"]
     assert meta["rounds"][0] == first["rounds"][0]
-    report = run_cli("report", str(out))
+    assert meta["rounds"][1]["stopped"] == f"budget spent after {MIN_ROUNDS} rounds"  # not the minimum again
+    report = run_cli_here("report", str(out))
     assert report.returncode == 0 and "resumed (--resume) at " in report.stdout, report.stdout
     # Complete now: nothing to resume, one line.
-    proc = run_cli("run", str(exp), "--out", str(out), "--resume")
+    proc = run_cli_here("run", str(exp), "--out", str(out), "--resume")
     assert proc.returncode != 0 and proc.stderr.strip() == f"dbperf: error: {out}: its run is complete; nothing " \
                                                            "to resume (--extend BUDGET gives the cells its budget " \
                                                            "left undecided more rounds)", proc.stderr
 
 
 @pytest.mark.unit
-def test_a_resume_of_another_experiment_or_other_targets_is_refused_in_one_line(tmp_path):
+def test_a_resume_of_another_experiment_or_other_targets_is_refused_in_one_line(tmp_path, run_cli_here):
     exp = tmp_path / "exp.toml"
     exp.write_text(AUTO)
     out = tmp_path / "out"
@@ -118,7 +150,7 @@ def test_a_resume_of_another_experiment_or_other_targets_is_refused_in_one_line(
         earlier_run(out, parse_experiment(exp))
     with pytest.raises(UserError, match=r"no earlier run to resume \(no meta\.json\)"):
         earlier_run(tmp_path / "nothing", parse_experiment(exp))
-    proc = run_cli("run", str(exp), "--resume")
+    proc = run_cli_here("run", str(exp), "--resume")
     assert proc.returncode != 0 and proc.stderr.strip() == ("dbperf: error: --resume goes on with a run cut short: "
                                                             "give its directory with --out DIR")
 
@@ -251,15 +283,13 @@ def test_a_resumed_run_is_estimated_on_what_is_left(tmp_path):
 
 
 @pytest.mark.e2e
-def test_extend_gives_the_groups_stopped_on_their_budget_more_rounds_and_keeps_every_earlier_one(tmp_path):
+def test_extend_gives_the_groups_stopped_on_their_budget_more_rounds_and_keeps_every_earlier_one(tmp_path,
+                                                                                                 stopped_run,
+                                                                                                 run_cli_here):
     """`--extend`: a complete run's groups that spent their budget share undecided go on from their rounds; nothing
     measured before changes; meta.json and the report say it. An equal pair at a 0.1% minimum effect cannot be
     decided in a few rounds, so both groups stop on the budget (shorter than the minimum rounds, which run anyway)."""
-    exp = tmp_path / "exp.toml"
-    exp.write_text(AUTO.replace('budget = "2m"', 'budget = "1s"\nmin_effect = "0.1%"'))
-    out = tmp_path / "out"
-    proc = run_cli("run", str(exp), "--out", str(out), timeout=600)
-    assert proc.returncode == 0, proc.stderr
+    exp, out = _copy(stopped_run, tmp_path)
     first = json.loads((out / "meta.json").read_text())
     assert [r["stopped"] for r in first["rounds"]] == [f"budget spent after {MIN_ROUNDS} rounds"] * 2
     before = (out / "results.jsonl").read_text().splitlines(keepends=True)
@@ -276,7 +306,7 @@ def test_extend_gives_the_groups_stopped_on_their_budget_more_rounds_and_keeps_e
         assert r["rounds"] > MIN_ROUNDS and r["stopped"] == f"budget spent after {r['rounds']} rounds"
         keys = [(c.target, c.repeat) for c in _cells(out) if c.benchmark == r["benchmark"]]
         assert sorted(keys) == [(t, n) for t in "ab" for n in range(1, r["rounds"] + 1)]  # each round once, in full
-    report = run_cli("report", str(out))
+    report = run_cli_here("report", str(out))
     assert report.returncode == 0 and "extended (--extend) at " in report.stdout, report.stdout
 
 
@@ -398,16 +428,12 @@ def test_a_group_cut_short_is_owed_its_share_less_what_it_spent_in_each_sitting(
 
 
 @pytest.mark.e2e
-def test_a_run_the_lab_kept_out_of_the_history_stays_out_when_extended(tmp_path):
-    """A layout --fix A/B is a run the lab composes for its own question (record=False); meta.json says so, and an
-    extension of it by hand (`dbperf run ... --extend`) does not put it into the user's history."""
-    from dbperf.usecases.run import run_experiment
-
-    exp = tmp_path / "exp.toml"
-    exp.write_text(AUTO.replace('budget = "2m"', 'budget = "1s"\nmin_effect = "0.1%"'))
-    out = tmp_path / "out"
+def test_a_run_the_lab_kept_out_of_the_history_stays_out_when_extended(tmp_path, stopped_run):
+    """A layout --fix A/B is a run the lab composes for its own question (record=False, as `stopped_run` was run);
+    meta.json says so, and an extension of it by hand (`dbperf run ... --extend`) does not put it into the user's
+    history."""
+    exp, out = _copy(stopped_run, tmp_path)
     history = tmp_path / "history.sqlite"
-    assert run_experiment(exp, out, keep_data=False, record=False).exit_code == 0
     assert json.loads((out / "meta.json").read_text())["in_history"] is False
     proc = run_cli("run", str(exp), "--out", str(out), "--extend", "1s", env={"DBPERF_HISTORY": str(history)},
                    timeout=600)
@@ -417,20 +443,16 @@ def test_a_run_the_lab_kept_out_of_the_history_stays_out_when_extended(tmp_path)
 
 
 @pytest.mark.e2e
-def test_a_study_extend_reaches_a_layout_steps_fix_ab_and_keeps_its_check(tmp_path):
+def test_a_study_extend_reaches_a_layout_steps_fix_ab_and_keeps_its_check(tmp_path, stopped_run):
     """A layout step's --fix A/B whose rounds stopped on their budget undecided goes on with --extend, like an
     experiment step: the check and the rebuild are kept (the JSON's other keys), its report is appended to the
     step's log and its cell count updated; a layout step with no A/B is kept."""
     from dbperf.studies.study_run import run_study
-    exp = tmp_path / "exp.toml"
-    exp.write_text(AUTO.replace('budget = "2m"', 'budget = "1s"\nmin_effect = "0.1%"')
-                   .replace('"point-query", "hot-points"', '"point-query"'))
     out = tmp_path / "out"
     study = parse_study(_write_study(tmp_path))
     run_study(study, out, "full")  # both steps fail (no binary): a study.json to extend
     ab = out / "a-ab" / "results"
-    proc = run_cli("run", str(exp), "--out", str(ab), timeout=600)
-    assert proc.returncode == 0, proc.stderr
+    shutil.copytree(stopped_run, ab)  # an A/B run as the layout's --fix leaves it (kept out of the history)
     cells = len(_cells(ab))
     (out / "a.json").write_text(json.dumps({"static_candidate_lines": 7, "fix": {"ab_results": str(ab),
                                                                                 "ab_cells": cells}}))

@@ -1,9 +1,10 @@
 """Counters of server processes: PostgreSQL under cachegrind, the N-minus-0 windows of its backends; MariaDB under
-callgrind, zeroed and dumped around each window; the callgrind parser against callgrind's own totals."""
+callgrind, zeroed and dumped around each window; the callgrind parser against callgrind's own totals. `dbperf
+profile --mode simulated` of each server, end to end, is checked in tests/test_simulated_servers.py, where it counts
+the simulated tier's cell a second time (a server started under valgrind is the slow part: once, not twice)."""
 
 from __future__ import annotations
 
-import json
 import shutil
 import subprocess
 import time
@@ -36,38 +37,6 @@ def test_callgrind_self_costs_add_up_to_callgrinds_totals(tmp_path):
     assert profile.total() == {e: totals.get(e, 0) for e in profile.events}  # the calls= lines were left out
     assert {"Ir", "I1mr", "Bc", "Bcm"} <= set(profile.events) and totals["Ir"] > 10_000
     assert "_dl_start" in " ".join(profile.functions)
-
-
-@pytest.mark.server
-@NEEDS_SERVERS
-def test_postgres_backend_counters_per_query(write_experiment, tmp_path):
-    exp = write_experiment(EXPERIMENT)
-    proc = run_cli("profile", str(exp), "--target", "pg", "--benchmark", "point-query", "--queries", "1000",
-                   "--mode", "simulated", "--json", str(tmp_path / "p.json"), timeout=900)
-    assert proc.returncode == 0, proc.stderr
-    p = json.loads((tmp_path / "p.json").read_text())
-    assert p["mode"] == "simulated" and p["queries"] == 1000 and "backend" in p["method"]
-    # A PostgreSQL point query through the protocol costs tens of thousands of instructions in the server.
-    assert 5_000 < p["per_query"]["instructions"] < 1_000_000
-    assert p["per_query"]["i1_misses"] > 0 and p["top_by_instructions"]
-    assert p["slowdown"]["native_s"] is None  # not timed natively, and not claimed
-    assert "not timed natively" in proc.stdout
-
-
-@pytest.mark.server
-@NEEDS_SERVERS
-def test_mariadb_counters_per_query_from_callgrind_windows(write_experiment, tmp_path):
-    exp = write_experiment(EXPERIMENT)
-    proc = run_cli("profile", str(exp), "--target", "maria", "--benchmark", "point-query", "--queries", "200",
-                   "--mode", "simulated", "--json", str(tmp_path / "p.json"), timeout=1500)
-    assert proc.returncode == 0, proc.stderr
-    p = json.loads((tmp_path / "p.json").read_text())
-    assert p["mode"] == "simulated" and p["queries"] == 200
-    assert "callgrind" in p["tool"] and "--I1=32768,8,64" in p["tool"] and "held open" in p["method"]
-    # A MariaDB point query through the protocol costs tens of thousands of instructions in the server.
-    assert 5_000 < p["per_query"]["instructions"] < 2_000_000
-    assert p["per_query"]["i1_misses"] > 0
-    assert any("alloc_root" in f["function"] or "JOIN::" in f["function"] for f in p["top_by_instructions"])
 
 
 @pytest.mark.server

@@ -3,7 +3,7 @@ read back from what steps wrote (never made up); the summary table escapes what 
 record and a later run compares against it; --smoke is a mode of its own (the quick overrides, then the smoke ones),
 refused at load when it would build a server or run long, and never put on record. The e2e and server tests run every
 study in smoke mode for real (under a minute each once the released binaries are cached), so that a study cannot
-rot; the barriers study also runs in quick mode."""
+rot."""
 
 from __future__ import annotations
 
@@ -439,7 +439,8 @@ def test_a_run_narrowed_by_step_goes_on_record_on_top_of_the_record_keeping_the_
 
 @pytest.mark.unit
 def test_a_record_keeps_its_steps_results_so_that_a_later_run_is_compared_with_them_on_any_clone(tmp_path,
-                                                                                                 monkeypatch):
+                                                                                                 monkeypatch,
+                                                                                                 run_cli_here):
     """The results directories of a recorded run's steps are copied beside the record (results.jsonl compressed), so
     that `dbperf compare` against the recorded run does not need the host whose /tmp held it; a later run of the
     study is compared with them cell by cell, each target against itself, with a report."""
@@ -511,14 +512,14 @@ def test_a_record_keeps_its_steps_results_so_that_a_later_run_is_compared_with_t
                                 docs=docs) == [
         "", "- step mariadb: the results kept on record are this run's own"]
     assert not (tmp_path / "run1" / "mariadb-against-record.html").exists()
-    proc = run_cli("compare", str(kept), str(later / "mariadb"), "--format", "json", timeout=120)
+    proc = run_cli_here("compare", str(kept), str(later / "mariadb"), "--format", "json")
     assert proc.returncode == 0, proc.stderr
     assert {t for t in json.loads(proc.stdout)["targets"]} == {"O2", "pgo"}
     # A line of a kept copy that cannot be used is said, naming the file read: the copy, not results.jsonl.
     edited = tmp_path / "edited"
     shutil.copytree(kept, edited)
     (edited / KEPT_RESULTS).write_bytes(gzip.compress(gzip.decompress(first) + b"{not json\n"))
-    proc = run_cli("report", str(edited), "--format", "json", timeout=120)
+    proc = run_cli_here("report", str(edited), "--format", "json")
     assert proc.returncode == 0 and f"{edited / KEPT_RESULTS}: 1 line(s) skipped" in proc.stderr, proc.stderr
     # A run narrowed by --step keeps the record's copy of the step it left out, and adds its own.
     _pgo_run(tmp_path / "pg", "2026-11-26T10:00:00+00:00", HOST, {"postgres"}, 0.9)
@@ -581,38 +582,18 @@ def test_a_full_run_narrowed_by_step_replaces_a_quick_record_without_keeping_any
     (["study", "record", "nope", "/tmp"], "study 'nope': no such study"),
     (["study", "record", "barriers-spin", "/nonexistent-dir"], "not a study run"),
 ])
-def test_bad_study_input_is_one_line_and_exit_2(args, message):
-    proc = run_cli(*args, timeout=60)
+def test_bad_study_input_is_one_line_and_exit_2(run_cli_here, args, message):
+    proc = run_cli_here(*args)
     assert proc.returncode == 2, proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1 and message in proc.stderr
 
 
 @pytest.mark.unit
-def test_study_list_names_every_study():
-    proc = run_cli("study", "list", timeout=60)
+def test_study_list_names_every_study(run_cli_here):
+    proc = run_cli_here("study", "list")
     assert proc.returncode == 0, proc.stderr
     for name in ISSUE_STUDIES:
         assert name in proc.stdout
-
-
-@pytest.mark.e2e
-@pytest.mark.skipif(shutil.which("cc") is None and shutil.which("gcc") is None, reason="needs a C compiler")
-def test_the_barriers_study_runs_end_to_end_in_quick_mode(tmp_path):
-    out = tmp_path / "study"
-    proc = run_cli("study", "run", "barriers-spin", "--quick", "--out", str(out), timeout=600)
-    assert proc.returncode == 0, proc.stderr
-    summary_md = (out / "summary.md").read_text()
-    assert summary_md == proc.stdout
-    assert "| published figure | measured here | verdict | host |" in summary_md
-    assert "## How this host differs" in summary_md
-    record = json.loads((out / "study.json").read_text())
-    measured = {f["what"]: f for f in record["figures"]}
-    mutex = measured["pthread mutex against no barrier"]
-    assert mutex["value"] > 0 and mutex["verdict"].startswith(("holds", "does not hold"))
-    assert (out / "probes" / "probes.json").is_file()  # what was measured stays
-    assert "pthread mutex against no barrier" in (out / "summary.html").read_text()
-    again = run_cli("study", "run", "barriers-spin", "--quick", "--out", str(out), timeout=60)
-    assert again.returncode == 2 and "already holds a study run" in again.stderr
 
 
 @pytest.mark.unit
@@ -895,7 +876,7 @@ def test_every_study_smoke_run_builds_no_server_and_names_only_cached_releases()
 
 
 @pytest.mark.unit
-def test_a_smoke_run_says_so_first_and_in_its_json_and_cannot_be_recorded(tmp_path):
+def test_a_smoke_run_says_so_first_and_in_its_json_and_cannot_be_recorded(tmp_path, run_cli_here):
     from dbperf.studies.figures import Headline
     study = load_study("pgo-server")
     doc = summary(study, [Row("w", "§2", "1.44", "1.05", "undecided", 1.05)],
@@ -909,14 +890,13 @@ def test_a_smoke_run_says_so_first_and_in_its_json_and_cannot_be_recorded(tmp_pa
     with pytest.raises(UserError, match=r"a smoke run .* not results"):
         record_study("barriers-spin", tmp_path / "run", tmp_path / "docs")
     assert not (tmp_path / "docs").exists()
-    proc = run_cli("study", "record", "barriers-spin", str(tmp_path / "run"), "--docs", str(tmp_path / "docs"),
-                   timeout=60)
+    proc = run_cli_here("study", "record", "barriers-spin", str(tmp_path / "run"), "--docs", str(tmp_path / "docs"))
     assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1 and "smoke run" in proc.stderr
 
 
 @pytest.mark.unit
-def test_quick_and_smoke_together_are_refused():
-    proc = run_cli("study", "run", "barriers-spin", "--quick", "--smoke", timeout=60)
+def test_quick_and_smoke_together_are_refused(run_cli_here):
+    proc = run_cli_here("study", "run", "barriers-spin", "--quick", "--smoke")
     assert proc.returncode == 2 and "two modes" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
 
 
@@ -941,9 +921,19 @@ def _smoke(name: str, tmp_path: Path, measured: str, env: dict[str, str] | None 
 
 @pytest.mark.e2e
 @pytest.mark.skipif(shutil.which("cc") is None and shutil.which("gcc") is None, reason="needs a C compiler")
-def test_smoke_barriers_spin(tmp_path):
+def test_smoke_barriers_spin(tmp_path, run_cli_here):
+    """Also what a run of a study leaves and says, on this one (the smoke mode is the quick one's overrides and
+    then its own: a --quick run of the same study takes several times as long and runs the same code)."""
     record = _smoke("barriers-spin", tmp_path, "pthread mutex against no barrier")
     assert all(f["value"] is not None for f in record["figures"])  # every probe is measured, even tiny
+    out = tmp_path / "study"
+    assert "## How this host differs" in (out / "summary.md").read_text()
+    mutex = {f["what"]: f for f in record["figures"]}["pthread mutex against no barrier"]
+    assert mutex["verdict"].startswith(("holds", "does not hold"))
+    assert (out / "probes" / "probes.json").is_file()  # what was measured stays
+    assert "pthread mutex against no barrier" in (out / "summary.html").read_text()
+    again = run_cli_here("study", "run", "barriers-spin", "--smoke", "--out", str(out))
+    assert again.returncode == 2 and "already holds a study run" in again.stderr
 
 
 @pytest.mark.e2e
@@ -1164,10 +1154,11 @@ def test_a_summary_written_again_keeps_the_runs_exit_code_and_reads_an_older_run
     ('{"study": "barriers-spin"}', "not a study run's record (no study name or mode)"),
     ('{"study": "nope", "mode": "full"}', "study 'nope': no such study"),
 ])
-def test_study_summary_of_a_directory_that_is_not_a_study_run_is_one_line_and_exit_2(tmp_path, content, message):
+def test_study_summary_of_a_directory_that_is_not_a_study_run_is_one_line_and_exit_2(tmp_path, run_cli_here, content,
+                                                                                       message):
     if content is not None:
         (tmp_path / "study.json").write_text(content)
-    proc = run_cli("study", "summary", str(tmp_path), timeout=60)
+    proc = run_cli_here("study", "summary", str(tmp_path))
     assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1 and message in proc.stderr, proc.stderr
 
 
