@@ -148,7 +148,8 @@ def test_reports_flag_a_cell_that_never_settled():
     render_table(m, meta_of(META), console)  # the glance: the mark, said in its one legend line
     glance = console.export_text()
     assert "w warm-up never settled" in glance
-    assert next(line for line in glance.splitlines() if line.startswith("point-query")).rstrip().endswith(" w")
+    matrix = glance[glance.index("rQPS relative"):]  # the verdict table, last (each target's table before it)
+    assert next(line for line in matrix.splitlines() if line.startswith("point-query")).rstrip().endswith(" w")
     console = Console(record=True, width=250)
     render_table(m, meta_of(META), console, verbose=True)  # the full legend: the rule and the cells, by name
     text = console.export_text()
