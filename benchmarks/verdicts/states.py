@@ -285,7 +285,7 @@ def measure_alternating(texts: list[str], rounds: int, tmp: Path, console: Conso
         for r in range(1, rounds + 1):
             for run in runs if r % 2 else runs[::-1]:
                 for group in run.plan.groups:
-                    run.measure(group, r)
+                    run.measure(group, run.plan.order, r)
     cells: list[CellRecord] = []
     for i in range(len(texts)):
         _, records, _ = read_results(tmp / f"run-{i}" / "results")
