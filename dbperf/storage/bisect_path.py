@@ -46,7 +46,7 @@ class StepSettings(msgspec.Struct, frozen=True):
     config: dict[str, str] = {}
     metric: str = "wall"  # what decides a step (usecases/bisect_metrics.py)
     # how a step's rounds run (the experiment's `order`; None: the lab's default): "slices" for servers, whose A/A
-    # spread it narrows to a fifth or less here (docs/verdicts.md)
+    # spread it narrowed to 0.13-0.20 of alternation's here (docs/verdicts.md)
     order: str | None = None
 
     def as_json(self) -> dict[str, Any]:
