@@ -15,7 +15,7 @@ from dbperf.report import formats
 from dbperf.report.bisect_view import bisect_view
 from dbperf.storage.bisect_path import BisectPath, BisectResult, Judgement, Step, StepSettings, read_path
 from dbperf.usecases import bisect as bisect_usecase
-from dbperf.usecases import bisect_metrics
+from dbperf.usecases import bisect_candidates, bisect_metrics
 from dbperf.usecases.bisect_work import Counted, SimulatedBisect
 
 pytestmark = pytest.mark.unit
@@ -34,14 +34,14 @@ def counted(version: str) -> Counted:
 @pytest.fixture
 def fake_releases(monkeypatch):
     """The releases' list and their counts faked; the tools' check skipped (valgrind need not be here)."""
-    monkeypatch.setattr(bisect_usecase, "available_versions", lambda engine: PUBLISHED)
+    monkeypatch.setattr(bisect_candidates, "available_versions", lambda engine: PUBLISHED)
     monkeypatch.setattr(bisect_usecase, "require_tools", lambda settings: None)
     monkeypatch.setattr(bisect_metrics, "SimulatedBisect",
                         lambda s, out, yes, err: SimulatedBisect(s, out, yes, err, source=counted, confirm=False))
 
 
 def run(tmp_path, fmt: str) -> None:
-    bisect_cli.bisect("postgres", "13", "17", benchmark="point-query", metric_name="simulated",
+    bisect_cli.bisect(["postgres", "13", "17"], benchmark="point-query", metric_name="simulated",
                       out=tmp_path / fmt, format=fmt)
 
 

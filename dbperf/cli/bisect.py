@@ -1,4 +1,5 @@
-"""`dbperf bisect`: the first released version whose verdict turns slower (usecases/bisect.py), and the path to it."""
+"""`dbperf bisect`: the first released version whose verdict turns slower, or with --tree the first commit of a
+checkout with more work (usecases/bisect.py), and the path to it."""
 
 from __future__ import annotations
 
@@ -32,16 +33,46 @@ def config_settings(pairs: list[str]) -> dict[str, str]:
     return settings
 
 
+def _range(words: list[str], tree: Path | None, engine: str | None) -> tuple[str, str, str]:
+    """ENGINE FIRST LAST (releases), or GOOD BAD with --tree and --engine: (engine, first, last)."""
+    if tree is None:
+        if engine is not None:
+            fail("--engine goes with --tree; a bisect of releases names its engine first: dbperf bisect ENGINE FIRST "
+                 "LAST")
+        if len(words) != 3:
+            fail(f"bisect: expected ENGINE FIRST LAST (or --tree PATH --engine E GOOD BAD), got {len(words)} "
+                 "argument(s)")
+        return words[0], words[1], words[2]
+    if engine is None:
+        fail("--tree: give the engine of the tree with --engine (sqlite)")
+    if len(words) != 2:
+        fail(f"bisect --tree: expected GOOD BAD (two revisions of the checkout), got {len(words)} argument(s)")
+    return engine, words[0], words[1]
+
+
 def bisect(
-    engine: Annotated[str, typer.Argument(help="postgres or mariadb (released binaries)")],
-    first: Annotated[str, typer.Argument(help="the oldest version (the good one): e.g. 12 or 12.4")],
-    last: Annotated[str, typer.Argument(help="the newest version of the range")],
+    words: Annotated[list[str], typer.Argument(
+        metavar="ENGINE FIRST LAST | GOOD BAD",
+        help="releases: the engine (postgres or mariadb, released binaries), the oldest version (the good one, e.g. "
+             "12 or 12.4) and the newest; with --tree: the good revision and the bad one (commits, tags, branches)")],
+    tree: Annotated[Optional[Path], typer.Option(
+        help="bisect the commits of this git checkout between GOOD and BAD (first-parent), each built by the lab in "
+             "its own copy (the checkout is never touched), by simulated work; SQLite trees only (servers' trees are "
+             "not yet supported)")] = None,
+    engine_name: Annotated[Optional[str], typer.Option("--engine", help="with --tree: the tree's engine (sqlite)")]
+    = None,
+    cflag: Annotated[Optional[list[str]], typer.Option(
+        "--cflag", help="with --tree: a compiler option appended to every commit's build (repeatable; e.g. "
+                        "--cflag=-O1)")] = None,
+    confirm: Annotated[bool, typer.Option(
+        "--confirm/--no-confirm", help="--metric simulated: run the found step once by the wall clock")] = True,
     benchmark: Annotated[str, typer.Option(help="one catalog benchmark (`dbperf list`)")] = "point-query",
     threshold: Annotated[Optional[str], typer.Option(
         help="smallest slowdown called slower: the verdict's min_effect with --metric wall (default 5%), the growth "
              "of work per query with --metric simulated (default 2%; also the confirmation's min_effect)")] = None,
-    metric_name: Annotated[str, typer.Option("--metric", help="what decides a step: " + "; ".join(
-        f"{m.name}: {m.help}" for m in METRICS.values()))] = "wall",
+    metric_name: Annotated[Optional[str], typer.Option("--metric", help="what decides a step (default: wall; with "
+                                                                         "--tree: simulated): " + "; ".join(
+        f"{m.name}: {m.help}" for m in METRICS.values()))] = None,
     time: Annotated[str, typer.Option(help="measured time per cell")] = "5s",
     warmup: Annotated[str, typer.Option(help="warm-up per cell")] = "1s",
     budget: Annotated[str, typer.Option(help="measured rounds' budget of a step's first try (doubled per retry)")]
@@ -65,21 +96,28 @@ def bisect(
     = False,
 ) -> None:
     """Find the first released version whose verdict against the oldest turns slower (binary search, each step
-    an A/B run decided by the sequential verdict). Exit 0: found; 1: the newest is not slower; 3: a step measured
-    nothing; 4: a step stayed undecided; 2: bad input."""
-    chosen = metric(metric_name)
+    an A/B run decided by the sequential verdict); with --tree, the first commit of a checkout with more simulated
+    work per query (a commit that does not build is skipped, as `git bisect skip`). Exit 0: found; 1: the newest is
+    not slower; 3: a step measured nothing; 4: a step stayed undecided (or only skipped commits were left); 2: bad
+    input."""
+    engine, first, last = _range(words, tree, engine_name)
+    if cflag and tree is None:
+        fail("--cflag goes with --tree (releases are built by their publishers)")
+    chosen = metric(metric_name or ("simulated" if tree else "wall"))
     settings = StepSettings(engine, benchmark, parse_threshold(threshold or chosen.threshold),
                             parse_duration(time, "--time", positive=True),
                             parse_duration(warmup, "--warmup"), parse_duration(budget, "--budget", positive=True),
-                            threads, table_size, config_settings(config or []), chosen.name, order)
+                            threads, table_size, config_settings(config or []), chosen.name, order,
+                            str(tree.expanduser().resolve()) if tree else None, list(cflag or []))
     formats.format_named(format)  # before the search, not after it
 
     def step_done(so_far: BisectResult) -> None:  # run_bisect writes the path after every step
         s = so_far.steps[-1]
         work = "" if s.judgement.work is None else f" ({s.judgement.work - 1:+.2%} work per query)"
-        say(f"dbperf: step {s.number}: {s.version} (try {s.attempt}): {s.judgement.verdict}{work}")
+        why = f" ({s.judgement.why})" if s.judgement.why else ""
+        say(f"dbperf: step {s.number}: {s.version} (try {s.attempt}): {s.judgement.verdict}{work}{why}")
 
-    done = run(settings, first, last, out, tries, resume, yes, on_step=step_done)
+    done = run(settings, first, last, out, tries, resume, yes, on_step=step_done, confirm=confirm)
     show(bisect_view(done.path, done.expected_steps), format)
     if done.path.result.exit_code:
         raise typer.Exit(done.path.result.exit_code)

@@ -1,11 +1,12 @@
 """`dbperf bisect`'s view: the path the search took, a row per step; with --metric simulated, the found step's
-wall-clock confirmation and its lead (the per-function changes); and how the search ended, in one line. Its JSON
+wall-clock confirmation and its lead (the per-function changes); and how the search ended, in one line (with --tree,
+the first commit with more work named by hash, subject and author, and the commits skipped in another). Its JSON
 is the bisect's path as bisect.json holds it (storage/bisect_path.py)."""
 
 from __future__ import annotations
 
 from dbperf.report.model import Block, Row, Section, View
-from dbperf.storage.bisect_path import BisectPath, BisectResult, Judgement, Step
+from dbperf.storage.bisect_path import ONLY_SKIPPED, BisectPath, BisectResult, Judgement, Step
 
 
 def _interval(j: Judgement) -> str:
@@ -25,9 +26,9 @@ def _change(step: Step) -> str:
 def _steps(result: BisectResult) -> Block:
     if result.metric == "simulated":
         rows = tuple(Row((str(s.number), s.version, _work(s), _change(s), s.judgement.verdict,
-                          s.judgement.directory or "–")) for s in result.steps)
+                          s.judgement.directory or s.judgement.why or "–")) for s in result.steps)
         return Block("", "", ("step", "version", "work per query / oldest's", "change", "verdict (simulated)",
-                              "counts"), rows, text_columns=0, left=(1, 4, 5))
+                              "counts or why skipped"), rows, text_columns=0, left=(1, 4, 5))
     rows = tuple(Row((str(s.number), s.version, str(s.attempt),
                       "–" if s.judgement.rqps is None else f"{s.judgement.rqps:.3f}", _interval(s.judgement),
                       s.judgement.verdict + ("" if s.judgement.metric == "wall" else f" ({s.judgement.metric})"),
@@ -77,22 +78,54 @@ def _confirmed(result: BisectResult) -> str:
     return f"; at that step the wall clock says: {said} (reported, not deciding)"
 
 
+def _step_work(result: BisectResult) -> str:
+    """The found step's own change: instructions per query before and after it (the simulated metric)."""
+    before, after = result.work_before, result.work_after
+    if not before or after is None:
+        return ""
+    return f"; {before:,.0f} → {after:,.0f} instructions per query at the step ({after / before - 1:+.2%})"
+
+
+def _found_commit(result: BisectResult) -> str:
+    c = result.found
+    assert c is not None
+    return (f"first commit with more work: {c.hash} \"{c.subject}\" by {c.author}{_step_work(result)}, "
+            f"{_work_at(result, result.first_slower)} against {result.versions[0][:12]} (simulated instructions: work, "
+            f"not speed; its parent at the old level: {result.last_not_slower})")
+
+
+def skipped_line(result: BisectResult) -> str | None:
+    """The candidates left out (`git bisect skip`'s), named, or None when none was."""
+    if not result.skipped:
+        return None
+    return (f"skipped ({len(result.skipped)}, could not be built or counted; the steps say why): "
+            + ", ".join(result.skipped))
+
+
 STOPPED = {"undecided": "a step stayed undecided after its last try (more --budget or --tries may decide it)",
            "failed": "a step measured nothing (its errors are in its results directory)",
            "interrupted": "interrupted"}
 
 
-def outcome_line(result: BisectResult, engine: str, expected: int) -> str:
-    """How the search ended, in one line; `expected`: its steps when every step decides at once."""
+def outcome_line(result: BisectResult, engine: str, expected: int, noun: str = "releases") -> str:
+    """How the search ended, in one line; `expected`: its steps when every step decides at once; `noun`: what the
+    search went over (releases or commits)."""
     n, good = len(result.versions), result.versions[0]
-    steps = f"{len(result.steps)} step(s) over {n} releases (about {expected} when every step decides)"
+    steps = f"{len(result.steps)} step(s) over {n} {noun} (about {expected} when every step decides)"
+    if result.outcome == "found" and result.found is not None:
+        return f"{_found_commit(result)}; {steps}{_confirmed(result)}"
     if result.metric == "simulated" and result.outcome == "found":
         return (f"first release with more work: {engine} {result.first_slower}, {_work_at(result, result.first_slower)}"
-                f" against {good} (simulated instructions: work, not speed; last at the old level: "
-                f"{result.last_not_slower}); {steps}{_confirmed(result)}")
+                f" against {good}{_step_work(result)} (simulated instructions: work, not speed; last at the old "
+                f"level: {result.last_not_slower}); {steps}{_confirmed(result)}")
+    if result.outcome == ONLY_SKIPPED:
+        between = result.versions[result.versions.index(result.last_not_slower or good) + 1:
+                                  result.versions.index(result.first_slower or result.versions[-1]) + 1]
+        return (f"not found: only skipped {noun} were left: the first with more work is one of "
+                f"{', '.join(between)} (after {result.last_not_slower}); {steps}")
     if result.metric == "simulated" and result.outcome == "none-slower":
-        return (f"no release with more work: {engine} {result.last_not_slower} is at "
-                f"{_work_at(result, result.last_not_slower)} against {good}; {steps}")
+        return (f"not found: no {noun[:-1]} with more work: {engine} {result.last_not_slower} is at "
+                f"{_work_at(result, result.last_not_slower)} against {good}, within the threshold; {steps}")
     if result.outcome == "found":
         return (f"first slower release: {engine} {result.first_slower} (last not slower: {result.last_not_slower}, "
                 f"against {good}); {steps}")
@@ -107,6 +140,8 @@ def bisect_view(path: BisectPath, expected: int) -> View:
     """The whole of a bisect's answer (`expected`: its steps when every step decides at once); JSON: its path."""
     result = path.result
     lead = lead_section(result)
-    ended = Section(lines=(outcome_line(result, path.settings.engine, expected),))
+    skipped = skipped_line(result)
+    ended = Section(lines=(outcome_line(result, path.settings.engine, expected, path.candidates),
+                           *((skipped,) if skipped else ())))
     return View("bisect", "bisect path", (*path_sections(result), *((lead,) if lead else ()), ended),
                 document=path.document())

@@ -4,7 +4,8 @@ by `--resume` (the steps to replay), by the --out claim (a bisect's folder, name
 
     {"dbperf_bisect": 1, "settings": {...}, "versions": [...], "steps": [...], "outcome": ..., ..., "answer": ...}
 
-A path written before `--metric` existed has no settings.metric: it was decided by the wall clock (the default)."""
+A path written before `--metric` existed has no settings.metric: it was decided by the wall clock (the default); one
+written before `--tree` has no settings.tree: it bisected releases."""
 
 from __future__ import annotations
 
@@ -24,6 +25,8 @@ VERSION = 1
 SLOWER = "slower"
 DECIDED = ("faster", "slower", "same")
 FAILED = "failed"
+SKIPPED = "skipped"  # a commit that could not be built or counted: left out, as `git bisect skip` leaves it
+ONLY_SKIPPED = "only-skipped"  # the outcome when every commit left between the bracket was skipped
 RESUMABLE = ("running", "interrupted")  # outcomes of a search cut short (running: killed between two steps)
 
 # Exit statuses of `dbperf bisect` (2 is bad input, 128 + N an interrupt, as everywhere in dbperf).
@@ -48,6 +51,8 @@ class StepSettings(msgspec.Struct, frozen=True):
     # how a step's rounds run (the experiment's `order`; None: the lab's default): "slices" for servers, whose A/A
     # spread it narrowed to 0.13-0.20 of alternation's here (docs/verdicts.md)
     order: str | None = None
+    tree: str | None = None  # --tree: the checkout whose commits are bisected (absolute); None: releases
+    cflags: list[str] = []  # --tree: compiler options appended to every commit's build
 
     def as_json(self) -> dict[str, Any]:
         result: dict[str, Any] = msgspec.to_builtins(self)
@@ -65,6 +70,7 @@ class Judgement(msgspec.Struct, frozen=True):
     directory: str | None = None
     exit_code: int = 0  # the run's: 0, 3 (no cell succeeded) or 128 + N (interrupted)
     work: float | None = None  # --metric simulated: the probe's work per query over the oldest's (1.05 = 5% more)
+    why: str | None = None  # skipped: the build's or the count's error line
 
     @property
     def interrupted(self) -> bool:
@@ -87,6 +93,13 @@ class LeadRow(msgspec.Struct, frozen=True):
     why: str  # ranked by "instructions" or by "misses"
 
 
+class CommitFacts(msgspec.Struct, frozen=True):
+    """--tree: a commit the answer names."""
+    hash: str
+    subject: str
+    author: str
+
+
 class BisectResult(msgspec.Struct):
     versions: list[str]
     steps: list[Step] = []
@@ -102,12 +115,19 @@ class BisectResult(msgspec.Struct):
     search_s: float | None = None  # wall time of the search to its answer (this sitting), and of the whole bisect
     total_s: float | None = None
     error: str | None = None  # outcome "failed" by an error, not a step's verdict: the error's line
+    # --metric simulated, a found step: instructions per query at the last candidate at the old level and at the
+    # first at the new (the step's own change, not against the oldest)
+    work_before: float | None = None
+    work_after: float | None = None
+    found: CommitFacts | None = None  # --tree, a found step: the first commit with more work
 
     @property
     def answer(self) -> str | None:
         """The first slower release as far as the search got: the release when found; when a step stopped the
         search, the bracket it had narrowed to and the step that stopped it; None when none is slower (or no step
         has been decided yet)."""
+        if self.outcome == ONLY_SKIPPED:
+            return f"after {self.last_not_slower}, at or before {self.first_slower} (every commit between skipped)"
         if self.outcome == "found" or not self.first_slower or self.outcome == "none-slower":
             return self.first_slower if self.outcome == "found" else None
         last = self.steps[-1] if self.steps else None
@@ -121,12 +141,17 @@ class BisectResult(msgspec.Struct):
         tool that failed: its `error`) rather than by a step's verdict; failed, it is not taken for cut short."""
         return self.outcome in RESUMABLE or (self.outcome == FAILED and bool(self.error))
 
+    @property
+    def skipped(self) -> list[str]:
+        """The candidates left out, in the order tried (`git bisect skip`'s): each could not be built or counted."""
+        return [s.version for s in self.steps if s.judgement.verdict == SKIPPED]
+
     def work_at(self, version: str | None) -> float | None:
         """--metric simulated: `version`'s work per query over the oldest's, from its last step (None: not judged)."""
         return next((s.judgement.work for s in reversed(self.steps) if s.version == version), None)
 
     def to_json(self) -> dict[str, Any]:
-        return {**msgspec.to_builtins(self), "answer": self.answer}
+        return {**msgspec.to_builtins(self), "answer": self.answer, "skipped": self.skipped}
 
 
 class _Head(msgspec.Struct):
@@ -140,6 +165,11 @@ class BisectPath:
     """bisect.json, typed: the settings a bisect ran with and its result so far."""
     settings: StepSettings
     result: BisectResult
+
+    @property
+    def candidates(self) -> str:
+        """What the search went over, as its lines say it."""
+        return "commits" if self.settings.tree else "releases"
 
     @property
     def span(self) -> str:

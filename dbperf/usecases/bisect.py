@@ -1,5 +1,6 @@
 """`dbperf bisect`: the first released version of a server whose verdict against the oldest of a range turns
-slower, by a binary search (usecases/bisect_search.py) whose every step is judged by the chosen metric
+slower (or, with --tree, the first commit of a checkout with more work: usecases/bisect_candidates.py lists either),
+by a binary search (usecases/bisect_search.py) whose every step is judged by the chosen metric
 (usecases/bisect_metrics.py: an A/B run, usecases/bisect_step.py, or simulated work per query). This module is the
 use case: everything that can refuse the bisect looked at before anything is fetched or started, the folder claimed
 and held while the search runs, the search cut short replayed, and the bisect's path returned (bisect.json,
@@ -18,14 +19,13 @@ from pathlib import Path
 
 from rich.console import Console
 
-from dbperf.buildlab.server_releases import available_versions
 from dbperf.errors import UserError
 from dbperf.storage.bisect_path import BISECT, BisectPath, BisectResult, Step, StepSettings, write_path
 from dbperf.storage.out_folder import claim
 from dbperf.storage.results import DirectoryClaim, writing
+from dbperf.usecases.bisect_candidates import candidates
 from dbperf.usecases.bisect_metrics import require_tools, run_bisect
 from dbperf.usecases.bisect_search import expected_steps
-from dbperf.usecases.bisect_settings import check_config_names, check_settings, release_range
 from dbperf.usecases.progress import PROGRESS, say
 
 
@@ -80,10 +80,12 @@ def default_directory(engine: str) -> Path:
 
 def bisect(settings: StepSettings, first: str, last: str, out: Path | None, tries: int, resume: bool = False,
            yes: bool = False, err: Console = PROGRESS,
-           on_step: Callable[[BisectResult], object] | None = None) -> Bisected:
-    """The whole bisect: every refusal before anything is fetched or started (the settings, the metric's tools,
-    the folder, the range, the settings' names), then the search in the claimed folder."""
-    check_settings(settings)
+           on_step: Callable[[BisectResult], object] | None = None, confirm: bool = True) -> Bisected:
+    """The whole bisect: every refusal before anything is fetched, built or started (the settings, the metric's
+    tools, the folder, the range, the settings' names), then the search in the claimed folder. `confirm` False:
+    the found step is not run by the wall clock (--no-confirm)."""
+    kind = candidates(settings)
+    kind.check()
     if tries < 1:
         raise UserError(f"--tries: expected at least 1, got {tries}")
     if resume and out is None:
@@ -91,15 +93,15 @@ def bisect(settings: StepSettings, first: str, last: str, out: Path | None, trie
     require_tools(settings)
     directory = (out or default_directory(settings.engine)).absolute()
     claim(directory, BISECT, resume)  # before anything is fetched or started
-    versions = release_range(settings.engine, first, last, available_versions(settings.engine))
-    check_config_names(settings, versions)
+    versions = kind.span(first, last)
     with claimed(directory, resume):
         earlier = earlier_steps(directory, settings, versions) if resume else []
         if not resume:  # the folder is this bisect's from now on: killed in its first step, it can be resumed
             write_path(directory, BisectPath(settings, BisectResult(versions, metric=settings.metric)))
         by = " of simulated work per query" if settings.metric == "simulated" else ""
-        say(f"dbperf: bisect {settings.engine} {versions[0]} .. {versions[-1]}: {len(versions)} releases, "
-            f"{settings.benchmark}, slower at {settings.threshold:.1%}{by} or more; about "
-            f"{expected_steps(len(versions))} steps; results in {directory}", err)
-        result = run_bisect(settings, versions, directory, tries, yes, err, earlier=earlier, on_step=on_step)
+        say(f"dbperf: bisect {settings.engine} {kind.word(versions[0])} .. {kind.word(versions[-1])}: "
+            f"{len(versions)} {kind.noun} ({kind.how}), {settings.benchmark}, slower at {settings.threshold:.1%}{by} "
+            f"or more; about {expected_steps(len(versions))} steps; results in {directory}", err)
+        result = run_bisect(settings, versions, directory, tries, yes, err, earlier=earlier, on_step=on_step,
+                            confirm=confirm)
     return Bisected(BisectPath(settings, result), expected_steps(len(versions)))

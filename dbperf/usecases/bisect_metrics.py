@@ -12,9 +12,11 @@ from typing import Protocol
 
 from rich.console import Console
 
+from dbperf import engines
 from dbperf.errors import UserError
 from dbperf.runner.preflight import Check, counting_checks, driver_check, require_service_user
 from dbperf.storage.bisect_path import FAILED, STEP_FAILED, BisectPath, BisectResult, Step, StepSettings, write_path
+from dbperf.usecases.bisect_candidates import candidates
 from dbperf.usecases.bisect_search import Judge, search
 from dbperf.usecases.bisect_step import WallBisect
 from dbperf.usecases.bisect_work import SimulatedBisect
@@ -24,7 +26,8 @@ from dbperf.usecases.progress import PROGRESS
 class Bisection(Protocol):
     def judge(self) -> Judge: ...
 
-    def finish(self, result: BisectResult, written: Callable[[BisectResult], object]) -> None: ...
+    def finish(self, result: BisectResult, written: Callable[[BisectResult], object],
+               confirm: bool = True) -> None: ...
 
 
 # (settings, out, yes, err, earlier) -> the metric's judge and finish
@@ -55,8 +58,9 @@ METRICS = {m.name: m for m in (
            lambda s, out, yes, err, earlier: WallBisect(s, out, yes, err, earlier)),
     # a count kept on disk (out/simulated/) replays a search cut short: no `earlier` needed
     Metric("simulated", "2%", True, "each step decided on the server's simulated instructions per query, counted "
-                                    "once per release under valgrind; the found step then confirmed once by the wall "
-                                    "clock", lambda s, out, yes, err, earlier: SimulatedBisect(s, out, yes, err),
+                                    "once per release (or commit) under valgrind; the found step then confirmed once "
+                                    "by the wall clock",
+           lambda s, out, yes, err, earlier: SimulatedBisect(s, out, yes, err),
            _counting_tools),
 )}
 
@@ -78,7 +82,8 @@ def require_tools(settings: StepSettings) -> None:
     driver = driver_check()
     if driver.problem:
         raise UserError(driver.line())
-    require_service_user(settings.engine)
+    if engines.engine(settings.engine).server:
+        require_service_user(settings.engine)
 
 
 def bisection(settings: StepSettings, out: Path, yes: bool = False, err: Console = PROGRESS,
@@ -89,9 +94,10 @@ def bisection(settings: StepSettings, out: Path, yes: bool = False, err: Console
 
 def run_bisect(settings: StepSettings, versions: list[str], out: Path, tries: int, yes: bool = False,
                err: Console = PROGRESS, earlier: Sequence[Step] = (),
-               on_step: Callable[[BisectResult], object] | None = None) -> BisectResult:
-    """The search over `versions` decided by the settings' metric, its path written to out/bisect.json after every
-    step and at the end (with the simulated metric's lead and confirmation once known)."""
+               on_step: Callable[[BisectResult], object] | None = None, confirm: bool = True) -> BisectResult:
+    """The search over `versions` (releases or commits, oldest first) decided by the settings' metric, its path
+    written to out/bisect.json after every step and at the end (with the simulated metric's lead and, unless
+    `confirm` is False, its confirmation once known)."""
     chosen = bisection(settings, out, yes, err, earlier)
 
     latest = BisectResult(versions, metric=settings.metric)  # the path so far, for a failure's record
@@ -113,8 +119,10 @@ def run_bisect(settings: StepSettings, versions: list[str], out: Path, tries: in
         write_path(out, BisectPath(settings, latest))
         raise
     result.metric, result.search_s = settings.metric, round(time.monotonic() - started, 1)
+    if result.outcome == "found" and result.first_slower:
+        result.found = candidates(settings).facts(result.first_slower)
     write_path(out, BisectPath(settings, result))
-    chosen.finish(result, lambda r: write_path(out, BisectPath(settings, r)))
+    chosen.finish(result, lambda r: write_path(out, BisectPath(settings, r)), confirm)
     result.total_s = round(time.monotonic() - started, 1)
     write_path(out, BisectPath(settings, result))
     return result

@@ -2,8 +2,10 @@
 slower, Pinpoint's way ([Pinpoint]), that only sees a judge, `judge(good, probe, attempt) -> Judgement`, so that its
 order, its handling of undecided steps and its number of steps are tested with a fake judge. A step that ends
 undecided (or unstable) is judged again, up to `tries`; if it is still undecided the search stops and says so with
-the path so far: it never guesses a side. The real judges are usecases/bisect_step.py's (an A/B run a step) and
-usecases/bisect_work.py's (simulated work per query)."""
+the path so far: it never guesses a side. A candidate judged `skipped` (a commit that could not be built or counted)
+is left out as `git bisect skip` leaves it: the next probe is the untried candidate nearest the middle of the
+bracket; when only skipped ones are left, the answer is the bracket. The real judges are usecases/bisect_step.py's
+(an A/B run a step) and usecases/bisect_work.py's (simulated work per query)."""
 
 from __future__ import annotations
 
@@ -16,6 +18,8 @@ from dbperf.storage.bisect_path import (
     FAILED,
     FOUND,
     NONE_SLOWER,
+    ONLY_SKIPPED,
+    SKIPPED,
     SLOWER,
     STEP_FAILED,
     STILL_UNDECIDED,
@@ -50,20 +54,25 @@ def search(versions: list[str], judge: Judge, tries: int = DEFAULT_TRIES,
             result.steps.append(step)
             if on_step is not None:
                 on_step(result)  # the path so far, e.g. to be written before the next step runs
-            if judgement.verdict in DECIDED or judgement.verdict == FAILED or judgement.exit_code:
+            if judgement.verdict in (*DECIDED, FAILED, SKIPPED) or judgement.exit_code:
                 break
         return judgement
 
     lo, hi = 0, len(versions) - 1
     newest = decide(hi)
+    if newest.verdict == SKIPPED:  # the newest is what the search is about: without it there is no range
+        raise UserError(f"bisect: the newest, {versions[hi]}, could not be judged: {newest.why or 'skipped'}")
     if _stopped(result, newest):
         return result
     if newest.verdict != SLOWER:
         result.outcome, result.exit_code, result.last_not_slower = "none-slower", NONE_SLOWER, versions[hi]
         return result
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
+    skipped: set[int] = set()
+    while (mid := probe(lo, hi, skipped)) is not None:
         j = decide(mid)
+        if j.verdict == SKIPPED:
+            skipped.add(mid)
+            continue
         if _stopped(result, j):
             result.last_not_slower, result.first_slower = versions[lo], versions[hi]  # the bracket so far
             return result
@@ -71,9 +80,17 @@ def search(versions: list[str], judge: Judge, tries: int = DEFAULT_TRIES,
             hi = mid
         else:
             lo = mid
-    result.outcome, result.exit_code = "found", FOUND
+    result.outcome, result.exit_code = ("found", FOUND) if hi - lo == 1 else (ONLY_SKIPPED, STILL_UNDECIDED)
     result.first_slower, result.last_not_slower = versions[hi], versions[lo]
     return result
+
+
+def probe(lo: int, hi: int, skipped: set[int]) -> int | None:
+    """The next index to judge strictly between lo and hi: the middle, or the untried one nearest it (the lower of
+    two as near); None when none is left."""
+    mid = (lo + hi) // 2
+    left = [i for i in range(lo + 1, hi) if i not in skipped]
+    return min(left, key=lambda i: (abs(i - mid), i)) if left else None
 
 
 def _stopped(result: BisectResult, j: Judgement) -> bool:

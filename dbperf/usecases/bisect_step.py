@@ -18,20 +18,18 @@ from dbperf.errors import UserError
 from dbperf.stats.rqps_matrix import build_matrix
 from dbperf.storage.bisect_path import FAILED, BisectResult, Judgement, Step, StepSettings
 from dbperf.storage.results import EXPERIMENT, meta_status, read_results, writing
+from dbperf.usecases.bisect_candidates import candidates
 from dbperf.usecases.bisect_search import Judge
 from dbperf.usecases.progress import PROGRESS, say
 from dbperf.usecases.run import run_experiment
 
 
-def target_name(engine: str, version: str) -> str:
-    return f"{engine}-{version}"
-
-
 def step_experiment(s: StepSettings, good: str, probe: str, budget_s: float) -> str:
     """The A/B experiment of one step, as TOML (strings and lists written as JSON, which TOML reads the same)."""
+    kind = candidates(s)
+
     def target(version: str) -> str:
-        lines = [f"name = {json.dumps(target_name(s.engine, version))}",
-                 f"source = {json.dumps(f'{s.engine}@{version}')}"]
+        lines = kind.target(version)
         if s.config:
             lines.append("config = { " + ", ".join(f"{json.dumps(k)} = {json.dumps(v)}" for k, v in
                                                    s.config.items()) + " }")
@@ -48,7 +46,7 @@ def step_experiment(s: StepSettings, good: str, probe: str, budget_s: float) -> 
             + (f"order = {json.dumps(s.order)}\n" if s.order else "")
             + f"budget = \"{budget_s:g}s\"\n"
             f"min_effect = {s.threshold:g}\n"
-            f"base = {json.dumps(target_name(s.engine, good))}\n\n"
+            f"base = {json.dumps(kind.name(good))}\n\n"
             + target(good) + "\n" + target(probe))
 
 
@@ -77,8 +75,7 @@ def judgements_of(deciding: Judgement, settings: StepSettings, probe: str) -> li
         meta, records, _ = read_results(Path(deciding.directory))
     except UserError:
         return [deciding]
-    cell = build_matrix(meta, records).cell(target_name(settings.engine, probe), settings.benchmark,
-                                            settings.threads)
+    cell = build_matrix(meta, records).cell(candidates(settings).name(probe), settings.benchmark, settings.threads)
     if cell is None or not cell.runs:
         return [deciding]
     out = []
@@ -117,13 +114,12 @@ def release_judge(settings: StepSettings, out: Path, yes: bool = False, err: Con
         kept = out / stem / EXPERIMENT
         if status == "complete" and kept.is_file() and kept.read_text() == experiment.read_text():
             # measured, but killed before the path was written (another experiment there: the run refuses it)
-            return judgement_of(out / stem, target_name(settings.engine, probe), settings.benchmark,
-                                settings.threads, 0)
+            return judgement_of(out / stem, candidates(settings).name(probe), settings.benchmark, settings.threads, 0)
         say(f"dbperf: bisect step {counter[0]}: {good} against {probe} (try {attempt + 1}, budget {budget:g} s)"
             + (": resuming its run" if status is not None else ""), err)
         end = run_experiment(experiment, out / stem, keep_data=False, yes=yes, err=err, resume=status is not None)
-        return judgement_of(end.directory, target_name(settings.engine, probe), settings.benchmark,
-                            settings.threads, end.exit_code)
+        return judgement_of(end.directory, candidates(settings).name(probe), settings.benchmark, settings.threads,
+                            end.exit_code)
 
     return judge
 
@@ -140,5 +136,5 @@ class WallBisect:
     def judge(self) -> Judge:
         return release_judge(self.settings, self.out, self.yes, self.err, self.earlier)
 
-    def finish(self, result: BisectResult, written: Callable[[BisectResult], object]) -> None:
+    def finish(self, result: BisectResult, written: Callable[[BisectResult], object], confirm: bool = True) -> None:
         """Nothing to add: the wall clock decided every step."""

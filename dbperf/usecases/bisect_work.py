@@ -10,7 +10,11 @@ it), so that a search cut short, or run again in the same folder, counts nothing
 Once the step is found (the last release at the old level and the first at the new), it is run once by the wall
 clock with the lab's sequential verdicts (the first at the new level against the last at the old), reported
 beside the answer, never deciding it; and the per-function diff of the two releases' counts is the regression's
-first lead."""
+first lead.
+
+A commit of a tree (`--tree`) that cannot be built or counted is skipped, as `git bisect skip` skips it: its
+error kept as DIR/simulated/HASH.skipped (a search resumed does not build it again), its step `skipped`, and the
+search tries a neighbour (usecases/bisect_search.py). A release that cannot be fetched or counted ends the bisect."""
 
 from __future__ import annotations
 
@@ -31,10 +35,11 @@ from dbperf.explain.mode import CounterMode
 from dbperf.explain.profile import Profiler
 from dbperf.records import Profile
 from dbperf.runner.simulated_tier import queries_for
-from dbperf.storage.bisect_path import BisectResult, Judgement, LeadRow, StepSettings
+from dbperf.storage.bisect_path import SKIPPED, BisectResult, Judgement, LeadRow, StepSettings
 from dbperf.storage.results import write_whole, writing
+from dbperf.usecases.bisect_candidates import candidates
 from dbperf.usecases.bisect_search import Judge
-from dbperf.usecases.bisect_step import judgements_of, release_judge, target_name
+from dbperf.usecases.bisect_step import judgements_of, release_judge
 from dbperf.usecases.explain import profiling
 from dbperf.usecases.progress import PROGRESS, say
 
@@ -52,6 +57,10 @@ class Counted(NamedTuple):
 
 
 WorkSource = Callable[[str], Counted]  # version -> its server's simulated counts per query on the benchmark
+
+
+class Uncountable(UserError):
+    """A candidate that could not be built or counted, to be skipped (a commit of a tree): the error's line."""
 
 
 def work_verdict(change: float, threshold: float) -> str:
@@ -77,8 +86,14 @@ class WorkCounts:
 
     def judge(self, threshold: float) -> Judge:
         def judge(good: str, probe: str, attempt: int) -> Judgement:
-            base = self(good).profile.per_query.get(WORK)
-            here = self(probe)
+            try:
+                base = self(good).profile.per_query.get(WORK)
+            except Uncountable as e:  # the oldest is what every step is compared with: no bisect without it
+                raise UserError(f"bisect: the oldest, {good}, could not be counted: {e}") from None
+            try:
+                here = self(probe)
+            except Uncountable as e:
+                return Judgement(SKIPPED, metric="simulated", why=str(e))
             if not base:
                 raise UserError(f"bisect: {good}: no simulated {WORK} per query were counted: nothing to compare "
                                 "against")
@@ -104,12 +119,12 @@ class WorkCounts:
 
 
 def count_experiment(s: StepSettings, version: str) -> str:
-    """The one-target experiment a release is counted in, as TOML (strings written as JSON, which TOML reads)."""
-    lines = [f"# dbperf bisect --metric simulated: {s.engine} {version}'s server work per query",
+    """The one-target experiment a release (or commit) is counted in, as TOML (strings written as JSON, which TOML
+    reads)."""
+    kind = candidates(s)
+    lines = [f"# dbperf bisect --metric simulated: {s.engine} {version}'s work per query",
              "[run]", f"benchmarks = [{json.dumps(s.benchmark)}]", "threads = [1]", f"table_size = {s.table_size}",
-             f"base = {json.dumps(target_name(s.engine, version))}", "", "[[target]]",
-             f"name = {json.dumps(target_name(s.engine, version))}",
-             f"source = {json.dumps(f'{s.engine}@{version}')}"]
+             f"base = {json.dumps(kind.name(version))}", "", "[[target]]", *kind.target(version)]
     if s.config:
         lines.append("config = { " + ", ".join(f"{json.dumps(k)} = {json.dumps(v)}" for k, v in s.config.items())
                      + " }")
@@ -125,34 +140,48 @@ def _kept(path: Path) -> Profile | None:
 
 def release_work(s: StepSettings, out: Path, err: Console = PROGRESS) -> WorkSource:
     """The real source: each release's server started under valgrind by the lab (released binaries, fetched or
-    cached), its tables loaded natively, the benchmark counted on one connection; kept in out/simulated/."""
-    folder = out / FOLDER
+    cached), its tables loaded natively, the benchmark counted on one connection; kept in out/simulated/. A commit
+    of a tree is built by the build lab first (cached by its tree); one that fails is Uncountable, kept as such."""
+    folder, skips = out / FOLDER, candidates(s).skips
 
     def count(version: str) -> Counted:
-        path = folder / f"{version}.json"
+        path, skipped = folder / f"{version}.json", folder / f"{version}.skipped"
         kept = _kept(path)
         if kept is not None:
             say(f"dbperf: bisect: {s.engine} {version}: counted before, kept ({path})", err)
             return Counted(kept, str(path))
+        if skips and skipped.is_file():
+            raise Uncountable(skipped.read_text().strip() or "skipped before")
         experiment = folder / f"{version}.toml"
         with writing(experiment):
             folder.mkdir(parents=True, exist_ok=True)
             experiment.write_text(count_experiment(s, version))
-        say(f"dbperf: bisect: counting {s.engine} {version}'s server work per query on {s.benchmark} under "
-            "valgrind", err)
+        say(f"dbperf: bisect: counting {s.engine} {version}'s work per query on {s.benchmark} under valgrind", err)
         started = time.monotonic()
-        with profiling(parse_experiment(experiment), err) as (exp, _, work):
-            profiler = Profiler(exp, work, queries=queries_for(exp.table_size), mode=MODE, native_timing=False)
-            try:
-                profile = profiler.profile(exp.targets[0], exp.benchmarks[0])
-            finally:
-                profiler.close()
+        try:
+            profile = _profile(experiment, err)
+        except UserError as e:
+            if not skips:
+                raise
+            write_whole(skipped, f"{e}\n".encode())
+            say(f"dbperf: bisect: {version}: skipped ({e})", err)
+            raise Uncountable(str(e)) from None
         write_whole(path, msgspec.json.encode(profile))
         say(f"dbperf: bisect: {s.engine} {version}: {profile.per_query.get(WORK, 0):,.0f} {WORK} per query "
             f"({time.monotonic() - started:.0f} s)", err)
         return Counted(profile, str(path))
 
     return count
+
+
+def _profile(experiment: Path, err: Console) -> Profile:
+    """The one target of `experiment` built (or cached) and counted under cachegrind."""
+    with profiling(parse_experiment(experiment), err) as (exp, _, work):
+        profiler = Profiler(exp, work, queries=queries_for(exp.table_size), mode=MODE, native_timing=False)
+        try:
+            return profiler.profile(exp.targets[0], exp.benchmarks[0])
+        finally:
+            profiler.close()
 
 
 @dataclass
@@ -172,15 +201,17 @@ class SimulatedBisect:
     def judge(self) -> Judge:
         return self.counts.judge(self.settings.threshold)
 
-    def finish(self, result: BisectResult, written: Callable[[BisectResult], object]) -> None:
-        """On a found step: its lead, then its wall-clock confirmation, each put on `result` and `written` as
-        soon as known."""
+    def finish(self, result: BisectResult, written: Callable[[BisectResult], object], confirm: bool = True) -> None:
+        """On a found step: its lead, then (unless `confirm` is False: --no-confirm) its wall-clock confirmation,
+        each put on `result` and `written` as soon as known."""
         if result.outcome != "found" or not result.first_slower or not result.last_not_slower:
             return
         old, new = result.last_not_slower, result.first_slower
+        result.work_before = self.counts(old).profile.per_query.get(WORK)
+        result.work_after = self.counts(new).profile.per_query.get(WORK)
         result.lead = self.counts.lead(old, new)
         written(result)
-        if not self.confirm:
+        if not (self.confirm and confirm):
             return
         say(f"dbperf: bisect: confirming the step by the wall clock: {new} against {old} (once, "
             f"budget {self.settings.budget_s:g} s; it does not decide the answer)", self.err)

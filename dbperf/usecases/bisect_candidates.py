@@ -1,0 +1,129 @@
+"""What a `dbperf bisect` searches over, asked rather than branched on: the published releases of a server
+(`dbperf bisect ENGINE FIRST LAST`) or the commits of a user's checkout (`dbperf bisect --tree PATH --engine E GOOD
+BAD`, buildlab/commit_range.py). Each kind checks the settings, lists its candidates oldest first, and writes a
+candidate as a target of the experiments the steps run (usecases/bisect_step.py, bisect_work.py): a release as
+`source = "ENGINE@VERSION"`, a commit as `tree = PATH, rev = HASH`, built through the build lab's user-tree source
+(its cache key the commit's tree, its manifest the commit)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from dbperf import engines
+from dbperf.buildlab.commit_range import commit_of, commit_range
+from dbperf.buildlab.server_releases import available_versions
+from dbperf.catalog.registry import builtin
+from dbperf.errors import UserError
+from dbperf.experiment.build_variants import FLAG
+from dbperf.storage.bisect_path import CommitFacts, StepSettings
+from dbperf.usecases.bisect_settings import check_config_names, check_settings, release_range
+
+
+class Candidates(Protocol):
+    noun: str  # "releases" or "commits", as lines say them
+    how: str  # how the candidates were listed, for the bisect's first line
+    skips: bool  # a candidate that cannot be built or counted is skipped (else it ends the bisect)
+
+    def check(self) -> None: ...
+
+    def span(self, first: str, last: str) -> list[str]: ...
+
+    def name(self, candidate: str) -> str: ...
+
+    def word(self, candidate: str) -> str: ...
+
+    def target(self, candidate: str) -> list[str]: ...
+
+    def facts(self, candidate: str) -> CommitFacts | None: ...
+
+
+def target_name(engine: str, version: str) -> str:
+    return f"{engine}-{version}"
+
+
+@dataclass
+class Releases:
+    """A server's published releases (released binaries, fetched or cached)."""
+    settings: StepSettings
+    noun = "releases"
+    how = "one per release, the newest rebuild of each"
+    skips = False  # a release that cannot be fetched is the lab's problem, not the range's: said, not passed over
+
+    def check(self) -> None:
+        check_settings(self.settings)
+
+    def span(self, first: str, last: str) -> list[str]:
+        engine = self.settings.engine
+        versions = release_range(engine, first, last, available_versions(engine))
+        check_config_names(self.settings, versions)
+        return versions
+
+    def name(self, candidate: str) -> str:
+        return target_name(self.settings.engine, candidate)
+
+    def word(self, candidate: str) -> str:
+        return candidate
+
+    def target(self, candidate: str) -> list[str]:
+        return [f"name = {json.dumps(self.name(candidate))}",
+                f"source = {json.dumps(f'{self.settings.engine}@{candidate}')}"]
+
+    def facts(self, candidate: str) -> CommitFacts | None:
+        return None
+
+
+@dataclass
+class Commits:
+    """The first-parent commits of a checkout from GOOD to BAD, each built by the build lab from `tree` at `rev`."""
+    settings: StepSettings
+    noun = "commits"
+    how = "first-parent, oldest first: git rev-list --first-parent --reverse GOOD..BAD"
+    skips = True  # as `git bisect skip`: a commit that does not build is left out, a neighbour tried
+
+    def check(self) -> None:
+        s = self.settings
+        engine = engines.engine(s.engine)
+        if engine.server:
+            raise UserError(f"bisect --tree: {engine.title} trees are not yet supported (SQLite's are: --engine "
+                            f"{engines.DEFAULT.name}); bisect {engine.title}'s releases with `dbperf bisect {s.engine} "
+                            "FIRST LAST`")
+        if s.metric != "simulated":
+            raise UserError(f"bisect --tree: --metric {s.metric} is not supported: a tree's commits are bisected by "
+                            "simulated work (the step found is then confirmed by the wall clock)")
+        if s.benchmark not in builtin():
+            raise UserError(f"--benchmark: {s.benchmark!r} is not a catalog benchmark (`dbperf list` lists them)")
+        if s.table_size < 1:
+            raise UserError(f"--table-size: expected at least 1, got {s.table_size}")
+        if s.config:
+            raise UserError("bisect --tree: --config is for servers' settings; a SQLite tree takes none here")
+        for flag in s.cflags:
+            if not FLAG.match(flag):
+                raise UserError(f"--cflag: expected a compiler option such as -O0 or -DSQLITE_DEBUG, got {flag!r}")
+
+    def span(self, first: str, last: str) -> list[str]:
+        assert self.settings.tree is not None
+        return [c.hash for c in commit_range(Path(self.settings.tree), first, last)]
+
+    def name(self, candidate: str) -> str:
+        return target_name(self.settings.engine, self.word(candidate))
+
+    def word(self, candidate: str) -> str:
+        return candidate[:12]
+
+    def target(self, candidate: str) -> list[str]:
+        lines = [f"name = {json.dumps(self.name(candidate))}", f"tree = {json.dumps(self.settings.tree)}",
+                 f"rev = {json.dumps(candidate)}"]
+        return lines + ([f"cflags = {json.dumps(self.settings.cflags)}"] if self.settings.cflags else [])
+
+    def facts(self, candidate: str) -> CommitFacts | None:
+        assert self.settings.tree is not None
+        c = commit_of(Path(self.settings.tree), candidate)
+        return CommitFacts(c.hash, c.subject, c.author)
+
+
+def candidates(settings: StepSettings) -> Candidates:
+    """The kind of what `settings` bisects: a tree's commits, or an engine's releases."""
+    return Commits(settings) if settings.tree else Releases(settings)
