@@ -33,6 +33,19 @@ def spin(text: bytes, count: int) -> bytes:
     return text[:body] + loop.encode() + text[body:]
 
 
+def amalgamation_repo(repo: Path) -> bytes:
+    """A new git checkout at `repo` whose one commit is the SQLite amalgamation (sqlite3.c and sqlite3.h of VERSION);
+    sqlite3.c's bytes, for commits that change it."""
+    repo.mkdir()
+    amalgamation = Path(resolve(VERSION).amalgamation)
+    for name in ("sqlite3.c", "sqlite3.h"):
+        shutil.copyfile(amalgamation / name, repo / name)
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", f"SQLite {VERSION}")
+    return (repo / "sqlite3.c").read_bytes()
+
+
 @pytest.fixture(scope="module")
 def cache(tmp_path_factory: pytest.TempPathFactory):
     root = tmp_path_factory.mktemp("cache")
@@ -47,14 +60,7 @@ def base(tmp_path_factory: pytest.TempPathFactory, cache: Path) -> Path:
     one.patch is the second commit, two.patch lengthens its loop (it applies only after one.patch)."""
     base = tmp_path_factory.mktemp("user")
     repo = base / "sqlite"
-    repo.mkdir()
-    amalgamation = Path(resolve(VERSION).amalgamation)
-    for name in ("sqlite3.c", "sqlite3.h"):
-        shutil.copyfile(amalgamation / name, repo / name)
-    git(repo, "init", "-q", "-b", "main")
-    git(repo, "add", "-A")
-    git(repo, "commit", "-q", "-m", f"SQLite {VERSION}")
-    original = (repo / "sqlite3.c").read_bytes()
+    original = amalgamation_repo(repo)
     (repo / "sqlite3.c").write_bytes(spin(original, 100))
     git(repo, "commit", "-q", "-am", "sqlite3VdbeExec spins")
     (base / "one.patch").write_text(git(repo, "diff", "HEAD~1", "HEAD"))
