@@ -207,3 +207,16 @@ def test_bad_input_is_one_line(repo, run_cli_here, tmp_path, args, said):
     assert proc.returncode == 2, proc.stderr
     (line,) = proc.stderr.strip().splitlines()
     assert said in line and not (tmp_path / "out").exists()
+
+
+def test_a_commit_is_a_tree_target_at_its_hash_in_the_count_and_the_confirmation(repo, tmp_path):
+    from dbperf.usecases.bisect_step import step_experiment
+    from dbperf.usecases.bisect_work import count_experiment
+    checkout, hashes = repo
+    s = StepSettings("sqlite", "point-query", 0.02, 5.0, 1.0, 120.0, table_size=1000, metric="simulated",
+                     tree=str(checkout), cflags=["-O1"])
+    (counted,) = tomllib.loads(count_experiment(s, hashes[3]))["target"]
+    assert counted == {"name": f"sqlite-{hashes[3][:12]}", "tree": str(checkout), "rev": hashes[3], "cflags": ["-O1"]}
+    doc = tomllib.loads(step_experiment(s, hashes[2], hashes[3], 120.0))
+    assert doc["run"]["base"] == f"sqlite-{hashes[2][:12]}" and [t["rev"] for t in doc["target"]] == hashes[2:4]
+    assert "source" not in doc["target"][0]

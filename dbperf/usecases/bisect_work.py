@@ -47,6 +47,7 @@ WORK = "instructions"  # the deciding figure of work per query
 MODE = CounterMode("simulated", "bisect --metric simulated (the server's work per query, deterministic)")
 FOLDER = "simulated"
 LEAD_ROWS = 10
+WHY = 300  # characters of a skipped commit's error kept in its step
 MISSES = ("i1_misses", "d1_misses")  # "misses" of the lead: L1 misses, instruction and data (LL is a subset level)
 
 
@@ -92,8 +93,9 @@ class WorkCounts:
                 raise UserError(f"bisect: the oldest, {good}, could not be counted: {e}") from None
             try:
                 here = self(probe)
-            except Uncountable as e:
-                return Judgement(SKIPPED, metric="simulated", why=str(e))
+            except Uncountable as e:  # the path says why in a line; the whole error is in the .skipped file
+                why = " ".join(str(e).split())
+                return Judgement(SKIPPED, metric="simulated", why=why if len(why) <= WHY else why[:WHY - 1] + "…")
             if not base:
                 raise UserError(f"bisect: {good}: no simulated {WORK} per query were counted: nothing to compare "
                                 "against")
