@@ -10,7 +10,7 @@ from __future__ import annotations
 import gzip
 import json
 import shutil
-from dataclasses import replace
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import pytest
@@ -720,6 +720,37 @@ def test_a_diff_run_alone_reads_the_cells_its_run_left_out_from_the_results_kept
     (tmp_path / "versions-13-14" / "meta.json").write_text("{}")
     assert sorted(_kept_on_record(run, steps)) == steps[1:]
     assert _source(None) is None
+
+@pytest.mark.unit
+def test_a_json_figure_names_the_run_that_measured_its_value_where_the_step_only_read_it_back(tmp_path):
+    """A diff run alone picks its worst cell from results kept on record: the cell's verdict is the kept run's, so a
+    figure of it (measured_by) names that run, its CPU and start, never the diff run; a diff whose cells its own run
+    measured (cell_run null), or an output from before it named one, leaves the figure to the study run."""
+    from dbperf.studies.figures import Provenance, Reader, row
+    from dbperf.studies.model import load_study
+    from dbperf.studies.steps.diff import _kept_on_record
+    from dbperf.studies.steps.base import StepRun
+    from dbperf.storage.results import read_meta
+    study = load_study("release-regression")
+    step = StepRun(study, study.step("diff"), "full", tmp_path, yes=True, err=None)  # type: ignore[arg-type]
+    kept = _kept_on_record(step, ["versions-15-16"])["versions-15-16"]
+    run = asdict(Provenance.of_results(read_meta(kept), "docs/studies/release-regression/versions"))
+    figure = next(f for f in study.figures if f.measure.get("path") == "verdict")
+    doc = {"of": "versions-15-16", "benchmark": "scan", "verdict": "slower", "cell_run": run}
+    (tmp_path / "diff.json").write_text(json.dumps(doc))
+    found = row(Reader(study, tmp_path), figure)
+    assert found.measured == "slower" and found.run is not None
+    assert found.run.started is not None and found.run.started.startswith("2026-11-26T05:44")
+    assert found.run.host["cpu_id"] == "family 25, model 17, stepping 1" and found.run.note
+    assert "run of 2026-11-26 05:44 UTC, load not recorded" in found.run.label
+    for older in ({**doc, "cell_run": None}, {k: v for k, v in doc.items() if k != "cell_run"}):
+        (tmp_path / "diff.json").write_text(json.dumps(older))
+        assert row(Reader(study, tmp_path), figure).run is None
+    with pytest.raises(UserError, match="measured_by is a path in its JSON"):
+        parse_study(_write(tmp_path, HEAD + '[[step]]\nname = "p"\nkind = "diff"\nof = ["x"]\n'
+                           '[[figure]]\nwhat = "w"\nsection = "§1"\npublished = "1"\n'
+                           'measure = { from = "json", step = "p", path = "a", measured_by = 3 }\n'))
+
 
 @pytest.mark.unit
 def test_a_cell_measure_with_a_base_is_that_target_against_another_from_the_same_rounds(tmp_path):

@@ -215,7 +215,8 @@ def _run_defects(run: Provenance, run_dir: Path | None) -> list[str]:
         said.append(f"its run lacks {', '.join(lacking)}")
     if not (run.host.get("load_start") and run.host.get("load_end")) and not run.note:
         said.append("its run's load at start and end is not recorded, nor why")
-    if run_dir is not None and run.directory != str(run_dir):
+    # a run established from results kept beside the record (a diff's worst cell) is not this run, and says so
+    if run_dir is not None and run.directory != str(run_dir) and run.note is None:
         said.append(f"names the run {run.directory}, not this one")
     return said
 

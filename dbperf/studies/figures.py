@@ -16,7 +16,7 @@ import msgspec
 
 from dbperf.errors import UserError
 from dbperf.host.topology import HostShape
-from dbperf.run_meta import RunMeta
+from dbperf.run_meta import HostMeta, RunMeta
 from dbperf.stats.rqps_matrix import Matrix, build_matrix
 from dbperf.stats.rule_history import RuleChange, under_run_rule
 from dbperf.stats.verdict import CellVerdict, deciding
@@ -55,6 +55,9 @@ class Measured:
     samples: dict[int, float] | None = None  # per repeat (round), to pair with another cell of the same rounds
     builds: tuple[str, ...] = ()  # the build keys the value rests on (their manifests: studies/builds.py)
     problems: tuple[str, ...] = ()  # what is wrong with those builds, said on the figure
+    # The run that measured it where that is not the step's own run (a diff step's worst cell, whose rQPS and verdict
+    # a versions run kept on record measured): the figure names that run, not the one that read it back.
+    run: Provenance | None = None
 
 
 @dataclass(frozen=True)
@@ -74,6 +77,16 @@ class Provenance:
     def from_json(cls, doc: dict[str, Any]) -> Provenance:
         return cls(doc.get("directory"), doc.get("command"), doc.get("started"), doc.get("ended"),
                    dict(doc.get("host") or {}), doc.get("note"))
+
+    @classmethod
+    def of_results(cls, meta: RunMeta, folder: str | None) -> Provenance:
+        """The run a results directory's meta.json describes (a results directory keeps no load average)."""
+        h = meta.host or HostMeta()
+        host = {"cpu": h.cpu_model, "cpu_id": h.cpu_id, "microcode": h.microcode, "cores": h.cores,
+                "virtualised": h.virtualised, "kernel": h.kernel, "load_start": None, "load_end": None}
+        return cls(folder, None, meta.started_at, meta.finished_at, host,
+                   note="established from its results' meta.json kept beside the record (host, start and end); "
+                        "a results directory keeps no load average, and the study run's command was not kept")
 
     @property
     def label(self) -> str:
@@ -316,6 +329,14 @@ class Reader:
 
     def _in_json(self, m: dict[str, Any], step: str) -> Measured:
         doc = self.load_json(json_file(self.directory, self.study, step, m.get("file")))
+        measured = self._json_value(m, step, doc)
+        try:  # an output written before it named the run (or null: this run measured it) names none
+            by = walk(doc, m["measured_by"]) if m.get("measured_by") else None
+        except NotMeasured:
+            by = None
+        return replace(measured, run=Provenance.from_json(by)) if isinstance(by, dict) else measured
+
+    def _json_value(self, m: dict[str, Any], step: str, doc: Any) -> Measured:
         found = walk(doc, m["path"])
         if isinstance(found, bool):
             return Measured(None, text="yes" if found else "no")
@@ -422,7 +443,7 @@ def row(reader: Reader, figure: Figure, mode: Mode = "full") -> Row:
         measured = reader.measure(measure)
         if measured.value is None:  # a fact, not a number
             text = measured.text or ""
-            return Row(figure.what, figure.section, figure.published, text, SHOWN, text=text)
+            return Row(figure.what, figure.section, figure.published, text, SHOWN, text=text, run=measured.run)
         value, interval, why_none = measured.value, measured.interval, measured.why_none
         builds, problems = list(measured.builds), list(measured.problems)
         if per_measure is not None:
@@ -444,8 +465,9 @@ def row(reader: Reader, figure: Figure, mode: Mode = "full") -> Row:
             interval, why_none = _combined(replace(measured, interval=interval), was, "after / before")
     except NotMeasured as why:
         return Row(figure.what, figure.section, figure.published, f"not measured: {why}", "–")
-    return judged(figure, value, before, interval, why_none, measured.verdict if per_measure is None else None,
-                  measured.decided if per_measure is None else None, builds, problems)
+    found = judged(figure, value, before, interval, why_none, measured.verdict if per_measure is None else None,
+                   measured.decided if per_measure is None else None, builds, problems)
+    return found if measured.run is None else replace(found, run=measured.run)
 
 
 SHOWN = "shown beside the published one"

@@ -23,7 +23,9 @@ exist.
     # how many cells the lab decided slower and faster
                                     # a json measure's `empty = "..."`: what a null there means (measured, none);
                                     # `spread = [LOW, HIGH, RUNS]` paths of its runs' range (its interval), or
-                                    # `proportion = [COUNT, OF]` paths of a share's count (Wilson's interval)
+                                    # `proportion = [COUNT, OF]` paths of a share's count (Wilson's interval);
+                                    # `measured_by = PATH`: the run that measured the value, where not the step's
+                                    # own (a diff's worst cell read from results kept on record)
     quick = { target = "...", per = { target = "..." } }    # overrides of measure (and per) under --quick/--smoke
     quick = { skip = "why" }        # a figure the --quick/--smoke run does not measure by design (said, not missing)
     unit = "TSC ticks"; expect = { min = 2.0, max = 100.0 }; claim = "what the published figure says, restated"
@@ -378,6 +380,8 @@ def _check_measure(m: dict[str, Any], study: Study, targets: dict[str, set[str]]
         _check_cell_measure(m, str(source), targets.get(step_name), catalog, where)
     elif not isinstance(m.get("path"), str) or not isinstance(m.get("file", ""), str):
         raise UserError(f"{where}: a json measure needs a path (and optionally the step's file)")
+    if not isinstance(m.get("measured_by", ""), str):
+        raise UserError(f"{where}: a json measure's measured_by is a path in its JSON")
     for key, n in (("spread", 3), ("proportion", 2)):  # paths beside the value: its runs' range, or its count
         if key in m and not (isinstance(m[key], list) and len(m[key]) == n and all(isinstance(p, str) for p in m[key])):
             raise UserError(f"{where}: a json measure's {key} is a list of {n} paths"

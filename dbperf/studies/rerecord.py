@@ -121,12 +121,7 @@ def _run_of(meta: RunMeta, own: Provenance) -> Provenance:
     same_cpu = (h.cpu_model, h.cpu_id) == (own.host.get("cpu"), own.host.get("cpu_id"))
     if same_cpu and start and begun and ended and begun <= start <= ended:
         return own
-    folder = str(Path(meta.experiment).parent) if meta.experiment else None
-    host = {"cpu": h.cpu_model, "cpu_id": h.cpu_id, "microcode": h.microcode, "cores": h.cores,
-            "virtualised": h.virtualised, "kernel": h.kernel, "load_start": None, "load_end": None}
-    return Provenance(folder, None, meta.started_at, meta.finished_at, host,
-                      note="established from its results' meta.json kept beside the record (host, start and end); "
-                           "a results directory keeps no load average, and the study run's command was not kept")
+    return Provenance.of_results(meta, str(Path(meta.experiment).parent) if meta.experiment else None)
 
 
 def _judged_again(study: Study, f: Figure, old: Row, run: Provenance) -> Row:

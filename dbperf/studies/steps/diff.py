@@ -4,6 +4,7 @@ steps, its base against that target, into DIR/<step>.json."""
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -13,7 +14,7 @@ from dbperf.output_file import write_file
 from dbperf.run_meta import HostMeta
 from dbperf.runner.simulated_tier import queries_for
 from dbperf.storage.results import META, read_meta
-from dbperf.studies.figures import NotMeasured, Reader
+from dbperf.studies.figures import NotMeasured, Provenance, Reader
 from dbperf.studies.steps.base import Checking, Over, StepEnd, StepKind, StepRun, check_of, of_steps
 from dbperf.studies.study_record import recorded, recorded_results, shown_path
 from dbperf.usecases.explain import diff_targets
@@ -48,7 +49,11 @@ class DiffKind(StepKind):
         queries = queries_for(parse_experiment(experiment).table_size, row_budget=per_point, most=per_point)
         d = diff_targets(experiment, base, target, benchmark, queries, str(s.get("mode", "simulated")))
         source = _source(kept.get(of))
-        doc = {"of": of, "looked_at": looked, "cell_from": source, "base": base, "target": target,
+        # the cell's rQPS and verdict are the run's that measured it: a figure of them names that run (measured_by)
+        cell_run = (asdict(Provenance.of_results(read_meta(kept[of]), shown_path(kept[of]))) if of in kept
+                    else None)
+        doc = {"of": of, "looked_at": looked, "cell_from": source, "cell_run": cell_run, "base": base,
+               "target": target,
                "benchmark": benchmark, "rqps": rqps, "verdict": verdict, "metric": d.metric, "mode": d.mode,
                "total_base": d.total_a, "total_target": d.total_b,
                "functions": [{"function": r.function, "base": r.a, "target": r.b, "delta": r.delta}
