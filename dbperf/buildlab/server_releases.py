@@ -56,7 +56,7 @@ class ServerInstall:
 
     @property
     def binaries(self) -> Path:
-        return self.root / SOURCES[self.engine].binaries
+        return SOURCES[self.engine].binaries_in(self.root)
 
 
 def _get(url: str, what: str) -> bytes:

