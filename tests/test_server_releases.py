@@ -145,7 +145,9 @@ def test_bad_release_targets_are_one_line(write_experiment, target, message):
 def test_released_postgres_and_mariadb_run_a_cell(write_experiment, tmp_path):
     exp = write_experiment('[run]\nbenchmarks = ["point-query"]\ntable_size = 2000\ntime = "1s"\nwarmup = "0s"\n'
                            'repeats = 1\n[[target]]\nname = "pg13"\nsource = "postgres@13"\n'
-                           '[[target]]\nname = "md"\nsource = "mariadb@11.4.5"\n')
+                           '[[target]]\nname = "md"\nsource = "mariadb@11.4.5"\n'
+                           # laid out before 10.5 (bin/mysqld, mysql_install_db, no ALTER USER): the InnoDB series
+                           '[[target]]\nname = "md101"\nsource = "mariadb@10.1.23"\n')
     out = tmp_path / "out"
     proc = run_cli("run", str(exp), "--yes", "--out", str(out), timeout=1200)
     assert proc.returncode == 0, proc.stderr
@@ -153,8 +155,9 @@ def test_released_postgres_and_mariadb_run_a_cell(write_experiment, tmp_path):
     versions = {t["name"]: (t["engine_version"], t["build"]["release"]) for t in meta["targets"]}
     assert versions["pg13"][0].startswith("13.") and versions["pg13"][1]["engine"] == "postgres"
     assert "11.4.5" in versions["md"][0] and len(versions["md"][1]["jar_sha256"]) == 64
+    assert "10.1.23" in versions["md101"][0]
     cells = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
-    assert [(c["target"], c["status"]) for c in cells] == [("pg13", "ok"), ("md", "ok")]
+    assert [(c["target"], c["status"]) for c in cells] == [("pg13", "ok"), ("md", "ok"), ("md101", "ok")]
     assert all(c["result"]["server_usage"]["user_us"] > 0 for c in cells)
     listing = run_cli("build", "--list")
     assert "postgres" in listing.stdout and "mariadb" in listing.stdout
@@ -166,3 +169,28 @@ def test_a_server_cache_the_service_users_cannot_reach_is_refused(tmp_path, monk
     monkeypatch.setenv("DBPERF_SERVER_CACHE", str(tmp_path / "servers"))
     with pytest.raises(UserError, match=f"{tmp_path} is not searchable by others"):
         releases.server_cache()
+
+
+@pytest.mark.unit
+def test_a_mariadb_release_laid_out_before_10_5_is_asked_for_its_own_names(tmp_path):
+    """MariaDB's jars before 10.5 ship bin/mysqld and bin/mysql_install_db and their server reads [mysqld]; 10.1 has
+    no ALTER USER: the release's binaries and the launch's layout are found from what the install holds."""
+    from dbperf.engines.mariadb import MARIADB
+    from dbperf.servers.mariadb_layout import CURRENT, OLDER, layout_of
+    source = MARIADB.release
+    assert source is not None
+    old, new = tmp_path / "old", tmp_path / "new"
+    for root, files in ((old, ("bin/mysqld", "bin/mysql_install_db")),
+                        (new, ("bin/mariadbd", "scripts/mariadb-install-db"))):
+        for f in files:
+            (root / f).parent.mkdir(parents=True, exist_ok=True)
+            (root / f).write_text("#!/bin/sh\n")
+    assert source.binaries_in(old) == old / "bin/mysqld" and source.binaries_in(new) == new / "bin/mariadbd"
+    assert source.binaries_in(tmp_path / "none") == tmp_path / "none" / "bin/mariadbd"  # its absence said at launch
+    assert layout_of(old / "bin/mysqld") is OLDER and layout_of(new / "bin/mariadbd") is CURRENT
+    assert OLDER.script_in(old) == old / "bin/mysql_install_db" and CURRENT.script_in(new) == new / \
+        "scripts/mariadb-install-db"
+    assert CURRENT.script_in(old) is None and (OLDER.section, CURRENT.section) == ("mysqld", "mariadbd")
+    assert OLDER.set_password("'u'@'h'", "'p'") == "SET PASSWORD FOR 'u'@'h' = PASSWORD('p');"
+    assert CURRENT.set_password("'u'@'h'", "'p'") == "ALTER USER 'u'@'h' IDENTIFIED BY 'p';"
+    assert "--skip-test-db" not in OLDER.install_args and "--skip-test-db" in CURRENT.install_args
