@@ -518,6 +518,12 @@ class Headline:
     by_later_rule: int = 0
     later_rule: str | None = None
     superseded: str | None = None  # what is wrong with the builds it compares (builds.py)
+    # The base's A/A copy (a second server of the same build) over the same benchmarks: how many of its cells were
+    # compared, and the benchmarks where the run's rule called it changed: there the base differed from itself by
+    # as much as a verdict, so the target's call on those benchmarks is not the build's. None: no A/A copy.
+    aa_compared: int | None = None
+    aa_changed: tuple[str, ...] | None = None
+    aa_overlap: int = 0  # of `decided`: cells on a benchmark where the A/A copy changed
 
     def first_line(self, study: str) -> str:
         g = "–" if self.geomean is None else f"{self.geomean:.3f}"
@@ -545,6 +551,13 @@ class Headline:
         if self.by_later_rule:
             said += (f" {self.by_later_rule} more cell(s) are called by a rule added after the run "
                      f"({self.later_rule}); they are not counted as decided here.")
+        if self.aa_compared:
+            changed = self.aa_changed or ()
+            said += f" The A/A copy of the base changed {len(changed)} of {self.aa_compared} cells"
+            said += (f" ({', '.join(changed)}): on {'that benchmark' if len(changed) == 1 else 'those benchmarks'} "
+                     "two servers of the same build differed by as much as a verdict, so "
+                     f"{self.aa_overlap} of the decided cells above say{'s' if self.aa_overlap == 1 else ''} "
+                     "nothing of the build there." if changed else ".")
         if self.superseded:
             said += f" Superseded: {self.superseded}."
         return said
@@ -588,8 +601,14 @@ def tallied(m: Matrix, target: str, started: str | None = None) -> Headline:
     decided = [v for v, _ in judged_ if v is not None and v.decided]
     later = [change for _, change in judged_ if change is not None]
     slower, on_cpu, faster = _counted(decided)
+    aa = [(b, run_verdict(c.verdict_detail, c.cpu_verdict_detail, started)[0])
+          for (t, b, _), c in m.cells.items() if t == f"{m.base}-aa" and c.rqps and not m.was_trained_on(target, b)]
+    changed = tuple(sorted({b for b, v in aa if v is not None and v.decided and v.verdict in ("faster", "slower")}))
+    overlap = sum(1 for c, (v, _) in zip(cells, judged_, strict=True)
+                  if v is not None and v.decided and c.benchmark in changed)
     return Headline(target, geomean, len(decided), len(cells), slower, on_cpu, faster,
-                    len(later), "; ".join(dict.fromkeys(f"{c.date}: {c.what}" for c in later)) or None)
+                    len(later), "; ".join(dict.fromkeys(f"{c.date}: {c.what}" for c in later)) or None,
+                    aa_compared=len(aa) or None, aa_changed=changed if aa else None, aa_overlap=overlap)
 
 
 def _counted(decided: list[CellVerdict]) -> tuple[int, int, int]:

@@ -164,6 +164,7 @@ def summary(study: Study, rows: list[Row], run: RunFacts, recorded: list[str] | 
     lines += [headline.first_line(study.name)] if headline else []
     lines += [h.first_line(f"{study.name} {step}") for step, h in run.also.items()]
     lines += ["", headline.decided_by()] if headline else []
+    lines += [f"{md(step)}: {h.decided_by()}" for step, h in run.also.items() if h.compared]
     lines += [
         "", f"# Study {md(study.name)}: {md(study.title)}", "",
         md(sourced(study)), "",
@@ -193,6 +194,8 @@ def html_summary(study: Study, rows: list[Row], run: RunFacts, reports: list[str
         page.add(f"<p>{text(headline.decided_by())}</p>")
     for step, h in run.also.items():
         page.add(f"<p><b>{text(h.first_line(f'{study.name} {step}'))}</b></p>")
+        if h.compared:
+            page.add(f"<p>{text(h.decided_by())}</p>")
     page.add(f"<p>{text(sourced(study))}</p>")
     page.add(f"<p>Run {text(run.when)} on {text(host.described)}, kernel {text(host.kernel)}: "
              f"<code>{text(run.command)}</code>" + text(MODE_NOTES[mode] + "." + rewritten_note(run)) + "</p>")
