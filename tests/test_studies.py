@@ -260,18 +260,24 @@ def test_the_headline_counts_a_cell_decided_on_cpu_time_only_and_says_so_under_i
              ("pgo", "range-covered-pk", 1): cell(1.09, "faster", "cpu"),
              ("pgo", "random-points-10", 1): cell(1.05, "undecided", "wall", decided=False),
              ("pgo", "train-mix", 1): cell(1.50, "faster", "wall"),  # trained on: left out
-             ("O2-aa", "point-query", 1): cell(1.0, "same", "cpu")}  # another target
+             ("O2-aa", "point-query", 1): cell(1.0, "same", "cpu"),  # the base's A/A copy: not changed here
+             ("O2-aa", "range-covered-pk", 1): cell(1.06, "faster", "wall")}  # ... but here: the base was slow
     matrix = SimpleNamespace(cells=cells, was_trained_on=lambda _t, b: b == "train-mix", base="O2")
     monkeypatch.setattr(figures.Reader, "matrix", lambda _self, _step, *_: matrix)
     monkeypatch.setattr(figures.Reader, "meta", lambda _self, _step, *_: SimpleNamespace(started_at=None, targets=[]))
     found = headline(load_study("pgo-server"), Path("/nonexistent"))
-    assert found == Headline("pgo", pytest.approx((1.10 * 1.09 * 1.05) ** (1 / 3)), 2, 3, 0, 1, faster=2)
+    assert found == Headline("pgo", pytest.approx((1.10 * 1.09 * 1.05) ** (1 / 3)), 2, 3, 0, 1, faster=2,
+                             aa_compared=2, aa_changed=("range-covered-pk",), aa_overlap=1)
     doc = summary(load_study("pgo-server"), [], RunFacts(HOST, "now", "dbperf study run pgo-server", "full", found,
                                                          [("mariadb", "ran")]))
     assert doc.splitlines()[:3] == [
         "study pgo-server: geomean rQPS 1.080, decided 2 of 3, slower 0", "",
         "Of the 2 decided, 1 on the wall clock (QPS) and 1 on CPU time only (queries per CPU second; their wall clock "
-        "undecided); 1 undecided."]
+        "undecided); 1 undecided. The A/A copy of the base changed 1 of 2 cells (range-covered-pk): on that benchmark "
+        "two servers of the same build differed by as much as a verdict, so 1 of the decided cells above says nothing "
+        "of the build there."]
+    # a headline recorded before the lab counted the A/A copy says nothing of it
+    assert "A/A" not in replace(found, aa_compared=None, aa_changed=None).decided_by()
 
 
 def _study_run(directory: Path, value: float) -> None:
@@ -746,8 +752,10 @@ def test_a_json_figure_names_the_run_that_measured_its_value_where_the_step_only
     for older in ({**doc, "cell_run": None}, {k: v for k, v in doc.items() if k != "cell_run"}):
         (tmp_path / "diff.json").write_text(json.dumps(older))
         assert row(Reader(study, tmp_path), figure).run is None
+    (tmp_path / "e.toml").write_text(f'[run]\nbenchmarks = ["point-query"]\n{TINY}[[target]]\nname = "a"\n')
     with pytest.raises(UserError, match="measured_by is a path in its JSON"):
-        parse_study(_write(tmp_path, HEAD + '[[step]]\nname = "p"\nkind = "diff"\nof = ["x"]\n'
+        parse_study(_write(tmp_path, HEAD + '[[step]]\nname = "x"\nkind = "experiment"\nexperiment = "e.toml"\n'
+                           '[[step]]\nname = "p"\nkind = "diff"\nof = ["x"]\nqueries = 500\n'
                            '[[figure]]\nwhat = "w"\nsection = "§1"\npublished = "1"\n'
                            'measure = { from = "json", step = "p", path = "a", measured_by = 3 }\n'))
 

@@ -595,7 +595,8 @@ def tallied(m: Matrix, target: str, started: str | None = None) -> Headline:
     """One target of an experiment against its base over every benchmark it was not trained on (held out): the
     geomean rQPS, and how many cells the lab decided under the rule of the run started at `started`, called slower
     and called faster; the cells only a later rule calls are counted apart."""
-    cells = [c for (t, b, _), c in m.cells.items() if t == target and c.rqps and not m.was_trained_on(t, b)]
+    keyed = [(b, c) for (t, b, _), c in m.cells.items() if t == target and c.rqps and not m.was_trained_on(t, b)]
+    cells = [c for _, c in keyed]
     judged_ = [run_verdict(c.verdict_detail, c.cpu_verdict_detail, started) for c in cells]
     geomean = math.exp(sum(math.log(c.rqps) for c in cells if c.rqps) / len(cells)) if cells else None
     decided = [v for v, _ in judged_ if v is not None and v.decided]
@@ -604,8 +605,8 @@ def tallied(m: Matrix, target: str, started: str | None = None) -> Headline:
     aa = [(b, run_verdict(c.verdict_detail, c.cpu_verdict_detail, started)[0])
           for (t, b, _), c in m.cells.items() if t == f"{m.base}-aa" and c.rqps and not m.was_trained_on(target, b)]
     changed = tuple(sorted({b for b, v in aa if v is not None and v.decided and v.verdict in ("faster", "slower")}))
-    overlap = sum(1 for c, (v, _) in zip(cells, judged_, strict=True)
-                  if v is not None and v.decided and c.benchmark in changed)
+    overlap = sum(1 for (b, _), (v, _) in zip(keyed, judged_, strict=True)
+                  if v is not None and v.decided and b in changed)
     return Headline(target, geomean, len(decided), len(cells), slower, on_cpu, faster,
                     len(later), "; ".join(dict.fromkeys(f"{c.date}: {c.what}" for c in later)) or None,
                     aa_compared=len(aa) or None, aa_changed=changed if aa else None, aa_overlap=overlap)
