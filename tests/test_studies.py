@@ -732,11 +732,11 @@ def test_a_json_figure_names_the_run_that_measured_its_value_where_the_step_only
     """A diff run alone picks its worst cell from results kept on record: the cell's verdict is the kept run's, so a
     figure of it (measured_by) names that run, its CPU and start, never the diff run; a diff whose cells its own run
     measured (cell_run null), or an output from before it named one, leaves the figure to the study run."""
+    from dbperf.storage.results import read_meta
     from dbperf.studies.figures import Provenance, Reader, row
     from dbperf.studies.model import load_study
-    from dbperf.studies.steps.diff import _kept_on_record
     from dbperf.studies.steps.base import StepRun
-    from dbperf.storage.results import read_meta
+    from dbperf.studies.steps.diff import _kept_on_record
     study = load_study("release-regression")
     step = StepRun(study, study.step("diff"), "full", tmp_path, yes=True, err=None)  # type: ignore[arg-type]
     kept = _kept_on_record(step, ["versions-15-16"])["versions-15-16"]
