@@ -258,7 +258,9 @@ def _build_kept(spec: ServerBuildSpec, recipe: Recipe, cc: Compiler, tree: Build
     runner.run(commands[1:], "compiling")
     with open(runner.log, "rb") as f:
         f.seek(start)
-        output = f.read().decode(errors="replace")
+        # the build tools' lines, without the runner's own (`$ command`, `# note`)
+        output = "".join(line for line in f.read().decode(errors="replace").splitlines(keepends=True)
+                         if not line.startswith(("$ ", "# ")))
     os.replace(tree.prefix, work / "install")
     tree.finished()
     incremental = {"tree": str(tree.root), "reused": reused, "configured": configure, "cleaned": clean,
