@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+PACKAGE = "ccache"  # its Debian package: scripts/install-system-packages.sh installs it with the build tools
 MISSING = "ccache not found (apt install ccache): every object make or ninja rebuilds is compiled again"
 HITS = ("direct_cache_hit", "preprocessed_cache_hit")
 MISS = "cache_miss"
