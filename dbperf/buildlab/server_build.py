@@ -578,7 +578,8 @@ def _how_incremental(incremental: dict[str, Any] | None) -> str:
                                                        else "compiled in a new kept tree")
     ccache = incremental["ccache"]
     return said + (f"; {ccache['missing']}" if "missing" in ccache else
-                   f", ccache {ccache['hits']} hits, {ccache['misses']} misses")
+                   f", ccache {ccache['hits']} hit{'' if ccache['hits'] == 1 else 's'}, {ccache['misses']} "
+                   f"miss{'' if ccache['misses'] == 1 else 'es'}")
 
 
 def partial_server_builds() -> list[dict[str, Any]]:
