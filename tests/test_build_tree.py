@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import shutil
 import subprocess
+import time
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -64,6 +65,7 @@ def _patch(tmp_path: Path, name: str, text: str) -> PatchFile:
 def _make(src: Path) -> int:
     """make in `src`; the objects it compiled, from its own lines."""
     proc = subprocess.run(["make"], cwd=src, capture_output=True, text=True, check=True)
+    time.sleep(0.02)  # file times tick coarsely: a file patched next is newer than these objects, as in a real build
     return compiles_in(proc.stdout, PostgresRecipe().is_step)
 
 
@@ -146,7 +148,9 @@ def test_ninja_counts_the_objects_a_real_ninja_wrote(tmp_path: Path):
     (tmp_path / "b.c").write_text(B)
     subprocess.run(["ninja", "-C", str(build)], capture_output=True, check=True)
     stamp = tmp_path / "started"
+    time.sleep(0.05)  # file times tick coarsely: the stamp after the first build's objects, before the next ones
     stamp.touch()
+    time.sleep(0.05)
     (tmp_path / "a.c").write_text("int a(void) { return 5; }\n")
     subprocess.run(["ninja", "-C", str(build)], capture_output=True, check=True)
     assert MysqlRecipe().rebuilt_objects(tmp_path, stamp.stat().st_mtime_ns, "") == 1
