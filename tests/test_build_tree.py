@@ -110,6 +110,15 @@ def test_a_patch_that_does_not_apply_leaves_the_tree_as_unpacked(tree: BuildTree
     assert again.record.applied == [] and again.record.provenance == {"origin": "debian-src"}
 
 
+def test_a_renamed_file_is_put_back_under_its_name(tree: BuildTree, tmp_path: Path):
+    rename = _patch(tmp_path, "rename.patch", "diff --git a/b.c b/main.c\nsimilarity index 100%\nrename from b.c\n"
+                    "rename to main.c\n")
+    assert tree.switch((rename,), tmp_path / "log", "r") == 2
+    assert not (tree.src / "b.c").exists() and (tree.src / "main.c").read_text() == B
+    tree.switch((), tmp_path / "log", "r")
+    assert (tree.src / "b.c").read_text() == B and not (tree.src / "main.c").exists()
+
+
 def test_a_tree_record_this_dbperf_cannot_read_starts_the_tree_over(tree: BuildTree):
     (tree.root / "tree.json").write_text("{half")
     again = BuildTree(tree.root, tree.record.identity)

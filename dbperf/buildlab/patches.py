@@ -22,6 +22,7 @@ COMMAND = ["patch", "-p1", "--forward", "--batch", "--fuzz=0", "--no-backup-if-m
 PATCHING = re.compile(r"^(?:patching|checking) file (.+)$")
 HUNK = re.compile(r"^Hunk #(\d+) FAILED at (\d+)")
 MISSING = re.compile(r"^\|?\+\+\+ (\S+)")
+RENAMED = re.compile(r"^(.+) \((?:renamed|copied) from (.+)\)$")
 
 
 def with_patches(provenance: dict[str, Any], patches: tuple[PatchFile, ...]) -> dict[str, Any]:
@@ -76,7 +77,12 @@ def files_touched(data: bytes, tree: Path) -> list[str]:
     except FileNotFoundError:
         return []
     output = (proc.stdout + proc.stderr).decode(errors="replace")
-    return [_unquoted(m.group(1).strip()) for line in output.splitlines() if (m := PATCHING.match(line))]
+    found = []
+    for line in output.splitlines():
+        if m := PATCHING.match(line):
+            names = RENAMED.match(m.group(1).strip())  # a git rename or copy: both files
+            found += [_unquoted(n) for n in names.groups() if n] if names else [_unquoted(m.group(1).strip())]
+    return found
 
 
 def apply_patches(patches: tuple[PatchFile, ...], tree: Path, log: Path, label: str,

@@ -261,6 +261,7 @@ def _build_kept(spec: ServerBuildSpec, recipe: Recipe, cc: Compiler, tree: Build
         # the build tools' lines, without the runner's own (`$ command`, `# note`)
         output = "".join(line for line in f.read().decode(errors="replace").splitlines(keepends=True)
                          if not line.startswith(("$ ", "# ")))
+    shutil.rmtree(work / "install", ignore_errors=True)  # a resumed build's, moved before it was cut short
     os.replace(tree.prefix, work / "install")
     tree.finished()
     incremental = {"tree": str(tree.root), "reused": reused, "configured": configure, "cleaned": clean,
