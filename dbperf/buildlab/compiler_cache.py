@@ -45,8 +45,7 @@ def find_ccache(directory: Path, base: Path, stats_log: Path) -> CompilerCache |
     program = shutil.which("ccache")
     if program is None:
         return None
-    directory.mkdir(parents=True, exist_ok=True)
-    stats_log.unlink(missing_ok=True)
+    directory.mkdir(parents=True, exist_ok=True)  # `stats_log` is kept: a resumed build's sums its segments'
     return CompilerCache(program, directory, base, stats_log)
 
 

@@ -149,7 +149,7 @@ def build_server(spec: ServerBuildSpec, train: Training, on_progress: Progress |
             return _guarded_cached(spec, found, train, on_progress, guard) if spec.pgo else found
         sweep_abandoned(builds)  # staging directories of builds killed outright
         if not spec.pgo and not spec.bolt:
-            built = _build_in_tree(spec, recipe, cc, apt, package, version, key, on_progress, train, skipped)
+            built = _build_in_tree(spec, recipe, cc, apt, package, version, key, on_progress, skipped)
             if built is None:
                 continue
             return built
@@ -187,7 +187,7 @@ def build_server(spec: ServerBuildSpec, train: Training, on_progress: Progress |
 
 
 def _build_in_tree(spec: ServerBuildSpec, recipe: Recipe, cc: Compiler, apt: PrivateApt, package: str, version: str,
-                   key: str, on_progress: Progress | None, train: Training, skipped: list[str]) -> ServerBuild | None:
+                   key: str, on_progress: Progress | None, skipped: list[str]) -> ServerBuild | None:
     """A build in the kept tree of its source, flags and compiler (build_tree.py), the source fetched into it if
     new; None when the archive does not serve this version (said in `skipped`). PGO and BOLT builds are not made
     in kept trees yet: PGO's two builds would need trees of their own (build_tree.tree_identity) agreeing on one
