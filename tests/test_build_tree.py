@@ -209,15 +209,14 @@ class MakeRecipe:
         return [["make", "clean"]]
 
 
-@pytest.mark.skipif(shutil.which("gcc") is None or shutil.which("make") is None, reason="needs gcc and make")
-@pytest.mark.parametrize("ccache", [True, False])
-def test_a_server_build_reuses_its_kept_tree_and_its_manifest_says_so(where, monkeypatch, tmp_path, ccache):
+def _lab(where: Path, monkeypatch: pytest.MonkeyPatch, fetches: list[Path]) -> MakeRecipe:
+    """The build lab with a stand-in archive (its source: the small Makefile tree) and MakeRecipe."""
     monkeypatch.setenv("DBPERF_SERVER_CACHE", str(where / "servers"))
     recipe = MakeRecipe()
+    recipe.launchers = []
     monkeypatch.setitem(recipes(), "postgres", recipe)
     monkeypatch.setattr(server_build, "check_can_build", lambda spec: (recipe, server_build.find_compiler()))
     monkeypatch.setattr(server_build, "candidate_versions", lambda engine: (None, "postgresql-15", ["15.18-0"]))
-    fetches: list[Path] = []
 
     def unpacked(apt: Any, package: str, engine: str, version: str, work: Path, skipped: list[str]) -> DebianSource:
         src = work / "src"
@@ -230,6 +229,14 @@ def test_a_server_build_reuses_its_kept_tree_and_its_manifest_says_so(where, mon
                                                             "version": version})
 
     monkeypatch.setattr(server_build, "fetch_debian_source", unpacked)
+    return recipe
+
+
+@pytest.mark.skipif(shutil.which("gcc") is None or shutil.which("make") is None, reason="needs gcc and make")
+@pytest.mark.parametrize("ccache", [True, False])
+def test_a_server_build_reuses_its_kept_tree_and_its_manifest_says_so(where, monkeypatch, tmp_path, ccache):
+    fetches: list[Path] = []
+    recipe = _lab(where, monkeypatch, fetches)
     if not ccache:
         monkeypatch.setattr("dbperf.buildlab.compiler_cache.shutil.which", lambda name: None)
     elif shutil.which("ccache") is None:
@@ -257,6 +264,32 @@ def test_a_server_build_reuses_its_kept_tree_and_its_manifest_says_so(where, mon
         assert recipe.launchers[-1] == "" and p["ccache"] == {"missing": MISSING}
         assert said.endswith(f"; {MISSING}")
         assert f"# {MISSING}" in (patched.root.parent / "build.log").read_text()
+
+
+@pytest.mark.skipif(shutil.which("gcc") is None or shutil.which("make") is None, reason="needs gcc and make")
+def test_a_build_that_fails_to_compile_leaves_its_tree_whole_and_one_interrupted_has_it_cleaned(where, monkeypatch,
+                                                                                              tmp_path):
+    recipe = _lab(where, monkeypatch, [])
+    monkeypatch.setattr("dbperf.buildlab.compiler_cache.shutil.which", lambda name: None)
+    server_build.build_server(ServerBuildSpec("postgres"), _no_training)
+    broken = _patch(tmp_path, "broken.patch", ONE.replace("return 2; }", "return 2 }"))
+    with pytest.raises(UserError, match="failed at `make"):
+        server_build.build_server(ServerBuildSpec("postgres", patches=(broken,)), _no_training)
+    one = server_build.build_server(ServerBuildSpec("postgres", patches=(_patch(tmp_path, "one.patch", ONE),)),
+                                    _no_training).manifest["incremental"]
+    assert (one["cleaned"], one["objects_rebuilt"]) == (False, 1)  # b.o of the first build kept
+
+    def interrupt(phase: str, done: int, expected: int) -> None:
+        raise KeyboardInterrupt
+    with pytest.raises(KeyboardInterrupt):
+        server_build.build_server(ServerBuildSpec("postgres", cflags=("-DX=1",)), _no_training, interrupt)
+    # another tree (other flags) was interrupted; this one is whole
+    two = server_build.build_server(ServerBuildSpec("postgres", patches=(_patch(tmp_path, "two.patch", TWO),)),
+                                    _no_training).manifest["incremental"]
+    assert (two["cleaned"], two["objects_rebuilt"]) == (False, 0)
+    again = server_build.build_server(ServerBuildSpec("postgres", cflags=("-DX=1",)), _no_training)
+    assert again.manifest["incremental"]["cleaned"] and again.manifest["incremental"]["objects_rebuilt"] == 2
+    assert recipe.launchers == [""] * len(recipe.launchers)
 
 
 def _no_training(*args: Any) -> dict[str, Any]:

@@ -22,9 +22,10 @@ records no patch set, never a half-applied one.
 
 One build at a time per tree: a lock (flock on TREE.lock beside it) held from the switch to the install; a second
 dbperf building the same tree waits for it. A build that did not finish (failed, interrupted, killed) leaves
-`building` set in tree.json: make cannot tell an object a killed compiler half wrote from a whole one, so the next
-build of a recipe that is not `resumable` cleans the tree first (its objects then mostly come from ccache); ninja,
-which logs only finished outputs, goes on. A tree.json this dbperf cannot read is a tree started over (the tree is a
+`building` set in tree.json (a build that failed on a command's error does not: make and ninja wait for the compiles
+under way, and a compile that fails writes no object): make cannot tell an object a killed compiler half wrote from a
+whole one, so the next build of a recipe that is not `resumable` cleans the tree first (its objects then mostly come
+from ccache); ninja, which logs only finished outputs, goes on. A tree.json this dbperf cannot read is a tree started over (the tree is a
 cache: nothing in it is lost but time). To clear the trees, remove the trees/ folder (or one tree) while no build
 runs; the builds in the cache stay.
 """
@@ -165,8 +166,8 @@ class BuildTree:
         return len(changed)
 
     def _keep_pristine(self, patch: bytes) -> None:
-        """The files the patch will change, copied as they are (with the patches before it applied, which are
-        recorded already) unless an earlier patch of the set changed them: their copies are the pristine ones."""
+        """The files the patch will change that no earlier patch of the set changed (so still as unpacked), copied
+        into pristine/ and recorded before the patch is applied."""
         for rel in files_touched(patch, self.src):
             path = self.src / rel
             if rel in self.record.touched or not path.resolve().is_relative_to(self.src.resolve()):
@@ -207,6 +208,11 @@ class BuildTree:
     def finished(self) -> None:
         self.record.building = False
         self.record.builds += 1
+        self.save()
+
+    def stopped(self) -> None:
+        """A build failed (a command's error, not an interruption): its objects are whole."""
+        self.record.building = False
         self.save()
 
 

@@ -241,21 +241,29 @@ def _build_kept(spec: ServerBuildSpec, recipe: Recipe, cc: Compiler, tree: Build
     with open(runner.log, "a") as f:
         f.write(f"# kept tree {tree.root} ({'reused' if reused else 'new'}; {changed} files switched)\n")
         f.write("" if ccache else f"# {MISSING}\n")
-    clean = tree.begin() and not recipe.resumable  # make cannot tell a half-written object from a whole one
-    if clean:
+    # make cannot tell an object a killed compiler half wrote from a whole one: after an interruption, a make tree
+    # is cleaned (a tree whose configure never finished has nothing to clean, nor the makefiles to do it with)
+    clean = tree.begin() and not recipe.resumable and tree.record.configured is not None
+    if clean:  # a clean that fails leaves the tree marked
         runner.run(recipe.clean_commands(tree.src), "cleaning after a build that did not finish")
-    if configure:
-        runner.run(commands[:1], "configuring")
-        tree.configured(launcher)
-    shutil.rmtree(tree.prefix, ignore_errors=True)
-    since = state.result("tree-build-started")  # a resumed build's objects count from its first segment
-    if since is None:
-        stamp = tree.root / "build.started"
-        stamp.touch()
-        since = stamp.stat().st_mtime_ns  # the file system's clock, as the objects' mtimes
-        state.finish("tree-build-started", since)
-    start = runner.log.stat().st_size
-    runner.run(commands[1:], "compiling")
+    try:
+        if configure:
+            runner.run(commands[:1], "configuring")
+            tree.configured(launcher)
+        shutil.rmtree(tree.prefix, ignore_errors=True)
+        since = state.result("tree-build-started")  # a resumed build's objects count from its first segment
+        if since is None:
+            stamp = tree.root / "build.started"
+            stamp.touch()
+            since = stamp.stat().st_mtime_ns  # the file system's clock, as the objects' mtimes
+            state.finish("tree-build-started", since)
+        start = runner.log.stat().st_size
+        runner.run(commands[1:], "compiling")
+    except UserError:
+        # a command that failed: make and ninja wait for the compiles under way, and a compile that fails writes
+        # no object, so the tree's objects are whole (only an interruption leaves it marked)
+        tree.stopped()
+        raise
     with open(runner.log, "rb") as f:
         f.seek(start)
         # the build tools' lines, without the runner's own (`$ command`, `# note`)
