@@ -21,13 +21,13 @@ newer than its objects. A patch that does not apply leaves the tree reverted to 
 records no patch set, never a half-applied one.
 
 One build at a time per tree: a lock (flock on TREE.lock beside it) held from the switch to the install; a second
-dbperf building the same tree waits for it. A build that did not finish (failed, interrupted, killed) leaves
-`building` set in tree.json (a build that failed on a command's error does not: make and ninja wait for the compiles
-under way, and a compile that fails writes no object): make cannot tell an object a killed compiler half wrote from a
-whole one, so the next build of a recipe that is not `resumable` cleans the tree first (its objects then mostly come
-from ccache); ninja, which logs only finished outputs, goes on. A tree.json this dbperf cannot read is a tree started over (the tree is a
-cache: nothing in it is lost but time). To clear the trees, remove the trees/ folder (or one tree) while no build
-runs; the builds in the cache stay.
+dbperf building the same tree waits for it. A build interrupted or killed leaves `building` set in tree.json: make
+cannot tell an object a killed compiler half wrote from a whole one, so the next build of a recipe that is not
+`resumable` cleans the tree first (its objects then mostly come from ccache); ninja, which logs only finished
+outputs, goes on. A build that failed on a command's error leaves its objects whole (make and ninja wait for the
+compiles under way; a compile that fails writes no object). A tree.json this dbperf cannot read is a tree started
+over (the tree is a cache: nothing in it is lost but time). To clear the trees, remove the trees/ folder (or one tree)
+while no build runs; the builds in the cache stay.
 """
 
 from __future__ import annotations
