@@ -9,6 +9,7 @@ import hashlib
 import shutil
 import subprocess
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -16,7 +17,7 @@ import pytest
 
 from dbperf.buildlab import server_build
 from dbperf.buildlab.build_tree import BuildTree, kept_tree, tree_identity, tree_key
-from dbperf.buildlab.compiler_cache import MISSING, stats_of
+from dbperf.buildlab.compiler_cache import MISSING, find_ccache, stats_of
 from dbperf.buildlab.debian_source import DebianSource
 from dbperf.buildlab.rebuilt import compiles_in, ninja_rebuilt
 from dbperf.buildlab.recipes import recipes
@@ -25,7 +26,7 @@ from dbperf.buildlab.recipes.postgres import PostgresRecipe
 from dbperf.errors import UserError
 from dbperf.experiment.build_variants import ServerBuildSpec
 from dbperf.experiment.user_source import PatchFile
-from dbperf.host.compiler import Compiler
+from dbperf.host.compiler import Compiler, build_environment, find_compiler
 
 pytestmark = pytest.mark.unit
 
@@ -163,6 +164,38 @@ def test_ninja_counts_the_objects_a_real_ninja_wrote(tmp_path: Path):
     (tmp_path / "a.c").write_text("int a(void) { return 5; }\n")
     subprocess.run(["ninja", "-C", str(build)], capture_output=True, check=True)
     assert MysqlRecipe().rebuilt_objects(tmp_path, stamp.stat().st_mtime_ns, "") == 1
+
+
+@pytest.mark.skipif(any(shutil.which(t) is None for t in ("cmake", "ninja", "gcc", "g++", "ccache")),
+                    reason="needs cmake, ninja, gcc, g++ and ccache")
+def test_the_cmake_recipe_rebuilds_one_object_through_ccache(tmp_path: Path):
+    """MySQL's recipe's own commands (its options are unknown to this small project: cmake warns and goes on), with
+    ccache as the launcher, on a project of two C files: a one-file change, one object, one miss."""
+    src, prefix = tmp_path / "src", tmp_path / "prefix"
+    src.mkdir()
+    (src / "CMakeLists.txt").write_text("cmake_minimum_required(VERSION 3.13)\nproject(t C CXX)\n"
+                                        "add_executable(mysqld a.c b.c)\ninstall(TARGETS mysqld DESTINATION bin)\n")
+    (src / "a.c").write_text(A)
+    (src / "b.c").write_text(B)
+    cache = find_ccache(tmp_path / "ccache", tmp_path, tmp_path / "stats.log")
+    assert cache is not None
+    recipe = MysqlRecipe()
+    cc = replace(find_compiler(), launcher=cache.program)
+    commands = recipe.commands(src, prefix, cc, ["-O1"], 2)
+    env = {**build_environment(), **cache.environment()}
+    for command in commands:
+        subprocess.run(command, cwd=src, env=env, capture_output=True, check=True)
+    assert cache.counts()["misses"] == 2
+    time.sleep(0.05)
+    stamp = tmp_path / "started"
+    stamp.touch()
+    time.sleep(0.05)
+    (src / "a.c").write_text("int a(void) { return 4; }\n")
+    shutil.rmtree(prefix)  # as the lab does: cmake's install skips a file of the same size and second
+    for command in commands[1:]:
+        subprocess.run(command, cwd=src, env=env, capture_output=True, check=True)
+    assert recipe.rebuilt_objects(src, stamp.stat().st_mtime_ns, "") == 1
+    assert cache.counts()["misses"] == 3 and subprocess.run([prefix / "bin" / "mysqld"]).returncode == 4
 
 
 def test_ccache_hits_and_misses_are_read_from_its_stats_log():

@@ -250,6 +250,7 @@ def _build_kept(spec: ServerBuildSpec, recipe: Recipe, cc: Compiler, tree: Build
         if configure:
             runner.run(commands[:1], "configuring")
             tree.configured(launcher)
+        # an empty prefix: cmake's install skips a file whose size and time (to the second) are the installed one's
         shutil.rmtree(tree.prefix, ignore_errors=True)
         since = state.result("tree-build-started")  # a resumed build's objects count from its first segment
         if since is None:
