@@ -65,7 +65,7 @@ class TreeRecord(msgspec.Struct, kw_only=True):
     version: int = VERSION
     identity: dict[str, Any] = {}
     provenance: dict[str, Any] | None = None  # the unpacked source's (a manifest's `source` without patches)
-    configured: str | None = None  # the compiler launcher configure was given ("" none); None: not configured
+    configured: list[str] | None = None  # the configure command that last finished; None: not configured
     applied: list[Applied] | None = []  # the patch set on the tree; None while a switch is under way
     touched: dict[str, bool] = {}  # file (relative to src/) -> whether it existed before the patches
     building: bool = False  # a build started and has not finished
@@ -77,7 +77,10 @@ def tree_identity(source: dict[str, Any], flags: list[str], cc: Compiler, option
     options. PGO's instrumented and profile-use builds compile with other flags than their base (and than each
     other: -fprofile-generate against -fprofile-use), so their objects could never be shared with the base's tree:
     given their own flags here, they key trees of their own. (They are built in fresh folders for now: gcc names
-    each profile after its object's path, so the two would also have to agree on one path; see server_build.py.)"""
+    each profile after its object's path, so the two would also have to agree on one path; see server_build.py.)
+    Link-only flags (-Wl,...) are in `flags` too: make does not relink when only they change; a build that differs
+    from its base by its link alone (a layout fix) could share the base's tree where the build tool tracks its link
+    commands (ninja: each command's hash), a recipe's own choice."""
     return {"source": source, "flags": flags, "compiler": {"path": cc.path, "cxx": cc.cxx, "version": cc.version},
             "recipe": list(options)}
 
@@ -201,8 +204,8 @@ class BuildTree:
         self.save()
         return interrupted
 
-    def configured(self, launcher: str) -> None:
-        self.record.configured = launcher
+    def configured(self, command: list[str]) -> None:
+        self.record.configured = command
         self.save()
 
     def finished(self) -> None:

@@ -228,16 +228,16 @@ def _build_in_tree(spec: ServerBuildSpec, recipe: Recipe, cc: Compiler, apt: Pri
 
 def _build_kept(spec: ServerBuildSpec, recipe: Recipe, cc: Compiler, tree: BuildTree, changed: int, key: str,
                 work: Path, final: Path, on_progress: Progress | None, state: BuildState) -> ServerBuild:
-    """Configures the kept tree if it is new (or its compiler launcher changed), builds (make or ninja rebuild what
-    the switch of patches changed, ccache serves what went back and forth) and installs into the tree's prefix,
-    which is moved into work/install; then into `final` as every build."""
+    """Configures the kept tree if it is new (or its configure command changed: ccache came or went), builds (make
+    or ninja rebuild what the switch of patches changed, ccache serves what went back and forth) and installs into
+    the tree's prefix, which is moved into work/install; then into `final` as every build."""
     ccache = find_ccache(server_cache() / "ccache", tree.root.parent, work / "ccache-stats.log")
     launcher = ccache.program if ccache else ""
     jobs = os.cpu_count() or 1
     commands = recipe.commands(tree.src, tree.prefix, replace(cc, launcher=launcher), spec.flags(), jobs)
     runner = _Runner(spec, recipe, tree.src, work / "build.log", on_progress, state)
     runner.env = ccache.environment() if ccache else {}
-    reused, configure = tree.reused, tree.record.configured != launcher
+    reused, configure = tree.reused, tree.record.configured != commands[0]  # new, or another launcher
     with open(runner.log, "a") as f:
         f.write(f"# kept tree {tree.root} ({'reused' if reused else 'new'}; {changed} files switched)\n")
         f.write("" if ccache else f"# {MISSING}\n")
@@ -249,7 +249,7 @@ def _build_kept(spec: ServerBuildSpec, recipe: Recipe, cc: Compiler, tree: Build
     try:
         if configure:
             runner.run(commands[:1], "configuring")
-            tree.configured(launcher)
+            tree.configured(commands[0])
         # an empty prefix: cmake's install skips a file whose size and time (to the second) are the installed one's
         shutil.rmtree(tree.prefix, ignore_errors=True)
         since = state.result("tree-build-started")  # a resumed build's objects count from its first segment
