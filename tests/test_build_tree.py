@@ -6,8 +6,10 @@ is missing; then the pipeline of a server build with the fetch stood in for, twi
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
 import subprocess
+import threading
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -118,6 +120,29 @@ def test_a_renamed_file_is_put_back_under_its_name(tree: BuildTree, tmp_path: Pa
     assert not (tree.src / "b.c").exists() and (tree.src / "main.c").read_text() == B
     tree.switch((), tmp_path / "log", "r")
     assert (tree.src / "b.c").read_text() == B and not (tree.src / "main.c").exists()
+
+
+def test_a_second_build_in_the_same_tree_waits_for_the_first(tmp_path: Path):
+    identity = tree_identity(SOURCE, ["-O2"], GCC, ())
+    said: list[str] = []
+    order: list[str] = []
+
+    def second() -> None:
+        with kept_tree(tmp_path, identity, said.append):
+            order.append("second")
+    with kept_tree(tmp_path, identity):
+        waiting = threading.Thread(target=second)
+        waiting.start()
+        deadline = time.monotonic() + 10
+        while not said and time.monotonic() < deadline:
+            time.sleep(0.01)
+        order.append("first")
+    waiting.join(10)
+    assert order == ["first", "second"]
+    assert said == [f"waiting for another dbperf (pid {os.getpid()}) building in the same kept tree"]
+    with kept_tree(tmp_path, tree_identity(SOURCE, ["-O3"], GCC, ())), kept_tree(tmp_path, identity, said.append):
+        pass  # another tree is not waited for
+    assert len(said) == 1
 
 
 def test_a_tree_record_this_dbperf_cannot_read_starts_the_tree_over(tree: BuildTree):
