@@ -1,8 +1,8 @@
 """Kept build trees: one per source, compile flags and compiler, so that a build of another patch set rebuilds only
 what changed.
 
-A server build from source used to unpack its source into a fresh folder and compile everything (PostgreSQL: about 8
-minutes on 2 cores; MySQL: an hour), even when it differed from a build made before by one patched line. Now the
+A server build from source used to unpack its source into a fresh folder and compile everything (MySQL: an hour on 2
+cores, recipes/mysql.py), even when it differed from a build made before by one patched line. Now the
 source is unpacked and configured once into server_cache()/trees/TREE/ (src/, and prefix/ the install goes to before
 it is moved into the build's own cache entry), and every build of that tree (each patch set is its own build key, as
 before) switches the tree to its patches, then runs the recipe's build and install: make's or ninja's dependency
