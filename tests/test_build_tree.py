@@ -11,6 +11,7 @@ import shutil
 import subprocess
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, ClassVar
@@ -73,7 +74,7 @@ def _make(src: Path) -> int:
 
 
 @pytest.fixture
-def tree(tmp_path: Path) -> BuildTree:
+def tree(tmp_path: Path) -> Iterator[BuildTree]:
     with kept_tree(tmp_path / "trees", tree_identity(SOURCE, ["-O1"], GCC, ())) as kept:
         kept.src.mkdir()
         for name, text in (("Makefile", MAKEFILE), ("a.c", A), ("b.c", B)):
