@@ -259,7 +259,9 @@ def _build_kept(spec: ServerBuildSpec, recipe: Recipe, cc: Compiler, tree: Build
             since = stamp.stat().st_mtime_ns  # the file system's clock, as the objects' mtimes
             state.finish("tree-build-started", since)
         start = runner.log.stat().st_size
-        runner.run(commands[1:], "compiling")
+        runner.run(commands[1:-1], "compiling")
+        end = runner.log.stat().st_size  # the count reads the build's lines, not the install's (`install -c`)
+        runner.run(commands[-1:], "installing")
     except UserError:
         # a command that failed: make and ninja wait for the compiles under way, and a compile that fails writes
         # no object, so the tree's objects are whole (only an interruption leaves it marked)
@@ -268,7 +270,7 @@ def _build_kept(spec: ServerBuildSpec, recipe: Recipe, cc: Compiler, tree: Build
     with open(runner.log, "rb") as f:
         f.seek(start)
         # the build tools' lines, without the runner's own (`$ command`, `# note`)
-        output = "".join(line for line in f.read().decode(errors="replace").splitlines(keepends=True)
+        output = "".join(line for line in f.read(end - start).decode(errors="replace").splitlines(keepends=True)
                          if not line.startswith(("$ ", "# ")))
     shutil.rmtree(work / "install", ignore_errors=True)  # a resumed build's, moved before it was cut short
     os.replace(tree.prefix, work / "install")
