@@ -16,10 +16,11 @@ postgresql mariadb-server mariadb-plugin-rocksdb sysbench dpkg-dev debian-archiv
 chromium strace libmariadb-dev libpq-dev"
 # Servers built from source (buildlab/server_build.py's recipes name each tool's and header's package; the tests
 # check that this list holds them): MariaDB's and MySQL's cmake builds and their system libraries, BOLT (bolt-16 and its
-# instrumentation runtime) and the compiler a target may name instead of the user's (compiler = "clang-16").
-# PostgreSQL's build needs only what is above.
+# instrumentation runtime), the compiler a target may name instead of the user's (compiler = "clang-16"), and ccache,
+# the compiler launcher of every build in a kept build tree (buildlab/compiler_cache.py: without it a rebuild compiles
+# again what only moved, and the build says so). PostgreSQL's build needs only what is above, and ccache.
 BUILD_PACKAGES="cmake ninja-build bison g++ libssl-dev libpcre2-dev libfmt-dev libncurses-dev pkg-config
-bolt-16 libbolt-16-dev clang-16"
+bolt-16 libbolt-16-dev clang-16 ccache"
 missing_of() {
     out=""
     for p in "$@"; do

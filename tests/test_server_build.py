@@ -220,6 +220,7 @@ def test_make_setup_builds_installs_every_package_a_source_build_names():
     import re
     import subprocess
 
+    from dbperf.buildlab.compiler_cache import PACKAGE as CCACHE
     from dbperf.buildlab.server_bolt import BOLT_PACKAGES
     from dbperf.host.compiler import NAMED_COMPILERS
     from tests.conftest import REPO
@@ -229,7 +230,7 @@ def test_make_setup_builds_installs_every_package_a_source_build_names():
     assert set(lists) == {"DEMO_PACKAGES", "SERVER_PACKAGES", "BUILD_PACKAGES"}
     installed = set().union(*lists.values())
     needed = {p for r in recipes().values() for p in (*r.tools.values(), *r.headers.values())}
-    needed |= set(BOLT_PACKAGES) | {package for _cc, _cxx, package in NAMED_COMPILERS.values()}
+    needed |= set(BOLT_PACKAGES) | {package for _cc, _cxx, package in NAMED_COMPILERS.values()} | {CCACHE}
     assert needed <= installed, f"not installed by `make setup-builds`: {sorted(needed - installed)}"
     assert "build)" in script and "$BUILD_PACKAGES" in script.split("build)")[1].split(";;")[0]
     refused = subprocess.run(["sh", str(REPO / "scripts" / "install-system-packages.sh"), "nonsense"],

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import re
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ COMMAND = ["patch", "-p1", "--forward", "--batch", "--fuzz=0", "--no-backup-if-m
 PATCHING = re.compile(r"^(?:patching|checking) file (.+)$")
 HUNK = re.compile(r"^Hunk #(\d+) FAILED at (\d+)")
 MISSING = re.compile(r"^\|?\+\+\+ (\S+)")
+RENAMED = re.compile(r"^(.+) \((?:renamed|copied) from (.+)\)$")
 
 
 def with_patches(provenance: dict[str, Any], patches: tuple[PatchFile, ...]) -> dict[str, Any]:
@@ -67,10 +69,30 @@ def why_not(output: str) -> str:
     return tail(output, 2) or "no output"
 
 
-def apply_patches(patches: tuple[PatchFile, ...], tree: Path, log: Path, label: str) -> None:
-    """Each patch on `tree` in order, patch's output into `log`; the first that fails is one line."""
+def files_touched(data: bytes, tree: Path) -> list[str]:
+    """The files (relative to `tree`) that the patch `data` would create, change or remove there, as patch itself
+    reads it (a dry run: nothing is written); [] where patch is missing (applying it then says so)."""
+    try:
+        proc = subprocess.run([*COMMAND, "--dry-run", "-d", str(tree)], input=data, capture_output=True)
+    except FileNotFoundError:
+        return []
+    output = (proc.stdout + proc.stderr).decode(errors="replace")
+    found = []
+    for line in output.splitlines():
+        if m := PATCHING.match(line):
+            names = RENAMED.match(m.group(1).strip())  # a git rename or copy: both files
+            found += [_unquoted(n) for n in names.groups() if n] if names else [_unquoted(m.group(1).strip())]
+    return found
+
+
+def apply_patches(patches: tuple[PatchFile, ...], tree: Path, log: Path, label: str,
+                  before_each: Callable[[bytes], None] | None = None) -> None:
+    """Each patch on `tree` in order, patch's output into `log`; the first that fails is one line. `before_each` is
+    given each patch's bytes before it is applied (a kept build tree saves the files it will change)."""
     for i, patch in enumerate(patches, 1):
         data = _read(patch, label)
+        if before_each is not None:
+            before_each(data)
         try:
             proc = subprocess.run([*COMMAND, "-d", str(tree)], input=data, capture_output=True)
         except FileNotFoundError:

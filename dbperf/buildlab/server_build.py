@@ -35,7 +35,9 @@ from pathlib import Path
 from typing import IO, Any
 
 from dbperf import engines
-from dbperf.buildlab.debian_source import candidate_versions, fetch_debian_source
+from dbperf.buildlab.build_tree import TREES, BuildTree, kept_tree, tree_identity
+from dbperf.buildlab.compiler_cache import MISSING, find_ccache
+from dbperf.buildlab.debian_source import PrivateApt, candidate_versions, fetch_debian_source
 from dbperf.buildlab.patches import apply_patches, with_patches
 from dbperf.buildlab.paths import open_to_service_users, server_cache
 from dbperf.buildlab.pgo_guard import GuardCannotRun, GuardCounts, figures, refusal
@@ -146,6 +148,11 @@ def build_server(spec: ServerBuildSpec, train: Training, on_progress: Progress |
         if found:
             return _guarded_cached(spec, found, train, on_progress, guard) if spec.pgo else found
         sweep_abandoned(builds)  # staging directories of builds killed outright
+        if not spec.pgo and not spec.bolt:
+            built = _build_in_tree(spec, recipe, cc, apt, package, version, key, on_progress, skipped)
+            if built is None:
+                continue
+            return built
         staging = Staging(builds, key, resumable=recipe.resumable)
         work = staging.path
         try:
@@ -179,6 +186,103 @@ def build_server(spec: ServerBuildSpec, train: Training, on_progress: Progress |
     raise UserError(f"{spec.label()}: no version of Debian's {package} could be fetched ({'; '.join(skipped)[-300:]})")
 
 
+def _build_in_tree(spec: ServerBuildSpec, recipe: Recipe, cc: Compiler, apt: PrivateApt, package: str, version: str,
+                   key: str, on_progress: Progress | None, skipped: list[str]) -> ServerBuild | None:
+    """A build in the kept tree of its source, flags and compiler (build_tree.py), the source fetched into it if
+    new; None when the archive does not serve this version (said in `skipped`). PGO and BOLT builds are not made
+    in kept trees yet: PGO's two builds would need trees of their own (build_tree.tree_identity) agreeing on one
+    path for gcc's profile names, and BOLT rewrites what a resumed build installs again (resume.py)."""
+    source = {"engine": spec.engine, "origin": spec.origin, "package": package, "version": version}
+    identity = tree_identity(source, spec.flags(), cc, recipe.options)
+    builds = server_cache() / "build"
+    with kept_tree(server_cache() / TREES, identity, (lambda said: on_progress(said, 0, 0)) if on_progress else None
+                   ) as tree:
+        if tree.record.provenance is None:
+            tree.clear_source()
+            try:
+                fetched = fetch_debian_source(apt, package, spec.engine, version, tree.root, skipped)
+            except UserError as e:
+                skipped.append(f"{version}: {e}")
+                return None
+            tree.set_source(fetched.provenance)
+        # The tree keeps the objects of a build that did not finish; a resumable one's staging keeps its time too.
+        staging = Staging(builds, key, resumable=recipe.resumable)
+        try:
+            state = BuildState(staging.path, persist=recipe.resumable, label=spec.label())
+        except UserError:
+            staging.release()  # a state it cannot read: the folder stays for the user to look at or remove
+            raise
+        keep = False
+        try:
+            changed = tree.switch(spec.patches, staging.path / "build.log", spec.label())
+            return _build_kept(spec, recipe, cc, tree, changed, key, staging.path, builds / key, on_progress, state)
+        except KeyboardInterrupt:
+            keep = recipe.resumable  # Ctrl-C or SIGTERM: the next build of this key goes on from here
+            raise
+        finally:
+            if keep:
+                staging.release()
+            else:
+                staging.remove()
+
+
+def _build_kept(spec: ServerBuildSpec, recipe: Recipe, cc: Compiler, tree: BuildTree, changed: int, key: str,
+                work: Path, final: Path, on_progress: Progress | None, state: BuildState) -> ServerBuild:
+    """Configures the kept tree if it is new (or its configure command changed: ccache came or went), builds (make
+    or ninja rebuild what the switch of patches changed, ccache serves what went back and forth) and installs into
+    the tree's prefix, which is moved into work/install; then into `final` as every build."""
+    ccache = find_ccache(server_cache() / "ccache", tree.root.parent, work / "ccache-stats.log")
+    launcher = ccache.program if ccache else ""
+    jobs = os.cpu_count() or 1
+    commands = recipe.commands(tree.src, tree.prefix, replace(cc, launcher=launcher), spec.flags(), jobs)
+    runner = _Runner(spec, recipe, tree.src, work / "build.log", on_progress, state)
+    runner.env = ccache.environment() if ccache else {}
+    reused, configure = tree.reused, tree.record.configured != commands[0]  # new, or another launcher
+    with open(runner.log, "a") as f:
+        f.write(f"# kept tree {tree.root} ({'reused' if reused else 'new'}; {changed} files switched)\n")
+        f.write("" if ccache else f"# {MISSING}\n")
+    # make cannot tell an object a killed compiler half wrote from a whole one: after an interruption, a make tree
+    # is cleaned (a tree whose configure never finished has nothing to clean, nor the makefiles to do it with)
+    clean = tree.begin() and not recipe.resumable and tree.record.configured is not None
+    if clean:  # a clean that fails leaves the tree marked
+        runner.run(recipe.clean_commands(tree.src), "cleaning after a build that did not finish")
+    try:
+        if configure:
+            runner.run(commands[:1], "configuring")
+            tree.configured(commands[0])
+        # an empty prefix: cmake's install skips a file whose size and time (to the second) are the installed one's
+        shutil.rmtree(tree.prefix, ignore_errors=True)
+        since = state.result("tree-build-started")  # a resumed build's objects count from its first segment
+        if since is None:
+            stamp = tree.root / "build.started"
+            stamp.touch()
+            since = stamp.stat().st_mtime_ns  # the file system's clock, as the objects' mtimes
+            state.finish("tree-build-started", since)
+        start = runner.log.stat().st_size
+        runner.run(commands[1:-1], "compiling")
+        end = runner.log.stat().st_size  # the count reads the build's lines, not the install's (`install -c`)
+        runner.run(commands[-1:], "installing")
+    except UserError:
+        # a command that failed: make and ninja wait for the compiles under way, and a compile that fails writes
+        # no object, so the tree's objects are whole (only an interruption leaves it marked)
+        tree.stopped()
+        raise
+    with open(runner.log, "rb") as f:
+        f.seek(start)
+        # the build tools' lines, without the runner's own (`$ command`, `# note`)
+        output = "".join(line for line in f.read(end - start).decode(errors="replace").splitlines(keepends=True)
+                         if not line.startswith(("$ ", "# ")))
+    shutil.rmtree(work / "install", ignore_errors=True)  # a resumed build's, moved before it was cut short
+    os.replace(tree.prefix, work / "install")
+    tree.finished()
+    incremental = {"tree": str(tree.root), "reused": reused, "configured": configure, "cleaned": clean,
+                   "files_switched": changed, "objects_rebuilt": recipe.rebuilt_objects(tree.src, since, output),
+                   "ccache": ccache.counts() if ccache else {"missing": MISSING}}
+    provenance = with_patches(tree.record.provenance or {}, spec.patches)
+    return _enter(spec, recipe, cc, provenance, key, work, final, commands, jobs, runner, state,
+                  {"pgo": None, "bolt": None, "incremental": incremental})
+
+
 def _clear_partial_fetch(work: Path) -> None:
     """What a fetch killed before it finished left in a resumable build's directory."""
     for leftover in [work / "src", *work.glob("download-*")]:
@@ -194,6 +298,7 @@ class _Runner:
         self.spec, self.recipe, self.tree, self.log, self.on_progress = spec, recipe, tree, log, on_progress
         self.state = state
         self.expected = recipe.expected_steps(tree)
+        self.env: dict[str, str] = {}  # beside the build environment (ccache's, in a kept tree)
 
     @property
     def steps(self) -> int:
@@ -222,7 +327,8 @@ class _Runner:
     def _command(self, cmd: list[str], f: IO[str], phase: str, label: str) -> None:
         """One command, its output into the log `f`; a UserError when it fails."""
         proc = subprocess.Popen(cmd, cwd=self.tree, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                errors="replace", env=build_environment(), start_new_session=True)
+                                errors="replace", env={**build_environment(), **self.env},
+                                start_new_session=True)
         assert proc.stdout is not None
         try:
             for line in proc.stdout:
@@ -269,12 +375,21 @@ def _build(spec: ServerBuildSpec, recipe: Recipe, cc: Compiler, tree: Path, prov
             bolt = _bolt(spec, recipe, prefix, work, runner, train)
             state.finish("bolt", bolt)
     shutil.rmtree(tree, ignore_errors=True)  # the sources: only the install and the log are kept
+    return _enter(spec, recipe, cc, provenance, key, work, final, commands, jobs, runner, state,
+                  {"pgo": pgo, "bolt": bolt})
+
+
+def _enter(spec: ServerBuildSpec, recipe: Recipe, cc: Compiler, provenance: dict[str, Any], key: str, work: Path,
+           final: Path, commands: list[list[str]], jobs: int, runner: _Runner, state: BuildState,
+           variants: dict[str, Any]) -> ServerBuild:
+    """The build's manifest written beside its install in `work`, and `work` moved into `final`, its cache entry."""
+    prefix = work / "install"
     manifest = {
         "key": key, "label": spec.label(), "engine": spec.engine, "source": provenance,
         "variants": list(spec.variants), "cflags": list(spec.cflags), "flags": spec.flags(),
         "compiler": {"path": cc.path, "version": cc.version, "cxx": cc.cxx, "named": spec.compiler},
         "commands": commands, "jobs": jobs,
-        "compile_steps": runner.steps, "pgo": pgo, "bolt": bolt,
+        "compile_steps": runner.steps, **variants,
         "server_binary_sha256": sha256_of(str(recipe.server_binary(prefix))),
         **state.totals(),  # build_seconds, build_cpu_seconds and the segments
         "built_at": datetime.now(UTC).isoformat(timespec="seconds"),
@@ -463,7 +578,20 @@ def how_built(manifest: dict[str, Any]) -> str:
         said += f" ({manifest['build_cpu_seconds']} s of CPU"
         segments = len(manifest.get("segments") or [])
         said += f", in {segments} segments)" if segments > 1 else ")"
-    return said
+    return said + _how_incremental(manifest.get("incremental"))
+
+
+def _how_incremental(incremental: dict[str, Any] | None) -> str:
+    """What a build in a kept tree reused, or the one line saying ccache is missing (never silently)."""
+    if not incremental:
+        return ""
+    n = incremental["objects_rebuilt"]
+    said = f"; {n} object{'' if n == 1 else 's'} " + ("rebuilt in its kept tree" if incremental["reused"]
+                                                       else "compiled in a new kept tree")
+    ccache = incremental["ccache"]
+    return said + (f"; {ccache['missing']}" if "missing" in ccache else
+                   f", ccache {ccache['hits']} hit{'' if ccache['hits'] == 1 else 's'}, {ccache['misses']} "
+                   f"miss{'' if ccache['misses'] == 1 else 'es'}")
 
 
 def partial_server_builds() -> list[dict[str, Any]]:

@@ -37,6 +37,12 @@ class Compiler:
     is_gcc: bool
     cxx: str = "c++"  # the matching C++ compiler (MariaDB is C++)
     name: str = ""  # the name the target gave (`compiler = "clang-16"`); "" for the user's default
+    launcher: str = ""  # a program every compile goes through (ccache, in a kept build tree); "" for none
+
+    @property
+    def command(self) -> str:
+        """The C compiler as configure's CC takes it: the launcher, if any, before it."""
+        return f"{self.launcher} {self.path}" if self.launcher else self.path
 
 
 @cache

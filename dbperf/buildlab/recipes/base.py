@@ -7,6 +7,7 @@ from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import ClassVar
 
+from dbperf.buildlab.rebuilt import compiles_in
 from dbperf.host.compiler import Compiler
 
 
@@ -25,7 +26,10 @@ class Recipe(ABC):
     def expected_steps(self, tree: Path) -> int: ...
 
     @abstractmethod
-    def commands(self, tree: Path, prefix: Path, cc: Compiler, flags: list[str], jobs: int) -> list[list[str]]: ...
+    def commands(self, tree: Path, prefix: Path, cc: Compiler, flags: list[str], jobs: int) -> list[list[str]]:
+        """Configure, build, install: the first command configures (run once in a kept build tree, whose later
+        builds start at the second), the last installs into `prefix`."""
+        ...
 
     @abstractmethod
     def binaries(self, prefix: Path) -> Path: ...
@@ -37,6 +41,12 @@ class Recipe(ABC):
     def is_step(self, line: str) -> bool:
         """Whether a line of the build's output is one compile step."""
         ...
+
+    def rebuilt_objects(self, tree: Path, since_ns: int, output: str) -> int:
+        """How many objects a build compiled: by default its compiler invocations in `output`, the build tool's
+        lines from its start (make prints each command it runs); a build tool that logs what it ran says it
+        better (ninja: CmakeNinjaRecipe). `since_ns`: the build's start, as the file system's clock read it."""
+        return compiles_in(output, self.is_step)
 
     @abstractmethod
     def clean_commands(self, tree: Path) -> list[list[str]]:

@@ -6,6 +6,7 @@ import re
 from pathlib import Path
 from typing import ClassVar
 
+from dbperf.buildlab.rebuilt import ninja_rebuilt
 from dbperf.buildlab.recipes.base import Recipe
 from dbperf.host.compiler import Compiler
 
@@ -34,6 +35,7 @@ class CmakeNinjaRecipe(Recipe):
         link = " ".join(f for f in flags if f.startswith(("-flto", "-fprofile")) or f in link_only)
         return [["cmake", "-S", str(tree), "-B", str(build), *self.options, f"-DCMAKE_INSTALL_PREFIX={prefix}",
                  f"-DCMAKE_C_COMPILER={cc.path}", f"-DCMAKE_CXX_COMPILER={cc.cxx}",
+                 *([f"-DCMAKE_{lang}_COMPILER_LAUNCHER={cc.launcher}" for lang in ("C", "CXX")] if cc.launcher else []),
                  f"-DCMAKE_C_FLAGS={compile_flags}", f"-DCMAKE_CXX_FLAGS={compile_flags}",
                  *(f"-DCMAKE_{kind}_LINKER_FLAGS={link}" for kind in ("EXE", "SHARED", "MODULE"))],
                 ["ninja", "-C", str(build), f"-j{jobs}"],
@@ -41,6 +43,11 @@ class CmakeNinjaRecipe(Recipe):
 
     def is_step(self, line: str) -> bool:
         return bool(self.STEP.match(line))
+
+    def rebuilt_objects(self, tree: Path, since_ns: int, output: str) -> int:
+        """The objects .ninja_log says were written since the build started."""
+        log = tree / self.BUILD_DIR / ".ninja_log"
+        return ninja_rebuilt(log.read_text(errors="replace"), since_ns) if log.is_file() else 0
 
     def clean_commands(self, tree: Path) -> list[list[str]]:
         return [["ninja", "-C", str(tree / self.BUILD_DIR), "clean"]]

@@ -46,8 +46,10 @@ class PostgresRecipe(Recipe):
             # libpq's build refuses a library that can call exit(); gcov's runtime does, so the instrumented build
             # skips that check the way PostgreSQL's own coverage builds do.
             make_vars.append("enable_coverage=yes")
-        return [["./configure", f"--prefix={prefix}", *self.options, f"CC={cc.path}", f"CFLAGS={' '.join(plain)}",
-                 f"LDFLAGS={' '.join(ldflags)}"],
+        # --enable-depend: make then rebuilds the objects of a changed header too, which a kept build tree needs
+        # (buildlab/build_tree.py); it changes no object, so it is not among the keyed `options`.
+        return [["./configure", f"--prefix={prefix}", *self.options, "--enable-depend", f"CC={cc.command}",
+                 f"CFLAGS={' '.join(plain)}", f"LDFLAGS={' '.join(ldflags)}"],
                 ["make", f"-j{jobs}", *make_vars],
                 ["make", "install", *make_vars]]
 
