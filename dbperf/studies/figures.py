@@ -602,14 +602,24 @@ def tallied(m: Matrix, target: str, started: str | None = None) -> Headline:
     decided = [v for v, _ in judged_ if v is not None and v.decided]
     later = [change for _, change in judged_ if change is not None]
     slower, on_cpu, faster = _counted(decided)
-    aa = [(b, run_verdict(c.verdict_detail, c.cpu_verdict_detail, started)[0])
-          for (t, b, _), c in m.cells.items() if t == f"{m.base}-aa" and c.rqps and not m.was_trained_on(target, b)]
-    changed = tuple(sorted({b for b, v in aa if v is not None and v.decided and v.verdict in ("faster", "slower")}))
-    overlap = sum(1 for (b, _), (v, _) in zip(keyed, judged_, strict=True)
-                  if v is not None and v.decided and b in changed)
+    aa_compared, changed, overlap = _aa_changed(m, target, started, [b for b, _ in keyed], [v for v, _ in judged_])
     return Headline(target, geomean, len(decided), len(cells), slower, on_cpu, faster,
                     len(later), "; ".join(dict.fromkeys(f"{c.date}: {c.what}" for c in later)) or None,
-                    aa_compared=len(aa) or None, aa_changed=changed if aa else None, aa_overlap=overlap)
+                    aa_compared=aa_compared, aa_changed=changed, aa_overlap=overlap)
+
+
+def _aa_changed(m: Matrix, target: str, started: str | None, benchmarks: list[str],
+                verdicts: list[CellVerdict | None]) -> tuple[int | None, tuple[str, ...] | None, int]:
+    """How many cells of the base's A/A copy were compared over `target`'s held-out benchmarks, the benchmarks where
+    the run's rule called it faster or slower, and how many of `target`'s decided cells (its `verdicts` on
+    `benchmarks`) lie on those; (None, None, 0) without an A/A copy."""
+    aa = [(b, run_verdict(c.verdict_detail, c.cpu_verdict_detail, started)[0])
+          for (t, b, _), c in m.cells.items() if t == f"{m.base}-aa" and c.rqps and not m.was_trained_on(target, b)]
+    if not aa:
+        return None, None, 0
+    changed = tuple(sorted({b for b, v in aa if v is not None and v.decided and v.verdict in ("faster", "slower")}))
+    return len(aa), changed, sum(1 for b, v in zip(benchmarks, verdicts, strict=True)
+                                 if v is not None and v.decided and b in changed)
 
 
 def _counted(decided: list[CellVerdict]) -> tuple[int, int, int]:
