@@ -28,7 +28,8 @@ import os
 import pwd
 import shutil
 import subprocess
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -153,15 +154,7 @@ def build_server(spec: ServerBuildSpec, train: Training, on_progress: Progress |
             if built is None:
                 continue
             return built
-        staging = Staging(builds, key, resumable=recipe.resumable)
-        work = staging.path
-        try:
-            state = BuildState(work, persist=recipe.resumable, label=spec.label())
-        except UserError:
-            staging.release()  # a state it cannot read: the folder stays for the user to look at or remove
-            raise
-        keep = False
-        try:
+        with _staged(builds, key, recipe, spec) as (work, state):
             fetched = state.source()
             if fetched is None:
                 _clear_partial_fetch(work)
@@ -173,16 +166,7 @@ def build_server(spec: ServerBuildSpec, train: Training, on_progress: Progress |
                 apply_patches(spec.patches, source.tree, work / "build.log", spec.label())  # after Debian's own
                 fetched = source.tree, with_patches(source.provenance, spec.patches)
                 state.set_source(*fetched)
-            try:
-                return _build(spec, recipe, cc, *fetched, key, work, builds / key, on_progress, train, state, guard)
-            except KeyboardInterrupt:
-                keep = recipe.resumable  # Ctrl-C or SIGTERM: the next build of this key goes on from here
-                raise
-        finally:
-            if keep:
-                staging.release()
-            else:
-                staging.remove()  # after a completed build it is the entry already, and nothing is left to remove
+            return _build(spec, recipe, cc, *fetched, key, work, builds / key, on_progress, train, state, guard)
     raise UserError(f"{spec.label()}: no version of Debian's {package} could be fetched ({'; '.join(skipped)[-300:]})")
 
 
@@ -206,24 +190,32 @@ def _build_in_tree(spec: ServerBuildSpec, recipe: Recipe, cc: Compiler, apt: Pri
                 return None
             tree.set_source(fetched.provenance)
         # The tree keeps the objects of a build that did not finish; a resumable one's staging keeps its time too.
-        staging = Staging(builds, key, resumable=recipe.resumable)
-        try:
-            state = BuildState(staging.path, persist=recipe.resumable, label=spec.label())
-        except UserError:
-            staging.release()  # a state it cannot read: the folder stays for the user to look at or remove
-            raise
-        keep = False
-        try:
-            changed = tree.switch(spec.patches, staging.path / "build.log", spec.label())
-            return _build_kept(spec, recipe, cc, tree, changed, key, staging.path, builds / key, on_progress, state)
-        except KeyboardInterrupt:
-            keep = recipe.resumable  # Ctrl-C or SIGTERM: the next build of this key goes on from here
-            raise
-        finally:
-            if keep:
-                staging.release()
-            else:
-                staging.remove()
+        with _staged(builds, key, recipe, spec) as (work, state):
+            changed = tree.switch(spec.patches, work / "build.log", spec.label())
+            return _build_kept(spec, recipe, cc, tree, changed, key, work, builds / key, on_progress, state)
+
+
+@contextmanager
+def _staged(builds: Path, key: str, recipe: Recipe, spec: ServerBuildSpec) -> Iterator[tuple[Path, BuildState]]:
+    """A build's staging folder and its state: kept for the next build of this key when a resumable build is
+    interrupted (Ctrl-C or SIGTERM), else removed (after a completed build it is the entry already)."""
+    staging = Staging(builds, key, resumable=recipe.resumable)
+    try:
+        state = BuildState(staging.path, persist=recipe.resumable, label=spec.label())
+    except UserError:
+        staging.release()  # a state it cannot read: the folder stays for the user to look at or remove
+        raise
+    keep = False
+    try:
+        yield staging.path, state
+    except KeyboardInterrupt:
+        keep = recipe.resumable
+        raise
+    finally:
+        if keep:
+            staging.release()
+        else:
+            staging.remove()
 
 
 def _build_kept(spec: ServerBuildSpec, recipe: Recipe, cc: Compiler, tree: BuildTree, changed: int, key: str,
