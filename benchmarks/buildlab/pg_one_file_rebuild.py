@@ -74,6 +74,7 @@ def main() -> int:
     parser.add_argument("--cache", help="the server cache to use (default: a new temporary one)")
     args = parser.parse_args()
     cache = Path(args.cache) if args.cache else Path(tempfile.mkdtemp(prefix="dbperf-pg-rebuild-"))
+    cache.mkdir(parents=True, exist_ok=True)
     cache.chmod(0o755)  # the servers' users must reach an install through it
     os.environ["DBPERF_SERVER_CACHE"] = str(cache)
     print(f"{datetime.now(UTC).isoformat(timespec='seconds')}  {platform.node()}  {os.cpu_count()} cores  {_load()}")
