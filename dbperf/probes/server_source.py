@@ -65,15 +65,26 @@ def _unpack(download: Path, paths: list[str], into: Path) -> str:
     return top
 
 
+def _root(engine: str) -> Path:
+    return cache_root() / "probes" / "server-source" / engine
+
+
+def cached_files(engine: str, paths: list[str]) -> tuple[Path, dict[str, Any]] | None:
+    """What server_files gives when the cache already holds all of `paths`, else None (nothing is fetched)."""
+    manifest = _root(engine) / "source.json"
+    if not manifest.is_file():
+        return None
+    provenance = json.loads(manifest.read_text())
+    tree = _root(engine) / provenance["tree"]
+    return (tree, provenance) if all((tree / p).is_file() for p in paths) else None
+
+
 def server_files(engine: str, paths: list[str]) -> tuple[Path, dict[str, Any]]:
     """(directory holding `paths` as in the source tree, provenance); fetched once, then read from the cache."""
-    root = cache_root() / "probes" / "server-source" / engine
+    if (cached := cached_files(engine, paths)) is not None:
+        return cached
+    root = _root(engine)
     manifest = root / "source.json"
-    if manifest.is_file():
-        provenance = json.loads(manifest.read_text())
-        tree = root / provenance["tree"]
-        if all((tree / p).is_file() for p in paths):
-            return tree, provenance
     root.mkdir(parents=True, exist_ok=True)
     download = Path(tempfile.mkdtemp(prefix="download-", dir=root))
     try:
