@@ -21,6 +21,8 @@ from dbperf.experiment.model import Target
 from dbperf.experiment.spec import parse_experiment
 from dbperf.experiment.user_source import PatchFile
 from dbperf.host.compiler import find_compiler
+from dbperf.layout.findings import linker_script
+from dbperf.layout.fix import FIXED_SUFFIX, ab_experiment
 from dbperf.probes.server_source import cached_files
 
 pytestmark = pytest.mark.unit
@@ -104,3 +106,23 @@ def test_each_patch_set_is_a_build_of_its_own_and_settings_are_not(engine, recip
             assert server_build._key(changed, package, version, cc, recipe) != keys[name]
     if engine == "mysql":  # the post's knob and combination: settings on the builds the patches already make
         assert keys["spin-delay-5"] == keys["debian"] and keys["published"] == keys["old-prng"]
+
+
+def test_the_layout_fix_goes_on_a_patched_target_as_on_any_other(tmp_path: Path):
+    """`dbperf layout --fix` rebuilds a target with the fragment and -fdata-sections in an A/B experiment written to
+    its work folder: the target's patches, relative to the experiment file, still found there and still in the key."""
+    script = tmp_path / "fragment.ld"
+    script.write_text(linker_script(["btr_search_enabled"], 64))
+    original = next(t for t in parse_experiment(FILES["mysql"]).targets if t.name == "old-prng")
+    (tmp_path / "ab").mkdir()
+    ab = tmp_path / "ab" / "ab.toml"
+    ab.write_text(ab_experiment(FILES["mysql"], original, "update-index", 2, script))
+    targets = {t.name: t.server_build for t in parse_experiment(ab).targets}
+    plain, fixed = targets["old-prng"], targets["old-prng" + FIXED_SUFFIX]
+    assert original.server_build is not None and plain is not None and fixed is not None
+    assert [(p.path, p.sha256) for p in fixed.patches] == [(p.path, p.sha256) for p in original.server_build.patches]
+    assert fixed.cflags == ("-fdata-sections", f"-Wl,-T,{script}") and not plain.cflags
+    cc = find_compiler()
+    key = {name: server_build._key(s, "mysql-9.7", "9.7.2-4", cc, MYSQL) for name, s in
+           (("original", original.server_build), ("plain", plain), ("fixed", fixed))}
+    assert key["plain"] == key["original"] != key["fixed"]

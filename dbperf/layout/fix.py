@@ -168,10 +168,23 @@ def _table(name: str, raw: dict[str, Any]) -> str:
     return f"[{name}]\n" + "".join(f"{_toml_value(str(k))} = {_toml_value(v)}\n" for k, v in raw.items())
 
 
+def _anchored(raw: dict[str, Any], base: Path) -> dict[str, Any]:
+    """The target's own files (`patches`, `tree`) as absolute paths: the A/B experiment is read from its work
+    folder, not from the experiment's."""
+    out = dict(raw)
+    if "patches" in raw:
+        names = [raw["patches"]] if isinstance(raw["patches"], str) else raw["patches"]
+        out["patches"] = [str(base / Path(n).expanduser()) for n in names]
+    if "tree" in raw:
+        out["tree"] = str(base / Path(raw["tree"]).expanduser())
+    return out
+
+
 def ab_experiment(experiment: Path, target: Target, benchmark: str, threads: int, script: Path) -> str:
     """The A/B experiment: the target as written and the same target rebuilt with the remedy, on the one
     benchmark at the counted thread count, with the original [run]'s time, repeats and data."""
     run, raw = _raw_target(experiment, target.name)
+    raw = _anchored(raw, experiment.resolve().parent)
     if "source" not in raw:
         raise UserError(f"--fix: target {target.name!r} has no 'source': the lab can only rebuild what it builds")
     run = {**run, "benchmarks": [benchmark], "threads": [threads], "base": target.name}
