@@ -55,7 +55,7 @@ def test_each_patch_applies_to_the_release_the_probes_fetched(engine: str, patch
     found = cached_files(engine, names)
     if found is None:
         pytest.skip(f"{engine}'s source files {', '.join(names)} are not in the probes' cache (dbperf probe "
-                    f"--server {engine} fetches them once)")
+                    f"innodb-{engine} fetches them once)")
     tree, provenance = found
     assert provenance["version"].split(":")[-1].startswith(SERIES[engine])
     copy = tmp_path / "src"
