@@ -39,12 +39,10 @@ venv: $(VENV)/.installed
 
 venv-dev: $(VENV)/.installed-dev
 
-# --no-compile: pip's install waits for cargo (above), and byte-compiling every module of scipy, numpy and plotly
-# there is time before the demo's first round; Python compiles what the demo imports, once, as it imports it.
 $(VENV)/.installed: pyproject.toml
 	@echo "installing the dbperf package and its libraries into $(VENV) (pip, quiet: a minute or two the first time)"
 	$(PYTHON) -m venv $(VENV)
-	SETUPTOOLS_RUST_CARGO_PROFILE=release $(VENV)/bin/pip install -q --disable-pip-version-check --no-compile -e .
+	SETUPTOOLS_RUST_CARGO_PROFILE=release $(VENV)/bin/pip install -q --disable-pip-version-check -e .
 	@touch $@
 
 # The package with the dev extras in one pip call (CI's path), which also stands for the plain install.
