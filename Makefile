@@ -39,9 +39,13 @@ venv: $(VENV)/.installed
 
 venv-dev: $(VENV)/.installed-dev
 
+# The libraries first (pyproject's dependencies, scripts/project_requirements.py): downloaded, unpacked and compiled
+# while cargo builds the driver; then the package, whose own cargo call waits for cargo's lock.
 $(VENV)/.installed: pyproject.toml
 	@echo "installing the dbperf package and its libraries into $(VENV) (pip, quiet: a minute or two the first time)"
 	$(PYTHON) -m venv $(VENV)
+	$(PYTHON) scripts/project_requirements.py > $(VENV)/requirements.txt
+	$(VENV)/bin/pip install -q --disable-pip-version-check -r $(VENV)/requirements.txt
 	SETUPTOOLS_RUST_CARGO_PROFILE=release $(VENV)/bin/pip install -q --disable-pip-version-check -e .
 	@touch $@
 
