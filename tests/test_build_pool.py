@@ -51,6 +51,7 @@ def test_each_build_is_reported_as_it_finishes_in_the_callers_thread():
 
 def test_no_more_builds_than_workers_run_at_once():
     lock = threading.Lock()
+    barrier = threading.Barrier(2, timeout=TIMEOUT_S)  # two at a time meet here: the peak is at least 2
     now = peak = 0
 
     def work(job: int) -> int:
@@ -58,7 +59,7 @@ def test_no_more_builds_than_workers_run_at_once():
         with lock:
             now += 1
             peak = max(peak, now)
-        time.sleep(0.02)
+        barrier.wait()
         with lock:
             now -= 1
         return job

@@ -241,7 +241,7 @@ def build_all(specs: list[BuildSpec], base_dir: Path | None = None,
               on_done: Callable[[BuildSpec, Build], None] | None = None) -> dict[BuildSpec, Build]:
     """Builds distinct specs at once, one compiler per core (build_pool.py), each reported as it finishes. Sources
     are fetched (or read) first, once each. A PGO build takes longest (two compiles, a training run and its guard)
-    and is started first; its base, built by the same lock, is usually one of the other specs."""
+    and is started first; its base is usually one of the other specs (one key, built once: build()'s lock)."""
     unique = list(dict.fromkeys(specs))
     sources = origins(unique)
     ordered = sorted(unique, key=lambda s: not s.pgo)
