@@ -9,11 +9,15 @@ SITE := build/site
 
 .PHONY: setup setup-builds demo-setup system-packages demo-packages venv venv-dev driver demo test test-fast lint docs clean
 
-# The driver is built before the package: cargo shows its progress here, and the package's own build of it
-# (setuptools-rust, under a quiet pip) then finds it up to date.
-setup: system-packages driver venv-dev
+# The driver (cargo) and the package (pip) are set up at once, after the system packages: pip creates the venv,
+# resolves and downloads while cargo compiles (its last crate, codegen-units=1 and LTO, keeps one core). cargo
+# shows its progress here; the package's own build of the driver (setuptools-rust, under a quiet pip) waits on
+# cargo's lock of driver/target, then finds it up to date.
+setup: system-packages
+	@$(MAKE) --no-print-directory -j2 driver venv-dev
 
-demo-setup: demo-packages driver venv
+demo-setup: demo-packages
+	@$(MAKE) --no-print-directory -j2 driver venv
 
 # Everything setup installs, plus what servers built from source need (MariaDB's cmake build, BOLT, clang-16): the
 # studies that build servers (pgo-server, tuning-ladder, read-mostly-globals) refuse to start without them.
@@ -35,10 +39,14 @@ venv: $(VENV)/.installed
 
 venv-dev: $(VENV)/.installed-dev
 
+# The libraries first (pyproject's dependencies, scripts/project_requirements.py): downloaded, unpacked and compiled
+# while cargo builds the driver; then the package, whose own cargo call waits for cargo's lock.
 $(VENV)/.installed: pyproject.toml
 	@echo "installing the dbperf package and its libraries into $(VENV) (pip, quiet: a minute or two the first time)"
 	$(PYTHON) -m venv $(VENV)
-	SETUPTOOLS_RUST_CARGO_PROFILE=release $(VENV)/bin/pip install -q -e .
+	$(PYTHON) scripts/project_requirements.py > $(VENV)/requirements.txt
+	$(VENV)/bin/pip install -q --disable-pip-version-check -r $(VENV)/requirements.txt
+	SETUPTOOLS_RUST_CARGO_PROFILE=release $(VENV)/bin/pip install -q --disable-pip-version-check -e .
 	@touch $@
 
 # The package with the dev extras in one pip call (CI's path), which also stands for the plain install.

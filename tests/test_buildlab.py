@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from dbperf.buildlab.builder import build, build_key
+from dbperf.buildlab.builder import build, build_key, cached_builds
 from dbperf.buildlab.sqlite_source import resolve
 from dbperf.errors import UserError
 from dbperf.experiment.build_variants import BuildSpec
@@ -111,6 +111,24 @@ def test_failed_build_shows_the_compiler(tmp_path, cache):
     exp = _experiment(tmp_path, 'source = "sqlite@3.54.1"\ncflags = ["-O0", "-fno-such-option-anywhere"]')
     line = _one_line_error(run_cli("build", str(exp)))
     assert "build of sqlite@3.54.1" in line and "failed" in line and "-fno-such-option-anywhere" in line
+
+
+def test_a_failed_build_leaves_the_build_beside_it_whole(tmp_path, cache):
+    """Two builds at once (one a core): the refused one is one line, the last; the other, still compiling when the
+    first failed, is waited for and cached whole."""
+    exp = tmp_path / "exp.toml"
+    targets = [("good", "-DDBPERF_POOL_TEST=1"), ("bad", "-fno-such-option-anywhere")]
+    exp.write_text('[run]\nbenchmarks = ["point-query"]\ntime = "1s"\n' + "".join(
+        f'\n[[target]]\nname = "{name}"\nsource = "sqlite@3.54.1"\ncflags = ["-O0", "{flag}"]\n'
+        for name, flag in targets))
+    proc = run_cli("build", str(exp))
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    *before, last = proc.stderr.strip().splitlines()
+    assert [line for line in before if line.split()[:1] == ["built"] and "-DDBPERF_POOL_TEST=1" in line]
+    assert "build of sqlite@3.54.1" in last and "failed" in last and "-fno-such-option-anywhere" in last
+    (good,) = [m for m in cached_builds() if "-DDBPERF_POOL_TEST=1" in m["cflags"]]
+    assert Path(good["library"]).is_file() and good["library_sha256"]
+    assert not [m for m in cached_builds() if "-fno-such-option-anywhere" in m["cflags"]]
 
 
 def test_no_compiler(tmp_path, cache):

@@ -23,13 +23,14 @@ import shutil
 import subprocess
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from dbperf.build_manifest import BuildManifest, CompilerInfo, build_manifest
+from dbperf.buildlab.build_pool import run_at_once
 from dbperf.buildlab.patches import apply_patches, with_patches
 from dbperf.buildlab.paths import cache_root
 from dbperf.buildlab.pgo_guard import guard
@@ -236,21 +237,15 @@ def _cached_manifest(path: Path) -> BuildManifest | None:
         return None
 
 
-def build_all(specs: list[BuildSpec], base_dir: Path | None = None, on_done=None) -> dict[BuildSpec, Build]:
-    """Builds distinct specs in parallel, one compiler per core. Sources are fetched (or read) first, once each."""
+def build_all(specs: list[BuildSpec], base_dir: Path | None = None,
+              on_done: Callable[[BuildSpec, Build], None] | None = None) -> dict[BuildSpec, Build]:
+    """Builds distinct specs at once, one compiler per core (build_pool.py), each reported as it finishes. Sources
+    are fetched (or read) first, once each. A PGO build takes longest (two compiles, a training run and its guard)
+    and is started first; its base is usually one of the other specs (one key, built once: build()'s lock)."""
     unique = list(dict.fromkeys(specs))
     sources = origins(unique)
-    workers = max(1, min(len(unique), os.cpu_count() or 1))
-    results: dict[BuildSpec, Build] = {}
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        # PGO builds take longest (two compiles and a training run): start them first.
-        ordered = sorted(unique, key=lambda s: not s.pgo)
-        futures = {s: pool.submit(build, s, sources[s], base_dir) for s in ordered}
-        for spec, future in futures.items():
-            results[spec] = future.result()
-            if on_done:
-                on_done(spec, results[spec])
-    return results
+    ordered = sorted(unique, key=lambda s: not s.pgo)
+    return run_at_once(ordered, lambda s: build(s, sources[s], base_dir), on_done)
 
 
 def cached_builds() -> list[dict[str, Any]]:
