@@ -127,6 +127,7 @@ pub fn run(job: &Job) -> Result<RunResult, String> {
         window_start_unix_s,
         steady,
         open_loop,
+        turns: None,
     };
     side_result(job, &workload, &engine, out, measured)
 }
