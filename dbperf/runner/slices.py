@@ -134,8 +134,9 @@ def slices_job(e: Experiment, runs: list[CellRun], libraries: Mapping[str, str])
     env = side_env(first, 0)[0]
     for i, run in enumerate(runs):
         env.update(side_env(run, i)[1])
+    # A read cell's WAL stays empty: its turn checkpoints would be a PRAGMA per turn that checkpoints nothing.
     job = first.job.replace(library="", database="", settings=[], dsn=None, server_pid=None, slices=sides,
-                            slice_s=e.slice_s)
+                            slice_s=e.slice_s, turn_checkpoint=e.turn_checkpoint and first.cell.benchmark.writes)
     return job, env
 
 
