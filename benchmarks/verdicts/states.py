@@ -32,11 +32,14 @@ the pairs of two processes are one run (today's order, `alternate`) and each sli
 rounds alternate (round r of each run in turn, reversed every other round), so that they stay interleaved in time.
 Per pair: the A/A spread (sd of log B/A over the rounds of the median interval QPS of each side, a slices side's
 intervals being its slices), %, with its 90% bootstrap interval, the per-process spread (A/A / sqrt 2), and F
-(cell levels, as in (c)). Last line `ratio <spread with remedies / spread today>` (target <= 0.5).
+(cell levels, as in (c)); a slices pair also its sides' `turns` (the time their events ran into the other side's
+slices, and with `--turn-checkpoint`, a write benchmark's sides' WAL checkpointed at the start of their own turns,
+those checkpoints). Last line `ratio <spread with remedies / spread today>` (target <= 0.5).
 
 Usage: .venv/bin/python benchmarks/verdicts/states.py [--rounds 30] [--time 3] [--interval 0.25]
        [--benchmark point-query] [--source sqlite@3.54.1 --build O2]   (default: the system libsqlite3)
-       [--remedies heap-thp,warm-file,slices [--candidates] [--also pagecache-buffer,mmap,slices] [--slice 0.02]]
+       [--remedies heap-thp,warm-file,slices [--candidates] [--also pagecache-buffer,mmap,slices] [--slice 0.02]
+        [--turn-checkpoint]]
        (--remedies alone: slices)
 """
 
@@ -250,7 +253,9 @@ def remedy_experiments(args: argparse.Namespace, pairs: dict[str, Pair]) -> list
     def run(order: str) -> str:
         text = head.format(benchmark=args.benchmark, table_size=args.table_size, time=args.time, warmup=args.warmup,
                            interval=args.interval, rounds=args.rounds, order=order)
-        return text + (f'slice = "{args.slice}s"\n' if order == "slices" else "")
+        if order != "slices":
+            return text
+        return text + f'slice = "{args.slice}s"\n' + ("turn_checkpoint = true\n" if args.turn_checkpoint else "")
 
     today = [name for name, pair in pairs.items() if not pair.slices]
     texts = [run("alternate") + "".join(_pair(name, pairs[name], args) for name in today)]
@@ -298,6 +303,23 @@ def own_intervals(record: CellRecord) -> list[float]:
     return intervals(record, record.result.interval_s if record.result else 0.0)
 
 
+def turns_line(name: str, cells: list[CellRecord]) -> str | None:
+    """A slices pair's time outside its own slices, per cell (its sides' `turns`): the median time its events ran
+    into the other side's slices, the stalls (overruns over 1 ms), and the turn checkpoints' median time."""
+    turns = [r.result.turns for r in cells if r.target.startswith(f"{name}-") and r.result and r.result.turns]
+    if not turns:
+        return None
+    line = (f"    {name} per cell: spill into the other side's slices median "
+            f"{1000 * statistics.median(t.spill_s for t in turns):.2f} ms (longest "
+            f"{1000 * max(t.spill_max_s for t in turns):.2f} ms), stalls over 1 ms median "
+            f"{statistics.median(t.spills for t in turns):g}")
+    if any(t.turn_checkpoint for t in turns):
+        line += (f"; turn checkpoints median {statistics.median(t.checkpoints for t in turns):g} taking "
+                 f"{1000 * statistics.median(t.checkpoint_s for t in turns):.2f} ms (longest "
+                 f"{1000 * max(t.checkpoint_max_s for t in turns):.2f} ms)")
+    return line
+
+
 def pair_spread(name: str, cells: list[CellRecord]) -> tuple[list[float], float | None]:
     """The pair's log(B/A) per round (median interval QPS of each side), and F of its cells' levels."""
     by_round: dict[int, dict[str, CellRecord]] = {}
@@ -341,6 +363,9 @@ def remedies_mode(args: argparse.Namespace, console: Console) -> None:
         print(f"  {name:<18} remedies {shown:<28} "
               f"A/A spread {fmt(sd, '.2f')}% ({len(ratios)} rounds), per process "
               f"{fmt(sd / math.sqrt(2) if sd else None, '.2f')}%, F = {fmt(level, '.1f')}{versus}")
+        turns = turns_line(name, cells) if pair.slices else None
+        if turns:
+            print(turns)
     steal = [r.noise.steal for r in cells if r.noise and r.noise.steal is not None]
     interfered = sum(1 for r in cells if r.noise and r.noise.interfered)
     if steal:  # what the host took: a spread no remedy in the guest can narrow
@@ -376,6 +401,10 @@ def main() -> None:
                                    "(e.g. pagecache-buffer,mmap,fresh-copy,cpu-free,slices)")
     ap.add_argument("--slice", type=float, default=0.02,
                     help="with --remedies slices: seconds each side runs before the other takes its turn")
+    ap.add_argument("--turn-checkpoint", action="store_true",
+                    help="with --remedies slices and a write benchmark: each side's WAL checkpointed at the start of "
+                         "its own turns ([run] turn_checkpoint); each slices pair prints its sides' spill and turn "
+                         "checkpoints")
     args = ap.parse_args()
     console = Console(stderr=True)
     if args.remedies is not None:
