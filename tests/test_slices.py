@@ -281,6 +281,7 @@ def test_two_writing_sqlite_targets_each_checkpoint_in_their_own_turns(write_exp
     out = tmp_path / "out"
     proc = run_cli("run", str(write_experiment(body)), "--out", str(out))
     assert proc.returncode == 0, proc.stderr
+    assert json.loads((out / "meta.json").read_text())["slices"]["turn_checkpoint"] is True
     records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
     assert sorted((r["benchmark"], r["target"]) for r in records) == [
         ("point-query", "sys"), ("point-query", "sys-aa"), ("update-index", "sys"), ("update-index", "sys-aa")]
