@@ -4,9 +4,13 @@
 //! whichever commit passes it, and with synchronous = NORMAL a commit does not sync: the WAL is dirty pages until a
 //! checkpoint syncs it, copies it into the database and syncs that. A commit that checkpoints near its slice's end
 //! runs over into the next side's slice (stalls.rs counts it), and what the kernel writes back on its own lands in
-//! any turn. Here the checkpoint is TRUNCATE (the WAL synced, copied, the database synced, the WAL cut to nothing)
-//! and the auto-checkpoint is off on the sides' connections (slices.rs), so that a side enters each turn with
-//! nothing of its own left dirty but what its last turn wrote, and syncs that first, in its own time.
+//! any turn. Here the auto-checkpoint is off on the sides' connections (slices.rs) and the side runs the checkpoint
+//! SQLite would have run, PASSIVE (the WAL synced, copied into the database, the database synced), at its turn's
+//! start instead: a side enters each turn with nothing of its own left dirty but what its last turn wrote, and syncs
+//! that first, in its own time. PASSIVE, not TRUNCATE or RESTART: those wait for the side's other threads' writes
+//! and block them meanwhile, in SQLite's busy handler, whose sleeps of milliseconds would run over the slice's end;
+//! a PASSIVE checkpoint waits for nobody, and the next write starts the WAL again from its beginning (the file keeps
+//! its blocks) once every frame is in the database.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -17,7 +21,7 @@ use crate::turn::Turn;
 
 /// The setting that turns SQLite's own checkpoints off on a side's connections (applied after the side's own).
 pub(crate) const AUTO_OFF: (&str, &str) = ("wal_autocheckpoint", "0");
-const CHECKPOINT: &str = "PRAGMA wal_checkpoint(TRUNCATE)";
+const CHECKPOINT: &str = "PRAGMA wal_checkpoint(PASSIVE)";
 
 /// The run's turn checkpoints: per side, the slice its last one was taken in.
 pub(crate) struct TurnCheckpoints {
@@ -73,14 +77,26 @@ mod tests {
         assert!(c.first_in(0, 6), "a side's slices need not follow each other (one spent inside an event)");
     }
 
-    fn wal_bytes(database: &std::path::Path) -> u64 {
-        std::fs::metadata(format!("{}-wal", database.display())).map_or(0, |m| m.len())
+    fn bytes(path: &std::path::Path) -> u64 {
+        std::fs::metadata(path).map_or(0, |m| m.len())
     }
 
-    /// Two SQLite databases in WAL, both written: entering side 0's slice truncates side 0's WAL and not side 1's,
-    /// a second thread into the same slice checkpoints nothing, and side 1's next slice truncates side 1's.
+    /// 2000 rows of 200 bytes into a side's WAL (the database file stays as it was until a checkpoint).
+    fn write(hold: &mut Hold) {
+        hold.conn
+            .as_dyn()
+            .batch(
+                "INSERT INTO sbtest1 (k, pad) WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c \
+                 WHERE x < 2000) SELECT x, randomblob(200) FROM c",
+            )
+            .unwrap();
+    }
+
+    /// Two SQLite databases in WAL, both written: entering side 0's slice checkpoints side 0's WAL into its
+    /// database and not side 1's, a second thread into the same slice checkpoints nothing, and side 1's next slice
+    /// checkpoints side 1's.
     #[test]
-    fn a_sides_wal_is_truncated_when_its_turn_starts_and_only_its_own() {
+    fn a_sides_wal_goes_into_its_database_when_its_turn_starts_and_only_its_own() {
         if !std::path::Path::new(SQLITE).exists() {
             return; // Debian's libsqlite3-0, installed by `make setup`
         }
@@ -97,15 +113,15 @@ mod tests {
                 "settings": [["journal_mode", "WAL"], ["synchronous", "NORMAL"], [AUTO_OFF.0, AUTO_OFF.1]]}))
             .unwrap();
             let engine = Engine::open(&job).unwrap();
-            engine.connect().unwrap().batch("CREATE TABLE sbtest1 (id INTEGER PRIMARY KEY, k INTEGER)").unwrap();
+            let create = "CREATE TABLE sbtest1 (id INTEGER PRIMARY KEY, k INTEGER, pad BLOB)";
+            engine.connect().unwrap().batch(create).unwrap();
             let mut h = hold(&engine, &kinds_of(job.workload.as_ref().unwrap()), 1, None).unwrap();
-            for _ in 0..50 {
-                h.conn.as_dyn().batch("INSERT INTO sbtest1 (k) VALUES (1)").unwrap();
-            }
+            write(&mut h);
             holds.push(h);
             paths.push(database);
         }
-        assert!(paths.iter().all(|p| wal_bytes(p) > 0), "both WALs hold the writes");
+        let before: Vec<u64> = paths.iter().map(|p| bytes(p)).collect();
+        assert!(before.iter().all(|&b| b < 100_000), "the rows are in the WALs only: {before:?}");
         let rules = Rules { deterministic: false, open: false, limit_ns: None };
         let mut outs = [SideOut::new(&[], rules), SideOut::new(&[], rules)];
         let mut clock = Clock::new(None, 0, 1);
@@ -116,16 +132,18 @@ mod tests {
         );
         assert!(first.move_to(0, &mut outs, &mut clock).unwrap() && second.move_to(0, &mut outs, &mut clock).unwrap());
         checkpoints.at_turn_start(&first, &mut holds[0], &mut outs[0]).unwrap();
-        assert_eq!((wal_bytes(&paths[0]), outs[0].stalls.checkpoint.count), (0, 1), "side 0's WAL cut to nothing");
-        assert!(wal_bytes(&paths[1]) > 0, "side 1's WAL untouched in side 0's turn");
-        holds[0].conn.as_dyn().batch("INSERT INTO sbtest1 (k) VALUES (2)").unwrap();
+        let side0 = bytes(&paths[0]);
+        assert!(side0 > 300_000 && outs[0].stalls.checkpoint.count == 1, "side 0's rows in its database: {side0}");
+        assert_eq!(bytes(&paths[1]), before[1], "side 1's WAL untouched in side 0's turn");
+        write(&mut holds[0]);
         checkpoints.at_turn_start(&second, &mut holds[0], &mut outs[0]).unwrap();
-        assert!(wal_bytes(&paths[0]) > 0 && outs[0].stalls.checkpoint.count == 1, "one checkpoint a turn");
+        assert!(bytes(&paths[0]) == side0 && outs[0].stalls.checkpoint.count == 1, "one checkpoint a turn");
         assert!(first.move_to(10_000_000, &mut outs, &mut clock).unwrap());
         assert_eq!(first.slice.side, 1);
         checkpoints.at_turn_start(&first, &mut holds[1], &mut outs[1]).unwrap();
-        assert_eq!((wal_bytes(&paths[1]), outs[1].stalls.checkpoint.count), (0, 1), "side 1's, in its own turn");
-        assert!(wal_bytes(&paths[0]) > 0, "and not side 0's");
+        assert!(bytes(&paths[1]) > 300_000 && outs[1].stalls.checkpoint.count == 1, "side 1's, in its own turn");
+        assert_eq!(bytes(&paths[0]), side0, "and not side 0's");
+        assert!(outs.iter().all(|o| o.stalls.checkpoint.sum_ns > 0));
         drop(holds);
         std::fs::remove_dir_all(&dir).unwrap();
     }
