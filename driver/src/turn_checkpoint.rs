@@ -77,6 +77,18 @@ mod tests {
         assert!(c.first_in(0, 6), "a side's slices need not follow each other (one spent inside an event)");
     }
 
+    #[test]
+    fn a_plain_run_refuses_it_in_one_line() {
+        let job: Job = serde_json::from_value(serde_json::json!({
+            "mode": "run", "engine": "sqlite", "tables": 1, "table_size": 10, "library": SQLITE,
+            "database": "/nonexistent/x.db", "time_s": 0.1, "turn_checkpoint": true,
+            "workload": {"name": "w", "transaction": false, "writes": true, "slots": 0,
+                         "statements": [{"sql": "SELECT 1", "binds": []}]}}))
+        .unwrap();
+        let why = crate::run::run(&job).map(|_| ()).unwrap_err();
+        assert!(why.starts_with("turn_checkpoint") && why.contains("no slices") && !why.contains('\n'), "{why}");
+    }
+
     fn bytes(path: &std::path::Path) -> u64 {
         std::fs::metadata(path).map_or(0, |m| m.len())
     }
