@@ -282,6 +282,7 @@ def test_two_writing_sqlite_targets_each_checkpoint_in_their_own_turns(write_exp
     proc = run_cli("run", str(write_experiment(body)), "--out", str(out))
     assert proc.returncode == 0, proc.stderr
     assert json.loads((out / "meta.json").read_text())["slices"]["turn_checkpoint"] is True
+    assert "dbperf: turn_checkpoint: in the write cells each target's WAL is checkpointed" in proc.stderr
     records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
     assert sorted((r["benchmark"], r["target"]) for r in records) == [
         ("point-query", "sys"), ("point-query", "sys-aa"), ("update-index", "sys"), ("update-index", "sys-aa")]
