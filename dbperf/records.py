@@ -87,6 +87,7 @@ class DriverJob(msgspec.Struct, omit_defaults=True, forbid_unknown_fields=True):
     # database and settings then stay empty
     slices: list[SliceSide] | None = None
     slice_s: float = 0.02
+    turn_checkpoint: bool = False  # slices of SQLite: each side's WAL checkpointed at the start of its own turns
     workload: dict[str, Any] | None = None  # mode run: catalog.workload.compile_statements
     schema: dict[str, Any] | None = None  # mode load: catalog.schema.sbtest
     statements: list[str] = []  # mode exec
@@ -215,6 +216,19 @@ class PageCacheFacts(msgspec.Struct, frozen=True):
     overflow_bytes_high: int | None = None  # SQLITE_STATUS_PAGECACHE_OVERFLOW's: bytes that went to malloc
 
 
+class TurnStalls(msgspec.Struct, frozen=True):
+    """A slices side's time outside its own slices (driver/src/stalls.rs), over its measured slices, all threads:
+    how far its events ran past the end of the slice they started in (time taken from the next target's turn), and
+    the checkpoints it ran at the start of its own turns (`turn_checkpoint`)."""
+    spill_s: Rate = 0.0
+    spill_max_s: Rate = 0.0
+    spills: Count = 0  # slice ends one of its events ran over by more than 1 ms: a stall, not an event in flight
+    turn_checkpoint: bool = False
+    checkpoints: Count = 0
+    checkpoint_s: Rate = 0.0
+    checkpoint_max_s: Rate = 0.0
+
+
 class RunResult(msgspec.Struct, frozen=True):
     """The driver's result of mode run."""
     qps: Rate
@@ -242,6 +256,7 @@ class RunResult(msgspec.Struct, frozen=True):
     warmup_s: Rate | None = None  # start to measured window, as the driver timed it (None: an older driver)
     steady: SteadyOutcome | None = None  # steady-state warm-ups only
     window_start_unix_s: float | None = None  # wall clock when the measured window opened (None: an older driver)
+    turns: TurnStalls | None = None  # a slices side (None: another order, or an older driver)
 
     @property
     def unsettled(self) -> bool:

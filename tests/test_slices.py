@@ -17,7 +17,7 @@ from dbperf.errors import UserError
 from dbperf.experiment.model import default_sqlite_library
 from dbperf.experiment.spec import parse_experiment
 from dbperf.host.remedies import AppliedRemedies
-from dbperf.records import CellRecord, DriverJob, SlicesResult, SlicesSide, encode, results_line
+from dbperf.records import CellRecord, DriverJob, RunResult, SlicesResult, SlicesSide, encode, results_line
 from dbperf.runner.cell_plan import CellPlan
 from dbperf.runner.cell_run import CellRun
 from dbperf.runner.estimate import estimate
@@ -60,6 +60,11 @@ dsn = "postgresql://bench@127.0.0.1:5432/bench"
      "target 'off': order = \"slices\" runs every target in one driver process, so its setup must be that of target "
      "'wal' (process the default"),
     (lambda t: t + '\n[[target]]\nname = "noaslr"\nremedies = ["aslr-off"]\n', "remedies on the process aslr-off"),
+    (lambda t: t.replace('order = "slices"', "turn_checkpoint = true"),
+     "[run].turn_checkpoint: only with order = \"slices\" (order is 'alternate')"),
+    (lambda t: t.replace("aa = true", "aa = true\nturn_checkpoint = true").replace(
+        'name = "wal"\nconfig = { journal_mode = "WAL", synchronous = "NORMAL" }', SERVER.split("\n", 2)[2]),
+     "[run].turn_checkpoint: checkpoints a SQLite target's WAL in its own turns; a server checkpoints on its own"),
 ])
 def test_what_slices_cannot_do_is_refused_in_one_line(write_experiment, edit, says):
     with pytest.raises(UserError) as err:
@@ -152,10 +157,29 @@ def test_a_rounds_sides_make_one_job_or_are_refused_naming_the_target(write_expe
     assert (job.library, job.database, job.settings, job.slice_s, env) == ("", "", [], 0.02, {})
     assert [(s.library, s.database) for s in job.slices or []] == [("/copies/wal.so", "/d/0.db"),
                                                                   ("/copies/wal-aa.so", "/d/1.db")]
+    assert not job.turn_checkpoint, "the run does not ask for it"
     differing = _runs(e, lambda i, job: job.replace(thp_disable=i == 1))
     with pytest.raises(UserError, match="target 'wal-aa' shares one driver process with 'wal', but its driver "
                                         "job's thp_disable differs"):
         slices_job(e, differing, libraries)
+
+
+@pytest.mark.unit
+def test_turn_checkpoint_goes_to_the_driver_for_writing_cells_only(write_experiment):
+    """A read cell's WAL stays empty: only a cell whose benchmark writes asks the driver for turn checkpoints."""
+    body = SLICES.replace("aa = true", "aa = true\nturn_checkpoint = true").replace(
+        '["point-query"]', '["point-query", "update-index"]')
+    e = parse_experiment(write_experiment(body))
+    assert e.turn_checkpoint
+    libraries = {"wal": "/copies/wal.so", "wal-aa": "/copies/wal-aa.so"}
+    asked = {}
+    for benchmark in e.benchmarks:
+        runs = [replace(run, cell=replace(run.cell, benchmark=benchmark)) for run in _runs(e)]
+        asked[benchmark.name] = slices_job(e, runs, libraries)[0].turn_checkpoint
+    assert asked == {"point-query": False, "update-index": True}
+    sent = msgspec.json.decode(encode(slices_job(e, [replace(r, cell=replace(r.cell, benchmark=e.benchmarks[1]))
+                                                     for r in _runs(e)], libraries)[0]))
+    assert sent["turn_checkpoint"] is True
 
 
 DRIVER_SIDE = {"qps": 100.0, "eps": 100.0, "queries": 50, "errors": 0, "events": 50, "duration_s": 0.5,
@@ -177,6 +201,11 @@ def test_a_slices_result_and_its_records_read_and_older_records_still_do():
                                                                   targets=["wal", "wal-aa"], pid=7))
     back = results_line(encode(record).decode())
     assert isinstance(back, CellRecord) and back.slices == record.slices
+    assert result.sides[0].turns is None, "a driver from before turns"
+    turns = msgspec.convert({**DRIVER_SIDE, "turns": {"spill_s": 0.004, "spill_max_s": 0.003, "spills": 1,
+                                                      "turn_checkpoint": True, "checkpoints": 25,
+                                                      "checkpoint_s": 0.02, "checkpoint_max_s": 0.002}}, RunResult)
+    assert turns.turns is not None and (turns.turns.checkpoints, turns.turns.spills) == (25, 1)
     older = json.loads(encode(record))
     del older["slices"]
     read = results_line(json.dumps(older))
@@ -239,3 +268,29 @@ def test_a_target_that_fails_to_load_takes_every_round_down_and_every_cell_names
         assert r["error"].startswith("target 'bad': loading the tables") and "journal_mode" in r["error"], r
         assert "no such table" not in r["error"]
         assert ("one driver process" in r["error"]) == (r["target"] != "bad"), r
+
+
+@pytest.mark.e2e
+def test_two_writing_sqlite_targets_each_checkpoint_in_their_own_turns(write_experiment, tmp_path):
+    """turn_checkpoint on a write benchmark: every side's record says its own turn checkpoints (at most one per
+    measured slice: 0.2 s of 0.02 s slices) and the time its events ran into the other target's slices; a read
+    benchmark's sides ran none."""
+    body = (TWO_SQLITES.replace("LIBRARY", default_sqlite_library())
+            .replace('["point-query"]', '["point-query", "update-index"]').replace("repeats = 2", "repeats = 1")
+            .replace('time = "0.5s"', 'time = "0.2s"').replace("aa = true", "aa = true\nturn_checkpoint = true"))
+    out = tmp_path / "out"
+    proc = run_cli("run", str(write_experiment(body)), "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads((out / "meta.json").read_text())["slices"]["turn_checkpoint"] is True
+    assert "dbperf: turn_checkpoint: in the write cells each target's WAL is checkpointed" in proc.stderr
+    records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert sorted((r["benchmark"], r["target"]) for r in records) == [
+        ("point-query", "sys"), ("point-query", "sys-aa"), ("update-index", "sys"), ("update-index", "sys-aa")]
+    for r in records:
+        turns = r["result"]["turns"]
+        assert r["status"] == "ok" and turns["spill_s"] >= turns["spill_max_s"] >= 0, r
+        if r["benchmark"] == "update-index":
+            assert turns["turn_checkpoint"] and 1 <= turns["checkpoints"] <= 10, turns
+            assert turns["checkpoint_s"] >= turns["checkpoint_max_s"] > 0, turns
+        else:
+            assert (turns["turn_checkpoint"], turns["checkpoints"], turns["checkpoint_s"]) == (False, 0, 0.0)

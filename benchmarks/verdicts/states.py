@@ -32,11 +32,16 @@ the pairs of two processes are one run (today's order, `alternate`) and each sli
 rounds alternate (round r of each run in turn, reversed every other round), so that they stay interleaved in time.
 Per pair: the A/A spread (sd of log B/A over the rounds of the median interval QPS of each side, a slices side's
 intervals being its slices), %, with its 90% bootstrap interval, the per-process spread (A/A / sqrt 2), and F
-(cell levels, as in (c)). Last line `ratio <spread with remedies / spread today>` (target <= 0.5).
+(cell levels, as in (c)); a slices pair also its sides' `turns` (the time their events ran into the other side's
+slices, and their turn checkpoints). The candidate `turn-checkpoint` is a slices pair with `turn_checkpoint = true`
+(a write benchmark's sides checkpoint their WAL at the start of their own turns): `--remedies slices --also
+turn-checkpoint --benchmark update-index` alternates the slices pair without and with it round by round. Last line
+`ratio <spread with remedies / spread today>` (target <= 0.5).
 
 Usage: .venv/bin/python benchmarks/verdicts/states.py [--rounds 30] [--time 3] [--interval 0.25]
        [--benchmark point-query] [--source sqlite@3.54.1 --build O2]   (default: the system libsqlite3)
-       [--remedies heap-thp,warm-file,slices [--candidates] [--also pagecache-buffer,mmap,slices] [--slice 0.02]]
+       [--remedies heap-thp,warm-file,slices [--candidates] [--also pagecache-buffer,mmap,slices,turn-checkpoint]
+        [--slice 0.02]]
        (--remedies alone: slices)
 """
 
@@ -151,9 +156,11 @@ name = "{name}-2"
 {remedies}
 """
 MMAP = ", mmap_size = 1073741824"  # the candidate `mmap`: the whole file read through the mapping
-# Candidates that are not host/remedies' remedies: `mmap`, an engine option, and `slices`, an order (the pair's two
-# sides take turns every --slice seconds in one driver process, runner/slices.py).
-OTHER_CANDIDATES = ("mmap", "slices")
+# Candidates that are not host/remedies' remedies: `mmap`, an engine option, `slices`, an order (the pair's two
+# sides take turns every --slice seconds in one driver process, runner/slices.py), and `turn-checkpoint`, slices whose
+# write cells checkpoint each side in its own turns ([run] turn_checkpoint).
+OTHER_CANDIDATES = ("mmap", "slices", "turn-checkpoint")
+TURN_CHECKPOINT = "turn-checkpoint"
 
 
 @dataclass(frozen=True)
@@ -162,10 +169,13 @@ class Pair:
     turns in one driver process (slices) instead of running as two processes one after the other (today's order)."""
     remedies: tuple[str, ...]
     slices: bool = False
+    turn_checkpoint: bool = False  # slices with [run] turn_checkpoint
 
     @classmethod
     def of(cls, names: list[str]) -> Pair:
-        return cls(tuple(n for n in names if n != "slices"), "slices" in names)
+        checkpoint = TURN_CHECKPOINT in names
+        return cls(tuple(n for n in names if n not in ("slices", TURN_CHECKPOINT)), "slices" in names or checkpoint,
+                   checkpoint)
 
 
 def server_engine(args: argparse.Namespace) -> str | None:
@@ -247,14 +257,17 @@ def remedy_experiments(args: argparse.Namespace, pairs: dict[str, Pair]) -> list
     and one per slices pair (a slices process holds one pair, its A/A: every target of a run shares its process)."""
     head = EXPERIMENT[:EXPERIMENT.index("[[target]]")]
 
-    def run(order: str) -> str:
+    def run(order: str, turn_checkpoint: bool = False) -> str:
         text = head.format(benchmark=args.benchmark, table_size=args.table_size, time=args.time, warmup=args.warmup,
                            interval=args.interval, rounds=args.rounds, order=order)
-        return text + (f'slice = "{args.slice}s"\n' if order == "slices" else "")
+        if order != "slices":
+            return text
+        return text + f'slice = "{args.slice}s"\n' + ("turn_checkpoint = true\n" if turn_checkpoint else "")
 
     today = [name for name, pair in pairs.items() if not pair.slices]
     texts = [run("alternate") + "".join(_pair(name, pairs[name], args) for name in today)]
-    texts += [run("slices") + _pair(name, pair, args) for name, pair in pairs.items() if pair.slices]
+    texts += [run("slices", pair.turn_checkpoint) + _pair(name, pair, args) for name, pair in pairs.items()
+              if pair.slices]
     return texts
 
 
@@ -298,6 +311,23 @@ def own_intervals(record: CellRecord) -> list[float]:
     return intervals(record, record.result.interval_s if record.result else 0.0)
 
 
+def turns_line(name: str, cells: list[CellRecord]) -> str | None:
+    """A slices pair's time outside its own slices, per cell (its sides' `turns`): the median time its events ran
+    into the other side's slices, the stalls (overruns over 1 ms), and the turn checkpoints' median time."""
+    turns = [r.result.turns for r in cells if r.target.startswith(f"{name}-") and r.result and r.result.turns]
+    if not turns:
+        return None
+    line = (f"    {name} per cell: spill into the other side's slices median "
+            f"{1000 * statistics.median(t.spill_s for t in turns):.2f} ms (longest "
+            f"{1000 * max(t.spill_max_s for t in turns):.2f} ms), stalls over 1 ms median "
+            f"{statistics.median(t.spills for t in turns):g}")
+    if any(t.turn_checkpoint for t in turns):
+        line += (f"; turn checkpoints median {statistics.median(t.checkpoints for t in turns):g} taking "
+                 f"{1000 * statistics.median(t.checkpoint_s for t in turns):.2f} ms (longest "
+                 f"{1000 * max(t.checkpoint_max_s for t in turns):.2f} ms)")
+    return line
+
+
 def pair_spread(name: str, cells: list[CellRecord]) -> tuple[list[float], float | None]:
     """The pair's log(B/A) per round (median interval QPS of each side), and F of its cells' levels."""
     by_round: dict[int, dict[str, CellRecord]] = {}
@@ -336,11 +366,15 @@ def remedies_mode(args: argparse.Namespace, console: Console) -> None:
         versus = "" if band is None or sd is None or not logs["today"] else (
             f"; against today's x{sd / (100 * statistics.stdev(logs['today'])):.2f} "
             f"(90% bootstrap {band[0]:.2f}-{band[1]:.2f})")
-        shown = ",".join([*applied, *(["mmap"] if "mmap" in pair.remedies else []), *(["slices"] if pair.slices
-                                                                                       else [])]) or "none"
+        shown = ",".join([*applied, *(["mmap"] if "mmap" in pair.remedies else []),
+                          *(["slices"] if pair.slices else []),
+                          *([TURN_CHECKPOINT] if pair.turn_checkpoint else [])]) or "none"
         print(f"  {name:<18} remedies {shown:<28} "
               f"A/A spread {fmt(sd, '.2f')}% ({len(ratios)} rounds), per process "
               f"{fmt(sd / math.sqrt(2) if sd else None, '.2f')}%, F = {fmt(level, '.1f')}{versus}")
+        turns = turns_line(name, cells) if pair.slices else None
+        if turns:
+            print(turns)
     steal = [r.noise.steal for r in cells if r.noise and r.noise.steal is not None]
     interfered = sum(1 for r in cells if r.noise and r.noise.interfered)
     if steal:  # what the host took: a spread no remedy in the guest can narrow
@@ -373,7 +407,8 @@ def main() -> None:
                          "slices: both sides in one driver process, taking turns every --slice seconds)")
     ap.add_argument("--candidates", action="store_true", help="with --remedies: also each remedy alone")
     ap.add_argument("--also", help="with --remedies: more candidates measured alone, not in the remedies' pair "
-                                   "(e.g. pagecache-buffer,mmap,fresh-copy,cpu-free,slices)")
+                                   "(e.g. pagecache-buffer,mmap,fresh-copy,cpu-free,slices,turn-checkpoint: slices "
+                                   "whose write cells checkpoint each side in its own turns)")
     ap.add_argument("--slice", type=float, default=0.02,
                     help="with --remedies slices: seconds each side runs before the other takes its turn")
     args = ap.parse_args()

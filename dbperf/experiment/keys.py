@@ -191,6 +191,13 @@ RUN = (
         one_of(*RUN_ORDERS)),
     Key("slice", "duration", "order = \"slices\": how long each target runs before the next takes its turn (at least "
         "1 ms and shorter than `time`; its time series is one interval per slice)", "0.02s", "s", duration),
+    Key("turn_checkpoint", "boolean", "order = \"slices\", SQLite targets, cells whose benchmark writes: each "
+        "target's WAL is checkpointed (PASSIVE, as SQLite's own: synced, copied, the database synced) at the start of "
+        "each of its turns, inside its own slice, instead of in whichever commit passes wal_autocheckpoint (off on its "
+        "connections), so that its writes' "
+        "syncs are its own time, not a stall in another target's turn (driver/src/turn_checkpoint.rs; each side's "
+        "`turns` says its checkpoints and the time its events ran into the next target's slice)", "false", "",
+        boolean),
     # Harness fidelity (runner/post_write.py): how writes carry over, and the step between writes and reads.
     Key("writes", " | ".join(WRITE_MODES), "restore: every write cell starts from the loaded data; cumulative: "
         "writes accumulate across the run, as the harness ([Callaghan, mytools])", "restore", "", one_of(*WRITE_MODES)),

@@ -96,9 +96,12 @@ def _check_servers(e: Experiment, where: Path | str) -> None:
 
 def check_slices(e: Experiment, where: Path | str) -> None:
     """Refuses (one line) what a slices run cannot do; nothing to check for another order."""
+    rwhere = f"{where} [run]"
+    if e.turn_checkpoint and e.order != "slices":
+        raise UserError(f"{rwhere}.turn_checkpoint: only with {SLICES} (order is {e.order!r}): a target's turn is a "
+                        "slice of the process the targets share")
     if e.order != "slices":
         return
-    rwhere = f"{where} [run]"
     first = e.targets[0]
     other = next((t for t in e.targets if t.is_server != first.is_server), None)
     if other is not None:
@@ -108,6 +111,9 @@ def check_slices(e: Experiment, where: Path | str) -> None:
     if e.replication is not None:
         raise UserError(f"{where} [replication]: the replication lab runs its own cells, not {SLICES} rounds: "
                         "drop the slices")
+    if first.is_server and e.turn_checkpoint:
+        raise UserError(f"{rwhere}.turn_checkpoint: checkpoints a SQLite target's WAL in its own turns; a server "
+                        "checkpoints on its own: drop turn_checkpoint")
     if first.is_server:
         _check_servers(e, where)
     if e.steady is not None:

@@ -333,6 +333,7 @@ def parse_experiment(path: Path, *, cpus_here: bool = True) -> Experiment:
         aggregate=values.get("aggregate", "median"), prepared=values.get("prepared", True),
         min_effect=values.get("min_effect", DEFAULT_MIN_EFFECT), order=values.get("order", "alternate"),
         slice_s=slice_setting(values, rwhere, auto_time.shortest_s if auto_time else time_s),
+        turn_checkpoint=values.get("turn_checkpoint", False),
         **harness_settings(values, values.get("tables", 1) * values.get("table_size", 100_000)),
         fleet=_fleet(doc.get("fleet"), where, path.parent),
         cpus=plan_cpus(run.get("cpus"), f"{rwhere}.cpus") if cpus_here else PLANNED_ON_EACH_HOST,

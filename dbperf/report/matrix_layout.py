@@ -26,6 +26,7 @@ from dbperf.report.tiers_view import (
     mark,
     predicted_text,
 )
+from dbperf.report.turns_view import turns_lines
 from dbperf.report.verdict_quality import aa_counts, aa_line, decided_metric, quality_lines, tiers_line
 from dbperf.run_meta import RunMeta, TargetMeta
 from dbperf.stats.rqps_matrix import Cell, Matrix
@@ -308,8 +309,10 @@ def _metric_lines(m: Matrix) -> list[str]:
 
 
 def _caveats(m: Matrix, meta: RunMeta) -> list[str]:
-    """What the glance keeps of how the run went: the sittings it took and the servers restarted in it."""
-    return [line for line in _run_lines(meta) if line.startswith(("resumed", "extended"))] + restart_lines(m, meta)
+    """What the glance keeps of how the run went: the sittings it took, the servers restarted in it, and in slices
+    the targets' stalls that fell in other targets' turns."""
+    return ([line for line in _run_lines(meta) if line.startswith(("resumed", "extended"))] + restart_lines(m, meta)
+            + turns_lines(m))
 
 
 def build_report(m: Matrix, meta: RunMeta, verbose: bool = True) -> Report:
@@ -328,6 +331,7 @@ def build_report(m: Matrix, meta: RunMeta, verbose: bool = True) -> Report:
                       findings=(*findings(m), *_caveats(m, meta)), matrix_notes=(MORE,), notes=(), warning=warning)
     return Report(heading=heading,
                   legend=(*legend(m), *_run_lines(meta), *restart_lines(m, meta), *steady_lines(m, meta),
+                          *turns_lines(m),
                           *_metric_lines(m), *quality_lines(m), *tiers_line(m, meta), *aa_line(m, meta),
                           *disagreement_lines(m)),
                   blocks=tuple(blocks), findings=(), matrix_notes=(verdict_legend(m.min_effect),),

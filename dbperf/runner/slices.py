@@ -84,9 +84,11 @@ def own_libraries(targets: Iterable[Target], root: Path) -> dict[str, str]:
 
 
 def describe(e: Experiment, libraries: Mapping[str, str]) -> dict[str, Any]:
-    """meta.json's `slices`: the slice, and the library copies the sides load (target -> copy)."""
+    """meta.json's `slices`: the slice, the library copies the sides load (target -> copy), and `turn_checkpoint`
+    where the write cells' sides checkpointed in their own turns."""
     return {"slice_s": e.slice_s,
-            "library_copies": {t.name: libraries[t.name] for t in e.targets if libraries[t.name] != t.library}}
+            "library_copies": {t.name: libraries[t.name] for t in e.targets if libraries[t.name] != t.library},
+            **({"turn_checkpoint": True} if e.turn_checkpoint else {})}
 
 
 def side_env(run: CellRun, i: int) -> tuple[dict[str, str], dict[str, str]]:
@@ -134,8 +136,9 @@ def slices_job(e: Experiment, runs: list[CellRun], libraries: Mapping[str, str])
     env = side_env(first, 0)[0]
     for i, run in enumerate(runs):
         env.update(side_env(run, i)[1])
+    # A read cell's WAL stays empty: its turn checkpoints would be a PRAGMA per turn that checkpoints nothing.
     job = first.job.replace(library="", database="", settings=[], dsn=None, server_pid=None, slices=sides,
-                            slice_s=e.slice_s)
+                            slice_s=e.slice_s, turn_checkpoint=e.turn_checkpoint and first.cell.benchmark.writes)
     return job, env
 
 

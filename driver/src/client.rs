@@ -26,6 +26,7 @@ use crate::series::{Board, Clock};
 use crate::side_out::{Rules, SideOut, Times};
 use crate::steady::{self, Lead, SteadyJob, SteadyReport};
 use crate::turn::{Slicing, Turn};
+use crate::turn_checkpoint::TurnCheckpoints;
 use crate::{tick, usage};
 
 /// A window that never closes on its own: a century.
@@ -95,6 +96,8 @@ pub(crate) struct Shared<'a> {
     pub(crate) servers: &'a [Option<u32>],
     pub(crate) plan: Plan,
     pub(crate) steady: Option<&'a steady::Shared>,
+    /// A slices run with turn_checkpoint: each side checkpointed at the start of its turns.
+    pub(crate) checkpoints: Option<&'a TurnCheckpoints>,
     gate: Barrier,
     start_at: Mutex<Option<Instant>>,
 }
@@ -108,7 +111,7 @@ impl<'a> Shared<'a> {
         steady: Option<&'a steady::Shared>,
     ) -> Shared<'a> {
         let gate = Barrier::new(plan.threads as usize);
-        Shared { engines, workload, boards, servers, plan, steady, gate, start_at: Mutex::new(None) }
+        Shared { engines, workload, boards, servers, plan, steady, checkpoints: None, gate, start_at: Mutex::new(None) }
     }
 
     /// Every thread has set up (or failed to): thread 0 waits for the lab's start (duets) and takes the common
@@ -299,7 +302,11 @@ impl<'s> Thread<'s> {
                 if !self.switch(started)? {
                     break;
                 }
-                started = tick::now(); // the switch's own time is in no event's latency
+                if let Some(c) = self.shared.checkpoints {
+                    let side = self.turn.slice.side;
+                    c.at_turn_start(&self.turn, &mut holds[side], &mut self.outs[side])?;
+                }
+                started = tick::now(); // the switch's own time (and the checkpoint's) is in no event's latency
                 due = started;
             }
             if finished >= limit {

@@ -101,6 +101,10 @@ pub struct Job {
     /// Slices runs: the length of one slice.
     #[serde(default = "default_slice_s")]
     pub slice_s: f64,
+    /// Slices runs of SQLite: each side's WAL checkpointed at the start of each of its turns, inside its own slice,
+    /// and SQLite's auto-checkpoint off on its connections (turn_checkpoint.rs).
+    #[serde(default)]
+    pub turn_checkpoint: bool,
     /// Present for mode "run".
     pub workload: Option<Workload>,
     /// Present for mode "load".
@@ -283,6 +287,8 @@ pub struct RunResult {
     /// Events per kind of a weighted mix.
     pub mix: Vec<MixCount>,
     pub open_loop: Option<OpenLoop>,
+    /// A slices run's side: its time spent outside its own slices, and its turn checkpoints (stalls.rs).
+    pub turns: Option<TurnStalls>,
 }
 
 /// A slices run's result (slices.rs): the process as a whole, and each side's result as an ordinary run would
@@ -318,6 +324,22 @@ pub struct MixCount {
     pub event: String,
     pub weight: f64,
     pub events: u64,
+}
+
+/// A slices run's side: what of its events' time fell into the next side's slices, and the checkpoints it ran at the
+/// start of its own turns (turn_checkpoint), over its measured slices, all threads together.
+#[derive(Debug, Serialize, Default, Clone, Copy, PartialEq)]
+pub struct TurnStalls {
+    /// Its events' time past the end of the slice they started in (time taken from the next side), and the longest.
+    pub spill_s: f64,
+    pub spill_max_s: f64,
+    /// Slice ends one of its events ran over by more than a millisecond: a stall, not an event in flight.
+    pub spills: u64,
+    /// Whether its WAL was checkpointed at the start of each of its turns; how many, their time and the longest.
+    pub turn_checkpoint: bool,
+    pub checkpoints: u64,
+    pub checkpoint_s: f64,
+    pub checkpoint_max_s: f64,
 }
 
 /// What an open-loop cell asked for and got.

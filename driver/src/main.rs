@@ -27,10 +27,12 @@ mod series;
 mod side_out;
 mod slices;
 mod stale;
+mod stalls;
 mod start;
 mod steady;
 mod tick;
 mod turn;
+mod turn_checkpoint;
 mod usage;
 
 use std::io::Read;

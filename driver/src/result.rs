@@ -3,7 +3,7 @@
 
 use crate::engine::factory::Engine;
 use crate::event::{kinds_of, StatementTime};
-use crate::job::{Job, MixCount, OpenLoop, RunResult, StatementLatency, Usage, Workload};
+use crate::job::{Job, MixCount, OpenLoop, RunResult, StatementLatency, TurnStalls, Usage, Workload};
 use crate::procstat::ServerSample;
 use crate::series::{self, us, Interval, Latency};
 use crate::side_out::{SideOut, MAX_ERROR_SAMPLES};
@@ -21,6 +21,8 @@ pub(crate) struct Measured {
     pub(crate) window_start_unix_s: f64,
     pub(crate) steady: Option<SteadyReport>,
     pub(crate) open_loop: Option<OpenLoop>,
+    /// A slices run's side: its time outside its own slices (stalls.rs).
+    pub(crate) turns: Option<TurnStalls>,
 }
 
 /// One side's result; a deterministic run's has no latencies.
@@ -60,6 +62,7 @@ pub(crate) fn side_result(
         statements: statement_report(&kinds_of(workload), &out.statement_times),
         mix: mix_report(workload, &out.kind_events),
         open_loop: m.open_loop,
+        turns: m.turns,
     })
 }
 

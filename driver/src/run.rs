@@ -83,6 +83,11 @@ pub(crate) fn check_job(job: &Job, workload: &Workload) -> Result<(), String> {
 pub fn run(job: &Job) -> Result<RunResult, String> {
     let workload = job.workload.clone().ok_or("run job has no workload")?;
     check_job(job, &workload)?;
+    if job.turn_checkpoint {
+        return Err(
+            "turn_checkpoint checkpoints a slices run's sides in their own turns; this job has no slices".into()
+        );
+    }
     let counted = job.events.is_some();
     if job.thp_disable {
         process::disable_thp()?;
@@ -127,6 +132,7 @@ pub fn run(job: &Job) -> Result<RunResult, String> {
         window_start_unix_s,
         steady,
         open_loop,
+        turns: None,
     };
     side_result(job, &workload, &engine, out, measured)
 }

@@ -7,6 +7,7 @@ use std::collections::BTreeSet;
 use crate::event::{Kind, StatementTime};
 use crate::job::Workload;
 use crate::series::Tally;
+use crate::stalls::SideStalls;
 use crate::usage::ThreadCpu;
 
 pub(crate) const MAX_ERROR_SAMPLES: usize = 5;
@@ -42,6 +43,8 @@ pub(crate) struct SideOut {
     pub(crate) lag_sum_ns: u128,
     pub(crate) late: u64,
     pub(crate) backlog: u64,
+    /// A slices run's side: its time past its slices' ends, and its turn checkpoints.
+    pub(crate) stalls: SideStalls,
     rules: Rules,
 }
 
@@ -56,6 +59,7 @@ impl SideOut {
             lag_sum_ns: 0,
             late: 0,
             backlog: 0,
+            stalls: SideStalls::default(),
             rules,
         }
     }
@@ -75,6 +79,7 @@ impl SideOut {
         self.lag_sum_ns += other.lag_sum_ns;
         self.late += other.late;
         self.backlog += other.backlog;
+        self.stalls.add(&other.stalls);
         Ok(())
     }
 

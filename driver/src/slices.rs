@@ -29,6 +29,7 @@ use crate::result::{side_result, Measured};
 use crate::run;
 use crate::series::Board;
 use crate::turn::Slicing;
+use crate::turn_checkpoint::{TurnCheckpoints, AUTO_OFF};
 
 /// Why slices cannot run this job (one line), else its sides.
 fn check<'a>(job: &'a Job, workload: &Workload) -> Result<&'a [SliceSide], String> {
@@ -62,6 +63,9 @@ fn check<'a>(job: &'a Job, workload: &Workload) -> Result<&'a [SliceSide], Strin
     run::check_job(job, workload)?;
     match same_kind(job, sides)? {
         SideKind::Sqlite => distinct(sides)?,
+        SideKind::Server if job.turn_checkpoint => {
+            return Err("slices: turn_checkpoint checkpoints SQLite's WAL; a server checkpoints on its own".into())
+        }
         SideKind::Server => distinct_servers(sides)?,
     }
     Ok(sides)
@@ -174,7 +178,10 @@ fn same_file(a: &str, b: &str) -> bool {
 
 /// The job an ordinary run of this side would have: the engine factory opens the side from it.
 fn side_job(job: &Job, side: &SliceSide) -> Job {
-    let (library, database, settings) = (side.library.clone(), side.database.clone(), side.settings.clone());
+    let (library, database, mut settings) = (side.library.clone(), side.database.clone(), side.settings.clone());
+    if job.turn_checkpoint {
+        settings.push((AUTO_OFF.0.into(), AUTO_OFF.1.into())); // after the side's own: the turn checkpoints instead
+    }
     let (engine, dsn, password_env) = (engine_of(job, side).to_string(), side.dsn.clone(), side.password_env.clone());
     Job {
         engine,
@@ -199,7 +206,9 @@ pub fn run(job: &Job) -> Result<SlicesResult, String> {
     let engines = sides.iter().map(|s| Engine::open(&side_job(job, s))).collect::<Result<Vec<_>, _>>()?;
     let servers: Vec<Option<u32>> = sides.iter().map(|s| s.server_pid).collect();
     let boards: Vec<Board> = (0..sides.len()).map(|s| Board::with_spans(job.threads, slicing.spans(s))).collect();
-    let shared = Shared::new((&engines, &servers), &workload, &boards, Plan::new(job, Some(slicing)), None);
+    let checkpoints = TurnCheckpoints::new(sides.len());
+    let mut shared = Shared::new((&engines, &servers), &workload, &boards, Plan::new(job, Some(slicing)), None);
+    shared.checkpoints = job.turn_checkpoint.then_some(&checkpoints);
     let Clients { sides: outs, sampled, t0, .. } = client::run_clients(&shared, None)?;
     let (client_usage, servers) = match sampled {
         Some(s) => (s.usage, s.servers),
@@ -218,6 +227,7 @@ pub fn run(job: &Job) -> Result<SlicesResult, String> {
             // A side's window is its own measured slices (duration_s = time_s), its client CPU its threads' CPU
             // time in them, its intervals its slices; its server's usage (a server side the lab started) is the
             // server's over the process's whole measured window.
+            let turns = Some(out.stalls.report(job.turn_checkpoint));
             let measured = Measured {
                 secs: window.per_side_s,
                 client_usage: out.cpu.usage(),
@@ -228,6 +238,7 @@ pub fn run(job: &Job) -> Result<SlicesResult, String> {
                 window_start_unix_s: window.start_unix_s,
                 steady: None,
                 open_loop: None,
+                turns,
             };
             side_result(job, &workload, engine, out, measured)
         })
@@ -354,6 +365,10 @@ mod tests {
             let why = check(&job, job.workload.as_ref().unwrap()).map(|_| ()).unwrap_err();
             assert!(why.starts_with("slices: ") && why.contains(says) && !why.contains('\n'), "{sides}: {why}");
         }
+        let mut checkpointed = two.clone();
+        checkpointed.turn_checkpoint = true;
+        let why = check(&checkpointed, two.workload.as_ref().unwrap()).map(|_| ()).unwrap_err();
+        assert!(why.starts_with("slices: turn_checkpoint checkpoints SQLite's WAL") && !why.contains('\n'), "{why}");
         // a side's job is what an ordinary run of its server would get
         let side: SliceSide = serde_json::from_value(pg(5002, 12, "P2")).unwrap();
         let one = side_job(&two, &side);
@@ -527,6 +542,57 @@ mod tests {
             let first = if i == 0 { 0.02 } else { 0.04 };
             assert!((side.intervals[0].t_s - first).abs() < 1e-9, "side {i} starts at {}", side.intervals[0].t_s);
             assert!(side.client_usage.user_us + side.client_usage.system_us > 0.0);
+        }
+    }
+
+    /// Two copies of Debian's SQLite in WAL, both writing, with turn_checkpoint: each side's result says its own
+    /// turn checkpoints (at most one per measured slice) and its spill; its connections run without SQLite's
+    /// auto-checkpoint; without turn_checkpoint a side's result says none was run.
+    #[test]
+    fn each_side_checkpoints_in_its_own_turns_and_says_so() {
+        if !std::path::Path::new(SQLITE).exists() {
+            return;
+        }
+        let dir = std::env::temp_dir().join(format!("dbperf-slices-checkpoint-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut sides = Vec::new();
+        for i in 0..2 {
+            let (library, database) = (dir.join(format!("lib{i}.so")), dir.join(format!("{i}.db")));
+            std::fs::copy(SQLITE, &library).unwrap();
+            let side = SliceSide {
+                library: library.to_str().unwrap().into(),
+                database: database.to_str().unwrap().into(),
+                settings: vec![("journal_mode".into(), "WAL".into()), ("synchronous".into(), "NORMAL".into())],
+                ..Default::default()
+            };
+            let engine = Engine::open(&side_job(&job(serde_json::json!({"slices": []})), &side)).unwrap();
+            engine.connect().unwrap().batch("CREATE TABLE sbtest1 (id INTEGER PRIMARY KEY, k INTEGER)").unwrap();
+            sides.push(side);
+        }
+        let workload = serde_json::json!({"name": "w", "transaction": false, "writes": true, "slots": 0,
+            "statements": [{"sql": "INSERT INTO sbtest{table} (k) VALUES (?)",
+                            "binds": [{"gen": {"kind": "uniform", "lo": 1, "hi": 1000}, "slot": null}]}]});
+        let mut j = job(serde_json::json!({"threads": 2, "time_s": 0.2, "warmup_s": 0.04, "slice_s": 0.02,
+                                           "workload": workload}));
+        j.slices = Some(sides.clone());
+        j.turn_checkpoint = true;
+        let off = side_job(&j, &sides[0]);
+        assert_eq!(off.settings.last().map(|(k, v)| (k.as_str(), v.as_str())), Some(AUTO_OFF));
+        let checkpointed = run(&j).unwrap();
+        j.turn_checkpoint = false;
+        let plain = run(&j).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+        for (i, side) in checkpointed.sides.iter().enumerate() {
+            let t = side.turns.expect("a slices side says its turns");
+            assert!(side.events > 0 && side.errors == 0, "side {i}: {:?}", side.error_samples);
+            assert!(t.turn_checkpoint && (1..=10).contains(&t.checkpoints), "side {i}: {t:?}");
+            assert!(t.checkpoint_s > 0.0 && t.checkpoint_max_s <= t.checkpoint_s, "side {i}: {t:?}");
+            assert!(t.spill_s >= t.spill_max_s && t.spill_max_s >= 0.0, "side {i}: {t:?}");
+        }
+        for side in &plain.sides {
+            let t = side.turns.expect("a slices side says its turns");
+            assert_eq!((t.turn_checkpoint, t.checkpoints, t.checkpoint_s), (false, 0, 0.0));
+            assert!(side.events > 0);
         }
     }
 }

@@ -160,6 +160,11 @@ impl Turn<'_> {
         }
     }
 
+    /// The number of the slice the thread is in (0 for the first), the same for every thread of the run.
+    pub(crate) fn index(&self) -> u64 {
+        self.next.saturating_sub(1)
+    }
+
     /// When the last slice ends (a tick).
     pub(crate) fn last(&self) -> u64 {
         self.t0.saturating_add(self.slicing.end_ns())
@@ -189,6 +194,8 @@ impl Turn<'_> {
         let cpu = usage::thread();
         if self.slice.measured.is_some() {
             outs[self.slice.side].cpu.add(cpu.since(self.cpu_mark));
+            // the event that was running when the slice ended ran this far into the next side's slice
+            outs[self.slice.side].stalls.left(now.saturating_sub(self.end));
         }
         self.cpu_mark = cpu;
         loop {
@@ -313,5 +320,25 @@ mod tests {
         assert_eq!((steady.end, steady.closes, steady.window_ns()), (1_050, 1_250, 50));
         assert!(steady.move_to(1_060, &mut outs, &mut clock).unwrap());
         assert_eq!((steady.slice.measured, steady.end), (Some(0), 1_250));
+    }
+
+    #[test]
+    fn the_time_an_event_runs_past_its_slice_is_its_sides_spill() {
+        let mut clock = Clock::new(None, 0, 1);
+        let rules = crate::side_out::Rules { deterministic: false, open: false, limit_ns: None };
+        let mut outs = [SideOut::new(&[], rules), SideOut::new(&[], rules)];
+        let ms = 1_000_000;
+        let mut turn = Turn::new(Slicing::new(2, 0.01, 0.0, 0.03).unwrap(), None, 0, false);
+        assert!(turn.move_to(0, &mut outs, &mut clock).unwrap());
+        assert_eq!((turn.slice.side, turn.index()), (0, 0));
+        // side 0's last event ends 3 ms into side 1's slice: 3 ms of side 0's, a stall
+        assert!(turn.move_to(13 * ms, &mut outs, &mut clock).unwrap());
+        assert_eq!((turn.slice.side, turn.index()), (1, 1));
+        // side 1's ends 2 µs late, then one of side 0's runs over a whole slice of side 1's (slice 3 is skipped)
+        assert!(turn.move_to(20 * ms + 2_000, &mut outs, &mut clock).unwrap());
+        assert!(turn.move_to(45 * ms, &mut outs, &mut clock).unwrap());
+        assert_eq!((turn.slice.side, turn.index()), (0, 4));
+        assert_eq!((outs[0].stalls.spill.count, outs[0].stalls.spill.sum_ns, outs[0].stalls.stalls), (2, 18 * ms, 2));
+        assert_eq!((outs[1].stalls.spill.count, outs[1].stalls.spill.sum_ns, outs[1].stalls.stalls), (1, 2_000, 0));
     }
 }

@@ -53,6 +53,12 @@ class Slices(Order):
     def describe(self) -> dict[str, Any]:
         return {} if self.libraries is None else {"slices": describe(self.experiment, self.libraries)}
 
+    def note(self) -> str | None:
+        if not self.experiment.turn_checkpoint:
+            return None
+        return ("turn_checkpoint: in the write cells each target's WAL is checkpointed at the start of each of its "
+                "turns, SQLite's auto-checkpoint off (docs/verdicts.md)")
+
 
 def taken_down(cells: list[CellPlan], records: list[CellRecord], load_failed: Mapping[str, str]) -> None:
     """A round with a target whose data failed to load: its one process fails, and every failed side records that
