@@ -373,6 +373,10 @@ def steps_against_record(study: Study, on_record: StudyRecord, directory: Path, 
         except (UserError, OSError, ValueError) as e:  # the end of a long run: its summary comes first
             lines.append(f"- step {md(step)}: not compared with the record ({md(str(e))}); `{command}`")
             continue
+        if not view.rows:  # a replication step keeps apply records, not cells: its figures are the comparison
+            lines.append(f"- step {md(step)}: no cell to compare with the record (its results hold no benchmark "
+                         f"cells: the figures above compare it); `{command}`")
+            continue
         verdicts = Counter(str(row["verdict"]) for row in view.rows)
         counts = ", ".join(f"{n} {word}" for word, n in verdicts.most_common())
         lines.append(f"- step {md(step)}, this run against the recorded one, cell by cell (each target against "
