@@ -79,7 +79,7 @@ class MySQLServer(MySQLFamilyServer):
         """The family's lines, the install's basedir (share/ for its messages and charsets), the X Plugin off, then
         the target's settings."""
         lines = [*self.cnf_lines("mysqld", data, port, user, init_file),
-                 f"basedir = {cnf_value(str(basedir), 'the base directory')}", "mysqlx = OFF"]
+                 f"basedir = {cnf_value(str(basedir), 'the base directory')}", "loose-mysqlx = OFF"]
         return "\n".join([*lines, *self.setting_lines()]) + "\n"
 
     def launch(self, binaries: Path, user: pwd.struct_passwd, first: bool, port: int, password: str) -> None:
