@@ -52,7 +52,7 @@ def test_with_options_replaces_a_variable_in_place_and_appends_a_new_one():
 
 def test_lean_is_asked_of_the_recipe_and_needs_the_system_libraries_it_links():
     assert recipe_for("mysql") is RECIPE and RECIPE.lean() is LEAN and LEAN.lean() is LEAN
-    assert recipe_for("postgres").lean() is None  # type: ignore[union-attr]
+    assert recipe_for("postgres").lean() is None
     added = set(LEAN.headers.values()) - set(RECIPE.headers.values())
     assert {"libicu-dev", "libzstd-dev", "liblz4-dev", "libprotobuf-dev", "libprotoc-dev"} <= added
     assert LEAN.tools["protoc"] == "protobuf-compiler"
@@ -84,7 +84,7 @@ def test_the_manifest_says_how_the_lean_build_differs_from_debians(tmp_path, mon
     work, final = tmp_path / "work", tmp_path / "final"
     (work / "install").mkdir(parents=True)
     built = server_build._enter(ServerBuildSpec("mysql", lean=True), LEAN, CC, {"origin": "debian-src"}, "k", work,
-                                final, [], 2, Runner(), State(), {})  # type: ignore[arg-type]
+                                final, [], 2, Runner(), State(), {})
     written = json.loads((final / "manifest.json").read_text())
     assert written == built.manifest
     departures = written["differs_from_debian"]
@@ -93,7 +93,7 @@ def test_the_manifest_says_how_the_lean_build_differs_from_debians(tmp_path, mon
     for d in departures:
         assert d["options"] and d["reason"] and d["steps_saved"] > 0
     plain = server_build._enter(ServerBuildSpec("mysql"), RECIPE, CC, {"origin": "debian-src"}, "k2",
-                                _work(tmp_path / "w2"), tmp_path / "f2", [], 2, Runner(), State(), {})  # type: ignore[arg-type]
+                                _work(tmp_path / "w2"), tmp_path / "f2", [], 2, Runner(), State(), {})
     assert "differs_from_debian" not in plain.manifest
 
 

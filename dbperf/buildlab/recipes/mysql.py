@@ -41,7 +41,8 @@ class MysqlRecipe(CmakeNinjaRecipe):
         "-DWITH_ZLIB=bundled", "-DWITH_ZSTD=bundled", "-DWITH_LZ4=bundled", "-DWITH_EDITLINE=bundled",
         "-DWITH_ICU=bundled", "-DWITH_PROTOBUF=bundled", "-DWITH_RAPIDJSON=bundled", "-DWITH_SYSTEMD=OFF",
         "-DWITH_NUMA=OFF")
-    SKIPPED = ("router", "ndb", "unittest", "mysql-test", "/test", "ldap", "kerberos", "fido", "webauthn")
+    SKIPPED: ClassVar[tuple[str, ...]] = ("router", "ndb", "unittest", "mysql-test", "/test", "ldap", "kerberos",
+                                          "fido", "webauthn")
     tools: ClassVar[dict[str, str]] = {"cmake": "cmake", "ninja": "ninja-build", "bison": "bison", "c++": "g++",
                                        "pkg-config": "pkg-config"}
     headers: ClassVar[dict[str, str]] = {"openssl/ssl.h": "libssl-dev", "curses.h": "libncurses-dev"}
@@ -84,8 +85,8 @@ class LeanMysqlRecipe(MysqlRecipe):
     and a base and its variants (O2, pgo, bolt) asked with `lean = true` are all built alike."""
     options: ClassVar[tuple[str, ...]] = with_options(MysqlRecipe.options, LEANER)
     departures: ClassVar[tuple[Departure, ...]] = LEANER
-    SKIPPED = (*MysqlRecipe.SKIPPED, "extra/icu", "extra/zstd", "extra/lz4", "extra/zlib", "extra/protobuf",
-               "extra/abseil", "plugin/x")
+    SKIPPED: ClassVar[tuple[str, ...]] = (*MysqlRecipe.SKIPPED, "extra/icu", "extra/zstd", "extra/lz4",
+                                          "extra/zlib", "extra/protobuf", "extra/abseil", "plugin/x")
     tools: ClassVar[dict[str, str]] = {**MysqlRecipe.tools, "protoc": "protobuf-compiler"}
     headers: ClassVar[dict[str, str]] = {
         **MysqlRecipe.headers, "unicode/uversion.h": "libicu-dev", "zstd.h": "libzstd-dev", "lz4.h": "liblz4-dev",
