@@ -49,6 +49,7 @@ def test_bad_server_builds_are_one_line(write_experiment, target, message):
 class FailingRecipe:
     engine: ClassVar[str] = "postgres"
     options: ClassVar[tuple[str, ...]] = ()
+    departures: ClassVar[tuple[object, ...]] = ()
     tools: ClassVar[dict[str, str]] = {}
 
     def expected_steps(self, tree: Path) -> int:
