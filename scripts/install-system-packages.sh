@@ -20,7 +20,8 @@ chromium strace libmariadb-dev libpq-dev"
 # the compiler launcher of every build in a kept build tree (buildlab/compiler_cache.py: without it a rebuild compiles
 # again what only moved, and the build says so). PostgreSQL's build needs only what is above, and ccache.
 BUILD_PACKAGES="cmake ninja-build bison g++ libssl-dev libpcre2-dev libfmt-dev libncurses-dev pkg-config
-bolt-16 libbolt-16-dev clang-16 ccache"
+bolt-16 libbolt-16-dev clang-16 ccache libicu-dev libzstd-dev liblz4-dev libprotobuf-dev libprotoc-dev
+protobuf-compiler"
 missing_of() {
     out=""
     for p in "$@"; do

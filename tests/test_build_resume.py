@@ -53,6 +53,7 @@ NINJA_LIKE = textwrap.dedent("""
 class NinjaLikeRecipe:
     engine: ClassVar[str] = "mysql"
     options: ClassVar[tuple[str, ...]] = ()
+    departures: ClassVar[tuple[object, ...]] = ()
     tools: ClassVar[dict[str, str]] = {}
     resumable: ClassVar[bool] = True
     runs: ClassVar[list[str]] = []  # which commands ran, across builds

@@ -237,6 +237,7 @@ class MakeRecipe:
     """A server recipe whose build is the small Makefile above, installing its program as the server."""
     engine: ClassVar[str] = "postgres"
     options: ClassVar[tuple[str, ...]] = ()
+    departures: ClassVar[tuple[object, ...]] = ()
     tools: ClassVar[dict[str, str]] = {}
     headers: ClassVar[dict[str, str]] = {}
     language: ClassVar[str] = "c"

@@ -103,7 +103,7 @@ def test_the_my_cnf_listens_on_127_0_0_1_only_with_the_x_plugin_off(tmp_path):
     user = pwd.getpwuid(os.getuid())
     cnf = server.my_cnf(tmp_path / "t1" / "data", 33306, user, tmp_path / "t1" / "init.sql", tmp_path)
     lines = cnf.splitlines()
-    assert lines[0] == "[mysqld]" and "bind-address = 127.0.0.1" in lines and "mysqlx = OFF" in lines
+    assert lines[0] == "[mysqld]" and "bind-address = 127.0.0.1" in lines and "loose-mysqlx = OFF" in lines
     assert "port = 33306" in lines and f"basedir = {tmp_path}" in lines
     assert lines[-1] == "innodb_flush_log_at_trx_commit = 2"  # the target's settings last
     assert f"socket = {tmp_path}/t1/data/mysqld.sock" in lines

@@ -117,6 +117,7 @@ class CopyingRecipe:
     engine: ClassVar[str] = "postgres"
     options: ClassVar[tuple[str, ...]] = ()
     tools: ClassVar[dict[str, str]] = {}
+    departures: ClassVar[tuple[object, ...]] = ()
     headers: ClassVar[dict[str, str]] = {}
     language: ClassVar[str] = "c"
     resumable: ClassVar[bool] = False

@@ -111,6 +111,10 @@ def check_can_build(spec: ServerBuildSpec) -> tuple[Recipe, Compiler]:
     if recipe is None:
         raise UserError(f"{spec.label()}: building {spec.engine} from source is not supported yet; "
                         f"use released binaries (source = \"{spec.engine}@VERSION\") or Debian's package")
+    if spec.lean:
+        recipe = recipe.lean()
+        if recipe is None:
+            raise UserError(f"{spec.label()}: the lab has no leaner recipe for {spec.engine} (drop lean = true)")
     cc = find_compiler(spec.compiler)
     missing = sorted({package for tool, package in recipe.tools.items() if shutil.which(tool) is None})
     if missing:
@@ -382,6 +386,7 @@ def _enter(spec: ServerBuildSpec, recipe: Recipe, cc: Compiler, provenance: dict
         "compiler": {"path": cc.path, "version": cc.version, "cxx": cc.cxx, "named": spec.compiler},
         "commands": commands, "jobs": jobs,
         "compile_steps": runner.steps, **variants,
+        **({"differs_from_debian": [d.record() for d in recipe.departures]} if recipe.departures else {}),
         "server_binary_sha256": sha256_of(str(recipe.server_binary(prefix))),
         **state.totals(),  # build_seconds, build_cpu_seconds and the segments
         "built_at": datetime.now(UTC).isoformat(timespec="seconds"),

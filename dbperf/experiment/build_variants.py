@@ -84,6 +84,7 @@ class ServerBuildSpec:
     pgo_partial_training: bool = False  # -fprofile-partial-training in the build that uses the profile
     pgo_train_seconds: float = DEFAULT_TRAIN_SECONDS
     patches: tuple[PatchFile, ...] = ()  # applied in order on the unpacked source, after Debian's own
+    lean: bool = False  # the engine's leaner recipe (buildlab/recipes/: MySQL's leaves out what the lab never runs)
 
     @property
     def pgo(self) -> bool:
@@ -98,7 +99,8 @@ class ServerBuildSpec:
 
     def label(self) -> str:
         with_compiler = f" with {self.compiler}" if self.compiler else ""
-        parts = [*self.variants, *self.cflags, *pgo_words(self.pgo_partial_training, self.pgo_train_seconds)]
+        parts = [*self.variants, *self.cflags, *pgo_words(self.pgo_partial_training, self.pgo_train_seconds),
+                 *(["lean"] if self.lean else [])]
         return f"{self.engine}@{self.origin}{patch_words(self.patches)} [{' '.join(parts)}]{with_compiler}"
 
 
@@ -156,14 +158,18 @@ def parse_server_build(raw: dict[str, object], engine: str, origin: str, where: 
         if "pgo" in variants:
             raise UserError(f"{where}.compiler: the pgo variant of server builds needs gcc (its .gcda profiles); "
                             f"drop compiler = {compiler!r} or pgo")
-    return ServerBuildSpec(engine, origin, variants, cflags, compiler, partial, seconds, patches)
+    lean = raw.get("lean", False)
+    if not isinstance(lean, bool):
+        raise UserError(f"{where}.lean: expected true or false")
+    return ServerBuildSpec(engine, origin, variants, cflags, compiler, partial, seconds, patches, lean)
 
 
 def parse_build(raw: dict[str, object], sqlite_version: str, where: str, tree: UserTree | None = None,
                 patches: tuple[PatchFile, ...] = ()) -> BuildSpec:
     ordered, cflags = _variants_and_cflags(raw, where)
-    if "compiler" in raw:
-        raise UserError(f"{where}.compiler: only for servers built from source; SQLite builds use CC")
+    for key in ("compiler", "lean"):
+        if key in raw:
+            raise UserError(f"{where}.{key}: only for servers built from source (source = \"mysql@debian-src\")")
     if "bolt" in ordered:
         raise UserError(f"{where}.build: the bolt variant is for servers built from source (source = "
                         "\"postgres@debian-src\"), not SQLite")

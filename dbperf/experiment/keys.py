@@ -244,6 +244,9 @@ TARGET = (
     Key("cflags", "list of options", "compiler options appended last (with source)", "[]"),
     Key("compiler", "\"clang-16\"", "servers built from source: Debian's clang-16 instead of the user's CC",
         "CC (gcc)"),
+    Key("lean", "boolean", "servers built from source: the engine's leaner recipe (MySQL: system ICU, zstd, lz4, "
+        "zlib and protobuf, no NDB engine, no X plugin; docs/build-lab.md), in its build key and manifest", "false",
+        "", boolean),
     Key("pgo_train", "list of workloads", "PGO training set (with build = [..., \"pgo\"])", "[\"train-mix\"]"),
     Key("pgo_partial_training", "boolean", "-fprofile-partial-training in the build that uses the profile (with "
         "pgo; SQLite or a server from source): code the training never ran keeps its optimisation level", "false", "",

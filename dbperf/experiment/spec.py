@@ -171,7 +171,7 @@ def _server_source(raw: dict[str, Any], engine: str, twhere: str,
                                           parse_patches(raw, base_dir, twhere))
     else:
         for key in ("build", "cflags", "pgo_train", "pgo_partial_training", "pgo_train_seconds", "compiler",
-                    "patches"):
+                    "patches", "lean"):
             if key in raw:
                 raise UserError(f"{twhere}: {key!r} needs a source to build: \"sqlite@X.Y.Z\" or "
                                 f"\"{engine}@debian-src\"")

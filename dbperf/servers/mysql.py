@@ -77,9 +77,10 @@ class MySQLServer(MySQLFamilyServer):
 
     def my_cnf(self, data: Path, port: int, user: pwd.struct_passwd, init_file: Path | None, basedir: Path) -> str:
         """The family's lines, the install's basedir (share/ for its messages and charsets), the X Plugin off, then
-        the target's settings."""
+        the target's settings. `loose-`: a lean lab build has no X Plugin, and mysqld stops at an option it does not
+        know; with the plugin, the option applies as without the prefix."""
         lines = [*self.cnf_lines("mysqld", data, port, user, init_file),
-                 f"basedir = {cnf_value(str(basedir), 'the base directory')}", "mysqlx = OFF"]
+                 f"basedir = {cnf_value(str(basedir), 'the base directory')}", "loose-mysqlx = OFF"]
         return "\n".join([*lines, *self.setting_lines()]) + "\n"
 
     def launch(self, binaries: Path, user: pwd.struct_passwd, first: bool, port: int, password: str) -> None:

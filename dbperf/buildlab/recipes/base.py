@@ -4,11 +4,35 @@ pipeline, buildlab/server_build.py, runs it; buildlab/recipes/__init__.py finds 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from dbperf.buildlab.rebuilt import compiles_in
 from dbperf.host.compiler import Compiler
+
+
+@dataclass(frozen=True)
+class Departure:
+    """One way a recipe's server is built otherwise than Debian's own (its debian/rules): the part, the cmake
+    options that say it, why the lab's experiments do not need Debian's way, and the compile steps it saves (counted
+    in the build.ninja of a configure, not timed)."""
+    part: str
+    options: tuple[str, ...]
+    reason: str
+    steps_saved: int
+
+    def record(self) -> dict[str, Any]:
+        """What a build's manifest says of it."""
+        return {**asdict(self), "options": list(self.options)}
+
+
+def with_options(base: tuple[str, ...], departures: tuple[Departure, ...]) -> tuple[str, ...]:
+    """`base` with each departure's options: one that sets a -D variable `base` sets replaces it in place, the
+    others are appended, so that the two recipes share one option list."""
+    changed = {o.split("=", 1)[0]: o for d in departures for o in d.options}
+    kept = tuple(changed.pop(o.split("=", 1)[0], o) for o in base)
+    return kept + tuple(changed.values())
 
 
 class Recipe(ABC):
@@ -21,6 +45,11 @@ class Recipe(ABC):
     language: ClassVar[str]  # what those headers are included from: "c" or "c++"
     build_time: ClassVar[str]  # one build's time on the lab's 2-core VM, as measured (a PGO build: about twice)
     resumable: ClassVar[bool]  # whether a rerun of its interrupted commands safely continues them (resume.py)
+    departures: ClassVar[tuple[Departure, ...]] = ()  # what its manifest says differs from Debian's build, and why
+
+    def lean(self) -> Recipe | None:
+        """The engine's leaner lab build (`lean = true` of a target), None when it has none."""
+        return None
 
     @abstractmethod
     def expected_steps(self, tree: Path) -> int: ...
