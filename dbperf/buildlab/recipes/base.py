@@ -21,6 +21,13 @@ class Recipe(ABC):
     language: ClassVar[str]  # what those headers are included from: "c" or "c++"
     build_time: ClassVar[str]  # one build's time on the lab's 2-core VM, as measured (a PGO build: about twice)
     resumable: ClassVar[bool]  # whether a rerun of its interrupted commands safely continues them (resume.py)
+    # What the top of a checkout of the engine's source holds (a `tree` is refused without it: server_tree.py); ()
+    # for a recipe that builds no user's tree.
+    tree_files: ClassVar[tuple[str, ...]] = ()
+    # Whether `dbperf bisect --tree` takes the engine's trees (every commit a build in one kept tree, then counted
+    # under valgrind): PostgreSQL's; not MariaDB's nor MySQL's, whose first builds take 10 to 60 minutes and whose
+    # tree bisect has not been run.
+    bisects_trees: ClassVar[bool] = False
 
     @abstractmethod
     def expected_steps(self, tree: Path) -> int: ...
