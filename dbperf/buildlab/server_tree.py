@@ -60,9 +60,8 @@ def resolve_server_tree(engine: str, recipe: Recipe, tree: UserTree) -> ServerTr
     if missing or not recipe.tree_files:
         at = f" at rev = {tree.rev!r}" if tree.rev else ""
         title = engines.engine(engine).title
-        raise UserError(f"tree {tree.path}{at}: not a {title} source tree (its top has no {', '.join(missing)}; "
-                        f"expected {', '.join(recipe.tree_files)})" if recipe.tree_files else
-                        f"tree {tree.path}: {title} is not built from a user's tree")
+        raise UserError(f"tree {tree.path}{at}: not a {title} source tree (its top has no {', '.join(missing)})"
+                        if recipe.tree_files else f"tree {tree.path}: {title} is not built from a user's tree")
     return ServerTree(engine, snapshot)
 
 
