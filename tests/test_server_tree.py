@@ -32,6 +32,7 @@ from dbperf.storage.bisect_path import StepSettings
 from dbperf.usecases.bisect import bisect
 from dbperf.usecases.bisect_candidates import Commits
 from dbperf.usecases.bisect_work import count_experiment
+from dbperf.usecases.build import cache_listings
 from tests.test_bisect_tree import FakeCounts, fake_counts, repo  # noqa: F401 (fixtures)
 from tests.test_build_tree import MAKEFILE, ONE, A, B, MakeRecipe, _patch
 from tests.test_user_tree import git, snapshot
@@ -183,6 +184,10 @@ def test_revisions_of_one_checkout_are_built_in_one_kept_tree_rebuilding_only_wh
                                                                                False, hashes[1])
     assert s["repository"] == str(project) and source_words(s) == f"{project} at {hashes[1][:12]} (a returns 2)"
     assert build(hashes[1])["cached"]  # the same revision again: the build cache's
+    (servers,) = [listing for listing in cache_listings() if listing.title == "server builds"]
+    subjects = ("first", "a returns 2", "a comment in b")
+    assert sorted(row[2] for row in servers.rows) == sorted(f"{project} at {h[:12]} ({subject})"
+                                                            for h, subject in zip(hashes, subjects, strict=True))
     # the tree as it is, with an uncommitted change: a build of its own, one object, said dirty
     (project / "a.c").write_text(A.replace("1;", "3;"))
     dirty = build(None)
