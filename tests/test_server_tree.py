@@ -33,7 +33,7 @@ from dbperf.usecases.bisect import bisect
 from dbperf.usecases.bisect_candidates import Commits
 from dbperf.usecases.bisect_work import count_experiment
 from dbperf.usecases.build import cache_listings
-from tests.test_bisect_tree import FakeCounts, fake_counts, repo  # noqa: F401 (fixtures)
+from tests.test_bisect_tree import FakeCounts, fake_counts, write  # noqa: F401 (a fixture)
 from tests.test_build_tree import MAKEFILE, ONE, A, B, MakeRecipe, _patch
 from tests.test_user_tree import git, snapshot
 
@@ -232,6 +232,8 @@ def test_a_commit_of_a_postgres_tree_is_a_server_target_of_the_count(tmp_path: P
     path.write_text(count_experiment(s, hashes[1]))
     spec = parse_experiment(path).targets[0].server_build
     assert spec is not None and spec.tree == UserTree(str(project), hashes[1]) and spec.cflags == ("-O1",)
+    with pytest.raises(UserError, match=r"^tree .*/project at rev = '[0-9a-f]{40}': not a PostgreSQL source tree"):
+        Commits(s).span(hashes[0], "main")  # before anything is built
     for settings, said in ((StepSettings("mariadb", "point-query", 0.02, 5.0, 1.0, 120.0, metric="simulated",
                                          tree=str(project)), "MariaDB trees are not yet supported (--engine sqlite or "
                                                           "postgres are)"),
@@ -243,14 +245,20 @@ def test_a_commit_of_a_postgres_tree_is_a_server_target_of_the_count(tmp_path: P
             Commits(settings).check()
 
 
-def test_a_postgres_trees_first_commit_with_more_work_is_found_past_a_broken_one(repo, fake_counts, tmp_path):  # noqa: F811
-    checkout, hashes = repo
+def test_a_postgres_trees_first_commit_with_more_work_is_found_past_a_broken_one(fake_counts, tmp_path):  # noqa: F811
+    """tests/test_bisect_tree.py's 16 commits (work 1000 per query, 1100 from commit 11 on, commit 7 broken) in a
+    checkout whose top is a PostgreSQL tree's."""
+    checkout = _pg_like(tmp_path / "postgresql")
+    git(checkout, "init", "-q", "-b", "main")
+    hashes = [write(checkout, f"commit {i}" + (": a loop in the hot path" if i == 11 else ""),
+                    ("broken" if i == 7 else str(1000 if i < 11 else 1100)) + f"\ncommit {i}\n") for i in range(16)]
     counts = fake_counts(FakeCounts())
     s = StepSettings("postgres", "point-query", 0.02, 5.0, 1.0, 120.0, table_size=1000, metric="simulated",
                      tree=str(checkout))
     done = bisect(s, hashes[0], hashes[15], tmp_path / "out", tries=1, confirm=False)
     result = done.path.result
     assert (result.outcome, result.first_slower, result.last_not_slower) == ("found", hashes[11], hashes[10])
+    assert result.skipped == [hashes[7]] or hashes[7] not in counts.calls
     assert result.found is not None and result.found.subject == "commit 11: a loop in the hot path"
     counted = tomllib.loads((tmp_path / "out" / "simulated" / f"{hashes[11]}.toml").read_text())["target"][0]
     assert counted["engine"] == "postgres" and counted["rev"] == hashes[11] and len(counts.calls) == len(set(

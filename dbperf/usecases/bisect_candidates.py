@@ -18,9 +18,11 @@ from dbperf import engines
 from dbperf.buildlab.commit_range import commit_of, commit_range
 from dbperf.buildlab.recipes import recipe_for, recipes
 from dbperf.buildlab.server_releases import available_versions
+from dbperf.buildlab.server_tree import resolve_server_tree
 from dbperf.catalog.registry import builtin
 from dbperf.errors import UserError
 from dbperf.experiment.build_variants import FLAG
+from dbperf.experiment.user_source import UserTree
 from dbperf.storage.bisect_path import CommitFacts, StepSettings
 from dbperf.usecases.bisect_settings import check_config_names, check_settings, release_range
 
@@ -112,7 +114,11 @@ class Commits:
 
     def span(self, first: str, last: str) -> list[str]:
         assert self.settings.tree is not None
-        return [c.hash for c in commit_range(Path(self.settings.tree), first, last)]
+        commits = [c.hash for c in commit_range(Path(self.settings.tree), first, last)]
+        recipe = recipe_for(self.settings.engine)
+        if recipe is not None:  # a server's: GOOD is the engine's tree (else one line now, not after a build)
+            resolve_server_tree(self.settings.engine, recipe, UserTree(self.settings.tree, commits[0]))
+        return commits
 
     def name(self, candidate: str) -> str:
         return target_name(self.settings.engine, self.word(candidate))
