@@ -175,7 +175,7 @@ def _server_source(raw: dict[str, Any], engine: str, twhere: str,
                     "patches"):
             if key in raw:
                 raise UserError(f"{twhere}: {key!r} needs a source to build: \"sqlite@X.Y.Z\" or "
-                                f"\"{engine}@debian-src\"")
+                                f"\"{engine}@debian-src\", or a 'tree' of yours")
     if "source" in raw:
         if server_build is None:
             release = _release(raw["source"], engine, f"{twhere}.source")
