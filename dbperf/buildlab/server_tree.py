@@ -37,7 +37,7 @@ class ServerTree:
     def kept_source(self) -> dict[str, Any]:
         """What its kept build tree is keyed by besides flags, compiler and recipe: the checkout, not the revision
         (build_tree.tree_identity)."""
-        return {"engine": self.engine, "origin": TREE_ORIGIN, "tree": str(self.snapshot.path)}
+        return {"engine": self.engine, "origin": TREE_ORIGIN, "tree": str(self.snapshot.path.resolve())}
 
     def provenance(self) -> dict[str, Any]:
         return {"engine": self.engine, **self.snapshot.facts()}

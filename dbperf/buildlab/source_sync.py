@@ -3,7 +3,10 @@ revision is exported into a folder beside it, then every file whose content, kin
 moved in and stamped now, every file the previous revision had and this one has not removed, and every other file
 left as it is, its mtime with it. make and ninja then rebuild only what the revision changed: an exported file's
 mtime is its commit's time (git archive), which may be older than the objects of the last build, so a changed file
-is always made newer than them.
+is always made newer than them. Every file a sync moves in gets the same time, as git archive gives every file of
+a revision its commit's: a generated file committed beside its source (a release's gram.c beside gram.y, configure
+beside configure.ac) is then not older than it, and make does not ask for bison, flex or autoconf to make it again
+(stamped one by one, in name order, gram.y would be newer than gram.c).
 
 Only the files exported are compared or removed: what configure and the build wrote into the tree (config.status,
 generated headers, objects) is the build's and stays. The list of exported files is kept beside the tree (one name
@@ -14,6 +17,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import time
 from pathlib import Path
 
 LISTING = "source-files"
@@ -66,6 +70,7 @@ def sync_source(incoming: Path, src: Path, listing: Path) -> set[str]:
     (relative to src) whose content changed, came or went."""
     before, now = _listed(listing), _files(incoming)
     _write(listing, before | now)
+    stamp = time.time_ns()  # one time for every file moved in: see the module's docstring
     changed = set()
     for rel in sorted(now):
         new, old = incoming / rel, src / rel
@@ -78,7 +83,7 @@ def sync_source(incoming: Path, src: Path, listing: Path) -> set[str]:
             _remove(old)
         os.replace(new, old)
         if not old.is_symlink():
-            os.utime(old)  # newer than every object built before (its exported mtime is its commit's)
+            os.utime(old, ns=(stamp, stamp))
         changed.add(rel)
     for rel in sorted(before - now):
         gone = src / rel
