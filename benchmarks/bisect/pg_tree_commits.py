@@ -93,7 +93,9 @@ def main() -> int:
     args = ap.parse_args()
     if not 1 <= args.at < args.commits:
         ap.error(f"--at: expected 1 to {args.commits - 1}")
-    cache = Path(args.cache).resolve() if args.cache else Path(tempfile.mkdtemp(prefix="dbperf-pg-tree-commits-", dir="/tmp"))
+    temporary = not args.cache
+    cache = Path(tempfile.mkdtemp(prefix="dbperf-pg-tree-commits-", dir="/tmp")) if temporary else \
+        Path(args.cache).resolve()
     cache.mkdir(parents=True, exist_ok=True)
     cache.chmod(0o755)  # the servers' users must reach an install through it
     os.environ["DBPERF_SERVER_CACHE"] = str(cache)
