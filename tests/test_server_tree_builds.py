@@ -56,6 +56,9 @@ def postgres_checkout(repo: Path) -> bytes:
         else:
             raise AssertionError(f"no version of {package} could be fetched: {skipped}")
     git(repo, "init", "-q", "-b", "main")
+    # no `git gc --auto` after a commit (some 8,000 loose objects start one, in the background): it would repack the
+    # checkout while the test holds it as the bisect left it
+    git(repo, "config", "gc.auto", "0")
     git(repo, "add", "-A", "--force")
     git(repo, "commit", "-q", "-m", f"Debian's {package} {version}")
     return (repo / XACT).read_bytes()
