@@ -191,7 +191,7 @@ def test_a_range_with_no_more_work_is_not_found_with_why(repo, fake_counts, tmp_
 
 
 @pytest.mark.parametrize(("args", "said"), [
-    (["--tree", "{repo}", "--engine", "postgres", "a", "b"], "bisect --tree: PostgreSQL trees are not yet supported"),
+    (["--tree", "{repo}", "--engine", "mariadb", "a", "b"], "bisect --tree: MariaDB trees are not yet supported"),
     (["--tree", "{repo}", "--engine", "sqlite", "--metric", "wall", "a", "b"], "--metric wall is not supported"),
     (["--tree", "{repo}", "a", "b"], "--tree: give the engine of the tree with --engine"),
     (["--tree", "{repo}", "--engine", "sqlite", "a", "b", "c"], "bisect --tree: expected GOOD BAD"),

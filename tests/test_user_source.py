@@ -95,8 +95,9 @@ def test_patches_are_in_the_sqlite_build_key_in_their_order_and_keys_without_sta
     ('tree = "sqlite"\nrev = "--output=/tmp/x"', ".rev: expected a git revision"),
     ('tree = "sqlite"\nlibrary = "/lib/x.so"', "give either 'tree' (the build lab builds it) or 'library'"),
     ('patches = ["patches/one.patch"]', "'patches' needs a 'source' such as \"sqlite@3.54.1\" or a 'tree'"),
-    ('engine = "postgres"\ntree = "sqlite"', "'tree': servers are built from Debian's source for now"),
-    ('source = "postgres@debian-src"\nrev = "main"', "'rev': servers are built from Debian's source for now"),
+    ('engine = "postgres"\ntree = "sqlite"\nsource = "postgres@debian-src"', "give either 'source' ("),
+    ('source = "postgres@debian-src"\nrev = "main"', ".rev: a revision of a 'tree'"),
+    ('engine = "postgres"\ntree = "sqlite"\nbinaries = "/usr/lib/postgresql/16/bin"', "give either 'tree' ("),
     ('source = "postgres@16.4"\npatches = ["patches/one.patch"]', "'patches' needs a source to build"),
     ('source = "mariadb@debian-src"\npatches = ["patches/none.patch"]', ".patches: 'patches/none.patch' not found"),
 ])

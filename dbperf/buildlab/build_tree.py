@@ -13,6 +13,10 @@ The tree's key is what changes an object: the engine's source without the patche
 package and version), the compile flags, the compiler and the recipe's options. Patches are not in it: they are what
 a tree switches between. The install prefix is the tree's own, so the key need not hold it.
 
+A tree built from a user's checkout (server_tree.py) is keyed by the checkout, not by its revision: each build
+first brings src/ to its revision (source_sync.py: the files that differ moved in, the others kept with their
+mtimes), then switches the patch set as below.
+
 Switching patch sets keeps the pristine copy of every file a patch set changes (pristine/, listed in tree.json by a
 dry run of each patch before it is applied): the previous set is reverted by putting those files back (a file the
 patches created is removed), then the new set is applied. A file whose content ends where it was before the switch
@@ -141,17 +145,20 @@ class BuildTree:
         self.record.provenance = provenance
         self.save()
 
-    def switch(self, patches: tuple[PatchFile, ...], log: Path, label: str) -> int:
+    def switch(self, patches: tuple[PatchFile, ...], log: Path, label: str,
+               refresh: Callable[[Path], set[str]] | None = None) -> int:
         """The tree's patch set replaced by `patches` (the previous set reverted first); the number of files whose
         content the switch changed. A patch that does not apply: the tree reverted to its pristine source, and the
-        patch's one line."""
+        patch's one line. `refresh`, given src/ between the revert and the patches, brings the source itself to
+        another revision (a user's tree: server_tree.py) and says the files it changed."""
         wanted = [Applied(p.name, p.sha256) for p in patches]
-        if self.record.applied == wanted:
+        if self.record.applied == wanted and refresh is None:
             return 0
         before = {rel: _fingerprint(self.src / rel) for rel in self.record.touched}
         self._revert()
         self.record.applied = None
         self.save()
+        synced = refresh(self.src) if refresh is not None else set()
         try:
             apply_patches(patches, self.src, log, label, before_each=self._keep_pristine)
         except UserError:
@@ -159,7 +166,7 @@ class BuildTree:
             raise
         self.record.applied = wanted
         self.save()
-        changed = {*before, *self.record.touched}
+        changed = {*before, *self.record.touched, *synced}
         for rel, (digest, mtime) in before.items():
             now, _ = _fingerprint(self.src / rel)
             if now == digest:

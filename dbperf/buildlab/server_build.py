@@ -47,11 +47,12 @@ from dbperf.buildlab.profile_proof import Training as TrainingFacts
 from dbperf.buildlab.recipes import Recipe, recipe_for
 from dbperf.buildlab.resume import STATE, BuildState, ResumeRecord, children_cpu_seconds, read_resume
 from dbperf.buildlab.server_bolt import Training, bolt_identity, bolt_server, bolt_tools
+from dbperf.buildlab.server_tree import ServerTree, resolve_server_tree
 from dbperf.buildlab.staging import LOCK, PARTIAL, Staging, kill_session, sweep_abandoned
 from dbperf.buildlab.training import training_identity, training_workloads
 from dbperf.engines.descriptor import ProfileProof
 from dbperf.errors import UserError
-from dbperf.experiment.build_variants import DEFAULT_TRAIN_SECONDS, SERVER_TRAINING, ServerBuildSpec
+from dbperf.experiment.build_variants import DEFAULT_TRAIN_SECONDS, SERVER_TRAINING, TREE_ORIGIN, ServerBuildSpec
 from dbperf.host.compiler import Compiler, build_environment, find_compiler, missing_headers
 from dbperf.host.facts import sha256_of
 from dbperf.tools import tail
@@ -115,6 +116,8 @@ def check_can_build(spec: ServerBuildSpec) -> tuple[Recipe, Compiler]:
         recipe = recipe.lean()
         if recipe is None:
             raise UserError(f"{spec.label()}: the lab has no leaner recipe for {spec.engine} (drop lean = true)")
+    if spec.tree is not None:
+        resolve_server_tree(spec.engine, recipe, spec.tree)  # a bad revision or another engine's tree: one line
     cc = find_compiler(spec.compiler)
     missing = sorted({package for tool, package in recipe.tools.items() if shutil.which(tool) is None})
     if missing:
@@ -143,6 +146,8 @@ def build_server(spec: ServerBuildSpec, train: Training, on_progress: Progress |
     instrumented build for PGO and BOLT (runner/server_training.py: the build lab does not start servers itself),
     `guard` counts a PGO build's guard (runner/server_pgo_guard.py; needed by PGO builds only)."""
     recipe, cc = check_can_build(spec)
+    if spec.tree is not None:
+        return _build_from_tree(spec, recipe, cc, on_progress, train, guard)
     apt, package, versions = candidate_versions(spec.engine)
     builds = server_cache() / "build"
     builds.mkdir(parents=True, exist_ok=True)
@@ -197,6 +202,45 @@ def _build_in_tree(spec: ServerBuildSpec, recipe: Recipe, cc: Compiler, apt: Pri
         with _staged(builds, key, recipe, spec) as (work, state):
             changed = tree.switch(spec.patches, work / "build.log", spec.label())
             return _build_kept(spec, recipe, cc, tree, changed, key, work, builds / key, on_progress, state)
+
+
+def tree_build_key(spec: ServerBuildSpec, tree: ServerTree, recipe: Recipe, cc: Compiler) -> str:
+    """The cache key of a build of the user's tree: Debian's package and version stand for the tree's content."""
+    return _key(spec, TREE_ORIGIN, tree.snapshot.content, cc, recipe)
+
+
+def _build_from_tree(spec: ServerBuildSpec, recipe: Recipe, cc: Compiler, on_progress: Progress | None,
+                     train: Training, guard: Guard | None) -> ServerBuild:
+    """A build of the user's tree (server_tree.py), from the cache (its key the tree's content and patches) or
+    made now: in the kept tree of the checkout, or for PGO and BOLT in a fresh folder, the tree exported into it."""
+    assert spec.tree is not None
+    tree = resolve_server_tree(spec.engine, recipe, spec.tree)
+    builds = server_cache() / "build"
+    builds.mkdir(parents=True, exist_ok=True)
+    key = tree_build_key(spec, tree, recipe, cc)
+    found = _cached(builds / key, recipe)
+    if found:
+        return _guarded_cached(spec, found, train, on_progress, guard) if spec.pgo else found
+    sweep_abandoned(builds)
+    if spec.pgo or spec.bolt:  # as Debian's source: a fresh folder (_build_in_tree says why)
+        with _staged(builds, key, recipe, spec) as (work, state):
+            fetched = state.source()
+            if fetched is None:
+                _clear_partial_fetch(work)
+                tree.snapshot.export(work / "src")
+                apply_patches(spec.patches, work / "src", work / "build.log", spec.label())
+                fetched = work / "src", with_patches(tree.provenance(), spec.patches)
+                state.set_source(*fetched)
+            return _build(spec, recipe, cc, *fetched, key, work, builds / key, on_progress, train, state, guard)
+    identity = tree_identity(tree.kept_source(), spec.flags(), cc, recipe.options)
+    waiting = (lambda said: on_progress(said, 0, 0)) if on_progress else None
+    staged = _staged(builds, key, recipe, spec)  # entered once the kept tree is locked
+    with kept_tree(server_cache() / TREES, identity, waiting) as kept, staged as (work, state):
+        if on_progress:
+            on_progress(f"syncing {tree.snapshot.word} into its kept tree", 0, 0)
+        changed = kept.switch(spec.patches, work / "build.log", spec.label(), tree.refresh(kept.root))
+        kept.set_source(tree.provenance())
+        return _build_kept(spec, recipe, cc, kept, changed, key, work, builds / key, on_progress, state)
 
 
 @contextmanager

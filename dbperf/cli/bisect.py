@@ -44,7 +44,7 @@ def _range(words: list[str], tree: Path | None, engine: str | None) -> tuple[str
                  "argument(s)")
         return words[0], words[1], words[2]
     if engine is None:
-        fail("--tree: give the engine of the tree with --engine (sqlite)")
+        fail("--tree: give the engine of the tree with --engine (sqlite or postgres)")
     if len(words) != 2:
         fail(f"bisect --tree: expected GOOD BAD (two revisions of the checkout), got {len(words)} argument(s)")
     return engine, words[0], words[1]
@@ -57,10 +57,10 @@ def bisect(
              "12 or 12.4) and the newest; with --tree: the good revision and the bad one (commits, tags, branches)")],
     tree: Annotated[Optional[Path], typer.Option(
         help="bisect the commits of this git checkout between GOOD and BAD (first-parent), each built by the lab in "
-             "its own copy (the checkout is never touched), by simulated work; SQLite trees only (servers' trees are "
-             "not yet supported)")] = None,
-    engine_name: Annotated[Optional[str], typer.Option("--engine", help="with --tree: the tree's engine (sqlite)")]
-    = None,
+             "its own copy (the checkout is never touched), by simulated work; SQLite and PostgreSQL trees (MariaDB's "
+             "and MySQL's are not yet supported)")] = None,
+    engine_name: Annotated[Optional[str], typer.Option(
+        "--engine", help="with --tree: the tree's engine (sqlite or postgres)")] = None,
     cflag: Annotated[Optional[list[str]], typer.Option(
         "--cflag", help="with --tree: a compiler option appended to every commit's build (repeatable; e.g. "
                         "--cflag=-O1)")] = None,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from dbperf.errors import UserError
 from dbperf.experiment.user_source import PatchFile, UserTree, patch_words
@@ -69,6 +70,7 @@ def compile_flags(variants: tuple[str, ...], cflags: tuple[str, ...]) -> list[st
 
 
 SERVER_ORIGINS = ("debian-src",)
+TREE_ORIGIN = "tree"  # a server built from the user's tree (`tree`, `rev`), not a `source`
 # Server PGO trains on this set (catalog/training), never on the measured catalog.
 SERVER_TRAINING = ("train-mix",)
 
@@ -85,6 +87,7 @@ class ServerBuildSpec:
     pgo_train_seconds: float = DEFAULT_TRAIN_SECONDS
     patches: tuple[PatchFile, ...] = ()  # applied in order on the unpacked source, after Debian's own
     lean: bool = False  # the engine's leaner recipe (buildlab/recipes/: MySQL's leaves out what the lab never runs)
+    tree: UserTree | None = None  # the user's checkout instead of Debian's source (origin "tree")
 
     @property
     def pgo(self) -> bool:
@@ -101,7 +104,14 @@ class ServerBuildSpec:
         with_compiler = f" with {self.compiler}" if self.compiler else ""
         parts = [*self.variants, *self.cflags, *pgo_words(self.pgo_partial_training, self.pgo_train_seconds),
                  *(["lean"] if self.lean else [])]
-        return f"{self.engine}@{self.origin}{patch_words(self.patches)} [{' '.join(parts)}]{with_compiler}"
+        return f"{self.engine}@{self._source_word()}{patch_words(self.patches)} [{' '.join(parts)}]{with_compiler}"
+
+    def _source_word(self) -> str:
+        """Debian's source ("debian-src"), or the tree by its folder's name and the revision asked for
+        ("tree:postgresql:REL_16_4"; the build's manifest names the commit)."""
+        if self.tree is None:
+            return self.origin
+        return f"tree:{Path(self.tree.path).name}" + (f":{self.tree.rev}" if self.tree.rev else "")
 
 
 def parse_source(value: object, where: str) -> str:
@@ -144,7 +154,7 @@ def _pgo_options(raw: dict[str, object], variants: tuple[str, ...], where: str) 
 
 
 def parse_server_build(raw: dict[str, object], engine: str, origin: str, where: str,
-                       patches: tuple[PatchFile, ...] = ()) -> ServerBuildSpec:
+                       patches: tuple[PatchFile, ...] = (), tree: UserTree | None = None) -> ServerBuildSpec:
     variants, cflags = _variants_and_cflags(raw, where)
     if "pgo_train" in raw:
         raise UserError(f"{where}.pgo_train: server builds train on the server training set "
@@ -161,7 +171,7 @@ def parse_server_build(raw: dict[str, object], engine: str, origin: str, where: 
     lean = raw.get("lean", False)
     if not isinstance(lean, bool):
         raise UserError(f"{where}.lean: expected true or false")
-    return ServerBuildSpec(engine, origin, variants, cflags, compiler, partial, seconds, patches, lean)
+    return ServerBuildSpec(engine, origin, variants, cflags, compiler, partial, seconds, patches, lean, tree)
 
 
 def parse_build(raw: dict[str, object], sqlite_version: str, where: str, tree: UserTree | None = None,

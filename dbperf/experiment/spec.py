@@ -20,6 +20,7 @@ from dbperf.experiment.aa import with_aa
 from dbperf.experiment.auto_time import time_setting
 from dbperf.experiment.build_variants import (
     SERVER_ORIGINS,
+    TREE_ORIGIN,
     BuildSpec,
     ServerBuildSpec,
     parse_build,
@@ -157,24 +158,24 @@ def _server_source(raw: dict[str, Any], engine: str, twhere: str,
     """A server target's `source`: the release the lab fetches, or the build it makes (either may be None)."""
     release, server_build = None, None
     source = raw.get("source")
-    misplaced = sorted({"tree", "rev"} & set(raw))
-    if misplaced:
-        raise UserError(f"{twhere}: {misplaced[0]!r}: servers are built from Debian's source for now; give patches = "
-                        f"[\"your.patch\", ...] with source = \"{engine}@debian-src\"")
-    if isinstance(source, str) and source.split("@", 1)[-1] in SERVER_ORIGINS:
+    tree = parse_tree(raw, base_dir, twhere)  # a checkout of the engine's source: what it holds is the build lab's
+    if tree is not None or (isinstance(source, str) and source.split("@", 1)[-1] in SERVER_ORIGINS):
         if not engines.engine(engine).builds_from_source:
             buildable = (e.name for e in engines.ENGINES.values() if e.builds_from_source)
-            raise UserError(f"{twhere}.source: building {engine} from source is not supported yet (only "
-                            f"{', '.join(buildable)}); use released binaries (\"{engine}@VERSION\") or "
+            raise UserError(f"{twhere}.{'tree' if tree else 'source'}: building {engine} from source is not supported "
+                            f"yet (only {', '.join(buildable)}); use released binaries (\"{engine}@VERSION\") or "
                             "Debian's package")
-        server_build = parse_server_build(raw, engine, source.split("@", 1)[1], twhere,
-                                          parse_patches(raw, base_dir, twhere))
+        origin = TREE_ORIGIN if tree is not None else str(source).split("@", 1)[1]
+        server_build = parse_server_build(raw, engine, origin, twhere, parse_patches(raw, base_dir, twhere), tree)
+        for key in ("binaries", "dsn"):
+            if tree is not None and key in raw:
+                raise UserError(f"{twhere}: give either 'tree' (a checkout the lab builds) or {key!r}")
     else:
         for key in ("build", "cflags", "pgo_train", "pgo_partial_training", "pgo_train_seconds", "compiler",
                     "patches", "lean"):
             if key in raw:
                 raise UserError(f"{twhere}: {key!r} needs a source to build: \"sqlite@X.Y.Z\" or "
-                                f"\"{engine}@debian-src\"")
+                                f"\"{engine}@debian-src\", or a 'tree' of yours")
     if "source" in raw:
         if server_build is None:
             release = _release(raw["source"], engine, f"{twhere}.source")

@@ -18,8 +18,9 @@ from dbperf import engines
 from dbperf.buildlab.builder import build_key, cached_builds
 from dbperf.buildlab.paths import server_cache
 from dbperf.buildlab.recipes import Recipe
-from dbperf.buildlab.server_build import cached_server_builds, check_can_build
+from dbperf.buildlab.server_build import cached_server_builds, check_can_build, tree_build_key
 from dbperf.buildlab.server_releases import ServerInstall
+from dbperf.buildlab.server_tree import resolve_server_tree
 from dbperf.buildlab.sqlite_source import SqliteSource, _cargo
 from dbperf.buildlab.sqlite_tree import resolve_tree
 from dbperf.catalog.tool_commands import tool_path
@@ -145,7 +146,12 @@ def cached_release(engine: str, wanted: str) -> Path | None:
 
 def cached_server_build(spec: ServerBuildSpec, recipe: Recipe, cc: Compiler) -> Path | None:
     """The binaries of a cached build of `spec` by this compiler. Its key also names the Debian version, known only
-    after an `apt update`: a cached build of the same label, compiler and patches is taken as this one."""
+    after an `apt update`: a cached build of the same label, compiler and patches is taken as this one. A tree's
+    key is known now (its content, read again here)."""
+    if spec.tree is not None:
+        entry = server_cache() / "build" / tree_build_key(spec, resolve_server_tree(spec.engine, recipe, spec.tree),
+                                                          recipe, cc)
+        return recipe.binaries(entry / "install") if (entry / "manifest.json").is_file() else None
     try:
         manifests = cached_server_builds()
     except (OSError, ValueError):
@@ -209,8 +215,11 @@ def _server(t: Target) -> str:
             return f"{t.engine}@{t.release}: not cached, would be fetched (released binaries)"
         return f"{t.engine}@{t.release}: cached, " + _lab_binaries(t, found)
     if t.server_build is not None:
-        recipe, cc = check_can_build(t.server_build)  # its tools and headers, as a real run checks first
+        recipe, cc = check_can_build(t.server_build)  # its tools and headers (and a tree), as a real run checks first
         found = cached_server_build(t.server_build, recipe, cc)
+        if found is None and t.server_build.tree is not None:
+            return (f"{t.server_build.label()}: not cached, would be built from the tree in its kept build tree "
+                    f"(the first build of a checkout: {recipe.build_time}; later revisions rebuild what changed)")
         if found is None:
             return (f"{t.server_build.label()}: not cached, would be built from Debian's source, "
                     f"{recipe.build_time} per build")

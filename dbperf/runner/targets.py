@@ -22,6 +22,7 @@ from rich.progress import (
 from dbperf.buildlab.builder import Build, build_all
 from dbperf.buildlab.server_build import ServerBuild, build_server, check_can_build, how_built
 from dbperf.buildlab.server_releases import ServerInstall, fetch_release
+from dbperf.buildlab.server_tree import source_words
 from dbperf.errors import UserError
 from dbperf.experiment.build_variants import BuildSpec, ServerBuildSpec
 from dbperf.experiment.model import Experiment
@@ -71,15 +72,16 @@ def build_servers(e: Experiment, console: Console) -> tuple[Experiment, dict[str
             continue
         with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
                       console=console, transient=True) as progress:
-            task = progress.add_task(f"{spec.label()}: fetching Debian's source", total=None)
+            first = "reading the tree" if spec.tree else "fetching Debian's source"
+            task = progress.add_task(f"{spec.label()}: {first}", total=None)
 
             def step(phase: str, done: int, expected: int, task: TaskID = task, label: str = spec.label()) -> None:
                 progress.update(task, description=f"{label}: {phase}", completed=done, total=max(done, expected))
 
             builds[spec] = b = build_server(spec, train_server, step, count_server_guard)
         how = "cached" if b.cached else how_built(b.manifest)
-        console.print(f"  {how} {spec.label()} from {b.manifest['source']['package']} "
-                      f"{b.manifest['source']['version']}  {b.root}", highlight=False, markup=False)
+        console.print(f"  {how} {spec.label()} from {source_words(b.manifest['source'])}  {b.root}",
+                      highlight=False, markup=False)
         said = guard_line(spec.label(), b.manifest)
         if said:
             console.print(said, highlight=False, markup=False)

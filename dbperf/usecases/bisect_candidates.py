@@ -3,7 +3,9 @@
 BAD`, buildlab/commit_range.py). Each kind checks the settings, lists its candidates oldest first, and writes a
 candidate as a target of the experiments the steps run (usecases/bisect_step.py, bisect_work.py): a release as
 `source = "ENGINE@VERSION"`, a commit as `tree = PATH, rev = HASH`, built through the build lab's user-tree source
-(its cache key the commit's tree, its manifest the commit)."""
+(its cache key the commit's tree, its manifest the commit): SQLite's in the build cache, PostgreSQL's in the kept
+build tree of the checkout (buildlab/server_tree.py), where a commit rebuilds what it changed since the last one
+built there."""
 
 from __future__ import annotations
 
@@ -14,10 +16,13 @@ from typing import Protocol
 
 from dbperf import engines
 from dbperf.buildlab.commit_range import commit_of, commit_range
+from dbperf.buildlab.recipes import recipe_for, recipes
 from dbperf.buildlab.server_releases import available_versions
+from dbperf.buildlab.server_tree import resolve_server_tree
 from dbperf.catalog.registry import builtin
 from dbperf.errors import UserError
 from dbperf.experiment.build_variants import FLAG
+from dbperf.experiment.user_source import UserTree
 from dbperf.storage.bisect_path import CommitFacts, StepSettings
 from dbperf.usecases.bisect_settings import check_config_names, check_settings, release_range
 
@@ -86,26 +91,34 @@ class Commits:
     def check(self) -> None:
         s = self.settings
         engine = engines.engine(s.engine)
-        if engine.server:
-            raise UserError(f"bisect --tree: {engine.title} trees are not yet supported (SQLite's are: --engine "
-                            f"{engines.DEFAULT.name}); bisect {engine.title}'s releases with `dbperf bisect {s.engine} "
-                            "FIRST LAST`")
+        recipe = recipe_for(s.engine) if engine.server else None
+        if engine.server and (recipe is None or not recipe.bisects_trees):
+            takes = [engines.DEFAULT.name, *(r.engine for r in recipes().values() if r.bisects_trees)]
+            raise UserError(f"bisect --tree: {engine.title} trees are not yet supported (--engine {' or '.join(takes)} "
+                            f"are); bisect {engine.title}'s releases with `dbperf bisect {s.engine} FIRST LAST`")
         if s.metric != "simulated":
             raise UserError(f"bisect --tree: --metric {s.metric} is not supported: a tree's commits are bisected by "
                             "simulated work (the step found is then confirmed by the wall clock)")
+        for flag in s.cflags:
+            if not FLAG.match(flag):
+                raise UserError(f"--cflag: expected a compiler option such as -O0 or -DSQLITE_DEBUG, got {flag!r}")
+        if engine.server:  # as a release bisect's settings: the server's --config names and values among them
+            check_settings(self.settings)
+            return
         if s.benchmark not in builtin():
             raise UserError(f"--benchmark: {s.benchmark!r} is not a catalog benchmark (`dbperf list` lists them)")
         if s.table_size < 1:
             raise UserError(f"--table-size: expected at least 1, got {s.table_size}")
         if s.config:
             raise UserError("bisect --tree: --config is for servers' settings; a SQLite tree takes none here")
-        for flag in s.cflags:
-            if not FLAG.match(flag):
-                raise UserError(f"--cflag: expected a compiler option such as -O0 or -DSQLITE_DEBUG, got {flag!r}")
 
     def span(self, first: str, last: str) -> list[str]:
         assert self.settings.tree is not None
-        return [c.hash for c in commit_range(Path(self.settings.tree), first, last)]
+        commits = [c.hash for c in commit_range(Path(self.settings.tree), first, last)]
+        recipe = recipe_for(self.settings.engine)
+        if recipe is not None:  # a server's: GOOD is the engine's tree (else one line now, not after a build)
+            resolve_server_tree(self.settings.engine, recipe, UserTree(self.settings.tree, commits[0]))
+        return commits
 
     def name(self, candidate: str) -> str:
         return target_name(self.settings.engine, self.word(candidate))
@@ -116,6 +129,8 @@ class Commits:
     def target(self, candidate: str) -> list[str]:
         lines = [f"name = {json.dumps(self.name(candidate))}", f"tree = {json.dumps(self.settings.tree)}",
                  f"rev = {json.dumps(candidate)}"]
+        if engines.engine(self.settings.engine).server:  # a target without a source is SQLite's unless it says
+            lines.insert(1, f"engine = {json.dumps(self.settings.engine)}")
         return lines + ([f"cflags = {json.dumps(self.settings.cflags)}"] if self.settings.cflags else [])
 
     def facts(self, candidate: str) -> CommitFacts | None:

@@ -14,6 +14,7 @@ from dbperf.buildlab.builder import cached_builds
 from dbperf.buildlab.server_build import cached_server_builds, how_built, partial_server_builds
 from dbperf.buildlab.server_releases import SOURCES as SERVER_RELEASES
 from dbperf.buildlab.server_releases import available_versions, cached_releases, release_name
+from dbperf.buildlab.server_tree import source_words
 from dbperf.buildlab.sqlite_source import CRATE, scan_versions
 from dbperf.engines.sqlite import SQLITE
 from dbperf.errors import UserError
@@ -76,9 +77,9 @@ def cache_listings() -> list[Listing]:
         (m["key"], sqlite_source(m), " ".join(m["variants"] + m["cflags"]),
          ", ".join((m.get("pgo") or {}).get("training_set", [])) or "-", profile_share(m), guard_ratio(m),
          m["built_at"], str(m["build_seconds"]), m["library"]) for m in cached_builds()])
-    servers = Listing("server builds", ("key", "build", "source package", "PGO .gcda", "PGO share", "PGO guard",
+    servers = Listing("server builds", ("key", "build", "source", "PGO .gcda", "PGO share", "PGO guard",
                                         "built", "seconds", "CPU seconds", "install"), [
-        (m["key"], m["label"], f"{m['source']['package']} {m['source']['version']}",
+        (m["key"], m["label"], source_words(m["source"]),
          str((m.get("pgo") or {}).get("profile_files", "-")), profile_share(m), guard_ratio(m), m["built_at"],
          str(m["build_seconds"]), str(m.get("build_cpu_seconds", "-")), m["install"])
         for m in cached_server_builds()])

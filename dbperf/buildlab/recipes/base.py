@@ -50,6 +50,13 @@ class Recipe(ABC):
     def lean(self) -> Recipe | None:
         """The engine's leaner lab build (`lean = true` of a target), None when it has none."""
         return None
+    # What the top of a checkout of the engine's source holds (a `tree` is refused without it: server_tree.py); ()
+    # for a recipe that builds no user's tree.
+    tree_files: ClassVar[tuple[str, ...]] = ()
+    # Whether `dbperf bisect --tree` takes the engine's trees (every commit a build in one kept tree, then counted
+    # under valgrind): PostgreSQL's; not MariaDB's nor MySQL's, whose first builds take 10 to 60 minutes and whose
+    # tree bisect has not been run.
+    bisects_trees: ClassVar[bool] = False
 
     @abstractmethod
     def expected_steps(self, tree: Path) -> int: ...

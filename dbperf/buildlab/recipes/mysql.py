@@ -32,6 +32,7 @@ class MysqlRecipe(CmakeNinjaRecipe):
     engine: ClassVar[str] = MYSQL.name
     # measured 2026-11-28: 3,653 s wall, 7,147 s of CPU for -O2 (docs/engines.md, MySQL)
     build_time: ClassVar[str] = "about an hour on 2 cores"
+    tree_files: ClassVar[tuple[str, ...]] = ("CMakeLists.txt", "MYSQL_VERSION", "sql", "storage")
     options: ClassVar[tuple[str, ...]] = (
         "-GNinja", "-DCMAKE_BUILD_TYPE=Release", "-DCMAKE_C_FLAGS_RELEASE=-DNDEBUG",
         "-DCMAKE_CXX_FLAGS_RELEASE=-DNDEBUG", "-DINSTALL_LAYOUT=STANDALONE", "-DMYSQL_MAINTAINER_MODE=OFF",

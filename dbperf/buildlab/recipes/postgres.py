@@ -26,6 +26,8 @@ class PostgresRecipe(Recipe):
     headers: ClassVar[dict[str, str]] = {"zlib.h": "zlib1g-dev"}
     language: ClassVar[str] = "c"
     build_time: ClassVar[str] = "about 5 minutes on 2 cores"
+    tree_files: ClassVar[tuple[str, ...]] = ("configure", "GNUmakefile.in", "src")
+    bisects_trees: ClassVar[bool] = True
     resumable: ClassVar[bool] = False  # make: an object killed mid-write looks up to date
     COMPILE = re.compile(r"\s-c\s")
 

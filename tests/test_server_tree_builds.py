@@ -1,0 +1,104 @@
+"""`dbperf bisect --tree --engine postgres` end to end: a checkout made here from Debian's PostgreSQL source (fetched
+by the build lab's own apt, as `source = "postgres@debian-src"` is), three commits: Debian's source, a comment added
+to xact.c, then a loop added to StartTransactionCommand (every statement runs it). Every commit is built by the build
+lab from the checkout in one kept build tree (the first build compiles everything: about 8 minutes on 2 cores; each
+later commit recompiles xact.c alone) and counted under cachegrind on a small table. The bisect names the commit with
+the loop, each later build says it rebuilt one object, and the checkout is left as it was. Needs the archive
+(network) and the servers' users (make setup); it uses a server cache of its own."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from dbperf.buildlab.debian_source import candidate_versions, fetch_debian_source
+from dbperf.buildlab.paths import server_cache
+from dbperf.errors import UserError
+from tests.conftest import NEEDS_SERVERS, SERVER_DIR_PREFIX, run_cli
+from tests.test_user_tree import git, snapshot
+
+pytestmark = [pytest.mark.network, NEEDS_SERVERS]
+
+XACT = "src/backend/access/transam/xact.c"
+START = re.compile(rb"\nStartTransactionCommand\(void\)\n\{\n")
+
+
+def spin(text: bytes, count: int) -> bytes:
+    """xact.c with a loop of `count` at the start of StartTransactionCommand: more work for every statement."""
+    found = START.search(text)
+    if found is None:
+        raise AssertionError(f"{XACT}: no StartTransactionCommand(void) to add the loop to")
+    loop = f"\t{{ volatile int dbperf_spin; for (dbperf_spin = 0; dbperf_spin < {count}; dbperf_spin++) {{}} }}\n"
+    return text[:found.end()] + loop.encode() + text[found.end():]
+
+
+def postgres_checkout(repo: Path) -> bytes:
+    """A new git checkout at `repo` whose one commit is Debian's PostgreSQL source, unpacked (Debian's patches
+    applied) by the build lab's fetch, through the apt of the server cache DBPERF_SERVER_CACHE names; xact.c's
+    bytes, for commits that change it. Every file is committed, those PostgreSQL's .gitignore names too (the
+    release's generated parsers)."""
+    apt, package, versions = candidate_versions("postgres")
+    skipped: list[str] = []
+    with tempfile.TemporaryDirectory(prefix="pg-source-", dir=server_cache()) as work:
+        for version in versions:
+            try:
+                source = fetch_debian_source(apt, package, "postgres", version, Path(work), skipped)
+            except UserError as e:  # the next version, as the build lab does
+                skipped.append(f"{version}: {e}")
+                continue
+            shutil.move(source.tree, repo)
+            break
+        else:
+            raise AssertionError(f"no version of {package} could be fetched: {skipped}")
+    git(repo, "init", "-q", "-b", "main")
+    # no `git gc --auto` after a commit (some 8,000 loose objects start one, in the background): it would repack the
+    # checkout while the test holds it as the bisect left it
+    git(repo, "config", "gc.auto", "0")
+    git(repo, "add", "-A", "--force")
+    git(repo, "commit", "-q", "-m", f"Debian's {package} {version}")
+    return (repo / XACT).read_bytes()
+
+
+def commit(repo: Path, text: bytes, subject: str) -> str:
+    (repo / XACT).write_bytes(text)
+    git(repo, "commit", "-q", "-am", subject)
+    return git(repo, "rev-parse", "HEAD").strip()
+
+
+@pytest.fixture
+def cache():
+    """A server cache of the test's own, reachable by the servers' users."""
+    base = Path(tempfile.mkdtemp(prefix=SERVER_DIR_PREFIX, dir="/tmp"))
+    base.chmod(0o755)
+    yield base
+    shutil.rmtree(base, ignore_errors=True)
+
+
+def test_the_commit_that_adds_work_to_postgres_is_named_and_each_later_commit_rebuilds_one_object(tmp_path, cache,
+                                                                                                  monkeypatch):
+    monkeypatch.setenv("DBPERF_SERVER_CACHE", str(cache))
+    repo = tmp_path / "postgresql"
+    original = postgres_checkout(repo)
+    hashes = [git(repo, "rev-parse", "HEAD").strip(), commit(repo, original + b"/* a comment */\n", "a comment"),
+              commit(repo, spin(original, 2000) + b"/* a comment */\n", "StartTransactionCommand: a loop")]
+    before = snapshot(repo)
+    out = tmp_path / "out"
+    proc = run_cli("bisect", "--tree", str(repo), "--engine", "postgres", hashes[0], "main", "--table-size", "1000",
+                   "--no-confirm", "--out", str(out), "--format", "json", env={"DBPERF_SERVER_CACHE": str(cache)},
+                   timeout=3600)
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert (doc["outcome"], doc["first_slower"], doc["last_not_slower"]) == ("found", hashes[2], hashes[1])
+    assert doc["found"]["subject"] == "StartTransactionCommand: a loop"
+    assert doc["work_after"] > doc["work_before"] * 1.02
+    assert any("StartTransactionCommand" in row["function"] for row in doc["lead"])
+    manifests = [json.loads(p.read_text()) for p in (cache / "build").glob("*/manifest.json")]
+    built = {m["source"]["revision"]: m["incremental"] for m in manifests if m["source"].get("origin") == "tree"}
+    assert set(built) == set(hashes) and len({i["tree"] for i in built.values()}) == 1
+    assert [built[h]["objects_rebuilt"] for h in hashes[1:]] == [1, 1]
+    assert snapshot(repo) == before
