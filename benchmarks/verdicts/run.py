@@ -1,6 +1,7 @@
 """benchmarks/verdicts: can the verdicts be trusted on this host? A benchmark, not a test: it asserts nothing.
 
-One run per mode (`--modes duet,interleaved`: `order = "duet"`, then `order = "alternate"`), each with
+One run per mode (`--modes duet,interleaved`: `order = "duet"`, then `order = "alternate"`; `slices`:
+`order = "slices"`), each with
 `repeats = "auto"`, its own budget, `aa = true` and `simulated = true`, three SQLite targets:
 - `O2`, SQLite built -O2 (the base);
 - `O2-aa`, the same build again: (1) every A/A cell called faster or slower (by either metric: wall clock or CPU
@@ -69,7 +70,7 @@ build = ["O2"]
 cflags = ["-DSQLITE_THREADSAFE=0"]
 config = {{ locking_mode = "EXCLUSIVE", journal_mode = "WAL", synchronous = "OFF" }}
 """
-ORDERS = {"duet": "duet", "interleaved": "alternate"}
+ORDERS = {"duet": "duet", "interleaved": "alternate", "slices": "slices"}  # slices: the demo's order
 DEMO_BENCHMARKS = ("point-query", "random-points-100", "range-covered-si", "read-only-100", "update-index",
                    "update-nonindex", "write-only", "insert")
 TRUE_DIFFERENCE = 0.03
@@ -182,7 +183,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--version", default="3.54.1")
     ap.add_argument("--budget", default="12m", help="of each mode's run")
-    ap.add_argument("--modes", default="duet,interleaved", help="comma-separated: duet, interleaved")
+    ap.add_argument("--modes", default="duet,interleaved", help="comma-separated: duet, interleaved, slices")
     ap.add_argument("--time", type=float, default=1.0)
     ap.add_argument("--warmup", type=float, default=0.3)
     ap.add_argument("--table-size", type=int, default=100_000)
