@@ -498,6 +498,27 @@ mod tests {
         assert_eq!(same, plain.min(sliced), "{plain} and {sliced} events drawn, the first {same} alike");
     }
 
+    /// Two sides on copies of Debian's SQLite library in DIR (dlopen maps one file once), each with its own
+    /// database holding an empty sbtest1, opened with SETTINGS; the engine each side was set up through.
+    fn two_sqlite_sides(dir: &std::path::Path, settings: Vec<(String, String)>) -> Vec<(SliceSide, Engine)> {
+        std::fs::create_dir_all(dir).unwrap();
+        (0..2)
+            .map(|i| {
+                let (library, database) = (dir.join(format!("lib{i}.so")), dir.join(format!("{i}.db")));
+                std::fs::copy(SQLITE, &library).unwrap();
+                let side = SliceSide {
+                    library: library.to_str().unwrap().into(),
+                    database: database.to_str().unwrap().into(),
+                    settings: settings.clone(),
+                    ..Default::default()
+                };
+                let engine = Engine::open(&side_job(&job(serde_json::json!({"slices": []})), &side)).unwrap();
+                engine.connect().unwrap().batch("CREATE TABLE sbtest1 (id INTEGER PRIMARY KEY, k INTEGER)").unwrap();
+                (side, engine)
+            })
+            .collect()
+    }
+
     /// Two copies of Debian's SQLite side by side, two threads: every side measured, its time its own, one interval
     /// per slice. No timing is asserted beyond that each side completed events.
     #[test]
@@ -506,19 +527,9 @@ mod tests {
             return; // Debian's libsqlite3-0, installed by `make setup`
         }
         let dir = std::env::temp_dir().join(format!("dbperf-slices-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
         let mut sides = Vec::new();
-        for i in 0..2 {
-            let (library, database) = (dir.join(format!("lib{i}.so")), dir.join(format!("{i}.db")));
-            std::fs::copy(SQLITE, &library).unwrap();
-            let side = SliceSide {
-                library: library.to_str().unwrap().into(),
-                database: database.to_str().unwrap().into(),
-                ..Default::default()
-            };
-            let engine = Engine::open(&side_job(&job(serde_json::json!({"slices": []})), &side)).unwrap();
+        for (side, engine) in two_sqlite_sides(&dir, vec![("journal_mode".into(), "WAL".into())]) {
             let mut c = engine.connect().unwrap();
-            c.batch("CREATE TABLE sbtest1 (id INTEGER PRIMARY KEY, k INTEGER)").unwrap();
             for id in 1..=10 {
                 c.batch(&format!("INSERT INTO sbtest1 VALUES ({id}, {id})")).unwrap();
             }
@@ -554,21 +565,8 @@ mod tests {
             return;
         }
         let dir = std::env::temp_dir().join(format!("dbperf-slices-checkpoint-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let mut sides = Vec::new();
-        for i in 0..2 {
-            let (library, database) = (dir.join(format!("lib{i}.so")), dir.join(format!("{i}.db")));
-            std::fs::copy(SQLITE, &library).unwrap();
-            let side = SliceSide {
-                library: library.to_str().unwrap().into(),
-                database: database.to_str().unwrap().into(),
-                settings: vec![("journal_mode".into(), "WAL".into()), ("synchronous".into(), "NORMAL".into())],
-                ..Default::default()
-            };
-            let engine = Engine::open(&side_job(&job(serde_json::json!({"slices": []})), &side)).unwrap();
-            engine.connect().unwrap().batch("CREATE TABLE sbtest1 (id INTEGER PRIMARY KEY, k INTEGER)").unwrap();
-            sides.push(side);
-        }
+        let settings = vec![("journal_mode".into(), "WAL".into()), ("synchronous".into(), "NORMAL".into())];
+        let sides: Vec<SliceSide> = two_sqlite_sides(&dir, settings).into_iter().map(|(side, _)| side).collect();
         let workload = serde_json::json!({"name": "w", "transaction": false, "writes": true, "slots": 0,
             "statements": [{"sql": "INSERT INTO sbtest{table} (k) VALUES (?)",
                             "binds": [{"gen": {"kind": "uniform", "lo": 1, "hi": 1000}, "slot": null}]}]});
