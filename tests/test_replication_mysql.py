@@ -141,8 +141,8 @@ def test_a_mysql_target_gets_the_binlog_kind_with_mysqls_sql_and_rules(tmp_path)
     assert kind_of(target) is binlog.KIND and binlog.DIALECTS["mysql"] is mysql_binlog.DIALECT
     assert binlog.DIALECTS["mariadb"] is mariadb_binlog.DIALECT
     assert rules("mysql") is binlog_rules.MYSQL_RULES and rules("mariadb") is binlog_rules.RULES
-    spec = parse_experiment(replication_experiment(tmp_path, "workers = [0, 4]", target=MYSQL_TARGET)).replication
-    assert spec is not None and spec.modes == ("commit-order",) and spec.workers == (0, 4)
+    spec = parse_experiment(replication_experiment(tmp_path, "workers = [1, 4]", target=MYSQL_TARGET)).replication
+    assert spec is not None and spec.modes == ("commit-order",) and spec.workers == (1, 4)
     assert spec.studies == ("apply", "stale-reads")
 
 
@@ -152,6 +152,7 @@ def test_a_mysql_target_gets_the_binlog_kind_with_mysqls_sql_and_rules(tmp_path)
     ('modes = ["conservative"]', MYSQL_TARGET, "modes: unknown 'conservative' (known: commit-order, any-order)"),
     ('modes = ["commit-order"]', '[[target]]\nname = "m"\nengine = "mariadb"\n', "modes: unknown 'commit-order'"),
     ("binlog_commit_wait_usec = 2000000", MYSQL_TARGET, "at most 1000000 µs"),
+    ("workers = [0, 2]", MYSQL_TARGET, "workers: MySQL has no single-threaded applier"),
     ("", MYSQL_TARGET[:-1] + '\nconfig = { gtid_mode = "OFF" }\n', "config.gtid_mode"),
     ("", MYSQL_TARGET[:-1] + '\nconfig = { "replica-parallel-workers" = 8 }\n', "config.replica-parallel-workers"),
 ])
@@ -263,7 +264,7 @@ def test_the_apply_study_counts_the_primarys_own_gtids(tmp_path, monkeypatch):
 
 SMALL = """studies = ["apply", "stale-reads"]
 transactions = 1500
-workers = [0, 2]
+workers = [1, 2]
 modes = ["commit-order"]
 durability = ["no-binlog-nondurable", "binlog-crash-safe"]
 stale_reads = 150
@@ -286,9 +287,9 @@ def test_mysql_primary_and_replica_apply_rate_and_stale_reads(tmp_path):
     assert report.returncode == 0, report.stderr
     r = json.loads(report.stdout)["replication"]
     assert {(a["workers"], a["durability"]) for a in r["apply"]} == {
-        (w, d) for w in (0, 2) for d in ("no-binlog-nondurable", "binlog-crash-safe")}
+        (w, d) for w in (1, 2) for d in ("no-binlog-nondurable", "binlog-crash-safe")}
     for a in r["apply"]:
-        assert a["trx_per_s"] > 0 and a["transactions"] >= 1500 and a["mode"] in ("serial", "commit-order")
+        assert a["trx_per_s"] > 0 and a["transactions"] >= 1500 and a["mode"] == "commit-order"
     stale = r["stale_reads"]
     assert stale["with_wait"] == 0.0 and stale["wait_timeouts"] == 0  # WAIT_FOR_EXECUTED_GTID_SET: never stale
     assert r["failures"] == []

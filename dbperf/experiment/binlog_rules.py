@@ -59,12 +59,21 @@ MYSQL_LAB_SETTINGS = LAB_SETTINGS | frozenset({
     "binlog_group_commit_sync_delay", "binlog_group_commit_sync_no_delay_count", "super_read_only"})
 
 
+# MySQL 9.7 has no single-threaded applier: replica_parallel_workers is 1 to 1024 (sql/sys_vars.cc's VALID_RANGE), a
+# 0 becomes 1 with a warning. Its nearest to MariaDB's one SQL thread is 1: a coordinator and one worker.
+MYSQL_DEFAULT_WORKERS = (1, 2, 4)
+
+
 def mysql_apply_keys(raw: dict[str, Any], values: dict[str, Any], where: str) -> ApplyKeys:
     usec = values.get("binlog_commit_wait_usec", DEFAULT_COMMIT_WAIT_USEC)
     if usec > MYSQL_MAX_SYNC_DELAY_USEC:  # the server would clamp it (binlog_group_commit_sync_delay's maximum)
         raise UserError(f"{where}.binlog_commit_wait_usec: {MYSQL.title}'s group commit waits at most "
                         f"{MYSQL_MAX_SYNC_DELAY_USEC} µs, got {usec}")
-    return ApplyKeys(workers=integers(raw, "workers", DEFAULT_WORKERS, where, 1024),
+    workers = integers(raw, "workers", MYSQL_DEFAULT_WORKERS, where, 1024)
+    if 0 in workers:
+        raise UserError(f"{where}.workers: {MYSQL.title} has no single-threaded applier (replica_parallel_workers "
+                        "is 1 to 1024; 0 would run as 1): ask 1 for a coordinator and one worker")
+    return ApplyKeys(workers=workers,
                      modes=names(raw, "modes", MYSQL_MODES, MYSQL_MODES[:1], where),
                      commit_wait_counts=integers(raw, "binlog_commit_wait_count", (0,), where, 1024),
                      commit_wait_usec=usec)
