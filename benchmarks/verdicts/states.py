@@ -40,6 +40,7 @@ turn-checkpoint --benchmark update-index` alternates the slices pair without and
 
 Usage: .venv/bin/python benchmarks/verdicts/states.py [--rounds 30] [--time 3] [--interval 0.25]
        [--benchmark point-query] [--source sqlite@3.54.1 --build O2]   (default: the system libsqlite3)
+       [--source mysql@debian-src --build O2 --lean]   (a server the lab builds)
        [--remedies heap-thp,warm-file,slices [--candidates] [--also pagecache-buffer,mmap,slices,turn-checkpoint]
         [--slice 0.02]]
        (--remedies alone: slices)
@@ -178,6 +179,11 @@ class Pair:
                    checkpoint)
 
 
+# As the studies run each server (shared_buffers as pgo-postgres.toml, the buffer pool as pgo-mysql.toml).
+SERVER_CONFIG = {"postgres": '\nconfig = { shared_buffers = "256MB" }',
+                 "mysql": '\nconfig = { innodb_buffer_pool_size = "512M" }'}
+
+
 def server_engine(args: argparse.Namespace) -> str | None:
     """The server engine of `--source` (a release the lab fetches, e.g. postgres@12.22), None for SQLite."""
     engine = (args.source or "").split("@", 1)[0]
@@ -188,9 +194,12 @@ def target_lines(args: argparse.Namespace, mmap: bool = False) -> str:
     """A target's source and settings: SQLite (the system library, or --source built with --build) in WAL, or a
     server release the lab fetches and starts with its own data directory (--source postgres@12.22; the server's
     defaults but for shared_buffers, as the studies run it)."""
-    if server_engine(args):
-        return f'source = "{args.source}"' + ('\nconfig = { shared_buffers = "256MB" }'
-                                              if server_engine(args) == "postgres" else "")
+    engine = server_engine(args)
+    if engine and args.source.endswith("@debian-src"):  # a server the lab builds: its build (and recipe) named
+        return (f'source = "{args.source}"\nbuild = ["{args.build}"]' + ("\nlean = true" if args.lean else "")
+                + SERVER_CONFIG.get(engine, ""))
+    if engine:
+        return f'source = "{args.source}"' + SERVER_CONFIG.get(engine, "")
     source = f'source = "{args.source}"\nbuild = ["{args.build}"]\n' if args.source else ""
     return (source + 'config = { journal_mode = "WAL", synchronous = "NORMAL"' + (MMAP if mmap else "") + " }")
 
@@ -401,6 +410,7 @@ def main() -> None:
                                      "and starts, postgres@12.22 (--remedies slices: two servers of it taking "
                                      "turns in one driver); default: the system libsqlite3")
     ap.add_argument("--build", default="O2")
+    ap.add_argument("--lean", action="store_true", help="with --source mysql@debian-src: the lean recipe's build")
     ap.add_argument("--remedies", nargs="?", const="slices",
                     help="compare today's A/A spread with these remedies' (comma-separated; alone: slices, the "
                          "one that narrowed it here; mmap: an engine option; "
