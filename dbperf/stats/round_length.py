@@ -19,10 +19,23 @@ per-second part (b = 0) the shortest is best: a longer round buys nothing a new 
 flat: at k times t* the b·c/t + a·t term is sqrt(a·b·c)·(k + 1/k) against 2·sqrt(a·b·c), so estimates of a and b
 off by a factor of 3 (k = 1.7) add at most 15% to that term and less to the whole (`relative_cost`).
 
-The estimates (`estimate_parts`), from pilot rounds at one length t_p: b from the within-round spread of each cell's
-time series (n intervals of Δ seconds whose relative variance is s²: s²·Δ per target; a ratio's b is the sum of its
-two targets'); a from the between-round variance of the ratios' logarithms less the b/t_p those rounds hold (never
-below 0). Pure: no file, no driver, no clock (runner/pilot.py runs the pilot rounds and asks this)."""
+The estimates, from pilot rounds at one length t_p: b from the within-round spread of each cell's time series (n
+intervals of Δ seconds whose relative variance is s²: s²·Δ per target; a ratio's b is the sum of its two targets');
+a + b/t_p from the between-round variance S² of the ratios' logarithms, on k degrees of freedom (`PilotSpread`).
+
+**The choice under the pilot's uncertainty** (`choose_from_pilot`). b rests on tens of intervals; a does not: with
+the default three pilot rounds, k is 2 per ratio (4 for the demo's two), and S² - b/t_p, the point estimate, is
+often below 0. Plugged into t* it picks the longest whenever it is: one noisy estimate would decide a whole run. So
+v = a + b/t_p gets its posterior under the scale-free prior 1/v (Jeffreys's), kept to v >= b/t_p: v = k·S²/χ²_k
+above that floor. a's prior is then flat below b/t_p, where a pilot cannot tell a from none, and log-uniform above,
+where it can. The length chosen is the one of least *relative* cost cost(t)/cost(t*(a)) expected over that posterior
+(64 quantiles of a). Expected cost itself is linear in a, so it would plug in a's posterior mean, which is infinite
+at k = 2 and ruled by the tail at small k; the relative cost is bounded for every a (a few times at most), so no
+tail rules it, and it weighs how far from its best each plausible a would be. Then the flatness: of the lengths
+within FLAT (5%) of the least expected cost, the shortest (more rounds: more looks for the stopping rule, and a
+cheaper minimum of rounds). More pilot rounds narrow the posterior, and the choice tends to the point estimate's t*.
+The host's noise sensors (host/noise.py) measure steal and foreign CPU, not a per-process variance: no prior for a
+comes from them. Pure: no file, no driver, no clock (runner/pilot.py runs the pilot rounds and asks this)."""
 
 from __future__ import annotations
 
@@ -30,6 +43,14 @@ import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
+
+import numpy as np
+from scipy.stats import chi2
+
+FLAT = 0.05  # within this of the least expected cost, the shortest length (more rounds, more looks)
+QUANTILES = 64  # of a's posterior, over which a length's relative cost is averaged
+GRID = 97  # lengths tried, evenly on a logarithmic scale from the shortest to the longest
+SHOWN = (0.9, 0.1)  # the posterior's upper-tail probabilities said as a's range: its 10% and 90% quantiles
 
 
 @dataclass(frozen=True)
@@ -77,56 +98,158 @@ def per_second_part(samples: Sequence[float], interval_s: float) -> float | None
     return statistics.variance(samples) / mean ** 2 * interval_s
 
 
+def pooled(log_ratios: Sequence[Sequence[float]]) -> tuple[float, int] | None:
+    """The pooled variance of the rounds' log ratios and its degrees of freedom, one sequence per target compared
+    with the base (each about its own mean: the targets' levels differ); None with no two rounds of any."""
+    parts = [(statistics.variance(xs), len(xs) - 1) for xs in log_ratios if len(xs) >= 2]
+    freedom = sum(n for _, n in parts)
+    return (sum(v * n for v, n in parts) / freedom, freedom) if freedom else None
+
+
 def between_rounds(log_ratios: Sequence[Sequence[float]]) -> float | None:
-    """The pooled variance of the rounds' log ratios, one sequence per target compared with the base (each about
-    its own mean: the targets' levels differ); None with no two rounds of any."""
-    pooled = [(statistics.variance(xs), len(xs) - 1) for xs in log_ratios if len(xs) >= 2]
-    freedom = sum(n for _, n in pooled)
-    return sum(v * n for v, n in pooled) / freedom if freedom else None
+    """The pooled variance of the rounds' log ratios (`pooled`'s, without its degrees of freedom)."""
+    spread = pooled(log_ratios)
+    return spread[0] if spread else None
+
+
+@dataclass(frozen=True)
+class PilotSpread:
+    """What pilot rounds of `pilot_s` measured: the between-round variance of the log ratios (`between`, on
+    `freedom` degrees of freedom) and the ratios' per-second part b; a's posterior (see the module's docstring)."""
+    between: float
+    freedom: int
+    per_second: float
+    pilot_s: float
+
+    @property
+    def point(self) -> NoiseParts:
+        """The point estimate: a = S² - b/t_p, never below 0."""
+        return NoiseParts(max(self.between - self.per_second / self.pilot_s, 0.0), self.per_second)
+
+    def per_process_above(self, uppers: Sequence[float]) -> list[float]:
+        """The values of a that the posterior exceeds with each probability of `uppers` (each within 0 and 1)."""
+        floor, scale, k = self.per_second / self.pilot_s, self.freedom * self.between, self.freedom
+        q = np.asarray(uppers, dtype=float)
+        # No spread at all, or far less than b/t_p: the limit, a tail (floor/v)^(k/2) above the floor
+        tail_limit = floor * (q ** (-2 / k) - 1)
+        mass = float(chi2.cdf(scale / floor, k)) if floor > 0 else 1.0  # the posterior's mass above the floor
+        if scale <= 0 or mass <= 0:
+            return [float(x) for x in tail_limit]
+        x = chi2.ppf(mass * q, k)
+        with np.errstate(divide="ignore"):
+            a = np.where(x > 0, scale / x - floor, tail_limit)
+        return [max(float(v), 0.0) for v in a]
+
+    def posterior(self) -> list[float]:
+        """QUANTILES equally likely values of a: the midpoints of its posterior's quantiles, largest first."""
+        return self.per_process_above([(i + 0.5) / QUANTILES for i in range(QUANTILES)])
+
+
+def pilot_spread(log_ratios: Sequence[Sequence[float]], ratio_per_second: float, pilot_s: float) -> PilotSpread | None:
+    """The pilot's spread: `log_ratios` per target, `ratio_per_second` the ratios' b (the sum of each pair's
+    targets' b, averaged over the pairs); None without two rounds of a ratio."""
+    spread = pooled(log_ratios)
+    return PilotSpread(spread[0], spread[1], ratio_per_second, pilot_s) if spread else None
 
 
 def estimate_parts(log_ratios: Sequence[Sequence[float]], ratio_per_second: float, pilot_s: float) -> NoiseParts | None:
-    """a and b from pilot rounds of `pilot_s`: `log_ratios` per target, `ratio_per_second` the ratios' b (the sum of
-    each pair's targets' b, averaged over the pairs); None without two rounds of a ratio."""
-    between = between_rounds(log_ratios)
-    if between is None:
-        return None
-    return NoiseParts(max(between - ratio_per_second / pilot_s, 0.0), ratio_per_second)
+    """a and b from pilot rounds of `pilot_s`, as point estimates (`PilotSpread.point`); None without two rounds of
+    a ratio."""
+    spread = pilot_spread(log_ratios, ratio_per_second, pilot_s)
+    return spread.point if spread else None
+
+
+@dataclass(frozen=True)
+class Expected:
+    """A length chosen over a's posterior: a's 10% and 90% quantiles and their degrees of freedom, the length of
+    least expected relative cost, and the expected relative cost at the length chosen (1: as good as the best)."""
+    low: float
+    high: float
+    freedom: int
+    least_s: float
+    relative: float
 
 
 @dataclass(frozen=True)
 class LengthChoice:
-    """A group's round length and why: the parts, the overhead, the bounds it was clamped to."""
+    """A group's round length and why: the parts, the overhead, the bounds it was clamped to, and, when chosen
+    over the pilot's uncertainty, how (`expected`)."""
     time_s: float
     parts: NoiseParts | None  # None: the pilot measured too little to estimate them (its length is kept)
     overhead_s: float
     shortest_s: float
     longest_s: float
+    expected: Expected | None = None  # None: chosen from the point estimates alone
+
+    def _bound(self, time_s: float) -> str:
+        return (" (the shortest)" if time_s <= self.shortest_s else " (the longest)" if time_s >= self.longest_s
+                else "")
 
     @property
     def reason(self) -> str:
         if self.parts is None:
             return "the pilot measured too little to estimate the noise: the pilot length kept, within the bounds"
-        a, b, c = self.parts.per_process, self.parts.per_second, self.overhead_s
-        said = f"per-process variance a = {a:.2g}, per-second b = {b:.2g} s, overhead c = {c:.2g} s"
+        a, b, c, e = self.parts.per_process, self.parts.per_second, self.overhead_s, self.expected
+        known = f" (80% within {e.low:.2g} to {e.high:.2g}, {e.freedom} degrees of freedom)" if e else ""
+        said = f"per-process variance a = {a:.2g}{known}, per-second b = {b:.2g} s, overhead c = {c:.2g} s"
         if b <= 0:
             return f"{said}: no per-second part, the shortest"
         if c <= 0:
             return f"{said}: no overhead a round, the shortest"
+        if e is not None:
+            least = f"least expected cost over a's range at {e.least_s:.3g} s{self._bound(e.least_s)}"
+            if self.time_s < e.least_s:
+                least += f"; {self.time_s:.3g} s, the shortest within {FLAT:.0%} of it (more rounds)"
+            return f"{said}: {least}; {e.relative:.2f}× the best length's cost on average"
         if a <= 0:
             return f"{said}: no per-process part, the longest"
         best = math.sqrt(b * c / a)
-        bound = (" (the shortest)" if best < self.shortest_s else " (the longest)" if best > self.longest_s
-                 else "")
-        return f"{said}: sqrt(b·c/a) = {best:.3g} s{bound}"
+        return f"{said}: sqrt(b·c/a) = {best:.3g} s{self._bound(min(max(best, self.shortest_s), self.longest_s))}"
 
 
 def choose_length(parts: NoiseParts | None, overhead_s: float, pilot_s: float, shortest_s: float,
                   longest_s: float) -> LengthChoice:
-    """The round length for a group's rounds after its pilot (the pilot's own length, within the bounds, where
-    nothing was estimated)."""
+    """The round length from point estimates (the pilot's own length, within the bounds, where nothing was
+    estimated)."""
     if parts is None:
         time_s = min(max(pilot_s, shortest_s), longest_s)
     else:
         time_s = best_length(parts, overhead_s, shortest_s, longest_s)
     return LengthChoice(time_s, parts, overhead_s, shortest_s, longest_s)
+
+
+def lengths(shortest_s: float, longest_s: float) -> list[float]:
+    """The lengths tried: GRID of them from the shortest to the longest, evenly on a logarithmic scale."""
+    if longest_s <= shortest_s:
+        return [shortest_s]
+    return [shortest_s * (longest_s / shortest_s) ** (i / (GRID - 1)) for i in range(GRID)]
+
+
+def expected_relative_costs(per_process: Sequence[float], per_second: float, overhead_s: float,
+                            tried: Sequence[float], shortest_s: float, longest_s: float) -> list[float]:
+    """Per length tried, its cost relative to the best length's (`relative_cost`), averaged over equally likely
+    values of a (b and c as given)."""
+    a, t, b, c = np.asarray(per_process, dtype=float), np.asarray(tried, dtype=float), per_second, overhead_s
+    best_t = np.array([best_length(NoiseParts(float(x), b), c, shortest_s, longest_s) for x in a])
+    best = (a + b / best_t) * (best_t + c)
+    costs = (a[:, None] + b / t[None, :]) * (t[None, :] + c) / best[:, None]
+    return [float(x) for x in costs.mean(axis=0)]
+
+
+def choose_from_pilot(spread: PilotSpread | None, overhead_s: float, pilot_s: float, shortest_s: float,
+                      longest_s: float) -> LengthChoice:
+    """The round length for a group's rounds after its pilot: the shortest within FLAT of the least relative cost
+    expected over a's posterior (see the module's docstring); the pilot's own length, within the bounds, where
+    nothing was estimated."""
+    if spread is None:
+        return choose_length(None, overhead_s, pilot_s, shortest_s, longest_s)
+    point = spread.point
+    if point.per_second <= 0 or overhead_s <= 0:  # the shortest, whatever a is
+        return choose_length(point, overhead_s, pilot_s, shortest_s, longest_s)
+    tried = lengths(shortest_s, longest_s)
+    costs = expected_relative_costs(spread.posterior(), point.per_second, overhead_s, tried, shortest_s, longest_s)
+    least = min(range(len(tried)), key=costs.__getitem__)
+    chosen = next(i for i, x in enumerate(costs) if x <= costs[least] * (1 + FLAT))
+    low, high = spread.per_process_above(SHOWN)
+    return LengthChoice(tried[chosen], point, overhead_s, shortest_s, longest_s,
+                        Expected(low, high, spread.freedom, tried[least], costs[chosen]))
