@@ -21,7 +21,8 @@ off by a factor of 3 (k = 1.7) add at most 15% to that term and less to the whol
 
 The estimates, from pilot rounds at one length t_p: b from the within-round spread of each cell's time series (n
 intervals of Δ seconds whose relative variance is s²: s²·Δ per target; a ratio's b is the sum of its two targets');
-a + b/t_p from the between-round variance S² of the ratios' logarithms, on k degrees of freedom (`PilotSpread`).
+a + b/t_p from the between-round variance S² of the ratios' logarithms, on k degrees of freedom (`PilotSpread`;
+ratios that share the base's rounds are correlated, so k overstates them a little: two count 2(n - 1), hold 1.6(n - 1)).
 
 **The choice under the pilot's uncertainty** (`choose_from_pilot`). b rests on tens of intervals; a does not: with
 the default three pilot rounds, k is 2 per ratio (4 for the demo's two), and S² - b/t_p, the point estimate, is
@@ -222,7 +223,7 @@ def lengths(shortest_s: float, longest_s: float) -> list[float]:
     """The lengths tried: GRID of them from the shortest to the longest, evenly on a logarithmic scale."""
     if longest_s <= shortest_s:
         return [shortest_s]
-    return [shortest_s * (longest_s / shortest_s) ** (i / (GRID - 1)) for i in range(GRID)]
+    return [shortest_s * (longest_s / shortest_s) ** (i / (GRID - 1)) for i in range(GRID - 1)] + [longest_s]
 
 
 def expected_relative_costs(per_process: Sequence[float], per_second: float, overhead_s: float,
