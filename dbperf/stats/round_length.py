@@ -223,7 +223,7 @@ def lengths(shortest_s: float, longest_s: float) -> list[float]:
     """The lengths tried: GRID of them from the shortest to the longest, evenly on a logarithmic scale."""
     if longest_s <= shortest_s:
         return [shortest_s]
-    return [shortest_s * (longest_s / shortest_s) ** (i / (GRID - 1)) for i in range(GRID - 1)] + [longest_s]
+    return [*(shortest_s * (longest_s / shortest_s) ** (i / (GRID - 1)) for i in range(GRID - 1)), longest_s]
 
 
 def expected_relative_costs(per_process: Sequence[float], per_second: float, overhead_s: float,
