@@ -32,6 +32,7 @@ import argparse
 import json
 import math
 import os
+import re
 import statistics
 import tempfile
 import tomllib
@@ -52,6 +53,7 @@ from dbperf.storage.results import read_results
 REPO = Path(__file__).resolve().parents[2]
 SET = ("time", "budget", "repeats", "simulated", "explain", "auto_time")  # the [run] keys each side sets itself
 DECIDED = ("faster", "slower", "same")
+HEADER = re.compile(r"\s*\[\[?[\w.-]+\]\]?\s*(#.*)?$")  # a table's header line: [run], [[target]]
 
 
 def variant(text: str, settings: dict[str, str]) -> str:
@@ -59,9 +61,9 @@ def variant(text: str, settings: dict[str, str]) -> str:
     out: list[str] = []
     in_run = False
     for line in text.splitlines():
-        header = line.strip().startswith("[")
+        header = HEADER.match(line) is not None
         if header:
-            in_run = line.strip() == "[run]"
+            in_run = line.split("#", 1)[0].strip() == "[run]"
         elif in_run and line.split("=", 1)[0].strip() in SET and "=" in line:
             continue
         out.append(line)
