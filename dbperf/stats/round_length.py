@@ -194,7 +194,8 @@ class LengthChoice:
         if self.parts is None:
             return "the pilot measured too little to estimate the noise: the pilot length kept, within the bounds"
         a, b, c, e = self.parts.per_process, self.parts.per_second, self.overhead_s, self.expected
-        known = f" (80% within {e.low:.2g} to {e.high:.2g}, {e.freedom} degrees of freedom)" if e else ""
+        known = (f" (80% within {e.low:.2g} to {e.high:.2g}, {e.freedom} degree{'s' if e.freedom != 1 else ''} of "
+                 f"freedom)" if e else "")
         said = f"per-process variance a = {a:.2g}{known}, per-second b = {b:.2g} s, overhead c = {c:.2g} s"
         if b <= 0:
             return f"{said}: no per-second part, the shortest"
