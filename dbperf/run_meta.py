@@ -114,6 +114,11 @@ class RoundLengthMeta(msgspec.Struct, kw_only=True):
     per_second: float | None = None  # b: the part that falls like b / time (relative variance × seconds)
     overhead_s: float  # c: a round's fixed time (start, warm-up, data restored) per second it measures
     reason: str
+    # The choice over the pilot's uncertainty about a (stats/round_length.py choose_from_pilot; None: not made so):
+    per_process_low: float | None = None  # a's 10% quantile
+    per_process_high: float | None = None  # a's 90% quantile
+    freedom: int | None = None  # the between-round variance's degrees of freedom
+    expected_cost: float | None = None  # the length's cost over a's range, relative to the best length's (1: as good)
 
 
 class AutoTimeMeta(msgspec.Struct, kw_only=True):

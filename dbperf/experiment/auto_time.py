@@ -22,9 +22,9 @@ class AutoTime:
     pilot_rounds: int = 3
     # 3 s: ten samples of the time series per cell (runner/pilot.py), short enough to cost little beside the rounds.
     pilot_s: float = 3.0
-    # Below 1 s a cell's start and warm-up dominate any round. At most the default `time` (10 s): three pilot rounds
-    # estimate the per-process part roughly, often as none (then the longest wins), and that must cost no more than
-    # the default would.
+    # Below 1 s a cell's start and warm-up dominate any round. At most the default `time` (10 s): where the
+    # longest is chosen (the pilot saw no per-process part, and was sure enough: stats/round_length.py), rounds cost
+    # no more than the default's would.
     shortest_s: float = 1.0
     longest_s: float = 10.0
 

@@ -147,7 +147,8 @@ RUN = (
     Key("time", "duration or \"auto\"", "measured time per cell, at most a week; auto: each (benchmark, threads) "
         "first runs pilot rounds (not kept), then its rounds at the length that decides most per minute from their "
         "noise: sqrt(b·c/a), a the per-process and b the per-second variance of a round's ratio, c its overhead, "
-        "within bounds (stats/round_length.py; meta.json's `auto_time`, one line per group)",
+        "weighed over the pilot's uncertainty about a, within bounds (stats/round_length.py; meta.json's `auto_time`, "
+        "one line per group)",
         "10s", "s", cell_time),
     Key("auto_time", "{ pilot, pilot_rounds, shortest, longest }", "time = \"auto\": the pilot rounds' length and "
         "count, and the bounds of the length chosen", "3s, 3, 1s, 10s", "", check_auto_time),

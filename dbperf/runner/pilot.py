@@ -21,7 +21,7 @@ from dbperf.experiment.model import Experiment
 from dbperf.records import CellRecord, Interval
 from dbperf.run_meta import RoundLengthMeta
 from dbperf.runner.orders.base import Order
-from dbperf.stats.round_length import LengthChoice, choose_length, estimate_parts, per_second_part
+from dbperf.stats.round_length import LengthChoice, choose_from_pilot, per_second_part, pilot_spread
 
 PILOT_SAMPLES = 10  # time series intervals per pilot cell
 
@@ -105,18 +105,20 @@ def choose(base: str, rounds: Sequence[PilotRound], auto: AutoTime, measured: fl
     """The group's round length from its pilot rounds (`measured`: measured_per_second)."""
     ratios = log_ratios(base, rounds)
     b = ratio_per_second(base, rounds, sorted(ratios))
-    parts = estimate_parts(list(ratios.values()), b, auto.pilot_s) if b is not None else None
-    return choose_length(parts, overhead_s(rounds, auto.pilot_s, measured), auto.pilot_s, auto.shortest_s,
-                         auto.longest_s)
+    spread = pilot_spread(list(ratios.values()), b, auto.pilot_s) if b is not None else None
+    return choose_from_pilot(spread, overhead_s(rounds, auto.pilot_s, measured), auto.pilot_s, auto.shortest_s,
+                             auto.longest_s)
 
 
 def length_meta(benchmark: str, threads: int, choice: LengthChoice) -> RoundLengthMeta:
     """meta.json's record of the choice (in its `auto_time`)."""
-    parts = choice.parts
+    parts, e = choice.parts, choice.expected
     return RoundLengthMeta(benchmark=benchmark, threads=threads, time_s=round(choice.time_s, 3),
                            per_process=parts.per_process if parts else None,
                            per_second=parts.per_second if parts else None,
-                           overhead_s=round(choice.overhead_s, 3), reason=choice.reason)
+                           overhead_s=round(choice.overhead_s, 3), reason=choice.reason,
+                           per_process_low=e.low if e else None, per_process_high=e.high if e else None,
+                           freedom=e.freedom if e else None, expected_cost=round(e.relative, 4) if e else None)
 
 
 def length_line(chosen: RoundLengthMeta, auto: AutoTime) -> str:
