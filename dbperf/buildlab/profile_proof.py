@@ -10,7 +10,8 @@ see it. So, after training and before the build that uses the profile:
 - every `.gcda` belongs to the trainer and was written after the training started (the folder is emptied and handed
   to the trainer first: `fresh_profile_dir`, which also drops what the build's own tools wrote);
 - the engine's sentinel functions, which every query passes through, have a non-zero entry count, and more than
-  the engine's floor of the functions of its own objects do (engines/descriptor.py ProfileProof).
+  the engine's floor of the functions of its own objects do (engines/descriptor.py ProfileProof);
+- a partial profile's directories (profile_scope.py) each have `.gcda` of objects under their folder of the build.
 
 The counts are gcov's (`gcov --json-format`): the instrumented build also writes its notes (`-ftest-coverage`, the
 `.gcno` beside each object, which change nothing in the code), and gcov reads each object's notes with its `.gcda`.

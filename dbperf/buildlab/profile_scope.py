@@ -140,9 +140,10 @@ class QueryPath(ProfileScope):
 
     def record(self) -> dict[str, Any] | None:
         logs = {p.stem.removeprefix("ccache-"): p for p in sorted(self.work.glob("ccache-*.log"))}
-        return msgspec.to_builtins(ScopeRecord(
+        said: dict[str, Any] = msgspec.to_builtins(ScopeRecord(
             scope=self.name, directories=list(self.dirs), elsewhere=ELSEWHERE,
             ccache={stage: stats_of(log.read_text(errors="replace")) for stage, log in logs.items()}))
+        return said
 
 
 def launcher_argv(config: Path) -> list[str]:
