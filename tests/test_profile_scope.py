@@ -35,7 +35,6 @@ from dbperf.experiment.spec import parse_experiment
 from dbperf.host.compiler import build_environment, find_compiler
 from dbperf.servers.lifecycle import run_setup
 
-
 TARGET = '[run]\nbenchmarks = ["point-query"]\n[[target]]\nname = "a"\nsource = "mysql@debian-src"\n'
 
 
