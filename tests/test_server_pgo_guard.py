@@ -221,7 +221,7 @@ def test_a_build_refused_by_its_guard_is_never_moved_into_the_cache(base_build, 
         def objects_root(self, tree: Path) -> Path:
             return tree
 
-    def trained(spec, recipe, runner, work, instrumented, profile, train):
+    def trained(spec, recipe, runner, work, instrumented, profile, train, directories):
         (profile / "src").mkdir(parents=True)
         (profile / "src" / "a.gcda").write_bytes(b"x")
         return {"proof": {"share": 0.3}}

@@ -10,7 +10,8 @@ see it. So, after training and before the build that uses the profile:
 - every `.gcda` belongs to the trainer and was written after the training started (the folder is emptied and handed
   to the trainer first: `fresh_profile_dir`, which also drops what the build's own tools wrote);
 - the engine's sentinel functions, which every query passes through, have a non-zero entry count, and more than
-  the engine's floor of the functions of its own objects do (engines/descriptor.py ProfileProof).
+  the engine's floor of the functions of its own objects do (engines/descriptor.py ProfileProof);
+- a partial profile's directories (profile_scope.py) each have `.gcda` of objects under their folder of the build.
 
 The counts are gcov's (`gcov --json-format`): the instrumented build also writes its notes (`-ftest-coverage`, the
 `.gcno` beside each object, which change nothing in the code), and gcov reads each object's notes with its `.gcda`.
@@ -63,6 +64,9 @@ class Training:
     trainer_uid: int
     started: float
     logs: tuple[Path, ...]
+    # a partial profile's directories (profile_scope.py), relative to the source and to `objects_root` alike (cmake
+    # writes a folder's objects under the same folder of the build): each must have .gcda; () for the whole program
+    directories: tuple[str, ...] = ()
 
 
 def fresh_profile_dir(profile: Path, uid: int, gid: int) -> float:
@@ -212,6 +216,19 @@ def _own_notes(t: Training) -> list[Path]:
     return notes
 
 
+def _check_directories(t: Training, by_object: dict[str, Path]) -> dict[str, int]:
+    """The .gcda of each of a partial profile's directories (by its objects' folder in the build): none in one of
+    them, and that directory would be compiled without a profile while the manifest says it has one."""
+    root = t.objects_root.resolve()
+    counts = {d: sum(1 for key in by_object if Path(key).is_relative_to(root / d)) for d in t.directories}
+    empty = [d for d, n in counts.items() if n == 0]
+    if empty:
+        raise _refuse(t, f"no .gcda of an object under {', '.join(f'{d}/' for d in empty)}, which the profile "
+                         f"covers ({len(by_object)} .gcda in all): its objects were not instrumented, or the training "
+                         "never ran their code")
+    return counts
+
+
 def prove(t: Training) -> dict[str, Any]:
     """The figures of a proven profile, for the manifest; a UserError (one line) when it is not."""
     gcda = sorted(p for p in t.profile.rglob("*.gcda") if p.is_file())
@@ -231,6 +248,8 @@ def prove(t: Training) -> dict[str, Any]:
                "objects_without_functions": sum(1 for n in notes if not counts.get(n)),
                "profile_files": len(gcda), "trainer_uid": t.trainer_uid}
     _check_coverage(t, functions, sentinels, run, share)
+    if t.directories:
+        figures["gcda_by_directory"] = _check_directories(t, by_object)
     return figures
 
 

@@ -13,7 +13,9 @@ A PGO build proves its profile (profile_proof.py), then passes its deterministic
 instructions per query than its base (the same spec without PGO, from the cache or built now) on the training
 workload, counted by the runner's callback (runner/server_pgo_guard.py) and judged as SQLite's (pgo_guard.py). A
 refused build is never moved into the cache. PGO builds cached before servers had a guard pass it when first used,
-and their manifest gains its figures (or the refusal).
+and their manifest gains its figures (or the refusal). A PGO build instruments and re-optimises every object, or
+with `pgo_scope = "query-path"` only those of its recipe's query-path directories (profile_scope.py): its base is
+then built first, and every other object is the base's own, from ccache.
 
 How each engine is configured, built and installed is its recipe, one file each in recipes/ (found there: a new
 engine's recipe is a new file); this module is the pipeline that runs them. Parallel compile on all cores; progress
@@ -44,6 +46,7 @@ from dbperf.buildlab.paths import open_to_service_users, server_cache
 from dbperf.buildlab.pgo_guard import GuardCannotRun, GuardCounts, figures, refusal
 from dbperf.buildlab.profile_proof import NOTES_FLAG, PROOF_VERSION, fresh_profile_dir, missing_profiles, prove
 from dbperf.buildlab.profile_proof import Training as TrainingFacts
+from dbperf.buildlab.profile_scope import Stage, profile_scope, scope_refusal
 from dbperf.buildlab.recipes import Recipe, recipe_for
 from dbperf.buildlab.resume import STATE, BuildState, ResumeRecord, children_cpu_seconds, read_resume
 from dbperf.buildlab.server_bolt import Training, bolt_identity, bolt_server, bolt_tools
@@ -52,7 +55,13 @@ from dbperf.buildlab.staging import LOCK, PARTIAL, Staging, kill_session, sweep_
 from dbperf.buildlab.training import training_identity, training_workloads
 from dbperf.engines.descriptor import ProfileProof
 from dbperf.errors import UserError
-from dbperf.experiment.build_variants import DEFAULT_TRAIN_SECONDS, SERVER_TRAINING, TREE_ORIGIN, ServerBuildSpec
+from dbperf.experiment.build_variants import (
+    DEFAULT_TRAIN_SECONDS,
+    SERVER_TRAINING,
+    TREE_ORIGIN,
+    WHOLE_PROGRAM,
+    ServerBuildSpec,
+)
 from dbperf.host.compiler import Compiler, build_environment, find_compiler, missing_headers
 from dbperf.host.facts import sha256_of
 from dbperf.tools import tail
@@ -67,6 +76,13 @@ Guard = Callable[[str, Path, Callable[[], Path]], GuardCounts]
 # A guard record with this version is final: one without (a PGO build cached before servers had a guard, its
 # `not_run` saying so) is run once when the build is next used.
 GUARD_VERSION = 1
+# The manifest's `pgo.profile_consumed`: which objects the build that used the profile compiled with it.
+CONSUMED = ("the -fprofile-use build compiled every object with the directory of these .gcda; objects without one "
+            "(code the training never reached, tools it never ran) were built without a profile, each a "
+            "-Wmissing-profile warning, counted above")
+CONSUMED_IN_SCOPE = ("the -fprofile-use build compiled the objects of pgo.scope.directories with the directory of "
+                     "these .gcda (those without one, each a -Wmissing-profile warning, counted above); every other "
+                     "object is the build without PGO's, from ccache")
 
 
 @dataclass(frozen=True)
@@ -86,6 +102,8 @@ def _key(spec: ServerBuildSpec, package: str, version: str, cc: Compiler, recipe
         identity["compiler_named"] = {"name": spec.compiler, "cxx": cc.cxx}
     if spec.pgo_partial_training:  # only then, as bolt below
         identity["pgo_partial_training"] = True
+    if spec.pgo and spec.pgo_scope != WHOLE_PROGRAM:  # only then, as bolt below; the directories are the recipe's
+        identity["pgo_scope"] = {"scope": spec.pgo_scope, "directories": list(recipe.profile_dirs)}
     if spec.pgo:  # PGO builds made before their profile was proven are made again
         identity["pgo_proof"] = PROOF_VERSION
     if spec.bolt:  # only then: the keys of builds without BOLT stay as they were
@@ -129,6 +147,9 @@ def check_can_build(spec: ServerBuildSpec) -> tuple[Recipe, Compiler]:
                         f"{', '.join(libraries)} (apt install {' '.join(libraries)})")
     if spec.pgo and not cc.is_gcc:
         raise UserError(f"{spec.label()}: the pgo variant needs gcc (found {cc.version})")
+    scope_refused = scope_refusal(spec.pgo_scope, recipe) if spec.pgo else None
+    if scope_refused:
+        raise UserError(f"{spec.label()}: {scope_refused}")
     if spec.bolt:
         try:
             bolt_tools()
@@ -450,7 +471,12 @@ def profile_use_flags(spec: ServerBuildSpec, profile: Path) -> list[str]:
     """The flags of the build that uses the profile: objects the training never reached have none, and gcc says so
     (-Wmissing-profile; the lab counts those of the server's own objects); with partial training, code the training
     never ran keeps the variant's optimisation level instead of being optimised for size."""
-    return [*spec.flags(), f"-fprofile-use={profile}", "-fprofile-correction", "-Wmissing-profile",
+    return [*spec.flags(), *_profile_use_only(spec, profile)]
+
+
+def _profile_use_only(spec: ServerBuildSpec, profile: Path) -> list[str]:
+    """profile_use_flags without the variant's own."""
+    return [f"-fprofile-use={profile}", "-fprofile-correction", "-Wmissing-profile",
             *(["-fprofile-partial-training"] if spec.pgo_partial_training else [])]
 
 
@@ -462,9 +488,10 @@ def _proof_of(spec: ServerBuildSpec) -> ProfileProof:
 
 
 def _train_and_prove(spec: ServerBuildSpec, recipe: Recipe, runner: _Runner, work: Path, instrumented: Path,
-                     profile: Path, train: Training) -> dict[str, Any]:
+                     profile: Path, train: Training, directories: tuple[str, ...]) -> dict[str, Any]:
     """The training of the instrumented install, as the service user, into a profile folder emptied and handed to
-    that user first; then the profile's proof (profile_proof.py), a UserError when it fails."""
+    that user first; then the profile's proof (profile_proof.py: `directories`, those of a partial profile, each
+    with .gcda), a UserError when it fails."""
     user = pwd.getpwnam(engines.engine(spec.engine).service_user)
     proof = _proof_of(spec)
     # `make install` and the build's generators ran instrumented tools as root: their .gcda go before training.
@@ -473,7 +500,7 @@ def _train_and_prove(spec: ServerBuildSpec, recipe: Recipe, runner: _Runner, wor
     training = train(spec.engine, recipe.binaries(instrumented), logs, spec.pgo_train_seconds)
     training.pop("server_pid", None)  # BOLT's business, not PGO's
     facts = TrainingFacts(spec.label(), profile, recipe.objects_root(runner.tree), proof, user.pw_uid, started,
-                          tuple(sorted(logs.rglob("*.log"))))
+                          tuple(sorted(logs.rglob("*.log"))), directories)
     try:
         return {**training, "proof": prove(facts)}
     except UserError as e:
@@ -483,52 +510,69 @@ def _train_and_prove(spec: ServerBuildSpec, recipe: Recipe, runner: _Runner, wor
 def _build_pgo(spec: ServerBuildSpec, recipe: Recipe, cc: Compiler, runner: _Runner, work: Path, prefix: Path,
                jobs: int, train: Training, guard: Guard | None) -> tuple[dict[str, Any], list[list[str]]]:
     """Instrumented build, training against the instrumented server, the profile's proof, then the build that uses
-    the profile, in the same tree (gcc names each profile after its object's path), and its guard."""
+    the profile, in the same tree (gcc names each profile after its object's path), and its guard. What the two
+    builds compile with the profile is the spec's scope (profile_scope.py): a partial one has the base built first,
+    whose objects it takes for the rest."""
     work.chmod(0o755)  # the instrumented server runs as the service user, inside the staging directory
     profile = work / "profile"
     instrumented = work / "instrumented"
     state = runner.state
-    generate = [*spec.flags(), f"-fprofile-generate={profile}", "-fprofile-update=atomic", NOTES_FLAG]
-    commands = recipe.commands(runner.tree, instrumented, cc, generate, jobs)
-    use = profile_use_flags(spec, profile)
-    use_commands = [*recipe.clean_commands(runner.tree), *recipe.commands(runner.tree, prefix, cc, use, jobs)]
+    scope = profile_scope(spec.pgo_scope, recipe, work)
+    generate = Stage("instrumented", [f"-fprofile-generate={profile}", "-fprofile-update=atomic", NOTES_FLAG])
+    use = Stage("profile-use", _profile_use_only(spec, profile))
+    commands = scope.commands(recipe, runner.tree, instrumented, cc, spec.flags(), generate, jobs)
+    use_commands = [*recipe.clean_commands(runner.tree),
+                    *scope.commands(recipe, runner.tree, prefix, cc, spec.flags(), use, jobs)]
     trained, used = state.result("training"), state.result("profile-use")
     if trained is None:
+        if scope.reuses_base:
+            if runner.on_progress:
+                runner.on_progress("the build without PGO first (the objects outside the profile's directories)", 0, 0)
+            build_server(base_spec(spec), train, runner.on_progress)
+        runner.env = scope.environment(generate)
         runner.run(commands, "compiling (instrumented)")
         open_to_service_users(instrumented)
-        trained = _train_and_prove(spec, recipe, runner, work, instrumented, profile, train)
+        trained = _train_and_prove(spec, recipe, runner, work, instrumented, profile, train, scope.directories)
         state.finish("training", trained)
     if used is None:
-        gcda = sorted(profile.rglob("*.gcda"))
         shutil.rmtree(instrumented, ignore_errors=True)
-        if state.result("profile-use-log-start") is None:  # the warnings of every segment of that build are read
-            state.finish("profile-use-log-start", runner.log.stat().st_size)
-        compiled = runner.run(use_commands, "compiling (with the profile)")
-        with open(runner.log, errors="replace") as f:
-            f.seek(state.result("profile-use-log-start"))
-            missing = missing_profiles(f.read(), profile, recipe.objects_root(runner.tree), _proof_of(spec))
-        used = {"profile_files": len(gcda), "profile_bytes": sum(p.stat().st_size for p in gcda),
-                "objects_compiled_with_profile_use": compiled,
-                "profiled_objects": [p.name.replace("#", "/").split("/src/", 1)[-1] for p in gcda],
-                "missing_profile_warnings": missing}
+        runner.env = scope.environment(use)
+        used = _use_profile(spec, recipe, runner, profile, use_commands)
         state.finish("profile-use", used)
     shutil.rmtree(profile, ignore_errors=True)
     open_to_service_users(prefix)  # the guard runs it as the service user, still in the staging directory
     checked, refused = _guard(spec, recipe.binaries(prefix), train, runner.on_progress, guard)
     if refused:
         raise UserError(f"{refused} (log {_keep_log(runner.log)})")
-    return {**trained, **used,
-            "profile_consumed": "the -fprofile-use build compiled every object with the directory of these .gcda; "
-                                "objects without one (code the training never reached, tools it never ran) were "
-                                "built without a profile, each a -Wmissing-profile warning, counted above",
-            "guard": checked, "profile_use_flags": use}, [*commands, *use_commands]
+    scoped = scope.record()
+    return {**trained, **used, "profile_consumed": CONSUMED if scoped is None else CONSUMED_IN_SCOPE,
+            **({"scope": scoped} if scoped is not None else {}),
+            "guard": checked, "profile_use_flags": [*spec.flags(), *use.flags]}, [*commands, *use_commands]
+
+
+def _use_profile(spec: ServerBuildSpec, recipe: Recipe, runner: _Runner, profile: Path,
+                 use_commands: list[list[str]]) -> dict[str, Any]:
+    """The build that uses the profile, and what the manifest says of it: the profile's files and the objects gcc
+    found none for (-Wmissing-profile, read from every segment of that build's log)."""
+    state = runner.state
+    gcda = sorted(profile.rglob("*.gcda"))
+    if state.result("profile-use-log-start") is None:
+        state.finish("profile-use-log-start", runner.log.stat().st_size)
+    compiled = runner.run(use_commands, "compiling (with the profile)")
+    with open(runner.log, errors="replace") as f:
+        f.seek(state.result("profile-use-log-start"))
+        missing = missing_profiles(f.read(), profile, recipe.objects_root(runner.tree), _proof_of(spec))
+    return {"profile_files": len(gcda), "profile_bytes": sum(p.stat().st_size for p in gcda),
+            "objects_compiled_with_profile_use": compiled,
+            "profiled_objects": [p.name.replace("#", "/").split("/src/", 1)[-1] for p in gcda],
+            "missing_profile_warnings": missing}
 
 
 def base_spec(spec: ServerBuildSpec) -> ServerBuildSpec:
-    """A PGO build's base: the same source, flags and compiler without PGO (nor partial training or BOLT), what its
-    guard compares it with."""
+    """A PGO build's base: the same source, flags and compiler without PGO (nor its partial training, its scope or
+    BOLT), what its guard compares it with, and where a partial profile takes its other objects."""
     return replace(spec, variants=tuple(v for v in spec.variants if v not in ("pgo", "bolt")),
-                   pgo_partial_training=False, pgo_train_seconds=DEFAULT_TRAIN_SECONDS)
+                   pgo_partial_training=False, pgo_train_seconds=DEFAULT_TRAIN_SECONDS, pgo_scope=WHOLE_PROGRAM)
 
 
 def _guard(spec: ServerBuildSpec, binaries: Path, train: Training, on_progress: Progress | None,

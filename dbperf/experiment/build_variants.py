@@ -73,6 +73,10 @@ SERVER_ORIGINS = ("debian-src",)
 TREE_ORIGIN = "tree"  # a server built from the user's tree (`tree`, `rev`), not a `source`
 # Server PGO trains on this set (catalog/training), never on the measured catalog.
 SERVER_TRAINING = ("train-mix",)
+# What a server's PGO build instruments and re-optimises (`pgo_scope`, buildlab/profile_scope.py): every object, or
+# the recipe's query-path directories only, the other objects the base build's.
+WHOLE_PROGRAM = "whole"
+PGO_SCOPES = (WHOLE_PROGRAM, "query-path")
 
 
 @dataclass(frozen=True)
@@ -88,6 +92,7 @@ class ServerBuildSpec:
     patches: tuple[PatchFile, ...] = ()  # applied in order on the unpacked source, after Debian's own
     lean: bool = False  # the engine's leaner recipe (buildlab/recipes/: MySQL's leaves out what the lab never runs)
     tree: UserTree | None = None  # the user's checkout instead of Debian's source (origin "tree")
+    pgo_scope: str = WHOLE_PROGRAM  # one of PGO_SCOPES
 
     @property
     def pgo(self) -> bool:
@@ -103,6 +108,7 @@ class ServerBuildSpec:
     def label(self) -> str:
         with_compiler = f" with {self.compiler}" if self.compiler else ""
         parts = [*self.variants, *self.cflags, *pgo_words(self.pgo_partial_training, self.pgo_train_seconds),
+                 *([f"{self.pgo_scope}-profile"] if self.pgo_scope != WHOLE_PROGRAM else []),
                  *(["lean"] if self.lean else [])]
         return f"{self.engine}@{self._source_word()}{patch_words(self.patches)} [{' '.join(parts)}]{with_compiler}"
 
@@ -171,13 +177,28 @@ def parse_server_build(raw: dict[str, object], engine: str, origin: str, where: 
     lean = raw.get("lean", False)
     if not isinstance(lean, bool):
         raise UserError(f"{where}.lean: expected true or false")
-    return ServerBuildSpec(engine, origin, variants, cflags, compiler, partial, seconds, patches, lean, tree)
+    return ServerBuildSpec(engine, origin, variants, cflags, compiler, partial, seconds, patches, lean, tree,
+                           _pgo_scope(raw, variants, where))
+
+
+def _pgo_scope(raw: dict[str, object], variants: tuple[str, ...], where: str) -> str:
+    """`pgo_scope`, checked: with the pgo variant, and without bolt, whose flags the base build (the objects outside
+    the profile's directories) would not have."""
+    scope = raw.get("pgo_scope", WHOLE_PROGRAM)
+    if scope not in PGO_SCOPES:
+        raise UserError(f"{where}.pgo_scope: expected one of {', '.join(PGO_SCOPES)}, got {scope!r}")
+    if "pgo_scope" in raw and "pgo" not in variants:
+        raise UserError(f"{where}.pgo_scope: only meaningful with the \"pgo\" variant in build")
+    if scope != WHOLE_PROGRAM and "bolt" in variants:
+        raise UserError(f"{where}.pgo_scope: a {scope} profile reuses the objects of the build without PGO and "
+                        "BOLT, whose flags bolt changes; drop bolt or pgo_scope")
+    return str(scope)
 
 
 def parse_build(raw: dict[str, object], sqlite_version: str, where: str, tree: UserTree | None = None,
                 patches: tuple[PatchFile, ...] = ()) -> BuildSpec:
     ordered, cflags = _variants_and_cflags(raw, where)
-    for key in ("compiler", "lean"):
+    for key in ("compiler", "lean", "pgo_scope"):
         if key in raw:
             raise UserError(f"{where}.{key}: only for servers built from source (source = \"mysql@debian-src\")")
     if "bolt" in ordered:

@@ -13,6 +13,7 @@ from typing import Any
 from dbperf import engines
 from dbperf.errors import UserError
 from dbperf.experiment.auto_time import AUTO, check_auto_time
+from dbperf.experiment.build_variants import PGO_SCOPES, WHOLE_PROGRAM
 from dbperf.experiment.durations import parse_duration
 from dbperf.experiment.load_model import ARRIVALS
 from dbperf.experiment.load_model import percentiles as load_percentiles
@@ -256,6 +257,10 @@ TARGET = (
         boolean),
     Key("pgo_train_seconds", "seconds", "how long each PGO training workload runs (with pgo; half prepared, half as "
         "SQL text, and a server's per connection count)", "3"),
+    Key("pgo_scope", " | ".join(PGO_SCOPES), "servers from source with pgo (MySQL, MariaDB): what is instrumented "
+        "and re-optimised; whole: every object; query-path: the recipe's directories only (sql/, storage/innobase/, "
+        "mysys/, strings/, vio/), every other object the build without PGO's, from ccache (not with bolt; "
+        "docs/build-lab.md); in the build key and manifest", WHOLE_PROGRAM, "", one_of(*PGO_SCOPES)),
     Key("allocator", " | ".join(ALLOCATORS), "preloaded into the process that runs the engine", "", "",
         one_of(*ALLOCATORS)),
     Key("hugepages", " | ".join(HUGEPAGES), "huge pages for the process that runs the engine", "", "",

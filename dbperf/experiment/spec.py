@@ -172,7 +172,7 @@ def _server_source(raw: dict[str, Any], engine: str, twhere: str,
                 raise UserError(f"{twhere}: give either 'tree' (a checkout the lab builds) or {key!r}")
     else:
         for key in ("build", "cflags", "pgo_train", "pgo_partial_training", "pgo_train_seconds", "compiler",
-                    "patches", "lean"):
+                    "patches", "lean", "pgo_scope"):
             if key in raw:
                 raise UserError(f"{twhere}: {key!r} needs a source to build: \"sqlite@X.Y.Z\" or "
                                 f"\"{engine}@debian-src\", or a 'tree' of yours")

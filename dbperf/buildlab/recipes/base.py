@@ -57,6 +57,10 @@ class Recipe(ABC):
     # under valgrind): PostgreSQL's; not MariaDB's nor MySQL's, whose first builds take 10 to 60 minutes and whose
     # tree bisect has not been run.
     bisects_trees: ClassVar[bool] = False
+    # The source folders a partial PGO build (`pgo_scope = "query-path"`, buildlab/profile_scope.py) instruments and
+    # re-optimises, relative to the top of the source: those the measured queries run through. () for a recipe
+    # whose compiles cannot be launched by source path (launched_commands).
+    profile_dirs: ClassVar[tuple[str, ...]] = ()
 
     @abstractmethod
     def expected_steps(self, tree: Path) -> int: ...
@@ -66,6 +70,13 @@ class Recipe(ABC):
         """Configure, build, install: the first command configures (run once in a kept build tree, whose later
         builds start at the second), the last installs into `prefix`."""
         ...
+
+    def launched_commands(self, tree: Path, prefix: Path, cc: Compiler, flags: list[str], launcher: list[str],
+                          link: list[str], jobs: int) -> list[list[str]]:
+        """A partial PGO stage's commands (profile_dirs): as `commands` with the base's `flags`, every compile run
+        through `launcher` (which adds the stage's own flags by source path) and `link` added to every link. Only a
+        recipe with profile_dirs has them."""
+        raise NotImplementedError(f"{self.engine}'s recipe names no profile_dirs")
 
     @abstractmethod
     def binaries(self, prefix: Path) -> Path: ...

@@ -29,15 +29,28 @@ class CmakeNinjaRecipe(Recipe):
 
     def commands(self, tree: Path, prefix: Path, cc: Compiler, flags: list[str], jobs: int) -> list[list[str]]:
         """cmake, ninja, ninja install."""
-        build = tree / self.BUILD_DIR
         link_only = [f for f in flags if f.startswith("-Wl,")]
-        compile_flags = " ".join(f for f in flags if f not in link_only)
-        link = " ".join(f for f in flags if f.startswith(("-flto", "-fprofile")) or f in link_only)
+        link = [f for f in flags if f.startswith(("-flto", "-fprofile")) or f in link_only]
+        return self._commands(tree, prefix, cc, [f for f in flags if f not in link_only], link,
+                              [cc.launcher] if cc.launcher else [], jobs)
+
+    def launched_commands(self, tree: Path, prefix: Path, cc: Compiler, flags: list[str], launcher: list[str],
+                          link: list[str], jobs: int) -> list[list[str]]:
+        """`commands` with `launcher` (a program and its arguments: cmake's list) before every compile and `link`
+        after the variant's link flags."""
+        base = [f for f in flags if f.startswith(("-flto", "-Wl,"))]
+        return self._commands(tree, prefix, cc, [f for f in flags if not f.startswith("-Wl,")], [*base, *link],
+                              launcher, jobs)
+
+    def _commands(self, tree: Path, prefix: Path, cc: Compiler, compile_flags: list[str], link: list[str],
+                  launcher: list[str], jobs: int) -> list[list[str]]:
+        build = tree / self.BUILD_DIR
         return [["cmake", "-S", str(tree), "-B", str(build), *self.options, f"-DCMAKE_INSTALL_PREFIX={prefix}",
                  f"-DCMAKE_C_COMPILER={cc.path}", f"-DCMAKE_CXX_COMPILER={cc.cxx}",
-                 *([f"-DCMAKE_{lang}_COMPILER_LAUNCHER={cc.launcher}" for lang in ("C", "CXX")] if cc.launcher else []),
-                 f"-DCMAKE_C_FLAGS={compile_flags}", f"-DCMAKE_CXX_FLAGS={compile_flags}",
-                 *(f"-DCMAKE_{kind}_LINKER_FLAGS={link}" for kind in ("EXE", "SHARED", "MODULE"))],
+                 *([f"-DCMAKE_{lang}_COMPILER_LAUNCHER={';'.join(launcher)}" for lang in ("C", "CXX")]
+                   if launcher else []),
+                 f"-DCMAKE_C_FLAGS={' '.join(compile_flags)}", f"-DCMAKE_CXX_FLAGS={' '.join(compile_flags)}",
+                 *(f"-DCMAKE_{kind}_LINKER_FLAGS={' '.join(link)}" for kind in ("EXE", "SHARED", "MODULE"))],
                 ["ninja", "-C", str(build), f"-j{jobs}"],
                 ["ninja", "-C", str(build), "install"]]
 

@@ -37,6 +37,10 @@ class MariadbRecipe(CmakeNinjaRecipe):
     headers: ClassVar[dict[str, str]] = {"zlib.h": "zlib1g-dev", "openssl/ssl.h": "libssl-dev",
                                          "pcre2.h": "libpcre2-dev", "fmt/format.h": "libfmt-dev",
                                          "curses.h": "libncurses-dev"}
+    # The query path a partial profile covers (`pgo_scope = "query-path"`, buildlab/profile_scope.py): MySQL's
+    # directories, which MariaDB keeps under the same names (sql/ with its generated parser, storage/innobase/,
+    # mysys/, strings/, vio/).
+    profile_dirs: ClassVar[tuple[str, ...]] = ("sql", "storage/innobase", "mysys", "strings", "vio")
 
     def binaries(self, prefix: Path) -> Path:
         return prefix / "bin" / "mariadbd"  # what a MariaDB target's `binaries` names: the server binary

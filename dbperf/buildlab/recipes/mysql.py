@@ -47,6 +47,10 @@ class MysqlRecipe(CmakeNinjaRecipe):
     tools: ClassVar[dict[str, str]] = {"cmake": "cmake", "ninja": "ninja-build", "bison": "bison", "c++": "g++",
                                        "pkg-config": "pkg-config"}
     headers: ClassVar[dict[str, str]] = {"openssl/ssl.h": "libssl-dev", "curses.h": "libncurses-dev"}
+    # The query path a partial profile covers (`pgo_scope = "query-path"`, buildlab/profile_scope.py): the SQL layer
+    # (its parser, generated into lab-build/sql/, included), InnoDB, mysys, the character sets and the network I/O.
+    # A directory a full profile shows hot belongs here too; the engine's ProfileProof.objects must lie within.
+    profile_dirs: ClassVar[tuple[str, ...]] = ("sql", "storage/innobase", "mysys", "strings", "vio")
 
     def binaries(self, prefix: Path) -> Path:
         return prefix  # what a MySQL target's `binaries` names: the basedir, as an Oracle tarball's

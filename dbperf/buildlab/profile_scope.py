@@ -1,0 +1,173 @@
+"""What a server's PGO build instruments and re-optimises (`pgo_scope`): every object, or the recipe's query path.
+
+`whole` (the default) compiles every object twice more, instrumented and then with the profile, as Oracle's PGO
+build of MySQL does. MySQL's lean recipe has about 2,100 objects: on 2 cores that is the -O2 base's 40 minutes, then
+two builds of the same size with the training between them, past the three hours a PGO study may take from an empty
+cache. `query-path` instruments and re-optimises only the objects whose source lies in the recipe's `profile_dirs`
+(MySQL's and MariaDB's sql/, storage/innobase/, mysys/, strings/, vio/): the code the measured queries run through.
+Every other object is the base build's (the same spec without PGO, which the guard needs anyway and which is
+therefore built first): the stages compile through profile_launcher.py, cmake's compiler launcher, which gives a
+compile in those directories the stage's profile flags and runs every other as the base build ran it, through
+ccache, which serves the base's object, byte for byte.
+
+Byte for byte, although the base was built in its kept tree (trees/KEY/src) and the PGO build in its staging folder
+(build/.KEY/src): ccache's base directory is the server cache itself, above both, so that ccache rewrites every
+absolute path under it (the source, -I folders, the dependency file) relative to the compile's folder
+(lab-build/), the same in both trees; the compiler then sees ../sql/x.cc in either, and __FILE__ and the object's
+file symbol agree. What still differs between the two trees are the generated headers that hold the install prefix
+(MySQL's my_config.h: DEFAULT_BASEDIR and the like): ccache's direct mode misses on a file that includes them, then
+its preprocessed mode finds the base's object unless the file expands one of those macros (those are mostly in
+sql/ and mysys/, profiled anyway). The manifest's `pgo.scope.ccache` counts each stage's hits and misses.
+
+The instrumented stage's links take -fprofile-generate (gcc links libgcov with it); the profile-use stage's links
+take no profile flag. The manifest's `pgo.scope` names the directories with a profile; the proof checks that each
+got .gcda files (profile_proof.py).
+"""
+
+from __future__ import annotations
+
+import sys
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, ClassVar
+
+import msgspec
+
+from dbperf.buildlab import profile_launcher
+from dbperf.buildlab.compiler_cache import CompilerCache, find_ccache, stats_of
+from dbperf.buildlab.paths import server_cache
+from dbperf.buildlab.recipes.base import Recipe
+from dbperf.experiment.build_variants import WHOLE_PROGRAM
+from dbperf.host.compiler import Compiler
+
+# What the objects outside the profile's directories are, for the manifest.
+ELSEWHERE = ("the base build's objects (the same source, flags and compiler without PGO), served by ccache: code "
+             "outside these directories has the base's layout and inlining, no profile")
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One of PGO's two builds: its name (the manifest's and its files') and the profile flags its compiles add to
+    the variant's (-fprofile-generate=..., or -fprofile-use=... and the lab's warnings)."""
+    name: str
+    flags: list[str]
+
+
+class LauncherStage(msgspec.Struct, frozen=True):
+    """STAGE.json, what profile_launcher.py reads (the standard library's json: it runs without msgspec)."""
+    source: str  # the source tree, absolute
+    build: str  # the build folder, where the build's generated sources are
+    directories: list[str]  # relative to either
+    flags: list[str]  # added to a compile of those directories' sources
+    ccache: str  # what runs every other compile, before the compiler
+
+
+class ScopeRecord(msgspec.Struct, frozen=True, kw_only=True):
+    """The manifest's `pgo.scope` of a partial profile."""
+    scope: str
+    directories: list[str]  # the directories with a profile, relative to the top of the source
+    elsewhere: str
+    ccache: dict[str, dict[str, int]]  # stage -> hits and misses of the compiles sent through ccache
+
+
+class ProfileScope(ABC):
+    """What the two builds of a PGO build compile with the profile's flags."""
+    reuses_base: ClassVar[bool]  # whether the base build must be in the compiler cache first
+
+    @abstractmethod
+    def commands(self, recipe: Recipe, tree: Path, prefix: Path, cc: Compiler, flags: list[str], stage: Stage,
+                 jobs: int) -> list[list[str]]:
+        """The recipe's commands of `stage` (`flags`: the variant's, without the profile's)."""
+        ...
+
+    @abstractmethod
+    def environment(self, stage: Stage) -> dict[str, str]:
+        """What the stage's commands run with, beside the build environment."""
+        ...
+
+    @abstractmethod
+    def record(self) -> dict[str, Any] | None:
+        """The manifest's `pgo.scope`; None for the whole program (the manifests of builds before scopes)."""
+        ...
+
+    @property
+    def directories(self) -> tuple[str, ...]:
+        """The directories the profile's proof checks; () for all."""
+        return ()
+
+
+class WholeProgram(ProfileScope):
+    reuses_base: ClassVar[bool] = False
+
+    def commands(self, recipe: Recipe, tree: Path, prefix: Path, cc: Compiler, flags: list[str], stage: Stage,
+                 jobs: int) -> list[list[str]]:
+        return recipe.commands(tree, prefix, cc, [*flags, *stage.flags], jobs)
+
+    def environment(self, stage: Stage) -> dict[str, str]:
+        return {}
+
+    def record(self) -> dict[str, Any] | None:
+        return None
+
+
+class QueryPath(ProfileScope):
+    """The recipe's profile_dirs, every other object from ccache (module docstring)."""
+    reuses_base: ClassVar[bool] = True
+
+    def __init__(self, name: str, dirs: tuple[str, ...], ccache: CompilerCache, work: Path) -> None:
+        self.name, self.dirs, self.ccache, self.work = name, dirs, ccache, work
+
+    @property
+    def directories(self) -> tuple[str, ...]:
+        return self.dirs
+
+    def commands(self, recipe: Recipe, tree: Path, prefix: Path, cc: Compiler, flags: list[str], stage: Stage,
+                 jobs: int) -> list[list[str]]:
+        """The stage's launcher config written into the build's folder, and the recipe's commands through it."""
+        config = self.work / f"launcher-{stage.name}.json"
+        config.write_bytes(msgspec.json.encode(LauncherStage(
+            str(tree.resolve()), str(recipe.objects_root(tree).resolve()), list(self.dirs), stage.flags,
+            self.ccache.program)))
+        link = [f.split("=", 1)[0] for f in stage.flags if f.startswith("-fprofile-generate")]
+        return recipe.launched_commands(tree, prefix, cc, flags, launcher_argv(config), link, jobs)
+
+    def _cache(self, stage: str) -> CompilerCache:
+        return replace(self.ccache, stats_log=self.work / f"ccache-{stage}.log")
+
+    def environment(self, stage: Stage) -> dict[str, str]:
+        return self._cache(stage.name).environment()
+
+    def record(self) -> dict[str, Any] | None:
+        logs = {p.stem.removeprefix("ccache-"): p for p in sorted(self.work.glob("ccache-*.log"))}
+        said: dict[str, Any] = msgspec.to_builtins(ScopeRecord(
+            scope=self.name, directories=list(self.dirs), elsewhere=ELSEWHERE,
+            ccache={stage: stats_of(log.read_text(errors="replace")) for stage, log in logs.items()}))
+        return said
+
+
+def launcher_argv(config: Path) -> list[str]:
+    """How cmake runs profile_launcher.py: this Python without site or the user's environment (it imports only the
+    standard library: a compile's start-up stays short), the stage's config."""
+    return [sys.executable, "-S", "-I", str(Path(profile_launcher.__file__).resolve()), str(config)]
+
+
+def scope_refusal(name: str, recipe: Recipe) -> str | None:
+    """Why a build of `recipe` cannot have the scope `name` here (None when it can), checked before any build."""
+    if name == WHOLE_PROGRAM:
+        return None
+    if not recipe.profile_dirs:
+        return f"pgo_scope = \"{name}\" needs a recipe that names its profile directories ({recipe.engine}'s does not)"
+    if find_ccache(server_cache() / "ccache", server_cache(), Path("/dev/null")) is None:
+        return f"pgo_scope = \"{name}\" takes the other objects from ccache (apt install ccache)"
+    return None
+
+
+def profile_scope(name: str, recipe: Recipe, work: Path) -> ProfileScope:
+    """The scope a spec's `pgo_scope` names, for a build in `work` (scope_refusal said it can be had)."""
+    if name == WHOLE_PROGRAM:
+        return WholeProgram()
+    # The server cache as ccache's base directory: the base's kept tree and this build's folder both lie under it.
+    ccache = find_ccache(server_cache() / "ccache", server_cache(), work / "ccache.log")
+    assert ccache is not None
+    return QueryPath(name, recipe.profile_dirs, ccache, work)
