@@ -2,9 +2,9 @@
 checkout made here from the amalgamation the lab fetches (tests/test_tree_builds.py's), `main` built by `dbperf
 build` as `[O2]` and as `[O2 pgo]`: the PGO build's profile proven, its guard's base the plain build, both manifests
 naming the same commit, the checkout untouched; another `rev` gives both new keys, which the dry run finds not
-cached and says how it would build. With -O1 (a trailing cflag, as tests/test_buildlab.py's PGO build) and one
-second of training per workload: what is checked is the lab's behaviour, not speed. The server's: unit tests in
-tests/test_server_tree_pgo.py."""
+cached and says how it would build. At -O1 (a trailing cflag) with partial training and one second of training per
+workload, as tests/test_buildlab.py's PGO build: what is checked is the lab's behaviour, not speed. The server's:
+unit tests in tests/test_server_tree_pgo.py."""
 
 from __future__ import annotations
 
@@ -25,9 +25,10 @@ from tests.test_user_tree import git, snapshot
 pytestmark = pytest.mark.e2e
 
 RUN = '[run]\nbenchmarks = ["point-query"]\ntable_size = 1000\ntime = "0.2s"\nwarmup = "0.1s"\nrepeats = 1\n'
+PGO = "O2 pgo -O1 partial-training trained 1s per workload"  # the PGO target's label
 TARGETS = ('\n[[target]]\nname = "plain"\ntree = "sqlite"\nrev = "{rev}"\ncflags = ["-O1"]\n'
            '\n[[target]]\nname = "pgo"\ntree = "sqlite"\nrev = "{rev}"\nbuild = ["O2", "pgo"]\ncflags = ["-O1"]\n'
-           'pgo_train_seconds = 1\n')
+           'pgo_train_seconds = 1\npgo_partial_training = true\n')
 SUBJECT = "a comment at the end of sqlite3.c"
 
 
@@ -69,7 +70,7 @@ def test_a_trees_pgo_build_is_proven_guarded_by_its_plain_build_and_names_the_sa
     assert len(_manifests(cache)) == 2 and set(built) == {False, True}  # the plain build is the guard's base
     plain, pgo = built[False], built[True]
     assert plain["label"] == f"sqlite@tree:{head[:7]} [O2 -O1]"
-    assert pgo["label"] == f"sqlite@tree:{head[:7]} [O2 pgo -O1 trained 1s per workload]"
+    assert pgo["label"] == f"sqlite@tree:{head[:7]} [{PGO}]"
     content = f"git-tree:{git(repo, 'rev-parse', 'main^{tree}').strip()}"
     for m in (plain, pgo):
         s = m["source"]
@@ -91,7 +92,7 @@ def test_a_trees_pgo_build_is_proven_guarded_by_its_plain_build_and_names_the_sa
     dry = run_cli("run", str(exp), "--dry-run")
     assert dry.returncode == 0, dry.stderr
     assert "sqlite@tree:main [O2 -O1]: cached, SQLite 3.54.1" in dry.stdout
-    assert "sqlite@tree:main [O2 pgo -O1 trained 1s per workload]: cached, SQLite 3.54.1" in dry.stdout
+    assert f"sqlite@tree:main [{PGO}]: cached, SQLite 3.54.1" in dry.stdout
 
 
 def test_another_rev_gives_the_pgo_build_and_its_base_new_keys(repo: Path, cache: Path):
@@ -109,6 +110,6 @@ def test_another_rev_gives_the_pgo_build_and_its_base_new_keys(repo: Path, cache
     assert dry.returncode == 0, dry.stderr
     assert ("sqlite@tree:main~1 [O2 -O1]: not cached, would be built (the tree copied into the cache, then "
             "compiled)") in dry.stdout
-    assert ("sqlite@tree:main~1 [O2 pgo -O1 trained 1s per workload]: not cached, would be built (the tree copied "
-            "into the cache, then compiled instrumented, trained on train-mix, compiled with the proven profile and "
-            "checked against the same build without pgo, built too unless cached)") in dry.stdout
+    assert (f"sqlite@tree:main~1 [{PGO}]: not cached, would be built (the tree copied into the cache, then compiled "
+            "instrumented, trained on train-mix, compiled with the proven profile and checked against the same build "
+            "without pgo, built too unless cached)") in dry.stdout
