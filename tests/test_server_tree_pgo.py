@@ -94,9 +94,9 @@ def test_a_trees_bolt_build_has_a_key_of_its_own_and_is_not_made_in_the_kept_tre
     assert not server_build.in_kept_tree(ServerBuildSpec("postgres", "tree", ("O2", "bolt")))
 
 
-def test_the_dry_run_says_a_trees_pgo_build_is_made_whole_in_a_fresh_folder(write_experiment, tmp_path: Path,
+def test_the_dry_run_says_a_trees_pgo_build_is_made_whole_in_a_fresh_folder(write_experiment, tmp_path: Path, where,
                                                                            monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setenv("DBPERF_SERVER_CACHE", str(tmp_path / "servers"))
+    monkeypatch.setenv("DBPERF_SERVER_CACHE", str(where / "servers"))
     _pg_checkout(tmp_path)
     body = RUN + "".join(f'[[target]]\nname = "{name}"\nengine = "postgres"\ntree = "postgresql"\nrev = "main"\n'
                          f"build = {build}\n" for name, build in (("plain", '["O2"]'), ("pgo", '["O2", "pgo"]')))
