@@ -162,13 +162,15 @@ def check_can_build(spec: ServerBuildSpec) -> tuple[Recipe, Compiler]:
 
 
 def build_server(spec: ServerBuildSpec, train: Training, on_progress: Progress | None = None,
-                 guard: Guard | None = None) -> ServerBuild:
+                 guard: Guard | None = None, tree: ServerTree | None = None) -> ServerBuild:
     """The server build `spec` names, from the cache or built now; `train` runs the training set against an
     instrumented build for PGO and BOLT (runner/server_training.py: the build lab does not start servers itself),
-    `guard` counts a PGO build's guard (runner/server_pgo_guard.py; needed by PGO builds only)."""
+    `guard` counts a PGO build's guard (runner/server_pgo_guard.py; needed by PGO builds only). `tree`: the
+    user's tree of `spec` as read before (an experiment reads each once, so that its builds, and a PGO build's base,
+    are of one content), else read here."""
     recipe, cc = check_can_build(spec)
     if spec.tree is not None:
-        return _build_from_tree(spec, recipe, cc, on_progress, train, guard)
+        return _build_from_tree(spec, recipe, cc, on_progress, train, guard, tree)
     apt, package, versions = candidate_versions(spec.engine)
     builds = server_cache() / "build"
     builds.mkdir(parents=True, exist_ok=True)
@@ -179,7 +181,7 @@ def build_server(spec: ServerBuildSpec, train: Training, on_progress: Progress |
         if found:
             return _guarded_cached(spec, found, train, on_progress, guard) if spec.pgo else found
         sweep_abandoned(builds)  # staging directories of builds killed outright
-        if not spec.pgo and not spec.bolt:
+        if in_kept_tree(spec):
             built = _build_in_tree(spec, recipe, cc, apt, package, version, key, on_progress, skipped)
             if built is None:
                 continue
@@ -198,6 +200,12 @@ def build_server(spec: ServerBuildSpec, train: Training, on_progress: Progress |
                 state.set_source(*fetched)
             return _build(spec, recipe, cc, *fetched, key, work, builds / key, on_progress, train, state, guard)
     raise UserError(f"{spec.label()}: no version of Debian's {package} could be fetched ({'; '.join(skipped)[-300:]})")
+
+
+def in_kept_tree(spec: ServerBuildSpec) -> bool:
+    """Whether a build is made in the kept build tree of its source (build_tree.py): PGO and BOLT builds are made
+    whole in a fresh folder (_build_in_tree says why); a PGO build's base, without them, is made in the kept tree."""
+    return not (spec.pgo or spec.bolt)
 
 
 def _build_in_tree(spec: ServerBuildSpec, recipe: Recipe, cc: Compiler, apt: PrivateApt, package: str, version: str,
@@ -231,19 +239,21 @@ def tree_build_key(spec: ServerBuildSpec, tree: ServerTree, recipe: Recipe, cc: 
 
 
 def _build_from_tree(spec: ServerBuildSpec, recipe: Recipe, cc: Compiler, on_progress: Progress | None,
-                     train: Training, guard: Guard | None) -> ServerBuild:
-    """A build of the user's tree (server_tree.py), from the cache (its key the tree's content and patches) or
-    made now: in the kept tree of the checkout, or for PGO and BOLT in a fresh folder, the tree exported into it."""
+                     train: Training, guard: Guard | None, read: ServerTree | None = None) -> ServerBuild:
+    """A build of the user's tree (server_tree.py: `read` before, or read now), from the cache (its key the tree's
+    content and patches) or made now: in the kept tree of the checkout, or for PGO and BOLT in a fresh folder, the
+    tree exported into it. A PGO build's base is built from the same read of the tree: a revision by its git tree,
+    whatever its branch names by then; a tree as it is refused if its files changed since (user_tree.py)."""
     assert spec.tree is not None
-    tree = resolve_server_tree(spec.engine, recipe, spec.tree)
+    tree = read or resolve_server_tree(spec.engine, recipe, spec.tree)
     builds = server_cache() / "build"
     builds.mkdir(parents=True, exist_ok=True)
     key = tree_build_key(spec, tree, recipe, cc)
     found = _cached(builds / key, recipe)
     if found:
-        return _guarded_cached(spec, found, train, on_progress, guard) if spec.pgo else found
+        return _guarded_cached(spec, found, train, on_progress, guard, tree) if spec.pgo else found
     sweep_abandoned(builds)
-    if spec.pgo or spec.bolt:  # as Debian's source: a fresh folder (_build_in_tree says why)
+    if not in_kept_tree(spec):  # as Debian's source: a fresh folder (_build_in_tree says why)
         with _staged(builds, key, recipe, spec) as (work, state):
             fetched = state.source()
             if fetched is None:
@@ -252,7 +262,8 @@ def _build_from_tree(spec: ServerBuildSpec, recipe: Recipe, cc: Compiler, on_pro
                 apply_patches(spec.patches, work / "src", work / "build.log", spec.label())
                 fetched = work / "src", with_patches(tree.provenance(), spec.patches)
                 state.set_source(*fetched)
-            return _build(spec, recipe, cc, *fetched, key, work, builds / key, on_progress, train, state, guard)
+            return _build(spec, recipe, cc, *fetched, key, work, builds / key, on_progress, train, state, guard,
+                          tree)
     identity = tree_identity(tree.kept_source(), spec.flags(), cc, recipe.options)
     waiting = (lambda said: on_progress(said, 0, 0)) if on_progress else None
     staged = _staged(builds, key, recipe, spec)  # entered once the kept tree is locked
@@ -413,16 +424,16 @@ class _Runner:
 
 def _build(spec: ServerBuildSpec, recipe: Recipe, cc: Compiler, tree: Path, provenance: dict[str, Any], key: str,
            work: Path, final: Path, on_progress: Progress | None, train: Training, state: BuildState,
-           guard: Guard | None = None) -> ServerBuild:
+           guard: Guard | None = None, user_tree: ServerTree | None = None) -> ServerBuild:
     """Configures, builds and installs into work/install (for pgo: an instrumented build, its training, and the
     build that uses the profile), then moves work into `final`; what `state` says an earlier segment finished is not
-    done again."""
+    done again. `user_tree`: the read of the user's tree this build is of, for its PGO base."""
     prefix = work / "install"
     runner = _Runner(spec, recipe, tree, work / "build.log", on_progress, state)
     jobs = os.cpu_count() or 1
     pgo = None
     if spec.pgo:
-        pgo, commands = _build_pgo(spec, recipe, cc, runner, work, prefix, jobs, train, guard)
+        pgo, commands = _build_pgo(spec, recipe, cc, runner, work, prefix, jobs, train, guard, user_tree)
     else:
         commands = recipe.commands(tree, prefix, cc, spec.flags(), jobs)
         runner.run(commands, "compiling")
@@ -508,7 +519,8 @@ def _train_and_prove(spec: ServerBuildSpec, recipe: Recipe, runner: _Runner, wor
 
 
 def _build_pgo(spec: ServerBuildSpec, recipe: Recipe, cc: Compiler, runner: _Runner, work: Path, prefix: Path,
-               jobs: int, train: Training, guard: Guard | None) -> tuple[dict[str, Any], list[list[str]]]:
+               jobs: int, train: Training, guard: Guard | None, user_tree: ServerTree | None = None
+               ) -> tuple[dict[str, Any], list[list[str]]]:
     """Instrumented build, training against the instrumented server, the profile's proof, then the build that uses
     the profile, in the same tree (gcc names each profile after its object's path), and its guard. What the two
     builds compile with the profile is the spec's scope (profile_scope.py): a partial one has the base built first,
@@ -541,7 +553,7 @@ def _build_pgo(spec: ServerBuildSpec, recipe: Recipe, cc: Compiler, runner: _Run
         state.finish("profile-use", used)
     shutil.rmtree(profile, ignore_errors=True)
     open_to_service_users(prefix)  # the guard runs it as the service user, still in the staging directory
-    checked, refused = _guard(spec, recipe.binaries(prefix), train, runner.on_progress, guard)
+    checked, refused = _guard(spec, recipe.binaries(prefix), train, runner.on_progress, guard, user_tree)
     if refused:
         raise UserError(f"{refused} (log {_keep_log(runner.log)})")
     scoped = scope.record()
@@ -576,16 +588,17 @@ def base_spec(spec: ServerBuildSpec) -> ServerBuildSpec:
 
 
 def _guard(spec: ServerBuildSpec, binaries: Path, train: Training, on_progress: Progress | None,
-           guard: Guard | None) -> tuple[dict[str, Any], str | None]:
-    """The PGO build at `binaries` against its base (from the cache or built now): the manifest's `pgo.guard`, and
-    the one line that refuses the build (None when it passes, or when the guard cannot count here: `not_run`)."""
+           guard: Guard | None, user_tree: ServerTree | None = None) -> tuple[dict[str, Any], str | None]:
+    """The PGO build at `binaries` against its base (from the cache or built now; of a user's tree, from the same read
+    of it, `user_tree`): the manifest's `pgo.guard`, and the one line that refuses the build (None when it passes, or
+    when the guard cannot count here: `not_run`)."""
     if guard is None:
         raise UserError(f"{spec.label()}: a PGO build needs its guard (build_server's `guard`)")
     phase = "PGO guard (instructions per query against the build without PGO)"
     record: dict[str, Any] = {}
 
     def base() -> Path:
-        built = build_server(base_spec(spec), train, on_progress)
+        built = build_server(base_spec(spec), train, on_progress, tree=user_tree)
         record["base_key"] = built.manifest["key"]
         if on_progress:
             on_progress(phase, 0, 0)
@@ -607,7 +620,7 @@ def guard_pending(manifest: dict[str, Any]) -> bool:
 
 
 def _guarded_cached(spec: ServerBuildSpec, found: ServerBuild, train: Training, on_progress: Progress | None,
-                    guard: Guard | None) -> ServerBuild:
+                    guard: Guard | None, user_tree: ServerTree | None = None) -> ServerBuild:
     """A cached PGO build, its guard run once if it never was (its manifest then gains the figures); a UserError
     when the guard refuses it, now or when it ran before."""
     pgo = found.manifest.get("pgo") or {}
@@ -617,7 +630,7 @@ def _guarded_cached(spec: ServerBuildSpec, found: ServerBuild, train: Training, 
             raise UserError(f"{refused} (recorded in {found.root.parent / 'manifest.json'}; remove that build to "
                             "make it again)")
         return found
-    checked, refused = _guard(spec, found.binaries, train, on_progress, guard)
+    checked, refused = _guard(spec, found.binaries, train, on_progress, guard, user_tree)
     after: dict[str, Any] = {"counted_after_the_build": True}
     if spec.bolt:  # a new build's guard counts it before BOLT rewrites the server
         after["counted"] = "the installed server, BOLT's rewrite included"

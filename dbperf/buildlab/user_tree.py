@@ -98,7 +98,8 @@ class TreeSnapshot:
             elif source.is_dir():  # a submodule: git lists its folder, not its files
                 target.mkdir()
         if _content(into, self.files) != self.content:
-            raise UserError(f"tree {self.path}: its files changed while the lab copied them; run again")
+            # read once per run: a build made later (a PGO build's base) is of the content the run's others are
+            raise UserError(f"tree {self.path}: its files changed since the lab read them; run again")
 
 
 def _archive(top: Path, tree_id: str, into: Path) -> None:

@@ -18,7 +18,7 @@ from dbperf import engines
 from dbperf.buildlab.builder import build_key, cached_builds
 from dbperf.buildlab.paths import server_cache
 from dbperf.buildlab.recipes import Recipe
-from dbperf.buildlab.server_build import cached_server_builds, check_can_build, tree_build_key
+from dbperf.buildlab.server_build import cached_server_builds, check_can_build, in_kept_tree, tree_build_key
 from dbperf.buildlab.server_releases import ServerInstall
 from dbperf.buildlab.server_tree import resolve_server_tree
 from dbperf.buildlab.sqlite_source import SqliteSource, _cargo
@@ -165,15 +165,23 @@ def cached_server_build(spec: ServerBuildSpec, recipe: Recipe, cc: Compiler) -> 
     return None
 
 
+def _compiled(spec: BuildSpec) -> str:
+    """What a SQLite build does once its source is there: one compile, or PGO's two around its training."""
+    if not spec.pgo:
+        return "compiled"
+    return (f"compiled instrumented, trained on {', '.join(spec.pgo_train)}, compiled with the proven profile and "
+            "checked against the same build without pgo, built too unless cached")
+
+
 def _sqlite(e: Experiment, t: Target) -> str:
     library, said = t.library, ""
     if t.build is not None:
         cached = cached_sqlite_build(t.build, e.path.parent)
-        if cached is None and t.build.tree is not None:
-            return f"{t.build.label()}: not cached, would be built (the tree copied into the cache, then compiled)"
         if cached is None:
-            _cargo()  # the source is fetched through cargo
-            return f"{t.build.label()}: not cached, would be built (source fetched through cargo, then compiled)"
+            if t.build.tree is None:
+                _cargo()  # the source is fetched through cargo
+            where = "the tree copied into the cache" if t.build.tree is not None else "source fetched through cargo"
+            return f"{t.build.label()}: not cached, would be built ({where}, then {_compiled(t.build)})"
         library, said = str(cached), f"{t.build.label()}: cached, "
     info = library_info(t.engine, library)
     return f"{said}{engines.engine(t.engine).title} {info.engine_version} ({library})"
@@ -201,6 +209,22 @@ def require_service_user(engine: str) -> None:
         raise UserError(f"user {kind.service_user} not found (apt install {kind.apt_package})") from None
 
 
+def _server_built(spec: ServerBuildSpec, recipe: Recipe) -> str:
+    """How a server build not cached would be made: from Debian's source, in a tree's kept build tree, or for PGO
+    and BOLT whole in a fresh folder (server_build.in_kept_tree)."""
+    if spec.tree is None:
+        return f"from Debian's source, {recipe.build_time} per build"
+    if in_kept_tree(spec):
+        return (f"from the tree in its kept build tree (the first build of a checkout: {recipe.build_time}; later "
+                "revisions rebuild what changed)")
+    steps = (f"compiled twice around its training (instrumented, then with the proven profile), {recipe.build_time} "
+             "each, and checked against the same build without pgo, made in the tree's kept build tree unless cached"
+             if spec.pgo else f"compiled, {recipe.build_time}")
+    bolt = ", then rewritten by BOLT after its own training" if spec.bolt else ""
+    whole = "from the tree copied into a fresh folder, whole (no PGO or BOLT build is made in a kept tree)"
+    return f"{whole}: {steps}{bolt}"
+
+
 def _server(t: Target) -> str:
     if t.dsn is not None:
         t.password()  # an unset password variable refuses the run
@@ -217,12 +241,8 @@ def _server(t: Target) -> str:
     if t.server_build is not None:
         recipe, cc = check_can_build(t.server_build)  # its tools and headers (and a tree), as a real run checks first
         found = cached_server_build(t.server_build, recipe, cc)
-        if found is None and t.server_build.tree is not None:
-            return (f"{t.server_build.label()}: not cached, would be built from the tree in its kept build tree "
-                    f"(the first build of a checkout: {recipe.build_time}; later revisions rebuild what changed)")
         if found is None:
-            return (f"{t.server_build.label()}: not cached, would be built from Debian's source, "
-                    f"{recipe.build_time} per build")
+            return f"{t.server_build.label()}: not cached, would be built {_server_built(t.server_build, recipe)}"
         return f"{t.server_build.label()}: cached, " + _lab_binaries(t, found)
     if not (t.binaries or kind.default_binaries):
         raise UserError(kind.binaries_needed)

@@ -22,10 +22,11 @@ from rich.progress import (
 from dbperf.buildlab.builder import Build, build_all
 from dbperf.buildlab.server_build import ServerBuild, build_server, check_can_build, how_built
 from dbperf.buildlab.server_releases import ServerInstall, fetch_release
-from dbperf.buildlab.server_tree import source_words
+from dbperf.buildlab.server_tree import ServerTree, resolve_server_tree, source_words
 from dbperf.errors import UserError
 from dbperf.experiment.build_variants import BuildSpec, ServerBuildSpec
 from dbperf.experiment.model import Experiment
+from dbperf.experiment.user_source import UserTree
 from dbperf.host.driver import library_info
 from dbperf.host.facts import sha256_of
 from dbperf.runner.server_pgo_guard import count_server_guard
@@ -60,12 +61,23 @@ def fetch_releases(e: Experiment, console: Console) -> tuple[Experiment, dict[st
     return replace(e, targets=targets), manifests
 
 
+def _checked(specs: list[ServerBuildSpec]) -> dict[tuple[str, UserTree], ServerTree]:
+    """Every build's tools checked before the first build (each takes minutes, some an hour), and each user's tree
+    read once, as SQLite's are (buildlab/sqlite_origin.py): every build of it, a PGO build's base included, is of
+    that one content, whatever the checkout holds by the time the build starts."""
+    trees: dict[tuple[str, UserTree], ServerTree] = {}
+    for spec in specs:
+        recipe, _ = check_can_build(spec)
+        if spec.tree is not None and (spec.engine, spec.tree) not in trees:
+            trees[(spec.engine, spec.tree)] = resolve_server_tree(spec.engine, recipe, spec.tree)
+    return trees
+
+
 def build_servers(e: Experiment, console: Console) -> tuple[Experiment, dict[str, dict[str, Any]]]:
     """The experiment with every server-from-source target's binaries set (built once, then cached), and each
     such target's build manifest. Server builds run one after another: each uses every core."""
     builds: dict[ServerBuildSpec, ServerBuild] = {}
-    for wanted in dict.fromkeys(t.server_build for t in e.targets if t.server_build is not None):
-        check_can_build(wanted)  # every build's tools before the first build: each takes minutes, some an hour
+    trees = _checked(list(dict.fromkeys(t.server_build for t in e.targets if t.server_build is not None)))
     for t in e.targets:
         spec = t.server_build
         if spec is None or spec in builds:
@@ -78,7 +90,8 @@ def build_servers(e: Experiment, console: Console) -> tuple[Experiment, dict[str
             def step(phase: str, done: int, expected: int, task: TaskID = task, label: str = spec.label()) -> None:
                 progress.update(task, description=f"{label}: {phase}", completed=done, total=max(done, expected))
 
-            builds[spec] = b = build_server(spec, train_server, step, count_server_guard)
+            read = trees.get((spec.engine, spec.tree)) if spec.tree else None
+            builds[spec] = b = build_server(spec, train_server, step, count_server_guard, read)
         how = "cached" if b.cached else how_built(b.manifest)
         console.print(f"  {how} {spec.label()} from {source_words(b.manifest['source'])}  {b.root}",
                       highlight=False, markup=False)
