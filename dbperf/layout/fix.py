@@ -277,7 +277,7 @@ def target_fix(experiment: Path, exp: Experiment, target: Target, benchmark: str
         _say(err, f"dbperf: rebuilding {target.name} with {' '.join(fix_flags(script))} (moves {', '.join(names)}; "
                   "a PGO or BOLT build has no kept tree to relink in)")
     ab_exp, fixed, manifests = built_target(ab_file, target.name + FIXED_SUFFIX, err)
-    relinked = _relinked(target, ab_exp, manifests, work, out) if relinks(target) else {
+    relinked = _relinked(target, ab_exp, manifests, out) if relinks(target) else {
         "relink": False, "why_not": "a PGO or BOLT server build is made in a fresh folder, with no kept tree to "
                                     "relink in: rebuilt whole with both flags, A/B against the target as written",
         "base_cost": None}
@@ -305,7 +305,7 @@ def target_fix(experiment: Path, exp: Experiment, target: Target, benchmark: str
             "ab_cells": len(records), **relinked}
 
 
-def _relinked(target: Target, ab_exp: Experiment, manifests: dict[str, dict[str, Any]], work: Path,
+def _relinked(target: Target, ab_exp: Experiment, manifests: dict[str, dict[str, Any]],
               out: Console) -> dict[str, Any]:
     """What the JSON and the report say of the relink: the A/B's base (its build key and flags), the fixed build's
     key, and the objects both were linked from (how many, and whether the fixed build's are the base's by their
