@@ -1,9 +1,10 @@
 """Building SQLite shared libraries from an amalgamation, cached by what determines the result.
 
 Cache: $DBPERF_CACHE/builds/<key>/ with libsqlite3.so, the object it was linked from (sqlite3.o), build.log and
-manifest.json (written last: a build without a manifest is incomplete and is rebuilt). The key hashes the source (a released version: its SQLite version and
-amalgamation sha256; a user's tree: its content, sqlite_tree.py), the patches' sha256 in their order, the flags, the
-compiler's version and, for PGO, the training set and the version of the profile's proof.
+manifest.json (written last: a build without a manifest is incomplete and is rebuilt). The key hashes the source (a
+released version: its SQLite version and amalgamation sha256; a user's tree: its content, sqlite_tree.py), the
+patches' sha256 in their order, the flags, the compiler's version, for PGO the training set and the version of the
+profile's proof, and a relink's ldflags.
 
 A released amalgamation is compiled where cargo keeps it; with patches, and always for a user's tree, the lab
 compiles its own copy in work/src (exported, patched, and made into an amalgamation when the tree is a source tree),
@@ -34,7 +35,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import msgspec
+from msgspec import structs
 
 from dbperf.build_manifest import BuildManifest, CompilerInfo, ObjectFile, Relink, build_manifest
 from dbperf.buildlab.build_pool import run_at_once
@@ -300,7 +301,7 @@ def _relink(spec: BuildSpec, source: SqliteOrigin, base_dir: Path | None) -> Bui
         if not before == after == recorded:  # another dbperf rebuilt the base meanwhile: nothing proven
             raise UserError(f"{spec.label()}: the base's object changed during the relink ({objects[0]}); "
                             "build again")
-        return _enter(out, msgspec.structs.replace(
+        return _enter(out, structs.replace(
             based, key=key, label=spec.label(source.word), ldflags=list(spec.ldflags), commands=[link],
             library=str(library), library_sha256=sha256_of(str(library)),
             objects=[], relink=Relink(base_key=based.key, ldflags=list(spec.ldflags), objects=[

@@ -162,8 +162,9 @@ def _demo_ab(original: Path, fixed: Path, out: Console) -> dict[str, Any]:
     p = float(mannwhitneyu(a, b, alternative="two-sided").pvalue)
     verdict = ("faster" if mb < ma else "slower") if p < 0.05 else "no significant difference"
     _say(out, f"A/B, reader thread CPU time, {DEMO_AB_REPEATS} interleaved runs of {DEMO_AB_ITERATIONS} reader "
-              f"iterations each: original (-fdata-sections, no fragment) {ma:.2f} ns/iteration ({min(a):.2f}–{max(a):.2f}), fixed {mb:.2f} "
-              f"({min(b):.2f}–{max(b):.2f}); fixed/original {mb / ma:.3f}, Mann-Whitney p={p:.3g}: {verdict}")
+              f"iterations each: original (-fdata-sections, no fragment) {ma:.2f} ns/iteration "
+              f"({min(a):.2f}–{max(a):.2f}), fixed {mb:.2f} ({min(b):.2f}–{max(b):.2f}); fixed/original "
+              f"{mb / ma:.3f}, Mann-Whitney p={p:.3g}: {verdict}")
     return {"unit": "ns of reader thread CPU time per iteration (CLOCK_THREAD_CPUTIME_ID)", "original": a,
             "fixed": b, "median_original": ma,
             "median_fixed": mb, "ratio_fixed_over_original": mb / ma, "p_value": p, "verdict": verdict}
