@@ -25,6 +25,7 @@ from dbperf.experiment.build_variants import ServerBuildSpec
 from dbperf.experiment.spec import parse_experiment
 from dbperf.host.compiler import Compiler
 from dbperf.layout.findings import READ_MOSTLY_SECTION, linker_script
+from dbperf.layout.fix import BASE_SUFFIX, FIXED_SUFFIX, ab_experiment, base_cost_experiment, relinks
 from dbperf.layout.static_map import static_map
 from tests.conftest import run_cli
 
@@ -98,6 +99,35 @@ def test_the_make_relink_gives_the_fragment_to_ldflags_and_removes_the_server_bi
     configure = recipe.commands(tmp_path, tmp_path / "prefix", CC, ["-O2", "-fdata-sections", FRAGMENT], 2)[0]
     assert "CFLAGS=-O2 -fdata-sections" in configure and f"LDFLAGS={FRAGMENT}" in configure
     assert recipe.relink_outputs(tmp_path) == (tmp_path / "src" / "backend" / "postgres",)
+
+
+@pytest.mark.unit
+def test_the_fix_ab_is_the_data_sections_build_against_its_relink_and_the_base_cost_a_run_apart(tmp_path):
+    script = tmp_path / "fragment.ld"
+    exp = tmp_path / "exp.toml"
+    exp.write_text(f'{RUN}threads = [4]\n\n[[target]]\nname = "O2"\nsource = "sqlite@3.54.1"\ncflags = ["-DX=1"]\n'
+                   '\n[[target]]\nname = "ds"\nsource = "sqlite@3.54.1"\ncflags = ["-fdata-sections"]\n')
+    targets = {t.name: t for t in parse_experiment(exp).targets}
+    ab = tmp_path / "ab.toml"
+    ab.write_text(ab_experiment(exp, targets["O2"], "point-query", 4, script))
+    parsed = parse_experiment(ab)
+    base, fixed = (t.build for t in parsed.targets)
+    assert [t.name for t in parsed.targets] == ["O2" + BASE_SUFFIX, "O2" + FIXED_SUFFIX]
+    assert parsed.base == "O2" + BASE_SUFFIX
+    assert base.cflags == fixed.cflags == ("-DX=1", "-fdata-sections") and fixed.relink_base() == base
+    assert fixed.ldflags == (f"-Wl,-T,{script}",) and parsed.threads == (4,)
+    cost = tmp_path / "cost.toml"
+    cost.write_text(base_cost_experiment(exp, targets["O2"], "point-query", 4) or "")
+    parsed = parse_experiment(cost)
+    assert [t.name for t in parsed.targets] == ["O2", "O2" + BASE_SUFFIX] and parsed.base == "O2"
+    assert base_cost_experiment(exp, targets["ds"], "point-query", 4) is None, "the base is the stock build"
+    server = tmp_path / "server.toml"
+    server.write_text(f'{RUN}\n[[target]]\nname = "pgo"\nsource = "mariadb@debian-src"\nbuild = ["O2", "pgo"]\n')
+    (pgo,) = parse_experiment(server).targets
+    assert not relinks(pgo) and relinks(targets["O2"]), "a PGO server has no kept tree to relink in"
+    ab.write_text(ab_experiment(server, pgo, "point-query", 4, script))
+    plain, rebuilt = (t.server_build for t in parse_experiment(ab).targets)
+    assert plain == pgo.server_build and rebuilt.cflags == ("-fdata-sections", f"-Wl,-T,{script}")
 
 
 @pytest.mark.unit
