@@ -177,7 +177,8 @@ def test_a_cmake_ninja_tree_relinked_with_the_fragment_compiles_nothing_and_move
     tree = tmp_path / "src"
     tree.mkdir()
     (tree / "CMakeLists.txt").write_text("cmake_minimum_required(VERSION 3.13)\nproject(toy C)\n"
-                                         "add_executable(toy main.c data.c)\ninstall(TARGETS toy RUNTIME DESTINATION bin)\n")
+                                         "add_executable(toy main.c data.c)\n"
+                                         "install(TARGETS toy RUNTIME DESTINATION bin)\n")
     (tree / "main.c").write_text(TOY_MAIN)
     (tree / "data.c").write_text(TOY_DATA)
     recipe, cc = _Toy(), Compiler("/usr/bin/gcc", "gcc", True, "/usr/bin/g++")
