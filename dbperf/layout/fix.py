@@ -227,8 +227,10 @@ def ab_experiment(experiment: Path, target: Target, benchmark: str, threads: int
     target rebuilt with both flags."""
     run, raw, base = _targets(experiment, target, benchmark, threads)
     if relinks(target):
-        fixed = {**base, "name": target.name + FIXED_SUFFIX,
-                 "ldflags": [*base.get("ldflags", []), *link_flags(script)]}
+        if raw.get("ldflags"):  # its base would be a relink itself, and the fix's not of the A/B's base
+            raise UserError(f"--fix: target {target.name!r} has ldflags of its own; the fix relinks its "
+                            "-fdata-sections build with the fragment alone: drop them")
+        fixed = {**base, "name": target.name + FIXED_SUFFIX, "ldflags": link_flags(script)}
     else:
         base = raw
         fixed = {**raw, "name": target.name + FIXED_SUFFIX, "cflags": [*raw.get("cflags", []), *fix_flags(script)]}
@@ -278,7 +280,7 @@ def target_fix(experiment: Path, exp: Experiment, target: Target, benchmark: str
         _say(err, f"dbperf: rebuilding {target.name} with {' '.join(fix_flags(script))} (moves {', '.join(names)}; "
                   "a PGO or BOLT build has no kept tree to relink in)")
     ab_exp, fixed, manifests = built_target(ab_file, target.name + FIXED_SUFFIX, err)
-    relinked = _relinked(target, ab_exp, manifests, out) if relinks(target) else {
+    relinked: dict[str, Any] = _relinked(target, ab_exp, manifests, out) if relinks(target) else {
         "relink": False, "why_not": "a PGO or BOLT server build is made in a fresh folder, with no kept tree to "
                                     "relink in: rebuilt whole with both flags, A/B against the target as written",
         "base_cost": None}
