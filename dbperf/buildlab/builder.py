@@ -298,7 +298,7 @@ def _relink(spec: BuildSpec, source: SqliteOrigin, base_dir: Path | None) -> Bui
         _run(link, out / "build.log", out, spec)
         after = [sha256_of(str(o)) for o in objects]
         recorded = [o.sha256 for o in based.objects]
-        if not before == after == recorded:  # another dbperf rebuilt the base meanwhile: nothing proven
+        if before != recorded or after != recorded:  # another dbperf rebuilt the base meanwhile: nothing proven
             raise UserError(f"{spec.label()}: the base's object changed during the relink ({objects[0]}); "
                             "build again")
         return _enter(out, structs.replace(

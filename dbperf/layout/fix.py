@@ -28,8 +28,8 @@ from scipy.stats import mannwhitneyu
 
 from dbperf.buildlab.paths import cache_root
 from dbperf.errors import UserError
-from dbperf.host.facts import sha256_of
 from dbperf.experiment.model import Experiment, Target
+from dbperf.host.facts import sha256_of
 from dbperf.layout import build
 from dbperf.layout.check import check, render, result_json, write_json
 from dbperf.layout.dynamic import TraceBudget
