@@ -131,6 +131,24 @@ def test_the_fix_ab_is_the_data_sections_build_against_its_relink_and_the_base_c
 
 
 @pytest.mark.unit
+def test_a_server_relink_says_whether_its_objects_are_its_base_s(tmp_path):
+    spec = ServerBuildSpec("mariadb", cflags=("-fdata-sections",), ldflags=(FRAGMENT,))
+    digest = {"count": 3, "sha256": "a" * 64}
+    incremental = {"objects": digest, "objects_rebuilt": 0}
+
+    def base(objects: dict | None) -> server_build.ServerBuild:
+        manifest = {"key": "basekey", "incremental": {"objects": objects} if objects else {}}
+        return server_build.ServerBuild(tmp_path, tmp_path, manifest, cached=True)
+
+    same = server_build.relink_record(spec, base(digest), incremental)
+    assert same == {"base_key": "basekey", "ldflags": [FRAGMENT], "object_count": 3, "objects_sha256": "a" * 64,
+                    "objects_equal": True, "objects_compiled": 0}
+    assert server_build.relink_record(spec, base({"count": 3, "sha256": "b" * 64}), incremental)["objects_equal"] \
+        is False
+    assert server_build.relink_record(spec, base(None), incremental)["objects_equal"] is None, "an older base"
+
+
+@pytest.mark.unit
 def test_the_objects_digest_changes_with_any_object_and_ignores_other_files(tmp_path):
     (tmp_path / "a").mkdir()
     (tmp_path / "a" / "x.o").write_bytes(b"x")

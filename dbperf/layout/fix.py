@@ -143,7 +143,8 @@ def demo_fix(binary: Path, run: str, line: int | None, json_file: Path | None, m
         "fix": {"moved": names, "linker_script": script.read_text(), "flags": fix_flags(script),
                 "findings_after": [f.line for f in found2], "still_flagged": left, "gone": not left,
                 "sections_after": placed, "fixed_binary": str(fixed), "ab": ab, "relink": True,
-                "base_flags": BASE_FLAGS, "base_binary": str(base), "objects": objects, "base_cost": None}})
+                "base_flags": BASE_FLAGS, "base_binary": str(base), "base_key": None,  # not a build lab's build
+                "objects": objects, "base_cost": None}})
     if json_file is not None:
         write_json(json_file, data)
     if left:
