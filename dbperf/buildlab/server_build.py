@@ -309,8 +309,8 @@ def _build_kept(spec: ServerBuildSpec, recipe: Recipe, cc: Compiler, tree: Build
             since = stamp.stat().st_mtime_ns  # the file system's clock, as the objects' mtimes
             state.finish("tree-build-started", since)
         if spec.ldflags:
-            for output in recipe.relink_outputs(tree.src):
-                output.unlink(missing_ok=True)
+            for linked in recipe.relink_outputs(tree.src):
+                linked.unlink(missing_ok=True)
         start = runner.log.stat().st_size
         runner.run(commands[1:-1], "compiling")
         end = runner.log.stat().st_size  # the count reads the build's lines, not the install's (`install -c`)
