@@ -24,9 +24,26 @@ class CompilerInfo(msgspec.Struct, kw_only=True):
     version: str
 
 
+class ObjectFile(msgspec.Struct, kw_only=True):
+    """An object file a build keeps beside its library (what a relink links again)."""
+    file: str
+    sha256: str
+
+
+class Relink(msgspec.Struct, kw_only=True):
+    """A build that is its base's objects linked again with `ldflags`: the base's key, the objects linked (in the
+    base's entry) and whether they are the ones the base's manifest lists (their sha256 before and after the link)."""
+    base_key: str
+    ldflags: list[str]
+    objects: list[ObjectFile]
+    object_count: int
+    objects_equal: bool
+
+
 class BuildManifest(msgspec.Struct, kw_only=True):
     """What one cached build is: its key, the source it was built from, the flags and compiler, the commands run,
-    PGO's training and profile (None without PGO), the library and its sha256."""
+    PGO's training and profile (None without PGO), the library and its sha256, the object it was linked from, and
+    for a relink (`ldflags`) what it relinked."""
     manifest_version: int = MANIFEST_VERSION
     key: str
     label: str
@@ -39,6 +56,9 @@ class BuildManifest(msgspec.Struct, kw_only=True):
     pgo: dict[str, Any] | None = None
     library: str
     library_sha256: str
+    objects: list[ObjectFile] = []  # kept in the entry; none in builds cached before they were kept
+    ldflags: list[str] = []
+    relink: Relink | None = None
     build_seconds: float | None = None
     built_at: str | None = None
 

@@ -81,6 +81,9 @@ class NinjaLikeRecipe:
     def clean_commands(self, tree: Path) -> list[list[str]]:
         return [["sh", "-c", "rm -f *.o"]]
 
+    def objects_root(self, tree: Path) -> Path:
+        return tree  # where a kept-tree build digests its objects (incremental.objects)
+
 
 class MakeLikeRecipe(NinjaLikeRecipe):
     resumable: ClassVar[bool] = False

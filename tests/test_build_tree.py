@@ -268,6 +268,9 @@ class MakeRecipe:
     def clean_commands(self, tree: Path) -> list[list[str]]:
         return [["make", "clean"]]
 
+    def objects_root(self, tree: Path) -> Path:
+        return tree  # where a kept-tree build digests its objects (incremental.objects)
+
 
 def _lab(where: Path, monkeypatch: pytest.MonkeyPatch, fetches: list[Path]) -> MakeRecipe:
     """The build lab with a stand-in archive (its source: the small Makefile tree) and MakeRecipe."""

@@ -22,7 +22,7 @@ from dbperf.experiment.spec import parse_experiment
 from dbperf.experiment.user_source import PatchFile
 from dbperf.host.compiler import find_compiler
 from dbperf.layout.findings import linker_script
-from dbperf.layout.fix import FIXED_SUFFIX, ab_experiment
+from dbperf.layout.fix import BASE_SUFFIX, FIXED_SUFFIX, ab_experiment
 from dbperf.probes.server_source import cached_files
 
 pytestmark = pytest.mark.unit
@@ -109,8 +109,9 @@ def test_each_patch_set_is_a_build_of_its_own_and_settings_are_not(engine, recip
 
 
 def test_the_layout_fix_goes_on_a_patched_target_as_on_any_other(tmp_path: Path):
-    """`dbperf layout --fix` rebuilds a target with the fragment and -fdata-sections in an A/B experiment written to
-    its work folder: the target's patches, relative to the experiment file, still found there and still in the key."""
+    """`dbperf layout --fix` builds a target with -fdata-sections (the A/B's base) and relinks it with the fragment,
+    in an A/B experiment written to its work folder: the target's patches, relative to the experiment file, still
+    found there and still in the keys; the fixed build is a relink of the base."""
     script = tmp_path / "fragment.ld"
     script.write_text(linker_script(["btr_search_enabled"], 64))
     original = next(t for t in parse_experiment(FILES["mysql"]).targets if t.name == "old-prng")
@@ -118,11 +119,13 @@ def test_the_layout_fix_goes_on_a_patched_target_as_on_any_other(tmp_path: Path)
     ab = tmp_path / "ab" / "ab.toml"
     ab.write_text(ab_experiment(FILES["mysql"], original, "update-index", 2, script))
     targets = {t.name: t.server_build for t in parse_experiment(ab).targets}
-    plain, fixed = targets["old-prng"], targets["old-prng" + FIXED_SUFFIX]
-    assert original.server_build is not None and plain is not None and fixed is not None
+    assert sorted(targets) == ["old-prng" + BASE_SUFFIX, "old-prng" + FIXED_SUFFIX]
+    base, fixed = targets["old-prng" + BASE_SUFFIX], targets["old-prng" + FIXED_SUFFIX]
+    assert original.server_build is not None and base is not None and fixed is not None
     assert [(p.path, p.sha256) for p in fixed.patches] == [(p.path, p.sha256) for p in original.server_build.patches]
-    assert fixed.cflags == ("-fdata-sections", f"-Wl,-T,{script}") and not plain.cflags
+    assert base.cflags == fixed.cflags == ("-fdata-sections",) and not original.server_build.cflags
+    assert fixed.ldflags == (f"-Wl,-T,{script}",) and fixed.relink_base() == base
     cc = find_compiler()
     key = {name: server_build._key(s, "mysql-9.7", "9.7.2-4", cc, MYSQL) for name, s in
-           (("original", original.server_build), ("plain", plain), ("fixed", fixed))}
-    assert key["plain"] == key["original"] != key["fixed"]
+           (("original", original.server_build), ("base", base), ("fixed", fixed))}
+    assert len(set(key.values())) == 3

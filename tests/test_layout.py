@@ -271,6 +271,11 @@ def test_demo_fix_moves_the_flag_rechecks_and_measures(tmp_path):
     assert fix["sections_after"] == {"demo_search_enabled": ".data.read_mostly"}
     assert "INSERT AFTER .data" in fix["linker_script"] and "-fdata-sections" in fix["flags"]
     assert tmp_path in Path(fix["fixed_binary"]).parents, "the rebuilt demo is kept beside the JSON that names it"
+    # the A/B's base is the same object linked without the fragment
+    assert fix["relink"] is True and fix["base_flags"] == ["-fdata-sections"] and fix["objects"]["equal"] is True
+    assert Path(fix["base_binary"]).parent == Path(fix["fixed_binary"]).parent
+    assert {o.name: o.section for o in static_map(Path(fix["base_binary"]), None).objects}[
+        "demo_search_enabled"] != ".data.read_mostly"
     ab = fix["ab"]
     assert len(ab["original"]) == len(ab["fixed"]) >= 5 and all(x > 0 for x in ab["original"] + ab["fixed"])
     assert "after the fix:" in proc.stdout and "A/B" in proc.stdout

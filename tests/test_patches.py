@@ -143,6 +143,9 @@ class CopyingRecipe:
     def clean_commands(self, tree: Path) -> list[list[str]]:
         return []
 
+    def objects_root(self, tree: Path) -> Path:
+        return tree  # where a kept-tree build digests its objects (incremental.objects)
+
 
 def test_a_server_from_debian_source_takes_the_patches_after_debians_own(where, monkeypatch, tmp_path: Path):
     """The pipeline of a server build with the fetch stood in for: the patches land on the unpacked source before the

@@ -82,9 +82,9 @@ def tree_identity(source: dict[str, Any], flags: list[str], cc: Compiler, option
     other: -fprofile-generate against -fprofile-use), so their objects could never be shared with the base's tree:
     given their own flags here, they key trees of their own. (They are built in fresh folders for now: gcc names
     each profile after its object's path, so the two would also have to agree on one path; see server_build.py.)
-    Link-only flags (-Wl,...) are in `flags` too: make does not relink when only they change; a build that differs
-    from its base by its link alone (a layout fix) could share the base's tree where the build tool tracks its link
-    commands (ninja: each command's hash), a recipe's own choice."""
+    Link-only flags given as `cflags` (-Wl,...) are in `flags` too; a target's `ldflags` are not: a build that
+    differs from its base by them alone (a relink: the layout fix) shares the base's tree, where ninja relinks what
+    their change touched and make relinks what the recipe removed (Recipe.relink_outputs; server_build.py)."""
     return {"source": source, "flags": flags, "compiler": {"path": cc.path, "cxx": cc.cxx, "version": cc.version},
             "recipe": list(options)}
 

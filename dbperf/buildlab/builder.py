@@ -1,13 +1,19 @@
 """Building SQLite shared libraries from an amalgamation, cached by what determines the result.
 
-Cache: $DBPERF_CACHE/builds/<key>/ with libsqlite3.so, build.log and manifest.json (written last: a build without a
-manifest is incomplete and is rebuilt). The key hashes the source (a released version: its SQLite version and
-amalgamation sha256; a user's tree: its content, sqlite_tree.py), the patches' sha256 in their order, the flags, the
-compiler's version and, for PGO, the training set and the version of the profile's proof.
+Cache: $DBPERF_CACHE/builds/<key>/ with libsqlite3.so, the object it was linked from (sqlite3.o), build.log and
+manifest.json (written last: a build without a manifest is incomplete and is rebuilt). The key hashes the source (a
+released version: its SQLite version and amalgamation sha256; a user's tree: its content, sqlite_tree.py), the
+patches' sha256 in their order, the flags, the compiler's version, for PGO the training set and the version of the
+profile's proof, and a relink's ldflags.
 
 A released amalgamation is compiled where cargo keeps it; with patches, and always for a user's tree, the lab
 compiles its own copy in work/src (exported, patched, and made into an amalgamation when the tree is a source tree),
 removed once the library is built.
+
+A target with `ldflags` (linker options alone, such as the fragment of `dbperf layout --fix`) is a relink: its base
+(the same build without them) from the cache with its object, or built now, and that object linked again with the
+base's own link command and the ldflags. Its manifest says the base's key and that the object linked is the one
+the base lists (sha256 before and after the link): the two libraries differ by their link alone.
 
 A PGO build proves its profile before it is cached (profile_proof.py), then passes the guard (pgo_guard.py): fewer
 instructions per query than its base on its own training workload. A build that fails either is refused in one line
@@ -29,7 +35,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from dbperf.build_manifest import BuildManifest, CompilerInfo, build_manifest
+from msgspec import structs
+
+from dbperf.build_manifest import BuildManifest, CompilerInfo, ObjectFile, Relink, build_manifest
 from dbperf.buildlab.build_pool import run_at_once
 from dbperf.buildlab.patches import apply_patches, with_patches
 from dbperf.buildlab.paths import cache_root
@@ -48,6 +56,7 @@ from dbperf.records import to_builtins
 from dbperf.run_meta import MetaError, encode_file
 
 LIBS = ["-lpthread", "-ldl", "-lm"]
+OBJECT = "sqlite3.o"  # kept in the cache entry beside the library: what a relink links again
 TAIL_LINES = 6
 # One build of a key at a time in this process: a PGO build builds its base too, which the experiment may be
 # building in another thread.
@@ -78,6 +87,8 @@ def build_key(spec: BuildSpec, source: SqliteOrigin, compiler: Compiler, base_di
     }
     if spec.patches:  # only then: the keys of builds without patches stay as they were
         identity["patches"] = [p.sha256 for p in spec.patches]
+    if spec.ldflags:  # only then, as patches
+        identity["ldflags"] = list(spec.ldflags)
     return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:20]
 
 
@@ -98,19 +109,27 @@ def _compile(cc: Compiler, flags: list[str], folder: Path, work: Path, log: Path
              extra: list[str], spec: BuildSpec) -> list[list[str]]:
     """Compiles folder/sqlite3.c to work/sqlite3.o and links work/libsqlite3.so. The object path is the same for
     the instrumented and the profile-using build, because gcc names the profile after it."""
-    obj = work / "sqlite3.o"
-    lib = work / "libsqlite3.so"
+    obj = work / OBJECT
     compile_cmd = [cc.path, *flags, *extra, "-fPIC", "-c", str(folder / "sqlite3.c"), "-o", str(obj)]
-    link_cmd = [cc.path, *flags, *extra, "-shared", "-o", str(lib), str(obj), *LIBS]
+    link_cmd = link_command(cc, [*flags, *extra], obj, work / "libsqlite3.so")
     for cmd in (compile_cmd, link_cmd):
-        with open(log, "a") as f:
-            f.write("$ " + " ".join(cmd) + "\n")
-            f.flush()
-            proc = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, cwd=work)
-        if proc.returncode != 0:
-            tail = " | ".join(log.read_text().strip().splitlines()[-TAIL_LINES:])
-            raise UserError(f"build of {spec.label()} failed (log {log}): {tail}")
+        _run(cmd, log, work, spec)
     return [compile_cmd, link_cmd]
+
+
+def link_command(cc: Compiler, flags: list[str], obj: Path, lib: Path) -> list[str]:
+    """The link of the library from its object: the build's and, with ldflags after it, a relink's."""
+    return [cc.path, *flags, "-shared", "-o", str(lib), str(obj), *LIBS]
+
+
+def _run(cmd: list[str], log: Path, cwd: Path, spec: BuildSpec) -> None:
+    with open(log, "a") as f:
+        f.write("$ " + " ".join(cmd) + "\n")
+        f.flush()
+        proc = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, cwd=cwd)
+    if proc.returncode != 0:
+        tail = " | ".join(log.read_text().strip().splitlines()[-TAIL_LINES:])
+        raise UserError(f"build of {spec.label()} failed (log {log}): {tail}")
 
 
 def _profile_files(profile_dir: Path) -> list[dict[str, Any]]:
@@ -175,22 +194,43 @@ def _build_pgo(cc: Compiler, spec: BuildSpec, source: SqliteOrigin, folder: Path
             "guard": {**checked, "base_key": base.manifest["key"]}, "commands": instrumented + used}
 
 
-def build(spec: BuildSpec, source: SqliteOrigin, base_dir: Path | None = None) -> Build:
+def build(spec: BuildSpec, source: SqliteOrigin, base_dir: Path | None = None, need_object: bool = False) -> Build:
+    """The build of `spec`, from the cache or made now; `need_object`: a cached build whose object is not kept
+    (cached before objects were) is made again."""
+    if spec.ldflags:
+        return _relink(spec, source, base_dir)
     cc = find_compiler()
     key = build_key(spec, source, cc, base_dir)
+    with _key_lock(key):
+        return _build(spec, source, base_dir, cc, key, need_object)
+
+
+def _key_lock(key: str) -> threading.Lock:
     with _KEY_LOCKS_GUARD:
-        lock = _KEY_LOCKS.setdefault(key, threading.Lock())
-    with lock:
-        return _build(spec, source, base_dir, cc, key)
+        return _KEY_LOCKS.setdefault(key, threading.Lock())
 
 
-def _build(spec: BuildSpec, source: SqliteOrigin, base_dir: Path | None, cc: Compiler, key: str) -> Build:
-    out = builds_dir() / key
-    manifest_path = out / "manifest.json"
-    cached = _cached_manifest(manifest_path)
+def _kept_objects(out: Path, manifest: BuildManifest) -> bool:
+    """Whether the cache entry `out` holds the objects its manifest lists, unchanged."""
+    return bool(manifest.objects) and all((out / o.file).is_file() and sha256_of(str(out / o.file)) == o.sha256
+                                          for o in manifest.objects)
+
+
+def _cached_build(out: Path, need_object: bool = False) -> Build | None:
+    """The build in the cache entry `out`, when it is whole (its manifest, and its library unchanged)."""
+    cached = _cached_manifest(out / "manifest.json")
     library = out / "libsqlite3.so"
-    if cached is not None and library.is_file() and sha256_of(str(library)) == cached.library_sha256:
-        return Build(library, to_builtins(cached), cached=True)
+    if cached is None or not library.is_file() or sha256_of(str(library)) != cached.library_sha256:
+        return None
+    return Build(library, to_builtins(cached), cached=True) if not need_object or _kept_objects(out, cached) else None
+
+
+def _build(spec: BuildSpec, source: SqliteOrigin, base_dir: Path | None, cc: Compiler, key: str,
+           need_object: bool = False) -> Build:
+    out = builds_dir() / key
+    found = _cached_build(out, need_object)
+    if found is not None:
+        return found
     shutil.rmtree(out, ignore_errors=True)
     work = out / "work"
     work.mkdir(parents=True)
@@ -205,7 +245,7 @@ def _build(spec: BuildSpec, source: SqliteOrigin, base_dir: Path | None, cc: Com
         commands = _compile(cc, spec.flags(), folder, work, log, [], spec)
     library = out / "libsqlite3.so"
     os.replace(work / "libsqlite3.so", library)
-    (work / "sqlite3.o").unlink(missing_ok=True)
+    os.replace(work / OBJECT, out / OBJECT)
     facts = with_patches(source.provenance(folder), spec.patches)
     shutil.rmtree(work / "src", ignore_errors=True)  # the lab's copy of the source, when it made one
     manifest = BuildManifest(
@@ -220,13 +260,55 @@ def _build(spec: BuildSpec, source: SqliteOrigin, base_dir: Path | None, cc: Com
         pgo=pgo,
         library=str(library),
         library_sha256=sha256_of(str(library)),
+        objects=[ObjectFile(file=OBJECT, sha256=sha256_of(str(out / OBJECT)))],
         build_seconds=round(time.monotonic() - started, 1),
         built_at=datetime.now(UTC).isoformat(timespec="seconds"),
     )
+    return _enter(out, manifest)
+
+
+def _enter(out: Path, manifest: BuildManifest) -> Build:
+    """The manifest written last, in one step: the entry is whole."""
     tmp = out / "manifest.json.tmp"
     tmp.write_bytes(encode_file(manifest))
-    os.replace(tmp, manifest_path)
-    return Build(library, to_builtins(manifest), cached=False)
+    os.replace(tmp, out / "manifest.json")
+    return Build(Path(manifest.library), to_builtins(manifest), cached=False)
+
+
+def _relink(spec: BuildSpec, source: SqliteOrigin, base_dir: Path | None) -> Build:
+    """`spec`'s base (from the cache with its object, or built now) linked again: the base's link command (its
+    flags, and a PGO build's profile flags) with `spec.ldflags` after it, the object read from the base's entry."""
+    cc = find_compiler()
+    key = build_key(spec, source, cc, base_dir)
+    base = build(spec.relink_base(), source, base_dir, need_object=True)
+    with _key_lock(key):
+        out = builds_dir() / key
+        found = _cached_build(out)
+        if found is not None:
+            return found
+        shutil.rmtree(out, ignore_errors=True)
+        out.mkdir(parents=True)
+        started = time.monotonic()
+        based = build_manifest(base.manifest)
+        objects = [base.library.parent / o.file for o in based.objects]
+        before = [sha256_of(str(o)) for o in objects]
+        library = out / "libsqlite3.so"
+        extra = list((based.pgo or {}).get("profile_use_flags", []))
+        link = [*link_command(cc, [*spec.flags(), *extra], objects[0], library), *spec.ldflags]
+        _run(link, out / "build.log", out, spec)
+        after = [sha256_of(str(o)) for o in objects]
+        recorded = [o.sha256 for o in based.objects]
+        if before != recorded or after != recorded:  # another dbperf rebuilt the base meanwhile: nothing proven
+            raise UserError(f"{spec.label()}: the base's object changed during the relink ({objects[0]}); "
+                            "build again")
+        return _enter(out, structs.replace(
+            based, key=key, label=spec.label(source.word), ldflags=list(spec.ldflags), commands=[link],
+            library=str(library), library_sha256=sha256_of(str(library)),
+            objects=[], relink=Relink(base_key=based.key, ldflags=list(spec.ldflags), objects=[
+                ObjectFile(file=str(o), sha256=h) for o, h in zip(objects, after, strict=True)],
+                object_count=len(objects), objects_equal=True),
+            build_seconds=round(time.monotonic() - started, 1),
+            built_at=datetime.now(UTC).isoformat(timespec="seconds")))
 
 
 def _cached_manifest(path: Path) -> BuildManifest | None:

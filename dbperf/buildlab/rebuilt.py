@@ -1,10 +1,14 @@
 """How many objects a build in a kept build tree compiled (its manifest's `objects_rebuilt`), read from what the
 build tool leaves: make's own lines (one per command it runs), ninja's log (.ninja_log: one entry per output it
-wrote, with the output's mtime)."""
+wrote, with the output's mtime); and the digest of the objects a tree holds, which a relink compares with its
+base's."""
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 OBJECT_SUFFIXES = (".o", ".obj")
 
@@ -25,3 +29,15 @@ def ninja_rebuilt(log: str, since_ns: int) -> int:
             continue
         last[fields[3]] = int(fields[2])
     return sum(1 for output, mtime in last.items() if output.endswith(OBJECT_SUFFIXES) and mtime >= since_ns)
+
+
+def objects_digest(root: Path) -> dict[str, Any]:
+    """The object files under `root` (a kept tree's build folder) and one sha256 over them all (each file's path
+    relative to `root` and content digest, in path order): equal digests, the same objects. What a relink compares
+    with its base's (server_build.py)."""
+    total = hashlib.sha256()
+    count = 0
+    for path in sorted(p for p in root.rglob("*") if p.suffix in OBJECT_SUFFIXES and p.is_file()):
+        total.update(f"{path.relative_to(root)}\0{hashlib.sha256(path.read_bytes()).hexdigest()}\n".encode())
+        count += 1
+    return {"count": count, "sha256": total.hexdigest()}

@@ -47,6 +47,7 @@ from dbperf.buildlab.pgo_guard import GuardCannotRun, GuardCounts, figures, refu
 from dbperf.buildlab.profile_proof import NOTES_FLAG, PROOF_VERSION, fresh_profile_dir, missing_profiles, prove
 from dbperf.buildlab.profile_proof import Training as TrainingFacts
 from dbperf.buildlab.profile_scope import Stage, profile_scope, scope_refusal
+from dbperf.buildlab.rebuilt import objects_digest
 from dbperf.buildlab.recipes import Recipe, recipe_for
 from dbperf.buildlab.resume import STATE, BuildState, ResumeRecord, children_cpu_seconds, read_resume
 from dbperf.buildlab.server_bolt import Training, bolt_identity, bolt_server, bolt_tools
@@ -111,6 +112,8 @@ def _key(spec: ServerBuildSpec, package: str, version: str, cc: Compiler, recipe
                             "training": training_identity(training_workloads(SERVER_TRAINING))}
     if spec.patches:  # only then, as bolt above
         identity["patches"] = [p.sha256 for p in spec.patches]
+    if spec.ldflags:  # only then, as bolt above
+        identity["ldflags"] = list(spec.ldflags)
     return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:20]
 
 
@@ -169,8 +172,10 @@ def build_server(spec: ServerBuildSpec, train: Training, on_progress: Progress |
     user's tree of `spec` as read before (an experiment reads each once, so that its builds, and a PGO build's base,
     are of one content), else read here."""
     recipe, cc = check_can_build(spec)
+    # a relink: its base first (from the cache or built now), in the kept tree the relink shares
+    base = build_server(spec.relink_base(), train, on_progress, guard, tree) if spec.ldflags else None
     if spec.tree is not None:
-        return _build_from_tree(spec, recipe, cc, on_progress, train, guard, tree)
+        return _build_from_tree(spec, recipe, cc, on_progress, train, guard, tree, base)
     apt, package, versions = candidate_versions(spec.engine)
     builds = server_cache() / "build"
     builds.mkdir(parents=True, exist_ok=True)
@@ -182,7 +187,7 @@ def build_server(spec: ServerBuildSpec, train: Training, on_progress: Progress |
             return _guarded_cached(spec, found, train, on_progress, guard) if spec.pgo else found
         sweep_abandoned(builds)  # staging directories of builds killed outright
         if in_kept_tree(spec):
-            built = _build_in_tree(spec, recipe, cc, apt, package, version, key, on_progress, skipped)
+            built = _build_in_tree(spec, recipe, cc, apt, package, version, key, on_progress, skipped, base)
             if built is None:
                 continue
             return built
@@ -209,7 +214,8 @@ def in_kept_tree(spec: ServerBuildSpec) -> bool:
 
 
 def _build_in_tree(spec: ServerBuildSpec, recipe: Recipe, cc: Compiler, apt: PrivateApt, package: str, version: str,
-                   key: str, on_progress: Progress | None, skipped: list[str]) -> ServerBuild | None:
+                   key: str, on_progress: Progress | None, skipped: list[str],
+                   base: ServerBuild | None = None) -> ServerBuild | None:
     """A build in the kept tree of its source, flags and compiler (build_tree.py), the source fetched into it if
     new; None when the archive does not serve this version (said in `skipped`). PGO and BOLT builds are not made
     in kept trees yet: PGO's two builds would need trees of their own (build_tree.tree_identity) agreeing on one
@@ -230,7 +236,7 @@ def _build_in_tree(spec: ServerBuildSpec, recipe: Recipe, cc: Compiler, apt: Pri
         # The tree keeps the objects of a build that did not finish; a resumable one's staging keeps its time too.
         with _staged(builds, key, recipe, spec) as (work, state):
             changed = tree.switch(spec.patches, work / "build.log", spec.label())
-            return _build_kept(spec, recipe, cc, tree, changed, key, work, builds / key, on_progress, state)
+            return _build_kept(spec, recipe, cc, tree, changed, key, work, builds / key, on_progress, state, base)
 
 
 def tree_build_key(spec: ServerBuildSpec, tree: ServerTree, recipe: Recipe, cc: Compiler) -> str:
@@ -239,11 +245,13 @@ def tree_build_key(spec: ServerBuildSpec, tree: ServerTree, recipe: Recipe, cc: 
 
 
 def _build_from_tree(spec: ServerBuildSpec, recipe: Recipe, cc: Compiler, on_progress: Progress | None,
-                     train: Training, guard: Guard | None, read: ServerTree | None = None) -> ServerBuild:
+                     train: Training, guard: Guard | None, read: ServerTree | None = None,
+                     base: ServerBuild | None = None) -> ServerBuild:
     """A build of the user's tree (server_tree.py: `read` before, or read now), from the cache (its key the tree's
     content and patches) or made now: in the kept tree of the checkout, or for PGO and BOLT in a fresh folder, the
     tree exported into it. A PGO build's base is built from the same read of the tree: a revision by its git tree,
-    whatever its branch names by then; a tree as it is refused if its files changed since (user_tree.py)."""
+    whatever its branch names by then; a tree as it is refused if its files changed since (user_tree.py). A relink
+    (`base` the build it relinks) only links, in the kept tree it shares with its base."""
     assert spec.tree is not None
     tree = read or resolve_server_tree(spec.engine, recipe, spec.tree)
     builds = server_cache() / "build"
@@ -272,7 +280,7 @@ def _build_from_tree(spec: ServerBuildSpec, recipe: Recipe, cc: Compiler, on_pro
             on_progress(f"syncing {tree.snapshot.word} into its kept tree", 0, 0)
         changed = kept.switch(spec.patches, work / "build.log", spec.label(), tree.refresh(kept.root))
         kept.set_source(tree.provenance())
-        return _build_kept(spec, recipe, cc, kept, changed, key, work, builds / key, on_progress, state)
+        return _build_kept(spec, recipe, cc, kept, changed, key, work, builds / key, on_progress, state, base)
 
 
 @contextmanager
@@ -299,14 +307,18 @@ def _staged(builds: Path, key: str, recipe: Recipe, spec: ServerBuildSpec) -> It
 
 
 def _build_kept(spec: ServerBuildSpec, recipe: Recipe, cc: Compiler, tree: BuildTree, changed: int, key: str,
-                work: Path, final: Path, on_progress: Progress | None, state: BuildState) -> ServerBuild:
-    """Configures the kept tree if it is new (or its configure command changed: ccache came or went), builds (make
-    or ninja rebuild what the switch of patches changed, ccache serves what went back and forth) and installs into
-    the tree's prefix, which is moved into work/install; then into `final` as every build."""
+                work: Path, final: Path, on_progress: Progress | None, state: BuildState,
+                base: ServerBuild | None = None) -> ServerBuild:
+    """Configures the kept tree if it is new (or its configure command changed: ccache came or went, or a relink's
+    linker flags), builds (make or ninja rebuild what the switch of patches changed, ccache serves what went back
+    and forth; a relink, `base` the build it relinks, only links) and installs into the tree's prefix, which is
+    moved into work/install; then into `final` as every build."""
     ccache = find_ccache(server_cache() / "ccache", tree.root.parent, work / "ccache-stats.log")
     launcher = ccache.program if ccache else ""
     jobs = os.cpu_count() or 1
-    commands = recipe.commands(tree.src, tree.prefix, replace(cc, launcher=launcher), spec.flags(), jobs)
+    # ldflags are -Wl,... options, which every recipe gives its links alone: the compiles are the base's
+    commands = recipe.commands(tree.src, tree.prefix, replace(cc, launcher=launcher), [*spec.flags(), *spec.ldflags],
+                               jobs)
     runner = _Runner(spec, recipe, tree.src, work / "build.log", on_progress, state)
     runner.env = ccache.environment() if ccache else {}
     reused, configure = tree.reused, tree.record.configured != commands[0]  # new, or another launcher
@@ -330,6 +342,9 @@ def _build_kept(spec: ServerBuildSpec, recipe: Recipe, cc: Compiler, tree: Build
             stamp.touch()
             since = stamp.stat().st_mtime_ns  # the file system's clock, as the objects' mtimes
             state.finish("tree-build-started", since)
+        if spec.ldflags:
+            for linked in recipe.relink_outputs(tree.src):
+                linked.unlink(missing_ok=True)
         start = runner.log.stat().st_size
         runner.run(commands[1:-1], "compiling")
         end = runner.log.stat().st_size  # the count reads the build's lines, not the install's (`install -c`)
@@ -349,10 +364,24 @@ def _build_kept(spec: ServerBuildSpec, recipe: Recipe, cc: Compiler, tree: Build
     tree.finished()
     incremental = {"tree": str(tree.root), "reused": reused, "configured": configure, "cleaned": clean,
                    "files_switched": changed, "objects_rebuilt": recipe.rebuilt_objects(tree.src, since, output),
-                   "ccache": ccache.counts() if ccache else {"missing": MISSING}}
+                   "ccache": ccache.counts() if ccache else {"missing": MISSING},
+                   "objects": objects_digest(recipe.objects_root(tree.src))}
     provenance = with_patches(tree.record.provenance or {}, spec.patches)
+    relinked = {"ldflags": list(spec.ldflags), "relink": relink_record(spec, base, incremental)} if base else {}
     return _enter(spec, recipe, cc, provenance, key, work, final, commands, jobs, runner, state,
-                  {"pgo": None, "bolt": None, "incremental": incremental})
+                  {"pgo": None, "bolt": None, "incremental": incremental, **relinked})
+
+
+def relink_record(spec: ServerBuildSpec, base: ServerBuild, incremental: dict[str, Any]) -> dict[str, Any]:
+    """What a relink says of its base: the base's key, and whether its objects are the base's (the digest of every
+    object in the kept tree after the link against the one the base's manifest records; None for a base built
+    before builds recorded it) and how many the relink compiled (none, unless the tree held another patch set)."""
+    recorded = (base.manifest.get("incremental") or {}).get("objects") or {}
+    objects = incremental["objects"]
+    return {"base_key": base.manifest["key"], "ldflags": list(spec.ldflags),
+            "object_count": objects["count"], "objects_sha256": objects["sha256"],
+            "objects_equal": recorded.get("sha256") == objects["sha256"] if recorded else None,
+            "objects_compiled": incremental["objects_rebuilt"]}
 
 
 def _clear_partial_fetch(work: Path) -> None:

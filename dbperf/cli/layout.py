@@ -23,8 +23,8 @@ def layout(
     line: Annotated[Optional[int], typer.Option(help="cache line bytes, 64 or 128 (default: from the ELF "
                                                      "machine)")] = None,
     json_file: Annotated[Optional[str], typer.Option("--json", help="write the map and findings as JSON")] = None,
-    fix: Annotated[bool, typer.Option("--fix", help="rebuild with the remedy, recheck, and A/B the workload")]
-    = False,
+    fix: Annotated[bool, typer.Option("--fix", help="relink with the remedy (the A/B's base: the target built "
+                                                    "with -fdata-sections), recheck, and A/B the workload")] = False,
     demo: Annotated[bool, typer.Option("--demo", help="check the repo's demo program (the pattern of MySQL "
                                                       "bug #97777 and decoys)")] = False,
     mode: Annotated[str, typer.Option(help="auto, simulated or hardware (perf mem)")] = "auto",

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from dbperf.errors import UserError
@@ -29,6 +29,9 @@ MAX_TRAIN_SECONDS = 3600.0
 # A flag is one compiler argument; it never passes through a shell, but refuse anything that is not an option.
 FLAG = re.compile(r"^-[A-Za-z0-9][A-Za-z0-9_=.,+:/-]*$")
 VERSION = re.compile(r"^\d+\.\d+\.\d+$")
+# An `ldflags` option is one for the linker alone (-Wl,...): every recipe routes those to its links only, so a build
+# with them differs from the build without them by its link (a relink, its objects the same).
+LINK_FLAG = re.compile(r"^-Wl,[A-Za-z0-9_=.,+:/-]+$")
 
 
 @dataclass(frozen=True)
@@ -41,6 +44,7 @@ class BuildSpec:
     pgo_train_seconds: float = DEFAULT_TRAIN_SECONDS
     tree: UserTree | None = None  # a user's tree instead of a released version (experiment/user_source.py)
     patches: tuple[PatchFile, ...] = ()  # applied in order on the lab's copy of the source
+    ldflags: tuple[str, ...] = ()  # linker options: the build without them (its base) linked again with them
 
     @property
     def pgo(self) -> bool:
@@ -49,11 +53,21 @@ class BuildSpec:
     def flags(self) -> list[str]:
         return compile_flags(self.variants, self.cflags)
 
+    def relink_base(self) -> BuildSpec:
+        """What a build with `ldflags` relinks: the same build without them."""
+        return replace(self, ldflags=())
+
     def label(self, origin: str | None = None) -> str:
         """`origin`: how the build lab names the source it read (a tree's commit), else as the experiment does."""
-        parts = [*self.variants, *self.cflags, *pgo_words(self.pgo_partial_training, self.pgo_train_seconds)]
+        parts = [*self.variants, *self.cflags, *pgo_words(self.pgo_partial_training, self.pgo_train_seconds),
+                 *link_words(self.ldflags)]
         word = origin or (self.tree.word if self.tree else self.sqlite_version)
         return f"sqlite@{word}{patch_words(self.patches)} [{' '.join(parts)}]"
+
+
+def link_words(ldflags: tuple[str, ...]) -> list[str]:
+    """How a build label says its link-only options (a relink of the build without them)."""
+    return [f"relinked {' '.join(ldflags)}"] if ldflags else []
 
 
 def pgo_words(partial: bool, seconds: float) -> list[str]:
@@ -93,10 +107,15 @@ class ServerBuildSpec:
     lean: bool = False  # the engine's leaner recipe (buildlab/recipes/: MySQL's leaves out what the lab never runs)
     tree: UserTree | None = None  # the user's checkout instead of Debian's source (origin "tree")
     pgo_scope: str = WHOLE_PROGRAM  # one of PGO_SCOPES
+    ldflags: tuple[str, ...] = ()  # linker options: the build without them relinked in its kept tree
 
     @property
     def pgo(self) -> bool:
         return "pgo" in self.variants
+
+    def relink_base(self) -> ServerBuildSpec:
+        """What a build with `ldflags` relinks: the same build without them."""
+        return replace(self, ldflags=())
 
     @property
     def bolt(self) -> bool:
@@ -109,7 +128,7 @@ class ServerBuildSpec:
         with_compiler = f" with {self.compiler}" if self.compiler else ""
         parts = [*self.variants, *self.cflags, *pgo_words(self.pgo_partial_training, self.pgo_train_seconds),
                  *([f"{self.pgo_scope}-profile"] if self.pgo_scope != WHOLE_PROGRAM else []),
-                 *(["lean"] if self.lean else [])]
+                 *(["lean"] if self.lean else []), *link_words(self.ldflags)]
         return f"{self.engine}@{self._source_word()}{patch_words(self.patches)} [{' '.join(parts)}]{with_compiler}"
 
     def _source_word(self) -> str:
@@ -142,6 +161,15 @@ def _variants_and_cflags(raw: dict[str, object], where: str) -> tuple[tuple[str,
     if not isinstance(cflags, list) or not all(isinstance(f, str) and FLAG.match(f) for f in cflags):
         raise UserError(f"{where}.cflags: expected a list of compiler options such as \"-DSQLITE_THREADSAFE=0\"")
     return tuple(dict.fromkeys(variants)), tuple(cflags)
+
+
+def _ldflags(raw: dict[str, object], where: str) -> tuple[str, ...]:
+    """`ldflags`, checked: options for the linker alone (-Wl,...), which no compile sees."""
+    ldflags = raw.get("ldflags", [])
+    if not isinstance(ldflags, list) or not all(isinstance(f, str) and LINK_FLAG.match(f) for f in ldflags):
+        raise UserError(f"{where}.ldflags: expected a list of linker options such as \"-Wl,-T,read_mostly.ld\" "
+                        "(-Wl,... only: the build is its base's objects linked again)")
+    return tuple(ldflags)
 
 
 def _pgo_options(raw: dict[str, object], variants: tuple[str, ...], where: str) -> tuple[bool, float]:
@@ -177,8 +205,12 @@ def parse_server_build(raw: dict[str, object], engine: str, origin: str, where: 
     lean = raw.get("lean", False)
     if not isinstance(lean, bool):
         raise UserError(f"{where}.lean: expected true or false")
+    ldflags = _ldflags(raw, where)
+    if ldflags and ("pgo" in variants or "bolt" in variants):
+        raise UserError(f"{where}.ldflags: a server is relinked in the kept build tree of its base, and pgo and "
+                        "bolt builds are made in fresh folders: drop ldflags or pgo and bolt")
     return ServerBuildSpec(engine, origin, variants, cflags, compiler, partial, seconds, patches, lean, tree,
-                           _pgo_scope(raw, variants, where))
+                           pgo_scope=_pgo_scope(raw, variants, where), ldflags=ldflags)
 
 
 def _pgo_scope(raw: dict[str, object], variants: tuple[str, ...], where: str) -> str:
@@ -216,4 +248,5 @@ def parse_build(raw: dict[str, object], sqlite_version: str, where: str, tree: U
             "pgo" in variants and not pgo_train):
         raise UserError(f"{where}.pgo_train: expected a non-empty list of workload names or files")
     partial, seconds = _pgo_options(raw, ordered, where)
-    return BuildSpec(sqlite_version, ordered, cflags, tuple(pgo_train), partial, seconds, tree, patches)
+    return BuildSpec(sqlite_version, ordered, cflags, tuple(pgo_train), partial, seconds, tree, patches,
+                     _ldflags(raw, where))

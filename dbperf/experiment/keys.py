@@ -246,6 +246,9 @@ TARGET = (
     Key("build", "list of variants",
         "O2 | O3, native, lto, frame-pointers, pgo (with source); bolt (servers from source)", "[\"O2\"]"),
     Key("cflags", "list of options", "compiler options appended last (with source)", "[]"),
+    Key("ldflags", "list of -Wl,... options", "linker options alone (with source): the build is the same build "
+        "without them linked again, its objects the same (SQLite's kept object; a server's kept build tree); "
+        "`dbperf layout --fix` relinks with its fragment this way", "[]"),
     Key("compiler", "\"clang-16\"", "servers built from source: Debian's clang-16 instead of the user's CC",
         "CC (gcc)"),
     Key("lean", "boolean", "servers built from source: the engine's leaner recipe (MySQL: system ICU, zstd, lz4, "

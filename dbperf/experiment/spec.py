@@ -48,7 +48,7 @@ SERVER_KEYS = {"binaries", "dsn", "password_env", "password_file", "port", "sock
 # Server settings end up in postgresql.conf or my.cnf: plain words, numbers, sizes and paths only.
 SERVER_SETTING_NAME = re.compile(r"^[a-z_][a-z0-9_.-]*$")
 SERVER_SETTING_VALUE = re.compile(r"^[A-Za-z0-9_.+:/,-]+$")
-BUILD_KEYS = {"build", "cflags", "pgo_train", "pgo_partial_training", "pgo_train_seconds"}
+BUILD_KEYS = {"build", "cflags", "ldflags", "pgo_train", "pgo_partial_training", "pgo_train_seconds"}
 # PRAGMA names and values reach SQL text, so only plain words and numbers are allowed.
 RELEASE_VERSION = re.compile(r"^\d+(\.\d+){0,2}(-\d+)?$")
 PRAGMA_NAME = re.compile(r"^[a-z_][a-z0-9_]*$")
@@ -171,8 +171,8 @@ def _server_source(raw: dict[str, Any], engine: str, twhere: str,
             if tree is not None and key in raw:
                 raise UserError(f"{twhere}: give either 'tree' (a checkout the lab builds) or {key!r}")
     else:
-        for key in ("build", "cflags", "pgo_train", "pgo_partial_training", "pgo_train_seconds", "compiler",
-                    "patches", "lean", "pgo_scope"):
+        for key in ("build", "cflags", "ldflags", "pgo_train", "pgo_partial_training", "pgo_train_seconds",
+                    "compiler", "patches", "lean", "pgo_scope"):
             if key in raw:
                 raise UserError(f"{twhere}: {key!r} needs a source to build: \"sqlite@X.Y.Z\" or "
                                 f"\"{engine}@debian-src\", or a 'tree' of yours")

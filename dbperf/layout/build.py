@@ -41,3 +41,18 @@ def trace_filter() -> Path:
 
 def demo(extra_flags: list[str] | None = None, out_dir: Path | None = None) -> Path:
     return compile_c("demo.c", "demo", [*DEMO_FLAGS, *(extra_flags or [])], out_dir)
+
+
+def demo_object(extra_flags: list[str], out_dir: Path) -> Path:
+    """The demo compiled to an object (out_dir/demo.o), for links that differ by their flags alone (--fix)."""
+    obj = out_dir / "demo.o"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    run_tool([find_compiler().path, *DEMO_FLAGS, *extra_flags, "-c", "-o", str(obj), str(SOURCE_DIR / "demo.c")],
+             "compiling demo.c")
+    return obj
+
+
+def demo_link(obj: Path, extra_flags: list[str], exe: Path) -> Path:
+    """The demo's object linked into `exe` with the demo's flags and `extra_flags`."""
+    run_tool([find_compiler().path, *DEMO_FLAGS, *extra_flags, "-o", str(exe), str(obj)], f"linking {exe.name}")
+    return exe

@@ -1,8 +1,14 @@
-"""--fix: rebuild with the remedy (the read-mostly objects of every finding gathered in their own line-aligned
-section by a generated GNU ld fragment, with -fdata-sections so that each object has a section of its own to
-move), rerun the layout check (the finding must be gone), and A/B the workload: the usual rQPS for a target the
-lab builds (SQLite's library, or a MariaDB server built from source), the demo's own wall-clock figure for the demo
-program."""
+"""--fix: relink with the remedy (the read-mostly objects of every finding gathered in their own line-aligned
+section by a generated GNU ld fragment), rerun the layout check (the finding must be gone), and A/B the workload:
+the usual rQPS for a target the lab builds (SQLite's library, or a server built from source), the demo's own
+reader-CPU figure for the demo program.
+
+The A/B's base is the target built with -fdata-sections (each object a section of its own, which the fragment
+can move), a build of its own in the cache; the fixed build is that build's objects linked again with the fragment
+(the target's `ldflags`: builder.py for SQLite, the base's kept build tree for a server), so the A/B differs by
+the layout alone. What -fdata-sections costs against the stock build is another question, a run of its own
+(`base_cost` in the JSON names its experiment). A PGO or BOLT server, built in fresh folders with no kept tree to
+relink in, is rebuilt whole with both flags and A/B'd against the target as written (`relink: false`)."""
 
 from __future__ import annotations
 
@@ -23,11 +29,12 @@ from scipy.stats import mannwhitneyu
 from dbperf.buildlab.paths import cache_root
 from dbperf.errors import UserError
 from dbperf.experiment.model import Experiment, Target
+from dbperf.host.facts import sha256_of
 from dbperf.layout import build
 from dbperf.layout.check import check, render, result_json, write_json
 from dbperf.layout.dynamic import TraceBudget
 from dbperf.layout.findings import Finding, linker_script
-from dbperf.layout.lab import MIN_THREADS, count_target, lab_target
+from dbperf.layout.lab import MIN_THREADS, built_target, count_target
 from dbperf.layout.server_trace import traced_binary
 from dbperf.layout.static_map import StaticMap
 from dbperf.report.outgoing import draw_report
@@ -37,6 +44,8 @@ from dbperf.usecases.report import report_view
 from dbperf.usecases.run import run_experiment
 
 FIXED_SUFFIX = "-read-mostly"
+BASE_SUFFIX = "-data-sections"
+BASE_FLAGS = ["-fdata-sections"]  # each object a section of its own, named after it: what the fragment moves
 DEMO_AB_ITERATIONS = "20000000"
 DEMO_AB_REPEATS = 7
 
@@ -57,7 +66,19 @@ def write_script(names: list[str], line: int) -> Path:
 
 
 def fix_flags(script: Path) -> list[str]:
-    return ["-fdata-sections", f"-Wl,-T,{script}"]
+    """Every flag of the fixed build beyond the target's: the base's and the link's."""
+    return [*BASE_FLAGS, *link_flags(script)]
+
+
+def link_flags(script: Path) -> list[str]:
+    return [f"-Wl,-T,{script}"]
+
+
+def relinks(target: Target) -> bool:
+    """Whether the fix of `target` relinks its -fdata-sections build: SQLite's always (the build lab keeps its
+    object), a server's when it is built in a kept tree (not PGO nor BOLT, made in fresh folders)."""
+    spec = target.server_build
+    return spec is None or not (spec.pgo or spec.bolt)
 
 
 def work_dir(json_file: Path | None, kind: str) -> Path:
@@ -103,8 +124,13 @@ def demo_fix(binary: Path, run: str, line: int | None, json_file: Path | None, m
     names = moved_objects(found)
     script = write_script(names, static.line)
     fixed_dir = work_dir(json_file, "fix")
-    fixed = build.demo(fix_flags(script), out_dir=fixed_dir)
-    _say(err, f"dbperf: rebuilt the demo with {' '.join(fix_flags(script))} (moves {', '.join(names)})")
+    obj = build.demo_object(BASE_FLAGS, fixed_dir)
+    digest = sha256_of(str(obj))
+    base = build.demo_link(obj, [*BASE_FLAGS], fixed_dir / "demo-base")
+    fixed = build.demo_link(obj, fix_flags(script), fixed_dir / "demo")
+    objects = {"count": 1, "equal": sha256_of(str(obj)) == digest, "sha256": digest}
+    _say(err, f"dbperf: compiled the demo with {' '.join(BASE_FLAGS)} once, linked it as the A/B's base and "
+              f"again with {' '.join(link_flags(script))} (moves {', '.join(names)})")
     static2, counts2, found2 = check(fixed, run, line, mode, budget=budget, err=err)
     _say(out, "after the fix:")
     render(static2, counts2, found2, out)
@@ -112,11 +138,13 @@ def demo_fix(binary: Path, run: str, line: int | None, json_file: Path | None, m
     placed = _placed(names, static2)
     _say(out, f"moved objects now in: {', '.join(f'{n} {sec}' for n, sec in placed.items())}; still flagged: "
               f"{', '.join(left) or 'none'}")
-    ab = _demo_ab(binary, fixed, out)
+    ab = _demo_ab(base, fixed, out)
     data = result_json(static, counts, found, {
         "fix": {"moved": names, "linker_script": script.read_text(), "flags": fix_flags(script),
                 "findings_after": [f.line for f in found2], "still_flagged": left, "gone": not left,
-                "sections_after": placed, "fixed_binary": str(fixed), "ab": ab}})
+                "sections_after": placed, "fixed_binary": str(fixed), "ab": ab, "relink": True,
+                "base_flags": BASE_FLAGS, "base_binary": str(base), "base_key": None,  # not a build lab's build
+                "objects": objects, "base_cost": None}})
     if json_file is not None:
         write_json(json_file, data)
     if left:
@@ -125,7 +153,7 @@ def demo_fix(binary: Path, run: str, line: int | None, json_file: Path | None, m
 
 def _demo_ab(original: Path, fixed: Path, out: Console) -> dict[str, Any]:
     """Both builds natively, interleaved A B A B ..., the reader thread's CPU ns per iteration while the writer
-    hammers its counter."""
+    hammers its counter. `original`: the A/B's base, the fixed build's object linked without the fragment."""
     a: list[float] = []
     b: list[float] = []
     for _ in range(DEMO_AB_REPEATS):
@@ -135,8 +163,9 @@ def _demo_ab(original: Path, fixed: Path, out: Console) -> dict[str, Any]:
     p = float(mannwhitneyu(a, b, alternative="two-sided").pvalue)
     verdict = ("faster" if mb < ma else "slower") if p < 0.05 else "no significant difference"
     _say(out, f"A/B, reader thread CPU time, {DEMO_AB_REPEATS} interleaved runs of {DEMO_AB_ITERATIONS} reader "
-              f"iterations each: original {ma:.2f} ns/iteration ({min(a):.2f}–{max(a):.2f}), fixed {mb:.2f} "
-              f"({min(b):.2f}–{max(b):.2f}); fixed/original {mb / ma:.3f}, Mann-Whitney p={p:.3g}: {verdict}")
+              f"iterations each: original (-fdata-sections, no fragment) {ma:.2f} ns/iteration "
+              f"({min(a):.2f}–{max(a):.2f}), fixed {mb:.2f} ({min(b):.2f}–{max(b):.2f}); fixed/original "
+              f"{mb / ma:.3f}, Mann-Whitney p={p:.3g}: {verdict}")
     return {"unit": "ns of reader thread CPU time per iteration (CLOCK_THREAD_CPUTIME_ID)", "original": a,
             "fixed": b, "median_original": ma,
             "median_fixed": mb, "ratio_fixed_over_original": mb / ma, "p_value": p, "verdict": verdict}
@@ -180,16 +209,44 @@ def _anchored(raw: dict[str, Any], base: Path) -> dict[str, Any]:
     return out
 
 
-def ab_experiment(experiment: Path, target: Target, benchmark: str, threads: int, script: Path) -> str:
-    """The A/B experiment: the target as written and the same target rebuilt with the remedy, on the one
-    benchmark at the counted thread count, with the original [run]'s time, repeats and data."""
+def _targets(experiment: Path, target: Target, benchmark: str, threads: int
+             ) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """The [run] of the fix's experiments (the one benchmark at the counted thread count, the original [run]'s
+    time, repeats and data), the target as written, and its build with -fdata-sections (the A/B's base)."""
     run, raw = _raw_target(experiment, target.name)
     raw = _anchored(raw, experiment.resolve().parent)
     if "source" not in raw:
         raise UserError(f"--fix: target {target.name!r} has no 'source': the lab can only rebuild what it builds")
-    run = {**run, "benchmarks": [benchmark], "threads": [threads], "base": target.name}
-    fixed = {**raw, "name": target.name + FIXED_SUFFIX, "cflags": [*raw.get("cflags", []), *fix_flags(script)]}
-    return _table("run", run) + "\n" + _table("[target]", raw) + "\n" + _table("[target]", fixed)
+    cflags = [*raw.get("cflags", [])]
+    base = {**raw, "name": target.name + BASE_SUFFIX, "cflags": [*cflags, *(f for f in BASE_FLAGS if f not in cflags)]}
+    return {**run, "benchmarks": [benchmark], "threads": [threads]}, raw, base
+
+
+def ab_experiment(experiment: Path, target: Target, benchmark: str, threads: int, script: Path) -> str:
+    """The A/B experiment: the target built with -fdata-sections (the base) and the same objects linked again with
+    the fragment (`ldflags`); for a target that cannot be relinked (relinks()), the target as written and the
+    target rebuilt with both flags."""
+    run, raw, base = _targets(experiment, target, benchmark, threads)
+    if relinks(target):
+        if raw.get("ldflags"):  # its base would be a relink itself, and the fix's not of the A/B's base
+            raise UserError(f"--fix: target {target.name!r} has ldflags of its own; the fix relinks its "
+                            "-fdata-sections build with the fragment alone: drop them")
+        fixed = {**base, "name": target.name + FIXED_SUFFIX, "ldflags": link_flags(script)}
+    else:
+        base = raw
+        fixed = {**raw, "name": target.name + FIXED_SUFFIX, "cflags": [*raw.get("cflags", []), *fix_flags(script)]}
+    return _table("run", {**run, "base": base["name"]}) + "\n" + _table("[target]", base) + "\n" + \
+        _table("[target]", fixed)
+
+
+def base_cost_experiment(experiment: Path, target: Target, benchmark: str, threads: int) -> str | None:
+    """The optional run that measures the A/B's base against the stock build (the target as written): what
+    -fdata-sections alone costs, kept apart from the fix's A/B; None when the target has the flag already."""
+    run, raw, base = _targets(experiment, target, benchmark, threads)
+    if base["cflags"] == raw.get("cflags", []):
+        return None
+    return _table("run", {**run, "base": target.name}) + "\n" + _table("[target]", raw) + "\n" + \
+        _table("[target]", base)
 
 
 def checked_file(target: Target) -> Path:
@@ -217,8 +274,20 @@ def target_fix(experiment: Path, exp: Experiment, target: Target, benchmark: str
     work = work_dir(json_file, "ab")
     ab_file = work / "ab.toml"
     ab_file.write_text(ab_experiment(experiment, target, benchmark, threads, script))
-    _say(err, f"dbperf: rebuilding {target.name} with {' '.join(fix_flags(script))} (moves {', '.join(names)})")
-    ab_exp, fixed = lab_target(ab_file, target.name + FIXED_SUFFIX, err)
+    if relinks(target):
+        _say(err, f"dbperf: building {target.name} with {' '.join(BASE_FLAGS)} (the A/B's base), then relinking "
+                  f"its objects with {' '.join(link_flags(script))} (moves {', '.join(names)})")
+    else:
+        _say(err, f"dbperf: rebuilding {target.name} with {' '.join(fix_flags(script))} (moves {', '.join(names)}; "
+                  "a PGO or BOLT build has no kept tree to relink in)")
+    ab_exp, fixed, manifests = built_target(ab_file, target.name + FIXED_SUFFIX, err)
+    relinked: dict[str, Any] = _relinked(target, ab_exp, manifests, out) if relinks(target) else {
+        "relink": False, "why_not": "a PGO or BOLT server build is made in a fresh folder, with no kept tree to "
+                                    "relink in: rebuilt whole with both flags, A/B against the target as written",
+        "base_cost": None}
+    if relinks(target):
+        cost = base_cost_experiment(experiment, target, benchmark, threads)
+        relinked["base_cost"] = _base_cost(cost, work, out)
     static2, counts2, found2, _ = count_target(ab_exp, fixed, benchmark, checked_file(fixed), line, mode, err,
                                                budget)
     _say(out, "after the fix:")
@@ -237,7 +306,43 @@ def target_fix(experiment: Path, exp: Experiment, target: Target, benchmark: str
     return {"moved": names, "linker_script": script.read_text(), "flags": fix_flags(script),
             "findings_after": [f.line for f in found2], "still_flagged": left, "gone": not left,
             "sections_after": placed, "fixed_library": str(checked_file(fixed)), "ab_results": str(end.directory),
-            "ab_cells": len(records)}
+            "ab_cells": len(records), **relinked}
+
+
+def _relinked(target: Target, ab_exp: Experiment, manifests: dict[str, dict[str, Any]],
+              out: Console) -> dict[str, Any]:
+    """What the JSON and the report say of the relink: the A/B's base (its build key and flags), the fixed build's
+    key, and the objects both were linked from (how many, and whether the fixed build's are the base's by their
+    sha256); a UserError when the fixed build is not a relink of the base."""
+    base_name, fixed_name = target.name + BASE_SUFFIX, target.name + FIXED_SUFFIX
+    base, fixed = manifests[base_name], manifests[fixed_name]
+    record = fixed.get("relink") or {}
+    if record.get("base_key") != base["key"]:
+        raise UserError(f"--fix: {fixed_name} is not a relink of {base_name} (its manifest names base "
+                        f"{record.get('base_key')!r}, the base's key is {base['key']!r})")
+    objects = {"count": record["object_count"], "equal": record["objects_equal"],
+               "compiled": record.get("objects_compiled", 0)}
+    same = {True: "sha256 equal to the base's", False: "NOT the base's (sha256 differ)",
+            None: "the base's not recorded (built before builds recorded them)"}[objects["equal"]]
+    base_target = next(t for t in ab_exp.targets if t.name == base_name)
+    _say(out, f"relink: {fixed_name} is {objects['count']:,} object(s) of {base_name} linked again with the fragment "
+              f"({same}; {objects['compiled']:,} compiled by the relink); the A/B's base is {base_name}, built with "
+              f"{' '.join(BASE_FLAGS)}, build key {base['key']}")
+    return {"relink": True, "base_key": base["key"], "base_flags": BASE_FLAGS, "fixed_key": fixed["key"],
+            "base_library": str(checked_file(base_target)), "objects": objects}
+
+
+def _base_cost(text: str | None, work: Path, out: Console) -> dict[str, Any] | None:
+    """The experiment that measures the A/B's base against the stock build, written beside the A/B and said, not
+    run: a question of its own, and for a server another build to wait for."""
+    if text is None:
+        _say(out, "the target is built with -fdata-sections already: the A/B's base is its stock build")
+        return None
+    path = work / "base-cost.toml"
+    path.write_text(text)
+    command = f"dbperf run {path} --out {work / 'base-cost'}"
+    _say(out, f"what -fdata-sections costs against the stock build, if wanted (a run of its own): {command}")
+    return {"experiment": str(path), "command": command}
 
 
 def fix_ab_to_extend(json_file: Path) -> Path | None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import shutil
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 
@@ -31,13 +32,19 @@ MIN_THREADS = 2
 
 
 def lab_target(experiment: Path, name: str, err: Console) -> tuple[Experiment, Target]:
-    exp, _ = build_targets(parse_experiment(experiment), err)
+    exp, t, _ = built_target(experiment, name, err)
+    return exp, t
+
+
+def built_target(experiment: Path, name: str, err: Console) -> tuple[Experiment, Target, dict[str, dict[str, Any]]]:
+    """The experiment with its targets built, the target `name`, and every built target's manifest by name."""
+    exp, manifests = build_targets(parse_experiment(experiment), err)
     inspect_targets(exp)
     for t in exp.targets:
         if t.name == name:
             if t.is_server:
                 refuse_untraceable(t)
-            return exp, t
+            return exp, t, manifests
     raise UserError(f"{experiment}: no target {name!r} (targets: {', '.join(t.name for t in exp.targets)})")
 
 

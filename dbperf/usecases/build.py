@@ -74,7 +74,7 @@ def cache_listings() -> list[Listing]:
     """The SQLite builds, then the server builds and the fetched server releases when there are any."""
     sqlite = Listing(None, ("key", "sqlite", "variants / cflags", "PGO training", "PGO share", "PGO guard", "built",
                             "seconds", "library"), [
-        (m["key"], sqlite_source(m), " ".join(m["variants"] + m["cflags"]),
+        (m["key"], sqlite_source(m), " ".join(m["variants"] + m["cflags"] + m["ldflags"]),
          ", ".join((m.get("pgo") or {}).get("training_set", [])) or "-", profile_share(m), guard_ratio(m),
          m["built_at"], str(m["build_seconds"]), m["library"]) for m in cached_builds()])
     servers = Listing("server builds", ("key", "build", "source", "PGO .gcda", "PGO share", "PGO guard",

@@ -95,6 +95,12 @@ class Recipe(ABC):
         better (ninja: CmakeNinjaRecipe). `since_ns`: the build's start, as the file system's clock read it."""
         return compiles_in(output, self.is_step)
 
+    def relink_outputs(self, tree: Path) -> tuple[Path, ...]:
+        """What a relink (a build that differs from its base by `ldflags` alone, in the base's kept tree) removes
+        before it builds, so that the build tool links it again: nothing where the build tool relinks an output
+        whose command changed (ninja: CmakeNinjaRecipe); the server binary where it does not (make)."""
+        return ()
+
     @abstractmethod
     def clean_commands(self, tree: Path) -> list[list[str]]:
         """What removes the objects of a build (between PGO's instrumented and profile-use builds)."""

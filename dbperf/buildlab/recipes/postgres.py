@@ -64,6 +64,9 @@ class PostgresRecipe(Recipe):
     def is_step(self, line: str) -> bool:
         return bool(self.COMPILE.search(line))
 
+    def relink_outputs(self, tree: Path) -> tuple[Path, ...]:
+        return (tree / "src" / "backend" / "postgres",)  # make does not relink when only LDFLAGS changed
+
     def clean_commands(self, tree: Path) -> list[list[str]]:
         return [["make", "clean"]]
 
