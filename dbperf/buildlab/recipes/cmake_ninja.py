@@ -52,7 +52,9 @@ class CmakeNinjaRecipe(Recipe):
                  f"-DCMAKE_C_FLAGS={' '.join(compile_flags)}", f"-DCMAKE_CXX_FLAGS={' '.join(compile_flags)}",
                  *(f"-DCMAKE_{kind}_LINKER_FLAGS={' '.join(link)}" for kind in ("EXE", "SHARED", "MODULE"))],
                 ["ninja", "-C", str(build), f"-j{jobs}"],
-                ["ninja", "-C", str(build), "install"]]
+                # cmake's install skips a file whose time and size match the installed one: a relink within the
+                # same second as the build before it would leave the old binary installed
+                ["cmake", "-E", "env", "CMAKE_INSTALL_ALWAYS=1", "ninja", "-C", str(build), "install"]]
 
     def is_step(self, line: str) -> bool:
         return bool(self.STEP.match(line))
