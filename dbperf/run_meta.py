@@ -119,6 +119,8 @@ class RoundLengthMeta(msgspec.Struct, kw_only=True):
     per_process_high: float | None = None  # a's 90% quantile
     freedom: int | None = None  # the between-round variance's degrees of freedom
     expected_cost: float | None = None  # the length's cost over a's range, relative to the best length's (1: as good)
+    pilot_s: float | None = None  # the pilot's cell length (None: written before a budget could shorten it)
+    budget_left_s: float | None = None  # what the group's budget share had left after its pilot (None: no budget)
 
 
 class AutoTimeMeta(msgspec.Struct, kw_only=True):

@@ -1,8 +1,9 @@
 """The round-length choice (`time = "auto"`, stats/round_length.py and runner/pilot.py) on synthetic noise with a
 per-process and a per-second part: near the true optimum for several (a, b, c), clamped at the bounds, the shortest
 with a per-process part only; under the pilot's uncertainty about the per-process part (a's posterior against a
-simulation, and the length chosen from 3 and 6 pilot rounds near the optimum in most of 100 seeds); and the
-experiment file's `time = "auto"` and `auto_time`. No engine is run."""
+simulation, and the length chosen from 3 and 6 pilot rounds near the optimum in most of 100 seeds); within a budget
+(the rule's price at the rounds a length affords, the minimum of rounds fitting, the pilot sized to the share); and
+the experiment file's `time = "auto"` and `auto_time`. No engine is run."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import statistics
 import msgspec
 import numpy as np
 import pytest
+from scipy.stats import norm
 
 from dbperf.errors import UserError
 from dbperf.experiment.auto_time import AutoTime
@@ -30,11 +32,15 @@ from dbperf.runner.pilot import (
     measured_per_second,
     overhead_s,
     pilot_experiment,
+    pilot_length,
+    round_budget,
 )
 from dbperf.runner.resume import Earlier
+from dbperf.stats.planned import RESERVE, look_rounds, price, t_boundaries
 from dbperf.stats.round_length import (
     NoiseParts,
     PilotSpread,
+    RoundBudget,
     best_length,
     choose_from_pilot,
     choose_length,
@@ -166,7 +172,7 @@ def record(target: str, round_: int, samples: list[float], interval_s: float, pa
 
 @pytest.mark.parametrize(("a", "b", "c"), [INSIDE[0], INSIDE[2]])
 def test_pilot_records_choose_near_the_true_optimum(a, b, c):
-    auto = AutoTime(pilot_rounds=2000, pilot_s=10.0)
+    auto = AutoTime(pilot_rounds=2000, pilot_s=10.0, shortest_s=1.0)
     rng = random.Random(5)
     measured = 2.0  # two targets, one after the other: a round measures 2 s per second of a cell
     rounds = []
@@ -251,7 +257,8 @@ def test_no_per_second_part_or_no_overhead_is_the_shortest_whatever_a():
 
 
 # Synthetic pilots as the demo's: three targets (two ratios sharing the base), 3 s pilot rounds of ten intervals,
-# b = 4e-3 s, c = 1.5 s, the default bounds 1 s to 10 s, a from none to large (t* = 10, 7.7, 3.5 and 1.2 s).
+# b = 4e-3 s, c = 1.5 s, the bounds 1 s to 10 s (the default shortest was 1 s), a from none to large (t* = 10, 7.7,
+# 3.5 and 1.2 s).
 B, C, SEEDS = 4e-3, 1.5, 100
 WITHIN, MOST = 1.4, 90  # the factor of the optimum's cost, and in how many of the seeds at least
 SCENARIOS = [0.0, 1e-4, 5e-4, 4e-3]
@@ -259,7 +266,7 @@ SCENARIOS = [0.0, 1e-4, 5e-4, 4e-3]
 
 def synthetic_costs(a: float, pilot_rounds: int) -> tuple[list[float], list[float]]:
     """Per seed, the true relative cost of the length chosen, and of the point estimate's t* (the rule before)."""
-    auto, truth = AutoTime(pilot_rounds=pilot_rounds), NoiseParts(a, B)
+    auto, truth = AutoTime(pilot_rounds=pilot_rounds, shortest_s=1.0), NoiseParts(a, B)
     chosen, point = [], []
     for seed in range(SEEDS):
         rng = random.Random(seed)
@@ -289,6 +296,83 @@ def test_the_choice_costs_near_the_optimum_in_most_seeds(pilot_rounds):
     assert worst_chosen < worst_point
 
 
+# --- rounds sized within a budget (RoundBudget: the rule's price at the rounds a length affords)
+
+
+@pytest.mark.parametrize("planned", [9, 12, 16, 30])
+def test_the_rules_price_is_its_simulated_last_boundary_within_three_percent(planned):
+    alpha = 0.005
+    bounds = t_boundaries(look_rounds(planned), planned, (1 - RESERVE) * alpha, True)
+    single = float(norm.ppf(1 - alpha / 2))
+    assert price(planned, alpha) == pytest.approx(bounds[-1] / single, rel=0.03)
+    assert price(planned, alpha) >= price(planned + 10, alpha) > 1.0
+
+
+def budget_cost(parts: NoiseParts, c: float, t: float, budget: RoundBudget) -> float:
+    """The squared half-width rounds of `t` end at within the budget (the truth the choice is judged by)."""
+    return float(budget.cost(np.array([parts.variance(t)]), t, c)[0])
+
+
+# The demo's shape: three targets in slices (a round measures 3 s per second of a cell), c = 0.2 s, a 60 s share.
+DEMO_C, DEMO_MEASURED, DEMO_LEFT = 0.2, 3.0, 50.0
+
+
+def test_a_budget_caps_the_length_at_the_minimum_of_rounds_and_prices_few_rounds():
+    budget = round_budget(DEMO_LEFT, DEMO_MEASURED, 9)
+    # no per-process part seen: without a budget long rounds; within it, at most what 9 rounds leave room for
+    spread = PilotSpread(2e-4 / 1.0, 400, 2e-4, 1.0)  # S² = b/t_p on four hundred degrees of freedom
+    free = choose_from_pilot(spread, DEMO_C, 1.0, 0.3, 10.0)
+    capped = choose_from_pilot(spread, DEMO_C, 1.0, 0.3, 10.0, budget)
+    fits = DEMO_LEFT / (9 * DEMO_MEASURED) - DEMO_C
+    assert free.time_s > 2 * fits
+    assert capped.time_s <= fits + 1e-9 and budget.rounds(capped.time_s, DEMO_C) >= 9
+    # the rule's price at few rounds makes the longest that fits no better than somewhat shorter rounds
+    truth = NoiseParts(0.0, 2e-4)
+    grid = [0.3 * (fits / 0.3) ** (i / 400) for i in range(401)]
+    best = min(budget_cost(truth, DEMO_C, t, budget) for t in grid)
+    assert budget_cost(truth, DEMO_C, capped.time_s, budget) <= 1.05 * best
+    assert "rounds fit in the 50 s left" in capped.reason and "single look's" in capped.reason
+
+
+@pytest.mark.parametrize("a", [0.0, 2e-4, 1e-3])
+def test_within_a_budget_the_choice_from_synthetic_pilots_is_near_the_budgets_optimum(a):
+    b, budget = 2e-4, round_budget(120.0, DEMO_MEASURED, 9)
+    truth, fits = NoiseParts(a, b), 120.0 / (9 * DEMO_MEASURED) - DEMO_C
+    grid = [0.3 * (fits / 0.3) ** (i / 400) for i in range(401)]
+    best = min(budget_cost(truth, DEMO_C, t, budget) for t in grid)
+    costs = []
+    for seed in range(40):
+        rng = random.Random(seed)
+        rounds = [PilotRound([record(name, r, cell_samples(rng, rng.gauss(0, math.sqrt(a / 2)), b / 2, 1.0, 0.1),
+                                     0.1) for name in ("base", "x", "y")], wall_s=DEMO_MEASURED * (1.0 + DEMO_C))
+                  for r in range(1, 4)]
+        choice = choose("base", rounds, AutoTime(), DEMO_MEASURED, budget, pilot_s=1.0)
+        assert choice.time_s <= fits + 1e-9
+        costs.append(budget_cost(truth, DEMO_C, choice.time_s, budget) / best)
+    assert sorted(costs)[int(0.9 * (len(costs) - 1))] <= 1.4, sorted(costs)
+
+
+def test_a_budget_too_small_for_the_minimum_says_it_will_overrun():
+    budget = round_budget(5.0, DEMO_MEASURED, 9)
+    choice = choose_from_pilot(PilotSpread(1e-3, 4, 2e-4, 1.0), DEMO_C, 1.0, 0.3, 10.0, budget)
+    assert choice.time_s == 0.3 and "overrun" in choice.reason
+    assert choose_from_pilot(None, DEMO_C, 1.0, 0.3, 10.0, budget).time_s == 0.3
+
+
+def test_the_pilot_is_sized_to_the_groups_share():
+    auto = AutoTime()
+    assert pilot_length(auto, None, 3.0) == auto.pilot_s  # no budget: the pilot's own length
+    assert pilot_length(auto, 3600.0, 3.0) == auto.pilot_s  # a large share: capped at it
+    small = pilot_length(auto, 60.0, 3.0)
+    assert auto.shortest_s < small < auto.pilot_s
+    assert small * auto.pilot_rounds * 3.0 == pytest.approx(0.15 * 60.0)
+    assert pilot_length(auto, 1.0, 3.0) == auto.shortest_s  # never below the shortest
+    chosen = length_meta("point-query", 1, choose_from_pilot(None, DEMO_C, small, 0.3, 10.0,
+                                                             round_budget(50.0, 3.0, 9)), small)
+    assert chosen.pilot_s == small and chosen.budget_left_s == 50.0
+    assert f"pilot rounds of {small:.3g} s" in length_line(chosen, auto)
+
+
 # --- the experiment file
 
 
@@ -316,7 +400,7 @@ def test_time_auto_parses_with_its_defaults_and_settings(tmp_path):
     ('time = "auto"\nauto_time = { length = "3s" }', "unknown setting 'length'"),
     ('time = "auto"\nauto_time = "3s"', "expected a table"),
     ('time = "automatic"', "cannot parse duration"),
-    ('time = "auto"\norder = "slices"\nslice = "1s"', "is not shorter than time = \"auto\"'s shortest, 1 s"),
+    ('time = "auto"\norder = "slices"\nslice = "1s"', "is not shorter than time = \"auto\"'s shortest, 0.3 s"),
 ])
 def test_bad_auto_time_is_one_line(tmp_path, extra, says):
     path = tmp_path / "e.toml"

@@ -20,12 +20,15 @@ MAX_PILOT_ROUNDS = 100
 class AutoTime:
     # Three rounds: two degrees of freedom per ratio for its per-process part, for three rounds a group.
     pilot_rounds: int = 3
-    # 3 s: ten samples of the time series per cell (runner/pilot.py), short enough to cost little beside the rounds.
+    # 3 s at most: ten samples of the time series per cell (runner/pilot.py); under a budget, shorter where the
+    # group's share is small, so that the pilot costs little beside the rounds (runner/pilot.py pilot_length).
     pilot_s: float = 3.0
-    # Below 1 s a cell's start and warm-up dominate any round. At most the default `time` (10 s): where the
-    # longest is chosen (the pilot saw no per-process part, and was sure enough: stats/round_length.py), rounds cost
-    # no more than the default's would.
-    shortest_s: float = 1.0
+    # 0.3 s: the demo's own rounds, which decided 5 of 6 cells in each of two quiet runs where rounds of 1.5-2.4 s
+    # decided 3 (benchmarks/verdicts/auto_time.py, 2026-11-29); the pilot measures a round's start and warm-up
+    # (the overhead c), so shorter rounds are chosen only where they pay. At most the default `time` (10 s): where
+    # the longest is chosen (the pilot saw no per-process part, and was sure enough: stats/round_length.py), rounds
+    # cost no more than the default's would.
+    shortest_s: float = 0.3
     longest_s: float = 10.0
 
     def describe(self) -> dict[str, Any]:

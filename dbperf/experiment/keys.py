@@ -148,11 +148,13 @@ RUN = (
     Key("time", "duration or \"auto\"", "measured time per cell, at most a week; auto: each (benchmark, threads) "
         "first runs pilot rounds (not kept), then its rounds at the length that decides most per minute from their "
         "noise: sqrt(b·c/a), a the per-process and b the per-second variance of a round's ratio, c its overhead, "
-        "weighed over the pilot's uncertainty about a, within bounds (stats/round_length.py; meta.json's `auto_time`, "
-        "one line per group)",
+        "weighed over the pilot's uncertainty about a, within bounds; with a budget, the pilot is sized to the "
+        "group's share and the length to the rounds the share has left at the rule's price there "
+        "(stats/round_length.py; meta.json's `auto_time`, one line per group)",
         "10s", "s", cell_time),
     Key("auto_time", "{ pilot, pilot_rounds, shortest, longest }", "time = \"auto\": the pilot rounds' length and "
-        "count, and the bounds of the length chosen", "3s, 3, 1s, 10s", "", check_auto_time),
+        "count (the length at most this under a budget), and the bounds of the length chosen",
+        "3s, 3, 0.3s, 10s", "", check_auto_time),
     Key("warmup", "duration", "unmeasured time before each cell, at most a week", "2s", "s", cell_duration),
     Key("steady", "true | { tolerance, window, interval, max_warmup }", "steady state: warm up until the last "
         "`window` throughput samples of `interval` agree within `tolerance` ((max - min) / mean), at least `warmup`, "

@@ -33,7 +33,16 @@ from dbperf.run_meta import AutoTimeMeta, BenchmarkMeta, HostMeta, RoundsMeta, R
 from dbperf.runner.cell_plan import CellPlan
 from dbperf.runner.lab_run import LabRun, RunOutcome
 from dbperf.runner.orders.base import Order
-from dbperf.runner.pilot import PilotRound, choose, length_line, length_meta, measured_per_second, pilot_experiment
+from dbperf.runner.pilot import (
+    PilotRound,
+    choose,
+    length_line,
+    length_meta,
+    measured_per_second,
+    pilot_experiment,
+    pilot_length,
+    round_budget,
+)
 from dbperf.runner.plan import Group, RunPlan, share_deadline
 from dbperf.runner.post_write import PostWriteSteps, meta_fields
 from dbperf.runner.resume import interfered
@@ -243,7 +252,7 @@ class MatrixRun:
             deadline = share_deadline(time.monotonic(), budget_end, group.spent_s, sharing)
             state = GroupState(self.e.base, [t.name for t in self.e.targets], self.e.min_effect,
                                aa=self.e.aa_target, planned=group.planned)
-            way = self.sized(group)
+            way = self.sized(group, deadline if plan.policy.auto else None)
             run_rounds(state, plan.policy, partial(self.measure, group, way), deadline, replay=group.replay)
             self.meta.end_rounds(RoundsMeta(benchmark=group.benchmark.name, threads=group.threads,
                                             rounds=state.rounds, stopped=state.stop_reason,
@@ -252,18 +261,25 @@ class MatrixRun:
             if plan.policy.auto:
                 self.progress.advance(self.task)
 
-    def sized(self, group: Group) -> Order:
+    def sized(self, group: Group, deadline: float | None) -> Order:
         """The way a group's rounds run: the plan's, and under `time = "auto"` at the group's round length, chosen
-        from its pilot rounds (runner/pilot.py) or by an earlier sitting, recorded and said before its rounds."""
+        from its pilot rounds (runner/pilot.py) or by an earlier sitting, recorded and said before its rounds. With
+        a budget (`deadline`: when the group's share ends) the pilot is paid from the share and sized to it, and the
+        length chosen is one whose rounds fit in what it left."""
         auto, lengths = self.e.auto_time, self.meta.auto_time
         if auto is None or lengths is None:
             return self.plan.order
         chosen = lengths.length(group.benchmark.name, group.threads)
         if chosen is None:
-            way = self.plan.order.running(pilot_experiment(self.e, auto))
+            measured = measured_per_second(self.plan.order, group.threads)
+            share = deadline - time.monotonic() if deadline is not None else None
+            length = pilot_length(auto, share, measured)
+            way = self.plan.order.running(pilot_experiment(self.e, auto, length))
             rounds = [self._pilot_round(way, group, r) for r in range(1, auto.pilot_rounds + 1)]
+            budget = (round_budget(deadline - time.monotonic(), measured, self.plan.policy.min_rounds)
+                      if deadline is not None else None)
             chosen = length_meta(group.benchmark.name, group.threads,
-                                 choose(self.e.base, rounds, auto, measured_per_second(way, group.threads)))
+                                 choose(self.e.base, rounds, auto, measured, budget, length), length)
             lengths.chose(chosen)
             self.lab.save()
             self.lab.say(length_line(chosen, auto))

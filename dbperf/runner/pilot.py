@@ -15,15 +15,25 @@ import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from functools import partial
 
 from dbperf.experiment.auto_time import AutoTime
 from dbperf.experiment.model import Experiment
 from dbperf.records import CellRecord, Interval
 from dbperf.run_meta import RoundLengthMeta
 from dbperf.runner.orders.base import Order
-from dbperf.stats.round_length import LengthChoice, choose_from_pilot, per_second_part, pilot_spread
+from dbperf.stats.planned import price
+from dbperf.stats.round_length import (
+    LengthChoice,
+    RoundBudget,
+    choose_from_pilot,
+    per_second_part,
+    pilot_spread,
+)
+from dbperf.stats.verdict import METRIC_ALPHA
 
 PILOT_SAMPLES = 10  # time series intervals per pilot cell
+PILOT_SHARE = 0.15  # at most this share of a group's budget share measured by its pilot (its overhead comes on top)
 
 
 @dataclass(frozen=True)
@@ -33,9 +43,21 @@ class PilotRound:
     wall_s: float
 
 
-def pilot_experiment(e: Experiment, auto: AutoTime) -> Experiment:
-    """The experiment as the pilot's cells run it: the pilot's length, a time series of PILOT_SAMPLES intervals."""
-    return replace(e, time_s=auto.pilot_s, load=replace(e.load, interval_s=auto.pilot_s / PILOT_SAMPLES))
+def pilot_length(auto: AutoTime, share_s: float | None, measured: float) -> float:
+    """The pilot's cell length: `auto.pilot_s`, or less where the group's share of a budget (`share_s`) is small,
+    so that the pilot's cells take at most PILOT_SHARE of it (never below the shortest length). The pilot is paid
+    from the group's share like its rounds: a pilot of the default length took a third of a 3-minute demo's
+    (benchmarks/verdicts/auto_time.py, 2026-11-29)."""
+    if share_s is None or measured <= 0:
+        return auto.pilot_s
+    return min(auto.pilot_s, max(auto.shortest_s, PILOT_SHARE * share_s / (auto.pilot_rounds * measured)))
+
+
+def pilot_experiment(e: Experiment, auto: AutoTime, length_s: float | None = None) -> Experiment:
+    """The experiment as the pilot's cells run it: the pilot's length (`length_s`, by default `auto.pilot_s`), a
+    time series of PILOT_SAMPLES intervals."""
+    length = auto.pilot_s if length_s is None else length_s
+    return replace(e, time_s=length, load=replace(e.load, interval_s=length / PILOT_SAMPLES))
 
 
 def measured_per_second(order: Order, threads: int) -> float:
@@ -101,19 +123,30 @@ def overhead_s(rounds: Sequence[PilotRound], pilot_s: float, measured: float) ->
     return max(wall - measured * pilot_s, 0.0) / measured
 
 
-def choose(base: str, rounds: Sequence[PilotRound], auto: AutoTime, measured: float) -> LengthChoice:
-    """The group's round length from its pilot rounds (`measured`: measured_per_second)."""
+def choose(base: str, rounds: Sequence[PilotRound], auto: AutoTime, measured: float,
+           budget: RoundBudget | None = None, pilot_s: float | None = None) -> LengthChoice:
+    """The group's round length from its pilot rounds of `pilot_s` (by default `auto.pilot_s`; `measured`:
+    measured_per_second), within what a budget left its rounds (`budget`)."""
+    length = auto.pilot_s if pilot_s is None else pilot_s
     ratios = log_ratios(base, rounds)
     b = ratio_per_second(base, rounds, sorted(ratios))
-    spread = pilot_spread(list(ratios.values()), b, auto.pilot_s) if b is not None else None
-    return choose_from_pilot(spread, overhead_s(rounds, auto.pilot_s, measured), auto.pilot_s, auto.shortest_s,
-                             auto.longest_s)
+    spread = pilot_spread(list(ratios.values()), b, length) if b is not None else None
+    return choose_from_pilot(spread, overhead_s(rounds, length, measured), length, auto.shortest_s,
+                             auto.longest_s, budget)
 
 
-def length_meta(benchmark: str, threads: int, choice: LengthChoice) -> RoundLengthMeta:
-    """meta.json's record of the choice (in its `auto_time`)."""
+def round_budget(left_s: float, measured: float, min_rounds: int) -> RoundBudget:
+    """What a group's rounds have after its pilot: the time left of its share, at the deciding rule's price (the
+    planned looks' at the per-metric error, stats/verdict.py)."""
+    return RoundBudget(left_s, measured, min_rounds, partial(price, alpha=METRIC_ALPHA))
+
+
+def length_meta(benchmark: str, threads: int, choice: LengthChoice, pilot_s: float | None = None) -> RoundLengthMeta:
+    """meta.json's record of the choice (in its `auto_time`), from pilot cells of `pilot_s`."""
     parts, e = choice.parts, choice.expected
-    return RoundLengthMeta(benchmark=benchmark, threads=threads, time_s=round(choice.time_s, 3),
+    left = round(choice.budget.left_s, 1) if choice.budget is not None else None
+    return RoundLengthMeta(benchmark=benchmark, threads=threads, time_s=round(choice.time_s, 3), pilot_s=pilot_s,
+                           budget_left_s=left,
                            per_process=parts.per_process if parts else None,
                            per_second=parts.per_second if parts else None,
                            overhead_s=round(choice.overhead_s, 3), reason=choice.reason,
@@ -124,4 +157,5 @@ def length_meta(benchmark: str, threads: int, choice: LengthChoice) -> RoundLeng
 def length_line(chosen: RoundLengthMeta, auto: AutoTime) -> str:
     """The one line a run says of a group's choice."""
     return (f"dbperf: time = \"auto\": {chosen.benchmark} t={chosen.threads}: rounds of {chosen.time_s:g} s "
-            f"({chosen.reason}; from {auto.pilot_rounds} pilot rounds of {auto.pilot_s:g} s, not kept)")
+            f"({chosen.reason}; from {auto.pilot_rounds} pilot rounds of {chosen.pilot_s or auto.pilot_s:.3g} s, "
+            f"not kept)")

@@ -45,8 +45,8 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -88,6 +88,36 @@ def relative_cost(parts: NoiseParts, overhead_s: float, time_s: float, shortest_
     """How much more rounds of `time_s` cost than the best length's (1: as good)."""
     best = best_length(parts, overhead_s, shortest_s, longest_s)
     return cost(parts, time_s, overhead_s) / cost(parts, best, overhead_s)
+
+
+@dataclass(frozen=True)
+class RoundBudget:
+    """What a group's rounds have when a budget bounds them: `left_s` seconds, a round of cells of t seconds taking
+    `measured`·(t + c) of them (`measured`: the seconds a round measures per second of a cell), at least
+    `min_rounds` rounds, run whatever the budget says, and the verdict rule's price at n planned rounds (its
+    half-width over a single look's that knew the noise: stats/planned.py `price`). With it a length's cost is the
+    squared half-width its rounds end at, v(t)·price(n)²/n for the n = left / (measured·(t + c)) rounds it affords:
+    a long round that leaves the rule few looks pays the rule's price at few rounds, which (a + b/t)·(t + c) does
+    not hold."""
+    left_s: float
+    measured: float
+    min_rounds: int
+    price: Callable[[int], float]
+
+    def rounds(self, time_s: float, overhead_s: float) -> int:
+        """The rounds the time left affords at cells of `time_s`."""
+        return int(self.left_s // max(self.measured * (time_s + overhead_s), 1e-9))
+
+    def longest(self, overhead_s: float, shortest_s: float, longest_s: float) -> float:
+        """The longest cell whose rounds, the minimum of them, fit in the time left (never below the shortest:
+        where even the shortest's do not fit, the run overruns its budget at the shortest)."""
+        fits = self.left_s / (self.min_rounds * self.measured) - overhead_s if self.measured > 0 else longest_s
+        return min(max(fits, shortest_s), longest_s)
+
+    def cost(self, variance: np.ndarray, time_s: float, overhead_s: float) -> np.ndarray:
+        """v·price(n)²/n at cells of `time_s` (v: a round ratio's variance there, one per value of a)."""
+        n = max(self.rounds(time_s, overhead_s), self.min_rounds)
+        return variance * self.price(n) ** 2 / n
 
 
 def per_second_part(samples: Sequence[float], interval_s: float) -> float | None:
@@ -184,13 +214,32 @@ class LengthChoice:
     shortest_s: float
     longest_s: float
     expected: Expected | None = None  # None: chosen from the point estimates alone
+    budget: RoundBudget | None = None  # what the group's rounds had when it was chosen (None: no budget bounds them)
 
     def _bound(self, time_s: float) -> str:
         return (" (the shortest)" if time_s <= self.shortest_s else " (the longest)" if time_s >= self.longest_s
                 else "")
 
+    def _budgeted(self) -> str:
+        """What the budget left the rounds, said after the reason (nothing without a budget)."""
+        budget = self.budget
+        if budget is None:
+            return ""
+        n = budget.rounds(self.time_s, self.overhead_s)
+        if n < budget.min_rounds:
+            return (f"; even the shortest length's {budget.min_rounds} rounds overrun the {budget.left_s:.0f} s left "
+                    f"of the group's budget share")
+        longest = budget.longest(self.overhead_s, self.shortest_s, self.longest_s)
+        capped = (f", the longest whose {budget.min_rounds} rounds fit" if self.time_s >= longest < self.longest_s
+                  else "")
+        return (f"; about {n} rounds fit in the {budget.left_s:.0f} s left of the group's budget share{capped}, the "
+                f"rule's half-width there {budget.price(n):.2f}× a single look's")
+
     @property
     def reason(self) -> str:
+        return self._reason() + self._budgeted()
+
+    def _reason(self) -> str:
         if self.parts is None:
             return "the pilot measured too little to estimate the noise: the pilot length kept, within the bounds"
         a, b, c, e = self.parts.per_process, self.parts.per_second, self.overhead_s, self.expected
@@ -229,29 +278,41 @@ def lengths(shortest_s: float, longest_s: float) -> list[float]:
 
 
 def expected_relative_costs(per_process: np.ndarray, weights: np.ndarray, per_second: float, overhead_s: float,
-                            tried: Sequence[float], shortest_s: float, longest_s: float) -> list[float]:
+                            tried: Sequence[float], shortest_s: float, longest_s: float,
+                            budget: RoundBudget | None = None) -> list[float]:
     """Per length tried, its cost relative to the best length's (`relative_cost`), averaged over values of a with
-    their weights (b and c as given)."""
+    their weights (b and c as given). Under a budget the cost is the budget's (`RoundBudget.cost`) and the best
+    length, for each a, the least costly of those tried (there is no closed form)."""
     a, t, b, c = per_process, np.asarray(tried, dtype=float), per_second, overhead_s
-    best_t = np.clip(np.sqrt(b * c / a), shortest_s, longest_s)
-    best = (a + b / best_t) * (best_t + c)
-    costs = (a[:, None] + b / t[None, :]) * (t[None, :] + c) / best[:, None]
+    if budget is None:
+        best_t = np.clip(np.sqrt(b * c / a), shortest_s, longest_s)
+        best = (a + b / best_t) * (best_t + c)
+        costs = (a[:, None] + b / t[None, :]) * (t[None, :] + c) / best[:, None]
+    else:
+        costs = np.stack([budget.cost(a + b / length, length, c) for length in tried], axis=1)
+        costs = costs / costs.min(axis=1, keepdims=True)
     return [float(x) for x in weights @ costs]
 
 
 def choose_from_pilot(spread: PilotSpread | None, overhead_s: float, pilot_s: float, shortest_s: float,
-                      longest_s: float) -> LengthChoice:
+                      longest_s: float, budget: RoundBudget | None = None) -> LengthChoice:
     """The round length for a group's rounds after its pilot: the least relative cost expected over a's posterior
-    (see the module's docstring); the pilot's own length, within the bounds, where nothing was estimated."""
+    (see the module's docstring); the pilot's own length, within the bounds, where nothing was estimated. Under a
+    `budget`, only lengths whose minimum of rounds fits in it are tried, and each costs what its rounds end at."""
+    afford = budget.longest(overhead_s, shortest_s, longest_s) if budget is not None else longest_s
     if spread is None:
-        return choose_length(None, overhead_s, pilot_s, shortest_s, longest_s)
+        return replace(choose_length(None, overhead_s, pilot_s, shortest_s, afford), longest_s=longest_s,
+                       budget=budget)
     point = spread.point
     if point.per_second <= 0 or overhead_s <= 0:  # the shortest, whatever a is
-        return choose_length(point, overhead_s, pilot_s, shortest_s, longest_s)
+        return replace(choose_length(point, overhead_s, pilot_s, shortest_s, afford), longest_s=longest_s,
+                       budget=budget)
+    # the prior spans the experiment's bounds (what a could be is not the budget's to say); the lengths tried, the
+    # budget's
     a, weights = posterior(spread, overhead_s, shortest_s, longest_s)
-    tried = lengths(shortest_s, longest_s)
-    costs = expected_relative_costs(a, weights, point.per_second, overhead_s, tried, shortest_s, longest_s)
+    tried = lengths(shortest_s, afford)
+    costs = expected_relative_costs(a, weights, point.per_second, overhead_s, tried, shortest_s, afford, budget)
     least = min(range(len(tried)), key=costs.__getitem__)
     low, high = (quantile(a, weights, p) for p in SHOWN)
     return LengthChoice(tried[least], point, overhead_s, shortest_s, longest_s,
-                        Expected(low, high, spread.freedom, tried[least], costs[least]))
+                        Expected(low, high, spread.freedom, tried[least], costs[least]), budget)
