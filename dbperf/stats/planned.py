@@ -112,11 +112,11 @@ def t_boundaries(info: tuple[int, ...], planned: int, alpha: float, final: bool)
 
 def price(planned: int, alpha: float) -> float:
     """What planning `planned` rounds costs the rule against a single look after as many that knew the noise: its
-    last look's half-width over that look's (1.44 at 9 rounds, falling towards 1). Closed-form, to be asked for
-    many plans at once (stats/round_length.py sizes rounds by it): the t quantile, on the last look's degrees of
-    freedom, of the error left to that look after the looks before spent theirs, over the normal quantile at
-    `alpha`. Within 3% of the simulated boundaries' (`t_boundaries`) at 9 to 30 rounds, and a little above them
-    (the looks' correlation leaves the last a little more than the increment)."""
+    last look's half-width over that look's (1.44 at 9 rounds at alpha 0.01, 1.48 at 0.005; falling towards 1).
+    Closed-form, to be asked for many plans at once (stats/round_length.py sizes rounds by it): the t quantile, on
+    the last look's degrees of freedom, of the error left to that look after the looks before spent theirs, over the
+    normal quantile at `alpha`. Within 3% of the simulated boundaries' (`t_boundaries`) at 9 to 30 rounds, and a
+    little above them (the looks' correlation leaves the last a little more than the increment)."""
     rounds = max(int(planned), 2)
     looks = look_rounds(rounds)
     plan_alpha = (1 - RESERVE) * alpha

@@ -300,13 +300,12 @@ def choose_from_pilot(spread: PilotSpread | None, overhead_s: float, pilot_s: fl
     (see the module's docstring); the pilot's own length, within the bounds, where nothing was estimated. Under a
     `budget`, only lengths whose minimum of rounds fits in it are tried, and each costs what its rounds end at."""
     afford = budget.longest(overhead_s, shortest_s, longest_s) if budget is not None else longest_s
-    if spread is None:
-        return replace(choose_length(None, overhead_s, pilot_s, shortest_s, afford), longest_s=longest_s,
+    # nothing estimated (the pilot's length), or no per-second part or overhead (the shortest, whatever a is)
+    if spread is None or spread.point.per_second <= 0 or overhead_s <= 0:
+        parts = spread.point if spread is not None else None
+        return replace(choose_length(parts, overhead_s, pilot_s, shortest_s, afford), longest_s=longest_s,
                        budget=budget)
     point = spread.point
-    if point.per_second <= 0 or overhead_s <= 0:  # the shortest, whatever a is
-        return replace(choose_length(point, overhead_s, pilot_s, shortest_s, afford), longest_s=longest_s,
-                       budget=budget)
     # the prior spans the experiment's bounds (what a could be is not the budget's to say); the lengths tried, the
     # budget's
     a, weights = posterior(spread, overhead_s, shortest_s, longest_s)
