@@ -63,7 +63,7 @@ def test_a_query_path_profile_is_a_build_of_its_own_and_its_base_is_the_build_wi
 @pytest.mark.unit
 @pytest.mark.parametrize(("keys", "message"), [
     ('pgo_scope = "query-path"', "pgo_scope: only meaningful with the \"pgo\" variant"),
-    ('build = ["O2", "pgo"]\npgo_scope = "sql"', "pgo_scope: expected one of whole, query-path, got 'sql'"),
+    ('build = ["O2", "pgo"]\npgo_scope = "sql"', "pgo_scope: expected one of whole, query-path, hot-path, got 'sql'"),
     ('build = ["O2", "pgo", "bolt"]\npgo_scope = "query-path"', "drop bolt or pgo_scope"),
 ])
 def test_bad_scopes_are_one_line(write_experiment, keys, message):
@@ -108,8 +108,8 @@ class TwoDirs(MysqlRecipe):
     profile_dirs: ClassVar[tuple[str, ...]] = ("hot",)
 
 
-def _project(src: Path) -> None:
-    for name, text in FILES.items():
+def _project(src: Path, files: dict[str, str] = FILES) -> None:
+    for name, text in files.items():
         (src / name).parent.mkdir(parents=True, exist_ok=True)
         (src / name).write_text(text)
 
@@ -178,6 +178,42 @@ def test_the_launcher_profiles_the_named_directory_and_the_others_object_is_the_
     assert record is not None and record["directories"] == ["hot"] and record["scope"] == "query-path"
     # cold.c and main.c from the cache in each stage (hot.c never goes through it)
     assert record["ccache"] == {"instrumented": {"hits": 2, "misses": 0}, "profile-use": {"hits": 2, "misses": 0}}
+
+
+# hot-path: one file of hot/ listed, its neighbour not (the recipe's hot sources, buildlab/hot_sources.py)
+FILES_HOT = {**FILES, "hot/CMakeLists.txt": "add_library(hot STATIC hot.c warm.c)\n",
+             "hot/warm.c": "const char *warm(void) { return __FILE__; }\n"}
+WARM = "hot/CMakeFiles/hot.dir/warm.c.o"
+
+
+@pytest.mark.unit
+@pytest.mark.skipif(any(shutil.which(t) is None for t in ("cmake", "ninja", "gcc", "gcov", "ccache", "nm")),
+                    reason="needs cmake, ninja, gcc, gcov, ccache and nm")
+def test_a_hot_path_scope_profiles_the_listed_file_and_its_neighbours_object_is_the_bases(where, tmp_path,
+                                                                                         monkeypatch):
+    servers = where / "servers"
+    monkeypatch.setenv("DBPERF_SERVER_CACHE", str(servers))
+    base_src, work = servers / "trees" / "k1" / "src", servers / "build" / ".k3.partial"
+    pgo_src = work / "src"
+    for src in (base_src, pgo_src):
+        _project(src, FILES_HOT)
+    recipe, cc = TwoDirs(), find_compiler()
+    cache = find_ccache(servers / "ccache", servers / "trees", tmp_path / "base.log")
+    assert cache is not None
+    _run(recipe.commands(base_src, base_src.parent / "prefix", replace(cc, launcher=cache.program), ["-O2"], 2),
+         base_src, cache.environment())
+    ccache = find_ccache(servers / "ccache", servers, work / "ccache.log")
+    assert ccache is not None
+    scope = QueryPath("hot-path", ("hot",), ccache, work, ("hot/hot.c",))
+    profile = work / "profile"
+    generate = Stage("instrumented", [f"-fprofile-generate={profile}", "-fprofile-update=atomic", NOTES_FLAG])
+    _run(scope.commands(recipe, pgo_src, work / "instrumented", cc, ["-O2"], generate, 2), pgo_src,
+         scope.environment(generate))
+    base, pgo = base_src / "lab-build", pgo_src / "lab-build"
+    assert "__gcov_" in _symbols(pgo / HOT) and "__gcov_" not in _symbols(pgo / WARM)
+    assert _sha(pgo / WARM) == _sha(base / WARM) and _sha(pgo / COLD) == _sha(base / COLD)
+    record = scope.record()
+    assert record is not None and record["sources"] == ["hot/hot.c"] and record["directories"] == ["hot"]
 
 
 # The pipeline's own run of a partial profile (server_build.build_server), on a MySQL in miniature: sql/ holds the

@@ -19,6 +19,9 @@ file symbol agree. What still differs between the two trees are the generated he
 its preprocessed mode finds the base's object unless the file expands one of those macros (those are mostly in
 sql/ and mysys/, profiled anyway). The manifest's `pgo.scope.ccache` counts each stage's hits and misses.
 
+`hot-path` narrows the same to the sources of those directories a first training profile showed hot, the recipe's
+`hot_sources` list (hot_sources.py): the launcher matches a listed file as it matches a directory, by whole path.
+
 The instrumented stage's links take -fprofile-generate (gcc links libgcov with it); the profile-use stage's links
 take no profile flag. The manifest's `pgo.scope` names the directories with a profile; the proof checks that each
 got .gcda files (profile_proof.py).
@@ -34,11 +37,12 @@ from typing import Any, ClassVar
 
 import msgspec
 
-from dbperf.buildlab import profile_launcher
+from dbperf.buildlab import hot_sources, profile_launcher
 from dbperf.buildlab.compiler_cache import CompilerCache, find_ccache, stats_of
 from dbperf.buildlab.paths import server_cache
 from dbperf.buildlab.recipes.base import Recipe
-from dbperf.experiment.build_variants import WHOLE_PROGRAM
+from dbperf.errors import UserError
+from dbperf.experiment.build_variants import HOT_PATH, WHOLE_PROGRAM
 from dbperf.host.compiler import Compiler
 
 # What the objects outside the profile's directories are, for the manifest.
@@ -67,6 +71,7 @@ class ScopeRecord(msgspec.Struct, frozen=True, kw_only=True):
     """The manifest's `pgo.scope` of a partial profile."""
     scope: str
     directories: list[str]  # the directories with a profile, relative to the top of the source
+    sources: list[str] | None = None  # hot-path: the sources with a profile, within those directories
     elsewhere: str
     ccache: dict[str, dict[str, int]]  # stage -> hits and misses of the compiles sent through ccache
 
@@ -112,11 +117,13 @@ class WholeProgram(ProfileScope):
 
 
 class QueryPath(ProfileScope):
-    """The recipe's profile_dirs, every other object from ccache (module docstring)."""
+    """The recipe's profile_dirs, or the hot sources within them (`sources`), every other object from ccache (module
+    docstring)."""
     reuses_base: ClassVar[bool] = True
 
-    def __init__(self, name: str, dirs: tuple[str, ...], ccache: CompilerCache, work: Path) -> None:
-        self.name, self.dirs, self.ccache, self.work = name, dirs, ccache, work
+    def __init__(self, name: str, dirs: tuple[str, ...], ccache: CompilerCache, work: Path,
+                 sources: tuple[str, ...] = ()) -> None:
+        self.name, self.dirs, self.ccache, self.work, self.sources = name, dirs, ccache, work, sources
 
     @property
     def directories(self) -> tuple[str, ...]:
@@ -127,7 +134,7 @@ class QueryPath(ProfileScope):
         """The stage's launcher config written into the build's folder, and the recipe's commands through it."""
         config = self.work / f"launcher-{stage.name}.json"
         config.write_bytes(msgspec.json.encode(LauncherStage(
-            str(tree.resolve()), str(recipe.objects_root(tree).resolve()), list(self.dirs), stage.flags,
+            str(tree.resolve()), str(recipe.objects_root(tree).resolve()), list(self.sources or self.dirs), stage.flags,
             self.ccache.program)))
         link = [f.split("=", 1)[0] for f in stage.flags if f.startswith("-fprofile-generate")]
         return recipe.launched_commands(tree, prefix, cc, flags, launcher_argv(config), link, jobs)
@@ -141,7 +148,7 @@ class QueryPath(ProfileScope):
     def record(self) -> dict[str, Any] | None:
         logs = {p.stem.removeprefix("ccache-"): p for p in sorted(self.work.glob("ccache-*.log"))}
         said: dict[str, Any] = msgspec.to_builtins(ScopeRecord(
-            scope=self.name, directories=list(self.dirs), elsewhere=ELSEWHERE,
+            scope=self.name, directories=list(self.dirs), sources=list(self.sources) or None, elsewhere=ELSEWHERE,
             ccache={stage: stats_of(log.read_text(errors="replace")) for stage, log in logs.items()}))
         return said
 
@@ -158,6 +165,8 @@ def scope_refusal(name: str, recipe: Recipe) -> str | None:
         return None
     if not recipe.profile_dirs:
         return f"pgo_scope = \"{name}\" needs a recipe that names its profile directories ({recipe.engine}'s does not)"
+    if name == HOT_PATH and recipe.hot_sources is None:
+        return f"pgo_scope = \"{name}\" needs a recipe with a list of hot sources ({recipe.engine}'s has none)"
     if find_ccache(server_cache() / "ccache", server_cache(), Path("/dev/null")) is None:
         return f"pgo_scope = \"{name}\" takes the other objects from ccache (apt install ccache)"
     return None
@@ -170,4 +179,28 @@ def profile_scope(name: str, recipe: Recipe, work: Path) -> ProfileScope:
     # The server cache as ccache's base directory: the base's kept tree and this build's folder both lie under it.
     ccache = find_ccache(server_cache() / "ccache", server_cache(), work / "ccache.log")
     assert ccache is not None
+    if name == HOT_PATH:
+        listed = tuple(recipe_hot_sources(recipe).sources)
+        # the proof's directories: those of the recipe's that hold a listed source
+        dirs = tuple(d for d in recipe.profile_dirs if any(profile_launcher.profiled(s, [d]) for s in listed))
+        return QueryPath(name, dirs, ccache, work, listed)
     return QueryPath(name, recipe.profile_dirs, ccache, work)
+
+
+def recipe_hot_sources(recipe: Recipe) -> hot_sources.HotSources:
+    """The recipe's hot-sources list (scope_refusal has said it has one)."""
+    assert recipe.hot_sources is not None
+    return hot_sources.read(hot_sources.DATA / recipe.hot_sources)
+
+
+def scope_identity(name: str, recipe: Recipe, version: str) -> dict[str, Any]:
+    """What a build's key holds of a partial scope: the directories, and for hot-path the list, which must have
+    been made on the version built (its sources are another version's files)."""
+    identity: dict[str, Any] = {"scope": name, "directories": list(recipe.profile_dirs)}
+    if name == HOT_PATH:
+        hot = recipe_hot_sources(recipe)
+        if version.split("-", 1)[0] != hot.version:
+            raise UserError(f"pgo_scope = \"{name}\": {recipe.engine}'s hot sources were found on {hot.version}'s "
+                            f"profile, not {version}'s (scripts/hot_sources.py makes a list; or use query-path)")
+        identity["hot"] = hot.identity()
+    return identity

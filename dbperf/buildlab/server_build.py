@@ -46,7 +46,7 @@ from dbperf.buildlab.paths import open_to_service_users, server_cache
 from dbperf.buildlab.pgo_guard import GuardCannotRun, GuardCounts, figures, refusal
 from dbperf.buildlab.profile_proof import NOTES_FLAG, PROOF_VERSION, fresh_profile_dir, missing_profiles, prove
 from dbperf.buildlab.profile_proof import Training as TrainingFacts
-from dbperf.buildlab.profile_scope import Stage, profile_scope, scope_refusal
+from dbperf.buildlab.profile_scope import Stage, profile_scope, scope_identity, scope_refusal
 from dbperf.buildlab.rebuilt import objects_digest
 from dbperf.buildlab.recipes import Recipe, recipe_for
 from dbperf.buildlab.resume import STATE, BuildState, ResumeRecord, children_cpu_seconds, read_resume
@@ -81,7 +81,8 @@ GUARD_VERSION = 1
 CONSUMED = ("the -fprofile-use build compiled every object with the directory of these .gcda; objects without one "
             "(code the training never reached, tools it never ran) were built without a profile, each a "
             "-Wmissing-profile warning, counted above")
-CONSUMED_IN_SCOPE = ("the -fprofile-use build compiled the objects of pgo.scope.directories with the directory of "
+CONSUMED_IN_SCOPE = ("the -fprofile-use build compiled the objects of pgo.scope.directories (of pgo.scope.sources "
+                     "where it lists them) with the directory of "
                      "these .gcda (those without one, each a -Wmissing-profile warning, counted above); every other "
                      "object is the build without PGO's, from ccache")
 
@@ -104,7 +105,7 @@ def _key(spec: ServerBuildSpec, package: str, version: str, cc: Compiler, recipe
     if spec.pgo_partial_training:  # only then, as bolt below
         identity["pgo_partial_training"] = True
     if spec.pgo and spec.pgo_scope != WHOLE_PROGRAM:  # only then, as bolt below; the directories are the recipe's
-        identity["pgo_scope"] = {"scope": spec.pgo_scope, "directories": list(recipe.profile_dirs)}
+        identity["pgo_scope"] = scope_identity(spec.pgo_scope, recipe, version)
     if spec.pgo:  # PGO builds made before their profile was proven are made again
         identity["pgo_proof"] = PROOF_VERSION
     if spec.bolt:  # only then: the keys of builds without BOLT stay as they were

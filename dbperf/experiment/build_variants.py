@@ -87,10 +87,12 @@ SERVER_ORIGINS = ("debian-src",)
 TREE_ORIGIN = "tree"  # a server built from the user's tree (`tree`, `rev`), not a `source`
 # Server PGO trains on this set (catalog/training), never on the measured catalog.
 SERVER_TRAINING = ("train-mix",)
-# What a server's PGO build instruments and re-optimises (`pgo_scope`, buildlab/profile_scope.py): every object, or
-# the recipe's query-path directories only, the other objects the base build's.
+# What a server's PGO build instruments and re-optimises (`pgo_scope`, buildlab/profile_scope.py): every object, the
+# recipe's query-path directories only, or the sources a first training profile showed hot (buildlab/hot_sources.py),
+# the other objects the base build's.
 WHOLE_PROGRAM = "whole"
-PGO_SCOPES = (WHOLE_PROGRAM, "query-path")
+HOT_PATH = "hot-path"
+PGO_SCOPES = (WHOLE_PROGRAM, "query-path", HOT_PATH)
 
 
 @dataclass(frozen=True)

@@ -264,7 +264,8 @@ TARGET = (
         "SQL text, and a server's per connection count)", "3"),
     Key("pgo_scope", " | ".join(PGO_SCOPES), "servers from source with pgo (MySQL, MariaDB): what is instrumented "
         "and re-optimised; whole: every object; query-path: the recipe's directories only (sql/, storage/innobase/, "
-        "mysys/, strings/, vio/), every other object the build without PGO's, from ccache (not with bolt; "
+        "mysys/, strings/, vio/); hot-path: the sources of those directories a first training profile showed hot (the "
+        "recipe's list, MySQL 9.7.2's); every other object the build without PGO's, from ccache (not with bolt; "
         "docs/build-lab.md); in the build key and manifest", WHOLE_PROGRAM, "", one_of(*PGO_SCOPES)),
     Key("allocator", " | ".join(ALLOCATORS), "preloaded into the process that runs the engine", "", "",
         one_of(*ALLOCATORS)),

@@ -61,6 +61,9 @@ class Recipe(ABC):
     # re-optimises, relative to the top of the source: those the measured queries run through. () for a recipe
     # whose compiles cannot be launched by source path (launched_commands).
     profile_dirs: ClassVar[tuple[str, ...]] = ()
+    # The sources of those directories a first training profile showed hot (`pgo_scope = "hot-path"`): a file of
+    # recipes/data/ (buildlab/hot_sources.py), None for a recipe without one.
+    hot_sources: ClassVar[str | None] = None
 
     @abstractmethod
     def expected_steps(self, tree: Path) -> int: ...

@@ -51,6 +51,9 @@ class MysqlRecipe(CmakeNinjaRecipe):
     # (its parser, generated into lab-build/sql/, included), InnoDB, mysys, the character sets and the network I/O.
     # A directory a full profile shows hot belongs here too; the engine's ProfileProof.objects must lie within.
     profile_dirs: ClassVar[tuple[str, ...]] = ("sql", "storage/innobase", "mysys", "strings", "vio")
+    # 425 sources with 99.99% of the arc counts of the query-path build's training profile (2026-11-29: 44.3% of
+    # those directories' instrumented compile seconds; docs/build-lab.md).
+    hot_sources: ClassVar[str | None] = "mysql-9.7.2-hot-sources.json"
 
     def binaries(self, prefix: Path) -> Path:
         return prefix  # what a MySQL target's `binaries` names: the basedir, as an Oracle tarball's
