@@ -32,7 +32,7 @@ from dbperf.engines.descriptor import ProfileProof
 from dbperf.errors import UserError
 from dbperf.experiment.build_variants import ServerBuildSpec
 from dbperf.experiment.spec import parse_experiment
-from dbperf.host.compiler import build_environment, find_compiler
+from dbperf.host.compiler import Compiler, build_environment, find_compiler
 from dbperf.servers.lifecycle import run_setup
 
 TARGET = '[run]\nbenchmarks = ["point-query"]\n[[target]]\nname = "a"\nsource = "mysql@debian-src"\n'
@@ -131,6 +131,29 @@ def _symbols(path: Path) -> str:
     return subprocess.run(["nm", str(path)], capture_output=True, text=True, check=True).stdout
 
 
+def _instrumented(scope: QueryPath, recipe: TwoDirs, cc: Compiler, work: Path, src: Path) -> Path:
+    """The scope's instrumented stage run in `src`; the profile folder it writes to."""
+    profile = work / "profile"
+    generate = Stage("instrumented", [f"-fprofile-generate={profile}", "-fprofile-update=atomic", NOTES_FLAG])
+    _run(scope.commands(recipe, src, work / "instrumented", cc, ["-O2"], generate, 2), src,
+         scope.environment(generate))
+    return profile
+
+
+def _base_and_staging(servers: Path, tmp_path: Path, files: dict[str, str], staging: str) -> tuple[Path, Path, Path]:
+    """As the lab lays them out: the project's base built in a kept tree through ccache, and the same project in a
+    PGO build's staging folder; (base source, staging folder, its source)."""
+    base_src, work = servers / "trees" / "k1" / "src", servers / "build" / staging
+    pgo_src = work / "src"
+    for src in (base_src, pgo_src):
+        _project(src, files)
+    cache = find_ccache(servers / "ccache", servers / "trees", tmp_path / "base.log")
+    assert cache is not None
+    _run(TwoDirs().commands(base_src, base_src.parent / "prefix", replace(find_compiler(), launcher=cache.program),
+                            ["-O2"], 2), base_src, cache.environment())
+    return base_src, work, pgo_src
+
+
 @pytest.mark.unit
 @pytest.mark.skipif(any(shutil.which(t) is None for t in ("cmake", "ninja", "gcc", "gcov", "ccache", "nm")),
                     reason="needs cmake, ninja, gcc, gcov, ccache and nm")
@@ -138,22 +161,11 @@ def test_the_launcher_profiles_the_named_directory_and_the_others_object_is_the_
                                                                                     monkeypatch):
     servers = where / "servers"  # the server cache must be reachable by others (paths.server_cache)
     monkeypatch.setenv("DBPERF_SERVER_CACHE", str(servers))
-    # as the lab lays them out: the base in a kept tree, the PGO build in its staging folder
-    base_src, work = servers / "trees" / "k1" / "src", servers / "build" / ".k2.partial"
-    pgo_src = work / "src"
-    for src in (base_src, pgo_src):
-        _project(src)
+    base_src, work, pgo_src = _base_and_staging(servers, tmp_path, FILES, ".k2.partial")
     recipe, cc = TwoDirs(), find_compiler()
-    cache = find_ccache(servers / "ccache", servers / "trees", tmp_path / "base.log")
-    assert cache is not None
-    _run(recipe.commands(base_src, base_src.parent / "prefix", replace(cc, launcher=cache.program), ["-O2"], 2),
-         base_src, cache.environment())
     scope = profile_scope("query-path", recipe, work)
     assert isinstance(scope, QueryPath) and scope.directories == ("hot",)
-    profile = work / "profile"
-    generate = Stage("instrumented", [f"-fprofile-generate={profile}", "-fprofile-update=atomic", NOTES_FLAG])
-    _run(scope.commands(recipe, pgo_src, work / "instrumented", cc, ["-O2"], generate, 2), pgo_src,
-         scope.environment(generate))
+    profile = _instrumented(scope, recipe, cc, work, pgo_src)
     base, pgo = base_src / "lab-build", pgo_src / "lab-build"
     assert "__gcov_" in _symbols(pgo / HOT) and "__gcov_" not in _symbols(base / HOT)
     assert (pgo / HOT).with_suffix(".gcno").is_file() and not (pgo / COLD).with_suffix(".gcno").exists()
@@ -193,22 +205,12 @@ def test_a_hot_path_scope_profiles_the_listed_file_and_its_neighbours_object_is_
                                                                                          monkeypatch):
     servers = where / "servers"
     monkeypatch.setenv("DBPERF_SERVER_CACHE", str(servers))
-    base_src, work = servers / "trees" / "k1" / "src", servers / "build" / ".k3.partial"
-    pgo_src = work / "src"
-    for src in (base_src, pgo_src):
-        _project(src, FILES_HOT)
+    base_src, work, pgo_src = _base_and_staging(servers, tmp_path, FILES_HOT, ".k3.partial")
     recipe, cc = TwoDirs(), find_compiler()
-    cache = find_ccache(servers / "ccache", servers / "trees", tmp_path / "base.log")
-    assert cache is not None
-    _run(recipe.commands(base_src, base_src.parent / "prefix", replace(cc, launcher=cache.program), ["-O2"], 2),
-         base_src, cache.environment())
     ccache = find_ccache(servers / "ccache", servers, work / "ccache.log")
     assert ccache is not None
     scope = QueryPath("hot-path", ("hot",), ccache, work, ("hot/hot.c",))
-    profile = work / "profile"
-    generate = Stage("instrumented", [f"-fprofile-generate={profile}", "-fprofile-update=atomic", NOTES_FLAG])
-    _run(scope.commands(recipe, pgo_src, work / "instrumented", cc, ["-O2"], generate, 2), pgo_src,
-         scope.environment(generate))
+    _instrumented(scope, recipe, cc, work, pgo_src)
     base, pgo = base_src / "lab-build", pgo_src / "lab-build"
     assert "__gcov_" in _symbols(pgo / HOT) and "__gcov_" not in _symbols(pgo / WARM)
     assert _sha(pgo / WARM) == _sha(base / WARM) and _sha(pgo / COLD) == _sha(base / COLD)
