@@ -13,6 +13,7 @@ from pathlib import Path
 
 from dbperf.buildlab.hot_sources import HotSources, choose, gcda_counts, object_source, write
 from dbperf.buildlab.profile_proof import gcda_object
+from dbperf.buildlab.rebuilt import ninja_entries
 from dbperf.errors import UserError
 
 QUERY_PATH = ["sql", "storage/innobase", "mysys", "strings", "vio"]
@@ -21,11 +22,8 @@ QUERY_PATH = ["sql", "storage/innobase", "mysys", "strings", "vio"]
 def compile_seconds(log: Path) -> dict[str, float]:
     """Each object's first compile in a .ninja_log (the instrumented stage's), in seconds."""
     seconds: dict[str, float] = {}
-    for line in log.read_text().splitlines():
-        if line.startswith("#"):
-            continue
-        start, end, _, out, _ = line.split("\t")
-        seconds.setdefault(out, (int(end) - int(start)) / 1000)
+    for start, end, _, out in ninja_entries(log.read_text()):
+        seconds.setdefault(out, (end - start) / 1000)
     return seconds
 
 
@@ -54,7 +52,7 @@ def main(argv: list[str]) -> int:
         if key.startswith(root + "/") and key[len(root) + 1:].startswith(dirs):
             object_of[f] = key[len(root) + 1:] + ".o"
     try:
-        counts = gcda_counts(object_of, object_of, dump)
+        counts = gcda_counts(object_of, dump)
         hot = choose(counts, a.share)
     except UserError as e:
         print(f"hot_sources: {e}", file=sys.stderr)

@@ -16,7 +16,6 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-from collections.abc import Iterable
 from pathlib import Path
 
 import msgspec
@@ -97,12 +96,12 @@ def choose(counts: dict[str, int], share: float) -> list[str]:
     return chosen
 
 
-def gcda_counts(files: Iterable[Path], object_of: dict[Path, str], gcov_dump: str) -> dict[str, int]:
-    """Each object's arc-count sum, by the object path `object_of` gives its .gcda."""
+def gcda_counts(object_of: dict[Path, str], gcov_dump: str) -> dict[str, int]:
+    """Each object's arc-count sum, from the .gcda files `object_of` maps to their objects."""
     counts: dict[str, int] = {}
-    for f in files:
+    for f in object_of:
         done = subprocess.run([gcov_dump, "-l", str(f)], capture_output=True, text=True, check=False)
-        if done.returncode != 0:
-            raise UserError(f"{gcov_dump} -l {f} failed: {done.stderr.strip()[-300:]}")
+        if done.returncode != 0 or done.stderr.strip():  # a warning (another gcc's profile) is not a count to trust
+            raise UserError(f"{gcov_dump} -l {f}: {done.stderr.strip()[-300:] or f'exit {done.returncode}'}")
         counts[object_of[f]] = counts.get(object_of[f], 0) + arc_sum(done.stdout)
     return counts

@@ -6,7 +6,7 @@ base's."""
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,16 +18,20 @@ def compiles_in(output: str, is_step: Callable[[str], bool]) -> int:
     return sum(1 for line in output.splitlines() if is_step(line))
 
 
-def ninja_rebuilt(log: str, since_ns: int) -> int:
-    """The objects a .ninja_log (format v5: start, end, mtime in ns, output, command hash; tab-separated) lists as
-    written at or after `since_ns`: each output counted once, by its last entry (ninja appends an entry each time it
-    runs a command, and compacts the log now and then, so positions in it say nothing)."""
-    last: dict[str, int] = {}
+def ninja_entries(log: str) -> Iterator[tuple[int, int, int, str]]:
+    """A .ninja_log's entries (format v5: start and end in ms since its ninja started, mtime in ns, output, command
+    hash; tab-separated) in the order written, as (start, end, mtime, output); its header and torn lines skipped."""
     for line in log.splitlines():
         fields = line.split("\t")
-        if line.startswith("#") or len(fields) != 5 or not fields[2].isdigit():
-            continue
-        last[fields[3]] = int(fields[2])
+        if not line.startswith("#") and len(fields) == 5 and all(f.isdigit() for f in fields[:3]):
+            yield int(fields[0]), int(fields[1]), int(fields[2]), fields[3]
+
+
+def ninja_rebuilt(log: str, since_ns: int) -> int:
+    """The objects a .ninja_log lists as written at or after `since_ns`: each output counted once, by its last entry
+    (ninja appends an entry each time it runs a command, and compacts the log now and then, so positions in it say
+    nothing)."""
+    last = {output: mtime for _, _, mtime, output in ninja_entries(log)}
     return sum(1 for output, mtime in last.items() if output.endswith(OBJECT_SUFFIXES) and mtime >= since_ns)
 
 

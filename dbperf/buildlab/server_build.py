@@ -104,7 +104,7 @@ def _key(spec: ServerBuildSpec, package: str, version: str, cc: Compiler, recipe
         identity["compiler_named"] = {"name": spec.compiler, "cxx": cc.cxx}
     if spec.pgo_partial_training:  # only then, as bolt below
         identity["pgo_partial_training"] = True
-    if spec.pgo and spec.pgo_scope != WHOLE_PROGRAM:  # only then, as bolt below; the directories are the recipe's
+    if spec.pgo and spec.pgo_scope != WHOLE_PROGRAM:  # only then, as bolt below; the recipe's directories (and list)
         identity["pgo_scope"] = scope_identity(spec.pgo_scope, recipe, version)
     if spec.pgo:  # PGO builds made before their profile was proven are made again
         identity["pgo_proof"] = PROOF_VERSION
