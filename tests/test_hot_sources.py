@@ -78,3 +78,23 @@ def test_a_bad_list_is_one_line(tmp_path):
     bad.write_text("{}")
     with pytest.raises(UserError, match="not a hot-sources file"):
         hot_sources.read(bad)
+
+
+def test_a_newer_version_than_the_lists_is_passed_over_and_said(monkeypatch):
+    """Debian's index named 9.7.4-2 before its mirror served it (2026-11-29): a hot-path build skips a version its
+    list was not made on, as one the archive does not serve, says so, and builds (here: finds) the list's version."""
+    from dbperf.buildlab import server_build
+    from dbperf.experiment.build_variants import ServerBuildSpec
+
+    spec = ServerBuildSpec("mysql", variants=("O2", "pgo"), lean=True, pgo_scope="hot-path")
+    keyed: list[str] = []
+    monkeypatch.setattr(server_build, "check_can_build", lambda s: (LEAN, None))
+    monkeypatch.setattr(server_build, "candidate_versions", lambda e: ("apt", "mysql-9.7", ["9.7.4-2", "9.7.2-4"]))
+    monkeypatch.setattr(server_build, "_key", lambda s, package, version, *a: keyed.append(version) or version)
+    monkeypatch.setattr(server_build, "_cached", lambda entry, recipe: entry.name)
+    monkeypatch.setattr(server_build, "_guarded_cached", lambda s, found, *a: found)
+    said: list[str] = []
+    found = server_build.build_server(spec, lambda *a: {}, lambda text, done, total: said.append(text))
+    assert found == "9.7.2-4" and keyed == ["9.7.2-4"]  # 9.7.4-2 never keyed, so never fetched nor built
+    assert len(said) == 1 and said[0].startswith("mysql-9.7 9.7.4-2: pgo_scope = \"hot-path\"") \
+        and said[0].endswith("; trying 9.7.2-4")

@@ -193,14 +193,25 @@ def recipe_hot_sources(recipe: Recipe) -> hot_sources.HotSources:
     return hot_sources.read(hot_sources.DATA / recipe.hot_sources)
 
 
+def version_refusal(name: str, recipe: Recipe, version: str) -> str | None:
+    """Why a build of `version` cannot have the scope `name` (None when it can): a hot-path list names another
+    version's files. The build lab skips such a version as one the archive does not serve, and says so."""
+    if name != HOT_PATH:
+        return None
+    hot = recipe_hot_sources(recipe)
+    if version.split("-", 1)[0] == hot.version:
+        return None
+    return (f"pgo_scope = \"{name}\": {recipe.engine}'s hot sources were found on {hot.version}'s profile, not "
+            f"{version}'s (scripts/hot_sources.py makes a list; or use query-path)")
+
+
 def scope_identity(name: str, recipe: Recipe, version: str) -> dict[str, Any]:
     """What a build's key holds of a partial scope: the directories, and for hot-path the list, which must have
-    been made on the version built (its sources are another version's files)."""
+    been made on the version built (version_refusal; its sources are another version's files)."""
     identity: dict[str, Any] = {"scope": name, "directories": list(recipe.profile_dirs)}
+    refused = version_refusal(name, recipe, version)
+    if refused:
+        raise UserError(refused)
     if name == HOT_PATH:
-        hot = recipe_hot_sources(recipe)
-        if version.split("-", 1)[0] != hot.version:
-            raise UserError(f"pgo_scope = \"{name}\": {recipe.engine}'s hot sources were found on {hot.version}'s "
-                            f"profile, not {version}'s (scripts/hot_sources.py makes a list; or use query-path)")
-        identity["hot"] = hot.identity()
+        identity["hot"] = recipe_hot_sources(recipe).identity()
     return identity

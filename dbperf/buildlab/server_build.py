@@ -46,7 +46,7 @@ from dbperf.buildlab.paths import open_to_service_users, server_cache
 from dbperf.buildlab.pgo_guard import GuardCannotRun, GuardCounts, figures, refusal
 from dbperf.buildlab.profile_proof import NOTES_FLAG, PROOF_VERSION, fresh_profile_dir, missing_profiles, prove
 from dbperf.buildlab.profile_proof import Training as TrainingFacts
-from dbperf.buildlab.profile_scope import Stage, profile_scope, scope_identity, scope_refusal
+from dbperf.buildlab.profile_scope import Stage, profile_scope, scope_identity, scope_refusal, version_refusal
 from dbperf.buildlab.rebuilt import objects_digest
 from dbperf.buildlab.recipes import Recipe, recipe_for
 from dbperf.buildlab.resume import STATE, BuildState, ResumeRecord, children_cpu_seconds, read_resume
@@ -182,6 +182,12 @@ def build_server(spec: ServerBuildSpec, train: Training, on_progress: Progress |
     builds.mkdir(parents=True, exist_ok=True)
     skipped: list[str] = []
     for version in versions:
+        if skipped and on_progress:  # a newer version passed over is said, not skipped silently
+            on_progress(f"{package} {skipped[-1][:240]}; trying {version}", 0, 0)
+        refused = version_refusal(spec.pgo_scope, recipe, version) if spec.pgo else None
+        if refused:
+            skipped.append(f"{version}: {refused}")
+            continue
         key = _key(spec, package, version, cc, recipe)
         found = _cached(builds / key, recipe)
         if found:
