@@ -3,6 +3,8 @@ sources the launcher sees, gcov-dump's arc counters summed, the choice by share,
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from dbperf.buildlab import hot_sources
@@ -92,9 +94,18 @@ def test_a_newer_version_than_the_lists_is_passed_over_and_said(monkeypatch):
     monkeypatch.setattr(server_build, "candidate_versions", lambda e: ("apt", "mysql-9.7", ["9.7.4-2", "9.7.2-4"]))
     monkeypatch.setattr(server_build, "_key", lambda s, package, version, *a: keyed.append(version) or version)
     monkeypatch.setattr(server_build, "_cached", lambda entry, recipe: entry.name)
-    monkeypatch.setattr(server_build, "_guarded_cached", lambda s, found, *a: found)
+    guarded: list[ServerBuildSpec] = []
+    monkeypatch.setattr(server_build, "_guarded_cached", lambda s, found, *a: guarded.append(s) or found)
     said: list[str] = []
     found = server_build.build_server(spec, lambda *a: {}, lambda text, done, total: said.append(text))
     assert found == "9.7.2-4" and keyed == ["9.7.2-4"]  # 9.7.4-2 never keyed, so never fetched nor built
     assert len(said) == 1 and said[0].startswith("mysql-9.7 9.7.4-2: pgo_scope = \"hot-path\"") \
         and said[0].endswith("; trying 9.7.2-4")
+    # the guard's base is of the PGO build's version, not the archive's newest
+    (pinned,) = guarded
+    assert pinned.version == "9.7.2-4" and server_build.base_spec(pinned).version == "9.7.2-4"
+    keyed.clear()
+    assert server_build.build_server(server_build.base_spec(pinned), lambda *a: {}) == "9.7.2-4"
+    assert keyed == ["9.7.2-4"]
+    with pytest.raises(UserError, match=r"no longer lists mysql-9\.7 9\.7\.1-1, the version of the PGO build"):
+        server_build.build_server(server_build.base_spec(replace(pinned, version="9.7.1-1")), lambda *a: {})

@@ -178,6 +178,11 @@ def build_server(spec: ServerBuildSpec, train: Training, on_progress: Progress |
     if spec.tree is not None:
         return _build_from_tree(spec, recipe, cc, on_progress, train, guard, tree, base)
     apt, package, versions = candidate_versions(spec.engine)
+    if spec.version is not None:
+        if spec.version not in versions:
+            raise UserError(f"{spec.label()}: Debian's archive no longer lists {package} {spec.version}, the version "
+                            "of the PGO build this is the base of")
+        versions = [spec.version]
     builds = server_cache() / "build"
     builds.mkdir(parents=True, exist_ok=True)
     skipped: list[str] = []
@@ -191,7 +196,8 @@ def build_server(spec: ServerBuildSpec, train: Training, on_progress: Progress |
         key = _key(spec, package, version, cc, recipe)
         found = _cached(builds / key, recipe)
         if found:
-            return _guarded_cached(spec, found, train, on_progress, guard) if spec.pgo else found
+            return _guarded_cached(replace(spec, version=version), found, train, on_progress, guard) if spec.pgo \
+                else found
         sweep_abandoned(builds)  # staging directories of builds killed outright
         if in_kept_tree(spec):
             built = _build_in_tree(spec, recipe, cc, apt, package, version, key, on_progress, skipped, base)
@@ -469,7 +475,8 @@ def _build(spec: ServerBuildSpec, recipe: Recipe, cc: Compiler, tree: Path, prov
     jobs = os.cpu_count() or 1
     pgo = None
     if spec.pgo:
-        pgo, commands = _build_pgo(spec, recipe, cc, runner, work, prefix, jobs, train, guard, user_tree)
+        pinned = replace(spec, version=provenance.get("version")) if spec.tree is None else spec  # its base's too
+        pgo, commands = _build_pgo(pinned, recipe, cc, runner, work, prefix, jobs, train, guard, user_tree)
     else:
         commands = recipe.commands(tree, prefix, cc, spec.flags(), jobs)
         runner.run(commands, "compiling")

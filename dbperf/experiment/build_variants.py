@@ -110,6 +110,9 @@ class ServerBuildSpec:
     tree: UserTree | None = None  # the user's checkout instead of Debian's source (origin "tree")
     pgo_scope: str = WHOLE_PROGRAM  # one of PGO_SCOPES
     ldflags: tuple[str, ...] = ()  # linker options: the build without them relinked in its kept tree
+    # Debian's version, pinned: a PGO build's base is built from the version the PGO build is of (a hot-path list
+    # names one version's files; the archive's newest may be another). None: the newest the archive serves.
+    version: str | None = None
 
     @property
     def pgo(self) -> bool:
