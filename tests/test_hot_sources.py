@@ -109,3 +109,18 @@ def test_a_newer_version_than_the_lists_is_passed_over_and_said(monkeypatch):
     assert keyed == ["9.7.2-4"]
     with pytest.raises(UserError, match=r"no longer lists mysql-9\.7 9\.7\.1-1, the version of the PGO build"):
         server_build.build_server(server_build.base_spec(replace(pinned, version="9.7.1-1")), lambda *a: {})
+
+
+def test_an_experiment_of_two_debian_versions_is_refused(tmp_path):
+    from dbperf.buildlab.server_build import ServerBuild
+    from dbperf.experiment.build_variants import ServerBuildSpec
+    from dbperf.runner import targets
+
+    def built(version: str) -> ServerBuild:
+        return ServerBuild(tmp_path, tmp_path, {"source": {"package": "mysql-9.7", "version": version}}, True)
+
+    o2 = ServerBuildSpec("mysql", lean=True)
+    pgo = ServerBuildSpec("mysql", variants=("O2", "pgo"), lean=True, pgo_scope="hot-path")
+    targets._one_version_per_engine({o2: built("9.7.2-4"), pgo: built("9.7.2-4")})
+    with pytest.raises(UserError, match=r"\[O2 lean\] is of 9\.7\.4-2, .* of 9\.7\.2-4: an experiment"):
+        targets._one_version_per_engine({o2: built("9.7.4-2"), pgo: built("9.7.2-4")})

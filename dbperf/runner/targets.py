@@ -100,11 +100,29 @@ def build_servers(e: Experiment, console: Console) -> tuple[Experiment, dict[str
             console.print(said, highlight=False, markup=False)
     if not builds:
         return e, {}
+    _one_version_per_engine(builds)
     targets = tuple(replace(t, binaries=str(builds[t.server_build].binaries)) if t.server_build else t
                     for t in e.targets)
     manifests = {t.name: {**builds[t.server_build].manifest, "cached": builds[t.server_build].cached}
                  for t in e.targets if t.server_build is not None}
     return replace(e, targets=targets), manifests
+
+
+def _one_version_per_engine(builds: dict[ServerBuildSpec, ServerBuild]) -> None:
+    """Builds of Debian's source take the newest version the archive serves, but a hot-path PGO build the version its
+    list was made on: refused when the two differ, since the experiment would compare two versions, not two builds."""
+    seen: dict[str, tuple[str, str]] = {}
+    for spec, built in builds.items():
+        if spec.tree is not None:
+            continue
+        version = built.manifest["source"].get("version")
+        if version is None:
+            continue
+        first = seen.setdefault(spec.engine, (version, spec.label()))
+        if first[0] != version:
+            raise UserError(f"{first[1]} is of {first[0]}, {spec.label()} of {version}: an experiment's builds of "
+                            "Debian's source must be of one version (a hot-path list is of one version: "
+                            "scripts/hot_sources.py makes one for the other)")
 
 
 def guard_line(label: str, manifest: dict[str, Any]) -> str:
