@@ -9,7 +9,7 @@ import pytest
 
 from dbperf.buildlab import hot_sources
 from dbperf.buildlab.profile_launcher import profiled
-from dbperf.buildlab.profile_scope import recipe_hot_sources, scope_identity, scope_refusal
+from dbperf.buildlab.profile_scope import recipe_hot_sources, scope_kind
 from dbperf.buildlab.recipes.mysql import LEAN, MysqlRecipe
 from dbperf.buildlab.recipes.postgres import PostgresRecipe
 from dbperf.errors import UserError
@@ -62,16 +62,16 @@ def test_mysqls_list_lies_within_its_directories_and_holds_the_sentinels_source(
 
 
 def test_the_list_is_in_the_key_and_another_version_is_refused():
-    assert scope_identity("query-path", LEAN, "9.7.2-4") == {
+    assert scope_kind("query-path").identity(LEAN, "9.7.2-4") == {
         "scope": "query-path", "directories": ["sql", "storage/innobase", "mysys", "strings", "vio"]}
-    identity = scope_identity("hot-path", LEAN, "9.7.2-4")
+    identity = scope_kind("hot-path").identity(LEAN, "9.7.2-4")
     assert identity["hot"]["sources"] == recipe_hot_sources(LEAN).sources
     with pytest.raises(UserError, match=r"found on 9\.7\.2's profile, not 9\.7\.4-2's"):
-        scope_identity("hot-path", LEAN, "9.7.4-2")
+        scope_kind("hot-path").identity(LEAN, "9.7.4-2")
 
 
 def test_a_recipe_without_a_list_is_refused_in_one_line():
-    said = scope_refusal("hot-path", PostgresRecipe())
+    said = scope_kind("hot-path").refusal(PostgresRecipe())
     assert said is not None and "profile directories" in said  # PostgreSQL names no directories either
 
 

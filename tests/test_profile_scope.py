@@ -24,13 +24,13 @@ from dbperf.buildlab.debian_source import DebianSource
 from dbperf.buildlab.pgo_guard import GuardCounts
 from dbperf.buildlab.profile_proof import NOTES_FLAG, prove
 from dbperf.buildlab.profile_proof import Training as ProofFacts
-from dbperf.buildlab.profile_scope import QueryPath, Stage, WholeProgram, profile_scope, scope_refusal
+from dbperf.buildlab.profile_scope import KINDS, QueryPath, Stage, WholeProgram, scope_kind
 from dbperf.buildlab.recipes import recipes
 from dbperf.buildlab.recipes.mysql import LEAN, LeanMysqlRecipe, MysqlRecipe
 from dbperf.buildlab.recipes.postgres import PostgresRecipe
 from dbperf.engines.descriptor import ProfileProof
 from dbperf.errors import UserError
-from dbperf.experiment.build_variants import ServerBuildSpec
+from dbperf.experiment.build_variants import PGO_SCOPES, ServerBuildSpec
 from dbperf.experiment.spec import parse_experiment
 from dbperf.host.compiler import Compiler, build_environment, find_compiler
 from dbperf.servers.lifecycle import run_setup
@@ -76,8 +76,10 @@ def test_bad_scopes_are_one_line(write_experiment, keys, message):
 
 @pytest.mark.unit
 def test_a_recipe_without_profile_directories_is_refused_and_each_covers_its_engines_proof(tmp_path):
-    assert "names its profile directories (postgres's does not)" in str(scope_refusal("query-path", PostgresRecipe()))
-    assert scope_refusal("whole", PostgresRecipe()) is None
+    said = scope_kind("query-path").refusal(PostgresRecipe())
+    assert "names its profile directories (postgres's does not)" in str(said)
+    assert scope_kind("whole").refusal(PostgresRecipe()) is None
+    assert tuple(KINDS) == PGO_SCOPES  # every value the experiment file accepts is a kind
     named = [r for r in recipes().values() if r.profile_dirs]
     assert {r.engine for r in named} == {"mysql", "mariadb"}
     for recipe in named:
@@ -85,7 +87,7 @@ def test_a_recipe_without_profile_directories_is_refused_and_each_covers_its_eng
         assert proof is not None
         # the proof counts the functions of objects the partial profile instruments
         assert all(any(o.startswith(f"{d}/") for d in recipe.profile_dirs) for o in proof.objects), recipe.engine
-    assert isinstance(profile_scope("whole", MysqlRecipe(), tmp_path), WholeProgram)
+    assert isinstance(scope_kind("whole").scope(MysqlRecipe(), tmp_path), WholeProgram)
 
 
 CMAKE = ("cmake_minimum_required(VERSION 3.13)\nproject(t C)\nadd_subdirectory(hot)\nadd_subdirectory(cold)\n"
@@ -163,7 +165,7 @@ def test_the_launcher_profiles_the_named_directory_and_the_others_object_is_the_
     monkeypatch.setenv("DBPERF_SERVER_CACHE", str(servers))
     base_src, work, pgo_src = _base_and_staging(servers, tmp_path, FILES, ".k2.partial")
     recipe, cc = TwoDirs(), find_compiler()
-    scope = profile_scope("query-path", recipe, work)
+    scope = scope_kind("query-path").scope(recipe, work)
     assert isinstance(scope, QueryPath) and scope.directories == ("hot",)
     profile = _instrumented(scope, recipe, cc, work, pgo_src)
     base, pgo = base_src / "lab-build", pgo_src / "lab-build"

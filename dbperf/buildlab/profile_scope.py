@@ -42,7 +42,7 @@ from dbperf.buildlab.compiler_cache import CompilerCache, find_ccache, stats_of
 from dbperf.buildlab.paths import server_cache
 from dbperf.buildlab.recipes.base import Recipe
 from dbperf.errors import UserError
-from dbperf.experiment.build_variants import HOT_PATH, WHOLE_PROGRAM
+from dbperf.experiment.build_variants import HOT_PATH, QUERY_PATH, WHOLE_PROGRAM
 from dbperf.host.compiler import Compiler
 
 # What the objects outside the profile's directories are, for the manifest.
@@ -159,59 +159,109 @@ def launcher_argv(config: Path) -> list[str]:
     return [sys.executable, "-S", "-I", str(Path(profile_launcher.__file__).resolve()), str(config)]
 
 
-def scope_refusal(name: str, recipe: Recipe) -> str | None:
-    """Why a build of `recipe` cannot have the scope `name` here (None when it can), checked before any build."""
-    if name == WHOLE_PROGRAM:
+class ScopeKind(ABC):
+    """A value of `pgo_scope`, asked what it needs of a recipe, what it puts in the build's key and what it builds."""
+    name: ClassVar[str]
+
+    def refusal(self, recipe: Recipe) -> str | None:
+        """Why a build of `recipe` cannot have this scope here (None when it can), checked before any build."""
         return None
-    if not recipe.profile_dirs:
-        return f"pgo_scope = \"{name}\" needs a recipe that names its profile directories ({recipe.engine}'s does not)"
-    if name == HOT_PATH and recipe.hot_sources is None:
-        return f"pgo_scope = \"{name}\" needs a recipe with a list of hot sources ({recipe.engine}'s has none)"
-    if find_ccache(server_cache() / "ccache", server_cache(), Path("/dev/null")) is None:
-        return f"pgo_scope = \"{name}\" takes the other objects from ccache (apt install ccache)"
-    return None
+
+    def version_refusal(self, recipe: Recipe, version: str) -> str | None:
+        """Why a build of Debian's `version` cannot have it (None when it can): the build lab passes such a version
+        over as one the archive does not serve, and says so."""
+        return None
+
+    def identity(self, recipe: Recipe, version: str) -> dict[str, Any] | None:
+        """What the build's key holds of the scope; None for the whole program (the keys of builds before scopes)."""
+        return None
+
+    @abstractmethod
+    def scope(self, recipe: Recipe, work: Path) -> ProfileScope:
+        """The scope of a build in `work` (refusal said it can be had)."""
+        ...
 
 
-def profile_scope(name: str, recipe: Recipe, work: Path) -> ProfileScope:
-    """The scope a spec's `pgo_scope` names, for a build in `work` (scope_refusal said it can be had)."""
-    if name == WHOLE_PROGRAM:
+class Whole(ScopeKind):
+    name: ClassVar[str] = WHOLE_PROGRAM
+
+    def scope(self, recipe: Recipe, work: Path) -> ProfileScope:
         return WholeProgram()
-    # The server cache as ccache's base directory: the base's kept tree and this build's folder both lie under it.
-    ccache = find_ccache(server_cache() / "ccache", server_cache(), work / "ccache.log")
-    assert ccache is not None
-    if name == HOT_PATH:
+
+
+class QueryPathKind(ScopeKind):
+    """The recipe's profile_dirs; every other object the base's, from ccache."""
+    name: ClassVar[str] = QUERY_PATH
+
+    def refusal(self, recipe: Recipe) -> str | None:
+        if not recipe.profile_dirs:
+            return (f"pgo_scope = \"{self.name}\" needs a recipe that names its profile directories ({recipe.engine}'s "
+                    "does not)")
+        needs = self._needs(recipe)
+        if needs:
+            return needs
+        if find_ccache(server_cache() / "ccache", server_cache(), Path("/dev/null")) is None:
+            return f"pgo_scope = \"{self.name}\" takes the other objects from ccache (apt install ccache)"
+        return None
+
+    def _needs(self, recipe: Recipe) -> str | None:
+        """What else the kind needs of the recipe."""
+        return None
+
+    def identity(self, recipe: Recipe, version: str) -> dict[str, Any] | None:
+        refused = self.version_refusal(recipe, version)
+        if refused:
+            raise UserError(refused)
+        return {"scope": self.name, "directories": list(recipe.profile_dirs)}
+
+    def scope(self, recipe: Recipe, work: Path) -> ProfileScope:
+        return QueryPath(self.name, recipe.profile_dirs, self._ccache(work), work)
+
+    @staticmethod
+    def _ccache(work: Path) -> CompilerCache:
+        # The server cache as ccache's base directory: the base's kept tree and this build's folder both lie under it.
+        ccache = find_ccache(server_cache() / "ccache", server_cache(), work / "ccache.log")
+        assert ccache is not None
+        return ccache
+
+
+class HotPathKind(QueryPathKind):
+    """The recipe's hot sources (its `hot_sources` list, made on one version) within its profile_dirs."""
+    name: ClassVar[str] = HOT_PATH
+
+    def _needs(self, recipe: Recipe) -> str | None:
+        if recipe.hot_sources is None:
+            return f"pgo_scope = \"{self.name}\" needs a recipe with a list of hot sources ({recipe.engine}'s has none)"
+        return None
+
+    def version_refusal(self, recipe: Recipe, version: str) -> str | None:
+        hot = recipe_hot_sources(recipe)
+        if version.split("-", 1)[0] == hot.version:
+            return None
+        return (f"pgo_scope = \"{self.name}\": {recipe.engine}'s hot sources were found on {hot.version}'s profile, "
+                f"not {version}'s (scripts/hot_sources.py makes a list; or use query-path)")
+
+    def identity(self, recipe: Recipe, version: str) -> dict[str, Any] | None:
+        identity = super().identity(recipe, version)
+        assert identity is not None
+        return {**identity, "hot": recipe_hot_sources(recipe).identity()}
+
+    def scope(self, recipe: Recipe, work: Path) -> ProfileScope:
         listed = tuple(recipe_hot_sources(recipe).sources)
         # the proof's directories: those of the recipe's that hold a listed source
         dirs = tuple(d for d in recipe.profile_dirs if any(profile_launcher.profiled(s, [d]) for s in listed))
-        return QueryPath(name, dirs, ccache, work, listed)
-    return QueryPath(name, recipe.profile_dirs, ccache, work)
+        return QueryPath(self.name, dirs, self._ccache(work), work, listed)
+
+
+KINDS: dict[str, ScopeKind] = {k.name: k for k in (Whole(), QueryPathKind(), HotPathKind())}
+
+
+def scope_kind(name: str) -> ScopeKind:
+    """The kind a spec's `pgo_scope` names (build_variants.py checked it is one of PGO_SCOPES)."""
+    return KINDS[name]
 
 
 def recipe_hot_sources(recipe: Recipe) -> hot_sources.HotSources:
-    """The recipe's hot-sources list (scope_refusal has said it has one)."""
+    """The recipe's hot-sources list (HotPathKind.refusal has said it has one)."""
     assert recipe.hot_sources is not None
     return hot_sources.read(hot_sources.DATA / recipe.hot_sources)
-
-
-def version_refusal(name: str, recipe: Recipe, version: str) -> str | None:
-    """Why a build of `version` cannot have the scope `name` (None when it can): a hot-path list names another
-    version's files. The build lab skips such a version as one the archive does not serve, and says so."""
-    if name != HOT_PATH:
-        return None
-    hot = recipe_hot_sources(recipe)
-    if version.split("-", 1)[0] == hot.version:
-        return None
-    return (f"pgo_scope = \"{name}\": {recipe.engine}'s hot sources were found on {hot.version}'s profile, not "
-            f"{version}'s (scripts/hot_sources.py makes a list; or use query-path)")
-
-
-def scope_identity(name: str, recipe: Recipe, version: str) -> dict[str, Any]:
-    """What a build's key holds of a partial scope: the directories, and for hot-path the list, which must have
-    been made on the version built (version_refusal; its sources are another version's files)."""
-    identity: dict[str, Any] = {"scope": name, "directories": list(recipe.profile_dirs)}
-    refused = version_refusal(name, recipe, version)
-    if refused:
-        raise UserError(refused)
-    if name == HOT_PATH:
-        identity["hot"] = recipe_hot_sources(recipe).identity()
-    return identity

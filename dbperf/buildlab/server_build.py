@@ -46,7 +46,7 @@ from dbperf.buildlab.paths import open_to_service_users, server_cache
 from dbperf.buildlab.pgo_guard import GuardCannotRun, GuardCounts, figures, refusal
 from dbperf.buildlab.profile_proof import NOTES_FLAG, PROOF_VERSION, fresh_profile_dir, missing_profiles, prove
 from dbperf.buildlab.profile_proof import Training as TrainingFacts
-from dbperf.buildlab.profile_scope import Stage, profile_scope, scope_identity, scope_refusal, version_refusal
+from dbperf.buildlab.profile_scope import Stage, scope_kind
 from dbperf.buildlab.rebuilt import objects_digest
 from dbperf.buildlab.recipes import Recipe, recipe_for
 from dbperf.buildlab.resume import STATE, BuildState, ResumeRecord, children_cpu_seconds, read_resume
@@ -104,8 +104,9 @@ def _key(spec: ServerBuildSpec, package: str, version: str, cc: Compiler, recipe
         identity["compiler_named"] = {"name": spec.compiler, "cxx": cc.cxx}
     if spec.pgo_partial_training:  # only then, as bolt below
         identity["pgo_partial_training"] = True
-    if spec.pgo and spec.pgo_scope != WHOLE_PROGRAM:  # only then, as bolt below; the recipe's directories (and list)
-        identity["pgo_scope"] = scope_identity(spec.pgo_scope, recipe, version)
+    scope = scope_kind(spec.pgo_scope).identity(recipe, version) if spec.pgo else None
+    if scope is not None:  # only then, as bolt below; the recipe's directories (and list)
+        identity["pgo_scope"] = scope
     if spec.pgo:  # PGO builds made before their profile was proven are made again
         identity["pgo_proof"] = PROOF_VERSION
     if spec.bolt:  # only then: the keys of builds without BOLT stay as they were
@@ -151,7 +152,7 @@ def check_can_build(spec: ServerBuildSpec) -> tuple[Recipe, Compiler]:
                         f"{', '.join(libraries)} (apt install {' '.join(libraries)})")
     if spec.pgo and not cc.is_gcc:
         raise UserError(f"{spec.label()}: the pgo variant needs gcc (found {cc.version})")
-    scope_refused = scope_refusal(spec.pgo_scope, recipe) if spec.pgo else None
+    scope_refused = scope_kind(spec.pgo_scope).refusal(recipe) if spec.pgo else None
     if scope_refused:
         raise UserError(f"{spec.label()}: {scope_refused}")
     if spec.bolt:
@@ -189,7 +190,7 @@ def build_server(spec: ServerBuildSpec, train: Training, on_progress: Progress |
     for version in versions:
         if skipped and on_progress:  # a newer version passed over is said, not skipped silently
             on_progress(f"{package} {skipped[-1][:240]}; trying {version}", 0, 0)
-        refused = version_refusal(spec.pgo_scope, recipe, version) if spec.pgo else None
+        refused = scope_kind(spec.pgo_scope).version_refusal(recipe, version) if spec.pgo else None
         if refused:
             skipped.append(f"{version}: {refused}")
             continue
@@ -572,7 +573,7 @@ def _build_pgo(spec: ServerBuildSpec, recipe: Recipe, cc: Compiler, runner: _Run
     profile = work / "profile"
     instrumented = work / "instrumented"
     state = runner.state
-    scope = profile_scope(spec.pgo_scope, recipe, work)
+    scope = scope_kind(spec.pgo_scope).scope(recipe, work)
     generate = Stage("instrumented", [f"-fprofile-generate={profile}", "-fprofile-update=atomic", NOTES_FLAG])
     use = Stage("profile-use", _profile_use_only(spec, profile))
     commands = scope.commands(recipe, runner.tree, instrumented, cc, spec.flags(), generate, jobs)

@@ -91,8 +91,9 @@ SERVER_TRAINING = ("train-mix",)
 # recipe's query-path directories only, or the sources a first training profile showed hot (buildlab/hot_sources.py),
 # the other objects the base build's.
 WHOLE_PROGRAM = "whole"
+QUERY_PATH = "query-path"
 HOT_PATH = "hot-path"
-PGO_SCOPES = (WHOLE_PROGRAM, "query-path", HOT_PATH)
+PGO_SCOPES = (WHOLE_PROGRAM, QUERY_PATH, HOT_PATH)
 
 
 @dataclass(frozen=True)
