@@ -25,7 +25,14 @@ from dbperf.experiment.build_variants import ServerBuildSpec
 from dbperf.experiment.spec import parse_experiment
 from dbperf.host.compiler import Compiler
 from dbperf.layout.findings import READ_MOSTLY_SECTION, linker_script
-from dbperf.layout.fix import BASE_SUFFIX, FIXED_SUFFIX, ab_experiment, base_cost_experiment, relinks
+from dbperf.layout.fix import (
+    BASE_SUFFIX,
+    FIXED_SUFFIX,
+    ab_experiment,
+    base_cost_experiment,
+    relinks,
+    stock_data_sections,
+)
 from dbperf.layout.static_map import static_map
 from tests.conftest import run_cli
 
@@ -128,6 +135,29 @@ def test_the_fix_ab_is_the_data_sections_build_against_its_relink_and_the_base_c
     ab.write_text(ab_experiment(server, pgo, "point-query", 4, script))
     plain, rebuilt = (t.server_build for t in parse_experiment(ab).targets)
     assert plain == pgo.server_build and rebuilt.cflags == ("-fdata-sections", f"-Wl,-T,{script}")
+
+
+@pytest.mark.unit
+def test_a_recipe_whose_stock_build_has_data_sections_is_its_own_fix_base(tmp_path):
+    """MySQL's cmake compiles every object with -fdata-sections: the fix's A/B base is the stock build (the same
+    build key: no second hour-long build of the same code), relinked with the fragment; the base cost is nothing to
+    run. MariaDB's is not, so its base adds the flag."""
+    script = tmp_path / "fragment.ld"
+    exp = tmp_path / "exp.toml"
+    exp.write_text(f'{RUN}threads = [2]\n\n[[target]]\nname = "mysql"\nsource = "mysql@debian-src"\nlean = true\n'
+                   '\n[[target]]\nname = "mariadb"\nsource = "mariadb@debian-src"\n')
+    targets = {t.name: t for t in parse_experiment(exp).targets}
+    ab = tmp_path / "ab.toml"
+    ab.write_text(ab_experiment(exp, targets["mysql"], "point-query", 2, script))
+    base, fixed = (t.server_build for t in parse_experiment(ab).targets)
+    assert base == targets["mysql"].server_build and base.cflags == ()
+    assert fixed.relink_base() == base and fixed.ldflags == (f"-Wl,-T,{script}",)
+    assert base_cost_experiment(exp, targets["mysql"], "point-query", 2) is None
+    assert "SECTIONS_FLAG" in str(stock_data_sections(targets["mysql"]))
+    assert stock_data_sections(targets["mariadb"]) is None
+    ab.write_text(ab_experiment(exp, targets["mariadb"], "point-query", 2, script))
+    base, _ = (t.server_build for t in parse_experiment(ab).targets)
+    assert base.cflags == ("-fdata-sections",)
 
 
 @pytest.mark.unit

@@ -127,18 +127,26 @@ def _cached(entry: Path, recipe: Recipe) -> ServerBuild | None:
     return ServerBuild(entry / "install", recipe.binaries(entry / "install"), manifest, cached=True)
 
 
+def spec_recipe(spec: ServerBuildSpec) -> Recipe | None:
+    """The recipe that builds `spec` (its engine's, or that one's leaner recipe), None when the lab has none; a
+    UserError for `lean = true` on an engine without a leaner one."""
+    recipe = recipe_for(spec.engine)
+    if recipe is None or not spec.lean:
+        return recipe
+    lean = recipe.lean()
+    if lean is None:
+        raise UserError(f"{spec.label()}: the lab has no leaner recipe for {spec.engine} (drop lean = true)")
+    return lean
+
+
 def check_can_build(spec: ServerBuildSpec) -> tuple[Recipe, Compiler]:
     """The recipe and compiler of `spec`, or a UserError naming what this machine lacks (tools, development files,
     gcc for PGO, BOLT): checked for every build of an experiment before the first starts, so that a missing tool is
     not found after an hour of other builds."""
-    recipe = recipe_for(spec.engine)
+    recipe = spec_recipe(spec)
     if recipe is None:
         raise UserError(f"{spec.label()}: building {spec.engine} from source is not supported yet; "
                         f"use released binaries (source = \"{spec.engine}@VERSION\") or Debian's package")
-    if spec.lean:
-        recipe = recipe.lean()
-        if recipe is None:
-            raise UserError(f"{spec.label()}: the lab has no leaner recipe for {spec.engine} (drop lean = true)")
     if spec.tree is not None:
         resolve_server_tree(spec.engine, recipe, spec.tree)  # a bad revision or another engine's tree: one line
     cc = find_compiler(spec.compiler)

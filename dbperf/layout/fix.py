@@ -6,7 +6,9 @@ reader-CPU figure for the demo program.
 The A/B's base is the target built with -fdata-sections (each object a section of its own, which the fragment
 can move), a build of its own in the cache; the fixed build is that build's objects linked again with the fragment
 (the target's `ldflags`: builder.py for SQLite, the base's kept build tree for a server), so the A/B differs by
-the layout alone. What -fdata-sections costs against the stock build is another question, a run of its own
+the layout alone. A target whose recipe compiles every object with -fdata-sections already (MySQL's cmake does)
+has its stock build as the base: no build of its own. What -fdata-sections costs against the stock build is another
+question, a run of its own
 (`base_cost` in the JSON names its experiment). A PGO or BOLT server, built in fresh folders with no kept tree to
 relink in, is rebuilt whole with both flags and A/B'd against the target as written (`relink: false`)."""
 
@@ -27,6 +29,7 @@ from rich.console import Console
 from scipy.stats import mannwhitneyu
 
 from dbperf.buildlab.paths import cache_root
+from dbperf.buildlab.server_build import spec_recipe
 from dbperf.errors import UserError
 from dbperf.experiment.model import Experiment, Target
 from dbperf.host.facts import sha256_of
@@ -218,8 +221,21 @@ def _targets(experiment: Path, target: Target, benchmark: str, threads: int
     if "source" not in raw:
         raise UserError(f"--fix: target {target.name!r} has no 'source': the lab can only rebuild what it builds")
     cflags = [*raw.get("cflags", [])]
-    base = {**raw, "name": target.name + BASE_SUFFIX, "cflags": [*cflags, *(f for f in BASE_FLAGS if f not in cflags)]}
+    if stock_data_sections(target) is None:
+        cflags += [f for f in BASE_FLAGS if f not in cflags]
+    base = {**raw, "name": target.name + BASE_SUFFIX, "cflags": cflags}
     return {**run, "benchmarks": [benchmark], "threads": [threads]}, raw, base
+
+
+def stock_data_sections(target: Target) -> str | None:
+    """Why the target's stock build has every object in a section of its own already (its recipe's word: MySQL's
+    cmake gives -fdata-sections to every compile), None when it needs BASE_FLAGS: then the A/B's base is the stock
+    build itself, the same build key, and the fixed build relinks its objects. The fix's own check shows it held:
+    the moved objects are found in the fragment's section after (`sections_after`), which an object sharing a
+    section with others could not be."""
+    spec = target.server_build
+    recipe = spec_recipe(spec) if spec is not None else None
+    return recipe.data_sections if recipe is not None else None
 
 
 def ab_experiment(experiment: Path, target: Target, benchmark: str, threads: int, script: Path) -> str:
@@ -275,8 +291,10 @@ def target_fix(experiment: Path, exp: Experiment, target: Target, benchmark: str
     ab_file = work / "ab.toml"
     ab_file.write_text(ab_experiment(experiment, target, benchmark, threads, script))
     if relinks(target):
-        _say(err, f"dbperf: building {target.name} with {' '.join(BASE_FLAGS)} (the A/B's base), then relinking "
-                  f"its objects with {' '.join(link_flags(script))} (moves {', '.join(names)})")
+        base_words = ("its stock build (the A/B's base: every object in a section of its own already)"
+                      if stock_data_sections(target) else f"{target.name} with {' '.join(BASE_FLAGS)} (the A/B's base)")
+        _say(err, f"dbperf: building {base_words}, then relinking its objects with {' '.join(link_flags(script))} "
+                  f"(moves {', '.join(names)})")
     else:
         _say(err, f"dbperf: rebuilding {target.name} with {' '.join(fix_flags(script))} (moves {', '.join(names)}; "
                   "a PGO or BOLT build has no kept tree to relink in)")
@@ -328,7 +346,9 @@ def _relinked(target: Target, ab_exp: Experiment, manifests: dict[str, dict[str,
     _say(out, f"relink: {fixed_name} is {objects['count']:,} object(s) of {base_name} linked again with the fragment "
               f"({same}; {objects['compiled']:,} compiled by the relink); the A/B's base is {base_name}, built with "
               f"{' '.join(BASE_FLAGS)}, build key {base['key']}")
+    stock = stock_data_sections(target)
     return {"relink": True, "base_key": base["key"], "base_flags": BASE_FLAGS, "fixed_key": fixed["key"],
+            **({"base_is_stock": stock} if stock else {}),
             "base_library": str(checked_file(base_target)), "objects": objects}
 
 

@@ -64,6 +64,10 @@ class Recipe(ABC):
     # The sources of those directories a first training profile showed hot (`pgo_scope = "hot-path"`): a file of
     # recipes/data/ (buildlab/hot_sources.py), None for a recipe without one.
     hot_sources: ClassVar[str | None] = None
+    # Why the recipe's stock build compiles every object with -fdata-sections already (each object a section of its
+    # own, what the layout fix's fragment moves; layout/fix.py), None when it does not: the fix's A/B then relinks
+    # the stock build itself instead of building a -fdata-sections base.
+    data_sections: ClassVar[str | None] = None
 
     @abstractmethod
     def expected_steps(self, tree: Path) -> int: ...
