@@ -108,16 +108,26 @@ def test_the_make_relink_gives_the_fragment_to_ldflags_and_removes_the_server_bi
     assert recipe.relink_outputs(tmp_path) == (tmp_path / "src" / "backend" / "postgres",)
 
 
+def _experiment(tmp_path: Path, threads: int, targets: str, name: str = "exp.toml"):
+    """An experiment file of `targets` (TOML) and its parsed targets by name."""
+    path = tmp_path / name
+    path.write_text(f"{RUN}threads = [{threads}]\n\n{targets}")
+    return path, {t.name: t for t in parse_experiment(path).targets}
+
+
+def _ab(exp: Path, target, threads: int, script: Path):
+    """The fix's A/B experiment of `target`, written beside `exp` and parsed."""
+    ab = exp.parent / "ab.toml"
+    ab.write_text(ab_experiment(exp, target, "point-query", threads, script))
+    return parse_experiment(ab)
+
+
 @pytest.mark.unit
 def test_the_fix_ab_is_the_data_sections_build_against_its_relink_and_the_base_cost_a_run_apart(tmp_path):
     script = tmp_path / "fragment.ld"
-    exp = tmp_path / "exp.toml"
-    exp.write_text(f'{RUN}threads = [4]\n\n[[target]]\nname = "O2"\nsource = "sqlite@3.54.1"\ncflags = ["-DX=1"]\n'
-                   '\n[[target]]\nname = "ds"\nsource = "sqlite@3.54.1"\ncflags = ["-fdata-sections"]\n')
-    targets = {t.name: t for t in parse_experiment(exp).targets}
-    ab = tmp_path / "ab.toml"
-    ab.write_text(ab_experiment(exp, targets["O2"], "point-query", 4, script))
-    parsed = parse_experiment(ab)
+    exp, targets = _experiment(tmp_path, 4, '[[target]]\nname = "O2"\nsource = "sqlite@3.54.1"\ncflags = ["-DX=1"]\n'
+                               '\n[[target]]\nname = "ds"\nsource = "sqlite@3.54.1"\ncflags = ["-fdata-sections"]\n')
+    parsed = _ab(exp, targets["O2"], 4, script)
     base, fixed = (t.build for t in parsed.targets)
     assert [t.name for t in parsed.targets] == ["O2" + BASE_SUFFIX, "O2" + FIXED_SUFFIX]
     assert parsed.base == "O2" + BASE_SUFFIX
@@ -128,12 +138,11 @@ def test_the_fix_ab_is_the_data_sections_build_against_its_relink_and_the_base_c
     parsed = parse_experiment(cost)
     assert [t.name for t in parsed.targets] == ["O2", "O2" + BASE_SUFFIX] and parsed.base == "O2"
     assert base_cost_experiment(exp, targets["ds"], "point-query", 4) is None, "the base is the stock build"
-    server = tmp_path / "server.toml"
-    server.write_text(f'{RUN}\n[[target]]\nname = "pgo"\nsource = "mariadb@debian-src"\nbuild = ["O2", "pgo"]\n')
-    (pgo,) = parse_experiment(server).targets
+    server, servers = _experiment(tmp_path, 4, '[[target]]\nname = "pgo"\nsource = "mariadb@debian-src"\n'
+                                  'build = ["O2", "pgo"]\n', "server.toml")
+    pgo = servers["pgo"]
     assert not relinks(pgo) and relinks(targets["O2"]), "a PGO server has no kept tree to relink in"
-    ab.write_text(ab_experiment(server, pgo, "point-query", 4, script))
-    plain, rebuilt = (t.server_build for t in parse_experiment(ab).targets)
+    plain, rebuilt = (t.server_build for t in _ab(server, pgo, 4, script).targets)
     assert plain == pgo.server_build and rebuilt.cflags == ("-fdata-sections", f"-Wl,-T,{script}")
 
 
@@ -143,20 +152,15 @@ def test_a_recipe_whose_stock_build_has_data_sections_is_its_own_fix_base(tmp_pa
     build key: no second hour-long build of the same code), relinked with the fragment; the base cost is nothing to
     run. MariaDB's is not, so its base adds the flag."""
     script = tmp_path / "fragment.ld"
-    exp = tmp_path / "exp.toml"
-    exp.write_text(f'{RUN}threads = [2]\n\n[[target]]\nname = "mysql"\nsource = "mysql@debian-src"\nlean = true\n'
-                   '\n[[target]]\nname = "mariadb"\nsource = "mariadb@debian-src"\n')
-    targets = {t.name: t for t in parse_experiment(exp).targets}
-    ab = tmp_path / "ab.toml"
-    ab.write_text(ab_experiment(exp, targets["mysql"], "point-query", 2, script))
-    base, fixed = (t.server_build for t in parse_experiment(ab).targets)
+    exp, targets = _experiment(tmp_path, 2, '[[target]]\nname = "mysql"\nsource = "mysql@debian-src"\nlean = true\n'
+                               '\n[[target]]\nname = "mariadb"\nsource = "mariadb@debian-src"\n')
+    base, fixed = (t.server_build for t in _ab(exp, targets["mysql"], 2, script).targets)
     assert base == targets["mysql"].server_build and base.cflags == ()
     assert fixed.relink_base() == base and fixed.ldflags == (f"-Wl,-T,{script}",)
     assert base_cost_experiment(exp, targets["mysql"], "point-query", 2) is None
     assert "SECTIONS_FLAG" in str(stock_data_sections(targets["mysql"]))
     assert stock_data_sections(targets["mariadb"]) is None
-    ab.write_text(ab_experiment(exp, targets["mariadb"], "point-query", 2, script))
-    base, _ = (t.server_build for t in parse_experiment(ab).targets)
+    base, _ = (t.server_build for t in _ab(exp, targets["mariadb"], 2, script).targets)
     assert base.cflags == ("-fdata-sections",)
 
 
