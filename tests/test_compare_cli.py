@@ -50,3 +50,27 @@ def test_two_runs_with_results_are_compared(tmp_path):
     proc = run_cli("compare", str(a), str(b), "--format", "json")
     assert proc.returncode == 0 and proc.stderr == "", proc.stderr
     assert json.loads(proc.stdout)["skipped_lines"] == {"a": [], "b": []}
+
+
+def test_a_cell_decided_one_way_in_each_run_is_marked_contradicted(tmp_path):
+    """Each run decides b against its own base a: faster in one, slower in the other. compare says so under its
+    summary, in JSON and per row in CSV; a cell both runs decided the same way is not marked."""
+    a = write_run(tmp_path / "a", ["a", "b"], ["point-query", "read-only"], 20, noise=0.01,
+                  speed={"b": 1.15})
+    b = write_run(tmp_path / "b", ["a", "b"], ["point-query", "read-only"], 20, noise=0.01, seed=2,
+                  speed={"b": 0.85})
+    same = write_run(tmp_path / "c", ["a", "b"], ["point-query", "read-only"], 20, noise=0.01, seed=3,
+                     speed={"b": 1.15})
+    proc = run_cli("compare", str(a), str(b), "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    clashes = json.loads(proc.stdout)["contradictions"]
+    assert {(c["target"], c["benchmark"]) for c in clashes} == {("b", "point-query"), ("b", "read-only")}
+    assert all(c["why"] == "decided faster in one run and slower in another" for c in clashes)
+    assert [c["verdict"] for c in clashes[0]["calls"]] == ["faster", "slower"]
+    table = run_cli("compare", str(a), str(b))
+    assert "Contradicted:" in table.stdout and "b point-query: decided faster in one run" in table.stdout
+    csv = run_cli("compare", str(a), str(b), "--format", "csv")
+    assert csv.stdout.count("decided faster in one run and slower in another") == 2
+    agreeing = run_cli("compare", str(a), str(same), "--format", "json")
+    assert json.loads(agreeing.stdout)["contradictions"] == []
+    assert "Contradicted:" not in run_cli("compare", str(a), str(same)).stdout

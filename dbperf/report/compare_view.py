@@ -15,6 +15,7 @@ from dbperf.report.model import Block, ChartPage, Row, Section, Swatch, View
 from dbperf.run_meta import HostMeta
 from dbperf.stats.cell_verdict import VERDICT_COLOURS, cell_verdict
 from dbperf.stats.compare import Pair, Side
+from dbperf.stats.contradiction import Contradiction
 from dbperf.stats.rqps_matrix import Cell, Matrix
 
 DETAIL_HEADER = ("benchmark", "QPS A", "QPS B", "B / A", "verdict", "p", "spread A", "spread B", "CPU µs/q A",
@@ -99,15 +100,32 @@ NOTE = ("B / A: B's center QPS over A's; + faster, - slower, ~ same by the verdi
         "engine's.")
 
 
-def compare_view(a: Side, b: Side, pairs: list[Pair], skipped: dict[str, list[dict[str, Any]]] | None = None
-                 ) -> View:
+CONTRADICTED = ("Contradicted: each run decided these cells against its own base, and the two decisions disagree. "
+                "Each verdict holds of its own run (for a server, of the processes that run started); together they "
+                "say the difference is not the builds' alone: rerun, and read docs/verdicts.md on reruns.")
+
+
+def _contradiction_text(clashes: list[Contradiction]) -> tuple[str, ...]:
+    if not clashes:
+        return ()
+    return (f"{CONTRADICTED}", *(f"  {c.line()}" for c in clashes))
+
+
+def compare_view(a: Side, b: Side, pairs: list[Pair], skipped: dict[str, list[dict[str, Any]]] | None = None,
+                 clashes: list[Contradiction] | None = None) -> View:
     """The summary (B / A per benchmark and target), then each target's figures of both runs, folded in Markdown;
     CSV one line per (target, benchmark); HTML adds the heat map and the repeats (compare_page). `skipped`: the
-    lines of each side's results.jsonl that were not used ({"a": [{"line", "reason"}], "b": ...}), in JSON."""
+    lines of each side's results.jsonl that were not used ({"a": [{"line", "reason"}], "b": ...}), in JSON.
+    `clashes`: the cells whose own verdicts in the two runs contradict (stats/contradiction.py), said under the
+    summary and in JSON."""
+    clashes = clashes or []
+    why = {(c.target, c.benchmark if len(pairs[0].matrix.threads) == 1 else f"{c.benchmark} t={c.threads}",
+            c.threads): c.why for c in clashes} if pairs else {}
     targets, rows = _summary(pairs)
     caveat = _cpu_text(a, b)
     summary = Section(title=f"{b.label} / {a.label}",
-                      text=(_side_text(a), _side_text(b), *((caveat,) if caveat else ())),
+                      text=(_side_text(a), _side_text(b), *((caveat,) if caveat else ()),
+                            *_contradiction_text(clashes)),
                       block=Block("", "", ("benchmark", *targets), tuple(Row(r) for r in rows)))
     details = [Section(title=p.target, subtitle="both runs' figures", collapsed=True,
                        block=Block("", "", DETAIL_HEADER, tuple(Row(_detail(r)) for r in compare_rows(p)),
@@ -118,18 +136,22 @@ def compare_view(a: Side, b: Side, pairs: list[Pair], skipped: dict[str, list[di
                 "b": {"label": b.label, "directory": str(b.directory), "host": to_builtins(b.run_meta.host),
                       "started_at": b.run_meta.started_at},
                 "cpu_caveat": caveat, "targets": {p.target: compare_rows(p) for p in pairs}, "note": NOTE,
-                "skipped_lines": skipped or {"a": [], "b": []}}
+                "skipped_lines": skipped or {"a": [], "b": []},
+                "contradictions": [to_builtins(c) for c in clashes]}
     return View("compare", "", (summary, *details), notes=(NOTE,), document=document,
-                rows=tuple({"target": p.target, **row} for p in pairs for row in compare_rows(p)),
-                page=lambda: compare_page(a, b, pairs))
+                rows=tuple({"target": p.target, **row, "contradicted": why.get((p.target, row["benchmark"],
+                                                                                 row["threads"]), "")}
+                           for p in pairs for row in compare_rows(p)),
+                page=lambda: compare_page(a, b, pairs, clashes))
 
 
-def compare_page(a: Side, b: Side, pairs: list[Pair]) -> ChartPage:
+def compare_page(a: Side, b: Side, pairs: list[Pair], clashes: list[Contradiction] | None = None) -> ChartPage:
     """The summary with the verdicts' legend, then per target its heat map, its repeats and both runs' figures."""
     caveat = _cpu_text(a, b)
     targets, rows = _summary(pairs)
     swatches = tuple(Swatch(k, c, VERDICT_MEANINGS.get(k, "")) for k, c in VERDICT_COLOURS.items())
-    out = [Section(notes=(_side_text(a) + "\n" + _side_text(b) + (f"\n{caveat}" if caveat else ""),)),
+    out = [Section(notes=(_side_text(a) + "\n" + _side_text(b) + (f"\n{caveat}" if caveat else ""),
+                          *_contradiction_text(clashes or []))),
            Section(title="B / A", anchor="summary", swatches=swatches, notes=(NOTE,),
                    block=Block("", "", ("benchmark", *targets), tuple(Row(r) for r in rows)))]
     for i, p in enumerate(pairs):

@@ -12,6 +12,7 @@ import msgspec
 from dbperf.errors import UserError
 from dbperf.records import CellRecord, CountersRecord, ResultsRecord, SimulatedRecord
 from dbperf.run_meta import RunMeta
+from dbperf.stats.contradiction import Contradiction, RunCall, contradictions
 from dbperf.stats.rqps_matrix import Matrix, build_matrix
 from dbperf.storage.results import read_results
 
@@ -80,3 +81,25 @@ def _pair(a: Side, b: Side, target: str, aggregate: str | None) -> Pair:
                                                    msgspec.structs.replace(info_b, name=name_b)])
     records = _renamed(a.records, target, name_a) + _renamed(b.records, target, name_b)
     return Pair(target, name_a, name_b, build_matrix(meta, records, center))
+
+
+def own_contradictions(a: Side, b: Side, targets: list[str]) -> list[Contradiction]:
+    """The cells of `targets` that each run decided against its own base (the same name in both) one way in A and
+    the other in B: each run's verdict holds of its own rounds and processes, and the two disagree on the builds.
+    None to check when the runs' bases differ (their verdicts answer different questions) or the target is the
+    base."""
+    if a.run_meta.base != b.run_meta.base:
+        return []
+    chosen = [t for t in targets if t != a.run_meta.base]
+    return contradictions([_own_calls(side, chosen) for side in (a, b)])
+
+
+def _own_calls(side: Side, targets: list[str]) -> list[tuple[tuple[str, str, int], RunCall]]:
+    matrix = build_matrix(side.run_meta, side.records)
+    out = []
+    for cell in matrix.cells.values():
+        verdict = cell.deciding_verdict
+        if cell.target in targets and verdict is not None:
+            out.append(((cell.target, cell.benchmark, cell.threads),
+                        RunCall(side.label, verdict.verdict, cell.rqps, verdict.metric)))
+    return out

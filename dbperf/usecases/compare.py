@@ -9,7 +9,7 @@ from dbperf.errors import UserError
 from dbperf.report.compare_view import compare_view
 from dbperf.report.model import View
 from dbperf.report.outgoing import skipped_lines_note
-from dbperf.stats.compare import Side, pair_matrices, side_labels
+from dbperf.stats.compare import Side, own_contradictions, pair_matrices, side_labels
 from dbperf.storage.results import SkippedLine, read_results
 from dbperf.usecases.report import check_aggregate, check_format, no_results
 
@@ -23,7 +23,9 @@ def compare(dir_a: Path, dir_b: Path, targets: list[str] | None, fmt: str, aggre
     label_a, label_b = side_labels(dir_a, dir_b)
     (a, skipped_a), (b, skipped_b) = _side(dir_a, label_a), _side(dir_b, label_b)
     pairs = pair_matrices(a, b, targets, aggregate)
-    view = compare_view(a, b, pairs, {"a": [asdict(s) for s in skipped_a], "b": [asdict(s) for s in skipped_b]})
+    clashes = own_contradictions(a, b, [p.target for p in pairs])
+    view = compare_view(a, b, pairs, {"a": [asdict(s) for s in skipped_a], "b": [asdict(s) for s in skipped_b]},
+                        clashes)
     notes = (skipped_lines_note(dir_a, skipped_a), skipped_lines_note(dir_b, skipped_b))
     return replace(view, stderr_after=tuple(note for note in notes if note))
 
