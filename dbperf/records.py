@@ -442,6 +442,9 @@ class CellRecord(msgspec.Struct, omit_defaults=True):
     # The noise remedies applied before the cell (host/remedies/), each with what the lab saw of it.
     remedies: dict[str, dict[str, Any]] | None = None
     slices: SlicesSide | None = None  # measured as one side of a slices process (`order = "slices"`); None: not
+    # `processes = P`: the block of the group's rounds whose server processes measured it (1..; the lab restarted
+    # its server targets between blocks, stats/process_level.py); None: one process a target for the whole run
+    process: int | None = None
     type: Literal["cell"] = "cell"  # omitted when written: cell lines predate the type field
 
     @property

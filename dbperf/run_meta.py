@@ -88,6 +88,9 @@ class TargetMeta(msgspec.Struct, kw_only=True, omit_defaults=True):
     log: str | None = None
     data_dir: str | None = None
     restarts: int | None = None
+    # `processes` above 1: the planned processes it was started as over the run (new_process), each one's pid
+    processes: int | None = None
+    server_pids: list[int] | None = None
     load: dict[str, Any] | None = None
     db_bytes_after_load: int | None = None
     db_bytes_at_end: int | None = None
@@ -234,6 +237,9 @@ class RunMeta(msgspec.Struct, kw_only=True):
     budget_s: float | None = None
     cpus: dict[str, Any] | None = None
     aa_target: str | None = None
+    # `processes = P`: each lab-started server target was started P times over a group's rounds, in blocks; the
+    # verdicts' unit is the block (stats/process_level.py). None or 1: one process a target for the run
+    processes: int | None = None
     noise_thresholds: dict[str, float] | None = None
     steady: dict[str, Any] | None = None
     load_model: dict[str, Any] | None = None

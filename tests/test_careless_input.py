@@ -191,3 +191,14 @@ def test_bad_and_torn_result_lines_are_skipped_and_said(finished_run, tmp_path, 
 def test_a_complete_run_reports_nothing_skipped(finished_run, run_cli_here):
     proc = run_cli_here("report", str(finished_run), "--format", "json")
     assert json.loads(proc.stdout)["skipped_lines"] == [] and "skipped" not in proc.stderr
+
+
+@pytest.mark.parametrize("time", ['"0.0000001s"', '"5ms"'])
+def test_a_cell_time_below_what_a_cell_can_measure_is_refused_before_the_folder_is_claimed(tmp_path, run_cli_here,
+                                                                                           time):
+    exp = _experiment(tmp_path, benchmarks='"point-query"')
+    exp.write_text(exp.read_text().replace('time = "1s"', f"time = {time}"))
+    for args in (("--dry-run",), ("--out", str(tmp_path / "o"))):
+        line = one_error_line(run_cli_here("run", str(exp), *args))
+        assert "is shorter than the 10 ms a cell needs" in line
+    assert not (tmp_path / "o").exists()

@@ -305,3 +305,29 @@ def test_a_simulated_series_of_runs_without_the_tier_is_one_line(tmp_path):
         build_series(store.results(), metric="cycles")
     proc = run_cli("series", "--metric", "cycles", env={"DBPERF_HISTORY": str(tmp_path / "h.sqlite")})
     assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+
+
+@pytest.mark.unit
+def test_a_series_marks_a_cell_two_stored_runs_decided_opposite_ways(tmp_path):
+    """Two stored runs of the same b against a base of one name: faster in one, slower in the other. The series
+    says so in every format; a third run that agrees with the first adds no contradiction of its own."""
+    store = Store(tmp_path / "h.sqlite")
+    for i, speed in enumerate((1.15, 0.85, 1.15)):
+        store.add_run(write_run(tmp_path / f"r{i}", ["a", "b"], ["point-query"], 20, seed=i, noise=0.01,
+                                speed={"b": speed}, started_at=f"2026-10-{i + 1:02d}T00:00:00"))
+    s = build_series(store.results(target="b"), by="run")
+    (clash,) = s.contradictions
+    assert clash.why == "decided faster in one run and slower in another"
+    assert [c.verdict for c in clash.calls] == ["faster", "slower", "faster"]
+    assert clash.target == "3.54.1 against a" and clash.benchmark == "point-query"
+    env = {"DBPERF_HISTORY": str(tmp_path / "h.sqlite")}
+    store.close()
+    shown = run_cli("series", "--target", "b", "--by", "run", env=env)
+    assert shown.returncode == 0 and "contradicted:" in shown.stdout and "run 2 (b)" in shown.stdout
+    doc = json.loads(run_cli("series", "--target", "b", "--by", "run", "--format", "json", env=env).stdout)
+    assert len(doc["contradictions"]) == 1
+    agreeing = Store(tmp_path / "h2.sqlite")
+    for i in (0, 2):
+        agreeing.add_run(write_run(tmp_path / f"s{i}", ["a", "b"], ["point-query"], 20, seed=i, noise=0.01,
+                                   speed={"b": 1.15}, started_at=f"2026-10-{i + 1:02d}T00:00:00"))
+    assert build_series(agreeing.results(target="b"), by="run").contradictions == []

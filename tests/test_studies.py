@@ -1302,3 +1302,30 @@ def test_a_study_whose_step_cannot_run_is_refused_before_its_folder_is_claimed(t
     assert not (tmp_path / "out").exists()
     with pytest.raises(UserError, match="no such step"):  # --step names what runs: a step left out is not checked
         run_study(study, tmp_path / "out", "full", limits=Limits(steps=("other",)))
+
+
+@pytest.mark.unit
+def test_a_run_whose_decided_verdicts_the_kept_run_on_record_contradicts_goes_on_record_only_said(tmp_path):
+    """The record keeps the MariaDB step's run, which decided pgo faster; a later run of the step decides it slower:
+    recording it is refused in one line naming the cell, unless --contradicted, and then the page names it."""
+    from tests.synthetic import write_run
+    docs = tmp_path / "docs"
+    _pgo_run(tmp_path / "first", "2026-11-23T23:32:55+00:00", HOST, {"mariadb"}, 1.1)
+    write_run(tmp_path / "first" / "mariadb", ["O2", "pgo"], ["point-query"], 20, noise=0.01, speed={"pgo": 1.15})
+    record_study("pgo-server", tmp_path / "first", docs)
+    _pgo_run(tmp_path / "second", "2026-11-25T16:57:00+00:00", HOST, {"mariadb"}, 0.9)
+    write_run(tmp_path / "second" / "mariadb", ["O2", "pgo"], ["point-query"], 20, noise=0.01, seed=2,
+              speed={"pgo": 0.85})
+    with pytest.raises(UserError, match=r"1 cell\(s\) decided against the run on record before it \(mariadb: pgo "
+                                        r"point-query: decided faster in one run and slower in another"):
+        record_study("pgo-server", tmp_path / "second", docs, force=True)
+    record_study("pgo-server", tmp_path / "second", docs, force=True, contradicted=True)
+    (line,) = json.loads((docs / "pgo-server.json").read_text())["contradictions"]
+    assert line.startswith("mariadb: pgo point-query: decided faster in one run and slower in another: faster")
+    assert "**Contradicted** (put on record with --contradicted): 1 cell(s)" in (docs / "pgo-server.md").read_text()
+    # A run that agrees with the record goes on record as before.
+    _pgo_run(tmp_path / "third", "2026-11-26T10:00:00+00:00", HOST, {"mariadb"}, 0.9)
+    write_run(tmp_path / "third" / "mariadb", ["O2", "pgo"], ["point-query"], 20, noise=0.01, seed=3,
+              speed={"pgo": 0.85})
+    record_study("pgo-server", tmp_path / "third", docs, force=True)
+    assert "contradictions" not in json.loads((docs / "pgo-server.json").read_text())

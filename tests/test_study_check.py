@@ -169,3 +169,17 @@ def test_a_figure_its_kept_step_output_does_not_give_is_found(docs: Path) -> Non
     code, lines = _check("release-regression", docs)
     assert code == 1 and len(lines) == 1 and "its step's kept output gives 'ut_delay'" in lines[0]
     assert "the function whose cost per query changed most" in lines[0]
+
+
+@pytest.mark.parametrize("kind", ["missing", "empty", "file"])
+def test_docs_that_name_nothing_checkable_is_refused_in_one_line(tmp_path: Path, kind: str) -> None:
+    """A typo in --docs would let `make lint` pass on nothing: a missing folder, a file, a folder with no record."""
+    where = tmp_path / "studies"
+    if kind == "empty":
+        where.mkdir()
+    elif kind == "file":
+        where.write_text("x")
+    proc = run_cli("study", "check", "--docs", str(where))
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    said = {"missing": "no such folder", "empty": "holds no study record", "file": "not a folder"}[kind]
+    assert f"--docs {where}: {said}" in proc.stderr

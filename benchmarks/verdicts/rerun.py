@@ -25,6 +25,9 @@ Experiments (`--experiments`, comma-separated):
   sqlite   SQLite 3.54.1 -O2 against -O3 and the -O2 A/A copy, one driver process a round in slices (the demo's order)
   pg       PostgreSQL: Debian's 15 as the base, its A/A copy (a second server of the same package) and the released
            16 (Maven Central's binaries): reads and writes
+  pg-processes  the same with `processes = 5`: each server started again between 5 blocks of a group's rounds, the
+           verdicts' unit the process; adds the levels of the ratio's variance (round in a process, process in a
+           run, run), as standard deviations
 
 Usage: .venv/bin/python benchmarks/verdicts/rerun.py [--runs 5] [--experiments sqlite,pg] [--budget-sqlite 60s]
        [--budget-pg 120s] [--gap 0] [--out DIR] [--analyze DIR ...]
@@ -35,6 +38,7 @@ experiment file's name).
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import statistics
 import subprocess
@@ -47,6 +51,7 @@ from pathlib import Path
 
 from scipy.stats import beta
 
+from dbperf.records import CellRecord
 from dbperf.stats.contradiction import Contradiction, RunCall, contradictions
 from dbperf.stats.rqps_matrix import build_matrix
 from dbperf.storage.results import read_results
@@ -57,7 +62,7 @@ DBPERF = ROOT / ".venv" / "bin" / "dbperf"
 EXPERIMENTS = {
     "sqlite": """
 [run]
-benchmarks = ["point-query", "range-covered-si", "update-index", "insert"]
+benchmarks = ["point-query", "range-covered-si", "update-index"]
 table_size = 100000
 order = "slices"
 time = "0.3s"
@@ -100,6 +105,9 @@ source = "postgres@16"
 config = {{ shared_buffers = "256MB" }}
 """,
 }
+# The pg experiment with each server started as 5 processes over a group's rounds: the verdicts' unit the process,
+# and the levels of the ratio's variance (round in a process, process in a run, run) measured.
+EXPERIMENTS["pg-processes"] = EXPERIMENTS["pg"].replace('aa = true\n', 'aa = true\nprocesses = 5\n')
 COVERAGE_GOAL = 0.90
 AA_RATE = 0.01
 
@@ -149,6 +157,41 @@ def _aa_target(folder: Path) -> str | None:
     return meta.aa_target
 
 
+def _levels(folders: list[Path]) -> None:
+    """Where the ratio varies, per (target, benchmark) of runs whose rounds say their process block: the variance of
+    log(target / base) split into round within a process, process within a run, and run (nested one-way ANOVA by
+    the method of moments, balanced enough here: the blocks of one plan), as standard deviations in %."""
+    per_cell: dict[tuple[str, str], list[dict[int, list[float]]]] = defaultdict(list)
+    for folder in folders:
+        meta, records, _ = read_results(folder)
+        cells = [r for r in records if isinstance(r, CellRecord) and r.ok and r.result is not None]
+        base = {(r.benchmark, r.threads, r.repeat): r.result.qps for r in cells if r.target == meta.base
+                and r.result is not None}
+        blocks: dict[tuple[str, str], dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
+        for r in cells:
+            b = base.get((r.benchmark, r.threads, r.repeat))
+            if r.target == meta.base or r.process is None or not b or r.result is None or not r.result.qps:
+                continue
+            blocks[(r.target, r.benchmark)][r.process].append(math.log(r.result.qps / b))
+        for key, found in blocks.items():
+            per_cell[key].append(dict(found))
+    for (target, bench), runs in per_cell.items():
+        rounds = [x for run in runs for block in run.values() for x in block]
+        within = [statistics.variance(v) for run in runs for v in run.values() if len(v) > 1]
+        s_round = statistics.fmean(within) if within else float("nan")
+        n_round = statistics.fmean(len(v) for run in runs for v in run.values())
+        proc_means = [[statistics.fmean(v) for v in run.values()] for run in runs]
+        between_proc = [statistics.variance(m) for m in proc_means if len(m) > 1]
+        s_proc = max(0.0, statistics.fmean(between_proc) - s_round / n_round) if between_proc else float("nan")
+        n_proc = statistics.fmean(len(m) for m in proc_means)
+        run_means = [statistics.fmean(m) for m in proc_means]
+        s_run = (max(0.0, statistics.variance(run_means) - (s_proc + s_round / n_round) / n_proc)
+                 if len(run_means) > 1 else float("nan"))
+        print(f"  levels {target:14s} {bench:18s} sd round-in-process {math.sqrt(s_round):.2%}, process-in-run "
+              f"{math.sqrt(s_proc):.2%}, run {math.sqrt(s_run):.2%} ({len(runs)} runs, {n_proc:.1f} processes a "
+              f"run, {n_round:.1f} rounds a process, {len(rounds)} rounds)")
+
+
 def analyze(name: str, folders: list[Path]) -> tuple[int, int, int]:
     """Prints one experiment's lines; returns (contradictions, A/A false calls, A/A cells)."""
     runs = [_calls(f) for f in folders]
@@ -180,6 +223,7 @@ def analyze(name: str, folders: list[Path]) -> tuple[int, int, int]:
     print(f"{name}: contradictions {len(clashes)} of {len(cells)} cells; A/A false-decided {false} of {len(aa_cells)}"
           f" (Clopper-Pearson 90% upper bound {bound:.1%}); coverage of the median over runs "
           f"{covered} of {judged} intervals ({covered / judged:.0%})" if judged else "")
+    _levels(folders)
     return len(clashes), false, len(aa_cells)
 
 

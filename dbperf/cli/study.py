@@ -97,8 +97,14 @@ def study_check(
     gives, every figure names a run whose kept results agree (CPU, times), none rests on an unfit build unmarked,
     the headline counts what the kept results decide, no internal vocabulary. Each defect one line; exit 1 if any."""
     where = docs or DOCS_STUDIES
+    if docs is not None and not docs.is_dir():
+        raise UserError(f"--docs {docs}: {'no such folder' if not docs.exists() else 'not a folder'} (the folder "
+                        "of the study records, docs/studies)")
     if what is None:
-        checked = check_records(all_records(where), where)
+        names = all_records(where)
+        if not names:
+            raise UserError(f"--docs {where}: holds no study record (NAME.json of a known study): nothing to check")
+        checked = check_records(names, where)
     elif Path(what).is_dir() and (Path(what) / STUDY_JSON).is_file():
         checked = [check_run(Path(what).absolute())]
     else:
@@ -124,6 +130,9 @@ def study_record(
                                                         "NAME.json and its steps' results)")] = False,
     partial: Annotated[bool, typer.Option("--partial", help="put on record a run that was interrupted or did not "
                                                             "measure every figure; the record says so")] = False,
+    contradicted: Annotated[bool, typer.Option("--contradicted", help="put on record a run whose decided verdicts "
+                                                                    "the record's kept run of a step contradicts; "
+                                                                    "the record names the cells")] = False,
     again: Annotated[bool, typer.Option("--again", help="write the study's record again under today's rules from "
                                                         "what it keeps (no DIRECTORY): figures read back from the "
                                                         "kept results, words from their evidence, each figure's "
@@ -131,11 +140,12 @@ def study_record(
     = False,
 ) -> None:
     """Put a study run on record in the documentation (docs/studies/NAME.md, dated, with the host): later runs
-    are compared against it. A run cut short or incomplete is refused unless --partial."""
+    are compared against it. A run cut short or incomplete is refused unless --partial; one whose decided verdicts
+    the kept run on record contradicts, unless --contradicted."""
     load_study(name)
     if again == (directory is not None):
         raise UserError("give the study run's DIRECTORY to put on record, or --again to write the record again")
     written = (rerecord(name, docs or DOCS_STUDIES) if directory is None
-               else record_study(name, directory, docs or DOCS_STUDIES, force, partial))
+               else record_study(name, directory, docs or DOCS_STUDIES, force, partial, contradicted=contradicted))
     for path in written:
         say(f"dbperf: wrote {path}")

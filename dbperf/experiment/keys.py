@@ -84,9 +84,19 @@ def cell_duration(value: Any, where: str) -> float:
     return parse_duration(value, where, per="per cell")
 
 
+MIN_CELL_TIME_S = 0.01  # below it a cell measures mostly its own start and stop (a few queries, the timer's tick)
+
+
 def cell_time(value: Any, where: str) -> float | str:
-    """A cell's measured time, or "auto": sized to the noise by pilot rounds (experiment/auto_time.py)."""
-    return AUTO if value == AUTO else cell_duration(value, where)
+    """A cell's measured time, or "auto": sized to the noise by pilot rounds (experiment/auto_time.py). Refused below
+    MIN_CELL_TIME_S, where the run would claim its folder and then fail every cell."""
+    if value == AUTO:
+        return AUTO
+    time_s = cell_duration(value, where)
+    if 0 < time_s < MIN_CELL_TIME_S:
+        raise UserError(f"{where}: {value!r} is shorter than the {MIN_CELL_TIME_S * 1000:g} ms a cell needs to measure "
+                        "queries rather than its own start and stop")
+    return time_s
 
 
 def post_write_wait(value: Any, where: str) -> float | str:
@@ -177,6 +187,10 @@ RUN = (
         "cell of the SQLite targets (host/remedies/; recorded in each cell's record; benchmarks/verdicts/states.py "
         "--remedies measures them); a target's own `remedies` replaces it", "the lab's defaults (none yet)", "",
         check_remedies),
+    Key("processes", "integer from 1 to 32", "each lab-started server target is started this many times over a "
+        "(benchmark, threads)'s rounds, restarted between equal blocks of them, and the verdict's unit is the block "
+        "(stats/process_level.py): it then speaks of the builds, not of one process each; 1: one process a target "
+        "for the run. 5 or more to decide changes of a few %", "1", "", integer(1, 32)),
     Key("aa", "boolean", "also run the base against itself (target BASE-aa): the report counts the A/A cells called "
         "changed", "false", "", boolean),
     Key("simulated", "boolean", "after the timed rounds, instructions and estimated cycles per query of every (target, "

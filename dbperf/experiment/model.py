@@ -117,6 +117,7 @@ class Experiment:
     cpus: CpuPlan = NOT_PINNED  # where the driver and lab-started servers run (host/cpus.py)
     cpus_setting: object = None  # [run].cpus as written (None: auto): a fleet plans it again with each host's CPUs
     aa_target: str | None = None  # the base's A/A copy (experiment/aa.py), when the run has one
+    processes: int = 1  # each lab-started server target's processes over a group's rounds (stats/process_level.py)
     resources: bool = True  # I/O and engine counters per cell (targets/resources.py)
     load: LoadModel = field(default_factory=LoadModel)  # closed/open loop, time series, percentiles
     steady: SteadyState | None = None  # warm up until the throughput settles (experiment/steady.py)

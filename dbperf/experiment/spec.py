@@ -333,6 +333,7 @@ def parse_experiment(path: Path, *, cpus_here: bool = True) -> Experiment:
         repeats=repeats, budget_s=budget_s, seed=values.get("seed", 1),
         aggregate=values.get("aggregate", "median"), prepared=values.get("prepared", True),
         min_effect=values.get("min_effect", DEFAULT_MIN_EFFECT), order=values.get("order", "alternate"),
+        processes=_processes(values.get("processes", 1), targets, rwhere),
         slice_s=slice_setting(values, rwhere, auto_time.shortest_s if auto_time else time_s),
         turn_checkpoint=values.get("turn_checkpoint", False),
         **harness_settings(values, values.get("tables", 1) * values.get("table_size", 100_000)),
@@ -355,6 +356,16 @@ def parse_experiment(path: Path, *, cpus_here: bool = True) -> Experiment:
     if values.get("aa"):
         experiment = with_aa(experiment)
     return experiment
+
+
+def _processes(processes: int, targets: list[Target], rwhere: str) -> int:
+    """`processes` above 1 needs a server the lab starts (and can start again): SQLite's rounds are each their own
+    driver process already, and an external server is the user's to restart."""
+    if processes > 1 and not any(t.is_server and t.dsn is None for t in targets):
+        raise UserError(f"{rwhere}.processes: {processes} processes a target needs a server the lab starts; no "
+                        "target is one (SQLite's rounds each run in a new driver process already; an external "
+                        "server is not the lab's to restart)")
+    return processes
 
 
 def _fleet(raw: Any, where: str, base_dir: Path) -> FleetSection | None:

@@ -13,6 +13,7 @@ from dbperf.errors import UserError
 from dbperf.history.changepoints import PVALUE, Step, steps
 from dbperf.history.store import Result
 from dbperf.stats.cell_verdict import Verdict, verdict_of
+from dbperf.stats.contradiction import Contradiction, RunCall, contradictions
 from dbperf.stats.simulated import SAME_WITHIN, simulated_verdict
 from dbperf.stats.summary import ALPHA, MIN_REPEATS_FOR_TEST, significance
 
@@ -56,6 +57,9 @@ class Series:
     columns: list[Column]
     rows: list[Row]
     metric: str = "wall"
+    # cells of one version that two stored runs each decided against their own base (of one name), one way in
+    # one run and the other way in another (stats/contradiction.py)
+    contradictions: list[Contradiction] = field(default_factory=list)
 
 
 def _value(r: Result, metric: str) -> float | None:
@@ -189,4 +193,16 @@ def build_series(results: Sequence[Result], by: str = "version", detect: bool = 
     make = _work_row if metric == "simulated" else _row
     rows = [make(benchmark, threads, [chosen.get((key, benchmark, threads)) for key in keys], detect, pvalue)
             for benchmark, threads in dict.fromkeys((b, t) for _, b, t in chosen)]
-    return Series(by, identity, [columns[k] for k in keys], rows, metric)
+    return Series(by, identity, [columns[k] for k in keys], rows, metric, run_contradictions(results))
+
+
+def run_contradictions(results: Sequence[Result]) -> list[Contradiction]:
+    """The stored runs' own verdicts (each against its run's base) of one version, benchmark and threads that
+    contradict: the series' identity (engine, build, config, host) is one, the base's name the same."""
+    runs: dict[int, list[tuple[tuple[str, str, int], RunCall]]] = {}
+    for r in results:
+        if r.verdict is None or r.base is None or r.target == r.base:
+            continue
+        key = (f"{r.version} against {r.base}", r.benchmark, r.threads)
+        runs.setdefault(r.run_id, []).append((key, RunCall(f"run {r.run_id} ({r.target})", r.verdict, r.rqps)))
+    return contradictions(list(runs.values()))

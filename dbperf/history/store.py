@@ -134,6 +134,7 @@ class Result:
     # the simulated tier's counters per query of (target, benchmark), one thread (runner/simulated_tier.py), where
     # the run measured them: instructions, estimated_cycles, i1_misses, ...; None where it did not
     simulated: dict[str, float] | None = None
+    base: str | None = None  # the run's base target (what `verdict` is against)
 
 
 def build_text(info: TargetMeta) -> str:
@@ -329,8 +330,8 @@ class Store:
                 where.append(f"x.{column} = ?")
                 args.append(value)
         sql = ("SELECT x.run_id, r.started_at, x.target, x.engine, x.version, x.build, x.config, x.host, "
-               "x.benchmark, x.threads, x.n, x.qps_center, x.qps_runs, x.rqps, x.verdict, x.p_value, x.simulated "
-               "FROM results x JOIN runs r ON r.id = x.run_id"
+               "x.benchmark, x.threads, x.n, x.qps_center, x.qps_runs, x.rqps, x.verdict, x.p_value, x.simulated, "
+               "r.base FROM results x JOIN runs r ON r.id = x.run_id"
                + (" WHERE " + " AND ".join(where) if where else "") + " ORDER BY r.started_at, x.run_id, x.id")
         names = [f.name for f in fields(Result)]
         return [Result(**{**dict(zip(names, row, strict=True)), "qps_runs": json.loads(row[12]),

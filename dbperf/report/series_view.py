@@ -8,6 +8,7 @@ from typing import Any
 
 from dbperf.history.series import Point, Series
 from dbperf.history.series import Row as SeriesRow
+from dbperf.records import to_builtins
 from dbperf.report.html_page import label
 from dbperf.report.model import Block, ChartPage, Row, Section, Swatch, View
 from dbperf.stats.cell_verdict import MANN_WHITNEY, VERDICT_COLOURS
@@ -89,9 +90,20 @@ def series_view(s: Series) -> View:
                   tuple(Row((_row_label(s, row), *[_cell_text(p) for p in row.points], _steps_text(row)))
                         for row in s.rows), left=(len(s.columns) + 1,))
     return View("series", _title(s),
-                (Section(lines=tuple(f"col-{i} : {c.label}" for i, c in enumerate(s.columns, 1)), block=block),),
+                (Section(lines=(*(f"col-{i} : {c.label}" for i, c in enumerate(s.columns, 1)), *_clash_lines(s)),
+                         block=block),),
                 subtitle=_identity_text(s), rows=tuple(_csv_rows(s)), columns=SERIES_COLUMNS, notes=(_note(s),),
                 document=series_document(s), page=lambda: series_page(s))
+
+
+CONTRADICTED = ("contradicted: stored runs decided these cells against their own base (of one name) one way in one "
+                "run and the other way in another; each verdict holds of its own run's processes, not of the builds")
+
+
+def _clash_lines(s: Series) -> tuple[str, ...]:
+    if not s.contradictions:
+        return ()
+    return (CONTRADICTED, *(f"  {c.line()}" for c in s.contradictions))
 
 
 def _point_json(p: Point | None) -> dict[str, Any] | None:
@@ -110,7 +122,7 @@ def series_document(s: Series) -> dict[str, Any]:
            "rows": [{"benchmark": r.benchmark, "threads": r.threads, "points": [_point_json(p) for p in r.points],
                      "steps": [st for st in step_rows(Series(s.by, s.identity, s.columns, [r], s.metric))]}
                     for r in s.rows],
-           "method": _note(s)}
+           "method": _note(s), "contradictions": [to_builtins(c) for c in s.contradictions]}
 
 
 SERIES_COLUMNS = ("benchmark", "threads", "column", "label", "version", "run_id", "target", "qps_center", "n", "rqps",
@@ -149,7 +161,7 @@ def series_page(s: Series) -> ChartPage:
                    "-" if x["p_value"] is None else f"{x['p_value']:.2g}", x["kind"])) for x in found)))
              if found else Section(title="Change points", anchor="steps", text=("No change point found.",)))
     return ChartPage(f"dbperf series: {_title(s)}", (
-        Section(notes=(_identity_text(s),)),
+        Section(notes=(_identity_text(s), *_clash_lines(s))),
         Section(title="Series", anchor="table", block=Block("", "", header, rows), swatches=swatches,
                 notes=(_note(s),)),
         Section(title="Per benchmark", anchor="charts", grid=True, figures=tuple(_line_chart(s, r) for r in s.rows)),
@@ -232,5 +244,5 @@ def regressions_view(s: Series, show_all: bool) -> View:
     return View("regressions", f"{what} over {len(s.columns)} {s.by}s", (section,), subtitle=_identity_text(s),
                 rows=tuple(found), columns=STEP_COLUMNS, notes=(_note(s),),
                 document={"identity": s.identity, "by": s.by, "metric": s.metric, "steps": found,
-                          "method": _note(s)},
+                          "method": _note(s), "contradictions": [to_builtins(c) for c in s.contradictions]},
                 page=lambda: series_page(s))

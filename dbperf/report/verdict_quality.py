@@ -117,11 +117,28 @@ def quality_lines(m: Matrix) -> list[str]:
         if untestable:
             parts.append(f"{untestable} cell(s) with too few repeats for any test")
         lines.append(f"verdict quality, {label}: " + "; ".join(parts))
+    lines.extend(unit_line(m))
     shifts = level_shifts(m)
     if shifts:
         lines.append("level shifts within repeats (not decided or stopped on, unless called at both levels): "
                      + "; ".join(f"{s['cell']}: {s['level_shift']}" for s in shifts))
     return lines
+
+
+def unit_line(m: Matrix) -> list[str]:
+    """What the verdicts of server targets speak of: the processes each rests on (`processes` above 1), or that
+    every round of the run was served by one process a target (stats/process_level.py)."""
+    compared = [c for c in _ordered(m) if c.target != m.base and c.verdict_detail is not None]
+    counts = sorted({v.processes for c in compared if (v := c.deciding_verdict) is not None and v.processes})
+    if counts:
+        span = f"{counts[0]}" if len(counts) == 1 else f"{counts[0]}–{counts[-1]}"
+        return [f"verdicts' unit: the server process, each cell's verdict on {span} complete processes a side "
+                "(started again between blocks of rounds): they speak of the builds"]
+    if any(r.result is not None and r.result.server_usage is not None for c in compared for r in c.runs):
+        return ["verdicts' unit: the round; every round of a server target was served by one process for the run, "
+                "so a decided verdict speaks of these processes, and a rerun may decide otherwise "
+                "(`processes = 5` or more makes the process the unit: docs/verdicts.md)"]
+    return []
 
 
 def aa_line(m: Matrix, meta: RunMeta) -> list[str]:

@@ -45,6 +45,7 @@ from dbperf.runner.pilot import (
 )
 from dbperf.runner.plan import Group, RunPlan, share_deadline
 from dbperf.runner.post_write import PostWriteSteps, meta_fields
+from dbperf.runner.process_blocks import ProcessBlocks
 from dbperf.runner.resume import interfered
 from dbperf.runner.rounds import GroupState, Measured, run_rounds
 from dbperf.runner.simulated_tier import measure_simulated
@@ -77,6 +78,7 @@ def run_meta_of(plan: RunPlan, settings: dict[str, list]) -> RunMeta:
         budget_s=e.budget_s,
         cpus=e.cpus.describe(),
         aa_target=e.aa_target,
+        processes=e.processes if e.processes > 1 else None,
         noise_thresholds={"steal": HEAVY_STEAL, "foreign_cpu": HEAVY_FOREIGN_CPU},
         steady=e.steady.describe() if e.steady else None,
         load_model=e.load.describe(),
@@ -161,9 +163,19 @@ class MatrixRun:
     post_write: PostWriteSteps = field(init=False)
     task: TaskID | None = None
     load_failed: dict[str, str] = field(default_factory=dict)  # target name -> why its data failed to load
+    blocks: ProcessBlocks = field(init=False)
 
     def __post_init__(self) -> None:
         self.post_write = PostWriteSteps(self.plan.experiment)
+        self.blocks = ProcessBlocks(self.plan.experiment.processes, self.data, self._new_processes)
+
+    def _new_processes(self, names: list[str], block: int) -> None:
+        """Said and recorded when the servers are started again for a new block."""
+        self.lab.say(f"dbperf: process block {block}: started {', '.join(names)} again (processes = "
+                     f"{self.e.processes})")
+        for name in names:
+            self.lab.set_target(name, **{k: v for k, v in self.data[name].describe().items()
+                                         if k in ("processes", "server_pids", "server_pid", "port")})
 
     @property
     def e(self) -> Experiment:
@@ -220,7 +232,9 @@ class MatrixRun:
     def _load(self, t: Target, task: TaskID) -> str | None:
         data = self.data[t.name]
         self.progress.update(task, description=f"starting {t.name}" if t.is_server else "")
+        started = time.monotonic()
         data.start()
+        self.blocks.started(t.name, time.monotonic() - started)
         self.progress.update(task, description=f"loading {self.e.tables}×{self.e.table_size:,} rows for {t.name}")
         try:
             loaded = data.load()
@@ -251,9 +265,10 @@ class MatrixRun:
             sharing = sum(1 for g in plan.groups[i:] if g.shares)
             deadline = share_deadline(time.monotonic(), budget_end, group.spent_s, sharing)
             state = GroupState(self.e.base, [t.name for t in self.e.targets], self.e.min_effect,
-                               aa=self.e.aa_target, planned=group.planned)
+                               aa=self.e.aa_target, planned=group.planned, processes=self.e.processes)
             way = self.sized(group, deadline if plan.policy.auto else None)
-            run_rounds(state, plan.policy, partial(self.measure, group, way), deadline, replay=group.replay)
+            run_rounds(state, plan.policy, partial(self.measure, group, way, state), deadline, replay=group.replay,
+                       overhead_s=self.blocks.overhead_s())
             self.meta.end_rounds(RoundsMeta(benchmark=group.benchmark.name, threads=group.threads,
                                             rounds=state.rounds, stopped=state.stop_reason,
                                             planned=state.planned), order)
@@ -298,14 +313,18 @@ class MatrixRun:
             records.extend(way.run(cells, self.data, self.load_failed))
         return PilotRound(records, time.monotonic() - started)
 
-    def measure(self, group: Group, order: Order, round_: int) -> list[Measured]:
-        """One round of a group: its earlier repeats (resumed), and the cells not measured before."""
+    def measure(self, group: Group, order: Order, state: GroupState, round_: int) -> list[Measured]:
+        """One round of a group: its earlier repeats (resumed), and the cells not measured before; with `processes`
+        above 1, the servers started again first where the round begins a block (runner/process_blocks.py)."""
+        block = self.blocks.before_round((group.benchmark.name, group.threads), state.planned, round_,
+                                         replayed=round_ <= group.replay)
         measured = [m for m in group.before if m.round == round_]
         for cells in order.round_cells(group.benchmark, group.threads, round_):
-            measured.extend(self._run_cells(order, cells, round_))
+            measured.extend(self._run_cells(order, cells, round_, block))
         return measured
 
-    def _run_cells(self, order: Order, cells: list[CellPlan], round_: int) -> list[Measured]:
+    def _run_cells(self, order: Order, cells: list[CellPlan], round_: int, block: int | None = None
+                   ) -> list[Measured]:
         """Cells measured together (one, a duet's two, a slices round's every one), run by the group's way and kept
         (a side measured before is not kept again)."""
         skip = self.plan.replay.skip
@@ -328,11 +347,12 @@ class MatrixRun:
             if cell.key in skip:  # resumed duet: only the side not measured before is kept
                 self._advance(1)
                 continue
+            record.process = block
             self._keep(cell, record, was_restarted)
             measured.append(Measured(
                 cell.target.name, round_, record.result.qps if record.ok and record.result else None,
                 interfered=spoiled if len(cells) > 1 else interfered(record), cpu_qps=cpu_qps(record),
-                partner=cell.partner))
+                partner=cell.partner, process=block))
         return measured
 
     def _ready(self, cell: CellPlan) -> bool:

@@ -127,7 +127,7 @@ class Earlier:
             other = by_side.get((r.partner, r.target, r.repeat)) if r.partner else None
             out.append(Measured(r.target, r.repeat, r.result.qps if r.ok and r.result else None,
                                 interfered=interfered(r) or (other is not None and interfered(other)),
-                                cpu_qps=cpu_qps(r), partner=r.partner))
+                                cpu_qps=cpu_qps(r), partner=r.partner, process=r.process))
         return out
 
     def decided(self, e: Experiment, benchmark: str, threads: int) -> bool:
@@ -136,7 +136,7 @@ class Earlier:
         are walked again, so it needs no share of the budget."""
         measured = self.measured(benchmark, threads)
         state = GroupState(e.base, [t.name for t in e.targets], e.min_effect, aa=e.aa_target, measured=measured,
-                           rounds=max((m.round for m in measured), default=0))
+                           rounds=max((m.round for m in measured), default=0), processes=e.processes)
         return state.clean_rounds() >= MIN_ROUNDS and state.all_decided()
 
     def resumed_meta(self, meta: RunMeta) -> RunMeta:

@@ -32,7 +32,15 @@ from dataclasses import dataclass, field
 from typing import TypeVar
 
 from dbperf.experiment.keys import MIN_ROUNDS
-from dbperf.stats.verdict import DEFAULT_MIN_EFFECT, CellVerdict, Metric, deciding, pair_rounds, verdict_on_rounds
+from dbperf.stats.verdict import (
+    DEFAULT_MIN_EFFECT,
+    CellVerdict,
+    Metric,
+    ProcessPlan,
+    deciding,
+    pair_rounds,
+    verdict_on_rounds,
+)
 
 MAX_EXTRA_MIN_ROUNDS = MIN_ROUNDS  # interfered rounds replaced at most this many times within the minimum
 MAX_ROUNDS = 10_000  # a safety net: a budget spent on cells of a millisecond would otherwise loop for ever
@@ -59,6 +67,7 @@ class Measured:
     interfered: bool = False  # its noise sensors saw heavy interference
     cpu_qps: float | None = None  # queries per CPU second (driver, plus a lab-started server): the CPU-time metric
     partner: str | None = None  # duet: the target measured at the same moment (the base's record names its target)
+    process: int | None = None  # `processes` above 1: the block of rounds (its servers' processes) it ran in
 
 
 @dataclass
@@ -73,6 +82,7 @@ class GroupState:
     stop_reason: str = ""
     planned: int | None = None  # the rounds planned (the verdict's looks); None: the anytime-valid rule
     replayed: int = 0  # the rounds walked again from an earlier sitting (run_rounds)
+    processes: int = 1  # `processes`: above 1, the verdict's unit is the block of rounds (stats/process_level.py)
 
     def clean_rounds(self) -> int:
         interfered = {m.round for m in self.measured if m.interfered}
@@ -91,8 +101,10 @@ class GroupState:
             if t == self.base or (only is not None and t not in only):
                 continue
             runs = [(m.round, value(m)) for m in self.measured if m.target == t]
+            blocks = (ProcessPlan({m.round: m.process for m in self.measured if m.target == t and m.process},
+                                  self.processes) if self.processes > 1 else None)
             out[t] = verdict_on_rounds(pair_rounds(t, runs, base), [v for _, v in runs if v], base_values,
-                                       self.min_effect, metric, describe=False, planned=self.planned)
+                                       self.min_effect, metric, describe=False, planned=self.planned, blocks=blocks)
         return out
 
     def deciding_verdicts(self) -> dict[str, CellVerdict | None]:
@@ -161,12 +173,14 @@ class RoundPolicy:
 
 
 def run_rounds(state: GroupState, policy: RoundPolicy, measure: Callable[[int], list[Measured]],
-               deadline: float, clock: Callable[[], float] = time.monotonic, replay: int = 0) -> GroupState:
+               deadline: float, clock: Callable[[], float] = time.monotonic, replay: int = 0,
+               overhead_s: float = 0.0) -> GroupState:
     """Runs rounds (`measure(round)` measures every target once and returns what it measured) until the policy
     says stop. `replay`: the rounds a resumed or extended group had measured; they are walked again whatever the
     rule says (their cells exist), then the rule takes over (a plan made before goes on with the state's `planned`;
-    a replayed group without one is not planned again). A fixed number of repeats is the plan. An exception
-    (Ctrl-C) propagates with everything measured already kept by `measure`."""
+    a replayed group without one is not planned again). A fixed number of repeats is the plan. `overhead_s`: time the
+    group will spend outside its rounds (servers started again between process blocks), kept out of the plan. An
+    exception (Ctrl-C) propagates with everything measured already kept by `measure`."""
     state.replayed = replay
     if not policy.auto and state.planned is None:
         state.planned = policy.repeats
@@ -177,5 +191,5 @@ def run_rounds(state: GroupState, policy: RoundPolicy, measure: Callable[[int], 
         state.measured.extend(measure(state.rounds))
         last_round_s = clock() - started
         if policy.auto and policy.plans and state.planned is None and not replay and state.rounds == 1:
-            state.planned = afforded_rounds(deadline - started, last_round_s, policy.min_rounds)
+            state.planned = afforded_rounds(deadline - started - overhead_s, last_round_s, policy.min_rounds)
     return state

@@ -134,6 +134,8 @@ class ServerTarget(ABC):
         self.settings = list(target.config.items())
         self.server: ServerProcess | None = None
         self.restarts = 0
+        self.processes = 1  # started as (planned: new_process), the first included
+        self.pids: list[int] = []  # each planned process's, in order, once there is more than one
         if target.password_env:
             SECRET_ENV.add(target.password_env)  # no server the lab starts inherits another target's password
         self.password: str | None = None
@@ -154,6 +156,9 @@ class ServerTarget(ABC):
 
     @abstractmethod
     def ensure_running(self) -> bool: ...
+
+    @abstractmethod
+    def new_process(self) -> bool: ...
 
     @abstractmethod
     def died(self) -> bool: ...
@@ -221,6 +226,9 @@ class ExternalServer(ServerTarget):
 
     def ensure_running(self) -> bool:
         return False
+
+    def new_process(self) -> bool:
+        return False  # not the lab's to restart
 
     def died(self) -> bool:
         return False
@@ -392,6 +400,18 @@ class LabServer(ServerTarget):
         self.start()
         return True
 
+    def new_process(self) -> bool:
+        """A planned restart on the same data directory (the databases stay; the caches, the shared memory and the
+        process's placement are drawn again); counted apart from the restarts of a server that died."""
+        if not self.pids and self.server:
+            self.pids.append(self.server.pid)
+        self.stop()
+        self.start()
+        self.processes += 1
+        if self.server:
+            self.pids.append(self.server.pid)
+        return True
+
     def died(self) -> bool:
         return not (self.server and self.server.alive())
 
@@ -411,7 +431,8 @@ class LabServer(ServerTarget):
     def describe(self) -> dict[str, Any]:
         return {"dsn": self.dsn(self.work_db), "external": False, "port": self.port,
                 "server_pid": self.server.pid if self.server else None, "log": str(self.log),
-                "data_dir": str(self.dir), "restarts": self.restarts}
+                "data_dir": str(self.dir), "restarts": self.restarts,
+                **({"processes": self.processes, "server_pids": self.pids} if self.processes > 1 else {})}
 
 
 def _without_password(dsn: str) -> str:

@@ -20,7 +20,15 @@ from dbperf.stats.rule_history import run_plans
 from dbperf.stats.simulated import simulated_delta
 from dbperf.stats.summary import Summary, significance, summarize
 from dbperf.stats.tiers import Interval, TierAgreement, paired_change, tiers_of
-from dbperf.stats.verdict import DEFAULT_MIN_EFFECT, CellVerdict, Metric, deciding, pair_rounds, verdict_on_rounds
+from dbperf.stats.verdict import (
+    DEFAULT_MIN_EFFECT,
+    CellVerdict,
+    Metric,
+    ProcessPlan,
+    deciding,
+    pair_rounds,
+    verdict_on_rounds,
+)
 
 GROUP_ORDER = ("point", "range", "write")
 
@@ -173,7 +181,7 @@ def _cells(meta: RunMeta, records: list[ResultsRecord], aggregate: str) -> dict[
 
 
 def _compare_with_base(cells: dict[tuple[str, str, int], Cell], base: str, min_effect: float,
-                       plans: Mapping[tuple[str, int], int] | None = None) -> None:
+                       plans: Mapping[tuple[str, int], int] | None = None, processes: int | None = None) -> None:
     """Each cell's rQPS against the base's cell of the same benchmark and threads, and its verdicts (`plans`: the
     rounds each (benchmark, threads) planned, rule_history.run_plans)."""
     plans = plans or {}
@@ -185,8 +193,8 @@ def _compare_with_base(cells: dict[tuple[str, str, int], Cell], base: str, min_e
         if target != base:
             cell.significant, cell.p_value = significance(cell.per_run("qps"), base_cell.per_run("qps"))
             planned = plans.get((benchmark, threads))
-            cell.verdict_detail = cell_verdict(cell, base_cell, min_effect, planned=planned)
-            cell.cpu_verdict_detail = cell_verdict(cell, base_cell, min_effect, "cpu", planned)
+            cell.verdict_detail = cell_verdict(cell, base_cell, min_effect, planned=planned, processes=processes)
+            cell.cpu_verdict_detail = cell_verdict(cell, base_cell, min_effect, "cpu", planned, processes)
             cell.level_shift = level_shift_text(cell.verdict_detail, cell.cpu_verdict_detail)
 
 
@@ -198,7 +206,7 @@ def build_matrix(meta: RunMeta, records: list[ResultsRecord], aggregate: str | N
     counters = {(r.target, r.benchmark): r for r in records if isinstance(r, CountersRecord)}
     cells = _cells(meta, records, aggregate)
     base = meta.base
-    _compare_with_base(cells, base, min_effect, run_plans(meta))
+    _compare_with_base(cells, base, min_effect, run_plans(meta), meta.processes)
     thread_counts = sorted({t for (_, _, t) in cells} | set(meta.threads))
     trained_on = {t.name: t.trained_on for t in meta.targets}
     _attach_simulated(cells, base, records)  # the simulated tier: Cell.sim (stats/simulated.py)
@@ -235,7 +243,7 @@ def metric_value(record: CellRecord, metric: Metric) -> float | None:
 
 
 def cell_verdict(cell: Cell, base: Cell, min_effect: float, metric: Metric = "wall",
-                 planned: int | None = None) -> CellVerdict | None:
+                 planned: int | None = None, processes: int | None = None) -> CellVerdict | None:
     """The verdict on a cell's metric against the base's, by stats/verdict.py's one rule (the stopping rule's
     too; `planned`: the rounds its group planned, see verdict_on_rounds). Repeats with the same number were measured
     in the same round; in a duet the base's record whose partner is this target was measured at the same moment
@@ -243,8 +251,10 @@ def cell_verdict(cell: Cell, base: Cell, min_effect: float, metric: Metric = "wa
     runs = [(r.repeat, metric_value(r, metric)) for r in cell.runs]
     base_runs = [(r.repeat, r.partner, metric_value(r, metric)) for r in base.runs]
     pairs = pair_rounds(cell.target, runs, base_runs)
+    blocks = (ProcessPlan({r.repeat: r.process for r in cell.runs if r.process is not None}, processes)
+              if processes and processes > 1 else None)
     return verdict_on_rounds(pairs, [v for _, v in runs if v], [v for _, _, v in base_runs if v], min_effect, metric,
-                             planned=planned)
+                             planned=planned, blocks=blocks)
 
 
 def _attach_simulated(cells: Mapping[tuple[str, str, int], Cell], base: str,

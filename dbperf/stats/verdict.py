@@ -37,7 +37,7 @@ from __future__ import annotations
 import itertools
 import math
 import statistics
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal, cast
 
@@ -46,6 +46,7 @@ import numpy as np
 from dbperf.experiment.keys import DEFAULT_MIN_EFFECT
 from dbperf.stats.level_shift import find_level_shift
 from dbperf.stats.planned import planned_interval
+from dbperf.stats.process_level import process_interval, rounds_per_process
 from dbperf.stats.sequential import UNSTABLE_MARGIN, call, confidence_sequence
 
 ALPHA = 0.01  # per cell: the chance that an A/A cell is ever called changed, by either metric
@@ -90,6 +91,9 @@ class CellVerdict:
     upper: float | None = None
     alpha: float = QUANTILE_ALPHA
     planned: int | None = None  # sequential: the rounds its run planned (stats/planned.py); None: anytime-valid
+    # The server processes (blocks of rounds, stats/process_level.py) the interval rests on, its unit; None: one
+    # process a target for the whole run, the round the unit (the interval speaks of those processes)
+    processes: int | None = None
 
     @property
     def decided(self) -> bool:
@@ -198,16 +202,29 @@ def _with_level_shift(word: Verdict, logs: list[float], rounds: list[int],
     return "undecided", shift.describe()
 
 
+@dataclass(frozen=True)
+class ProcessPlan:
+    """Which process block each round ran in (CellRecord.process), and the run's plan of them (`processes = P`)."""
+    process_of: Mapping[int, int]
+    processes: int
+
+    def applies(self, pairs: list[tuple[int, float, float]]) -> bool:
+        return self.processes > 1 and any(r in self.process_of for r, _, _ in pairs)
+
+
 def verdict_on_rounds(pairs: list[tuple[int, float, float]], target: list[float], base: list[float],
             min_effect: float = DEFAULT_MIN_EFFECT, metric: Metric = "wall",
-            alpha: float = METRIC_ALPHA, describe: bool = True, planned: int | None = None) -> CellVerdict | None:
+            alpha: float = METRIC_ALPHA, describe: bool = True, planned: int | None = None,
+            blocks: ProcessPlan | None = None) -> CellVerdict | None:
     """The verdict on one metric (positive, higher is better: QPS, queries per CPU second). `pairs`: (round, target,
     base) of the same round, in round order (`pair_rounds`); `target`, `base`: every repeat of each side (the unpaired
     view describes them). Without two round pairs: the one-look randomization verdict (`decide`). None when either
     side has fewer than 2 repeats. `describe=False` leaves out the unpaired view (a randomization over the pooled
     repeats, most of the cost), which only reports show: the stopping loop asks after every round. `planned`: the
     rounds the run planned, whose looks stats/planned.py's rule takes (None: the anytime-valid rule of
-    stats/sequential.py, a run's rule before it or a group whose plan was not kept)."""
+    stats/sequential.py, a run's rule before it or a group whose plan was not kept). `blocks`: the run started
+    each server target as several processes; the unit is then the process block (stats/process_level.py) and no
+    level shift is looked for (a level a process drew is what the rule's unit takes in)."""
     pairs = [(r, t, b) for r, t, b in pairs if t > 0 and b > 0]
     if len(pairs) < 2:
         fallback = decide(target, base, None, min_effect)
@@ -215,10 +232,16 @@ def verdict_on_rounds(pairs: list[tuple[int, float, float]], target: list[float]
     if len(target) < 2 or len(base) < 2 or min(target) <= 0 or min(base) <= 0:
         return None
     logs = [math.log(t / b) for _, t, b in pairs]
-    cs = (planned_interval([r for r, _, _ in pairs], logs, alpha, planned) if planned
-          else confidence_sequence(logs, alpha))
-    word, shift_note = _with_level_shift(cast(Verdict, call(cs, min_effect)), logs, [r for r, _, _ in pairs],
-                                         min_effect)
+    processes: int | None = None
+    if blocks is not None and blocks.applies(pairs):
+        cs, processes = process_interval(pairs, blocks.process_of, alpha, blocks.processes,
+                                         rounds_per_process(planned, blocks.processes))
+        word, shift_note = cast(Verdict, call(cs, min_effect)), None
+    else:
+        cs = (planned_interval([r for r, _, _ in pairs], logs, alpha, planned) if planned
+              else confidence_sequence(logs, alpha))
+        word, shift_note = _with_level_shift(cast(Verdict, call(cs, min_effect)), logs, [r for r, _, _ in pairs],
+                                             min_effect)
     finite = math.isfinite(cs.lower) and math.isfinite(cs.upper)
     # Unbounded (too few rounds): half the span of the changes not ruled out yet, over the candidates examined (the
     # grid reaches ratios of 0.22-4.5 at least), so the true width is at least that; none fits: the data's half-span.
@@ -230,7 +253,7 @@ def verdict_on_rounds(pairs: list[tuple[int, float, float]], target: list[float]
     return CellVerdict(word, "paired", diff, threshold, min_effect, unpaired, paired, metric,
                        "sequential", shift_note,
                        math.expm1(cs.lower) if finite else None, math.expm1(cs.upper) if finite else None, alpha,
-                       planned)
+                       planned, processes)
 
 
 def pair_rounds(target: str, target_runs: Sequence[tuple[int, float | None]],

@@ -17,6 +17,7 @@ from dbperf.errors import UserError
 from dbperf.host.cpu_identity import cpu_caveat
 from dbperf.output_file import write_file
 from dbperf.report.escape import md
+from dbperf.stats.compare import load_side, own_contradictions
 from dbperf.storage.results import keep_results
 from dbperf.studies.figures import Headline, Provenance, Row
 from dbperf.studies.model import Step, Study, load_study
@@ -114,9 +115,11 @@ def unfinished(run: StudyRecord) -> str | None:
 
 
 def record_study(name: str, directory: Path, docs: Path = DOCS_STUDIES, force: bool = False, partial: bool = False,
-                 err: Console = PROGRESS) -> list[Path]:
+                 err: Console = PROGRESS, contradicted: bool = False) -> list[Path]:
     """Writes the study run in `directory` (its summary.md and study.json) into the docs. A run cut short or
-    incomplete goes on record only with `partial`, and the record then says so; a --quick one is said on `err`."""
+    incomplete goes on record only with `partial`, and the record then says so; a --quick one is said on `err`. A
+    run whose decided verdicts the record's kept runs of the same steps contradict goes on record only with
+    `contradicted`, and the record then names the cells."""
     run = _read_run(name, directory)
     cut_short = _recordable(name, directory, run, partial)
     if cut_short is not None:
@@ -126,6 +129,13 @@ def record_study(name: str, directory: Path, docs: Path = DOCS_STUDIES, force: b
     run, kept = _on_top_of_record(study, run, on_record, directory)
     # The steps' results directories go beside the record; a step left out keeps the record's copy.
     sources = {s.name: found for s in study.steps if s.name not in kept and (found := step_results(directory, s))}
+    clashes = contradicted_cells(docs / name, sources) if on_record is not None else []
+    if clashes and not contradicted:
+        raise UserError(f"{directory}: {len(clashes)} cell(s) decided against the run on record before it "
+                        f"({clashes[0]}{'; ...' if len(clashes) > 1 else ''}): neither verdict speaks of the builds "
+                        "alone; run the study again, or add --contradicted to put it on record with the cells named")
+    if clashes:
+        run = run.replace(contradictions=clashes)
     record_results = (on_record.results or {}) if kept and on_record is not None else {}
     results = {s.name: f"{name}/{s.name}" if s.name not in kept else record_results.get(s.name)
                for s in study.steps if s.name in sources or s.name in kept}
@@ -150,6 +160,21 @@ def record_study(name: str, directory: Path, docs: Path = DOCS_STUDIES, force: b
             "the study runs, not the published method); the record says so, and a full run recorded later "
             "replaces it", err)
     return [page, data]
+
+
+def contradicted_cells(recorded_dir: Path, sources: dict[str, Path]) -> list[str]:
+    """Per step with results both in this run (`sources`) and beside the record (`recorded_dir`/<step>): the cells
+    each run decided against its own base that the two decided differently (stats/contradiction.py), one line each,
+    the step named."""
+    out = []
+    for step, new in sources.items():
+        old = recorded_dir / step
+        if not (old / "meta.json").is_file():
+            continue
+        a, b = load_side(old, "the record"), load_side(new, "this run")
+        targets = [t for t in a.run_meta.target_names if t in b.run_meta.target_names]
+        out += [f"{step}: {c.line()}" for c in own_contradictions(a, b, targets)]
+    return out
 
 
 def _recordable(name: str, directory: Path, run: StudyRecord, partial: bool) -> str | None:

@@ -63,6 +63,16 @@ def kept_note(record: StudyRecord, rows: list[Row]) -> str | None:
     return " ".join(said + ([note] if note else [])) or None
 
 
+def _contradicted(record: StudyRecord) -> str:
+    """The cells the record's run decided against the run on record before it (put on record with --contradicted):
+    neither verdict speaks of the builds alone."""
+    found = known(record.contradictions) or []
+    if not found:
+        return ""
+    return (f" **Contradicted** (put on record with --contradicted): {len(found)} cell(s) this run decided one way "
+            "and the record's run before it the other: " + "; ".join(md(line) for line in found) + ".")
+
+
 def record_page(study: Study, record: StudyRecord, has_notebook: bool) -> str:
     """The record page of `record` (a study.json put on record): a note on the record, then the study's summary as
     the JSON holds it (headline lines, figures with their words, intervals and runs, steps, how the host differs)."""
@@ -82,7 +92,8 @@ def record_page(study: Study, record: StudyRecord, has_notebook: bool) -> str:
             f"{md(known(record.started))} to {md(known(record.ended))} on {md(host.get('cpu'))} "
             f"({md(host.get('cores'))} cores, load average {md(load)} at the start)"
             f"{', quick mode' if record.run_mode == 'quick' else ''}.{where}{notebook}"
-            + (f" **A partial run** (put on record with --partial): {md(record.partial)}." if record.partial else ""))
+            + (f" **A partial run** (put on record with --partial): {md(record.partial)}." if record.partial else "")
+            + _contradicted(record))
     heading = next((i for i, line in enumerate(body) if line.startswith("# ")), None)
     if heading is not None:
         title = body.pop(heading)

@@ -78,6 +78,9 @@ class StudyRecord(msgspec.Struct, kw_only=True):
     results: dict[str, str] | UnsetType = UNSET
     partial: str | UnsetType = UNSET
     kept_from_record: KeptFrom | UnsetType = UNSET
+    # Cells this run decided one way and the record's kept run of the same step the other (stats/contradiction.py),
+    # put on record with --contradicted: said on the page, never silently replaced.
+    contradictions: list[str] | UnsetType = UNSET
 
     @property
     def running(self) -> bool:

@@ -34,6 +34,11 @@ class TargetLifecycle(Protocol):
     def ensure_running(self) -> bool:
         """Start again what died; True when it had to."""
 
+    def new_process(self) -> bool:
+        """Stops the engine and starts it again as a new process on the same data (the next block of rounds of a
+        run with `processes` above 1); False, doing nothing, where there is no process of the lab's to start again
+        (in-process SQLite: every round is a new driver process; an external server)."""
+
     def died(self) -> bool:
         """Whether the engine died (during the last cell)."""
 

@@ -86,6 +86,9 @@ class SqliteData:
     def ensure_running(self) -> bool:
         return False
 
+    def new_process(self) -> bool:
+        return False  # the engine lives in the driver, a new process every round
+
     def died(self) -> bool:
         return False
 

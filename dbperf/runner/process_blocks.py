@@ -1,0 +1,55 @@
+"""`processes = P`: each lab-started server target started again between P blocks of a group's rounds, so that the
+verdict's unit above the round is a process, not a run (stats/process_level.py says why and how it is judged).
+
+A group's rounds are shared out over P blocks of rounds_per_process(planned, P) rounds (the plan is known after the
+first round; the first round is block 1 whatever it turns out to be). Before the first round of every block, and
+before a new group's first round, every target whose lifecycle has a process of the lab's is started again on the
+same data: the base, its A/A copy and the others at the same boundary, so that block k of the base and of a target
+are measured by processes started together. The run's very first round uses the processes the load started. A
+round walked again from an earlier sitting (resume) restarts nothing: its records are that sitting's."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+from dbperf.stats.process_level import block_of, rounds_per_process
+from dbperf.targets.lifecycle import TargetLifecycle
+
+
+class ProcessBlocks:
+    def __init__(self, processes: int, data: Mapping[str, TargetLifecycle],
+                 said: Callable[[list[str], int], None]) -> None:
+        self.processes = processes
+        self.data = data
+        self.said = said  # told which targets were started again, for which block
+        self.current: tuple[object, int] | None = None  # (group, block) the servers' processes were started for
+        self.start_s: dict[str, float] = {}  # each target's first start, timed at the load
+
+    def started(self, name: str, seconds: float) -> None:
+        self.start_s[name] = seconds
+
+    def overhead_s(self) -> float:
+        """What a group's restarts will take, kept out of its plan: P of them (the first round of a new group
+        included), each as long as the targets' first starts timed at the load (those initialised their data
+        directories, which a restart does not, and a restart's stop is short: about even)."""
+        if self.processes < 2:
+            return 0.0
+        return self.processes * sum(self.start_s.values())
+
+    def before_round(self, group: object, planned: int | None, round_: int, replayed: bool) -> int | None:
+        """The block of `round_` of `group` (None: one process a target), the servers started again first when the
+        round begins another block than the one their processes serve."""
+        if self.processes < 2:
+            return None
+        per = rounds_per_process(planned, self.processes)
+        if per is None and round_ != 1:
+            return None  # no plan to share out (a resumed group whose plan was not kept)
+        block = 1 if per is None else block_of(round_, per)
+        if replayed:
+            return block
+        if self.current is not None and self.current != (group, block):
+            started = [name for name, lifecycle in self.data.items() if lifecycle.new_process()]
+            if started:
+                self.said(started, block)
+        self.current = (group, block)
+        return block

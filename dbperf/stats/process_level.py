@@ -1,0 +1,83 @@
+"""A verdict whose unit is the server process, for runs that start each server target as several processes.
+
+**Why**: the round-level rules (stats/sequential.py, stats/planned.py) take a run's rounds as exchangeable given the
+past. A server target serves every round of a run from one process, and whatever that process drew for its life
+(where its shared memory and binary landed, its data files' placement, its background threads' phase) is in every
+round: their interval covers the ratio of *those two processes*, and no count of rounds averages the draw out. An
+independent rerun draws again, and may decide the other way (benchmarks/verdicts/rerun.py measures how often).
+
+**The design**: a run with `processes = P` restarts every lab-started server target between P blocks of a group's
+rounds (runner/process_blocks.py: the base, its A/A copy and the others at the same boundary, so block k pairs the
+k-th process of each side). The unit above the round is the block: its log ratio is the mean of its rounds' log
+ratios, x_k = mean(log(target / base)) over block k. Given random per-process draws of either side that do not
+depend on the block's index, the x_k are independent and identically distributed about the builds' center, whatever
+the rounds inside a block share; the rule is stats/planned.py's group-sequential t interval on them, its looks at
+the blocks a half, three quarters and all of the way through the plan of P (the first at FIRST_LOOK blocks, or at
+P), its reserve covering an `--extend` beyond P. So the cell's error stays within the rule's alpha per metric at
+every look, **of the builds**, not of the processes. A block counts once it is complete (its last planned round
+measured, or a later block begun): an unfinished block would weigh a few rounds as much as a whole process.
+
+**What it costs**: the interval's width is set by the spread of whole processes and their count, t_{P-1} · sd(x) /
+sqrt(P), not by the rounds: with P = 3 nothing under about 8 sd can be called at 0.5% (t with 2 degrees of freedom);
+P >= 5 is the useful range. The rounds inside a block still narrow each x_k's own noise.
+
+Pure: the callers say which process block each round belongs to (CellRecord.process) and the plan's P."""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Mapping, Sequence
+
+from dbperf.stats.planned import MIN_PAIRS, planned_interval
+from dbperf.stats.sequential import ConfidenceSequence, confidence_sequence
+
+
+def complete_blocks(pairs: Sequence[tuple[int, float, float]], process_of: Mapping[int, int],
+                    rounds_per_process: int | None) -> dict[int, list[float]]:
+    """The log ratios of each complete block (block -> its rounds' log ratios, in block order). A block is complete
+    when a later one has begun or, with `rounds_per_process` known, its last planned round has been measured; the
+    rounds without a block (measured before the run kept one) are left out."""
+    by: dict[int, list[float]] = {}
+    last_round: dict[int, int] = {}
+    for r, t, b in pairs:
+        block = process_of.get(r)
+        if block is None or t <= 0 or b <= 0:
+            continue
+        by.setdefault(block, []).append(math.log(t / b))
+        last_round[block] = max(last_round.get(block, 0), r)
+    newest = max(by, default=0)
+    out = {}
+    for block in sorted(by):
+        ended = block < newest or (rounds_per_process is not None and last_round[block] >= block * rounds_per_process)
+        if ended:
+            out[block] = by[block]
+    return out
+
+
+def process_interval(pairs: Sequence[tuple[int, float, float]], process_of: Mapping[int, int], alpha: float,
+                     processes: int | None, rounds_per_process: int | None) -> tuple[ConfidenceSequence, int]:
+    """The interval of the builds' center from the complete blocks' mean log ratios, and how many blocks it rests
+    on: stats/planned.py's looks over the plan of `processes` blocks, or (no plan) the anytime-valid sequence on
+    the block means. Fewer than MIN_PAIRS complete blocks: unbounded."""
+    blocks = complete_blocks(pairs, process_of, rounds_per_process)
+    means = [statistics.fmean(v) for v in blocks.values()]
+    if len(means) < MIN_PAIRS:
+        estimate = statistics.fmean(means) if means else 0.0
+        return ConfidenceSequence(len(means), estimate, -math.inf, math.inf, False, alpha), len(means)
+    if processes:
+        return planned_interval(list(range(1, len(means) + 1)), means, alpha, processes), len(means)
+    return confidence_sequence(means, alpha), len(means)
+
+
+def rounds_per_process(planned: int | None, processes: int | None) -> int | None:
+    """The rounds of one process block: the plan's rounds shared out over its processes (the last block may be
+    shorter). None when the run starts one process a target, or its plan is not known."""
+    if not processes or processes < 2 or not planned:
+        return None
+    return max(1, math.ceil(planned / processes))
+
+
+def block_of(round_: int, per_process: int) -> int:
+    """The process block of a round (1-based): rounds past the plan (an --extend) go on into further blocks."""
+    return (round_ - 1) // per_process + 1

@@ -1,0 +1,151 @@
+"""The verdict whose unit is the server process (stats/process_level.py) and the blocks a run restarts its servers
+between (runner/process_blocks.py). Synthetic rounds and fake lifecycles: no engine is run."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from dbperf.runner.process_blocks import ProcessBlocks
+from dbperf.runner.rounds import GroupState, Measured
+from dbperf.stats.process_level import block_of, complete_blocks, process_interval, rounds_per_process
+from dbperf.stats.verdict import METRIC_ALPHA, ProcessPlan, verdict_on_rounds
+
+pytestmark = pytest.mark.unit
+
+ROUNDS = 18
+PROCESSES = 6
+SEQUENCES = 1500
+
+
+def _aa_rounds(rng: np.random.Generator, processes: int, offset_sd: float, noise_sd: float
+               ) -> tuple[list[tuple[int, float, float]], dict[int, int]]:
+    """One A/A run's round pairs: each side's process draws a level (log, sd `offset_sd`) for its life, every round
+    adds its own noise (Student t, 3 df, scaled to sd `noise_sd`). `processes` = 1: one process a side for the run,
+    as every run was before `processes`."""
+    per = math.ceil(ROUNDS / processes)
+    levels = rng.normal(0, offset_sd, (processes, 2))
+    noise = rng.standard_t(3, ROUNDS) * noise_sd / math.sqrt(3)
+    pairs, process_of = [], {}
+    for r in range(1, ROUNDS + 1):
+        block = block_of(r, per)
+        x = levels[block - 1, 0] - levels[block - 1, 1] + noise[r - 1]
+        pairs.append((r, math.exp(x), 1.0))
+        process_of[r] = block
+    return pairs, process_of
+
+
+def _false_calls(processes: int, offset_sd: float, noise_sd: float = 0.01, seed: int = 7) -> float:
+    rng = np.random.default_rng(seed)
+    called = 0
+    for _ in range(SEQUENCES):
+        pairs, process_of = _aa_rounds(rng, processes, offset_sd, noise_sd)
+        blocks = ProcessPlan(process_of, processes) if processes > 1 else None
+        v = verdict_on_rounds(pairs, [t for _, t, _ in pairs], [b for _, _, b in pairs], 0.02, describe=False,
+                              planned=ROUNDS, blocks=blocks)
+        called += v is not None and v.verdict in ("faster", "slower")
+    return called / SEQUENCES
+
+
+def test_todays_rule_calls_a_per_process_offset_a_change_and_the_process_rule_does_not():
+    """The same A/A builds: with no per-process part both rules stay within 1%; with one (each process draws a level
+    of sd 1%, 2% or 4%, the rounds' own noise 1%), the round-level rule of a run with one process a side calls
+    more cells changed the larger the level (beyond the 2% minimum effect: most at 4%), the rule on six processes
+    a side stays within 1%."""
+    assert _false_calls(1, 0.0) <= 0.01
+    assert _false_calls(PROCESSES, 0.0) <= 0.01
+    today = [_false_calls(1, sd) for sd in (0.01, 0.02, 0.04)]
+    assert today == sorted(today) and today[0] > 0.03 and today[-1] > 0.5, today  # rises with the offset
+    for sd in (0.01, 0.02, 0.04):
+        assert _false_calls(PROCESSES, sd) <= 0.01, sd
+
+
+def test_a_real_change_is_still_decided_on_processes():
+    """A 10% change with the same per-process offsets (sd 1%) is called faster on six processes a side."""
+    rng = np.random.default_rng(3)
+    decided = 0
+    for _ in range(200):
+        pairs, process_of = _aa_rounds(rng, PROCESSES, 0.01, 0.01)
+        pairs = [(r, t * 1.10, b) for r, t, b in pairs]
+        v = verdict_on_rounds(pairs, [t for _, t, _ in pairs], [b for _, _, b in pairs], 0.02, describe=False,
+                              planned=ROUNDS, blocks=ProcessPlan(process_of, PROCESSES))
+        assert v is not None and v.verdict != "slower"
+        decided += v.verdict == "faster"
+        assert v.processes == PROCESSES
+    assert decided >= 180
+
+
+def test_a_block_counts_once_complete_and_too_few_blocks_decide_nothing():
+    pairs = [(r, 1.1, 1.0) for r in range(1, 8)]
+    process_of = {r: block_of(r, 3) for r in range(1, 8)}  # blocks 1 1 1 2 2 2 3
+    assert list(complete_blocks(pairs, process_of, 3)) == [1, 2]  # block 3 has 1 of its 3 rounds
+    assert list(complete_blocks(pairs, process_of, None)) == [1, 2]  # a later block begun ends one
+    cs, count = process_interval(pairs, process_of, METRIC_ALPHA, 3, 3)
+    assert count == 2 and not cs.bounded  # two processes a side: no spread of processes to judge on
+    assert rounds_per_process(18, 6) == 3 and rounds_per_process(20, 6) == 4
+    assert rounds_per_process(18, 1) is None and rounds_per_process(None, 6) is None
+
+
+class _Server:
+    def __init__(self) -> None:
+        self.started = 0
+
+    def new_process(self) -> bool:
+        self.started += 1
+        return True
+
+
+class _InProcess:
+    def new_process(self) -> bool:
+        return False
+
+
+def test_servers_start_again_at_each_block_and_each_new_group_but_not_on_a_replayed_round():
+    server, sqlite = _Server(), _InProcess()
+    told: list[tuple[list[str], int]] = []
+    blocks = ProcessBlocks(3, {"pg": server, "sqlite": sqlite}, lambda names, b: told.append((names, b)))  # type: ignore[dict-item]
+    got = [blocks.before_round("g1", None if r == 1 else 9, r, replayed=False) for r in range(1, 10)]
+    assert got == [1, 1, 1, 2, 2, 2, 3, 3, 3]
+    assert server.started == 2 and told == [(["pg"], 2), (["pg"], 3)]  # the load's process serves block 1
+    assert blocks.before_round("g2", None, 1, replayed=False) == 1 and server.started == 3  # a new group
+    assert blocks.before_round("g3", 9, 4, replayed=True) == 2 and server.started == 3  # an earlier sitting's
+    assert ProcessBlocks(1, {"pg": server}, lambda *_: None).before_round("g", 9, 5, False) is None  # type: ignore[dict-item]
+
+
+def test_the_stopping_loop_judges_on_the_blocks_as_the_report_does():
+    """GroupState.verdicts (the stopping rule) passes each round's block: a per-process level alone is not called."""
+    rng = np.random.default_rng(11)
+    pairs, process_of = _aa_rounds(rng, PROCESSES, 0.0, 0.002)
+    measured = []
+    for r, t, b in pairs:
+        shift = 1.05 if process_of[r] == 1 else 1.0  # the target's first process drew a fast level
+        measured += [Measured("A", r, b * 1000, process=process_of[r]),
+                     Measured("B", r, t * shift * 1000, process=process_of[r])]
+    one = GroupState("A", ["A", "B"], 0.02, measured=measured, rounds=ROUNDS, planned=ROUNDS, processes=1)
+    six = GroupState("A", ["A", "B"], 0.02, measured=measured, rounds=ROUNDS, planned=ROUNDS, processes=PROCESSES)
+    v_six = six.verdicts()["B"]
+    assert v_six is not None and v_six.processes == PROCESSES and v_six.verdict not in ("faster", "slower")
+    v_one = one.verdicts()["B"]
+    assert v_one is not None and v_one.processes is None
+
+
+def test_the_restarts_are_kept_out_of_the_plan():
+    """A group's plan is what its share affords after its restarts: P of them, each as long as the load's starts."""
+    from dbperf.runner.rounds import RoundPolicy, run_rounds
+
+    blocks = ProcessBlocks(5, {}, lambda *_: None)
+    blocks.started("pg", 2.0)
+    blocks.started("pg-aa", 2.0)
+    assert blocks.overhead_s() == 20.0 and ProcessBlocks(1, {}, lambda *_: None).overhead_s() == 0.0
+    now = [0.0]
+
+    def measure(round_: int) -> list[Measured]:
+        now[0] += 1.0
+        return [Measured("A", round_, 1000.0), Measured("B", round_, 1000.0)]
+
+    state = GroupState("A", ["A", "B"], 0.02, processes=5)
+    run_rounds(state, RoundPolicy(3, budget_s=100.0, plans=True), measure, deadline=60.0, clock=lambda: now[0],
+               overhead_s=blocks.overhead_s())
+    assert state.planned == 40  # (60 - 20) s at 1 s a round
