@@ -162,6 +162,8 @@ def test_a_bisect_killed_mid_search_resumes_without_counting_or_building_anythin
         bisect(settings(checkout), hashes[0], hashes[15], tmp_path / "out", tries=1, confirm=False)
     kept = read_path(tmp_path / "out")
     assert kept is not None and kept.result.resumable and kept.result.skipped == [hashes[7]]
+    # bisect.json says how it ended, as the command does: interrupted, 128 + SIGINT
+    assert (kept.result.outcome, kept.result.exit_code) == ("interrupted", 130)
     again = fake_counts(FakeCounts())
     done = bisect(settings(checkout), hashes[0], hashes[15], tmp_path / "out", tries=1, resume=True, confirm=False)
     assert (done.path.result.outcome, done.path.result.first_slower) == ("found", hashes[11])
@@ -200,6 +202,8 @@ def test_a_range_with_no_more_work_is_not_found_with_why(repo, fake_counts, tmp_
     (["--tree", "{repo}", "--engine", "sqlite", "nope", "main"], "GOOD: 'nope' is not a commit of the checkout"),
     (["--tree", "{repo}", "--engine", "sqlite", "main", "main~3"], "is not an ancestor of BAD"),
     (["--tree", "{repo}", "--engine", "sqlite", "--cflag=-O0; rm", "main~3", "main"], "--cflag: expected a compiler"),
+    (["--tree", "{repo}", "--engine", "sqlite", "--order", "bogus", "main~3", "main"], "--order: expected one of"),
+    (["--tree", "{repo}", "--engine", "sqlite", "--threads", "0", "main~3", "main"], "--threads: expected at least 1"),
 ])
 def test_bad_input_is_one_line(repo, run_cli_here, tmp_path, args, said):
     checkout, _ = repo

@@ -54,6 +54,15 @@ def test_format_json_prints_the_bisects_path_as_bisect_json_holds_it(tmp_path, c
     assert [s["version"] for s in doc["steps"]] == ["17.0", "14.10", "16.4"]
 
 
+def test_format_csv_prints_a_line_per_step_and_how_it_ended(tmp_path, capsys, fake_releases):
+    import csv
+    import io
+    run(tmp_path, "csv")
+    rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    assert [r["version"] for r in rows[:-1]] == ["17.0", "14.10", "16.4"] and rows[0]["verdict"] == "slower"
+    assert (rows[-1]["outcome"], rows[-1]["answer"], rows[-1]["exit_code"]) == ("found", "16.4", "0")
+
+
 def test_the_default_text_is_the_path_the_lead_and_how_it_ended(tmp_path, capsys, fake_releases):
     run(tmp_path, "table")
     out = capsys.readouterr().out

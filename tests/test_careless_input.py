@@ -202,3 +202,16 @@ def test_a_cell_time_below_what_a_cell_can_measure_is_refused_before_the_folder_
         line = one_error_line(run_cli_here("run", str(exp), *args))
         assert "is shorter than the 10 ms a cell needs" in line
     assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize(("setting", "said"), [
+    ("threads = [1, 1000000]", "threads: 1,000,000 client threads: at most 4,096 in one driver"),
+    ("repeats = 100000", "repeats: 100000 repeats: at most 10,000"),
+])
+def test_counts_beyond_what_a_host_can_run_are_refused_by_the_dry_run(tmp_path, run_cli_here, setting, said):
+    exp = _experiment(tmp_path, benchmarks='"point-query"')
+    key = setting.split(" =")[0]
+    text = exp.read_text()
+    text = text.replace("repeats = 1\n", "") if key == "repeats" else text
+    exp.write_text(text.replace("[run]\n", f"[run]\n{setting}\n"))
+    assert said in one_error_line(run_cli_here("run", str(exp), "--dry-run"))

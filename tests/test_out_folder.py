@@ -5,6 +5,7 @@ refused, each in one line naming what the folder holds; nothing is created or ch
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -181,3 +182,45 @@ def test_a_dry_run_says_the_run_would_stop_on_a_folder_that_is_taken(tmp_path, o
     assert check.problem is not None and "\n" not in check.problem and "choose another --out" in check.problem
     assert ("already holds results" if other == "run" else "not empty") in check.problem
     assert snapshot(folder) == before
+
+
+@pytest.mark.parametrize("name", KINDS)
+def test_a_dangling_symlink_and_a_path_that_is_not_utf8_are_refused_before_anything(tmp_path, name):
+    link = tmp_path / "link"
+    link.symlink_to(tmp_path / "gone")
+    for resume in (False, True):
+        line = refused(link, KINDS[name], resume)
+        assert f"a symbolic link to {tmp_path / 'gone'}, which does not exist" in line, line
+    odd = Path(os.fsdecode(bytes(tmp_path) + b"/r\xe9sultats"))
+    with pytest.raises(UserError) as caught:
+        claim(odd, KINDS[name])
+    line = str(caught.value)
+    assert "\n" not in line and "a byte that is not UTF-8" in line and "r\ufffdsultats" in line
+    line.encode("utf-8")  # printable: the byte shown as U+FFFD, not a surrogate that would crash the print
+    assert not odd.exists()
+
+
+def test_a_folder_another_process_holds_is_said_in_use_with_and_without_resume(tmp_path):
+    """A bisect (or any run) still going holds its folder: a second one is told it is in use, not to --resume."""
+    import subprocess
+    import sys
+    import textwrap
+    folder = a_bisect(tmp_path / "b")
+    holder = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
+        import sys, time
+        from pathlib import Path
+        from dbperf.storage.results import DirectoryClaim
+        DirectoryClaim(Path({str(folder)!r}))
+        print("held", flush=True)
+        time.sleep(60)
+        """)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        for resume in (False, True):
+            with pytest.raises(UserError) as caught:
+                claim(folder, BISECT, resume)
+            assert str(caught.value) == f"{folder} is in use by another dbperf run (pid {holder.pid})"
+    finally:
+        holder.kill()
+        holder.wait()
+    assert "cut short" in refused(folder, BISECT, resume=False)  # let go: the bisect's own folder again

@@ -82,6 +82,7 @@ def test_a_block_counts_once_complete_and_too_few_blocks_decide_nothing():
     process_of = {r: block_of(r, 3) for r in range(1, 8)}  # blocks 1 1 1 2 2 2 3
     assert list(complete_blocks(pairs, process_of, 3)) == [1, 2]  # block 3 has 1 of its 3 rounds
     assert list(complete_blocks(pairs, process_of, None)) == [1, 2]  # a later block begun ends one
+    assert list(complete_blocks(pairs, process_of, 3, ended=True)) == [1, 2, 3]  # the group's rounds are over
     cs, count = process_interval(pairs, process_of, METRIC_ALPHA, 3, 3)
     assert count == 2 and not cs.bounded  # two processes a side: no spread of processes to judge on
     assert rounds_per_process(18, 6) == 3 and rounds_per_process(20, 6) == 4

@@ -61,7 +61,9 @@ def test_ldflags_are_linker_options_alone_and_the_base_is_the_build_without_them
                       ('source = "sqlite@3.54.1"\nldflags = "-Wl,-q"', "expected a list of linker options"),
                       ('ldflags = ["-Wl,-q"]', "'ldflags' needs a 'source'"),
                       ('source = "mariadb@debian-src"\nbuild = ["O2", "pgo"]\nldflags = ["-Wl,-q"]',
-                       "pgo and bolt builds are made in fresh folders")]:
+                       "pgo and bolt builds are made in fresh folders"),
+                      ('source = "sqlite@3.54.1"\nldflags = ["-Wl,-o,/elsewhere.so"]', "names the linker's output"),
+                      ('source = "sqlite@3.54.1"\nldflags = ["-Wl,--output=/x.so"]', "names the linker's output")]:
         with pytest.raises(UserError, match=said):
             _parsed(tmp_path, bad)
 

@@ -183,3 +183,9 @@ def test_docs_that_name_nothing_checkable_is_refused_in_one_line(tmp_path: Path,
     assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
     said = {"missing": "no such folder", "empty": "holds no study record", "file": "not a folder"}[kind]
     assert f"--docs {where}: {said}" in proc.stderr
+
+
+def test_record_with_a_directory_and_again_names_that_mistake(docs: Path, tmp_path: Path) -> None:
+    proc = run_cli("study", "record", "tuning-ladder", str(tmp_path), "--again", "--docs", str(docs))
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1
+    assert f"give {tmp_path} or --again, not both" in proc.stderr

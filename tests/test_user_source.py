@@ -33,6 +33,7 @@ def files(tmp_path: Path) -> Path:
     (tmp_path / "patches").mkdir()
     for name in ("one.patch", "two.patch"):
         (tmp_path / "patches" / name).write_text(f"--- a/sqlite3.c\n+++ b/sqlite3.c\n# {name}\n")
+    (tmp_path / "patches" / "empty.patch").write_text("\n")  # changes nothing: refused, not built as "+1 patch"
     return tmp_path
 
 
@@ -100,6 +101,7 @@ def test_patches_are_in_the_sqlite_build_key_in_their_order_and_keys_without_sta
     ('engine = "postgres"\ntree = "sqlite"\nbinaries = "/usr/lib/postgresql/16/bin"', "give either 'tree' ("),
     ('source = "postgres@16.4"\npatches = ["patches/one.patch"]', "'patches' needs a source to build"),
     ('source = "mariadb@debian-src"\npatches = ["patches/none.patch"]', ".patches: 'patches/none.patch' not found"),
+    ('tree = "sqlite"\npatches = ["patches/empty.patch"]', ".patches: 'patches/empty.patch' is empty ("),
 ])
 def test_bad_input_is_one_line_at_parse_time(write_experiment, files: Path, body: str, message: str):
     with pytest.raises(UserError) as err:

@@ -22,6 +22,8 @@ and leaves no manifest, so it is never used nor cached as good.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import json
 import os
@@ -29,7 +31,7 @@ import shutil
 import subprocess
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -201,13 +203,29 @@ def build(spec: BuildSpec, source: SqliteOrigin, base_dir: Path | None = None, n
         return _relink(spec, source, base_dir)
     cc = find_compiler()
     key = build_key(spec, source, cc, base_dir)
-    with _key_lock(key):
+    with key_held(key):
         return _build(spec, source, base_dir, cc, key, need_object)
 
 
 def _key_lock(key: str) -> threading.Lock:
     with _KEY_LOCKS_GUARD:
         return _KEY_LOCKS.setdefault(key, threading.Lock())
+
+
+@contextlib.contextmanager
+def key_held(key: str) -> Iterator[None]:
+    """One build of `key` at a time, across threads and processes: an flock on builds/.locks/KEY.lock, so that of
+    two dbperf processes building one key the second waits, then finds the first's entry whole and reuses it,
+    instead of building in the same folder and overwriting its files (the kernel lets go if the holder dies)."""
+    with _key_lock(key):
+        locks = builds_dir() / ".locks"
+        locks.mkdir(parents=True, exist_ok=True)
+        with open(locks / f"{key}.lock", "a") as held:
+            fcntl.flock(held, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(held, fcntl.LOCK_UN)
 
 
 def _kept_objects(out: Path, manifest: BuildManifest) -> bool:
@@ -281,7 +299,7 @@ def _relink(spec: BuildSpec, source: SqliteOrigin, base_dir: Path | None) -> Bui
     cc = find_compiler()
     key = build_key(spec, source, cc, base_dir)
     base = build(spec.relink_base(), source, base_dir, need_object=True)
-    with _key_lock(key):
+    with key_held(key):
         out = builds_dir() / key
         found = _cached_build(out)
         if found is not None:

@@ -108,6 +108,10 @@ def _cargo() -> str:
     return cargo
 
 
+class NoAmalgamation(UserError):
+    """An old crate release that links the system's SQLite instead of bundling one: no version to build."""
+
+
 def fetch(crate_version: str) -> SqliteSource:
     """Fetches one exact crate version through cargo and reads the SQLite version of its amalgamation."""
     project = cache_root() / "fetch" / crate_version
@@ -125,7 +129,7 @@ def fetch(crate_version: str) -> SqliteSource:
     checksum = next(p.get("checksum", "") for p in lock["package"] if p["name"] == CRATE)
     header = amalgamation / "sqlite3.h"
     if not header.is_file():
-        raise UserError(f"{CRATE} {crate_version} bundles no SQLite amalgamation")
+        raise NoAmalgamation(f"{CRATE} {crate_version} bundles no SQLite amalgamation")
     match = SQLITE_VERSION.search(header.read_text(errors="replace"))
     if not match:
         raise UserError(f"{header}: no SQLITE_VERSION")
@@ -153,7 +157,10 @@ def resolve(sqlite_version: str) -> SqliteSource:
         if scanned >= MAX_SCAN:
             break
         scanned += 1
-        source = fetch(crate_version)
+        try:
+            source = fetch(crate_version)
+        except NoAmalgamation:
+            break  # this release and every older one link the system's SQLite
         if source.sqlite_version == sqlite_version:
             return source
         if _semver(source.sqlite_version) < wanted:
@@ -163,10 +170,15 @@ def resolve(sqlite_version: str) -> SqliteSource:
                     f"(known here: {available}; `dbperf build --versions` scans for more)")
 
 
-def scan_versions(limit: int) -> dict[str, str]:
-    """Maps the newest `limit` crate versions (fetching those not yet known) and returns crate -> SQLite."""
+def scan_versions(limit: int) -> tuple[dict[str, str], str | None]:
+    """Maps the newest `limit` crate versions (fetching those not yet known): crate -> SQLite, newest first, and
+    the first release that bundles no amalgamation, where the scan stopped (every older one predates the bundling),
+    or None."""
     known = known_versions()
     out = {}
     for crate_version in crate_versions()[:limit]:
-        out[crate_version] = known.get(crate_version) or fetch(crate_version).sqlite_version
-    return out
+        try:
+            out[crate_version] = known.get(crate_version) or fetch(crate_version).sqlite_version
+        except NoAmalgamation:
+            return out, crate_version
+    return out, None

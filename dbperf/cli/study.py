@@ -143,7 +143,10 @@ def study_record(
     are compared against it. A run cut short or incomplete is refused unless --partial; one whose decided verdicts
     the kept run on record contradicts, unless --contradicted."""
     load_study(name)
-    if again == (directory is not None):
+    if again and directory is not None:
+        raise UserError(f"--again writes the record again from what it keeps, without a run: give {directory} or "
+                        "--again, not both")
+    if not again and directory is None:
         raise UserError("give the study run's DIRECTORY to put on record, or --again to write the record again")
     written = (rerecord(name, docs or DOCS_STUDIES) if directory is None
                else record_study(name, directory, docs or DOCS_STUDIES, force, partial, contradicted=contradicted))

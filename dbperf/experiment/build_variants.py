@@ -175,6 +175,11 @@ def _ldflags(raw: dict[str, object], where: str) -> tuple[str, ...]:
     if not isinstance(ldflags, list) or not all(isinstance(f, str) and LINK_FLAG.match(f) for f in ldflags):
         raise UserError(f"{where}.ldflags: expected a list of linker options such as \"-Wl,-T,read_mostly.ld\" "
                         "(-Wl,... only: the build is its base's objects linked again)")
+    for flag in ldflags:
+        words = flag.split(",")[1:]
+        if any(w == "-o" or w.startswith(("-o", "--output")) for w in words):
+            raise UserError(f"{where}.ldflags: {flag!r} names the linker's output: the lab writes the build into its "
+                            "cache itself (a library elsewhere would be measured as nothing the lab built)")
     return tuple(ldflags)
 
 

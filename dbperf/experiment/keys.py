@@ -132,11 +132,18 @@ def fraction(value: Any, where: str) -> float:
     return float(number)
 
 
+MAX_REPEATS = 10_000  # as many rounds as `repeats = "auto"` ever runs (runner/rounds.py MAX_ROUNDS)
+MAX_THREADS = 4096  # client threads of one driver: beyond, its stacks alone outgrow a host, and no server takes them
+
+
 def repeats(value: Any, where: str) -> int | str:
     if value == "auto":
         return "auto"
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise UserError(f"{where}: expected an integer >= 1 or \"auto\", got {value!r}")
+    if value > MAX_REPEATS:
+        raise UserError(f"{where}: {value} repeats: at most {MAX_REPEATS:,} (a cell a second would take "
+                        f"{value / 86400:,.0f} days)")
     return value
 
 

@@ -268,6 +268,9 @@ def _threads(run: dict[str, Any], rwhere: str) -> list[int]:
     if (not isinstance(threads, list) or not threads
             or any(isinstance(t, bool) or not isinstance(t, int) or t < 1 for t in threads)):
         raise UserError(f"{rwhere}.threads: expected a positive integer or a list of them, got {threads!r}")
+    if max(threads) > keys.MAX_THREADS:
+        raise UserError(f"{rwhere}.threads: {max(threads):,} client threads: at most {keys.MAX_THREADS:,} in one "
+                        "driver")
     if len(set(threads)) != len(threads):
         duplicate = next(t for t in threads if threads.count(t) > 1)
         raise UserError(f"{rwhere}.threads: {duplicate} is listed twice (each thread count is a row of cells)")

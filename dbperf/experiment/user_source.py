@@ -80,5 +80,8 @@ def parse_patches(raw: dict[str, Any], base_dir: Path, where: str) -> tuple[Patc
             raise UserError(f"{where}.patches: {name!r} not found ({path})") from None
         except OSError as e:
             raise UserError(f"{where}.patches: {name!r}: cannot read {path}: {e.strerror}") from None
+        if not data.strip():
+            # patch(1) applies nothing and succeeds: the build would be labelled "+1 patch" and be the unpatched one
+            raise UserError(f"{where}.patches: {name!r} is empty ({path}): it would change nothing")
         patches.append(PatchFile(name, str(path.resolve()), hashlib.sha256(data).hexdigest()))
     return tuple(patches)

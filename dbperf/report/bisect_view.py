@@ -144,4 +144,21 @@ def bisect_view(path: BisectPath, expected: int) -> View:
     ended = Section(lines=(outcome_line(result, path.settings.engine, expected, path.candidates),
                            *((skipped,) if skipped else ())))
     return View("bisect", "bisect path", (*path_sections(result), *((lead,) if lead else ()), ended),
-                document=path.document())
+                document=path.document(), rows=step_rows(result), columns=STEP_COLUMNS)
+
+
+# CSV: a line per step, then the outcome as the last line's `outcome` (a search of no step still says how it ended).
+STEP_COLUMNS = ("step", "version", "attempt", "verdict", "metric", "rqps", "lower", "upper", "rounds", "work",
+                "directory", "why", "outcome", "answer", "exit_code")
+
+
+def step_rows(result: BisectResult) -> tuple[dict[str, object], ...]:
+    steps: list[dict[str, object]] = [
+        {"step": s.number, "version": s.version, "attempt": s.attempt, "verdict": s.judgement.verdict,
+              "metric": s.judgement.metric, "rqps": s.judgement.rqps, "lower": s.judgement.lower,
+              "upper": s.judgement.upper, "rounds": s.judgement.rounds, "work": s.judgement.work,
+              "directory": s.judgement.directory, "why": s.judgement.why, "outcome": "", "answer": "",
+              "exit_code": ""} for s in result.steps]
+    ended = {c: "" for c in STEP_COLUMNS} | {"outcome": result.outcome, "answer": result.answer or "",
+                                             "exit_code": result.exit_code}
+    return (*steps, ended)

@@ -15,7 +15,8 @@ the rounds inside a block share; the rule is stats/planned.py's group-sequential
 the blocks a half, three quarters and all of the way through the plan of P (the first at FIRST_LOOK blocks, or at
 P), its reserve covering an `--extend` beyond P. So the cell's error stays within the rule's alpha per metric at
 every look, **of the builds**, not of the processes. A block counts once it is complete (its last planned round
-measured, or a later block begun): an unfinished block would weigh a few rounds as much as a whole process.
+measured, or a later block begun, or the group's rounds over): an unfinished block would weigh a few rounds as much
+as a whole process while more of them may come.
 
 **What it costs**: the interval's width is set by the spread of whole processes and their count, t_{P-1} · sd(x) /
 sqrt(P), not by the rounds: with P = 3 nothing under about 8 sd can be called at 0.5% (t with 2 degrees of freedom);
@@ -34,10 +35,11 @@ from dbperf.stats.sequential import ConfidenceSequence, confidence_sequence
 
 
 def complete_blocks(pairs: Sequence[tuple[int, float, float]], process_of: Mapping[int, int],
-                    rounds_per_process: int | None) -> dict[int, list[float]]:
+                    rounds_per_process: int | None, ended: bool = False) -> dict[int, list[float]]:
     """The log ratios of each complete block (block -> its rounds' log ratios, in block order). A block is complete
-    when a later one has begun or, with `rounds_per_process` known, its last planned round has been measured; the
-    rounds without a block (measured before the run kept one) are left out."""
+    when a later one has begun or, with `rounds_per_process` known, its last planned round has been measured, or
+    the group's rounds have `ended` (a budget spent a round or two before the plan: its last process served what it
+    served); the rounds without a block (measured before the run kept one) are left out."""
     by: dict[int, list[float]] = {}
     last_round: dict[int, int] = {}
     for r, t, b in pairs:
@@ -49,18 +51,20 @@ def complete_blocks(pairs: Sequence[tuple[int, float, float]], process_of: Mappi
     newest = max(by, default=0)
     out = {}
     for block in sorted(by):
-        ended = block < newest or (rounds_per_process is not None and last_round[block] >= block * rounds_per_process)
-        if ended:
+        done = ended or block < newest or (rounds_per_process is not None
+                                            and last_round[block] >= block * rounds_per_process)
+        if done:
             out[block] = by[block]
     return out
 
 
 def process_interval(pairs: Sequence[tuple[int, float, float]], process_of: Mapping[int, int], alpha: float,
-                     processes: int | None, rounds_per_process: int | None) -> tuple[ConfidenceSequence, int]:
+                     processes: int | None, rounds_per_process: int | None, ended: bool = False
+                     ) -> tuple[ConfidenceSequence, int]:
     """The interval of the builds' center from the complete blocks' mean log ratios, and how many blocks it rests
     on: stats/planned.py's looks over the plan of `processes` blocks, or (no plan) the anytime-valid sequence on
     the block means. Fewer than MIN_PAIRS complete blocks: unbounded."""
-    blocks = complete_blocks(pairs, process_of, rounds_per_process)
+    blocks = complete_blocks(pairs, process_of, rounds_per_process, ended)
     means = [statistics.fmean(v) for v in blocks.values()]
     if len(means) < MIN_PAIRS:
         estimate = statistics.fmean(means) if means else 0.0

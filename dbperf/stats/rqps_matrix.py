@@ -181,7 +181,8 @@ def _cells(meta: RunMeta, records: list[ResultsRecord], aggregate: str) -> dict[
 
 
 def _compare_with_base(cells: dict[tuple[str, str, int], Cell], base: str, min_effect: float,
-                       plans: Mapping[tuple[str, int], int] | None = None, processes: int | None = None) -> None:
+                       plans: Mapping[tuple[str, int], int] | None = None, processes: int | None = None,
+                       ended: frozenset[tuple[str, int]] = frozenset()) -> None:
     """Each cell's rQPS against the base's cell of the same benchmark and threads, and its verdicts (`plans`: the
     rounds each (benchmark, threads) planned, rule_history.run_plans)."""
     plans = plans or {}
@@ -193,8 +194,10 @@ def _compare_with_base(cells: dict[tuple[str, str, int], Cell], base: str, min_e
         if target != base:
             cell.significant, cell.p_value = significance(cell.per_run("qps"), base_cell.per_run("qps"))
             planned = plans.get((benchmark, threads))
-            cell.verdict_detail = cell_verdict(cell, base_cell, min_effect, planned=planned, processes=processes)
-            cell.cpu_verdict_detail = cell_verdict(cell, base_cell, min_effect, "cpu", planned, processes)
+            over = (benchmark, threads) in ended  # its rounds stopped: every process block counts as it is
+            cell.verdict_detail = cell_verdict(cell, base_cell, min_effect, planned=planned, processes=processes,
+                                               ended=over)
+            cell.cpu_verdict_detail = cell_verdict(cell, base_cell, min_effect, "cpu", planned, processes, over)
             cell.level_shift = level_shift_text(cell.verdict_detail, cell.cpu_verdict_detail)
 
 
@@ -206,7 +209,8 @@ def build_matrix(meta: RunMeta, records: list[ResultsRecord], aggregate: str | N
     counters = {(r.target, r.benchmark): r for r in records if isinstance(r, CountersRecord)}
     cells = _cells(meta, records, aggregate)
     base = meta.base
-    _compare_with_base(cells, base, min_effect, run_plans(meta), meta.processes)
+    _compare_with_base(cells, base, min_effect, run_plans(meta), meta.processes,
+                       frozenset((r.benchmark, r.threads) for r in meta.rounds or []))
     thread_counts = sorted({t for (_, _, t) in cells} | set(meta.threads))
     trained_on = {t.name: t.trained_on for t in meta.targets}
     _attach_simulated(cells, base, records)  # the simulated tier: Cell.sim (stats/simulated.py)
@@ -243,7 +247,7 @@ def metric_value(record: CellRecord, metric: Metric) -> float | None:
 
 
 def cell_verdict(cell: Cell, base: Cell, min_effect: float, metric: Metric = "wall",
-                 planned: int | None = None, processes: int | None = None) -> CellVerdict | None:
+                 planned: int | None = None, processes: int | None = None, ended: bool = False) -> CellVerdict | None:
     """The verdict on a cell's metric against the base's, by stats/verdict.py's one rule (the stopping rule's
     too; `planned`: the rounds its group planned, see verdict_on_rounds). Repeats with the same number were measured
     in the same round; in a duet the base's record whose partner is this target was measured at the same moment
@@ -251,7 +255,7 @@ def cell_verdict(cell: Cell, base: Cell, min_effect: float, metric: Metric = "wa
     runs = [(r.repeat, metric_value(r, metric)) for r in cell.runs]
     base_runs = [(r.repeat, r.partner, metric_value(r, metric)) for r in base.runs]
     pairs = pair_rounds(cell.target, runs, base_runs)
-    blocks = (ProcessPlan({r.repeat: r.process for r in cell.runs if r.process is not None}, processes)
+    blocks = (ProcessPlan({r.repeat: r.process for r in cell.runs if r.process is not None}, processes, ended)
               if processes and processes > 1 else None)
     return verdict_on_rounds(pairs, [v for _, v in runs if v], [v for _, _, v in base_runs if v], min_effect, metric,
                              planned=planned, blocks=blocks)

@@ -207,6 +207,7 @@ class ProcessPlan:
     """Which process block each round ran in (CellRecord.process), and the run's plan of them (`processes = P`)."""
     process_of: Mapping[int, int]
     processes: int
+    ended: bool = False  # the group's rounds are over (a report): its last block counts as it is
 
     def applies(self, pairs: list[tuple[int, float, float]]) -> bool:
         return self.processes > 1 and any(r in self.process_of for r, _, _ in pairs)
@@ -235,7 +236,7 @@ def verdict_on_rounds(pairs: list[tuple[int, float, float]], target: list[float]
     processes: int | None = None
     if blocks is not None and blocks.applies(pairs):
         cs, processes = process_interval(pairs, blocks.process_of, alpha, blocks.processes,
-                                         rounds_per_process(planned, blocks.processes))
+                                         rounds_per_process(planned, blocks.processes), blocks.ended)
         word, shift_note = cast(Verdict, call(cs, min_effect)), None
     else:
         cs = (planned_interval([r for r, _, _ in pairs], logs, alpha, planned) if planned

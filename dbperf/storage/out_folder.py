@@ -10,6 +10,8 @@ folder as that kind, not as a list of files."""
 
 from __future__ import annotations
 
+import fcntl
+import os
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from pathlib import Path
@@ -77,6 +79,45 @@ def register(kind: FolderKind) -> FolderKind:
     return kind
 
 
+def path_problem(directory: Path) -> None:
+    """A path no results folder can be made at, refused before anything is claimed: one with a byte that is not
+    UTF-8 (meta.json, reports and the history name the folder in UTF-8), a symbolic link to nothing."""
+    text = str(directory)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        shown = text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+        raise UserError(f"--out {shown}: the path has a byte that is not UTF-8 (shown as \ufffd); the lab names its "
+                        f"folders in UTF-8: {CHOOSE}") from None
+    if directory.is_symlink() and not directory.exists():
+        raise UserError(f"--out {directory}: a symbolic link to {directory.readlink()}, which does not exist; "
+                        f"{CHOOSE}, or make the folder it points to")
+
+
+def in_use(directory: Path) -> str | None:
+    """Who holds the folder's claim (storage/results.py's DirectoryClaim: an exclusive flock on its lock file) as
+    "pid N", or None when no live process does: asked with a shared lock, never taken, nothing created."""
+    try:
+        fd = os.open(directory / LOCK, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        try:
+            pid = os.read(fd, 32).decode(errors="replace").strip()
+        except OSError:
+            pid = ""
+        if pid == str(os.getpid()):
+            return None  # this process's own claim (a command looks again once it holds the folder)
+        return f"pid {pid}" if pid.isdigit() else "its pid not written yet"
+    except OSError:
+        return None
+    finally:
+        os.close(fd)  # closing lets go of a shared lock taken
+    return None
+
+
 def held(directory: Path) -> list[str]:
     """What a folder holds besides a claim's lock file, sorted ([] when it does not exist)."""
     try:
@@ -109,6 +150,11 @@ def kind_of(directory: Path, asking: FolderKind | None = None) -> Found | None:
 def claim(directory: Path, kind: FolderKind, resume: bool = False) -> object | None:
     """Whether a command of `kind` may write into `directory`: new or empty (None), or, with `resume`, a folder of
     its kind that goes on (its record). Looked at only: nothing is created. Refused in one line (UserError)."""
+    path_problem(directory)
+    holder = in_use(directory)
+    if holder is not None:
+        # the words of DirectoryClaim's refusal (storage/results.py): one line however the timing falls
+        raise UserError(f"{directory} is in use by another dbperf run ({holder})")
     if directory.exists() and not directory.is_dir():
         raise UserError(f"--out {directory}: exists and is not a directory; {CHOOSE}")
     names = held(directory)

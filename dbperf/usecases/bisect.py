@@ -20,7 +20,16 @@ from pathlib import Path
 from rich.console import Console
 
 from dbperf.errors import UserError
-from dbperf.storage.bisect_path import BISECT, BisectPath, BisectResult, Step, StepSettings, write_path
+from dbperf.runner.interrupts import exit_code
+from dbperf.storage.bisect_path import (
+    BISECT,
+    BisectPath,
+    BisectResult,
+    Step,
+    StepSettings,
+    read_path,
+    write_path,
+)
 from dbperf.storage.out_folder import claim
 from dbperf.storage.results import DirectoryClaim, writing
 from dbperf.usecases.bisect_candidates import candidates
@@ -102,6 +111,22 @@ def bisect(settings: StepSettings, first: str, last: str, out: Path | None, trie
         say(f"dbperf: bisect {settings.engine} {kind.word(versions[0])} .. {kind.word(versions[-1])}: "
             f"{len(versions)} {kind.noun} ({kind.how}), {settings.benchmark}, slower at {settings.threshold:.1%}{by} "
             f"or more; about {expected_steps(len(versions))} steps; results in {directory}", err)
-        result = run_bisect(settings, versions, directory, tries, yes, err, earlier=earlier, on_step=on_step,
-                            confirm=confirm)
+        try:
+            result = run_bisect(settings, versions, directory, tries, yes, err, earlier=earlier, on_step=on_step,
+                                confirm=confirm)
+        except KeyboardInterrupt as interrupt:  # in a build, a count or between steps: said as it ended
+            _ended_by(directory, interrupt, err)
+            raise
     return Bisected(BisectPath(settings, result), expected_steps(len(versions)))
+
+
+def _ended_by(directory: Path, interrupt: KeyboardInterrupt, err: Console) -> None:
+    """bisect.json says the search was interrupted, with the command's exit code (128 + the signal), and how to
+    go on with it: its steps so far are kept."""
+    path = read_path(directory)
+    if path is None:
+        return
+    path.result.outcome, path.result.exit_code = "interrupted", exit_code(interrupt)
+    write_path(directory, path)
+    say(f"dbperf: bisect interrupted after {len(path.result.steps)} step(s), kept in {directory}; go on with it: the "
+        f"same command with --resume --out {directory}", err)

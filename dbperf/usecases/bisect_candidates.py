@@ -19,12 +19,11 @@ from dbperf.buildlab.commit_range import commit_of, commit_range
 from dbperf.buildlab.recipes import recipe_for, recipes
 from dbperf.buildlab.server_releases import available_versions
 from dbperf.buildlab.server_tree import resolve_server_tree
-from dbperf.catalog.registry import builtin
 from dbperf.errors import UserError
 from dbperf.experiment.build_variants import FLAG
 from dbperf.experiment.user_source import UserTree
 from dbperf.storage.bisect_path import CommitFacts, StepSettings
-from dbperf.usecases.bisect_settings import check_config_names, check_settings, release_range
+from dbperf.usecases.bisect_settings import check_config_names, check_settings, check_step_options, release_range
 
 
 class Candidates(Protocol):
@@ -105,10 +104,7 @@ class Commits:
         if engine.server:  # as a release bisect's settings: the server's --config names and values among them
             check_settings(self.settings)
             return
-        if s.benchmark not in builtin():
-            raise UserError(f"--benchmark: {s.benchmark!r} is not a catalog benchmark (`dbperf list` lists them)")
-        if s.table_size < 1:
-            raise UserError(f"--table-size: expected at least 1, got {s.table_size}")
+        check_step_options(s)
         if s.config:
             raise UserError("bisect --tree: --config is for servers' settings; a SQLite tree takes none here")
 

@@ -15,7 +15,7 @@ from rich.console import Console
 from dbperf import engines
 from dbperf.errors import UserError
 from dbperf.runner.preflight import Check, counting_checks, driver_check, require_service_user
-from dbperf.storage.bisect_path import FAILED, STEP_FAILED, BisectPath, BisectResult, Step, StepSettings, write_path
+from dbperf.storage.bisect_path import FAILED, BisectPath, BisectResult, Step, StepSettings, write_path
 from dbperf.usecases.bisect_candidates import candidates
 from dbperf.usecases.bisect_search import Judge, search
 from dbperf.usecases.bisect_step import WallBisect
@@ -115,7 +115,9 @@ def run_bisect(settings: StepSettings, versions: list[str], out: Path, tries: in
     except Exception as e:
         # a step that could not run (a release not fetched, a tool that failed) ends the bisect, and its path says
         # so: "running" would have the folder taken for a bisect cut short (killed), and refused as one
-        latest.outcome, latest.exit_code, latest.error = FAILED, STEP_FAILED, str(e) or type(e).__name__
+        # the command's own exit code: bad input (a UserError, a candidate that cannot be used) is 2, else 1
+        latest.outcome, latest.error = FAILED, str(e) or type(e).__name__
+        latest.exit_code = 2 if isinstance(e, UserError) else 1
         write_path(out, BisectPath(settings, latest))
         raise
     result.metric, result.search_s = settings.metric, round(time.monotonic() - started, 1)

@@ -47,10 +47,8 @@ def parse_threshold(value: str) -> float:
     return fraction(number, "--threshold")
 
 
-def check_settings(s: StepSettings) -> None:
-    """Every step's settings, each refusal one line naming its option."""
-    if s.engine not in SOURCES:
-        raise UserError(f"bisect: engine {s.engine!r} has no released binaries (known: {', '.join(sorted(SOURCES))})")
+def check_step_options(s: StepSettings) -> None:
+    """What every step's run takes, whatever the candidates are (releases, a tree's commits): one line each."""
     if s.benchmark not in builtin():
         raise UserError(f"--benchmark: {s.benchmark!r} is not a catalog benchmark (`dbperf list` lists them)")
     for name, value in (("--time", s.time_s), ("--budget", s.budget_s)):
@@ -62,6 +60,13 @@ def check_settings(s: StepSettings) -> None:
         raise UserError(f"--table-size: expected at least 1, got {s.table_size}")
     if s.order is not None and s.order not in RUN_ORDERS:
         raise UserError(f"--order: expected one of {', '.join(RUN_ORDERS)}, got {s.order!r}")
+
+
+def check_settings(s: StepSettings) -> None:
+    """Every step's settings, each refusal one line naming its option."""
+    if s.engine not in SOURCES:
+        raise UserError(f"bisect: engine {s.engine!r} has no released binaries (known: {', '.join(sorted(SOURCES))})")
+    check_step_options(s)
     for key in s.config:  # with the remedy that fits a bisect (no target to set a port or a dsn on)
         refusal = lab_owned_refusal(s.engine, key, "bisect", bisect=True)
         if refusal:

@@ -110,11 +110,13 @@ def upstream_versions(engine: str, scan: int) -> Versions:
                         ["  " + ", ".join(names)])
     if engine != SQLITE.name:
         raise UserError(f"--versions: expected {', '.join(engines.NAMES)}, got {engine!r}")
-    mapping = scan_versions(scan)
+    mapping, stopped = scan_versions(scan)
+    passed = ([f"  (scan stopped at {CRATE} {stopped} of the newest {scan}: it bundles no SQLite amalgamation, nor "
+               "does any older release)"] if stopped else [])
     return Versions(f"SQLite versions bundled by the newest {len(mapping)} {CRATE} releases on crates.io (read from "
                     "each amalgamation's SQLITE_VERSION):",
                     [f"  sqlite@{sqlite_version}   ({CRATE} {crate_version})"
-                     for crate_version, sqlite_version in mapping.items()])
+                     for crate_version, sqlite_version in mapping.items()] + passed)
 
 
 def build_experiment(experiment: Path, err: Console = PROGRESS) -> list[str]:
