@@ -224,3 +224,23 @@ def test_a_commit_is_a_tree_target_at_its_hash_in_the_count_and_the_confirmation
     doc = tomllib.loads(step_experiment(s, hashes[2], hashes[3], 120.0))
     assert doc["run"]["base"] == f"sqlite-{hashes[2][:12]}" and [t["rev"] for t in doc["target"]] == hashes[2:4]
     assert "source" not in doc["target"][0]
+
+
+def test_a_sqlite_tree_is_bisected_with_its_settings(repo, tmp_path, run_cli_here):
+    """`--config journal_mode=WAL`: every count and every step runs the tree in WAL, as the demo and most users do,
+    so a regression in the WAL path is seen; a name that is not a PRAGMA is one line before anything is built."""
+    from dbperf.usecases.bisect_candidates import candidates
+    from dbperf.usecases.bisect_step import step_experiment
+    from dbperf.usecases.bisect_work import count_experiment
+    checkout, hashes = repo
+    s = StepSettings("sqlite", "point-query", 0.02, 5.0, 1.0, 120.0, table_size=1000, metric="simulated",
+                     tree=str(checkout), config={"journal_mode": "WAL", "synchronous": "NORMAL"})
+    candidates(s).check()
+    (counted,) = tomllib.loads(count_experiment(s, hashes[3]))["target"]
+    assert counted["config"] == {"journal_mode": "WAL", "synchronous": "NORMAL"}
+    doc = tomllib.loads(step_experiment(s, hashes[2], hashes[3], 120.0))
+    assert [t["config"]["journal_mode"] for t in doc["target"]] == ["WAL", "WAL"]
+    proc = run_cli_here("bisect", "--tree", str(checkout), "--engine", "sqlite", "--config", "Journal-Mode=WAL",
+                        "main~3", "main", "--out", str(tmp_path / "out"))
+    assert proc.returncode == 2 and "config key 'Journal-Mode' is not a PRAGMA name" in proc.stderr, proc.stderr
+    assert not (tmp_path / "out").exists()

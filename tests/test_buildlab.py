@@ -111,6 +111,9 @@ def test_failed_build_shows_the_compiler(tmp_path, cache):
     exp = _experiment(tmp_path, 'source = "sqlite@3.54.1"\ncflags = ["-O0", "-fno-such-option-anywhere"]')
     line = _one_line_error(run_cli("build", str(exp)))
     assert "build of sqlite@3.54.1" in line and "failed" in line and "-fno-such-option-anywhere" in line
+    # it leaves its log, not the lab's copy of the source (megabytes no command lists or clears)
+    (entry,) = [p.parent for p in cache.rglob("build.log") if "-fno-such-option-anywhere" in p.read_text()]
+    assert not (entry / "work").exists() and not (entry / "manifest.json").exists()
 
 
 def test_a_failed_build_leaves_the_build_beside_it_whole(tmp_path, cache):
@@ -170,3 +173,21 @@ def test_allocator_preload_and_hugepages_are_verified_and_recorded(tmp_path):
     assert variants["jemalloc"]["environment"]["LD_PRELOAD"].endswith("libjemalloc.so.2")
     assert variants["thp"]["environment"] == {"GLIBC_TUNABLES": "glibc.malloc.hugetlb=1"}
     assert variants["thp"]["kernel_thp"] in ("always", "madvise", "never", None)
+
+
+def test_two_processes_building_one_key_at_once_share_one_whole_entry(tmp_path, cache):
+    """Two `dbperf build` of the same key started together (two runs started at once): the second waits for the
+    first's lock on the key, then takes its entry from the cache; neither fails, and the entry is built once."""
+    import subprocess
+
+    from tests.conftest import DBPERF, REPO
+    exp = _experiment(tmp_path, 'source = "sqlite@3.54.1"\ncflags = ["-O0", "-DDBPERF_TWO_AT_ONCE=1"]')
+    procs = [subprocess.Popen([*DBPERF, "build", str(exp)], cwd=REPO, text=True, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE) for _ in range(2)]
+    ends = [p.communicate(timeout=600) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], [err for _, err in ends]
+    said = "".join(out for out, _ in ends)
+    assert said.count("(cached)") == 1, said  # one built it, the other found it whole
+    (entry,) = [m for m in cached_builds() if "-DDBPERF_TWO_AT_ONCE=1" in m["cflags"]]
+    log = Path(entry["library"]).parent / "build.log"
+    assert Path(entry["library"]).is_file() and "cannot find" not in log.read_text()

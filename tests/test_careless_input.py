@@ -215,3 +215,18 @@ def test_counts_beyond_what_a_host_can_run_are_refused_by_the_dry_run(tmp_path, 
     text = text.replace("repeats = 1\n", "") if key == "repeats" else text
     exp.write_text(text.replace("[run]\n", f"[run]\n{setting}\n"))
     assert said in one_error_line(run_cli_here("run", str(exp), "--dry-run"))
+
+
+@pytest.mark.parametrize("command", [
+    ["run", "{exp}"], ["run", "{exp}", "--dry-run"], ["calibrate", "--quick"], ["bisect", "postgres", "12", "13"],
+    ["study", "run", "barriers-spin", "--smoke"],
+])
+def test_a_dangling_symlink_as_out_is_one_line_before_anything_is_planned_or_built(tmp_path, run_cli_here, command):
+    exp = _experiment(tmp_path, benchmarks='"point-query"')
+    link = tmp_path / "link"
+    link.symlink_to(tmp_path / "gone")
+    proc = run_cli_here(*[a.format(exp=exp) for a in command], "--out", str(link))
+    assert proc.returncode == 2 and proc.stdout == "", proc.stdout
+    (line,) = proc.stderr.strip().splitlines()
+    assert f"a symbolic link to {tmp_path / 'gone'}, which does not exist" in line, line
+    assert not (tmp_path / "gone").exists()

@@ -150,3 +150,24 @@ def test_the_restarts_are_kept_out_of_the_plan():
     run_rounds(state, RoundPolicy(3, budget_s=100.0, plans=True), measure, deadline=60.0, clock=lambda: now[0],
                overhead_s=blocks.overhead_s())
     assert state.planned == 40  # (60 - 20) s at 1 s a round
+
+
+def test_the_spread_is_split_into_a_rounds_and_a_processs_own():
+    """Six processes of six rounds: the rounds' own noise (sd 1%) and each process's level (sd 3%) found again
+    within the sampling error of so few processes; without levels, the process's part is about nothing."""
+    from dbperf.stats.process_level import process_spread
+
+    rng = np.random.default_rng(5)
+    levels = rng.normal(0, 0.03, 6)
+    pairs, process_of = [], {}
+    for r in range(1, 37):
+        block = block_of(r, 6)
+        pairs.append((r, math.exp(levels[block - 1] + rng.normal(0, 0.01)), 1.0))
+        process_of[r] = block
+    found = process_spread(pairs, process_of)
+    assert found is not None
+    rounds, processes = found
+    assert 0.007 < rounds < 0.013 and 0.015 < processes < 0.05, found
+    flat = [(r, math.exp(rng.normal(0, 0.01)), 1.0) for r in range(1, 37)]
+    assert process_spread(flat, process_of)[1] < 0.005  # type: ignore[index]
+    assert process_spread(pairs[:6], process_of) is None  # one block

@@ -175,3 +175,25 @@ def test_read_tree_lists_what_a_tree_as_it_is_holds(repo: Path):
     snapshot = read_tree(UserTree(str(repo)))
     assert "sqlite3.h" in snapshot.files and "sqlite3.h" not in snapshot.names
     assert snapshot.changes == (" D sqlite3.h",)
+
+
+def test_a_file_linked_from_outside_the_tree_is_keyed_and_exported_by_its_content(tmp_path: Path):
+    """A tree whose sqlite3.c is a symbolic link to a file elsewhere: the compiler reads that file, so a change to
+    it is a new key (the cache never serves the build of the old content), and the export holds the content."""
+    elsewhere = tmp_path / "elsewhere.c"
+    elsewhere.write_text("int x;\n")
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / "sqlite3.c").symlink_to(elsewhere)
+    (tree / "dangling.h").symlink_to(tmp_path / "gone.h")
+    before = read_tree(UserTree(str(tree)))
+    elsewhere.write_text("int x = 1;\n")
+    after = read_tree(UserTree(str(tree)))
+    assert before.content != after.content
+    after.export(tmp_path / "copy")
+    copied = tmp_path / "copy" / "sqlite3.c"
+    assert not copied.is_symlink() and copied.read_text() == "int x = 1;\n"
+    assert (tmp_path / "copy" / "dangling.h").is_symlink()  # a link to nothing stays what it is
+    elsewhere.write_text("int x = 2;\n")
+    with pytest.raises(UserError, match="its files changed since the lab read them"):
+        after.export(tmp_path / "copy2")

@@ -254,13 +254,19 @@ def _build(spec: BuildSpec, source: SqliteOrigin, base_dir: Path | None, cc: Com
     work.mkdir(parents=True)
     log = out / "build.log"
     started = time.monotonic()
-    folder = _source_folder(spec, source, work, log)
-    pgo = None
-    if spec.pgo:
-        pgo = _build_pgo(cc, spec, source, folder, work, log, base_dir)
-        commands = pgo.pop("commands")
-    else:
-        commands = _compile(cc, spec.flags(), folder, work, log, [], spec)
+    try:
+        folder = _source_folder(spec, source, work, log)
+        pgo = None
+        if spec.pgo:
+            pgo = _build_pgo(cc, spec, source, folder, work, log, base_dir)
+            commands = pgo.pop("commands")
+        else:
+            commands = _compile(cc, spec.flags(), folder, work, log, [], spec)
+    except BaseException:
+        # a failed (or interrupted) build keeps its log, not the lab's copy of the source (megabytes no command
+        # lists): the entry is not whole, and the next build of the key starts it again
+        shutil.rmtree(work, ignore_errors=True)
+        raise
     library = out / "libsqlite3.so"
     os.replace(work / "libsqlite3.so", library)
     os.replace(work / OBJECT, out / OBJECT)

@@ -91,10 +91,10 @@ class TreeSnapshot:
         for name in self.files:
             source, target = self.path / name, into / name
             target.parent.mkdir(parents=True, exist_ok=True)
-            if source.is_symlink():
-                os.symlink(os.readlink(source), target)
-            elif source.is_file():
+            if source.is_file():  # a link to a file too: its content, as the key has it
                 shutil.copy2(source, target)
+            elif source.is_symlink():
+                os.symlink(os.readlink(source), target)
             elif source.is_dir():  # a submodule: git lists its folder, not its files
                 target.mkdir()
         if _content(into, self.files) != self.content:
@@ -113,8 +113,10 @@ def _archive(top: Path, tree_id: str, into: Path) -> None:
 
 
 def _digest(path: Path) -> tuple[str, str]:
-    """A file's kind (f, x executable, l symlink, d a folder such as a submodule, - gone) and content's sha256."""
-    if path.is_symlink():
+    """A file's kind (f, x executable, l symlink, d a folder such as a submodule, - gone) and content's sha256. A
+    symbolic link to a file is that file, wherever it lies (outside the tree too): the compiler reads its content,
+    so the key is of that content, and the export copies it (`export`)."""
+    if path.is_symlink() and not path.resolve().is_file():
         return "l", hashlib.sha256(os.readlink(path).encode()).hexdigest()
     if path.is_file():
         with open(path, "rb") as f:

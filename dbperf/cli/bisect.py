@@ -84,8 +84,9 @@ def bisect(
                                                       "(the two servers take 20 ms turns in one driver: a narrower "
                                                       "A/A spread here, docs/verdicts.md); default: the lab's")]
     = None,
-    config: Annotated[Optional[list[str]], typer.Option("--config", help="a server setting of every step's two "
-                                                  "targets, NAME=VALUE (repeatable): e.g. shared_buffers=256MB")]
+    config: Annotated[Optional[list[str]], typer.Option("--config", help="a setting of every step's two targets, "
+                                                  "NAME=VALUE (repeatable): a server's, e.g. shared_buffers=256MB, "
+                                                  "or a SQLite tree's PRAGMA, e.g. journal_mode=WAL")]
     = None,
     out: Annotated[Optional[Path], typer.Option("--out", help="directory of every step's results, new or empty "
                                                               "(default results/bisect-ENGINE-TIME)")] = None,

@@ -72,6 +72,11 @@ def _settings(raw: dict[str, Any], twhere: str, name_re: re.Pattern[str], value_
     return checked
 
 
+def sqlite_settings(config: Any, twhere: str) -> dict[str, str]:
+    """The PRAGMAs of a SQLite target's `config`, checked (also for `dbperf bisect --tree --config`)."""
+    return _settings({"config": config}, twhere, PRAGMA_NAME, PRAGMA_VALUE, "PRAGMA")
+
+
 def server_settings(config: Any, engine: str, twhere: str) -> dict[str, str]:
     """The `config` of a server the lab starts, checked (also for `dbperf bisect --config`)."""
     checked = _settings({"config": config}, twhere, SERVER_SETTING_NAME, SERVER_SETTING_VALUE, "server setting")
@@ -108,7 +113,7 @@ def _target(raw: Any, i: int, where: str, base_dir: Path) -> Target:
                         "lab's driver)")
     build = _sqlite_build(raw, twhere, base_dir)
     library_path = None if build else _library(raw, twhere, base_dir)
-    checked = _settings(raw, twhere, PRAGMA_NAME, PRAGMA_VALUE, "PRAGMA")
+    checked = sqlite_settings(raw.get("config", {}), twhere)
     return Target(name=name, engine=engine, library=str(library_path) if library_path else "", config=checked,
                   build=build, process=_process_variant(raw, twhere))
 

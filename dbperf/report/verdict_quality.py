@@ -10,8 +10,9 @@ from collections.abc import Callable
 from typing import Any
 
 from dbperf.run_meta import RunMeta
+from dbperf.stats.process_level import process_spread
 from dbperf.stats.rqps_matrix import Cell, Matrix
-from dbperf.stats.verdict import CellVerdict
+from dbperf.stats.verdict import CellVerdict, pair_rounds
 
 Metric = tuple[str, str, Callable[[Cell], CellVerdict | None]]
 METRICS: tuple[Metric, ...] = (
@@ -133,12 +134,33 @@ def unit_line(m: Matrix) -> list[str]:
     if counts:
         span = f"{counts[0]}" if len(counts) == 1 else f"{counts[0]}–{counts[-1]}"
         return [f"verdicts' unit: the server process, each cell's verdict on {span} complete processes a side "
-                "(started again between blocks of rounds): they speak of the builds"]
+                "(started again between blocks of rounds): they speak of the builds" + _levels(m, compared)]
     if any(r.result is not None and r.result.server_usage is not None for c in compared for r in c.runs):
         return ["verdicts' unit: the round; every round of a server target was served by one process for the run, "
                 "so a decided verdict speaks of these processes, and a rerun may decide otherwise "
                 "(`processes = 5` or more makes the process the unit: docs/verdicts.md)"]
     return []
+
+
+def _levels(m: Matrix, compared: list[Cell]) -> str:
+    """Where the compared cells' wall-clock ratios varied, median over the cells: a round within its process, and a
+    process's own level beyond its rounds' noise (stats/process_level.py); "" where no cell has two blocks."""
+    spreads = []
+    for c in compared:
+        base = m.cell(m.base, c.benchmark, c.threads)
+        if base is None:
+            continue
+        runs = [(r.repeat, r.result.qps if r.result else None) for r in c.runs]
+        pairs = pair_rounds(c.target, runs, [(r.repeat, r.partner, r.result.qps if r.result else None)
+                                             for r in base.runs])
+        found = process_spread(pairs, {r.repeat: r.process for r in c.runs if r.process is not None})
+        if found is not None:
+            spreads.append(found)
+    if not spreads:
+        return ""
+    rounds, processes = (statistics.median(x) for x in zip(*spreads, strict=True))
+    return (f"; the ratio's spread (median over {len(spreads)} cells, wall clock): {rounds:.2%} a round within its "
+            f"process, {processes:.2%} a process's own level")
 
 
 def aa_line(m: Matrix, meta: RunMeta) -> list[str]:

@@ -85,3 +85,18 @@ def rounds_per_process(planned: int | None, processes: int | None) -> int | None
 def block_of(round_: int, per_process: int) -> int:
     """The process block of a round (1-based): rounds past the plan (an --extend) go on into further blocks."""
     return (round_ - 1) // per_process + 1
+
+
+def process_spread(pairs: Sequence[tuple[int, float, float]], process_of: Mapping[int, int]
+                   ) -> tuple[float, float] | None:
+    """Where a cell's log ratio varies (the method of moments of a one-way layout, the blocks its groups): the
+    standard deviation of a round within its process, and of a process's own level beyond what its rounds' noise
+    gives its mean (0 when the blocks' means spread no more than that). None with fewer than two blocks of two
+    rounds or more."""
+    blocks = [v for v in complete_blocks(pairs, process_of, None, ended=True).values() if len(v) >= 2]
+    if len(blocks) < 2:
+        return None
+    within = statistics.fmean(statistics.variance(v) for v in blocks)
+    size = statistics.fmean(len(v) for v in blocks)
+    between = statistics.variance([statistics.fmean(v) for v in blocks])
+    return math.sqrt(within), math.sqrt(max(0.0, between - within / size))

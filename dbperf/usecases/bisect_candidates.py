@@ -21,6 +21,7 @@ from dbperf.buildlab.server_releases import available_versions
 from dbperf.buildlab.server_tree import resolve_server_tree
 from dbperf.errors import UserError
 from dbperf.experiment.build_variants import FLAG
+from dbperf.experiment.spec import sqlite_settings
 from dbperf.experiment.user_source import UserTree
 from dbperf.storage.bisect_path import CommitFacts, StepSettings
 from dbperf.usecases.bisect_settings import check_config_names, check_settings, check_step_options, release_range
@@ -105,8 +106,7 @@ class Commits:
             check_settings(self.settings)
             return
         check_step_options(s)
-        if s.config:
-            raise UserError("bisect --tree: --config is for servers' settings; a SQLite tree takes none here")
+        sqlite_settings(s.config, "bisect --config")  # PRAGMAs (journal_mode=WAL): a WAL regression is seen
 
     def span(self, first: str, last: str) -> list[str]:
         assert self.settings.tree is not None
