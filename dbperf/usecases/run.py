@@ -26,6 +26,7 @@ from dbperf.runner.plan import RunPlan
 from dbperf.runner.preflight import require_simulated_tools, require_targets
 from dbperf.runner.resume import Earlier, earlier_run
 from dbperf.runner.targets import build_targets
+from dbperf.storage.out_folder import path_problem
 from dbperf.storage.writable import check_writable
 from dbperf.usecases import after_run
 from dbperf.usecases.history import record_run
@@ -59,6 +60,7 @@ def prepare_run(experiment: Path, out: Path | None, aa: bool = False, simulated:
         raise UserError("--extend gives a run's undecided cells more rounds: give its directory with --out DIR")
     # Absolute once, here: servers and set-up tools run with another working directory.
     directory = (out or Path("results") / f"{experiment.stem}-{datetime.now():%Y%m%d-%H%M%S}").absolute()
+    path_problem(directory)  # a dangling link or a path not in UTF-8: one line before anything is read or planned
     spec = parse_experiment(experiment)
     if spec.replication is not None:
         if resume or extend_s:
