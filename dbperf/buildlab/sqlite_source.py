@@ -7,8 +7,10 @@ version carries which SQLite version is read from the amalgamation's own SQLITE_
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
+import os
 import re
 import shutil
 import time
@@ -84,7 +86,14 @@ def _remember(crate_version: str, sqlite_version: str) -> None:
     path = _discovered_path()
     found = json.loads(path.read_text()) if path.is_file() else {}
     found[crate_version] = sqlite_version
-    path.write_text(json.dumps(found, indent=1, sort_keys=True))
+    _replace(path, json.dumps(found, indent=1, sort_keys=True).encode())
+
+
+def _replace(path: Path, data: bytes) -> None:
+    """`path` written whole (beside, then renamed): another dbperf reading it meanwhile reads the old or the new."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
 
 
 def crate_versions() -> list[str]:
@@ -93,7 +102,7 @@ def crate_versions() -> list[str]:
     if not cached.is_file() or time.time() - cached.stat().st_mtime > INDEX_MAX_AGE_S:
         try:
             with urllib.request.urlopen(INDEX_URL, timeout=30) as response:
-                cached.write_bytes(response.read())
+                _replace(cached, response.read())
         except (urllib.error.URLError, TimeoutError, OSError) as e:
             if not cached.is_file():
                 raise UserError(f"cannot read the crates.io index for {CRATE}: {e}") from None
@@ -113,8 +122,20 @@ class NoAmalgamation(UserError):
 
 
 def fetch(crate_version: str) -> SqliteSource:
-    """Fetches one exact crate version through cargo and reads the SQLite version of its amalgamation."""
+    """Fetches one exact crate version through cargo and reads the SQLite version of its amalgamation. One fetch of
+    a version at a time, across processes (an flock beside its project): two runs started together on an empty
+    cache would write one Cargo.toml and Cargo.lock at once, and cargo refuses a half-written one."""
     project = cache_root() / "fetch" / crate_version
+    project.mkdir(parents=True, exist_ok=True)
+    with open(project.parent / f"{crate_version}.lock", "a") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        try:
+            return _fetch(crate_version, project)
+        finally:
+            fcntl.flock(held, fcntl.LOCK_UN)
+
+
+def _fetch(crate_version: str, project: Path) -> SqliteSource:
     (project / "src").mkdir(parents=True, exist_ok=True)
     (project / "src" / "lib.rs").write_text("")
     (project / "Cargo.toml").write_text(

@@ -132,7 +132,8 @@ def fraction(value: Any, where: str) -> float:
     return float(number)
 
 
-MAX_REPEATS = 10_000  # as many rounds as `repeats = "auto"` ever runs (runner/rounds.py MAX_ROUNDS)
+MAX_REPEATS = 2 ** 53  # beyond, the plan's counts and estimates (floats) are no longer exact; a huge run below it is
+# the estimate's to refuse without --yes (usecases/run.py), and runs planned lazily with it
 MAX_THREADS = 4096  # client threads of one driver: beyond, its stacks alone outgrow a host, and no server takes them
 
 
@@ -142,8 +143,8 @@ def repeats(value: Any, where: str) -> int | str:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise UserError(f"{where}: expected an integer >= 1 or \"auto\", got {value!r}")
     if value > MAX_REPEATS:
-        raise UserError(f"{where}: {value} repeats: at most {MAX_REPEATS:,} (a cell a second would take "
-                        f"{value / 86400:,.0f} days)")
+        raise UserError(f"{where}: {value:.3g} repeats: at most 2^53 ({MAX_REPEATS:,}), the counts the lab plans "
+                        "and estimates exactly")
     return value
 
 

@@ -47,7 +47,7 @@ from dbperf.experiment.keys import DEFAULT_MIN_EFFECT
 from dbperf.stats.level_shift import find_level_shift
 from dbperf.stats.planned import planned_interval
 from dbperf.stats.process_level import process_interval, rounds_per_process
-from dbperf.stats.sequential import UNSTABLE_MARGIN, call, confidence_sequence
+from dbperf.stats.sequential import UNSTABLE_MARGIN, ConfidenceSequence, call, confidence_sequence
 
 ALPHA = 0.01  # per cell: the chance that an A/A cell is ever called changed, by either metric
 METRICS = ("wall", "cpu")
@@ -213,6 +213,22 @@ class ProcessPlan:
         return self.processes > 1 and any(r in self.process_of for r, _, _ in pairs)
 
 
+def _interval_and_call(pairs: list[tuple[int, float, float]], logs: list[float], min_effect: float, alpha: float,
+                       planned: int | None, blocks: ProcessPlan | None
+                       ) -> tuple[ConfidenceSequence, Verdict, str | None, int | None]:
+    """The rule's interval, its call, the level shift's note and the processes it rests on: on process blocks
+    (stats/process_level.py), else on rounds (planned looks or the anytime-valid sequence)."""
+    if blocks is not None and blocks.applies(pairs):
+        cs, processes = process_interval(pairs, blocks.process_of, alpha, blocks.processes,
+                                         rounds_per_process(planned, blocks.processes), blocks.ended)
+        return cs, cast(Verdict, call(cs, min_effect)), None, processes
+    cs = (planned_interval([r for r, _, _ in pairs], logs, alpha, planned) if planned
+          else confidence_sequence(logs, alpha))
+    word, shift_note = _with_level_shift(cast(Verdict, call(cs, min_effect)), logs, [r for r, _, _ in pairs],
+                                         min_effect)
+    return cs, word, shift_note, None
+
+
 def verdict_on_rounds(pairs: list[tuple[int, float, float]], target: list[float], base: list[float],
             min_effect: float = DEFAULT_MIN_EFFECT, metric: Metric = "wall",
             alpha: float = METRIC_ALPHA, describe: bool = True, planned: int | None = None,
@@ -233,16 +249,7 @@ def verdict_on_rounds(pairs: list[tuple[int, float, float]], target: list[float]
     if len(target) < 2 or len(base) < 2 or min(target) <= 0 or min(base) <= 0:
         return None
     logs = [math.log(t / b) for _, t, b in pairs]
-    processes: int | None = None
-    if blocks is not None and blocks.applies(pairs):
-        cs, processes = process_interval(pairs, blocks.process_of, alpha, blocks.processes,
-                                         rounds_per_process(planned, blocks.processes), blocks.ended)
-        word, shift_note = cast(Verdict, call(cs, min_effect)), None
-    else:
-        cs = (planned_interval([r for r, _, _ in pairs], logs, alpha, planned) if planned
-              else confidence_sequence(logs, alpha))
-        word, shift_note = _with_level_shift(cast(Verdict, call(cs, min_effect)), logs, [r for r, _, _ in pairs],
-                                             min_effect)
+    cs, word, shift_note, processes = _interval_and_call(pairs, logs, min_effect, alpha, planned, blocks)
     finite = math.isfinite(cs.lower) and math.isfinite(cs.upper)
     # Unbounded (too few rounds): half the span of the changes not ruled out yet, over the candidates examined (the
     # grid reaches ratios of 0.22-4.5 at least), so the true width is at least that; none fits: the data's half-span.

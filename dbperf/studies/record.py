@@ -129,13 +129,7 @@ def record_study(name: str, directory: Path, docs: Path = DOCS_STUDIES, force: b
     run, kept = _on_top_of_record(study, run, on_record, directory)
     # The steps' results directories go beside the record; a step left out keeps the record's copy.
     sources = {s.name: found for s in study.steps if s.name not in kept and (found := step_results(directory, s))}
-    clashes = contradicted_cells(docs / name, sources) if on_record is not None else []
-    if clashes and not contradicted:
-        raise UserError(f"{directory}: {len(clashes)} cell(s) decided against the run on record before it "
-                        f"({clashes[0]}{'; ...' if len(clashes) > 1 else ''}): neither verdict speaks of the builds "
-                        "alone; run the study again, or add --contradicted to put it on record with the cells named")
-    if clashes:
-        run = run.replace(contradictions=clashes)
+    run = _said_contradictions(run, directory, docs / name, sources if on_record is not None else {}, contradicted)
     record_results = (on_record.results or {}) if kept and on_record is not None else {}
     results = {s.name: f"{name}/{s.name}" if s.name not in kept else record_results.get(s.name)
                for s in study.steps if s.name in sources or s.name in kept}
@@ -160,6 +154,18 @@ def record_study(name: str, directory: Path, docs: Path = DOCS_STUDIES, force: b
             "the study runs, not the published method); the record says so, and a full run recorded later "
             "replaces it", err)
     return [page, data]
+
+
+def _said_contradictions(run: StudyRecord, directory: Path, recorded_dir: Path, sources: dict[str, Path],
+                         contradicted: bool) -> StudyRecord:
+    """The run with the cells its steps decided against the record's kept runs (contradicted_cells) named, when
+    `contradicted`; refused in one line when there are any and it is not."""
+    clashes = contradicted_cells(recorded_dir, sources)
+    if clashes and not contradicted:
+        raise UserError(f"{directory}: {len(clashes)} cell(s) decided against the run on record before it "
+                        f"({clashes[0]}{'; ...' if len(clashes) > 1 else ''}): neither verdict speaks of the builds "
+                        "alone; run the study again, or add --contradicted to put it on record with the cells named")
+    return run.replace(contradictions=clashes) if clashes else run
 
 
 def contradicted_cells(recorded_dir: Path, sources: dict[str, Path]) -> list[str]:
