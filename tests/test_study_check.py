@@ -167,7 +167,7 @@ def test_a_figure_its_kept_step_output_does_not_give_is_found(docs: Path) -> Non
     doc["functions"][0]["function"] = "ut_delay"
     kept.write_text(json.dumps(doc))
     code, lines = _check("release-regression", docs)
-    assert code == 1 and len(lines) == 1 and "its step's kept output gives 'ut_delay'" in lines[0]
+    assert code == 1 and len(lines) == 1 and "what is kept of its steps gives 'ut_delay'" in lines[0]
     assert "the function whose cost per query changed most" in lines[0]
 
 
@@ -189,3 +189,24 @@ def test_record_with_a_directory_and_again_names_that_mistake(docs: Path, tmp_pa
     proc = run_cli("study", "record", "tuning-ladder", str(tmp_path), "--again", "--docs", str(docs))
     assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1
     assert f"give {tmp_path} or --again, not both" in proc.stderr
+
+
+@pytest.mark.parametrize(("name", "what", "edited"), [
+    ("pgo-server", "MySQL point-query rQPS, -O2 + PGO / -O2", ("0.700", 0.7)),
+    ("barriers-spin", "state update, write barriers only (seqlock)", ("0.05 s / 1e8", 0.05)),
+])
+def test_a_figure_edited_in_the_json_with_its_page_written_again_is_found(docs: Path, name: str, what: str,
+                                                                          edited: tuple[str, float]) -> None:
+    """The page regenerated to match the edit, the word left as it was: only reading the figure back from what the
+    record keeps of its steps (the results beside it, the probes' JSON) finds it."""
+    path = docs / f"{name}.json"
+    doc = json.loads(path.read_text())
+    (figure,) = [f for f in doc["figures"] if f["what"] == what]
+    was = figure["measured"]
+    figure["measured"], figure["value"] = edited
+    path.write_text(json.dumps(doc))
+    record = read_record(path)
+    (docs / f"{name}.md").write_text(record_page(load_study(name), record, notebook_path(docs, name).is_file()))
+    defects = check_record(name, docs).defects
+    assert any(f"({what}): the record says {edited[0]!r}, what is kept of its steps gives {was!r}" in d
+               for d in defects), defects

@@ -26,7 +26,6 @@ from dbperf.studies.model import Study, load_study, study_names
 from dbperf.studies.notebook import unmarked
 from dbperf.studies.record_page import notebook_path, record_page
 from dbperf.studies.sources import load_sources, section_keys
-from dbperf.studies.steps import step_kind
 from dbperf.studies.study_record import STUDY_JSON, StudyRecord, read_record
 from dbperf.studies.vocabulary import internal_words
 
@@ -62,7 +61,7 @@ def check_record(name: str, docs: Path) -> Checked:
         defects += _page_differs(page_path, page, record_page(study, record, notebook.is_file()))
     kept = {step: docs / rel for step, rel in (record.results or {}).items()}
     defects += check_figures(study, record, kept)
-    defects += output_defects(study, record, docs / name)
+    defects += output_defects(study, record, docs / name, kept)
     texts = [(page_path, page), (docs / f"{name}.json", (docs / f"{name}.json").read_text(encoding="utf-8"))]
     if notebook.is_file():
         texts.append((notebook, notebook.read_text(encoding="utf-8")))
@@ -78,7 +77,7 @@ def check_run(directory: Path) -> Checked:
     record = _read(directory / STUDY_JSON)
     study = load_study(record.study)
     kept = {s.name: directory / s.name for s in study.steps if (directory / s.name / META).is_file()}
-    defects = check_figures(study, record, kept, directory)
+    defects = check_figures(study, record, kept, directory) + output_defects(study, record, directory, kept)
     texts = [(directory / STUDY_JSON, (directory / STUDY_JSON).read_text(encoding="utf-8"))]
     if (directory / "summary.md").is_file():
         texts.append((directory / "summary.md", (directory / "summary.md").read_text(encoding="utf-8")))
@@ -126,24 +125,22 @@ def check_figures(study: Study, record: StudyRecord, kept: dict[str, Path], run_
     return defects + _headline_defects(study, record, kept)
 
 
-def output_defects(study: Study, record: StudyRecord, outputs: Path) -> list[str]:
-    """Each figure read from steps' JSON (a diff, a bisect, a probe) whose outputs are kept beside the record
-    (docs/studies/<name>/, record.put_step_outputs), read back from them: the record says what they give."""
+def output_defects(study: Study, record: StudyRecord, outputs: Path, kept: dict[str, Path] | None = None
+                   ) -> list[str]:
+    """Every measured figure read back from what is kept of its steps (the results directories beside the record or
+    in a run's folder, `kept`; the steps' JSON and probe outputs in `outputs`), as the record would be written again:
+    the record says what they give. A figure whose evidence is not kept (recorded before outputs were kept beside
+    the record) is not read back."""
     said = []
+    reader = Reader(study, outputs, kept)
     for i, r in enumerate(record.figures or []):
         figure = next((f for f in study.figures if f.what == r.what), None)
         if figure is None or not r.measured_anything or r.superseded:
             continue
-        parts = [m for m in (*figure.measures(record.run_mode), figure.before) if m]
-        if not parts or any(m.get("from") != "json" or m.get("file") for m in parts):
-            continue
-        files = [step_kind(study.step(str(m["step"])).kind).own_file(outputs, str(m["step"])) for m in parts]
-        if not all(f.is_file() for f in files):
-            continue  # recorded before step outputs were kept beside the record
-        again = row(Reader(study, outputs), figure, record.run_mode).measured
-        if again != r.measured:
-            said.append(f"figure {i + 1} ({r.what}): the record says {r.measured!r}, its step's kept output gives "
-                        f"{again!r}")
+        again = row(reader, figure, record.run_mode)
+        if again.measured_anything and (again.measured != r.measured or again.value != r.value):
+            said.append(f"figure {i + 1} ({r.what}): the record says {r.measured!r}, what is kept of its steps "
+                        f"gives {again.measured!r}")
     return said
 
 
