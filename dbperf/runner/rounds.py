@@ -101,8 +101,8 @@ class GroupState:
             if t == self.base or (only is not None and t not in only):
                 continue
             runs = [(m.round, value(m)) for m in self.measured if m.target == t]
-            blocks = (ProcessPlan({m.round: m.process for m in self.measured if m.target == t and m.process},
-                                  self.processes) if self.processes > 1 else None)
+            blocks = ProcessPlan.of({m.round: m.process for m in self.measured if m.target == t and m.process},
+                                    self.processes)
             out[t] = verdict_on_rounds(pair_rounds(t, runs, base), [v for _, v in runs if v], base_values,
                                        self.min_effect, metric, describe=False, planned=self.planned, blocks=blocks)
         return out

@@ -255,8 +255,7 @@ def cell_verdict(cell: Cell, base: Cell, min_effect: float, metric: Metric = "wa
     runs = [(r.repeat, metric_value(r, metric)) for r in cell.runs]
     base_runs = [(r.repeat, r.partner, metric_value(r, metric)) for r in base.runs]
     pairs = pair_rounds(cell.target, runs, base_runs)
-    blocks = (ProcessPlan({r.repeat: r.process for r in cell.runs if r.process is not None}, processes, ended)
-              if processes and processes > 1 else None)
+    blocks = ProcessPlan.of({r.repeat: r.process for r in cell.runs if r.process is not None}, processes, ended)
     return verdict_on_rounds(pairs, [v for _, v in runs if v], [v for _, _, v in base_runs if v], min_effect, metric,
                              planned=planned, blocks=blocks)
 

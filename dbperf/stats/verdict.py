@@ -209,6 +209,11 @@ class ProcessPlan:
     processes: int
     ended: bool = False  # the group's rounds are over (a report): its last block counts as it is
 
+    @classmethod
+    def of(cls, process_of: Mapping[int, int], processes: int | None, ended: bool = False) -> ProcessPlan | None:
+        """The plan of a run with `processes` above 1; None for one process a target (the round the unit)."""
+        return cls(process_of, processes, ended) if processes and processes > 1 else None
+
     def applies(self, pairs: list[tuple[int, float, float]]) -> bool:
         return self.processes > 1 and any(r in self.process_of for r, _, _ in pairs)
 
