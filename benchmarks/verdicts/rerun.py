@@ -25,12 +25,14 @@ Experiments (`--experiments`, comma-separated):
   sqlite   SQLite 3.54.1 -O2 against -O3 and the -O2 A/A copy, one driver process a round in slices (the demo's order)
   pg       PostgreSQL: Debian's 15 as the base, its A/A copy (a second server of the same package) and the released
            16 (Maven Central's binaries): reads and writes
-  pg-processes  the same with `processes = 5`: each server started again between 5 blocks of a group's rounds, the
-           verdicts' unit the process; adds the levels of the ratio's variance (round in a process, process in a
-           run, run), as standard deviations
+  mariadb  MariaDB: Debian's 10.11 as the base, its A/A copy and the released 11.4.5 (Maven Central's binaries):
+           reads and writes
+  pg-processes, mariadb-processes  the same with `processes = 5`: each server started again between 5 blocks
+           of a group's rounds, the verdicts' unit the process; adds the levels of the ratio's variance (round in a
+           process, process in a run, run), as standard deviations
 
 Usage: .venv/bin/python benchmarks/verdicts/rerun.py [--runs 5] [--experiments sqlite,pg] [--budget-sqlite 60s]
-       [--budget-pg 120s] [--gap 0] [--out DIR] [--analyze DIR ...]
+       [--budget-server 120s] [--gap 0] [--out DIR] [--analyze DIR ...]
 `--analyze DIR ...`: no run, only the analysis of kept runs (each DIR a `dbperf run` output, grouped by their
 experiment file's name).
 """
@@ -104,10 +106,32 @@ name = "pg16"
 source = "postgres@16"
 config = {{ shared_buffers = "256MB" }}
 """,
+    "mariadb": """
+[run]
+benchmarks = ["point-query", "update-index"]
+table_size = 100000
+time = "1s"
+warmup = "0.5s"
+repeats = "auto"
+budget = "{budget}"
+aa = true
+base = "maria-debian"
+
+[[target]]
+name = "maria-debian"
+engine = "mariadb"
+config = {{ innodb_buffer_pool_size = "256M" }}
+
+[[target]]
+name = "maria-11.4"
+source = "mariadb@11.4.5"
+config = {{ innodb_buffer_pool_size = "256M" }}
+""",
 }
 # The pg experiment with each server started as 5 processes over a group's rounds: the verdicts' unit the process,
 # and the levels of the ratio's variance (round in a process, process in a run, run) measured.
-EXPERIMENTS["pg-processes"] = EXPERIMENTS["pg"].replace('aa = true\n', 'aa = true\nprocesses = 5\n')
+for _name in ("pg", "mariadb"):
+    EXPERIMENTS[f"{_name}-processes"] = EXPERIMENTS[_name].replace('aa = true\n', 'aa = true\nprocesses = 5\n')
 COVERAGE_GOAL = 0.90
 AA_RATE = 0.01
 
@@ -232,7 +256,8 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--experiments", default="sqlite,pg")
     parser.add_argument("--budget-sqlite", default="60s")
-    parser.add_argument("--budget-pg", default="120s")
+    parser.add_argument("--budget-server", "--budget-pg", dest="budget_server", default="120s",
+                        help="each server experiment's budget")
     parser.add_argument("--gap", type=float, default=0.0, help="seconds between one round of runs and the next")
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--analyze", type=Path, nargs="*", default=None)
@@ -254,7 +279,7 @@ def main() -> None:
               f"runs kept in {out}", flush=True)
         for i in range(1, args.runs + 1):
             for name in names:
-                budget = args.budget_sqlite if name == "sqlite" else args.budget_pg
+                budget = args.budget_sqlite if name == "sqlite" else args.budget_server
                 groups[name].append(_run(name, budget, out, i))
             if args.gap and i < args.runs:
                 time.sleep(args.gap)
