@@ -47,13 +47,17 @@ $(VENV)/.installed: pyproject.toml
 	$(PYTHON) scripts/project_requirements.py > $(VENV)/requirements.txt
 	$(VENV)/bin/pip install -q --disable-pip-version-check -r $(VENV)/requirements.txt
 	SETUPTOOLS_RUST_CARGO_PROFILE=release $(VENV)/bin/pip install -q --disable-pip-version-check -e .
+	-$(VENV)/bin/python -m dbperf.report.plotly_bundle
 	@touch $@
 
-# The package with the dev extras in one pip call (CI's path), which also stands for the plain install.
+# The package with the dev extras in one pip call (CI's path), which also stands for the plain install. Both fetch
+# the HTML report's plotly.js bundle (npm's cartesian one, said before it downloads; without it, or offline, the
+# report embeds the plotly package's full bundle and says so).
 $(VENV)/.installed-dev: pyproject.toml
 	@echo "installing the dbperf package and the development tools into $(VENV) (pip, quiet: a few minutes the first time)"
 	$(PYTHON) -m venv $(VENV)
 	SETUPTOOLS_RUST_CARGO_PROFILE=release $(VENV)/bin/pip install -q -e '.[dev]'
+	-$(VENV)/bin/python -m dbperf.report.plotly_bundle
 	@touch $(VENV)/.installed $@
 
 demo: demo-setup

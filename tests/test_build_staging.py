@@ -147,3 +147,36 @@ def test_a_build_killed_outright_is_swept_and_a_running_one_is_not(tmp_path):
     finally:
         running.remove()
     assert not running.path.exists()
+
+
+@pytest.mark.unit
+def test_a_key_held_by_another_is_waited_for_and_said_once(tmp_path):
+    """The lock of a build key: a second holder waits until the first lets go, and says once that it waits and for
+    whom (buildlab/key_lock.py)."""
+    import threading
+
+    from dbperf.buildlab.key_lock import key_held
+    said: list[str] = []
+    order: list[str] = []
+    first_in = threading.Event()
+    release = threading.Event()
+
+    def first() -> None:
+        with key_held(tmp_path, "k1"):
+            order.append("first in")
+            first_in.set()
+            release.wait(10)
+            order.append("first out")
+
+    holder = threading.Thread(target=first)
+    holder.start()
+    first_in.wait(10)
+    threading.Timer(0.3, release.set).start()
+    with key_held(tmp_path, "k1", said.append):
+        order.append("second in")
+    holder.join(10)
+    assert order == ["first in", "first out", "second in"]
+    assert said == [f"waiting for another dbperf (pid {os.getpid()}) building the same key (k1)"]
+    with key_held(tmp_path, "k2", said.append):  # another key is not waited for
+        pass
+    assert len(said) == 1

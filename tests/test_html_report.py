@@ -87,7 +87,40 @@ def test_report_holds_every_view_and_the_metadata(tmp_path):
     assert "Throughput per interval" not in document  # no series in these results: the view is left out
     for text in ("box-1", "Run metadata", "journal_mode=WAL", "col-1 : a  (base)"):
         assert text in document
-    assert len(document.encode()) < 5e6
+    # the legend is prose, in the page's font and wrapping at its width, not a wall of preformatted lines
+    legend = re.search(r'<ul class="legend">(.*?)</ul>', document, re.S)
+    assert legend and legend.group(1).count("<li>") >= 3 and "col-1 : a  (base)" in legend.group(1)
+    assert not re.search(r"<pre>[^<]*col-1 : a", document)
+    # titles wrapped at words, the top margin grown to hold their lines
+    for f in figures.values():
+        lines = f["layout"]["title"]["text"].split("<br>")
+        assert all(len(line) <= charts.TITLE_CHARS for line in lines), lines
+        assert f["layout"]["margin"]["t"] >= 34 + 17 * len(lines)
+    assert any("<br>" in t for t in titles)
+    assert len(document.encode()) < 1e6, "the cartesian bundle (make setup keeps it)"
+    assert "plotly.js-cartesian-dist-min: the chart types drawn here" in document
+
+
+@pytest.mark.unit
+def test_setup_keeps_the_cartesian_bundle_and_a_page_without_it_says_so(tmp_path, monkeypatch):
+    """make setup fetches npm's cartesian bundle (every trace type the report draws is in it); without it the page
+    embeds the plotly package's full bundle and says why, never silently."""
+    from dbperf.report import html_page, plotly_bundle
+    chosen = plotly_bundle.bundle()
+    assert plotly_bundle.kept_path(chosen.version).is_file(), "make setup fetches it"
+    drawn = {t["type"] for f in _figures(to_html(*_matrix(write_run(tmp_path / "r", ["a", "b"], ["point-query"], 3))
+                                                 )).values() for t in f["data"]}
+    assert drawn <= plotly_bundle.DRAWN
+    monkeypatch.setenv("DBPERF_PLOTLY_DIR", str(tmp_path / "none"))
+    plotly_bundle.bundle.cache_clear()
+    html_page.plotly_payload.cache_clear()
+    try:
+        said, payload = html_page.plotly_payload()
+        assert said.startswith(f"plotly.js {chosen.version}, the full bundle: the smaller cartesian one is not kept "
+                               f"in {tmp_path / 'none'}") and len(payload) > 1.5e6
+    finally:
+        plotly_bundle.bundle.cache_clear()
+        html_page.plotly_payload.cache_clear()
 
 
 @pytest.mark.unit
@@ -174,6 +207,11 @@ def test_chromium_draws_every_chart_without_a_script_error_and_shows_names_as_te
                 assert EVIL_TARGET in headers
                 ticks = shown.page.evaluate("[...document.querySelectorAll('.xtick text')].map(t => t.textContent)")
                 assert EVIL_TARGET in ticks  # Plotly drew the name as text
+                clipped = shown.page.evaluate(
+                    "[...document.querySelectorAll('.gtitle')].filter(t => { const b = t.getBoundingClientRect(), "
+                    "c = t.ownerSVGElement.getBoundingClientRect(); return b.left < c.left - 1 || "
+                    "b.right > c.right + 1; }).map(t => t.textContent)")
+                assert clipped == []  # every chart's title within its chart
             if name == "series":  # the change point is marked on the charts
                 marks = shown.page.evaluate("[...document.querySelectorAll('.annotation-text')].map(t => "
                                             "t.textContent)")

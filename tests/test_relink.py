@@ -53,17 +53,27 @@ def _parsed(tmp_path: Path, target: str):
 
 @pytest.mark.unit
 def test_ldflags_are_linker_options_alone_and_the_base_is_the_build_without_them(tmp_path):
-    t = _parsed(tmp_path, f'source = "sqlite@3.54.1"\ncflags = ["-fdata-sections"]\nldflags = ["{FRAGMENT}"]')
-    assert t.build.ldflags == (FRAGMENT,) and t.build.flags() == ["-O2", "-fdata-sections"]
+    (tmp_path / "read_mostly.ld").write_text("SECTIONS {}\n")
+    fragment = f"-Wl,-T,{tmp_path / 'read_mostly.ld'}"
+    t = _parsed(tmp_path, f'source = "sqlite@3.54.1"\ncflags = ["-fdata-sections"]\nldflags = ["{fragment}"]')
+    assert t.build.ldflags == (fragment,) and t.build.flags() == ["-O2", "-fdata-sections"]
     assert t.build.relink_base().ldflags == () and t.build.relink_base().cflags == ("-fdata-sections",)
-    assert "relinked " + FRAGMENT in t.build.label()
+    assert "relinked " + fragment in t.build.label()
+    # a script named relative to the experiment's folder is linked by its absolute path (the link runs elsewhere)
+    for relative in ("-Wl,-T,read_mostly.ld", "-Wl,--script=read_mostly.ld"):
+        t = _parsed(tmp_path, f'source = "sqlite@3.54.1"\nldflags = ["{relative}"]')
+        assert t.build.ldflags == (relative.replace("read_mostly.ld", str(tmp_path / "read_mostly.ld")),)
     for bad, said in [('source = "sqlite@3.54.1"\nldflags = ["-fdata-sections"]', "-Wl,... only"),
                       ('source = "sqlite@3.54.1"\nldflags = "-Wl,-q"', "expected a list of linker options"),
                       ('ldflags = ["-Wl,-q"]', "'ldflags' needs a 'source'"),
                       ('source = "mariadb@debian-src"\nbuild = ["O2", "pgo"]\nldflags = ["-Wl,-q"]',
                        "pgo and bolt builds are made in fresh folders"),
                       ('source = "sqlite@3.54.1"\nldflags = ["-Wl,-o,/elsewhere.so"]', "names the linker's output"),
-                      ('source = "sqlite@3.54.1"\nldflags = ["-Wl,--output=/x.so"]', "names the linker's output")]:
+                      ('source = "sqlite@3.54.1"\nldflags = ["-Wl,--output=/x.so"]', "names the linker's output"),
+                      ('source = "sqlite@3.54.1"\nldflags = ["-Wl,-T,nosuch.ld"]',
+                       f"'-Wl,-T,nosuch.ld' names {tmp_path / 'nosuch.ld'}, which is not a file"),
+                      ('source = "sqlite@3.54.1"\nldflags = ["-Wl,--version-script=/nonexistent/v.map"]',
+                       "names /nonexistent/v.map, which is not a file")]:
         with pytest.raises(UserError, match=said):
             _parsed(tmp_path, bad)
 
@@ -80,6 +90,25 @@ def test_a_server_relink_has_a_key_of_its_own_and_shares_its_base_kept_tree():
     source = {"engine": "mariadb", "origin": "debian-src", "package": "mariadb", "version": "1:11.8.3-1"}
     assert tree_identity(source, relink.flags(), CC, recipe.options) == \
         tree_identity(source, base.flags(), CC, recipe.options), "the relink builds in its base's kept tree"
+
+
+@pytest.mark.unit
+def test_a_changed_linker_script_is_a_new_build(tmp_path):
+    """The script's content is in the key (SQLite's and a server's): a build relinked with last week's script is not
+    taken from the cache for today's."""
+    from dbperf.buildlab.builder import build_key
+    from dbperf.buildlab.sqlite_origin import origins
+    script = tmp_path / "read_mostly.ld"
+    script.write_text("SECTIONS { .a : { *(.a) } }\n")
+    recipe = recipe_for("mariadb")
+    assert recipe is not None
+    spec = ServerBuildSpec("mariadb", ldflags=(f"-Wl,-T,{script}",))
+    t = _parsed(tmp_path, f'source = "sqlite@3.54.1"\nldflags = ["-Wl,-T,{script}"]')
+    origin = origins([t.build])[t.build]
+    before = (server_build._key(spec, "mariadb", "1:11.8.3-1", CC, recipe), build_key(t.build, origin, CC))
+    script.write_text("SECTIONS { .b : { *(.b) } }\n")
+    after = (server_build._key(spec, "mariadb", "1:11.8.3-1", CC, recipe), build_key(t.build, origin, CC))
+    assert before[0] != after[0] and before[1] != after[1]
 
 
 @pytest.mark.unit
@@ -127,6 +156,7 @@ def _ab(exp: Path, target, threads: int, script: Path):
 @pytest.mark.unit
 def test_the_fix_ab_is_the_data_sections_build_against_its_relink_and_the_base_cost_a_run_apart(tmp_path):
     script = tmp_path / "fragment.ld"
+    script.write_text("SECTIONS {}\n")  # layout --fix writes it before the A/B is read
     exp, targets = _experiment(tmp_path, 4, '[[target]]\nname = "O2"\nsource = "sqlite@3.54.1"\ncflags = ["-DX=1"]\n'
                                '\n[[target]]\nname = "ds"\nsource = "sqlite@3.54.1"\ncflags = ["-fdata-sections"]\n')
     parsed = _ab(exp, targets["O2"], 4, script)
@@ -154,6 +184,7 @@ def test_a_recipe_whose_stock_build_has_data_sections_is_its_own_fix_base(tmp_pa
     build key: no second hour-long build of the same code), relinked with the fragment; the base cost is nothing to
     run. MariaDB's is not, so its base adds the flag."""
     script = tmp_path / "fragment.ld"
+    script.write_text("SECTIONS {}\n")
     exp, targets = _experiment(tmp_path, 2, '[[target]]\nname = "mysql"\nsource = "mysql@debian-src"\nlean = true\n'
                                '\n[[target]]\nname = "mariadb"\nsource = "mariadb@debian-src"\n')
     base, fixed = (t.server_build for t in _ab(exp, targets["mysql"], 2, script).targets)

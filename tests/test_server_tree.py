@@ -263,3 +263,53 @@ def test_a_postgres_trees_first_commit_with_more_work_is_found_past_a_broken_one
     counted = tomllib.loads((tmp_path / "out" / "simulated" / f"{hashes[11]}.toml").read_text())["target"][0]
     assert counted["engine"] == "postgres" and counted["rev"] == hashes[11] and len(counts.calls) == len(set(
         counts.calls))
+
+
+class SlowTreeMakeRecipe(TreeMakeRecipe):
+    """The make project's recipe, its build taking a few seconds: two builds started together overlap."""
+
+    def commands(self, tree: Path, prefix: Path, cc: Any, flags: list[str], jobs: int) -> list[list[str]]:
+        return [["sleep", "4"], *super().commands(tree, prefix, cc, flags, jobs)]
+
+
+BUILD_ONE = """
+import json, sys
+from dbperf.buildlab import server_build
+from dbperf.buildlab.recipes import recipes
+from dbperf.experiment.build_variants import ServerBuildSpec
+from dbperf.experiment.user_source import UserTree
+from tests.test_server_tree import SlowTreeMakeRecipe
+recipes()["postgres"] = SlowTreeMakeRecipe()
+said = []
+def train(*args):
+    raise AssertionError("a plain build trains nothing")
+built = server_build.build_server(ServerBuildSpec("postgres", "tree", tree=UserTree(sys.argv[1], sys.argv[2])), train,
+                                  lambda text, done, total: said.append(text))
+print(json.dumps({"cached": built.cached, "manifest": built.manifest, "said": said}))
+"""
+
+
+@pytest.mark.skipif(not MAKES, reason="needs gcc and make")
+def test_two_processes_building_one_server_key_at_once_share_one_whole_entry(where, tmp_path):
+    """Two server builds of one key (a revision of a checkout, in its kept tree) started together in two processes:
+    the second waits for the first's lock on the key and takes its entry from the cache; the tree is configured and
+    built once, and neither replaces the other's files."""
+    import json
+    import sys
+
+    from tests.conftest import REPO
+    project, hashes = _checkout(tmp_path)
+    env = {**os.environ, "DBPERF_SERVER_CACHE": str(where / "servers")}
+    procs = [subprocess.Popen([sys.executable, "-c", BUILD_ONE, str(project), hashes[0]], cwd=REPO, env=env,
+                              text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE) for _ in range(2)]
+    ends = [p.communicate(timeout=300) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], [err for _, err in ends]
+    results = [json.loads(out.strip().splitlines()[-1]) for out, _ in ends]
+    assert sorted(r["cached"] for r in results) == [False, True]  # one built it, the other found it whole
+    built = next(r["manifest"] for r in results if not r["cached"])
+    assert {r["manifest"]["key"] for r in results} == {built["key"]}
+    tree = Path(built["incremental"]["tree"])
+    assert (tree / "src" / "configure.count").read_text() == "configured\n"  # configured and built once
+    install = Path(built["install"])
+    assert subprocess.run([install / "bin" / "postgres"]).returncode == 1  # the entry whole, its server runs
+    assert json.loads((install.parent / "manifest.json").read_text())["built_at"] == built["built_at"]

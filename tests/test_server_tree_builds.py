@@ -37,7 +37,7 @@ def spin(text: bytes, count: int) -> bytes:
     return text[:found.end()] + loop.encode() + text[found.end():]
 
 
-def postgres_checkout(repo: Path) -> bytes:
+def postgres_checkout(repo: Path, said: list[str] | None = None) -> bytes:
     """A new git checkout at `repo` whose one commit is Debian's PostgreSQL source, unpacked (Debian's patches
     applied) by the build lab's fetch, through the apt of the server cache DBPERF_SERVER_CACHE names; xact.c's
     bytes, for commits that change it. Every file is committed, those PostgreSQL's .gitignore names too (the
@@ -47,7 +47,8 @@ def postgres_checkout(repo: Path) -> bytes:
     with tempfile.TemporaryDirectory(prefix="pg-source-", dir=server_cache()) as work:
         for version in versions:
             try:
-                source = fetch_debian_source(apt, package, "postgres", version, Path(work), skipped)
+                source = fetch_debian_source(apt, package, "postgres", version, Path(work), skipped,
+                                             said.append if said is not None else None)
             except UserError as e:  # the next version, as the build lab does
                 skipped.append(f"{version}: {e}")
                 continue
@@ -83,7 +84,12 @@ def test_the_commit_that_adds_work_to_postgres_is_named_and_each_later_commit_re
                                                                                                   monkeypatch):
     monkeypatch.setenv("DBPERF_SERVER_CACHE", str(cache))
     repo = tmp_path / "postgresql"
-    original = postgres_checkout(repo)
+    said: list[str] = []
+    original = postgres_checkout(repo, said)
+    # the download was said before it started: what, how large (the Sources index's sizes), where it goes
+    assert re.fullmatch(r"downloading Debian's source package postgresql-15 \S+ \(\d+\.\d MB in [3-9] files\) from "
+                        r"Debian's archive; unpacked and built in \S+", said[-1]), said
+    assert float(said[-1].split("(")[1].split(" MB")[0]) > 10  # PostgreSQL 15's source: over 20 MB
     hashes = [git(repo, "rev-parse", "HEAD").strip(), commit(repo, original + b"/* a comment */\n", "a comment"),
               commit(repo, spin(original, 2000) + b"/* a comment */\n", "StartTransactionCommand: a loop")]
     before = snapshot(repo)

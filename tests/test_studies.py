@@ -139,7 +139,7 @@ def test_walk_selects_by_fields_and_index_and_says_what_is_missing():
 
 
 def _probes(directory: Path, mutex_ns: float, none_ns: float) -> None:
-    figures = [{"group": "state-update", "name": n, "ns_per_op": {"median": v, "min": v, "max": v},
+    figures = [{"group": "state-update", "name": n, "repeats": 7, "ns_per_op": {"median": v, "min": v, "max": v},
                 "ticks_per_op": {"median": v * 2, "min": v * 2, "max": v * 2}}
                for n, v in (("pthread mutex", mutex_ns), ("no barrier (not SMP safe)", none_ns))]
     (directory / "probes").mkdir(parents=True)
@@ -172,8 +172,10 @@ def test_figures_are_read_back_with_ratios_scales_and_claims(tmp_path):
     _probes(tmp_path / "run", 20.0, 4.0)
     got = rows(study, tmp_path / "run")
     assert [r.measured for r in got[:3]] == ["2.00 s", "5.00×", "5.00×"]
-    # The probes' repeats all gave one value: the ratio's interval is that value, inside the range, so it holds.
+    # The probes' 7 repeats all gave one value: the ratio's interval is that value, inside the range, and covers
+    # with (1 - 2^-6)^2 = 96.9% (a range of 5 repeats a side would cover with 87.9%: no word), so it holds.
     assert got[1].verdict.startswith("holds: a mutex costs several stores (interval 5–5, ratio of two ranges")
+    assert got[1].coverage == pytest.approx((1 - 2 ** -6) ** 2)
     assert got[1].value == pytest.approx(5.0) and (got[1].low, got[1].high) == (pytest.approx(5.0), pytest.approx(5.0))
     assert got[2].verdict.startswith("does not hold")
     assert got[3].measured.startswith("not measured: probe spin skipped: x86-only") and got[3].value is None
@@ -1284,6 +1286,10 @@ def test_a_summary_names_the_run_that_measured_each_figure_and_study_check_accep
     assert [f["run"]["directory"] for f in figures] == [str(run), str(run)]
     assert figures[1]["run"]["host"]["load_end"] == [0.6, 0.5, 0.4] and figures[1]["checked"] == pytest.approx(5.0)
     assert check.check_run(run).defects == []
+    (run / "probes" / "probes.json").unlink()  # a run's folder keeps every step's output: one deleted is a defect
+    defects = check.check_run(run).defects
+    assert len(defects) == 2 and all("its kept evidence is missing or unreadable (not measured: probes.json was "
+                                     "not written" in d for d in defects), defects
 
 
 @pytest.mark.unit

@@ -146,6 +146,9 @@ def test_a_record_written_again_is_what_it_was(docs: Path) -> None:
     rerecord("tuning-ladder", docs)
     after = json.loads((docs / "tuning-ladder.json").read_text())
     assert [f["verdict"] for f in after["figures"]] == [f["verdict"] for f in json.loads(before)["figures"]]
+    # what the record knew stays: each figure's run (its load averages, its times), the outputs it keeps
+    assert [f.get("run") for f in after["figures"]] == [f.get("run") for f in json.loads(before)["figures"]]
+    assert after.get("outputs") == json.loads(before).get("outputs")
     assert record_text(read_record(docs / "tuning-ladder.json")) == (docs / "tuning-ladder.json").read_text()
 
 
@@ -210,3 +213,19 @@ def test_a_figure_edited_in_the_json_with_its_page_written_again_is_found(docs: 
     defects = check_record(name, docs).defects
     assert any(f"({what}): the record says {edited[0]!r}, what is kept of its steps gives {was!r}" in d
                for d in defects), defects
+
+
+def test_a_deleted_kept_output_is_found_and_one_never_kept_is_not(docs: Path) -> None:
+    """The record lists the steps' JSON it keeps beside it (`outputs`): a deleted one is a defect (the file and each
+    figure that read it), where a record that never kept it (written before outputs were) reads nothing back."""
+    kept = docs / "barriers-spin" / "probes" / "probes.json"
+    assert json.loads((docs / "barriers-spin.json").read_text())["outputs"] == {
+        "probes": "barriers-spin/probes/probes.json"} and kept.is_file()
+    kept.unlink()
+    code, lines = _check("barriers-spin", docs)
+    assert code == 1 and any(line.endswith("step probes: its output kept beside the record "
+                                           f"({kept}) is missing") for line in lines), lines
+    assert sum("its kept evidence is missing or unreadable" in line for line in lines) >= 1, lines
+    _edit_json(docs, "barriers-spin", lambda doc: doc.pop("outputs"))  # as a record from before outputs were kept
+    assert _check("barriers-spin", docs) == (0, [])
+

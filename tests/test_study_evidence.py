@@ -30,22 +30,59 @@ RANGE = (1.1, 2.0)  # a published claim restated as a range: a gain of 10% or mo
 def test_the_word_follows_the_interval_and_the_verdict(interval, decided, expected):
     lo, hi = interval
     value = (lo + hi) / 2
-    assert word(RANGE, value, Interval(lo, hi, "test"), decided) == expected
+    assert word(RANGE, value, Interval(lo, hi, "test", coverage=0.95), decided) == expected
 
 
 def test_a_point_outside_with_an_interval_reaching_in_is_inconclusive_and_no_interval_never_holds():
-    assert word(RANGE, 1.05, Interval(0.9, 1.2, "test"), True) == "inconclusive"
+    assert word(RANGE, 1.05, Interval(0.9, 1.2, "test", coverage=0.95), True) == "inconclusive"
     assert word(RANGE, 1.3, None, True) == "consistent"
     assert word(RANGE, 1.0, None, True) == "inconclusive"
-    assert word((None, 1.0), 0.5, Interval(0.4, 0.6, "t")) == "holds"  # an open range
+    assert word((None, 1.0), 0.5, Interval(0.4, 0.6, "t", coverage=0.95)) == "holds"  # an open range
 
 
 def test_the_words_say_the_basis():
     assert said("consistent", "a gain", None, "one value") == "consistent: a gain (no interval: one value)"
     exact = Interval(0.9, 0.9, "simulated counts", exact=True)
     assert said("holds", "fewer misses", exact, None) == "holds: fewer misses (exact: simulated counts)"
-    assert said("holds", "", Interval(1.2, 1.4, "the range of 5 repeats"), None) == \
+    assert said("holds", "", Interval(1.2, 1.4, "the range of 5 repeats", coverage=0.94), None) == \
         "holds (interval 1.2–1.4, the range of 5 repeats)"
+    assert said("consistent", "", Interval(1.2, 1.4, "min–max of 3 repeats", coverage=0.75), None) == \
+        "consistent (interval 1.2–1.4, min–max of 3 repeats; below the 90% coverage a word needs)"
+
+
+def test_no_word_rests_on_an_interval_covering_less_than_90_percent():
+    """A min–max of 3 repeats covers their median with 75%, a ratio of two such ranges with 56%: inside or outside
+    the published range, they give "consistent" or "inconclusive", never "holds" or "does not hold"; 5 repeats
+    (93.8%) may; an interval whose coverage is not stated may not."""
+    three, five = spread_interval(1.2, 1.5, 3), spread_interval(1.2, 1.5, 5)
+    assert (three.coverage, five.coverage) == (0.75, 0.9375)
+    assert word(RANGE, 1.35, three, None) == "consistent" and word(RANGE, 1.35, five, None) == "holds"
+    assert word(RANGE, 0.9, spread_interval(0.8, 1.0, 3), None) == "inconclusive"
+    assert word(RANGE, 0.9, spread_interval(0.8, 1.0, 6), None) == "does not hold"
+    ratio = ratio_interval(spread_interval(2.4, 2.6, 3), spread_interval(1.0, 1.1, 3))
+    assert ratio is not None and ratio.coverage == 0.5625 and "covers with 56.2%" in ratio.how
+    assert word(RANGE, 2.4, ratio, None) == "inconclusive"
+    assert word(RANGE, 1.35, Interval(1.2, 1.5, "unstated"), None) == "consistent"
+    assert word(RANGE, 1.35, Interval(1.35, 1.35, "counts", exact=True), None) == "holds"
+
+
+@pytest.mark.parametrize(("how", "coverage"), [
+    ("min–max of 3 repeats (covers the median with 75.0%)", 0.75),
+    ("ratio of two ranges (min–max of 3 repeats (covers the median with 75.0%))", 0.5625),
+    ("ratio of two ranges (min–max of 3 repeats (covers the median with 75.0%); over min–max of 5 repeats (covers "
+     "the median with 93.8%))", 0.75 * 0.9375),
+    ("ratio of two ranges (a; over b; covers with 56.2%)", 0.562),
+    ("96.9% interval of the median of 6 repeats (order statistics), of the per-round ratio", 0.969),
+    ("the sequential rule's 99.0% anytime-valid interval of the wall clock's per-round ratio, 30 rounds", 0.99),
+    ("Wilson's 95% interval of 3 in 10", 0.95),
+    ("ratio of two ranges (96.9% interval of the median of 6 repeats; over min–max of the repeats)", None),
+    ("the range of the repeats", None),
+])
+def test_a_records_interval_states_its_coverage_in_words(how, coverage):
+    """Records written before the coverage was kept apart: read from the interval's description, once."""
+    from dbperf.studies.evidence import coverage_said
+    found = coverage_said(how)
+    assert (found is None and coverage is None) or found == pytest.approx(coverage)
 
 
 def test_the_interval_of_a_median_is_distribution_free_and_needs_six_values():
@@ -59,7 +96,7 @@ def test_the_interval_of_a_median_is_distribution_free_and_needs_six_values():
 
 def test_ratios_of_ranges_are_conservative_and_of_exact_counts_exact():
     ratio = ratio_interval(Interval(2.0, 4.0, "a"), Interval(1.0, 2.0, "a"))
-    assert ratio is not None and (ratio.low, ratio.high) == (1.0, 4.0) and not ratio.exact
+    assert ratio is not None and (ratio.low, ratio.high) == (1.0, 4.0) and not ratio.exact and ratio.coverage is None
     exact = ratio_interval(Interval(6.0, 6.0, "c", exact=True), Interval(3.0, 3.0, "c", exact=True))
     assert exact is not None and exact.exact and (exact.low, exact.high) == (2.0, 2.0)
     assert ratio_interval(Interval(1, 2, "a"), Interval(0, 1, "a")) is None

@@ -170,3 +170,22 @@ def test_bad_trees_are_one_line_before_anything_is_built(base: Path, cache: Path
         assert message in _one_line(run_cli("build", str(exp)))
     assert set(_manifests(cache)) == keys
     assert sorted(os.listdir(plain)) == ["sqlite3.c", "sqlite3.h"]  # nothing made in the user's folder
+
+
+def test_two_processes_building_one_tree_at_once_share_one_whole_entry(base: Path, cache: Path):
+    """Two `dbperf build` of one tree's key started together: the second waits for the first's lock on the key, then
+    takes its entry from the cache; the entry is built once and its log is the build's."""
+    from tests.conftest import DBPERF, REPO
+    exp = base / "together.toml"
+    exp.write_text(RUN + '\n[[target]]\nname = "mine"\ntree = "sqlite"\ncflags = ["-O0", "-DDBPERF_TREE_TWICE=1"]\n')
+    env = {**os.environ, "DBPERF_CACHE": str(cache)}
+    procs = [subprocess.Popen([*DBPERF, "build", str(exp)], cwd=REPO, env=env, text=True, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE) for _ in range(2)]
+    ends = [p.communicate(timeout=900) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], [err for _, err in ends]
+    said = "".join(out for out, _ in ends)
+    assert said.count("(cached)") == 1, said  # one built it, the other found it whole
+    (entry,) = [m for m in _manifests(cache).values() if "-DDBPERF_TREE_TWICE=1" in m["cflags"]]
+    assert entry["source"]["origin"] == "tree"
+    log = (Path(entry["library"]).parent / "build.log").read_text()
+    assert Path(entry["library"]).is_file() and "cannot find" not in log and log.count("-DDBPERF_TREE_TWICE=1") >= 1

@@ -23,15 +23,13 @@ and leaves no manifest, so it is never used nor cached as good.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import json
 import os
 import shutil
 import subprocess
-import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -41,6 +39,7 @@ from msgspec import structs
 
 from dbperf.build_manifest import BuildManifest, CompilerInfo, ObjectFile, Relink, build_manifest
 from dbperf.buildlab.build_pool import run_at_once
+from dbperf.buildlab.key_lock import key_held
 from dbperf.buildlab.patches import apply_patches, with_patches
 from dbperf.buildlab.paths import cache_root
 from dbperf.buildlab.pgo_guard import guard
@@ -51,7 +50,7 @@ from dbperf.buildlab.training import run_training, training_identity, training_w
 from dbperf.engines.descriptor import ProfileProof
 from dbperf.engines.sqlite import SQLITE
 from dbperf.errors import UserError
-from dbperf.experiment.build_variants import DEFAULT_TRAIN_SECONDS, BuildSpec
+from dbperf.experiment.build_variants import DEFAULT_TRAIN_SECONDS, BuildSpec, linked_files
 from dbperf.host.compiler import Compiler, find_compiler
 from dbperf.host.facts import sha256_of
 from dbperf.records import to_builtins
@@ -60,10 +59,6 @@ from dbperf.run_meta import MetaError, encode_file
 LIBS = ["-lpthread", "-ldl", "-lm"]
 OBJECT = "sqlite3.o"  # kept in the cache entry beside the library: what a relink links again
 TAIL_LINES = 6
-# One build of a key at a time in this process: a PGO build builds its base too, which the experiment may be
-# building in another thread.
-_KEY_LOCKS: dict[str, threading.Lock] = {}
-_KEY_LOCKS_GUARD = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -91,6 +86,8 @@ def build_key(spec: BuildSpec, source: SqliteOrigin, compiler: Compiler, base_di
         identity["patches"] = [p.sha256 for p in spec.patches]
     if spec.ldflags:  # only then, as patches
         identity["ldflags"] = list(spec.ldflags)
+        if files := linked_files(spec.ldflags):  # a changed linker script is a new build
+            identity["ldflags_files"] = files
     return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:20]
 
 
@@ -203,29 +200,14 @@ def build(spec: BuildSpec, source: SqliteOrigin, base_dir: Path | None = None, n
         return _relink(spec, source, base_dir)
     cc = find_compiler()
     key = build_key(spec, source, cc, base_dir)
-    with key_held(key):
+    with _key_held(key):
         return _build(spec, source, base_dir, cc, key, need_object)
 
 
-def _key_lock(key: str) -> threading.Lock:
-    with _KEY_LOCKS_GUARD:
-        return _KEY_LOCKS.setdefault(key, threading.Lock())
-
-
-@contextlib.contextmanager
-def key_held(key: str) -> Iterator[None]:
-    """One build of `key` at a time, across threads and processes: an flock on builds/.locks/KEY.lock, so that of
-    two dbperf processes building one key the second waits, then finds the first's entry whole and reuses it,
-    instead of building in the same folder and overwriting its files (the kernel lets go if the holder dies)."""
-    with _key_lock(key):
-        locks = builds_dir() / ".locks"
-        locks.mkdir(parents=True, exist_ok=True)
-        with open(locks / f"{key}.lock", "a") as held:
-            fcntl.flock(held, fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(held, fcntl.LOCK_UN)
+def _key_held(key: str) -> contextlib.AbstractContextManager[None]:
+    """One build of `key` at a time, across threads (a PGO build builds its base too, which the experiment may be
+    building in another thread) and processes (two runs started together)."""
+    return key_held(builds_dir(), key)
 
 
 def _kept_objects(out: Path, manifest: BuildManifest) -> bool:
@@ -305,7 +287,7 @@ def _relink(spec: BuildSpec, source: SqliteOrigin, base_dir: Path | None) -> Bui
     cc = find_compiler()
     key = build_key(spec, source, cc, base_dir)
     base = build(spec.relink_base(), source, base_dir, need_object=True)
-    with key_held(key):
+    with _key_held(key):
         out = builds_dir() / key
         found = _cached_build(out)
         if found is not None:

@@ -19,6 +19,7 @@ import hashlib
 import re
 import shutil
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,6 +35,9 @@ KEYRING = Path("/usr/share/keyrings/debian-archive-keyring.gpg")
 # Which source package holds each engine's server (Debian 12 names), as its descriptor says.
 SOURCE_PACKAGES = {e.name: e.debian_source_package for e in engines.ENGINES.values() if e.debian_source_package}
 SOURCE_SUITES = {e.name: e.debian_source_suite for e in engines.ENGINES.values() if e.debian_source_suite}
+
+
+Announce = Callable[[str], None]  # told of a download before it starts
 
 
 @dataclass(frozen=True)
@@ -106,7 +110,20 @@ class PrivateApt:
             raise UserError(f"no Debian source package {package} in the archive's Sources")
         return sorted(set(found), key=_debian_version_key, reverse=True)
 
-    def download(self, package: str, version: str, into: Path) -> None:
+    def download_size(self, package: str, version: str) -> tuple[int, int]:
+        """(bytes, files) of the source package's files, as the Sources index lists them (nothing is fetched)."""
+        out = run_tool(["apt-get", *self.options, "--print-uris", "source", "--download-only", f"{package}={version}"],
+                       f"apt-get --print-uris source {package}={version}", timeout=120).stdout
+        sizes = [int(m) for m in re.findall(r"^'[^']+' \S+ (\d+)", out, re.M)]
+        return sum(sizes), len(sizes)
+
+    def download(self, package: str, version: str, into: Path, announce: Announce | None = None,
+                 kept: str = "") -> None:
+        """The package's files into `into`; `announce` is told first what, how large and (`kept`) where it stays."""
+        if announce is not None:
+            size, files = self.download_size(package, version)
+            announce(f"downloading Debian's source package {package} {version} ({size / 1e6:.1f} MB in {files} "
+                     f"files) from Debian's archive{'; ' + kept if kept else ''}")
         run_tool(["apt-get", *self.options, "source", "--download-only", f"{package}={version}"],
                  f"apt-get source {package}={version}", timeout=1800, cwd=into)
 
@@ -125,12 +142,12 @@ def candidate_versions(engine: str) -> tuple[PrivateApt, str, list[str]]:
 
 
 def fetch_debian_source(apt: PrivateApt, package: str, engine: str, version: str, work: Path,
-                        skipped: list[str]) -> DebianSource:
+                        skipped: list[str], announce: Announce | None = None) -> DebianSource:
     """That version of the source package, unpacked with Debian's patches into work/src; a UserError when the
-    archive does not serve it."""
+    archive does not serve it. `announce` is told of the download before it starts."""
     download = Path(tempfile.mkdtemp(prefix="download-", dir=work))
     try:
-        apt.download(package, version, download)
+        apt.download(package, version, download, announce, f"unpacked and built in {work}")
         (dsc,) = download.glob("*.dsc")
         files = sorted(p for p in download.iterdir() if p.is_file())
         # Unpacked beside the downloads (dpkg-source copies the tarballs next to the tree it makes), then moved.

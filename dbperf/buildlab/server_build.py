@@ -41,6 +41,7 @@ from dbperf import engines
 from dbperf.buildlab.build_tree import TREES, BuildTree, kept_tree, tree_identity
 from dbperf.buildlab.compiler_cache import MISSING, find_ccache
 from dbperf.buildlab.debian_source import PrivateApt, candidate_versions, fetch_debian_source
+from dbperf.buildlab.key_lock import key_held
 from dbperf.buildlab.patches import apply_patches, with_patches
 from dbperf.buildlab.paths import open_to_service_users, server_cache
 from dbperf.buildlab.pgo_guard import GuardCannotRun, GuardCounts, figures, refusal
@@ -62,6 +63,7 @@ from dbperf.experiment.build_variants import (
     TREE_ORIGIN,
     WHOLE_PROGRAM,
     ServerBuildSpec,
+    linked_files,
 )
 from dbperf.host.compiler import Compiler, build_environment, find_compiler, missing_headers
 from dbperf.host.facts import sha256_of
@@ -116,6 +118,8 @@ def _key(spec: ServerBuildSpec, package: str, version: str, cc: Compiler, recipe
         identity["patches"] = [p.sha256 for p in spec.patches]
     if spec.ldflags:  # only then, as bolt above
         identity["ldflags"] = list(spec.ldflags)
+        if files := linked_files(spec.ldflags):  # a changed linker script is a new build
+            identity["ldflags_files"] = files
     return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:20]
 
 
@@ -203,30 +207,47 @@ def build_server(spec: ServerBuildSpec, train: Training, on_progress: Progress |
             skipped.append(f"{version}: {refused}")
             continue
         key = _key(spec, package, version, cc, recipe)
-        found = _cached(builds / key, recipe)
-        if found:
-            return _guarded_cached(replace(spec, version=version), found, train, on_progress, guard) if spec.pgo \
-                else found
-        sweep_abandoned(builds)  # staging directories of builds killed outright
-        if in_kept_tree(spec):
-            built = _build_in_tree(spec, recipe, cc, apt, package, version, key, on_progress, skipped, base)
-            if built is None:
-                continue
+        # the second of two builds of one key waits, then reuses the first's entry
+        with key_held(builds, key, _said_as_progress(on_progress)):
+            built = _build_version(spec, recipe, cc, apt, package, version, key, on_progress, train, guard, skipped,
+                                   base)
+        if built is not None:
             return built
-        with _staged(builds, key, recipe, spec) as (work, state):
-            fetched = state.source()
-            if fetched is None:
-                _clear_partial_fetch(work)
-                try:
-                    source = fetch_debian_source(apt, package, spec.engine, version, work, skipped)
-                except UserError as e:
-                    skipped.append(f"{version}: {e}")
-                    continue
-                apply_patches(spec.patches, source.tree, work / "build.log", spec.label())  # after Debian's own
-                fetched = source.tree, with_patches(source.provenance, spec.patches)
-                state.set_source(*fetched)
-            return _build(spec, recipe, cc, *fetched, key, work, builds / key, on_progress, train, state, guard)
     raise UserError(f"{spec.label()}: no version of Debian's {package} could be fetched ({'; '.join(skipped)[-300:]})")
+
+
+def _said_as_progress(on_progress: Progress | None) -> Callable[[str], None] | None:
+    """A line to say (a wait, a download) as a progress line of its own."""
+    return (lambda said: on_progress(said, 0, 0)) if on_progress else None
+
+
+def _build_version(spec: ServerBuildSpec, recipe: Recipe, cc: Compiler, apt: PrivateApt, package: str, version: str,
+                   key: str, on_progress: Progress | None, train: Training, guard: Guard | None, skipped: list[str],
+                   base: ServerBuild | None) -> ServerBuild | None:
+    """The build of Debian's `version` of `package` under `key` (its lock held), from the cache or made now; None
+    when the archive does not serve it (said in `skipped`)."""
+    builds = server_cache() / "build"
+    found = _cached(builds / key, recipe)
+    if found:
+        return _guarded_cached(replace(spec, version=version), found, train, on_progress, guard) if spec.pgo \
+            else found
+    sweep_abandoned(builds)  # staging directories of builds killed outright
+    if in_kept_tree(spec):
+        return _build_in_tree(spec, recipe, cc, apt, package, version, key, on_progress, skipped, base)
+    with _staged(builds, key, recipe, spec) as (work, state):
+        fetched = state.source()
+        if fetched is None:
+            _clear_partial_fetch(work)
+            try:
+                source = fetch_debian_source(apt, package, spec.engine, version, work, skipped,
+                                             _said_as_progress(on_progress))
+            except UserError as e:
+                skipped.append(f"{version}: {e}")
+                return None
+            apply_patches(spec.patches, source.tree, work / "build.log", spec.label())  # after Debian's own
+            fetched = source.tree, with_patches(source.provenance, spec.patches)
+            state.set_source(*fetched)
+        return _build(spec, recipe, cc, *fetched, key, work, builds / key, on_progress, train, state, guard)
 
 
 def in_kept_tree(spec: ServerBuildSpec) -> bool:
@@ -250,7 +271,8 @@ def _build_in_tree(spec: ServerBuildSpec, recipe: Recipe, cc: Compiler, apt: Pri
         if tree.record.provenance is None:
             tree.clear_source()
             try:
-                fetched = fetch_debian_source(apt, package, spec.engine, version, tree.root, skipped)
+                fetched = fetch_debian_source(apt, package, spec.engine, version, tree.root, skipped,
+                                              _said_as_progress(on_progress))
             except UserError as e:
                 skipped.append(f"{version}: {e}")
                 return None
@@ -279,6 +301,16 @@ def _build_from_tree(spec: ServerBuildSpec, recipe: Recipe, cc: Compiler, on_pro
     builds = server_cache() / "build"
     builds.mkdir(parents=True, exist_ok=True)
     key = tree_build_key(spec, tree, recipe, cc)
+    # the second of two builds of one key waits, then reuses the first's entry
+    with key_held(builds, key, _said_as_progress(on_progress)):
+        return _build_tree_key(spec, recipe, cc, on_progress, train, guard, tree, base, key)
+
+
+def _build_tree_key(spec: ServerBuildSpec, recipe: Recipe, cc: Compiler, on_progress: Progress | None,
+                    train: Training, guard: Guard | None, tree: ServerTree, base: ServerBuild | None,
+                    key: str) -> ServerBuild:
+    """The build of the user's `tree` under `key` (its lock held), from the cache or made now."""
+    builds = server_cache() / "build"
     found = _cached(builds / key, recipe)
     if found:
         return _guarded_cached(spec, found, train, on_progress, guard, tree) if spec.pgo else found
@@ -295,7 +327,7 @@ def _build_from_tree(spec: ServerBuildSpec, recipe: Recipe, cc: Compiler, on_pro
             return _build(spec, recipe, cc, *fetched, key, work, builds / key, on_progress, train, state, guard,
                           tree)
     identity = tree_identity(tree.kept_source(), spec.flags(), cc, recipe.options)
-    waiting = (lambda said: on_progress(said, 0, 0)) if on_progress else None
+    waiting = _said_as_progress(on_progress)
     staged = _staged(builds, key, recipe, spec)  # entered once the kept tree is locked
     with kept_tree(server_cache() / TREES, identity, waiting) as kept, staged as (work, state):
         if on_progress:

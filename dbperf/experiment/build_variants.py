@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -169,8 +170,9 @@ def _variants_and_cflags(raw: dict[str, object], where: str) -> tuple[tuple[str,
     return tuple(dict.fromkeys(variants)), tuple(cflags)
 
 
-def _ldflags(raw: dict[str, object], where: str) -> tuple[str, ...]:
-    """`ldflags`, checked: options for the linker alone (-Wl,...), which no compile sees."""
+def _ldflags(raw: dict[str, object], where: str, base_dir: Path | None = None) -> tuple[str, ...]:
+    """`ldflags`, checked: options for the linker alone (-Wl,...), which no compile sees; a file an option reads (a
+    linker script) named by its absolute path (relative to the experiment's folder, `base_dir`), and there."""
     ldflags = raw.get("ldflags", [])
     if not isinstance(ldflags, list) or not all(isinstance(f, str) and LINK_FLAG.match(f) for f in ldflags):
         raise UserError(f"{where}.ldflags: expected a list of linker options such as \"-Wl,-T,read_mostly.ld\" "
@@ -180,7 +182,40 @@ def _ldflags(raw: dict[str, object], where: str) -> tuple[str, ...]:
         if any(w == "-o" or w.startswith(("-o", "--output")) for w in words):
             raise UserError(f"{where}.ldflags: {flag!r} names the linker's output: the lab writes the build into its "
                             "cache itself (a library elsewhere would be measured as nothing the lab built)")
-    return tuple(ldflags)
+    return tuple(_files_resolved(flag, base_dir or Path.cwd(), f"{where}.ldflags") for flag in ldflags)
+
+
+# Linker options that read a file: the link runs in the build's own folder, and the file's content is the build's.
+FILE_OPTIONS = ("-T", "--script", "--version-script", "--dynamic-list", "--retain-symbols-file")
+
+
+def _file_words(words: list[str]) -> list[tuple[int, str, str]]:
+    """(index, option, path) of each word of a -Wl, flag that names a file (`--opt=path` or `--opt,path`)."""
+    found = []
+    for i, w in enumerate(words):
+        option, eq, value = w.partition("=")
+        if option in FILE_OPTIONS and eq:
+            found.append((i, option + "=", value))
+        elif w in FILE_OPTIONS and i + 1 < len(words):
+            found.append((i + 1, "", words[i + 1]))
+    return found
+
+
+def _files_resolved(flag: str, base_dir: Path, where: str) -> str:
+    words = flag.split(",")
+    for i, prefix, value in _file_words(words):
+        path = Path(value) if Path(value).is_absolute() else base_dir / value
+        if not path.is_file():
+            raise UserError(f"{where}: {flag!r} names {path}, which is not a file")
+        words[i] = prefix + str(path.resolve())
+    return ",".join(words)
+
+
+def linked_files(ldflags: tuple[str, ...]) -> dict[str, str]:
+    """The files the linker options read, by path, each with its content's sha256: part of a build's key, so that a
+    changed linker script is a new build."""
+    paths = [value for flag in ldflags for _, _, value in _file_words(flag.split(","))]
+    return {p: hashlib.sha256(Path(p).read_bytes()).hexdigest() for p in paths if Path(p).is_file()}
 
 
 def _pgo_options(raw: dict[str, object], variants: tuple[str, ...], where: str) -> tuple[bool, float]:
@@ -199,7 +234,8 @@ def _pgo_options(raw: dict[str, object], variants: tuple[str, ...], where: str) 
 
 
 def parse_server_build(raw: dict[str, object], engine: str, origin: str, where: str,
-                       patches: tuple[PatchFile, ...] = (), tree: UserTree | None = None) -> ServerBuildSpec:
+                       patches: tuple[PatchFile, ...] = (), tree: UserTree | None = None,
+                       base_dir: Path | None = None) -> ServerBuildSpec:
     variants, cflags = _variants_and_cflags(raw, where)
     if "pgo_train" in raw:
         raise UserError(f"{where}.pgo_train: server builds train on the server training set "
@@ -216,7 +252,7 @@ def parse_server_build(raw: dict[str, object], engine: str, origin: str, where: 
     lean = raw.get("lean", False)
     if not isinstance(lean, bool):
         raise UserError(f"{where}.lean: expected true or false")
-    ldflags = _ldflags(raw, where)
+    ldflags = _ldflags(raw, where, base_dir)
     if ldflags and ("pgo" in variants or "bolt" in variants):
         raise UserError(f"{where}.ldflags: a server is relinked in the kept build tree of its base, and pgo and "
                         "bolt builds are made in fresh folders: drop ldflags or pgo and bolt")
@@ -239,7 +275,7 @@ def _pgo_scope(raw: dict[str, object], variants: tuple[str, ...], where: str) ->
 
 
 def parse_build(raw: dict[str, object], sqlite_version: str, where: str, tree: UserTree | None = None,
-                patches: tuple[PatchFile, ...] = ()) -> BuildSpec:
+                patches: tuple[PatchFile, ...] = (), base_dir: Path | None = None) -> BuildSpec:
     ordered, cflags = _variants_and_cflags(raw, where)
     for key in ("compiler", "lean", "pgo_scope"):
         if key in raw:
@@ -260,4 +296,4 @@ def parse_build(raw: dict[str, object], sqlite_version: str, where: str, tree: U
         raise UserError(f"{where}.pgo_train: expected a non-empty list of workload names or files")
     partial, seconds = _pgo_options(raw, ordered, where)
     return BuildSpec(sqlite_version, ordered, cflags, tuple(pgo_train), partial, seconds, tree, patches,
-                     _ldflags(raw, where))
+                     _ldflags(raw, where, base_dir))

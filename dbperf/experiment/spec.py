@@ -134,7 +134,7 @@ def _sqlite_build(raw: dict[str, Any], twhere: str, base_dir: Path) -> BuildSpec
                         "or 'library', not both")
     tree = parse_tree(raw, base_dir, twhere)
     version = "" if tree else parse_source(raw["source"], f"{twhere}.source")
-    return parse_build(raw, version, twhere, tree, parse_patches(raw, base_dir, twhere))
+    return parse_build(raw, version, twhere, tree, parse_patches(raw, base_dir, twhere), base_dir)
 
 
 def _library(raw: dict[str, Any], twhere: str, base_dir: Path) -> Path:
@@ -171,7 +171,8 @@ def _server_source(raw: dict[str, Any], engine: str, twhere: str,
                             f"yet (only {', '.join(buildable)}); use released binaries (\"{engine}@VERSION\") or "
                             "Debian's package")
         origin = TREE_ORIGIN if tree is not None else str(source).split("@", 1)[1]
-        server_build = parse_server_build(raw, engine, origin, twhere, parse_patches(raw, base_dir, twhere), tree)
+        server_build = parse_server_build(raw, engine, origin, twhere, parse_patches(raw, base_dir, twhere), tree,
+                                          base_dir)
         for key in ("binaries", "dsn"):
             if tree is not None and key in raw:
                 raise UserError(f"{twhere}: give either 'tree' (a checkout the lab builds) or {key!r}")

@@ -11,6 +11,7 @@ from collections import defaultdict
 from datetime import UTC, datetime
 from typing import Any
 
+from dbperf.buildlab.debian_source import Announce
 from dbperf.errors import UserError
 from dbperf.probes.build import probe_binary
 from dbperf.probes.catalog import DEFAULT, FAMILIES, ProbeFamily
@@ -71,7 +72,9 @@ def tsc_ghz(repeats: int, scale: float) -> dict[str, float] | None:
     return _spread([s["ticks"] / s["ns"] for s in samples])
 
 
-def run_probes(names: list[str], repeats: int = MIN_REPEATS, scale: float = 1.0, on_family=None) -> dict[str, Any]:
+def run_probes(names: list[str], repeats: int = MIN_REPEATS, scale: float = 1.0, on_family=None,
+               announce: Announce | None = None) -> dict[str, Any]:
+    """The families' figures; `on_family` told as each starts, `announce` before a server's source is downloaded."""
     unknown = [n for n in names if n not in FAMILIES]
     if unknown:
         raise UserError(f"unknown probe {unknown[0]!r} (known: {', '.join(FAMILIES)})")
@@ -94,17 +97,18 @@ def run_probes(names: list[str], repeats: int = MIN_REPEATS, scale: float = 1.0,
         if reason:
             result["families"][name] = {"skipped": reason}
             continue
-        result["families"][name] = _family(family, repeats, scale, result["host"]["shape"])
+        result["families"][name] = _family(family, repeats, scale, result["host"]["shape"], announce)
     return result
 
 
-def _family(family: ProbeFamily, repeats: int, scale: float, shape: dict[str, Any]) -> dict[str, Any]:
+def _family(family: ProbeFamily, repeats: int, scale: float, shape: dict[str, Any],
+            announce: Announce | None = None) -> dict[str, Any]:
     """A family's figures; a server family's source with them, or (its release served by no registry) why not,
     also kept in the host's shape: a figure requiring that release is then not reproducible here."""
     source: dict[str, Any] = {}
     if family.server:
         try:
-            source = {"server_source": extracted(RELEASES[family.server])[1]}
+            source = {"server_source": extracted(RELEASES[family.server], announce)[1]}
         except NotServed as e:
             shape["unserved"][family.server] = str(e)
             return {"skipped": f"the {family.server} release is served by no registry here: {e}"}

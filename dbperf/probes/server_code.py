@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from dbperf.buildlab.debian_source import Announce
 from dbperf.errors import UserError
 from dbperf.probes.server_source import server_files
 
@@ -92,9 +93,10 @@ def checked_text(release: ServerRelease, tree: Path, version: str) -> str:
     return "\n".join(parts)
 
 
-def extracted(release: ServerRelease) -> tuple[str, dict[str, Any]]:
-    """(the checked text, its provenance: package, version and each function's file and checksum)."""
-    tree, provenance = server_files(release.engine, release.paths())
+def extracted(release: ServerRelease, announce: Announce | None = None) -> tuple[str, dict[str, Any]]:
+    """(the checked text, its provenance: package, version and each function's file and checksum); `announce` is
+    told of a download before it starts."""
+    tree, provenance = server_files(release.engine, release.paths(), announce)
     text = checked_text(release, tree, provenance["version"])
     functions = [{"what": e.what, "path": e.path, "sha256": e.sha256} for e in release.excerpts]
     return text, {**provenance, "functions": functions}

@@ -15,7 +15,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from dbperf.buildlab.debian_source import candidate_versions
+from dbperf.buildlab.debian_source import Announce, candidate_versions
 from dbperf.buildlab.paths import cache_root
 from dbperf.errors import UserError
 from dbperf.tools import run_tool
@@ -25,8 +25,9 @@ class NotServed(UserError):
     """No registry serves the release (the archive has no version of it, or cannot be reached from here)."""
 
 
-def _served(engine: str, into: Path) -> tuple[str, str, list[str]]:
-    """(package, version, skipped): the newest version the archive serves, downloaded into `into`."""
+def _served(engine: str, into: Path, announce: Announce | None = None) -> tuple[str, str, list[str]]:
+    """(package, version, skipped): the newest version the archive serves, downloaded into `into` (`announce` told
+    before each download starts)."""
     try:
         apt, package, versions = candidate_versions(engine)
     except UserError as e:
@@ -34,7 +35,8 @@ def _served(engine: str, into: Path) -> tuple[str, str, list[str]]:
     skipped: list[str] = []
     for version in versions:
         try:
-            apt.download(package, version, into)
+            apt.download(package, version, into, announce,
+                         f"a few of its files kept in {_root(engine)} for the probes that read them")
             return package, version, skipped
         except UserError as e:
             skipped.append(f"{version}: {str(e).splitlines()[0][:200]}")
@@ -79,8 +81,9 @@ def cached_files(engine: str, paths: list[str]) -> tuple[Path, dict[str, Any]] |
     return (tree, provenance) if all((tree / p).is_file() for p in paths) else None
 
 
-def server_files(engine: str, paths: list[str]) -> tuple[Path, dict[str, Any]]:
-    """(directory holding `paths` as in the source tree, provenance); fetched once, then read from the cache."""
+def server_files(engine: str, paths: list[str], announce: Announce | None = None) -> tuple[Path, dict[str, Any]]:
+    """(directory holding `paths` as in the source tree, provenance); fetched once (`announce` told before the
+    download starts), then read from the cache."""
     if (cached := cached_files(engine, paths)) is not None:
         return cached
     root = _root(engine)
@@ -88,7 +91,7 @@ def server_files(engine: str, paths: list[str]) -> tuple[Path, dict[str, Any]]:
     root.mkdir(parents=True, exist_ok=True)
     download = Path(tempfile.mkdtemp(prefix="download-", dir=root))
     try:
-        package, version, skipped = _served(engine, download)
+        package, version, skipped = _served(engine, download, announce)
         (debian_tar,) = download.glob("*.debian.tar.*")
         patched = _patched(debian_tar, paths)
         if patched:

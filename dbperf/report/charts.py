@@ -5,6 +5,7 @@ one (every repeat drawn, CI or min–max)."""
 
 from __future__ import annotations
 
+import textwrap
 from typing import Any
 
 from dbperf.records import CellRecord
@@ -28,9 +29,15 @@ def colour(i: int) -> str:
     return PALETTE[i % len(PALETTE)]
 
 
+TITLE_CHARS = 58  # a title's line in a chart as narrow as the page's grid puts them (440 px at 13 px type)
+
+
 def _layout(title: str, **extra: Any) -> dict[str, Any]:
-    return {"title": {"text": title, "font": {"size": 13}}, "font": FONT, "margin": {"l": 60, "r": 20, "t": 50,
-                                                                                     "b": 60}, **extra}
+    """A figure's layout; its title wrapped at words (plotly clips a title wider than its figure), the top margin
+    grown to hold its lines."""
+    lines = textwrap.wrap(title, TITLE_CHARS, break_long_words=False) or [""]
+    return {"title": {"text": "<br>".join(lines), "font": {"size": 13}}, "font": FONT,
+            "margin": {"l": 60, "r": 20, "t": 34 + 17 * len(lines), "b": 60}, **extra}
 
 
 def rqps_heatmap(m: Matrix) -> Figure:

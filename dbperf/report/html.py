@@ -112,7 +112,7 @@ def run_sections(m: Matrix, meta: RunMeta, prefix: str | None = None) -> list[Se
     swatches = tuple(Swatch(k, c, VERDICT_MEANINGS.get(k, "")) for k, c in VERDICT_COLOURS.items())
     out = [Section(warning=report.warning)] if report.warning else []
     out += [part("rqps", "rQPS matrix", figures=(charts.rqps_heatmap(m),), swatches=swatches, lines=report.legend,
-                 block=rqps, text=report.findings, notes=report.matrix_notes),
+                 wrap=True, block=rqps, text=report.findings, notes=report.matrix_notes),
             part("repeats", "Repeats per benchmark", subtitle=REPEATS_NOTE, grid=True,
                  figures=tuple(charts.repeats_figure(m, b, t) for _, b, t in m.rows())),
             part("cpu", "CPU per query", figures=(charts.cpu_figure(m),)),

@@ -1,10 +1,10 @@
 """The one self-contained HTML page every HTML view is drawn on: styles, escaped text, Plotly figures as JSON.
 
-Plotly's JavaScript comes from the `plotly` Python package (its package_data/plotly.min.js) and is embedded in the
-page, gzip-compressed and base64-encoded (4.8 MB raw, under 2 MB so), and unpacked in the browser with the
-standard DecompressionStream: the file needs no network and stays small. Views give figures as plain dicts
-(`{"data": [...], "layout": {...}}`), which the page draws with Plotly.newPlot; `data-charts` on <body> says
-`rendered` when every figure was drawn, or the error when one was not, so a browser test can read it.
+Plotly's JavaScript (plotly_bundle.py: npm's cartesian bundle, else the `plotly` Python package's full one) is
+embedded in the page, gzip-compressed and base64-encoded (the cartesian bundle: about 0.6 MB so), and unpacked in
+the browser with the standard DecompressionStream: the file needs no network and stays small. Views give figures
+as plain dicts (`{"data": [...], "layout": {...}}`), which the page draws with Plotly.newPlot; `data-charts` on
+<body> says `rendered` when every figure was drawn, or the error when one was not, so a browser test can read it.
 
 Escaping: text of the page goes through `text()` (html.escape); strings inside figures through `label()`, since
 Plotly reads a subset of HTML in labels and turns `&lt;` back into `<` when it draws; the figures' JSON sits in a
@@ -19,10 +19,9 @@ import gzip
 import html
 import json
 from collections.abc import Iterable
-from importlib import resources
 from typing import Any
 
-from dbperf.errors import UserError
+from dbperf.report.plotly_bundle import bundle
 
 Figure = dict[str, Any]
 
@@ -41,6 +40,9 @@ td.failed { color: #b00; text-align: left; white-space: normal; }
 .grid { display: grid; grid-template-columns: repeat(auto-fill, minmax(440px, 1fr)); gap: 0.5em; }
 .swatch { display: inline-block; width: 1em; height: 1em; border: 1px solid #999; vertical-align: middle; }
 nav a { margin-right: 1em; }
+ul.legend { font-size: 0.85em; color: #333; max-width: 110ch; padding-left: 1.2em; }
+ul.legend li { margin: 0.15em 0; }
+pre { overflow-x: auto; }
 #dbperf-status { color: #b00; }
 """
 
@@ -80,14 +82,9 @@ def label(value: object) -> str:
 
 @functools.cache
 def plotly_payload() -> tuple[str, str]:
-    """(plotly.js version, its minified JavaScript gzip-compressed and base64-encoded)."""
-    try:
-        js = (resources.files("plotly") / "package_data" / "plotly.min.js").read_bytes()
-    except (ModuleNotFoundError, OSError) as e:
-        raise UserError(f"the HTML report needs the 'plotly' package (pip install plotly): {e}") from None
-    head = js[:400].decode("ascii", errors="replace")
-    version = head.split("plotly.js v", 1)[1].split()[0] if "plotly.js v" in head else "unknown"
-    return version, base64.b64encode(gzip.compress(js, compresslevel=6, mtime=0)).decode("ascii")
+    """(what the page says of its plotly.js, the JavaScript gzip-compressed and base64-encoded)."""
+    chosen = bundle()
+    return chosen.said, base64.b64encode(gzip.compress(chosen.js, compresslevel=9, mtime=0)).decode("ascii")
 
 
 def _script_json(obj: Any) -> str:
@@ -123,7 +120,7 @@ class Page:
         return f'<div class="{css_class}" id="{fid}" data-figure="1"></div>'
 
     def render(self) -> str:
-        version, payload = plotly_payload()
+        said, payload = plotly_payload()
         nav = " ".join(f'<a href="#{text(a)}">{text(h)}</a>' for a, h in self.nav)
         return "\n".join([
             "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
@@ -131,7 +128,7 @@ class Page:
             f"<title>{text(self.title)}</title><style>{STYLE}</style></head>",
             '<body data-charts="pending">', f"<h1>{text(self.title)}</h1>",
             f'<p id="dbperf-status"></p><nav>{nav}</nav>', *self.parts,
-            f'<p class="note">Charts drawn by plotly.js {text(version)}, embedded in this file (no network).</p>',
+            f'<p class="note">Charts drawn by {text(said)}, embedded in this file (no network).</p>',
             f'<script id="dbperf-figures" type="application/json">{_script_json(self.figures)}</script>',
             f'<script id="dbperf-plotly" type="application/octet-stream">{payload}</script>',
             f"<script>{BOOT}</script>", "</body></html>", ""])

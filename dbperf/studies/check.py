@@ -20,13 +20,13 @@ from dbperf.errors import UserError
 from dbperf.run_meta import HostMeta, RunMeta
 from dbperf.storage.results import META, read_meta
 from dbperf.studies.builds import build_problems, problems_by_key
-from dbperf.studies.evidence import NOT_REPRODUCIBLE, WORDS, Interval, word
+from dbperf.studies.evidence import NOT_REPRODUCIBLE, WORDS, Interval, coverage_said, word
 from dbperf.studies.figures import Headline, NotMeasured, Provenance, Reader, Row, not_a_floor, row, tallied
-from dbperf.studies.model import Study, load_study, study_names
+from dbperf.studies.model import Figure, Study, load_study, study_names
 from dbperf.studies.notebook import unmarked
 from dbperf.studies.record_page import notebook_path, record_page
 from dbperf.studies.sources import load_sources, section_keys
-from dbperf.studies.study_record import STUDY_JSON, StudyRecord, read_record
+from dbperf.studies.study_record import STUDY_JSON, StudyRecord, read_record, shown_path
 from dbperf.studies.vocabulary import internal_words
 
 
@@ -61,7 +61,11 @@ def check_record(name: str, docs: Path) -> Checked:
         defects += _page_differs(page_path, page, record_page(study, record, notebook.is_file()))
     kept = {step: docs / rel for step, rel in (record.results or {}).items()}
     defects += check_figures(study, record, kept)
-    defects += output_defects(study, record, docs / name, kept)
+    defects += [f"step {step}: its results kept beside the record ({shown_path(where)}) are missing"
+                for step, where in kept.items() if not (where / META).is_file()]
+    defects += [f"step {step}: its output kept beside the record ({shown_path(docs / rel)}) is missing"
+                for step, rel in (record.outputs or {}).items() if not (docs / rel).is_file()]
+    defects += output_defects(study, record, docs / name, kept, record)
     texts = [(page_path, page), (docs / f"{name}.json", (docs / f"{name}.json").read_text(encoding="utf-8"))]
     if notebook.is_file():
         texts.append((notebook, notebook.read_text(encoding="utf-8")))
@@ -119,18 +123,20 @@ def check_figures(study: Study, record: StudyRecord, kept: dict[str, Path], run_
         if untraced and any(c.isdigit() for c in r.published):
             defects.append(f"{where}: prints a figure as published whose source is not traced ({untraced[0]})")
         if r.measured_anything:
-            steps = {str(m["step"]) for m in (figure.measure, figure.per, figure.before) if m and "step" in m}
+            steps = figure_steps(figure)
             defects += [f"{where}: {d}" for d in _provenance_defects(r, {s: metas[s] for s in steps if s in metas},
                                                                      run_dir)]
     return defects + _headline_defects(study, record, kept)
 
 
-def output_defects(study: Study, record: StudyRecord, outputs: Path, kept: dict[str, Path] | None = None
-                   ) -> list[str]:
+def output_defects(study: Study, record: StudyRecord, outputs: Path, kept: dict[str, Path] | None = None,
+                   expected: StudyRecord | None = None) -> list[str]:
     """Every measured figure read back from what is kept of its steps (the results directories beside the record or
     in a run's folder, `kept`; the steps' JSON and probe outputs in `outputs`), as the record would be written again:
-    the record says what they give. A figure whose evidence is not kept (recorded before outputs were kept beside
-    the record) is not read back."""
+    the record says what they give. `expected`: the record whose `results` and `outputs` say what evidence it keeps
+    (None: every step's, as in a run's folder); a figure whose evidence is listed there and no longer gives it (a
+    deleted output) is a defect, one whose evidence was never kept (recorded before outputs were kept beside the
+    record, or a step's JSON not kept with its results) is not read back."""
     said = []
     reader = Reader(study, outputs, kept)
     for i, r in enumerate(record.figures or []):
@@ -141,7 +147,23 @@ def output_defects(study: Study, record: StudyRecord, outputs: Path, kept: dict[
         if again.measured_anything and (again.measured != r.measured or again.value != r.value):
             said.append(f"figure {i + 1} ({r.what}): the record says {r.measured!r}, what is kept of its steps "
                         f"gives {again.measured!r}")
+        elif not again.measured_anything and (expected is None or _evidence_listed(figure, expected)):
+            said.append(f"figure {i + 1} ({r.what}): the record says {r.measured!r}, but its kept evidence is "
+                        f"missing or unreadable ({again.measured})")
     return said
+
+
+def _evidence_listed(figure: Figure, record: StudyRecord) -> bool:
+    """Whether the record lists as kept what each of the figure's measures reads: an experiment step's results for
+    a cell or a geomean, the step's own output for the rest."""
+    measures = [m for m in (figure.measure, figure.per, figure.before) if m and "step" in m]
+    return bool(measures) and all(str(m["step"]) in ((record.results or {}) if m.get("from") in ("cell", "geomean")
+                                                     else (record.outputs or {})) for m in measures)
+
+
+def figure_steps(figure: Figure) -> set[str]:
+    """The steps a figure's measures read."""
+    return {str(m["step"]) for m in (figure.measure, figure.per, figure.before) if m and "step" in m}
 
 
 def _status_defects(requires: bool, r: Row) -> list[str]:
@@ -170,7 +192,9 @@ def _word_of(verdict: str) -> str | None:
 def _word_defects(expect: tuple[float | None, float | None] | None, derived: bool, r: Row,
                   floor: bool = False) -> list[str]:
     said = _word_of(r.verdict)
-    interval = Interval(r.low, r.high, r.interval or "") if r.low is not None and r.high is not None else None
+    interval = (Interval(r.low, r.high, r.interval or "",
+                         coverage=r.coverage if r.coverage is not None else coverage_said(r.interval or ""))
+                if r.low is not None and r.high is not None else None)
     if floor and r.checked is not None and not_a_floor(r.checked, interval):
         return [f"says {said!r} of a ratio to a reference that is not a floor"] if said else []
     if expect is None or derived or r.value is None:

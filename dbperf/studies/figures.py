@@ -121,6 +121,7 @@ class Row:
     low: float | None = None  # the interval of `checked`
     high: float | None = None
     interval: str | None = None
+    coverage: float | None = None  # how often the interval holds the true value (evidence.Interval.coverage)
     checked: float | None = None  # what the word judges: the value, or after / before for a change
     decided: bool | None = None
     run: Provenance | None = None
@@ -351,7 +352,7 @@ class Reader:
         value = _number(found, m["path"])
         exact = step_kind(self.study.step(step).kind).exact(self.study.step(step).settings)
         if exact:
-            return Measured(value, interval=Interval(value, value, exact, exact=True))
+            return Measured(value, interval=Interval(value, value, exact, exact=True, coverage=1.0))
         if isinstance(m.get("spread"), list):  # the range of its runs, kept beside it
             low, high, runs = (walk(doc, p) for p in m["spread"])
             if not isinstance(runs, list) or len(runs) < 2:
@@ -385,7 +386,7 @@ def _verdict_interval(v: CellVerdict | None) -> Interval | str:
     kind = "interval at planned looks" if v.planned else "anytime-valid interval"
     return Interval(1 + v.lower, 1 + v.upper,
                     f"the sequential rule's {1 - v.alpha:.1%} {kind} of the wall clock's per-round ratio, "
-                    f"{v.paired.n if v.paired else '?'} rounds")
+                    f"{v.paired.n if v.paired else '?'} rounds", coverage=1 - v.alpha)
 
 
 def _interval_or_why(found: Interval | str) -> dict[str, Any]:
@@ -425,7 +426,8 @@ def _combined(measured: Measured, other: Measured, op: str) -> tuple[Interval | 
         ratios = [measured.samples[r] / other.samples[r] for r in common if other.samples[r]]
         found = median_interval(ratios)
         if isinstance(found, Interval):
-            return Interval(found.low, found.high, f"{found.how}, of the per-round {op}"), None
+            return Interval(found.low, found.high, f"{found.how}, of the per-round {op}",
+                            coverage=found.coverage), None
         return None, found
     if measured.interval is not None and other.interval is not None:
         ratio = ratio_interval(measured.interval, other.interval)
@@ -489,7 +491,8 @@ def judged(figure: Figure, value: float, before: float | None, interval: Interva
     text = ("" if before is None else f"{_formatted(figure, before)} → ") + _formatted(figure, value)
     return Row(figure.what, figure.section, figure.published, text, "; ".join(words) or SHOWN, value,
                low=interval.low if interval else None, high=interval.high if interval else None,
-               interval=interval.how if interval else why_none, checked=checked, decided=decided,
+               interval=interval.how if interval else why_none, coverage=interval.coverage if interval else None,
+               checked=checked, decided=decided,
                builds=list(dict.fromkeys(builds)) or None, superseded=superseded)
 
 

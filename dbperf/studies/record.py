@@ -133,7 +133,8 @@ def record_study(name: str, directory: Path, docs: Path = DOCS_STUDIES, force: b
     record_results = (on_record.results or {}) if kept and on_record is not None else {}
     results = {s.name: f"{name}/{s.name}" if s.name not in kept else record_results.get(s.name)
                for s in study.steps if s.name in sources or s.name in kept}
-    run = run.replace(results={step: rel for step, rel in results.items() if rel})
+    run = run.replace(results={step: rel for step, rel in results.items() if rel},
+                      outputs=step_outputs(study, directory, docs, kept, on_record))
     _docs_directory(docs)
     hand_text_to_notebook(name, docs)
     page_text = record_page(study, run, notebook_path(docs, name).is_file())
@@ -271,6 +272,22 @@ def put_step_results(study: Study, docs: Path, staged: dict[str, Path], kept: li
                 staged[step.name].rename(dest)
         except OSError as e:
             raise UserError(f"{dest}: cannot put the step's results on record: {e.strerror or e}") from None
+
+
+def step_outputs(study: Study, directory: Path, docs: Path, kept: list[str], on_record: StudyRecord | None
+                 ) -> dict[str, str]:
+    """Where put_step_outputs keeps each step's JSON beside the record (relative to `docs`), by step: this run's,
+    and for a step kept from the record the record's."""
+    before = (on_record.outputs or {}) if on_record is not None else {}
+    said = {}
+    for step in study.steps:
+        kind = step_kind(step.kind)
+        if step.name in kept:
+            if step.name in before:
+                said[step.name] = before[step.name]
+        elif kind.results(directory, step.name) is None and kind.own_file(directory, step.name).is_file():
+            said[step.name] = str(kind.own_file(docs / study.name, step.name).relative_to(docs))
+    return said
 
 
 def put_step_outputs(study: Study, directory: Path, docs: Path, kept: list[str]) -> None:

@@ -20,14 +20,14 @@ from dbperf.run_meta import HostMeta, RunMeta
 from dbperf.storage.results import read_meta
 from dbperf.studies.builds import problems_by_key
 from dbperf.studies.definition import Figure
-from dbperf.studies.evidence import Interval
+from dbperf.studies.evidence import Interval, coverage_said
 from dbperf.studies.figures import Provenance, Reader, Row, claim_check, headline, row, step_headlines
 from dbperf.studies.model import Study, load_study
 from dbperf.studies.notebook import with_banners
 from dbperf.studies.record import hand_text_to_notebook, record_provenance
 from dbperf.studies.record_page import notebook_path, record_page
 from dbperf.studies.steps import step_kind
-from dbperf.studies.study_record import DOCS_STUDIES, read_record, record_text, recorded_results
+from dbperf.studies.study_record import DOCS_STUDIES, StudyRecord, read_record, record_text, recorded_results
 
 CHANGE = re.compile(r"after / before ([0-9.]+)\)")
 
@@ -48,7 +48,7 @@ def rerecord(name: str, docs: Path = DOCS_STUDIES) -> list[Path]:
     figures = [_figure_again(study, f, old.get(f.what), reader, metas, own) for f in study.figures]
     head = headline(study, docs / name, kept) if study.headline and study.headline["step"] in kept else None
     also = step_headlines(study, docs / name, kept) if all(s in kept for s in study.also_headlines) else None
-    again = record.replace(figures=figures, kept_from_record=UNSET,
+    again = record.replace(figures=figures, kept_from_record=UNSET, outputs=kept_outputs(study, record, docs),
                            headline=head if head is not None else record.headline,
                            also_headlines=also if also is not None else record.also_headlines,
                            rewritten=f"{datetime.now().astimezone():%Y-%m-%d %H:%M %Z}")
@@ -60,6 +60,16 @@ def rerecord(name: str, docs: Path = DOCS_STUDIES) -> list[Path]:
     (docs / f"{name}.json").write_text(record_text(again))
     (docs / f"{name}.md").write_text(record_page(study, again, notebook_path(docs, name).is_file()))
     return [docs / f"{name}.md", docs / f"{name}.json"]
+
+
+def kept_outputs(study: Study, record: StudyRecord, docs: Path) -> dict[str, str]:
+    """The steps' JSON kept beside the record, by step: as the record says, or, for a record written before it said
+    so, what lies beside it now (from then on a deleted one is told from one never kept)."""
+    if record.outputs is not UNSET:
+        return dict(record.outputs)
+    found = {s.name: step_kind(s.kind).own_file(docs / study.name, s.name) for s in study.steps
+             if s.name not in (record.results or {})}
+    return {step: str(path.relative_to(docs)) for step, path in found.items() if path.is_file()}
 
 
 def _steps(f: Figure) -> set[str]:
@@ -85,8 +95,8 @@ def _figure_again(study: Study, f: Figure, old: Row | None, reader: Reader, meta
         return Row(f.what, f.section, f.published,
                    f"withdrawn: measured by a run the record does not name ({old.host}; its results were not "
                    "kept): with no run to check it against, its value is not shown", "–")
-    if old.checked is not None and old.run is not None:  # recorded with its evidence: kept as it is
-        return replace(old, section=f.section, published=f.published)
+    if old.checked is not None and old.run is not None and (old.coverage is not None or old.low is None):
+        return replace(old, section=f.section, published=f.published)  # recorded with its evidence: kept as it is
     return _judged_again(study, f, old, own if old.run is None else old.run)
 
 
@@ -100,7 +110,7 @@ def _from_kept(f: Figure, old: Row | None, reader: Reader, metas: dict[str, RunM
                    f"({'; '.join(f'{c}, {i}' for c, i in sorted(cpus, key=str))})", "–")
     new = row(reader, f)
     if new.measured_anything or old is None or not old.measured_anything:
-        run = _run_of(metas[sorted(metas)[0]], own)
+        run = _run_of(metas[sorted(metas)[0]], own, old.run if old is not None else None)
         return replace(new, run=run if new.measured_anything else None)
     return None
 
@@ -109,18 +119,23 @@ def _host(meta: RunMeta) -> HostMeta:
     return meta.host or HostMeta()
 
 
-def _run_of(meta: RunMeta, own: Provenance) -> Provenance:
-    """The record's own run when its kept results started inside it on its CPU, else the run meta.json describes."""
+def _run_of(meta: RunMeta, own: Provenance, was: Provenance | None = None) -> Provenance:
+    """The record's own run when its kept results started inside it on its CPU, else the run the figure named
+    before when they did (`was`: what it knew, its load average and command, is kept), else the run meta.json
+    describes."""
     def when(iso: object) -> datetime | None:
         try:
             return datetime.fromisoformat(str(iso))
         except ValueError:
             return None
-    start, begun, ended = when(meta.started_at), when(own.started), when(own.ended)
-    h = _host(meta)
-    same_cpu = (h.cpu_model, h.cpu_id) == (own.host.get("cpu"), own.host.get("cpu_id"))
-    if same_cpu and start and begun and ended and begun <= start <= ended:
-        return own
+    start, h = when(meta.started_at), _host(meta)
+    for run in (own, was):
+        if run is None:
+            continue
+        begun, ended = when(run.started), when(run.ended)
+        same_cpu = (h.cpu_model, h.cpu_id) == (run.host.get("cpu"), run.host.get("cpu_id"))
+        if same_cpu and start and begun and ended and begun <= start <= ended:
+            return run
     return Provenance.of_results(meta, str(Path(meta.experiment).parent) if meta.experiment else None)
 
 
@@ -136,10 +151,15 @@ def _judged_again(study: Study, f: Figure, old: Row, run: Provenance) -> Row:
     interval: Interval | None = None
     why: str | None = "recorded before the lab kept an interval with the figure; its step's files were not kept"
     if checked is not None and exact and all(exact):
-        interval, why = Interval(checked, checked, str(exact[0]), exact=True), None
+        interval, why = Interval(checked, checked, str(exact[0]), exact=True, coverage=1.0), None
+    elif old.low is not None and old.high is not None and old.checked is not None:
+        # recorded with its interval before its coverage was kept apart: the coverage its description states
+        checked, how = old.checked, old.interval or ""
+        interval, why = Interval(old.low, old.high, how, coverage=coverage_said(how)), None
     lab = [p for p in old.verdict.split("; ") if p.split(" ", 1)[0] in ("faster", "slower", "same", "undecided",
                                                                        "unstable", "decided")]
-    claim = claim_check(f, checked, interval, None, why) if checked is not None else ""
+    decided = False if old.superseded else old.decided
+    claim = claim_check(f, checked, interval, decided, why) if checked is not None else ""
     words = [*lab, claim + (f" (after / before {checked:.3f})" if f.before is not None and claim else "")]
     if f.derived:
         words.append(f"derived, not measured: {f.derived}")
@@ -147,4 +167,4 @@ def _judged_again(study: Study, f: Figure, old: Row, run: Provenance) -> Row:
     return replace(old, section=f.section, published=f.published, verdict=verdict, host=None, run=run,
                    checked=checked,
                    low=interval.low if interval else None, high=interval.high if interval else None,
-                   interval=interval.how if interval else why)
+                   interval=interval.how if interval else why, coverage=interval.coverage if interval else None)

@@ -76,6 +76,9 @@ class StudyRecord(msgspec.Struct, kw_only=True):
     # Put on record (record.py): where its steps' results are kept, beside the record; why it is partial; what a
     # run narrowed by --step kept from the record before it.
     results: dict[str, str] | UnsetType = UNSET
+    # The JSON of each step with no results directory (a probe's timings, a diff, a bisect's path) kept beside the
+    # record, by step: what `study check` reads back, and a deleted one told from one never kept.
+    outputs: dict[str, str] | UnsetType = UNSET
     partial: str | UnsetType = UNSET
     kept_from_record: KeptFrom | UnsetType = UNSET
     # Cells this run decided one way and the record's kept run of the same step the other (stats/contradiction.py),

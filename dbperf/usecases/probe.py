@@ -29,7 +29,8 @@ def probe_here(names: list[str] | None, repeats: int, scale: float, out: Path | 
                err: Console = PROGRESS) -> dict:
     """The families on this CPU (those that fetch nothing by default), stored as DIR/probes.json with `out`."""
     result = run_probes(names or DEFAULT, repeats=repeats, scale=scale,
-                        on_family=lambda f: err.print(f"dbperf: probing {f.name}: {f.description}", highlight=False))
+                        on_family=lambda f: err.print(f"dbperf: probing {f.name}: {f.description}", highlight=False),
+                        announce=lambda said: err.print(f"dbperf: {said}", highlight=False))
     if out:
         store_probes(out, result, force)
     return result

@@ -45,6 +45,14 @@ def _heading(page: Page, s: Section) -> None:
         page.add(f"<h2>{text(s.title)}</h2>")
 
 
+def _lines(s: Section) -> str:
+    """A section's lines: a legend read as prose (`wrap`) as a list in the page's font, wrapping at its width;
+    lines shown as written (sysbench's interval lines) as preformatted text, scrolling when wider than the page."""
+    if s.wrap:
+        return '<ul class="legend">' + "".join(f"<li>{text(line)}</li>" for line in s.lines) + "</ul>"
+    return "<pre>" + "\n".join(text(line) for line in s.lines) + "</pre>"
+
+
 def chart_page(chart: ChartPage) -> str:
     """The page: each section's title, subtitle, warning, figures (side by side with `grid`), colour legend, lines,
     table, text and notes, in that order."""
@@ -61,7 +69,7 @@ def chart_page(chart: ChartPage) -> str:
         if s.swatches:
             page.add(legend_swatches({w.name: w.colour for w in s.swatches}, {w.name: w.meaning for w in s.swatches}))
         if s.lines:
-            page.add("<pre>" + text("\n".join(s.lines)) + "</pre>")
+            page.add(_lines(s))
         if s.block is not None:
             page.add(block_html(s.block))
         page.parts += [f"<p>{text(t)}</p>" for t in s.text]
@@ -87,7 +95,7 @@ def render(view: View) -> str:
             parts.append(f'<p class="warning">{text(s.warning)}</p>')
         parts += [f"<p>{text(t)}</p>" for t in s.text]
         if s.lines:
-            parts.append("<pre>" + "\n".join(text(line) for line in s.lines) + "</pre>")
+            parts.append(_lines(s))
         if s.block is not None:
             parts.append(block_html(s.block))
         parts += _notes(s.notes)

@@ -36,7 +36,8 @@ class ProbeKind(StepKind):
     def run(self, run: StepRun) -> StepEnd:
         s = run.settings
         result = run_probes(list(s["families"]), repeats=int(s.get("repeats", 5)), scale=float(s.get("scale", 1.0)),
-                            on_family=lambda f: say(f"dbperf: probing {f.name}: {f.description}", run.err))
+                            on_family=lambda f: say(f"dbperf: probing {f.name}: {f.description}", run.err),
+                            announce=lambda said: say(f"dbperf: {said}", run.err))
         store_probes(run.directory / run.name, result, force=False)
         return StepEnd(f"probes {', '.join(s['families'])}, {result['repeats']} repeats, scale {result['scale']:g}")
 
