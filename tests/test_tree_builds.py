@@ -189,3 +189,24 @@ def test_two_processes_building_one_tree_at_once_share_one_whole_entry(base: Pat
     assert entry["source"]["origin"] == "tree"
     log = (Path(entry["library"]).parent / "build.log").read_text()
     assert Path(entry["library"]).is_file() and "cannot find" not in log and log.count("-DDBPERF_TREE_TWICE=1") >= 1
+
+
+def test_a_dry_run_tries_a_source_trees_configure_in_a_copy_and_refuses_one_that_fails(base: Path, cache: Path):
+    """A SQLite source tree (a configure, no amalgamation) that does not configure is refused by the dry run in one
+    line, before a run would claim its folder; one that configures says so; neither leaves a file in the tree."""
+    for name, script, code in (("broken", "echo 'configure: error: no tclsh found' >&2\nexit 1\n", 2),
+                               ("fine", "echo 'checking for a C compiler... gcc'\nexit 0\n", 0)):
+        tree = base / name
+        tree.mkdir()
+        (tree / "configure").write_text("#!/bin/sh\n" + script)
+        exp = base / f"{name}.toml"
+        exp.write_text(RUN + f'\n[[target]]\nname = "t"\ntree = "{name}"\n')
+        proc = run_cli("run", str(exp), "--dry-run", "--out", str(base / f"{name}-out"))
+        assert proc.returncode == code, proc.stderr
+        assert os.listdir(tree) == ["configure"] and not (base / f"{name}-out").exists()
+        if code:
+            (line,) = [x for x in proc.stderr.splitlines() if "configure" in x]
+            assert "the tree's configure fails (exit 1, tried in a temporary copy): configure: error: no tclsh " \
+                   "found" in line, proc.stderr
+        else:
+            assert "its configure ran in a temporary copy" in proc.stdout + proc.stderr

@@ -247,8 +247,27 @@ def analyze(name: str, folders: list[Path]) -> tuple[int, int, int]:
     print(f"{name}: contradictions {len(clashes)} of {len(cells)} cells; A/A false-decided {false} of {len(aa_cells)}"
           f" (Clopper-Pearson 90% upper bound {bound:.1%}); coverage of the median over runs "
           f"{covered} of {judged} intervals ({covered / judged:.0%})" if judged else "")
+    _cost(name, folders, runs)
     _levels(folders)
     return len(clashes), false, len(aa_cells)
+
+
+def _cost(name: str, folders: list[Path], runs: list[dict[tuple[str, str, int], CellCall]]) -> None:
+    """What the runs cost: the cells they decided (A/A copies left out: a decided A/A cell is a false call, not
+    work done) per minute of their wall clock, start of the run to its end (load, restarts and rounds)."""
+    minutes = 0.0
+    for folder in folders:
+        meta, _, _ = read_results(folder)
+        try:
+            minutes += (datetime.fromisoformat(str(meta.finished_at)) -
+                        datetime.fromisoformat(str(meta.started_at))).total_seconds() / 60
+        except ValueError:
+            print(f"  {folder.name}: no start and end kept: cost not counted")
+    aa = _aa_target(folders[0])
+    decided = sum(1 for r in runs for k, c in r.items() if k[0] != aa and c.verdict in ("faster", "slower", "same"))
+    if minutes:
+        print(f"{name}: cost: {decided} decided target cells in {minutes:.1f} minutes of runs, "
+              f"{decided / minutes:.2f} a minute")
 
 
 def main() -> None:

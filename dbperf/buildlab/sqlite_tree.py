@@ -10,6 +10,7 @@ the label names it), `identity()` (what the build's key hashes), `ready()` (a fo
 from __future__ import annotations
 
 import subprocess
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,7 @@ AMALGAMATION = ("sqlite3.c", "sqlite3.h")
 # `make sqlite3.c` makes sqlite3.h as well; the tree's own configure, with its defaults (only the amalgamation is
 # made: the build lab compiles it with the target's flags).
 MAKE_AMALGAMATION = (["sh", "configure"], ["make", "sqlite3.c"])
+CONFIGURE_TIMEOUT_S = 300
 NEITHER = ("holds neither sqlite3.c and sqlite3.h (an amalgamation) nor a configure script that makes them (a SQLite "
            "source tree)")
 
@@ -65,6 +67,28 @@ def amalgamation_facts(folder: Path) -> dict[str, Any]:
     found = SQLITE_VERSION.search((folder / "sqlite3.h").read_text(errors="replace"))
     return {"sqlite_version": found.group(1) if found else "unknown",
             "sqlite3_c_sha256": sha256_of(str(folder / "sqlite3.c"))}
+
+
+def configures(tree: TreeSource, label: str) -> str:
+    """For a dry run: a source tree's configure run in a temporary copy of the tree (never in the user's folder), so
+    that a tree that does not configure is refused before a run claims its folder; what was found. The copy and its
+    output are removed: nothing is built or kept."""
+    if set(AMALGAMATION) <= tree.snapshot.names:
+        return "holds the amalgamation"
+    with tempfile.TemporaryDirectory(prefix="dbperf-configure-") as tmp:
+        folder, log = Path(tmp) / "src", Path(tmp) / "configure.log"
+        tree.export(folder)
+        with open(log, "w") as f:
+            try:
+                proc = subprocess.run(MAKE_AMALGAMATION[0], cwd=folder, stdout=f, stderr=subprocess.STDOUT,
+                                      stdin=subprocess.DEVNULL, env=build_environment(), timeout=CONFIGURE_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                raise UserError(f"{label}: the tree's configure did not end within {CONFIGURE_TIMEOUT_S} s (tried "
+                                "in a temporary copy)") from None
+        if proc.returncode != 0:
+            raise UserError(f"{label}: the tree's configure fails (exit {proc.returncode}, tried in a temporary "
+                            f"copy): {tail(log.read_text(errors='replace'), 2)}")
+    return "its configure ran in a temporary copy"
 
 
 def amalgamate(folder: Path, log: Path, label: str) -> None:

@@ -22,7 +22,7 @@ from dbperf.buildlab.server_build import cached_server_builds, check_can_build, 
 from dbperf.buildlab.server_releases import ServerInstall
 from dbperf.buildlab.server_tree import resolve_server_tree
 from dbperf.buildlab.sqlite_source import SqliteSource, _cargo
-from dbperf.buildlab.sqlite_tree import resolve_tree
+from dbperf.buildlab.sqlite_tree import configures, resolve_tree
 from dbperf.catalog.tool_commands import tool_path
 from dbperf.errors import UserError
 from dbperf.experiment.build_variants import BuildSpec, ServerBuildSpec
@@ -180,7 +180,9 @@ def _sqlite(e: Experiment, t: Target) -> str:
         if cached is None:
             if t.build.tree is None:
                 _cargo()  # the source is fetched through cargo
-            where = "the tree copied into the cache" if t.build.tree is not None else "source fetched through cargo"
+                where = "source fetched through cargo"
+            else:  # a source tree that does not configure is refused now, not after the run claimed its folder
+                where = f"the tree copied into the cache; {configures(resolve_tree(t.build.tree), t.build.label())}"
             return f"{t.build.label()}: not cached, would be built ({where}, then {_compiled(t.build)})"
         library, said = str(cached), f"{t.build.label()}: cached, "
     info = library_info(t.engine, library)

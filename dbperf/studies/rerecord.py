@@ -139,23 +139,27 @@ def _run_of(meta: RunMeta, own: Provenance, was: Provenance | None = None) -> Pr
     return Provenance.of_results(meta, str(Path(meta.experiment).parent) if meta.experiment else None)
 
 
-def _judged_again(study: Study, f: Figure, old: Row, run: Provenance) -> Row:
-    """A kept figure (its step's files not kept) judged again by the evidence rule from its value as recorded; one
-    recorded with its evidence already (its interval, its run) keeps it (the caller's)."""
+def _evidence_again(study: Study, f: Figure, old: Row) -> tuple[float | None, Interval | None, str | None]:
+    """(what the word judges, its interval, why none) of a kept figure: exact where its steps count, else the
+    interval recorded with it (its coverage as its description states it, for a record from before the coverage
+    was kept apart), else none."""
     checked = old.value
     change = CHANGE.search(old.verdict)
     if f.before is not None:
         checked = float(change.group(1)) if change else None
-    steps = _steps(f)
-    exact = [step_kind(study.step(s).kind).exact(study.step(s).settings) for s in steps]
-    interval: Interval | None = None
-    why: str | None = "recorded before the lab kept an interval with the figure; its step's files were not kept"
+    exact = [step_kind(study.step(s).kind).exact(study.step(s).settings) for s in _steps(f)]
     if checked is not None and exact and all(exact):
-        interval, why = Interval(checked, checked, str(exact[0]), exact=True, coverage=1.0), None
-    elif old.low is not None and old.high is not None and old.checked is not None:
-        # recorded with its interval before its coverage was kept apart: the coverage its description states
-        checked, how = old.checked, old.interval or ""
-        interval, why = Interval(old.low, old.high, how, coverage=coverage_said(how)), None
+        return checked, Interval(checked, checked, str(exact[0]), exact=True, coverage=1.0), None
+    if old.low is not None and old.high is not None and old.checked is not None:
+        how = old.interval or ""
+        return old.checked, Interval(old.low, old.high, how, coverage=coverage_said(how)), None
+    return checked, None, "recorded before the lab kept an interval with the figure; its step's files were not kept"
+
+
+def _judged_again(study: Study, f: Figure, old: Row, run: Provenance) -> Row:
+    """A kept figure (its step's files not kept) judged again by the evidence rule from its value as recorded; one
+    recorded with its evidence already (its interval, its run) keeps it (the caller's)."""
+    checked, interval, why = _evidence_again(study, f, old)
     lab = [p for p in old.verdict.split("; ") if p.split(" ", 1)[0] in ("faster", "slower", "same", "undecided",
                                                                        "unstable", "decided")]
     decided = False if old.superseded else old.decided
