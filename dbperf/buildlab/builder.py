@@ -326,12 +326,13 @@ def _cached_manifest(path: Path) -> BuildManifest | None:
 
 
 def build_all(specs: list[BuildSpec], base_dir: Path | None = None,
-              on_done: Callable[[BuildSpec, Build], None] | None = None) -> dict[BuildSpec, Build]:
+              on_done: Callable[[BuildSpec, Build], None] | None = None,
+              announce: Callable[[str], None] | None = None) -> dict[BuildSpec, Build]:
     """Builds distinct specs at once, one compiler per core (build_pool.py), each reported as it finishes. Sources
     are fetched (or read) first, once each. A PGO build takes longest (two compiles, a training run and its guard)
     and is started first; its base is usually one of the other specs (one key, built once: build()'s lock)."""
     unique = list(dict.fromkeys(specs))
-    sources = origins(unique)
+    sources = origins(unique, announce)  # a crate not yet downloaded is said first
     ordered = sorted(unique, key=lambda s: not s.pgo)
     return run_at_once(ordered, lambda s: build(s, sources[s], base_dir), on_done)
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Protocol
 
-from dbperf.buildlab.sqlite_source import resolve
+from dbperf.buildlab.sqlite_source import Announce, resolve
 from dbperf.buildlab.sqlite_tree import resolve_tree
 from dbperf.experiment.build_variants import BuildSpec
 from dbperf.experiment.user_source import UserTree
@@ -37,17 +37,17 @@ class SqliteOrigin(Protocol):
         ...
 
 
-def origin_of(spec: BuildSpec) -> SqliteOrigin:
+def origin_of(spec: BuildSpec, announce: Announce | None = None) -> SqliteOrigin:
     if spec.tree is not None:
         return resolve_tree(spec.tree)
-    return resolve(spec.sqlite_version)
+    return resolve(spec.sqlite_version, announce)
 
 
-def origins(specs: list[BuildSpec]) -> dict[BuildSpec, SqliteOrigin]:
-    """Each spec's source, each version fetched and each tree read once."""
+def origins(specs: list[BuildSpec], announce: Announce | None = None) -> dict[BuildSpec, SqliteOrigin]:
+    """Each spec's source, each version fetched (`announce` told of a download first) and each tree read once."""
     read: dict[str | UserTree, SqliteOrigin] = {}
     for spec in specs:
         where = spec.tree or spec.sqlite_version
         if where not in read:
-            read[where] = origin_of(spec)
+            read[where] = origin_of(spec, announce)
     return {spec: read[spec.tree or spec.sqlite_version] for spec in specs}

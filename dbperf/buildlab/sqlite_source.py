@@ -17,6 +17,7 @@ import time
 import tomllib
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -121,18 +122,45 @@ class NoAmalgamation(UserError):
     """An old crate release that links the system's SQLite instead of bundling one: no version to build."""
 
 
-def fetch(crate_version: str) -> SqliteSource:
-    """Fetches one exact crate version through cargo and reads the SQLite version of its amalgamation. One fetch of
-    a version at a time, across processes (an flock beside its project): two runs started together on an empty
-    cache would write one Cargo.toml and Cargo.lock at once, and cargo refuses a half-written one."""
+Announce = Callable[[str], None]  # told of a download before it starts
+DOWNLOADS = "https://static.crates.io/crates"  # where cargo downloads crates.io's crates from
+
+
+def fetch(crate_version: str, announce: Announce | None = None) -> SqliteSource:
+    """Fetches one exact crate version through cargo and reads the SQLite version of its amalgamation; `announce` is
+    told first when cargo does not hold the crate yet. One fetch of a version at a time, across processes (an flock
+    beside its project): two runs started together on an empty cache would write one Cargo.toml and Cargo.lock at
+    once, and cargo refuses a half-written one."""
     project = cache_root() / "fetch" / crate_version
     project.mkdir(parents=True, exist_ok=True)
     with open(project.parent / f"{crate_version}.lock", "a") as held:
         fcntl.flock(held, fcntl.LOCK_EX)
         try:
+            if announce is not None and not _held_by_cargo(crate_version):
+                announce(f"downloading the crate {CRATE} {crate_version} ({_crate_size(crate_version)}) from "
+                         f"crates.io through cargo, for its SQLite amalgamation; kept in {_cargo_home()}/registry")
             return _fetch(crate_version, project)
         finally:
             fcntl.flock(held, fcntl.LOCK_UN)
+
+
+def _cargo_home() -> Path:
+    return Path(os.environ.get("CARGO_HOME") or Path.home() / ".cargo")
+
+
+def _held_by_cargo(crate_version: str) -> bool:
+    return any(_cargo_home().glob(f"registry/cache/*/{CRATE}-{crate_version}.crate"))
+
+
+def _crate_size(crate_version: str) -> str:
+    """The crate's size as its download server gives it (a HEAD request), or that it did not."""
+    request = urllib.request.Request(f"{DOWNLOADS}/{CRATE}/{CRATE}-{crate_version}.crate", method="HEAD")
+    try:
+        with urllib.request.urlopen(request, timeout=20) as response:
+            size = int(response.headers.get("Content-Length") or 0)
+    except (urllib.error.URLError, OSError, ValueError):
+        size = 0
+    return f"{size / 1e6:.1f} MB" if size else "size not given by crates.io"
 
 
 def _fetch(crate_version: str, project: Path) -> SqliteSource:
@@ -160,11 +188,11 @@ def _fetch(crate_version: str, project: Path) -> SqliteSource:
     return SqliteSource(sqlite_version, CRATE, crate_version, checksum, str(amalgamation), digest)
 
 
-def resolve(sqlite_version: str) -> SqliteSource:
-    """The newest crate version that bundles this SQLite version."""
+def resolve(sqlite_version: str, announce: Announce | None = None) -> SqliteSource:
+    """The newest crate version that bundles this SQLite version (`announce` told of each crate downloaded)."""
     known = known_versions()
     for crate_version in sorted((c for c, v in known.items() if v == sqlite_version), key=_semver, reverse=True):
-        source = fetch(crate_version)
+        source = fetch(crate_version, announce)
         if source.sqlite_version == sqlite_version:
             return source
     # Scan crate versions not yet mapped, newest first, until an older SQLite shows up.
@@ -179,7 +207,7 @@ def resolve(sqlite_version: str) -> SqliteSource:
             break
         scanned += 1
         try:
-            source = fetch(crate_version)
+            source = fetch(crate_version, announce)
         except NoAmalgamation:
             break  # this release and every older one link the system's SQLite
         if source.sqlite_version == sqlite_version:
@@ -191,7 +219,7 @@ def resolve(sqlite_version: str) -> SqliteSource:
                     f"(known here: {available}; `dbperf build --versions` scans for more)")
 
 
-def scan_versions(limit: int) -> tuple[dict[str, str], str | None]:
+def scan_versions(limit: int, announce: Announce | None = None) -> tuple[dict[str, str], str | None]:
     """Maps the newest `limit` crate versions (fetching those not yet known): crate -> SQLite, newest first, and
     the first release that bundles no amalgamation, where the scan stopped (every older one predates the bundling),
     or None."""
@@ -199,7 +227,7 @@ def scan_versions(limit: int) -> tuple[dict[str, str], str | None]:
     out = {}
     for crate_version in crate_versions()[:limit]:
         try:
-            out[crate_version] = known.get(crate_version) or fetch(crate_version).sqlite_version
+            out[crate_version] = known.get(crate_version) or fetch(crate_version, announce).sqlite_version
         except NoAmalgamation:
             return out, crate_version
     return out, None

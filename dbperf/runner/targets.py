@@ -156,7 +156,8 @@ def build_targets(e: Experiment, console: Console) -> tuple[Experiment, dict[str
                           markup=False)
             progress.advance(task)
 
-        builds = build_all(specs, e.path.parent, on_done=done)
+        builds = build_all(specs, e.path.parent, on_done=done,
+                           announce=lambda said: console.print(f"dbperf: {said}", highlight=False, markup=False))
     targets = tuple(replace(t, library=str(builds[t.build].library)) if t.build else t for t in e.targets)
     manifests = {t.name: {**builds[t.build].manifest, "cached": builds[t.build].cached}
                  for t in e.targets if t.build}

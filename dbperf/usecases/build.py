@@ -100,9 +100,9 @@ class Versions:
     lines: list[str]
 
 
-def upstream_versions(engine: str, scan: int) -> Versions:
-    """Which versions exist: SQLite's as bundled by the newest `scan` crate releases, a server's released
-    binaries."""
+def upstream_versions(engine: str, scan: int, err: Console = PROGRESS) -> Versions:
+    """Which versions exist: SQLite's as bundled by the newest `scan` crate releases (each crate not yet downloaded
+    said on `err` first), a server's released binaries."""
     if engine in SERVER_RELEASES:
         published = available_versions(engine)
         names = dict.fromkeys(release_name(engine, p) for p in published)  # rebuilds (-1) once
@@ -110,7 +110,7 @@ def upstream_versions(engine: str, scan: int) -> Versions:
                         ["  " + ", ".join(names)])
     if engine != SQLITE.name:
         raise UserError(f"--versions: expected {', '.join(engines.NAMES)}, got {engine!r}")
-    mapping, stopped = scan_versions(scan)
+    mapping, stopped = scan_versions(scan, lambda said: err.print(f"dbperf: {said}", highlight=False, markup=False))
     passed = ([f"  (scan stopped at {CRATE} {stopped} of the newest {scan}: it bundles no SQLite amalgamation, nor "
                "does any older release)"] if stopped else [])
     return Versions(f"SQLite versions bundled by the newest {len(mapping)} {CRATE} releases on crates.io (read from "
