@@ -229,3 +229,27 @@ def test_a_deleted_kept_output_is_found_and_one_never_kept_is_not(docs: Path) ->
     _edit_json(docs, "barriers-spin", lambda doc: doc.pop("outputs"))  # as a record from before outputs were kept
     assert _check("barriers-spin", docs) == (0, [])
 
+
+
+def test_a_word_on_an_interval_covering_under_90_percent_is_found(docs: Path) -> None:
+    """A figure kept with "holds" whose interval is a min–max of 3 repeats (75%): no word rests on it, so the check
+    says the evidence gives "consistent"; a record from before the coverage was kept apart is read from its
+    interval's description the same way."""
+    what = "ut_delay(1), InnoDB's loop (×50 PAUSE)"
+
+    def thin(doc: dict, keep_coverage: bool) -> None:
+        figure = _figure(doc, what)
+        assert figure["verdict"].startswith("holds")
+        figure["interval"] = "min–max of 3 repeats (covers the median with 75.0%)"
+        if keep_coverage:
+            figure["coverage"] = 0.75
+        else:
+            figure.pop("coverage")
+
+    for keep in (True, False):
+        copy = docs.parent / f"copy-{keep}"
+        shutil.copytree(docs, copy)
+        _edit_json(copy, "barriers-spin", lambda doc, keep=keep: thin(doc, keep))
+        code, lines = _check("barriers-spin", copy)
+        assert code == 1 and any(f"({what}): says 'holds' where its evidence gives 'consistent'" in line
+                                 for line in lines), lines
