@@ -95,7 +95,7 @@ def lab(where, monkeypatch):
     monkeypatch.setenv("DBPERF_SERVER_CACHE", str(where / "servers"))
     fetches: list[Path] = []
 
-    def fetch(apt, package, engine, version, work, skipped):
+    def fetch(apt, package, engine, version, work, skipped, announce=None):
         tree = work / "src"
         tree.mkdir()
         fetches.append(tree)
@@ -188,7 +188,7 @@ def test_a_build_killed_outright_is_resumed_with_its_last_sampled_time(lab, tmp_
         server_build.check_can_build = lambda spec: (recipe, server_build.find_compiler())
         server_build.candidate_versions = lambda engine: (None, "mysql-9.7", ["9.7.2-4"])
         server_build.open_to_service_users = lambda path: None
-        def fetch(apt, package, engine, version, work, skipped):
+        def fetch(apt, package, engine, version, work, skipped, announce=None):
             (work / "src").mkdir()
             return DebianSource(engine, package, version, work / "src", {{"version": version}})
         server_build.fetch_debian_source = fetch
@@ -200,8 +200,9 @@ def test_a_build_killed_outright_is_resumed_with_its_last_sampled_time(lab, tmp_
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, env=env,
                             start_new_session=True)
     assert proc.stdout is not None
-    while proc.stdout.readline().strip() != "4":
+    while (line := proc.stdout.readline()) and line.strip() != "4":
         pass
+    assert line, f"the build ended before its 4th step (exit {proc.wait(timeout=30)})"  # never a loop on EOF
     os.killpg(proc.pid, signal.SIGKILL)  # the lab, its ninja and its compiler: a session cut off
     proc.wait(timeout=30)
     builds = server_build.server_cache() / "build"

@@ -162,7 +162,7 @@ def test_a_key_held_by_another_is_waited_for_and_said_once(tmp_path):
     release = threading.Event()
 
     def first() -> None:
-        with key_held(tmp_path, "k1"):
+        with key_held(tmp_path / "locks", "k1"):
             order.append("first in")
             first_in.set()
             release.wait(10)
@@ -172,11 +172,11 @@ def test_a_key_held_by_another_is_waited_for_and_said_once(tmp_path):
     holder.start()
     first_in.wait(10)
     threading.Timer(0.3, release.set).start()
-    with key_held(tmp_path, "k1", said.append):
+    with key_held(tmp_path / "locks", "k1", said.append):
         order.append("second in")
     holder.join(10)
     assert order == ["first in", "first out", "second in"]
     assert said == [f"waiting for another dbperf (pid {os.getpid()}) building the same key (k1)"]
-    with key_held(tmp_path, "k2", said.append):  # another key is not waited for
+    with key_held(tmp_path / "locks", "k2", said.append):  # another key is not waited for
         pass
     assert len(said) == 1

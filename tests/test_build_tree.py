@@ -281,7 +281,8 @@ def _lab(where: Path, monkeypatch: pytest.MonkeyPatch, fetches: list[Path]) -> M
     monkeypatch.setattr(server_build, "check_can_build", lambda spec: (recipe, server_build.find_compiler()))
     monkeypatch.setattr(server_build, "candidate_versions", lambda engine: (None, "postgresql-15", ["15.18-0"]))
 
-    def unpacked(apt: Any, package: str, engine: str, version: str, work: Path, skipped: list[str]) -> DebianSource:
+    def unpacked(apt: Any, package: str, engine: str, version: str, work: Path, skipped: list[str],
+                 announce: Any = None) -> DebianSource:
         src = work / "src"
         src.mkdir()
         makefile = MAKEFILE.replace("gcc -O1 -c", "$(CCLAUNCH) -O1 -c") + "clean:\n\trm -f *.o server\n"
@@ -301,7 +302,7 @@ def test_a_server_build_reuses_its_kept_tree_and_its_manifest_says_so(where, mon
     fetches: list[Path] = []
     recipe = _lab(where, monkeypatch, fetches)
     if not ccache:
-        monkeypatch.setattr("dbperf.buildlab.compiler_cache.shutil.which", lambda name: None)
+        monkeypatch.setattr(server_build, "find_ccache", lambda *a: None)  # no ccache (shutil.which is every module's)
     elif shutil.which("ccache") is None:
         pytest.skip("needs ccache")
     first = server_build.build_server(ServerBuildSpec("postgres"), _no_training)
@@ -333,7 +334,7 @@ def test_a_server_build_reuses_its_kept_tree_and_its_manifest_says_so(where, mon
 def test_a_build_that_fails_to_compile_leaves_its_tree_whole_and_one_interrupted_has_it_cleaned(where, monkeypatch,
                                                                                               tmp_path):
     recipe = _lab(where, monkeypatch, [])
-    monkeypatch.setattr("dbperf.buildlab.compiler_cache.shutil.which", lambda name: None)
+    monkeypatch.setattr(server_build, "find_ccache", lambda *a: None)  # no ccache (shutil.which is every module's)
     server_build.build_server(ServerBuildSpec("postgres"), _no_training)
     broken = _patch(tmp_path, "broken.patch", ONE.replace("return 2; }", "return 2 }"))
     with pytest.raises(UserError, match="failed at `make"):

@@ -154,7 +154,8 @@ def test_a_server_from_debian_source_takes_the_patches_after_debians_own(where, 
     monkeypatch.setitem(recipes(), "postgres", CopyingRecipe())
     monkeypatch.setattr(server_build, "candidate_versions", lambda engine: (None, "postgresql-15", ["15.18-0"]))
 
-    def unpacked(apt: Any, package: str, engine: str, version: str, work: Path, skipped: list[str]) -> DebianSource:
+    def unpacked(apt: Any, package: str, engine: str, version: str, work: Path, skipped: list[str],
+                 announce: Any = None) -> DebianSource:
         (work / "src").mkdir()
         (work / "src" / "sqlite3.c").write_text("int a(void) { return 1; }\nint hot(void) { return 1; }\n"
                                                 "int z(void) { return 26; }\n")

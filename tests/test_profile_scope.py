@@ -248,7 +248,8 @@ def _mini_lab(where: Path, monkeypatch: pytest.MonkeyPatch) -> list[Path]:
     monkeypatch.setattr(server_build, "check_can_build", lambda spec: (recipe, find_compiler()))
     monkeypatch.setattr(server_build, "candidate_versions", lambda engine: (None, "mysql-9.7", ["9.7.2-4"]))
 
-    def unpacked(apt, package: str, engine: str, version: str, work: Path, skipped: list[str]) -> DebianSource:
+    def unpacked(apt, package: str, engine: str, version: str, work: Path, skipped: list[str],
+                 announce=None) -> DebianSource:
         for name, text in MINI.items():
             (work / "src" / name).parent.mkdir(parents=True, exist_ok=True)
             (work / "src" / name).write_text(text)

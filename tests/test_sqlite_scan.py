@@ -9,7 +9,6 @@ from dbperf.buildlab import sqlite_source
 from dbperf.buildlab.sqlite_source import NoAmalgamation, SqliteSource, scan_versions
 
 
-
 @pytest.mark.unit
 def test_a_scan_stops_at_the_first_crate_without_an_amalgamation(monkeypatch):
     monkeypatch.setattr(sqlite_source, "crate_versions", lambda: ["0.35.0", "0.34.0", "0.5.0", "0.4.0"])

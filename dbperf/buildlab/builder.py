@@ -207,7 +207,7 @@ def build(spec: BuildSpec, source: SqliteOrigin, base_dir: Path | None = None, n
 def _key_held(key: str) -> contextlib.AbstractContextManager[None]:
     """One build of `key` at a time, across threads (a PGO build builds its base too, which the experiment may be
     building in another thread) and processes (two runs started together)."""
-    return key_held(builds_dir(), key)
+    return key_held(builds_dir() / ".locks", key)
 
 
 def _kept_objects(out: Path, manifest: BuildManifest) -> bool:

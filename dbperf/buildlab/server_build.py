@@ -97,6 +97,9 @@ class ServerBuild:
     cached: bool
 
 
+LOCKS = "build-locks"  # beside build/, whose dot-folders are builds' staging directories
+
+
 def _key(spec: ServerBuildSpec, package: str, version: str, cc: Compiler, recipe: Recipe) -> str:
     identity: dict[str, Any] = {"engine": spec.engine, "origin": spec.origin, "package": package, "version": version,
                 "flags": spec.flags(), "compiler": cc.version, "recipe": list(recipe.options),
@@ -208,7 +211,7 @@ def build_server(spec: ServerBuildSpec, train: Training, on_progress: Progress |
             continue
         key = _key(spec, package, version, cc, recipe)
         # the second of two builds of one key waits, then reuses the first's entry
-        with key_held(builds, key, _said_as_progress(on_progress)):
+        with key_held(server_cache() / LOCKS, key, _said_as_progress(on_progress)):
             built = _build_version(spec, recipe, cc, apt, package, version, key, on_progress, train, guard, skipped,
                                    base)
         if built is not None:
@@ -302,7 +305,7 @@ def _build_from_tree(spec: ServerBuildSpec, recipe: Recipe, cc: Compiler, on_pro
     builds.mkdir(parents=True, exist_ok=True)
     key = tree_build_key(spec, tree, recipe, cc)
     # the second of two builds of one key waits, then reuses the first's entry
-    with key_held(builds, key, _said_as_progress(on_progress)):
+    with key_held(server_cache() / LOCKS, key, _said_as_progress(on_progress)):
         return _build_tree_key(spec, recipe, cc, on_progress, train, guard, tree, base, key)
 
 
