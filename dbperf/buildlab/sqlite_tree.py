@@ -71,10 +71,11 @@ def amalgamation_facts(folder: Path) -> dict[str, Any]:
 
 def configures(tree: TreeSource, label: str) -> str:
     """For a dry run: a source tree's configure run in a temporary copy of the tree (never in the user's folder), so
-    that a tree that does not configure is refused before a run claims its folder; what was found. The copy and its
-    output are removed: nothing is built or kept."""
+    that a tree that does not configure is refused before a run claims its folder; what was found ("" for a tree
+    that holds the amalgamation: nothing to configure). The copy and its output are removed: nothing is built or
+    kept."""
     if set(AMALGAMATION) <= tree.snapshot.names:
-        return "holds the amalgamation"
+        return ""
     with tempfile.TemporaryDirectory(prefix="dbperf-configure-") as tmp:
         folder, log = Path(tmp) / "src", Path(tmp) / "configure.log"
         tree.export(folder)

@@ -182,7 +182,8 @@ def _sqlite(e: Experiment, t: Target) -> str:
                 _cargo()  # the source is fetched through cargo
                 where = "source fetched through cargo"
             else:  # a source tree that does not configure is refused now, not after the run claimed its folder
-                where = f"the tree copied into the cache; {configures(resolve_tree(t.build.tree), t.build.label())}"
+                tried = configures(resolve_tree(t.build.tree), t.build.label())
+                where = "the tree copied into the cache" + (f"; {tried}" if tried else "")
             return f"{t.build.label()}: not cached, would be built ({where}, then {_compiled(t.build)})"
         library, said = str(cached), f"{t.build.label()}: cached, "
     info = library_info(t.engine, library)
