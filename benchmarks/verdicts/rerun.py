@@ -85,51 +85,23 @@ source = "sqlite@3.54.1"
 build = ["O3"]
 config = {{ journal_mode = "WAL", synchronous = "NORMAL" }}
 """,
-    "pg": """
-[run]
-benchmarks = ["point-query", "update-index"]
-table_size = 100000
-time = "1s"
-warmup = "0.5s"
-repeats = "auto"
-budget = "{budget}"
-aa = true
-base = "pg15-debian"
-
-[[target]]
-name = "pg15-debian"
-engine = "postgres"
-config = {{ shared_buffers = "256MB" }}
-
-[[target]]
-name = "pg16"
-source = "postgres@16"
-config = {{ shared_buffers = "256MB" }}
-""",
-    "mariadb": """
-[run]
-benchmarks = ["point-query", "update-index"]
-table_size = 100000
-time = "1s"
-warmup = "0.5s"
-repeats = "auto"
-budget = "{budget}"
-aa = true
-base = "maria-debian"
-
-[[target]]
-name = "maria-debian"
-engine = "mariadb"
-config = {{ innodb_buffer_pool_size = "256M" }}
-
-[[target]]
-name = "maria-11.4"
-source = "mariadb@11.4.5"
-config = {{ innodb_buffer_pool_size = "256M" }}
-""",
 }
-# The pg experiment with each server started as 5 processes over a group's rounds: the verdicts' unit the process,
-# and the levels of the ratio's variance (round in a process, process in a run, run) measured.
+
+
+def _server_ab(base: str, engine: str, other: str, source: str, config: str) -> str:
+    """A server A/B: Debian's package as the base (its A/A copy beside it) against a released build, reads and
+    writes, the same settings on both sides; `{budget}` left to fill."""
+    return ("\n[run]\nbenchmarks = [\"point-query\", \"update-index\"]\ntable_size = 100000\ntime = \"1s\"\n"
+            f"warmup = \"0.5s\"\nrepeats = \"auto\"\nbudget = \"{{budget}}\"\naa = true\nbase = \"{base}\"\n\n"
+            f"[[target]]\nname = \"{base}\"\nengine = \"{engine}\"\nconfig = {{{{ {config} }}}}\n\n"
+            f"[[target]]\nname = \"{other}\"\nsource = \"{source}\"\nconfig = {{{{ {config} }}}}\n")
+
+
+EXPERIMENTS["pg"] = _server_ab("pg15-debian", "postgres", "pg16", "postgres@16", 'shared_buffers = "256MB"')
+EXPERIMENTS["mariadb"] = _server_ab("maria-debian", "mariadb", "maria-11.4", "mariadb@11.4.5",
+                                    'innodb_buffer_pool_size = "256M"')
+# Each server experiment with its servers started as 5 processes over a group's rounds: the verdicts' unit the
+# process, and the levels of the ratio's variance (round in a process, process in a run, run) measured.
 for _name in ("pg", "mariadb"):
     EXPERIMENTS[f"{_name}-processes"] = EXPERIMENTS[_name].replace('aa = true\n', 'aa = true\nprocesses = 5\n')
 COVERAGE_GOAL = 0.90
