@@ -240,6 +240,8 @@ class RunMeta(msgspec.Struct, kw_only=True):
     # `processes = P`: each lab-started server target was started P times over a group's rounds, in blocks; the
     # verdicts' unit is the block (stats/process_level.py). None or 1: one process a target for the run
     processes: int | None = None
+    # `processes = "auto"`: why the count above was chosen (None: it was set, or not yet chosen)
+    processes_chosen: str | None = None
     noise_thresholds: dict[str, float] | None = None
     steady: dict[str, Any] | None = None
     load_model: dict[str, Any] | None = None

@@ -8,9 +8,20 @@ import math
 import numpy as np
 import pytest
 
+from dbperf.experiment.model import ProcessCount
 from dbperf.runner.process_blocks import ProcessBlocks
 from dbperf.runner.rounds import GroupState, Measured
-from dbperf.stats.process_level import block_of, complete_blocks, process_interval, rounds_per_process
+from dbperf.stats.planned import price
+from dbperf.stats.process_level import (
+    FEWEST_PROCESSES,
+    MOST_PROCESSES,
+    ROUNDS_A_PROCESS,
+    block_of,
+    choose_processes,
+    complete_blocks,
+    process_interval,
+    rounds_per_process,
+)
 from dbperf.stats.verdict import METRIC_ALPHA, ProcessPlan, verdict_on_rounds
 
 pytestmark = pytest.mark.unit
@@ -106,13 +117,13 @@ class _InProcess:
 def test_servers_start_again_at_each_block_and_each_new_group_but_not_on_a_replayed_round():
     server, sqlite = _Server(), _InProcess()
     told: list[tuple[list[str], int]] = []
-    blocks = ProcessBlocks(3, {"pg": server, "sqlite": sqlite}, lambda names, b: told.append((names, b)))  # type: ignore[dict-item]
+    blocks = ProcessBlocks(ProcessCount(3), {"pg": server, "sqlite": sqlite}, lambda names, b: told.append((names, b)))  # type: ignore[dict-item]
     got = [blocks.before_round("g1", None if r == 1 else 9, r, replayed=False) for r in range(1, 10)]
     assert got == [1, 1, 1, 2, 2, 2, 3, 3, 3]
     assert server.started == 2 and told == [(["pg"], 2), (["pg"], 3)]  # the load's process serves block 1
     assert blocks.before_round("g2", None, 1, replayed=False) == 1 and server.started == 3  # a new group
     assert blocks.before_round("g3", 9, 4, replayed=True) == 2 and server.started == 3  # an earlier sitting's
-    assert ProcessBlocks(1, {"pg": server}, lambda *_: None).before_round("g", 9, 5, False) is None  # type: ignore[dict-item]
+    assert ProcessBlocks(ProcessCount(1), {"pg": server}, lambda *_: None).before_round("g", 9, 5, False) is None  # type: ignore[dict-item]
 
 
 def test_the_stopping_loop_judges_on_the_blocks_as_the_report_does():
@@ -136,10 +147,11 @@ def test_the_restarts_are_kept_out_of_the_plan():
     """A group's plan is what its share affords after its restarts: P of them, each as long as the load's starts."""
     from dbperf.runner.rounds import RoundPolicy, run_rounds
 
-    blocks = ProcessBlocks(5, {}, lambda *_: None)
+    blocks = ProcessBlocks(ProcessCount(5), {}, lambda *_: None)
     blocks.started("pg", 2.0)
     blocks.started("pg-aa", 2.0)
-    assert blocks.overhead_s() == 20.0 and ProcessBlocks(1, {}, lambda *_: None).overhead_s() == 0.0
+    assert blocks.overhead_s(60.0, 1.0) == 20.0
+    assert ProcessBlocks(ProcessCount(1), {}, lambda *_: None).overhead_s(60.0, 1.0) == 0.0
     now = [0.0]
 
     def measure(round_: int) -> list[Measured]:
@@ -148,8 +160,67 @@ def test_the_restarts_are_kept_out_of_the_plan():
 
     state = GroupState("A", ["A", "B"], 0.02, processes=5)
     run_rounds(state, RoundPolicy(3, budget_s=100.0, plans=True), measure, deadline=60.0, clock=lambda: now[0],
-               overhead_s=blocks.overhead_s())
+               overhead=blocks.overhead_s)
     assert state.planned == 40  # (60 - 20) s at 1 s a round
+
+
+def test_auto_chooses_the_narrowest_interval_within_its_bounds_and_says_why():
+    """The count of least price(P) / sqrt(rounds after P restarts), at least two rounds a process, 5 to 32: more
+    processes as the share grows or the restarts shrink; at the fewest, said so, when the share cannot hold them."""
+    def width(p: int, share: float, round_s: float, restart: float) -> float:
+        return price(p, METRIC_ALPHA) / math.sqrt((share - p * restart) // round_s)
+
+    for share, round_s, restart in [(100.0, 3.0, 3.0), (100.0, 1.0, 1.0), (600.0, 3.0, 3.0), (90.0, 2.0, 0.5)]:
+        choice = choose_processes(share, round_s, restart, METRIC_ALPHA)
+        assert FEWEST_PROCESSES <= choice.count <= MOST_PROCESSES
+        assert choice.rounds == int((share - choice.count * restart) // round_s)
+        assert choice.rounds >= ROUNDS_A_PROCESS * choice.count
+        fits = [p for p in range(FEWEST_PROCESSES, MOST_PROCESSES + 1)
+                if (n := (share - p * restart) // round_s) >= ROUNDS_A_PROCESS * p
+                and math.ceil(n / math.ceil(n / p)) == p]
+        per = rounds_per_process(choice.rounds, choice.count)
+        assert per is not None and block_of(choice.rounds, per) == choice.count  # the last round in the last block
+        assert width(choice.count, share, round_s, restart) == min(width(p, share, round_s, restart) for p in fits)
+        assert f"{choice.count}, of 5–32" in choice.reason and f"{choice.rounds} rounds" in choice.reason
+    short, cheap, long_ = (choose_processes(s, 3.0, r, METRIC_ALPHA) for s, r in [(100.0, 3.0), (100.0, 0.5),
+                                                                                     (1800.0, 3.0)])
+    assert short.count < cheap.count and short.count < long_.count == MOST_PROCESSES
+    tight = choose_processes(30.0, 3.0, 3.0, METRIC_ALPHA)  # 5 restarts leave 5 rounds: under 2 a process
+    assert tight.count == FEWEST_PROCESSES and tight.rounds == 5 and "fewer than 2 rounds a process" in tight.reason
+
+
+def test_auto_chooses_once_at_the_first_plan_and_every_later_group_keeps_it():
+    """"auto": the first round is block 1 before any count exists; the first group's plan chooses (said once), the
+    plan keeps the chosen restarts out, later groups and a resumed sitting keep the count."""
+    from dbperf.runner.rounds import RoundPolicy, run_rounds
+
+    server = _Server()
+    told: list[object] = []
+    blocks = ProcessBlocks(ProcessCount(None), {"pg": server}, lambda *_: None, told.append)  # type: ignore[dict-item]
+    blocks.started("pg", 1.0)
+    assert blocks.before_round("g1", None, 1, replayed=False) == 1 and blocks.processes == 0
+    now = [0.0]
+    rng = np.random.default_rng(3)
+
+    def measure(round_: int) -> list[Measured]:  # noisy enough that no look decides before the plan's end
+        blocks.before_round("g1", state.planned, round_, replayed=False)
+        now[0] += 1.0
+        return [Measured("A", round_, 1000.0), Measured("B", round_, 1000.0 * math.exp(rng.normal(0, 0.5)))]
+
+    state = GroupState("A", ["A", "B"], 0.02)
+    run_rounds(state, RoundPolicy(3, budget_s=100.0, plans=True), measure, deadline=100.0, clock=lambda: now[0],
+               overhead=blocks.overhead_s)
+    chosen = choose_processes(100.0, 1.0, 1.0, METRIC_ALPHA)
+    assert len(told) == 1 and told[0] == chosen and blocks.processes == chosen.count
+    assert state.planned == chosen.rounds  # the share less the chosen count's restarts
+    assert server.started == chosen.count - 1  # every block after the load's first process
+    assert blocks.overhead_s(10.0, 5.0) == chosen.count * 1.0 and len(told) == 1  # a later group: not again
+    again = ProcessBlocks(ProcessCount(None), {}, lambda *_: None, told.append)
+    again.resumed(7)
+    assert again.overhead_s(100.0, 1.0) == 0.0 and again.processes == 7 and len(told) == 1
+    fixed = ProcessBlocks(ProcessCount(5), {}, lambda *_: None, told.append)
+    fixed.resumed(9)  # a set count is the experiment's, whatever was kept
+    assert fixed.processes == 5
 
 
 def test_the_spread_is_split_into_a_rounds_and_a_processs_own():
@@ -171,3 +242,24 @@ def test_the_spread_is_split_into_a_rounds_and_a_processs_own():
     flat = [(r, math.exp(rng.normal(0, 0.01)), 1.0) for r in range(1, 37)]
     assert process_spread(flat, process_of)[1] < 0.005  # type: ignore[index]
     assert process_spread(pairs[:6], process_of) is None  # one block
+
+
+@pytest.mark.parametrize(("run", "said"), [
+    ('repeats = "auto"\nbudget = "60s"\nprocesses = "auto"', None),
+    ('repeats = 6\nprocesses = "auto"', 'processes: "auto" chooses the count from a group\'s share of the budget'),
+    ('repeats = "auto"\nbudget = "60s"\nprocesses = "many"',
+     'expected an integer from 1 to 32, got \'many\' or "auto"'),
+    ('repeats = "auto"\nbudget = "60s"\nprocesses = 33', "expected an integer from 1 to 32, got 33"),
+])
+def test_the_processes_key_takes_a_count_or_auto(tmp_path, run, said):
+    from dbperf.errors import UserError
+    from dbperf.experiment.spec import parse_experiment
+
+    path = tmp_path / "exp.toml"
+    path.write_text(f'[run]\nbenchmarks = ["point-query"]\n{run}\n\n[[target]]\nname = "pg"\nengine = "postgres"\n')
+    if said is None:
+        assert parse_experiment(path).processes == ProcessCount(None) and str(ProcessCount(None)) == "auto"
+        return
+    with pytest.raises(UserError, match=None) as err:
+        parse_experiment(path)
+    assert said in str(err.value)

@@ -30,6 +30,7 @@ Experiments (`--experiments`, comma-separated):
   pg-processes, mariadb-processes  the same with `processes = 5`: each server started again between 5 blocks
            of a group's rounds, the verdicts' unit the process; adds the levels of the ratio's variance (round in a
            process, process in a run, run), as standard deviations
+  pg-auto, mariadb-auto  the same with `processes = "auto"`: the count each run chose is printed beside its run
 
 Usage: .venv/bin/python benchmarks/verdicts/rerun.py [--runs 5] [--experiments sqlite,pg] [--budget-sqlite 60s]
        [--budget-server 120s] [--gap 0] [--out DIR] [--analyze DIR ...]
@@ -102,8 +103,10 @@ EXPERIMENTS["mariadb"] = _server_ab("maria-debian", "mariadb", "maria-11.4", "ma
                                     'innodb_buffer_pool_size = "256M"')
 # Each server experiment with its servers started as 5 processes over a group's rounds: the verdicts' unit the
 # process, and the levels of the ratio's variance (round in a process, process in a run, run) measured.
+# `-auto`: the count chosen by the run (`processes = "auto"`, said in its stderr and meta.json).
 for _name in ("pg", "mariadb"):
     EXPERIMENTS[f"{_name}-processes"] = EXPERIMENTS[_name].replace('aa = true\n', 'aa = true\nprocesses = 5\n')
+    EXPERIMENTS[f"{_name}-auto"] = EXPERIMENTS[_name].replace('aa = true\n', 'aa = true\nprocesses = "auto"\n')
 COVERAGE_GOAL = 0.90
 AA_RATE = 0.01
 
@@ -193,6 +196,10 @@ def analyze(name: str, folders: list[Path]) -> tuple[int, int, int]:
     runs = [_calls(f) for f in folders]
     aa = _aa_target(folders[0])
     print(f"\n== {name}: {len(folders)} runs ({', '.join(f.name for f in folders)})")
+    for folder in folders:
+        meta, _, _ = read_results(folder)
+        if meta.processes_chosen:
+            print(f"  {folder.name}: processes = \"auto\": {meta.processes_chosen}")
     cells = list(dict.fromkeys(k for r in runs for k in r))
     covered = judged = 0
     for key in cells:

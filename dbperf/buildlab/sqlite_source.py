@@ -66,7 +66,7 @@ class SqliteSource:
         return asdict(self)
 
 
-def _semver(v: str) -> tuple[int, ...]:
+def semver(v: str) -> tuple[int, ...]:
     return tuple(int(x) for x in re.findall(r"\d+", v))
 
 
@@ -108,7 +108,7 @@ def crate_versions() -> list[str]:
             if not cached.is_file():
                 raise UserError(f"cannot read the crates.io index for {CRATE}: {e}") from None
     entries = [json.loads(line) for line in cached.read_text().splitlines() if line.strip()]
-    return sorted((e["vers"] for e in entries if not e.get("yanked")), key=_semver, reverse=True)
+    return sorted((e["vers"] for e in entries if not e.get("yanked")), key=semver, reverse=True)
 
 
 def _cargo() -> str:
@@ -191,16 +191,16 @@ def _fetch(crate_version: str, project: Path) -> SqliteSource:
 def resolve(sqlite_version: str, announce: Announce | None = None) -> SqliteSource:
     """The newest crate version that bundles this SQLite version (`announce` told of each crate downloaded)."""
     known = known_versions()
-    for crate_version in sorted((c for c, v in known.items() if v == sqlite_version), key=_semver, reverse=True):
+    for crate_version in sorted((c for c, v in known.items() if v == sqlite_version), key=semver, reverse=True):
         source = fetch(crate_version, announce)
         if source.sqlite_version == sqlite_version:
             return source
     # Scan crate versions not yet mapped, newest first, until an older SQLite shows up.
-    wanted = _semver(sqlite_version)
+    wanted = semver(sqlite_version)
     scanned = 0
     for crate_version in crate_versions():
         if crate_version in known:
-            if _semver(known[crate_version]) < wanted:
+            if semver(known[crate_version]) < wanted:
                 break
             continue
         if scanned >= MAX_SCAN:
@@ -212,9 +212,9 @@ def resolve(sqlite_version: str, announce: Announce | None = None) -> SqliteSour
             break  # this release and every older one link the system's SQLite
         if source.sqlite_version == sqlite_version:
             return source
-        if _semver(source.sqlite_version) < wanted:
+        if semver(source.sqlite_version) < wanted:
             break
-    available = ", ".join(sorted(set(known_versions().values()), key=_semver, reverse=True))
+    available = ", ".join(sorted(set(known_versions().values()), key=semver, reverse=True))
     raise UserError(f"sqlite@{sqlite_version}: no {CRATE} release on crates.io bundles it "
                     f"(known here: {available}; `dbperf build --versions` scans for more)")
 

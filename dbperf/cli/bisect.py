@@ -53,7 +53,8 @@ def _range(words: list[str], tree: Path | None, engine: str | None) -> tuple[str
 def bisect(
     words: Annotated[list[str], typer.Argument(
         metavar="ENGINE FIRST LAST | GOOD BAD",
-        help="releases: the engine (postgres or mariadb, released binaries), the oldest version (the good one, e.g. "
+        help="releases: the engine (postgres or mariadb, released binaries; sqlite, built from source), the oldest "
+             "version (the good one, e.g. "
              "12 or 12.4) and the newest; with --tree: the good revision and the bad one (commits, tags, branches)")],
     tree: Annotated[Optional[Path], typer.Option(
         help="bisect the commits of this git checkout between GOOD and BAD (first-parent), each built by the lab in "
@@ -62,8 +63,8 @@ def bisect(
     engine_name: Annotated[Optional[str], typer.Option(
         "--engine", help="with --tree: the tree's engine (sqlite or postgres)")] = None,
     cflag: Annotated[Optional[list[str]], typer.Option(
-        "--cflag", help="with --tree: a compiler option appended to every commit's build (repeatable; e.g. "
-                        "--cflag=-O1)")] = None,
+        "--cflag", help="with --tree or sqlite's releases: a compiler option appended to every build (repeatable; "
+                        "e.g. --cflag=-O1)")] = None,
     confirm: Annotated[bool, typer.Option(
         "--confirm/--no-confirm", help="--metric simulated: run the found step once by the wall clock")] = True,
     benchmark: Annotated[str, typer.Option(help="one catalog benchmark (`dbperf list`)")] = "point-query",
@@ -86,7 +87,7 @@ def bisect(
     = None,
     config: Annotated[Optional[list[str]], typer.Option("--config", help="a setting of every step's two targets, "
                                                   "NAME=VALUE (repeatable): a server's, e.g. shared_buffers=256MB, "
-                                                  "or a SQLite tree's PRAGMA, e.g. journal_mode=WAL")]
+                                                  "or SQLite's PRAGMA, e.g. journal_mode=WAL")]
     = None,
     out: Annotated[Optional[Path], typer.Option("--out", help="directory of every step's results, new or empty "
                                                               "(default results/bisect-ENGINE-TIME)")] = None,
@@ -102,8 +103,6 @@ def bisect(
     not slower; 3: a step measured nothing; 4: a step stayed undecided (or only skipped commits were left); 2: bad
     input."""
     engine, first, last = _range(words, tree, engine_name)
-    if cflag and tree is None:
-        fail("--cflag goes with --tree (releases are built by their publishers)")
     chosen = metric(metric_name or ("simulated" if tree else "wall"))
     settings = StepSettings(engine, benchmark, parse_threshold(threshold or chosen.threshold),
                             parse_duration(time, "--time", positive=True),

@@ -49,6 +49,19 @@ def integer(minimum: int, maximum: int | None = None) -> Check:
     return check
 
 
+def integer_or_auto(minimum: int, maximum: int) -> Check:
+    counted = integer(minimum, maximum)
+
+    def check(value: Any, where: str) -> int | str:
+        if value == "auto":
+            return value
+        try:
+            return counted(value, where)
+        except UserError as err:
+            raise UserError(f"{err} or \"auto\"") from None
+    return check
+
+
 def one_of(*choices: str) -> Check:
     def check(value: Any, where: str) -> str:
         if value not in choices:
@@ -195,10 +208,12 @@ RUN = (
         "cell of the SQLite targets (host/remedies/; recorded in each cell's record; benchmarks/verdicts/states.py "
         "--remedies measures them); a target's own `remedies` replaces it", "the lab's defaults (none yet)", "",
         check_remedies),
-    Key("processes", "integer from 1 to 32", "each lab-started server target is started this many times over a "
-        "(benchmark, threads)'s rounds, restarted between equal blocks of them, and the verdict's unit is the block "
-        "(stats/process_level.py): it then speaks of the builds, not of one process each; 1: one process a target "
-        "for the run. 5 or more to decide changes of a few %", "1", "", integer(1, 32)),
+    Key("processes", "integer from 1 to 32 | \"auto\"", "each lab-started server target is started this many times "
+        "over a (benchmark, threads)'s rounds, restarted between equal blocks of them, and the verdict's unit is the "
+        "block (stats/process_level.py): it then speaks of the builds, not of one process each; 1: one process a "
+        "target for the run. 5 or more to decide changes of a few %; \"auto\": 5 to 32, the count whose interval "
+        "is narrowest for the first group's share, round and restart times, chosen after its first round and said",
+        "1", "", integer_or_auto(1, 32)),
     Key("aa", "boolean", "also run the base against itself (target BASE-aa): the report counts the A/A cells called "
         "changed", "false", "", boolean),
     Key("simulated", "boolean", "after the timed rounds, instructions and estimated cycles per query of every (target, "

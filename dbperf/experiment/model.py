@@ -89,6 +89,25 @@ DEFAULT_SLICE_S = 0.02
 
 
 @dataclass(frozen=True)
+class ProcessCount:
+    """`processes`: how many times each lab-started server target is started over a group's rounds, a fixed count
+    or "auto" (None): chosen once the run's first group has measured a round (stats/process_level.py
+    choose_processes), the same for every group after it, said and kept in meta.json."""
+    fixed: int | None = 1
+
+    @property
+    def auto(self) -> bool:
+        return self.fixed is None
+
+    def restarts(self) -> bool:
+        """Whether the servers are started again between blocks of rounds (the verdict's unit the block)."""
+        return self.fixed is None or self.fixed > 1
+
+    def __str__(self) -> str:
+        return "auto" if self.fixed is None else str(self.fixed)
+
+
+@dataclass(frozen=True)
 class Experiment:
     path: Path
     text: str
@@ -117,7 +136,7 @@ class Experiment:
     cpus: CpuPlan = NOT_PINNED  # where the driver and lab-started servers run (host/cpus.py)
     cpus_setting: object = None  # [run].cpus as written (None: auto): a fleet plans it again with each host's CPUs
     aa_target: str | None = None  # the base's A/A copy (experiment/aa.py), when the run has one
-    processes: int = 1  # each lab-started server target's processes over a group's rounds (stats/process_level.py)
+    processes: ProcessCount = ProcessCount()  # a lab-started server's over a group's rounds (stats/process_level.py)
     resources: bool = True  # I/O and engine counters per cell (targets/resources.py)
     load: LoadModel = field(default_factory=LoadModel)  # closed/open loop, time series, percentiles
     steady: SteadyState | None = None  # warm up until the throughput settles (experiment/steady.py)

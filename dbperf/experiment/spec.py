@@ -31,7 +31,7 @@ from dbperf.experiment.dsn_address import dsn_address
 from dbperf.experiment.harness_settings import harness_settings
 from dbperf.experiment.keys import DEFAULT_MIN_EFFECT, MIN_ROUNDS
 from dbperf.experiment.load_model import parse_load_model
-from dbperf.experiment.model import Experiment, FleetSection, Target, default_sqlite_library
+from dbperf.experiment.model import Experiment, FleetSection, ProcessCount, Target, default_sqlite_library
 from dbperf.experiment.remedies_setting import with_remedies
 from dbperf.experiment.replication_section import check_replication_experiment, parse_replication
 from dbperf.experiment.slices_rules import check_slices, slice_setting
@@ -342,7 +342,7 @@ def parse_experiment(path: Path, *, cpus_here: bool = True) -> Experiment:
         repeats=repeats, budget_s=budget_s, seed=values.get("seed", 1),
         aggregate=values.get("aggregate", "median"), prepared=values.get("prepared", True),
         min_effect=values.get("min_effect", DEFAULT_MIN_EFFECT), order=values.get("order", "alternate"),
-        processes=_processes(values.get("processes", 1), targets, rwhere),
+        processes=_processes(values.get("processes", 1), targets, budget_s, rwhere),
         slice_s=slice_setting(values, rwhere, auto_time.shortest_s if auto_time else time_s),
         turn_checkpoint=values.get("turn_checkpoint", False),
         **harness_settings(values, values.get("tables", 1) * values.get("table_size", 100_000)),
@@ -367,14 +367,19 @@ def parse_experiment(path: Path, *, cpus_here: bool = True) -> Experiment:
     return experiment
 
 
-def _processes(processes: int, targets: list[Target], rwhere: str) -> int:
-    """`processes` above 1 needs a server the lab starts (and can start again): SQLite's rounds are each their own
-    driver process already, and an external server is the user's to restart."""
-    if processes > 1 and not any(t.is_server and t.dsn is None for t in targets):
+def _processes(processes: int | str, targets: list[Target], budget_s: float | None, rwhere: str) -> ProcessCount:
+    """`processes` above 1 (or "auto") needs a server the lab starts (and can start again): SQLite's rounds are each
+    their own driver process already, and an external server is the user's to restart. "auto" chooses from a
+    group's share of the budget: it needs `repeats = "auto"`."""
+    count = ProcessCount(None if processes == "auto" else int(processes))
+    if count.auto and budget_s is None:
+        raise UserError(f"{rwhere}.processes: \"auto\" chooses the count from a group's share of the budget; "
+                        "with a fixed number of repeats set the count (5 or more)")
+    if count.restarts() and not any(t.is_server and t.dsn is None for t in targets):
         raise UserError(f"{rwhere}.processes: {processes} processes a target needs a server the lab starts; no "
                         "target is one (SQLite's rounds each run in a new driver process already; an external "
                         "server is not the lab's to restart)")
-    return processes
+    return count
 
 
 def _fleet(raw: Any, where: str, base_dir: Path) -> FleetSection | None:

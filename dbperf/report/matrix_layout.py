@@ -27,7 +27,15 @@ from dbperf.report.tiers_view import (
     predicted_text,
 )
 from dbperf.report.turns_view import turns_lines
-from dbperf.report.verdict_quality import aa_counts, aa_line, decided_metric, quality_lines, tiers_line, unit_line
+from dbperf.report.verdict_quality import (
+    aa_counts,
+    aa_line,
+    chosen_line,
+    decided_metric,
+    quality_lines,
+    tiers_line,
+    unit_line,
+)
 from dbperf.run_meta import RunMeta, TargetMeta
 from dbperf.stats.rqps_matrix import Cell, Matrix
 from dbperf.stats.summary import MIN_REPEATS_FOR_TEST, NOISY_SPREAD
@@ -312,7 +320,7 @@ def _caveats(m: Matrix, meta: RunMeta) -> list[str]:
     """What the glance keeps of how the run went: the sittings it took, the servers restarted in it, and in slices
     the targets' stalls that fell in other targets' turns."""
     return ([line for line in _run_lines(meta) if line.startswith(("resumed", "extended"))] + restart_lines(m, meta)
-            + turns_lines(m) + unit_line(m))
+            + turns_lines(m) + unit_line(m) + chosen_line(meta))
 
 
 def build_report(m: Matrix, meta: RunMeta, verbose: bool = True) -> Report:
@@ -333,6 +341,6 @@ def build_report(m: Matrix, meta: RunMeta, verbose: bool = True) -> Report:
                   legend=(*legend(m), *_run_lines(meta), *restart_lines(m, meta), *steady_lines(m, meta),
                           *turns_lines(m),
                           *_metric_lines(m), *quality_lines(m), *tiers_line(m, meta), *aa_line(m, meta),
-                          *disagreement_lines(m)),
+                          *chosen_line(meta), *disagreement_lines(m)),
                   blocks=tuple(blocks), findings=(), matrix_notes=(verdict_legend(m.min_effect),),
                   notes=(HOW_MEASURED,), warning=warning)

@@ -142,6 +142,11 @@ def unit_line(m: Matrix) -> list[str]:
     return []
 
 
+def chosen_line(meta: RunMeta) -> list[str]:
+    """`processes = "auto"`: the count the run chose and why (runner/process_blocks.py)."""
+    return [f"processes = \"auto\": {meta.processes_chosen}"] if meta.processes_chosen else []
+
+
 def _levels(m: Matrix, compared: list[Cell]) -> str:
     """Where the compared cells' wall-clock ratios varied, median over the cells: a round within its process, and a
     process's own level beyond its rounds' noise (stats/process_level.py); "" where no cell has two blocks."""

@@ -50,6 +50,7 @@ from dbperf.runner.resume import interfered
 from dbperf.runner.rounds import GroupState, Measured, run_rounds
 from dbperf.runner.simulated_tier import measure_simulated
 from dbperf.servers.registry import server_target
+from dbperf.stats.process_level import ProcessChoice
 from dbperf.stats.rqps_matrix import cpu_qps
 from dbperf.targets.lifecycle import TargetLifecycle
 from dbperf.targets.resources import database_bytes
@@ -78,7 +79,7 @@ def run_meta_of(plan: RunPlan, settings: dict[str, list]) -> RunMeta:
         budget_s=e.budget_s,
         cpus=e.cpus.describe(),
         aa_target=e.aa_target,
-        processes=e.processes if e.processes > 1 else None,
+        processes=e.processes.fixed if e.processes.fixed and e.processes.fixed > 1 else None,
         noise_thresholds={"steal": HEAVY_STEAL, "foreign_cpu": HEAVY_FOREIGN_CPU},
         steady=e.steady.describe() if e.steady else None,
         load_model=e.load.describe(),
@@ -167,15 +168,22 @@ class MatrixRun:
 
     def __post_init__(self) -> None:
         self.post_write = PostWriteSteps(self.plan.experiment)
-        self.blocks = ProcessBlocks(self.plan.experiment.processes, self.data, self._new_processes)
+        self.blocks = ProcessBlocks(self.plan.experiment.processes, self.data, self._new_processes,
+                                    self._processes_chosen)
 
     def _new_processes(self, names: list[str], block: int) -> None:
         """Said and recorded when the servers are started again for a new block."""
-        self.lab.say(f"dbperf: process block {block}: started {', '.join(names)} again (processes = "
-                     f"{self.e.processes})")
+        chosen = f"{self.blocks.processes}" + (", chosen" if self.e.processes.auto else "")
+        self.lab.say(f"dbperf: process block {block}: started {', '.join(names)} again (processes = {chosen})")
         for name in names:
             self.lab.set_target(name, **{k: v for k, v in self.data[name].describe().items()
                                          if k in ("processes", "server_pids", "server_pid", "port")})
+
+    def _processes_chosen(self, choice: ProcessChoice) -> None:
+        """`processes = "auto"`: the count said and kept in meta.json before the next round."""
+        self.meta.processes, self.meta.processes_chosen = choice.count, choice.reason
+        self.lab.save()
+        self.lab.say(f"dbperf: processes = \"auto\": {choice.reason}")
 
     @property
     def e(self) -> Experiment:
@@ -204,6 +212,7 @@ class MatrixRun:
         earlier = self.plan.replay.earlier
         if earlier is not None:
             meta = earlier.resumed_meta(meta)
+            self.blocks.resumed(meta.processes)
         note = self.plan.order.note()
         if note:
             self.lab.say(f"dbperf: {note}")
@@ -265,16 +274,23 @@ class MatrixRun:
             sharing = sum(1 for g in plan.groups[i:] if g.shares)
             deadline = share_deadline(time.monotonic(), budget_end, group.spent_s, sharing)
             state = GroupState(self.e.base, [t.name for t in self.e.targets], self.e.min_effect,
-                               aa=self.e.aa_target, planned=group.planned, processes=self.e.processes)
+                               aa=self.e.aa_target, planned=group.planned, processes=self.blocks.processes)
             way = self.sized(group, deadline if plan.policy.auto else None)
             run_rounds(state, plan.policy, partial(self.measure, group, way, state), deadline, replay=group.replay,
-                       overhead_s=self.blocks.overhead_s())
+                       overhead=partial(self._restarts_s, state))
             self.meta.end_rounds(RoundsMeta(benchmark=group.benchmark.name, threads=group.threads,
                                             rounds=state.rounds, stopped=state.stop_reason,
                                             planned=state.planned), order)
             self.lab.save()
             if plan.policy.auto:
                 self.progress.advance(self.task)
+
+    def _restarts_s(self, state: GroupState, share_s: float, round_s: float) -> float:
+        """The group's restarts' time, kept out of its plan (under "auto" the first group's chooses the count,
+        which its state then judges on)."""
+        spent = self.blocks.overhead_s(share_s, round_s)
+        state.processes = self.blocks.processes
+        return spent
 
     def sized(self, group: Group, deadline: float | None) -> Order:
         """The way a group's rounds run: the plan's, and under `time = "auto"` at the group's round length, chosen

@@ -6,40 +6,61 @@ first round; the first round is block 1 whatever it turns out to be). Before the
 before a new group's first round, every target whose lifecycle has a process of the lab's is started again on the
 same data: the base, its A/A copy and the others at the same boundary, so that block k of the base and of a target
 are measured by processes started together. The run's very first round uses the processes the load started. A
-round walked again from an earlier sitting (resume) restarts nothing: its records are that sitting's."""
+round walked again from an earlier sitting (resume) restarts nothing: its records are that sitting's.
+
+`processes = "auto"`: P is chosen when the first group plans its rounds (after its first round, which is block 1
+whatever P turns out to be), from the group's share, its round's length and the load's timed starts
+(stats/process_level.py choose_processes); every group after it keeps that P, and a resumed run the one its meta
+kept."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from dbperf.stats.process_level import block_of, rounds_per_process
+from dbperf.experiment.model import ProcessCount
+from dbperf.stats.process_level import ProcessChoice, block_of, choose_processes, rounds_per_process
+from dbperf.stats.verdict import METRIC_ALPHA
 from dbperf.targets.lifecycle import TargetLifecycle
 
 
 class ProcessBlocks:
-    def __init__(self, processes: int, data: Mapping[str, TargetLifecycle],
-                 said: Callable[[list[str], int], None]) -> None:
-        self.processes = processes
+    def __init__(self, setting: ProcessCount, data: Mapping[str, TargetLifecycle],
+                 said: Callable[[list[str], int], None],
+                 chosen: Callable[[ProcessChoice], None] = lambda _: None) -> None:
+        self.setting = setting
+        self.processes = setting.fixed or 0  # auto: 0 until chosen
         self.data = data
         self.said = said  # told which targets were started again, for which block
+        self.chosen = chosen  # told the count "auto" chose, once
         self.current: tuple[object, int] | None = None  # (group, block) the servers' processes were started for
         self.start_s: dict[str, float] = {}  # each target's first start, timed at the load
 
     def started(self, name: str, seconds: float) -> None:
         self.start_s[name] = seconds
 
-    def overhead_s(self) -> float:
-        """What a group's restarts will take, kept out of its plan: P of them (the first round of a new group
-        included), each as long as the targets' first starts timed at the load (those initialised their data
-        directories, which a restart does not, and a restart's stop is short: about even)."""
-        if self.processes < 2:
+    def resumed(self, processes: int | None) -> None:
+        """An earlier sitting's count (meta.json), kept: "auto" does not choose again."""
+        if self.setting.auto and processes:
+            self.processes = processes
+
+    def overhead_s(self, share_s: float, round_s: float) -> float:
+        """What a group's restarts will take, kept out of its plan of its share (`share_s`) at `round_s` a round:
+        P of them (the first round of a new group included), each as long as the targets' first starts timed at
+        the load (those initialised their data directories, which a restart does not, and a restart's stop is
+        short: about even). Under "auto", the first call chooses P."""
+        if not self.setting.restarts():
             return 0.0
-        return self.processes * sum(self.start_s.values())
+        restart_s = sum(self.start_s.values())
+        if not self.processes:
+            choice = choose_processes(share_s, round_s, restart_s, METRIC_ALPHA)
+            self.processes = choice.count
+            self.chosen(choice)
+        return self.processes * restart_s
 
     def before_round(self, group: object, planned: int | None, round_: int, replayed: bool) -> int | None:
         """The block of `round_` of `group` (None: one process a target), the servers started again first when the
         round begins another block than the one their processes serve."""
-        if self.processes < 2:
+        if not self.setting.restarts():
             return None
         per = rounds_per_process(planned, self.processes)
         if per is None and round_ != 1:

@@ -136,7 +136,8 @@ class Earlier:
         are walked again, so it needs no share of the budget."""
         measured = self.measured(benchmark, threads)
         state = GroupState(e.base, [t.name for t in e.targets], e.min_effect, aa=e.aa_target, measured=measured,
-                           rounds=max((m.round for m in measured), default=0), processes=e.processes)
+                           rounds=max((m.round for m in measured), default=0),
+                           processes=self.meta.processes or 1)
         return state.clean_rounds() >= MIN_ROUNDS and state.all_decided()
 
     def resumed_meta(self, meta: RunMeta) -> RunMeta:
@@ -148,6 +149,8 @@ class Earlier:
         meta.rounds = list(self.meta.rounds) if self.meta.rounds is not None else None
         if meta.auto_time is not None and self.meta.auto_time is not None:
             meta.auto_time.lengths = list(self.meta.auto_time.lengths)
+        if meta.processes is None and self.meta.processes:  # "auto": the count the earlier sitting chose goes on
+            meta.processes, meta.processes_chosen = self.meta.processes, self.meta.processes_chosen
         meta.resumed_at = [*(self.meta.resumed_at or []), now]
         meta.extended = [*(self.meta.extended or []), *([Extension(at=now, budget_s=self.extend_s)]
                                                          if self.extend_s else [])] or None

@@ -174,13 +174,14 @@ class RoundPolicy:
 
 def run_rounds(state: GroupState, policy: RoundPolicy, measure: Callable[[int], list[Measured]],
                deadline: float, clock: Callable[[], float] = time.monotonic, replay: int = 0,
-               overhead_s: float = 0.0) -> GroupState:
+               overhead: Callable[[float, float], float] = lambda share_s, round_s: 0.0) -> GroupState:
     """Runs rounds (`measure(round)` measures every target once and returns what it measured) until the policy
     says stop. `replay`: the rounds a resumed or extended group had measured; they are walked again whatever the
     rule says (their cells exist), then the rule takes over (a plan made before goes on with the state's `planned`;
-    a replayed group without one is not planned again). A fixed number of repeats is the plan. `overhead_s`: time the
-    group will spend outside its rounds (servers started again between process blocks), kept out of the plan. An
-    exception (Ctrl-C) propagates with everything measured already kept by `measure`."""
+    a replayed group without one is not planned again). A fixed number of repeats is the plan.
+    `overhead(share_s, round_s)`: time the group will spend outside its rounds (servers started again between
+    process blocks), kept out of the plan. An exception (Ctrl-C) propagates with everything measured already kept
+    by `measure`."""
     state.replayed = replay
     if not policy.auto and state.planned is None:
         state.planned = policy.repeats
@@ -191,5 +192,7 @@ def run_rounds(state: GroupState, policy: RoundPolicy, measure: Callable[[int], 
         state.measured.extend(measure(state.rounds))
         last_round_s = clock() - started
         if policy.auto and policy.plans and state.planned is None and not replay and state.rounds == 1:
-            state.planned = afforded_rounds(deadline - started - overhead_s, last_round_s, policy.min_rounds)
+            share_s = deadline - started
+            state.planned = afforded_rounds(share_s - overhead(share_s, last_round_s), last_round_s,
+                                            policy.min_rounds)
     return state

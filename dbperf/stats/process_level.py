@@ -29,8 +29,9 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
-from dbperf.stats.planned import MIN_PAIRS, planned_interval
+from dbperf.stats.planned import MIN_PAIRS, planned_interval, price
 from dbperf.stats.sequential import ConfidenceSequence, confidence_sequence
 
 
@@ -100,3 +101,48 @@ def process_spread(pairs: Sequence[tuple[int, float, float]], process_of: Mappin
     size = statistics.fmean(len(v) for v in blocks)
     between = statistics.variance([statistics.fmean(v) for v in blocks])
     return math.sqrt(within), math.sqrt(max(0.0, between - within / size))
+
+
+FEWEST_PROCESSES = 5  # fewer: t on 3 degrees of freedom or less, nothing a few % calls (see the module's docstring)
+MOST_PROCESSES = 32
+ROUNDS_A_PROCESS = 2  # the least a block holds: its rounds' own spread is then measured too (process_spread)
+
+
+@dataclass(frozen=True)
+class ProcessChoice:
+    """`processes = "auto"`: the count chosen, the rounds the group's share then affords, and why (said and kept)."""
+    count: int
+    rounds: int
+    reason: str
+
+
+def choose_processes(share_s: float, round_s: float, restart_s: float, alpha: float) -> ProcessChoice:
+    """The processes a target is started as over a group's rounds, chosen once the first group has measured one
+    round (`round_s`, every target's cells) and the load has timed the servers' starts (`restart_s`, all of them):
+    the count whose interval over the blocks is narrowest for the rounds' own noise, from FEWEST_PROCESSES to
+    MOST_PROCESSES with at least ROUNDS_A_PROCESS rounds a process and every block of the plan's layout there (33
+    rounds over 12 processes of 3 rounds would leave the twelfth empty). The half-width goes like
+    price(P) / sqrt(n(P)): the planned looks' t quantile on P - 1 degrees of freedom (stats/planned.py) over the
+    rounds the share affords after P restarts, n(P) = (share - P·restart) / round. Judged without a process level,
+    which is the case least favourable to restarts: a process's own level adds sd²/P to the block mean's variance,
+    and so favours more processes still; the choice never rests on a level the run has not yet measured."""
+    def rounds(p: int) -> int:
+        return int(max(0.0, share_s - p * restart_s) // round_s) if round_s > 0 else 0
+
+    def whole(p: int) -> bool:  # the plan's layout (rounds_per_process) makes p blocks, none of them empty
+        n = rounds(p)
+        return n >= ROUNDS_A_PROCESS * p and math.ceil(n / math.ceil(n / p)) == p
+
+    fits = [p for p in range(FEWEST_PROCESSES, MOST_PROCESSES + 1) if whole(p)]
+    if not fits:
+        return ProcessChoice(FEWEST_PROCESSES, rounds(FEWEST_PROCESSES),
+                             f"{FEWEST_PROCESSES}, the fewest the rule can call a change on: the share "
+                             f"({share_s:.0f} s, rounds of {round_s:.1f} s, restarts of {restart_s:.1f} s) affords "
+                             f"fewer than {ROUNDS_A_PROCESS} rounds a process for any count; a longer budget lets "
+                             "more processes in")
+    best = min(fits, key=lambda p: (price(p, alpha) / math.sqrt(rounds(p)), p))
+    return ProcessChoice(best, rounds(best),
+                         f"{best}, of {FEWEST_PROCESSES}–{MOST_PROCESSES}: the narrowest interval over the processes "
+                         f"for the group's share of {share_s:.0f} s at {round_s:.1f} s a round and {restart_s:.1f} s "
+                         f"a restart ({rounds(best)} rounds, {math.ceil(rounds(best) / best)} a process, restarts "
+                         f"{best * restart_s:.0f} s)")

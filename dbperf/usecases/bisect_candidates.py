@@ -1,5 +1,6 @@
 """What a `dbperf bisect` searches over, asked rather than branched on: the published releases of a server
-(`dbperf bisect ENGINE FIRST LAST`) or the commits of a user's checkout (`dbperf bisect --tree PATH --engine E GOOD
+(`dbperf bisect ENGINE FIRST LAST`), the SQLite releases the lab builds from source (`dbperf bisect sqlite FIRST
+LAST`) or the commits of a user's checkout (`dbperf bisect --tree PATH --engine E GOOD
 BAD`, buildlab/commit_range.py). Each kind checks the settings, lists its candidates oldest first, and writes a
 candidate as a target of the experiments the steps run (usecases/bisect_step.py, bisect_work.py): a release as
 `source = "ENGINE@VERSION"`, a commit as `tree = PATH, rev = HASH`, built through the build lab's user-tree source
@@ -19,6 +20,7 @@ from dbperf.buildlab.commit_range import commit_of, commit_range
 from dbperf.buildlab.recipes import recipe_for, recipes
 from dbperf.buildlab.server_releases import available_versions
 from dbperf.buildlab.server_tree import resolve_server_tree
+from dbperf.buildlab.sqlite_source import known_versions, semver
 from dbperf.errors import UserError
 from dbperf.experiment.build_variants import FLAG
 from dbperf.experiment.spec import sqlite_settings
@@ -45,6 +47,12 @@ class Candidates(Protocol):
     def facts(self, candidate: str) -> CommitFacts | None: ...
 
 
+def _check_cflags(cflags: list[str]) -> None:
+    for flag in cflags:
+        if not FLAG.match(flag):
+            raise UserError(f"--cflag: expected a compiler option such as -O0 or -DSQLITE_DEBUG, got {flag!r}")
+
+
 def target_name(engine: str, version: str) -> str:
     return f"{engine}-{version}"
 
@@ -58,6 +66,9 @@ class Releases:
     skips = False  # a release that cannot be fetched is the lab's problem, not the range's: said, not passed over
 
     def check(self) -> None:
+        if self.settings.cflags:
+            raise UserError("--cflag goes with --tree or sqlite's releases (a server's releases are built by their "
+                            "publishers)")
         check_settings(self.settings)
 
     def span(self, first: str, last: str) -> list[str]:
@@ -99,9 +110,7 @@ class Commits:
         if s.metric != "simulated":
             raise UserError(f"bisect --tree: --metric {s.metric} is not supported: a tree's commits are bisected by "
                             "simulated work (the step found is then confirmed by the wall clock)")
-        for flag in s.cflags:
-            if not FLAG.match(flag):
-                raise UserError(f"--cflag: expected a compiler option such as -O0 or -DSQLITE_DEBUG, got {flag!r}")
+        _check_cflags(s.cflags)
         if engine.server:  # as a release bisect's settings: the server's --config names and values among them
             check_settings(self.settings)
             return
@@ -135,6 +144,51 @@ class Commits:
         return CommitFacts(c.hash, c.subject, c.author)
 
 
+@dataclass
+class SqliteReleases:
+    """The SQLite releases the lab builds from source (the amalgamations of the libsqlite3-sys crates it knows:
+    buildlab/sqlite_source.py), each a target `source = "sqlite@VERSION"` built -O2 like the demo's."""
+    settings: StepSettings
+    noun = "releases"
+    how = "one per SQLite release the lab builds from its crates (`dbperf build --versions sqlite`)"
+    skips = False  # a release the lab knows builds, or the lab's problem is said
+
+    def check(self) -> None:
+        check_step_options(self.settings)
+        _check_cflags(self.settings.cflags)
+        sqlite_settings(self.settings.config, "bisect --config")  # PRAGMAs (journal_mode=WAL)
+
+    def span(self, first: str, last: str) -> list[str]:
+        known = sorted(set(known_versions().values()), key=semver)
+        for version in (first, last):
+            if version not in known:
+                raise UserError(f"bisect sqlite: {version!r} is not a SQLite release the lab builds (known: "
+                                f"{', '.join(known)}; `dbperf build --versions sqlite --scan N` finds more)")
+        if semver(first) > semver(last):
+            raise UserError(f"bisect: reversed range: {first} is newer than {last}; give the older version first")
+        versions = [v for v in known if semver(first) <= semver(v) <= semver(last)]
+        if len(versions) < 2:
+            raise UserError(f"bisect: {first}..{last} holds one release ({first}): nothing to bisect")
+        return versions
+
+    def name(self, candidate: str) -> str:
+        return target_name(self.settings.engine, candidate)
+
+    def word(self, candidate: str) -> str:
+        return candidate
+
+    def target(self, candidate: str) -> list[str]:
+        cflags = [f"cflags = {json.dumps(self.settings.cflags)}"] if self.settings.cflags else []
+        return [f"name = {json.dumps(self.name(candidate))}", f"source = {json.dumps(f'sqlite@{candidate}')}",
+                *cflags]
+
+    def facts(self, candidate: str) -> CommitFacts | None:
+        return None
+
+
 def candidates(settings: StepSettings) -> Candidates:
-    """The kind of what `settings` bisects: a tree's commits, or an engine's releases."""
-    return Commits(settings) if settings.tree else Releases(settings)
+    """The kind of what `settings` bisects: a tree's commits, SQLite's releases built from source, or a server's
+    released binaries."""
+    if settings.tree:
+        return Commits(settings)
+    return Releases(settings) if engines.engine(settings.engine).server else SqliteReleases(settings)

@@ -22,7 +22,7 @@ use std::time::SystemTime;
 
 use crate::client::{self, Clients, Plan, Shared};
 use crate::engine::dsn::label;
-use crate::engine::factory::Engine;
+use crate::engine::factory::{placement, Engine, Placement};
 use crate::job::{Job, SliceSide, SlicesResult, Usage, Workload};
 use crate::process;
 use crate::result::{side_result, Measured};
@@ -62,20 +62,13 @@ fn check<'a>(job: &'a Job, workload: &Workload) -> Result<&'a [SliceSide], Strin
     }
     run::check_job(job, workload)?;
     match same_kind(job, sides)? {
-        SideKind::Sqlite => distinct(sides)?,
-        SideKind::Server if job.turn_checkpoint => {
+        Placement::InProcess => distinct(sides)?,
+        Placement::Server if job.turn_checkpoint => {
             return Err("slices: turn_checkpoint checkpoints SQLite's WAL; a server checkpoints on its own".into())
         }
-        SideKind::Server => distinct_servers(sides)?,
+        Placement::Server => distinct_servers(sides)?,
     }
     Ok(sides)
-}
-
-/// What a side is: a SQLite library loaded into this process, or a server it connects to.
-#[derive(Clone, Copy, Debug, PartialEq)]
-enum SideKind {
-    Sqlite,
-    Server,
 }
 
 /// The engine a side runs: its own, or the job's.
@@ -85,19 +78,11 @@ fn engine_of<'a>(job: &'a Job, side: &'a SliceSide) -> &'a str {
 
 /// The kind of every side, which must be one: a run holds SQLite libraries or connections to servers, not both (a
 /// SQLite side runs on the client's CPU, a server's on its own: their slices would not measure alike).
-fn same_kind(job: &Job, sides: &[SliceSide]) -> Result<SideKind, String> {
-    let mut first: Option<(SideKind, &str)> = None;
+fn same_kind(job: &Job, sides: &[SliceSide]) -> Result<Placement, String> {
+    let mut first: Option<(Placement, &str)> = None;
     for (j, side) in sides.iter().enumerate() {
         let engine = engine_of(job, side);
-        let kind = match engine {
-            "sqlite" => SideKind::Sqlite,
-            "postgres" | "mariadb" | "mysql" => SideKind::Server,
-            other => {
-                return Err(format!(
-                    "slices: side {j}'s engine {other:?} is not one this driver runs (sqlite, postgres, mariadb, mysql)"
-                ))
-            }
-        };
+        let kind = placement(engine).map_err(|e| format!("slices: side {j}'s {e}"))?;
         match first {
             None => first = Some((kind, engine)),
             Some((k, e0)) if k != kind => {

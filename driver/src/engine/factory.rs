@@ -8,6 +8,23 @@ use crate::engine::dsn::{label, password_in};
 use crate::engine::{mywire, paced, page_cache, pgwire, pragmas, sqlite, Connection, Value};
 use crate::job::Job;
 
+/// Where an engine a job names runs: inside this process (a library loaded) or as a server it connects to. Asked
+/// by whoever must treat the two apart (slices.rs: a run's sides are all one or all the other).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Placement {
+    InProcess,
+    Server,
+}
+
+/// The placement of a named engine; an engine this driver does not run is an error naming those it does.
+pub fn placement(engine: &str) -> Result<Placement, String> {
+    match engine {
+        "sqlite" => Ok(Placement::InProcess),
+        "postgres" | "mariadb" | "mysql" => Ok(Placement::Server),
+        other => Err(format!("engine {other:?} is not one this driver runs (sqlite, postgres, mariadb, mysql)")),
+    }
+}
+
 enum Kind {
     Sqlite { api: Arc<sqlite::Api>, database: String, busy_timeout_ms: u32, settings: Vec<(String, String)> },
     Postgres { config: Box<postgres::Config>, label: String },
