@@ -137,7 +137,12 @@ def _run(name: str, budget: str, out: Path, index: int) -> Path:
     return folder
 
 
-def _calls(folder: Path) -> dict[tuple[str, str, int], CellCall]:
+def _label(folder: Path, folders: list[Path]) -> str:
+    """A run's name in the lines: its folder's, with the batch's folder where runs of two batches share it."""
+    return folder.name if [f.name for f in folders].count(folder.name) == 1 else f"{folder.parent.name}/{folder.name}"
+
+
+def _calls(folder: Path, label: str) -> dict[tuple[str, str, int], CellCall]:
     meta, records, _ = read_results(folder)
     m = build_matrix(meta, records)
     out = {}
@@ -147,7 +152,7 @@ def _calls(folder: Path) -> dict[tuple[str, str, int], CellCall]:
             continue
         low = 1 + v.lower if v.lower is not None else None
         high = 1 + v.upper if v.upper is not None else None
-        out[(target, bench, threads)] = CellCall(folder.name, v.verdict, v.metric, cell.rqps, low, high)
+        out[(target, bench, threads)] = CellCall(label, v.verdict, v.metric, cell.rqps, low, high)
     return out
 
 
@@ -193,13 +198,13 @@ def _levels(folders: list[Path]) -> None:
 
 def analyze(name: str, folders: list[Path]) -> tuple[int, int, int]:
     """Prints one experiment's lines; returns (contradictions, A/A false calls, A/A cells)."""
-    runs = [_calls(f) for f in folders]
+    runs = [_calls(f, _label(f, folders)) for f in folders]
     aa = _aa_target(folders[0])
-    print(f"\n== {name}: {len(folders)} runs ({', '.join(f.name for f in folders)})")
+    print(f"\n== {name}: {len(folders)} runs ({', '.join(_label(f, folders) for f in folders)})")
     for folder in folders:
         meta, _, _ = read_results(folder)
         if meta.processes_chosen:
-            print(f"  {folder.name}: processes = \"auto\": {meta.processes_chosen}")
+            print(f"  {_label(folder, folders)}: processes = \"auto\": {meta.processes_chosen}")
     cells = list(dict.fromkeys(k for r in runs for k in r))
     covered = judged = 0
     for key in cells:

@@ -50,8 +50,14 @@ class Target:
     remedies_not_applied: dict[str, str] = field(default_factory=dict)  # [run]'s it cannot take, and why
 
     @property
+    def descriptor(self) -> engines.Engine:
+        """The engine's descriptor (its name was checked when the experiment was parsed): what callers ask of the
+        engine, rather than comparing its name."""
+        return engines.engine(self.engine)
+
+    @property
     def is_server(self) -> bool:
-        return engines.engine(self.engine).server
+        return self.descriptor.server
 
     def password(self) -> str | None:
         """An external target's password, from the environment or a file (never from the experiment file)."""

@@ -97,7 +97,7 @@ def check_replication_experiment(spec: ReplicationSpec, targets: list[Any], benc
         raise UserError(f"{where}: a [replication] experiment has exactly one [[target]] (the primary and its "
                         f"replicas run it), got {len(targets)}")
     (t,) = targets
-    kind = engines.engine(t.engine)
+    kind = t.descriptor
     if kind.replication is None:
         titles = sorted(e.title for e in engines.ENGINES.values() if e.replication)
         replicated = " or ".join([", ".join(titles[:-1]), titles[-1]] if len(titles) > 1 else titles)

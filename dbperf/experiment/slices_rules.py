@@ -9,7 +9,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from dbperf import engines
 from dbperf.catalog.workload import compile_statements
 from dbperf.errors import UserError
 from dbperf.experiment.auto_time import AUTO
@@ -65,7 +64,7 @@ def _describe(t: Target) -> str:
 
 
 def _kind(t: Target) -> str:
-    return f"a {engines.engine(t.engine).title} server" if t.is_server else "SQLite"
+    return f"a {t.descriptor.title} server" if t.is_server else "SQLite"
 
 
 def _check_servers(e: Experiment, where: Path | str) -> None:
@@ -89,8 +88,8 @@ def _check_servers(e: Experiment, where: Path | str) -> None:
         for b in e.benchmarks:
             if compile_statements(b, e.table_size, t.engine) != compile_statements(b, e.table_size, first.engine):
                 raise UserError(f"{where} target {t.name!r}: {SLICES} runs one workload on every side; "
-                                f"{b.name!r} is not the same SQL for {engines.engine(t.engine).title} as for "
-                                f"{engines.engine(first.engine).title} ({first.name!r}): use another order or one "
+                                f"{b.name!r} is not the same SQL for {t.descriptor.title} as for "
+                                f"{first.descriptor.title} ({first.name!r}): use another order or one "
                                 "engine")
 
 

@@ -16,7 +16,6 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from dbperf import engines
 from dbperf.catalog.workload import Workload, compile_statements
 from dbperf.errors import UserError
 from dbperf.experiment.model import Experiment, Target
@@ -147,7 +146,7 @@ class Profiler:
 
     def _server_simulated(self, target: Target, benchmark: Workload) -> Profile:
         """The server's N-event and 0-event windows under valgrind, counted as its process model says."""
-        kind = engines.engine(target.engine)
+        kind = target.descriptor
         counting = counting_of(kind)
         events = self._events(benchmark)
         started = time.monotonic()
@@ -175,7 +174,7 @@ class Profiler:
             raise UserError(f"{target.name} {benchmark.name}: the counted run did {result_n.events} events with "
                             f"{result_n.errors} errors, expected {events} clean ones")
         queries = events * benchmark.queries_per_event
-        attached = engines.engine(target.engine).perf_attached
+        attached = target.descriptor.perf_attached
         counts = {k: (full.counts[k] - empty.counts.get(k, 0.0)) / queries for k in full.counts}
         per_query: dict[str, float] = {k.replace("-", "_"): v for k, v in counts.items()}
         cycles, instructions = counts.get("cycles"), counts.get("instructions")

@@ -62,7 +62,7 @@ def _complete(path: Path) -> bool:
 def profiled_server(directory: Path, target: Target, e: Experiment) -> LabServer:
     """The target's lab server in DIRECTORY with the settings it needs under valgrind (the engine's
     profiled_settings), not started."""
-    settings = dict(engines.engine(target.engine).profiled_settings(target.config))
+    settings = dict(target.descriptor.profiled_settings(target.config))
     server = server_target(directory, directory.parent / "logs", replace(target, config={**target.config, **settings}),
                            e)
     assert isinstance(server, LabServer)
@@ -108,7 +108,7 @@ class ServerProfiling:
         os.chown(out, user.pw_uid, user.pw_gid)
         aslr_off = [shutil.which("setarch") or "setarch", platform.machine(), "-R"]
         valgrind = shutil.which("valgrind") or "valgrind"
-        counting_of(engines.engine(target.engine)).launch(server, out, [*aslr_off, valgrind])
+        counting_of(target.descriptor).launch(server, out, [*aslr_off, valgrind])
         try:
             server.start()
         except UserError as e:
@@ -160,7 +160,7 @@ class ServerProfiling:
         before = set(out.glob("callgrind.out.*"))
         callgrind_control(pid, "dump", server.service_user)
         held = time.monotonic() - started
-        functions = engines.engine(target.engine).connection_functions
+        functions = target.descriptor.connection_functions
         profile, counted, threads = connection_threads(dump_files(out, before, WINDOW_TIMEOUT_S), functions)
         if counted == 0:
             raise _refused(server, UserError(
@@ -280,7 +280,7 @@ class ConnectionThreads(ServerCounting):
 
     def launch(self, server: LabServer, out: Path, prefix: list[str]) -> None:
         if shutil.which("callgrind_control") is None:
-            title = engines.engine(server.target.engine).title
+            title = server.target.descriptor.title
             raise UserError(f"callgrind_control not found: {title}'s counters need it (apt install valgrind)")
         server.launch_prefix = [*prefix, *CALLGRIND_OPTIONS, f"--callgrind-out-file={out}/callgrind.out.%p"]
         server.ready_timeout_s = PROFILED_READY_TIMEOUT_S  # InnoDB's start-up under callgrind is slow

@@ -31,6 +31,7 @@ from scipy.stats import mannwhitneyu
 from dbperf.buildlab.paths import cache_root
 from dbperf.buildlab.server_build import spec_recipe
 from dbperf.errors import UserError
+from dbperf.experiment import toml_text
 from dbperf.experiment.model import Experiment, Target
 from dbperf.host.facts import sha256_of
 from dbperf.layout import build
@@ -182,24 +183,6 @@ def _raw_target(experiment: Path, name: str) -> tuple[dict[str, Any], dict[str, 
     raise UserError(f"{experiment}: no target {name!r}")
 
 
-def _toml_value(v: Any) -> str:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, int | float):
-        return repr(v)
-    if isinstance(v, str):
-        return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
-    if isinstance(v, list):
-        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
-    if isinstance(v, dict):
-        return "{ " + ", ".join(f"{_toml_value(str(k))} = {_toml_value(x)}" for k, x in v.items()) + " }"
-    raise UserError(f"--fix: cannot carry the value {v!r} into the A/B experiment")
-
-
-def _table(name: str, raw: dict[str, Any]) -> str:
-    return f"[{name}]\n" + "".join(f"{_toml_value(str(k))} = {_toml_value(v)}\n" for k, v in raw.items())
-
-
 def _anchored(raw: dict[str, Any], base: Path) -> dict[str, Any]:
     """The target's own files (`patches`, `tree`) as absolute paths: the A/B experiment is read from its work
     folder, not from the experiment's."""
@@ -251,8 +234,7 @@ def ab_experiment(experiment: Path, target: Target, benchmark: str, threads: int
     else:
         base = raw
         fixed = {**raw, "name": target.name + FIXED_SUFFIX, "cflags": [*raw.get("cflags", []), *fix_flags(script)]}
-    return _table("run", {**run, "base": base["name"]}) + "\n" + _table("[target]", base) + "\n" + \
-        _table("[target]", fixed)
+    return toml_text.document({"run": {**run, "base": base["name"]}, "target": [base, fixed]})
 
 
 def base_cost_experiment(experiment: Path, target: Target, benchmark: str, threads: int) -> str | None:
@@ -261,8 +243,7 @@ def base_cost_experiment(experiment: Path, target: Target, benchmark: str, threa
     run, raw, base = _targets(experiment, target, benchmark, threads)
     if base["cflags"] == raw.get("cflags", []):
         return None
-    return _table("run", {**run, "base": target.name}) + "\n" + _table("[target]", raw) + "\n" + \
-        _table("[target]", base)
+    return toml_text.document({"run": {**run, "base": target.name}, "target": [raw, base]})
 
 
 def checked_file(target: Target) -> Path:

@@ -83,7 +83,7 @@ def _valgrind_refused(flt: subprocess.Popen[bytes]) -> str | None:
 
 
 def refuse_untraceable(target: Target) -> None:
-    kind = engines.engine(target.engine)
+    kind = target.descriptor
     if target.dsn is not None:
         raise UserError(f"target {target.name!r} is an external server: its process is not the lab's to run under "
                         "valgrind")
@@ -133,7 +133,7 @@ def count_server(exp: Experiment, target: Target, bench: Workload, static: Stati
     if shutil.which("valgrind") is None:
         raise UserError("valgrind not found: simulated access counts need it (apt install valgrind)")
     filter_exe = trace_filter()
-    kind = engines.engine(target.engine)
+    kind = target.descriptor
     runtime = RuntimeDir()
     server: LabServer | None = None
     flt: subprocess.Popen[bytes] | None = None

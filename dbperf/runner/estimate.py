@@ -13,7 +13,6 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from dbperf import engines
 from dbperf.experiment.model import Experiment
 from dbperf.runner.plan import RunPlan
 from dbperf.runner.post_write import steps_before
@@ -119,7 +118,7 @@ def estimate(e: Experiment, out: Path, earlier: Earlier | None = None) -> Estima
     seconds = 0.0
     per_place: dict[str, int] = {}
     for t in e.targets:
-        seconds += rows / engines.engine(t.engine).load_rows_per_s
+        seconds += rows / t.descriptor.load_rows_per_s
         if t.is_server and t.dsn is not None:
             continue  # an external server's disk is not this machine's business
         if t.is_server:
@@ -127,7 +126,7 @@ def estimate(e: Experiment, out: Path, earlier: Earlier | None = None) -> Estima
             place = str(runtime_base())
         else:
             place = str(out)
-        kind = engines.engine(t.engine)
+        kind = t.descriptor
         per_place[place] = per_place.get(place, 0) + 2 * rows * kind.row_bytes + kind.empty_server_bytes
     restores = sum(1 for b in e.benchmarks if b.phase != "read") * len(e.threads) * e.repeats * left
     if e.writes == "cumulative":
@@ -135,7 +134,7 @@ def estimate(e: Experiment, out: Path, earlier: Earlier | None = None) -> Estima
     if e.post_write:  # the post-write step's wait, once per target before each read that follows writes
         seconds += len(steps_before(e.benchmarks)) * len(e.targets) * e.post_write_wait_s
     for t in e.targets:
-        seconds += restores * rows / (3 * engines.engine(t.engine).load_rows_per_s)
+        seconds += restores * rows / (3 * t.descriptor.load_rows_per_s)
     # Steady state: the least warm-up (a cell that does not settle takes up to max_warmup).
     warmup_s = e.steady.least_warmup_s(e.warmup_s) if e.steady else e.warmup_s
     minimum_s = plan.rounds_s(e.time_s + warmup_s) * left

@@ -10,7 +10,6 @@ import time
 from itertools import pairwise
 from typing import Any
 
-from dbperf import engines
 from dbperf.catalog.workload import Workload
 from dbperf.engines.descriptor import FlushStep
 from dbperf.errors import UserError
@@ -35,7 +34,7 @@ def run_post_write(e: Experiment, target: Target, data: TargetLifecycle, before:
     target (the run cannot honestly go on measuring "after the post-write step")."""
     started = time.monotonic()
     record: dict[str, Any] = {"before": before, "engine": target.engine}
-    kind = engines.engine(target.engine)
+    kind = target.descriptor
     if isinstance(data, SqliteData) and data.failed:
         record["skipped"] = "the target's tables were not loaded"  # its cells fail with the load's error
     elif kind.post_write_statements:

@@ -187,13 +187,13 @@ def _sqlite(e: Experiment, t: Target) -> str:
             return f"{t.build.label()}: not cached, would be built ({where}, then {_compiled(t.build)})"
         library, said = str(cached), f"{t.build.label()}: cached, "
     info = library_info(t.engine, library)
-    return f"{said}{engines.engine(t.engine).title} {info.engine_version} ({library})"
+    return f"{said}{t.descriptor.title} {info.engine_version} ({library})"
 
 
 def _lab_binaries(t: Target, binaries: Path) -> str:
     """The server's files found where the target says, and its version (the binary run with --version)."""
     kind = LAB_SERVERS[t.engine]
-    title = engines.engine(t.engine).title
+    title = t.descriptor.title
     files = kind.program_files(binaries)
     problem = kind.install_problem(binaries)
     if problem:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import socket
 from pathlib import Path
 
-from dbperf import engines
 from dbperf.errors import UserError
 from dbperf.experiment.dsn_address import dsn_address
 from dbperf.experiment.model import Target
@@ -18,7 +17,7 @@ CONNECT_TIMEOUT_S = 5.0  # a server on another host, over a slow link, still ans
 def check_answering(t: Target) -> str:
     """What was found where `t`'s dsn points, or a UserError saying why nothing is there."""
     assert t.dsn is not None
-    address = dsn_address(t.dsn, engines.engine(t.engine).default_port, f"target {t.name!r}: dsn")
+    address = dsn_address(t.dsn, t.descriptor.default_port, f"target {t.name!r}: dsn")
     if address is None:
         return "an external server (several or default hosts: not contacted)"
     if address.socket:

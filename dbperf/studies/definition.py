@@ -11,10 +11,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 from dbperf.errors import UserError
+from dbperf.experiment import toml_text
 from dbperf.experiment.model import Experiment
 from dbperf.experiment.spec import parse_experiment
 from dbperf.host.topology import HostRequirement
-from dbperf.studies import toml_text
 
 Mode = Literal["full", "quick", "smoke"]
 MODES: tuple[Mode, ...] = ("full", "quick", "smoke")

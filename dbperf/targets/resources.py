@@ -105,7 +105,7 @@ def database_bytes(target: Target, data: TargetLifecycle) -> int | None:
             return None
         server: Any = data
         data_dir = data.describe().get("data_dir")
-        kind = engines.engine(target.engine)
+        kind = target.descriptor
         if kind.schema_dir and data_dir:
             schema_dir = Path(data_dir) / kind.schema_dir
             return sum(p.stat().st_size for p in schema_dir.iterdir() if p.is_file())

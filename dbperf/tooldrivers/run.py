@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from dbperf import engines
 from dbperf.catalog.tool_commands import (
     PGBENCH_BUILTINS,
     Connection,
@@ -134,7 +133,7 @@ class ToolCell:
 
     def connection(self) -> Connection:
         parts = urlsplit(self.server.dsn(self.server.work_db))
-        port = parts.port or engines.engine(self.target.engine).default_port or 0
+        port = parts.port or self.target.descriptor.default_port or 0
         return Connection(parts.hostname or "127.0.0.1", port,
                           unquote(parts.username or "dbperf"), parts.path.lstrip("/") or "sbtest")
 
@@ -153,7 +152,7 @@ class ToolCell:
     def _end_sessions(self) -> None:
         """The killed tool's sessions may still be running its statement (a backend notices a vanished client only
         when it next writes to it): ended, so that the next cell and the server's stop do not wait for them."""
-        kind = engines.engine(self.target.engine)
+        kind = self.target.descriptor
         with contextlib.suppress(UserError):
             if kind.end_sessions_sql:
                 self.server.execute([kind.end_sessions_sql], "ending a hung tool's sessions")
@@ -182,7 +181,7 @@ class ToolCell:
         if self.tool == "sysbench":
             config = work / "sysbench.cfg"
             fd = os.open(config, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            prefix = engines.engine(self.target.engine).sysbench_driver
+            prefix = self.target.descriptor.sysbench_driver
             os.write(fd, f"{prefix}-password={password}\n".encode())
             os.close(fd)
             argv = sysbench_argv(w, self.target.engine, conn, config, self.e.tables, self.e.table_size, threads,

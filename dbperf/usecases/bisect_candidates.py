@@ -1,19 +1,18 @@
 """What a `dbperf bisect` searches over, asked rather than branched on: the published releases of a server
 (`dbperf bisect ENGINE FIRST LAST`), the SQLite releases the lab builds from source (`dbperf bisect sqlite FIRST
-LAST`) or the commits of a user's checkout (`dbperf bisect --tree PATH --engine E GOOD
-BAD`, buildlab/commit_range.py). Each kind checks the settings, lists its candidates oldest first, and writes a
-candidate as a target of the experiments the steps run (usecases/bisect_step.py, bisect_work.py): a release as
-`source = "ENGINE@VERSION"`, a commit as `tree = PATH, rev = HASH`, built through the build lab's user-tree source
-(its cache key the commit's tree, its manifest the commit): SQLite's in the build cache, PostgreSQL's in the kept
-build tree of the checkout (buildlab/server_tree.py), where a commit rebuilds what it changed since the last one
-built there."""
+LAST`) or the commits of a user's checkout (`dbperf bisect --tree PATH --engine E GOOD BAD`,
+buildlab/commit_range.py). Each kind checks the settings, lists its candidates oldest first, and gives a candidate
+as a target table of the experiments the steps run (usecases/bisect_step.py, bisect_work.py; written by
+experiment/toml_text.py): a release as `source = "ENGINE@VERSION"`, a commit as `tree = PATH, rev = HASH`, built
+through the build lab's user-tree source (its cache key the commit's tree, its manifest the commit): SQLite's in the
+build cache, PostgreSQL's in the kept build tree of the checkout (buildlab/server_tree.py), where a commit rebuilds
+what it changed since the last one built there."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from dbperf import engines
 from dbperf.buildlab.commit_range import commit_of, commit_range
@@ -42,7 +41,7 @@ class Candidates(Protocol):
 
     def word(self, candidate: str) -> str: ...
 
-    def target(self, candidate: str) -> list[str]: ...
+    def target(self, candidate: str) -> dict[str, Any]: ...
 
     def facts(self, candidate: str) -> CommitFacts | None: ...
 
@@ -83,9 +82,8 @@ class Releases:
     def word(self, candidate: str) -> str:
         return candidate
 
-    def target(self, candidate: str) -> list[str]:
-        return [f"name = {json.dumps(self.name(candidate))}",
-                f"source = {json.dumps(f'{self.settings.engine}@{candidate}')}"]
+    def target(self, candidate: str) -> dict[str, Any]:
+        return {"name": self.name(candidate), "source": f"{self.settings.engine}@{candidate}"}
 
     def facts(self, candidate: str) -> CommitFacts | None:
         return None
@@ -131,12 +129,11 @@ class Commits:
     def word(self, candidate: str) -> str:
         return candidate[:12]
 
-    def target(self, candidate: str) -> list[str]:
-        lines = [f"name = {json.dumps(self.name(candidate))}", f"tree = {json.dumps(self.settings.tree)}",
-                 f"rev = {json.dumps(candidate)}"]
-        if engines.engine(self.settings.engine).server:  # a target without a source is SQLite's unless it says
-            lines.insert(1, f"engine = {json.dumps(self.settings.engine)}")
-        return lines + ([f"cflags = {json.dumps(self.settings.cflags)}"] if self.settings.cflags else [])
+    def target(self, candidate: str) -> dict[str, Any]:
+        # a target without a source is SQLite's unless it names its engine
+        engine = {"engine": self.settings.engine} if engines.engine(self.settings.engine).server else {}
+        cflags = {"cflags": list(self.settings.cflags)} if self.settings.cflags else {}
+        return {"name": self.name(candidate), **engine, "tree": self.settings.tree, "rev": candidate, **cflags}
 
     def facts(self, candidate: str) -> CommitFacts | None:
         assert self.settings.tree is not None
@@ -177,10 +174,9 @@ class SqliteReleases:
     def word(self, candidate: str) -> str:
         return candidate
 
-    def target(self, candidate: str) -> list[str]:
-        cflags = [f"cflags = {json.dumps(self.settings.cflags)}"] if self.settings.cflags else []
-        return [f"name = {json.dumps(self.name(candidate))}", f"source = {json.dumps(f'sqlite@{candidate}')}",
-                *cflags]
+    def target(self, candidate: str) -> dict[str, Any]:
+        cflags = {"cflags": list(self.settings.cflags)} if self.settings.cflags else {}
+        return {"name": self.name(candidate), "source": f"sqlite@{candidate}", **cflags}
 
     def facts(self, candidate: str) -> CommitFacts | None:
         return None

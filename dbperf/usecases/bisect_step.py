@@ -7,14 +7,15 @@ bisect.json) and resumes the run of the step that was cut short (runner/resume.p
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 
 from dbperf.errors import UserError
+from dbperf.experiment import toml_text
 from dbperf.stats.rqps_matrix import build_matrix
 from dbperf.storage.bisect_path import FAILED, BisectResult, Judgement, Step, StepSettings
 from dbperf.storage.results import EXPERIMENT, meta_status, read_results, writing
@@ -25,29 +26,18 @@ from dbperf.usecases.run import run_experiment
 
 
 def step_experiment(s: StepSettings, good: str, probe: str, budget_s: float) -> str:
-    """The A/B experiment of one step, as TOML (strings and lists written as JSON, which TOML reads the same)."""
+    """The A/B experiment of one step, as TOML (experiment/toml_text.py)."""
     kind = candidates(s)
 
-    def target(version: str) -> str:
-        lines = kind.target(version)
-        if s.config:
-            lines.append("config = { " + ", ".join(f"{json.dumps(k)} = {json.dumps(v)}" for k, v in
-                                                   s.config.items()) + " }")
-        return "[[target]]\n" + "\n".join(lines) + "\n"
+    def target(version: str) -> dict[str, Any]:
+        return {**kind.target(version), **({"config": dict(s.config)} if s.config else {})}
 
-    return (f"# dbperf bisect: one step, {good} (base) against {probe}\n"
-            "[run]\n"
-            f"benchmarks = [{json.dumps(s.benchmark)}]\n"
-            f"threads = [{s.threads}]\n"
-            f"table_size = {s.table_size}\n"
-            f"time = \"{s.time_s:g}s\"\n"
-            f"warmup = \"{s.warmup_s:g}s\"\n"
-            "repeats = \"auto\"\n"
-            + (f"order = {json.dumps(s.order)}\n" if s.order else "")
-            + f"budget = \"{budget_s:g}s\"\n"
-            f"min_effect = {s.threshold:g}\n"
-            f"base = {json.dumps(kind.name(good))}\n\n"
-            + target(good) + "\n" + target(probe))
+    run: dict[str, Any] = {"benchmarks": [s.benchmark], "threads": [s.threads], "table_size": s.table_size,
+                           "time": f"{s.time_s:g}s", "warmup": f"{s.warmup_s:g}s", "repeats": "auto",
+                           **({"order": s.order} if s.order else {}), "budget": f"{budget_s:g}s",
+                           "min_effect": s.threshold, "base": kind.name(good)}
+    return toml_text.document({"run": run, "target": [target(good), target(probe)]},
+                              f"dbperf bisect: one step, {good} (base) against {probe}")
 
 
 def judgement_of(directory: Path, target: str, benchmark: str, threads: int, exit_code: int) -> Judgement:

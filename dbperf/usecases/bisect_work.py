@@ -18,7 +18,6 @@ search tries a neighbour (usecases/bisect_search.py). A release that cannot be f
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -29,6 +28,7 @@ import msgspec
 from rich.console import Console
 
 from dbperf.errors import UserError
+from dbperf.experiment import toml_text
 from dbperf.experiment.spec import parse_experiment
 from dbperf.explain.diff import FunctionCounters, counters_diff
 from dbperf.explain.mode import CounterMode
@@ -121,16 +121,12 @@ class WorkCounts:
 
 
 def count_experiment(s: StepSettings, version: str) -> str:
-    """The one-target experiment a release (or commit) is counted in, as TOML (strings written as JSON, which TOML
-    reads)."""
+    """The one-target experiment a release (or commit) is counted in, as TOML (experiment/toml_text.py)."""
     kind = candidates(s)
-    lines = [f"# dbperf bisect --metric simulated: {s.engine} {version}'s work per query",
-             "[run]", f"benchmarks = [{json.dumps(s.benchmark)}]", "threads = [1]", f"table_size = {s.table_size}",
-             f"base = {json.dumps(kind.name(version))}", "", "[[target]]", *kind.target(version)]
-    if s.config:
-        lines.append("config = { " + ", ".join(f"{json.dumps(k)} = {json.dumps(v)}" for k, v in s.config.items())
-                     + " }")
-    return "\n".join(lines) + "\n"
+    run = {"benchmarks": [s.benchmark], "threads": [1], "table_size": s.table_size, "base": kind.name(version)}
+    target = {**kind.target(version), **({"config": dict(s.config)} if s.config else {})}
+    return toml_text.document({"run": run, "target": [target]},
+                              f"dbperf bisect --metric simulated: {s.engine} {version}'s work per query")
 
 
 def _kept(path: Path) -> Profile | None:

@@ -24,6 +24,7 @@ import msgspec
 from rich.console import Console
 
 from dbperf.errors import UserError
+from dbperf.experiment import toml_text
 from dbperf.experiment.durations import parse_duration
 from dbperf.experiment.keys import MIN_ROUNDS
 from dbperf.experiment.spec import parse_experiment
@@ -44,7 +45,7 @@ from dbperf.usecases.run import run_experiment
 
 SQLITE = "3.54.1"
 BASE = "O2"
-CONFIG = '{ journal_mode = "WAL", synchronous = "NORMAL" }'  # the demo's (examples/demo.toml)
+CONFIG = {"journal_mode": "WAL", "synchronous": "NORMAL"}  # the demo's (examples/demo.toml)
 TOO_FEW = 3  # exit status: nothing (or too little) measured to fit, as `dbperf run`'s "no cell succeeded"
 TEST_PLAN = "DBPERF_TEST_CALIBRATION"  # tests only: a JSON plan of a few cells (see `plan`)
 
@@ -96,28 +97,18 @@ class Plan:
     table_size: int = 100_000
 
     def experiment(self) -> str:
-        """The experiment as TOML (strings and lists written as JSON, which TOML reads the same)."""
+        """The experiment as TOML (experiment/toml_text.py)."""
         kind = "--quick" if self.quick else "full"
         head = (f"{MARKER} ({kind}): SQLite {SQLITE} builds x in-process benchmarks, user CPU per query measured and\n"
                 "# the simulated counters per query (cachegrind) of each cell, for this host's cost model. Written by\n"
                 "# dbperf (usecases/calibrate.py); `dbperf calibrate --resume --out DIR` goes on with it.\n")
-        run = ("[run]\n"
-               f"benchmarks = {json.dumps(list(self.benchmarks))}\n"
-               f"table_size = {self.table_size}\n"
-               f"time = {json.dumps(self.time)}\n"
-               f"warmup = {json.dumps(self.warmup)}\n"
-               'repeats = "auto"\n'
-               f'budget = "{self.budget_s:g}s"\n'
-               "simulated = true\n"
-               f"base = {json.dumps(BASE)}\n")
-        targets = "".join(
-            "\n[[target]]\n"
-            f"name = {json.dumps(b.name)}\n"
-            f'source = "sqlite@{SQLITE}"\n'
-            f"build = {json.dumps(list(b.build))}\n"
-            + (f"cflags = {json.dumps(list(b.cflags))}\n" if b.cflags else "")
-            + f"config = {CONFIG}\n" for b in self.builds)
-        return head + run + targets
+        run = {"benchmarks": list(self.benchmarks), "table_size": self.table_size, "time": self.time,
+               "warmup": self.warmup, "repeats": "auto", "budget": f"{self.budget_s:g}s", "simulated": True,
+               "base": BASE}
+        targets = [{"name": b.name, "source": f"sqlite@{SQLITE}", "build": list(b.build),
+                    **({"cflags": list(b.cflags)} if b.cflags else {}), "config": dict(CONFIG)}
+                   for b in self.builds]
+        return head + toml_text.document({"run": run, "target": targets})
 
 
 def plan(quick: bool, budget_s: float | None) -> Plan:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from dbperf.errors import UserError
+from dbperf.experiment import toml_text
 from dbperf.experiment.durations import parse_duration
 from dbperf.experiment.model import Experiment
 from dbperf.experiment.spec import parse_experiment
@@ -13,7 +14,6 @@ from dbperf.output_file import write_file
 from dbperf.report import formats
 from dbperf.runner.resume import stopped_on_budget
 from dbperf.storage.results import META, read_meta
-from dbperf.studies import toml_text
 from dbperf.studies.definition import MODES, Mode, Step, Study, experiment_doc, parsed_experiment, study_command
 from dbperf.studies.steps.base import INCOMPLETE, INTERRUPTED, StepEnd, StepKind, StepRun
 from dbperf.usecases.report import report_view

@@ -1,5 +1,6 @@
-"""Experiment files written back as TOML (a study's step with its --quick overrides): Python's tomllib reads but
-does not write. Strings go out as JSON strings, which TOML reads the same; tables of a section as inline tables."""
+"""Experiment files written as TOML: the one writer of the experiments the lab makes itself (a study's step with its
+--quick overrides, a bisect's steps and counts, a calibration), from dicts. Python's tomllib reads but does not
+write. Strings go out as JSON strings, which TOML reads the same; tables of a section as inline tables."""
 
 from __future__ import annotations
 
@@ -28,9 +29,10 @@ def value(v: Any) -> str:
     raise UserError(f"cannot write {v!r} into an experiment file")
 
 
-def document(doc: dict[str, Any]) -> str:
-    """A document of sections ([run], [replication], [fleet]) and arrays of tables ([[target]])."""
-    out: list[str] = []
+def document(doc: dict[str, Any], comment: str = "") -> str:
+    """A document of sections ([run], [replication], [fleet]) and arrays of tables ([[target]]), after `comment`'s
+    lines as TOML comments."""
+    out: list[str] = [f"# {line}".rstrip() for line in comment.splitlines()]
     for section, body in doc.items():
         tables = body if isinstance(body, list) else [body]
         header = f"[[{section}]]" if isinstance(body, list) else f"[{section}]"
