@@ -11,6 +11,7 @@ import random
 import signal
 import subprocess
 import time
+import tomllib
 from dataclasses import replace
 from pathlib import Path
 
@@ -426,7 +427,9 @@ def test_the_plan_spans_the_builds_the_issue_asks_for_and_quick_is_smaller():
     assert len(full.builds) * len(full.benchmarks) > 2 * len(quick.builds) * len(quick.benchmarks)
     assert quick.budget_s < full.budget_s and calibrate_usecase.plan(True, 60).budget_s == 60
     text = full.experiment()
-    assert text.startswith(calibrate_usecase.MARKER) and 'cflags = ["-O0"]' in text and "simulated = true" in text
+    doc = tomllib.loads(text)
+    assert text.startswith(calibrate_usecase.MARKER) and doc["run"]["simulated"] is True
+    assert ["-O0"] in [t.get("cflags") for t in doc["target"]]
 
 
 # --- end to end: a tiny calibration, interrupted and resumed -----------------------------------------------------

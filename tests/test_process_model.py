@@ -93,7 +93,8 @@ def test_each_counting_runs_its_own_windows():
 
 
 def _server(engine: str) -> SimpleNamespace:
-    return SimpleNamespace(target=SimpleNamespace(engine=engine), launch_prefix=[], ready_timeout_s=60.0,
+    return SimpleNamespace(target=SimpleNamespace(engine=engine, descriptor=engines.engine(engine)), launch_prefix=[],
+                           ready_timeout_s=60.0,
                            run_as_service_user=False)
 
 
