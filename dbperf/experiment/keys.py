@@ -57,8 +57,9 @@ def integer_or_auto(minimum: int, maximum: int) -> Check:
             return value
         try:
             return counted(value, where)
-        except UserError as err:
-            raise UserError(f"{err} or \"auto\"") from None
+        except UserError:
+            raise UserError(f"{where}: expected an integer from {minimum} to {maximum} or \"auto\", got {value!r}"
+                            ) from None
     return check
 
 

@@ -83,7 +83,8 @@ class Releases:
         return candidate
 
     def target(self, candidate: str) -> dict[str, Any]:
-        return {"name": self.name(candidate), "source": f"{self.settings.engine}@{candidate}"}
+        cflags = {"cflags": list(self.settings.cflags)} if self.settings.cflags else {}  # SQLite's: built here
+        return {"name": self.name(candidate), "source": f"{self.settings.engine}@{candidate}", **cflags}
 
     def facts(self, candidate: str) -> CommitFacts | None:
         return None
@@ -142,13 +143,11 @@ class Commits:
 
 
 @dataclass
-class SqliteReleases:
+class SqliteReleases(Releases):
     """The SQLite releases the lab builds from source (the amalgamations of the libsqlite3-sys crates it knows:
-    buildlab/sqlite_source.py), each a target `source = "sqlite@VERSION"` built -O2 like the demo's."""
-    settings: StepSettings
-    noun = "releases"
+    buildlab/sqlite_source.py), each a target `source = "sqlite@VERSION"` built -O2 like the demo's (with any
+    --cflag appended); named, written and judged as a server's releases are."""
     how = "one per SQLite release the lab builds from its crates (`dbperf build --versions sqlite`)"
-    skips = False  # a release the lab knows builds, or the lab's problem is said
 
     def check(self) -> None:
         check_step_options(self.settings)
@@ -168,18 +167,11 @@ class SqliteReleases:
             raise UserError(f"bisect: {first}..{last} holds one release ({first}): nothing to bisect")
         return versions
 
-    def name(self, candidate: str) -> str:
-        return target_name(self.settings.engine, candidate)
 
-    def word(self, candidate: str) -> str:
-        return candidate
-
-    def target(self, candidate: str) -> dict[str, Any]:
-        cflags = {"cflags": list(self.settings.cflags)} if self.settings.cflags else {}
-        return {"name": self.name(candidate), "source": f"sqlite@{candidate}", **cflags}
-
-    def facts(self, candidate: str) -> CommitFacts | None:
-        return None
+def target_table(settings: StepSettings, candidate: str) -> dict[str, Any]:
+    """A candidate as a target of a step's or a count's experiment, with the bisect's settings (--config)."""
+    config = {"config": dict(settings.config)} if settings.config else {}
+    return {**candidates(settings).target(candidate), **config}
 
 
 def candidates(settings: StepSettings) -> Candidates:

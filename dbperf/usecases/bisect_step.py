@@ -19,7 +19,7 @@ from dbperf.experiment import toml_text
 from dbperf.stats.rqps_matrix import build_matrix
 from dbperf.storage.bisect_path import FAILED, BisectResult, Judgement, Step, StepSettings
 from dbperf.storage.results import EXPERIMENT, meta_status, read_results, writing
-from dbperf.usecases.bisect_candidates import candidates
+from dbperf.usecases.bisect_candidates import candidates, target_table
 from dbperf.usecases.bisect_search import Judge
 from dbperf.usecases.progress import PROGRESS, say
 from dbperf.usecases.run import run_experiment
@@ -27,16 +27,11 @@ from dbperf.usecases.run import run_experiment
 
 def step_experiment(s: StepSettings, good: str, probe: str, budget_s: float) -> str:
     """The A/B experiment of one step, as TOML (experiment/toml_text.py)."""
-    kind = candidates(s)
-
-    def target(version: str) -> dict[str, Any]:
-        return {**kind.target(version), **({"config": dict(s.config)} if s.config else {})}
-
     run: dict[str, Any] = {"benchmarks": [s.benchmark], "threads": [s.threads], "table_size": s.table_size,
                            "time": f"{s.time_s:g}s", "warmup": f"{s.warmup_s:g}s", "repeats": "auto",
                            **({"order": s.order} if s.order else {}), "budget": f"{budget_s:g}s",
-                           "min_effect": s.threshold, "base": kind.name(good)}
-    return toml_text.document({"run": run, "target": [target(good), target(probe)]},
+                           "min_effect": s.threshold, "base": candidates(s).name(good)}
+    return toml_text.document({"run": run, "target": [target_table(s, good), target_table(s, probe)]},
                               f"dbperf bisect: one step, {good} (base) against {probe}")
 
 

@@ -37,7 +37,7 @@ from dbperf.records import Profile
 from dbperf.runner.simulated_tier import queries_for
 from dbperf.storage.bisect_path import SKIPPED, BisectResult, Judgement, LeadRow, StepSettings
 from dbperf.storage.results import write_whole, writing
-from dbperf.usecases.bisect_candidates import candidates
+from dbperf.usecases.bisect_candidates import candidates, target_table
 from dbperf.usecases.bisect_search import Judge
 from dbperf.usecases.bisect_step import judgements_of, release_judge
 from dbperf.usecases.explain import profiling
@@ -122,10 +122,9 @@ class WorkCounts:
 
 def count_experiment(s: StepSettings, version: str) -> str:
     """The one-target experiment a release (or commit) is counted in, as TOML (experiment/toml_text.py)."""
-    kind = candidates(s)
-    run = {"benchmarks": [s.benchmark], "threads": [1], "table_size": s.table_size, "base": kind.name(version)}
-    target = {**kind.target(version), **({"config": dict(s.config)} if s.config else {})}
-    return toml_text.document({"run": run, "target": [target]},
+    run = {"benchmarks": [s.benchmark], "threads": [1], "table_size": s.table_size,
+           "base": candidates(s).name(version)}
+    return toml_text.document({"run": run, "target": [target_table(s, version)]},
                               f"dbperf bisect --metric simulated: {s.engine} {version}'s work per query")
 
 
