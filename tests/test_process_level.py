@@ -103,15 +103,29 @@ def test_a_block_counts_once_complete_and_too_few_blocks_decide_nothing():
 class _Server:
     def __init__(self) -> None:
         self.started = 0
+        self.restarted = 0
 
     def new_process(self) -> bool:
         self.started += 1
+        return True
+
+    def restart(self) -> bool:
+        self.restarted += 1
         return True
 
 
 class _InProcess:
     def new_process(self) -> bool:
         return False
+
+    def restart(self) -> bool:
+        return False
+
+
+def _timed_after_load(blocks: ProcessBlocks, seconds: dict[str, float]) -> None:
+    """Each target's restart after its load, on a clock that moves by its seconds."""
+    for name, s in seconds.items():
+        blocks.loaded(name, clock=iter([0.0, s]).__next__)
 
 
 def test_servers_start_again_at_each_block_and_each_new_group_but_not_on_a_replayed_round():
@@ -144,14 +158,18 @@ def test_the_stopping_loop_judges_on_the_blocks_as_the_report_does():
 
 
 def test_the_restarts_are_kept_out_of_the_plan():
-    """A group's plan is what its share affords after its restarts: P of them, each as long as the load's starts."""
+    """A group's plan is what its share affords after its restarts: P of them, each as long as the restart timed
+    after the load (not the load's own start, which initialised the data directory)."""
     from dbperf.runner.rounds import RoundPolicy, run_rounds
 
-    blocks = ProcessBlocks(ProcessCount(5), {}, lambda *_: None)
-    blocks.started("pg", 2.0)
-    blocks.started("pg-aa", 2.0)
+    servers = {"pg": _Server(), "pg-aa": _Server(), "sqlite": _InProcess()}
+    blocks = ProcessBlocks(ProcessCount(5), servers, lambda *_: None)  # type: ignore[arg-type]
+    _timed_after_load(blocks, {"pg": 2.0, "pg-aa": 2.0, "sqlite": 9.0})  # nothing of SQLite's to restart
     assert blocks.overhead_s(60.0, 1.0) == 20.0
-    assert ProcessBlocks(ProcessCount(1), {}, lambda *_: None).overhead_s(60.0, 1.0) == 0.0
+    assert servers["pg"].restarted == 1 and servers["pg"].started == 0  # replaced, not counted as a block's
+    one = ProcessBlocks(ProcessCount(1), {"pg": _Server()}, lambda *_: None)  # type: ignore[dict-item]
+    _timed_after_load(one, {"pg": 2.0})
+    assert one.overhead_s(60.0, 1.0) == 0.0 and one.data["pg"].restarted == 0  # type: ignore[attr-defined]
     now = [0.0]
 
     def measure(round_: int) -> list[Measured]:
@@ -197,7 +215,7 @@ def test_auto_chooses_once_at_the_first_plan_and_every_later_group_keeps_it():
     server = _Server()
     told: list[object] = []
     blocks = ProcessBlocks(ProcessCount(None), {"pg": server}, lambda *_: None, told.append)  # type: ignore[dict-item]
-    blocks.started("pg", 1.0)
+    _timed_after_load(blocks, {"pg": 1.0})
     assert blocks.before_round("g1", None, 1, replayed=False) == 1 and blocks.processes == 0
     now = [0.0]
     rng = np.random.default_rng(3)

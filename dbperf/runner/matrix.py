@@ -241,15 +241,14 @@ class MatrixRun:
     def _load(self, t: Target, task: TaskID) -> str | None:
         data = self.data[t.name]
         self.progress.update(task, description=f"starting {t.name}" if t.is_server else "")
-        started = time.monotonic()
         data.start()
-        self.blocks.started(t.name, time.monotonic() - started)
         self.progress.update(task, description=f"loading {self.e.tables}×{self.e.table_size:,} rows for {t.name}")
         try:
             loaded = data.load()
         except TargetLoadFailed as err:
             self.meta.set_target(t.name, error=str(err))
             return str(err)
+        self.blocks.loaded(t.name)
         server = {"engine_version": loaded.engine_version} if t.is_server else {}
         self.lab.set_target(t.name, **{"load": to_builtins(loaded), **data.describe(), **server,
                                        "db_bytes_after_load": database_bytes(t, data)})

@@ -5,16 +5,18 @@ A group's rounds are shared out over P blocks of rounds_per_process(planned, P) 
 first round; the first round is block 1 whatever it turns out to be). Before the first round of every block, and
 before a new group's first round, every target whose lifecycle has a process of the lab's is started again on the
 same data: the base, its A/A copy and the others at the same boundary, so that block k of the base and of a target
-are measured by processes started together. The run's very first round uses the processes the load started. A
+are measured by processes started together. The run's very first round uses the process each target was started
+again as right after its load (`loaded`): started on the loaded data, as every later block's is, and timed. A
 round walked again from an earlier sitting (resume) restarts nothing: its records are that sitting's.
 
 `processes = "auto"`: P is chosen when the first group plans its rounds (after its first round, which is block 1
-whatever P turns out to be), from the group's share, its round's length and the load's timed starts
+whatever P turns out to be), from the group's share, its round's length and the restarts timed after the load
 (stats/process_level.py choose_processes); every group after it keeps that P, and a resumed run the one its meta
 kept."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping
 
 from dbperf.experiment.model import ProcessCount
@@ -33,10 +35,17 @@ class ProcessBlocks:
         self.said = said  # told which targets were started again, for which block
         self.chosen = chosen  # told the count "auto" chose, once
         self.current: tuple[object, int] | None = None  # (group, block) the servers' processes were started for
-        self.start_s: dict[str, float] = {}  # each target's first start, timed at the load
+        self.start_s: dict[str, float] = {}  # each target's restart, timed after its load
 
-    def started(self, name: str, seconds: float) -> None:
-        self.start_s[name] = seconds
+    def loaded(self, name: str, clock: Callable[[], float] = time.monotonic) -> None:
+        """After `name`'s load, when the run restarts its servers: the load's process is stopped and started again
+        on the loaded data, and that is timed. The load's own start does not price a restart: it initialised the
+        data directory (MariaDB 5-14 s here), which no restart does, so "auto" chose too few processes from it."""
+        if not self.setting.restarts():
+            return
+        began = clock()
+        if self.data[name].restart():
+            self.start_s[name] = clock() - began
 
     def resumed(self, processes: int | None) -> None:
         """An earlier sitting's count (meta.json), kept: "auto" does not choose again."""
@@ -45,9 +54,8 @@ class ProcessBlocks:
 
     def overhead_s(self, share_s: float, round_s: float) -> float:
         """What a group's restarts will take, kept out of its plan of its share (`share_s`) at `round_s` a round:
-        P of them (the first round of a new group included), each as long as the targets' first starts timed at
-        the load (those initialised their data directories, which a restart does not, and a restart's stop is
-        short: about even). Under "auto", the first call chooses P."""
+        P of them (the first round of a new group included), each as long as the targets' restarts timed after
+        their loads. Under "auto", the first call chooses P."""
         if not self.setting.restarts():
             return 0.0
         restart_s = sum(self.start_s.values())

@@ -161,6 +161,9 @@ class ServerTarget(ABC):
     def new_process(self) -> bool: ...
 
     @abstractmethod
+    def restart(self) -> bool: ...
+
+    @abstractmethod
     def died(self) -> bool: ...
 
     @abstractmethod
@@ -229,6 +232,9 @@ class ExternalServer(ServerTarget):
 
     def new_process(self) -> bool:
         return False  # not the lab's to restart
+
+    def restart(self) -> bool:
+        return False
 
     def died(self) -> bool:
         return False
@@ -405,11 +411,15 @@ class LabServer(ServerTarget):
         process's placement are drawn again); counted apart from the restarts of a server that died."""
         if not self.pids and self.server:
             self.pids.append(self.server.pid)
-        self.stop()
-        self.start()
+        self.restart()
         self.processes += 1
         if self.server:
             self.pids.append(self.server.pid)
+        return True
+
+    def restart(self) -> bool:
+        self.stop()
+        self.start()
         return True
 
     def died(self) -> bool:

@@ -39,6 +39,11 @@ class TargetLifecycle(Protocol):
         run with `processes` above 1); False, doing nothing, where there is no process of the lab's to start again
         (in-process SQLite: every round is a new driver process; an external server)."""
 
+    def restart(self) -> bool:
+        """Stops the engine and starts it again on the same data, as new_process does, without counting a planned
+        process: the load's own process replaced (runner/process_blocks.py); False, doing nothing, where there is
+        no process of the lab's to start again."""
+
     def died(self) -> bool:
         """Whether the engine died (during the last cell)."""
 

@@ -89,6 +89,9 @@ class SqliteData:
     def new_process(self) -> bool:
         return False  # the engine lives in the driver, a new process every round
 
+    def restart(self) -> bool:
+        return False
+
     def died(self) -> bool:
         return False
 
