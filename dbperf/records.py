@@ -562,6 +562,17 @@ class ApplyRecord(msgspec.Struct, omit_defaults=True):
     # The settings the measurement ran with, as SHOW VARIABLES read them back after they were set (MariaDB, MySQL):
     # {"primary": the group-commit wait, "replica": its durability and parallel apply}.
     variables: dict[str, dict[str, str]] | None = None
+    # The primary's binlog group-commit counters over the load (SHOW GLOBAL STATUS after less before; MariaDB:
+    # Binlog_commits, Binlog_group_commits, and the groups closed by the wait's count, its timeout or a lock wait).
+    primary_group_commit: dict[str, int] | None = None
+
+    @property
+    def commits_per_group(self) -> float | None:
+        """The primary's mean binlog group over the load: what the replica's conservative workers can apply in
+        parallel, and whether a group-commit wait's count was reached."""
+        c = self.primary_group_commit or {}
+        groups = c.get("Binlog_group_commits", 0)
+        return round(c.get("Binlog_commits", 0) / groups, 2) if groups else None
 
 
 class WaitLatency(msgspec.Struct, frozen=True):

@@ -138,6 +138,28 @@ def test_summary_medians_speedup_cores_and_stale_fractions():
     text = render(replication_view(meta, records, []), "markdown")
     assert "4‡" in text and "cannot run more than 2 transactions" in text and "40.00%" in text
     assert "FAILED apply" in text
+    assert "commits_per_group" not in by_workers[4]  # records from before the counters were kept: none shown
+
+
+@pytest.mark.unit
+def test_the_primarys_groups_are_their_commits_over_their_groups_and_what_closed_them():
+    """A 12-commit wait that a load's clients fill: each run's mean group, their median and range in the row, and
+    the groups closed by the count against the timeout, summed over the runs."""
+    runs = []
+    for repeat, (commits, groups, by_count) in enumerate([(1200, 100, 100), (1200, 120, 90), (1210, 110, 95)], 1):
+        r = _apply(4, 1500.0)
+        r.repeat, r.commit_wait_count = repeat, 12
+        r.primary_group_commit = {"Binlog_commits": commits, "Binlog_group_commits": groups,
+                                  "Binlog_group_commit_trigger_count": by_count,
+                                  "Binlog_group_commit_trigger_timeout": groups - by_count,
+                                  "Binlog_group_commit_trigger_lock_wait": 0}
+        runs.append(r)
+    assert [r.commits_per_group for r in runs] == [12.0, 10.0, 11.0]
+    meta = replication_meta({"status": "complete", "replication": {"cpus": 2}})
+    row = replication_summary(meta, runs)["apply"][0]
+    assert (row["commits_per_group"], row["commits_per_group_min"], row["commits_per_group_max"]) == (11.0, 10.0, 12.0)
+    assert row["groups_closed_by"] == {"count": 285, "timeout": 45, "lock_wait": 0}
+    assert "11.0 (10.0–12.0)" in render(replication_view(meta, runs, []), "markdown")
 
 
 # --- server tier: real MariaDB ----------------------------------------------------------------------------------
@@ -173,6 +195,10 @@ def test_primary_and_replica_apply_rate_and_stale_reads(tmp_path):
         (w, d) for w in (0, 2) for d in ("no-binlog-nondurable", "binlog-crash-safe")}
     for a in r["apply"]:
         assert a["trx_per_s"] > 0 and a["transactions"] >= 1500 and a["mode"] in ("serial", "conservative")
+        # The primary's binlog groups over the load, from its counters: every commit in one group, none closed by
+        # a wait's count (no wait is set), and its own rate with the range of its runs.
+        assert 1.0 <= a["commits_per_group_min"] <= a["commits_per_group"] <= a["commits_per_group_max"]
+        assert a["groups_closed_by"]["count"] == 0 and a["primary_trx_per_s_min"] > 0
     stale = r["stale_reads"]
     assert 0.0 <= stale["without_wait"] <= 1.0
     assert stale["with_wait"] == 0.0  # MASTER_GTID_WAIT before every read: never stale

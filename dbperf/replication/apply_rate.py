@@ -61,11 +61,15 @@ def measure(cluster: Cluster, e: Experiment, spec: ReplicationSpec, p: ApplyPlan
     record.variables = {"primary": primary.run(d.commit_wait(p.commit_wait_count, spec.commit_wait_usec)),
                         "replica": replica}
     before = primary.gtid_position()
+    counted = primary.status_counters(d.group_commit_counters)
     record.primary_s, outcome = write_load(primary, e, spec.transactions, p, primary.engine)
     if not outcome.ok or outcome.result is None:
         dead = " (the primary died)" if primary.died() else ""
         raise StudyFailed(f"{primary.target.name}: the write load failed{dead}: {outcome.error}", primary.log_tail())
     after = primary.gtid_position()
+    if counted:
+        now = primary.status_counters(d.group_commit_counters)
+        record.primary_group_commit = {name: now[name] - counted[name] for name in counted}
     record.transactions = cluster.transactions(before, after)
     count_committed(primary, record, outcome)
     _wait_io(measured, after)

@@ -68,6 +68,9 @@ class BinlogDialect:
     parallel: Callable[[int, str | None], list[Statement]]
     # The primary's group-commit wait (binlog_commit_wait_count and _usec of the [replication] section).
     commit_wait: Callable[[int, int], list[Statement]]
+    # The primary's counters (SHOW GLOBAL STATUS) of its binlog group commit, read before and after each load, so
+    # that a record says how large the groups were and what closed them; () where the engine has none.
+    group_commit_counters: tuple[str, ...]
     # Servers' settings: the primary's, and a replica's (its index from 0, its durability variant).
     primary_settings: Mapping[str, str]
     replica_settings: Callable[[int, str], dict[str, str]]

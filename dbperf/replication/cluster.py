@@ -111,6 +111,19 @@ class ClusterServer(RoleServer, MySQLFamilyServer):
         rows = self.query(sql, args, what)
         return next(iter(rows[0].values())) if rows else None
 
+    def status_counters(self, names: tuple[str, ...]) -> dict[str, int]:
+        """SHOW GLOBAL STATUS of `names` (the lab's own), as integers; a StudyFailed naming the first missing."""
+        if not names:
+            return {}
+        marks = ", ".join(["%s"] * len(names))
+        rows = self.query(f"SHOW GLOBAL STATUS WHERE Variable_name IN ({marks})", names,
+                          what="reading the status counters (SHOW STATUS)")
+        shown = {str(r["Variable_name"]).lower(): str(r["Value"]) for r in rows}
+        missing = [n for n in names if not shown.get(n.lower(), "").isdigit()]
+        if missing:
+            raise StudyFailed(f"{self.target.name}: SHOW GLOBAL STATUS has no counter {missing[0]}", self.log_tail())
+        return {n: int(shown[n.lower()]) for n in names}
+
     def gtid_position(self) -> str:
         """All the server has written or applied, as its engine's GTID position (whitespace removed: MySQL breaks
         long sets with newlines)."""

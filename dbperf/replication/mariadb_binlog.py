@@ -92,6 +92,10 @@ DIALECT = BinlogDialect(
     wait_sql="SELECT MASTER_GTID_WAIT(%s, %s)", wait_name="MASTER_GTID_WAIT", wait_timed_out=-1,
     stale_position="@@last_gtid",
     parallel=parallel, commit_wait=commit_wait,
+    # Commits, the groups they were written in, and what closed each group: the wait's count reached, its time out,
+    # or the previous group's lock released (MariaDB 10.0 on).
+    group_commit_counters=("Binlog_commits", "Binlog_group_commits", "Binlog_group_commit_trigger_count",
+                           "Binlog_group_commit_trigger_timeout", "Binlog_group_commit_trigger_lock_wait"),
     primary_settings=PRIMARY_SETTINGS, replica_settings=replica_settings, shown=shown,
     root_client=root_client, no_client="the mariadb client is not installed (apt install mariadb-client)",
 )

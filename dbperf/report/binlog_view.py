@@ -13,10 +13,14 @@ from dbperf.replication.binlog import DIALECTS
 from dbperf.replication.binlog_dialect import BinlogDialect
 from dbperf.report.charts import colour
 from dbperf.report.html_page import Figure, label
-from dbperf.report.replication_kind_view import OVER_CORES, KindView, StudyTable, chart_layout, num
+from dbperf.report.replication_kind_view import OVER_CORES, KindView, StudyTable, chart_layout, num, spread
 
 APPLY_COLUMNS = ("durability", "commit wait", "primary load", "workers", "mode", "trx", "trx/s", "min–max", "n",
-                 "vs 0 workers", "primary trx/s")
+                 "vs 0 workers", "primary trx/s", "commits / group")
+# What closed the primary's binlog groups over a row's loads (MariaDB's counters): the wait's count reached, its
+# timeout, or the previous group's lock released.
+GROUP_CLOSED = {"count": "Binlog_group_commit_trigger_count", "timeout": "Binlog_group_commit_trigger_timeout",
+                "lock_wait": "Binlog_group_commit_trigger_lock_wait"}
 STALE_COLUMNS = ("probe", "reads", "stale", "stale fraction", "wait p50 µs", "p95 µs", "p99 µs", "max µs", "timeouts",
                  "background trx/s")
 CROSS_COLUMNS = ("durability", "tables", "GTID state", "primary load", "trx", "trx/s", "min–max", "n", "apply s",
@@ -28,7 +32,15 @@ CROSS_NOTE = ("cross-engine: GTID state innodb = mysql.gtid_slave_pos in InnoDB 
 
 
 def row_fields(runs: list[ApplyRecord], workers: int, cpus: int) -> dict[str, Any]:
-    return {"workers_exceed_cpus": bool(cpus) and workers > cpus}
+    """Whether the workers exceed the CPUs; the primary's mean binlog group over each run's load and what closed
+    its groups, where every run counted them (runs from before they were kept, and MySQL: none)."""
+    fields: dict[str, Any] = {"workers_exceed_cpus": bool(cpus) and workers > cpus}
+    groups = [g for r in runs if (g := r.commits_per_group) is not None]
+    if groups and len(groups) == len(runs):
+        fields.update(spread("commits_per_group", groups))
+        fields["groups_closed_by"] = {why: sum((r.primary_group_commit or {}).get(name, 0) for r in runs)
+                                      for why, name in GROUP_CLOSED.items()}
+    return fields
 
 
 def speedups(rows: list[dict[str, Any]]) -> None:
@@ -80,8 +92,16 @@ def apply_tables(s: dict[str, Any]) -> list[StudyTable]:
         rows.append((r["durability"], commit_wait(r), primary_load(r), workers, r["mode"],
                      num(r["transactions"]), num(r["trx_per_s"]),
                      f"{num(r['trx_per_s_min'])}–{num(r['trx_per_s_max'])}", str(r["n"]),
-                     "-" if r["vs_serial"] is None else f"{r['vs_serial']:.2f}x", num(r["primary_trx_per_s"])))
+                     "-" if r["vs_serial"] is None else f"{r['vs_serial']:.2f}x", num(r["primary_trx_per_s"]),
+                     _groups(r)))
     return [StudyTable("replica apply rate (trx/s applied, median of n)", APPLY_COLUMNS, rows, 5)]
+
+
+def _groups(r: dict[str, Any]) -> str:
+    """The primary's mean binlog group, median of the runs with their range; "-" where not counted."""
+    if "commits_per_group" not in r:
+        return "-"
+    return f"{r['commits_per_group']:.1f} ({r['commits_per_group_min']:.1f}–{r['commits_per_group_max']:.1f})"
 
 
 def stale_table(st: dict[str, Any]) -> tuple[StudyTable, str]:

@@ -5,12 +5,21 @@ and the tables every kind shares, and asks the kind for the rest. Also the piece
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from dbperf.records import ApplyRecord
 from dbperf.report.html_page import Figure, label
+
+
+def spread(name: str, values: list[float]) -> dict[str, Any]:
+    """`name`: the median of the runs' values; `name_min` and `name_max`: their range, the interval the study's
+    figures read (INTERVALS says how it covers the median); `name_runs`: the values in the order they ran."""
+    return {name: statistics.median(values), f"{name}_min": min(values), f"{name}_max": max(values),
+            f"{name}_runs": list(values)}
+
 
 MB = 1 << 20
 OVER_CORES = "‡"

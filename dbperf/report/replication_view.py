@@ -14,7 +14,7 @@ from typing import Any
 from dbperf import engines
 from dbperf.records import ApplyRecord, ResultsRecord, StaleReadsRecord, StaleReadsResult, to_builtins
 from dbperf.report import binlog_view, streaming_view
-from dbperf.report.replication_kind_view import KindView, StudyTable
+from dbperf.report.replication_kind_view import KindView, StudyTable, spread
 from dbperf.run_meta import ReplicationMeta, RunMeta
 
 # The report's side of each kind of replication, by the name an engine's descriptor gives (Engine.replication).
@@ -61,13 +61,6 @@ def _sorted_out(records: list[ResultsRecord]) -> tuple[dict[ApplyKey, list[Apply
     return groups, cross, failures
 
 
-def spread(name: str, values: list[float]) -> dict[str, Any]:
-    """`name`: the median of the runs' values; `name_min` and `name_max`: their range, the interval the study's
-    figures read (INTERVALS says how it covers the median); `name_runs`: the values in the order they ran."""
-    return {name: statistics.median(values), f"{name}_min": min(values), f"{name}_max": max(values),
-            f"{name}_runs": list(values)}
-
-
 def _variables(runs: list[ApplyRecord]) -> dict[str, Any]:
     """The settings the group ran with, as the servers read them back (runs from before they were kept: none)."""
     return {"variables": runs[0].variables} if runs[0].variables else {}
@@ -83,7 +76,7 @@ def _apply_rows(groups: dict[ApplyKey, list[ApplyRecord]], cpus: int, kind: Kind
                       "client_threads": threads, "commit_wait_count": count, "commit_wait_usec": usec,
                       "transactions": statistics.median(r.transactions for r in runs),
                       "apply_s": statistics.median(r.apply_s for r in runs),
-                      "primary_trx_per_s": statistics.median(r.primary_trx_per_s for r in runs),
+                      **spread("primary_trx_per_s", [r.primary_trx_per_s for r in runs]),
                       **kind.row_fields(runs, workers, cpus), **_variables(runs)})
     kind.speedups(apply)
     return apply
