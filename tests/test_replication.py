@@ -77,6 +77,21 @@ def test_bad_sections_are_one_line(tmp_path, replication, run, target, message):
 
 
 @pytest.mark.unit
+def test_each_repeat_measures_the_wait_and_the_workers_side_by_side(tmp_path):
+    """Durability outermost (a change restarts the replicas); within it each repeat takes every commit wait and
+    worker count in turn, so the wait and no wait of one repeat are measured minutes apart."""
+    from dbperf.replication.apply_study import plan
+
+    e = parse_experiment(replication_experiment(tmp_path, 'workers = [0, 4]\nbinlog_commit_wait_count = [0, 12]\n'
+                                                          'durability = ["binlog-crash-safe", "no-binlog-durable"]\n'
+                                                          "repeats = 2"))
+    assert e.replication is not None
+    got = [(p.durability, p.repeat, p.commit_wait_count, p.workers) for p in plan(e, e.replication)]
+    assert got == [(d, r, c, w) for d in ("binlog-crash-safe", "no-binlog-durable") for r in (1, 2)
+                   for c in (0, 12) for w in (0, 4)]
+
+
+@pytest.mark.unit
 def test_read_workloads_are_refused_for_the_apply_study(tmp_path):
     path = tmp_path / "exp.toml"
     path.write_text('[run]\nbenchmarks = ["point-query"]\n[replication]\n' + TARGET)

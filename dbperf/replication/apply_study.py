@@ -31,13 +31,14 @@ class ApplyPlan:
 
 
 def plan(e: Experiment, spec: ReplicationSpec) -> Iterator[ApplyPlan]:
-    """Durability outermost (changing it restarts the replicas), workers and modes innermost, so that a repeat
-    compares worker counts measured minutes apart, not hours."""
+    """Durability outermost (changing it restarts the replicas); within it, each repeat measures every commit wait
+    (a SET GLOBAL on the primary), worker count and mode in turn, so that what a figure compares (the wait against
+    none, workers against one SQL thread) was measured side by side, minutes apart, not hours."""
     for durability in spec.durability:
-        for count in spec.commit_wait_counts:
-            for benchmark in e.benchmarks:
-                for threads in e.threads:
-                    for repeat in range(1, spec.repeats + 1):
+        for benchmark in e.benchmarks:
+            for threads in e.threads:
+                for repeat in range(1, spec.repeats + 1):
+                    for count in spec.commit_wait_counts:
                         for workers in spec.workers:
                             for mode in ("serial",) if workers == 0 else spec.modes:
                                 yield ApplyPlan(durability, count, benchmark, threads, repeat, workers, mode)
