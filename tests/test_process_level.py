@@ -281,3 +281,20 @@ def test_the_processes_key_takes_a_count_or_auto(tmp_path, run, said):
     with pytest.raises(UserError, match=None) as err:
         parse_experiment(path)
     assert said in str(err.value)
+
+
+def test_the_process_levels_interval_covers_it_as_often_as_it_says():
+    """Runs of 5 processes of 4 rounds (round sd 6%, process sd 2%, as measured on MariaDB): the 90% interval on the
+    process level holds the true 2% in about 90% of 300 simulated sets of 11 runs, and its point lies inside."""
+    from dbperf.stats.process_level import level_interval
+
+    rng = np.random.default_rng(5)
+    held = 0
+    for _ in range(300):
+        runs = [{p: list(rng.normal(rng.normal(0, 0.02), 0.06, 4)) for p in range(1, 6)} for _ in range(11)]
+        found = level_interval(runs, 0.90)
+        assert found is not None and found.low <= found.point <= found.high
+        assert (found.between_df, found.within_df) == (44, 165)
+        held += found.low <= 0.02 <= found.high
+    assert 0.84 <= held / 300 <= 0.96
+    assert level_interval([{1: [0.1, 0.2], 2: [0.3]}]) is None  # one process of two rounds: nothing to compare

@@ -56,6 +56,7 @@ from scipy.stats import beta
 
 from dbperf.records import CellRecord
 from dbperf.stats.contradiction import Contradiction, RunCall, contradictions
+from dbperf.stats.process_level import level_interval
 from dbperf.stats.rqps_matrix import build_matrix
 from dbperf.storage.results import read_results
 
@@ -191,9 +192,13 @@ def _levels(folders: list[Path]) -> None:
         run_means = [statistics.fmean(m) for m in proc_means]
         s_run = (max(0.0, statistics.variance(run_means) - (s_proc + s_round / n_round) / n_proc)
                  if len(run_means) > 1 else float("nan"))
+        found = level_interval(runs, 0.90)
+        interval = (f" (of blocks of 2+ rounds: {found.point:.2%} [{found.low:.2%}, {found.high:.2%}] 90%, F on "
+                    f"{found.between_df} and {found.within_df} df)"
+                    if found else "")
         print(f"  levels {target:14s} {bench:18s} sd round-in-process {math.sqrt(s_round):.2%}, process-in-run "
-              f"{math.sqrt(s_proc):.2%}, run {math.sqrt(s_run):.2%} ({len(runs)} runs, {n_proc:.1f} processes a "
-              f"run, {n_round:.1f} rounds a process, {len(rounds)} rounds)")
+              f"{math.sqrt(s_proc):.2%}{interval}, run {math.sqrt(s_run):.2%} ({len(runs)} runs, {n_proc:.1f} "
+              f"processes a run, {n_round:.1f} rounds a process, {len(rounds)} rounds)")
 
 
 def analyze(name: str, folders: list[Path]) -> tuple[int, int, int]:

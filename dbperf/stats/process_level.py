@@ -31,6 +31,8 @@ import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from scipy.stats import f
+
 from dbperf.stats.planned import MIN_PAIRS, planned_interval, price
 from dbperf.stats.sequential import ConfidenceSequence, confidence_sequence
 
@@ -101,6 +103,57 @@ def process_spread(pairs: Sequence[tuple[int, float, float]], process_of: Mappin
     size = statistics.fmean(len(v) for v in blocks)
     between = statistics.variance([statistics.fmean(v) for v in blocks])
     return math.sqrt(within), math.sqrt(max(0.0, between - within / size))
+
+
+@dataclass(frozen=True)
+class LevelInterval:
+    """A process's own level (its standard deviation, as a log ratio) over runs: the point estimate and the
+    interval that covers it with `coverage`, with the degrees of freedom it rests on."""
+    point: float
+    low: float
+    high: float
+    coverage: float
+    between_df: int
+    within_df: int
+
+
+def level_interval(runs: Sequence[Mapping[int, Sequence[float]]], coverage: float = 0.90) -> LevelInterval | None:
+    """The interval on the process level of one cell over several runs (each run: its blocks' rounds, as log
+    ratios), from the one-way random-effects layout with processes nested in runs: the mean squares between the
+    processes of a run (about their run's mean) and within a process, F = MSB / MSW, and the exact interval on
+    theta = sd_p² / sd_round², [(F / F_hi - 1) / n, (F / F_lo - 1) / n] (n: rounds a process; F_lo, F_hi the F
+    distribution's quantiles on the two degrees of freedom), each end at least 0, scaled by the rounds' own variance
+    (MSW, whose own error is small beside it with over a hundred degrees of freedom). None where fewer than two
+    processes of two rounds or more are in any run."""
+    ss_between = ss_within = 0.0
+    df_between = df_within = 0
+    sizes: list[int] = []
+    for run in runs:
+        blocks = [list(v) for v in run.values() if len(v) >= 2]
+        if len(blocks) < 2:
+            continue
+        means = [statistics.fmean(v) for v in blocks]
+        grand = statistics.fmean(means)
+        ss_between += sum(len(v) * (m - grand) ** 2 for v, m in zip(blocks, means, strict=True))
+        df_between += len(blocks) - 1
+        ss_within += sum((x - m) ** 2 for v, m in zip(blocks, means, strict=True) for x in v)
+        df_within += sum(len(v) - 1 for v in blocks)
+        sizes += [len(v) for v in blocks]
+    if df_between < 1 or df_within < 1:
+        return None
+    msb, msw = ss_between / df_between, ss_within / df_within
+    # n0 of an unbalanced layout (Searle), over all the processes: about the rounds a process
+    n0 = (sum(sizes) - sum(s * s for s in sizes) / sum(sizes)) / max(1, len(sizes) - 1) if len(sizes) > 1 else 1.0
+    ratio = msb / msw if msw > 0 else math.inf
+    tail = (1 - coverage) / 2
+    hi_q, lo_q = f.ppf(1 - tail, df_between, df_within), f.ppf(tail, df_between, df_within)
+
+    def sd(theta: float) -> float:
+        return math.sqrt(max(0.0, theta) * msw)
+
+    return LevelInterval(point=math.sqrt(max(0.0, (msb - msw) / n0)), low=sd((ratio / hi_q - 1) / n0),
+                         high=sd((ratio / lo_q - 1) / n0), coverage=coverage, between_df=df_between,
+                         within_df=df_within)
 
 
 FEWEST_PROCESSES = 5  # fewer: t on 3 degrees of freedom or less, nothing a few % calls (see the module's docstring)
