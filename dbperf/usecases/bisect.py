@@ -107,7 +107,7 @@ def bisect(settings: StepSettings, first: str, last: str, out: Path | None, trie
         earlier = earlier_steps(directory, settings, versions) if resume else []
         if not resume:  # the folder is this bisect's from now on: killed in its first step, it can be resumed
             write_path(directory, BisectPath(settings, BisectResult(versions, metric=settings.metric)))
-        by = " of simulated work per query" if settings.metric == "simulated" else ""
+        by = f" of {settings.metric.label} per query" if settings.metric.work else ""
         say(f"dbperf: bisect {settings.engine} {kind.word(versions[0])} .. {kind.word(versions[-1])}: "
             f"{len(versions)} {kind.noun} ({kind.how}), {settings.benchmark}, slower at {settings.threshold:.1%}{by} "
             f"or more; about {expected_steps(len(versions))} steps; results in {directory}", err)
