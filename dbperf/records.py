@@ -83,8 +83,8 @@ class DriverJob(msgspec.Struct, omit_defaults=True, forbid_unknown_fields=True):
     steady: SteadyJob | None = None  # warm up until the throughput settles; warmup_s is then the least warm-up
     window_fd: int | None = None  # steady: the pipe on which the driver says that its measured window opens
     start_fd: int | None = None  # duet: the socket on which the driver says ready and waits for the start (duet.py)
-    # Slices (runner/slices.py): every side of one driver process, taking turns every slice_s; the job's own library,
-    # database and settings then stay empty
+    # Slices (orders/slice_rounds.py): every side of one driver process, taking turns every slice_s; the job's own
+    # library, database and settings then stay empty
     slices: list[SliceSide] | None = None
     slice_s: float = 0.02
     turn_checkpoint: bool = False  # slices of SQLite: each side's WAL checkpointed at the start of its own turns
@@ -400,9 +400,9 @@ class Resources(msgspec.Struct, frozen=True, omit_defaults=True):
 
 
 class SlicesSide(msgspec.Struct, frozen=True, omit_defaults=True):
-    """A cell measured as one side of a slices run (`order = "slices"`, runner/slices.py): every target of its round
-    took turns in one driver process, every `slice_s`. Its result is its own slices only; its noise sensors are the
-    shared process's window (every side's record carries the same), and so are its resources for SQLite sides; a
+    """A cell measured as one side of a slices run (`order = "slices"`, orders/slice_rounds.py): every target of its
+    round took turns in one driver process, every `slice_s`. Its result is its own slices only; its noise sensors are
+    the shared process's window (every side's record carries the same), and so are its resources for SQLite sides; a
     server side's server usage and resources are its own server's over that whole window."""
     slice_s: float
     sides: int  # the targets that took turns in the process

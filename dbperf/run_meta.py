@@ -232,7 +232,7 @@ class RunMeta(msgspec.Struct, kw_only=True):
     min_effect: float | None = None
     order: str | None = None
     duet: dict[str, Any] | None = None
-    slices: dict[str, Any] | None = None  # order = "slices": the slice and the library copies (runner/slices.py)
+    slices: dict[str, Any] | None = None  # order = "slices": the slice and the library copies (orders/slice_rounds.py)
     order_seed: int | None = None
     budget_s: float | None = None
     cpus: dict[str, Any] | None = None

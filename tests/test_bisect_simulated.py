@@ -10,11 +10,12 @@ import tomllib
 import pytest
 
 from dbperf.errors import UserError
+from dbperf.metrics import SIMULATED, WALL
 from dbperf.records import Profile
 from dbperf.report.bisect_view import bisect_view, lead_section
 from dbperf.storage.bisect_path import FOUND, NONE_SLOWER, BisectPath, StepSettings, read_path, write_path
 from dbperf.usecases.bisect import earlier_steps
-from dbperf.usecases.bisect_metrics import METRICS, bisection, metric, run_bisect
+from dbperf.usecases.bisect_metrics import WAYS, bisection, metric, run_bisect
 from dbperf.usecases.bisect_search import search
 from dbperf.usecases.bisect_work import Counted, SimulatedBisect, WorkCounts, count_experiment, work_verdict
 from tests.conftest import run_cli
@@ -23,7 +24,7 @@ from tests.refusal import assert_refused
 from tests.test_simulated_tools import path_without_valgrind
 
 VERSIONS = [f"1.{i}" for i in range(20)]
-SETTINGS = StepSettings("postgres", "update-index", 0.02, 5.0, 1.0, 120.0, metric="simulated")
+SETTINGS = StepSettings("postgres", "update-index", 0.02, 5.0, 1.0, 120.0, metric=SIMULATED)
 
 
 def profile(instructions: float, functions: dict[str, dict[str, float]] | None = None) -> Profile:
@@ -56,7 +57,7 @@ def test_every_position_of_a_change_is_found_with_one_count_a_release(position):
     assert result.outcome == "found" and result.exit_code == FOUND
     assert (result.first_slower, result.last_not_slower) == (VERSIONS[position], VERSIONS[position - 1])
     assert len(source.calls) == len(set(source.calls)) == len(result.steps) + 1  # the oldest once, a count a step
-    assert all(s.attempt == 1 and s.judgement.metric == "simulated" for s in result.steps)
+    assert all(s.attempt == 1 and s.judgement.metric is SIMULATED for s in result.steps)
     assert result.steps[0].judgement.work == pytest.approx(1.10)
 
 
@@ -106,7 +107,7 @@ def test_the_found_step_gets_its_lead_and_the_path_is_written_with_the_metric(tm
     assert [(r.function, r.misses) for r in result.lead if r.why == "misses"] == [("palloc", pytest.approx(3.0))]
     lead = lead_section(result)
     assert lead is not None and "ExecScan" in str(lead)
-    result.metric = "simulated"
+    result.metric = SIMULATED
     write_path(tmp_path, BisectPath(SETTINGS, result))
     doc = json.loads((tmp_path / "bisect.json").read_text())
     assert doc["metric"] == doc["settings"]["metric"] == "simulated" and doc["lead"][0]["function"] == "ExecScan"
@@ -121,7 +122,7 @@ def test_run_bisect_takes_one_try_a_step_and_writes_the_path_after_each(tmp_path
                         lambda s, out, yes, err: SimulatedBisect(s, out, yes, err, source=source, confirm=False))
     seen: list[int] = []
     result = run_bisect(SETTINGS, VERSIONS, tmp_path, tries=3, on_step=lambda r: seen.append(len(r.steps)))
-    assert (result.first_slower, result.metric) == ("1.5", "simulated")
+    assert (result.first_slower, result.metric) == ("1.5", SIMULATED)
     assert seen == list(range(1, len(result.steps) + 1))
     assert json.loads((tmp_path / "bisect.json").read_text())["outcome"] == "found"
 
@@ -135,7 +136,7 @@ def test_a_path_written_before_metric_existed_resumes_as_a_wall_clock_bisect(tmp
     (tmp_path / "bisect.json").write_text(json.dumps(doc))
     assert earlier_steps(tmp_path, wall, VERSIONS[:4]) == []
     with pytest.raises(UserError, match="metric 'wall' there, 'simulated' here"):
-        earlier_steps(tmp_path, StepSettings("postgres", "point-query", 0.05, 5.0, 1.0, 120.0, metric="simulated"),
+        earlier_steps(tmp_path, StepSettings("postgres", "point-query", 0.05, 5.0, 1.0, 120.0, metric=SIMULATED),
                       VERSIONS[:4])
 
 
@@ -150,7 +151,8 @@ def test_a_release_is_counted_in_a_one_target_experiment():
 
 @pytest.mark.unit
 def test_metrics_are_named_and_an_unknown_one_is_refused(tmp_path):
-    assert set(METRICS) == {"wall", "simulated"} and metric("simulated").one_try and not metric("wall").one_try
+    assert set(WAYS) == {WALL, SIMULATED} and metric("simulated").deterministic and not metric("wall").deterministic
+    assert metric(None) is WALL and metric(None, tree=True) is SIMULATED
     assert isinstance(bisection(SETTINGS, tmp_path), SimulatedBisect)
     with pytest.raises(UserError, match="--metric: expected one of wall, simulated, got 'speed'"):
         metric("speed")

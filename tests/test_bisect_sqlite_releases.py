@@ -11,6 +11,7 @@ import tomllib
 import pytest
 
 from dbperf.errors import UserError
+from dbperf.metrics import SIMULATED, WALL
 from dbperf.storage.bisect_path import StepSettings
 from dbperf.usecases import bisect_candidates
 from dbperf.usecases.bisect_candidates import Releases, SqliteReleases, candidates
@@ -21,7 +22,7 @@ KNOWN = {"0.30.1": "3.45.1", "0.31.0": "3.46.0", "0.38.0": "3.53.2", "0.38.1": "
 
 
 def settings(**changes: object) -> StepSettings:
-    fields: dict[str, object] = {"engine": "sqlite", "table_size": 1000, "metric": "simulated", **changes}
+    fields: dict[str, object] = {"engine": "sqlite", "table_size": 1000, "metric": SIMULATED, **changes}
     return StepSettings(benchmark="point-query", threshold=0.02, time_s=5.0, warmup_s=1.0, budget_s=120.0,
                         **fields)  # type: ignore[arg-type]
 
@@ -67,7 +68,7 @@ def test_a_release_is_a_source_target_with_the_bisects_flags_and_settings():
                                                                                              "sqlite@3.54.0"]
     for bad, said in ((settings(cflags=["-O1; rm"]), "--cflag: expected a compiler option"),
                       (settings(config={"Journal-Mode": "WAL"}), "config key 'Journal-Mode' is not a PRAGMA name"),
-                      (settings(engine="postgres", metric="wall", cflags=["-O1"]), "--cflag goes with --tree or "
+                      (settings(engine="postgres", metric=WALL, cflags=["-O1"]), "--cflag goes with --tree or "
                                                                                    "sqlite's releases")):
         with pytest.raises(UserError) as err:
             candidates(bad).check()

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from dbperf.errors import UserError
+from dbperf.metrics import SIMULATED
 from dbperf.records import Profile
 from dbperf.report.bisect_view import bisect_view
 from dbperf.storage.bisect_path import (
@@ -41,8 +42,8 @@ COMMITS = [str(i) for i in range(16)]
 def judge_of(position: int, broken: set[int]):
     def judge(good: str, probe: str, attempt: int) -> Judgement:
         if int(probe) in broken:
-            return Judgement(SKIPPED, metric="simulated", why=f"build of {probe} failed")
-        return Judgement("slower" if int(probe) >= position else "same", metric="simulated")
+            return Judgement(SKIPPED, metric=SIMULATED, why=f"build of {probe} failed")
+        return Judgement("slower" if int(probe) >= position else "same", metric=SIMULATED)
     return judge
 
 
@@ -119,7 +120,7 @@ class FakeCounts:
 
 
 def settings(repo: Path) -> StepSettings:
-    return StepSettings("sqlite", "point-query", 0.02, 5.0, 1.0, 120.0, table_size=1000, metric="simulated",
+    return StepSettings("sqlite", "point-query", 0.02, 5.0, 1.0, 120.0, table_size=1000, metric=SIMULATED,
                         tree=str(repo))
 
 
@@ -217,7 +218,7 @@ def test_a_commit_is_a_tree_target_at_its_hash_in_the_count_and_the_confirmation
     from dbperf.usecases.bisect_step import step_experiment
     from dbperf.usecases.bisect_work import count_experiment
     checkout, hashes = repo
-    s = StepSettings("sqlite", "point-query", 0.02, 5.0, 1.0, 120.0, table_size=1000, metric="simulated",
+    s = StepSettings("sqlite", "point-query", 0.02, 5.0, 1.0, 120.0, table_size=1000, metric=SIMULATED,
                      tree=str(checkout), cflags=["-O1"])
     (counted,) = tomllib.loads(count_experiment(s, hashes[3]))["target"]
     assert counted == {"name": f"sqlite-{hashes[3][:12]}", "tree": str(checkout), "rev": hashes[3], "cflags": ["-O1"]}
@@ -233,7 +234,7 @@ def test_a_sqlite_tree_is_bisected_with_its_settings(repo, tmp_path, run_cli_her
     from dbperf.usecases.bisect_step import step_experiment
     from dbperf.usecases.bisect_work import count_experiment
     checkout, hashes = repo
-    s = StepSettings("sqlite", "point-query", 0.02, 5.0, 1.0, 120.0, table_size=1000, metric="simulated",
+    s = StepSettings("sqlite", "point-query", 0.02, 5.0, 1.0, 120.0, table_size=1000, metric=SIMULATED,
                      tree=str(checkout), config={"journal_mode": "WAL", "synchronous": "NORMAL"})
     candidates(s).check()
     (counted,) = tomllib.loads(count_experiment(s, hashes[3]))["target"]

@@ -1,4 +1,4 @@
-"""Duet runs (`order = "duet"`, runner/duet.py): the plan and its fallbacks (unit), and two real SQLite drivers
+"""Duet runs (`order = "duet"`, orders/duet_rounds.py): the plan and its fallbacks (unit), and two real SQLite drivers
 released together on two CPUs, their records and the per-duet pairing the stopping rule sees (e2e)."""
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ from dbperf.host import driver
 from dbperf.host.cpus import CpuPlan
 from dbperf.records import DriverJob
 from dbperf.runner import matrix
-from dbperf.runner.duet import Side, plan_duets, run_together
 from dbperf.runner.estimate import estimate
 from dbperf.runner.orders.base import CELL_OVERHEAD_S
+from dbperf.runner.orders.duet_rounds import Side, plan_duets, run_together
 from dbperf.runner.plan import RunPlan
 from dbperf.runner.targets import build_targets
 from tests.conftest import DBPERF, REPO, run_cli

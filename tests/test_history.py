@@ -14,6 +14,7 @@ from dbperf.errors import UserError
 from dbperf.history.changepoints import change_points, steps
 from dbperf.history.series import build_series, version_key
 from dbperf.history.store import Store, open_store
+from dbperf.metrics import SIMULATED, named
 from dbperf.stats.rqps_matrix import build_matrix
 from dbperf.storage.results import read_results
 from tests.conftest import run_cli
@@ -282,9 +283,9 @@ def test_a_series_of_simulated_work_per_query_with_its_step_up(tmp_path):
     stored = store.results()
     assert stored[0].simulated == {"instructions": 1000.0, "estimated_cycles": 1300.0}
     assert stored[-1].simulated is None  # its count failed: nothing stored, never a zero
-    s = build_series(stored, metric="simulated")
+    s = build_series(stored, metric=SIMULATED)
     (row,) = s.rows
-    assert s.metric == "simulated" and row.points[0].verdict.word == "base" and row.points[-1] is None
+    assert s.metric is SIMULATED and row.points[0].verdict.word == "base" and row.points[-1] is None
     assert [p.verdict.word for p in row.points[1:10]] == ["same"] * 9
     assert row.points[10].verdict.word == "more" and row.points[10].work == pytest.approx(1.1)
     assert [(st.index, round(st.size, 2)) for st in row.steps] == [(10, 0.1)]
@@ -300,9 +301,9 @@ def test_a_series_of_simulated_work_per_query_with_its_step_up(tmp_path):
 def test_a_simulated_series_of_runs_without_the_tier_is_one_line(tmp_path):
     store = _versions(tmp_path, [1.0, 1.0])
     with pytest.raises(UserError, match="none of the matching stored runs counted simulated work"):
-        build_series(store.results(), metric="simulated")
+        build_series(store.results(), metric=SIMULATED)
     with pytest.raises(UserError, match="--metric: expected one of wall, simulated"):
-        build_series(store.results(), metric="cycles")
+        named("cycles", lambda m: m.series)
     proc = run_cli("series", "--metric", "cycles", env={"DBPERF_HISTORY": str(tmp_path / "h.sqlite")})
     assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
 

@@ -14,8 +14,8 @@ import pytest
 from dbperf.errors import UserError
 from dbperf.storage.bisect_path import BISECT, BisectPath, BisectResult, StepSettings, write_path
 from dbperf.storage.calibration_run import CALIBRATION, CalibrationRun, write_calibration
-from dbperf.storage.out_folder import FolderKind, claim, kind_of
-from dbperf.storage.results import RUN, RunFolder
+from dbperf.storage.out_folder import LOCK, FolderKind, claim, kind_of
+from dbperf.storage.results import RUN, RunFolder, hold
 from dbperf.studies.study_folder import StudyFolder
 from dbperf.studies.study_record import STUDY_JSON, StudyRecord, record_text
 from dbperf.usecases.dry_run import folder_check
@@ -224,3 +224,28 @@ def test_a_folder_another_process_holds_is_said_in_use_with_and_without_resume(t
         holder.kill()
         holder.wait()
     assert "cut short" in refused(folder, BISECT, resume=False)  # let go: the bisect's own folder again
+
+
+@pytest.mark.parametrize("name", ["bisect", "study"])
+def test_hold_takes_a_folder_refuses_a_second_holder_and_lets_go(tmp_path, name):
+    kind = KINDS[name]
+    folder = tmp_path / "new" / "out"
+    with hold(folder, kind) as held:
+        assert held.made and held.record is None and (folder / LOCK).is_file()
+        with pytest.raises(UserError, match="is in use by another dbperf run"):
+            hold(folder, kind)  # this process's own lock counts once held: a second holder is refused
+    assert folder.is_dir() and not (folder / LOCK).exists()  # let go: its lock file removed, the folder kept
+
+
+def test_a_refused_hold_leaves_nothing_behind(tmp_path):
+    mine = a_bisect(tmp_path / "mine")
+    before = sorted(p.name for p in mine.iterdir())
+    with pytest.raises(UserError, match="already holds a bisect"):
+        hold(mine, BISECT)
+    assert sorted(p.name for p in mine.iterdir()) == before
+    with hold(mine, BISECT, resume=True) as held:  # a bisect cut short goes on: its record read as it is held
+        assert isinstance(held.record, BisectPath) and not held.made
+    (tmp_path / "file").write_text("mine")
+    with pytest.raises(UserError, match="is not a directory"):
+        hold(tmp_path / "file" / "out", BISECT)
+    assert (tmp_path / "file").read_text() == "mine"

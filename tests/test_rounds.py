@@ -10,6 +10,7 @@ import pytest
 
 from dbperf.errors import UserError
 from dbperf.experiment.spec import parse_experiment
+from dbperf.metrics import CPU, WALL
 from dbperf.records import CellRecord, Latency, RunResult, Usage
 from dbperf.runner.estimate import estimate
 from dbperf.runner.rounds import (
@@ -259,13 +260,13 @@ def test_cpu_time_decides_where_the_wall_clock_cannot():
                        deadline=10_000, clock=lambda: clock[0])
     deciding = state.deciding_verdicts()["B"]
     assert state.stop_reason.startswith("every cell decided") and state.rounds <= 12
-    assert deciding is not None and deciding.metric == "cpu" and deciding.verdict == "slower"
-    assert not state.verdicts("wall")["B"].decided
+    assert deciding is not None and deciding.metric is CPU and deciding.verdict == "slower"
+    assert not state.verdicts(WALL)["B"].decided
     # the report applies the same rule to the same records: the same verdicts, metric by metric
     m = build_matrix(meta_of(_META), records)
     cell = m.cell("B", "point-query", 1)
-    assert cell is not None and _called(cell.verdict_detail) == state.verdicts("wall")["B"]
-    assert _called(cell.cpu_verdict_detail) == state.verdicts("cpu")["B"]
+    assert cell is not None and _called(cell.verdict_detail) == state.verdicts(WALL)["B"]
+    assert _called(cell.cpu_verdict_detail) == state.verdicts(CPU)["B"]
     assert _called(cell.deciding_verdict) == deciding
 
 

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from dbperf.experiment.keys import MIN_ROUNDS
+from dbperf.metrics import CPU, WALL
 from dbperf.stats.level_shift import find_level_shift
 from dbperf.stats.sequential import call, confidence_path, confidence_sequence, log_wealth
 from dbperf.stats.verdict import ALPHA, METRIC_ALPHA, verdict_on_rounds
@@ -127,15 +128,15 @@ def test_confidence_sequence_fields():
 def test_verdict_fields_of_the_sequential_rule():
     pairs = [(i + 1, 110.0 * (1 + 0.001 * (i % 3)), 100.0) for i in range(12)]
     v = verdict_on_rounds(pairs, [t for _, t, _ in pairs], [b for _, _, b in pairs], MIN_EFFECT)
-    assert v is not None and v.verdict == "faster" and v.rule == "sequential" and v.metric == "wall"
+    assert v is not None and v.verdict == "faster" and v.rule == "sequential" and v.metric is WALL
     assert v.decided_by == "paired" and v.alpha == METRIC_ALPHA and v.level_shift is None
     assert v.lower is not None and v.upper is not None and 0 < v.lower < v.diff < v.upper
     assert v.noise_threshold == pytest.approx(math.expm1((math.log1p(v.upper) - math.log1p(v.lower)) / 2))
     assert v.paired is not None and v.paired.n == 12 and v.unpaired.n == 12
     early = verdict_on_rounds(pairs[:3], [t for _, t, _ in pairs[:3]], [b for _, _, b in pairs[:3]], MIN_EFFECT)
     assert early is not None and early.verdict == "undecided" and early.min_detectable_effect is None
-    cpu = verdict_on_rounds(pairs, [t for _, t, _ in pairs], [b for _, _, b in pairs], MIN_EFFECT, "cpu")
-    assert cpu is not None and cpu.metric == "cpu"
+    cpu = verdict_on_rounds(pairs, [t for _, t, _ in pairs], [b for _, _, b in pairs], MIN_EFFECT, CPU)
+    assert cpu is not None and cpu.metric is CPU
 
 
 def test_a_level_shift_is_found_and_not_decided_on():

@@ -28,6 +28,7 @@ from dbperf.errors import UserError
 from dbperf.experiment.build_variants import ServerBuildSpec
 from dbperf.experiment.spec import parse_experiment
 from dbperf.experiment.user_source import UserTree
+from dbperf.metrics import SIMULATED, WALL
 from dbperf.storage.bisect_path import StepSettings
 from dbperf.usecases.bisect import bisect
 from dbperf.usecases.bisect_candidates import Commits
@@ -222,7 +223,7 @@ def test_a_patch_on_a_tree_leaves_its_files_objects_alone_when_another_file_chan
 
 def test_a_commit_of_a_postgres_tree_is_a_server_target_of_the_count(tmp_path: Path):
     project, hashes = _checkout(tmp_path)
-    s = StepSettings("postgres", "point-query", 0.02, 5.0, 1.0, 120.0, table_size=1000, metric="simulated",
+    s = StepSettings("postgres", "point-query", 0.02, 5.0, 1.0, 120.0, table_size=1000, metric=SIMULATED,
                      tree=str(project), cflags=["-O1"], config={"shared_buffers": "64MB"})
     Commits(s).check()
     (counted,) = tomllib.loads(count_experiment(s, hashes[1]))["target"]
@@ -234,12 +235,12 @@ def test_a_commit_of_a_postgres_tree_is_a_server_target_of_the_count(tmp_path: P
     assert spec is not None and spec.tree == UserTree(str(project), hashes[1]) and spec.cflags == ("-O1",)
     with pytest.raises(UserError, match=r"^tree .*/project at rev = '[0-9a-f]{40}': not a PostgreSQL source tree"):
         Commits(s).span(hashes[0], "main")  # before anything is built
-    for settings, said in ((StepSettings("mariadb", "point-query", 0.02, 5.0, 1.0, 120.0, metric="simulated",
+    for settings, said in ((StepSettings("mariadb", "point-query", 0.02, 5.0, 1.0, 120.0, metric=SIMULATED,
                                          tree=str(project)), "MariaDB trees are not yet supported (--engine sqlite or "
                                                           "postgres are)"),
-                           (StepSettings("postgres", "point-query", 0.02, 5.0, 1.0, 120.0, metric="wall",
+                           (StepSettings("postgres", "point-query", 0.02, 5.0, 1.0, 120.0, metric=WALL,
                                          tree=str(project)), "--metric wall is not supported"),
-                           (StepSettings("postgres", "nope", 0.02, 5.0, 1.0, 120.0, metric="simulated",
+                           (StepSettings("postgres", "nope", 0.02, 5.0, 1.0, 120.0, metric=SIMULATED,
                                          tree=str(project)), "--benchmark: 'nope' is not a catalog benchmark")):
         with pytest.raises(UserError, match=said.replace("(", r"\(").replace(")", r"\)")):
             Commits(settings).check()
@@ -253,7 +254,7 @@ def test_a_postgres_trees_first_commit_with_more_work_is_found_past_a_broken_one
     hashes = [write(checkout, f"commit {i}" + (": a loop in the hot path" if i == 11 else ""),
                     ("broken" if i == 7 else str(1000 if i < 11 else 1100)) + f"\ncommit {i}\n") for i in range(16)]
     counts = fake_counts(FakeCounts())
-    s = StepSettings("postgres", "point-query", 0.02, 5.0, 1.0, 120.0, table_size=1000, metric="simulated",
+    s = StepSettings("postgres", "point-query", 0.02, 5.0, 1.0, 120.0, table_size=1000, metric=SIMULATED,
                      tree=str(checkout))
     done = bisect(s, hashes[0], hashes[15], tmp_path / "out", tries=1, confirm=False)
     result = done.path.result

@@ -14,6 +14,7 @@ from rich.console import Console
 from dbperf.experiment.model import Target
 from dbperf.experiment.spec import parse_experiment
 from dbperf.explain.profile import Profiler
+from dbperf.metrics import CPU, WALL, Metric
 from dbperf.records import SimulatedRecord, encode, results_record
 from dbperf.report.html import to_html
 from dbperf.runner.simulated_tier import (
@@ -73,7 +74,7 @@ def records(with_sim: bool = True) -> list:
 
 
 def verdict(v: str, threshold: float, mde_view_can_decide: bool = True, diff: float = 0.03,
-            metric: str = "wall") -> CellVerdict:
+            metric: Metric = WALL) -> CellVerdict:
     view = View("unpaired", diff, threshold, 8, mde_view_can_decide)
     return CellVerdict(v, "unpaired", diff, threshold, 0.02, view, None, metric)  # type: ignore[arg-type]
 
@@ -95,13 +96,13 @@ def matrix_with_cpu():
     aa_pq, aa_upd = m.cell("old-aa", "point-query", 1), m.cell("old-aa", "update-index", 1)
     assert new_pq and new_upd and aa_pq and aa_upd
     new_pq.verdict_detail = verdict("undecided", 0.06)  # the wall clock could still hide 6%
-    new_pq.cpu_verdict_detail = verdict("faster", 0.012, diff=0.05, metric="cpu")  # ... the CPU time decided
+    new_pq.cpu_verdict_detail = verdict("faster", 0.012, diff=0.05, metric=CPU)  # ... the CPU time decided
     new_upd.verdict_detail = verdict("slower", 0.04, diff=-0.08)
-    new_upd.cpu_verdict_detail = verdict("undecided", 0.07, metric="cpu")
+    new_upd.cpu_verdict_detail = verdict("undecided", 0.07, metric=CPU)
     new_upd.level_shift = "per-round ratios step from 0.95 to 1.10 after round 2"
     aa_pq.verdict_detail = verdict("same", 0.015)
-    aa_pq.cpu_verdict_detail = verdict("slower", 0.01, diff=-0.03, metric="cpu")
-    aa_upd.verdict_detail, aa_upd.cpu_verdict_detail = verdict("same", 0.018), verdict("same", 0.011, metric="cpu")
+    aa_pq.cpu_verdict_detail = verdict("slower", 0.01, diff=-0.03, metric=CPU)
+    aa_upd.verdict_detail, aa_upd.cpu_verdict_detail = verdict("same", 0.018), verdict("same", 0.011, metric=CPU)
     return retier(m)
 
 

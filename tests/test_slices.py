@@ -1,6 +1,6 @@
-"""Slices runs (`order = "slices"`, runner/slices.py, driver/src/slices.rs): what the experiment refuses, the plan, the
-estimate, the library copies, the one driver job of a round and the record's `slices` field (unit), and a real run of
-two SQLite targets taking turns in one driver process (e2e)."""
+"""Slices runs (`order = "slices"`, orders/slice_rounds.py, driver/src/slices.rs): what the experiment refuses, the
+plan, the estimate, the library copies, the one driver job of a round and the record's `slices` field (unit), and a
+real run of two SQLite targets taking turns in one driver process (e2e)."""
 
 from __future__ import annotations
 
@@ -22,8 +22,8 @@ from dbperf.runner.cell_plan import CellPlan
 from dbperf.runner.cell_run import CellRun
 from dbperf.runner.estimate import estimate
 from dbperf.runner.orders.base import CELL_OVERHEAD_S
+from dbperf.runner.orders.slice_rounds import own_libraries, slices_job
 from dbperf.runner.plan import RunPlan
-from dbperf.runner.slices import own_libraries, slices_job
 from tests.conftest import run_cli
 from tests.refusal import assert_refused
 

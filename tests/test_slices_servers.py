@@ -1,4 +1,4 @@
-"""Slices runs of server targets (`order = "slices"` with PostgreSQL, MariaDB or MySQL targets; runner/slices.py,
+"""Slices runs of server targets (`order = "slices"` with PostgreSQL, MariaDB or MySQL targets; orders/slice_rounds.py,
 driver/src/slices.rs): what the experiment refuses, the one driver job of a round (each server side's password in a
 variable of its own, never in the job), the sides' server usage and resources (unit), and a real run of two
 PostgreSQL servers taking turns in one driver process (server)."""
@@ -18,7 +18,7 @@ from dbperf.host.remedies import AppliedRemedies
 from dbperf.records import DriverJob, SlicesResult, Usage, encode
 from dbperf.runner.cell_plan import CellPlan
 from dbperf.runner.cell_run import CellRun
-from dbperf.runner.slices import own_libraries, slices_job
+from dbperf.runner.orders.slice_rounds import own_libraries, slices_job
 from dbperf.servers.lifecycle import PASSWORD_ENV
 from dbperf.targets.resources import NOT_THIS_SIDES, SLICES_SERVER_METHOD, CellSampler
 from tests.conftest import NEEDS_SERVERS, run_cli

@@ -17,6 +17,7 @@ import pytest
 
 from dbperf.errors import UserError
 from dbperf.host.cpu_identity import cpu_caveat
+from dbperf.metrics import CPU, WALL, Metric
 from dbperf.studies import evidence, model
 from dbperf.studies.figures import NotMeasured, Row, not_a_floor, rows, walk
 from dbperf.studies.model import load_study, parse_study, study_names
@@ -253,17 +254,17 @@ def test_the_headline_counts_a_cell_decided_on_cpu_time_only_and_says_so_under_i
     from dbperf.studies import figures
     from dbperf.studies.figures import Headline, headline
 
-    def cell(rqps: float, verdict: str, metric: str, decided: bool = True) -> SimpleNamespace:
+    def cell(rqps: float, verdict: str, metric: Metric, decided: bool = True) -> SimpleNamespace:
         v = SimpleNamespace(decided=decided, verdict=verdict, metric=metric, level_shift=None)
-        wall_undecided = SimpleNamespace(decided=False, verdict="undecided", metric="wall", level_shift=None)
-        return SimpleNamespace(rqps=rqps, verdict_detail=v if metric == "wall" else wall_undecided,
-                               cpu_verdict_detail=v if metric == "cpu" else None)
-    cells = {("pgo", "point-query", 1): cell(1.10, "faster", "wall"),
-             ("pgo", "range-covered-pk", 1): cell(1.09, "faster", "cpu"),
-             ("pgo", "random-points-10", 1): cell(1.05, "undecided", "wall", decided=False),
-             ("pgo", "train-mix", 1): cell(1.50, "faster", "wall"),  # trained on: left out
-             ("O2-aa", "point-query", 1): cell(1.0, "same", "cpu"),  # the base's A/A copy: not changed here
-             ("O2-aa", "range-covered-pk", 1): cell(1.06, "faster", "wall")}  # ... but here: the base was slow
+        wall_undecided = SimpleNamespace(decided=False, verdict="undecided", metric=WALL, level_shift=None)
+        return SimpleNamespace(rqps=rqps, verdict_detail=v if metric.headline else wall_undecided,
+                               cpu_verdict_detail=None if metric.headline else v)
+    cells = {("pgo", "point-query", 1): cell(1.10, "faster", WALL),
+             ("pgo", "range-covered-pk", 1): cell(1.09, "faster", CPU),
+             ("pgo", "random-points-10", 1): cell(1.05, "undecided", WALL, decided=False),
+             ("pgo", "train-mix", 1): cell(1.50, "faster", WALL),  # trained on: left out
+             ("O2-aa", "point-query", 1): cell(1.0, "same", CPU),  # the base's A/A copy: not changed here
+             ("O2-aa", "range-covered-pk", 1): cell(1.06, "faster", WALL)}  # ... but here: the base was slow
     matrix = SimpleNamespace(cells=cells, was_trained_on=lambda _t, b: b == "train-mix", base="O2")
     monkeypatch.setattr(figures.Reader, "matrix", lambda _self, _step, *_: matrix)
     monkeypatch.setattr(figures.Reader, "meta", lambda _self, _step, *_: SimpleNamespace(started_at=None, targets=[]))

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from scipy import stats as scipy_stats
 
+from dbperf.metrics import CPU, WALL, Metric
 from dbperf.records import CostModelRecord, SimulatedRecord
 from dbperf.report.glance_view import glance_text
 from dbperf.stats.cost_model import MODEL_VERSION, PredictedChange
@@ -48,14 +49,14 @@ def sim(word: str) -> SimulatedDelta:
     return simulated_delta(sim_record("new", SIM_CYCLES[word]), base, is_base=False)
 
 
-def measured(word: str, metric: str) -> CellVerdict:
+def measured(word: str, metric: Metric) -> CellVerdict:
     diff = DIFFS[word]
     view = View("paired", diff, 0.01, 12, True)
     return CellVerdict(word, "paired", diff, 0.01, 0.02, None, view, metric, "sequential",  # type: ignore[arg-type]
                        lower=diff - 0.01, upper=diff + 0.01)
 
 
-@pytest.mark.parametrize("metric", ["wall", "cpu"])
+@pytest.mark.parametrize("metric", [WALL, CPU])
 @pytest.mark.parametrize("work", ["fewer", "more", "same", "missing"])
 @pytest.mark.parametrize("verdict", ["faster", "slower", "same", "undecided"])
 def test_every_measured_verdict_against_every_simulated_one(verdict, work, metric):
@@ -69,7 +70,7 @@ def test_every_measured_verdict_against_every_simulated_one(verdict, work, metri
     elif verdict == "same" or SHARED[verdict] == work:
         assert t.tiers == "agree"
     else:  # a decided faster/slower the work does not share: both figures named
-        tier = "wall clock" if metric == "wall" else "CPU time"
+        tier = metric.label
         assert t.tiers == "disagree"
         assert f"{tier} {DIFFS[verdict]:+.1%} QPS ({verdict})" in t.why
         assert f"simulated {SIM_CYCLES[work] / BASE_CYCLES - 1:+.2%} est. cycles ({work})" in t.why
@@ -80,14 +81,14 @@ def test_every_measured_verdict_against_every_simulated_one(verdict, work, metri
 
 def test_nothing_measured_is_open_and_no_tier_is_none():
     assert tiers_of(None, sim("fewer")).tiers == "open"  # type: ignore[union-attr]
-    assert tiers_of(measured("faster", "wall"), None) is None  # the run has no simulated tier
+    assert tiers_of(measured("faster", WALL), None) is None  # the run has no simulated tier
     base = simulated_delta(sim_record("old", BASE_CYCLES), None, is_base=True)
-    assert base.verdict == "base" and tiers_of(measured("faster", "wall"), base) is None
+    assert base.verdict == "base" and tiers_of(measured("faster", WALL), base) is None
 
 
 def test_a_missing_base_record_is_open():
     d = simulated_delta(sim_record("new", 9_000), None, is_base=False)
-    t = tiers_of(measured("faster", "wall"), d)
+    t = tiers_of(measured("faster", WALL), d)
     assert d.verdict == "missing" and t is not None and t.tiers == "open" and "base b: not measured" in t.why
 
 
@@ -101,7 +102,7 @@ def test_the_aa_copy_agrees_by_construction():
 
 
 def test_the_calibrated_check():
-    faster, fewer = measured("faster", "wall"), sim("fewer")
+    faster, fewer = measured("faster", WALL), sim("fewer")
     user = Interval(-0.05, -0.07, -0.03)  # measured user CPU per query: 5% less, ±2%
     outside = PredictedChange(-0.12, 0.02, "faster")  # |gap| 7% > band 2% + CI 2%
     t = tiers_of(faster, fewer, outside, user)

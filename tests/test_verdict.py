@@ -4,6 +4,7 @@ import math
 
 import pytest
 
+from dbperf.metrics import CPU
 from dbperf.stats.verdict import decide, deciding, pair_rounds, paired_threshold, unpaired_threshold, verdict_on_rounds
 
 pytestmark = pytest.mark.unit
@@ -103,12 +104,12 @@ def test_the_deciding_metric():
     pairs = [(i + 1, 110.0 + i % 2, 100.0) for i in range(10)]
     sides = ([t for _, t, _ in pairs], [b for _, _, b in pairs])
     wall = verdict_on_rounds(pairs, *sides)
-    cpu = verdict_on_rounds(pairs[:3], sides[0][:3], sides[1][:3], metric="cpu")
+    cpu = verdict_on_rounds(pairs[:3], sides[0][:3], sides[1][:3], metric=CPU)
     assert wall is not None and cpu is not None and wall.decided and not cpu.decided
     assert deciding(wall, cpu) is wall and deciding(cpu, wall) is wall and deciding(None, cpu) is cpu
     assert deciding(None, None) is None
 
 
 def test_without_round_pairs_the_one_look_randomization_verdict_decides():
-    v = verdict_on_rounds([], [110.0 + i for i in range(8)], [100.0 + i for i in range(8)], metric="cpu")
-    assert v is not None and v.rule == "randomization" and v.metric == "cpu" and v.verdict == "faster"
+    v = verdict_on_rounds([], [110.0 + i for i in range(8)], [100.0 + i for i in range(8)], metric=CPU)
+    assert v is not None and v.rule == "randomization" and v.metric is CPU and v.verdict == "faster"

@@ -3,7 +3,7 @@ benchmark script, not a test: it asserts nothing. Run it on a quiet machine.
 
 Two identical SQLite targets, A and B (the same build and settings, data of their own), one benchmark, the driver's
 per-interval throughput samples (`interval`, default 0.25 s):
-- N **duets** (`order = "duet"`, runner/duet.py): A and B run at the same moment on two CPUs, released together;
+- N **duets** (`order = "duet"`, orders/duet_rounds.py): A and B run at the same moment on two CPUs, released together;
 - N **interleaved rounds** (`order = "alternate"`): A and B one after the other, as the lab runs them by default.
 
 It prints
@@ -25,7 +25,7 @@ do to the per-process spread: A/A pairs alternated round by round, today's pair 
 with the remedies, and with `--candidates` also a pair per candidate alone (each remedy, and `mmap`: SQLite reading
 the file through mmap_size, an engine option; `--also` adds candidates alone that are not in the remedies' pair,
 such as the engine options). The candidate `slices` is an order, not a remedy: the pair's two sides take turns in
-one driver process every `--slice` seconds (default 0.1; `order = "slices"`, runner/slices.py), each measured
+one driver process every `--slice` seconds (default 0.1; `order = "slices"`, orders/slice_rounds.py), each measured
 `--time` seconds of its own slices, the same measured time per side as today's pair. When `--remedies` names
 `slices` (alone or with remedies), the remedies' pair is measured that way. One experiment runs in one order, so
 the pairs of two processes are one run (today's order, `alternate`) and each slices pair a run of its own; their
@@ -158,7 +158,7 @@ name = "{name}-2"
 """
 MMAP = ", mmap_size = 1073741824"  # the candidate `mmap`: the whole file read through the mapping
 # Candidates that are not host/remedies' remedies: `mmap`, an engine option, `slices`, an order (the pair's two
-# sides take turns every --slice seconds in one driver process, runner/slices.py), and `turn-checkpoint`, slices whose
+# sides take turns every --slice seconds in one driver process, orders/slice_rounds.py), and `turn-checkpoint`, slices whose
 # write cells checkpoint each side in its own turns ([run] turn_checkpoint).
 OTHER_CANDIDATES = ("mmap", "slices", "turn-checkpoint")
 TURN_CHECKPOINT = "turn-checkpoint"

@@ -10,11 +10,12 @@ import typer
 
 from dbperf.cli.common import FORMAT_OPTION, YES_OPTION, fail, show
 from dbperf.experiment.durations import parse_duration
+from dbperf.metrics import among
 from dbperf.report import formats
 from dbperf.report.bisect_view import bisect_view
 from dbperf.storage.bisect_path import BisectResult, StepSettings
 from dbperf.usecases.bisect import bisect as run
-from dbperf.usecases.bisect_metrics import METRICS, metric
+from dbperf.usecases.bisect_metrics import metric
 from dbperf.usecases.bisect_search import DEFAULT_TRIES
 from dbperf.usecases.bisect_settings import parse_threshold
 from dbperf.usecases.progress import say
@@ -73,7 +74,7 @@ def bisect(
              "of work per query with --metric simulated (default 2%; also the confirmation's min_effect)")] = None,
     metric_name: Annotated[Optional[str], typer.Option("--metric", help="what decides a step (default: wall; with "
                                                                          "--tree: simulated): " + "; ".join(
-        f"{m.name}: {m.help}" for m in METRICS.values()))] = None,
+        f"{m.name}: {m.help}" for m in among(lambda m: m.bisects)))] = None,
     time: Annotated[str, typer.Option(help="measured time per cell")] = "5s",
     warmup: Annotated[str, typer.Option(help="warm-up per cell")] = "1s",
     budget: Annotated[str, typer.Option(help="measured rounds' budget of a step's first try (doubled per retry)")]
@@ -103,11 +104,11 @@ def bisect(
     not slower; 3: a step measured nothing; 4: a step stayed undecided (or only skipped commits were left); 2: bad
     input."""
     engine, first, last = _range(words, tree, engine_name)
-    chosen = metric(metric_name or ("simulated" if tree else "wall"))
+    chosen = metric(metric_name, tree=tree is not None)
     settings = StepSettings(engine, benchmark, parse_threshold(threshold or chosen.threshold),
                             parse_duration(time, "--time", positive=True),
                             parse_duration(warmup, "--warmup"), parse_duration(budget, "--budget", positive=True),
-                            threads, table_size, config_settings(config or []), chosen.name, order,
+                            threads, table_size, config_settings(config or []), chosen, order,
                             str(tree.expanduser().resolve()) if tree else None, list(cflag or []))
     formats.format_named(format)  # before the search, not after it
 

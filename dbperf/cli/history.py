@@ -10,6 +10,7 @@ import typer
 
 from dbperf.cli.common import FORCE_OPTION, FORMAT_OPTION, OUTPUT_OPTION, out_console, show
 from dbperf.history.changepoints import PVALUE
+from dbperf.metrics import named
 from dbperf.report.history_view import runs_view, stored_run_view
 from dbperf.report.series_view import regressions_view, series_view
 from dbperf.usecases.history import add_runs, list_runs, query_series, stored_run
@@ -75,7 +76,8 @@ def series(
     """A version (or run) series from the history: rows benchmarks, columns versions, rQPS (or simulated work per
     query) against the first, verdicts, change points."""
     check_format(format)
-    s = query_series(engine, benchmark, threads, host, build, config, target, by, pvalue, metric)
+    s = query_series(engine, benchmark, threads, host, build, config, target, by, pvalue,
+                     named(metric, lambda m: m.series))
     show(series_view(s), format, output, force)
 
 
@@ -98,5 +100,6 @@ def regressions(
     """Change points (E-divisive means) in every benchmark's series: each step's size, the two versions or runs
     it falls between, and its significance."""
     check_format(format)
-    s = query_series(engine, benchmark, threads, host, build, config, target, by, pvalue, metric)
+    s = query_series(engine, benchmark, threads, host, build, config, target, by, pvalue,
+                     named(metric, lambda m: m.series))
     show(regressions_view(s, show_all), format, output, force)

@@ -35,7 +35,7 @@ MIN_ROUNDS = 9
 DEFAULT_MIN_EFFECT = 0.02  # the smallest change a verdict calls faster or slower (`min_effect`)
 AGGREGATES = ("median", "trimmed")
 WRITE_MODES = ("restore", "cumulative")
-RUN_ORDERS = (*ORDERS, "duet", "slices")  # duet: runner/duet.py; slices: runner/slices.py
+RUN_ORDERS = (*ORDERS, "duet", "slices")  # duet: orders/duet_rounds.py; slices: orders/slice_rounds.py
 EXPLAIN = ("disagreements", "none")  # after the run: usecases/explain_run.py
 
 
@@ -226,10 +226,11 @@ RUN = (
         "simulated counter and its leads, on stderr and in DIR/explain.json)", "none", "", one_of(*EXPLAIN)),
     Key("order", " | ".join(RUN_ORDERS), "order of the targets within a round: reversed every other round, drawn "
         "at random from the seed (recorded), or duet: the base and each other target run at the same moment, "
-        "pinned to a CPU each, released together (runner/duet.py; SQLite targets on 2+ CPUs, else interleaved "
+        "pinned to a CPU each, released together (orders/duet_rounds.py; SQLite targets on 2+ CPUs, else interleaved "
         "rounds, said once), or slices: a round is one driver process in which every target takes turns every "
-        "`slice`, each measured for `time` of its own slices (runner/slices.py; all SQLite targets or all servers "
-        "run by the lab's driver, the same process settings for all, closed loop, fixed warm-up)", "alternate", "",
+        "`slice`, each measured for `time` of its own slices (orders/slice_rounds.py; all SQLite targets or all "
+        "servers run by the lab's driver, the same process settings for all, closed loop, fixed warm-up)",
+        "alternate", "",
         one_of(*RUN_ORDERS)),
     Key("slice", "duration", "order = \"slices\": how long each target runs before the next takes its turn (at least "
         "1 ms and shorter than `time`; its time series is one interval per slice)", "0.02s", "s", duration),

@@ -132,7 +132,7 @@ class Experiment:
     prepared: bool = True
     min_effect: float = DEFAULT_MIN_EFFECT
     order: str = "alternate"  # of the targets within a round (runner/rounds.py)
-    slice_s: float = DEFAULT_SLICE_S  # order = "slices" (runner/slices.py)
+    slice_s: float = DEFAULT_SLICE_S  # order = "slices" (orders/slice_rounds.py)
     turn_checkpoint: bool = False  # order = "slices", write cells: each SQLite target checkpointed in its own turns
     budget_s: float | None = None  # repeats = "auto": the time budget of the measured rounds; None: fixed repeats
     writes: str = "restore"  # or "cumulative": write cells do not restore the loaded data

@@ -1,4 +1,4 @@
-"""What `order = "slices"` (runner/slices.py) asks of an experiment: every target runs from one driver process
+"""What `order = "slices"` (orders/slice_rounds.py) asks of an experiment: every target runs from one driver process
 (SQLite libraries loaded side by side, or one connection per server per client thread), so the targets are all
 SQLite or all servers run by the lab's driver, the process is set up alike for all (its allocator, huge pages and the
 remedies that act on the process as a whole), servers of different engines run one SQL, no replication lab, and the

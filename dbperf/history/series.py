@@ -12,16 +12,16 @@ from dataclasses import dataclass, field
 from dbperf.errors import UserError
 from dbperf.history.changepoints import PVALUE, Step, steps
 from dbperf.history.store import Result
+from dbperf.metrics import SIMULATED, WALL, Metric
 from dbperf.stats.cell_verdict import Verdict, verdict_of
 from dbperf.stats.contradiction import Contradiction, RunCall, contradictions
 from dbperf.stats.simulated import SAME_WITHIN, simulated_verdict
 from dbperf.stats.summary import ALPHA, MIN_REPEATS_FOR_TEST, significance
 
 BY = ("version", "run")
-# What a series is of: the wall clock's QPS (rQPS against the first column, Mann-Whitney of the repeats), or the
-# simulated tier's work per query (instructions per query against the first column: deterministic, no test).
-METRICS = ("wall", "simulated")
-WORK = "instructions"
+# What a series is of (dbperf/metrics/, those with `series`): the wall clock's QPS (rQPS against the first column,
+# Mann-Whitney of the repeats), or the simulated tier's work per query (instructions per query against the first
+# column: deterministic, no test).
 SIMULATED_RULE = f"simulated: deterministic counts, a change of {SAME_WITHIN:.1%} or more is more or fewer"
 
 
@@ -56,16 +56,10 @@ class Series:
     identity: dict[str, str]  # engine, build, config, host
     columns: list[Column]
     rows: list[Row]
-    metric: str = "wall"
+    metric: Metric = WALL
     # cells of one version that two stored runs each decided against their own base (of one name), one way in
     # one run and the other way in another (stats/contradiction.py)
     contradictions: list[Contradiction] = field(default_factory=list)
-
-
-def _value(r: Result, metric: str) -> float | None:
-    if metric == "simulated":
-        return (r.simulated or {}).get(WORK) or None
-    return r.qps_center
 
 
 def version_key(version: str) -> tuple:
@@ -144,18 +138,19 @@ def _row(benchmark: str, threads: int, found: list[Result | None], detect: bool,
             rqps = here.qps_center / first.qps_center if first.qps_center else None
             significant, _ = next(tests)
             row.points.append(Point(here, rqps, verdict_of(rqps, significant, False, False)))
-    _detect(row, "wall", detect, pvalue)
+    _detect(row, WALL, detect, pvalue)
     return row
 
 
-def _work_row(benchmark: str, threads: int, found: list[Result | None], detect: bool, pvalue: float) -> Row:
-    """One benchmark's row of simulated work: each column's instructions per query against the first column's
-    that has them, with the tier's words (more, fewer, same); a column whose run did not count them is empty."""
+def _work_row(benchmark: str, threads: int, found: list[Result | None], detect: bool, pvalue: float,
+              metric: Metric = SIMULATED) -> Row:
+    """One benchmark's row of work: each column's count per query against the first column's that has it, with
+    the simulated tier's words (more, fewer, same); a column whose run did not count it is empty."""
     row = Row(benchmark, threads, [])
-    reference = next((r for r in found if r is not None and _value(r, "simulated")), None)
-    first = _value(reference, "simulated") if reference is not None else None
+    reference = next((r for r in found if r is not None and metric.stored(r)), None)
+    first = metric.stored(reference) if reference is not None else None
     for here in found:
-        value = _value(here, "simulated") if here is not None else None
+        value = metric.stored(here) if here is not None else None
         if here is None or value is None or first is None:
             row.points.append(None)
             continue
@@ -163,36 +158,36 @@ def _work_row(benchmark: str, threads: int, found: list[Result | None], detect: 
         verdict = (Verdict("base", "the first column with simulated counts") if here is reference
                    else Verdict(simulated_verdict(work - 1), SIMULATED_RULE))
         row.points.append(Point(here, None, verdict, work))
-    _detect(row, "simulated", detect, pvalue)
+    _detect(row, metric, detect, pvalue)
     return row
 
 
-def _detect(row: Row, metric: str, detect: bool, pvalue: float) -> None:
+def _detect(row: Row, metric: Metric, detect: bool, pvalue: float) -> None:
     """The row's change points over its figures (the columns without one left out)."""
     if not detect:
         return
-    values = [(i, v) for i, p in enumerate(row.points) if p and (v := _value(p.result, metric))]
+    values = [(i, v) for i, p in enumerate(row.points) if p and (v := metric.stored(p.result))]
     row.steps = [Step(values[s.index][0], s.before, s.after, s.p_value)
                  for s in steps([v for _, v in values], pvalue)]
 
 
 def build_series(results: Sequence[Result], by: str = "version", detect: bool = True,
-                 pvalue: float = PVALUE, metric: str = "wall") -> Series:
+                 pvalue: float = PVALUE, metric: Metric = WALL) -> Series:
     if by not in BY:
         raise UserError(f"--by: expected one of {', '.join(BY)}, got {by!r}")
-    if metric not in METRICS:
-        raise UserError(f"--metric: expected one of {', '.join(METRICS)}, got {metric!r}")
     if not results:
         raise UserError("no results in the history match (dbperf history list shows what is stored)")
-    if metric == "simulated" and not any(r.simulated for r in results):
-        raise UserError("--metric simulated: none of the matching stored runs counted simulated work (run the "
+    if metric.work and not any(metric.stored(r) for r in results):
+        raise UserError(f"--metric {metric.name}: none of the matching stored runs counted {metric.label} (run the "
                         "versions with `simulated = true` in [run], then `dbperf history add` if not recorded)")
     identity = _identity(results)
     chosen, columns = _columns(results, by)
     keys = sorted(columns, key=lambda k: version_key(k)) if by == "version" else list(columns)
-    make = _work_row if metric == "simulated" else _row
-    rows = [make(benchmark, threads, [chosen.get((key, benchmark, threads)) for key in keys], detect, pvalue)
-            for benchmark, threads in dict.fromkeys((b, t) for _, b, t in chosen)]
+    rows = []
+    for benchmark, threads in dict.fromkeys((b, t) for _, b, t in chosen):
+        found = [chosen.get((key, benchmark, threads)) for key in keys]
+        rows.append(_work_row(benchmark, threads, found, detect, pvalue, metric) if metric.work
+                    else _row(benchmark, threads, found, detect, pvalue))
     return Series(by, identity, [columns[k] for k in keys], rows, metric, run_contradictions(results))
 
 

@@ -87,7 +87,7 @@ def run_job(job: DriverJob, result: type[R], timeout_s: float,
 def start_job(job: DriverJob, env: dict[str, str] | None = None, cpus: frozenset[int] | None = None,
               pass_fds: tuple[int, ...] = (), prefix: tuple[str, ...] = ()) -> subprocess.Popen[str]:
     """The first half of run_job: the driver started (in a session of its own), its job not yet sent. Two of these
-    run side by side in a duet (runner/duet.py), each collected by collect_job."""
+    run side by side in a duet (orders/duet_rounds.py), each collected by collect_job."""
     try:
         with pinned(cpus):
             return subprocess.Popen([*prefix, driver_path(), job.mode, "-"], stdin=subprocess.PIPE,

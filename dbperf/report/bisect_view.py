@@ -24,14 +24,14 @@ def _change(step: Step) -> str:
 
 
 def _steps(result: BisectResult) -> Block:
-    if result.metric == "simulated":
+    if result.metric.work:
         rows = tuple(Row((str(s.number), s.version, _work(s), _change(s), s.judgement.verdict,
                           s.judgement.directory or s.judgement.why or "–")) for s in result.steps)
         return Block("", "", ("step", "version", "work per query / oldest's", "change", "verdict (simulated)",
                               "counts or why skipped"), rows, text_columns=0, left=(1, 4, 5))
     rows = tuple(Row((str(s.number), s.version, str(s.attempt),
                       "–" if s.judgement.rqps is None else f"{s.judgement.rqps:.3f}", _interval(s.judgement),
-                      s.judgement.verdict + ("" if s.judgement.metric == "wall" else f" ({s.judgement.metric})"),
+                      s.judgement.verdict + s.judgement.metric.said,
                       str(s.judgement.rounds), s.judgement.directory or "–")) for s in result.steps)
     return Block("", "", ("step", "version", "try", "rQPS", "change interval", "verdict", "rounds", "results"), rows,
                  text_columns=0, left=(1, 5, 7))
@@ -40,7 +40,7 @@ def _steps(result: BisectResult) -> Block:
 def _confirmation(result: BisectResult) -> Section:
     title = (f"the step confirmed by the wall clock: {result.first_slower} against {result.last_not_slower} "
              "(reported, not deciding)")
-    rows = tuple(Row((j.metric, "–" if j.rqps is None else f"{j.rqps:.3f}", _interval(j), j.verdict, str(j.rounds),
+    rows = tuple(Row((j.metric.name, "–" if j.rqps is None else f"{j.rqps:.3f}", _interval(j), j.verdict, str(j.rounds),
                       j.directory or "–")) for j in result.confirmation)
     return Section(title=title, block=Block("", "", ("measured on", "rQPS", "change interval", "verdict", "rounds",
                                                      "results"), rows, text_columns=0, left=(0, 3, 5)))
@@ -73,7 +73,7 @@ def _work_at(result: BisectResult, version: str | None) -> str:
 def _confirmed(result: BisectResult) -> str:
     if not result.confirmation:
         return ""
-    said = ", ".join(f"{j.metric} {j.verdict}" + (f" (rQPS {j.rqps:.3f})" if j.rqps is not None else "")
+    said = ", ".join(f"{j.metric.name} {j.verdict}" + (f" (rQPS {j.rqps:.3f})" if j.rqps is not None else "")
                      for j in result.confirmation)
     return f"; at that step the wall clock says: {said} (reported, not deciding)"
 
@@ -114,7 +114,7 @@ def outcome_line(result: BisectResult, engine: str, expected: int, noun: str = "
     steps = f"{len(result.steps)} step(s) over {n} {noun} (about {expected} when every step decides)"
     if result.outcome == "found" and result.found is not None:
         return f"{_found_commit(result)}; {steps}{_confirmed(result)}"
-    if result.metric == "simulated" and result.outcome == "found":
+    if result.metric.work and result.outcome == "found":
         return (f"first release with more work: {engine} {result.first_slower}, {_work_at(result, result.first_slower)}"
                 f" against {good}{_step_work(result)} (simulated instructions: work, not speed; last at the old "
                 f"level: {result.last_not_slower}); {steps}{_confirmed(result)}")
@@ -123,7 +123,7 @@ def outcome_line(result: BisectResult, engine: str, expected: int, noun: str = "
                                   result.versions.index(result.first_slower or result.versions[-1]) + 1]
         return (f"not found: only skipped {noun} were left: the first with more work is one of "
                 f"{', '.join(between)} (after {result.last_not_slower}); {steps}")
-    if result.metric == "simulated" and result.outcome == "none-slower":
+    if result.metric.work and result.outcome == "none-slower":
         return (f"not found: no {noun[:-1]} with more work: {engine} {result.last_not_slower} is at "
                 f"{_work_at(result, result.last_not_slower)} against {good}, within the threshold; {steps}")
     if result.outcome == "found":
@@ -155,7 +155,7 @@ STEP_COLUMNS = ("step", "version", "attempt", "verdict", "metric", "rqps", "lowe
 def step_rows(result: BisectResult) -> tuple[dict[str, object], ...]:
     steps: list[dict[str, object]] = [
         {"step": s.number, "version": s.version, "attempt": s.attempt, "verdict": s.judgement.verdict,
-              "metric": s.judgement.metric, "rqps": s.judgement.rqps, "lower": s.judgement.lower,
+              "metric": s.judgement.metric.name, "rqps": s.judgement.rqps, "lower": s.judgement.lower,
               "upper": s.judgement.upper, "rounds": s.judgement.rounds, "work": s.judgement.work,
               "directory": s.judgement.directory, "why": s.judgement.why, "outcome": "", "answer": "",
               "exit_code": ""} for s in result.steps]

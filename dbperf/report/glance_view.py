@@ -50,7 +50,7 @@ def glance_text(m: Matrix, cell: Cell | None) -> str:
     if cell.target != m.base:
         v = cell.deciding_verdict
         # the measured tier that decided, after its verdict: `faster·cpu`
-        text += " " + verdict_word(v) + (f"·{v.metric}" if v is not None and v.decided else "")
+        text += " " + verdict_word(v) + (f"·{v.metric.name}" if v is not None and v.decided else "")
     marks = rqps_marks(m, cell)
     if marks:
         text += f" {marks}"
@@ -109,12 +109,12 @@ def key_line(m: Matrix) -> str:
 def quality_line(m: Matrix, meta: RunMeta) -> str:
     """Decided counts per measured tier, with the median noise threshold, and the tiers' agreement."""
     parts = []
-    for _, label, get in METRICS:
+    for metric, get in METRICS:
         q = metric_quality(m, get)
         if q is None:
             continue
         median = q["noise_threshold_median"]
-        parts.append(f"{label} {q['decided']} of {q['cells']} decided"
+        parts.append(f"{metric.label} {q['decided']} of {q['cells']} decided"
                      + ("" if median is None else f" (noise threshold median {median:.1%})"))
     line = "verdict quality: " + (", ".join(parts) or "no compared cell")
     agreement = _agreement(m, meta)
@@ -136,10 +136,11 @@ def aa_short(m: Matrix, meta: RunMeta) -> list[str]:
     if not target:
         return []
     parts: list[str] = []
-    for _, label, get in METRICS:
+    for metric, get in METRICS:
         aa = aa_counts(m, target, get)
         if aa is not None:
-            parts.append(f"{label} {aa['changed']} of {aa['cells']}" + (" cells called changed" if not parts else ""))
+            parts.append(f"{metric.label} {aa['changed']} of {aa['cells']}"
+                         + (" cells called changed" if not parts else ""))
     return [f"A/A: {target} is {m.base} run against itself: " + (", ".join(parts) or "no cell compared")
             + " (false alarms on this host)"]
 

@@ -86,7 +86,7 @@ def rqps_text(m: Matrix, cell: Cell | None) -> str:
         return "failed" if cell.failures and not cell.runs else "-"
     marks = rqps_marks(m, cell)
     verdict = "" if cell.target == m.base else " " + verdict_text(cell)
-    if has_cpu_verdicts(m) and decided_metric(cell) == "wall":
+    if has_cpu_verdicts(m) and (d := decided_metric(cell)) is not None and d.headline:
         verdict += DECIDED_MARK
     return f"{cell.rqps:.2f}{verdict}{(' ' + marks) if marks else ''}"
 
@@ -114,7 +114,7 @@ def cpu_text(m: Matrix, cell: Cell | None) -> str:
         return ""
     v = cell.cpu_verdict_detail
     diff = f"{v.diff:+.1%} " if v.decided else ""
-    return diff + verdict_word(v) + (DECIDED_MARK if decided_metric(cell) == "cpu" else "")
+    return diff + verdict_word(v) + (DECIDED_MARK if (d := decided_metric(cell)) is not None and not d.headline else "")
 
 
 def legend(m: Matrix) -> list[str]:

@@ -100,7 +100,7 @@ CELL_FIELDS: tuple[Field, ...] = (
     Field("cpu_diff", lambda m, c: c.cpu_verdict_detail.diff if c.cpu_verdict_detail else None),
     Field("cpu_min_detectable_effect",
           lambda m, c: c.cpu_verdict_detail.min_detectable_effect if c.cpu_verdict_detail else None),
-    Field("decided_metric", lambda m, c: decided_metric(c)),
+    Field("decided_metric", lambda m, c: d.name if (d := decided_metric(c)) else None),
     Field("level_shift", lambda m, c: c.level_shift),
     *[Field(name, _sim(name)) for name in SIM_FIELD_NAMES],
     # Last again: do the tiers agree, the calibrated prediction of user CPU per query and the measured

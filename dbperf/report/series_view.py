@@ -27,7 +27,7 @@ WORK_NOTE = (f"Simulated instructions per query (the runs' simulated tier, {TIER
 
 
 def _note(s: Series) -> str:
-    return WORK_NOTE if s.metric == "simulated" else MARKS_NOTE
+    return WORK_NOTE if s.metric.work else MARKS_NOTE
 
 
 def _cell_text(p: Point | None) -> str:
@@ -43,13 +43,13 @@ def _cell_text(p: Point | None) -> str:
 
 
 def _title(s: Series) -> str:
-    what = "work per query (simulated instructions)" if s.metric == "simulated" else "rQPS"
+    what = "work per query (simulated instructions)" if s.metric.work else "rQPS"
     return f"{what} against {s.columns[0].label}, by {s.by}"
 
 
 def _regression(s: Series, size: float) -> bool:
     """A step that is a regression: down in QPS, or up in work per query."""
-    return size > 0 if s.metric == "simulated" else size < 0
+    return s.metric.regression(size)
 
 
 def _row_label(s: Series, row: SeriesRow) -> str:
@@ -116,7 +116,7 @@ def _point_json(p: Point | None) -> dict[str, Any] | None:
 
 
 def series_document(s: Series) -> dict[str, Any]:
-    return {"by": s.by, "metric": s.metric, "identity": s.identity,
+    return {"by": s.by, "metric": s.metric.name, "identity": s.identity,
            "columns": [{"label": c.label, "version": c.version, "run_id": c.run_id, "started_at": c.started_at,
                         "target": c.target} for c in s.columns],
            "rows": [{"benchmark": r.benchmark, "threads": r.threads, "points": [_point_json(p) for p in r.points],
@@ -148,7 +148,7 @@ def series_page(s: Series) -> ChartPage:
     rows = tuple(Row((_row_label(s, r), *[_cell_text(p) for p in r.points],
                       ", ".join(f"{st.size:+.1%} before {s.columns[st.index].label}" for st in r.steps)))
                  for r in s.rows)
-    if s.metric == "simulated":
+    if s.metric.work:
         swatches = tuple(Swatch(k, VERDICT_COLOURS[w], m) for (k, w), m in zip(
             WORK_COLOURS.items(), ("more work per query", "fewer", f"~ within {SAME_WITHIN:.1%}"), strict=True))
     else:
@@ -181,7 +181,7 @@ def _value(s: Series, p: Point | None) -> float | None:
     """The figure a point draws: simulated instructions per query, or center QPS."""
     if p is None:
         return None
-    return (p.result.simulated or {}).get("instructions") if s.metric == "simulated" else p.result.qps_center
+    return s.metric.stored(p.result)
 
 
 def _error_bars(row: SeriesRow) -> dict[str, Any]:
@@ -208,7 +208,7 @@ def _step_marks(s: Series, row: SeriesRow) -> tuple[list[dict[str, Any]], list[d
 
 
 def _line_chart(s: Series, row: SeriesRow) -> dict[str, Any]:
-    work = s.metric == "simulated"
+    work = s.metric.work
     trace: dict[str, Any] = {
         "type": "scatter", "mode": "lines+markers", "x": [label(c.label) for c in s.columns],
         "y": [_value(s, p) for p in row.points], "name": "instructions per query" if work else "center QPS",
@@ -235,7 +235,7 @@ STEP_COLUMNS = ("benchmark", "threads", "before", "after", "size", "median_befor
 def regressions_view(s: Series, show_all: bool) -> View:
     """The steps found (only the steps down unless `show_all`); HTML is the series' page with its change points."""
     found = step_rows(s, regressions_only=not show_all)
-    what = "change points" if show_all else ("regressions (steps up in work per query)" if s.metric == "simulated"
+    what = "change points" if show_all else ("regressions (steps up in work per query)" if s.metric.work
                                              else "regressions (steps down in QPS)")
     header = ("benchmark", "threads", "between", "and", "size", "p (Mann-Whitney)", "kind")
     values = tuple(Row((x["benchmark"], str(x["threads"]), x["before"], x["after"], f"{x['size']:+.1%}",
@@ -243,6 +243,6 @@ def regressions_view(s: Series, show_all: bool) -> View:
     section = Section(block=Block("", "", header, values, left=(2, 3, 6))) if values else Section(text=("None found.",))
     return View("regressions", f"{what} over {len(s.columns)} {s.by}s", (section,), subtitle=_identity_text(s),
                 rows=tuple(found), columns=STEP_COLUMNS, notes=(_note(s),),
-                document={"identity": s.identity, "by": s.by, "metric": s.metric, "steps": found,
+                document={"identity": s.identity, "by": s.by, "metric": s.metric.name, "steps": found,
                           "method": _note(s), "contradictions": [to_builtins(c) for c in s.contradictions]},
                 page=lambda: series_page(s))

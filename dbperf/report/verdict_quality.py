@@ -9,15 +9,16 @@ import statistics
 from collections.abc import Callable
 from typing import Any
 
+from dbperf.metrics import CPU, WALL, Metric
 from dbperf.run_meta import RunMeta
 from dbperf.stats.process_level import process_spread
 from dbperf.stats.rqps_matrix import Cell, Matrix
 from dbperf.stats.verdict import CellVerdict, pair_rounds
 
-Metric = tuple[str, str, Callable[[Cell], CellVerdict | None]]
-METRICS: tuple[Metric, ...] = (
-    ("wall", "wall clock", lambda c: c.verdict_detail),
-    ("cpu", "CPU time", lambda c: c.cpu_verdict_detail),
+Judged = tuple[Metric, Callable[[Cell], CellVerdict | None]]  # a metric a cell is decided by, and its verdict
+METRICS: tuple[Judged, ...] = (
+    (WALL, lambda c: c.verdict_detail),
+    (CPU, lambda c: c.cpu_verdict_detail),
 )
 
 
@@ -29,13 +30,13 @@ def _ordered(m: Matrix) -> list[Cell]:
     return [c for _, b, t in m.rows() for target in m.targets if (c := m.cell(target, b, t)) is not None]
 
 
-def decided_metric(cell: Cell) -> str | None:
+def decided_metric(cell: Cell) -> Metric | None:
     """Which metric decides the cell: the wall clock's verdict when it decided (the headline), else the CPU time's
     when that decided; None when neither did."""
-    for name, _, get in METRICS:
+    for metric, get in METRICS:
         v = get(cell)
         if v is not None and v.decided:
-            return name
+            return metric
     return None
 
 
@@ -88,9 +89,9 @@ def verdict_quality(m: Matrix, meta: RunMeta) -> dict[str, Any]:
     """For JSON: per metric its quality, the level shifts, the A/A counts per metric and the tiers' agreement."""
     target = meta.aa_target
     return {
-        **{name: metric_quality(m, get) for name, _, get in METRICS},
+        **{metric.name: metric_quality(m, get) for metric, get in METRICS},
         "level_shifts": level_shifts(m),
-        "aa": {name: aa_counts(m, target, get) for name, _, get in METRICS} if target else None,
+        "aa": {metric.name: aa_counts(m, target, get) for metric, get in METRICS} if target else None,
         "tiers": tiers_counts(m, meta),
     }
 
@@ -102,7 +103,8 @@ def _pct(x: float | None) -> str:
 def quality_lines(m: Matrix) -> list[str]:
     """The legend's lines: one per metric that has verdicts, and the level shifts."""
     lines = []
-    for _, label, get in METRICS:
+    for metric, get in METRICS:
+        label = metric.label
         q = metric_quality(m, get)
         if q is None:
             continue
@@ -174,10 +176,11 @@ def aa_line(m: Matrix, meta: RunMeta) -> list[str]:
     if not target:
         return []
     parts = []
-    for name, label, get in METRICS:
+    for metric, get in METRICS:
+        label = metric.label
         aa = aa_counts(m, target, get)
         if aa is None:
-            if name == "wall":
+            if metric.headline:
                 parts.append(f"{label} 0 of 0 cells called changed")
             continue
         named = f" ({', '.join(aa['changed_cells'])})" if aa["changed_cells"] else ""

@@ -17,7 +17,7 @@ class CellPlan:
     repeat: int
     target: Target
     position: int = 1  # place of the target within its round (rounds.py: alternating or seeded random order)
-    partner: str | None = None  # duet: the target measured at the same moment (runner/duet.py)
+    partner: str | None = None  # duet: the target measured at the same moment (orders/duet_rounds.py)
     cpus: frozenset[int] | None = None  # duet: this side's CPUs (else the experiment's `cpus` decide)
 
     @property

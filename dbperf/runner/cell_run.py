@@ -1,7 +1,7 @@
-"""One cell run by the driver, or a duet's two cells released together (runner/duet.py): its job prepared (the data
-restored before a write cell, the process variant applied, CPUs chosen), the lab's noise sensors and resource
+"""One cell run by the driver, or a duet's two cells released together (orders/duet_rounds.py): its job prepared (the
+data restored before a write cell, the process variant applied, CPUs chosen), the lab's noise sensors and resource
 samples over its window, and its record, failed with the reason when the cell (or its server) failed. A slices
-round (runner/slices.py) prepares and records each of its sides the same way."""
+round (orders/slice_rounds.py) prepares and records each of its sides the same way."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from dbperf.host.remedies import AppliedRemedies, CellPlace, apply_remedies, not
 from dbperf.host.window_opens import WindowOpens
 from dbperf.records import CellRecord, DriverJob, NoiseSensors, Resources, RunResult
 from dbperf.runner.cell_plan import CellPlan
-from dbperf.runner.duet import Side, run_together
+from dbperf.runner.orders.duet_rounds import Side, run_together
 from dbperf.targets.lifecycle import TargetLifecycle
 from dbperf.targets.resources import CellSampler
 
@@ -87,7 +87,7 @@ def run_cell(e: Experiment, cell: CellPlan, data: TargetLifecycle) -> CellRecord
 
 
 def run_duet(e: Experiment, group: list[CellPlan], data: dict[str, TargetLifecycle]) -> list[CellRecord]:
-    """The two cells of a duet (runner/duet.py), each side's data restored first, released together; the noise
+    """The two cells of a duet (orders/duet_rounds.py), each side's data restored first, released together; the noise
     sensors and resource samples of each side start at the release."""
     runs = [prepare_cell(e, cell, data[cell.target.name]) for cell in group]
     started = time.time()

@@ -165,6 +165,8 @@ class MatrixRun:
     task: TaskID | None = None
     load_failed: dict[str, str] = field(default_factory=dict)  # target name -> why its data failed to load
     blocks: ProcessBlocks = field(init=False)
+    # the clock its rounds, budget shares and pilot rounds are timed by (a test's scripted Order moves one of its own)
+    clock: Callable[[], float] = time.monotonic
 
     def __post_init__(self) -> None:
         self.post_write = PostWriteSteps(self.plan.experiment)
@@ -262,7 +264,7 @@ class MatrixRun:
         (share_deadline) and a resumed one goes on from its earlier rounds."""
         plan = self.plan
         self.task = self.progress.add_task("cells", total=plan.progress_total())
-        budget_end = time.monotonic() + plan.replay.budget_s(self.e)
+        budget_end = self.clock() + plan.replay.budget_s(self.e)
         # resumed: the groups that had stopped keep their rounds (a reopened one until its new rounds stop)
         self.meta.start_rounds(keep=plan.replay.goes_on and plan.policy.auto)
         order = plan.group_order()
@@ -271,12 +273,12 @@ class MatrixRun:
                 self.progress.advance(self.task)
                 continue
             sharing = sum(1 for g in plan.groups[i:] if g.shares)
-            deadline = share_deadline(time.monotonic(), budget_end, group.spent_s, sharing)
+            deadline = share_deadline(self.clock(), budget_end, group.spent_s, sharing)
             state = GroupState(self.e.base, [t.name for t in self.e.targets], self.e.min_effect,
                                aa=self.e.aa_target, planned=group.planned, processes=self.blocks.processes)
             way = self.sized(group, deadline if plan.policy.auto else None)
-            run_rounds(state, plan.policy, partial(self.measure, group, way, state), deadline, replay=group.replay,
-                       overhead=partial(self._restarts_s, state))
+            run_rounds(state, plan.policy, partial(self.measure, group, way, state), deadline, self.clock,
+                       replay=group.replay, overhead=partial(self._restarts_s, state))
             self.meta.end_rounds(RoundsMeta(benchmark=group.benchmark.name, threads=group.threads,
                                             rounds=state.rounds, stopped=state.stop_reason,
                                             planned=state.planned), order)
@@ -302,11 +304,11 @@ class MatrixRun:
         chosen = lengths.length(group.benchmark.name, group.threads)
         if chosen is None:
             measured = measured_per_second(self.plan.order, group.threads)
-            share = deadline - time.monotonic() if deadline is not None else None
+            share = deadline - self.clock() if deadline is not None else None
             length = pilot_length(auto, share, measured)
             way = self.plan.order.running(pilot_experiment(self.e, auto, length))
             rounds = [self._pilot_round(way, group, r) for r in range(1, auto.pilot_rounds + 1)]
-            budget = (round_budget(deadline - time.monotonic(), measured, self.plan.policy.min_rounds)
+            budget = (round_budget(deadline - self.clock(), measured, self.plan.policy.min_rounds)
                       if deadline is not None else None)
             chosen = length_meta(group.benchmark.name, group.threads,
                                  choose(self.e.base, rounds, auto, measured, budget, length), length)
@@ -317,7 +319,7 @@ class MatrixRun:
 
     def _pilot_round(self, way: Order, group: Group, round_: int) -> PilotRound:
         """One pilot round of a group, its cells run as the group's are but not kept."""
-        started = time.monotonic()
+        started = self.clock()
         records: list[CellRecord] = []
         for cells in way.round_cells(group.benchmark, group.threads, round_):
             if self.task is not None:
@@ -326,7 +328,7 @@ class MatrixRun:
             for cell in cells:
                 self._ready(cell)
             records.extend(way.run(cells, self.data, self.load_failed))
-        return PilotRound(records, time.monotonic() - started)
+        return PilotRound(records, self.clock() - started)
 
     def measure(self, group: Group, order: Order, state: GroupState, round_: int) -> list[Measured]:
         """One round of a group: its earlier repeats (resumed), and the cells not measured before; with `processes`

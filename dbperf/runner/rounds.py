@@ -32,10 +32,10 @@ from dataclasses import dataclass, field
 from typing import TypeVar
 
 from dbperf.experiment.keys import MIN_ROUNDS
+from dbperf.metrics import CPU, WALL, Metric
 from dbperf.stats.verdict import (
     DEFAULT_MIN_EFFECT,
     CellVerdict,
-    Metric,
     ProcessPlan,
     deciding,
     pair_rounds,
@@ -88,11 +88,11 @@ class GroupState:
         interfered = {m.round for m in self.measured if m.interfered}
         return sum(1 for r in range(1, self.rounds + 1) if r not in interfered)
 
-    def verdicts(self, metric: Metric = "wall", only: set[str] | None = None) -> dict[str, CellVerdict | None]:
+    def verdicts(self, metric: Metric = WALL, only: set[str] | None = None) -> dict[str, CellVerdict | None]:
         """Each target's verdict against the base on one metric (`only` those targets when given): the rule the
         report applies to the records."""
         def value(m: Measured) -> float | None:
-            return m.qps if metric == "wall" else m.cpu_qps
+            return metric.rate(m)
 
         base = [(m.round, m.partner, value(m)) for m in self.measured if m.target == self.base]
         base_values = [v for _, _, v in base if v]
@@ -109,8 +109,8 @@ class GroupState:
 
     def deciding_verdicts(self) -> dict[str, CellVerdict | None]:
         """Per target, the verdict that decides it: wall clock's when decided, else CPU time's when decided."""
-        wall = self.verdicts("wall")
-        cpu = self.verdicts("cpu", only={t for t, v in wall.items() if v is None or not v.decided})
+        wall = self.verdicts(WALL)
+        cpu = self.verdicts(CPU, only={t for t, v in wall.items() if v is None or not v.decided})
         return {t: deciding(wall[t], cpu.get(t)) for t in wall}
 
     def all_decided(self) -> bool:

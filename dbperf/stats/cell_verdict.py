@@ -60,5 +60,5 @@ def cell_verdict(m: Matrix, cell: Cell | None) -> Verdict:
             rule = f"{v.decided_by} randomization test"
         if v.processes:
             rule += f", its unit the server process ({v.processes} a side)"
-        return Verdict(v.verdict, f"{v.metric} {rule}, min effect {v.min_effect:.0%}", v.noise_threshold)
+        return Verdict(v.verdict, f"{v.metric.name} {rule}, min effect {v.min_effect:.0%}", v.noise_threshold)
     return verdict_of(cell.rqps, cell.significant, cell.target == m.base, bool(cell.failures) and not cell.runs)

@@ -101,5 +101,5 @@ def _own_calls(side: Side, targets: list[str]) -> list[tuple[tuple[str, str, int
         verdict = cell.deciding_verdict
         if cell.target in targets and verdict is not None:
             out.append(((cell.target, cell.benchmark, cell.threads),
-                        RunCall(side.label, verdict.verdict, cell.rqps, verdict.metric)))
+                        RunCall(side.label, verdict.verdict, cell.rqps, verdict.metric.name)))
     return out

@@ -13,6 +13,7 @@ import msgspec
 
 from dbperf import engines
 from dbperf.catalog.registry import AFTER_WRITES
+from dbperf.metrics import CPU, WALL, Metric
 from dbperf.records import CellRecord, CostModelRecord, CountersRecord, ResultsRecord, SimulatedRecord, Usage
 from dbperf.run_meta import RunMeta
 from dbperf.stats.cost_model import PredictedChange, predicted_change, usable
@@ -23,7 +24,6 @@ from dbperf.stats.tiers import Interval, TierAgreement, paired_change, tiers_of
 from dbperf.stats.verdict import (
     DEFAULT_MIN_EFFECT,
     CellVerdict,
-    Metric,
     ProcessPlan,
     deciding,
     pair_rounds,
@@ -197,7 +197,7 @@ def _compare_with_base(cells: dict[tuple[str, str, int], Cell], base: str, min_e
             over = (benchmark, threads) in ended  # its rounds stopped: every process block counts as it is
             cell.verdict_detail = cell_verdict(cell, base_cell, min_effect, planned=planned, processes=processes,
                                                ended=over)
-            cell.cpu_verdict_detail = cell_verdict(cell, base_cell, min_effect, "cpu", planned, processes, over)
+            cell.cpu_verdict_detail = cell_verdict(cell, base_cell, min_effect, CPU, planned, processes, over)
             cell.level_shift = level_shift_text(cell.verdict_detail, cell.cpu_verdict_detail)
 
 
@@ -240,13 +240,27 @@ def cpu_qps(record: CellRecord) -> float | None:
     return r.queries / (cpu_us / 1e6) if cpu_us > 0 else None
 
 
+@dataclass(frozen=True)
+class RepeatRates:
+    """One repeat's rates, as a metric asks for them (dbperf/metrics/metric.py's Rates)."""
+    record: CellRecord
+
+    @property
+    def qps(self) -> float | None:
+        return self.record.result.qps if self.record.result is not None else None
+
+    @property
+    def cpu_qps(self) -> float | None:
+        return cpu_qps(self.record)
+
+
 def metric_value(record: CellRecord, metric: Metric) -> float | None:
     if record.result is None:
         return None
-    return record.result.qps if metric == "wall" else cpu_qps(record)
+    return metric.rate(RepeatRates(record))
 
 
-def cell_verdict(cell: Cell, base: Cell, min_effect: float, metric: Metric = "wall",
+def cell_verdict(cell: Cell, base: Cell, min_effect: float, metric: Metric = WALL,
                  planned: int | None = None, processes: int | None = None, ended: bool = False) -> CellVerdict | None:
     """The verdict on a cell's metric against the base's, by stats/verdict.py's one rule (the stopping rule's
     too; `planned`: the rounds its group planned, see verdict_on_rounds). Repeats with the same number were measured

@@ -19,7 +19,6 @@ from dbperf.stats.verdict import CellVerdict
 
 Tiers = Literal["agree", "disagree", "open"]
 AA_REASON = "the A/A copy: the base's own build, so its Δ is 0 in every tier by construction"
-METRIC_WORDS = {"wall": "wall clock", "cpu": "CPU time"}
 # The work that goes with a measured speed: faster needs fewer estimated cycles, slower more.
 SHARED = {"faster": "fewer", "slower": "more"}
 
@@ -44,7 +43,7 @@ class TierAgreement:
 
 def measured_text(v: CellVerdict) -> str:
     """The measured figure as the legend names it: metric, change in QPS, word."""
-    return f"{METRIC_WORDS.get(v.metric, v.metric)} {v.diff:+.1%} QPS ({v.verdict})"
+    return f"{v.metric.label} {v.diff:+.1%} QPS ({v.verdict})"
 
 
 def simulated_text(sim: SimulatedDelta) -> str:

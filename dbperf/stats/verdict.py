@@ -44,13 +44,14 @@ from typing import Literal, cast
 import numpy as np
 
 from dbperf.experiment.keys import DEFAULT_MIN_EFFECT
+from dbperf.metrics import CPU, WALL, Metric
 from dbperf.stats.level_shift import find_level_shift
 from dbperf.stats.planned import planned_interval
 from dbperf.stats.process_level import process_interval, rounds_per_process
 from dbperf.stats.sequential import UNSTABLE_MARGIN, ConfidenceSequence, call, confidence_sequence
 
 ALPHA = 0.01  # per cell: the chance that an A/A cell is ever called changed, by either metric
-METRICS = ("wall", "cpu")
+METRICS = (WALL, CPU)  # the two a cell is decided by: wall clock, else CPU time
 METRIC_ALPHA = ALPHA / len(METRICS)  # split between the metrics, so that "decided by either" stays within ALPHA
 QUANTILE = 0.99
 QUANTILE_ALPHA = 1 - QUANTILE
@@ -58,7 +59,6 @@ RELABELINGS = 10_000  # random relabelings when enumerating every one would take
 SEED = 20140101  # fixed: the same samples always give the same threshold
 
 Verdict = Literal["faster", "slower", "same", "undecided", "unstable"]
-Metric = Literal["wall", "cpu"]
 DECIDED: tuple[Verdict, ...] = ("faster", "slower", "same")
 
 
@@ -81,7 +81,7 @@ class CellVerdict:
     min_effect: float
     unpaired: View | None  # None: not described (the stopping loop, which needs only the call)
     paired: View | None
-    metric: Metric = "wall"
+    metric: Metric = WALL
     # "sequential": on round pairs (noise_threshold = the confidence interval's half-width), stats/planned.py's
     # looks when `planned` is set, else stats/sequential.py's anytime-valid rule; "randomization": `decide`, one
     # look, where no round pairs exist
@@ -235,7 +235,7 @@ def _interval_and_call(pairs: list[tuple[int, float, float]], logs: list[float],
 
 
 def verdict_on_rounds(pairs: list[tuple[int, float, float]], target: list[float], base: list[float],
-            min_effect: float = DEFAULT_MIN_EFFECT, metric: Metric = "wall",
+            min_effect: float = DEFAULT_MIN_EFFECT, metric: Metric = WALL,
             alpha: float = METRIC_ALPHA, describe: bool = True, planned: int | None = None,
             blocks: ProcessPlan | None = None) -> CellVerdict | None:
     """The verdict on one metric (positive, higher is better: QPS, queries per CPU second). `pairs`: (round, target,

@@ -16,6 +16,7 @@ from typing import Any
 import msgspec
 
 from dbperf.errors import UserError
+from dbperf.metrics import METRICS, WALL, Metric
 from dbperf.storage.out_folder import FolderKind, register
 from dbperf.storage.results import write_whole
 
@@ -36,6 +37,20 @@ STEP_FAILED = 3  # a step's run measured nothing: a run's own NO_CELL_SUCCEEDED 
 STILL_UNDECIDED = 4  # a step stayed undecided after its last try: the search stops rather than guess
 
 
+def _metric_name(value: object) -> str:
+    """A metric as the file says it: its name."""
+    if isinstance(value, Metric):
+        return value.name
+    raise NotImplementedError(f"cannot encode {type(value).__name__}")
+
+
+def _metric_of(kind: type, value: object) -> object:
+    """A metric's name in the file, resolved once as it is read."""
+    if kind is Metric and isinstance(value, str) and value in METRICS:
+        return METRICS[value]
+    raise ValueError(f"expected one of {', '.join(METRICS)}, got {value!r}")
+
+
 class StepSettings(msgspec.Struct, frozen=True):
     """What every step's experiment holds besides its two targets (checked by usecases/bisect_settings.py)."""
     engine: str
@@ -47,7 +62,7 @@ class StepSettings(msgspec.Struct, frozen=True):
     threads: int = 1
     table_size: int = 100_000
     config: dict[str, str] = {}
-    metric: str = "wall"  # what decides a step (usecases/bisect_metrics.py)
+    metric: Metric = WALL  # what decides a step (dbperf/metrics/, usecases/bisect_metrics.py)
     # how a step's rounds run (the experiment's `order`; None: the lab's default): "slices" for servers, whose A/A
     # spread it narrowed to 0.13-0.20 of alternation's here (docs/verdicts.md)
     order: str | None = None
@@ -55,7 +70,7 @@ class StepSettings(msgspec.Struct, frozen=True):
     cflags: list[str] = []  # --tree: compiler options appended to every commit's build
 
     def as_json(self) -> dict[str, Any]:
-        result: dict[str, Any] = msgspec.to_builtins(self)
+        result: dict[str, Any] = msgspec.to_builtins(self, enc_hook=_metric_name)
         return result
 
 
@@ -66,7 +81,7 @@ class Judgement(msgspec.Struct, frozen=True):
     lower: float | None = None  # the confidence interval of the relative change (-0.08 = 8% slower)
     upper: float | None = None
     rounds: int = 0
-    metric: str = "wall"
+    metric: Metric = WALL  # the verdict's: wall, cpu (a wall-clock step left undecided by wall) or simulated
     directory: str | None = None
     exit_code: int = 0  # the run's: 0, 3 (no cell succeeded) or 128 + N (interrupted)
     work: float | None = None  # --metric simulated: the probe's work per query over the oldest's (1.05 = 5% more)
@@ -107,7 +122,7 @@ class BisectResult(msgspec.Struct):
     first_slower: str | None = None
     last_not_slower: str | None = None
     exit_code: int = STILL_UNDECIDED
-    metric: str = "wall"  # what decided each step: wall (the sequential verdicts) or simulated (work per query)
+    metric: Metric = WALL  # what decided each step: wall (the sequential verdicts) or simulated (work per query)
     # --metric simulated, a found step: the wall clock's and CPU time's verdicts of the first release at the new
     # level against the last at the old (one run, reported beside the answer, never deciding it) ...
     confirmation: list[Judgement] = []
@@ -151,7 +166,7 @@ class BisectResult(msgspec.Struct):
         return next((s.judgement.work for s in reversed(self.steps) if s.version == version), None)
 
     def to_json(self) -> dict[str, Any]:
-        return {**msgspec.to_builtins(self), "answer": self.answer, "skipped": self.skipped}
+        return {**msgspec.to_builtins(self, enc_hook=_metric_name), "answer": self.answer, "skipped": self.skipped}
 
 
 class _Head(msgspec.Struct):
@@ -179,7 +194,7 @@ class BisectPath:
     def describe(self) -> str:
         """The bisection as a user would name it: postgres 13.23..17.0, point-query, slower at 5.0%."""
         s = self.settings
-        by = "" if s.metric == "wall" else f" by {s.metric} work"
+        by = f" by {s.metric.name} work" if s.metric.work else ""
         return f"{s.engine} {self.span}, {s.benchmark}, slower at {s.threshold:.1%}{by}"
 
     def document(self) -> dict[str, Any]:
@@ -214,11 +229,11 @@ def read_path(out: Path) -> BisectPath | None:
     except OSError as e:
         raise UserError(f"{where}: unreadable ({e.strerror or e})") from None
     try:
-        head = msgspec.json.decode(data, type=_Head)
+        head = msgspec.json.decode(data, type=_Head, dec_hook=_metric_of)
         if head.dbperf_bisect > VERSION:
             raise UserError(f"{where}: written by a newer dbperf (format {head.dbperf_bisect}; this one reads up to "
                             f"{VERSION})")
-        return BisectPath(head.settings, msgspec.json.decode(data, type=BisectResult))
+        return BisectPath(head.settings, msgspec.json.decode(data, type=BisectResult, dec_hook=_metric_of))
     except (msgspec.DecodeError, RecursionError) as e:
         raise UserError(f"{where}: not a bisect path ({e})") from None
 

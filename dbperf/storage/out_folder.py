@@ -6,7 +6,10 @@ so that no file of the user's is overwritten and no other run's folder is taken 
 A folder's kind is not guessed from its file names: each kind (a `FolderKind`) reads its own typed record there
 (meta.json, bisect.json, calibration.json, study.json) and says whether the folder is its. The kinds are found by
 import: each registers itself where its record is defined (`register`), so that a claim names another kind's
-folder as that kind, not as a list of files."""
+folder as that kind, not as a list of files.
+
+`claim` looks; storage/results.py's `hold` takes: the one way a results folder, a bisect's and a study run's is made
+the command's (looked at, made, locked, looked at again now that it is held)."""
 
 from __future__ import annotations
 
@@ -62,6 +65,11 @@ class FolderKind(ABC):
     def goes_on(self, directory: Path, record: object) -> str | None:
         """With --resume, in a folder of this kind: None when it goes on, else the refusal."""
         return None
+
+    def unwritable(self, directory: Path, error: OSError) -> str:
+        """The refusal when the folder cannot be made (a read-only file system, a file in its path): storage/
+        results.py's `hold`."""
+        return f"{directory}: cannot write: {error.strerror or error}"
 
     def nothing_to_resume(self, directory: Path, held: list[str], other: Found | None) -> str:
         """The refusal of --resume where no folder of this kind is: saying what is there instead."""

@@ -115,6 +115,51 @@ class DirectoryClaim:
         self.fd = None
 
 
+class Held:
+    """A folder held by one command (`hold`): its lock taken, and what the folder held of the command's own kind
+    when it was resumed (its record; None for a new or empty folder). Released at the end (`with`, or `release`)."""
+
+    def __init__(self, directory: Path, record: object | None, lock: DirectoryClaim, made: bool) -> None:
+        self.directory, self.record, self.lock = directory, record, lock
+        self.made = made  # `hold` made the folder (a command that fails before its first file may remove it)
+
+    def release(self) -> None:
+        self.lock.release()
+
+    def __enter__(self) -> Held:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.release()
+
+
+def hold(directory: Path, kind: FolderKind, resume: bool = False) -> Held:
+    """`directory` made the command's, the one way for every kind (a run's results, a bisect's, a study run's):
+    looked at (out_folder.claim: new or empty, or with `resume` a folder of `kind` that goes on), made, locked
+    (DirectoryClaim) and looked at again now that it is held, so that of two commands started together on one
+    --out the second is refused whatever the timing. Refused in one line; a refused command leaves nothing behind
+    (the lock file, and the folder when it made it)."""
+    claim(directory, kind, resume)
+    made = not directory.exists()
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise ResultsWriteError(kind.unwritable(directory, e)) from None
+    lock = None
+    try:
+        lock = DirectoryClaim(directory)
+        record = claim(directory, kind, resume)  # again, now that it is held
+        _pause_after_claim()
+    except BaseException:
+        if lock is not None:
+            lock.release(remove=lock.created)
+        if made:
+            with contextlib.suppress(OSError):
+                directory.rmdir()
+        raise
+    return Held(directory, record, lock, made)
+
+
 def _open_lock(path: Path) -> tuple[int, bool]:
     """The lock file opened for writing, and whether this call created it."""
     while True:
@@ -174,17 +219,9 @@ class ResultsWriter:
 
     def __init__(self, directory: Path) -> None:
         self.directory = directory
-        if directory.exists() and not directory.is_dir():
-            raise UserError(f"{directory}: exists and is not a directory; choose another --out")
+        # Held (claimed, then looked at again): two runs on one --out cannot both find it empty.
+        self._claim = hold(directory, RUN).lock
         try:
-            directory.mkdir(parents=True, exist_ok=True)
-        except OSError as e:
-            raise UserError(f"{directory}: cannot create results directory: {e.strerror}") from None
-        # Claimed first, then looked at: two runs on one --out cannot both find it empty.
-        self._claim = DirectoryClaim(directory)
-        try:
-            claim(directory, RUN)
-            _pause_after_claim()
             # Kept open for the whole run: every record is appended and fsynced as it is measured.
             with writing(directory / RESULTS):
                 self._results = open(directory / RESULTS, "a", encoding="utf-8")  # noqa: SIM115
@@ -263,6 +300,9 @@ class RunKind(FolderKind):
         if not any((directory / name).is_file() for name in (META, RESULTS, KEPT_RESULTS)):
             return None
         return RunFolder(meta_status(directory))
+
+    def unwritable(self, directory: Path, error: OSError) -> str:
+        return f"{directory}: cannot create results directory: {error.strerror or error}"
 
     def said(self, record: object) -> str:
         status = record.status if isinstance(record, RunFolder) else None

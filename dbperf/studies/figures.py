@@ -305,7 +305,7 @@ class Reader:
         word_: str = then.verdict if then else "undecided"
         if change is not None:
             word_ += f" (a rule added after the run, {change.date}, calls it: {change.what})"
-        elif then is not None and then.decided and then.metric == "cpu":
+        elif then is not None and then.decided and not then.metric.headline:
             word_ += " on CPU time (the wall clock undecided)"
         wall, _ = run_verdict(cell.verdict_detail, None, meta.started_at)
         return Measured(cell.rqps, word_, decided=bool(then and then.decided), builds=builds, problems=problems,
@@ -627,5 +627,5 @@ def _aa_changed(m: Matrix, target: str, started: str | None, benchmarks: list[st
 
 def _counted(decided: list[CellVerdict]) -> tuple[int, int, int]:
     """Of the decided verdicts: how many slower, how many on CPU time only, how many faster."""
-    return (sum(v.verdict == "slower" for v in decided), sum(v.metric == "cpu" for v in decided),
+    return (sum(v.verdict == "slower" for v in decided), sum(not v.metric.headline for v in decided),
             sum(v.verdict == "faster" for v in decided))

@@ -32,7 +32,7 @@ class StudyFolder(FolderKind):
     """The folder of a run of study `study` in `mode` (both None: any study run's, as another kind's claim asks)."""
     noun = "study run"
     writer = "a study run"
-    # A new run's first study.json, created at once (claim_directory), says a folder it cannot write, its way.
+    # A new run's folder, made at once (storage/results.py's `hold`), says that it cannot be written, its way.
     checks_writable = False
 
     def __init__(self, study: str | None = None, mode: Mode | None = None) -> None:
@@ -40,6 +40,9 @@ class StudyFolder(FolderKind):
 
     def record(self, directory: Path) -> StudyRecord | None:
         return study_run_record(directory)
+
+    def unwritable(self, directory: Path, error: OSError) -> str:
+        return f"--out {directory}: cannot write the study run there: {error.strerror or error}"
 
     def said(self, record: object) -> str:
         return f"a run of study {record.study}" if isinstance(record, StudyRecord) else "a study run"

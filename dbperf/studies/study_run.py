@@ -24,7 +24,7 @@ from dbperf.run_meta import MetaError
 from dbperf.runner import interrupts
 from dbperf.runner.preflight import require_targets
 from dbperf.storage.out_folder import claim
-from dbperf.storage.results import META, read_meta
+from dbperf.storage.results import META, hold, read_meta
 from dbperf.studies.definition import study_command
 from dbperf.studies.figures import Headline, Provenance, Row, headline, rows, step_headlines
 from dbperf.studies.model import Mode, Step, Study, load_study, mode_flag
@@ -239,20 +239,20 @@ def claim_directory(study: Study, directory: Path, first: StudyRecord) -> None:
     """Takes a new or empty DIRECTORY for a new study run: its first study.json (`first`: the study, its mode, status
     running) created exclusively, so that two runs cannot both take it and a --resume knows whose run it is. A
     directory it could not take is left as it was (removed again if it made it)."""
-    claim(directory, StudyFolder(study.name))
-    made = not directory.exists()
-    try:
-        directory.mkdir(parents=True, exist_ok=True)
-        with open(directory / STUDY_JSON, "x", encoding="utf-8") as f:
-            f.write(record_text(first))
-    except FileExistsError:
-        raise UserError(f"--out {directory}: another study run took it meanwhile; choose another --out") from None
-    except OSError as e:
-        if made:
-            with contextlib.suppress(OSError):
-                (directory / STUDY_JSON).unlink(missing_ok=True)
-                directory.rmdir()
-        raise UserError(f"--out {directory}: cannot write the study run there: {e.strerror or e}") from None
+    with hold(directory, StudyFolder(study.name)) as held:
+        try:
+            with open(directory / STUDY_JSON, "x", encoding="utf-8") as f:
+                f.write(record_text(first))
+            return
+        except FileExistsError:
+            raise UserError(f"--out {directory}: another study run took it meanwhile; choose another --out") from None
+        except OSError as e:
+            error = e
+    if held.made:  # its lock let go: the folder it made removed again
+        with contextlib.suppress(OSError):
+            (directory / STUDY_JSON).unlink(missing_ok=True)
+            directory.rmdir()
+    raise UserError(f"--out {directory}: cannot write the study run there: {error.strerror or error}") from None
 
 
 def check_resumable(study: Study, directory: Path, mode: Mode) -> None:

@@ -6,13 +6,13 @@ use case: everything that can refuse the bisect looked at before anything is fet
 and held while the search runs, the search cut short replayed, and the bisect's path returned (bisect.json,
 storage/bisect_path.py; the CLI prints it through report/bisect_view.py).
 
-The output directory is claimed by storage/out_folder.py's rule, as `dbperf run` claims its --out: new or empty,
-or, with --resume, a folder of a bisect cut short (of the same settings and range: `earlier_steps`)."""
+The output directory is held as `dbperf run` holds its --out (storage/results.py's `hold`, by storage/out_folder.py's
+rule): new or empty, or, with --resume, a folder of a bisect cut short (of the same settings and range:
+`earlier_steps`)."""
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -31,7 +31,7 @@ from dbperf.storage.bisect_path import (
     write_path,
 )
 from dbperf.storage.out_folder import claim
-from dbperf.storage.results import DirectoryClaim, writing
+from dbperf.storage.results import hold
 from dbperf.usecases.bisect_candidates import candidates
 from dbperf.usecases.bisect_metrics import require_tools, run_bisect
 from dbperf.usecases.bisect_search import expected_steps
@@ -49,31 +49,6 @@ def earlier_steps(out: Path, settings: StepSettings, versions: list[str]) -> lis
         raise UserError(f"--out {out}: holds the bisect of {path.describe()}, run with other settings or another "
                         f"range of releases ({differences}); resume it with the same ones")
     return list(path.result.steps)
-
-
-@contextlib.contextmanager
-def claimed(directory: Path, resume: bool) -> Iterator[None]:
-    """The bisect's folder, created and held while the search runs (storage/results.py's DirectoryClaim), and
-    checked again once held: of two bisects started together on one --out, the second is refused. A refused
-    bisect leaves no folder it created."""
-    created = not directory.exists()
-    lock = None
-    try:
-        with writing(directory):
-            directory.mkdir(parents=True, exist_ok=True)
-        lock = DirectoryClaim(directory)
-        claim(directory, BISECT, resume)  # again, now that it is held
-    except BaseException:
-        if lock is not None:
-            lock.release()
-        if created:
-            with contextlib.suppress(OSError):
-                directory.rmdir()
-        raise
-    try:
-        yield
-    finally:
-        lock.release()
 
 
 @dataclass(frozen=True)
@@ -103,11 +78,11 @@ def bisect(settings: StepSettings, first: str, last: str, out: Path | None, trie
     directory = (out or default_directory(settings.engine)).absolute()
     claim(directory, BISECT, resume)  # before anything is fetched or started
     versions = kind.span(first, last)
-    with claimed(directory, resume):
+    with hold(directory, BISECT, resume):  # made, locked and looked at again: the folder is this bisect's
         earlier = earlier_steps(directory, settings, versions) if resume else []
         if not resume:  # the folder is this bisect's from now on: killed in its first step, it can be resumed
             write_path(directory, BisectPath(settings, BisectResult(versions, metric=settings.metric)))
-        by = " of simulated work per query" if settings.metric == "simulated" else ""
+        by = f" of {settings.metric.label} per query" if settings.metric.work else ""
         say(f"dbperf: bisect {settings.engine} {kind.word(versions[0])} .. {kind.word(versions[-1])}: "
             f"{len(versions)} {kind.noun} ({kind.how}), {settings.benchmark}, slower at {settings.threshold:.1%}{by} "
             f"or more; about {expected_steps(len(versions))} steps; results in {directory}", err)

@@ -106,9 +106,9 @@ class Commits:
             takes = [engines.DEFAULT.name, *(r.engine for r in recipes().values() if r.bisects_trees)]
             raise UserError(f"bisect --tree: {engine.title} trees are not yet supported (--engine {' or '.join(takes)} "
                             f"are); bisect {engine.title}'s releases with `dbperf bisect {s.engine} FIRST LAST`")
-        if s.metric != "simulated":
-            raise UserError(f"bisect --tree: --metric {s.metric} is not supported: a tree's commits are bisected by "
-                            "simulated work (the step found is then confirmed by the wall clock)")
+        if not s.metric.trees:
+            raise UserError(f"bisect --tree: --metric {s.metric.name} is not supported: a tree's commits are "
+                            "bisected by simulated work (the step found is then confirmed by the wall clock)")
         _check_cflags(s.cflags)
         if engine.server:  # as a release bisect's settings: the server's --config names and values among them
             check_settings(self.settings)

@@ -1,6 +1,7 @@
-"""What decides a step of `dbperf bisect` (`--metric`): the wall clock's sequential verdicts (usecases/bisect_step.py's
-WallBisect, the default) or the server's simulated work per query (usecases/bisect_work.py's SimulatedBisect). A
-new metric is a new entry here and a file of its own."""
+"""How a step of `dbperf bisect` is decided by its metric (`--metric`, dbperf/metrics/): the wall clock's sequential
+verdicts (usecases/bisect_step.py's WallBisect, the default) or the server's simulated work per query
+(usecases/bisect_work.py's SimulatedBisect). A new metric that bisects is a file in dbperf/metrics/, a file of its
+own here and a Way."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from rich.console import Console
 
 from dbperf import engines
 from dbperf.errors import UserError
+from dbperf.metrics import SIMULATED, WALL, Metric, among, named
 from dbperf.runner.preflight import Check, counting_checks, driver_check, require_service_user
 from dbperf.storage.bisect_path import FAILED, BisectPath, BisectResult, Step, StepSettings, write_path
 from dbperf.usecases.bisect_candidates import candidates
@@ -44,41 +46,34 @@ def _counting_tools(s: StepSettings) -> list[Check]:
 
 
 @dataclass(frozen=True)
-class Metric:
-    name: str
-    threshold: str  # the default --threshold
-    one_try: bool  # a count that does not vary needs one try a step
-    help: str
+class Way:
+    """How a bisect decided by one metric runs: its judge and finish, and the tools it counts with."""
     make: Factory
-    tools: Callable[[StepSettings], list[Check]] = _no_tools  # what it counts with, looked at before anything
+    tools: Callable[[StepSettings], list[Check]] = _no_tools  # looked at before anything
 
 
-METRICS = {m.name: m for m in (
-    Metric("wall", "5%", False, "each step an A/B run decided by the sequential verdicts (default)",
-           lambda s, out, yes, err, earlier: WallBisect(s, out, yes, err, earlier)),
+WAYS: dict[Metric, Way] = {
+    WALL: Way(lambda s, out, yes, err, earlier: WallBisect(s, out, yes, err, earlier)),
     # a count kept on disk (out/simulated/) replays a search cut short: no `earlier` needed
-    Metric("simulated", "2%", True, "each step decided on the server's simulated instructions per query, counted "
-                                    "once per release (or commit) under valgrind; the found step then confirmed once "
-                                    "by the wall clock",
-           lambda s, out, yes, err, earlier: SimulatedBisect(s, out, yes, err),
-           _counting_tools),
-)}
+    SIMULATED: Way(lambda s, out, yes, err, earlier: SimulatedBisect(s, out, yes, err), _counting_tools),
+}
 
 
-def metric(name: str) -> Metric:
-    """The metric named `name`, or one line naming the known ones."""
-    if name not in METRICS:
-        raise UserError(f"--metric: expected one of {', '.join(METRICS)}, got {name!r}")
-    return METRICS[name]
+def metric(name: str | None, tree: bool = False) -> Metric:
+    """The metric named `name` among those a bisect is decided by, or one line naming them; no name: the first
+    that decides (a tree's commits with `tree`): the wall clock; simulated work with --tree."""
+    if name is not None:
+        return named(name, lambda m: m.bisects)
+    return among(lambda m: m.bisects and (m.trees or not tree))[0]
 
 
 def require_tools(settings: StepSettings) -> None:
     """The tools the metric counts with (runner/preflight.py, as `dbperf run` looks at its tiers' tools), the
     driver and the servers' service user, before the folder is claimed or a release fetched: the first missing, in
     one line (a step's run would find the last two only once the bisect's folder is made)."""
-    for check in metric(settings.metric).tools(settings):
+    for check in WAYS[settings.metric].tools(settings):
         if check.problem:
-            raise UserError(f"--metric {settings.metric}: {check.problem}")
+            raise UserError(f"--metric {settings.metric.name}: {check.problem}")
     driver = driver_check()
     if driver.problem:
         raise UserError(driver.line())
@@ -89,7 +84,7 @@ def require_tools(settings: StepSettings) -> None:
 def bisection(settings: StepSettings, out: Path, yes: bool = False, err: Console = PROGRESS,
               earlier: Sequence[Step] = ()) -> Bisection:
     """The search's judge and finish for `settings.metric`."""
-    return metric(settings.metric).make(settings, out, yes, err, earlier)
+    return WAYS[settings.metric].make(settings, out, yes, err, earlier)
 
 
 def run_bisect(settings: StepSettings, versions: list[str], out: Path, tries: int, yes: bool = False,
@@ -111,7 +106,7 @@ def run_bisect(settings: StepSettings, versions: list[str], out: Path, tries: in
 
     started = time.monotonic()
     try:
-        result = search(versions, chosen.judge(), 1 if metric(settings.metric).one_try else tries, on_step=step_done)
+        result = search(versions, chosen.judge(), 1 if settings.metric.deterministic else tries, on_step=step_done)
     except Exception as e:
         # a step that could not run (a release not fetched, a tool that failed) ends the bisect, and its path says
         # so: "running" would have the folder taken for a bisect cut short (killed), and refused as one

@@ -16,6 +16,7 @@ from rich.console import Console
 
 from dbperf.errors import UserError
 from dbperf.experiment import toml_text
+from dbperf.metrics import CPU, WALL
 from dbperf.stats.rqps_matrix import build_matrix
 from dbperf.storage.bisect_path import FAILED, BisectResult, Judgement, Step, StepSettings
 from dbperf.storage.results import EXPERIMENT, meta_status, read_results, writing
@@ -64,9 +65,9 @@ def judgements_of(deciding: Judgement, settings: StepSettings, probe: str) -> li
     if cell is None or not cell.runs:
         return [deciding]
     out = []
-    for metric, v in (("wall", cell.verdict_detail), ("cpu", cell.cpu_verdict_detail)):
-        if v is not None:
-            out.append(Judgement(v.verdict, cell.rqps if metric == "wall" else None, v.lower, v.upper,
+    for metric, v in ((WALL, cell.verdict_detail), (CPU, cell.cpu_verdict_detail)):
+        if v is not None:  # the cell's rQPS is the headline's (the wall clock's)
+            out.append(Judgement(v.verdict, cell.rqps if metric.headline else None, v.lower, v.upper,
                                  len(cell.runs), metric, deciding.directory, deciding.exit_code))
     return out or [deciding]
 

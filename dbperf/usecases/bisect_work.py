@@ -33,6 +33,7 @@ from dbperf.experiment.spec import parse_experiment
 from dbperf.explain.diff import FunctionCounters, counters_diff
 from dbperf.explain.mode import CounterMode
 from dbperf.explain.profile import Profiler
+from dbperf.metrics import SIMULATED
 from dbperf.records import Profile
 from dbperf.runner.simulated_tier import queries_for
 from dbperf.storage.bisect_path import SKIPPED, BisectResult, Judgement, LeadRow, StepSettings
@@ -95,12 +96,12 @@ class WorkCounts:
                 here = self(probe)
             except Uncountable as e:  # the path says why in a line; the whole error is in the .skipped file
                 why = " ".join(str(e).split())
-                return Judgement(SKIPPED, metric="simulated", why=why if len(why) <= WHY else why[:WHY - 1] + "…")
+                return Judgement(SKIPPED, metric=SIMULATED, why=why if len(why) <= WHY else why[:WHY - 1] + "…")
             if not base:
                 raise UserError(f"bisect: {good}: no simulated {WORK} per query were counted: nothing to compare "
                                 "against")
             ratio = here.profile.per_query.get(WORK, 0.0) / base
-            return Judgement(work_verdict(ratio - 1, threshold), rounds=1, metric="simulated", work=ratio,
+            return Judgement(work_verdict(ratio - 1, threshold), rounds=1, metric=SIMULATED, work=ratio,
                              directory=here.where)
         return judge
 
@@ -226,6 +227,6 @@ def record_line(result: BisectResult, s: StepSettings) -> str:
         return head + f"{result.outcome} ({len(result.steps)} steps), {minutes}"
     ratio = result.work_at(result.first_slower)
     work = "?" if ratio is None else f"{ratio - 1:+.1%}"
-    wall = next((j for j in result.confirmation if j.metric == "wall"), None)
+    wall = next((j for j in result.confirmation if j.metric.headline), None)
     return (head + f"first {result.first_slower} {work} work per query, {minutes}; wall clock at that step "
             + (wall.verdict if wall else "not run"))

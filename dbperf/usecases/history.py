@@ -11,6 +11,7 @@ from rich.console import Console
 from dbperf.errors import UserError
 from dbperf.history.series import BY, Series, build_series
 from dbperf.history.store import Result, Run, Store, history_path, open_store
+from dbperf.metrics import WALL, Metric
 from dbperf.run_meta import RunMeta
 from dbperf.usecases.progress import PROGRESS, say
 
@@ -73,7 +74,7 @@ def stored_run(run: int | None) -> StoredRun:
 
 def query_series(engine: str | None, benchmarks: list[str] | None, threads: int | None, host: str | None,
                  build: str | None, config: str | None, target: str | None, by: str, pvalue: float,
-                 metric: str = "wall") -> Series:
+                 metric: Metric = WALL) -> Series:
     """The stored results that match, as a series by version or by run, with its change points."""
     if by not in BY:
         raise UserError(f"--by: expected one of {', '.join(BY)}, got {by!r}")

@@ -1,5 +1,5 @@
 """Duet rounds (`order = "duet"`): a round is one duet per target other than the base, its two cells released
-together on CPUs of their own (runner/duet.py: the pairing, the CPUs, the start barrier). A (benchmark, threads)
+together on CPUs of their own (orders/duet_rounds.py: the pairing, the CPUs, the start barrier). A (benchmark, threads)
 group where no duet can be formed runs interleaved rounds in alternating order instead, said in one line."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from dbperf.experiment.model import Experiment
 from dbperf.records import CellRecord
 from dbperf.runner.cell_plan import CellPlan
 from dbperf.runner.cell_run import run_duet
-from dbperf.runner.duet import DuetPlan, plan_duets, round_duets
 from dbperf.runner.orders.base import CELL_OVERHEAD_S, Order, OrderKind
+from dbperf.runner.orders.duet_rounds import DuetPlan, plan_duets, round_duets
 from dbperf.runner.orders.interleaved import Interleaved
 from dbperf.targets.lifecycle import TargetLifecycle
 

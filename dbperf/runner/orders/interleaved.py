@@ -1,7 +1,7 @@
 """Interleaved rounds (`order = "alternate"` or `"random"`, the default): every target's cell of a round one after
 the other, each its own driver process, in an order reversed every other round or drawn from the seed
 (runner/rounds.py), so that a drift within a round does not always favour the same target. The way a duet run
-falls back to where no duet can be formed (runner/duet.py)."""
+falls back to where no duet can be formed (orders/duet_rounds.py)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Slices rounds (`order = "slices"`): a round is one driver process in which every target takes turns every `slice`
-(runner/slices.py: the process, its job and its records), its targets in alternating order, so that the one with
+(orders/slice_rounds.py: the process, its job and its records), its targets in alternating order, so that the one with
 slice 0 alternates from round to round. Before the first round, each SQLite target that shares its library file
 gets a copy of its own (dlopen maps one file once)."""
 
@@ -15,8 +15,8 @@ from dbperf.experiment.model import Experiment
 from dbperf.records import CellRecord
 from dbperf.runner.cell_plan import CellPlan
 from dbperf.runner.orders.base import CELL_OVERHEAD_S, Order, OrderKind
+from dbperf.runner.orders.slice_rounds import describe, own_libraries, run_slices
 from dbperf.runner.rounds import round_order
-from dbperf.runner.slices import describe, own_libraries, run_slices
 from dbperf.targets.lifecycle import TargetLifecycle
 
 

@@ -40,7 +40,7 @@ class BisectKind(StepKind):
         if s.get("benchmark") not in at.catalog:
             raise UserError(f"{at.where}: benchmark {s.get('benchmark')!r} is not in the catalog")
         try:
-            metric(str(s.get("metric", "wall")))
+            metric(str(s["metric"]) if "metric" in s else None)
         except UserError as e:
             raise UserError(f"{at.where}: {e}") from None
         for key in ("time", "warmup", "budget"):
@@ -67,13 +67,13 @@ class BisectKind(StepKind):
 
     def run(self, run: StepRun) -> StepEnd:
         s = run.settings
-        chosen = metric(str(s.get("metric", "wall")))
+        chosen = metric(str(s["metric"]) if "metric" in s else None)
         settings = StepSettings(s["engine"], s["benchmark"], parse_threshold(str(s.get("threshold", chosen.threshold))),
                                 parse_duration(s.get("time", "5s"), "time", positive=True),
                                 parse_duration(s.get("warmup", "1s"), "warmup"),
                                 parse_duration(s.get("budget", "2m"), "budget", positive=True),
                                 int(s.get("threads", 1)), int(s.get("table_size", 100_000)),
-                                {str(k): str(v) for k, v in s.get("config", {}).items()}, chosen.name,
+                                {str(k): str(v) for k, v in s.get("config", {}).items()}, chosen,
                                 str(s["order"]) if "order" in s else None)
         check_settings(settings)
         versions = release_range(settings.engine, str(s["first"]), str(s["last"]),
@@ -83,7 +83,7 @@ class BisectKind(StepKind):
         result = run_bisect(settings, versions, out, int(s.get("tries", 3)), run.yes, run.err, earlier)
         if result.outcome == "interrupted":
             return StepEnd(f"interrupted: bisect stopped after {len(result.steps)} step(s)", result.exit_code)
-        if settings.metric == "simulated":
+        if settings.metric.work:  # decided on counts of work: its record's line says the step and its lead
             return StepEnd(record_line(result, settings), INCOMPLETE if result.outcome == "failed" else 0)
         found = (f"first slower {result.first_slower}, last not slower {result.last_not_slower}"
                  if result.outcome == "found" else result.outcome)
