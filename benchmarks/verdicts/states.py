@@ -158,8 +158,8 @@ name = "{name}-2"
 """
 MMAP = ", mmap_size = 1073741824"  # the candidate `mmap`: the whole file read through the mapping
 # Candidates that are not host/remedies' remedies: `mmap`, an engine option, `slices`, an order (the pair's two
-# sides take turns every --slice seconds in one driver process, orders/slice_rounds.py), and `turn-checkpoint`, slices whose
-# write cells checkpoint each side in its own turns ([run] turn_checkpoint).
+# sides take turns every --slice seconds in one driver process, orders/slice_rounds.py), and `turn-checkpoint`,
+# slices whose write cells checkpoint each side in its own turns ([run] turn_checkpoint).
 OTHER_CANDIDATES = ("mmap", "slices", "turn-checkpoint")
 TURN_CHECKPOINT = "turn-checkpoint"
 
