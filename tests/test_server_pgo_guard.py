@@ -71,7 +71,9 @@ def base_build(cache, monkeypatch):
 def _cached_pgo(cache: Path, guard: dict[str, Any]) -> ServerBuild:
     entry = cache / "pgo-key"
     (entry / "install" / "bin").mkdir(parents=True)
-    manifest = {"key": "pgo-key", "label": PGO.label(), "pgo": {"proof": {"share": 0.286}, "guard": guard}}
+    manifest = {"key": "pgo-key", "label": PGO.label(), "engine": "postgres", "source": {"origin": "debian-src"},
+                "compiler": {"path": "/usr/bin/cc", "version": "cc 12"}, "install": str(entry / "install"),
+                "pgo": {"proof": {"share": 0.286}, "guard": guard}}
     (entry / "manifest.json").write_text(json.dumps(manifest))
     return ServerBuild(entry / "install", entry / "install" / "bin", manifest, cached=True)
 

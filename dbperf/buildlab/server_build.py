@@ -67,6 +67,8 @@ from dbperf.experiment.build_variants import (
 )
 from dbperf.host.compiler import Compiler, build_environment, find_compiler, missing_headers
 from dbperf.host.facts import sha256_of
+from dbperf.run_meta import MetaError
+from dbperf.server_manifest import ServerManifest, manifest_record, read_server_manifest, server_manifest
 from dbperf.tools import tail
 
 Progress = Callable[[str, int, int], None]  # (phase, steps done, steps expected)
@@ -130,7 +132,7 @@ def _cached(entry: Path, recipe: Recipe) -> ServerBuild | None:
     manifest_path = entry / "manifest.json"
     if not manifest_path.is_file():
         return None
-    manifest = json.loads(manifest_path.read_text())
+    manifest = manifest_record(read_server_manifest(manifest_path, ServerManifest))
     return ServerBuild(entry / "install", recipe.binaries(entry / "install"), manifest, cached=True)
 
 
@@ -555,6 +557,7 @@ def _enter(spec: ServerBuildSpec, recipe: Recipe, cc: Compiler, provenance: dict
         "built_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "install": str(final / "install"),
     }
+    manifest = _checked_manifest(manifest)
     (work / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
     (work / STATE).unlink(missing_ok=True)  # its figures are the manifest's now
     open_to_service_users(work)
@@ -729,10 +732,19 @@ def _guarded_cached(spec: ServerBuildSpec, found: ServerBuild, train: Training, 
     return replace(found, manifest=manifest)
 
 
+def _checked_manifest(manifest: dict[str, Any]) -> dict[str, Any]:
+    """The manifest, checked to read back (ServerManifest): a shape its reader cannot read is never written."""
+    try:
+        server_manifest(manifest, ServerManifest)
+        return manifest
+    except MetaError as e:
+        raise UserError(f"{manifest.get('label')}: the build's manifest is not one the lab reads ({e})") from None
+
+
 def _write_manifest(entry: Path, manifest: dict[str, Any]) -> None:
     """A cached build's manifest replaced in one step (readers see the old one or the new one)."""
     tmp = entry / "manifest.json.tmp"
-    tmp.write_text(json.dumps(manifest, indent=2) + "\n")
+    tmp.write_text(json.dumps(_checked_manifest(manifest), indent=2) + "\n")
     tmp.chmod(0o644)
     os.replace(tmp, entry / "manifest.json")
 
@@ -799,4 +811,5 @@ def partial_server_builds() -> list[dict[str, Any]]:
 
 def cached_server_builds() -> list[dict[str, Any]]:
     builds = server_cache() / "build"
-    return [json.loads(p.read_text()) for p in sorted(builds.glob("*/manifest.json"))] if builds.is_dir() else []
+    return [manifest_record(read_server_manifest(p, ServerManifest)) for p in sorted(builds.glob("*/manifest.json"))
+            ] if builds.is_dir() else []

@@ -6,7 +6,6 @@ a target's checks fail (require_targets), before it claims its results folder.""
 
 from __future__ import annotations
 
-import json
 import pwd
 import shutil
 from collections.abc import Callable, Iterable
@@ -30,6 +29,7 @@ from dbperf.experiment.model import Experiment, Target
 from dbperf.host.compiler import Compiler, find_compiler
 from dbperf.host.driver import driver_path, library_info
 from dbperf.host.process_variants import allocator_library
+from dbperf.server_manifest import ReleaseManifest, manifest_record, read_server_manifest
 from dbperf.servers.answering import check_answering
 from dbperf.servers.process import check_port_free
 from dbperf.servers.registry import LAB_SERVERS
@@ -135,12 +135,11 @@ def cached_release(engine: str, wanted: str) -> Path | None:
     """The binaries of a cached release (as server_releases.fetch_release finds them, without the network)."""
     cache = server_cache() / "release"
     for entry in sorted(cache.glob(f"{engine}-*")) if cache.is_dir() else []:
-        try:
-            manifest = json.loads((entry / "manifest.json").read_text())
-        except (OSError, ValueError):
+        if not (entry / "manifest.json").is_file():
             continue
-        if wanted in (manifest.get("version"), manifest.get("published_version")):
-            return ServerInstall(engine, str(manifest.get("version")), entry, manifest, cached=True).binaries
+        manifest = read_server_manifest(entry / "manifest.json", ReleaseManifest)
+        if wanted in (manifest.version, manifest.published_version):
+            return ServerInstall(engine, manifest.version, entry, manifest_record(manifest), cached=True).binaries
     return None
 
 
@@ -152,10 +151,7 @@ def cached_server_build(spec: ServerBuildSpec, recipe: Recipe, cc: Compiler) -> 
         entry = server_cache() / "build" / tree_build_key(spec, resolve_server_tree(spec.engine, recipe, spec.tree),
                                                           recipe, cc)
         return recipe.binaries(entry / "install") if (entry / "manifest.json").is_file() else None
-    try:
-        manifests = cached_server_builds()
-    except (OSError, ValueError):
-        return None
+    manifests = cached_server_builds()  # one that cannot be read: its one line
     patches = [p.sha256 for p in spec.patches]
     for m in manifests:
         applied = [p.get("sha256") for p in (m.get("source") or {}).get("patches", [])]
