@@ -23,6 +23,7 @@ from dbperf.buildlab import server_build, staging
 from dbperf.buildlab.debian_source import DebianSource
 from dbperf.buildlab.recipes import recipes
 from dbperf.buildlab.resume import STATE, BuildState, read_resume
+from dbperf.buildlab.sources import debian
 from dbperf.errors import UserError
 from dbperf.experiment.build_variants import ServerBuildSpec
 
@@ -102,8 +103,8 @@ def lab(where, monkeypatch):
         return DebianSource(engine, package, version, tree, {"origin": "debian-src", "package": package,
                                                              "version": version})
 
-    monkeypatch.setattr(server_build, "candidate_versions", lambda engine: (None, "mysql-9.7", ["9.7.2-4"]))
-    monkeypatch.setattr(server_build, "fetch_debian_source", fetch)
+    monkeypatch.setattr(debian, "candidate_versions", lambda engine: (None, "mysql-9.7", ["9.7.2-4"]))
+    monkeypatch.setattr(debian, "fetch_debian_source", fetch)
     monkeypatch.setattr(server_build, "open_to_service_users", lambda path: None)
 
     def use(recipe: Any) -> None:
@@ -179,6 +180,7 @@ def test_a_build_killed_outright_is_resumed_with_its_last_sampled_time(lab, tmp_
         sys.path.insert(0, {str(Path(__file__).parent.parent)!r})
         from tests.test_build_resume import NinjaLikeRecipe
         from dbperf.buildlab import resume, server_build
+        from dbperf.buildlab.sources import debian
         from dbperf.buildlab.recipes import recipes
         from dbperf.buildlab.debian_source import DebianSource
         from dbperf.experiment.build_variants import ServerBuildSpec
@@ -186,12 +188,12 @@ def test_a_build_killed_outright_is_resumed_with_its_last_sampled_time(lab, tmp_
         recipe = NinjaLikeRecipe()
         recipes()["mysql"] = recipe
         server_build.check_can_build = lambda spec: (recipe, server_build.find_compiler())
-        server_build.candidate_versions = lambda engine: (None, "mysql-9.7", ["9.7.2-4"])
+        debian.candidate_versions = lambda engine: (None, "mysql-9.7", ["9.7.2-4"])
         server_build.open_to_service_users = lambda path: None
         def fetch(apt, package, engine, version, work, skipped, announce=None):
             (work / "src").mkdir()
             return DebianSource(engine, package, version, work / "src", {{"version": version}})
-        server_build.fetch_debian_source = fetch
+        debian.fetch_debian_source = fetch
         def progress(phase, done, expected):
             print(done, flush=True)
         server_build.build_server(ServerBuildSpec("mysql"), None, progress)

@@ -26,6 +26,7 @@ from dbperf.buildlab.rebuilt import compiles_in, ninja_rebuilt
 from dbperf.buildlab.recipes import recipes
 from dbperf.buildlab.recipes.mysql import MysqlRecipe
 from dbperf.buildlab.recipes.postgres import PostgresRecipe
+from dbperf.buildlab.sources import debian
 from dbperf.errors import UserError
 from dbperf.experiment.build_variants import ServerBuildSpec
 from dbperf.experiment.user_source import PatchFile
@@ -279,7 +280,7 @@ def _lab(where: Path, monkeypatch: pytest.MonkeyPatch, fetches: list[Path]) -> M
     recipe.launchers = []
     monkeypatch.setitem(recipes(), "postgres", recipe)
     monkeypatch.setattr(server_build, "check_can_build", lambda spec: (recipe, server_build.find_compiler()))
-    monkeypatch.setattr(server_build, "candidate_versions", lambda engine: (None, "postgresql-15", ["15.18-0"]))
+    monkeypatch.setattr(debian, "candidate_versions", lambda engine: (None, "postgresql-15", ["15.18-0"]))
 
     def unpacked(apt: Any, package: str, engine: str, version: str, work: Path, skipped: list[str],
                  announce: Any = None) -> DebianSource:
@@ -292,7 +293,7 @@ def _lab(where: Path, monkeypatch: pytest.MonkeyPatch, fetches: list[Path]) -> M
         return DebianSource(engine, package, version, src, {"origin": "debian-src", "package": package,
                                                             "version": version})
 
-    monkeypatch.setattr(server_build, "fetch_debian_source", unpacked)
+    monkeypatch.setattr(debian, "fetch_debian_source", unpacked)
     return recipe
 
 

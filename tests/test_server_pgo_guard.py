@@ -20,6 +20,7 @@ from dbperf.buildlab.pgo_guard import GuardCannotRun, GuardCounts, figures, refu
 from dbperf.buildlab.recipes import recipes
 from dbperf.buildlab.resume import BuildState
 from dbperf.buildlab.server_build import GUARD_VERSION, ServerBuild, base_spec
+from dbperf.buildlab.sources import debian
 from dbperf.errors import UserError
 from dbperf.experiment.build_variants import ServerBuildSpec
 from dbperf.experiment.spec import parse_experiment
@@ -280,7 +281,7 @@ def test_build_server_runs_the_guard_of_a_cached_build_once(cache, monkeypatch):
 
     monkeypatch.setattr(server_build, "build_server", build)
     monkeypatch.setattr(server_build, "check_can_build", lambda spec: (recipes()["postgres"], None))
-    monkeypatch.setattr(server_build, "candidate_versions", lambda engine: ("apt", "postgresql-15", ["15.18"]))
+    monkeypatch.setattr(debian, "candidate_versions", lambda engine: ("apt", "postgresql-15", ["15.18"]))
     monkeypatch.setattr(server_build, "_key", lambda *a: "pgo-key")
     runs = []
 

@@ -40,7 +40,6 @@ from typing import IO, Any
 from dbperf import engines
 from dbperf.buildlab.build_tree import TREES, BuildTree, kept_tree, tree_identity
 from dbperf.buildlab.compiler_cache import MISSING, find_ccache
-from dbperf.buildlab.debian_source import PrivateApt, candidate_versions, fetch_debian_source
 from dbperf.buildlab.key_lock import key_held
 from dbperf.buildlab.patches import apply_patches, with_patches
 from dbperf.buildlab.paths import open_to_service_users, server_cache
@@ -52,7 +51,8 @@ from dbperf.buildlab.rebuilt import objects_digest
 from dbperf.buildlab.recipes import Recipe, recipe_for
 from dbperf.buildlab.resume import STATE, BuildState, ResumeRecord, children_cpu_seconds, read_resume
 from dbperf.buildlab.server_bolt import Training, bolt_identity, bolt_server, bolt_tools
-from dbperf.buildlab.server_tree import ServerTree, resolve_server_tree
+from dbperf.buildlab.sources import origin_of
+from dbperf.buildlab.sources.base import ServerOrigin, Unserved, in_kept_tree
 from dbperf.buildlab.staging import LOCK, PARTIAL, Staging, kill_session, sweep_abandoned
 from dbperf.buildlab.training import training_identity, training_workloads
 from dbperf.engines.descriptor import ProfileProof
@@ -60,7 +60,6 @@ from dbperf.errors import UserError
 from dbperf.experiment.build_variants import (
     DEFAULT_TRAIN_SECONDS,
     SERVER_TRAINING,
-    TREE_ORIGIN,
     WHOLE_PROGRAM,
     ServerBuildSpec,
     linked_files,
@@ -156,8 +155,7 @@ def check_can_build(spec: ServerBuildSpec) -> tuple[Recipe, Compiler]:
     if recipe is None:
         raise UserError(f"{spec.label()}: building {spec.engine} from source is not supported yet; "
                         f"use released binaries (source = \"{spec.engine}@VERSION\") or Debian's package")
-    if spec.tree is not None:
-        resolve_server_tree(spec.engine, recipe, spec.tree)  # a bad revision or another engine's tree: one line
+    origin_of(spec, recipe)  # a bad revision or another engine's tree: one line
     cc = find_compiler(spec.compiler)
     missing = sorted({package for tool, package in recipe.tools.items() if shutil.which(tool) is None})
     if missing:
@@ -184,41 +182,48 @@ def check_can_build(spec: ServerBuildSpec) -> tuple[Recipe, Compiler]:
 
 
 def build_server(spec: ServerBuildSpec, train: Training, on_progress: Progress | None = None,
-                 guard: Guard | None = None, tree: ServerTree | None = None) -> ServerBuild:
+                 guard: Guard | None = None, origin: ServerOrigin | None = None) -> ServerBuild:
     """The server build `spec` names, from the cache or built now; `train` runs the training set against an
     instrumented build for PGO and BOLT (runner/server_training.py: the build lab does not start servers itself),
-    `guard` counts a PGO build's guard (runner/server_pgo_guard.py; needed by PGO builds only). `tree`: the
-    user's tree of `spec` as read before (an experiment reads each once, so that its builds, and a PGO build's base,
-    are of one content), else read here."""
+    `guard` counts a PGO build's guard (runner/server_pgo_guard.py; needed by PGO builds only). `origin`: where the
+    code comes from (sources/), as resolved before (an experiment resolves each once, so that its builds of one tree,
+    and a PGO build's base, are of one content), else resolved here. The origin's candidates are tried newest first:
+    the first it gives is built, in its kept tree or in a fresh folder (sources.base.in_kept_tree)."""
     recipe, cc = check_can_build(spec)
+    origin = origin or origin_of(spec, recipe)
     # a relink: its base first (from the cache or built now), in the kept tree the relink shares
-    base = build_server(spec.relink_base(), train, on_progress, guard, tree) if spec.ldflags else None
-    if spec.tree is not None:
-        return _build_from_tree(spec, recipe, cc, on_progress, train, guard, tree, base)
-    apt, package, versions = candidate_versions(spec.engine)
-    if spec.version is not None:
-        if spec.version not in versions:
-            raise UserError(f"{spec.label()}: Debian's archive no longer lists {package} {spec.version}, the version "
-                            "of the PGO build this is the base of")
-        versions = [spec.version]
-    builds = server_cache() / "build"
-    builds.mkdir(parents=True, exist_ok=True)
+    base = build_server(spec.relink_base(), train, on_progress, guard, origin) if spec.ldflags else None
+    (server_cache() / "build").mkdir(parents=True, exist_ok=True)
     skipped: list[str] = []
-    for version in versions:
+    for version in origin.candidates(spec, recipe, skipped):
         if skipped and on_progress:  # a newer version passed over is said, not skipped silently
-            on_progress(f"{package} {skipped[-1][:240]}; trying {version}", 0, 0)
-        refused = scope_kind(spec.pgo_scope).version_refusal(recipe, version) if spec.pgo else None
-        if refused:
-            skipped.append(f"{version}: {refused}")
-            continue
-        key = _key(spec, package, version, cc, recipe)
+            on_progress(f"{origin.word} {skipped[-1][:240]}; trying {version}", 0, 0)
+        key = build_key(spec, origin, version, cc, recipe)
         # the second of two builds of one key waits, then reuses the first's entry
         with key_held(server_cache() / LOCKS, key, _said_as_progress(on_progress)):
-            built = _build_version(spec, recipe, cc, apt, package, version, key, on_progress, train, guard, skipped,
-                                   base)
-        if built is not None:
-            return built
-    raise UserError(f"{spec.label()}: no version of Debian's {package} could be fetched ({'; '.join(skipped)[-300:]})")
+            try:
+                return _build_key(Attempt(origin.pinned(spec, version), recipe, cc, origin, version, key, skipped),
+                                  on_progress, train, guard, base)
+            except Unserved as e:
+                skipped.append(f"{version}: {e}")
+    raise origin.none_left(spec, skipped)
+
+
+def build_key(spec: ServerBuildSpec, origin: ServerOrigin, version: str, cc: Compiler, recipe: Recipe) -> str:
+    """The cache key of the build of `spec` from `version` of its origin."""
+    return _key(spec, *origin.key_source(version), cc, recipe)
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One candidate of an origin being built under its key (its lock held)."""
+    spec: ServerBuildSpec  # held to the candidate (origin.pinned)
+    recipe: Recipe
+    cc: Compiler
+    origin: ServerOrigin
+    version: str
+    key: str
+    skipped: list[str]  # the candidates passed over before it, for the manifest
 
 
 def _said_as_progress(on_progress: Progress | None) -> Callable[[str], None] | None:
@@ -226,120 +231,36 @@ def _said_as_progress(on_progress: Progress | None) -> Callable[[str], None] | N
     return (lambda said: on_progress(said, 0, 0)) if on_progress else None
 
 
-def _build_version(spec: ServerBuildSpec, recipe: Recipe, cc: Compiler, apt: PrivateApt, package: str, version: str,
-                   key: str, on_progress: Progress | None, train: Training, guard: Guard | None, skipped: list[str],
-                   base: ServerBuild | None) -> ServerBuild | None:
-    """The build of Debian's `version` of `package` under `key` (its lock held), from the cache or made now; None
-    when the archive does not serve it (said in `skipped`)."""
-    builds = server_cache() / "build"
-    found = _cached(builds / key, recipe)
+def _build_key(a: Attempt, on_progress: Progress | None, train: Training, guard: Guard | None,
+               base: ServerBuild | None) -> ServerBuild:
+    """The build of the attempt's candidate, from the cache or made now: in the kept tree of its source, or for PGO
+    and BOLT in a fresh folder, its code fetched or exported into it (Unserved when the origin cannot give it). A
+    relink (`base` the build it relinks) only links, in the kept tree it shares with its base."""
+    spec, builds = a.spec, server_cache() / "build"
+    found = _cached(builds / a.key, a.recipe)
     if found:
-        return _guarded_cached(replace(spec, version=version), found, train, on_progress, guard) if spec.pgo \
-            else found
+        return _guarded_cached(spec, found, train, on_progress, guard, a.origin) if spec.pgo else found
     sweep_abandoned(builds)  # staging directories of builds killed outright
+    said = _said_as_progress(on_progress)
     if in_kept_tree(spec):
-        return _build_in_tree(spec, recipe, cc, apt, package, version, key, on_progress, skipped, base)
-    with _staged(builds, key, recipe, spec) as (work, state):
+        identity = tree_identity(a.origin.kept_identity(a.version), spec.flags(), a.cc, a.recipe.options)
+        with kept_tree(server_cache() / TREES, identity, said) as tree:
+            refresh = a.origin.into_kept(a.version, tree, a.skipped, said)
+            # The tree keeps the objects of a build that did not finish; a resumable one's staging keeps its time.
+            with _staged(builds, a.key, a.recipe, spec) as (work, state):
+                changed = tree.switch(spec.patches, work / "build.log", spec.label(), refresh)
+                return _build_kept(spec, a.recipe, a.cc, tree, changed, a.key, work, builds / a.key, on_progress,
+                                   state, base)
+    with _staged(builds, a.key, a.recipe, spec) as (work, state):
         fetched = state.source()
         if fetched is None:
             _clear_partial_fetch(work)
-            try:
-                source = fetch_debian_source(apt, package, spec.engine, version, work, skipped,
-                                             _said_as_progress(on_progress))
-            except UserError as e:
-                skipped.append(f"{version}: {e}")
-                return None
-            apply_patches(spec.patches, source.tree, work / "build.log", spec.label())  # after Debian's own
-            fetched = source.tree, with_patches(source.provenance, spec.patches)
+            src, provenance = a.origin.fetch(a.version, work, a.skipped, said)
+            apply_patches(spec.patches, src, work / "build.log", spec.label())  # after Debian's own
+            fetched = src, with_patches(provenance, spec.patches)
             state.set_source(*fetched)
-        return _build(spec, recipe, cc, *fetched, key, work, builds / key, on_progress, train, state, guard)
-
-
-def in_kept_tree(spec: ServerBuildSpec) -> bool:
-    """Whether a build is made in the kept build tree of its source (build_tree.py): PGO and BOLT builds are made
-    whole in a fresh folder (_build_in_tree says why); a PGO build's base, without them, is made in the kept tree."""
-    return not (spec.pgo or spec.bolt)
-
-
-def _build_in_tree(spec: ServerBuildSpec, recipe: Recipe, cc: Compiler, apt: PrivateApt, package: str, version: str,
-                   key: str, on_progress: Progress | None, skipped: list[str],
-                   base: ServerBuild | None = None) -> ServerBuild | None:
-    """A build in the kept tree of its source, flags and compiler (build_tree.py), the source fetched into it if
-    new; None when the archive does not serve this version (said in `skipped`). PGO and BOLT builds are not made
-    in kept trees yet: PGO's two builds would need trees of their own (build_tree.tree_identity) agreeing on one
-    path for gcc's profile names, and BOLT rewrites what a resumed build installs again (resume.py)."""
-    source = {"engine": spec.engine, "origin": spec.origin, "package": package, "version": version}
-    identity = tree_identity(source, spec.flags(), cc, recipe.options)
-    builds = server_cache() / "build"
-    with kept_tree(server_cache() / TREES, identity, (lambda said: on_progress(said, 0, 0)) if on_progress else None
-                   ) as tree:
-        if tree.record.provenance is None:
-            tree.clear_source()
-            try:
-                fetched = fetch_debian_source(apt, package, spec.engine, version, tree.root, skipped,
-                                              _said_as_progress(on_progress))
-            except UserError as e:
-                skipped.append(f"{version}: {e}")
-                return None
-            tree.set_source(fetched.provenance)
-        # The tree keeps the objects of a build that did not finish; a resumable one's staging keeps its time too.
-        with _staged(builds, key, recipe, spec) as (work, state):
-            changed = tree.switch(spec.patches, work / "build.log", spec.label())
-            return _build_kept(spec, recipe, cc, tree, changed, key, work, builds / key, on_progress, state, base)
-
-
-def tree_build_key(spec: ServerBuildSpec, tree: ServerTree, recipe: Recipe, cc: Compiler) -> str:
-    """The cache key of a build of the user's tree: Debian's package and version stand for the tree's content."""
-    return _key(spec, TREE_ORIGIN, tree.snapshot.content, cc, recipe)
-
-
-def _build_from_tree(spec: ServerBuildSpec, recipe: Recipe, cc: Compiler, on_progress: Progress | None,
-                     train: Training, guard: Guard | None, read: ServerTree | None = None,
-                     base: ServerBuild | None = None) -> ServerBuild:
-    """A build of the user's tree (server_tree.py: `read` before, or read now), from the cache (its key the tree's
-    content and patches) or made now: in the kept tree of the checkout, or for PGO and BOLT in a fresh folder, the
-    tree exported into it. A PGO build's base is built from the same read of the tree: a revision by its git tree,
-    whatever its branch names by then; a tree as it is refused if its files changed since (user_tree.py). A relink
-    (`base` the build it relinks) only links, in the kept tree it shares with its base."""
-    assert spec.tree is not None
-    tree = read or resolve_server_tree(spec.engine, recipe, spec.tree)
-    builds = server_cache() / "build"
-    builds.mkdir(parents=True, exist_ok=True)
-    key = tree_build_key(spec, tree, recipe, cc)
-    # the second of two builds of one key waits, then reuses the first's entry
-    with key_held(server_cache() / LOCKS, key, _said_as_progress(on_progress)):
-        return _build_tree_key(spec, recipe, cc, on_progress, train, guard, tree, base, key)
-
-
-def _build_tree_key(spec: ServerBuildSpec, recipe: Recipe, cc: Compiler, on_progress: Progress | None,
-                    train: Training, guard: Guard | None, tree: ServerTree, base: ServerBuild | None,
-                    key: str) -> ServerBuild:
-    """The build of the user's `tree` under `key` (its lock held), from the cache or made now."""
-    builds = server_cache() / "build"
-    found = _cached(builds / key, recipe)
-    if found:
-        return _guarded_cached(spec, found, train, on_progress, guard, tree) if spec.pgo else found
-    sweep_abandoned(builds)
-    if not in_kept_tree(spec):  # as Debian's source: a fresh folder (_build_in_tree says why)
-        with _staged(builds, key, recipe, spec) as (work, state):
-            fetched = state.source()
-            if fetched is None:
-                _clear_partial_fetch(work)
-                tree.snapshot.export(work / "src")
-                apply_patches(spec.patches, work / "src", work / "build.log", spec.label())
-                fetched = work / "src", with_patches(tree.provenance(), spec.patches)
-                state.set_source(*fetched)
-            return _build(spec, recipe, cc, *fetched, key, work, builds / key, on_progress, train, state, guard,
-                          tree)
-    identity = tree_identity(tree.kept_source(), spec.flags(), cc, recipe.options)
-    waiting = _said_as_progress(on_progress)
-    staged = _staged(builds, key, recipe, spec)  # entered once the kept tree is locked
-    with kept_tree(server_cache() / TREES, identity, waiting) as kept, staged as (work, state):
-        if on_progress:
-            on_progress(f"syncing {tree.snapshot.word} into its kept tree", 0, 0)
-        changed = kept.switch(spec.patches, work / "build.log", spec.label(), tree.refresh(kept.root))
-        kept.set_source(tree.provenance())
-        return _build_kept(spec, recipe, cc, kept, changed, key, work, builds / key, on_progress, state, base)
+        return _build(spec, a.recipe, a.cc, *fetched, a.key, work, builds / a.key, on_progress, train, state, guard,
+                      a.origin)
 
 
 @contextmanager
@@ -512,17 +433,16 @@ class _Runner:
 
 def _build(spec: ServerBuildSpec, recipe: Recipe, cc: Compiler, tree: Path, provenance: dict[str, Any], key: str,
            work: Path, final: Path, on_progress: Progress | None, train: Training, state: BuildState,
-           guard: Guard | None = None, user_tree: ServerTree | None = None) -> ServerBuild:
+           guard: Guard | None = None, origin: ServerOrigin | None = None) -> ServerBuild:
     """Configures, builds and installs into work/install (for pgo: an instrumented build, its training, and the
     build that uses the profile), then moves work into `final`; what `state` says an earlier segment finished is not
-    done again. `user_tree`: the read of the user's tree this build is of, for its PGO base."""
+    done again. `origin`: where this build's code came from, for its PGO base."""
     prefix = work / "install"
     runner = _Runner(spec, recipe, tree, work / "build.log", on_progress, state)
     jobs = os.cpu_count() or 1
     pgo = None
     if spec.pgo:
-        pinned = replace(spec, version=provenance.get("version")) if spec.tree is None else spec  # its base's too
-        pgo, commands = _build_pgo(pinned, recipe, cc, runner, work, prefix, jobs, train, guard, user_tree)
+        pgo, commands = _build_pgo(spec, recipe, cc, runner, work, prefix, jobs, train, guard, origin)
     else:
         commands = recipe.commands(tree, prefix, cc, spec.flags(), jobs)
         runner.run(commands, "compiling")
@@ -609,7 +529,7 @@ def _train_and_prove(spec: ServerBuildSpec, recipe: Recipe, runner: _Runner, wor
 
 
 def _build_pgo(spec: ServerBuildSpec, recipe: Recipe, cc: Compiler, runner: _Runner, work: Path, prefix: Path,
-               jobs: int, train: Training, guard: Guard | None, user_tree: ServerTree | None = None
+               jobs: int, train: Training, guard: Guard | None, origin: ServerOrigin | None = None
                ) -> tuple[dict[str, Any], list[list[str]]]:
     """Instrumented build, training against the instrumented server, the profile's proof, then the build that uses
     the profile, in the same tree (gcc names each profile after its object's path), and its guard. What the two
@@ -630,7 +550,7 @@ def _build_pgo(spec: ServerBuildSpec, recipe: Recipe, cc: Compiler, runner: _Run
         if scope.reuses_base:
             if runner.on_progress:
                 runner.on_progress("the build without PGO first (the objects outside the profile's directories)", 0, 0)
-            build_server(base_spec(spec), train, runner.on_progress)
+            build_server(base_spec(spec), train, runner.on_progress, origin=origin)
         runner.env = scope.environment(generate)
         runner.run(commands, "compiling (instrumented)")
         open_to_service_users(instrumented)
@@ -643,7 +563,7 @@ def _build_pgo(spec: ServerBuildSpec, recipe: Recipe, cc: Compiler, runner: _Run
         state.finish("profile-use", used)
     shutil.rmtree(profile, ignore_errors=True)
     open_to_service_users(prefix)  # the guard runs it as the service user, still in the staging directory
-    checked, refused = _guard(spec, recipe.binaries(prefix), train, runner.on_progress, guard, user_tree)
+    checked, refused = _guard(spec, recipe.binaries(prefix), train, runner.on_progress, guard, origin)
     if refused:
         raise UserError(f"{refused} (log {_keep_log(runner.log)})")
     scoped = scope.record()
@@ -678,17 +598,17 @@ def base_spec(spec: ServerBuildSpec) -> ServerBuildSpec:
 
 
 def _guard(spec: ServerBuildSpec, binaries: Path, train: Training, on_progress: Progress | None,
-           guard: Guard | None, user_tree: ServerTree | None = None) -> tuple[dict[str, Any], str | None]:
-    """The PGO build at `binaries` against its base (from the cache or built now; of a user's tree, from the same read
-    of it, `user_tree`): the manifest's `pgo.guard`, and the one line that refuses the build (None when it passes, or
-    when the guard cannot count here: `not_run`)."""
+           guard: Guard | None, origin: ServerOrigin | None = None) -> tuple[dict[str, Any], str | None]:
+    """The PGO build at `binaries` against its base (from the cache or built now, of the same `origin`: a user's
+    tree's same read, Debian's same version): the manifest's `pgo.guard`, and the one line that refuses the build
+    (None when it passes, or when the guard cannot count here: `not_run`)."""
     if guard is None:
         raise UserError(f"{spec.label()}: a PGO build needs its guard (build_server's `guard`)")
     phase = "PGO guard (instructions per query against the build without PGO)"
     record: dict[str, Any] = {}
 
     def base() -> Path:
-        built = build_server(base_spec(spec), train, on_progress, tree=user_tree)
+        built = build_server(base_spec(spec), train, on_progress, origin=origin)
         record["base_key"] = built.manifest["key"]
         if on_progress:
             on_progress(phase, 0, 0)
@@ -710,7 +630,7 @@ def guard_pending(manifest: dict[str, Any]) -> bool:
 
 
 def _guarded_cached(spec: ServerBuildSpec, found: ServerBuild, train: Training, on_progress: Progress | None,
-                    guard: Guard | None, user_tree: ServerTree | None = None) -> ServerBuild:
+                    guard: Guard | None, origin: ServerOrigin | None = None) -> ServerBuild:
     """A cached PGO build, its guard run once if it never was (its manifest then gains the figures); a UserError
     when the guard refuses it, now or when it ran before."""
     pgo = found.manifest.get("pgo") or {}
@@ -720,33 +640,35 @@ def _guarded_cached(spec: ServerBuildSpec, found: ServerBuild, train: Training, 
             raise UserError(f"{refused} (recorded in {found.root.parent / 'manifest.json'}; remove that build to "
                             "make it again)")
         return found
-    checked, refused = _guard(spec, found.binaries, train, on_progress, guard, user_tree)
+    checked, refused = _guard(spec, found.binaries, train, on_progress, guard, origin)
     after: dict[str, Any] = {"counted_after_the_build": True}
     if spec.bolt:  # a new build's guard counts it before BOLT rewrites the server
         after["counted"] = "the installed server, BOLT's rewrite included"
     manifest = {**found.manifest, "pgo": {**pgo, "guard": {**checked, **({"refused": refused} if refused else {}),
                                                          **after}}}
-    _write_manifest(found.root.parent, manifest)
+    manifest = _write_manifest(found.root.parent, manifest)
     if refused:
         raise UserError(refused)
     return replace(found, manifest=manifest)
 
 
 def _checked_manifest(manifest: dict[str, Any]) -> dict[str, Any]:
-    """The manifest, checked to read back (ServerManifest): a shape its reader cannot read is never written."""
+    """The manifest as its reader reads it back (ServerManifest: every key, those without a value empty), so that a
+    build's manifest is the same dict made now or found in the cache; a shape the reader refuses is never written."""
     try:
-        server_manifest(manifest, ServerManifest)
-        return manifest
+        return manifest_record(server_manifest(manifest, ServerManifest))
     except MetaError as e:
         raise UserError(f"{manifest.get('label')}: the build's manifest is not one the lab reads ({e})") from None
 
 
-def _write_manifest(entry: Path, manifest: dict[str, Any]) -> None:
-    """A cached build's manifest replaced in one step (readers see the old one or the new one)."""
+def _write_manifest(entry: Path, manifest: dict[str, Any]) -> dict[str, Any]:
+    """A cached build's manifest replaced in one step (readers see the old one or the new one); as written."""
+    manifest = _checked_manifest(manifest)
     tmp = entry / "manifest.json.tmp"
-    tmp.write_text(json.dumps(_checked_manifest(manifest), indent=2) + "\n")
+    tmp.write_text(json.dumps(manifest, indent=2) + "\n")
     tmp.chmod(0o644)
     os.replace(tmp, entry / "manifest.json")
+    return manifest
 
 
 def _bolt(spec: ServerBuildSpec, recipe: Recipe, prefix: Path, work: Path, runner: _Runner,
