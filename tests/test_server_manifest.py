@@ -8,12 +8,13 @@ files are the manifests this machine's server cache held (a PostgreSQL build in 
 
 from __future__ import annotations
 
+import ast
 import json
 from pathlib import Path
 
 import pytest
 
-from dbperf.buildlab import server_build, server_releases
+from dbperf.buildlab import server_cache_listing, server_releases
 from dbperf.errors import UserError
 from dbperf.server_manifest import (
     MANIFEST_VERSION,
@@ -57,7 +58,7 @@ def test_the_first_shape_has_its_later_keys_empty() -> None:
     m = read_server_manifest(DATA / "build-v1-first.json", ServerManifest)
     assert m.pgo is None and m.bolt is None and m.compiler.cxx is None and m.compiler.named is None
     assert m.build_cpu_seconds is None and m.segments == [] and m.relink is None and m.differs_from_debian == []
-    assert server_build.how_built(manifest_record(m)) == "built in 512.3 s"
+    assert server_cache_listing.how_built(manifest_record(m)) == "built in 512.3 s"
 
 
 @pytest.mark.parametrize("path", RELEASES, ids=lambda p: p.stem)
@@ -96,8 +97,35 @@ def test_the_cache_listings_read_through_it(where: Path, monkeypatch: pytest.Mon
     release = where / "servers" / "release" / "mariadb-10.1.23"
     release.mkdir(parents=True)
     (release / "manifest.json").write_text((DATA / "release-mariadb-real.json").read_text())
-    assert [m["key"] for m in server_build.cached_server_builds()] == ["0f3c2a1b9d8e7f6a5b4c"]
+    assert [m["key"] for m in server_cache_listing.cached_server_builds()] == ["0f3c2a1b9d8e7f6a5b4c"]
     assert [m["version"] for m in server_releases.cached_releases()] == ["10.1.23"]
     (entry / "manifest.json").write_text("{}")
     with pytest.raises(UserError, match=f"{entry}/manifest.json: not a server manifest"):
-        server_build.cached_server_builds()
+        server_cache_listing.cached_server_builds()
+
+
+# The readers of a manifest.json: the server's (this one reader) and SQLite's builder, which decodes its own through
+# build_manifest.py.
+MANIFEST_READERS = {"server_manifest.py", "buildlab/builder.py"}
+
+
+def _parses_json(f: ast.expr) -> bool:
+    """json.loads, json.load or msgspec.json.decode (a bytes' .decode() is no parse)."""
+    if not isinstance(f, ast.Attribute):
+        return False
+    return f.attr in ("loads", "load") or (f.attr == "decode" and isinstance(f.value, ast.Attribute)
+                                           and f.value.attr == "json")
+
+
+def test_no_module_that_names_manifest_json_parses_json() -> None:
+    """A module naming manifest.json parses no JSON: a server's manifest is read through read_server_manifest."""
+    package = Path(__file__).resolve().parent.parent / "dbperf"
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        where = path.relative_to(package).as_posix()
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        if where in MANIFEST_READERS or not any(isinstance(n, ast.Constant) and n.value == "manifest.json"
+                                                for n in ast.walk(tree)):
+            continue
+        found += [f"{where}:{n.lineno}" for n in ast.walk(tree) if isinstance(n, ast.Call) and _parses_json(n.func)]
+    assert not found, f"read a server's manifest.json through server_manifest.read_server_manifest: {found}"

@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 
 import pytest
 
-from dbperf.buildlab import server_build
+from dbperf.buildlab import server_build, server_cache_listing
 from dbperf.buildlab.pgo_guard import GuardCannotRun, GuardCounts, figures, refusal
 from dbperf.buildlab.recipes import recipes
 from dbperf.buildlab.resume import BuildState
@@ -314,7 +314,7 @@ def test_the_cached_postgres_pgo_build_executes_fewer_instructions_than_its_o2_b
     specs = {t.name: t.server_build for t in e.targets if t.server_build is not None}
     recipe = recipes()["postgres"]
     found: dict[str, Path] = {}
-    for m in server_build.cached_server_builds():  # by the key build_server computes: the keys are unchanged
+    for m in server_cache_listing.cached_server_builds():  # by the key build_server computes: the keys are unchanged
         cc = find_compiler(m["compiler"]["named"])
         for name, spec in specs.items():
             if server_build._key(spec, m["source"]["package"], m["source"]["version"], cc, recipe) == m["key"]:

@@ -18,7 +18,8 @@ from dbperf.buildlab.builder import build_key, cached_builds
 from dbperf.buildlab.paths import server_cache
 from dbperf.buildlab.recipes import Recipe
 from dbperf.buildlab.server_build import build_key as server_build_key
-from dbperf.buildlab.server_build import cached_server_builds, check_can_build
+from dbperf.buildlab.server_build_checks import check_can_build
+from dbperf.buildlab.server_cache_listing import cached_server_builds
 from dbperf.buildlab.server_releases import ServerInstall
 from dbperf.buildlab.sources import origin_of
 from dbperf.buildlab.sources.base import ServerOrigin

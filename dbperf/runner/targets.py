@@ -20,7 +20,9 @@ from rich.progress import (
 )
 
 from dbperf.buildlab.builder import Build, build_all
-from dbperf.buildlab.server_build import ServerBuild, build_server, check_can_build, how_built
+from dbperf.buildlab.server_build import ServerBuild, build_server
+from dbperf.buildlab.server_build_checks import check_can_build
+from dbperf.buildlab.server_cache_listing import how_built
 from dbperf.buildlab.server_releases import ServerInstall, fetch_release
 from dbperf.buildlab.sources import origin_of, source_words
 from dbperf.buildlab.sources.base import ServerOrigin
