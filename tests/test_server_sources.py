@@ -174,3 +174,36 @@ def test_one_placement_decision_for_every_origin() -> None:
     assert in_kept_tree(ServerBuildSpec("postgres")) and in_kept_tree(ServerBuildSpec("postgres", "tree"))
     assert not in_kept_tree(ServerBuildSpec("postgres", variants=("O2", "pgo")))
     assert not in_kept_tree(ServerBuildSpec("postgres", "tree", variants=("O2", "bolt")))
+
+
+def test_a_revision_is_exported_with_its_submodules_at_the_commits_it_records(tmp_path: Path) -> None:
+    """MariaDB's tree holds submodules (libmariadb, wsrep-lib): a revision's export has each at the commit that
+    revision records, from the submodule's own checkout; one not there is one line."""
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    git(lib, "init", "-q", "-b", "main")
+    (lib / "lib.c").write_text("int v = 1;\n")
+    git(lib, "add", "-A")
+    git(lib, "commit", "-q", "-m", "one")
+    top = _pg_like(tmp_path / "server")
+    git(top, "init", "-q", "-b", "main")
+    git(top, "-c", "protocol.file.allow=always", "submodule", "-q", "add", str(lib), "lib")
+    git(top, "add", "-A")
+    git(top, "commit", "-q", "-m", "with lib one")
+    (top / "lib" / "lib.c").write_text("int v = 2;\n")
+    git(top / "lib", "commit", "-q", "-am", "two")
+    git(top, "commit", "-q", "-am", "with lib two")
+    exported = {}
+    for rev in ("main~1", "main"):
+        origin = origin_of(ServerBuildSpec("postgres", "tree", tree=UserTree(str(top), rev)), RECIPE)
+        (tmp_path / rev).mkdir()
+        origin.fetch(str(origin.known_version()), tmp_path / rev, [], None)
+        exported[rev] = (tmp_path / rev / "src" / "lib" / "lib.c").read_text()
+    assert exported == {"main~1": "int v = 1;\n", "main": "int v = 2;\n"}
+    git(top, "-c", "protocol.file.allow=always", "submodule", "-q", "deinit", "-f", "lib")
+    origin = origin_of(ServerBuildSpec("postgres", "tree", tree=UserTree(str(top), "main")), RECIPE)
+    (tmp_path / "gone").mkdir()
+    with pytest.raises(UserError) as e:
+        origin.fetch(str(origin.known_version()), tmp_path / "gone", [], None)
+    assert "\n" not in str(e.value) and "its submodule lib at " in str(e.value) and "is not in the checkout" in \
+        str(e.value)
