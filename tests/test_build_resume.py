@@ -19,12 +19,14 @@ from typing import Any, ClassVar
 
 import pytest
 
-from dbperf.buildlab import server_build, staging
+from dbperf.buildlab import server_build, server_cache_listing, staging
 from dbperf.buildlab.debian_source import DebianSource
 from dbperf.buildlab.recipes import recipes
 from dbperf.buildlab.resume import STATE, BuildState, read_resume
+from dbperf.buildlab.sources import debian
 from dbperf.errors import UserError
 from dbperf.experiment.build_variants import ServerBuildSpec
+from dbperf.host.compiler import find_compiler
 
 OBJECTS = 6
 # The stand-in for ninja: compiles (burns CPU for) each object it has not written yet, announcing it as ninja does;
@@ -102,14 +104,14 @@ def lab(where, monkeypatch):
         return DebianSource(engine, package, version, tree, {"origin": "debian-src", "package": package,
                                                              "version": version})
 
-    monkeypatch.setattr(server_build, "candidate_versions", lambda engine: (None, "mysql-9.7", ["9.7.2-4"]))
-    monkeypatch.setattr(server_build, "fetch_debian_source", fetch)
+    monkeypatch.setattr(debian, "candidate_versions", lambda engine: (None, "mysql-9.7", ["9.7.2-4"]))
+    monkeypatch.setattr(debian, "fetch_debian_source", fetch)
     monkeypatch.setattr(server_build, "open_to_service_users", lambda path: None)
 
     def use(recipe: Any) -> None:
         monkeypatch.setitem(recipes(), "mysql", recipe)
         monkeypatch.setattr(server_build, "check_can_build",
-                            lambda spec: (recipe, server_build.find_compiler()))
+                            lambda spec: (recipe, find_compiler()))
     return fetches, use
 
 
@@ -148,7 +150,7 @@ def test_an_interrupted_ninja_build_is_resumed_and_its_time_sums_the_segments(la
     assert state["steps"] == {"compiling": 3} and len(state["segments"]) == 1
     assert state["segments"][0]["cpu_seconds"] >= 0.2  # the two objects compiled before the third was cut short
     compiled_before = sorted(p.name for p in _kept_src().glob("*.o"))
-    (listed,) = server_build.partial_server_builds()  # `dbperf build --list` shows it
+    (listed,) = server_cache_listing.partial_server_builds()  # `dbperf build --list` shows it
     assert listed["label"] == spec.label() and listed["steps"] == 3 and listed["segments"] == 1
     assert listed["path"] == str(partial)
     assert 2 <= len(compiled_before) < OBJECTS
@@ -166,8 +168,8 @@ def test_an_interrupted_ninja_build_is_resumed_and_its_time_sums_the_segments(la
     assert not list(builds.glob(".*")) and not (built.root.parent / STATE).exists()
     log = (built.root.parent / "build.log").read_text()
     assert log.count("$ sh -c echo configured") == 1 and "# resumed: segment 2" in log
-    assert "s of CPU, in 2 segments); " in server_build.how_built(m)
-    assert server_build.partial_server_builds() == []
+    assert "s of CPU, in 2 segments); " in server_cache_listing.how_built(m)
+    assert server_cache_listing.partial_server_builds() == []
 
 
 @pytest.mark.unit
@@ -179,19 +181,21 @@ def test_a_build_killed_outright_is_resumed_with_its_last_sampled_time(lab, tmp_
         sys.path.insert(0, {str(Path(__file__).parent.parent)!r})
         from tests.test_build_resume import NinjaLikeRecipe
         from dbperf.buildlab import resume, server_build
+        from dbperf.buildlab.sources import debian
         from dbperf.buildlab.recipes import recipes
         from dbperf.buildlab.debian_source import DebianSource
         from dbperf.experiment.build_variants import ServerBuildSpec
+        from dbperf.host.compiler import find_compiler
         resume.WRITE_EVERY_S = 0  # every step on disk: the test knows what the killed segment had written
         recipe = NinjaLikeRecipe()
         recipes()["mysql"] = recipe
-        server_build.check_can_build = lambda spec: (recipe, server_build.find_compiler())
-        server_build.candidate_versions = lambda engine: (None, "mysql-9.7", ["9.7.2-4"])
+        server_build.check_can_build = lambda spec: (recipe, find_compiler())
+        debian.candidate_versions = lambda engine: (None, "mysql-9.7", ["9.7.2-4"])
         server_build.open_to_service_users = lambda path: None
         def fetch(apt, package, engine, version, work, skipped, announce=None):
             (work / "src").mkdir()
             return DebianSource(engine, package, version, work / "src", {{"version": version}})
-        server_build.fetch_debian_source = fetch
+        debian.fetch_debian_source = fetch
         def progress(phase, done, expected):
             print(done, flush=True)
         server_build.build_server(ServerBuildSpec("mysql"), None, progress)
@@ -284,7 +288,7 @@ def test_a_state_file_it_cannot_read_is_one_line_and_the_partial_build_is_left_a
         server_build.build_server(ServerBuildSpec("mysql"), _no_training, progress)
     (partial,) = (server_build.server_cache() / "build").glob(f".*{staging.PARTIAL}")
     (partial / STATE).write_text("{half a state")
-    (listed,) = server_build.partial_server_builds()
+    (listed,) = server_cache_listing.partial_server_builds()
     assert listed["label"].startswith("unreadable resume.json") and listed["steps"] == 0
     with pytest.raises(UserError, match=r"resume.json: unreadable .*: remove .*\.partial to build from scratch"):
         server_build.build_server(ServerBuildSpec("mysql"), _no_training)

@@ -39,7 +39,7 @@ NINJA_LIKE = textwrap.dedent("""
 BUILD = textwrap.dedent("""
     import sys
     from pathlib import Path
-    from dbperf.buildlab import server_build
+    from dbperf.buildlab import build_runner
     from dbperf.buildlab.staging import Staging
     from dbperf.buildlab.resume import BuildState
     from dbperf.experiment.build_variants import ServerBuildSpec
@@ -55,7 +55,7 @@ BUILD = textwrap.dedent("""
     def progress(phase, done, expected):
         print("STEP", flush=True)
     try:
-        server_build._Runner(ServerBuildSpec("mariadb"), recipe, tree, stage.path / "build.log", progress,
+        build_runner.BuildRunner(ServerBuildSpec("mariadb"), recipe, tree, stage.path / "build.log", progress,
                              BuildState(stage.path, persist=False)).run(
             [[sys.executable, "-c", sys.argv[2]]], "compiling")
     except KeyboardInterrupt:

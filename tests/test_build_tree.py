@@ -18,7 +18,7 @@ from typing import Any, ClassVar
 
 import pytest
 
-from dbperf.buildlab import server_build
+from dbperf.buildlab import kept_build, server_build, server_cache_listing
 from dbperf.buildlab.build_tree import BuildTree, kept_tree, tree_identity, tree_key
 from dbperf.buildlab.compiler_cache import MISSING, find_ccache, stats_of
 from dbperf.buildlab.debian_source import DebianSource
@@ -26,6 +26,7 @@ from dbperf.buildlab.rebuilt import compiles_in, ninja_rebuilt
 from dbperf.buildlab.recipes import recipes
 from dbperf.buildlab.recipes.mysql import MysqlRecipe
 from dbperf.buildlab.recipes.postgres import PostgresRecipe
+from dbperf.buildlab.sources import debian
 from dbperf.errors import UserError
 from dbperf.experiment.build_variants import ServerBuildSpec
 from dbperf.experiment.user_source import PatchFile
@@ -278,8 +279,8 @@ def _lab(where: Path, monkeypatch: pytest.MonkeyPatch, fetches: list[Path]) -> M
     recipe = MakeRecipe()
     recipe.launchers = []
     monkeypatch.setitem(recipes(), "postgres", recipe)
-    monkeypatch.setattr(server_build, "check_can_build", lambda spec: (recipe, server_build.find_compiler()))
-    monkeypatch.setattr(server_build, "candidate_versions", lambda engine: (None, "postgresql-15", ["15.18-0"]))
+    monkeypatch.setattr(server_build, "check_can_build", lambda spec: (recipe, find_compiler()))
+    monkeypatch.setattr(debian, "candidate_versions", lambda engine: (None, "postgresql-15", ["15.18-0"]))
 
     def unpacked(apt: Any, package: str, engine: str, version: str, work: Path, skipped: list[str],
                  announce: Any = None) -> DebianSource:
@@ -292,7 +293,7 @@ def _lab(where: Path, monkeypatch: pytest.MonkeyPatch, fetches: list[Path]) -> M
         return DebianSource(engine, package, version, src, {"origin": "debian-src", "package": package,
                                                             "version": version})
 
-    monkeypatch.setattr(server_build, "fetch_debian_source", unpacked)
+    monkeypatch.setattr(debian, "fetch_debian_source", unpacked)
     return recipe
 
 
@@ -302,7 +303,7 @@ def test_a_server_build_reuses_its_kept_tree_and_its_manifest_says_so(where, mon
     fetches: list[Path] = []
     recipe = _lab(where, monkeypatch, fetches)
     if not ccache:
-        monkeypatch.setattr(server_build, "find_ccache", lambda *a: None)  # no ccache (shutil.which is every module's)
+        monkeypatch.setattr(kept_build, "find_ccache", lambda *a: None)  # no ccache (shutil.which is every module's)
     elif shutil.which("ccache") is None:
         pytest.skip("needs ccache")
     first = server_build.build_server(ServerBuildSpec("postgres"), _no_training)
@@ -318,7 +319,7 @@ def test_a_server_build_reuses_its_kept_tree_and_its_manifest_says_so(where, mon
     assert subprocess.run([patched.binaries / "postgres"]).returncode == 2
     assert subprocess.run([first.binaries / "postgres"]).returncode == 1
     assert patched.manifest["source"]["patches"] == [{"name": "one.patch", "path": one.path, "sha256": one.sha256}]
-    said = server_build.how_built(patched.manifest)
+    said = server_cache_listing.how_built(patched.manifest)
     assert "; 1 object rebuilt in its kept tree" in said and len(said.splitlines()) == 1
     if ccache:
         assert recipe.launchers[-1] == shutil.which("ccache")
@@ -334,7 +335,7 @@ def test_a_server_build_reuses_its_kept_tree_and_its_manifest_says_so(where, mon
 def test_a_build_that_fails_to_compile_leaves_its_tree_whole_and_one_interrupted_has_it_cleaned(where, monkeypatch,
                                                                                               tmp_path):
     recipe = _lab(where, monkeypatch, [])
-    monkeypatch.setattr(server_build, "find_ccache", lambda *a: None)  # no ccache (shutil.which is every module's)
+    monkeypatch.setattr(kept_build, "find_ccache", lambda *a: None)  # no ccache (shutil.which is every module's)
     server_build.build_server(ServerBuildSpec("postgres"), _no_training)
     broken = _patch(tmp_path, "broken.patch", ONE.replace("return 2; }", "return 2 }"))
     with pytest.raises(UserError, match="failed at `make"):

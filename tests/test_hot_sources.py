@@ -86,12 +86,13 @@ def test_a_newer_version_than_the_lists_is_passed_over_and_said(monkeypatch):
     """Debian's index named 9.7.4-2 before its mirror served it (2026-11-29): a hot-path build skips a version its
     list was not made on, as one the archive does not serve, says so, and builds (here: finds) the list's version."""
     from dbperf.buildlab import server_build
+    from dbperf.buildlab.sources import debian
     from dbperf.experiment.build_variants import ServerBuildSpec
 
     spec = ServerBuildSpec("mysql", variants=("O2", "pgo"), lean=True, pgo_scope="hot-path")
     keyed: list[str] = []
     monkeypatch.setattr(server_build, "check_can_build", lambda s: (LEAN, None))
-    monkeypatch.setattr(server_build, "candidate_versions", lambda e: ("apt", "mysql-9.7", ["9.7.4-2", "9.7.2-4"]))
+    monkeypatch.setattr(debian, "candidate_versions", lambda e: ("apt", "mysql-9.7", ["9.7.4-2", "9.7.2-4"]))
     monkeypatch.setattr(server_build, "_key", lambda s, package, version, *a: keyed.append(version) or version)
     monkeypatch.setattr(server_build, "_cached", lambda entry, recipe: entry.name)
     guarded: list[ServerBuildSpec] = []

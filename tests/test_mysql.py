@@ -24,7 +24,7 @@ from tests.refusal import assert_refused
 def mysql_at_hand() -> str | None:
     """A MySQL basedir for the end-to-end tiers: DBPERF_MYSQL_BINARIES, else the lab's cached -O2 build from Debian's
     source (`source = "mysql@debian-src"`, build = ["O2"]) when this machine has built one."""
-    from dbperf.buildlab.server_build import cached_server_builds
+    from dbperf.buildlab.server_cache_listing import cached_server_builds
 
     named = os.environ.get("DBPERF_MYSQL_BINARIES")
     if named:

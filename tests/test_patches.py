@@ -14,6 +14,7 @@ from dbperf.buildlab import server_build
 from dbperf.buildlab.debian_source import DebianSource
 from dbperf.buildlab.patches import apply_patches, why_not, with_patches
 from dbperf.buildlab.recipes import recipes
+from dbperf.buildlab.sources import debian
 from dbperf.errors import UserError
 from dbperf.experiment.build_variants import ServerBuildSpec
 from dbperf.experiment.user_source import PatchFile
@@ -152,7 +153,7 @@ def test_a_server_from_debian_source_takes_the_patches_after_debians_own(where, 
     recipe runs, in the key and in the manifest's source; one that fails is one line and leaves no build."""
     monkeypatch.setenv("DBPERF_SERVER_CACHE", str(where / "servers"))
     monkeypatch.setitem(recipes(), "postgres", CopyingRecipe())
-    monkeypatch.setattr(server_build, "candidate_versions", lambda engine: (None, "postgresql-15", ["15.18-0"]))
+    monkeypatch.setattr(debian, "candidate_versions", lambda engine: (None, "postgresql-15", ["15.18-0"]))
 
     def unpacked(apt: Any, package: str, engine: str, version: str, work: Path, skipped: list[str],
                  announce: Any = None) -> DebianSource:
@@ -161,7 +162,7 @@ def test_a_server_from_debian_source_takes_the_patches_after_debians_own(where, 
                                                 "int z(void) { return 26; }\n")
         return DebianSource(engine, package, version, work / "src", {"origin": "debian-src", "package": package})
 
-    monkeypatch.setattr(server_build, "fetch_debian_source", unpacked)
+    monkeypatch.setattr(debian, "fetch_debian_source", unpacked)
     one = patch_file(tmp_path, "one.patch", FIRST)
     built = server_build.build_server(ServerBuildSpec("postgres", patches=(one,)), _no_training)
     assert (built.binaries / "postgres").read_text().splitlines()[1] == "int hot(void) { return 2; }"

@@ -28,6 +28,7 @@ from dbperf.buildlab.profile_scope import KINDS, QueryPath, Stage, WholeProgram,
 from dbperf.buildlab.recipes import recipes
 from dbperf.buildlab.recipes.mysql import LEAN, LeanMysqlRecipe, MysqlRecipe
 from dbperf.buildlab.recipes.postgres import PostgresRecipe
+from dbperf.buildlab.sources import debian
 from dbperf.engines.descriptor import ProfileProof
 from dbperf.errors import UserError
 from dbperf.experiment.build_variants import PGO_SCOPES, ServerBuildSpec
@@ -246,7 +247,7 @@ def _mini_lab(where: Path, monkeypatch: pytest.MonkeyPatch) -> list[Path]:
     monkeypatch.setenv("DBPERF_SERVER_CACHE", str(where / "servers"))
     recipe, fetched = Mini(), []
     monkeypatch.setattr(server_build, "check_can_build", lambda spec: (recipe, find_compiler()))
-    monkeypatch.setattr(server_build, "candidate_versions", lambda engine: (None, "mysql-9.7", ["9.7.2-4"]))
+    monkeypatch.setattr(debian, "candidate_versions", lambda engine: (None, "mysql-9.7", ["9.7.2-4"]))
 
     def unpacked(apt, package: str, engine: str, version: str, work: Path, skipped: list[str],
                  announce=None) -> DebianSource:
@@ -257,7 +258,7 @@ def _mini_lab(where: Path, monkeypatch: pytest.MonkeyPatch) -> list[Path]:
         return DebianSource(engine, package, version, work / "src", {"origin": "debian-src", "package": package,
                                                                      "version": version})
 
-    monkeypatch.setattr(server_build, "fetch_debian_source", unpacked)
+    monkeypatch.setattr(debian, "fetch_debian_source", unpacked)
     return fetched
 
 

@@ -15,7 +15,7 @@ from typing import ClassVar
 
 import pytest
 
-from dbperf.buildlab import server_build
+from dbperf.buildlab import kept_build, server_build
 from dbperf.buildlab.build_tree import tree_identity
 from dbperf.buildlab.rebuilt import ninja_rebuilt, objects_digest
 from dbperf.buildlab.recipes import recipe_for
@@ -207,12 +207,12 @@ def test_a_server_relink_says_whether_its_objects_are_its_base_s(tmp_path):
         manifest = {"key": "basekey", "incremental": {"objects": objects} if objects else {}}
         return server_build.ServerBuild(tmp_path, tmp_path, manifest, cached=True)
 
-    same = server_build.relink_record(spec, base(digest), incremental)
+    same = kept_build.relink_record(spec, base(digest).manifest, incremental)
     assert same == {"base_key": "basekey", "ldflags": [FRAGMENT], "object_count": 3, "objects_sha256": "a" * 64,
                     "objects_equal": True, "objects_compiled": 0}
-    assert server_build.relink_record(spec, base({"count": 3, "sha256": "b" * 64}), incremental)["objects_equal"] \
-        is False
-    assert server_build.relink_record(spec, base(None), incremental)["objects_equal"] is None, "an older base"
+    other = base({"count": 3, "sha256": "b" * 64}).manifest
+    assert kept_build.relink_record(spec, other, incremental)["objects_equal"] is False
+    assert kept_build.relink_record(spec, base(None).manifest, incremental)["objects_equal"] is None, "an older base"
 
 
 @pytest.mark.unit

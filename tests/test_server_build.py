@@ -14,6 +14,7 @@ from dbperf.buildlab.recipes import recipes
 from dbperf.buildlab.recipes.mariadb import MariadbRecipe
 from dbperf.buildlab.recipes.postgres import PostgresRecipe
 from dbperf.buildlab.resume import BuildState
+from dbperf.buildlab.sources import debian
 from dbperf.errors import UserError
 from dbperf.experiment.build_variants import ServerBuildSpec
 from dbperf.host.compiler import find_compiler
@@ -208,7 +209,7 @@ def test_missing_library_headers_are_named_by_their_package_before_any_fetch(mon
     monkeypatch.setattr(MariadbRecipe, "tools", {})
     monkeypatch.setattr(MariadbRecipe, "headers", {"stdio.h": "libc6-dev", "nope/never.h": "libnope-dev",
                                                                 "nope/again.h": "libnope-dev"})
-    monkeypatch.setattr(server_build, "candidate_versions", lambda engine: pytest.fail("fetched before the check"))
+    monkeypatch.setattr(debian, "candidate_versions", lambda engine: pytest.fail("fetched before the check"))
     with pytest.raises(UserError, match=r"needs the development files of libnope-dev \(apt install libnope-dev\)$"):
         server_build.build_server(ServerBuildSpec("mariadb"), lambda *a: None)
 

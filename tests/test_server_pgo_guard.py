@@ -15,11 +15,12 @@ from typing import Any, ClassVar
 
 import pytest
 
-from dbperf.buildlab import server_build
+from dbperf.buildlab import server_build, server_cache_listing
 from dbperf.buildlab.pgo_guard import GuardCannotRun, GuardCounts, figures, refusal
 from dbperf.buildlab.recipes import recipes
 from dbperf.buildlab.resume import BuildState
 from dbperf.buildlab.server_build import GUARD_VERSION, ServerBuild, base_spec
+from dbperf.buildlab.sources import debian
 from dbperf.errors import UserError
 from dbperf.experiment.build_variants import ServerBuildSpec
 from dbperf.experiment.spec import parse_experiment
@@ -71,7 +72,9 @@ def base_build(cache, monkeypatch):
 def _cached_pgo(cache: Path, guard: dict[str, Any]) -> ServerBuild:
     entry = cache / "pgo-key"
     (entry / "install" / "bin").mkdir(parents=True)
-    manifest = {"key": "pgo-key", "label": PGO.label(), "pgo": {"proof": {"share": 0.286}, "guard": guard}}
+    manifest = {"key": "pgo-key", "label": PGO.label(), "engine": "postgres", "source": {"origin": "debian-src"},
+                "compiler": {"path": "/usr/bin/cc", "version": "cc 12"}, "install": str(entry / "install"),
+                "pgo": {"proof": {"share": 0.286}, "guard": guard}}
     (entry / "manifest.json").write_text(json.dumps(manifest))
     return ServerBuild(entry / "install", entry / "install" / "bin", manifest, cached=True)
 
@@ -278,7 +281,7 @@ def test_build_server_runs_the_guard_of_a_cached_build_once(cache, monkeypatch):
 
     monkeypatch.setattr(server_build, "build_server", build)
     monkeypatch.setattr(server_build, "check_can_build", lambda spec: (recipes()["postgres"], None))
-    monkeypatch.setattr(server_build, "candidate_versions", lambda engine: ("apt", "postgresql-15", ["15.18"]))
+    monkeypatch.setattr(debian, "candidate_versions", lambda engine: ("apt", "postgresql-15", ["15.18"]))
     monkeypatch.setattr(server_build, "_key", lambda *a: "pgo-key")
     runs = []
 
@@ -311,7 +314,7 @@ def test_the_cached_postgres_pgo_build_executes_fewer_instructions_than_its_o2_b
     specs = {t.name: t.server_build for t in e.targets if t.server_build is not None}
     recipe = recipes()["postgres"]
     found: dict[str, Path] = {}
-    for m in server_build.cached_server_builds():  # by the key build_server computes: the keys are unchanged
+    for m in server_cache_listing.cached_server_builds():  # by the key build_server computes: the keys are unchanged
         cc = find_compiler(m["compiler"]["named"])
         for name, spec in specs.items():
             if server_build._key(spec, m["source"]["package"], m["source"]["version"], cc, recipe) == m["key"]:

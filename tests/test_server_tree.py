@@ -22,8 +22,9 @@ from dbperf.buildlab import server_build
 from dbperf.buildlab.recipes import recipes
 from dbperf.buildlab.recipes.mariadb import MariadbRecipe
 from dbperf.buildlab.recipes.postgres import PostgresRecipe
-from dbperf.buildlab.server_tree import resolve_server_tree, source_words
 from dbperf.buildlab.source_sync import sync_source
+from dbperf.buildlab.sources import source_words
+from dbperf.buildlab.sources.tree import resolve_server_tree
 from dbperf.errors import UserError
 from dbperf.experiment.build_variants import ServerBuildSpec
 from dbperf.experiment.spec import parse_experiment
@@ -87,7 +88,8 @@ def test_a_tree_of_another_engine_a_revision_of_a_plain_folder_and_an_unknown_re
                                         r"configure\)$"):
         resolve_server_tree("postgres", PostgresRecipe(), UserTree(str(pg), "main"))
     found = resolve_server_tree("postgres", PostgresRecipe(), UserTree(str(pg), "main~1"))
-    assert found.snapshot.subject == "first" and found.kept_source()["tree"] == str(pg.resolve())
+    assert found.snapshot.subject == "first"
+    assert found.kept_identity(found.snapshot.content)["tree"] == str(pg.resolve())
 
 
 def test_a_dry_run_names_a_bad_server_tree_in_one_line(write_experiment, tmp_path: Path, run_cli_here):

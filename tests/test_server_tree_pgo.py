@@ -21,7 +21,7 @@ from dbperf.buildlab.pgo_guard import GuardCounts
 from dbperf.buildlab.recipes import recipes
 from dbperf.buildlab.recipes.postgres import PostgresRecipe
 from dbperf.buildlab.server_bolt import bolt_tools
-from dbperf.buildlab.server_tree import resolve_server_tree
+from dbperf.buildlab.sources.tree import resolve_server_tree
 from dbperf.errors import UserError
 from dbperf.experiment.build_variants import ServerBuildSpec
 from dbperf.experiment.spec import parse_experiment
@@ -60,8 +60,8 @@ def _keys(checkout: Path, rev: str, *variants: tuple[str, ...]) -> list[str]:
     """The build keys of the tree at `rev` with each of `variants`."""
     recipe, cc = PostgresRecipe(), find_compiler()
     read = resolve_server_tree("postgres", recipe, UserTree(str(checkout), rev))
-    return [server_build.tree_build_key(ServerBuildSpec("postgres", "tree", v, tree=UserTree(str(checkout), rev)),
-                                        read, recipe, cc) for v in variants]
+    return [server_build.build_key(ServerBuildSpec("postgres", "tree", v, tree=UserTree(str(checkout), rev)),
+                                   read, read.snapshot.content, cc, recipe) for v in variants]
 
 
 def test_a_trees_pgo_build_and_its_base_are_keyed_by_the_trees_content_and_another_rev_moves_both(tmp_path: Path):
@@ -78,11 +78,11 @@ def test_a_trees_pgo_build_and_its_base_are_keyed_by_the_trees_content_and_anoth
     assert _keys(checkout, full, ("O2",), ("O2", "pgo")) == head
     partial = replace(pgo, pgo_partial_training=True)
     read = resolve_server_tree("postgres", PostgresRecipe(), UserTree(str(checkout), "main"))
-    assert server_build.tree_build_key(partial, read, PostgresRecipe(), find_compiler()) not in head
+    assert server_build.build_key(partial, read, read.snapshot.content, find_compiler(), PostgresRecipe()) not in head
     assert server_build.base_spec(partial) == plain
     # every revision's base goes to the checkout's one kept tree
-    assert read.kept_source() == resolve_server_tree("postgres", PostgresRecipe(),
-                                                     UserTree(str(checkout), "main~1")).kept_source()
+    earlier = resolve_server_tree("postgres", PostgresRecipe(), UserTree(str(checkout), "main~1"))
+    assert read.kept_identity(read.snapshot.content) == earlier.kept_identity(earlier.snapshot.content)
 
 
 @pytest.mark.skipif(_bolt_missing() is not None, reason=f"the bolt variant's key holds llvm-bolt's version: "
@@ -156,8 +156,8 @@ def test_a_pgo_builds_base_is_the_revision_read_before_its_branch_moved_on(make_
     assert "incremental" in base  # made in the checkout's kept tree
     now = resolve_server_tree("postgres", make_lab, UserTree(str(project), "main"))
     cc, base_spec = find_compiler(), server_build.base_spec(spec)
-    assert record["base_key"] == server_build.tree_build_key(base_spec, read, make_lab, cc) != \
-        server_build.tree_build_key(base_spec, now, make_lab, cc)
+    assert record["base_key"] == server_build.build_key(base_spec, read, read.snapshot.content, cc, make_lab) != \
+        server_build.build_key(base_spec, now, now.snapshot.content, cc, make_lab)
 
 
 @pytest.mark.skipif(not MAKES, reason="needs gcc and make")

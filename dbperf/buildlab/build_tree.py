@@ -13,7 +13,7 @@ The tree's key is what changes an object: the engine's source without the patche
 package and version), the compile flags, the compiler and the recipe's options. Patches are not in it: they are what
 a tree switches between. The install prefix is the tree's own, so the key need not hold it.
 
-A tree built from a user's checkout (server_tree.py) is keyed by the checkout, not by its revision: each build
+A tree built from a user's checkout (sources/tree.py) is keyed by the checkout, not by its revision: each build
 first brings src/ to its revision (source_sync.py: the files that differ moved in, the others kept with their
 mtimes), then switches the patch set as below.
 
@@ -150,7 +150,7 @@ class BuildTree:
         """The tree's patch set replaced by `patches` (the previous set reverted first); the number of files whose
         content the switch changed. A patch that does not apply: the tree reverted to its pristine source, and the
         patch's one line. `refresh`, given src/ between the revert and the patches, brings the source itself to
-        another revision (a user's tree: server_tree.py) and says the files it changed."""
+        another revision (a user's tree: sources/tree.py) and says the files it changed."""
         wanted = [Applied(p.name, p.sha256) for p in patches]
         if self.record.applied == wanted and refresh is None:
             return 0

@@ -1,10 +1,17 @@
 """Servers built from source by the lab, cached by what determines the result.
 
-Cache: the server cache's build/<key>/ holds install/ (bin, lib, share), build.log and manifest.json. The key hashes
-the engine, Debian's source package and version, the compiler flags, the compiler's version and the recipe's own
-options. A build runs in a staging directory beside its final place and is renamed into it only when installed and
-its manifest written: an interrupted or failed build leaves no entry (its log is kept in the build/failed/ folder),
-and its staging directory is removed, or swept by the next build if the process was killed outright (staging.py).
+Where a build's code comes from is its origin (sources/: Debian's source package, a user's tree), asked and never
+told apart: build_server tries the origin's candidates newest first, each under its key, and makes the first it gives
+in one of two places: the kept build tree of its source (kept_build.py), or for PGO and BOLT a fresh folder, the code
+fetched or exported into it. Its commands run through build_runner.py; what it needs is checked first
+(server_build_checks.py); the cache's listings are server_cache_listing.py's.
+
+Cache: the server cache's build/<key>/ holds install/ (bin, lib, share), build.log and manifest.json (typed:
+server_manifest.py). The key hashes the engine, the origin's package and version (a tree's: its content), the compiler
+flags, the compiler's version and the recipe's own options. A build runs in a staging directory beside its final
+place and is renamed into it only when installed and its manifest written: an interrupted or failed build leaves no
+entry (its log is kept in the build/failed/ folder), and its staging directory is removed, or swept by the next
+build if the process was killed outright (staging.py).
 
 A build whose recipe is `resumable` (ninja's) and is interrupted or killed is kept and resumed by the next build of
 its key (resume.py: its time then sums the segments', wall clock and CPU).
@@ -29,18 +36,17 @@ import json
 import os
 import pwd
 import shutil
-import subprocess
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from dbperf import engines
-from dbperf.buildlab.build_tree import TREES, BuildTree, kept_tree, tree_identity
-from dbperf.buildlab.compiler_cache import MISSING, find_ccache
-from dbperf.buildlab.debian_source import PrivateApt, candidate_versions, fetch_debian_source
+from dbperf.buildlab.build_runner import BuildRunner, Progress, keep_log
+from dbperf.buildlab.build_tree import TREES, kept_tree, tree_identity
+from dbperf.buildlab.kept_build import build_kept
 from dbperf.buildlab.key_lock import key_held
 from dbperf.buildlab.patches import apply_patches, with_patches
 from dbperf.buildlab.paths import open_to_service_users, server_cache
@@ -48,28 +54,28 @@ from dbperf.buildlab.pgo_guard import GuardCannotRun, GuardCounts, figures, refu
 from dbperf.buildlab.profile_proof import NOTES_FLAG, PROOF_VERSION, fresh_profile_dir, missing_profiles, prove
 from dbperf.buildlab.profile_proof import Training as TrainingFacts
 from dbperf.buildlab.profile_scope import Stage, scope_kind
-from dbperf.buildlab.rebuilt import objects_digest
-from dbperf.buildlab.recipes import Recipe, recipe_for
-from dbperf.buildlab.resume import STATE, BuildState, ResumeRecord, children_cpu_seconds, read_resume
-from dbperf.buildlab.server_bolt import Training, bolt_identity, bolt_server, bolt_tools
-from dbperf.buildlab.server_tree import ServerTree, resolve_server_tree
-from dbperf.buildlab.staging import LOCK, PARTIAL, Staging, kill_session, sweep_abandoned
+from dbperf.buildlab.recipes import Recipe
+from dbperf.buildlab.resume import STATE, BuildState
+from dbperf.buildlab.server_bolt import Training, bolt_identity, bolt_server
+from dbperf.buildlab.server_build_checks import check_can_build
+from dbperf.buildlab.sources import origin_of
+from dbperf.buildlab.sources.base import ServerOrigin, Unserved, in_kept_tree
+from dbperf.buildlab.staging import LOCK, Staging, sweep_abandoned
 from dbperf.buildlab.training import training_identity, training_workloads
 from dbperf.engines.descriptor import ProfileProof
 from dbperf.errors import UserError
 from dbperf.experiment.build_variants import (
     DEFAULT_TRAIN_SECONDS,
     SERVER_TRAINING,
-    TREE_ORIGIN,
     WHOLE_PROGRAM,
     ServerBuildSpec,
     linked_files,
 )
-from dbperf.host.compiler import Compiler, build_environment, find_compiler, missing_headers
+from dbperf.host.compiler import Compiler
 from dbperf.host.facts import sha256_of
-from dbperf.tools import tail
+from dbperf.run_meta import MetaError
+from dbperf.server_manifest import ServerManifest, manifest_record, read_server_manifest, server_manifest
 
-Progress = Callable[[str, int, int], None]  # (phase, steps done, steps expected)
 # Counts a PGO build's guard: (engine, the PGO build's binaries, what gives its base's binaries) -> instructions per
 # query of each on the training workload; GuardCannotRun where it cannot count. The base is asked for once the PGO
 # build is counted: where valgrind cannot run the PGO build, no base is built for nothing (a -march=native base
@@ -130,93 +136,53 @@ def _cached(entry: Path, recipe: Recipe) -> ServerBuild | None:
     manifest_path = entry / "manifest.json"
     if not manifest_path.is_file():
         return None
-    manifest = json.loads(manifest_path.read_text())
+    manifest = manifest_record(read_server_manifest(manifest_path, ServerManifest))
     return ServerBuild(entry / "install", recipe.binaries(entry / "install"), manifest, cached=True)
 
 
-def spec_recipe(spec: ServerBuildSpec) -> Recipe | None:
-    """The recipe that builds `spec` (its engine's, or that one's leaner recipe), None when the lab has none; a
-    UserError for `lean = true` on an engine without a leaner one."""
-    recipe = recipe_for(spec.engine)
-    if recipe is None or not spec.lean:
-        return recipe
-    lean = recipe.lean()
-    if lean is None:
-        raise UserError(f"{spec.label()}: the lab has no leaner recipe for {spec.engine} (drop lean = true)")
-    return lean
-
-
-def check_can_build(spec: ServerBuildSpec) -> tuple[Recipe, Compiler]:
-    """The recipe and compiler of `spec`, or a UserError naming what this machine lacks (tools, development files,
-    gcc for PGO, BOLT): checked for every build of an experiment before the first starts, so that a missing tool is
-    not found after an hour of other builds."""
-    recipe = spec_recipe(spec)
-    if recipe is None:
-        raise UserError(f"{spec.label()}: building {spec.engine} from source is not supported yet; "
-                        f"use released binaries (source = \"{spec.engine}@VERSION\") or Debian's package")
-    if spec.tree is not None:
-        resolve_server_tree(spec.engine, recipe, spec.tree)  # a bad revision or another engine's tree: one line
-    cc = find_compiler(spec.compiler)
-    missing = sorted({package for tool, package in recipe.tools.items() if shutil.which(tool) is None})
-    if missing:
-        raise UserError(f"{spec.label()}: building {spec.engine} from source needs {', '.join(recipe.tools)} "
-                        f"(apt install {' '.join(missing)})")
-    libraries = missing_headers(cc, recipe.headers, recipe.language)
-    if libraries:
-        raise UserError(f"{spec.label()}: building {spec.engine} from source needs the development files of "
-                        f"{', '.join(libraries)} (apt install {' '.join(libraries)})")
-    if spec.pgo and not cc.is_gcc:
-        raise UserError(f"{spec.label()}: the pgo variant needs gcc (found {cc.version})")
-    scope_refused = scope_kind(spec.pgo_scope).refusal(recipe) if spec.pgo else None
-    if scope_refused:
-        raise UserError(f"{spec.label()}: {scope_refused}")
-    if spec.bolt:
-        try:
-            bolt_tools()
-        except UserError as e:
-            raise UserError(f"{spec.label()}: {e}") from None
-    if spec.pgo and shutil.which("valgrind") is None:
-        raise UserError(f"{spec.label()}: the pgo variant's guard counts instructions with valgrind (apt install "
-                        "valgrind)")
-    return recipe, cc
-
-
 def build_server(spec: ServerBuildSpec, train: Training, on_progress: Progress | None = None,
-                 guard: Guard | None = None, tree: ServerTree | None = None) -> ServerBuild:
+                 guard: Guard | None = None, origin: ServerOrigin | None = None) -> ServerBuild:
     """The server build `spec` names, from the cache or built now; `train` runs the training set against an
     instrumented build for PGO and BOLT (runner/server_training.py: the build lab does not start servers itself),
-    `guard` counts a PGO build's guard (runner/server_pgo_guard.py; needed by PGO builds only). `tree`: the
-    user's tree of `spec` as read before (an experiment reads each once, so that its builds, and a PGO build's base,
-    are of one content), else read here."""
+    `guard` counts a PGO build's guard (runner/server_pgo_guard.py; needed by PGO builds only). `origin`: where the
+    code comes from (sources/), as resolved before (an experiment resolves each once, so that its builds of one tree,
+    and a PGO build's base, are of one content), else resolved here. The origin's candidates are tried newest first:
+    the first it gives is built, in its kept tree or in a fresh folder (sources.base.in_kept_tree)."""
     recipe, cc = check_can_build(spec)
+    origin = origin or origin_of(spec, recipe)
     # a relink: its base first (from the cache or built now), in the kept tree the relink shares
-    base = build_server(spec.relink_base(), train, on_progress, guard, tree) if spec.ldflags else None
-    if spec.tree is not None:
-        return _build_from_tree(spec, recipe, cc, on_progress, train, guard, tree, base)
-    apt, package, versions = candidate_versions(spec.engine)
-    if spec.version is not None:
-        if spec.version not in versions:
-            raise UserError(f"{spec.label()}: Debian's archive no longer lists {package} {spec.version}, the version "
-                            "of the PGO build this is the base of")
-        versions = [spec.version]
-    builds = server_cache() / "build"
-    builds.mkdir(parents=True, exist_ok=True)
+    base = build_server(spec.relink_base(), train, on_progress, guard, origin) if spec.ldflags else None
+    (server_cache() / "build").mkdir(parents=True, exist_ok=True)
     skipped: list[str] = []
-    for version in versions:
+    for version in origin.candidates(spec, recipe, skipped):
         if skipped and on_progress:  # a newer version passed over is said, not skipped silently
-            on_progress(f"{package} {skipped[-1][:240]}; trying {version}", 0, 0)
-        refused = scope_kind(spec.pgo_scope).version_refusal(recipe, version) if spec.pgo else None
-        if refused:
-            skipped.append(f"{version}: {refused}")
-            continue
-        key = _key(spec, package, version, cc, recipe)
+            on_progress(f"{origin.word} {skipped[-1][:240]}; trying {version}", 0, 0)
+        key = build_key(spec, origin, version, cc, recipe)
         # the second of two builds of one key waits, then reuses the first's entry
         with key_held(server_cache() / LOCKS, key, _said_as_progress(on_progress)):
-            built = _build_version(spec, recipe, cc, apt, package, version, key, on_progress, train, guard, skipped,
-                                   base)
-        if built is not None:
-            return built
-    raise UserError(f"{spec.label()}: no version of Debian's {package} could be fetched ({'; '.join(skipped)[-300:]})")
+            try:
+                return _build_key(Attempt(origin.pinned(spec, version), recipe, cc, origin, version, key, skipped),
+                                  on_progress, train, guard, base)
+            except Unserved as e:
+                skipped.append(f"{version}: {e}")
+    raise origin.none_left(spec, skipped)
+
+
+def build_key(spec: ServerBuildSpec, origin: ServerOrigin, version: str, cc: Compiler, recipe: Recipe) -> str:
+    """The cache key of the build of `spec` from `version` of its origin."""
+    return _key(spec, *origin.key_source(version), cc, recipe)
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One candidate of an origin being built under its key (its lock held)."""
+    spec: ServerBuildSpec  # held to the candidate (origin.pinned)
+    recipe: Recipe
+    cc: Compiler
+    origin: ServerOrigin
+    version: str
+    key: str
+    skipped: list[str]  # the candidates passed over before it, for the manifest
 
 
 def _said_as_progress(on_progress: Progress | None) -> Callable[[str], None] | None:
@@ -224,120 +190,38 @@ def _said_as_progress(on_progress: Progress | None) -> Callable[[str], None] | N
     return (lambda said: on_progress(said, 0, 0)) if on_progress else None
 
 
-def _build_version(spec: ServerBuildSpec, recipe: Recipe, cc: Compiler, apt: PrivateApt, package: str, version: str,
-                   key: str, on_progress: Progress | None, train: Training, guard: Guard | None, skipped: list[str],
-                   base: ServerBuild | None) -> ServerBuild | None:
-    """The build of Debian's `version` of `package` under `key` (its lock held), from the cache or made now; None
-    when the archive does not serve it (said in `skipped`)."""
-    builds = server_cache() / "build"
-    found = _cached(builds / key, recipe)
+def _build_key(a: Attempt, on_progress: Progress | None, train: Training, guard: Guard | None,
+               base: ServerBuild | None) -> ServerBuild:
+    """The build of the attempt's candidate, from the cache or made now: in the kept tree of its source, or for PGO
+    and BOLT in a fresh folder, its code fetched or exported into it (Unserved when the origin cannot give it). A
+    relink (`base` the build it relinks) only links, in the kept tree it shares with its base."""
+    spec, builds = a.spec, server_cache() / "build"
+    found = _cached(builds / a.key, a.recipe)
     if found:
-        return _guarded_cached(replace(spec, version=version), found, train, on_progress, guard) if spec.pgo \
-            else found
+        return _guarded_cached(spec, found, train, on_progress, guard, a.origin) if spec.pgo else found
     sweep_abandoned(builds)  # staging directories of builds killed outright
+    said = _said_as_progress(on_progress)
     if in_kept_tree(spec):
-        return _build_in_tree(spec, recipe, cc, apt, package, version, key, on_progress, skipped, base)
-    with _staged(builds, key, recipe, spec) as (work, state):
+        identity = tree_identity(a.origin.kept_identity(a.version), spec.flags(), a.cc, a.recipe.options)
+        with kept_tree(server_cache() / TREES, identity, said) as tree:
+            refresh = a.origin.into_kept(a.version, tree, a.skipped, said)
+            # The tree keeps the objects of a build that did not finish; a resumable one's staging keeps its time.
+            with _staged(builds, a.key, a.recipe, spec) as (work, state):
+                changed = tree.switch(spec.patches, work / "build.log", spec.label(), refresh)
+                made = build_kept(spec, a.recipe, a.cc, tree, changed, work, on_progress, state,
+                                  base.manifest if base else None)
+                return _enter(spec, a.recipe, a.cc, made.provenance, a.key, work, builds / a.key, made.commands,
+                              made.jobs, made.runner, state, made.variants)
+    with _staged(builds, a.key, a.recipe, spec) as (work, state):
         fetched = state.source()
         if fetched is None:
             _clear_partial_fetch(work)
-            try:
-                source = fetch_debian_source(apt, package, spec.engine, version, work, skipped,
-                                             _said_as_progress(on_progress))
-            except UserError as e:
-                skipped.append(f"{version}: {e}")
-                return None
-            apply_patches(spec.patches, source.tree, work / "build.log", spec.label())  # after Debian's own
-            fetched = source.tree, with_patches(source.provenance, spec.patches)
+            src, provenance = a.origin.fetch(a.version, work, a.skipped, said)
+            apply_patches(spec.patches, src, work / "build.log", spec.label())  # after Debian's own
+            fetched = src, with_patches(provenance, spec.patches)
             state.set_source(*fetched)
-        return _build(spec, recipe, cc, *fetched, key, work, builds / key, on_progress, train, state, guard)
-
-
-def in_kept_tree(spec: ServerBuildSpec) -> bool:
-    """Whether a build is made in the kept build tree of its source (build_tree.py): PGO and BOLT builds are made
-    whole in a fresh folder (_build_in_tree says why); a PGO build's base, without them, is made in the kept tree."""
-    return not (spec.pgo or spec.bolt)
-
-
-def _build_in_tree(spec: ServerBuildSpec, recipe: Recipe, cc: Compiler, apt: PrivateApt, package: str, version: str,
-                   key: str, on_progress: Progress | None, skipped: list[str],
-                   base: ServerBuild | None = None) -> ServerBuild | None:
-    """A build in the kept tree of its source, flags and compiler (build_tree.py), the source fetched into it if
-    new; None when the archive does not serve this version (said in `skipped`). PGO and BOLT builds are not made
-    in kept trees yet: PGO's two builds would need trees of their own (build_tree.tree_identity) agreeing on one
-    path for gcc's profile names, and BOLT rewrites what a resumed build installs again (resume.py)."""
-    source = {"engine": spec.engine, "origin": spec.origin, "package": package, "version": version}
-    identity = tree_identity(source, spec.flags(), cc, recipe.options)
-    builds = server_cache() / "build"
-    with kept_tree(server_cache() / TREES, identity, (lambda said: on_progress(said, 0, 0)) if on_progress else None
-                   ) as tree:
-        if tree.record.provenance is None:
-            tree.clear_source()
-            try:
-                fetched = fetch_debian_source(apt, package, spec.engine, version, tree.root, skipped,
-                                              _said_as_progress(on_progress))
-            except UserError as e:
-                skipped.append(f"{version}: {e}")
-                return None
-            tree.set_source(fetched.provenance)
-        # The tree keeps the objects of a build that did not finish; a resumable one's staging keeps its time too.
-        with _staged(builds, key, recipe, spec) as (work, state):
-            changed = tree.switch(spec.patches, work / "build.log", spec.label())
-            return _build_kept(spec, recipe, cc, tree, changed, key, work, builds / key, on_progress, state, base)
-
-
-def tree_build_key(spec: ServerBuildSpec, tree: ServerTree, recipe: Recipe, cc: Compiler) -> str:
-    """The cache key of a build of the user's tree: Debian's package and version stand for the tree's content."""
-    return _key(spec, TREE_ORIGIN, tree.snapshot.content, cc, recipe)
-
-
-def _build_from_tree(spec: ServerBuildSpec, recipe: Recipe, cc: Compiler, on_progress: Progress | None,
-                     train: Training, guard: Guard | None, read: ServerTree | None = None,
-                     base: ServerBuild | None = None) -> ServerBuild:
-    """A build of the user's tree (server_tree.py: `read` before, or read now), from the cache (its key the tree's
-    content and patches) or made now: in the kept tree of the checkout, or for PGO and BOLT in a fresh folder, the
-    tree exported into it. A PGO build's base is built from the same read of the tree: a revision by its git tree,
-    whatever its branch names by then; a tree as it is refused if its files changed since (user_tree.py). A relink
-    (`base` the build it relinks) only links, in the kept tree it shares with its base."""
-    assert spec.tree is not None
-    tree = read or resolve_server_tree(spec.engine, recipe, spec.tree)
-    builds = server_cache() / "build"
-    builds.mkdir(parents=True, exist_ok=True)
-    key = tree_build_key(spec, tree, recipe, cc)
-    # the second of two builds of one key waits, then reuses the first's entry
-    with key_held(server_cache() / LOCKS, key, _said_as_progress(on_progress)):
-        return _build_tree_key(spec, recipe, cc, on_progress, train, guard, tree, base, key)
-
-
-def _build_tree_key(spec: ServerBuildSpec, recipe: Recipe, cc: Compiler, on_progress: Progress | None,
-                    train: Training, guard: Guard | None, tree: ServerTree, base: ServerBuild | None,
-                    key: str) -> ServerBuild:
-    """The build of the user's `tree` under `key` (its lock held), from the cache or made now."""
-    builds = server_cache() / "build"
-    found = _cached(builds / key, recipe)
-    if found:
-        return _guarded_cached(spec, found, train, on_progress, guard, tree) if spec.pgo else found
-    sweep_abandoned(builds)
-    if not in_kept_tree(spec):  # as Debian's source: a fresh folder (_build_in_tree says why)
-        with _staged(builds, key, recipe, spec) as (work, state):
-            fetched = state.source()
-            if fetched is None:
-                _clear_partial_fetch(work)
-                tree.snapshot.export(work / "src")
-                apply_patches(spec.patches, work / "src", work / "build.log", spec.label())
-                fetched = work / "src", with_patches(tree.provenance(), spec.patches)
-                state.set_source(*fetched)
-            return _build(spec, recipe, cc, *fetched, key, work, builds / key, on_progress, train, state, guard,
-                          tree)
-    identity = tree_identity(tree.kept_source(), spec.flags(), cc, recipe.options)
-    waiting = _said_as_progress(on_progress)
-    staged = _staged(builds, key, recipe, spec)  # entered once the kept tree is locked
-    with kept_tree(server_cache() / TREES, identity, waiting) as kept, staged as (work, state):
-        if on_progress:
-            on_progress(f"syncing {tree.snapshot.word} into its kept tree", 0, 0)
-        changed = kept.switch(spec.patches, work / "build.log", spec.label(), tree.refresh(kept.root))
-        kept.set_source(tree.provenance())
-        return _build_kept(spec, recipe, cc, kept, changed, key, work, builds / key, on_progress, state, base)
+        return _build(spec, a.recipe, a.cc, *fetched, a.key, work, builds / a.key, on_progress, train, state, guard,
+                      a.origin)
 
 
 @contextmanager
@@ -363,164 +247,24 @@ def _staged(builds: Path, key: str, recipe: Recipe, spec: ServerBuildSpec) -> It
             staging.remove()
 
 
-def _build_kept(spec: ServerBuildSpec, recipe: Recipe, cc: Compiler, tree: BuildTree, changed: int, key: str,
-                work: Path, final: Path, on_progress: Progress | None, state: BuildState,
-                base: ServerBuild | None = None) -> ServerBuild:
-    """Configures the kept tree if it is new (or its configure command changed: ccache came or went, or a relink's
-    linker flags), builds (make or ninja rebuild what the switch of patches changed, ccache serves what went back
-    and forth; a relink, `base` the build it relinks, only links) and installs into the tree's prefix, which is
-    moved into work/install; then into `final` as every build."""
-    ccache = find_ccache(server_cache() / "ccache", tree.root.parent, work / "ccache-stats.log")
-    launcher = ccache.program if ccache else ""
-    jobs = os.cpu_count() or 1
-    # ldflags are -Wl,... options, which every recipe gives its links alone: the compiles are the base's
-    commands = recipe.commands(tree.src, tree.prefix, replace(cc, launcher=launcher), [*spec.flags(), *spec.ldflags],
-                               jobs)
-    runner = _Runner(spec, recipe, tree.src, work / "build.log", on_progress, state)
-    runner.env = ccache.environment() if ccache else {}
-    reused, configure = tree.reused, tree.record.configured != commands[0]  # new, or another launcher
-    with open(runner.log, "a") as f:
-        f.write(f"# kept tree {tree.root} ({'reused' if reused else 'new'}; {changed} files switched)\n")
-        f.write("" if ccache else f"# {MISSING}\n")
-    # make cannot tell an object a killed compiler half wrote from a whole one: after an interruption, a make tree
-    # is cleaned (a tree whose configure never finished has nothing to clean, nor the makefiles to do it with)
-    clean = tree.begin() and not recipe.resumable and tree.record.configured is not None
-    if clean:  # a clean that fails leaves the tree marked
-        runner.run(recipe.clean_commands(tree.src), "cleaning after a build that did not finish")
-    try:
-        if configure:
-            runner.run(commands[:1], "configuring")
-            tree.configured(commands[0])
-        # an empty prefix: cmake's install skips a file whose size and time (to the second) are the installed one's
-        shutil.rmtree(tree.prefix, ignore_errors=True)
-        since = state.result("tree-build-started")  # a resumed build's objects count from its first segment
-        if since is None:
-            stamp = tree.root / "build.started"
-            stamp.touch()
-            since = stamp.stat().st_mtime_ns  # the file system's clock, as the objects' mtimes
-            state.finish("tree-build-started", since)
-        if spec.ldflags:
-            for linked in recipe.relink_outputs(tree.src):
-                linked.unlink(missing_ok=True)
-        start = runner.log.stat().st_size
-        runner.run(commands[1:-1], "compiling")
-        end = runner.log.stat().st_size  # the count reads the build's lines, not the install's (`install -c`)
-        runner.run(commands[-1:], "installing")
-    except UserError:
-        # a command that failed: make and ninja wait for the compiles under way, and a compile that fails writes
-        # no object, so the tree's objects are whole (only an interruption leaves it marked)
-        tree.stopped()
-        raise
-    with open(runner.log, "rb") as f:
-        f.seek(start)
-        # the build tools' lines, without the runner's own (`$ command`, `# note`)
-        output = "".join(line for line in f.read(end - start).decode(errors="replace").splitlines(keepends=True)
-                         if not line.startswith(("$ ", "# ")))
-    shutil.rmtree(work / "install", ignore_errors=True)  # a resumed build's, moved before it was cut short
-    os.replace(tree.prefix, work / "install")
-    tree.finished()
-    incremental = {"tree": str(tree.root), "reused": reused, "configured": configure, "cleaned": clean,
-                   "files_switched": changed, "objects_rebuilt": recipe.rebuilt_objects(tree.src, since, output),
-                   "ccache": ccache.counts() if ccache else {"missing": MISSING},
-                   "objects": objects_digest(recipe.objects_root(tree.src))}
-    provenance = with_patches(tree.record.provenance or {}, spec.patches)
-    relinked = {"ldflags": list(spec.ldflags), "relink": relink_record(spec, base, incremental)} if base else {}
-    return _enter(spec, recipe, cc, provenance, key, work, final, commands, jobs, runner, state,
-                  {"pgo": None, "bolt": None, "incremental": incremental, **relinked})
-
-
-def relink_record(spec: ServerBuildSpec, base: ServerBuild, incremental: dict[str, Any]) -> dict[str, Any]:
-    """What a relink says of its base: the base's key, and whether its objects are the base's (the digest of every
-    object in the kept tree after the link against the one the base's manifest records; None for a base built
-    before builds recorded it) and how many the relink compiled (none, unless the tree held another patch set)."""
-    recorded = (base.manifest.get("incremental") or {}).get("objects") or {}
-    objects = incremental["objects"]
-    return {"base_key": base.manifest["key"], "ldflags": list(spec.ldflags),
-            "object_count": objects["count"], "objects_sha256": objects["sha256"],
-            "objects_equal": recorded.get("sha256") == objects["sha256"] if recorded else None,
-            "objects_compiled": incremental["objects_rebuilt"]}
-
-
 def _clear_partial_fetch(work: Path) -> None:
     """What a fetch killed before it finished left in a resumable build's directory."""
     for leftover in [work / "src", *work.glob("download-*")]:
         shutil.rmtree(leftover, ignore_errors=True)
 
 
-class _Runner:
-    """Runs a build's commands in the source tree, every line into the log, counting compile steps and the time of
-    each command (wall clock and CPU) into the build's state."""
-
-    def __init__(self, spec: ServerBuildSpec, recipe: Recipe, tree: Path, log: Path,
-                 on_progress: Progress | None, state: BuildState) -> None:
-        self.spec, self.recipe, self.tree, self.log, self.on_progress = spec, recipe, tree, log, on_progress
-        self.state = state
-        self.expected = recipe.expected_steps(tree)
-        self.env: dict[str, str] = {}  # beside the build environment (ccache's, in a kept tree)
-
-    @property
-    def steps(self) -> int:
-        """Compile steps of every phase and segment (an object whose compile was interrupted counts again)."""
-        return self.state.all_steps
-
-    def run(self, commands: list[list[str]], phase: str) -> int:
-        """The commands one after another, those an earlier segment of the build finished skipped; the compile
-        steps of `phase`, every segment's."""
-        label = f"{phase}, resumed" if self.state.resumed else phase
-        done = self.state.commands_done(phase)
-        with open(self.log, "a") as f:
-            for cmd in commands[done:]:
-                if self.state.resumed:
-                    f.write(f"# resumed: segment {self.state.earlier_segments + 1}\n")
-                f.write("$ " + " ".join(cmd) + "\n")
-                f.flush()
-                cpu_before = children_cpu_seconds()
-                try:
-                    self._command(cmd, f, phase, label)
-                finally:  # finished, failed or killed: its CPU time (and its reaped children's) is the build's
-                    self.state.add_cpu(children_cpu_seconds() - cpu_before)
-                self.state.command_done(phase)
-        return self.state.steps(phase)
-
-    def _command(self, cmd: list[str], f: IO[str], phase: str, label: str) -> None:
-        """One command, its output into the log `f`; a UserError when it fails."""
-        proc = subprocess.Popen(cmd, cwd=self.tree, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                errors="replace", env={**build_environment(), **self.env},
-                                start_new_session=True)
-        assert proc.stdout is not None
-        try:
-            for line in proc.stdout:
-                f.write(line)
-                if self.recipe.is_step(line):
-                    self.state.step(phase, proc.pid)
-                    if self.on_progress:
-                        self.on_progress(label, self.state.steps(phase), self.expected)
-            proc.wait()
-        except BaseException:
-            # Ctrl-C, SIGTERM or an error: the build tool and every compiler it started (ninja puts each in a
-            # process group of its own, so the whole session), then the caller's clean-up.
-            kill_session(proc.pid)
-            proc.wait()
-            raise
-        if proc.returncode != 0:
-            f.flush()
-            raise UserError(f"build of {self.spec.label()} failed at `{' '.join(cmd)[:60]}` (log "
-                            f"{_keep_log(self.log)}): {tail(self.log.read_text(errors='replace'), 3)}")
-
-
 def _build(spec: ServerBuildSpec, recipe: Recipe, cc: Compiler, tree: Path, provenance: dict[str, Any], key: str,
            work: Path, final: Path, on_progress: Progress | None, train: Training, state: BuildState,
-           guard: Guard | None = None, user_tree: ServerTree | None = None) -> ServerBuild:
+           guard: Guard | None = None, origin: ServerOrigin | None = None) -> ServerBuild:
     """Configures, builds and installs into work/install (for pgo: an instrumented build, its training, and the
     build that uses the profile), then moves work into `final`; what `state` says an earlier segment finished is not
-    done again. `user_tree`: the read of the user's tree this build is of, for its PGO base."""
+    done again. `origin`: where this build's code came from, for its PGO base."""
     prefix = work / "install"
-    runner = _Runner(spec, recipe, tree, work / "build.log", on_progress, state)
+    runner = BuildRunner(spec, recipe, tree, work / "build.log", on_progress, state)
     jobs = os.cpu_count() or 1
     pgo = None
     if spec.pgo:
-        pinned = replace(spec, version=provenance.get("version")) if spec.tree is None else spec  # its base's too
-        pgo, commands = _build_pgo(pinned, recipe, cc, runner, work, prefix, jobs, train, guard, user_tree)
+        pgo, commands = _build_pgo(spec, recipe, cc, runner, work, prefix, jobs, train, guard, origin)
     else:
         commands = recipe.commands(tree, prefix, cc, spec.flags(), jobs)
         runner.run(commands, "compiling")
@@ -539,7 +283,7 @@ def _build(spec: ServerBuildSpec, recipe: Recipe, cc: Compiler, tree: Path, prov
 
 
 def _enter(spec: ServerBuildSpec, recipe: Recipe, cc: Compiler, provenance: dict[str, Any], key: str, work: Path,
-           final: Path, commands: list[list[str]], jobs: int, runner: _Runner, state: BuildState,
+           final: Path, commands: list[list[str]], jobs: int, runner: BuildRunner, state: BuildState,
            variants: dict[str, Any]) -> ServerBuild:
     """The build's manifest written beside its install in `work`, and `work` moved into `final`, its cache entry."""
     prefix = work / "install"
@@ -555,6 +299,7 @@ def _enter(spec: ServerBuildSpec, recipe: Recipe, cc: Compiler, provenance: dict
         "built_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "install": str(final / "install"),
     }
+    manifest = _checked_manifest(manifest)
     (work / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
     (work / STATE).unlink(missing_ok=True)  # its figures are the manifest's now
     open_to_service_users(work)
@@ -585,7 +330,7 @@ def _proof_of(spec: ServerBuildSpec) -> ProfileProof:
     return proof
 
 
-def _train_and_prove(spec: ServerBuildSpec, recipe: Recipe, runner: _Runner, work: Path, instrumented: Path,
+def _train_and_prove(spec: ServerBuildSpec, recipe: Recipe, runner: BuildRunner, work: Path, instrumented: Path,
                      profile: Path, train: Training, directories: tuple[str, ...]) -> dict[str, Any]:
     """The training of the instrumented install, as the service user, into a profile folder emptied and handed to
     that user first; then the profile's proof (profile_proof.py: `directories`, those of a partial profile, each
@@ -602,11 +347,11 @@ def _train_and_prove(spec: ServerBuildSpec, recipe: Recipe, runner: _Runner, wor
     try:
         return {**training, "proof": prove(facts)}
     except UserError as e:
-        raise UserError(f"{e} (log {_keep_log(runner.log)})") from None
+        raise UserError(f"{e} (log {keep_log(runner.log)})") from None
 
 
-def _build_pgo(spec: ServerBuildSpec, recipe: Recipe, cc: Compiler, runner: _Runner, work: Path, prefix: Path,
-               jobs: int, train: Training, guard: Guard | None, user_tree: ServerTree | None = None
+def _build_pgo(spec: ServerBuildSpec, recipe: Recipe, cc: Compiler, runner: BuildRunner, work: Path, prefix: Path,
+               jobs: int, train: Training, guard: Guard | None, origin: ServerOrigin | None = None
                ) -> tuple[dict[str, Any], list[list[str]]]:
     """Instrumented build, training against the instrumented server, the profile's proof, then the build that uses
     the profile, in the same tree (gcc names each profile after its object's path), and its guard. What the two
@@ -627,7 +372,7 @@ def _build_pgo(spec: ServerBuildSpec, recipe: Recipe, cc: Compiler, runner: _Run
         if scope.reuses_base:
             if runner.on_progress:
                 runner.on_progress("the build without PGO first (the objects outside the profile's directories)", 0, 0)
-            build_server(base_spec(spec), train, runner.on_progress)
+            build_server(base_spec(spec), train, runner.on_progress, origin=origin)
         runner.env = scope.environment(generate)
         runner.run(commands, "compiling (instrumented)")
         open_to_service_users(instrumented)
@@ -640,16 +385,16 @@ def _build_pgo(spec: ServerBuildSpec, recipe: Recipe, cc: Compiler, runner: _Run
         state.finish("profile-use", used)
     shutil.rmtree(profile, ignore_errors=True)
     open_to_service_users(prefix)  # the guard runs it as the service user, still in the staging directory
-    checked, refused = _guard(spec, recipe.binaries(prefix), train, runner.on_progress, guard, user_tree)
+    checked, refused = _guard(spec, recipe.binaries(prefix), train, runner.on_progress, guard, origin)
     if refused:
-        raise UserError(f"{refused} (log {_keep_log(runner.log)})")
+        raise UserError(f"{refused} (log {keep_log(runner.log)})")
     scoped = scope.record()
     return {**trained, **used, "profile_consumed": CONSUMED if scoped is None else CONSUMED_IN_SCOPE,
             **({"scope": scoped} if scoped is not None else {}),
             "guard": checked, "profile_use_flags": [*spec.flags(), *use.flags]}, [*commands, *use_commands]
 
 
-def _use_profile(spec: ServerBuildSpec, recipe: Recipe, runner: _Runner, profile: Path,
+def _use_profile(spec: ServerBuildSpec, recipe: Recipe, runner: BuildRunner, profile: Path,
                  use_commands: list[list[str]]) -> dict[str, Any]:
     """The build that uses the profile, and what the manifest says of it: the profile's files and the objects gcc
     found none for (-Wmissing-profile, read from every segment of that build's log)."""
@@ -675,17 +420,17 @@ def base_spec(spec: ServerBuildSpec) -> ServerBuildSpec:
 
 
 def _guard(spec: ServerBuildSpec, binaries: Path, train: Training, on_progress: Progress | None,
-           guard: Guard | None, user_tree: ServerTree | None = None) -> tuple[dict[str, Any], str | None]:
-    """The PGO build at `binaries` against its base (from the cache or built now; of a user's tree, from the same read
-    of it, `user_tree`): the manifest's `pgo.guard`, and the one line that refuses the build (None when it passes, or
-    when the guard cannot count here: `not_run`)."""
+           guard: Guard | None, origin: ServerOrigin | None = None) -> tuple[dict[str, Any], str | None]:
+    """The PGO build at `binaries` against its base (from the cache or built now, of the same `origin`: a user's
+    tree's same read, Debian's same version): the manifest's `pgo.guard`, and the one line that refuses the build
+    (None when it passes, or when the guard cannot count here: `not_run`)."""
     if guard is None:
         raise UserError(f"{spec.label()}: a PGO build needs its guard (build_server's `guard`)")
     phase = "PGO guard (instructions per query against the build without PGO)"
     record: dict[str, Any] = {}
 
     def base() -> Path:
-        built = build_server(base_spec(spec), train, on_progress, tree=user_tree)
+        built = build_server(base_spec(spec), train, on_progress, origin=origin)
         record["base_key"] = built.manifest["key"]
         if on_progress:
             on_progress(phase, 0, 0)
@@ -707,7 +452,7 @@ def guard_pending(manifest: dict[str, Any]) -> bool:
 
 
 def _guarded_cached(spec: ServerBuildSpec, found: ServerBuild, train: Training, on_progress: Progress | None,
-                    guard: Guard | None, user_tree: ServerTree | None = None) -> ServerBuild:
+                    guard: Guard | None, origin: ServerOrigin | None = None) -> ServerBuild:
     """A cached PGO build, its guard run once if it never was (its manifest then gains the figures); a UserError
     when the guard refuses it, now or when it ran before."""
     pgo = found.manifest.get("pgo") or {}
@@ -717,27 +462,38 @@ def _guarded_cached(spec: ServerBuildSpec, found: ServerBuild, train: Training, 
             raise UserError(f"{refused} (recorded in {found.root.parent / 'manifest.json'}; remove that build to "
                             "make it again)")
         return found
-    checked, refused = _guard(spec, found.binaries, train, on_progress, guard, user_tree)
+    checked, refused = _guard(spec, found.binaries, train, on_progress, guard, origin)
     after: dict[str, Any] = {"counted_after_the_build": True}
     if spec.bolt:  # a new build's guard counts it before BOLT rewrites the server
         after["counted"] = "the installed server, BOLT's rewrite included"
     manifest = {**found.manifest, "pgo": {**pgo, "guard": {**checked, **({"refused": refused} if refused else {}),
                                                          **after}}}
-    _write_manifest(found.root.parent, manifest)
+    manifest = _write_manifest(found.root.parent, manifest)
     if refused:
         raise UserError(refused)
     return replace(found, manifest=manifest)
 
 
-def _write_manifest(entry: Path, manifest: dict[str, Any]) -> None:
-    """A cached build's manifest replaced in one step (readers see the old one or the new one)."""
+def _checked_manifest(manifest: dict[str, Any]) -> dict[str, Any]:
+    """The manifest as its reader reads it back (ServerManifest: every key, those without a value empty), so that a
+    build's manifest is the same dict made now or found in the cache; a shape the reader refuses is never written."""
+    try:
+        return manifest_record(server_manifest(manifest, ServerManifest))
+    except MetaError as e:
+        raise UserError(f"{manifest.get('label')}: the build's manifest is not one the lab reads ({e})") from None
+
+
+def _write_manifest(entry: Path, manifest: dict[str, Any]) -> dict[str, Any]:
+    """A cached build's manifest replaced in one step (readers see the old one or the new one); as written."""
+    manifest = _checked_manifest(manifest)
     tmp = entry / "manifest.json.tmp"
     tmp.write_text(json.dumps(manifest, indent=2) + "\n")
     tmp.chmod(0o644)
     os.replace(tmp, entry / "manifest.json")
+    return manifest
 
 
-def _bolt(spec: ServerBuildSpec, recipe: Recipe, prefix: Path, work: Path, runner: _Runner,
+def _bolt(spec: ServerBuildSpec, recipe: Recipe, prefix: Path, work: Path, runner: BuildRunner,
           train: Training) -> dict[str, Any]:
     if runner.on_progress:
         runner.on_progress("BOLT (instrument, train, optimize)", 0, 0)
@@ -745,58 +501,6 @@ def _bolt(spec: ServerBuildSpec, recipe: Recipe, prefix: Path, work: Path, runne
         return bolt_server(spec.engine, spec.label(), prefix, recipe.server_binary(prefix), recipe.binaries, work,
                            runner.log, engines.engine(spec.engine).service_user, train)
     except UserError as e:
-        raise UserError(f"{e} (log {_keep_log(runner.log)})") from None
+        raise UserError(f"{e} (log {keep_log(runner.log)})") from None
 
 
-def _keep_log(log: Path) -> Path:
-    failed = server_cache() / "build" / "failed"
-    failed.mkdir(exist_ok=True)
-    kept = failed / f"{datetime.now(UTC).strftime('%Y%m%dT%H%M%S')}-{log.parent.name.strip('.')}.log"
-    shutil.copyfile(log, kept)
-    return kept
-
-
-def how_built(manifest: dict[str, Any]) -> str:
-    """A build's time for its line on the console: wall clock, CPU where measured, and its segments when resumed."""
-    said = f"built in {manifest['build_seconds']} s"
-    if manifest.get("build_cpu_seconds") is not None:
-        said += f" ({manifest['build_cpu_seconds']} s of CPU"
-        segments = len(manifest.get("segments") or [])
-        said += f", in {segments} segments)" if segments > 1 else ")"
-    return said + _how_incremental(manifest.get("incremental"))
-
-
-def _how_incremental(incremental: dict[str, Any] | None) -> str:
-    """What a build in a kept tree reused, or the one line saying ccache is missing (never silently)."""
-    if not incremental:
-        return ""
-    n = incremental["objects_rebuilt"]
-    said = f"; {n} object{'' if n == 1 else 's'} " + ("rebuilt in its kept tree" if incremental["reused"]
-                                                       else "compiled in a new kept tree")
-    ccache = incremental["ccache"]
-    return said + (f"; {ccache['missing']}" if "missing" in ccache else
-                   f", ccache {ccache['hits']} hit{'' if ccache['hits'] == 1 else 's'}, {ccache['misses']} "
-                   f"miss{'' if ccache['misses'] == 1 else 'es'}")
-
-
-def partial_server_builds() -> list[dict[str, Any]]:
-    """The interrupted builds kept for resuming (resume.py): their label, steps and time so far."""
-    builds = server_cache() / "build"
-    found = []
-    for path in sorted(builds.glob(f".*{PARTIAL}/{STATE}")) if builds.is_dir() else []:
-        try:
-            record = read_resume(path)
-        except UserError:  # listed, never left out
-            record = ResumeRecord(label=f"unreadable {STATE}: the next build of it says so")
-        segments = record.segments
-        found.append({"key": path.parent.name.strip(".").removesuffix(PARTIAL), "label": record.label,
-                      "steps": sum(record.steps.values()), "segments": len(segments),
-                      "seconds": round(sum(s.seconds for s in segments), 1),
-                      "cpu_seconds": round(sum(s.cpu_seconds for s in segments), 1),
-                      "last": segments[-1].started_at if segments else "?", "path": str(path.parent)})
-    return found
-
-
-def cached_server_builds() -> list[dict[str, Any]]:
-    builds = server_cache() / "build"
-    return [json.loads(p.read_text()) for p in sorted(builds.glob("*/manifest.json"))] if builds.is_dir() else []

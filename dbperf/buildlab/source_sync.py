@@ -1,4 +1,4 @@
-"""A kept build tree's source (build_tree.py) brought to another revision of the user's tree (server_tree.py): the
+"""A kept build tree's source (build_tree.py) brought to another revision of the user's tree (sources/tree.py): the
 revision is exported into a folder beside it, then every file whose content, kind or executable bit differs is
 moved in and stamped now, every file the previous revision had and this one has not removed, and every other file
 left as it is, its mtime with it. make and ninja then rebuild only what the revision changed: an exported file's

@@ -104,12 +104,32 @@ class TreeSnapshot:
 
 def _archive(top: Path, tree_id: str, into: Path) -> None:
     """git archive of a tree object, run from the checkout's top folder, unpacked into `into` (tarfile's data
-    filter: nothing lands outside it)."""
+    filter: nothing lands outside it); then each submodule at the commit the tree records for it (git archive leaves
+    its folder empty: MariaDB's libmariadb, wsrep-lib...), from the submodule's own checkout, and theirs in turn. The
+    tree's id, the build's key, holds those commits."""
     with tempfile.TemporaryDirectory(prefix="archive-", dir=into.parent) as scratch:
         tar = Path(scratch) / "tree.tar"
         _out(top, "archive", "--format=tar", "-o", str(tar), tree_id)
         with tarfile.open(tar) as archive:
             archive.extractall(into, filter="data")
+    for path, commit in _submodules(top, tree_id):
+        checkout = top / path
+        if not (checkout / ".git").exists() or _git(checkout, "cat-file", "-e", f"{commit}^{{commit}}").returncode:
+            raise UserError(f"tree {top}: its submodule {path} at {commit[:12]} is not in the checkout (`git "
+                            "submodule update --init --recursive`, or fetch that commit in it)")
+        (into / path).mkdir(parents=True, exist_ok=True)
+        _archive(checkout, commit, into / path)
+
+
+def _submodules(top: Path, tree_id: str) -> list[tuple[str, str]]:
+    """(path, commit) of every submodule (gitlink) the tree records."""
+    found = []
+    for entry in _out(top, "ls-tree", "-r", "-z", tree_id).split("\0"):
+        meta, _, path = entry.partition("\t")
+        words = meta.split()
+        if len(words) == 3 and words[1] == "commit":
+            found.append((path, words[2]))
+    return found
 
 
 def _digest(path: Path) -> tuple[str, str]:

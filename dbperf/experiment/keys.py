@@ -274,7 +274,7 @@ TARGET = (
     Key("tree", "path", "instead of source: for SQLite a folder of yours holding the amalgamation (sqlite3.c, "
         "sqlite3.h) or a source tree that makes it (./configure && make sqlite3.c, run in the lab's own copy); for a "
         "server (engine = \"postgres\", \"mariadb\" or \"mysql\") a checkout of its source, built with its recipe "
-        "in a kept build tree (buildlab/server_tree.py); relative to the experiment file; without rev, the tree as "
+        "in a kept build tree (buildlab/sources/tree.py); relative to the experiment file; without rev, the tree as "
         "it is, uncommitted and untracked (not ignored) files included, keyed by their content "
         "(buildlab/user_tree.py)", "", "", string),
     Key("rev", "git revision", "with tree: that commit of the checkout (verified as a commit, exported by git "

@@ -29,7 +29,7 @@ from rich.console import Console
 from scipy.stats import mannwhitneyu
 
 from dbperf.buildlab.paths import cache_root
-from dbperf.buildlab.server_build import spec_recipe
+from dbperf.buildlab.server_build_checks import spec_recipe
 from dbperf.errors import UserError
 from dbperf.experiment import toml_text
 from dbperf.experiment.model import Experiment, Target

@@ -6,7 +6,6 @@ a target's checks fail (require_targets), before it claims its results folder.""
 
 from __future__ import annotations
 
-import json
 import pwd
 import shutil
 from collections.abc import Callable, Iterable
@@ -18,9 +17,12 @@ from dbperf import engines
 from dbperf.buildlab.builder import build_key, cached_builds
 from dbperf.buildlab.paths import server_cache
 from dbperf.buildlab.recipes import Recipe
-from dbperf.buildlab.server_build import cached_server_builds, check_can_build, in_kept_tree, tree_build_key
+from dbperf.buildlab.server_build import build_key as server_build_key
+from dbperf.buildlab.server_build_checks import check_can_build
+from dbperf.buildlab.server_cache_listing import cached_server_builds
 from dbperf.buildlab.server_releases import ServerInstall
-from dbperf.buildlab.server_tree import resolve_server_tree
+from dbperf.buildlab.sources import origin_of
+from dbperf.buildlab.sources.base import ServerOrigin
 from dbperf.buildlab.sqlite_source import SqliteSource, _cargo
 from dbperf.buildlab.sqlite_tree import configures, resolve_tree
 from dbperf.catalog.tool_commands import tool_path
@@ -30,6 +32,7 @@ from dbperf.experiment.model import Experiment, Target
 from dbperf.host.compiler import Compiler, find_compiler
 from dbperf.host.driver import driver_path, library_info
 from dbperf.host.process_variants import allocator_library
+from dbperf.server_manifest import ReleaseManifest, manifest_record, read_server_manifest
 from dbperf.servers.answering import check_answering
 from dbperf.servers.process import check_port_free
 from dbperf.servers.registry import LAB_SERVERS
@@ -135,27 +138,23 @@ def cached_release(engine: str, wanted: str) -> Path | None:
     """The binaries of a cached release (as server_releases.fetch_release finds them, without the network)."""
     cache = server_cache() / "release"
     for entry in sorted(cache.glob(f"{engine}-*")) if cache.is_dir() else []:
-        try:
-            manifest = json.loads((entry / "manifest.json").read_text())
-        except (OSError, ValueError):
+        if not (entry / "manifest.json").is_file():
             continue
-        if wanted in (manifest.get("version"), manifest.get("published_version")):
-            return ServerInstall(engine, str(manifest.get("version")), entry, manifest, cached=True).binaries
+        manifest = read_server_manifest(entry / "manifest.json", ReleaseManifest)
+        if wanted in (manifest.version, manifest.published_version):
+            return ServerInstall(engine, manifest.version, entry, manifest_record(manifest), cached=True).binaries
     return None
 
 
-def cached_server_build(spec: ServerBuildSpec, recipe: Recipe, cc: Compiler) -> Path | None:
+def cached_server_build(spec: ServerBuildSpec, recipe: Recipe, cc: Compiler, origin: ServerOrigin) -> Path | None:
     """The binaries of a cached build of `spec` by this compiler. Its key also names the Debian version, known only
     after an `apt update`: a cached build of the same label, compiler and patches is taken as this one. A tree's
-    key is known now (its content, read again here)."""
-    if spec.tree is not None:
-        entry = server_cache() / "build" / tree_build_key(spec, resolve_server_tree(spec.engine, recipe, spec.tree),
-                                                          recipe, cc)
+    key is known now (its content, `origin` as read)."""
+    known = origin.known_version()
+    if known is not None:
+        entry = server_cache() / "build" / server_build_key(spec, origin, known, cc, recipe)
         return recipe.binaries(entry / "install") if (entry / "manifest.json").is_file() else None
-    try:
-        manifests = cached_server_builds()
-    except (OSError, ValueError):
-        return None
+    manifests = cached_server_builds()  # one that cannot be read: its one line
     patches = [p.sha256 for p in spec.patches]
     for m in manifests:
         applied = [p.get("sha256") for p in (m.get("source") or {}).get("patches", [])]
@@ -212,22 +211,6 @@ def require_service_user(engine: str) -> None:
         raise UserError(f"user {kind.service_user} not found (apt install {kind.apt_package})") from None
 
 
-def _server_built(spec: ServerBuildSpec, recipe: Recipe) -> str:
-    """How a server build not cached would be made: from Debian's source, in a tree's kept build tree, or for PGO
-    and BOLT whole in a fresh folder (server_build.in_kept_tree)."""
-    if spec.tree is None:
-        return f"from Debian's source, {recipe.build_time} per build"
-    if in_kept_tree(spec):
-        return (f"from the tree in its kept build tree (the first build of a checkout: {recipe.build_time}; later "
-                "revisions rebuild what changed)")
-    steps = (f"compiled twice around its training (instrumented, then with the proven profile), {recipe.build_time} "
-             "each, and checked against the same build without pgo, made in the tree's kept build tree unless cached"
-             if spec.pgo else f"compiled, {recipe.build_time}")
-    bolt = ", then rewritten by BOLT after its own training" if spec.bolt else ""
-    whole = "from the tree copied into a fresh folder, whole (no PGO or BOLT build is made in a kept tree)"
-    return f"{whole}: {steps}{bolt}"
-
-
 def _server(t: Target) -> str:
     if t.dsn is not None:
         t.password()  # an unset password variable refuses the run
@@ -243,9 +226,10 @@ def _server(t: Target) -> str:
         return f"{t.engine}@{t.release}: cached, " + _lab_binaries(t, found)
     if t.server_build is not None:
         recipe, cc = check_can_build(t.server_build)  # its tools and headers (and a tree), as a real run checks first
-        found = cached_server_build(t.server_build, recipe, cc)
-        if found is None:
-            return f"{t.server_build.label()}: not cached, would be built {_server_built(t.server_build, recipe)}"
+        origin = origin_of(t.server_build, recipe)
+        found = cached_server_build(t.server_build, recipe, cc, origin)
+        if found is None:  # how, as its origin says: from Debian's source, in a kept tree, or whole in a fresh folder
+            return f"{t.server_build.label()}: not cached, would be built {origin.how_made(t.server_build, recipe)}"
         return f"{t.server_build.label()}: cached, " + _lab_binaries(t, found)
     if not (t.binaries or kind.default_binaries):
         raise UserError(kind.binaries_needed)

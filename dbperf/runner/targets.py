@@ -20,9 +20,12 @@ from rich.progress import (
 )
 
 from dbperf.buildlab.builder import Build, build_all
-from dbperf.buildlab.server_build import ServerBuild, build_server, check_can_build, how_built
+from dbperf.buildlab.server_build import ServerBuild, build_server
+from dbperf.buildlab.server_build_checks import check_can_build
+from dbperf.buildlab.server_cache_listing import how_built
 from dbperf.buildlab.server_releases import ServerInstall, fetch_release
-from dbperf.buildlab.server_tree import ServerTree, resolve_server_tree, source_words
+from dbperf.buildlab.sources import origin_of, source_words
+from dbperf.buildlab.sources.base import ServerOrigin
 from dbperf.errors import UserError
 from dbperf.experiment.build_variants import BuildSpec, ServerBuildSpec
 from dbperf.experiment.model import Experiment
@@ -61,37 +64,40 @@ def fetch_releases(e: Experiment, console: Console) -> tuple[Experiment, dict[st
     return replace(e, targets=targets), manifests
 
 
-def _checked(specs: list[ServerBuildSpec]) -> dict[tuple[str, UserTree], ServerTree]:
-    """Every build's tools checked before the first build (each takes minutes, some an hour), and each user's tree
-    read once, as SQLite's are (buildlab/sqlite_origin.py): every build of it, a PGO build's base included, is of
-    that one content, whatever the checkout holds by the time the build starts."""
-    trees: dict[tuple[str, UserTree], ServerTree] = {}
+def _checked(specs: list[ServerBuildSpec]) -> dict[ServerBuildSpec, ServerOrigin]:
+    """Every build's tools checked before the first build (each takes minutes, some an hour), and each build's
+    origin resolved once (buildlab/sources/), as SQLite's are (buildlab/sqlite_origin.py): every build of a user's
+    tree, a PGO build's base included, is of one read of it, whatever the checkout holds by the time the build starts;
+    the builds of an engine's Debian source ask its archive once."""
+    read: dict[tuple[str, UserTree | None], ServerOrigin] = {}
+    origins = {}
     for spec in specs:
         recipe, _ = check_can_build(spec)
-        if spec.tree is not None and (spec.engine, spec.tree) not in trees:
-            trees[(spec.engine, spec.tree)] = resolve_server_tree(spec.engine, recipe, spec.tree)
-    return trees
+        where = (spec.engine, spec.tree)
+        if where not in read:
+            read[where] = origin_of(spec, recipe)
+        origins[spec] = read[where]
+    return origins
 
 
 def build_servers(e: Experiment, console: Console) -> tuple[Experiment, dict[str, dict[str, Any]]]:
     """The experiment with every server-from-source target's binaries set (built once, then cached), and each
     such target's build manifest. Server builds run one after another: each uses every core."""
     builds: dict[ServerBuildSpec, ServerBuild] = {}
-    trees = _checked(list(dict.fromkeys(t.server_build for t in e.targets if t.server_build is not None)))
+    origins = _checked(list(dict.fromkeys(t.server_build for t in e.targets if t.server_build is not None)))
     for t in e.targets:
         spec = t.server_build
         if spec is None or spec in builds:
             continue
         with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
                       console=console, transient=True) as progress:
-            first = "reading the tree" if spec.tree else "fetching Debian's source"
-            task = progress.add_task(f"{spec.label()}: {first}", total=None)
+            origin = origins[spec]
+            task = progress.add_task(f"{spec.label()}: {origin.first_step}", total=None)
 
             def step(phase: str, done: int, expected: int, task: TaskID = task, label: str = spec.label()) -> None:
                 progress.update(task, description=f"{label}: {phase}", completed=done, total=max(done, expected))
 
-            read = trees.get((spec.engine, spec.tree)) if spec.tree else None
-            builds[spec] = b = build_server(spec, train_server, step, count_server_guard, read)
+            builds[spec] = b = build_server(spec, train_server, step, count_server_guard, origin)
         how = "cached" if b.cached else how_built(b.manifest)
         console.print(f"  {how} {spec.label()} from {source_words(b.manifest['source'])}  {b.root}",
                       highlight=False, markup=False)
@@ -113,9 +119,7 @@ def _one_version_per_engine(builds: dict[ServerBuildSpec, ServerBuild]) -> None:
     list was made on: refused when the two differ, since the experiment would compare two versions, not two builds."""
     seen: dict[str, tuple[str, str]] = {}
     for spec, built in builds.items():
-        if spec.tree is not None:
-            continue
-        version = built.manifest["source"].get("version")
+        version = built.manifest["source"].get("version")  # Debian's; a tree's source names a revision instead
         if version is None:
             continue
         first = seen.setdefault(spec.engine, (version, spec.label()))

@@ -17,7 +17,6 @@ names it reads, in the forms its option parser takes (engines/lab_owned.py: `loo
 from __future__ import annotations
 
 import difflib
-import json
 import re
 import subprocess
 import tempfile
@@ -30,6 +29,7 @@ from dbperf.buildlab.paths import server_cache
 from dbperf.buildlab.server_releases import SOURCES, version_key
 from dbperf.engines.lab_owned import MY_GETOPT_PREFIXES
 from dbperf.errors import UserError
+from dbperf.server_manifest import ReleaseManifest, read_server_manifest
 from dbperf.servers.lifecycle import LabServer
 from dbperf.servers.mariadb import MariaDBServer
 from dbperf.servers.postgres import PostgresServer
@@ -155,10 +155,10 @@ def _cached_release(engine: str, version: str) -> Path | None:
         return None
     for entry in sorted(cache.glob(f"{engine}-*")) if cache.is_dir() else []:
         try:
-            manifest = json.loads((entry / "manifest.json").read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            manifest = read_server_manifest(entry / "manifest.json", ReleaseManifest)
+        except UserError:  # not there, or unreadable: not a witness (the build that uses it says why)
             continue
-        if isinstance(manifest, dict) and version in (manifest.get("version"), manifest.get("published_version")):
+        if version in (manifest.version, manifest.published_version):
             return entry
     return None
 

@@ -5,7 +5,7 @@ buildlab/commit_range.py). Each kind checks the settings, lists its candidates o
 as a target table of the experiments the steps run (usecases/bisect_step.py, bisect_work.py; written by
 experiment/toml_text.py): a release as `source = "ENGINE@VERSION"`, a commit as `tree = PATH, rev = HASH`, built
 through the build lab's user-tree source (its cache key the commit's tree, its manifest the commit): SQLite's in the
-build cache, PostgreSQL's in the kept build tree of the checkout (buildlab/server_tree.py), where a commit rebuilds
+build cache, PostgreSQL's in the kept build tree of the checkout (buildlab/sources/tree.py), where a commit rebuilds
 what it changed since the last one built there."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from dbperf import engines
 from dbperf.buildlab.commit_range import commit_of, commit_range
 from dbperf.buildlab.recipes import recipe_for, recipes
 from dbperf.buildlab.server_releases import available_versions
-from dbperf.buildlab.server_tree import resolve_server_tree
+from dbperf.buildlab.sources.tree import resolve_server_tree
 from dbperf.buildlab.sqlite_source import known_versions, semver
 from dbperf.errors import UserError
 from dbperf.experiment.build_variants import FLAG

@@ -11,10 +11,10 @@ from rich.console import Console
 
 from dbperf import engines
 from dbperf.buildlab.builder import cached_builds
-from dbperf.buildlab.server_build import cached_server_builds, how_built, partial_server_builds
+from dbperf.buildlab.server_cache_listing import cached_server_builds, how_built, partial_server_builds
 from dbperf.buildlab.server_releases import SOURCES as SERVER_RELEASES
 from dbperf.buildlab.server_releases import available_versions, cached_releases, release_name
-from dbperf.buildlab.server_tree import source_words
+from dbperf.buildlab.sources import source_words
 from dbperf.buildlab.sqlite_source import CRATE, scan_versions
 from dbperf.engines.sqlite import SQLITE
 from dbperf.errors import UserError

@@ -50,7 +50,7 @@ class Recipe(ABC):
     def lean(self) -> Recipe | None:
         """The engine's leaner lab build (`lean = true` of a target), None when it has none."""
         return None
-    # What the top of a checkout of the engine's source holds (a `tree` is refused without it: server_tree.py); ()
+    # What the top of a checkout of the engine's source holds (a `tree` is refused without it: sources/tree.py); ()
     # for a recipe that builds no user's tree.
     tree_files: ClassVar[tuple[str, ...]] = ()
     # Whether `dbperf bisect --tree` takes the engine's trees (every commit a build in one kept tree, then counted
