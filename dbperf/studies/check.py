@@ -156,14 +156,12 @@ def output_defects(study: Study, record: StudyRecord, outputs: Path, kept: dict[
 def _evidence_listed(figure: Figure, record: StudyRecord) -> bool:
     """Whether the record lists as kept what each of the figure's measures reads: an experiment step's results for
     a cell or a geomean, the step's own output for the rest."""
-    measures = [m for m in (figure.measure, figure.per, figure.before) if m and "step" in m]
-    return bool(measures) and all(str(m["step"]) in ((record.results or {}) if m.get("from") in ("cell", "geomean")
-                                                     else (record.outputs or {})) for m in measures)
+    return all(m.evidence_kept(record.results or {}, record.outputs or {}) for m in figure.all_measures())
 
 
 def figure_steps(figure: Figure) -> set[str]:
     """The steps a figure's measures read."""
-    return {str(m["step"]) for m in (figure.measure, figure.per, figure.before) if m and "step" in m}
+    return {m.step for m in figure.all_measures()}
 
 
 def _status_defects(requires: bool, r: Row) -> list[str]:

@@ -346,7 +346,7 @@ def _figures_kept(study: Study, run: StudyRecord, on_record: StudyRecord, narrow
     """The run's figures, the record's where the run left their step out (its number, or why the run that ran the
     step did not measure it: a target added to the study since). A step neither run ran stays this run's "not run",
     with no run to its name."""
-    steps_of = {f.what: {str(m["step"]) for m in f.measures(run.run_mode) if m is not None and "step" in m}
+    steps_of = {f.what: {m.step for m in f.measures(run.run_mode) if m is not None}
                 for f in study.figures}
     old_figures = {f.what: f for f in on_record.figures or []}
     figures = []

@@ -73,17 +73,13 @@ def kept_outputs(study: Study, record: StudyRecord, docs: Path) -> dict[str, str
 
 
 def _steps(f: Figure) -> set[str]:
-    return {str(m["step"]) for m in (f.measure, f.per, f.before) if isinstance(m, dict) and "step" in m}
-
-
-def _from_cells(f: Figure) -> bool:
-    return all(m.get("from") in ("cell", "geomean") for m in (f.measure, f.per, f.before) if isinstance(m, dict))
+    return {m.step for m in f.all_measures()}
 
 
 def _figure_again(study: Study, f: Figure, old: Row | None, reader: Reader, metas: dict[str, RunMeta],
                   own: Provenance) -> Row:
     steps = _steps(f)
-    if steps and steps <= metas.keys() and _from_cells(f):  # read back from the kept results; a JSON is not kept
+    if all(m.reread(metas.keys()) for m in f.all_measures()):  # read back from the kept results
         again = _from_kept(f, old, reader, {s: m for s, m in metas.items() if s in steps}, own)
         if again is not None:
             return again

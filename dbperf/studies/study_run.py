@@ -107,7 +107,7 @@ def not_run(study: Study, found: list[Row], mode: Mode, why: dict[str, str]) -> 
     so; like the cells a quick run leaves out, they do not make the run incomplete."""
     out = []
     for f, r in zip(study.figures, found, strict=True):
-        steps = sorted({str(m["step"]) for m in f.measures(mode) if m is not None and "step" in m} & why.keys())
+        steps = sorted({m.step for m in f.measures(mode) if m is not None} & why.keys())
         out.append(Row(f.what, f.section, f.published, f"not measured: step {steps[0]} was not run ({why[steps[0]]})",
                        "–", left_out=True) if steps and not r.measured_anything else r)
     return out
