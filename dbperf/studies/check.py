@@ -8,7 +8,10 @@ reviewer would, every defect said in one line:
   the run); no figure rests on steps measured on two CPUs;
 - no figure rests on a build found unfit (builds.py) without being marked superseded;
 - the headline's counts are those of the kept results, under the run's rule;
-- no internal vocabulary (vocabulary.py) in the page, the JSON or the notebook."""
+- no internal vocabulary (vocabulary.py) in the page, the JSON or the notebook;
+- in a record that opts into them (its `checks`), the catches of catches.py: a headline of a superseded build, a
+  word on a superseded figure or on an interval below 90% coverage, a substitute in a published figure's row, a
+  notebook number not on record, a figure from a dirty tree without its kept diff."""
 
 from __future__ import annotations
 
@@ -20,6 +23,7 @@ from dbperf.errors import UserError
 from dbperf.run_meta import HostMeta, RunMeta
 from dbperf.storage.results import META, read_meta
 from dbperf.studies.builds import build_problems, problems_by_key
+from dbperf.studies.catches import caught, opted_in
 from dbperf.studies.evidence import NOT_REPRODUCIBLE, WORDS, Interval, coverage_said, word
 from dbperf.studies.figures import Headline, NotMeasured, Provenance, Reader, Row, not_a_floor, row, tallied
 from dbperf.studies.model import Figure, Study, load_study, study_names
@@ -73,6 +77,8 @@ def check_record(name: str, docs: Path) -> Checked:
         defects += [f"{notebook}: section {h[3:]!r} rests on a build found unfit and carries no Superseded banner "
                     f"(dbperf study record {name} --again puts it)" for h in unmarked(texts[-1][1], problems)]
     defects += _vocabulary(texts)
+    if opted_in(record):
+        defects += caught(study, record, _metas(kept), docs, notebook)
     return Checked(f"docs/studies/{name}", len(record.figures or []), defects)
 
 
@@ -86,6 +92,8 @@ def check_run(directory: Path) -> Checked:
     if (directory / "summary.md").is_file():
         texts.append((directory / "summary.md", (directory / "summary.md").read_text(encoding="utf-8")))
     defects += _vocabulary(texts)
+    if opted_in(record):
+        defects += caught(study, record, _metas(kept), directory)
     return Checked(str(directory), len(record.figures or []), defects)
 
 

@@ -77,6 +77,8 @@ class Figure:
     # What the host must have for the figure to mean the published one (threads, own cores, a PMU, a release
     # served): where it does not, the figure is `not reproducible here`, with the measured reason.
     requires: HostRequirement | None = None
+    # Measured with a different setup than the published figure (what differs): a substitute, in a row of its own.
+    substitute: str = ""
     # The measure and per under --quick (and --smoke, built on it): `quick`'s overrides applied, decoded once.
     quick_measures: tuple[Measure, Measure | None] | None = None
 
@@ -86,6 +88,11 @@ class Figure:
         if mode == "full" or self.quick_measures is None:
             return self.measure, self.per
         return self.quick_measures
+
+    @property
+    def published_cell(self) -> str:
+        """What its row's published column holds: a substitute's holds none (it stands in for a published one)."""
+        return "–" if self.substitute else self.published
 
     def all_measures(self) -> tuple[Measure, ...]:
         """Every measure it reads in the full run: the measure, its reference, the value before."""

@@ -57,6 +57,8 @@ class Row:
     run: Provenance | None = None
     builds: list[str] | None = None
     superseded: str | None = None
+    # A substitute: measured with a different setup than the published figure (what differs), in a row of its own.
+    substitute: str | None = None
 
     @property
     def measured_anything(self) -> bool:
@@ -201,6 +203,15 @@ def _combined(measured: Measured, other: Measured, op: str) -> tuple[Interval | 
 
 
 def row(reader: Reader, figure: Figure, mode: Mode = "full") -> Row:
+    """The figure's row; a substitute's (measured with a different setup) in a row of its own, no published figure
+    in it (what it stands in for is said beside what differs)."""
+    found = _row(reader, figure, mode)
+    if not figure.substitute:
+        return found
+    return replace(found, published="–", substitute=f"{figure.substitute} (in place of: {figure.published})")
+
+
+def _row(reader: Reader, figure: Figure, mode: Mode = "full") -> Row:
     measure, per_measure = figure.measures(mode)
     try:
         if figure.requires is not None:

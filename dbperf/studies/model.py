@@ -23,6 +23,7 @@ exist.
     unit = "TSC ticks"; expect = { min = 2.0, max = 100.0 }; claim = "what the published figure says, restated"
                                     # the word (studies/evidence.py): holds only when the figure's interval lies in
                                     # the range (a cell: decided), consistent, does not hold, inconclusive
+    substitute = "what differs"     # measured with a different setup than the published figure: a row of its own
     derived = "why"                 # arithmetic, not a measurement (e.g. a mean of the probe's own definition):
                                     # shown, never judged
     requires = { threads = 8, own_cores = true, pmu = true, release = "mysql" }
@@ -80,7 +81,7 @@ STUDY_DIR = Path(__file__).parent / "data"
 STUDY_KEYS = ("name", "title", "sources", "brief", "seeds", "duration", "description", "long", "step", "figure",
               "headline")
 FIGURE_KEYS = ("what", "section", "published", "measure", "per", "unit", "scale", "expect", "claim", "digits",
-               "quick", "before", "derived", "floor", "requires")
+               "quick", "before", "derived", "floor", "requires", "substitute")
 
 
 def left_out(study: Study, mode: Mode) -> dict[int, str]:
@@ -239,6 +240,7 @@ def _figure(raw: Any, i: int, where: str) -> Figure:
                   published=_text(raw, "published", fwhere), unit=str(raw.get("unit", "")), scale=float(scale),
                   expect=bounds, claim=str(raw.get("claim", "")), digits=digits, quick=dict(quick),
                   derived=_text(raw, "derived", fwhere, ""), floor=_floor(raw, fwhere),
+                  substitute=_text(raw, "substitute", fwhere, ""),
                   requires=_requires(raw, measures["measure"], fwhere), **measures)
 
 

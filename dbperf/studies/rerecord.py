@@ -92,7 +92,7 @@ def _figure_again(study: Study, f: Figure, old: Row | None, reader: Reader, meta
                    f"withdrawn: measured by a run the record does not name ({old.host}; its results were not "
                    "kept): with no run to check it against, its value is not shown", "–")
     if old.checked is not None and old.run is not None and (old.coverage is not None or old.low is None):
-        return replace(old, section=f.section, published=f.published)  # recorded with its evidence: kept as it is
+        return replace(old, section=f.section, published=f.published_cell)  # recorded with its evidence: kept as it is
     return _judged_again(study, f, old, own if old.run is None else old.run)
 
 
@@ -164,7 +164,7 @@ def _judged_again(study: Study, f: Figure, old: Row, run: Provenance) -> Row:
     if f.derived:
         words.append(f"derived, not measured: {f.derived}")
     verdict = "; ".join(w for w in words if w) or "shown beside the published one"
-    return replace(old, section=f.section, published=f.published, verdict=verdict, host=None, run=run,
+    return replace(old, section=f.section, published=f.published_cell, verdict=verdict, host=None, run=run,
                    checked=checked,
                    low=interval.low if interval else None, high=interval.high if interval else None,
                    interval=interval.how if interval else why, coverage=interval.coverage if interval else None)

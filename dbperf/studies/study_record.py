@@ -84,6 +84,12 @@ class StudyRecord(msgspec.Struct, kw_only=True):
     # Cells this run decided one way and the record's kept run of the same step the other (stats/contradiction.py),
     # put on record with --contradicted: said on the page, never silently replaced.
     contradictions: list[str] | UnsetType = UNSET
+    # The diff of each dirty tree a step ran from (the lab's own, a target's source), kept beside the record, by
+    # step (a path relative to docs/studies): what a figure from uncommitted code rests on (catches.py).
+    diffs: dict[str, str] | UnsetType = UNSET
+    # The round of `dbperf study check`'s catches the record was written under (catches.CATCHES): a record from
+    # before says nothing, and is held to the catches added since once it is written again under them.
+    checks: int | UnsetType = UNSET
 
     @property
     def running(self) -> bool:
