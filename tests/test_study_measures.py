@@ -17,7 +17,7 @@ from dbperf.stats.rqps_matrix import Matrix, build_matrix
 from dbperf.storage.results import read_results
 from dbperf.studies.measured import NotMeasured
 from dbperf.studies.measures import decoded, kind_names, overridden
-from dbperf.studies.measures.base import Checking
+from dbperf.studies.measures.base import MeasureChecking
 from dbperf.studies.measures.cell import CellMeasure
 from dbperf.studies.measures.geomean import GeomeanMeasure
 from dbperf.studies.measures.in_json import JsonMeasure
@@ -52,7 +52,7 @@ class FakeReader:
         raise NotMeasured("no host")
 
 
-AT = Checking("mine.toml [[figure]] 1", steps={"probes", "run", "static"}, families={"probes": ("barriers",)},
+AT = MeasureChecking("mine.toml [[figure]] 1", steps={"probes", "run", "static"}, families={"probes": ("barriers",)},
               targets={"run": {"old", "new"}}, catalog={"point-query": {}, "update-index": {}})
 
 

@@ -70,8 +70,7 @@ from dbperf.studies.definition import (
     mode_flag,
     parsed_experiment,
 )
-from dbperf.studies.measures.base import Checking as MeasureChecking
-from dbperf.studies.measures.base import Measure
+from dbperf.studies.measures.base import Measure, MeasureChecking
 from dbperf.studies.steps import kind_names, step_kind
 from dbperf.studies.steps.base import Checking, Over
 

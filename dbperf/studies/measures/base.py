@@ -39,7 +39,7 @@ class Reading(Protocol):
 
 
 @dataclass(frozen=True)
-class Checking:
+class MeasureChecking:
     """What a measure's check may ask (model.py builds it once a study's steps are checked): where it is said, the
     study's steps, the probe families each runs, the targets of each experiment step (in any mode), the catalog's
     benchmarks."""
@@ -61,7 +61,7 @@ class Measure(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defa
     # It reads the step's results directory (a matrix of cells), not the step's JSON.
     reads_results: ClassVar[bool] = False
 
-    def check(self, at: Checking) -> None:
+    def check(self, at: MeasureChecking) -> None:
         """Refuses a measure naming what the study does not have; one line, UserError. Each kind adds its own."""
         if self.step not in at.steps:
             raise at.refuse(f"measure step {self.step!r} is not a step of the study")
@@ -87,8 +87,3 @@ class Measure(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defa
     def left_out_of(self, run: Experiment) -> str | None:
         """What it reads that this run of its step (a --quick or --smoke one) leaves out, or None."""
         return None
-
-    @property
-    def kind(self) -> str:
-        """Its `from`."""
-        return str(type(self).__struct_config__.tag)

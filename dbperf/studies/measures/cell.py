@@ -17,7 +17,7 @@ from dbperf.studies.measured import (
     run_verdict,
     verdict_interval,
 )
-from dbperf.studies.measures.base import Checking, Measure, Reading
+from dbperf.studies.measures.base import Measure, MeasureChecking, Reading
 
 
 class CellMeasure(Measure, frozen=True, tag="cell"):
@@ -29,7 +29,7 @@ class CellMeasure(Measure, frozen=True, tag="cell"):
     results_from: str | None = None
     reads_results: ClassVar[bool] = True
 
-    def check(self, at: Checking) -> None:
+    def check(self, at: MeasureChecking) -> None:
         super().check(at)
         names = at.targets.get(self.step)
         if names is None:

@@ -8,7 +8,7 @@ from typing import ClassVar
 
 from dbperf.experiment.model import Experiment
 from dbperf.studies.measured import Measured, NotMeasured, builds_of
-from dbperf.studies.measures.base import Checking, Measure, Reading
+from dbperf.studies.measures.base import Measure, MeasureChecking, Reading
 from dbperf.studies.tally import tallied
 
 
@@ -17,7 +17,7 @@ class GeomeanMeasure(Measure, frozen=True, tag="geomean"):
     base: str | None = None
     reads_results: ClassVar[bool] = True
 
-    def check(self, at: Checking) -> None:
+    def check(self, at: MeasureChecking) -> None:
         super().check(at)
         names = at.targets.get(self.step)
         if names is None:

@@ -11,7 +11,7 @@ from typing import Any
 
 from dbperf.studies.evidence import Interval, proportion_interval, spread_interval
 from dbperf.studies.measured import Measured, NotMeasured, Provenance, number, walk
-from dbperf.studies.measures.base import Checking, Measure, Reading
+from dbperf.studies.measures.base import Measure, MeasureChecking, Reading
 
 
 class JsonMeasure(Measure, frozen=True, tag="json"):
@@ -22,7 +22,7 @@ class JsonMeasure(Measure, frozen=True, tag="json"):
     proportion: list[str] | None = None
     measured_by: str | None = None
 
-    def check(self, at: Checking) -> None:
+    def check(self, at: MeasureChecking) -> None:
         super().check(at)
         if not self.path:
             raise at.refuse("a json measure needs a path (and optionally the step's file)")

@@ -7,7 +7,7 @@ from typing import Any, ClassVar
 
 from dbperf.studies.evidence import spread_interval
 from dbperf.studies.measured import Measured, NotMeasured, number
-from dbperf.studies.measures.base import Checking, Measure, Reading
+from dbperf.studies.measures.base import Measure, MeasureChecking, Reading
 
 Identity = int | float | str | None
 
@@ -28,7 +28,7 @@ class ProbeMeasure(Measure, frozen=True, tag="probe"):
 
     IDENTITY: ClassVar[tuple[str, ...]] = ("x", "offset", "flag_offset", "n", "multiplier", "pair", "threads")
 
-    def check(self, at: Checking) -> None:
+    def check(self, at: MeasureChecking) -> None:
         super().check(at)
         if self.family not in at.families.get(self.step, ()):
             raise at.refuse("a probe measure names a family its probe step runs")
