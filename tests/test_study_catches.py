@@ -108,7 +108,8 @@ def test_a_number_in_a_notebook_section_not_on_record_is_caught(tmp_path: Path):
     record = _record(_row(value=1.14269, measured="1.143"))
     (said,) = caught(_study(_figure()), record, {}, tmp_path, notebook)
     assert said.startswith(f"{notebook}:8: 0.923 is not on record")  # 1.143 is; the date, time, version and code not
-    assert [n for _, n in quoted_numbers("6.51% of 1,108 objects, 3 runs, 2026-11-29, 8.0.40")] == ["6.51%", "1,108"]
+    line = "6.51% of 1,108 objects, 3 runs, 2026-11-29, 8.0.40, 16.15's, 10,000 rows"
+    assert [n for _, n in quoted_numbers(line)] == ["6.51%", "1,108"]
 
 
 def _meta(commit: str | None = None, source: dict | None = None) -> RunMeta:

@@ -10,7 +10,8 @@
    the row of a published figure, or a substitute whose row does not say so;
 5. a number in a notebook section not marked superseded that the record does not hold (notebook.py: "it quotes
    only figures the record holds"): a number with a decimal point, a thousands separator or a percent sign, outside
-   code, links and comments, and not a date, a time or a version (an engine's, or of three parts);
+   code, links and comments, and not a date, a time, a version (an engine's, a release's
+   own, or of three parts) or a table's rows;
 6. a figure resting on a step run from a dirty tree (the lab's own, `-dirty` in its meta.json, or a target's source
    tree with uncommitted changes) without the diff of that tree kept beside the record (StudyRecord.diffs).
 
@@ -103,7 +104,8 @@ def row_defects(figure: Figure | None, r: Row) -> list[str]:
 NUMBER = re.compile(r"(?<![\w.,])(?:\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+\.\d+|\d+(?=%))%?(?!\d)")
 NOT_FIGURES = re.compile(r"`[^`]*`|<!--.*?-->|\]\([^)]*\)|\[[^\]]*\d{4}-\d{2}-\d{2}\]|\d{4}-\d{2}-\d{2}"
                          r"|\d{1,2}:\d{2}(?::\d{2})?|\d+(?:\.\d+){2,}|§\s*\d+(?:\.\d+)*"
-                         r"|(?i:postgresql|postgres|mysql|mariadb|sqlite|percona|pg)[ @]?\d+(?:\.\d+)*")
+                         r"|(?i:postgresql|postgres|mysql|mariadb|sqlite|percona|pg)[ @]?\d+(?:\.\d+)*"
+                         r"|\d+(?:\.\d+)+'s\b|\d[\d,]* rows\b")
 
 
 def quoted_numbers(text: str) -> Iterator[tuple[int, str]]:
