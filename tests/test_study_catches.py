@@ -142,3 +142,12 @@ def test_a_record_opts_into_the_catches_and_those_before_are_not_held_to_them(tm
                                                      notebook_path(docs, "replication").is_file()))
     said = check_record("replication", docs).defects
     assert said and all("on an interval that covers 56.2%" in d for d in said), said
+
+
+def test_study_check_catches_holds_a_record_that_does_not_opt_in_to_them():
+    from tests.conftest import run_cli
+    proc = run_cli("study", "check", "replication", "--catches")
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    lines = proc.stdout.splitlines()
+    assert len(lines) == 5 and all("on an interval that covers 56.2%" in line for line in lines), lines
+    assert run_cli("study", "check", "replication").returncode == 0

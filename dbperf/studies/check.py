@@ -41,16 +41,17 @@ class Checked:
     defects: list[str]
 
 
-def check_records(names: list[str], docs: Path) -> list[Checked]:
-    return [check_record(name, docs) for name in names]
+def check_records(names: list[str], docs: Path, catches: bool = False) -> list[Checked]:
+    return [check_record(name, docs, catches) for name in names]
 
 
 def all_records(docs: Path) -> list[str]:
     return [n for n in study_names() if (docs / f"{n}.json").is_file()]
 
 
-def check_record(name: str, docs: Path) -> Checked:
-    """The record of study `name` in `docs` (docs/studies)."""
+def check_record(name: str, docs: Path, catches: bool = False) -> Checked:
+    """The record of study `name` in `docs` (docs/studies); `catches`: held to catches.py's whether or not it opts
+    into them."""
     study = load_study(name)
     record = _read(docs / f"{name}.json")
     page_path = docs / f"{name}.md"
@@ -77,13 +78,13 @@ def check_record(name: str, docs: Path) -> Checked:
         defects += [f"{notebook}: section {h[3:]!r} rests on a build found unfit and carries no Superseded banner "
                     f"(dbperf study record {name} --again puts it)" for h in unmarked(texts[-1][1], problems)]
     defects += _vocabulary(texts)
-    if opted_in(record):
+    if catches or opted_in(record):
         defects += caught(study, record, _metas(kept), docs, notebook)
     return Checked(f"docs/studies/{name}", len(record.figures or []), defects)
 
 
-def check_run(directory: Path) -> Checked:
-    """A study run's folder (its study.json, summary.md and steps' results)."""
+def check_run(directory: Path, catches: bool = False) -> Checked:
+    """A study run's folder (its study.json, summary.md and steps' results); `catches` as check_record's."""
     record = _read(directory / STUDY_JSON)
     study = load_study(record.study)
     kept = {s.name: directory / s.name for s in study.steps if (directory / s.name / META).is_file()}
@@ -92,7 +93,7 @@ def check_run(directory: Path) -> Checked:
     if (directory / "summary.md").is_file():
         texts.append((directory / "summary.md", (directory / "summary.md").read_text(encoding="utf-8")))
     defects += _vocabulary(texts)
-    if opted_in(record):
+    if catches or opted_in(record):
         defects += caught(study, record, _metas(kept), directory)
     return Checked(str(directory), len(record.figures or []), defects)
 
