@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from dbperf.run_meta import HostMeta, RunMeta, TargetMeta
-from dbperf.studies.catches import CATCHES, caught, quoted_numbers
+from dbperf.studies.catches import caught, quoted_numbers
 from dbperf.studies.check import check_record
 from dbperf.studies.definition import Figure, Step, Study
 from dbperf.studies.evidence import spread_interval
@@ -20,7 +20,7 @@ from dbperf.studies.figures import Headline, Row
 from dbperf.studies.measures.in_json import JsonMeasure
 from dbperf.studies.notebook import BANNER
 from dbperf.studies.record_page import notebook_path, record_page
-from dbperf.studies.study_record import StudyRecord, read_record
+from dbperf.studies.study_record import CATCHES, StudyRecord, read_record
 
 pytestmark = pytest.mark.unit
 
@@ -151,3 +151,20 @@ def test_study_check_catches_holds_a_record_that_does_not_opt_in_to_them():
     lines = proc.stdout.splitlines()
     assert len(lines) == 5 and all("on an interval that covers 56.2%" in line for line in lines), lines
     assert run_cli("study", "check", "replication").returncode == 0
+
+
+def test_a_figure_judged_under_the_catches_passes_them():
+    """What a new run writes (it opts in: study_run): no word on a thin interval, none at all on a superseded
+    figure; judged as before the catches, the same figure carries the words the catches refuse."""
+    from dbperf.studies.figures import judged
+    three = spread_interval(0.5, 0.6, 3)
+    thin = judged(_figure(), 0.55, None, three, None, None, None, [], [], catches=True)
+    assert thin.verdict.startswith("not judged (interval 0.5–0.6")
+    assert "below the 90% coverage a word needs" in thin.verdict
+    unfit = judged(_figure(), 0.55, None, spread_interval(0.54, 0.56, 8), None, "faster", True, ["abc"], [UNFIT],
+                   catches=True)
+    assert unfit.verdict == "shown beside the published one" and unfit.superseded == UNFIT
+    assert caught(_study(_figure()), _record(thin, unfit), {}, Path()) == []
+    before = [judged(_figure(), 0.55, None, three, None, None, None, [], []),
+              judged(_figure(), 0.55, None, spread_interval(0.54, 0.56, 8), None, "faster", True, ["abc"], [UNFIT])]
+    assert len(caught(_study(_figure()), _record(*before), {}, Path())) == 2

@@ -15,8 +15,9 @@
 6. a figure resting on a step run from a dirty tree (the lab's own, `-dirty` in its meta.json, or a target's source
    tree with uncommitted changes) without the diff of that tree kept beside the record (StudyRecord.diffs).
 
-A record opts into them with `checks` (StudyRecord.checks >= CATCHES): a record written before says nothing, and
-is held to them once it is written again under them."""
+A record opts into them with `checks` (StudyRecord.held_to_catches): a study run writes it, and its words follow
+them (figures.judged: `not judged` on a thin interval, no word on a superseded figure); a record written before
+says nothing and is not held to them (`dbperf study check --catches` holds it to them all the same)."""
 
 from __future__ import annotations
 
@@ -34,12 +35,11 @@ from dbperf.studies.model import Figure, Study
 from dbperf.studies.notebook import sections
 from dbperf.studies.study_record import StudyRecord
 
-CATCHES = 3  # the round of catches a record opts into with `checks`
 LAB_WORDS = ("faster", "slower", "same", "unstable", "undecided", "decided")  # the lab's verdicts, first word
 
 
 def opted_in(record: StudyRecord) -> bool:
-    return isinstance(record.checks, int) and record.checks >= CATCHES
+    return record.held_to_catches
 
 
 def words_said(verdict: str) -> list[str]:

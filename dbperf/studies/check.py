@@ -126,7 +126,8 @@ def check_figures(study: Study, record: StudyRecord, kept: dict[str, Path], run_
         if figure is None:
             defects.append(f"{where}: not a figure of study {study.name} (renamed or removed since)")
             continue
-        defects += [f"{where}: {d}" for d in _word_defects(figure.expect, bool(figure.derived), r, figure.floor)
+        defects += [f"{where}: {d}" for d in _word_defects(figure.expect, bool(figure.derived), r, figure.floor,
+                                                           record.held_to_catches)
                     + _status_defects(figure.requires is not None, r)]
         untraced = [k for k in section_keys(r.section) if k in load_sources() and not load_sources()[k].traced]
         if untraced and any(c.isdigit() for c in r.published):
@@ -196,12 +197,20 @@ def _word_of(verdict: str) -> str | None:
     return None
 
 
+def _kept_interval(r: Row) -> Interval | None:
+    """The interval a row keeps, its coverage as kept (or as its description states it, in an older record)."""
+    if r.low is None or r.high is None:
+        return None
+    return Interval(r.low, r.high, r.interval or "",
+                    coverage=r.coverage if r.coverage is not None else coverage_said(r.interval or ""))
+
+
 def _word_defects(expect: tuple[float | None, float | None] | None, derived: bool, r: Row,
-                  floor: bool = False) -> list[str]:
+                  floor: bool = False, catches: bool = False) -> list[str]:
+    """The word a row says against the one its evidence gives (`catches`: a record held to the latest catches,
+    where a superseded figure and an interval covering less than a word needs get none, which catches.py checks)."""
     said = _word_of(r.verdict)
-    interval = (Interval(r.low, r.high, r.interval or "",
-                         coverage=r.coverage if r.coverage is not None else coverage_said(r.interval or ""))
-                if r.low is not None and r.high is not None else None)
+    interval = _kept_interval(r)
     if floor and r.checked is not None and not_a_floor(r.checked, interval):
         return [f"says {said!r} of a ratio to a reference that is not a floor"] if said else []
     if expect is None or derived or r.value is None:
@@ -210,8 +219,9 @@ def _word_defects(expect: tuple[float | None, float | None] | None, derived: boo
         return ["keeps no value its word judges (recorded before words followed the evidence: record it again)"]
     if interval is None and not r.interval:
         return ["has neither an interval nor why it has none"]
-    decided = False if r.superseded else r.decided
-    want = word(expect, r.checked, interval, decided)
+    if catches and (r.superseded or (interval is not None and not interval.enough)):
+        return []  # no word is due: one said is the catches' to say (catches.py)
+    want = word(expect, r.checked, interval, False if r.superseded else r.decided)
     return [] if said == want else [f"says {said!r} where its evidence gives {want!r}"]
 
 

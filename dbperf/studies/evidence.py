@@ -156,6 +156,13 @@ def said(w: Word | None, claim: str, interval: Interval | None, why_none: str | 
     return w + (f": {claim}" if claim else "") + f" ({basis})"
 
 
+def unjudged(claim: str, interval: Interval) -> str:
+    """The verdict column's text where the interval covers too little for any word (a record held to the latest
+    catches: catches.py), with the claim and the interval's basis."""
+    return ("not judged" + (f": {claim}" if claim else "") + f" (interval {_num(interval.low)}–{_num(interval.high)}, "
+            f"{interval.how}; below the {MIN_COVERAGE:.0%} coverage a word needs)")
+
+
 def _num(x: float) -> str:
     return f"{x:.3g}" if abs(x) < 1000 else f"{x:,.0f}"
 

@@ -23,6 +23,7 @@ from dbperf.studies.evidence import (
     not_reproducible,
     ratio_interval,
     said,
+    unjudged,
     word,
 )
 from dbperf.studies.measured import Measured, NotMeasured, Provenance, builds_of, walk
@@ -172,11 +173,14 @@ class Reader:
 
 
 def claim_check(figure: Figure, value: float, interval: Interval | None, decided: bool | None,
-                why_none: str | None) -> str:
+                why_none: str | None, catches: bool = False) -> str:
     """The figure's word against the published claim (evidence.py), with the claim and the interval's basis; "" when
-    the figure has no claim to check, or is derived (arithmetic: no measurement to hold)."""
+    the figure has no claim to check, or is derived (arithmetic: no measurement to hold). `catches`: under the latest
+    catches (catches.py), no word on an interval that covers less than a word needs."""
     if figure.expect is None or figure.derived:
         return ""
+    if catches and interval is not None and not interval.enough:
+        return unjudged(figure.claim, interval)
     return said(word(figure.expect, value, interval, decided), figure.claim, interval, why_none)
 
 
@@ -202,16 +206,16 @@ def _combined(measured: Measured, other: Measured, op: str) -> tuple[Interval | 
     return None, measured.why_none or other.why_none or "no interval for one of its parts"
 
 
-def row(reader: Reader, figure: Figure, mode: Mode = "full") -> Row:
+def row(reader: Reader, figure: Figure, mode: Mode = "full", catches: bool = False) -> Row:
     """The figure's row; a substitute's (measured with a different setup) in a row of its own, no published figure
     in it (what it stands in for is said beside what differs)."""
-    found = _row(reader, figure, mode)
+    found = _row(reader, figure, mode, catches)
     if not figure.substitute:
         return found
     return replace(found, published="–", substitute=f"{figure.substitute} (in place of: {figure.published})")
 
 
-def _row(reader: Reader, figure: Figure, mode: Mode = "full") -> Row:
+def _row(reader: Reader, figure: Figure, mode: Mode = "full", catches: bool = False) -> Row:
     measure, per_measure = figure.measures(mode)
     try:
         if figure.requires is not None:
@@ -244,7 +248,7 @@ def _row(reader: Reader, figure: Figure, mode: Mode = "full") -> Row:
     except NotMeasured as why:
         return Row(figure.what, figure.section, figure.published, f"not measured: {why}", "–")
     found = judged(figure, value, before, interval, why_none, measured.verdict if per_measure is None else None,
-                   measured.decided if per_measure is None else None, builds, problems)
+                   measured.decided if per_measure is None else None, builds, problems, catches)
     return found if measured.run is None else replace(found, run=measured.run)
 
 
@@ -252,18 +256,20 @@ SHOWN = "shown beside the published one"
 
 
 def judged(figure: Figure, value: float, before: float | None, interval: Interval | None, why_none: str | None,
-           verdict: str | None, decided: bool | None, builds: list[str], problems: list[str]) -> Row:
+           verdict: str | None, decided: bool | None, builds: list[str], problems: list[str],
+           catches: bool = False) -> Row:
     """A measured figure's row: its text, its words (the lab's verdict for a compared cell, the claim's word by the
-    evidence rule), its interval, the builds it rests on and what supersedes it."""
+    evidence rule), its interval, the builds it rests on and what supersedes it; under the latest catches
+    (`catches`), a superseded figure has no word at all."""
     checked = value / before if before is not None else value
     superseded = "; ".join(dict.fromkeys(problems)) or None
-    claim = claim_check(figure, checked, interval, False if superseded else decided, why_none)
+    claim = claim_check(figure, checked, interval, False if superseded else decided, why_none, catches)
+    if catches and superseded:
+        verdict, claim = None, ""
     if figure.floor and not_a_floor(checked, interval):
         claim = (f"not judged: the reference is not a floor (the measure / the reference = {checked:.3g}, "
                  f"{'interval below 1' if interval else 'below 1'}): it does more work than what it is the floor of")
-    change = f" (after / before {checked:.3f})" if before is not None else ""
-    words = [w for w in (verdict, claim + change if claim else "",
-                         f"derived, not measured: {figure.derived}" if figure.derived else "") if w]
+    words = _words(figure, verdict, claim, checked if before is not None else None)
     text = ("" if before is None else f"{_formatted(figure, before)} → ") + _formatted(figure, value)
     return Row(figure.what, figure.section, figure.published, text, "; ".join(words) or SHOWN, value,
                low=interval.low if interval else None, high=interval.high if interval else None,
@@ -272,16 +278,23 @@ def judged(figure: Figure, value: float, before: float | None, interval: Interva
                builds=list(dict.fromkeys(builds)) or None, superseded=superseded)
 
 
+def _words(figure: Figure, verdict: str | None, claim: str, change: float | None) -> list[str]:
+    """A row's words: the lab's verdict, the claim's word (with the change it judges), and why it is derived."""
+    changed = f" (after / before {change:.3f})" if change is not None else ""
+    return [w for w in (verdict, claim + changed if claim else "",
+                        f"derived, not measured: {figure.derived}" if figure.derived else "") if w]
+
+
 def _formatted(figure: Figure, value: float) -> str:
     return f"{value:,.{figure.digits}f}" + (figure.unit if figure.unit in ("×", "%") else
                                             f" {figure.unit}" if figure.unit else "")
 
 
-def rows(study: Study, directory: Path, mode: Mode = "full") -> list[Row]:
+def rows(study: Study, directory: Path, mode: Mode = "full", catches: bool = False) -> list[Row]:
     reader = Reader(study, directory)
     skipped = left_out(study, mode)
     return [Row(f.what, f.section, f.published, f"not measured: {skipped[i]}", "–", left_out=True) if i in skipped
-            else row(reader, f, mode) for i, f in enumerate(study.figures)]
+            else row(reader, f, mode, catches) for i, f in enumerate(study.figures)]
 
 
 def _tally(study: Study, directory: Path, step: str, kept: dict[str, Path] | None = None) -> Headline:

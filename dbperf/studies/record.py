@@ -11,6 +11,7 @@ import shutil
 from dataclasses import replace
 from pathlib import Path
 
+from msgspec import UNSET
 from rich.console import Console
 
 from dbperf.errors import UserError
@@ -334,8 +335,9 @@ def kept_from_record(study: Study, run: StudyRecord, on_record: StudyRecord, nar
         headline = on_record.headline
     headline = headline if isinstance(headline, Headline) else None
     also = _also_merged(study, run, on_record, narrowed)
+    # held to the latest catches only if both are: the figures kept from the record were judged under its rules
     return run.replace(figures=figures, steps=[StepEnded(n, h) for n, h in steps], headline=headline,
-                         also_headlines=also,
+                         also_headlines=also, checks=run.checks if on_record.held_to_catches else UNSET,
                          kept_from_record=KeptFrom(narrowed, known(on_record.started), known(on_record.ended),
                                                    known(on_record.directory), known(on_record.command),
                                                    known(on_record.host)))
