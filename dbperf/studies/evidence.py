@@ -9,7 +9,8 @@ nothing else: its interval (or its decided verdict), not its point estimate alon
 
 "holds" and "does not hold" need an interval that covers the true value at least MIN_COVERAGE (90%) of the time:
 a min–max of 3 repeats covers their median with 75%, a ratio of two such ranges with 56%; below it the interval is
-shown with its coverage and the word is one of the other two.
+shown with its coverage and the word is one of the other two; in a record held to the latest catches
+(catches.py: every new study run), there is no word on it at all: `not judged` (unjudged).
 
 A figure that is arithmetic (derived from the probe's own definitions, not measured) gets no word. A figure whose
 conditions the host does not meet (its `requires`: threads beyond the vCPUs, vCPUs that share a core, no PMU, a
