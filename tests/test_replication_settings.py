@@ -218,7 +218,7 @@ def test_every_mariadb_figure_of_the_study_has_an_interval(tmp_path):
         (tmp_path / f"{step}-report.json").write_text(render(view, "json"))
     checked = 0
     for figure, row in zip(study.figures, rows(study, tmp_path), strict=True):
-        if not figure.measure["step"].startswith("mariadb"):
+        if not figure.measure.step.startswith("mariadb"):
             continue
         checked += 1
         assert row.value is not None and row.low is not None and row.high is not None, (figure.what, row.measured)

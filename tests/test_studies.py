@@ -13,6 +13,7 @@ import shutil
 from dataclasses import asdict, replace
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from dbperf.errors import UserError
@@ -23,6 +24,7 @@ from dbperf.studies.figures import NotMeasured, Row, not_a_floor, rows, walk
 from dbperf.studies.model import load_study, parse_study, study_names
 from dbperf.studies.record import BY_HAND, compare_with_record, record_study
 from dbperf.studies.steps import kind_names
+from dbperf.studies.study_record import CATCHES
 from dbperf.studies.summary import Host, RunFacts, host_differences, summary, table
 from tests.conftest import NEEDS_SERVERS, run_cli
 
@@ -47,7 +49,7 @@ def test_every_study_file_loads_and_refers_to_real_benchmarks_keys_and_targets(n
     for step in study.steps:
         assert step.kind in kind_names()
     for f in study.figures:
-        assert f.measure["step"] in {s.name for s in study.steps}
+        assert f.measure.step in {s.name for s in study.steps}
 
 
 @pytest.mark.unit
@@ -329,7 +331,7 @@ def _pgo_run(directory: Path, started: str, host: Host, measured_steps: set[str]
     left = {s.name: "--step" for s in study.steps if s.name not in measured_steps}
     figures = []
     for f in study.figures:
-        steps = {str(m["step"]) for m in f.measures("full") if m is not None and "step" in m}
+        steps = {m.step for m in f.measures("full") if m is not None}
         # as write_summary writes them: each figure this run measured names the run
         run_ref = Provenance(str(directory), "dbperf study run pgo-server", started, started, host.to_json())
         figures.append(asdict(Row(f.what, f.section, f.published, f"{value:.3f}", "faster", value, run=run_ref)
@@ -744,7 +746,7 @@ def test_a_json_figure_names_the_run_that_measured_its_value_where_the_step_only
     step = StepRun(study, study.step("diff"), "full", tmp_path, yes=True, err=None)  # type: ignore[arg-type]
     kept = _kept_on_record(step, ["versions-15-16"])["versions-15-16"]
     run = asdict(Provenance.of_results(read_meta(kept), "docs/studies/release-regression/versions"))
-    figure = next(f for f in study.figures if f.measure.get("path") == "verdict")
+    figure = next(f for f in study.figures if getattr(f.measure, "path", None) == "verdict")
     doc = {"of": "versions-15-16", "benchmark": "scan", "verdict": "slower", "cell_run": run}
     (tmp_path / "diff.json").write_text(json.dumps(doc))
     found = row(Reader(study, tmp_path), figure)
@@ -756,7 +758,7 @@ def test_a_json_figure_names_the_run_that_measured_its_value_where_the_step_only
         (tmp_path / "diff.json").write_text(json.dumps(older))
         assert row(Reader(study, tmp_path), figure).run is None
     (tmp_path / "e.toml").write_text(f'[run]\nbenchmarks = ["point-query"]\n{TINY}[[target]]\nname = "a"\n')
-    with pytest.raises(UserError, match="measured_by is a path in its JSON"):
+    with pytest.raises(UserError, match=r"a json measure: Expected `str \| null`, got `int` - at `\$\.measured_by`"):
         parse_study(_write(tmp_path, HEAD + '[[step]]\nname = "x"\nkind = "experiment"\nexperiment = "e.toml"\n'
                            '[[step]]\nname = "p"\nkind = "diff"\nof = ["x"]\nqueries = 500\n'
                            '[[figure]]\nwhat = "w"\nsection = "§1"\npublished = "1"\n'
@@ -779,7 +781,7 @@ def test_a_cell_measure_with_a_base_is_that_target_against_another_from_the_same
     reader = Reader(study, tmp_path / "run")
     alone = reader.measure(study.figures[0].measure)
     assert alone.value == pytest.approx(1.8 / 1.5, rel=0.02) and alone.verdict == "faster"
-    against_base = reader.measure({**study.figures[0].measure, "base": None})
+    against_base = reader.measure(msgspec.structs.replace(study.figures[0].measure, base=None))
     assert against_base.value == pytest.approx(1.8, rel=0.02)
     with pytest.raises(UserError, match="base 'z' is not a target of step 'ladder'"):
         parse_study(_write(tmp_path, body.replace('base = "b"', 'base = "z"')))
@@ -805,10 +807,10 @@ def test_a_geomean_measure_is_one_target_over_every_benchmark_with_its_decided_c
     assert measured.verdict == "decided 4 of 4 (4 on the wall clock, 0 on CPU time only): 4 slower, 0 faster"
     # A run from before the study named the target: said, not a number.
     with pytest.raises(NotMeasured, match="step 'versions' ran no target newest"):
-        Reader(study, tmp_path / "run").measure({**study.figures[0].measure, "target": "newest"})
+        Reader(study, tmp_path / "run").measure(msgspec.structs.replace(study.figures[0].measure, target="newest"))
     with pytest.raises(UserError, match="target 'newer' is not in step 'versions'"):
         parse_study(_write(tmp_path, body.replace('target = "new"', 'target = "newer"')))
-    with pytest.raises(UserError, match="a geomean measure reads its step's own results"):
+    with pytest.raises(UserError, match="a geomean measure: Object contains unknown field `results_from`"):
         parse_study(_write(tmp_path, body.replace('target = "new" }', 'target = "new", results_from = "x" }')))
     # A benchmark with no rQPS (its cells failed) is said: the geomean is not over every benchmark.
     results = tmp_path / "run" / "versions" / "results.jsonl"
@@ -977,8 +979,10 @@ def test_smoke_barriers_spin(tmp_path, run_cli_here):
     # range), never a word fixed here: what a host measures is not what a test may assert.
     claim = next(f for f in load_study("barriers-spin").figures if f.what == "pthread mutex against no barrier")
     assert mutex["low"] is not None and mutex["high"] is not None and mutex["interval"], mutex
-    interval = evidence.Interval(mutex["low"], mutex["high"], mutex["interval"])
-    given = ("not judged" if claim.floor and not_a_floor(mutex["checked"], interval)
+    interval = evidence.Interval(mutex["low"], mutex["high"], mutex["interval"], coverage=mutex["coverage"])
+    # a new run is held to the latest catches: no word on an interval covering less than a word needs
+    assert record["checks"] == CATCHES
+    given = ("not judged" if (claim.floor and not_a_floor(mutex["checked"], interval)) or not interval.enough
              else evidence.word(claim.expect, mutex["checked"], interval, mutex["decided"]))
     assert mutex["verdict"].startswith(given + ":"), (given, mutex["verdict"])
     assert (out / "probes" / "probes.json").is_file()  # what was measured stays

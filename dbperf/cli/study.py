@@ -92,6 +92,8 @@ def study_check(
                                                        "folder; none: every study on record")] = None,
     docs: Annotated[Optional[Path], typer.Option(help="the directory of the records (default: docs/studies of this "
                                                       "checkout)")] = None,
+    catches: Annotated[bool, typer.Option("--catches", help="hold every record to the latest catches, whether or not "
+                                                            "it opts into them (its `checks`)")] = False,
 ) -> None:
     """Check a study record as a reviewer would: the page is what its JSON gives, every word is the one its evidence
     gives, every figure names a run whose kept results agree (CPU, times), none rests on an unfit build unmarked,
@@ -104,12 +106,12 @@ def study_check(
         names = all_records(where)
         if not names:
             raise UserError(f"--docs {where}: holds no study record (NAME.json of a known study): nothing to check")
-        checked = check_records(names, where)
+        checked = check_records(names, where, catches)
     elif Path(what).is_dir() and (Path(what) / STUDY_JSON).is_file():
-        checked = [check_run(Path(what).absolute())]
+        checked = [check_run(Path(what).absolute(), catches)]
     else:
         load_study(what)
-        checked = [check_record(what, where)]
+        checked = [check_record(what, where, catches)]
     bad = 0
     for c in checked:
         for defect in c.defects:

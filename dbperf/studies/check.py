@@ -8,7 +8,10 @@ reviewer would, every defect said in one line:
   the run); no figure rests on steps measured on two CPUs;
 - no figure rests on a build found unfit (builds.py) without being marked superseded;
 - the headline's counts are those of the kept results, under the run's rule;
-- no internal vocabulary (vocabulary.py) in the page, the JSON or the notebook."""
+- no internal vocabulary (vocabulary.py) in the page, the JSON or the notebook;
+- in a record that opts into them (its `checks`), the catches of catches.py: a headline of a superseded build, a
+  word on a superseded figure or on an interval below 90% coverage, a substitute in a published figure's row, a
+  notebook number not on record, a figure from a dirty tree without its kept diff."""
 
 from __future__ import annotations
 
@@ -20,6 +23,7 @@ from dbperf.errors import UserError
 from dbperf.run_meta import HostMeta, RunMeta
 from dbperf.storage.results import META, read_meta
 from dbperf.studies.builds import build_problems, problems_by_key
+from dbperf.studies.catches import caught, opted_in
 from dbperf.studies.evidence import NOT_REPRODUCIBLE, WORDS, Interval, coverage_said, word
 from dbperf.studies.figures import Headline, NotMeasured, Provenance, Reader, Row, not_a_floor, row, tallied
 from dbperf.studies.model import Figure, Study, load_study, study_names
@@ -37,16 +41,17 @@ class Checked:
     defects: list[str]
 
 
-def check_records(names: list[str], docs: Path) -> list[Checked]:
-    return [check_record(name, docs) for name in names]
+def check_records(names: list[str], docs: Path, catches: bool = False) -> list[Checked]:
+    return [check_record(name, docs, catches) for name in names]
 
 
 def all_records(docs: Path) -> list[str]:
     return [n for n in study_names() if (docs / f"{n}.json").is_file()]
 
 
-def check_record(name: str, docs: Path) -> Checked:
-    """The record of study `name` in `docs` (docs/studies)."""
+def check_record(name: str, docs: Path, catches: bool = False) -> Checked:
+    """The record of study `name` in `docs` (docs/studies); `catches`: held to catches.py's whether or not it opts
+    into them."""
     study = load_study(name)
     record = _read(docs / f"{name}.json")
     page_path = docs / f"{name}.md"
@@ -73,11 +78,13 @@ def check_record(name: str, docs: Path) -> Checked:
         defects += [f"{notebook}: section {h[3:]!r} rests on a build found unfit and carries no Superseded banner "
                     f"(dbperf study record {name} --again puts it)" for h in unmarked(texts[-1][1], problems)]
     defects += _vocabulary(texts)
+    if catches or opted_in(record):
+        defects += caught(study, record, _metas(kept), docs, notebook)
     return Checked(f"docs/studies/{name}", len(record.figures or []), defects)
 
 
-def check_run(directory: Path) -> Checked:
-    """A study run's folder (its study.json, summary.md and steps' results)."""
+def check_run(directory: Path, catches: bool = False) -> Checked:
+    """A study run's folder (its study.json, summary.md and steps' results); `catches` as check_record's."""
     record = _read(directory / STUDY_JSON)
     study = load_study(record.study)
     kept = {s.name: directory / s.name for s in study.steps if (directory / s.name / META).is_file()}
@@ -86,6 +93,8 @@ def check_run(directory: Path) -> Checked:
     if (directory / "summary.md").is_file():
         texts.append((directory / "summary.md", (directory / "summary.md").read_text(encoding="utf-8")))
     defects += _vocabulary(texts)
+    if catches or opted_in(record):
+        defects += caught(study, record, _metas(kept), directory)
     return Checked(str(directory), len(record.figures or []), defects)
 
 
@@ -117,7 +126,8 @@ def check_figures(study: Study, record: StudyRecord, kept: dict[str, Path], run_
         if figure is None:
             defects.append(f"{where}: not a figure of study {study.name} (renamed or removed since)")
             continue
-        defects += [f"{where}: {d}" for d in _word_defects(figure.expect, bool(figure.derived), r, figure.floor)
+        defects += [f"{where}: {d}" for d in _word_defects(figure.expect, bool(figure.derived), r, figure.floor,
+                                                           record.held_to_catches)
                     + _status_defects(figure.requires is not None, r)]
         untraced = [k for k in section_keys(r.section) if k in load_sources() and not load_sources()[k].traced]
         if untraced and any(c.isdigit() for c in r.published):
@@ -156,14 +166,12 @@ def output_defects(study: Study, record: StudyRecord, outputs: Path, kept: dict[
 def _evidence_listed(figure: Figure, record: StudyRecord) -> bool:
     """Whether the record lists as kept what each of the figure's measures reads: an experiment step's results for
     a cell or a geomean, the step's own output for the rest."""
-    measures = [m for m in (figure.measure, figure.per, figure.before) if m and "step" in m]
-    return bool(measures) and all(str(m["step"]) in ((record.results or {}) if m.get("from") in ("cell", "geomean")
-                                                     else (record.outputs or {})) for m in measures)
+    return all(m.evidence_kept(record.results or {}, record.outputs or {}) for m in figure.all_measures())
 
 
 def figure_steps(figure: Figure) -> set[str]:
     """The steps a figure's measures read."""
-    return {str(m["step"]) for m in (figure.measure, figure.per, figure.before) if m and "step" in m}
+    return {m.step for m in figure.all_measures()}
 
 
 def _status_defects(requires: bool, r: Row) -> list[str]:
@@ -189,12 +197,20 @@ def _word_of(verdict: str) -> str | None:
     return None
 
 
+def _kept_interval(r: Row) -> Interval | None:
+    """The interval a row keeps, its coverage as kept (or as its description states it, in an older record)."""
+    if r.low is None or r.high is None:
+        return None
+    return Interval(r.low, r.high, r.interval or "",
+                    coverage=r.coverage if r.coverage is not None else coverage_said(r.interval or ""))
+
+
 def _word_defects(expect: tuple[float | None, float | None] | None, derived: bool, r: Row,
-                  floor: bool = False) -> list[str]:
+                  floor: bool = False, catches: bool = False) -> list[str]:
+    """The word a row says against the one its evidence gives (`catches`: a record held to the latest catches,
+    where a superseded figure and an interval covering less than a word needs get none, which catches.py checks)."""
     said = _word_of(r.verdict)
-    interval = (Interval(r.low, r.high, r.interval or "",
-                         coverage=r.coverage if r.coverage is not None else coverage_said(r.interval or ""))
-                if r.low is not None and r.high is not None else None)
+    interval = _kept_interval(r)
     if floor and r.checked is not None and not_a_floor(r.checked, interval):
         return [f"says {said!r} of a ratio to a reference that is not a floor"] if said else []
     if expect is None or derived or r.value is None:
@@ -203,8 +219,9 @@ def _word_defects(expect: tuple[float | None, float | None] | None, derived: boo
         return ["keeps no value its word judges (recorded before words followed the evidence: record it again)"]
     if interval is None and not r.interval:
         return ["has neither an interval nor why it has none"]
-    decided = False if r.superseded else r.decided
-    want = word(expect, r.checked, interval, decided)
+    if catches and (r.superseded or (interval is not None and not interval.enough)):
+        return []  # no word is due: one said is the catches' to say (catches.py)
+    want = word(expect, r.checked, interval, False if r.superseded else r.decided)
     return [] if said == want else [f"says {said!r} where its evidence gives {want!r}"]
 
 

@@ -1,6 +1,7 @@
 """A study as its TOML file defines it (model.py parses and checks it): its steps, each of a kind (steps/: what the
 kind takes, checks and runs), its figures, its headline; the three modes a study runs in, and a step's experiment
-file as that mode runs it. Data only: no step kind is asked here, so that the kinds (steps/) build on it."""
+file as that mode runs it. Data only: no step kind is asked here, so that the kinds (steps/) build on it. A figure's
+measures are decoded here, once, into their kinds' structs (measures/)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ from dbperf.experiment import toml_text
 from dbperf.experiment.model import Experiment
 from dbperf.experiment.spec import parse_experiment
 from dbperf.host.topology import HostRequirement
+from dbperf.studies.measures import decoded, overridden
+from dbperf.studies.measures.base import Measure
 
 Mode = Literal["full", "quick", "smoke"]
 MODES: tuple[Mode, ...] = ("full", "quick", "smoke")
@@ -57,15 +60,15 @@ class Figure:
     what: str
     section: str
     published: str
-    measure: dict[str, Any]
-    per: dict[str, Any] | None = None
+    measure: Measure
+    per: Measure | None = None
     unit: str = ""
     scale: float = 1.0  # measured value × scale (ns → µs: 0.001)
     expect: tuple[float | None, float | None] | None = None  # the claim's range for the measured value
     claim: str = ""
     digits: int = 2
     quick: dict[str, Any] = field(default_factory=dict)  # overrides of measure with --quick/--smoke; its `per`, of per
-    before: dict[str, Any] | None = None  # the value the measured one changed from; `expect` then bounds their ratio
+    before: Measure | None = None  # the value the measured one changed from; `expect` then bounds their ratio
     # Why the figure is arithmetic, not a measurement (the probe's own definitions give it): no word holds of it.
     derived: str = ""
     # The reference (`per`) claims to be a floor of the measure (a loop without the barrier): a ratio below 1 says it
@@ -74,15 +77,39 @@ class Figure:
     # What the host must have for the figure to mean the published one (threads, own cores, a PMU, a release
     # served): where it does not, the figure is `not reproducible here`, with the measured reason.
     requires: HostRequirement | None = None
+    # Measured with a different setup than the published figure (what differs): a substitute, in a row of its own.
+    substitute: str = ""
+    # The measure and per under --quick (and --smoke, built on it): `quick`'s overrides applied, decoded once.
+    quick_measures: tuple[Measure, Measure | None] | None = None
 
-    def measures(self, mode: Mode) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    def measures(self, mode: Mode) -> tuple[Measure, Measure | None]:
         """The measure and the reference it is divided by (None: none), with the --quick overrides (which a smoke
         run, built on the quick one, takes too)."""
-        if mode == "full":
+        if mode == "full" or self.quick_measures is None:
             return self.measure, self.per
-        overrides = {k: v for k, v in self.quick.items() if k not in ("per", "skip")}
-        per = None if self.per is None else {**self.per, **self.quick.get("per", {})}
-        return {**self.measure, **overrides}, per
+        return self.quick_measures
+
+    @property
+    def published_cell(self) -> str:
+        """What its row's published column holds: a substitute's holds none (it stands in for a published one)."""
+        return "–" if self.substitute else self.published
+
+    def all_measures(self) -> tuple[Measure, ...]:
+        """Every measure it reads in the full run: the measure, its reference, the value before."""
+        return tuple(m for m in (self.measure, self.per, self.before) if m is not None)
+
+
+def figure_measures(raw: dict[str, Any], where: str) -> dict[str, Any]:
+    """A [[figure]] table's measure, per and before as their kinds' structs, and its --quick ones (`quick`'s
+    overrides of measure, its `per` of per): Figure's fields."""
+    measure = decoded(raw.get("measure"), where)
+    per = None if raw.get("per") is None else decoded(raw["per"], f"{where} per")
+    before = None if raw.get("before") is None else decoded(raw["before"], f"{where} before")
+    quick = raw.get("quick", {})
+    quick_per = per if per is None else overridden(per, quick.get("per", {}), f"{where} (--quick) per")
+    quick_measure = overridden(measure, {k: v for k, v in quick.items() if k not in ("per", "skip")},
+                               f"{where} (--quick)")
+    return {"measure": measure, "per": per, "before": before, "quick_measures": (quick_measure, quick_per)}
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,8 @@ nothing else: its interval (or its decided verdict), not its point estimate alon
 
 "holds" and "does not hold" need an interval that covers the true value at least MIN_COVERAGE (90%) of the time:
 a min–max of 3 repeats covers their median with 75%, a ratio of two such ranges with 56%; below it the interval is
-shown with its coverage and the word is one of the other two.
+shown with its coverage and the word is one of the other two; in a record held to the latest catches
+(catches.py: every new study run), there is no word on it at all: `not judged` (unjudged).
 
 A figure that is arithmetic (derived from the probe's own definitions, not measured) gets no word. A figure whose
 conditions the host does not meet (its `requires`: threads beyond the vCPUs, vCPUs that share a core, no PMU, a
@@ -154,6 +155,13 @@ def said(w: Word | None, claim: str, interval: Interval | None, why_none: str | 
              else f"interval {_num(interval.low)}–{_num(interval.high)}, {interval.how}"
              + ("" if interval.enough else f"; below the {MIN_COVERAGE:.0%} coverage a word needs"))
     return w + (f": {claim}" if claim else "") + f" ({basis})"
+
+
+def unjudged(claim: str, interval: Interval) -> str:
+    """The verdict column's text where the interval covers too little for any word (a record held to the latest
+    catches: catches.py), with the claim and the interval's basis."""
+    return ("not judged" + (f": {claim}" if claim else "") + f" (interval {_num(interval.low)}–{_num(interval.high)}, "
+            f"{interval.how}; below the {MIN_COVERAGE:.0%} coverage a word needs)")
 
 
 def _num(x: float) -> str:

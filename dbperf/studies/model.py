@@ -17,20 +17,13 @@ exist.
     [[figure]]                      # one row of the summary table
     what = "..."; section = "§3"; published = "81 cycles/iter"
     measure = { from = "probe" | "cell" | "geomean" | "json", step = "probes", ... }; per = { ... }  # measure / per
-    # a cell measure: target, benchmark, optionally threads, field (a per-query figure) and base (another target
-    # of the experiment to compare with, instead of its base: its rQPS and the lab's verdict against that one)
-    # a geomean measure: target (and optionally base): its geomean rQPS over every benchmark not trained on, and
-    # how many cells the lab decided slower and faster
-                                    # a json measure's `empty = "..."`: what a null there means (measured, none);
-                                    # `spread = [LOW, HIGH, RUNS]` paths of its runs' range (its interval), or
-                                    # `proportion = [COUNT, OF]` paths of a share's count (Wilson's interval);
-                                    # `measured_by = PATH`: the run that measured the value, where not the step's
-                                    # own (a diff's worst cell read from results kept on record)
+                                    # each kind's keys, checks and how it reads: its module in measures/
     quick = { target = "...", per = { target = "..." } }    # overrides of measure (and per) under --quick/--smoke
     quick = { skip = "why" }        # a figure the --quick/--smoke run does not measure by design (said, not missing)
     unit = "TSC ticks"; expect = { min = 2.0, max = 100.0 }; claim = "what the published figure says, restated"
                                     # the word (studies/evidence.py): holds only when the figure's interval lies in
                                     # the range (a cell: decided), consistent, does not hold, inconclusive
+    substitute = "what differs"     # measured with a different setup than the published figure: a row of its own
     derived = "why"                 # arithmetic, not a measurement (e.g. a mean of the probe's own definition):
                                     # shown, never judged
     requires = { threads = 8, own_cores = true, pmu = true, release = "mysql" }
@@ -72,21 +65,22 @@ from dbperf.studies.definition import (
     Step,
     Study,
     experiment_doc,
+    figure_measures,
     in_mode,
     mode_flag,
     parsed_experiment,
 )
+from dbperf.studies.measures.base import Measure, MeasureChecking
 from dbperf.studies.steps import kind_names, step_kind
 from dbperf.studies.steps.base import Checking, Over
 
 __all__ = ["MODES", "Figure", "Mode", "Step", "Study", "experiment_doc", "load_study", "mode_flag", "parse_study"]
 
 STUDY_DIR = Path(__file__).parent / "data"
-MEASURE_SOURCES = ("probe", "cell", "geomean", "json")
 STUDY_KEYS = ("name", "title", "sources", "brief", "seeds", "duration", "description", "long", "step", "figure",
               "headline")
 FIGURE_KEYS = ("what", "section", "published", "measure", "per", "unit", "scale", "expect", "claim", "digits",
-               "quick", "before", "derived", "floor", "requires")
+               "quick", "before", "derived", "floor", "requires", "substitute")
 
 
 def left_out(study: Study, mode: Mode) -> dict[int, str]:
@@ -101,22 +95,14 @@ def left_out(study: Study, mode: Mode) -> dict[int, str]:
             out[i] = f"the {mode_flag(mode)} run leaves it out ({f.quick['skip']})"
             continue
         for m in f.measures(mode):
-            if m is None or m.get("from") not in ("cell", "geomean") or m.get("results_from"):
+            name = m.run_step() if m is not None else None
+            if m is None or name is None or not step_kind(study.step(name).kind).has_cells:
                 continue
-            step = study.step(str(m["step"]))
-            if not step_kind(step.kind).has_cells:
-                continue
-            if step.name not in runs:
-                runs[step.name] = parsed_experiment(study, step, mode)
-            exp = runs[step.name]
-            if m.get("from") == "cell" and m.get("benchmark") not in {b.name for b in exp.benchmarks}:
-                out[i] = f"the {mode_flag(mode)} run leaves out {m.get('benchmark')}"
-            else:
-                names = {t.name for t in exp.targets}
-                gone = [n for n in (m.get("target"), m.get("base")) if n is not None and n not in names]
-                if gone:
-                    out[i] = f"the {mode_flag(mode)} run leaves out target {gone[0]}"
-            if i in out:
+            if name not in runs:
+                runs[name] = parsed_experiment(study, study.step(name), mode)
+            gone = m.left_out_of(runs[name])
+            if gone is not None:
+                out[i] = f"the {mode_flag(mode)} run leaves out {gone}"
                 break
     return out
 
@@ -239,9 +225,6 @@ def _figure(raw: Any, i: int, where: str) -> Figure:
                 or any(isinstance(v, bool) or not isinstance(v, (int, float)) for v in expect.values())):
             raise UserError(f"{fwhere}: expect must be {{ min = X, max = Y }} (either or both, numbers)")
         bounds = (expect.get("min"), expect.get("max"))
-    measure = raw.get("measure")
-    if not isinstance(measure, dict):
-        raise UserError(f"{fwhere}: measure must be a table")
     digits = raw.get("digits", 2)
     if isinstance(digits, bool) or not isinstance(digits, int) or not 0 <= digits <= 6:
         raise UserError(f"{fwhere}: digits must be a whole number from 0 to 6")
@@ -251,20 +234,21 @@ def _figure(raw: Any, i: int, where: str) -> Figure:
     scale = raw.get("scale", 1.0)
     if not isinstance(scale, (int, float)) or not math.isfinite(scale) or scale <= 0:
         raise UserError(f"{fwhere}: scale must be a positive number")
+    measures = figure_measures(raw, fwhere)
     return Figure(what=_text(raw, "what", fwhere), section=_text(raw, "section", fwhere),
-                  published=_text(raw, "published", fwhere), measure=measure, per=raw.get("per"),
-                  unit=str(raw.get("unit", "")), scale=float(scale), expect=bounds, claim=str(raw.get("claim", "")),
-                  digits=digits, quick=dict(quick), before=raw.get("before"),
+                  published=_text(raw, "published", fwhere), unit=str(raw.get("unit", "")), scale=float(scale),
+                  expect=bounds, claim=str(raw.get("claim", "")), digits=digits, quick=dict(quick),
                   derived=_text(raw, "derived", fwhere, ""), floor=_floor(raw, fwhere),
-                  requires=_requires(raw, measure, fwhere))
+                  substitute=_text(raw, "substitute", fwhere, ""),
+                  requires=_requires(raw, measures["measure"], fwhere), **measures)
 
 
-def _requires(raw: dict[str, Any], measure: dict[str, Any], where: str) -> HostRequirement | None:
+def _requires(raw: dict[str, Any], measure: Measure, where: str) -> HostRequirement | None:
     """The figure's `requires`; checked against the host a probe step keeps (its vCPUs, cores, PMU, releases served),
     which no other step kind describes yet."""
     if "requires" not in raw:
         return None
-    if measure.get("from") != "probe":
+    if not measure.describes_host:
         raise UserError(f"{where}: requires is checked against the host a probe step describes: only a figure "
                         "measured from = \"probe\" may have one")
     return parse_requirement(raw["requires"], where)
@@ -300,16 +284,18 @@ def _check_references(study: Study, where: str) -> None:
 
 
 def _check_figures(study: Study, where: str, targets: dict[str, set[str]], catalog: dict[str, Any]) -> None:
-    """Each figure's measures (in every mode) and its `before` name a step of the study and what it measures."""
+    """Each figure's measures (in every mode) and its `before` name a step of the study and what it measures (each
+    measure checks its own: measures/)."""
+    families = {s.name: step_kind(s.kind).families(s.settings) for s in study.steps}
+    steps = {s.name for s in study.steps}
     for i, f in enumerate(study.figures):
+        at = f"{where} [[figure]] {i + 1}"
         for mode in MODES:
             for m in f.measures(mode):
                 if m is not None:
-                    _check_measure(m, study, targets, catalog, f"{where} [[figure]] {i + 1}{in_mode(mode)}")
+                    m.check(MeasureChecking(f"{at}{in_mode(mode)}", steps, families, targets, catalog))
         if f.before is not None:
-            if not isinstance(f.before, dict):
-                raise UserError(f"{where} [[figure]] {i + 1}: before must be a table")
-            _check_measure(f.before, study, targets, catalog, f"{where} [[figure]] {i + 1} before")
+            f.before.check(MeasureChecking(f"{at} before", steps, families, targets, catalog))
 
 
 def _check_headline(study: Study, where: str, full: dict[str, Experiment]) -> None:
@@ -361,49 +347,6 @@ def _experiment_over(exp: Experiment, over: Over) -> None:
         over(exp.replication.transactions, "transactions", "transactions")
         over(exp.replication.stale_reads, "stale_reads", "stale-read probes")
         over(exp.replication.repeats, "replication_repeats", "replication repeats")
-
-
-def _check_measure(m: dict[str, Any], study: Study, targets: dict[str, set[str]], catalog: dict[str, Any],
-                   where: str) -> None:
-    source, step_name = m.get("from"), m.get("step")
-    if source not in MEASURE_SOURCES:
-        raise UserError(f"{where}: measure 'from' must be one of {', '.join(MEASURE_SOURCES)}, got {source!r}")
-    if step_name not in [s.name for s in study.steps]:
-        raise UserError(f"{where}: measure step {step_name!r} is not a step of the study")
-    step = study.step(step_name)
-    if source == "probe":
-        if m.get("family") not in step_kind(step.kind).families(step.settings):
-            raise UserError(f"{where}: a probe measure names a family its probe step runs")
-        if not m.get("group") or not m.get("name"):
-            raise UserError(f"{where}: a probe measure needs the figure's group and name")
-    elif source in ("cell", "geomean"):
-        _check_cell_measure(m, str(source), targets.get(step_name), catalog, where)
-    elif not isinstance(m.get("path"), str) or not isinstance(m.get("file", ""), str):
-        raise UserError(f"{where}: a json measure needs a path (and optionally the step's file)")
-    if not isinstance(m.get("measured_by", ""), str):
-        raise UserError(f"{where}: a json measure's measured_by is a path in its JSON")
-    for key, n in (("spread", 3), ("proportion", 2)):  # paths beside the value: its runs' range, or its count
-        if key in m and not (isinstance(m[key], list) and len(m[key]) == n and all(isinstance(p, str) for p in m[key])):
-            raise UserError(f"{where}: a json measure's {key} is a list of {n} paths"
-                            + (" (lowest, highest, the runs)" if key == "spread" else " (the count, of how many)"))
-
-
-def _check_cell_measure(m: dict[str, Any], source: str, names: set[str] | None, catalog: dict[str, Any],
-                        where: str) -> None:
-    """A cell or geomean measure names an experiment step, one of its targets (and base), and a benchmark."""
-    step_name = m.get("step")
-    if names is None:
-        raise UserError(f"{where}: a {source} measure names an experiment step")
-    if source == "geomean" and m.get("results_from"):
-        raise UserError(f"{where}: a geomean measure reads its step's own results (no results_from)")
-    # A run the step makes of its own (results_from: the layout check's A/B) has targets the file does not.
-    if not m.get("results_from") and m.get("target") not in names:
-        raise UserError(f"{where}: target {m.get('target')!r} is not in step {step_name!r}'s experiment")
-    # base: the target compared against instead of the experiment's base (the rung below, on a ladder)
-    if m.get("base") is not None and (m.get("results_from") or m["base"] not in names):
-        raise UserError(f"{where}: base {m.get('base')!r} is not a target of step {step_name!r}'s experiment")
-    if source == "cell" and m.get("benchmark") not in catalog:
-        raise UserError(f"{where}: benchmark {m.get('benchmark')!r} is not in the catalog")
 
 
 def study_list_view() -> View:

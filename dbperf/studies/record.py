@@ -11,6 +11,7 @@ import shutil
 from dataclasses import replace
 from pathlib import Path
 
+from msgspec import UNSET
 from rich.console import Console
 
 from dbperf.errors import UserError
@@ -334,8 +335,9 @@ def kept_from_record(study: Study, run: StudyRecord, on_record: StudyRecord, nar
         headline = on_record.headline
     headline = headline if isinstance(headline, Headline) else None
     also = _also_merged(study, run, on_record, narrowed)
+    # held to the latest catches only if both are: the figures kept from the record were judged under its rules
     return run.replace(figures=figures, steps=[StepEnded(n, h) for n, h in steps], headline=headline,
-                         also_headlines=also,
+                         also_headlines=also, checks=run.checks if on_record.held_to_catches else UNSET,
                          kept_from_record=KeptFrom(narrowed, known(on_record.started), known(on_record.ended),
                                                    known(on_record.directory), known(on_record.command),
                                                    known(on_record.host)))
@@ -346,7 +348,7 @@ def _figures_kept(study: Study, run: StudyRecord, on_record: StudyRecord, narrow
     """The run's figures, the record's where the run left their step out (its number, or why the run that ran the
     step did not measure it: a target added to the study since). A step neither run ran stays this run's "not run",
     with no run to its name."""
-    steps_of = {f.what: {str(m["step"]) for m in f.measures(run.run_mode) if m is not None and "step" in m}
+    steps_of = {f.what: {m.step for m in f.measures(run.run_mode) if m is not None}
                 for f in study.figures}
     old_figures = {f.what: f for f in on_record.figures or []}
     figures = []

@@ -45,7 +45,8 @@ def rerecord(name: str, docs: Path = DOCS_STUDIES) -> list[Path]:
     own = record_provenance(record)
     reader = Reader(study, docs / name, kept)
     old = {r.what: r for r in record.figures or []}
-    figures = [_figure_again(study, f, old.get(f.what), reader, metas, own) for f in study.figures]
+    catches = record.held_to_catches
+    figures = [_figure_again(study, f, old.get(f.what), reader, metas, own, catches) for f in study.figures]
     head = headline(study, docs / name, kept) if study.headline and study.headline["step"] in kept else None
     also = step_headlines(study, docs / name, kept) if all(s in kept for s in study.also_headlines) else None
     again = record.replace(figures=figures, kept_from_record=UNSET, outputs=kept_outputs(study, record, docs),
@@ -73,18 +74,16 @@ def kept_outputs(study: Study, record: StudyRecord, docs: Path) -> dict[str, str
 
 
 def _steps(f: Figure) -> set[str]:
-    return {str(m["step"]) for m in (f.measure, f.per, f.before) if isinstance(m, dict) and "step" in m}
-
-
-def _from_cells(f: Figure) -> bool:
-    return all(m.get("from") in ("cell", "geomean") for m in (f.measure, f.per, f.before) if isinstance(m, dict))
+    return {m.step for m in f.all_measures()}
 
 
 def _figure_again(study: Study, f: Figure, old: Row | None, reader: Reader, metas: dict[str, RunMeta],
-                  own: Provenance) -> Row:
+                  own: Provenance, catches: bool = False) -> Row:
+    """The figure as the record has it, written again under today's rules (the latest catches' too, `catches`,
+    where the record opts into them)."""
     steps = _steps(f)
-    if steps and steps <= metas.keys() and _from_cells(f):  # read back from the kept results; a JSON is not kept
-        again = _from_kept(f, old, reader, {s: m for s, m in metas.items() if s in steps}, own)
+    if all(m.reread(metas.keys()) for m in f.all_measures()):  # read back from the kept results
+        again = _from_kept(f, old, reader, {s: m for s, m in metas.items() if s in steps}, own, catches)
         if again is not None:
             return again
         # the kept results do not give it back (a figure added since): the record's value, judged again
@@ -96,19 +95,19 @@ def _figure_again(study: Study, f: Figure, old: Row | None, reader: Reader, meta
                    f"withdrawn: measured by a run the record does not name ({old.host}; its results were not "
                    "kept): with no run to check it against, its value is not shown", "–")
     if old.checked is not None and old.run is not None and (old.coverage is not None or old.low is None):
-        return replace(old, section=f.section, published=f.published)  # recorded with its evidence: kept as it is
-    return _judged_again(study, f, old, own if old.run is None else old.run)
+        return replace(old, section=f.section, published=f.published_cell)  # recorded with its evidence: kept as it is
+    return _judged_again(study, f, old, own if old.run is None else old.run, catches)
 
 
 def _from_kept(f: Figure, old: Row | None, reader: Reader, metas: dict[str, RunMeta],
-               own: Provenance) -> Row | None:
+               own: Provenance, catches: bool = False) -> Row | None:
     """The figure read back from its steps' kept results, naming their run; None when they do not give back a figure
     the record measured."""
     cpus = {(_host(m).cpu_model, _host(m).cpu_id) for m in metas.values()}
     if len(cpus) > 1:
         return Row(f.what, f.section, f.published, "not measured: its parts were measured on two CPUs "
                    f"({'; '.join(f'{c}, {i}' for c, i in sorted(cpus, key=str))})", "–")
-    new = row(reader, f)
+    new = row(reader, f, catches=catches)
     if new.measured_anything or old is None or not old.measured_anything:
         run = _run_of(metas[sorted(metas)[0]], own, old.run if old is not None else None)
         return replace(new, run=run if new.measured_anything else None)
@@ -156,19 +155,21 @@ def _evidence_again(study: Study, f: Figure, old: Row) -> tuple[float | None, In
     return checked, None, "recorded before the lab kept an interval with the figure; its step's files were not kept"
 
 
-def _judged_again(study: Study, f: Figure, old: Row, run: Provenance) -> Row:
+def _judged_again(study: Study, f: Figure, old: Row, run: Provenance, catches: bool = False) -> Row:
     """A kept figure (its step's files not kept) judged again by the evidence rule from its value as recorded; one
     recorded with its evidence already (its interval, its run) keeps it (the caller's)."""
     checked, interval, why = _evidence_again(study, f, old)
     lab = [p for p in old.verdict.split("; ") if p.split(" ", 1)[0] in ("faster", "slower", "same", "undecided",
                                                                        "unstable", "decided")]
     decided = False if old.superseded else old.decided
-    claim = claim_check(f, checked, interval, decided, why) if checked is not None else ""
+    claim = claim_check(f, checked, interval, decided, why, catches) if checked is not None else ""
+    if catches and old.superseded:  # no word at all on a superseded figure
+        lab, claim = [], ""
     words = [*lab, claim + (f" (after / before {checked:.3f})" if f.before is not None and claim else "")]
     if f.derived:
         words.append(f"derived, not measured: {f.derived}")
     verdict = "; ".join(w for w in words if w) or "shown beside the published one"
-    return replace(old, section=f.section, published=f.published, verdict=verdict, host=None, run=run,
+    return replace(old, section=f.section, published=f.published_cell, verdict=verdict, host=None, run=run,
                    checked=checked,
                    low=interval.low if interval else None, high=interval.high if interval else None,
                    interval=interval.how if interval else why, coverage=interval.coverage if interval else None)

@@ -26,6 +26,7 @@ from dbperf.studies.figures import Headline, Row
 from dbperf.studies.summary import Host
 
 STUDY_JSON = "study.json"
+CATCHES = 3  # the round of `dbperf study check`'s catches a record written now is held to (catches.py)
 FORMAT_VERSION = 1  # study.json's "dbperf_study"; bump it with an update_to_N in UPGRADES
 VERSION_KEY = "dbperf_study"
 # UPGRADES[n] turns a version n-1 study.json (as a JSON object) into version n. Version 1 is the first.
@@ -84,6 +85,17 @@ class StudyRecord(msgspec.Struct, kw_only=True):
     # Cells this run decided one way and the record's kept run of the same step the other (stats/contradiction.py),
     # put on record with --contradicted: said on the page, never silently replaced.
     contradictions: list[str] | UnsetType = UNSET
+    # The diff of each dirty tree a step ran from (the lab's own, a target's source), kept beside the record, by
+    # step (a path relative to docs/studies): what a figure from uncommitted code rests on (catches.py).
+    diffs: dict[str, str] | UnsetType = UNSET
+    # The round of `dbperf study check`'s catches the record was written under (catches.CATCHES): a record from
+    # before says nothing, and is held to the catches added since once it is written again under them.
+    checks: int | UnsetType = UNSET
+
+    @property
+    def held_to_catches(self) -> bool:
+        """Whether it opts into the latest catches (catches.py), and its words follow them."""
+        return isinstance(self.checks, int) and self.checks >= CATCHES
 
     @property
     def running(self) -> bool:

@@ -42,6 +42,7 @@ from dbperf.studies.steps.base import INCOMPLETE, INTERRUPTED, StepEnd, StepRun
 from dbperf.studies.steps.experiment import experiment_file
 from dbperf.studies.study_folder import SUMMARY, StudyFolder, resume_command, study_run_record
 from dbperf.studies.study_record import (
+    CATCHES,
     RUNNING,
     STUDY_JSON,
     StepEnded,
@@ -107,7 +108,7 @@ def not_run(study: Study, found: list[Row], mode: Mode, why: dict[str, str]) -> 
     so; like the cells a quick run leaves out, they do not make the run incomplete."""
     out = []
     for f, r in zip(study.figures, found, strict=True):
-        steps = sorted({str(m["step"]) for m in f.measures(mode) if m is not None and "step" in m} & why.keys())
+        steps = sorted({m.step for m in f.measures(mode) if m is not None} & why.keys())
         out.append(Row(f.what, f.section, f.published, f"not measured: step {steps[0]} was not run ({why[steps[0]]})",
                        "–", left_out=True) if steps and not r.measured_anything else r)
     return out
@@ -131,7 +132,7 @@ def run_study(study: Study, out: Path | None, mode: Mode, yes: bool = False, err
     started = datetime.now(UTC)
     resumed_at: list[str] = []
     record = StudyRecord(study=study.name, title=study.title, mode=mode, quick=mode != "full",
-                         smoke=mode == "smoke")
+                         smoke=mode == "smoke", checks=CATCHES)
     if resume:
         check_resumable(study, directory, mode)
         started, resumed_at = _earlier_start(directory, started)
@@ -315,7 +316,7 @@ def write_summary(study: Study, directory: Path, facts: RunFacts, record: StudyR
     (`record` with the host, the steps, the figures and the headline added); the run's exit code, INCOMPLETE if a
     figure it should measure was not."""
     why = dict(record.left_out or {})
-    found = with_provenance(not_run(study, rows(study, directory, facts.mode), facts.mode, why),
+    found = with_provenance(not_run(study, rows(study, directory, facts.mode, record.held_to_catches), facts.mode, why),
                             Provenance(str(directory), facts.command, known(record.started), known(record.ended),
                                        facts.host.to_json()))
     # A smoke run's figures check the plumbing: set beside the record, they would read as a regression. A run is
