@@ -121,7 +121,10 @@ def test_a_notebook_section_on_an_unfit_build_without_its_banner_is_found_and_pu
     code, lines = _check("pgo-server", docs)
     assert code == 1 and len(lines) == 1 and "The MariaDB step at its own budget" in lines[0]
     rerecord("pgo-server", docs)
-    assert _check("pgo-server", docs) == (0, [])
+    code, lines = _check("pgo-server", docs)
+    # The banner is back. Written again, the record opts into the latest catches, which it does not meet yet (its
+    # headline's build is unfit, its notebook quotes numbers not on record, a step ran from a dirty tree).
+    assert not any("carries no Superseded banner" in line for line in lines), lines
 
 
 def test_an_internal_word_is_found(docs: Path) -> None:
@@ -251,5 +254,6 @@ def test_a_word_on_an_interval_covering_under_90_percent_is_found(docs: Path) ->
         shutil.copytree(docs, copy)
         _edit_json(copy, "barriers-spin", lambda doc, keep=keep: thin(doc, keep))
         code, lines = _check("barriers-spin", copy)
-        assert code == 1 and any(f"({what}): says 'holds' where its evidence gives 'consistent'" in line
+        # the record opts into the catches: no word at all on an interval under 90%
+        assert code == 1 and any(f"({what}): says 'holds' on an interval that covers 75.0%" in line
                                  for line in lines), lines

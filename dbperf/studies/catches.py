@@ -149,16 +149,29 @@ def on_record(written: str, held: Iterable[float]) -> bool:
     return any(f"{y:.{decimals}f}" == digits or (percent and f"{y * 100:.{decimals}f}" == digits) for y in held)
 
 
+# A section's own list of the numbers it quotes that no record holds (a build's minutes from its log, a profile's
+# object count), each said as written and why: `<!-- not on record: 77.5, 1,108 (the build's log) -->`.
+NOT_ON_RECORD = re.compile(r"<!--\s*not on record:(.*?)-->", re.S)
+
+
+def declared(text: str) -> set[str]:
+    """The numbers a section declares not on record, as written."""
+    return {m.group(0) for c in NOT_ON_RECORD.finditer(text) for m in NUMBER.finditer(c.group(1))}
+
+
 def notebook_defects(path: Path, text: str, record: StudyRecord) -> list[str]:
-    """(5) Every number a notebook section not marked superseded quotes that the record does not hold."""
+    """(5) Every number a notebook section not marked superseded quotes that the record does not hold, unless the
+    section declares it not on record (NOT_ON_RECORD): said, so it cannot pass for a figure of the record."""
     held = set(_numbers_in(msgspec.to_builtins(record)))
     head, found = sections(text)
     said, start = [], len(head)
     for s in found:
         if not s.marked and not s.why_superseded({}):
+            exempt = declared(s.text)
             said += [f"{path}:{start + n}: {number} is not on record (a section quotes only the record's figures; "
-                     "a measurement it does not hold is said in words)"
-                     for n, number in quoted_numbers(s.text) if not on_record(number, held)]
+                     "a measurement it does not hold is said in words, or listed in the section's "
+                     "`<!-- not on record: ... -->`)"
+                     for n, number in quoted_numbers(s.text) if number not in exempt and not on_record(number, held)]
         start += len(s.lines)
     return said
 

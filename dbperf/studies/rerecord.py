@@ -20,14 +20,14 @@ from dbperf.run_meta import HostMeta, RunMeta
 from dbperf.storage.results import read_meta
 from dbperf.studies.builds import problems_by_key
 from dbperf.studies.definition import Figure
-from dbperf.studies.evidence import Interval, coverage_said
+from dbperf.studies.evidence import MIN_COVERAGE, Interval, coverage_said
 from dbperf.studies.figures import Provenance, Reader, Row, claim_check, headline, row, step_headlines
 from dbperf.studies.model import Study, load_study
 from dbperf.studies.notebook import with_banners
 from dbperf.studies.record import hand_text_to_notebook, record_provenance
 from dbperf.studies.record_page import notebook_path, record_page
 from dbperf.studies.steps import step_kind
-from dbperf.studies.study_record import DOCS_STUDIES, StudyRecord, read_record, record_text, recorded_results
+from dbperf.studies.study_record import CATCHES, DOCS_STUDIES, StudyRecord, read_record, record_text, recorded_results
 
 CHANGE = re.compile(r"after / before ([0-9.]+)\)")
 
@@ -45,11 +45,12 @@ def rerecord(name: str, docs: Path = DOCS_STUDIES) -> list[Path]:
     own = record_provenance(record)
     reader = Reader(study, docs / name, kept)
     old = {r.what: r for r in record.figures or []}
-    catches = record.held_to_catches
+    catches = True  # today's rules are the latest catches': the record written again opts into them (checks)
     figures = [_figure_again(study, f, old.get(f.what), reader, metas, own, catches) for f in study.figures]
     head = headline(study, docs / name, kept) if study.headline and study.headline["step"] in kept else None
     also = step_headlines(study, docs / name, kept) if all(s in kept for s in study.also_headlines) else None
     again = record.replace(figures=figures, kept_from_record=UNSET, outputs=kept_outputs(study, record, docs),
+                           checks=CATCHES,
                            headline=head if head is not None else record.headline,
                            also_headlines=also if also is not None else record.also_headlines,
                            rewritten=f"{datetime.now().astimezone():%Y-%m-%d %H:%M %Z}")
@@ -94,9 +95,15 @@ def _figure_again(study: Study, f: Figure, old: Row | None, reader: Reader, meta
         return Row(f.what, f.section, f.published,
                    f"withdrawn: measured by a run the record does not name ({old.host}; its results were not "
                    "kept): with no run to check it against, its value is not shown", "–")
-    if old.checked is not None and old.run is not None and (old.coverage is not None or old.low is None):
+    if old.checked is not None and old.run is not None and (old.coverage is not None or old.low is None) and not (
+            catches and (old.superseded or _thin(old))):
         return replace(old, section=f.section, published=f.published_cell)  # recorded with its evidence: kept as it is
     return _judged_again(study, f, old, own if old.run is None else old.run, catches)
+
+
+def _thin(old: Row) -> bool:
+    """Whether a kept figure's interval covers less than a word needs (the latest catches judge it again)."""
+    return old.coverage is not None and old.coverage < MIN_COVERAGE - 1e-9
 
 
 def _from_kept(f: Figure, old: Row | None, reader: Reader, metas: dict[str, RunMeta],
