@@ -21,8 +21,6 @@ name = "tiny"
 title = "one cheap step"
 sources = ['Daniel Black, "MySQL bug #97777: separate global variables (from hot variables) using linker script \
 (ELF)" (2019-11-26)']
-brief = "§6"
-seeds = ["002"]
 duration = "a second"
 description = "a layout check of a binary that is not there"
 

@@ -69,7 +69,6 @@ def _write(tmp_path: Path, body: str, name: str = "mine") -> Path:
 GOOD = """
 name = "mine"
 title = "t"
-brief = "§3"
 duration = "a minute"
 description = "d"
 [[step]]
@@ -90,6 +89,9 @@ measure = { from = "probe", step = "probes", family = "barriers", group = "state
     (("kind = \"probe\"", "kind = \"dance\""), "kind must be one of"),
     (("families = [\"barriers\"]", "families = [\"nope\"]"), "families must name probe families"),
     (("families = [\"barriers\"]", "families = [\"barriers\"]\nbogus = 1"), "unknown key 'bogus'"),
+    # the two keys that cited the lab's private notes are retired: a study cites public sources only
+    (("title = \"t\"\n", "title = \"t\"\nbrief = \"§3\"\n"), "unknown key 'brief'"),
+    (("title = \"t\"\n", "title = \"t\"\nseeds = [\"002\"]\n"), "unknown key 'seeds'"),
     (("step = \"probes\", family", "step = \"other\", family"), "measure step 'other' is not a step"),
     (("family = \"barriers\"", "family = \"spin\""), "names a family its probe step runs"),
     (("name = \"mine\"", "name = \"yours\""), "must be the file's name"),
@@ -109,7 +111,7 @@ def test_a_bad_study_file_is_a_one_line_error(tmp_path, change, message):
 def test_a_study_experiment_naming_an_unknown_benchmark_or_target_is_refused(tmp_path):
     exp = tmp_path / "e.toml"
     exp.write_text(f'[run]\nbenchmarks = ["point-query"]\n{TINY}[[target]]\nname = "a"\n[[target]]\nname = "b"\n')
-    body = ('name = "mine"\ntitle = "t"\nbrief = "§1"\nduration = "d"\ndescription = "d"\n'
+    body = ('name = "mine"\ntitle = "t"\nduration = "d"\ndescription = "d"\n'
             '[[step]]\nname = "run"\nkind = "experiment"\nexperiment = "e.toml"\n{quick}\n'
             '[[figure]]\nwhat = "w"\nsection = "§1"\npublished = "0.56"\n'
             'measure = {{ from = "cell", step = "run", target = "{target}", benchmark = "point-query" }}\n')
@@ -613,7 +615,6 @@ def test_a_failed_step_is_said_in_the_summary_and_the_study_still_ends_with_it(t
     study = parse_study(_write(tmp_path, """
 name = "mine"
 title = "t"
-brief = "§6"
 duration = "a second"
 description = "d"
 [[step]]
@@ -640,7 +641,7 @@ def test_the_worst_cell_is_the_lowest_rqps_against_the_base_leaving_the_aa_copy_
     from tests.synthetic import write_run
     exp = tmp_path / "e.toml"
     exp.write_text(f'[run]\nbenchmarks = ["point-query"]\n{TINY}[[target]]\nname = "a"\n')
-    study = parse_study(_write(tmp_path, 'name = "mine"\ntitle = "t"\nbrief = "§1"\nduration = "d"\n'
+    study = parse_study(_write(tmp_path, 'name = "mine"\ntitle = "t"\nduration = "d"\n'
                                'description = "d"\n[[step]]\nname = "versions"\nkind = "experiment"\n'
                                'experiment = "e.toml"\n[[step]]\nname = "diff"\nkind = "diff"\nof = "versions"\n'
                                'queries = 500\n'))
@@ -674,7 +675,7 @@ def test_a_diff_of_several_steps_explains_the_worst_cell_of_those_that_ran(tmp_p
     from tests.synthetic import write_run
     exp = tmp_path / "e.toml"
     exp.write_text(f'[run]\nbenchmarks = ["point-query"]\n{TINY}[[target]]\nname = "a"\n')
-    head = ('name = "mine"\ntitle = "t"\nbrief = "§1"\nduration = "d"\ndescription = "d"\n'
+    head = ('name = "mine"\ntitle = "t"\nduration = "d"\ndescription = "d"\n'
             + "".join(f'[[step]]\nname = "{n}"\nkind = "experiment"\nexperiment = "e.toml"\n'
                       for n in ("a", "b", "c")))
     study = parse_study(_write(tmp_path, head + '[[step]]\nname = "diff"\nkind = "diff"\nof = ["a", "b", "c"]\n'
@@ -838,7 +839,7 @@ section = "§1"
 published = "0.9"
 measure = {{ from = "cell", step = "run", target = "b", benchmark = "update-index" }}
 """
-HEAD = 'name = "mine"\ntitle = "t"\nbrief = "§1"\nduration = "d"\ndescription = "d"\n'
+HEAD = 'name = "mine"\ntitle = "t"\nduration = "d"\ndescription = "d"\n'
 SLOW = ('[run]\nbenchmarks = ["point-query", "update-index"]\ntable_size = 100000\ntime = "10s"\nrepeats = "auto"\n'
         'budget = "30m"\n[[target]]\nname = "a"\nsource = "postgres@debian-src"\nbuild = ["O2"]\n'
         '[[target]]\nname = "b"\nsource = "postgres@debian-src"\nbuild = ["O2", "pgo"]\n')
@@ -1064,7 +1065,6 @@ def test_smoke_replication(tmp_path):
 TWO_STEPS = """
 name = "mine"
 title = "t"
-brief = "§6"
 duration = "a second"
 description = "d"
 [[step]]
@@ -1118,7 +1118,7 @@ def test_budget_caps_an_experiment_steps_automatic_repeats_and_leaves_fixed_repe
     for repeats, budget, capped in (('"auto"', '"90m"', "600s"), ('"auto"', '"5m"', "300s"), ("3", None, None)):
         (tmp_path / "e.toml").write_text(f'[run]\nbenchmarks = ["point-query"]\nrepeats = {repeats}\n'
                                          + (f"budget = {budget}\n" if budget else "") + '[[target]]\nname = "a"\n')
-        study = parse_study(_write(tmp_path, 'name = "mine"\ntitle = "t"\nbrief = "§1"\nduration = "d"\n'
+        study = parse_study(_write(tmp_path, 'name = "mine"\ntitle = "t"\nduration = "d"\n'
                                    'description = "d"\n[[step]]\nname = "x"\nkind = "experiment"\n'
                                    'experiment = "e.toml"\n'
                                    'smoke = { run = { table_size = 1000, time = "0.5s", warmup = "0.2s"'
@@ -1304,7 +1304,7 @@ def test_a_study_whose_step_cannot_run_is_refused_before_its_folder_is_claimed(t
     from dbperf.studies.study_run import Limits, run_study
     (tmp_path / "e.toml").write_text(f'[run]\nbenchmarks = ["point-query"]\n{TINY}'
                                      '[[target]]\nname = "a"\nengine = "mysql"\nbinaries = "/nonexistent"\n')
-    study = parse_study(_write(tmp_path, 'name = "mine"\ntitle = "t"\nbrief = "§1"\nduration = "d"\n'
+    study = parse_study(_write(tmp_path, 'name = "mine"\ntitle = "t"\nduration = "d"\n'
                                'description = "d"\n[[step]]\nname = "servers"\nkind = "experiment"\n'
                                'experiment = "e.toml"\n'))
     with pytest.raises(UserError, match=r"^study mine step servers: target 'a': .*MySQL server not found.*"

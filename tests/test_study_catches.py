@@ -28,7 +28,7 @@ UNFIT = "build abc (x [O2 pgo]): its PGO profile was never proven"
 
 
 def _study(*figures: Figure, headline: bool = False) -> Study:
-    return Study("mine", "t", "", (), "d", "d", (Step("run", "experiment", {}, {}),), figures, Path("mine.toml"),
+    return Study("mine", "t", "d", "d", (Step("run", "experiment", {}, {}),), figures, Path("mine.toml"),
                  headline={"step": "run", "target": "pgo"} if headline else {})
 
 

@@ -35,7 +35,6 @@ name = "b"
 
 STUDY = """name = "mine"
 title = "t"
-brief = "§2"
 duration = "a minute"
 description = "d"
 

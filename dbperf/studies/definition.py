@@ -116,8 +116,6 @@ def figure_measures(raw: dict[str, Any], where: str) -> dict[str, Any]:
 class Study:
     name: str
     title: str
-    brief: str
-    seeds: tuple[str, ...]
     duration: str
     description: str
     steps: tuple[Step, ...]
@@ -128,8 +126,7 @@ class Study:
     # [headline] also = ["STEP", ...]: other experiment steps whose geomean of the same target gets a line of its own
     # under the headline ("study NAME STEP: geomean rQPS ..."), e.g. the PGO study's PostgreSQL beside MariaDB.
     also_headlines: tuple[str, ...] = ()
-    # The public sources it reproduces, each "Author, \"Title\" (YYYY-MM-DD)": what `study list` and the summary cite
-    # (`brief` and `seeds` cite the lab's private notes, which no user has: read, never shown).
+    # The public sources it reproduces, each "Author, \"Title\" (YYYY-MM-DD)": what `study list` and the summary cite.
     sources: tuple[str, ...] = ()
 
     def step(self, name: str) -> Step:

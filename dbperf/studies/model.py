@@ -1,15 +1,14 @@
 """A study: one published result reproduced by one command, beside the figures of its public sources (blog posts
 and bug reports, cited by author, title and date: docs/sources.md). Each is a TOML file in dbperf/studies/data/
 naming what to run (steps: an experiment file, probes, the layout check, a bisect), the published figures (with the
-section of the lab's notes they belong to) and where each is measured here. Checked when loaded, against the lab's
+source each comes from) and where each is measured here. Checked when loaded, against the lab's
 own tables (the catalog, the probe families, the experiment parser), so that a study cannot name what does not
 exist.
 
     name = "barriers-spin"          # the file's stem
     title = "..."; duration = "about a minute"; description = "..."
     sources = ['Kristian Nielsen, "40% better single-threaded performance in MariaDB" (2014-01-20)']
-                                    # the public sources it reproduces (`dbperf study list`, the summary); `brief`
-                                    # and `seeds` (citations of the lab's private notes) are still read, not shown
+                                    # the public sources it reproduces (`dbperf study list`, the summary)
     [[step]]                        # run in order, each into DIR/<name>/
     name = "probes"; kind = "probe" | "layout" | "experiment" | "bisect" | "diff"; ... ; quick = { overrides }
                                     # each kind's keys, checks and limits: its module in steps/
@@ -77,7 +76,7 @@ from dbperf.studies.steps.base import Checking, Over
 __all__ = ["MODES", "Figure", "Mode", "Step", "Study", "experiment_doc", "load_study", "mode_flag", "parse_study"]
 
 STUDY_DIR = Path(__file__).parent / "data"
-STUDY_KEYS = ("name", "title", "sources", "brief", "seeds", "duration", "description", "long", "step", "figure",
+STUDY_KEYS = ("name", "title", "sources", "duration", "description", "long", "step", "figure",
               "headline")
 FIGURE_KEYS = ("what", "section", "published", "measure", "per", "unit", "scale", "expect", "claim", "digits",
                "quick", "before", "derived", "floor", "requires", "substitute")
@@ -157,8 +156,7 @@ def parse_study(path: Path) -> Study:
     names = [s.name for s in steps]
     if len(set(names)) != len(names):
         raise UserError(f"{where}: two steps share a name")
-    study = Study(name=name, title=_text(raw, "title", where), brief=_text(raw, "brief", where, ""),
-                  seeds=tuple(str(s) for s in raw.get("seeds", [])), duration=_text(raw, "duration", where),
+    study = Study(name=name, title=_text(raw, "title", where), duration=_text(raw, "duration", where),
                   description=_text(raw, "description", where), steps=steps,
                   figures=tuple(_figure(f, i, where) for i, f in enumerate(raw.get("figure", []))), path=path,
                   long=bool(raw.get("long", False)), headline=_headline(raw, where),
