@@ -238,7 +238,7 @@ def test_a_word_on_an_interval_covering_under_90_percent_is_found(docs: Path) ->
     """A figure kept with "holds" whose interval is a min–max of 3 repeats (75%): no word rests on it, so the check
     says the evidence gives "consistent"; a record from before the coverage was kept apart is read from its
     interval's description the same way."""
-    what = "ut_delay(1), InnoDB's loop (×50 PAUSE)"
+    what = "full barriers against no barrier"
 
     def thin(doc: dict, keep_coverage: bool) -> None:
         figure = _figure(doc, what)
