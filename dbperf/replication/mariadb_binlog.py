@@ -75,6 +75,11 @@ def root_client(binaries: str | None) -> Path | None:
     return Path(found) if found else None
 
 
+# What closed each of the primary's binlog groups (MariaDB 10.0 on): the wait's count reached, its timeout, or the
+# previous group's lock released; the report says them by these words.
+GROUP_CLOSED = {"count": "Binlog_group_commit_trigger_count", "timeout": "Binlog_group_commit_trigger_timeout",
+                "lock_wait": "Binlog_group_commit_trigger_lock_wait"}
+
 DIALECT = BinlogDialect(
     engine=MARIADB.name,
     start="START SLAVE", stop="STOP SLAVE", start_io="START SLAVE IO_THREAD", start_sql="START SLAVE SQL_THREAD",
@@ -94,8 +99,7 @@ DIALECT = BinlogDialect(
     parallel=parallel, commit_wait=commit_wait,
     # Commits, the groups they were written in, and what closed each group: the wait's count reached, its time out,
     # or the previous group's lock released (MariaDB 10.0 on).
-    group_commit_counters=("Binlog_commits", "Binlog_group_commits", "Binlog_group_commit_trigger_count",
-                           "Binlog_group_commit_trigger_timeout", "Binlog_group_commit_trigger_lock_wait"),
+    group_commit_counters=("Binlog_commits", "Binlog_group_commits", *GROUP_CLOSED.values()),
     primary_settings=PRIMARY_SETTINGS, replica_settings=replica_settings, shown=shown,
     root_client=root_client, no_client="the mariadb client is not installed (apt install mariadb-client)",
 )

@@ -11,16 +11,13 @@ from typing import Any
 from dbperf.records import ApplyRecord
 from dbperf.replication.binlog import DIALECTS
 from dbperf.replication.binlog_dialect import BinlogDialect
+from dbperf.replication.mariadb_binlog import GROUP_CLOSED
 from dbperf.report.charts import colour
 from dbperf.report.html_page import Figure, label
 from dbperf.report.replication_kind_view import OVER_CORES, KindView, StudyTable, chart_layout, num, spread
 
 APPLY_COLUMNS = ("durability", "commit wait", "primary load", "workers", "mode", "trx", "trx/s", "min–max", "n",
                  "vs 0 workers", "primary trx/s", "commits / group")
-# What closed the primary's binlog groups over a row's loads (MariaDB's counters): the wait's count reached, its
-# timeout, or the previous group's lock released.
-GROUP_CLOSED = {"count": "Binlog_group_commit_trigger_count", "timeout": "Binlog_group_commit_trigger_timeout",
-                "lock_wait": "Binlog_group_commit_trigger_lock_wait"}
 STALE_COLUMNS = ("probe", "reads", "stale", "stale fraction", "wait p50 µs", "p95 µs", "p99 µs", "max µs", "timeouts",
                  "background trx/s")
 CROSS_COLUMNS = ("durability", "tables", "GTID state", "primary load", "trx", "trx/s", "min–max", "n", "apply s",
