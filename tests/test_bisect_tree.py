@@ -194,7 +194,7 @@ def test_a_range_with_no_more_work_is_not_found_with_why(repo, fake_counts, tmp_
 
 
 @pytest.mark.parametrize(("args", "said"), [
-    (["--tree", "{repo}", "--engine", "mariadb", "a", "b"], "bisect --tree: MariaDB trees are not yet supported"),
+    (["--tree", "{repo}", "--engine", "mariadb", "main~3", "main"], "not a MariaDB source tree (its top has no"),
     (["--tree", "{repo}", "--engine", "sqlite", "--metric", "wall", "a", "b"], "--metric wall is not supported"),
     (["--tree", "{repo}", "a", "b"], "--tree: give the engine of the tree with --engine"),
     (["--tree", "{repo}", "--engine", "sqlite", "a", "b", "c"], "bisect --tree: expected GOOD BAD"),

@@ -16,59 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from dbperf.buildlab.debian_source import candidate_versions, fetch_debian_source
-from dbperf.buildlab.paths import server_cache
-from dbperf.errors import UserError
 from tests.conftest import NEEDS_SERVERS, SERVER_DIR_PREFIX, run_cli
+from tests.server_checkouts import POSTGRES, commit, debian_checkout
 from tests.test_user_tree import git, snapshot
 
 pytestmark = [pytest.mark.network, NEEDS_SERVERS]
-
-XACT = "src/backend/access/transam/xact.c"
-START = re.compile(rb"\nStartTransactionCommand\(void\)\n\{\n")
-
-
-def spin(text: bytes, count: int) -> bytes:
-    """xact.c with a loop of `count` at the start of StartTransactionCommand: more work for every statement."""
-    found = START.search(text)
-    if found is None:
-        raise AssertionError(f"{XACT}: no StartTransactionCommand(void) to add the loop to")
-    loop = f"\t{{ volatile int dbperf_spin; for (dbperf_spin = 0; dbperf_spin < {count}; dbperf_spin++) {{}} }}\n"
-    return text[:found.end()] + loop.encode() + text[found.end():]
-
-
-def postgres_checkout(repo: Path, said: list[str] | None = None) -> bytes:
-    """A new git checkout at `repo` whose one commit is Debian's PostgreSQL source, unpacked (Debian's patches
-    applied) by the build lab's fetch, through the apt of the server cache DBPERF_SERVER_CACHE names; xact.c's
-    bytes, for commits that change it. Every file is committed, those PostgreSQL's .gitignore names too (the
-    release's generated parsers)."""
-    apt, package, versions = candidate_versions("postgres")
-    skipped: list[str] = []
-    with tempfile.TemporaryDirectory(prefix="pg-source-", dir=server_cache()) as work:
-        for version in versions:
-            try:
-                source = fetch_debian_source(apt, package, "postgres", version, Path(work), skipped,
-                                             said.append if said is not None else None)
-            except UserError as e:  # the next version, as the build lab does
-                skipped.append(f"{version}: {e}")
-                continue
-            shutil.move(source.tree, repo)
-            break
-        else:
-            raise AssertionError(f"no version of {package} could be fetched: {skipped}")
-    git(repo, "init", "-q", "-b", "main")
-    # no `git gc --auto` after a commit (some 8,000 loose objects start one, in the background): it would repack the
-    # checkout while the test holds it as the bisect left it
-    git(repo, "config", "gc.auto", "0")
-    git(repo, "add", "-A", "--force")
-    git(repo, "commit", "-q", "-m", f"Debian's {package} {version}")
-    return (repo / XACT).read_bytes()
-
-
-def commit(repo: Path, text: bytes, subject: str) -> str:
-    (repo / XACT).write_bytes(text)
-    git(repo, "commit", "-q", "-am", subject)
-    return git(repo, "rev-parse", "HEAD").strip()
 
 
 @pytest.fixture
@@ -85,13 +37,15 @@ def test_the_commit_that_adds_work_to_postgres_is_named_and_each_later_commit_re
     monkeypatch.setenv("DBPERF_SERVER_CACHE", str(cache))
     repo = tmp_path / "postgresql"
     said: list[str] = []
-    original = postgres_checkout(repo, said)
+    original = debian_checkout(POSTGRES, repo, said)
     # the download was said before it started: what, how large (the Sources index's sizes), where it goes
     assert re.fullmatch(r"downloading Debian's source package postgresql-15 \S+ \(\d+\.\d MB in [3-9] files\) from "
                         r"Debian's archive; unpacked and built in \S+", said[-1]), said
     assert float(said[-1].split("(")[1].split(" MB")[0]) > 10  # PostgreSQL 15's source: over 20 MB
-    hashes = [git(repo, "rev-parse", "HEAD").strip(), commit(repo, original + b"/* a comment */\n", "a comment"),
-              commit(repo, spin(original, 2000) + b"/* a comment */\n", "StartTransactionCommand: a loop")]
+    hashes = [git(repo, "rev-parse", "HEAD").strip(),
+              commit(repo, POSTGRES.file, original + b"/* a comment */\n", "a comment"),
+              commit(repo, POSTGRES.file, POSTGRES.spin(original, 2000) + b"/* a comment */\n",
+                     "StartTransactionCommand: a loop")]
     before = snapshot(repo)
     out = tmp_path / "out"
     proc = run_cli("bisect", "--tree", str(repo), "--engine", "postgres", hashes[0], "main", "--table-size", "1000",

@@ -111,3 +111,11 @@ def test_an_unknown_key_is_one_line() -> None:
     assert "Nobody 1999-01-01" in str(e.value) and "\n" not in str(e.value)
     with pytest.raises(UserError):
         host_differences(["Nobody 1999-01-01"], FakeHost())
+
+
+def test_the_notes_on_cycles_are_said_only_where_a_figure_times_the_cpu() -> None:
+    timed = host_differences(["Nielsen 2014-01-23"], FakeHost())
+    assert "PAUSE latency" in timed and "TSC ticks" in timed
+    untimed = host_differences(["Nielsen 2014-01-23"], FakeHost(), cpu_timed=False)
+    assert "PAUSE" not in untimed and "TSC" not in untimed
+    assert "This CPU is" in untimed and "virtual machine" in untimed  # the facts themselves stay

@@ -59,10 +59,10 @@ def bisect(
              "12 or 12.4) and the newest; with --tree: the good revision and the bad one (commits, tags, branches)")],
     tree: Annotated[Optional[Path], typer.Option(
         help="bisect the commits of this git checkout between GOOD and BAD (first-parent), each built by the lab in "
-             "its own copy (the checkout is never touched), by simulated work; SQLite and PostgreSQL trees (MariaDB's "
-             "and MySQL's are not yet supported)")] = None,
+             "its own copy (the checkout is never touched), by simulated work; SQLite, PostgreSQL, MariaDB and MySQL "
+             "trees")] = None,
     engine_name: Annotated[Optional[str], typer.Option(
-        "--engine", help="with --tree: the tree's engine (sqlite or postgres)")] = None,
+        "--engine", help="with --tree: the tree's engine (sqlite, postgres, mariadb or mysql)")] = None,
     cflag: Annotated[Optional[list[str]], typer.Option(
         "--cflag", help="with --tree or sqlite's releases: a compiler option appended to every build (repeatable; "
                         "e.g. --cflag=-O1)")] = None,

@@ -103,6 +103,10 @@ class Engine:
     # Threads model: a function only the threads serving a client connection run; callgrind counts those threads
     # alone, so that background threads' wall-time-bound work stays out of the count.
     connection_functions: tuple[str, ...] = ()
+    # The largest difference measured between two simulated counts per query of the same code, each in a server of
+    # its own with its table loaded anew (None: none measured): a bisect's threshold at or below it can name a
+    # commit that changed nothing, and is warned of.
+    count_spread: float | None = None
     forks_without_exec: bool = False  # BOLT's instrumentation must survive fork() without exec
     shown_counters: tuple[tuple[str, str], ...] = ()  # engine counters in the resources table: (name, column title)
     # The harness's post-write step (runner/post_write.py): statements run in the working database, or a flush.

@@ -132,6 +132,11 @@ class Study:
     def step(self, name: str) -> Step:
         return next(s for s in self.steps if s.name == name)
 
+    @property
+    def times_the_cpu(self) -> bool:
+        """Whether a figure times instructions on this CPU (a probe's loop): the host notes on cycles are for it."""
+        return any(m.times_the_cpu for f in self.figures for m in f.all_measures())
+
     def experiment_path(self, step: Step, mode: Mode = "full") -> Path:
         """The step's experiment file in this mode, relative to the study file."""
         return (self.path.parent / str(step.effective(mode)["experiment"])).resolve()

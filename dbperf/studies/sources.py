@@ -137,15 +137,16 @@ def section_keys(section: str) -> list[str]:
 
 # --- How this host differs from the published hosts ---
 
-def host_differences(keys: list[str], host: HostFacts) -> str:
+def host_differences(keys: list[str], host: HostFacts, cpu_timed: bool = True) -> str:
     """What the given sources' published hosts had that this one has not (CPU vendor, cores against the threads
     their benchmarks used, bare metal against a virtual machine, performance counters), said per source, sources
-    whose hardware reads the same grouped; each sentence true of every source it names. Sources that publish no
-    measurement are left out; an unknown key is a UserError."""
+    whose hardware reads the same grouped; each sentence true of every source it names. What only figures that time
+    the CPU need (PAUSE and a PRNG's cost by vendor, TSC ticks for cycles) is said only when `cpu_timed`. Sources
+    that publish no measurement are left out; an unknown key is a UserError."""
     sources = {k: source(k) for k in dict.fromkeys(keys)}
     measured = {k: s for k, s in sources.items() if s.measured}
-    said = [*_vendor(measured, host), *_cores(measured, host), *_virtual(measured, host), *_counters(measured, host),
-            *_unrecorded(measured)]
+    said = [*_vendor(measured, host, cpu_timed), *_cores(measured, host), *_virtual(measured, host, cpu_timed),
+            *_counters(measured, host), *_unrecorded(measured)]
     if said:
         return " ".join(said)
     if not measured:
@@ -187,7 +188,7 @@ def _keys(keys: list[str]) -> str:
     return ", ".join(f"[{k}]" for k in keys)
 
 
-def _vendor(sources: dict[str, Source], host: HostFacts) -> list[str]:
+def _vendor(sources: dict[str, Source], host: HostFacts, cpu_timed: bool) -> list[str]:
     mine = vendor_of(host.cpu).lower()
     differ = [(k, s) for k, s in sources.items()
               if s.hardware and mine not in {h.cpu_vendor.lower() for h in s.hardware}]
@@ -196,8 +197,8 @@ def _vendor(sources: dict[str, Source], host: HostFacts) -> list[str]:
     said = _grouped((k, "measured on " + _hosts_said(s.hardware, lambda h: h.cpu) if any(
         h.cpu_vendor != NOT_PUBLISHED for h in s.hardware) else "its CPU is not published") for k, s in differ)
     return [f"This CPU is {host.cpu}.", *said,
-            "PAUSE latency, the cost of a locked instruction and a PRNG's cost differ by vendor and generation: "
-            "compare the shape of a table (ratios, order), not its cycles."]
+            *(["PAUSE latency, the cost of a locked instruction and a PRNG's cost differ by vendor and generation: "
+               "compare the shape of a table (ratios, order), not its cycles."] if cpu_timed else [])]
 
 
 def _threads_on_cores(h: PublishedHost) -> str:
@@ -227,15 +228,16 @@ def _bare_metal(hosts: list[PublishedHost]) -> str:
     return f"measured partly on bare metal ({', '.join(h.name or 'unnamed' for h in bare)})"
 
 
-def _virtual(sources: dict[str, Source], host: HostFacts) -> list[str]:
+def _virtual(sources: dict[str, Source], host: HostFacts, cpu_timed: bool) -> list[str]:
     hosted = {k: s.hardware for k, s in sources.items() if s.hardware}
     if not hosted:
         return []
     if not host.virtualised:
         vms = [k for k, hosts in hosted.items() if any(h.virtualised == "yes" for h in hosts)]
         return [f"{_keys(vms)} measured on virtual machines; this host is not one."] if vms else []
-    said = ["This host is a virtual machine: figures in TSC ticks stand in for core cycles, steal time and the "
-            "neighbours' load add noise (the lab flags interfered cells), and vCPUs may share a physical core."]
+    ticks = "figures in TSC ticks stand in for core cycles, " if cpu_timed else ""
+    said = [f"This host is a virtual machine: {ticks}steal time and the neighbours' load add noise (the lab flags "
+            "interfered cells), and vCPUs may share a physical core."]
     said += _grouped((k, _bare_metal(hosts)) for k, hosts in hosted.items()
                      if any(h.virtualised == "no" for h in hosts))
     unsaid = [k for k, hosts in hosted.items() if all(h.virtualised == NOT_PUBLISHED for h in hosts)]

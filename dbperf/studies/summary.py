@@ -99,12 +99,13 @@ def _text(value: object) -> str | None:
     return str(value) if value else None
 
 
-def host_differences(host: Host, sections: list[str] | tuple[str, ...] = ()) -> str:
+def host_differences(host: Host, sections: list[str] | tuple[str, ...] = (), cpu_timed: bool = True) -> str:
     """What this host changes against the published runs of the sources the figures cite (their `section`s, keys
-    of the sources table: sources.py), each said of the source it is true of, then this host's load average."""
+    of the sources table: sources.py), each said of the source it is true of, then this host's load average.
+    `cpu_timed`: a figure times instructions on this CPU (a probe's), so the notes on cycles apply."""
     keys = [k for section in sections for k in section_keys(section) if k in load_sources()]
     counters = "" if host.counters == "hardware" else f" (no hardware counters: {host.counters_reason})"
-    said = ([sources_differences(list(dict.fromkeys(keys)), host)] if keys else
+    said = ([sources_differences(list(dict.fromkeys(keys)), host, cpu_timed)] if keys else
             [f"This host: {host.short}{counters}."])
     end = f", at the end {_load(host.load_end)}" if host.load_end else ""
     said.append(f"Load average at the start {_load(host.load_start)}{end} (1, 5, 15 min).")
@@ -173,7 +174,7 @@ def summary(study: Study, rows: list[Row], run: RunFacts, recorded: list[str] | 
         *table(rows, host), "",
         "## Steps", "",
         *[f"- {md(name)}: {md(how)}" for name, how in run.steps], "",
-        "## How this host differs", "", host_differences(host, [r.section for r in rows]), "",
+        "## How this host differs", "", host_differences(host, [r.section for r in rows], study.times_the_cpu), "",
     ]
     if recorded:
         lines += ["## Against the run on record", "", *recorded, ""]
@@ -210,7 +211,7 @@ def html_summary(study: Study, rows: list[Row], run: RunFacts, reports: list[str
         page.add("<p>Reports of the experiment steps: "
                  + ", ".join(f'<a href="{text(r)}">{text(r)}</a>' for r in reports) + "</p>")
     page.section("host", "How this host differs")
-    page.add(f"<p>{text(host_differences(host, [r.section for r in rows]))}</p>")
+    page.add(f"<p>{text(host_differences(host, [r.section for r in rows], study.times_the_cpu))}</p>")
     if headline:
         page.add(f"<p><b>{text(headline.last_line())}</b></p>")
     return page.render()

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from rich.console import Console
 
+from dbperf import engines
 from dbperf.errors import UserError
 from dbperf.runner.interrupts import exit_code
 from dbperf.storage.bisect_path import (
@@ -62,6 +63,18 @@ def default_directory(engine: str) -> Path:
     return Path("results") / f"bisect-{engine}-{datetime.now():%Y%m%d-%H%M%S}"
 
 
+def spread_warning(settings: StepSettings) -> str | None:
+    """The warning for a work threshold within the spread measured between two counts of one engine's same code
+    (Engine.count_spread), None when the threshold is above it or none was measured."""
+    engine = engines.engine(settings.engine)
+    spread = engine.count_spread
+    if not settings.metric.work or spread is None or settings.threshold > spread:
+        return None
+    return (f"dbperf: warning: two counts of the same {engine.title} code, each in a server with its table loaded "
+            f"anew, differed by {spread:.1%} per query here (docs/studies.md): at --threshold "
+            f"{settings.threshold:.1%} a step can be named that changed nothing; give a threshold above {spread:.1%}")
+
+
 def bisect(settings: StepSettings, first: str, last: str, out: Path | None, tries: int, resume: bool = False,
            yes: bool = False, err: Console = PROGRESS,
            on_step: Callable[[BisectResult], object] | None = None, confirm: bool = True) -> Bisected:
@@ -86,6 +99,9 @@ def bisect(settings: StepSettings, first: str, last: str, out: Path | None, trie
         say(f"dbperf: bisect {settings.engine} {kind.word(versions[0])} .. {kind.word(versions[-1])}: "
             f"{len(versions)} {kind.noun} ({kind.how}), {settings.benchmark}, slower at {settings.threshold:.1%}{by} "
             f"or more; about {expected_steps(len(versions))} steps; results in {directory}", err)
+        warning = spread_warning(settings)
+        if warning:
+            say(warning, err)
         try:
             result = run_bisect(settings, versions, directory, tries, yes, err, earlier=earlier, on_step=on_step,
                                 confirm=confirm)

@@ -25,7 +25,13 @@ from dbperf.experiment.build_variants import FLAG
 from dbperf.experiment.spec import sqlite_settings
 from dbperf.experiment.user_source import UserTree
 from dbperf.storage.bisect_path import CommitFacts, StepSettings
-from dbperf.usecases.bisect_settings import check_config_names, check_settings, check_step_options, release_range
+from dbperf.usecases.bisect_settings import (
+    check_config_names,
+    check_server_settings,
+    check_settings,
+    check_step_options,
+    release_range,
+)
 
 
 class Candidates(Protocol):
@@ -102,16 +108,16 @@ class Commits:
         s = self.settings
         engine = engines.engine(s.engine)
         recipe = recipe_for(s.engine) if engine.server else None
-        if engine.server and (recipe is None or not recipe.bisects_trees):
-            takes = [engines.DEFAULT.name, *(r.engine for r in recipes().values() if r.bisects_trees)]
-            raise UserError(f"bisect --tree: {engine.title} trees are not yet supported (--engine {' or '.join(takes)} "
+        if engine.server and (recipe is None or not recipe.tree_files):
+            takes = [engines.DEFAULT.name, *(r.engine for r in recipes().values() if r.tree_files)]
+            raise UserError(f"bisect --tree: {engine.title} is not built from a tree (--engine {', '.join(takes)} "
                             f"are); bisect {engine.title}'s releases with `dbperf bisect {s.engine} FIRST LAST`")
         if not s.metric.trees:
             raise UserError(f"bisect --tree: --metric {s.metric.name} is not supported: a tree's commits are "
                             "bisected by simulated work (the step found is then confirmed by the wall clock)")
         _check_cflags(s.cflags)
         if engine.server:  # as a release bisect's settings: the server's --config names and values among them
-            check_settings(self.settings)
+            check_server_settings(self.settings)
             return
         check_step_options(s)
         sqlite_settings(s.config, "bisect --config")  # PRAGMAs (journal_mode=WAL): a WAL regression is seen

@@ -63,9 +63,14 @@ def check_step_options(s: StepSettings) -> None:
 
 
 def check_settings(s: StepSettings) -> None:
-    """Every step's settings, each refusal one line naming its option."""
+    """Every step's settings of a bisect of a server's releases, each refusal one line naming its option."""
     if s.engine not in SOURCES:
         raise UserError(f"bisect: engine {s.engine!r} has no released binaries (known: {', '.join(sorted(SOURCES))})")
+    check_server_settings(s)
+
+
+def check_server_settings(s: StepSettings) -> None:
+    """Every step's settings of a server, whatever its candidates are (releases, a tree's commits)."""
     check_step_options(s)
     for key in s.config:  # with the remedy that fits a bisect (no target to set a port or a dsn on)
         refusal = lab_owned_refusal(s.engine, key, "bisect", bisect=True)

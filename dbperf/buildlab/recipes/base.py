@@ -51,12 +51,8 @@ class Recipe(ABC):
         """The engine's leaner lab build (`lean = true` of a target), None when it has none."""
         return None
     # What the top of a checkout of the engine's source holds (a `tree` is refused without it: sources/tree.py); ()
-    # for a recipe that builds no user's tree.
+    # for a recipe that builds no user's tree. A recipe that builds trees is bisected by `dbperf bisect --tree` too.
     tree_files: ClassVar[tuple[str, ...]] = ()
-    # Whether `dbperf bisect --tree` takes the engine's trees (every commit a build in one kept tree, then counted
-    # under valgrind): PostgreSQL's; not MariaDB's nor MySQL's, whose first builds take 10 to 60 minutes and whose
-    # tree bisect has not been run.
-    bisects_trees: ClassVar[bool] = False
     # The source folders a partial PGO build (`pgo_scope = "query-path"`, buildlab/profile_scope.py) instruments and
     # re-optimises, relative to the top of the source: those the measured queries run through. () for a recipe
     # whose compiles cannot be launched by source path (launched_commands).

@@ -27,7 +27,6 @@ class PostgresRecipe(Recipe):
     language: ClassVar[str] = "c"
     build_time: ClassVar[str] = "about 5 minutes on 2 cores"
     tree_files: ClassVar[tuple[str, ...]] = ("configure", "GNUmakefile.in", "src")
-    bisects_trees: ClassVar[bool] = True
     resumable: ClassVar[bool] = False  # make: an object killed mid-write looks up to date
     COMPILE = re.compile(r"\s-c\s")
 

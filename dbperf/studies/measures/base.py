@@ -60,6 +60,8 @@ class Measure(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defa
     describes_host: ClassVar[bool] = False
     # It reads the step's results directory (a matrix of cells), not the step's JSON.
     reads_results: ClassVar[bool] = False
+    # It times instructions on this CPU (a probe's loop): what the host notes on vendor, PAUSE and TSC ticks are for.
+    times_the_cpu: ClassVar[bool] = False
 
     def check(self, at: MeasureChecking) -> None:
         """Refuses a measure naming what the study does not have; one line, UserError. Each kind adds its own."""

@@ -25,6 +25,7 @@ class ProbeMeasure(Measure, frozen=True, tag="probe"):
     pair: Identity = None
     threads: Identity = None
     describes_host: ClassVar[bool] = True
+    times_the_cpu: ClassVar[bool] = True
 
     IDENTITY: ClassVar[tuple[str, ...]] = ("x", "offset", "flag_offset", "n", "multiplier", "pair", "threads")
 
