@@ -104,14 +104,61 @@ def test_a_bad_requires_is_one_line(raw):
     assert "\n" not in str(e.value)
 
 
+JSON_STUDY = """
+name = "needs"
+title = "t"
+duration = "a minute"
+description = "d"
+[[step]]
+name = "lab"
+kind = "experiment"
+experiment = "lab.toml"
+[[figure]]
+what = "w"
+section = "§3"
+published = "about 10× at 12+ workers"
+measure = { from = "json", step = "lab", path = "apply.speedup" }
+expect = { min = 5.0 }
+claim = "c"
+"""
+
+
+def _json_run(tmp_path: Path, requires: str, meta: dict | None) -> list[Row]:
+    tmp_path.mkdir(exist_ok=True)
+    (tmp_path / "lab.toml").write_text('[run]\nbenchmarks = ["point-query"]\ntable_size = 1000\ntime = 1\nwarmup = 0\n'
+                                         '[[target]]\nname = "a"\n')
+    path = tmp_path / "needs.toml"
+    path.write_text(JSON_STUDY + f"requires = {{ {requires} }}\n")
+    step = tmp_path / "run" / "lab"
+    step.mkdir(parents=True)
+    (tmp_path / "run" / "lab-report.json").write_text(json.dumps({"apply": {"speedup": 1.6}}))
+    if meta is not None:
+        (step / "meta.json").write_text(json.dumps(meta))
+    return rows(parse_study(path), tmp_path / "run")
+
+
 @pytest.mark.unit
-def test_requires_on_a_figure_not_measured_by_a_probe_is_one_line(tmp_path):
+def test_a_figure_of_an_experiment_step_needing_more_threads_than_its_runs_host_had_is_not_reproducible(tmp_path):
+    """An experiment step describes no topology: its run's meta.json names the host's vCPUs, which `threads` is
+    checked against; the figure then has the reason and no number, end to end."""
+    (got,) = _json_run(tmp_path, "threads = 12", {"host": {"cores": 2}})
+    assert got.measured == f"{NOT_REPRODUCIBLE}: 12 threads need 12 vCPUs; this host has 2"
+    assert got.verdict == NOT_REPRODUCIBLE and got.value is None and _status_defects(True, got) == []
+    (met,) = _json_run(tmp_path / "big", "threads = 12", {"host": {"cores": 16}})
+    assert met.value == pytest.approx(1.6) and met.verdict.startswith("inconclusive: c")  # measured, then judged
+    (unknown,) = _json_run(tmp_path / "old", "threads = 12", None)
+    assert unknown.measured == "not measured: step 'lab' kept no meta.json naming its host's vCPUs"
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("requires", ["pmu = true", "threads = 2, own_cores = true", 'release = "mysql"'])
+def test_requires_beyond_threads_on_a_figure_not_measured_by_a_probe_is_one_line(tmp_path, requires):
     path = tmp_path / "needs.toml"
     path.write_text(STUDY.replace('measure = { from = "probe", step = "probes", family = "barriers", '
                                   'group = "state-update", name = "pthread mutex" }',
                                   'measure = { from = "json", step = "probes", path = "a.b" }')
-                    + "requires = { threads = 2 }\n")
-    with pytest.raises(UserError, match='only a figure measured from = "probe" may have one') as e:
+                    + f"requires = {{ {requires} }}\n")
+    with pytest.raises(UserError, match='not measured from = "probe" may name threads only') as e:
         parse_study(path)
     assert "\n" not in str(e.value)
 
@@ -135,4 +182,5 @@ def test_study_list_shows_each_studys_host_requirements(tmp_path):
     assert block.header[-1] == "needs"
     needs = {r.cells[0]: r.cells[-1] for r in block.rows}
     assert "2 vCPUs, a core per thread" in needs["barriers-spin"] and "a mysql release served" in needs["barriers-spin"]
-    assert needs["replication"] == "–"
+    assert needs["replication"] == "12 vCPUs"  # the post's 12 workers, each on a vCPU
+    assert needs["tuning-ladder"] == "–"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import shutil
 from dataclasses import asdict, replace
 from pathlib import Path
@@ -1057,7 +1058,11 @@ def test_smoke_replication(tmp_path):
     assert figures["PostgreSQL stale reads with synchronous_commit = remote_apply"]["value"] is not None
     # every step measures its figures, the group-commit wait and the 1-client primary among them; MySQL's step, built
     # from source, skips the smoke run
-    assert [w for w, f in figures.items() if f["value"] is None and not w.startswith("MySQL ")] == []
+    twelve = next(w for w in figures if "12 workers against 1 SQL thread" in w)  # the post's 10x, a vCPU a worker
+    assert [w for w, f in figures.items() if f["value"] is None and not w.startswith("MySQL ") and w != twelve] == []
+    if (os.cpu_count() or 1) < 12:
+        assert figures[twelve]["measured"] == ("not reproducible here: 12 threads need 12 vCPUs; this host has "
+                                               f"{os.cpu_count()}")
     mysql = [f for w, f in figures.items() if w.startswith("MySQL ")]
     assert len(mysql) == 8 and all(f["left_out"] and "was not run (--smoke)" in f["measured"] for f in mysql)
 

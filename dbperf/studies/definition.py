@@ -89,11 +89,6 @@ class Figure:
             return self.measure, self.per
         return self.quick_measures
 
-    @property
-    def published_cell(self) -> str:
-        """What its row's published column holds: a substitute's holds none (it stands in for a published one)."""
-        return "–" if self.substitute else self.published
-
     def all_measures(self) -> tuple[Measure, ...]:
         """Every measure it reads in the full run: the measure, its reference, the value before."""
         return tuple(m for m in (self.measure, self.per, self.before) if m is not None)

@@ -65,6 +65,12 @@ class Row:
     def measured_anything(self) -> bool:
         return self.value is not None or self.text is not None
 
+    @property
+    def answered(self) -> bool:
+        """Whether the run answered it: measured, left out by design of its mode, or not reproducible on this host
+        (its reason is the answer)."""
+        return self.measured_anything or self.left_out or self.verdict == NOT_REPRODUCIBLE
+
     @classmethod
     def from_json(cls, doc: dict[str, Any]) -> Row:
         """A figure as study.json holds it (asdict)."""
@@ -159,6 +165,17 @@ class Reader:
         except UserError as e:
             raise NotMeasured(f"step {step!r}: {e}") from None
 
+    def run_vcpus(self, step: str) -> int:
+        """The vCPUs of the host the step's run was made on (its meta.json's host)."""
+        path = step_dir(self.directory, step) / "meta.json"
+        try:
+            cores = json.loads(path.read_text(encoding="utf-8"))["host"]["cores"]
+        except (OSError, ValueError, KeyError, TypeError):
+            raise NotMeasured(f"step {step!r} kept no meta.json naming its host's vCPUs") from None
+        if isinstance(cores, bool) or not isinstance(cores, int) or cores < 1:
+            raise NotMeasured(f"step {step!r}: its meta.json names no vCPU count")
+        return cores
+
     def step_json(self, step: str, file: str | None = None) -> Any:
         """A step's JSON: the file a figure names, else the step kind's own."""
         return self.load_json(json_file(self.directory, self.study, step, file))
@@ -209,19 +226,32 @@ def _combined(measured: Measured, other: Measured, op: str) -> tuple[Interval | 
 def row(reader: Reader, figure: Figure, mode: Mode = "full", catches: bool = False) -> Row:
     """The figure's row; a substitute's (measured with a different setup) in a row of its own, no published figure
     in it (what it stands in for is said beside what differs)."""
-    found = _row(reader, figure, mode, catches)
+    return as_defined(_row(reader, figure, mode, catches), figure)
+
+
+def unmet_row(reader: Reader, figure: Figure, measure: Measure) -> Row | None:
+    """The figure's row when the host its step ran on does not meet its `requires` (the measured reason, no number),
+    None when it does or requires nothing; NotMeasured when the step did not say what its host had."""
+    unmet = figure.requires.unmet(measure.host_shape(reader)) if figure.requires is not None else None
+    return Row(figure.what, figure.section, figure.published, not_reproducible(unmet), NOT_REPRODUCIBLE) \
+        if unmet else None
+
+
+def as_defined(found: Row, figure: Figure) -> Row:
+    """The row as the figure's definition presents it: its section, and a substitute's published figure moved out
+    of its row into what differs (a row recorded before it was marked one gets the mark too)."""
     if not figure.substitute:
-        return found
-    return replace(found, published="–", substitute=f"{figure.substitute} (in place of: {figure.published})")
+        return replace(found, section=figure.section, published=figure.published)
+    return replace(found, section=figure.section, published="–",
+                   substitute=f"{figure.substitute} (in place of: {figure.published})")
 
 
 def _row(reader: Reader, figure: Figure, mode: Mode = "full", catches: bool = False) -> Row:
     measure, per_measure = figure.measures(mode)
     try:
-        if figure.requires is not None:
-            unmet = figure.requires.unmet(reader.host_shape(measure.step))
-            if unmet:
-                return Row(figure.what, figure.section, figure.published, not_reproducible(unmet), NOT_REPRODUCIBLE)
+        unmet = unmet_row(reader, figure, measure)
+        if unmet is not None:
+            return unmet
         measured = reader.measure(measure)
         if measured.value is None:  # a fact, not a number
             text = measured.text or ""

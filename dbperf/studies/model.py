@@ -243,13 +243,14 @@ def _figure(raw: Any, i: int, where: str) -> Figure:
 
 def _requires(raw: dict[str, Any], measure: Measure, where: str) -> HostRequirement | None:
     """The figure's `requires`; checked against the host a probe step keeps (its vCPUs, cores, PMU, releases served),
-    which no other step kind describes yet."""
+    or, of any other step, its threads against the vCPUs its run's meta.json names."""
     if "requires" not in raw:
         return None
-    if not measure.describes_host:
-        raise UserError(f"{where}: requires is checked against the host a probe step describes: only a figure "
-                        "measured from = \"probe\" may have one")
-    return parse_requirement(raw["requires"], where)
+    required = parse_requirement(raw["requires"], where)
+    if not measure.describes_host and set(raw["requires"]) - {"threads"}:
+        raise UserError(f"{where}: requires of a figure not measured from = \"probe\" may name threads only (its "
+                        "step's run says its host's vCPUs, not its cores, PMU or releases)")
+    return required
 
 
 def _floor(raw: dict[str, Any], where: str) -> bool:

@@ -21,7 +21,18 @@ from dbperf.storage.results import read_meta
 from dbperf.studies.builds import problems_by_key
 from dbperf.studies.definition import Figure
 from dbperf.studies.evidence import MIN_COVERAGE, Interval, coverage_said
-from dbperf.studies.figures import Provenance, Reader, Row, claim_check, headline, row, step_headlines
+from dbperf.studies.figures import (
+    Provenance,
+    Reader,
+    Row,
+    as_defined,
+    claim_check,
+    headline,
+    row,
+    step_headlines,
+    unmet_row,
+)
+from dbperf.studies.measured import NotMeasured
 from dbperf.studies.model import Study, load_study
 from dbperf.studies.notebook import with_banners
 from dbperf.studies.record import hand_text_to_notebook, record_provenance
@@ -83,6 +94,12 @@ def _figure_again(study: Study, f: Figure, old: Row | None, reader: Reader, meta
     """The figure as the record has it, written again under today's rules (the latest catches' too, `catches`,
     where the record opts into them)."""
     steps = _steps(f)
+    try:  # a host the kept run's meta.json says does not meet the figure's `requires`: its reason, no number
+        unmet = unmet_row(reader, f, f.measure)
+    except NotMeasured:
+        unmet = None
+    if unmet is not None:
+        return replace(unmet, run=_run_of(metas[f.measure.step], own) if f.measure.step in metas else None)
     if all(m.reread(metas.keys()) for m in f.all_measures()):  # read back from the kept results
         again = _from_kept(f, old, reader, {s: m for s, m in metas.items() if s in steps}, own, catches)
         if again is not None:
@@ -97,7 +114,7 @@ def _figure_again(study: Study, f: Figure, old: Row | None, reader: Reader, meta
                    "kept): with no run to check it against, its value is not shown", "–")
     if old.checked is not None and old.run is not None and (old.coverage is not None or old.low is None) and not (
             catches and (old.superseded or _thin(old))):
-        return replace(old, section=f.section, published=f.published_cell)  # recorded with its evidence: kept as it is
+        return as_defined(old, f)  # recorded with its evidence: kept as it is
     return _judged_again(study, f, old, own if old.run is None else old.run, catches)
 
 
@@ -176,7 +193,7 @@ def _judged_again(study: Study, f: Figure, old: Row, run: Provenance, catches: b
     if f.derived:
         words.append(f"derived, not measured: {f.derived}")
     verdict = "; ".join(w for w in words if w) or "shown beside the published one"
-    return replace(old, section=f.section, published=f.published_cell, verdict=verdict, host=None, run=run,
+    return replace(as_defined(old, f), verdict=verdict, host=None, run=run,
                    checked=checked,
                    low=interval.low if interval else None, high=interval.high if interval else None,
                    interval=interval.how if interval else why, coverage=interval.coverage if interval else None)

@@ -332,7 +332,7 @@ def write_summary(study: Study, directory: Path, facts: RunFacts, record: StudyR
                if (directory / name).is_file()]
     write_file(directory / SUMMARY_HTML, html_summary(study, found, facts, reports), force=force,
                name=SUMMARY_HTML, option="--out")
-    if not exit_code and not all(r.measured_anything or r.left_out for r in found):
+    if not exit_code and not all(r.answered for r in found):
         exit_code = INCOMPLETE
     # the exit code is kept when the summary is written again (128 + N: stopped by signal N)
     record = record.replace(host=facts.host.to_json(), steps=[StepEnded(n, h) for n, h in facts.steps],

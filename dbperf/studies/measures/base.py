@@ -37,6 +37,8 @@ class Reading(Protocol):
 
     def host_shape(self, step: str) -> HostShape: ...
 
+    def run_vcpus(self, step: str) -> int: ...
+
 
 @dataclass(frozen=True)
 class MeasureChecking:
@@ -56,7 +58,8 @@ class MeasureChecking:
 class Measure(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True, tag_field="from"):
     """A figure's measure: the step it reads, and what of it (each kind's own fields)."""
     step: str
-    # A `requires` is checked against the host the step describes (only a probe step does, so far).
+    # The step describes its host's topology, PMU and releases (a probe step): every `requires` key is checked of
+    # it; of any other step only `threads`, against the vCPUs its run's meta.json names (host_shape).
     describes_host: ClassVar[bool] = False
     # It reads the step's results directory (a matrix of cells), not the step's JSON.
     reads_results: ClassVar[bool] = False
@@ -71,6 +74,11 @@ class Measure(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defa
     def read(self, reader: Reading) -> Measured:
         """The value (or fact) and its evidence, from what the step wrote; NotMeasured says why there is none."""
         raise NotImplementedError
+
+    def host_shape(self, reader: Reading) -> HostShape:
+        """The host its step ran on, as far as a `requires` is checked of it: the vCPUs of the step's run."""
+        vcpus = reader.run_vcpus(self.step)
+        return HostShape(vcpus, vcpus)  # cores, PMU and releases: not checked of this step (model.py refuses them)
 
     def reread(self, kept: Collection[str]) -> bool:
         """Whether `dbperf study record --again` reads it back from the results kept beside the record (`kept`: the

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+from dbperf.host.topology import HostShape
 from dbperf.studies.evidence import spread_interval
 from dbperf.studies.measured import Measured, NotMeasured, number
 from dbperf.studies.measures.base import Measure, MeasureChecking, Reading
@@ -28,6 +29,9 @@ class ProbeMeasure(Measure, frozen=True, tag="probe"):
     times_the_cpu: ClassVar[bool] = True
 
     IDENTITY: ClassVar[tuple[str, ...]] = ("x", "offset", "flag_offset", "n", "multiplier", "pair", "threads")
+
+    def host_shape(self, reader: Reading) -> HostShape:
+        return reader.host_shape(self.step)  # the probe step's own description: topology, PMU, releases served
 
     def check(self, at: MeasureChecking) -> None:
         super().check(at)
