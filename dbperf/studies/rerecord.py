@@ -94,12 +94,9 @@ def _figure_again(study: Study, f: Figure, old: Row | None, reader: Reader, meta
     """The figure as the record has it, written again under today's rules (the latest catches' too, `catches`,
     where the record opts into them)."""
     steps = _steps(f)
-    try:  # a host the kept run's meta.json says does not meet the figure's `requires`: its reason, no number
-        unmet = unmet_row(reader, f, f.measure)
-    except NotMeasured:
-        unmet = None
+    unmet = _unmet_again(f, reader, metas, own)
     if unmet is not None:
-        return replace(unmet, run=_run_of(metas[f.measure.step], own) if f.measure.step in metas else None)
+        return unmet
     if all(m.reread(metas.keys()) for m in f.all_measures()):  # read back from the kept results
         again = _from_kept(f, old, reader, {s: m for s, m in metas.items() if s in steps}, own, catches)
         if again is not None:
@@ -112,10 +109,28 @@ def _figure_again(study: Study, f: Figure, old: Row | None, reader: Reader, meta
         return Row(f.what, f.section, f.published,
                    f"withdrawn: measured by a run the record does not name ({old.host}; its results were not "
                    "kept): with no run to check it against, its value is not shown", "–")
-    if old.checked is not None and old.run is not None and (old.coverage is not None or old.low is None) and not (
-            catches and (old.superseded or _thin(old))):
+    if _kept_as_is(old, catches):
         return as_defined(old, f)  # recorded with its evidence: kept as it is
     return _judged_again(study, f, old, own if old.run is None else old.run, catches)
+
+
+def _kept_as_is(old: Row, catches: bool) -> bool:
+    """Whether a kept figure was recorded with its evidence (what it judged, its run, its interval's coverage) that
+    today's rules still take: not superseded nor thin where the record opts into the catches."""
+    evidenced = old.checked is not None and old.run is not None and (old.coverage is not None or old.low is None)
+    return evidenced and not (catches and (old.superseded or _thin(old)))
+
+
+def _unmet_again(f: Figure, reader: Reader, metas: dict[str, RunMeta], own: Provenance) -> Row | None:
+    """The figure's row when the host its kept run's meta.json names does not meet its `requires` (its reason, no
+    number), naming that run; None when it does, requires nothing, or the run does not say."""
+    try:
+        unmet = unmet_row(reader, f, f.measure)
+    except NotMeasured:
+        return None
+    if unmet is None:
+        return None
+    return replace(unmet, run=_run_of(metas[f.measure.step], own) if f.measure.step in metas else None)
 
 
 def _thin(old: Row) -> bool:
