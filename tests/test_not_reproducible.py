@@ -12,10 +12,12 @@ import pytest
 
 from dbperf.errors import UserError
 from dbperf.host.topology import HostRequirement, HostShape, parse_requirement, this_host
+from dbperf.run_meta import meta_dict
 from dbperf.studies.check import _status_defects
 from dbperf.studies.evidence import NOT_REPRODUCIBLE
 from dbperf.studies.figures import Row, rows
 from dbperf.studies.model import host_requirements, parse_study, study_list_view
+from tests.synthetic import replication_meta
 
 STUDY = """
 name = "needs"
@@ -133,7 +135,7 @@ def _json_run(tmp_path: Path, requires: str, meta: dict | None) -> list[Row]:
     step.mkdir(parents=True)
     (tmp_path / "run" / "lab-report.json").write_text(json.dumps({"apply": {"speedup": 1.6}}))
     if meta is not None:
-        (step / "meta.json").write_text(json.dumps(meta))
+        (step / "meta.json").write_text(json.dumps(meta_dict(replication_meta(meta))))
     return rows(parse_study(path), tmp_path / "run")
 
 

@@ -22,6 +22,7 @@ from dbperf.report.binlog_view import commit_wait, primary_load
 from dbperf.report.formats import render
 from dbperf.report.replication_report import replication_view
 from dbperf.report.replication_view import replication_summary
+from dbperf.run_meta import meta_dict
 from dbperf.studies.figures import rows
 from dbperf.studies.model import load_study
 from tests.conftest import NEEDS_SERVERS, run_cli
@@ -219,7 +220,7 @@ def test_every_mariadb_figure_of_the_study_has_an_interval(tmp_path):
         view = replication_view(_meta(), _records(*sweep), [])
         (tmp_path / f"{step}-report.json").write_text(render(view, "json"))
         (tmp_path / step).mkdir()
-        (tmp_path / step / "meta.json").write_text(json.dumps({"host": {"cores": 2}}))
+        (tmp_path / step / "meta.json").write_text(json.dumps(meta_dict(replication_meta({"host": {"cores": 2}}))))
     checked = 0
     for figure, row in zip(study.figures, rows(study, tmp_path), strict=True):
         if not figure.measure.step.startswith("mariadb"):

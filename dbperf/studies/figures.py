@@ -15,7 +15,7 @@ from dbperf.errors import UserError
 from dbperf.host.topology import HostShape
 from dbperf.run_meta import RunMeta
 from dbperf.stats.rqps_matrix import Matrix, build_matrix
-from dbperf.storage.results import read_results
+from dbperf.storage.results import read_meta, read_results
 from dbperf.studies.evidence import (
     NOT_REPRODUCIBLE,
     Interval,
@@ -167,12 +167,15 @@ class Reader:
 
     def run_vcpus(self, step: str) -> int:
         """The vCPUs of the host the step's run was made on (its meta.json's host)."""
-        path = step_dir(self.directory, step) / "meta.json"
+        directory = step_dir(self.directory, step)
+        if not (directory / "meta.json").is_file():
+            raise NotMeasured(f"step {step!r} kept no meta.json naming its host's vCPUs")
         try:
-            cores = json.loads(path.read_text(encoding="utf-8"))["host"]["cores"]
-        except (OSError, ValueError, KeyError, TypeError):
-            raise NotMeasured(f"step {step!r} kept no meta.json naming its host's vCPUs") from None
-        if isinstance(cores, bool) or not isinstance(cores, int) or cores < 1:
+            host = read_meta(directory).host
+        except UserError as e:
+            raise NotMeasured(f"step {step!r}: {e}") from None
+        cores = host.cores if host is not None else None
+        if cores is None or cores < 1:
             raise NotMeasured(f"step {step!r}: its meta.json names no vCPU count")
         return cores
 
